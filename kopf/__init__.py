@@ -1,0 +1,1 @@
+"""Kopf: a framework for Kubernetes operators."""
