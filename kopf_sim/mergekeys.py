@@ -1,0 +1,162 @@
+"""
+Strategic-merge metadata for the built-in kinds that the simulator serves.
+
+Kubernetes declares it in Go struct tags (``patchStrategy``/``patchMergeKey``) and publishes it
+in OpenAPI as ``x-kubernetes-patch-strategy``/``x-kubernetes-patch-merge-key``. We have no Go
+types, so we keep the same facts as a plain table, keyed by ``group/version/Kind`` (the core group
+has no group part: ``v1/Pod``) and by the path of map field names from the object root, with list
+items transparent: ``("spec", "template", "spec", "containers", "ports")``.
+
+The table is used by the strategic merge patch, by server-side apply (lists with a merge key are
+associative, primitive lists with the ``merge`` strategy are sets), and by the OpenAPI annotator.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+Path = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ListStrategy:
+    """
+    How a field merges: ``strategy`` is "merge", "retainKeys", "merge,retainKeys" or "replace".
+
+    ``merge_key`` is set for lists of maps merged by key; it is None for primitive lists merged
+    as sets (e.g. finalizers) and for maps with the ``retainKeys`` strategy (e.g. a Deployment's
+    ``spec.strategy``), which are not lists at all but share the same annotation in the real API.
+    """
+    merge_key: str | None
+    strategy: str
+
+    @property
+    def merges(self) -> bool:
+        return "merge" in self.strategy.split(",")
+
+
+def _merge(key: str | None = None) -> ListStrategy:
+    return ListStrategy(merge_key=key, strategy="merge")
+
+
+def _prefixed(prefix: Path, table: Mapping[Path, ListStrategy]) -> dict[Path, ListStrategy]:
+    return {prefix + path: strategy for path, strategy in table.items()}
+
+
+_METADATA: dict[Path, ListStrategy] = {
+    ("metadata", "ownerReferences"): _merge("uid"),
+    ("metadata", "finalizers"): _merge(),
+}
+
+_CONTAINER: dict[Path, ListStrategy] = {
+    ("ports",): _merge("containerPort"),
+    ("env",): _merge("name"),
+    ("volumeMounts",): _merge("mountPath"),
+    ("volumeDevices",): _merge("devicePath"),
+}
+
+_POD_SPEC: dict[Path, ListStrategy] = {
+    ("containers",): _merge("name"),
+    ("initContainers",): _merge("name"),
+    ("ephemeralContainers",): _merge("name"),
+    **_prefixed(("containers",), _CONTAINER),
+    **_prefixed(("initContainers",), _CONTAINER),
+    **_prefixed(("ephemeralContainers",), _CONTAINER),
+    ("volumes",): ListStrategy(merge_key="name", strategy="merge,retainKeys"),
+    ("imagePullSecrets",): _merge("name"),
+    ("hostAliases",): _merge("ip"),
+    ("topologySpreadConstraints",): _merge("topologyKey"),
+    ("resourceClaims",): ListStrategy(merge_key="name", strategy="merge,retainKeys"),
+    ("schedulingGates",): _merge("name"),
+    # tolerations, readinessGates, envFrom: no patch strategy in the real API, i.e. atomic.
+}
+
+_POD_STATUS: dict[Path, ListStrategy] = {
+    ("conditions",): _merge("type"),
+    ("podIPs",): _merge("ip"),
+    ("hostIPs",): _merge("ip"),
+    ("resourceClaimStatuses",): ListStrategy(merge_key="name", strategy="merge,retainKeys"),
+}
+
+_CONDITIONS: dict[Path, ListStrategy] = {("status", "conditions"): _merge("type")}
+
+_POD_TEMPLATE_SPEC: dict[Path, ListStrategy] = {
+    **_METADATA,
+    **_prefixed(("spec",), _POD_SPEC),
+}
+
+
+def _templated(*prefix: str) -> dict[Path, ListStrategy]:
+    """A workload whose pod template lives at ``prefix`` (e.g. ``spec.template``)."""
+    return {**_METADATA, **_CONDITIONS, **_prefixed(prefix, _POD_TEMPLATE_SPEC)}
+
+
+_KINDS: dict[str, dict[Path, ListStrategy]] = {
+    "v1/Pod": {
+        **_METADATA,
+        **_prefixed(("spec",), _POD_SPEC),
+        **_prefixed(("status",), _POD_STATUS),
+    },
+    "v1/PodTemplate": {**_METADATA, **_prefixed(("template",), _POD_TEMPLATE_SPEC)},
+    "v1/ReplicationController": _templated("spec", "template"),
+    "v1/Service": {
+        **_METADATA,
+        **_CONDITIONS,
+        ("spec", "ports"): _merge("port"),
+    },
+    "v1/ConfigMap": {**_METADATA},
+    "v1/Secret": {**_METADATA},
+    "v1/Namespace": {**_METADATA, **_CONDITIONS},
+    "v1/ServiceAccount": {
+        **_METADATA,
+        ("secrets",): _merge("name"),
+        # imagePullSecrets of a ServiceAccount is atomic (unlike the pod's).
+    },
+    "v1/PersistentVolumeClaim": {**_METADATA, **_CONDITIONS},
+    "v1/PersistentVolume": {**_METADATA},
+    "v1/Node": {
+        **_METADATA,
+        **_CONDITIONS,
+        ("spec", "podCIDRs"): _merge(),
+        ("status", "addresses"): _merge("type"),
+    },
+    "v1/Event": {**_METADATA},
+    "v1/Endpoints": {**_METADATA},
+    "apps/v1/Deployment": {
+        **_templated("spec", "template"),
+        ("spec", "strategy"): ListStrategy(merge_key=None, strategy="retainKeys"),
+    },
+    "apps/v1/ReplicaSet": _templated("spec", "template"),
+    "apps/v1/StatefulSet": _templated("spec", "template"),
+    "apps/v1/DaemonSet": _templated("spec", "template"),
+    "batch/v1/Job": _templated("spec", "template"),
+    "batch/v1/CronJob": {
+        **_METADATA,
+        **_prefixed(("spec", "jobTemplate"), _METADATA),
+        **_prefixed(("spec", "jobTemplate", "spec", "template"), _POD_TEMPLATE_SPEC),
+    },
+    "coordination.k8s.io/v1/Lease": {**_METADATA},
+}
+
+_FROZEN: dict[str, Mapping[Path, ListStrategy]] = {
+    kind_key: MappingProxyType(table) for kind_key, table in _KINDS.items()
+}
+_EMPTY: Mapping[Path, ListStrategy] = MappingProxyType({})
+
+
+def known_kind_keys() -> frozenset[str]:
+    """All kinds with known merge metadata, as ``group/version/Kind`` (``v1/Pod`` for core)."""
+    return frozenset(_FROZEN)
+
+
+def list_strategies(kind_key: str | None) -> Mapping[Path, ListStrategy]:
+    """The whole read-only table of one kind; empty for unknown kinds (e.g. custom resources)."""
+    if kind_key is None:
+        return _EMPTY
+    return _FROZEN.get(kind_key, _EMPTY)
+
+
+def list_strategy(kind_key: str | None, path: Path) -> ListStrategy | None:
+    """The strategy of a field at ``path`` (map field names, list items transparent), if any."""
+    return list_strategies(kind_key).get(tuple(path))
