@@ -1,0 +1,1 @@
+"""Cogs: utilities used throughout the framework, independent of its core."""

@@ -1,0 +1,1 @@
+"""Operator settings and the storages they refer to (progress, diff-base)."""

@@ -1,0 +1,123 @@
+"""
+Conventions shared by the persistence storages: key naming and stanza cleaning.
+
+Annotation keys are restricted by Kubernetes: an optional DNS-like prefix and
+a name of at most 63 characters from ``[-A-Za-z0-9_.]``, starting and ending
+with an alphanumeric character. Handler ids are freer (``parent/child``,
+``fn/spec.field``, long names), so they are made safe here:
+
+* ``/`` becomes ``.`` (``create_fn/item1`` -> ``create_fn.item1``);
+* other disallowed characters become ``-``;
+* when the name is too long or had to be altered beyond ``/``, it is cut and
+  suffixed with a short stable hash of the original id, so that different ids
+  never collide and the same id always maps to the same key.
+
+There are two formats. V2 (current) limits only the name part to 63 characters.
+V1 (legacy) limited the whole key, prefix included, to 63 characters, so long
+ids were hashed earlier. With ``v1=True`` (the default), both keys are written
+and read, so that the operators of either format see each other's records.
+"""
+import copy
+import hashlib
+import re
+from collections.abc import Mapping, MutableMapping
+from typing import Any, cast
+
+from kopf._cogs.structs import bodies, dicts, patches
+
+MAX_NAME_LENGTH = 63
+
+_INVALID_CHARS = re.compile(r'[^A-Za-z0-9_.-]')
+_EDGE_CHARS = '-_.'
+
+
+def _hash(key: str) -> str:
+    return hashlib.blake2b(key.encode('utf-8'), digest_size=4).hexdigest()
+
+
+def make_safe_name(key: str, limit: int = MAX_NAME_LENGTH) -> str:
+    """Turn an arbitrary id into a valid annotation name of at most ``limit`` chars."""
+    dotted = key.replace('/', '.')
+    cleaned = _INVALID_CHARS.sub('-', dotted).strip(_EDGE_CHARS)
+    if cleaned == dotted and 0 < len(cleaned) <= limit:
+        return cleaned
+    digest = _hash(key)
+    head = cleaned[:max(0, limit - len(digest) - 1)].rstrip(_EDGE_CHARS)
+    return f'{head}-{digest}' if head else digest
+
+
+class StorageKeyFormingConvention:
+    """Forms the annotation keys (V2 and optionally V1) from a prefix and an id."""
+
+    def __init__(self, *args: Any, prefix: str | None, v1: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.prefix = prefix
+        self.v1 = v1
+
+    def make_v2_key(self, key: str) -> str:
+        return self._join(make_safe_name(key, MAX_NAME_LENGTH))
+
+    def make_v1_key(self, key: str) -> str:
+        limit = MAX_NAME_LENGTH - (len(self.prefix) + 1 if self.prefix else 0)
+        return self._join(make_safe_name(key, limit))
+
+    def make_keys(self, key: str) -> list[str]:
+        """All the keys for an id, the preferred (V2) first, without duplicates."""
+        keys = [self.make_v2_key(key)]
+        if self.v1:
+            v1_key = self.make_v1_key(key)
+            if v1_key not in keys:
+                keys.append(v1_key)
+        return keys
+
+    def _join(self, name: str) -> str:
+        return f'{self.prefix}/{name}' if self.prefix else name
+
+
+class StorageKeyMarkingConvention:
+    """
+    Recognises the annotations that are bookkeeping, not the object's essence.
+
+    Such annotations change as a side effect of handling (or of kubectl), so they
+    must not be seen as changes of the object: otherwise, every handling cycle
+    would cause another one.
+    """
+
+    #: Annotations written by well-known tools, never meaningful for the handlers.
+    GARBAGE_ANNOTATIONS: frozenset[str] = frozenset({
+        'kubectl.kubernetes.io/last-applied-configuration',
+    })
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+
+    @classmethod
+    def _drop_annotations(cls, essence: bodies.BodyEssence, keys: set[str] | frozenset[str],
+                          ) -> bodies.BodyEssence:
+        """Remove the specified annotations from a copy of the essence, with their empty parents."""
+        result = cast(dict[str, Any], copy.deepcopy(dict(essence)))
+        for key in keys:
+            dicts.remove(result, ('metadata', 'annotations', key), prune=True)
+        return cast(bodies.BodyEssence, result)
+
+
+class StorageStanzaCleaner:
+    """Removes the storages' own fields from essences and from the objects (via patches)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+
+    @staticmethod
+    def _remove_field(essence: bodies.BodyEssence, field: dicts.FieldPath) -> bodies.BodyEssence:
+        """Remove a field from a copy of the essence, with the parents that become empty."""
+        result = cast(dict[str, Any], copy.deepcopy(dict(essence)))
+        dicts.remove(result, field, prune=True)
+        return cast(bodies.BodyEssence, result)
+
+    @staticmethod
+    def _purge_field(body: Mapping[str, Any], patch: patches.Patch, field: dicts.FieldPath) -> None:
+        """Remove a field from the object: via the patch if it is stored, or from the patch if pending."""
+        if dicts.resolve(body, field, None) is not None:
+            dicts.ensure(patch, field, None)
+        elif dicts.resolve(patch, field, None) is not None:
+            dicts.remove(cast(MutableMapping[str, Any], patch), field, prune=True)

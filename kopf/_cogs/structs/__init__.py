@@ -1,0 +1,1 @@
+"""Data structures and type declarations for Kubernetes objects and their parts."""

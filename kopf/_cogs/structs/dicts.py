@@ -1,0 +1,238 @@
+"""
+Field paths and nested-dict helpers.
+
+Kubernetes objects are deeply nested JSON-like dicts. Handlers and settings
+address their parts with field paths: either dotted strings (``'spec.field'``)
+or tuples/lists of keys (``('spec', 'field')``). This module parses such paths
+and resolves, ensures, removes and copies the values they point to; it also
+provides read-only "views" that follow a path lazily, so that they always show
+the latest state of the underlying dict, even if it is replaced as a whole.
+"""
+import copy
+import enum
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from typing import Any, Generic, TypeVar, cast, overload
+
+FieldPath = tuple[str, ...]
+FieldSpec = None | str | FieldPath | list[str]
+
+_K = TypeVar('_K')
+_V = TypeVar('_V')
+_T = TypeVar('_T')
+
+
+class _UNSET(enum.Enum):
+    token = enum.auto()
+
+
+def parse_field(field: FieldSpec) -> FieldPath:
+    """
+    Convert any supported form of a field path into a tuple of keys.
+
+    ``None`` and an empty string mean the root (an empty tuple).
+    """
+    if field is None or field == '':
+        return ()
+    elif isinstance(field, str):
+        return tuple(field.split('.'))
+    elif isinstance(field, (list, tuple)):
+        if not all(isinstance(key, str) for key in field):
+            raise ValueError(f"Field path keys must be strings: {field!r}")
+        return tuple(field)
+    else:
+        raise ValueError(f"Field must be either a str, or a list/tuple. Got {field!r}")
+
+
+def render_field(field: FieldSpec) -> str:
+    """Render a field path as a dotted string (e.g. for handler ids and logs)."""
+    return '.'.join(parse_field(field))
+
+
+@overload
+def resolve(d: Mapping[Any, Any] | None, field: FieldSpec) -> Any: ...
+
+
+@overload
+def resolve(d: Mapping[Any, Any] | None, field: FieldSpec, default: _T, *,
+            assume_empty: bool = False) -> Any | _T: ...
+
+
+def resolve(
+        d: Mapping[Any, Any] | None,
+        field: FieldSpec,
+        default: Any = _UNSET.token,
+        *,
+        assume_empty: bool = False,
+) -> Any:
+    """
+    Get a value at the field path, or the default if any part is missing.
+
+    Without a default, missing keys raise :class:`KeyError`, and non-mappings
+    in the middle of the path raise :class:`TypeError`. With ``assume_empty``,
+    a missing value resolves to an empty dict (useful for views).
+    """
+    path = parse_field(field)
+    result: Any = d
+    for key in path:
+        if isinstance(result, Mapping) and key in result:
+            result = result[key]
+        elif assume_empty:
+            return {}
+        elif default is not _UNSET.token:
+            return default
+        elif isinstance(result, Mapping) or result is None:
+            raise KeyError(key)
+        else:
+            raise TypeError(f"The structure is not a mapping at {key!r} in {path!r}.")
+    if result is None and assume_empty:
+        return {}
+    return result
+
+
+def ensure(d: MutableMapping[Any, Any], field: FieldSpec, value: Any) -> None:
+    """Set the value at the field path, creating the intermediate dicts if absent."""
+    path = parse_field(field)
+    if not path:
+        raise ValueError("Cannot ensure a value at the root of a dict.")
+    parent: Any = d
+    for key in path[:-1]:
+        child = parent.get(key) if isinstance(parent, Mapping) else None
+        if child is None:
+            child = parent[key] = {}
+        elif not isinstance(child, MutableMapping):
+            raise TypeError(f"The structure is not a mutable mapping at {key!r} in {path!r}.")
+        parent = child
+    parent[path[-1]] = value
+
+
+def remove(d: MutableMapping[Any, Any], field: FieldSpec, *, prune: bool = False) -> None:
+    """
+    Remove the value at the field path, if it is there; do nothing if it is not.
+
+    With ``prune``, the parent dicts that become empty are removed too, so that
+    the structure does not keep meaningless empty stanzas (``{'status': {}}``).
+    """
+    path = parse_field(field)
+    if not path:
+        raise ValueError("Cannot remove the root of a dict.")
+    parents: list[MutableMapping[Any, Any]] = []
+    parent: Any = d
+    for key in path[:-1]:
+        if not isinstance(parent, MutableMapping) or not isinstance(parent.get(key), MutableMapping):
+            return
+        parents.append(parent)
+        parent = parent[key]
+    if not isinstance(parent, MutableMapping) or path[-1] not in parent:
+        return
+    del parent[path[-1]]
+    if prune:
+        for ancestor, key in reversed(list(zip(parents, path[:-1], strict=True))):
+            if ancestor[key]:
+                break
+            del ancestor[key]
+
+
+def cherrypick(
+        src: Mapping[Any, Any],
+        dst: MutableMapping[Any, Any],
+        fields: Iterable[FieldSpec] | None,
+        *,
+        picker: Callable[[Any], Any] = copy.deepcopy,
+) -> None:
+    """Copy the existing values of the specified fields from one dict to another."""
+    for field in fields or []:
+        path = parse_field(field)
+        value = resolve(src, path, _UNSET.token)
+        if value is not _UNSET.token:
+            ensure(dst, path, picker(value))
+
+
+def walk(
+        objs: _T | Iterable[_T],
+        *,
+        nested: Iterable[FieldSpec] | str | None = None,
+) -> Iterator[_T]:
+    """
+    Iterate over one or several mappings and over their nested sub-mappings.
+
+    A single mapping is yielded as is; any other iterable is iterated. For each
+    object, the sub-objects at the ``nested`` paths are yielded too, but only if
+    they exist (absent nested structures are ignored, not created).
+    """
+    nested_paths = [parse_field(nested)] if isinstance(nested, str) else [
+        parse_field(field) for field in (nested or [])]
+    items: Iterable[Any] = [objs] if isinstance(objs, Mapping) else cast(Iterable[Any], objs)
+    for obj in items:
+        yield obj
+        for path in nested_paths:
+            sub = resolve(obj, path, None)
+            if isinstance(sub, Mapping):
+                yield cast(_T, sub)
+
+
+class MappingView(Mapping[_K, _V], Generic[_K, _V]):
+    """
+    A read-only mapping that follows a field path in a source mapping lazily.
+
+    Nothing is cached: every access resolves the path again, so the view always
+    shows the current content of the source, and is empty when the path is absent.
+    """
+
+    def __init__(self, __src: Mapping[Any, Any], __path: FieldSpec = None) -> None:
+        super().__init__()
+        self._src = __src
+        self._path = parse_field(__path)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __len__(self) -> int:
+        return len(self._resolved())
+
+    def __iter__(self) -> Iterator[_K]:
+        return iter(self._resolved())
+
+    def __getitem__(self, item: _K) -> _V:
+        return self._resolved()[item]
+
+    def _resolved(self) -> Mapping[_K, _V]:
+        value: Any = resolve(self._src, self._path, {}, assume_empty=True)
+        return value if isinstance(value, Mapping) else {}
+
+
+class MutableMappingView(MappingView[_K, _V], MutableMapping[_K, _V], Generic[_K, _V]):
+    """
+    A mapping view that can also be written to.
+
+    Writes go to the source mapping at the view's path; the intermediate dicts
+    are created on the first write, not on reading (reading does not change the source).
+    """
+
+    def __init__(self, __src: MutableMapping[Any, Any], __path: FieldSpec = None) -> None:
+        super().__init__(__src, __path)
+        self._mutable_src = __src
+
+    def __setitem__(self, item: _K, value: _V) -> None:
+        ensure(self._mutable_src, (*self._path, cast(str, item)), value)
+
+    def __delitem__(self, item: _K) -> None:
+        target = resolve(self._mutable_src, self._path, None)
+        if not isinstance(target, MutableMapping):
+            raise KeyError(item)
+        del target[item]
+
+
+class ReplaceableMappingView(MappingView[_K, _V], Generic[_K, _V]):
+    """
+    A mapping view whose whole source can be replaced in place.
+
+    The framework keeps one view per object for the object's lifetime, and replaces
+    the underlying content on every new event from the API. All other views that
+    were derived from this one (e.g. spec, status) see the new content at once.
+    """
+
+    def _replace_from(self, __src: 'ReplaceableMappingView[_K, _V]') -> None:
+        self._src = __src._src
+
+    def _replace_with(self, __src: Mapping[Any, Any]) -> None:
+        self._src = __src

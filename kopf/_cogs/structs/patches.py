@@ -1,0 +1,117 @@
+"""
+Patches: the only way for handlers to change the object being handled.
+
+A :class:`Patch` is a JSON merge-patch (RFC 7386) accumulated in a dict:
+nested dicts are merged, ``None`` values remove the keys. Handlers fill it via
+the stanza sub-views (``patch.spec[...]``, ``patch.metadata.labels[...]``,
+``patch.status[...]``), which create the intermediate dicts only when written to.
+
+For admission mutations, the same patch is rendered as a JSON-patch (RFC 6902)
+against the object in the admission request: it tells ``add`` from ``replace``
+by what the object already has, and drops removals of what is not there.
+"""
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, NotRequired, TypedDict
+
+from kopf._cogs.structs import dicts
+
+
+class JSONPatchItem(TypedDict):
+    op: Literal['add', 'replace', 'remove']
+    path: str
+    value: NotRequired[Any]
+
+
+JSONPatch = list[JSONPatchItem]
+
+
+class MetaPatch(dicts.MutableMappingView[str, Any]):
+    """A writable view of ``metadata`` in a patch, with ``labels`` & ``annotations`` views."""
+
+    def __init__(self, __src: 'Patch') -> None:
+        super().__init__(__src, 'metadata')
+
+    @property
+    def labels(self) -> dicts.MutableMappingView[str, str | None]:
+        return dicts.MutableMappingView(self, 'labels')
+
+    @property
+    def annotations(self) -> dicts.MutableMappingView[str, str | None]:
+        return dicts.MutableMappingView(self, 'annotations')
+
+
+class SpecPatch(dicts.MutableMappingView[str, Any]):
+    """A writable view of ``spec`` in a patch."""
+
+    def __init__(self, __src: 'Patch') -> None:
+        super().__init__(__src, 'spec')
+
+
+class StatusPatch(dicts.MutableMappingView[str, Any]):
+    """A writable view of ``status`` in a patch."""
+
+    def __init__(self, __src: 'Patch') -> None:
+        super().__init__(__src, 'status')
+
+
+class Patch(dict[str, Any]):
+    """
+    A merge-patch accumulated by the handlers of one object in one handling cycle.
+
+    The optional ``body`` is the object that the patch will be applied to;
+    it is needed only for rendering the patch as a JSON-patch.
+    """
+
+    def __init__(self, __src: Mapping[str, Any] | None = None, body: Mapping[str, Any] | None = None) -> None:
+        super().__init__(__src or {})
+        self._body = body
+
+    @property
+    def body(self) -> Mapping[str, Any] | None:
+        return self._body
+
+    @property
+    def metadata(self) -> MetaPatch:
+        return MetaPatch(self)
+
+    @property
+    def meta(self) -> MetaPatch:
+        return MetaPatch(self)
+
+    @property
+    def spec(self) -> SpecPatch:
+        return SpecPatch(self)
+
+    @property
+    def status(self) -> StatusPatch:
+        return StatusPatch(self)
+
+    def as_json_patch(self) -> JSONPatch:
+        """Render the merge-patch as an equivalent JSON-patch against the body (if known)."""
+        return list(_iter_json_patch(self, self._body if self._body is not None else {}, ()))
+
+
+def _iter_json_patch(patch: Mapping[str, Any], body: Any, path: dicts.FieldPath) -> Iterator[JSONPatchItem]:
+    for key, value in patch.items():
+        field = (*path, key)
+        exists = isinstance(body, Mapping) and key in body
+        if value is None:
+            if exists:
+                yield JSONPatchItem(op='remove', path=_render_pointer(field))
+        elif isinstance(value, Mapping) and exists and isinstance(body[key], Mapping):
+            yield from _iter_json_patch(value, body[key], field)
+        else:
+            yield JSONPatchItem(op='replace' if exists else 'add', path=_render_pointer(field),
+                                value=_without_nones(value))
+
+
+def _without_nones(value: Any) -> Any:
+    """In a merge-patch, a ``None`` inside a new dict means absence: drop it."""
+    if isinstance(value, Mapping):
+        return {key: _without_nones(val) for key, val in value.items() if val is not None}
+    return value
+
+
+def _render_pointer(field: dicts.FieldPath) -> str:
+    """Render a JSON pointer (RFC 6901), escaping the special characters of the keys."""
+    return ''.join('/' + str(key).replace('~', '~0').replace('/', '~1') for key in field)

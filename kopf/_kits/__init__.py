@@ -1,0 +1,1 @@
+"""Kits: optional tools for operator developers; the framework itself does not use them."""
