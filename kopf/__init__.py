@@ -1,1 +1,110 @@
-"""Kopf: a framework for Kubernetes operators."""
+"""
+Kopf: a framework for Kubernetes operators.
+
+This module, together with ``kopf.on`` and ``kopf.testing``, is the public interface:
+only the names exported here carry promises on their names and signatures.
+Everything in the underscored sub-packages is an implementation detail.
+"""
+from kopf import on
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.configs.diffbase import (
+    AnnotationsDiffBaseStorage,
+    DiffBaseStorage,
+    MultiDiffBaseStorage,
+    StatusDiffBaseStorage,
+)
+from kopf._cogs.configs.progress import (
+    AnnotationsProgressStorage,
+    MultiProgressStorage,
+    ProgressRecord,
+    ProgressStorage,
+    SmartProgressStorage,
+    StatusProgressStorage,
+)
+from kopf._cogs.structs.bodies import (
+    Annotations,
+    Body,
+    BodyEssence,
+    Labels,
+    Meta,
+    ObjectReference,
+    OwnerReference,
+    RawBody,
+    RawEvent,
+    Spec,
+    Status,
+    build_object_reference,
+    build_owner_reference,
+)
+from kopf._cogs.structs.diffs import Diff, DiffItem, DiffOperation
+from kopf._cogs.structs.ephemera import Memo
+from kopf._cogs.structs.patches import Patch
+from kopf._cogs.structs.references import EVERYTHING, Resource
+from kopf._core.actions.errors import (
+    ErrorsMode,
+    HandlerRetriesError,
+    HandlerTimeoutError,
+    PermanentError,
+    TemporaryError,
+)
+from kopf._core.engines.admission_errors import AdmissionError
+from kopf._core.intents.causes import Reason
+from kopf._core.intents.filters import ABSENT, PRESENT, all_, any_, none_, not_
+from kopf._core.intents.registries import OperatorRegistry, get_default_registry, set_default_registry
+from kopf.on import daemon, index, register, subhandler, timer
+
+__all__ = [
+    'ABSENT',
+    'EVERYTHING',
+    'PRESENT',
+    'AdmissionError',
+    'Annotations',
+    'AnnotationsDiffBaseStorage',
+    'AnnotationsProgressStorage',
+    'Body',
+    'BodyEssence',
+    'Diff',
+    'DiffBaseStorage',
+    'DiffItem',
+    'DiffOperation',
+    'ErrorsMode',
+    'HandlerRetriesError',
+    'HandlerTimeoutError',
+    'Labels',
+    'Memo',
+    'Meta',
+    'MultiDiffBaseStorage',
+    'MultiProgressStorage',
+    'ObjectReference',
+    'OperatorRegistry',
+    'OperatorSettings',
+    'OwnerReference',
+    'Patch',
+    'PermanentError',
+    'ProgressRecord',
+    'ProgressStorage',
+    'RawBody',
+    'RawEvent',
+    'Reason',
+    'Resource',
+    'SmartProgressStorage',
+    'Spec',
+    'Status',
+    'StatusDiffBaseStorage',
+    'StatusProgressStorage',
+    'TemporaryError',
+    'all_',
+    'any_',
+    'build_object_reference',
+    'build_owner_reference',
+    'daemon',
+    'get_default_registry',
+    'index',
+    'none_',
+    'not_',
+    'on',
+    'register',
+    'set_default_registry',
+    'subhandler',
+    'timer',
+]
