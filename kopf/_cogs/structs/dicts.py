@@ -140,10 +140,11 @@ def cherrypick(
         picker: Callable[[Any], Any] = copy.deepcopy,
 ) -> None:
     """Copy the existing values of the specified fields from one dict to another."""
+    missing = object()
     for field in fields or []:
         path = parse_field(field)
-        value = resolve(src, path, _UNSET.token)
-        if value is not _UNSET.token:
+        value = resolve(src, path, missing)
+        if value is not missing:
             ensure(dst, path, picker(value))
 
 

@@ -69,7 +69,7 @@ class Diff(Sequence[DiffItem]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return tuple(self) == tuple(other)
+            return tuple(self) == tuple(tuple(i) if isinstance(i, list) else i for i in other)
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
