@@ -291,6 +291,8 @@ def _parse_positionals(
             if not version:
                 raise TypeError(f"The API version is missing: {arg1!r}")
             return group, version, arg2
+        if isinstance(arg2, str) and _VERSION_RE.match(arg2):
+            raise TypeError(f"The resource name is missing after the API version: {arg1!r}, {arg2!r}")
         if arg1 == 'v1':
             return '', 'v1', arg2
         return arg1, None, arg2
