@@ -62,7 +62,9 @@ class ServedApp:
     on :meth:`stop`. With ``tls=True``, a throw-away CA and server certificate are made
     for ``localhost``, the host, and ``extra_hostnames``; clients trust :attr:`ca_pem`.
     Handlers are cancelled when their clients disconnect (``handler_cancellation``),
-    so that abandoned watch-streams do not linger until the next event.
+    so that abandoned watch-streams do not linger until the next event. On stop,
+    in-flight handlers get ``shutdown_timeout`` seconds (up to twice that) to finish
+    before they are cancelled, as in :class:`kopf_sim.transport.InMemoryServer`.
     """
 
     def __init__(
@@ -75,7 +77,7 @@ class ServedApp:
         tls: bool = False,
         extra_hostnames: Sequence[str] = (),
         handler_cancellation: bool = True,
-        shutdown_timeout: float = 1.0,
+        shutdown_timeout: float = 0.1,
     ) -> None:
         self.app = app
         self.host = host

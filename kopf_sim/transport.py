@@ -216,6 +216,12 @@ class InMemoryServer:
     It is the in-memory equivalent of ``AppRunner`` + ``TCPSite``: the app is started
     exactly once on :meth:`start`, and every connection made through its connectors
     gets a new server-side ``RequestHandler``, just as an accepted socket would.
+
+    On :meth:`stop`, aiohttp's shutdown sequence runs: idle connections are closed, the
+    app's ``on_shutdown`` hooks run, in-flight handlers get ``shutdown_timeout`` seconds
+    (up to twice that, as aiohttp waits in two steps) to finish and are then cancelled,
+    their connections closed (clients see a disconnect), and the app is cleaned up.
+    The default grace is short because watch-streams never finish by themselves.
     """
 
     def __init__(
@@ -223,7 +229,7 @@ class InMemoryServer:
         app: web.Application,
         *,
         handler_cancellation: bool = True,
-        shutdown_timeout: float = 1.0,
+        shutdown_timeout: float = 0.1,
         **runner_kwargs: Any,
     ) -> None:
         self.app = app

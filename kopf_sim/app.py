@@ -1,0 +1,495 @@
+"""The HTTP face of the simulated apiserver: an aiohttp application over one :class:`Cluster`.
+
+It parses the REST paths, query parameters and bodies as the apiserver does, calls the store,
+and renders results, lists, tables, watch streams and ``Status`` errors on the wire.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from . import discovery, errors, openapi, tables, writing
+from .objects import JsonDict, meta
+from .resources import ResourceType
+from .selectors import FieldSelector, LabelSelector
+from .store import Cluster
+from .watching import Subscription, WatchEvent
+
+logger = logging.getLogger(__name__)
+
+REQUEST_BODY_LIMIT = 3 * 1024 * 1024
+CLUSTER_KEY = web.AppKey("kopf_sim.cluster", Cluster)
+JSON = "application/json"
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+_GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What a resource URL addresses."""
+
+    rtype: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    legacy_watch: bool
+
+
+@dataclasses.dataclass
+class ServerOptions:
+    bookmark_interval: float = 60.0       # seconds between BOOKMARK events on idle watches
+    default_watch_timeout: float = 1800.0  # when the client gives no timeoutSeconds
+
+
+def dumps(data: Any) -> bytes:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def json_response(data: Any, status: int = 200, *, content_type: str = JSON,
+                  warnings: list[str] | None = None) -> web.Response:
+    response = web.Response(body=dumps(data), status=status, headers={"Content-Type": content_type})
+    for warning in warnings or ():
+        response.headers.add("Warning", f'299 - {json.dumps(warning)}')
+    return response
+
+
+def error_response(error: errors.ApiError) -> web.Response:
+    response = json_response(error.to_status(), error.code)
+    response.headers.update(error.headers)
+    return response
+
+
+def build_app(cluster: Cluster, options: ServerOptions | None = None) -> web.Application:
+    """The simulated apiserver as an aiohttp application (serve it, or pipe into it in memory)."""
+    app = web.Application(client_max_size=REQUEST_BODY_LIMIT + 1)
+    app[CLUSTER_KEY] = cluster
+    api = ApiServer(cluster, options or ServerOptions())
+    app.router.add_route("*", "/{tail:.*}", api.dispatch)
+
+    async def close_watches(_: web.Application) -> None:
+        cluster.close_watches()
+
+    app.on_shutdown.append(close_watches)
+    return app
+
+
+class ApiServer:
+    def __init__(self, cluster: Cluster, options: ServerOptions) -> None:
+        self.cluster = cluster
+        self.options = options
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._dispatch(request)
+        except errors.ApiError as exc:
+            return error_response(exc)
+        except web.HTTPRequestEntityTooLarge:
+            return error_response(errors.request_too_large(REQUEST_BODY_LIMIT))
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.path.split("/") if p]
+        if not parts:
+            return json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
+        head = parts[0]
+        if head in ("healthz", "livez", "readyz") and len(parts) == 1:
+            return web.Response(text="ok", content_type="text/plain")
+        if head == "version" and len(parts) == 1:
+            return json_response(discovery.version_info(self.cluster.version))
+        if head == "openapi":
+            return self._openapi(parts)
+        if head == "api":
+            if len(parts) == 1:
+                return json_response(discovery.core_versions(request.host))
+            if parts[1] != "v1":
+                raise errors.page_not_found()
+            if len(parts) == 2:
+                return self._resource_list("", "v1")
+            return await self._resource(request, "", "v1", parts[2:])
+        if head == "apis":
+            if len(parts) == 1:
+                return json_response(discovery.group_list(self.cluster.catalogue))
+            if len(parts) == 2:
+                group = discovery.group(self.cluster.catalogue, parts[1])
+                if group is None:
+                    raise errors.page_not_found()
+                return json_response(group)
+            if len(parts) == 3:
+                return self._resource_list(parts[1], parts[2])
+            return await self._resource(request, parts[1], parts[2], parts[3:])
+        raise errors.page_not_found()
+
+    def _openapi(self, parts: list[str]) -> web.Response:
+        kinds = [openapi_kind(rtype) for rtype in self.cluster.catalogue]
+        if parts[1:] == ["v3"]:
+            return json_response(openapi.openapi_index(kinds))
+        if len(parts) >= 4 and parts[1] == "v3":
+            if parts[2] == "api" and len(parts) == 4:
+                doc = openapi.openapi_group_version(kinds, "", parts[3])
+            elif parts[2] == "apis" and len(parts) == 5:
+                doc = openapi.openapi_group_version(kinds, parts[3], parts[4])
+            else:
+                doc = None
+            if doc is not None:
+                return json_response(doc)
+        raise errors.page_not_found()
+
+    def _resource_list(self, group: str, version: str) -> web.Response:
+        doc = discovery.resource_list(self.cluster.catalogue, group, version)
+        if doc is None:
+            raise errors.page_not_found()
+        return json_response(doc)
+
+    # -- Resources -------------------------------------------------------------------------------
+
+    def _target(self, group: str, version: str, rest: list[str]) -> Target:
+        legacy_watch = bool(rest) and rest[0] == "watch"
+        if legacy_watch:
+            rest = rest[1:]
+        namespace: str | None = None
+        if len(rest) >= 3 and rest[0] == "namespaces" and not (group == "" and rest[2] in _NAMESPACE_SUBRESOURCES):
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise errors.page_not_found()
+        rtype = self.cluster.catalogue.lookup(group, version, rest[0])
+        if rtype is None or (namespace is not None and not rtype.namespaced):
+            raise errors.page_not_found()
+        name = rest[1] if len(rest) > 1 else None
+        subresource = rest[2] if len(rest) > 2 else None
+        if subresource is not None and subresource not in rtype.subresources:
+            raise errors.page_not_found()
+        return Target(rtype, namespace, name, subresource, legacy_watch)
+
+    async def _resource(self, request: web.Request, group: str, version: str,
+                        rest: list[str]) -> web.StreamResponse:
+        target = self._target(group, version, rest)
+        query = request.query
+        method = request.method
+        if target.name is None:
+            if method == "GET":
+                if target.legacy_watch or _flag(query.get("watch")):
+                    return await self._watch(request, target)
+                return self._list(request, target)
+            if method == "POST":
+                return await self._create(request, target)
+            if method == "DELETE":
+                return await self._delete_collection(request, target)
+            raise errors.method_not_allowed()
+        if target.legacy_watch:
+            if method != "GET":
+                raise errors.method_not_allowed()
+            return await self._watch(request, target)
+        if method == "GET":
+            return self._get(request, target)
+        if method == "PUT":
+            return await self._update(request, target)
+        if method == "PATCH":
+            return await self._patch(request, target)
+        if method == "DELETE":
+            return await self._delete(request, target)
+        raise errors.method_not_allowed()
+
+    def _namespace_for_write(self, target: Target) -> str | None:
+        if target.rtype.namespaced and target.namespace is None:
+            raise errors.page_not_found()
+        return target.namespace
+
+    def _get(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        if target.rtype.namespaced and target.namespace is None:
+            raise errors.page_not_found()
+        obj = self.cluster.get(target.rtype, target.namespace, target.name)
+        if target.subresource == "scale":
+            return json_response(writing.scale_of(target.rtype, obj))
+        if tables.wants_table(request.headers.get("Accept", "")):
+            list_meta = {"resourceVersion": meta(obj).get("resourceVersion", "")}
+            table = tables.table(target.rtype, [obj], self.cluster.clock(), list_meta=list_meta,
+                                 include=request.query.get("includeObject", "Metadata"))
+            return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
+        return json_response(obj)
+
+    def _selectors(self, request: web.Request, target: Target) -> tuple[LabelSelector, FieldSelector]:
+        labels = LabelSelector.parse(request.query.get("labelSelector"))
+        fields = FieldSelector.parse(request.query.get("fieldSelector"),
+                                     _GENERIC_FIELDS | target.rtype.field_selectors)
+        return labels, fields
+
+    def _list(self, request: web.Request, target: Target) -> web.Response:
+        labels, fields = self._selectors(request, target)
+        limit = _int(request.query.get("limit"), "limit")
+        listing = self.cluster.list(target.rtype, target.namespace, labels=labels, fields=fields,
+                                    limit=limit, continue_token=request.query.get("continue") or None)
+        if tables.wants_table(request.headers.get("Accept", "")):
+            table = tables.table(target.rtype, listing["items"], self.cluster.clock(),
+                                 list_meta=listing["metadata"],
+                                 include=request.query.get("includeObject", "Metadata"))
+            return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
+        return json_response(listing)
+
+    async def _create(self, request: web.Request, target: Target) -> web.Response:
+        namespace = self._namespace_for_write(target)
+        body = await _read_object(request, target.rtype)
+        warnings: list[str] = []
+        obj = self.cluster.create(target.rtype, namespace, body, dry_run=_dry_run(request),
+                                  manager=_manager(request), field_validation=_field_validation(request),
+                                  warnings=warnings)
+        return json_response(obj, 201, warnings=warnings)
+
+    async def _update(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        namespace = self._namespace_for_write(target)
+        warnings: list[str] = []
+        if target.subresource == "scale":
+            scale = await _read_object(request, target.rtype)
+            current = self.cluster.get(target.rtype, namespace, target.name)
+            body = writing.with_scale(target.rtype, current, scale)
+            obj = self.cluster.update(target.rtype, namespace, target.name, body, dry_run=_dry_run(request),
+                                      manager=_manager(request), subresource="scale")
+            return json_response(writing.scale_of(target.rtype, obj))
+        body = await _read_object(request, target.rtype)
+        obj = self.cluster.update(target.rtype, namespace, target.name, body, subresource=target.subresource,
+                                  dry_run=_dry_run(request), manager=_manager(request),
+                                  field_validation=_field_validation(request), warnings=warnings)
+        return json_response(obj, warnings=warnings)
+
+    async def _patch(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        namespace = self._namespace_for_write(target)
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type not in writing.PATCH_TYPES:
+            raise errors.unsupported_media_type(content_type, writing.PATCH_TYPES)
+        patch = await _read_patch(request, content_type)
+        warnings: list[str] = []
+        existed = self.cluster.peek(target.rtype.storage_key, namespace, target.name) is not None
+        if target.subresource == "scale":
+            from . import patching
+
+            current = self.cluster.get(target.rtype, namespace, target.name)
+            scale = writing.scale_of(target.rtype, current)
+            try:
+                if content_type == writing.JSON_PATCH:
+                    scale = patching.apply_json_patch(scale, patch)
+                else:
+                    scale = patching.apply_merge_patch(scale, patch)
+            except patching.PatchError as exc:
+                raise errors.ApiError(exc.code, "BadRequest" if exc.code == 400 else "Invalid",
+                                      exc.message) from None
+            body = writing.with_scale(target.rtype, current, scale)
+            obj = self.cluster.update(target.rtype, namespace, target.name, body, dry_run=_dry_run(request),
+                                      manager=_manager(request), subresource="scale")
+            return json_response(writing.scale_of(target.rtype, obj))
+        obj = self.cluster.patch(target.rtype, namespace, target.name, patch, content_type,
+                                 subresource=target.subresource, dry_run=_dry_run(request),
+                                 manager=_manager(request), force=_flag(request.query.get("force")),
+                                 field_validation=_field_validation(request), warnings=warnings)
+        return json_response(obj, 200 if existed else 201, warnings=warnings)
+
+    async def _delete(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        namespace = self._namespace_for_write(target)
+        if target.subresource is not None:
+            raise errors.method_not_allowed()
+        options = await _read_delete_options(request)
+        dry_run = _dry_run(request) or options.get("dryRun") == ["All"]
+        result = self.cluster.delete(target.rtype, namespace, target.name, options, dry_run=dry_run)
+        return json_response(result)
+
+    async def _delete_collection(self, request: web.Request, target: Target) -> web.Response:
+        labels, fields = self._selectors(request, target)
+        options = await _read_delete_options(request)
+        result = self.cluster.delete_collection(target.rtype, target.namespace, labels=labels, fields=fields,
+                                                options=options, dry_run=_dry_run(request))
+        return json_response(result)
+
+    # -- Watching --------------------------------------------------------------------------------
+
+    async def _watch(self, request: web.Request, target: Target) -> web.StreamResponse:
+        query = request.query
+        labels, fields = self._selectors(request, target)
+        if target.name is not None:
+            fields = FieldSelector(fields.requirements + FieldSelector.parse(
+                f"metadata.name={target.name}", _GENERIC_FIELDS).requirements)
+        allow_bookmarks = _flag(query.get("allowWatchBookmarks"))
+        send_initial = _flag(query.get("sendInitialEvents"))
+        timeout = _int(query.get("timeoutSeconds"), "timeoutSeconds")
+        subscription = self.cluster.watch(target.rtype, target.namespace, labels=labels, fields=fields,
+                                          resource_version=query.get("resourceVersion"),
+                                          send_initial_events=send_initial)
+        if send_initial and allow_bookmarks and not subscription.closed:
+            subscription.push(self._bookmark(target.rtype, initial_end=True))
+        as_table = tables.wants_table(request.headers.get("Accept", ""))
+        response = web.StreamResponse(
+            headers={"Content-Type": tables.TABLE_CONTENT_TYPE if as_table else JSON,
+                     "Transfer-Encoding": "chunked"})
+        try:
+            await response.prepare(request)
+            await self._stream(response, subscription, target, allow_bookmarks=allow_bookmarks,
+                               timeout=float(timeout) if timeout else self.options.default_watch_timeout,
+                               as_table=as_table, include=query.get("includeObject", "Metadata"))
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            subscription.close()
+        return response
+
+    def _bookmark(self, rtype: ResourceType, *, initial_end: bool = False) -> WatchEvent:
+        metadata: JsonDict = {"resourceVersion": str(self.cluster.rv)}
+        if initial_end:
+            metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return WatchEvent("BOOKMARK", {"kind": rtype.kind, "apiVersion": rtype.api_version,
+                                       "metadata": metadata}, self.cluster.rv)
+
+    async def _stream(self, response: web.StreamResponse, subscription: Subscription, target: Target, *,
+                      allow_bookmarks: bool, timeout: float, as_table: bool, include: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        next_bookmark = loop.time() + self.options.bookmark_interval
+        first_table = True
+        while True:
+            chunk = bytearray()
+            while (event := subscription.pop()) is not None:
+                obj = event.obj
+                if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                    obj = self.cluster.present(obj, target.rtype)
+                    if as_table:
+                        obj = tables.table(target.rtype, [obj], self.cluster.clock(),
+                                           list_meta={"resourceVersion": meta(obj).get("resourceVersion", "")},
+                                           include=include, with_columns=first_table)
+                        first_table = False
+                chunk += dumps({"type": event.type, "object": obj})
+            if chunk:
+                await response.write(bytes(chunk))
+                continue
+            if subscription.closed:
+                return
+            now = loop.time()
+            if now >= deadline:
+                return
+            if allow_bookmarks and now >= next_bookmark:
+                subscription.push(self._bookmark(target.rtype))
+                next_bookmark = now + self.options.bookmark_interval
+                continue
+            until = min(deadline, next_bookmark) if allow_bookmarks else deadline
+            await subscription.wait(max(0.0, until - now))
+
+
+def openapi_kind(rtype: ResourceType) -> openapi.ServedKind:
+    from . import mergekeys
+
+    strategies: dict[tuple[str, ...], tuple[str | None, str]] = {}
+    if not rtype.custom:
+        for path, strategy in mergekeys.list_strategies(rtype.kind_key).items():
+            strategies[path] = (strategy.merge_key, strategy.strategy)
+    return openapi.ServedKind(group=rtype.group, version=rtype.version, kind=rtype.kind, plural=rtype.plural,
+                              namespaced=rtype.namespaced, schema=rtype.schema, list_strategies=strategies,
+                              subresources=tuple(sorted(rtype.subresources)))
+
+
+# -- Request parsing -------------------------------------------------------------------------------
+
+def _flag(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "1")
+
+
+def _int(value: str | None, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.bad_request(f'{name}: Invalid value: "{value}": must be an integer') from None
+
+
+def _dry_run(request: web.Request) -> bool:
+    values = request.query.getall("dryRun", [])
+    for value in values:
+        if value != "All":
+            raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return bool(values)
+
+
+def _field_validation(request: web.Request) -> str:
+    value = request.query.get("fieldValidation", "")
+    if value and value not in ("Ignore", "Warn", "Strict"):
+        raise errors.bad_request(f'fieldValidation: Unsupported value: "{value}": supported values: '
+                                 '"Ignore", "Strict", "Warn"')
+    return value
+
+
+def _manager(request: web.Request) -> str:
+    """The field manager: explicit, or the client's user agent up to the first slash (as the apiserver)."""
+    manager = request.query.get("fieldManager")
+    if manager:
+        if len(manager) > 128:
+            raise errors.bad_request("fieldManager: Too long: may not be more than 128 bytes")
+        return manager
+    agent = request.headers.get("User-Agent", "unknown")
+    return agent.split("/")[0][:128] or "unknown"
+
+
+async def _read_body(request: web.Request) -> bytes:
+    if request.content_length is not None and request.content_length > REQUEST_BODY_LIMIT:
+        raise errors.request_too_large(REQUEST_BODY_LIMIT)
+    body = await request.read()
+    if len(body) > REQUEST_BODY_LIMIT:
+        raise errors.request_too_large(REQUEST_BODY_LIMIT)
+    return body
+
+
+async def _read_object(request: web.Request, rtype: ResourceType) -> Any:
+    raw = await _read_body(request)
+    content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip() or JSON
+    if content_type in ("application/yaml", "application/x-yaml"):
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error decoding YAML: {_first_line(exc)}") from None
+    if content_type not in (JSON, "*/*"):
+        raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"])
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
+                                 f"couldn't get version/kind; json parse error: {exc}") from None
+
+
+async def _read_patch(request: web.Request, content_type: str) -> Any:
+    raw = await _read_body(request)
+    if content_type == writing.APPLY_PATCH:
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error decoding YAML: {_first_line(exc)}") from None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"error decoding patch: {exc}") from None
+
+
+async def _read_delete_options(request: web.Request) -> Mapping[str, Any]:
+    raw = await _read_body(request)
+    options: dict[str, Any] = {}
+    if raw.strip():
+        try:
+            parsed = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise errors.bad_request(f"error decoding DeleteOptions: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise errors.bad_request("DeleteOptions must be an object")
+        options.update(parsed)
+    for key in ("propagationPolicy", "gracePeriodSeconds"):
+        if key in request.query:
+            options[key] = request.query[key]
+    if "orphanDependents" in request.query:
+        options["orphanDependents"] = _flag(request.query["orphanDependents"])
+    return options
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -1,0 +1,73 @@
+"""Discovery documents (``/version``, ``/api``, ``/apis``, ``/api/v1``, ``/apis/G/V``) from the catalogue."""
+from __future__ import annotations
+
+import hashlib
+
+from .objects import JsonDict
+from .resources import Catalogue, ResourceType
+
+
+def version_info(version: str) -> JsonDict:
+    major, minor = version.lstrip("v").split(".")[:2]
+    return {
+        "major": major, "minor": minor, "gitVersion": version, "gitCommit": "0" * 40,
+        "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0",
+        "compiler": "gc", "platform": "linux/amd64",
+    }
+
+
+def core_versions(server_address: str) -> JsonDict:
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
+
+
+def _group_entry(group: str, versions: list[str]) -> JsonDict:
+    entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"name": group, "versions": entries, "preferredVersion": entries[0]}
+
+
+def group_list(catalogue: Catalogue) -> JsonDict:
+    groups = [_group_entry(g, vs) for g, vs in sorted(catalogue.group_versions().items()) if g]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def group(catalogue: Catalogue, name: str) -> JsonDict | None:
+    versions = catalogue.group_versions().get(name)
+    if not name or not versions:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(name, versions)}
+
+
+def _storage_hash(rtype: ResourceType) -> str:
+    digest = hashlib.sha256(f"{rtype.group}/{rtype.storage_version}/{rtype.kind}".encode()).digest()
+    import base64
+
+    return base64.b64encode(digest[:8]).decode()
+
+
+def resource_list(catalogue: Catalogue, group_name: str, version: str) -> JsonDict | None:
+    rtypes = sorted(catalogue.in_group_version(group_name, version), key=lambda t: t.plural)
+    if not rtypes:
+        return None
+    resources: list[JsonDict] = []
+    for rtype in rtypes:
+        entry: JsonDict = {
+            "name": rtype.plural, "singularName": rtype.singular, "namespaced": rtype.namespaced,
+            "kind": rtype.kind, "verbs": list(rtype.verbs),
+        }
+        if rtype.short_names:
+            entry["shortNames"] = list(rtype.short_names)
+        if rtype.categories:
+            entry["categories"] = list(rtype.categories)
+        entry["storageVersionHash"] = _storage_hash(rtype)
+        resources.append(entry)
+        if "status" in rtype.subresources:
+            resources.append({"name": f"{rtype.plural}/status", "singularName": "", "namespaced": rtype.namespaced,
+                              "kind": rtype.kind, "verbs": ["get", "patch", "update"]})
+        if "scale" in rtype.subresources:
+            resources.append({"name": f"{rtype.plural}/scale", "singularName": "", "namespaced": rtype.namespaced,
+                              "group": "autoscaling", "version": "v1", "kind": "Scale",
+                              "verbs": ["get", "patch", "update"]})
+    group_version = f"{group_name}/{version}" if group_name else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+            "resources": resources}

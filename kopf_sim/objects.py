@@ -1,0 +1,92 @@
+"""Small helpers on JSON objects: cheap copies, metadata access, name and label validation."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+JsonDict = dict[str, Any]
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+SUBDOMAIN_MESSAGE = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+                     "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+                     "regex used for validation is "
+                     r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+LABEL_MESSAGE = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+                 "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+                 "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+
+
+def clone(value: Any) -> Any:
+    """A deep copy of JSON data, several times faster than :func:`copy.deepcopy`."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value
+
+
+def meta(obj: Mapping[str, Any]) -> JsonDict:
+    value = obj.get("metadata")
+    return value if isinstance(value, dict) else {}
+
+
+def name_problems(name: str, *, label: bool) -> list[str]:
+    """Why a name is invalid (empty list when it is fine): label names for namespaces and services."""
+    problems = []
+    limit = 63 if label else 253
+    if len(name) > limit:
+        problems.append(f"must be no more than {limit} characters")
+    if not (_LABEL if label else _SUBDOMAIN).match(name):
+        problems.append(LABEL_MESSAGE if label else SUBDOMAIN_MESSAGE)
+    return problems
+
+
+def qualified_name_problems(key: str) -> list[str]:
+    prefix, _, name = key.rpartition("/")
+    problems = []
+    if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
+        problems.append("prefix part " + SUBDOMAIN_MESSAGE)
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        problems.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+                        "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+                        "'123-abc', regex used for validation is "
+                        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    return problems
+
+
+def label_value_problems(value: str) -> list[str]:
+    if len(value) <= 63 and _LABEL_VALUE.match(value):
+        return []
+    return ["a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+            "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"]
+
+
+def resolve_path(obj: Any, path: str) -> Any:
+    """The value at a simple JSON path like ``.spec.replicas`` or ``.status.conditions[0].type``."""
+    value = obj
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            if not isinstance(value, list) or index >= len(value):
+                return None
+            value = value[index]
+        elif isinstance(value, Mapping):
+            value = value.get(part)
+        else:
+            return None
+    return value
+
+
+def assign_path(obj: JsonDict, path: str, value: Any) -> None:
+    """Set a value at a dotted JSON path (``.spec.replicas``), creating maps on the way."""
+    parts = [p for p in path.split(".") if p]
+    target = obj
+    for part in parts[:-1]:
+        target = target.setdefault(part, {})
+    target[parts[-1]] = value
