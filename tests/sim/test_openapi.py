@@ -1,10 +1,12 @@
 """The OpenAPI v3 documents: what kubectl explain, kubectl's validation detection and SMP read in them."""
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import re
-from collections.abc import Iterator
+import shutil
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -54,7 +56,7 @@ def operations(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]
 def schema_by_gvk(doc: dict[str, Any], group: str, version: str, kind: str) -> dict[str, Any]:
     """What kubectl explain does: find the component whose x-kubernetes-group-version-kind matches."""
     wanted = {"group": group, "version": version, "kind": kind}
-    found = [s for s in doc["components"]["schemas"].values()
+    found: list[dict[str, Any]] = [s for s in doc["components"]["schemas"].values()
              if wanted in s.get("x-kubernetes-group-version-kind", [])]
     assert len(found) == 1
     return found[0]
@@ -312,3 +314,100 @@ def test_kubectl_detects_server_side_field_validation(kind: ServedKind) -> None:
 def test_kubectl_detects_field_validation_of_an_unpublished_crd_via_namespaces() -> None:
     assert supports_field_validation([NAMESPACE, POD], "kopf.dev", "v1", "KopfExample", is_crd=True)
     assert not supports_field_validation([POD], "kopf.dev", "v1", "KopfExample", is_crd=True)
+
+
+# --- with the real kubectl -------------------------------------------------------------------------
+
+@pytest.fixture
+async def fake_apiserver(tmp_path: Any) -> AsyncIterator[tuple[str, list[str]]]:
+    """Discovery, the OpenAPI documents, and a create endpoint that records its query strings."""
+    from aiohttp import web
+
+    posted: list[str] = []
+
+    async def api(_: web.Request) -> web.Response:
+        return web.json_response({"kind": "APIVersions", "versions": ["v1"]})
+
+    async def apis(_: web.Request) -> web.Response:
+        groups = sorted({k.group for k in KINDS if k.group})
+        return web.json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            {"name": g, "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
+             "preferredVersion": {"groupVersion": f"{g}/v1", "version": "v1"}} for g in groups]})
+
+    async def resources(request: web.Request) -> web.Response:
+        group = request.match_info.get("group", "")
+        return web.json_response({"kind": "APIResourceList", "apiVersion": "v1",
+                                  "groupVersion": f"{group}/v1" if group else "v1", "resources": [
+            {"name": k.plural, "singularName": k.kind.lower(), "namespaced": k.namespaced, "kind": k.kind,
+             "verbs": ["create", "get", "list", "patch", "update", "delete"]}
+            for k in KINDS if k.group == group]})
+
+    async def index(_: web.Request) -> web.Response:
+        return web.json_response(openapi_index(KINDS))
+
+    async def document(request: web.Request) -> web.Response:
+        parts = request.match_info["tail"].split("/")
+        group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
+        return web.json_response(openapi_group_version(KINDS, group, version), status=200)
+
+    async def create(request: web.Request) -> web.Response:
+        posted.append(request.query_string)
+        return web.json_response(await request.json(), status=201)
+
+    app = web.Application()
+    app.router.add_get("/api", api)
+    app.router.add_get("/apis", apis)
+    app.router.add_get("/api/v1", resources)
+    app.router.add_get("/apis/{group}/v1", resources)
+    app.router.add_get("/openapi/v3", index)
+    app.router.add_get("/openapi/v3/{tail:.*}", document)
+    app.router.add_post("/apis/kopf.dev/v1/namespaces/{namespace}/kopfexamples", create)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}", posted
+    finally:
+        await runner.cleanup()
+
+
+async def kubectl(server: str, home: Any, *args: str, stdin: bytes = b"") -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL, "--server", server, *args, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={"HOME": str(home), "KUBECONFIG": str(home / "none"), "PATH": "/usr/bin:/bin"},
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(stdin), timeout=30)
+    return proc.returncode or 0, out.decode()
+
+
+KUBECTL = shutil.which("kubectl") or "kubectl"
+needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+
+
+@pytest.mark.kubectl
+@needs_kubectl
+async def test_kubectl_explain_reads_the_documents(fake_apiserver: tuple[str, list[str]], tmp_path: Any) -> None:
+    server, _ = fake_apiserver
+    code, out = await kubectl(server, tmp_path, "explain", "kopfexamples.spec")
+    assert code == 0, out
+    assert "KIND:       KopfExample" in out
+    assert "The desired state." in out
+    assert "replicas\t<integer>" in out
+    code, out = await kubectl(server, tmp_path, "explain", "pods.metadata.ownerReferences")
+    assert code == 0, out
+    assert "blockOwnerDeletion" in out
+
+
+@pytest.mark.kubectl
+@needs_kubectl
+async def test_kubectl_leaves_validation_to_the_server(fake_apiserver: tuple[str, list[str]], tmp_path: Any) -> None:
+    server, posted = fake_apiserver
+    manifest = json.dumps({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+                           "metadata": {"name": "ex1", "namespace": "default"}, "spec": {"unknown": 1}})
+    code, out = await kubectl(server, tmp_path, "create", "-f", "-", stdin=manifest.encode())
+    assert code == 0, out
+    assert len(posted) == 1
+    assert "fieldValidation=Strict" in posted[0]
