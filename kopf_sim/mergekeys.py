@@ -137,6 +137,21 @@ _KINDS: dict[str, dict[Path, ListStrategy]] = {
         **_prefixed(("spec", "jobTemplate", "spec", "template"), _POD_TEMPLATE_SPEC),
     },
     "coordination.k8s.io/v1/Lease": {**_METADATA},
+    "events.k8s.io/v1/Event": {**_METADATA},
+    "apiextensions.k8s.io/v1/CustomResourceDefinition": {**_METADATA},
+    "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": {
+        **_METADATA,
+        ("webhooks",): _merge("name"),
+    },
+    "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": {
+        **_METADATA,
+        ("webhooks",): _merge("name"),
+    },
+    # RBAC rules, subjects and roleRefs have no patch strategy: they are atomic.
+    "rbac.authorization.k8s.io/v1/Role": {**_METADATA},
+    "rbac.authorization.k8s.io/v1/RoleBinding": {**_METADATA},
+    "rbac.authorization.k8s.io/v1/ClusterRole": {**_METADATA},
+    "rbac.authorization.k8s.io/v1/ClusterRoleBinding": {**_METADATA},
 }
 
 _FROZEN: dict[str, Mapping[Path, ListStrategy]] = {
