@@ -181,6 +181,19 @@ class ChangingRegistry(ResourceRegistry[ChangingHandler]):
         return frozenset(handler.field for handler in self.get_resource_handlers(resource)
                          if handler.field is not None)
 
+    def _share_scope(self, a: ChangingHandler, b: ChangingHandler) -> bool:
+        # Handlers of different causes never run in one cycle, so their progress never clashes.
+        return a.selector == b.selector and (_run_together(a, b) or _run_together(b, a))
+
+
+def _run_together(a: ChangingHandler, b: ChangingHandler) -> bool:
+    """Whether two change-detecting handlers can be executed in one handling cycle."""
+    return (
+        a.reason is None or b.reason is None or a.reason == b.reason or
+        (a.reason == Reason.RESUME and b.reason in (Reason.CREATE, Reason.UPDATE)) or
+        (a.reason == Reason.RESUME and b.reason == Reason.DELETE and a.deleted)
+    )
+
 
 # Which causes can be accompanied by the resuming handlers on the first sight of an object.
 HANDLER_RESUMABLE_REASONS = (Reason.CREATE, Reason.UPDATE, Reason.DELETE)
