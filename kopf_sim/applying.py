@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from kopf_sim.mergekeys import list_strategy
+from kopf_sim.mergekeys import list_strategy, metadata_list_strategy
 from kopf_sim.patching import PatchError
 
 Path = tuple[str, ...]
@@ -59,6 +59,8 @@ ListKind = tuple[Literal["map"], str] | tuple[Literal["set"], None] | tuple[Lite
 
 def _list_kind(kind_key: str | None, spath: Path) -> ListKind:
     strategy = list_strategy(kind_key, spath) if kind_key else None
+    if strategy is None and spath[:1] == ("metadata",):
+        strategy = metadata_list_strategy(spath)  # custom resources have the same ObjectMeta
     if strategy is None or not strategy.merges:
         return ("atomic", None)
     if strategy.merge_key is None:

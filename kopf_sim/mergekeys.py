@@ -175,3 +175,14 @@ def list_strategies(kind_key: str | None) -> Mapping[Path, ListStrategy]:
 def list_strategy(kind_key: str | None, path: Path) -> ListStrategy | None:
     """The strategy of a field at ``path`` (map field names, list items transparent), if any."""
     return list_strategies(kind_key).get(tuple(path))
+
+
+def metadata_list_strategy(path: Path) -> ListStrategy | None:
+    """
+    The strategy of an ObjectMeta field at ``path`` (e.g. ``("metadata", "finalizers")``) of any kind.
+
+    Custom resources share ObjectMeta with built-ins, so server-side apply treats their finalizers
+    as a set and their owner references as a map even though strategic merge patch is not
+    supported for them.
+    """
+    return _METADATA.get(tuple(path))

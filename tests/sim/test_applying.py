@@ -574,3 +574,16 @@ def test_apply_changing_a_co_owned_field_conflicts_even_for_a_co_owner() -> None
 def test_apply_of_an_empty_map_owns_the_map() -> None:
     result = _apply(None, _configmap(labels={}), kind_key=CM, api_version="v1")
     assert _fields(result, "kubectl") == {".metadata.labels"}
+
+
+def test_apply_on_custom_resources_knows_the_metadata_lists() -> None:
+    thing = {"apiVersion": "example.com/v1", "kind": "Thing",
+             "metadata": {"name": "t", "finalizers": ["a"], "ownerReferences": [{"uid": "u", "name": "o"}]}}
+    result = _apply(None, thing, kind_key=None, api_version="example.com/v1")
+    assert _fields(result, "kubectl") == {'.metadata.finalizers[="a"]', '.metadata.ownerReferences[uid="u"]',
+                                          '.metadata.ownerReferences[uid="u"].uid',
+                                          '.metadata.ownerReferences[uid="u"].name'}
+    changed = copy.deepcopy(result)
+    changed["metadata"]["finalizers"].append("kopf.zalando.org/KopfFinalizerMarker")
+    result = _update(result, changed, "kopf", kind_key=None, api_version="example.com/v1")
+    assert _fields(result, "kopf") == {'.metadata.finalizers[="kopf.zalando.org/KopfFinalizerMarker"]'}
