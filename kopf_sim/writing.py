@@ -144,7 +144,7 @@ def _apply_schema(cluster: Cluster, rtype: ResourceType, obj: JsonDict, *, field
         return obj
     unknown = schemas.unknown_fields(obj, rtype.schema)
     if unknown and field_validation == "Strict":
-        raise errors.bad_request(schemas.strict_decoding_message(rtype.kind, rtype.api_version, unknown))
+        raise errors.bad_request(schemas.strict_decoding_message(rtype.kind, rtype.version, unknown))
     if unknown and field_validation != "Ignore" and warnings is not None:
         warnings.extend(schemas.unknown_field_warning(path) for path in unknown)
     obj = schemas.prune(obj, rtype.schema)

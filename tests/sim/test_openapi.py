@@ -384,11 +384,9 @@ async def kubectl(server: str, home: Any, *args: str, stdin: bytes = b"") -> tup
 
 
 KUBECTL = shutil.which("kubectl") or "kubectl"
-needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
 
 @pytest.mark.kubectl
-@needs_kubectl
 async def test_kubectl_explain_reads_the_documents(fake_apiserver: tuple[str, list[str]], tmp_path: Any) -> None:
     server, _ = fake_apiserver
     code, out = await kubectl(server, tmp_path, "explain", "kopfexamples.spec")
@@ -402,7 +400,6 @@ async def test_kubectl_explain_reads_the_documents(fake_apiserver: tuple[str, li
 
 
 @pytest.mark.kubectl
-@needs_kubectl
 async def test_kubectl_leaves_validation_to_the_server(fake_apiserver: tuple[str, list[str]], tmp_path: Any) -> None:
     server, posted = fake_apiserver
     manifest = json.dumps({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
