@@ -4,7 +4,14 @@ from collections.abc import Mapping
 import pytest
 
 from kopf._cogs.structs.bodies import (
-    Annotations, Body, Labels, Meta, Spec, Status, build_object_reference, build_owner_reference,
+    Annotations,
+    Body,
+    Labels,
+    Meta,
+    Spec,
+    Status,
+    build_object_reference,
+    build_owner_reference,
 )
 from kopf._cogs.structs.dicts import MappingView, ReplaceableMappingView
 

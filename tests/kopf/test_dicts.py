@@ -3,7 +3,15 @@ from typing import Any
 import pytest
 
 from kopf._cogs.structs.dicts import (
-    MappingView, MutableMappingView, cherrypick, ensure, parse_field, remove, render_field, resolve, walk,
+    MappingView,
+    MutableMappingView,
+    cherrypick,
+    ensure,
+    parse_field,
+    remove,
+    render_field,
+    resolve,
+    walk,
 )
 
 

@@ -83,9 +83,11 @@ class StorageKeyMarkingConvention:
     would cause another one.
     """
 
-    #: Annotations written by well-known tools, never meaningful for the handlers.
+    #: Annotations written by well-known tools (incl. the default diff-base of this framework,
+    #: which can remain on the objects after switching to other storages), never meaningful for handlers.
     GARBAGE_ANNOTATIONS: frozenset[str] = frozenset({
         'kubectl.kubernetes.io/last-applied-configuration',
+        'kopf.zalando.org/last-handled-configuration',
     })
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -149,10 +149,10 @@ def cherrypick(
 
 
 def walk(
-        objs: _T | Iterable[_T],
+        objs: MutableMapping[Any, Any] | Iterable[MutableMapping[Any, Any]],
         *,
         nested: Iterable[FieldSpec] | str | None = None,
-) -> Iterator[_T]:
+) -> Iterator[MutableMapping[Any, Any]]:
     """
     Iterate over one or several mappings and over their nested sub-mappings.
 
@@ -167,8 +167,8 @@ def walk(
         yield obj
         for path in nested_paths:
             sub = resolve(obj, path, None)
-            if isinstance(sub, Mapping):
-                yield cast(_T, sub)
+            if isinstance(sub, MutableMapping):
+                yield sub
 
 
 class MappingView(Mapping[_K, _V], Generic[_K, _V]):
