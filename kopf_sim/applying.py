@@ -105,6 +105,13 @@ def _trackable(obj: Mapping[str, Any] | None) -> dict[str, Any]:
     return result
 
 
+class _Node:
+    """The marker of a list item in the collected paths: it has no value to compare."""
+
+
+_NODE: Final = _Node()
+
+
 def _collect(value: Any, fpath: Path, spath: Path, kind_key: str | None, out: dict[Path, Any]) -> None:
     """
     Put into ``out`` every owned path of ``value`` with the value there: leaves (scalars, atomic
@@ -133,13 +140,6 @@ def _collect(value: Any, fpath: Path, spath: Path, kind_key: str | None, out: di
         out[fpath] = value
 
 
-class _Node:
-    """The marker of a list item in the collected paths: it has no value to compare."""
-
-
-_NODE: Final = _Node()
-
-
 def _fields_of(obj: Mapping[str, Any] | None, kind_key: str | None) -> dict[Path, Any]:
     out: dict[Path, Any] = {}
     trackable = _trackable(obj)
@@ -153,7 +153,7 @@ def _diff(old: Any, new: Any, fpath: Path, spath: Path, kind_key: str | None,
     """Collect the paths added or modified in ``new`` and the (topmost) paths gone from ``old``."""
     if old == new:
         return
-    if isinstance(old, dict) and isinstance(new, dict) and old and new:
+    if isinstance(old, dict) and isinstance(new, dict) and ((old and new) or not fpath):
         for key, sub in new.items():
             sub_fpath, sub_spath = (*fpath, f"f:{key}"), (*spath, key)
             if key in old:
@@ -530,7 +530,7 @@ def _iter_conflicts(managers: list[_Manager], applier: _Manager, applied: dict[P
 
 def _conflict_error(conflicts: list[tuple[_Manager, Path]]) -> ApplyConflictError:
     pairs = [(entry.manager, format_path(path)) for entry, path in conflicts]
-    causes = [{"type": "FieldManagerConflict", "message": f"conflict with {entry.describe()}",
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {entry.describe()}",
                "field": format_path(path)} for entry, path in conflicts]
     if len(conflicts) == 1:
         entry, path = conflicts[0]

@@ -232,7 +232,7 @@ def test_apply_by_two_managers_with_different_values_conflicts() -> None:
         _apply(live, _deployment(replicas=3), "two")
     assert err.value.message == 'Apply failed with 1 conflict: conflict with "one": .spec.replicas'
     assert err.value.conflicts == [("one", ".spec.replicas")]
-    assert err.value.causes == [{"type": "FieldManagerConflict", "message": 'conflict with "one"',
+    assert err.value.causes == [{"reason": "FieldManagerConflict", "message": 'conflict with "one"',
                                  "field": ".spec.replicas"}]
 
 
@@ -587,3 +587,11 @@ def test_apply_on_custom_resources_knows_the_metadata_lists() -> None:
     changed["metadata"]["finalizers"].append("kopf.zalando.org/KopfFinalizerMarker")
     result = _update(result, changed, "kopf", kind_key=None, api_version="example.com/v1")
     assert _fields(result, "kopf") == {'.metadata.finalizers[="kopf.zalando.org/KopfFinalizerMarker"]'}
+
+
+def test_update_removing_all_fields_drops_all_entries() -> None:
+    live = _update(None, _configmap({"a": "1"}), "one", kind_key=CM, api_version="v1")
+    result = _update(live, _configmap(), "two", kind_key=CM, api_version="v1")
+    assert "managedFields" not in result["metadata"]
+    result = _update(result, _configmap({"b": "2"}), "three", kind_key=CM, api_version="v1")
+    assert list(_managers(result)) == ["three"]
