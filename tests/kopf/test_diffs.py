@@ -1,8 +1,12 @@
+import copy
 from collections.abc import Sequence
 from typing import Any
 
+import hypothesis
+import hypothesis.strategies as st
 import pytest
 
+from kopf._cogs.structs.dicts import ensure
 from kopf._cogs.structs.diffs import Diff, DiffItem, DiffOperation, diff, reduce
 
 
@@ -127,3 +131,38 @@ def test_reduce_expands_ancestors() -> None:
 
     changed = diff({'spec': 'scalar'}, {'spec': {'field': {'x': 1}}})
     assert reduce(changed, 'spec.field') == (('add', (), None, {'x': 1}),)
+
+
+_scalars = st.one_of(st.integers(), st.text(max_size=3), st.booleans())
+_values = st.recursive(_scalars | st.lists(_scalars, max_size=2),
+                       lambda children: st.dictionaries(st.sampled_from('abc'), children, max_size=3),
+                       max_leaves=8)
+_objects = st.dictionaries(st.sampled_from('abcd'), _values, max_size=4)
+
+
+@hypothesis.given(old=_objects, new=_objects)
+def test_a_diff_as_a_merge_patch_turns_old_into_new(old: dict[str, Any], new: dict[str, Any]) -> None:
+    patch: dict[str, Any] = {}
+    for _, field, _, value in diff(old, new):
+        assert field, "the root of two dicts is never changed as a whole"
+        ensure(patch, field, value)
+    assert _merge(copy.deepcopy(old), patch) == new
+    assert (diff(old, new) == ()) == (old == new)
+
+
+@hypothesis.given(old=_objects, new=_objects, key=st.sampled_from('abcd'))
+def test_reducing_equals_diffing_the_sub_fields(old: dict[str, Any], new: dict[str, Any], key: str) -> None:
+    assert reduce(diff(old, new), key) == diff(old.get(key), new.get(key))
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    """A reference implementation of RFC 7386, for comparison."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merge(result.get(key), value)
+    return result
