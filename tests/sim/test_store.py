@@ -1,0 +1,230 @@
+"""The store's write semantics: versions, generations, concurrency, subresources, dry runs, CRDs."""
+from __future__ import annotations
+
+import pytest
+
+from kopf_sim import errors
+from kopf_sim.clock import ManualClock, SeededUids
+from kopf_sim.selectors import FieldSelector, LabelSelector
+from kopf_sim.store import Cluster
+
+from .conftest import widget
+
+MERGE = "application/merge-patch+json"
+
+
+def widgets(cluster: Cluster):  # type: ignore[no-untyped-def]
+    return cluster.resource("acme.example", "v1", "widgets")
+
+
+def configmaps(cluster: Cluster):  # type: ignore[no-untyped-def]
+    return cluster.resource("", "v1", "configmaps")
+
+
+def test_initial_namespaces(cluster: Cluster) -> None:
+    names = [o["metadata"]["name"] for o in cluster.list(cluster.resource("", "v1", "namespaces"), None)["items"]]
+    assert names == ["default", "kube-node-lease", "kube-public", "kube-system"]
+
+
+def test_create_fills_system_fields(crd_cluster: Cluster, clock: ManualClock) -> None:
+    clock.advance(5)
+    obj = crd_cluster.create(widgets(crd_cluster), "default", widget("w1", size=1))
+    meta = obj["metadata"]
+    assert meta["generation"] == 1
+    assert meta["creationTimestamp"] == "2026-01-01T00:00:05Z"
+    assert len(meta["uid"]) == 36
+    assert int(meta["resourceVersion"]) == crd_cluster.rv
+    assert obj["spec"] == {"size": 1, "color": "blue"}  # defaulted by the schema
+
+
+def test_resource_versions_increase_cluster_wide(crd_cluster: Cluster) -> None:
+    a = crd_cluster.create(widgets(crd_cluster), "default", widget("a"))
+    b = crd_cluster.create(configmaps(crd_cluster), "default", {"metadata": {"name": "b"}})
+    assert int(b["metadata"]["resourceVersion"]) == int(a["metadata"]["resourceVersion"]) + 1
+
+
+def test_duplicate_create_is_already_exists(crd_cluster: Cluster) -> None:
+    crd_cluster.create(widgets(crd_cluster), "default", widget("w1"))
+    with pytest.raises(errors.ApiError) as err:
+        crd_cluster.create(widgets(crd_cluster), "default", widget("w1"))
+    assert (err.value.code, err.value.reason) == (409, "AlreadyExists")
+    assert err.value.message == 'widgets.acme.example "w1" already exists'
+
+
+def test_get_missing_is_not_found(crd_cluster: Cluster) -> None:
+    with pytest.raises(errors.ApiError) as err:
+        crd_cluster.get(widgets(crd_cluster), "default", "x")
+    assert err.value.to_status() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'widgets.acme.example "x" not found', "reason": "NotFound",
+        "details": {"name": "x", "group": "acme.example", "kind": "widgets"}, "code": 404}
+
+
+def test_stale_update_is_a_conflict(crd_cluster: Cluster) -> None:
+    old = crd_cluster.create(widgets(crd_cluster), "default", widget("w1", size=1))
+    crd_cluster.patch(widgets(crd_cluster), "default", "w1", {"spec": {"size": 2}}, MERGE)
+    stale = dict(old, spec={"size": 3})
+    with pytest.raises(errors.ApiError) as err:
+        crd_cluster.update(widgets(crd_cluster), "default", "w1", stale)
+    assert err.value.code == 409
+    assert err.value.message == ('Operation cannot be fulfilled on widgets.acme.example "w1": the object has been '
+                                 "modified; please apply your changes to the latest version and try again")
+
+
+def test_custom_resources_need_a_resource_version_on_update(crd_cluster: Cluster) -> None:
+    crd_cluster.create(widgets(crd_cluster), "default", widget("w1"))
+    with pytest.raises(errors.ApiError) as err:
+        crd_cluster.update(widgets(crd_cluster), "default", "w1", widget("w1", size=5))
+    assert err.value.code == 422
+    assert "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update" in err.value.message
+
+
+def test_builtins_allow_unconditional_updates(crd_cluster: Cluster) -> None:
+    crd_cluster.create(configmaps(crd_cluster), "default", {"metadata": {"name": "c"}, "data": {"a": "1"}})
+    obj = crd_cluster.update(configmaps(crd_cluster), "default", "c", {"metadata": {"name": "c"}, "data": {"a": "2"}})
+    assert obj["data"] == {"a": "2"}
+
+
+def test_generation_bumps_only_on_spec_changes(crd_cluster: Cluster) -> None:
+    rtype = widgets(crd_cluster)
+    crd_cluster.create(rtype, "default", widget("w1", size=1))
+    assert crd_cluster.patch(rtype, "default", "w1", {"metadata": {"labels": {"a": "b"}}}, MERGE)[
+        "metadata"]["generation"] == 1
+    assert crd_cluster.patch(rtype, "default", "w1", {"status": {"x": 1}}, MERGE,
+                             subresource="status")["metadata"]["generation"] == 1
+    assert crd_cluster.patch(rtype, "default", "w1", {"spec": {"size": 2}}, MERGE)["metadata"]["generation"] == 2
+
+
+def test_noop_writes_do_not_change_the_version(crd_cluster: Cluster) -> None:
+    rtype = widgets(crd_cluster)
+    obj = crd_cluster.create(rtype, "default", widget("w1", size=1))
+    same = crd_cluster.patch(rtype, "default", "w1", {"spec": {"size": 1}}, MERGE)
+    assert same["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+
+
+def test_status_subresource_separation(crd_cluster: Cluster) -> None:
+    rtype = widgets(crd_cluster)
+    created = crd_cluster.create(rtype, "default", {**widget("w1", size=1), "status": {"ignored": True}})
+    assert "status" not in created
+    main = crd_cluster.patch(rtype, "default", "w1", {"spec": {"size": 2}, "status": {"x": 1}}, MERGE)
+    assert "status" not in main and main["spec"]["size"] == 2
+    status = crd_cluster.patch(rtype, "default", "w1", {"spec": {"size": 9}, "status": {"x": 1}}, MERGE,
+                               subresource="status")
+    assert status["status"] == {"x": 1} and status["spec"]["size"] == 2
+
+
+def test_generate_name_is_deterministic() -> None:
+    body = {"metadata": {"generateName": "cm-"}}
+    names = []
+    for _ in range(2):
+        fresh = Cluster(clock=ManualClock(), uids=SeededUids(3))
+        names.append(fresh.create(configmaps(fresh), "default", body)["metadata"]["name"])
+    assert names[0].startswith("cm-") and len(names[0]) == 8
+    assert names[0] == names[1]
+
+
+def test_dry_run_changes_nothing(crd_cluster: Cluster) -> None:
+    rv = crd_cluster.rv
+    obj = crd_cluster.create(widgets(crd_cluster), "default", widget("w1"), dry_run=True)
+    assert obj["metadata"]["name"] == "w1"
+    assert crd_cluster.rv == rv and crd_cluster.count(("acme.example", "widgets")) == 0
+
+
+def test_list_with_selectors_and_chunks(crd_cluster: Cluster) -> None:
+    rtype = configmaps(crd_cluster)
+    for index in range(7):
+        crd_cluster.create(rtype, "default", {"metadata": {"name": f"c{index}", "labels": {"odd": str(index % 2)}}})
+    page = crd_cluster.list(rtype, "default", limit=3)
+    assert [o["metadata"]["name"] for o in page["items"]] == ["c0", "c1", "c2"]
+    assert page["metadata"]["remainingItemCount"] == 4
+    names = []
+    token = page["metadata"].get("continue")
+    while token:
+        page = crd_cluster.list(rtype, "default", limit=3, continue_token=token)
+        names += [o["metadata"]["name"] for o in page["items"]]
+        token = page["metadata"].get("continue")
+    assert names == ["c3", "c4", "c5", "c6"]
+    odd = crd_cluster.list(rtype, "default", labels=LabelSelector.parse("odd=1"))
+    assert [o["metadata"]["name"] for o in odd["items"]] == ["c1", "c3", "c5"]
+    named = crd_cluster.list(rtype, None, fields=FieldSelector.parse("metadata.name=c4", {"metadata.name"}))
+    assert [o["metadata"]["name"] for o in named["items"]] == ["c4"]
+
+
+def test_expired_continue_token(crd_cluster: Cluster) -> None:
+    rtype = configmaps(crd_cluster)
+    for index in range(3):
+        crd_cluster.create(rtype, "default", {"metadata": {"name": f"c{index}"}})
+    token = crd_cluster.list(rtype, "default", limit=1)["metadata"]["continue"]
+    crd_cluster.create(rtype, "default", {"metadata": {"name": "later"}})
+    crd_cluster.compact()
+    with pytest.raises(errors.ApiError) as err:
+        crd_cluster.list(rtype, "default", limit=1, continue_token=token)
+    assert (err.value.code, err.value.reason) == (410, "Expired")
+
+
+def test_crd_becomes_served_and_established(crd_cluster: Cluster) -> None:
+    crd = crd_cluster.get(crd_cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"), None,
+                          "widgets.acme.example")
+    conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert conditions == {"NamesAccepted": "True", "Established": "True"}
+    assert crd["status"]["acceptedNames"]["listKind"] == "WidgetList"
+    assert crd_cluster.catalogue.lookup("acme.example", "v1", "widgets") is not None
+
+
+def test_invalid_crd_is_rejected(cluster: Cluster) -> None:
+    rtype = cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    body = {"metadata": {"name": "wrong.name"}, "spec": {"group": "acme.example", "scope": "Namespaced",
+            "names": {"plural": "things", "kind": "Thing"},
+            "versions": [{"name": "v1", "served": True, "storage": True,
+                          "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+    with pytest.raises(errors.ApiError) as err:
+        cluster.create(rtype, None, body)
+    assert err.value.code == 422
+    assert 'metadata.name: Invalid value: "wrong.name": must be spec.names.plural+"."+spec.group' in err.value.message
+
+
+def test_multiple_versions_share_storage(cluster: Cluster) -> None:
+    rtype = cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    cluster.create(rtype, None, {"metadata": {"name": "things.acme.example"}, "spec": {
+        "group": "acme.example", "scope": "Cluster", "names": {"plural": "things", "kind": "Thing"},
+        "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema},
+                     {"name": "v2beta1", "served": True, "storage": False, "schema": schema}]}})
+    v1 = cluster.resource("acme.example", "v1", "things")
+    v2 = cluster.resource("acme.example", "v2beta1", "things")
+    cluster.create(v2, None, {"apiVersion": "acme.example/v2beta1", "kind": "Thing", "metadata": {"name": "t"}})
+    assert cluster.get(v1, None, "t")["apiVersion"] == "acme.example/v1"
+    assert cluster.get(v2, None, "t")["apiVersion"] == "acme.example/v2beta1"
+    assert cluster.catalogue.group_versions()["acme.example"] == ["v1", "v2beta1"]
+
+
+def test_scale_subresource(crd_cluster: Cluster) -> None:
+    from kopf_sim import writing
+
+    rtype = widgets(crd_cluster)
+    obj = crd_cluster.create(rtype, "default", widget("w1", replicas=2))
+    assert writing.scale_of(rtype, obj)["spec"] == {"replicas": 2}
+    scaled = writing.with_scale(rtype, obj, {"spec": {"replicas": 5}})
+    assert crd_cluster.update(rtype, "default", "w1", scaled)["spec"]["replicas"] == 5
+
+
+def test_server_side_apply_creates_and_conflicts(crd_cluster: Cluster) -> None:
+    rtype = configmaps(crd_cluster)
+    apply = "application/apply-patch+yaml"
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+    crd_cluster.patch(rtype, "default", "c", body, apply, manager="one")
+    with pytest.raises(errors.ApiError) as err:
+        crd_cluster.patch(rtype, "default", "c", {**body, "data": {"a": "2"}}, apply, manager="two")
+    assert err.value.code == 409
+    assert 'conflict with "one"' in err.value.message
+    forced = crd_cluster.patch(rtype, "default", "c", {**body, "data": {"a": "2"}}, apply, manager="two", force=True)
+    assert forced["data"] == {"a": "2"}
+    managers = {entry["manager"] for entry in forced["metadata"]["managedFields"]}
+    assert managers == {"two"}
+
+
+def test_services_get_cluster_ips(cluster: Cluster) -> None:
+    rtype = cluster.resource("", "v1", "services")
+    svc = cluster.create(rtype, "default", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}})
+    assert svc["spec"]["clusterIP"].startswith("10.96.")
+    assert svc["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
