@@ -51,6 +51,14 @@ from kopf._core.engines.admission_errors import AdmissionError
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.filters import ABSENT, PRESENT, all_, any_, none_, not_
 from kopf._core.intents.registries import OperatorRegistry, get_default_registry, set_default_registry
+from kopf._kits.hierarchies import (
+    adjust_namespace,
+    adopt,
+    append_owner_reference,
+    harmonize_naming,
+    label,
+    remove_owner_reference,
+)
 from kopf.on import daemon, index, register, subhandler, timer
 
 __all__ = [
@@ -93,17 +101,23 @@ __all__ = [
     'StatusDiffBaseStorage',
     'StatusProgressStorage',
     'TemporaryError',
+    'adjust_namespace',
+    'adopt',
     'all_',
     'any_',
+    'append_owner_reference',
     'build_object_reference',
     'build_owner_reference',
     'daemon',
     'get_default_registry',
+    'harmonize_naming',
     'index',
+    'label',
     'none_',
     'not_',
     'on',
     'register',
+    'remove_owner_reference',
     'set_default_registry',
     'subhandler',
     'timer',
