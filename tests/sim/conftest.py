@@ -64,6 +64,6 @@ def crd_cluster(cluster: Cluster) -> Cluster:
 @pytest.fixture
 async def client(crd_cluster: Cluster) -> AsyncIterator[aiohttp.ClientSession]:
     """An HTTP client of the simulated apiserver (with the Widget CRD), over the in-memory transport."""
-    async with InMemoryServer(build_app(crd_cluster, ServerOptions(bookmark_interval=60))) as server:
-        async with server.session() as session:
-            yield session
+    server = InMemoryServer(build_app(crd_cluster, ServerOptions(bookmark_interval=60)))
+    async with server, server.session() as session:
+        yield session

@@ -161,9 +161,9 @@ async def test_server_shutdown_closes_watches(crd_cluster: Cluster) -> None:
 
     server = InMemoryServer(build_app(crd_cluster))
     await server.start()
-    async with server.session() as session:
-        async with session.get(WIDGETS, params={"watch": "true", "resourceVersion": "0"}) as response:
-            stopping = asyncio.create_task(server.stop())
-            lines = [line async for line in response.content]
-            await stopping
+    params = {"watch": "true", "resourceVersion": "0"}
+    async with server.session() as session, session.get(WIDGETS, params=params) as response:
+        stopping = asyncio.create_task(server.stop())
+        lines = [line async for line in response.content]
+        await stopping
     assert lines == []
