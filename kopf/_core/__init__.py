@@ -1,0 +1,1 @@
+"""Core: the framework's essence — actions, intents, engines, reactor."""

@@ -1,0 +1,1 @@
+"""Actions: the lowest layer of the core — how handlers are invoked, retried, and fail."""

@@ -1,0 +1,1 @@
+"""Engines: specialised aspects of the framework (admission, daemons, indexing, etc.)."""

@@ -1,0 +1,1 @@
+"""Intents: the declared handlers, their filters & registries, and the decorators' plumbing."""
