@@ -125,26 +125,35 @@ class Cluster:
         limit: int | None = None,
         continue_token: str | None = None,
     ) -> JsonDict:
-        labels = labels or LabelSelector()
-        fields = fields or FieldSelector()
         list_rv = self.rv
         start_after: tuple[str, str] | None = None
         if continue_token:
             list_rv, start_after = self._decode_continue(continue_token)
+        label_check = labels if labels is not None and not labels.empty else None
+        field_check = fields if fields is not None and not fields.empty else None
+        bucket = self._objects.get(rtype.storage_key, {})
+        keys: Iterable[ObjectKey] = sorted(bucket)
+        exact = field_check.exact_name() if field_check is not None else None
+        if exact is not None:
+            keys = [k for k in keys if k[1] == exact]
+        api_version = rtype.api_version
         items: JsonList = []
         remaining = 0
         last_key: tuple[str, str] | None = None
-        for obj in self.objects(rtype.storage_key, namespace):
-            metadata = meta(obj)
-            key = (metadata.get("namespace", ""), metadata["name"])
+        for key in keys:
+            if namespace is not None and key[0] != namespace:
+                continue
             if start_after is not None and key <= start_after:
                 continue
-            if not labels.matches(metadata.get("labels")) or not fields.matches(obj):
+            obj = bucket[key]
+            if label_check is not None and not label_check.matches(obj["metadata"].get("labels")):
+                continue
+            if field_check is not None and not field_check.matches(obj):
                 continue
             if limit and len(items) >= limit:
                 remaining += 1
                 continue
-            items.append(self.present(obj, rtype))
+            items.append(obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version})
             last_key = key
         list_meta: JsonDict = {"resourceVersion": str(list_rv)}
         if remaining and last_key is not None:
@@ -152,6 +161,23 @@ class Cluster:
             list_meta["remainingItemCount"] = remaining
         return {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": list_meta,
                 "items": items}
+
+    def _objects_at(self, key: StorageKey, namespace: str | None, rv: int) -> Iterator[JsonDict]:
+        """Stored objects as they were at version ``rv`` (the later history undone), in etcd order."""
+        bucket = dict(self._objects.get(key, {}))
+        for change in reversed(self.history):
+            if change.rv <= rv:
+                break
+            if change.key == key:
+                metadata = meta(change.obj)
+                object_key = (metadata.get("namespace", ""), metadata["name"])
+                if change.old is None:
+                    bucket.pop(object_key, None)
+                else:
+                    bucket[object_key] = change.old
+        for (ns, _), obj in sorted(bucket.items()):
+            if namespace is None or ns == namespace:
+                yield obj
 
     def _encode_continue(self, rv: int, key: tuple[str, str]) -> str:
         raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": f"{key[0]}/{key[1]}"})
