@@ -1,0 +1,1 @@
+"""Asyncio primitives and enhancements, independent of Kubernetes and of operators."""
