@@ -25,7 +25,8 @@ from typing import Self
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler, Middleware
 
-from kopf_sim import certs, kubeconfig
+from kopf_sim.certs import generate_self_signed
+from kopf_sim.kubeconfig import write_kubeconfig
 
 __all__ = ["UNAUTHORIZED_STATUS", "ServedApp", "bearer_token_middleware", "serve_forever"]
 
@@ -132,7 +133,7 @@ class ServedApp:
         await self.stop()
 
     def write_kubeconfig(self, path: str | os.PathLike[str]) -> None:
-        kubeconfig.write_kubeconfig(path, server=self.url, token=self.token, ca_pem=self.ca_pem)
+        write_kubeconfig(path, server=self.url, token=self.token, ca_pem=self.ca_pem)
 
     def _make_ssl_context(self) -> ssl.SSLContext:
         hostnames, ips = ["localhost", *self.extra_hostnames], ["127.0.0.1", "::1"]
@@ -143,7 +144,7 @@ class ServedApp:
         else:
             if not address.is_unspecified:
                 ips.append(str(address))
-        bundle = certs.generate_self_signed(_unique(hostnames), _unique(ips))
+        bundle = generate_self_signed(_unique(hostnames), _unique(ips))
         self.ca_pem = bundle.ca_pem
 
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

@@ -336,7 +336,7 @@ class InMemoryConnector(aiohttp.BaseConnector):
         self,
         req: ClientRequest,
         traces: list[Trace],
-        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109  # the base class's signature
+        timeout: aiohttp.ClientTimeout,
     ) -> ResponseHandler:
         client = ResponseHandler(self._loop)
         try:

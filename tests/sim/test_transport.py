@@ -212,6 +212,34 @@ async def test_client_closing_a_stream_cancels_the_handler(app: web.Application,
 
 
 @pytest.mark.looptime
+async def test_cancelling_the_client_task_cancels_the_handler(app: web.Application, probe: Probe) -> None:
+    async def consume(session: aiohttp.ClientSession) -> None:
+        async with session.get("/watch") as resp:
+            async for _ in resp.content:
+                pass
+
+    async with InMemoryServer(app) as server, server.session() as session:
+        task = asyncio.create_task(consume(session))
+        await asyncio.sleep(WATCH_GAP * 2.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await probe.watch_outcome == "cancelled"
+        assert asyncio.get_running_loop().time() == pytest.approx(WATCH_GAP * 2.5)
+
+
+@pytest.mark.looptime
+async def test_client_read_timeouts_run_in_loop_time(app: web.Application, probe: Probe) -> None:
+    timeout = aiohttp.ClientTimeout(sock_read=WATCH_GAP / 2)
+    async with InMemoryServer(app) as server, server.session(timeout=timeout) as session:
+        async with session.get("/watch") as resp:
+            with pytest.raises(asyncio.TimeoutError):
+                await resp.content.readline()
+        assert asyncio.get_running_loop().time() == pytest.approx(WATCH_GAP / 2)
+        assert await probe.watch_outcome == "cancelled"
+
+
+@pytest.mark.looptime
 async def test_without_handler_cancellation_the_next_write_fails(
     app: web.Application, probe: Probe
 ) -> None:
