@@ -131,7 +131,9 @@ class Cluster:
             list_rv, start_after = self._decode_continue(continue_token)
         label_check = labels if labels is not None and not labels.empty else None
         field_check = fields if fields is not None and not fields.empty else None
-        bucket = self._objects.get(rtype.storage_key, {})
+        # Later pages come from the first page's snapshot, as etcd serves them at the token's revision.
+        bucket = self._objects.get(rtype.storage_key, {}) if start_after is None \
+            else self._bucket_at(rtype.storage_key, list_rv)
         keys: Iterable[ObjectKey] = sorted(bucket)
         exact = field_check.exact_name() if field_check is not None else None
         if exact is not None:
@@ -162,8 +164,8 @@ class Cluster:
         return {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": list_meta,
                 "items": items}
 
-    def _objects_at(self, key: StorageKey, namespace: str | None, rv: int) -> Iterator[JsonDict]:
-        """Stored objects as they were at version ``rv`` (the later history undone), in etcd order."""
+    def _bucket_at(self, key: StorageKey, rv: int) -> dict[ObjectKey, JsonDict]:
+        """The objects of a resource as they were at version ``rv``: the later history undone."""
         bucket = dict(self._objects.get(key, {}))
         for change in reversed(self.history):
             if change.rv <= rv:
@@ -175,9 +177,7 @@ class Cluster:
                     bucket.pop(object_key, None)
                 else:
                     bucket[object_key] = change.old
-        for (ns, _), obj in sorted(bucket.items()):
-            if namespace is None or ns == namespace:
-                yield obj
+        return bucket
 
     def _encode_continue(self, rv: int, key: tuple[str, str]) -> str:
         raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": f"{key[0]}/{key[1]}"})
