@@ -403,6 +403,7 @@ def _initial_state(cluster: Cluster, rtype: ResourceType, obj: JsonDict) -> None
     if key == ("", "namespaces"):
         obj["spec"] = {"finalizers": ["kubernetes"], **(obj.get("spec") or {})}
         obj["status"] = {"phase": "Active"}
+        _label_namespace_name(obj)
     elif key == ("", "pods"):
         obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
     elif key in {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"),
@@ -427,12 +428,19 @@ def _initial_state(cluster: Cluster, rtype: ResourceType, obj: JsonDict) -> None
                 port.setdefault("targetPort", port.get("port"))
 
 
+def _label_namespace_name(obj: JsonDict) -> None:
+    """The apiserver (1.22+) labels every namespace with its name, and restores the label on updates."""
+    metadata = obj["metadata"]
+    metadata["labels"] = {**(metadata.get("labels") or {}), "kubernetes.io/metadata.name": metadata["name"]}
+
+
 def _keep_initial_state(rtype: ResourceType, old: JsonDict, new: JsonDict) -> None:
     """Fields that a built-in's update strategy keeps from the old object."""
     if rtype.storage_key == ("", "namespaces"):
         new["spec"] = clone(old.get("spec") or {})
         if "status" not in new:
             new["status"] = clone(old.get("status") or {})
+        _label_namespace_name(new)
     elif rtype.storage_key == ("", "services"):
         spec = new.setdefault("spec", {})
         for field in ("clusterIP", "clusterIPs"):
