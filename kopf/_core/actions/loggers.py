@@ -1,0 +1,92 @@
+"""
+Per-object loggers: the ``logger`` kwarg of the resource handlers.
+
+The records of these loggers go to the ``kopf.objects`` logger and carry:
+
+* ``k8s_ref`` — the object's reference (apiVersion, kind, name, uid, namespace),
+  a snapshot taken when the logger is created (so that later changes of the body,
+  or a background posting of the records, never see a different object);
+  the formatters (``kopf._cogs.helpers.loggers``) render it as a ``[namespace/name]``
+  prefix and/or put it under the refkey of JSON records;
+* ``k8s_skip`` — whether the record must not be posted as a Kubernetes ``Event``;
+* ``settings`` — the operator's settings, to decide on the posting (``settings.posting``).
+
+The posting itself (a logging handler that queues the events) belongs to the posting engine;
+:func:`is_postable` is the common criterion of which records are to be posted.
+"""
+import copy
+import logging
+from collections.abc import Mapping, MutableMapping
+from typing import Any, cast
+
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs.bodies import Body, ObjectReference, build_object_reference
+
+__all__ = [
+    'OBJECTS_LOGGER_NAME',
+    'LocalObjectLogger',
+    'ObjectLogger',
+    'is_postable',
+    'object_logger',
+]
+
+OBJECTS_LOGGER_NAME = 'kopf.objects'
+
+#: The logger of all object-related messages (the adapters below add the object's identity).
+object_logger = logging.getLogger(OBJECTS_LOGGER_NAME)
+
+
+class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
+    """
+    A logger adapter that carries the object's identity for the formatting and the posting.
+
+    The messages of level ``settings.posting.level`` and above are also posted as
+    Kubernetes events about this object (if ``settings.posting.enabled``).
+    The extras given to the individual calls are kept (e.g. for the JSON logs).
+    """
+
+    def __init__(self, *, body: Body | Mapping[str, Any], settings: OperatorSettings) -> None:
+        ref: ObjectReference = copy.deepcopy(build_object_reference(body))
+        super().__init__(object_logger, dict(
+            settings=settings,
+            k8s_skip=False,
+            k8s_ref=ref,
+        ))
+
+    def __repr__(self) -> str:
+        ref = self.k8s_ref
+        ident = f"{ref.get('namespace')}/{ref.get('name')}" if ref.get('namespace') else ref.get('name')
+        return f'<{type(self).__name__} {ident!s}>'
+
+    @property
+    def k8s_ref(self) -> ObjectReference:
+        extra = self.extra or {}
+        return cast(ObjectReference, extra['k8s_ref'])
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        # Ours go last: a user's extra cannot break the identity of the object or the posting decisions.
+        kwargs['extra'] = {**(kwargs.get('extra') or {}), **(self.extra or {})}
+        return msg, kwargs
+
+
+class LocalObjectLogger(ObjectLogger):
+    """
+    The same as :class:`ObjectLogger`, but the messages are never posted as Kubernetes events.
+
+    Used for the framework's own reports about the handlers' outcomes, which
+    would otherwise overload the cluster with too many events.
+    """
+
+    def __init__(self, *, body: Body | Mapping[str, Any], settings: OperatorSettings) -> None:
+        super().__init__(body=body, settings=settings)
+        self.extra = {**(self.extra or {}), 'k8s_skip': True}
+
+
+def is_postable(record: logging.LogRecord) -> bool:
+    """Whether the record is to be posted as a Kubernetes event, according to the object's settings."""
+    settings = getattr(record, 'settings', None)
+    if getattr(record, 'k8s_skip', True) or not isinstance(settings, OperatorSettings):
+        return False
+    if not isinstance(getattr(record, 'k8s_ref', None), Mapping):
+        return False
+    return settings.posting.enabled and record.levelno >= settings.posting.level
