@@ -54,7 +54,7 @@ class ServerThread:
         def run() -> None:
             try:
                 future.set_result(fn())
-            except BaseException as exc:  # noqa: BLE001 - handed over to the caller
+            except BaseException as exc:
                 future.set_exception(exc)
 
         self.loop.call_soon_threadsafe(run)
@@ -145,9 +145,8 @@ def test_hand_made_configuration(server: ServerThread, tmp_path: Path) -> None:
 @pytest.mark.parametrize("token", [None, "wrong-token"])
 def test_unauthenticated_client_gets_401(server: ServerThread, tmp_path: Path, token: str | None) -> None:
     configuration = hand_made_configuration(server, tmp_path, token)
-    with kubernetes.client.ApiClient(configuration) as client:
-        with pytest.raises(ApiException) as exc:
-            kubernetes.client.CoreV1Api(client).list_namespace()
+    with kubernetes.client.ApiClient(configuration) as client, pytest.raises(ApiException) as exc:
+        kubernetes.client.CoreV1Api(client).list_namespace()
     assert exc.value.status == 401
     body = error_body(exc)
     assert body["kind"] == "Status"
