@@ -450,6 +450,18 @@ async def _read_object(request: web.Request, rtype: ResourceType) -> Any:
             return yaml.safe_load(raw)
         except yaml.YAMLError as exc:
             raise errors.bad_request(f"error decoding YAML: {_first_line(exc)}") from None
+    if content_type == "application/vnd.kubernetes.protobuf":
+        from . import protobuf
+
+        if rtype.custom:  # custom resources have no protobuf encoding, as in the apiserver
+            raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"])
+        try:
+            return protobuf.decode_object(raw)
+        except protobuf.UnknownKindError:
+            raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"]) from None
+        except protobuf.ProtobufError as exc:
+            raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
+                                     f"{exc.message}") from None
     if content_type not in (JSON, "*/*"):
         raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"])
     try:
