@@ -1,0 +1,112 @@
+"""
+Posting the k8s-events (``kind: Event`` of the core v1 API) about the objects.
+
+The events are informational: a failure to post one is logged and ignored, it never
+breaks the handling of the object. Events about events are silently skipped (to prevent
+the "event explosions" when the events themselves are handled). The messages are
+truncated to a size that the API server accepts.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import aiohttp
+
+from kopf._cogs.aiokits import clock
+from kopf._cogs.clients import api, errors
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs.bodies import ObjectReference
+from kopf._cogs.structs.credentials import LoginError, Vault
+from kopf._cogs.structs.references import Resource
+
+#: The core v1 events: where the k8s-events are posted.
+EVENTS_RESOURCE = Resource('', 'v1', 'events', kind='Event', namespaced=True)
+
+#: The maximum length of a message, including the truncation suffix.
+MAX_MESSAGE_LENGTH = 1024
+CUT_MESSAGE_INFIX = '...'
+
+#: The name of the component as seen in ``kubectl describe`` ("From").
+REPORTING_COMPONENT = 'kopf'
+
+#: Not an object's logger: posting failures must not be posted as events again (recursively).
+logger = logging.getLogger(__name__)
+
+
+def truncate_message(message: str, limit: int = MAX_MESSAGE_LENGTH) -> str:
+    """Cut the middle of a long message, keeping its beginning and its end (e.g. the error)."""
+    if len(message) <= limit:
+        return message
+    keep = limit - len(CUT_MESSAGE_INFIX)
+    head = keep // 2
+    tail = keep - head
+    return message[:head] + CUT_MESSAGE_INFIX + (message[-tail:] if tail else '')
+
+
+def build_event(
+        *,
+        ref: ObjectReference,
+        type: str,
+        reason: str,
+        message: str = '',
+        instance: str | None = None,
+) -> dict[str, Any]:
+    """The body of a core v1 Event about the referenced object."""
+    now = clock.utcnow().isoformat(timespec='microseconds').replace('+00:00', 'Z')
+    namespace = ref.get('namespace') or 'default'
+    full_ref = {key: val for key, val in ref.items() if val is not None}
+    return {
+        'apiVersion': 'v1',
+        'kind': 'Event',
+        'metadata': {
+            'namespace': namespace,
+            'generateName': 'kopf-event-',
+        },
+        'action': 'Action',
+        'type': type,
+        'reason': reason,
+        'message': truncate_message(message or ''),
+        'reportingComponent': REPORTING_COMPONENT,
+        'reportingInstance': instance or 'dev',
+        'source': {'component': REPORTING_COMPONENT},
+        'firstTimestamp': now,
+        'lastTimestamp': now,
+        'eventTime': None,
+        'count': 1,
+        'involvedObject': full_ref,
+    }
+
+
+def is_event(ref: ObjectReference) -> bool:
+    return ref.get('apiVersion') in ('v1', 'events.k8s.io/v1', 'events.k8s.io/v1beta1') and ref.get('kind') == 'Event'
+
+
+async def post_event(
+        *,
+        ref: ObjectReference,
+        type: str,
+        reason: str,
+        message: str = '',
+        settings: OperatorSettings,
+        resource: Resource = EVENTS_RESOURCE,
+        instance: str | None = None,
+        vault: Vault | None = None,
+) -> None:
+    """
+    Post a k8s-event about the referenced object; never fail (only log the failures).
+
+    Respects ``settings.posting.enabled``; the level filtering is up to the callers
+    (e.g. the logging handler that turns the objects' log messages into events).
+    """
+    if not settings.posting.enabled:
+        return
+    if is_event(ref):
+        return  # no events for events
+    body = build_event(ref=ref, type=type, reason=reason, message=message, instance=instance)
+    url = resource.get_url(namespace=body['metadata']['namespace'])
+    try:
+        await api.post(url, payload=body, settings=settings, logger=logger, vault=vault)
+    except (TimeoutError, errors.APIError, aiohttp.ClientError, LoginError) as e:
+        logger.warning(f"Failed to post an event. Ignoring and continuing. "
+                       f"Event: type={type!r}, reason={reason!r}, message={message!r}. Error: {e!r}")

@@ -1,0 +1,220 @@
+"""
+Scanning the cluster: the served resources (API discovery) and the namespaces.
+
+The discovery walks the legacy discovery documents: ``/api`` and ``/apis`` for the
+group-versions (and the preferred version of every group), then ``/api/v1`` and
+``/apis/{group}/{version}`` for the resources with their kinds, names, short names,
+categories, verbs, scopes, and subresources (listed as ``plural/subresource``).
+Group-versions that fail (e.g. an aggregated API that is unavailable, or forbidden)
+are skipped with a warning: one broken API must not block the whole operator.
+
+The results can be cached in a :class:`DiscoveryCache` and refreshed when needed
+(e.g. when the custom resource definitions change). The selectors of the handlers
+are resolved against the discovered resources as documented in :class:`Selector`.
+
+The namespaces are listed to resolve the namespace patterns (globs, negations);
+without the permissions for that, only the exact namespace names are used.
+Whether to scan at all (``settings.scanning.disabled``) is honoured for the namespaces;
+for the resources, it is up to the callers (they may not be able to do without it).
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+import aiohttp
+
+from kopf._cogs.clients import api, errors, fetching
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs.credentials import Vault
+from kopf._cogs.structs.references import (
+    NamespacePattern,
+    Resource,
+    Selector,
+    match_namespaces,
+    select_specific_namespaces,
+)
+
+NAMESPACES_RESOURCE = Resource('', 'v1', 'namespaces', kind='Namespace', namespaced=False,
+                               verbs=frozenset({'list', 'watch', 'get'}))
+
+#: The errors of one group-version that are skipped in the discovery (other ones escalate).
+SKIPPABLE_ERRORS: tuple[type[BaseException], ...] = (
+    errors.APINotFoundError,
+    errors.APIForbiddenError,
+    errors.APIServerError,
+    aiohttp.ClientError,
+    asyncio.TimeoutError,
+)
+
+
+async def discover(
+        *,
+        settings: OperatorSettings,
+        groups: Collection[str] | None = None,
+        logger: api.Logger | None = None,
+        vault: Vault | None = None,
+) -> list[Resource]:
+    """
+    Discover all the served resources (of all versions), optionally only of some API groups.
+
+    The core API is the group ``''``. The resources are in the order of discovery.
+    """
+    logger = logger if logger is not None else api.default_logger
+    # (group, version, is_preferred)
+    group_versions: list[tuple[str, str, bool]] = []
+
+    if groups is None or '' in groups:
+        core: Mapping[str, Any] = await api.get('/api', settings=settings, logger=logger, vault=vault) or {}
+        for version in core.get('versions') or []:
+            group_versions.append(('', version, True))  # the core API has one version, which is preferred.
+
+    if groups is None or any(group for group in groups):
+        rsp: Mapping[str, Any] = await api.get('/apis', settings=settings, logger=logger, vault=vault) or {}
+        for group_info in rsp.get('groups') or []:
+            group = group_info.get('name', '')
+            if groups is not None and group not in groups:
+                continue
+            preferred = (group_info.get('preferredVersion') or {}).get('version')
+            versions = [v.get('version') for v in group_info.get('versions') or [] if v.get('version')]
+            if preferred is None and versions:
+                preferred = versions[0]
+            for version in versions:
+                group_versions.append((group, version, version == preferred))
+
+    async def fetch(group: str, version: str, preferred: bool) -> list[Resource]:
+        url = f'/apis/{group}/{version}' if group else f'/api/{version}'
+        try:
+            rsp = await api.get(url, settings=settings, logger=logger, vault=vault) or {}
+        except SKIPPABLE_ERRORS as e:
+            logger.warning(f"Skipping the API {group or 'core'}/{version} in the discovery: {e!r}")
+            return []
+        return parse_resource_list(group, version, preferred, rsp)
+
+    results = await asyncio.gather(*(fetch(g, v, p) for g, v, p in group_versions))
+    return [resource for resources in results for resource in resources]
+
+
+def parse_resource_list(group: str, version: str, preferred: bool, rsp: Mapping[str, Any]) -> list[Resource]:
+    """Convert an ``APIResourceList`` into resources (with the subresources folded into them)."""
+    entries = [entry for entry in rsp.get('resources') or [] if isinstance(entry, Mapping)]
+    subresources: dict[str, set[str]] = {}
+    for entry in entries:
+        name = entry.get('name', '')
+        if '/' in name:
+            plural, _, subresource = name.partition('/')
+            subresources.setdefault(plural, set()).add(subresource)
+    resources: list[Resource] = []
+    for entry in entries:
+        name = entry.get('name', '')
+        if not name or '/' in name:
+            continue
+        resources.append(Resource(
+            group=group,
+            version=version,
+            plural=name,
+            kind=entry.get('kind') or None,
+            singular=entry.get('singularName') or None,
+            shortcuts=frozenset(entry.get('shortNames') or ()),
+            categories=frozenset(entry.get('categories') or ()),
+            subresources=frozenset(subresources.get(name, ())),
+            namespaced=bool(entry.get('namespaced', False)),
+            preferred=preferred,
+            verbs=frozenset(entry.get('verbs') or ()),
+        ))
+    return resources
+
+
+def resolve(selectors: Iterable[Selector], resources: Iterable[Resource]) -> dict[Selector, frozenset[Resource]]:
+    """Which resources every selector means (an empty set if none or ambiguous)."""
+    resources = list(resources)
+    return {selector: selector.select(resources) for selector in selectors}
+
+
+def _groups_of(selectors: Iterable[Selector]) -> set[str] | None:
+    """The API groups to discover, if all the selectors are specific about their groups."""
+    groups: set[str] = set()
+    for selector in selectors:
+        if selector.group is None:
+            return None
+        groups.add(selector.group)
+    return groups
+
+
+class DiscoveryCache:
+    """
+    The discovered resources, kept until refreshed.
+
+    Concurrent requests for the discovery share one scan. The cache is per cluster
+    (per vault), and is refreshed explicitly, e.g. when a CRD is added or removed.
+    """
+
+    def __init__(self) -> None:
+        self._resources: list[Resource] | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def resources(self) -> list[Resource] | None:
+        return list(self._resources) if self._resources is not None else None
+
+    def invalidate(self) -> None:
+        self._resources = None
+
+    async def get(
+            self,
+            *,
+            settings: OperatorSettings,
+            refresh: bool = False,
+            logger: api.Logger | None = None,
+            vault: Vault | None = None,
+    ) -> list[Resource]:
+        async with self._lock:
+            if refresh or self._resources is None:
+                self._resources = await discover(settings=settings, logger=logger, vault=vault)
+            return list(self._resources)
+
+
+async def scan_resources(
+        selectors: Iterable[Selector],
+        *,
+        settings: OperatorSettings,
+        cache: DiscoveryCache | None = None,
+        logger: api.Logger | None = None,
+        vault: Vault | None = None,
+) -> dict[Selector, frozenset[Resource]]:
+    """Discover the resources (only the needed groups, if possible) and resolve the selectors."""
+    selectors = list(selectors)
+    if cache is not None:
+        resources = await cache.get(settings=settings, logger=logger, vault=vault)
+    else:
+        resources = await discover(settings=settings, groups=_groups_of(selectors), logger=logger, vault=vault)
+    return resolve(selectors, resources)
+
+
+async def scan_namespaces(
+        patterns: Iterable[NamespacePattern],
+        *,
+        settings: OperatorSettings,
+        logger: api.Logger | None = None,
+        vault: Vault | None = None,
+) -> set[str]:
+    """
+    The existing namespaces that match the patterns.
+
+    If the scanning is disabled or the namespaces cannot be listed (HTTP 403), only the exact
+    namespace names of the patterns are used as they are, assuming they exist.
+    """
+    logger = logger if logger is not None else api.default_logger
+    patterns = list(patterns)
+    if settings.scanning.disabled:
+        return set(select_specific_namespaces(patterns))
+    try:
+        items, _ = await fetching.list_objs(resource=NAMESPACES_RESOURCE, namespace=None,
+                                            settings=settings, logger=logger, vault=vault)
+    except errors.APIForbiddenError:
+        logger.warning("Not enough permissions to list the namespaces; "
+                       "only the exact namespace names are used, with no globs.")
+        return set(select_specific_namespaces(patterns))
+    names = {str(item.get('metadata', {}).get('name')) for item in items if item.get('metadata', {}).get('name')}
+    return {name for name in names if match_namespaces(name, patterns)}

@@ -1,0 +1,406 @@
+"""
+Watching the resources: an endless stream of raw watch-events, with no losses or duplicates.
+
+Three levels, each built on the previous one:
+
+* :func:`streaming_watch` — one watch-request: a stream of JSON lines until it ends
+  (by the server's ``timeoutSeconds``, the client's timeout, the inactivity timeout,
+  a disconnect, or an interruption). Bookmarks are requested. Malformed lines are logged
+  and skipped; a truncated tail is logged and dropped (it is re-delivered after resuming).
+  An ``ERROR`` event with a 410 Status, as well as the HTTP 410, raises :class:`APIGoneError`.
+
+* :func:`continuous_watch` — list, then watch, then watch again from the last seen
+  ``resourceVersion`` (incl. the bookmarks' ones) after every end of a stream, with
+  ``settings.watching.reconnect_backoff`` in between. On 410 ("the version is too old"),
+  it lists again and yields the differences from what was seen before: ``ADDED``,
+  ``MODIFIED``, ``DELETED`` (with the last seen body) — so nothing is lost or duplicated.
+  The objects of the very first listing are yielded with the type ``None``.
+
+* :func:`infinite_watch` — the same, but stops streaming while the operator is paused
+  (e.g. by a peer with a higher priority) and continues from where it stopped on resume;
+  and stops completely when the stop-flag is set.
+
+The yielded events are raw: ``{"type": ..., "object": ...}``. Bookmarks are not yielded.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import enum
+import json
+import logging
+from collections.abc import AsyncGenerator
+from typing import Any, Protocol
+
+import aiohttp
+
+from kopf._cogs.clients import api, errors, fetching
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs.bodies import RawBody, RawEvent
+from kopf._cogs.structs.credentials import Vault
+from kopf._cogs.structs.references import Resource
+
+default_logger = logging.getLogger(__name__)
+
+#: The errors of an established stream that only mean "reconnect".
+STREAM_ERRORS: tuple[type[BaseException], ...] = (
+    aiohttp.ClientPayloadError,
+    aiohttp.ClientConnectionError,
+    asyncio.TimeoutError,
+)
+
+
+class WatchStreamError(Exception):
+    """An ``ERROR`` event in a watch-stream (other than 410): the stream is restarted."""
+
+    def __init__(self, error: errors.APIError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class Bookmark(enum.Enum):
+    """Special markers in the stream of events (only if requested with ``markers=True``)."""
+    LISTED = 'LISTED'  # the initial listing is over: all objects that existed are yielded.
+
+
+class PauseFlag(Protocol):
+    """Anything that can tell if the operator is paused, and wait for the pause to begin or end."""
+
+    def is_on(self) -> bool: ...
+
+    async def wait_for(self, value: bool) -> None: ...
+
+
+class Toggle:
+    """A minimal on/off flag with waiting for either state (e.g. for "the operator is paused")."""
+
+    def __init__(self, value: bool = False) -> None:
+        self._value = value
+        self._changed = asyncio.Condition()
+
+    def __repr__(self) -> str:
+        return f'<{type(self).__name__}: {"on" if self._value else "off"}>'
+
+    def is_on(self) -> bool:
+        return self._value
+
+    def is_off(self) -> bool:
+        return not self._value
+
+    async def turn_to(self, value: bool) -> None:
+        async with self._changed:
+            self._value = value
+            self._changed.notify_all()
+
+    async def wait_for(self, value: bool) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self._value == value)
+
+
+@dataclasses.dataclass
+class WatchState:
+    """What a watcher remembers between the streams: where to resume, and what was seen."""
+    resource_version: str | None = None
+    listed: bool = False
+    known: dict[str, tuple[str | None, RawBody]] = dataclasses.field(default_factory=dict)
+
+    def remember(self, event_type: str | None, body: RawBody) -> bool:
+        """Track the object; return False if this event is a duplicate of what was already seen."""
+        uid = _uid(body)
+        rv = _rv(body)
+        if uid is None:
+            return True
+        if event_type == 'DELETED':
+            self.known.pop(uid, None)
+            return True
+        previous = self.known.get(uid)
+        if previous is not None and rv is not None and previous[0] == rv:
+            return False
+        self.known[uid] = (rv, body)
+        return True
+
+
+def _uid(body: Any) -> str | None:
+    meta = body.get('metadata') if isinstance(body, dict) else None
+    uid = meta.get('uid') if isinstance(meta, dict) else None
+    if uid is None and isinstance(meta, dict) and meta.get('name') is not None:
+        return f"{meta.get('namespace') or ''}/{meta['name']}"
+    return uid if isinstance(uid, str) else None
+
+
+def _rv(body: Any) -> str | None:
+    meta = body.get('metadata') if isinstance(body, dict) else None
+    rv = meta.get('resourceVersion') if isinstance(meta, dict) else None
+    return str(rv) if rv is not None else None
+
+
+async def _interrupted(stop: asyncio.Event | None, paused: PauseFlag | None) -> None:
+    """Wait until the watching must be stopped or paused (forever if neither is given)."""
+    waiters: list[asyncio.Task[Any]] = []
+    if stop is not None:
+        waiters.append(asyncio.create_task(stop.wait()))
+    if paused is not None:
+        waiters.append(asyncio.create_task(paused.wait_for(True)))
+    if not waiters:
+        await asyncio.Event().wait()
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+
+
+def _must_stop(stop: asyncio.Event | None, paused: PauseFlag | None) -> bool:
+    return (stop is not None and stop.is_set()) or (paused is not None and paused.is_on())
+
+
+async def _sleep_unless(delay: float, stop: asyncio.Event | None, paused: PauseFlag | None) -> None:
+    if delay <= 0:
+        await asyncio.sleep(0)
+        return
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(_interrupted(stop, paused), timeout=delay)
+
+
+async def streaming_watch(
+        *,
+        resource: Resource,
+        namespace: str | None,
+        settings: OperatorSettings,
+        resource_version: str | None = None,
+        label_selector: fetching.LabelSelector | None = None,
+        field_selector: str | None = None,
+        stop: asyncio.Event | None = None,
+        operator_paused: PauseFlag | None = None,
+        logger: api.Logger | None = None,
+        vault: Vault | None = None,
+) -> AsyncGenerator[dict[str, Any], None]:
+    """
+    One watch-request: yield the raw watch-events (incl. ``BOOKMARK``) until the stream ends.
+
+    Raises :class:`errors.APIGoneError` on 410 (HTTP or in-stream); other in-stream ``ERROR``
+    events raise :class:`WatchStreamError` (with the :class:`errors.APIError` inside).
+    Disconnects and timeouts simply end the stream (the caller resumes).
+    """
+    logger = logger if logger is not None else default_logger
+    params: dict[str, str] = {'watch': 'true', 'allowWatchBookmarks': 'true'}
+    if resource_version:
+        params['resourceVersion'] = resource_version
+    labels = fetching.build_label_selector(label_selector)
+    if labels:
+        params['labelSelector'] = labels
+    if field_selector:
+        params['fieldSelector'] = field_selector
+    if settings.watching.server_timeout is not None:
+        params['timeoutSeconds'] = str(max(1, int(settings.watching.server_timeout)))
+
+    url = resource.get_url(namespace=namespace)
+    inactivity = settings.watching.inactivity_timeout
+    async with api.stream(url, params=params, settings=settings, logger=logger, vault=vault) as response:
+        watcher = asyncio.create_task(_interrupted(stop, operator_paused))
+        watcher.add_done_callback(lambda _: response.close())
+        try:
+            buffer = b''
+            chunks = response.content.iter_any().__aiter__()
+            while True:
+                try:
+                    async with asyncio.timeout(inactivity):
+                        chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    logger.debug(f"The watch-stream of {resource} was inactive for {inactivity}s; restarting.")
+                    break
+                except STREAM_ERRORS as e:
+                    if not watcher.done():
+                        logger.debug(f"The watch-stream of {resource} was broken: {e!r}")
+                    break
+                buffer += chunk
+                *lines, buffer = buffer.split(b'\n')
+                for line in lines:
+                    event = _parse_line(line, resource=resource, logger=logger)
+                    if event is not None:
+                        yield event
+            if buffer.strip() and not watcher.done():
+                # A well-formed last line without the trailing newline is still an event;
+                # a truncated one is dropped: it will be re-delivered after resuming.
+                event = _parse_line(buffer, resource=resource, logger=logger, tail=True)
+                if event is not None:
+                    yield event
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+
+def _parse_line(
+        line: bytes,
+        *,
+        resource: Resource,
+        logger: api.Logger,
+        tail: bool = False,
+) -> dict[str, Any] | None:
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        what = "truncated" if tail else "malformed"
+        logger.error(f"Skipping a {what} watch-event of {resource}: {line[:200]!r}")
+        return None
+    if not isinstance(event, dict) or not isinstance(event.get('type'), str) \
+            or not isinstance(event.get('object'), dict):
+        logger.error(f"Skipping an unexpected watch-event of {resource}: {line[:200]!r}")
+        return None
+    if event['type'] == 'ERROR':
+        status = errors.parse_status(event['object'])
+        code = (status or {}).get('code') or 500
+        error = errors.make_error(code, status)
+        if isinstance(error, errors.APIGoneError):
+            raise error
+        raise WatchStreamError(error)
+    return event
+
+
+async def continuous_watch(
+        *,
+        resource: Resource,
+        namespace: str | None,
+        settings: OperatorSettings,
+        label_selector: fetching.LabelSelector | None = None,
+        field_selector: str | None = None,
+        stop: asyncio.Event | None = None,
+        operator_paused: PauseFlag | None = None,
+        markers: bool = False,
+        state: WatchState | None = None,
+        logger: api.Logger | None = None,
+        vault: Vault | None = None,
+) -> AsyncGenerator[RawEvent | Bookmark, None]:
+    """
+    List and watch until stopped (or paused, if the pause flag is given); see the module's docs.
+
+    The ``state`` can be passed to continue from a previous (paused) watch with no re-listing.
+    """
+    logger = logger if logger is not None else default_logger
+    state = state if state is not None else WatchState()
+    needs_listing = state.resource_version is None
+    while not _must_stop(stop, operator_paused):
+        if needs_listing:
+            items, rv = await fetching.list_objs(
+                resource=resource, namespace=namespace, settings=settings,
+                label_selector=label_selector, field_selector=field_selector,
+                logger=logger, vault=vault)
+            for event in _relist(state, items):
+                yield event
+            state.resource_version = rv or None
+            if not state.listed:
+                state.listed = True
+                if markers:
+                    yield Bookmark.LISTED
+            needs_listing = False
+
+        try:
+            async for raw_event in streaming_watch(
+                    resource=resource, namespace=namespace, settings=settings,
+                    resource_version=state.resource_version,
+                    label_selector=label_selector, field_selector=field_selector,
+                    stop=stop, operator_paused=operator_paused, logger=logger, vault=vault):
+                event_type = raw_event['type']
+                body = raw_event['object']
+                event_rv = _rv(body)
+                if event_type == 'BOOKMARK':
+                    state.resource_version = event_rv or state.resource_version
+                    continue
+                if event_type not in ('ADDED', 'MODIFIED', 'DELETED'):
+                    logger.warning(f"Ignoring an unknown watch-event type {event_type!r} of {resource}.")
+                    continue
+                if event_rv is not None:
+                    state.resource_version = event_rv
+                if state.remember(event_type, body):
+                    yield RawEvent(type=event_type, object=body)
+        except errors.APIGoneError:
+            logger.debug(f"The resource version of {resource} has expired; re-listing.")
+            needs_listing = True
+        except STREAM_ERRORS as e:
+            logger.debug(f"The watch-stream of {resource} has failed: {e!r}; reconnecting.")
+        except WatchStreamError as e:
+            logger.warning(f"The watch-stream of {resource} has reported an error: {e}; reconnecting.")
+        await _sleep_unless(settings.watching.reconnect_backoff, stop, operator_paused)
+
+
+def _relist(state: WatchState, items: list[RawBody]) -> list[RawEvent]:
+    """The events of a (re-)listing: all as listed the first time; only the differences later."""
+    if not state.listed:
+        state.known = {}
+        events: list[RawEvent] = []
+        for item in items:
+            state.remember(None, item)
+            events.append(RawEvent(type=None, object=item))
+        return events
+
+    events = []
+    present: set[str] = set()
+    for item in items:
+        uid = _uid(item)
+        if uid is not None:
+            present.add(uid)
+        previous = state.known.get(uid) if uid is not None else None
+        if previous is None:
+            state.remember('ADDED', item)
+            events.append(RawEvent(type='ADDED', object=item))
+        elif previous[0] != _rv(item):
+            state.remember('MODIFIED', item)
+            events.append(RawEvent(type='MODIFIED', object=item))
+    for gone in [key for key in state.known if key not in present]:
+        _, body = state.known.pop(gone)
+        events.append(RawEvent(type='DELETED', object=body))
+    return events
+
+
+async def infinite_watch(
+        *,
+        resource: Resource,
+        namespace: str | None,
+        settings: OperatorSettings,
+        label_selector: fetching.LabelSelector | None = None,
+        field_selector: str | None = None,
+        stop: asyncio.Event | None = None,
+        operator_paused: PauseFlag | None = None,
+        markers: bool = False,
+        logger: api.Logger | None = None,
+        vault: Vault | None = None,
+) -> AsyncGenerator[RawEvent | Bookmark, None]:
+    """
+    Watch forever (until ``stop`` is set): pause the streaming while the operator is paused.
+
+    While paused, no events are yielded and no streams are open; on resume, the watching
+    continues from the last seen resource version (or re-lists with the differences if
+    that version has expired meanwhile), so the changes made during the pause arrive then.
+    """
+    logger = logger if logger is not None else default_logger
+    state = WatchState()
+    while stop is None or not stop.is_set():
+        if operator_paused is not None and operator_paused.is_on():
+            logger.debug(f"Pausing the watching of {resource}.")
+            waiter = asyncio.create_task(operator_paused.wait_for(False))
+            stopper = asyncio.create_task(stop.wait()) if stop is not None else None
+            try:
+                await asyncio.wait([t for t in (waiter, stopper) if t is not None],
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (waiter, stopper):
+                    if task is not None:
+                        task.cancel()
+            logger.debug(f"Resuming the watching of {resource}.")
+            continue
+        stream = continuous_watch(
+            resource=resource, namespace=namespace, settings=settings,
+            label_selector=label_selector, field_selector=field_selector,
+            stop=stop, operator_paused=operator_paused, markers=markers, state=state,
+            logger=logger, vault=vault)
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                yield event
