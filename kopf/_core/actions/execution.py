@@ -1,0 +1,677 @@
+"""
+Executing the handlers of one object: one handling cycle at a time, with persisted progress.
+
+A handling cycle is one pass over the handlers of a detected cause (creation, update, …)
+of an object: it runs the handlers that are due now (not finished, not delayed) as
+selected by the lifecycle (one per cycle by default), and records their progress
+(retries, delays, successes, failures) into the object via the patch, with the results
+of the succeeded handlers put into ``status.<handler id>``. The framework applies the
+patch, which causes a new watch-event, and so the next cycle, until all handlers
+are finished; then the progress records are purged.
+
+The handlers themselves are accepted structurally (:class:`Handler`): any object with
+the function & its options. The sub-handlers are supported via the hooks of
+:class:`Subhandling`, which the higher layers implement (they know the registries);
+without the hooks, only ``kopf.execute(handlers=[...])`` works.
+
+The errors of the handlers are interpreted as documented:
+
+* :class:`kopf.TemporaryError` — retry after its ``delay`` (``None`` for no delay).
+* :class:`kopf.PermanentError` — fail the handler; no retries.
+* any other ``Exception`` — by the handler's ``errors=`` mode: retry after
+  ``backoff=`` (the default), fail (``PERMANENT``), or ignore as if succeeded (``IGNORED``).
+* ``timeout=`` (seconds since the first attempt) and ``retries=`` (attempts) limit
+  the retrying: the handler fails with :class:`kopf.HandlerTimeoutError` or
+  :class:`kopf.HandlerRetriesError` respectively.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import copy
+import dataclasses
+import datetime
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+from kopf._cogs.aiokits.clock import utcnow
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.configs.progress import ProgressRecord, ProgressStorage
+from kopf._cogs.structs import bodies, dicts, patches
+from kopf._cogs.structs.ids import HandlerId
+from kopf._core.actions import invocation, lifecycles
+from kopf._core.actions.errors import (
+    DEFAULT_RETRY_DELAY,
+    ErrorsMode,
+    HandlerRetriesError,
+    HandlerTimeoutError,
+    PermanentError,
+    TemporaryError,
+)
+
+
+class Handler(Protocol):
+    """What the execution needs from a handler (e.g. ``ChangingHandler`` of the registries)."""
+
+    @property
+    def fn(self) -> Callable[..., Any]: ...
+
+    @property
+    def id(self) -> HandlerId: ...
+
+    @property
+    def param(self) -> Any: ...
+
+    @property
+    def errors(self) -> ErrorsMode | None: ...
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    @property
+    def retries(self) -> int | None: ...
+
+    @property
+    def backoff(self) -> float | None: ...
+
+
+class Subhandling(Protocol):
+    """
+    The hooks for the sub-handlers, implemented by the layers that know the registries.
+
+    ``activate()`` is entered around every handler call: it gives the handler a fresh
+    registry for its sub-handlers (``@kopf.subhandler``, ``kopf.register``) and yields
+    a getter of the handlers registered there so far.
+    """
+
+    def activate(self, handler: Handler) -> contextlib.AbstractContextManager[Callable[[], Sequence[Handler]]]:
+        ...
+
+    def from_fns(
+            self,
+            fns: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]],
+            *,
+            prefix: HandlerId | None,
+    ) -> Sequence[Handler]:
+        """Make handlers of functions (named by the mapping's keys, or by the functions)."""
+        ...
+
+    def from_registry(self, registry: Any) -> Sequence[Handler]:
+        """All handlers of a registry, in their order."""
+        ...
+
+    def select(self, handlers: Sequence[Handler], *, cause: invocation.ChangingCause) -> Sequence[Handler]:
+        """Those of the handlers whose filters match the cause now."""
+        ...
+
+
+class HandlerChildrenRetry(TemporaryError):
+    """Raised from :func:`execute` when some sub-handlers are not finished yet: retry the parent."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HandlerOutcome:
+    """
+    The outcome of one attempt of a handler.
+
+    ``final`` means that the handler is finished: succeeded (no ``exception``) or failed.
+    Non-final outcomes are retried after ``delay`` seconds (``None`` for no delay);
+    those without an exception are the parents waiting for their sub-handlers.
+    """
+    final: bool
+    delay: float | None = None
+    result: Any = None
+    exception: BaseException | None = None
+    subrefs: Collection[HandlerId] = ()
+
+
+def _parse_time(value: Any) -> datetime.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
+
+
+def _render_time(value: datetime.datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+@dataclasses.dataclass(frozen=True)
+class HandlerState:
+    """
+    The persisted state of one handler within one handling cycle.
+
+    ``started`` is the first attempt (or the first sight, if not attempted yet),
+    ``stopped`` is when the handler finished, ``delayed`` is when it is due again,
+    ``retries`` is the number of attempts made, ``purpose`` is the reason of the cycle.
+    """
+    started: datetime.datetime | None = None
+    stopped: datetime.datetime | None = None
+    delayed: datetime.datetime | None = None
+    purpose: str | None = None
+    retries: int = 0
+    success: bool = False
+    failure: bool = False
+    message: str | None = None
+    subrefs: tuple[HandlerId, ...] = ()
+    dirty: bool = dataclasses.field(default=False, compare=False)  # changed since fetched.
+
+    @classmethod
+    def from_scratch(cls, *, purpose: str | None = None, now: datetime.datetime | None = None) -> HandlerState:
+        return cls(started=now if now is not None else utcnow(), purpose=purpose)
+
+    @classmethod
+    def from_record(cls, record: ProgressRecord) -> HandlerState:
+        retries = record.get('retries')
+        return cls(
+            started=_parse_time(record.get('started')),
+            stopped=_parse_time(record.get('stopped')),
+            delayed=_parse_time(record.get('delayed')),
+            purpose=record.get('purpose'),
+            retries=retries if isinstance(retries, int) else 0,
+            success=bool(record.get('success')),
+            failure=bool(record.get('failure')),
+            message=record.get('message'),
+            subrefs=tuple(HandlerId(ref) for ref in record.get('subrefs') or ()),
+        )
+
+    def as_record(self) -> ProgressRecord:
+        return ProgressRecord(
+            started=_render_time(self.started),
+            stopped=_render_time(self.stopped),
+            delayed=_render_time(self.delayed),
+            purpose=self.purpose,
+            retries=self.retries,
+            success=self.success,
+            failure=self.failure,
+            message=self.message,
+            subrefs=list(self.subrefs) if self.subrefs else None,
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self.success or self.failure
+
+    def sleeping(self, now: datetime.datetime | None = None) -> bool:
+        """Whether the handler is delayed (e.g. after an error) and is not due yet."""
+        now = now if now is not None else utcnow()
+        return not self.finished and self.delayed is not None and now < self.delayed
+
+    def awakened(self, now: datetime.datetime | None = None) -> bool:
+        """Whether the handler is due now: neither finished nor delayed."""
+        return not self.finished and not self.sleeping(now)
+
+    def runtime(self, now: datetime.datetime | None = None) -> datetime.timedelta:
+        """How long the handler has been running (with its retries) since its first attempt."""
+        now = now if now is not None else utcnow()
+        return now - self.started if self.started is not None else datetime.timedelta(0)
+
+    def delay(self, now: datetime.datetime | None = None) -> float | None:
+        """Seconds until the handler is due (0 if due now), or ``None`` if it is finished."""
+        if self.finished:
+            return None
+        now = now if now is not None else utcnow()
+        if self.delayed is None:
+            return 0.0
+        return max(0.0, (self.delayed - now).total_seconds())
+
+    def with_outcome(self, outcome: HandlerOutcome, now: datetime.datetime | None = None) -> HandlerState:
+        now = now if now is not None else utcnow()
+        subrefs = tuple(dict.fromkeys([*self.subrefs, *outcome.subrefs]))
+        started = self.started if self.started is not None else now
+        if outcome.final:
+            failed = outcome.exception is not None
+            return dataclasses.replace(
+                self, started=started, stopped=now, delayed=None, retries=self.retries + 1,
+                success=not failed, failure=failed, subrefs=subrefs, dirty=True,
+                message=_describe(outcome.exception) if outcome.exception is not None else None,
+            )
+        elif outcome.exception is None:
+            # Waiting for the sub-handlers: not an attempt of its own, so the retries do not grow.
+            delayed = now + datetime.timedelta(seconds=outcome.delay) if outcome.delay else None
+            return dataclasses.replace(self, started=started, delayed=delayed, subrefs=subrefs, dirty=True)
+        else:
+            delayed = now + datetime.timedelta(seconds=outcome.delay) if outcome.delay else None
+            return dataclasses.replace(
+                self, started=started, delayed=delayed, retries=self.retries + 1, subrefs=subrefs,
+                message=_describe(outcome.exception), dirty=True,
+            )
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+class State(Mapping[HandlerId, HandlerState]):
+    """The states of all handlers of one cycle, by their ids; immutable (``with_…`` make new ones)."""
+
+    def __init__(self, states: Mapping[HandlerId, HandlerState], *, purpose: str | None = None) -> None:
+        super().__init__()
+        self._states = dict(states)
+        self.purpose = purpose
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}({self._states!r})'
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __iter__(self) -> Iterator[HandlerId]:
+        return iter(self._states)
+
+    def __getitem__(self, key: HandlerId) -> HandlerState:
+        return self._states[key]
+
+    @classmethod
+    def from_storage(
+            cls,
+            *,
+            body: bodies.Body,
+            storage: ProgressStorage,
+            handlers: Iterable[Handler],
+            purpose: str | None = None,
+            now: datetime.datetime | None = None,
+    ) -> State:
+        """
+        Fetch the states of the handlers from the object; the absent ones start from scratch.
+
+        A record of another purpose (e.g. of an unfinished creation when the deletion comes)
+        is not used for this cycle: the handler starts from scratch (and overwrites it).
+        """
+        now = now if now is not None else utcnow()
+        states: dict[HandlerId, HandlerState] = {}
+        for handler in handlers:
+            if handler.id in states:
+                continue
+            record = storage.fetch(key=handler.id, body=body)
+            recorded = HandlerState.from_record(record) if record is not None else None
+            if recorded is None or (purpose is not None and recorded.purpose not in (None, purpose)):
+                states[handler.id] = HandlerState.from_scratch(purpose=purpose, now=now)
+            else:
+                states[handler.id] = recorded
+        return cls(states, purpose=purpose)
+
+    def with_outcomes(self, outcomes: Mapping[HandlerId, HandlerOutcome],
+                      now: datetime.datetime | None = None) -> State:
+        now = now if now is not None else utcnow()
+        states = dict(self._states)
+        for handler_id, outcome in outcomes.items():
+            old = states.get(handler_id) or HandlerState.from_scratch(purpose=self.purpose, now=now)
+            states[handler_id] = old.with_outcome(outcome, now=now)
+        return type(self)(states, purpose=self.purpose)
+
+    def store(self, *, body: bodies.Body, patch: patches.Patch, storage: ProgressStorage) -> None:
+        """Put the changed states into the patch (via the storage); the unchanged ones are not written."""
+        for handler_id, state in self._states.items():
+            if state.dirty:
+                storage.store(key=handler_id, record=state.as_record(), body=body, patch=patch)
+
+    def purge(self, *, body: bodies.Body, patch: patches.Patch, storage: ProgressStorage,
+              handlers: Iterable[Handler] = ()) -> None:
+        """
+        Remove the records of the handlers and of all their sub-handlers (recursively, via ``subrefs``).
+
+        The records stored in the patch of this cycle are also seen (and removed from the patch).
+        """
+        patched = bodies.Body(apply_merge_patch(body, patch))
+        queue: list[HandlerId] = [*self._states, *(handler.id for handler in handlers)]
+        seen: set[HandlerId] = set()
+        while queue:
+            key = queue.pop(0)
+            if key in seen:
+                continue
+            seen.add(key)
+            refs: list[HandlerId] = list(self._states[key].subrefs) if key in self._states else []
+            record = storage.fetch(key=key, body=patched)
+            if record is not None:
+                refs.extend(HandlerId(ref) for ref in record.get('subrefs') or ())
+            queue.extend(ref for ref in refs if ref not in seen)
+            storage.purge(key=key, body=body, patch=patch)
+
+    @property
+    def done(self) -> bool:
+        """Whether all the handlers are finished (succeeded or failed)."""
+        return all(state.finished for state in self._states.values())
+
+    def delays(self, now: datetime.datetime | None = None) -> list[float]:
+        """The delays (seconds) of all unfinished handlers until they are due (0 for those due now)."""
+        now = now if now is not None else utcnow()
+        return [delay for state in self._states.values() if (delay := state.delay(now)) is not None]
+
+    def delay(self, now: datetime.datetime | None = None) -> float | None:
+        """The delay until the next handler is due, or ``None`` if all are finished."""
+        delays = self.delays(now)
+        return min(delays) if delays else None
+
+    @property
+    def succeeded(self) -> list[HandlerId]:
+        return [handler_id for handler_id, state in self._states.items() if state.success]
+
+    @property
+    def failed(self) -> list[HandlerId]:
+        return [handler_id for handler_id, state in self._states.items() if state.failure]
+
+
+def apply_merge_patch(body: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the body with the merge-patch applied (RFC 7386): what the object will be."""
+    result: dict[str, Any] = copy.deepcopy(dict(body))
+    _merge_into(result, patch)
+    return result
+
+
+def _merge_into(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, Mapping):
+            existing = target.get(key)
+            if not isinstance(existing, dict):
+                existing = target[key] = {}
+            _merge_into(existing, value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
+def deliver_results(*, outcomes: Mapping[HandlerId, HandlerOutcome], patch: patches.Patch) -> None:
+    """Put the handlers' results into ``status.<handler id>`` (``None`` results put nothing)."""
+    for handler_id, outcome in outcomes.items():
+        if outcome.final and outcome.exception is None and outcome.result is not None:
+            dicts.ensure(patch, ('status', handler_id), outcome.result)
+
+
+@dataclasses.dataclass
+class _Invocation:
+    """The context of one handler's call, for ``kopf.execute()`` inside of it."""
+    handler: Handler
+    cause: invocation.ChangingCause
+    settings: OperatorSettings
+    lifecycle: lifecycles.LifeCycleFn
+    subhandling: Subhandling | None
+    subhandlers: Callable[[], Sequence[Handler]] = lambda: ()
+    executed: bool = False  # whether the sub-handlers were executed explicitly.
+    subrefs: list[HandlerId] = dataclasses.field(default_factory=list)
+
+
+_invocation_var: contextvars.ContextVar[_Invocation] = contextvars.ContextVar('_invocation_var')
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+    """
+    The result of one handling cycle.
+
+    ``delay`` is when the next handler is due (seconds; 0 for "immediately"),
+    or ``None`` if all handlers are finished (``done``).
+    """
+    outcomes: Mapping[HandlerId, HandlerOutcome]
+    state: State
+    delay: float | None
+
+    @property
+    def done(self) -> bool:
+        return self.state.done
+
+
+async def execute_handlers_once(
+        *,
+        handlers: Sequence[Handler],
+        cause: invocation.ChangingCause,
+        settings: OperatorSettings,
+        lifecycle: lifecycles.LifeCycleFn | None = None,
+        subhandling: Subhandling | None = None,
+        purge: bool = True,
+) -> Execution:
+    """
+    Run one handling cycle for the cause's object: execute the due handlers, persist the progress.
+
+    The handlers are those selected for the cause (in the order of declaration).
+    The progress records and the results go to ``cause.patch``; the body is not modified.
+    When all handlers are finished, their progress records are purged (unless ``purge=False``).
+    The caller applies the patch, and repeats the cycle after the returned delay
+    (or on the next event of the object) as long as the execution is not done.
+    """
+    execution = await _execute_cycle(handlers=handlers, cause=cause, settings=settings,
+                                     lifecycle=lifecycle, subhandling=subhandling)
+    if execution.done and purge:
+        execution.state.purge(body=cause.body, patch=cause.patch, handlers=handlers,
+                              storage=settings.persistence.progress_storage)
+    return execution
+
+
+async def _execute_cycle(
+        *,
+        handlers: Sequence[Handler],
+        cause: invocation.ChangingCause,
+        settings: OperatorSettings,
+        lifecycle: lifecycles.LifeCycleFn | None,
+        subhandling: Subhandling | None,
+) -> Execution:
+    storage = settings.persistence.progress_storage
+    state = State.from_storage(body=cause.body, storage=storage, handlers=handlers, purpose=cause.reason)
+    outcomes = await run_handlers(handlers=handlers, state=state, cause=cause, settings=settings,
+                                  lifecycle=lifecycle, subhandling=subhandling)
+    now = utcnow()
+    state = state.with_outcomes(outcomes, now=now)
+    state.store(body=cause.body, patch=cause.patch, storage=storage)
+    deliver_results(outcomes=outcomes, patch=cause.patch)
+    return Execution(outcomes=outcomes, state=state, delay=state.delay(now))
+
+
+async def run_handlers(
+        *,
+        handlers: Sequence[Handler],
+        state: State,
+        cause: invocation.ChangingCause,
+        settings: OperatorSettings,
+        lifecycle: lifecycles.LifeCycleFn | None = None,
+        subhandling: Subhandling | None = None,
+) -> dict[HandlerId, HandlerOutcome]:
+    """
+    Execute the due handlers as planned by the lifecycle, one at a time; no persistence here.
+
+    The errors of the handlers are turned into their outcomes, so one failed handler
+    does not prevent the others in the plan from being executed.
+    """
+    real_lifecycle = lifecycle if lifecycle is not None else lifecycles.get_default_lifecycle()
+    now = utcnow()
+    due = [handler for handler in handlers if handler.id in state and state[handler.id].awakened(now)]
+    plan: Sequence[Handler] = real_lifecycle(handlers=due, state=state, **cause.kwargs()) if due else []
+    outcomes: dict[HandlerId, HandlerOutcome] = {}
+    for handler in plan:
+        handler_state = state.get(handler.id) or HandlerState.from_scratch(purpose=cause.reason)
+        outcomes[handler.id] = await execute_handler_once(
+            handler=handler, state=handler_state, cause=cause, settings=settings,
+            lifecycle=real_lifecycle, subhandling=subhandling,
+        )
+    return outcomes
+
+
+async def execute_handler_once(
+        *,
+        handler: Handler,
+        state: HandlerState,
+        cause: invocation.ChangingCause,
+        settings: OperatorSettings,
+        lifecycle: lifecycles.LifeCycleFn | None = None,
+        subhandling: Subhandling | None = None,
+) -> HandlerOutcome:
+    """
+    Make one attempt of a handler (if its timeout & retries allow) and interpret its errors.
+
+    Only ``asyncio.CancelledError`` (and other non-``Exception`` errors) escape;
+    all other errors become the outcomes.
+    """
+    logger = cause.logger
+    name = f"Handler {handler.id!r}"
+    errors_mode = handler.errors if handler.errors is not None else ErrorsMode.TEMPORARY
+    backoff = handler.backoff if handler.backoff is not None else DEFAULT_RETRY_DELAY
+    context = _Invocation(
+        handler=handler, cause=cause, settings=settings, subhandling=subhandling,
+        lifecycle=lifecycle if lifecycle is not None else lifecycles.get_default_lifecycle(),
+    )
+    outcome: HandlerOutcome
+    try:
+        now = utcnow()
+        runtime = state.runtime(now)
+        if handler.timeout is not None and runtime.total_seconds() >= handler.timeout:
+            raise HandlerTimeoutError(f"{name} has timed out after {runtime}.")
+        if handler.retries is not None and state.retries >= handler.retries:
+            raise HandlerRetriesError(f"{name} has exceeded {state.retries} retries.")
+        result = await _invoke_handler(handler=handler, state=state, cause=cause, context=context, now=now)
+
+    except HandlerChildrenRetry as e:
+        logger.debug(f"{name} has unfinished sub-handlers. Will retry soon.")
+        outcome = HandlerOutcome(final=False, delay=e.delay)
+    except TemporaryError as e:
+        logger.error(f"{name} failed temporarily: {_describe(e)}")
+        outcome = HandlerOutcome(final=False, exception=e, delay=e.delay)
+    except PermanentError as e:
+        logger.error(f"{name} failed permanently: {_describe(e)}")
+        outcome = HandlerOutcome(final=True, exception=e)
+    except Exception as e:
+        if errors_mode == ErrorsMode.IGNORED:
+            logger.exception(f"{name} failed with an exception. Will ignore.")
+            outcome = HandlerOutcome(final=True)
+        elif errors_mode == ErrorsMode.PERMANENT:
+            logger.exception(f"{name} failed with an exception. Will stop.")
+            outcome = HandlerOutcome(final=True, exception=e)
+        else:
+            logger.exception(f"{name} failed with an exception. Will retry.")
+            outcome = HandlerOutcome(final=False, exception=e, delay=backoff)
+    else:
+        logger.info(f"{name} succeeded.")
+        outcome = HandlerOutcome(final=True, result=result)
+
+    # Fail at once when this was the last allowed attempt: there is no need to wait for the retry.
+    if (not outcome.final and outcome.exception is not None and
+            handler.retries is not None and state.retries + 1 >= handler.retries):
+        error = HandlerRetriesError(f"{name} has exceeded {state.retries + 1} retries: "
+                                    f"{_describe(outcome.exception)}")
+        error.__cause__ = outcome.exception
+        logger.error(str(error))
+        outcome = HandlerOutcome(final=True, exception=error)
+
+    return dataclasses.replace(outcome, subrefs=tuple(context.subrefs))
+
+
+async def _invoke_handler(
+        *,
+        handler: Handler,
+        state: HandlerState,
+        cause: invocation.ChangingCause,
+        context: _Invocation,
+        now: datetime.datetime,
+) -> Any:
+    """Call the handler with the per-handler kwargs and the sub-handlers' context; run the sub-handlers."""
+    started = state.started if state.started is not None else now
+    extra: dict[str, Any] = dict(param=handler.param, retry=state.retries, started=started, runtime=now - started)
+    field = getattr(handler, 'field', None)
+    if field:
+        reduced = invocation.reduce_to_field(cause.kwargs(), field)
+        extra.update(old=reduced['old'], new=reduced['new'], diff=reduced['diff'])
+
+    activation: contextlib.AbstractContextManager[Callable[[], Sequence[Handler]]]
+    if context.subhandling is not None:
+        activation = context.subhandling.activate(handler)
+    else:
+        activation = contextlib.nullcontext(lambda: ())
+
+    with activation as subhandlers:
+        context.subhandlers = subhandlers
+        token = _invocation_var.set(context)
+        try:
+            context.cause.logger.debug(f"Invoking handler {handler.id!r}.")
+            timeout = handler.timeout
+            if timeout is not None and invocation.is_async_fn(handler.fn):
+                remaining = max(0.0, timeout - (now - started).total_seconds())
+                try:
+                    async with asyncio.timeout(remaining) as timer:
+                        result = await invocation.invoke(handler.fn, cause=cause, kwargs=extra,
+                                                         settings=context.settings)
+                except TimeoutError:
+                    if timer.expired():
+                        raise HandlerTimeoutError(f"Handler {handler.id!r} has timed out after "
+                                                  f"{datetime.timedelta(seconds=timeout)}.") from None
+                    raise
+            else:
+                result = await invocation.invoke(handler.fn, cause=cause, kwargs=extra, settings=context.settings)
+
+            # The sub-handlers that were declared but not executed explicitly, are executed implicitly.
+            if not context.executed and subhandlers():
+                await execute()
+        finally:
+            _invocation_var.reset(token)
+    return result
+
+
+async def execute(
+        *,
+        fns: Iterable[Callable[..., Any]] | None = None,
+        handlers: Iterable[Handler] | None = None,
+        registry: Any | None = None,
+        lifecycle: lifecycles.LifeCycleFn | None = None,
+        cause: invocation.ChangingCause | None = None,
+) -> None:
+    """
+    Execute the sub-handlers of the current handler in place; return when all of them are finished.
+
+    The sub-handlers are either the functions (``fns``: a mapping of ids to functions,
+    or an iterable of functions named by themselves), or the ready handlers (``handlers``),
+    or a registry of them (``registry``), or, if none of these are given, those declared
+    in the current handler with ``@kopf.subhandler`` or ``kopf.register()``.
+    Their ids are prefixed with the current handler's id.
+
+    Each call executes one cycle of the sub-handlers (by the lifecycle), with their progress
+    persisted as of the regular handlers. If some of them are not finished, the current
+    handler is interrupted (by a special temporary error) and is called again later
+    to continue with them; so the code after ``kopf.execute()`` runs only once, when all
+    the sub-handlers are finished.
+    """
+    context = _invocation_var.get(None)
+    if sum(value is not None for value in (fns, handlers, registry)) > 1:
+        raise TypeError("Only one of fns=, handlers=, registry= can be passed to kopf.execute().")
+
+    real_cause = cause if cause is not None else context.cause if context is not None else None
+    if real_cause is None:
+        raise RuntimeError("kopf.execute() can be used only inside of the change-detecting handlers "
+                           "(or with an explicit cause=).")
+    if not isinstance(real_cause, invocation.ChangingCause):
+        raise RuntimeError("Sub-handlers are supported only for the change-detecting handlers "
+                           "(others have neither retries nor progress to track).")
+
+    subhandling = context.subhandling if context is not None else None
+    settings = context.settings if context is not None else OperatorSettings()
+    prefix = context.handler.id if context is not None else None
+    real_lifecycle = (lifecycle if lifecycle is not None else
+                      context.lifecycle if context is not None else lifecycles.get_default_lifecycle())
+
+    candidates: Sequence[Handler]
+    if handlers is not None:
+        candidates = list(handlers)
+    elif subhandling is None:
+        raise RuntimeError("Sub-handlers are not supported here: only kopf.execute(handlers=...) works.")
+    elif fns is not None:
+        candidates = subhandling.from_fns(fns, prefix=prefix)
+    elif registry is not None:
+        candidates = subhandling.from_registry(registry)
+    elif context is not None:
+        candidates = context.subhandlers()
+    else:
+        raise RuntimeError("There is no current handler with the sub-handlers to execute.")
+    selected = subhandling.select(candidates, cause=real_cause) if subhandling is not None else candidates
+
+    if context is not None:
+        context.executed = True
+        context.subrefs.extend(handler.id for handler in selected if handler.id not in context.subrefs)
+
+    execution = await _execute_cycle(handlers=selected, cause=real_cause, settings=settings,
+                                     lifecycle=real_lifecycle, subhandling=subhandling)
+    if not execution.done:
+        raise HandlerChildrenRetry("Some sub-handlers are not finished yet.", delay=execution.delay)
+    if execution.state.failed:
+        failed = ', '.join(repr(handler_id) for handler_id in execution.state.failed)
+        raise PermanentError(f"Some sub-handlers have failed: {failed}.")
