@@ -162,7 +162,7 @@ class _Entry:
         if not value:
             return None
         try:
-            return base64.b64decode(str(value), validate=False)
+            return base64.b64decode(''.join(str(value).split()), validate=True)
         except (binascii.Error, ValueError) as e:
             raise LoginError(f"The kubeconfig's {key!r} is not valid base64.") from e
 
