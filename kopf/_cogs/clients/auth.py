@@ -61,18 +61,16 @@ def get_vault(vault: Vault | None = None) -> Vault:
 
 
 def build_headers(info: ConnectionInfo) -> dict[str, str]:
+    """The headers of every request with these credentials: the token, or the basic auth."""
     headers = {'User-Agent': USER_AGENT}
     if info.token is not None:
         headers['Authorization'] = f'{info.scheme or "Bearer"} {info.token}'
+    elif info.username is not None or info.password is not None:
+        userpass = f'{info.username or ""}:{info.password or ""}'.encode()
+        headers['Authorization'] = f'Basic {base64.b64encode(userpass).decode("ascii")}'
     elif info.scheme is not None:
         headers['Authorization'] = info.scheme
     return headers
-
-
-def build_basic_auth(info: ConnectionInfo) -> aiohttp.BasicAuth | None:
-    if info.token is None and (info.username is not None or info.password is not None):
-        return aiohttp.BasicAuth(info.username or '', info.password or '')
-    return None
 
 
 def _ca_data(data: bytes) -> str | bytes:
@@ -145,7 +143,6 @@ def make_session(info: ConnectionInfo) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(
         connector=connector,
         headers=build_headers(info),
-        auth=build_basic_auth(info),
         timeout=aiohttp.ClientTimeout(total=None),  # every request sets its own timeouts
         trust_env=False,
     )
