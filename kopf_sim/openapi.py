@@ -162,6 +162,7 @@ def _kind_schema(kind: ServedKind) -> dict[str, Any]:
     else:
         schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         _add_list_strategies(schema, kind.list_strategies)
+        _add_nested_fields(schema, _BUILTIN_NESTED_FIELDS.get((kind.group, kind.kind), {}))
     if kind.description:
         schema["description"] = kind.description
     properties = dict(schema.get("properties") or {})
@@ -210,6 +211,67 @@ def _add_list_strategies(schema: dict[str, Any], strategies: Strategies) -> None
             else:
                 prop = props.setdefault(key, {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
                 node = prop["items"] if prop.get("type") == "array" else prop
+
+
+# Maps and lists inside built-ins that kubectl's client-side apply looks up by name when they change: its
+# strategic three-way merge with OpenAPI v3 fails on any changed map or list that the schema does not declare
+# ("warning: error calculating patch from openapi v3 spec: unable to find api field ...") and falls back.
+# Paths go through lists transparently; "meta" marks an embedded ObjectMeta (a pod template's metadata),
+# "strings" a list of strings.
+_PodFields = dict[tuple[str, ...], str]
+_CONTAINER_FIELDS: _PodFields = {
+    ("command",): "strings", ("args",): "strings",
+    ("resources",): "object", ("resources", "limits"): "object", ("resources", "requests"): "object",
+}
+_POD_SPEC_FIELDS: _PodFields = {
+    ("nodeSelector",): "object", ("tolerations",): "array",
+    **{("containers", *path): type_ for path, type_ in _CONTAINER_FIELDS.items()},
+    **{("initContainers", *path): type_ for path, type_ in _CONTAINER_FIELDS.items()},
+}
+_SELECTOR_FIELDS: _PodFields = {
+    ("spec", "selector"): "object", ("spec", "selector", "matchLabels"): "object",
+    ("spec", "selector", "matchExpressions"): "array",
+}
+
+
+def _pod_template(prefix: tuple[str, ...]) -> _PodFields:
+    return {(*prefix, "metadata"): "meta", **{(*prefix, "spec", *p): t for p, t in _POD_SPEC_FIELDS.items()}}
+
+
+_WORKLOAD_FIELDS: _PodFields = {**_SELECTOR_FIELDS, **_pod_template(("spec", "template"))}
+_BUILTIN_NESTED_FIELDS: dict[tuple[str, str], _PodFields] = {
+    ("", "ConfigMap"): {("data",): "object", ("binaryData",): "object"},
+    ("", "Secret"): {("data",): "object", ("stringData",): "object"},
+    ("", "Service"): {("spec", "selector"): "object"},
+    ("", "Pod"): {("spec", *p): t for p, t in _POD_SPEC_FIELDS.items()},
+    ("apps", "Deployment"): _WORKLOAD_FIELDS,
+    ("apps", "ReplicaSet"): _WORKLOAD_FIELDS,
+    ("apps", "StatefulSet"): _WORKLOAD_FIELDS,
+    ("apps", "DaemonSet"): _WORKLOAD_FIELDS,
+    ("batch", "Job"): _WORKLOAD_FIELDS,
+    ("batch", "CronJob"): {("spec", "jobTemplate", "metadata"): "meta",
+                           **_pod_template(("spec", "jobTemplate", "spec", "template"))},
+}
+
+
+def _add_nested_fields(schema: dict[str, Any], fields: _PodFields) -> None:
+    """Declare (permissively) the maps and lists at the paths, keeping what the patch strategies declared."""
+    for path, type_ in sorted(fields.items(), key=lambda item: len(item[0])):
+        node = schema
+        for key in path[:-1]:
+            prop = node.setdefault("properties", {}).setdefault(
+                key, {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+            node = prop["items"] if prop.get("type") == "array" else prop
+        props = node.setdefault("properties", {})
+        if type_ == "meta":
+            props[path[-1]] = _typed_ref(f"{META}.ObjectMeta", _METADATA, default={})
+        elif type_ == "strings":
+            props.setdefault(path[-1], {"type": "array", "items": {"type": "string", "default": ""}})
+        elif type_ == "array":
+            props.setdefault(path[-1], {"type": "array", "items": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": True}})
+        else:
+            props.setdefault(path[-1], {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
 
 
 def _list_schema(kind: ServedKind, name: str) -> dict[str, Any]:

@@ -74,7 +74,8 @@ spec:
 
 
 class Kubectl(Protocol):
-    def __call__(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 20) -> str: ...
+    def __call__(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 20,
+                 quiet: bool = True) -> str: ...
 
 
 class KubectlError(AssertionError):
@@ -145,11 +146,15 @@ def kubectl(server: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory) 
     _, kubeconfig = server
     cache = tmp_path_factory.mktemp("kubectl-cache")
 
-    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 20) -> str:
+    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 20,
+            quiet: bool = True) -> str:
+        """Run kubectl; by default, a success must also be silent on stderr (no warnings), as with a real server."""
         command = [KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={cache}", "--request-timeout=10s", *args]
         result = subprocess.run(command, input=input, capture_output=True, text=True, timeout=timeout)
         if check and result.returncode != 0:
             raise KubectlError(args, result)  # callers expecting a failure catch it to look at stderr
+        if quiet and result.returncode == 0 and result.stderr and not result.stderr.startswith("No resources found"):
+            raise KubectlError(args, result)
         return result.stdout
 
     return run
@@ -620,6 +625,9 @@ def test_client_side_apply_removes_dropped_fields_of_a_builtin(kubectl: Kubectl,
     del pod_spec["containers"][1]  # drop the side container
     del pod_spec["containers"][0]["ports"]
     pod_spec["containers"][0]["image"] = "nginx:2"
+    pod_spec["containers"][0]["args"] = ["--verbose"]
+    pod_spec["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
+    second["spec"]["template"]["metadata"]["labels"]["tier"] = "front"
     assert kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == \
         "deployment.apps/web configured"
     result = containers(api, "web", ns)
@@ -628,8 +636,30 @@ def test_client_side_apply_removes_dropped_fields_of_a_builtin(kubectl: Kubectl,
     assert result[0]["image"] == "nginx:2"
     assert "ports" not in result[0]
     assert result[0]["env"] == [{"name": "FOO", "value": "bar"}]
+
+    # Changed maps and lists nested in the pod template (kubectl warns if the OpenAPI schema lacks them).
+    pod_spec["containers"][0]["args"] = ["--quiet"]
+    pod_spec["containers"][0]["resources"] = {"limits": {"cpu": "2"}, "requests": {"cpu": "1"}}
+    second["spec"]["template"]["metadata"]["labels"]["tier"] = "back"
+    second["spec"]["selector"]["matchLabels"]["tier"] = "back"
+    assert kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == \
+        "deployment.apps/web configured"
+    deploy = api.get("deploy", "web", ns)
+    assert deploy["spec"]["selector"]["matchLabels"] == {"app": "web", "tier": "back"}
+    assert deploy["spec"]["template"]["metadata"]["labels"] == {"app": "web", "tier": "back"}
+    assert deploy["spec"]["template"]["spec"]["containers"][0]["args"] == ["--quiet"]
+    assert deploy["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "2"}, "requests": {"cpu": "1"}}
     assert kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == \
         "deployment.apps/web unchanged"
+
+    # A ConfigMap's data: a changed key is updated, a dropped key is removed.
+    def configmap(**data: str) -> str:
+        return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": data})
+
+    assert kubectl("apply", "-n", ns, "-f", "-", input=configmap(a="1", b="2")).strip() == "configmap/cfg created"
+    assert kubectl("apply", "-n", ns, "-f", "-", input=configmap(a="3")).strip() == "configmap/cfg configured"
+    assert api.get("cm", "cfg", ns)["data"] == {"a": "3"}
 
 
 # -- 10. server-side apply --
