@@ -5,6 +5,7 @@ the result (:meth:`kopf_sim.store.Cluster.replace`), so dry runs reuse the very 
 """
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -400,6 +401,8 @@ def lifecycle_check_creatable(cluster: Cluster, rtype: ResourceType) -> None:
 def _initial_state(cluster: Cluster, rtype: ResourceType, obj: JsonDict) -> None:
     """What a built-in's creation strategy fills in (phases, namespace finalizers, CRD conditions)."""
     key = rtype.storage_key
+    if key == ("", "secrets"):
+        _fold_string_data(obj)
     if key == ("", "namespaces"):
         obj["spec"] = {"finalizers": ["kubernetes"], **(obj.get("spec") or {})}
         obj["status"] = {"phase": "Active"}
@@ -434,8 +437,18 @@ def _label_namespace_name(obj: JsonDict) -> None:
     metadata["labels"] = {**(metadata.get("labels") or {}), "kubernetes.io/metadata.name": metadata["name"]}
 
 
+def _fold_string_data(obj: JsonDict) -> None:
+    """A secret's write-only ``stringData`` is merged into ``data`` (base64, overriding it), never stored."""
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        encoded = {key: base64.b64encode(str(value).encode()).decode() for key, value in string_data.items()}
+        obj["data"] = {**(obj.get("data") or {}), **encoded}
+
+
 def _keep_initial_state(rtype: ResourceType, old: JsonDict, new: JsonDict) -> None:
     """Fields that a built-in's update strategy keeps from the old object."""
+    if rtype.storage_key == ("", "secrets"):
+        _fold_string_data(new)
     if rtype.storage_key == ("", "namespaces"):
         new["spec"] = clone(old.get("spec") or {})
         if "status" not in new:

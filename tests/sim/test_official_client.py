@@ -205,6 +205,19 @@ def test_configmaps_crud(core: kubernetes.client.CoreV1Api) -> None:
     assert core.list_namespaced_config_map("default").items == []
 
 
+def test_secret_string_data_is_write_only(core: kubernetes.client.CoreV1Api) -> None:
+    body = {"metadata": {"name": "creds"}, "data": {"user": "b2xk", "token": "dG9rZW4="},
+            "stringData": {"user": "admin"}}
+    created = core.create_namespaced_secret("default", body)
+    assert created.string_data is None
+    assert created.data == {"user": "YWRtaW4=", "token": "dG9rZW4="}  # stringData wins, base64-encoded
+    patched = core.patch_namespaced_secret("creds", "default", {"stringData": {"extra": "x"}})
+    assert patched.string_data is None
+    assert patched.data == {"user": "YWRtaW4=", "token": "dG9rZW4=", "extra": "eA=="}
+    raw = json.loads(core.read_namespaced_secret("creds", "default", _preload_content=False).data)
+    assert "stringData" not in raw
+
+
 def test_list_with_label_selectors(core: kubernetes.client.CoreV1Api) -> None:
     for name, labels in [("a", {"tier": "web", "env": "prod"}), ("b", {"tier": "db", "env": "prod"}),
                          ("c", {"tier": "web", "env": "dev"}), ("d", {})]:
