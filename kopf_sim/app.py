@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from . import discovery, errors, openapi, tables, writing
+from . import admitting, discovery, errors, openapi, tables, writing
+from .admission import AdmissionControl
 from .objects import JsonDict, meta
 from .resources import ResourceType
 from .selectors import FieldSelector, LabelSelector
@@ -26,6 +27,8 @@ logger = logging.getLogger(__name__)
 
 REQUEST_BODY_LIMIT = 3 * 1024 * 1024
 CLUSTER_KEY = web.AppKey("kopf_sim.cluster", Cluster)
+ADMISSION_KEY = web.AppKey("kopf_sim.admission", AdmissionControl)
+WARNINGS_KEY = web.RequestKey("kopf_sim.warnings", list[str])
 JSON = "application/json"
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
@@ -69,29 +72,39 @@ def error_response(error: errors.ApiError) -> web.Response:
 def build_app(cluster: Cluster, options: ServerOptions | None = None) -> web.Application:
     """The simulated apiserver as an aiohttp application (serve it, or pipe into it in memory)."""
     app = web.Application(client_max_size=REQUEST_BODY_LIMIT + 1)
+    admission = AdmissionControl(cluster)
     app[CLUSTER_KEY] = cluster
-    api = ApiServer(cluster, options or ServerOptions())
+    app[ADMISSION_KEY] = admission
+    api = ApiServer(cluster, options or ServerOptions(), admission)
     app.router.add_route("*", "/{tail:.*}", api.dispatch)
 
     async def close_watches(_: web.Application) -> None:
         cluster.close_watches()
 
+    async def close_admission(_: web.Application) -> None:
+        await admission.close()
+
     app.on_shutdown.append(close_watches)
+    app.on_cleanup.append(close_admission)
     return app
 
 
 class ApiServer:
-    def __init__(self, cluster: Cluster, options: ServerOptions) -> None:
+    def __init__(self, cluster: Cluster, options: ServerOptions, admission: AdmissionControl) -> None:
         self.cluster = cluster
         self.options = options
+        self.admission = admission
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
             return await self._dispatch(request)
         except errors.ApiError as exc:
-            return error_response(exc)
+            response = error_response(exc)
         except web.HTTPRequestEntityTooLarge:
-            return error_response(errors.request_too_large(REQUEST_BODY_LIMIT))
+            response = error_response(errors.request_too_large(REQUEST_BODY_LIMIT))
+        for warning in _warnings(request):  # warnings reach the client even when the request fails
+            response.headers.add("Warning", f"299 - {json.dumps(warning)}")
+        return response
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
@@ -235,16 +248,16 @@ class ApiServer:
     async def _create(self, request: web.Request, target: Target) -> web.Response:
         namespace = self._namespace_for_write(target)
         body = await _read_object(request, target.rtype)
-        warnings: list[str] = []
-        obj = self.cluster.create(target.rtype, namespace, body, dry_run=_dry_run(request),
-                                  manager=_manager(request), field_validation=_field_validation(request),
-                                  warnings=warnings)
+        warnings = _warnings(request)
+        obj = await admitting.create(self.cluster, self.admission, target.rtype, namespace, body,
+                                     dry_run=_dry_run(request), manager=_manager(request),
+                                     field_validation=_field_validation(request), warnings=warnings)
         return json_response(obj, 201, warnings=warnings)
 
     async def _update(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None
         namespace = self._namespace_for_write(target)
-        warnings: list[str] = []
+        warnings = _warnings(request)
         if target.subresource == "scale":
             scale = await _read_object(request, target.rtype)
             current = self.cluster.get(target.rtype, namespace, target.name)
@@ -253,9 +266,10 @@ class ApiServer:
                                       manager=_manager(request), subresource="scale")
             return json_response(writing.scale_of(target.rtype, obj))
         body = await _read_object(request, target.rtype)
-        obj = self.cluster.update(target.rtype, namespace, target.name, body, subresource=target.subresource,
-                                  dry_run=_dry_run(request), manager=_manager(request),
-                                  field_validation=_field_validation(request), warnings=warnings)
+        obj = await admitting.update(self.cluster, self.admission, target.rtype, namespace, target.name, body,
+                                     subresource=target.subresource, dry_run=_dry_run(request),
+                                     manager=_manager(request), field_validation=_field_validation(request),
+                                     warnings=warnings)
         return json_response(obj, warnings=warnings)
 
     async def _patch(self, request: web.Request, target: Target) -> web.Response:
@@ -265,7 +279,7 @@ class ApiServer:
         if content_type not in writing.PATCH_TYPES:
             raise errors.unsupported_media_type(content_type, writing.PATCH_TYPES)
         patch = await _read_patch(request, content_type)
-        warnings: list[str] = []
+        warnings = _warnings(request)
         existed = self.cluster.peek(target.rtype.storage_key, namespace, target.name) is not None
         if target.subresource == "scale":
             from . import patching
@@ -284,10 +298,10 @@ class ApiServer:
             obj = self.cluster.update(target.rtype, namespace, target.name, body, dry_run=_dry_run(request),
                                       manager=_manager(request), subresource="scale")
             return json_response(writing.scale_of(target.rtype, obj))
-        obj = self.cluster.patch(target.rtype, namespace, target.name, patch, content_type,
-                                 subresource=target.subresource, dry_run=_dry_run(request),
-                                 manager=_manager(request), force=_flag(request.query.get("force")),
-                                 field_validation=_field_validation(request), warnings=warnings)
+        obj = await admitting.patch(self.cluster, self.admission, target.rtype, namespace, target.name, patch,
+                                    content_type, subresource=target.subresource, dry_run=_dry_run(request),
+                                    manager=_manager(request), force=_flag(request.query.get("force")),
+                                    field_validation=_field_validation(request), warnings=warnings)
         return json_response(obj, 200 if existed else 201, warnings=warnings)
 
     async def _delete(self, request: web.Request, target: Target) -> web.Response:
@@ -297,8 +311,10 @@ class ApiServer:
             raise errors.method_not_allowed()
         options = await _read_delete_options(request)
         dry_run = _dry_run(request) or options.get("dryRun") == ["All"]
-        result = self.cluster.delete(target.rtype, namespace, target.name, options, dry_run=dry_run)
-        return json_response(result)
+        warnings = _warnings(request)
+        result = await admitting.delete(self.cluster, self.admission, target.rtype, namespace, target.name, options,
+                                        dry_run=dry_run, warnings=warnings)
+        return json_response(result, warnings=warnings)
 
     async def _delete_collection(self, request: web.Request, target: Target) -> web.Response:
         labels, fields = self._selectors(request, target)
@@ -392,6 +408,13 @@ def openapi_kind(rtype: ResourceType) -> openapi.ServedKind:
 
 
 # -- Request parsing -------------------------------------------------------------------------------
+
+def _warnings(request: web.Request) -> list[str]:
+    """The warnings of this request (a list shared by its handlers, sent as ``Warning`` headers)."""
+    if WARNINGS_KEY not in request:
+        request[WARNINGS_KEY] = []
+    return request[WARNINGS_KEY]
+
 
 def _flag(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "1")

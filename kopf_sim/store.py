@@ -210,7 +210,7 @@ class Cluster:
                                      warnings=warnings, manager=manager)
         if dry_run:
             return self.present(new, rtype)
-        return self.present(self._commit_new(rtype, new), rtype)
+        return self.present(self.commit_new(rtype, new), rtype)
 
     def update(self, rtype: ResourceType, namespace: str | None, name: str, body: Any, *,
                subresource: str | None = None, dry_run: bool = False, manager: str | None = None,
@@ -231,7 +231,7 @@ class Cluster:
                                                field_validation=field_validation, warnings=warnings)
             if dry_run:
                 return self.present(new, rtype)
-            return self.present(self._commit_new(rtype, new), rtype)
+            return self.present(self.commit_new(rtype, new), rtype)
         if old is None:
             raise errors.not_found(rtype.plural, rtype.group, name)
         new = writing.prepare_patch(self, rtype, old, patch, content_type, subresource=subresource,
@@ -262,7 +262,7 @@ class Cluster:
 
     # -- Commits: the only places where the stored state changes -----------------------------------
 
-    def _commit_new(self, rtype: ResourceType, new: JsonDict) -> JsonDict:
+    def commit_new(self, rtype: ResourceType, new: JsonDict) -> JsonDict:
         metadata = new["metadata"]
         bucket = self._objects.setdefault(rtype.storage_key, {})
         key = (metadata.get("namespace", ""), metadata["name"])

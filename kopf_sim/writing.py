@@ -418,6 +418,8 @@ def _initial_state(cluster: Cluster, rtype: ResourceType, obj: JsonDict) -> None
             finalizers.append(crds.CLEANUP_FINALIZER)
         if not crds.crd_problems(obj):
             obj["status"] = crds.established_status(obj, cluster.now())
+    elif key == ("", "secrets"):
+        obj.setdefault("type", "Opaque")
     elif key == ("", "services"):
         spec = obj.setdefault("spec", {})
         spec.setdefault("type", "ClusterIP")
@@ -505,3 +507,36 @@ def with_scale(rtype: ResourceType, obj: JsonDict, scale: Any) -> JsonDict:
     if rv:
         new["metadata"]["resourceVersion"] = rv
     return new
+
+
+def after_mutation(cluster: Cluster, rtype: ResourceType, before: JsonDict, mutated: JsonDict,
+                   old: JsonDict | None, *, subresource: str | None = None) -> JsonDict:
+    """Re-apply the server's rules to what mutating webhooks returned, as the apiserver does after them.
+
+    Webhooks cannot change identity or server-managed fields, nor the status through the main
+    resource; unknown fields they add are pruned, defaults are applied and the schema is checked again.
+    """
+    result: JsonDict = clone(mutated)
+    result["apiVersion"], result["kind"] = before["apiVersion"], before["kind"]
+    metadata = result.setdefault("metadata", {})
+    before_meta = before["metadata"]
+    for field in (*_SERVER_FIELDS, "name", "namespace", "managedFields"):
+        metadata.pop(field, None)
+        if field in before_meta:
+            metadata[field] = before_meta[field]
+    if rtype.has_status and subresource is None:
+        if "status" in before:
+            result["status"] = clone(before["status"])
+        else:
+            result.pop("status", None)
+    if old is not None:
+        _check_finalizers(rtype, meta(old), metadata)
+    result = _apply_schema(cluster, rtype, result, field_validation="Ignore", warnings=None)
+    if rtype.has_generation:
+        if old is None:
+            metadata["generation"] = 1
+        else:
+            bump = 1 if _spec_changed(rtype, old, result) else 0
+            metadata["generation"] = int(meta(old).get("generation", 1)) + bump
+    _validate_common(cluster, rtype, result)
+    return result
