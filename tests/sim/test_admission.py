@@ -131,7 +131,7 @@ async def test_warnings_reach_the_client(setup: Any) -> None:
 
 
 async def test_mutation_is_applied_and_revalidated(setup: Any) -> None:
-    session, control, cluster = setup
+    session, control, _cluster = setup
     views: list[Review] = []
 
     async def hook(review: Review) -> Review:
@@ -169,7 +169,7 @@ async def test_mutation_that_breaks_the_schema_is_rejected(setup: Any) -> None:
 
 
 async def test_failure_policies(setup: Any) -> None:
-    session, control, cluster = setup
+    session, _control, _cluster = setup
     await install(session, configuration("Validating", "strict.acme.example", url="https://127.0.0.1:9/x",
                                          timeoutSeconds=1))
     async with session.post(WIDGETS, json=widget("w1")) as response:
