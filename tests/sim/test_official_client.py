@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import select
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -554,3 +559,39 @@ def test_watch_ends_after_timeout_seconds(core: kubernetes.client.CoreV1Api) -> 
     # The initial events, then nothing for a second, then the server ends the stream and the client returns.
     seen = events_of(watch.stream(core.list_namespaced_config_map, "default", timeout_seconds=1))
     assert [(t, n) for t, n, _ in seen] == [("ADDED", "cm")]
+
+
+# -- The command line: `kopf-sim serve --token T --tls` in a process of its own --------------------
+
+def test_kopf_sim_serve_in_a_subprocess(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    record = tmp_path / "changes.jsonl"
+    executable = Path(sys.executable).parent / "kopf-sim"
+    command = [str(executable), "serve", "--host", "127.0.0.1", "--token", TOKEN, "--tls",
+               "--kubeconfig", str(kubeconfig), "--record", str(record)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 30)
+        assert ready, "kopf-sim serve did not start in time"
+        first_line = process.stdout.readline()
+        assert first_line.startswith("Serving a simulated Kubernetes API at https://127.0.0.1:")
+
+        configuration = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+        with kubernetes.client.ApiClient(configuration) as client:
+            core = kubernetes.client.CoreV1Api(client)
+            created = core.create_namespaced_config_map("default", configmap("from-cli", {"via": "cli"}))
+            listed = core.list_namespaced_config_map("default", label_selector="via=cli")
+            assert [cm.metadata.uid for cm in listed.items] == [created.metadata.uid]
+            watch = kubernetes.watch.Watch()
+            stream = watch.stream(core.list_namespaced_config_map, "default", resource_version="0")
+            assert [(t, n) for t, n, _ in events_of(stream, 1, watch)] == [("ADDED", "from-cli")]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    assert stdout.rstrip().endswith("Stopped.")
+    changes = [json.loads(line) for line in record.read_text().splitlines()]
+    assert (changes[-1]["type"], changes[-1]["object"]["metadata"]["name"]) == ("ADDED", "from-cli")
