@@ -125,12 +125,12 @@ def register_secret(value: str | bytes | None) -> None:
             text = base64.b64encode(value).decode('ascii')
     else:
         text = value
-    text = text.strip()
-    if len(text) < MIN_SECRET_LENGTH:
+    if len(text.strip()) < MIN_SECRET_LENGTH:
         return
+    variants = list(_variants(text)) + list(_variants(text.strip()))
     with _secrets_lock:
         added = False
-        for variant in _variants(text):
+        for variant in variants:
             if len(variant) >= MIN_SECRET_LENGTH and variant not in _secrets:
                 _secrets[variant] = None
                 added = True
