@@ -21,6 +21,10 @@ class PrinterColumn:
     description: str = ""
     priority: int = 0
     format: str = ""
+    # Built-ins only: a cell "value/total" (e.g. a Deployment's READY "2/3"), and a value for absent fields
+    # (Go's zero values: built-in counters print 0, not <none>).
+    total_path: str = ""
+    default: int | str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -60,6 +60,10 @@ def column_definitions(rtype: ResourceType) -> list[JsonDict]:
 
 def _cell(column: PrinterColumn, obj: JsonDict, now: datetime.datetime) -> Any:
     value = resolve_path(obj, column.json_path)
+    if column.total_path:
+        return f"{value or 0}/{resolve_path(obj, column.total_path) or 0}"
+    if value is None and column.default is not None:
+        return column.default
     if column.type == "date" and isinstance(value, str):
         try:
             return human_duration((now - parse_timestamp(value)).total_seconds())
