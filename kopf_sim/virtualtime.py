@@ -4,14 +4,16 @@ The loop's clock is an integer number of microseconds (:data:`TICKS_PER_SECOND`)
 is that integer divided by the tick rate, so 10,000 sleeps of 0.1 s end at exactly 1000.0.
 The clock jumps to the next timer only when nothing else can run: no ready callbacks (the
 in-memory HTTP transport of :mod:`kopf_sim.transport` is made of ``call_soon`` callbacks, so
-its pending I/O counts as ready), no executor jobs in flight, and after a few zero-time
-("no-op") cycles. A jump is never smaller than one tick, so a sub-tick sleep (``1e-9``) is
-rounded up: it neither spins nor hangs. Executor jobs (sync handlers in threads) hold the time
-still until they return; the loop meanwhile keeps serving thread-safe calls from them.
-When nothing can ever happen (no ready callbacks, no timers, no executor jobs, no I/O), the
-loop raises :class:`DeadlockError` naming the stuck tasks and where they wait, instead of
-hanging. Real sockets have no place here: a quiescent loop with real file descriptors
-registered raises :class:`RealIOError` naming them.
+its pending I/O counts as ready), no executor jobs in flight, and only after a few zero-time
+polls of I/O and thread-safe calls found nothing. As new tasks start with a ready callback,
+they run at the current time, as many zero-time iterations as they need, before any jump: a
+timeout never fires before the inner sleep is scheduled. A jump is never smaller than one
+tick, so a sub-tick sleep (``1e-9``) is rounded up: it neither spins nor hangs.
+Executor jobs (sync handlers in threads) hold the time still until they return; meanwhile,
+the loop keeps serving their thread-safe calls. When nothing can ever happen (no ready
+callbacks, no timers, no executor jobs, no I/O), the loop raises :class:`DeadlockError`
+naming the stuck tasks and where they wait, instead of hanging. Real sockets have no place
+here: a quiescent loop with real file descriptors registered raises :class:`RealIOError`.
 
 Evaluation of ``looptime`` 0.9 (installed; read in full): a careful library for exactly this,
 with integer-tick time and no-op cycles. Not used, because: (1) it has no deadlock detection
@@ -88,10 +90,10 @@ TICKS_PER_SECOND = 1_000_000
 DEFAULT_EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 """The wall-clock moment of loop time 0, unless another epoch is given."""
 
-# A timer within this fraction of a tick of the current tick is due now: it absorbs the float
-# noise of ``loop.time() + delay`` (1e-7 of a tick at loop time 1000 s), so that jumps land on
-# exact ticks, while a real sub-tick delay (1e-9 s = 1e-3 ticks) still takes one tick.
-_FUZZ_TICKS = 1e-4
+# Float noise: a timer at ``loop.time() + delay`` lands a few ulps off the exact tick. Timers within
+# this many ulps of a tick are taken as on it (so 10,000 sleeps of 0.1 s end at exactly 1000.0);
+# anything further off, however tiny (a sleep of 1e-9 or 1e-12 s), is rounded up to the next tick.
+_NOISE_ULPS = 8
 
 DEFAULT_NOOP_CYCLES = 3
 DEFAULT_EXECUTOR_TIMEOUT = 60.0
@@ -177,16 +179,12 @@ class _GatedSelector(selectors.BaseSelector):
         self.selector.close()
 
 
-def _noop() -> None:
-    pass
-
-
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An event loop whose clock is virtual and jumps to the next timer when nothing else can run.
 
     :param start: the loop time (seconds) to start at.
     :param epoch: the wall-clock moment of loop time 0 (for :func:`loop_clock` and :meth:`now`).
-    :param noop_cycles: zero-time iterations of an idle loop before its clock jumps.
+    :param noop_cycles: zero-time polls (I/O, thread-safe calls) of an idle loop before its clock jumps.
     :param executor_timeout: real seconds an executor job may hold the time still before it is
         reported as stuck (e.g. a thread waiting for a timer of the loop); ``None``: wait forever.
     :param time_limit: the loop time (seconds) that the clock must not pass; a jump beyond it
@@ -208,18 +206,17 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         executor_timeout: float | None = DEFAULT_EXECUTOR_TIMEOUT,
         time_limit: float | None = None,
     ) -> None:
-        if epoch.tzinfo is None:
-            raise ValueError(f"The epoch must be timezone-aware, got {epoch!r}.")
         self._vt_gate = _GatedSelector(selectors.DefaultSelector())
         super().__init__(selector=self._vt_gate)
-        self._vt_ticks = round(start * TICKS_PER_SECOND)
-        self._clock_resolution = _FUZZ_TICKS / TICKS_PER_SECOND  # due timers: see _FUZZ_TICKS
+        if epoch.tzinfo is None:
+            self.close()
+            raise ValueError(f"The epoch must be timezone-aware, got {epoch!r}.")
+        self._vt_ticks = 0
+        self._set_ticks(round(start * TICKS_PER_SECOND))
         self.epoch = epoch
         self.noop_cycles = noop_cycles
         self.executor_timeout = executor_timeout
         self.time_limit = time_limit
-        self._vt_idle_cycles = 0
-        self._vt_noop_handle: asyncio.Handle | None = None
         self._vt_jobs: list[_Job] = []
         self._vt_holds = 0  # activities other than executor jobs that hold the time (e.g. shutdowns)
         self._vt_default_executor: concurrent.futures.ThreadPoolExecutor | None = None
@@ -251,22 +248,20 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if self._stopping:
             return
         if self._ready:
-            if len(self._ready) != 1 or self._ready[0] is not self._vt_noop_handle:
-                self._vt_idle_cycles = 0
             return
 
         if self._vt_jobs or self._vt_holds:
             jobs = self._vt_jobs = [job for job in self._vt_jobs if job.pending]
             if jobs or self._vt_holds:
-                self._vt_idle_cycles = 0
                 self._wait_for_threads(jobs)
                 return
 
-        if self._vt_idle_cycles < self.noop_cycles:
-            self._vt_idle_cycles += 1
-            self._vt_noop_handle = self.call_soon(_noop)
-            return
-        self._vt_idle_cycles = 0
+        # Zero-time cycles: poll I/O and thread-safe calls, with no timers due. An idle iteration does
+        # nothing else, so polling here is the same, only cheaper; what arrives stays in the (level-
+        # triggered) selector for this iteration to process.
+        for _ in range(self.noop_cycles):
+            if self._vt_gate.selector.select(0):
+                return
 
         fds = self._real_fds()
         if fds:
@@ -279,14 +274,28 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                 f" no executor jobs, no I/O), yet the loop is waiting.\n{describe_tasks(self)}",
                 loop_time=self.time(), tasks=asyncio.all_tasks(self),
             )
-        target = max(self._vt_ticks + 1, math.ceil(when * TICKS_PER_SECOND - _FUZZ_TICKS))
+        target = self._jump_target(when)
         if self.time_limit is not None and target > round(self.time_limit * TICKS_PER_SECOND):
             raise TimeLimitError(
                 f"The loop time would pass its limit of {self.time_limit!r} s (the next timer is at {when!r});"
                 f" the awaited never came.\n{describe_tasks(self)}",
                 loop_time=self.time(), tasks=asyncio.all_tasks(self),
             )
-        self._vt_ticks = target
+        self._set_ticks(target)
+
+    def _set_ticks(self, ticks: int) -> None:
+        self._vt_ticks = ticks
+        # asyncio runs the timers earlier than ``time() + _clock_resolution``: let it be the float noise.
+        self._clock_resolution = _NOISE_ULPS * math.ulp(self.time())
+
+    def _jump_target(self, when: float) -> int:
+        """The tick of a timer: the nearest one if only float noise away, else the next one; never now."""
+        nearest = round(when * TICKS_PER_SECOND)
+        if abs(when - nearest / TICKS_PER_SECOND) <= _NOISE_ULPS * math.ulp(when):
+            target = nearest
+        else:
+            target = math.ceil(when * TICKS_PER_SECOND)
+        return max(self._vt_ticks + 1, target)
 
     def _next_timer(self) -> float | None:
         scheduled = self._scheduled
@@ -304,10 +313,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if remaining > 0:
             self._vt_gate.max_timeout = remaining
             return
-        stuck = "\n".join(
-            f"  - {job.description}, running for {time.perf_counter() - job.submitted_at:.1f} real seconds"
-            for job in jobs
-        )
+        now = time.perf_counter()
+        stuck = "\n".join(f"  - {job.description}, running for {now - job.submitted_at:.1f} s" for job in jobs)
+        for job in jobs:  # the clean-up (e.g. cancelling the tasks) gets a fresh timeout for the same threads
+            job.submitted_at = now
         raise DeadlockError(
             f"Executor jobs hold the loop time at {self.time()!r} for more than {self.executor_timeout} real"
             f" seconds (a thread waiting for the loop's timers never returns):\n{stuck}\n{describe_tasks(self)}",
