@@ -3,6 +3,7 @@ import base64
 import logging
 from collections.abc import Awaitable, Callable
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -206,7 +207,7 @@ async def test_sessions_are_reused_and_closed_with_the_vault(
         settings: OperatorSettings, server: InMemoryServer) -> None:
     made = []
 
-    def factory() -> api.aiohttp.BaseConnector:
+    def factory() -> aiohttp.BaseConnector:
         made.append(server.connector())
         return made[-1]
 
@@ -220,7 +221,7 @@ async def test_sessions_are_reused_and_closed_with_the_vault(
 async def test_depleted_iteration_without_invalidation_is_an_access_error() -> None:
     vault = Vault({'x': ConnectionInfo(SERVER)})
 
-    async def never_invalidating(info: ConnectionInfo, session: api.aiohttp.ClientSession) -> None:
+    async def never_invalidating(info: ConnectionInfo, session: aiohttp.ClientSession) -> None:
         raise errors.APIUnauthorizedError(status=401)
 
     async def only_once(*_: object, **__: object) -> None:

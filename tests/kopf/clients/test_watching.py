@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kopf._cogs.clients import watching
+from kopf._cogs.clients import errors, watching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf_sim.store import Cluster
@@ -243,7 +243,7 @@ async def test_stop_flag_ends_the_watch_promptly(cluster: Cluster, vault: Vault,
 async def test_api_errors_of_watching_escalate(
         cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
     recorder.fail(1, status_response(403, 'Forbidden'), when=lambda r: r.query.get('watch') == 'true')
-    with pytest.raises(watching.errors.APIForbiddenError):
+    with pytest.raises(errors.APIForbiddenError):
         async for _ in watching.infinite_watch(resource=WIDGETS, namespace='default',
                                                settings=settings, vault=vault):
             pass

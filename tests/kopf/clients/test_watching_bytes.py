@@ -33,10 +33,11 @@ def listing(rv: str) -> web.Response:
                               'metadata': {'resourceVersion': rv}, 'items': []})
 
 
-def raw_stream(body: bytes) -> RawResponse:
+def raw_stream(body: bytes) -> web.StreamResponse:
     # No Content-Length and no chunking: the body lasts until the server closes the connection.
     head = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n'
-    return RawResponse(head + body)
+    response: web.StreamResponse = RawResponse(head + body)
+    return response
 
 
 @pytest.fixture
@@ -53,14 +54,11 @@ async def watch_until(vault: Vault, settings: OperatorSettings, count: int) -> l
     async with asyncio.timeout(10):
         async for event in watching.infinite_watch(resource=WIDGETS, namespace='default',
                                                    settings=settings, vault=vault, stop=stop):
-            events.append((event['type'], event['object']['metadata']['name']))
+            assert not isinstance(event, watching.Bookmark)
+            events.append((event['type'], event['object'].get('metadata', {}).get('name')))
             if len(events) >= count:
                 stop.set()
     return events
-
-
-def is_watch(request: Any) -> bool:
-    return request.query.get('watch') == 'true'
 
 
 async def test_malformed_lines_are_skipped_with_errors_logged(
