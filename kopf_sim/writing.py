@@ -157,8 +157,14 @@ def _apply_schema(cluster: Cluster, rtype: ResourceType, obj: JsonDict, *, field
     return obj
 
 
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
+
+
 def _validate_common(cluster: Cluster, rtype: ResourceType, obj: JsonDict) -> None:
     metadata = obj["metadata"]
+    for field in _OMITTED_WHEN_EMPTY:  # ObjectMeta omits empty collections on the wire
+        if field in metadata and not metadata[field]:
+            del metadata[field]
     causes = _metadata_causes(rtype, metadata)
     if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         causes.extend(crds.crd_problems(obj))

@@ -228,3 +228,9 @@ def test_services_get_cluster_ips(cluster: Cluster) -> None:
     svc = cluster.create(rtype, "default", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}})
     assert svc["spec"]["clusterIP"].startswith("10.96.")
     assert svc["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
+
+
+def test_empty_metadata_collections_are_omitted(cluster: Cluster) -> None:
+    body = {"metadata": {"name": "c", "labels": {}, "annotations": {}, "finalizers": [], "ownerReferences": []}}
+    obj = cluster.create(configmaps(cluster), "default", body)
+    assert set(obj["metadata"]) == {"name", "namespace", "uid", "creationTimestamp", "resourceVersion"}
