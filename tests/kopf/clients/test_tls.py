@@ -1,0 +1,85 @@
+"""TLS and tokens against a served simulated cluster (real loopback sockets, real time, no sleeps)."""
+import base64
+import pathlib
+import ssl
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from kopf._cogs.clients import api, auth
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs.credentials import ConnectionInfo, Vault
+from kopf_sim.app import build_app
+from kopf_sim.certs import generate_self_signed
+from kopf_sim.serving import ServedApp
+from kopf_sim.store import Cluster
+
+NS_URL = '/api/v1/namespaces/default'
+
+
+@pytest.fixture
+async def served(cluster: Cluster) -> AsyncIterator[ServedApp]:
+    async with ServedApp(build_app(cluster), tls=True, token='secret-token') as served:
+        yield served
+
+
+@pytest.fixture
+def settings() -> OperatorSettings:
+    settings = OperatorSettings()
+    settings.networking.error_backoffs = []
+    return settings
+
+
+async def test_ca_data_and_token(served: ServedApp, settings: OperatorSettings) -> None:
+    assert served.ca_pem is not None
+    info = ConnectionInfo(served.url, ca_data=served.ca_pem, token='secret-token')
+    async with Vault({'x': info}) as vault:
+        rsp = await api.get(NS_URL, settings=settings, vault=vault)
+    assert rsp['metadata']['name'] == 'default'
+
+
+async def test_ca_data_base64_encoded(served: ServedApp, settings: OperatorSettings) -> None:
+    assert served.ca_pem is not None
+    info = ConnectionInfo(served.url, ca_data=base64.b64encode(served.ca_pem), token='secret-token')
+    async with Vault({'x': info}) as vault:
+        rsp = await api.get(NS_URL, settings=settings, vault=vault)
+    assert rsp['metadata']['name'] == 'default'
+
+
+async def test_ca_path(served: ServedApp, settings: OperatorSettings, tmp_path: pathlib.Path) -> None:
+    assert served.ca_pem is not None
+    (tmp_path / 'ca.pem').write_bytes(served.ca_pem)
+    info = ConnectionInfo(served.url, ca_path=str(tmp_path / 'ca.pem'), token='secret-token')
+    async with Vault({'x': info}) as vault:
+        rsp = await api.get(NS_URL, settings=settings, vault=vault)
+    assert rsp['metadata']['name'] == 'default'
+
+
+async def test_insecure(served: ServedApp, settings: OperatorSettings) -> None:
+    info = ConnectionInfo(served.url, insecure=True, token='secret-token')
+    async with Vault({'x': info}) as vault:
+        rsp = await api.get(NS_URL, settings=settings, vault=vault)
+    assert rsp['metadata']['name'] == 'default'
+
+
+async def test_untrusted_server_fails(served: ServedApp, settings: OperatorSettings) -> None:
+    info = ConnectionInfo(served.url, token='secret-token')
+    async with Vault({'x': info}) as vault:
+        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+            await api.get(NS_URL, settings=settings, vault=vault)
+
+
+def test_client_certificates_from_data_and_paths(tmp_path: pathlib.Path) -> None:
+    bundle = generate_self_signed()
+    from_data = ConnectionInfo('https://x', certificate_data=bundle.cert_pem, private_key_data=bundle.key_pem)
+    assert isinstance(auth.build_ssl_context(from_data), ssl.SSLContext)
+    (tmp_path / 'c.pem').write_bytes(bundle.cert_pem)
+    (tmp_path / 'k.pem').write_bytes(bundle.key_pem)
+    from_paths = ConnectionInfo('https://x', certificate_path=str(tmp_path / 'c.pem'),
+                                private_key_path=str(tmp_path / 'k.pem'))
+    assert isinstance(auth.build_ssl_context(from_paths), ssl.SSLContext)
+    mismatched = ConnectionInfo('https://x', certificate_data=bundle.cert_pem,
+                                private_key_data=generate_self_signed().key_pem)
+    with pytest.raises(ssl.SSLError):
+        auth.build_ssl_context(mismatched)
