@@ -113,7 +113,7 @@ class ResponsePayload(TypedDict):
     uid: str
     allowed: bool
     warnings: NotRequired[list[str]]
-    result: NotRequired[ResponseStatus]
+    status: NotRequired[ResponseStatus]  # on the wire, the rejection reason is "status" (not "result")
     patch: NotRequired[str]  # base64-encoded JSON-patch
     patchType: NotRequired[Literal['JSONPatch']]
 
