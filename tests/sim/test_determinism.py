@@ -22,7 +22,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -313,16 +312,13 @@ async def run(seed: int) -> Logs:
 
 
 async def test_same_seed_same_logs() -> None:
-    started = time.perf_counter()
-    first = await run(SEED)
+    first = await run(SEED)  # about a second per run on an idle machine
     second = await run(SEED)
-    elapsed = time.perf_counter() - started
 
     for name in WATCHED:
         assert first.streams[name] == second.streams[name], name
     assert first.recorded == second.recorded
     assert first.outcomes == second.outcomes
-    assert elapsed < 10
 
     # The script did do all the things it claims to, and the logs are not trivial.
     outcomes = [json.loads(line) for line in first.outcomes.splitlines()]
