@@ -363,11 +363,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         assert self._vt_default_executor is not None
         return self._vt_default_executor
 
-    async def shutdown_default_executor(self) -> None:
+    async def shutdown_default_executor(self, *args: Any) -> None:  # Python 3.12+ passes a timeout
         # The base class joins the executor in a thread of its own and awaits a thread-safe call.
         self._vt_holds += 1
         try:
-            await super().shutdown_default_executor()
+            await super().shutdown_default_executor(*args)
         finally:
             self._vt_holds -= 1
 

@@ -450,6 +450,11 @@ def test_the_pytest_asyncio_hook_runs_tests_and_fixtures_in_virtual_loops(pytest
             assert loop.time() == 600.0
             await asyncio.sleep(3600 * n)
             assert loop.time() == 600.0 + 3600 * n
+
+        async def test_deadlocked():
+            await asyncio.Event().wait()
     """)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-W", "error::DeprecationWarning")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*DeadlockError: Deadlock at loop time 0.0: nothing can run*"])
+    result.stdout.fnmatch_lines(["*Task 'Task-*' running test_deadlocked():*"])
