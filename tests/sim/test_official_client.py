@@ -112,8 +112,10 @@ def hand_made_configuration(server: ServerThread, tmp_path: Path, token: str | N
 
 
 def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels or {}},
-            "data": data}
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels or {}}}
+    if data:
+        body["data"] = data
+    return body
 
 
 def error_body(exc: pytest.ExceptionInfo[ApiException]) -> dict[str, Any]:
@@ -260,6 +262,14 @@ def test_list_in_pages_with_limit_and_continue(core: kubernetes.client.CoreV1Api
         page = core.list_namespaced_config_map("default", limit=3, _continue=page.metadata._continue)
     assert pages == [expected[0:3], expected[3:6], expected[6:7]]
     assert remaining == [4, 1, None]
+
+    # Modified and deleted objects also appear in later pages as they were at the first page's version.
+    first = core.list_namespaced_config_map("default", limit=2)
+    core.patch_namespaced_config_map("cm02", "default", {"data": {"changed": "later"}})
+    core.delete_namespaced_config_map("cm03", "default")
+    second = core.list_namespaced_config_map("default", limit=2, _continue=first.metadata._continue)
+    assert [(cm.metadata.name, cm.data) for cm in second.items] == [("cm02", None), ("cm03", None)]
+    assert second.metadata.resource_version == first.metadata.resource_version
 
     with pytest.raises(ApiException) as exc:
         core.list_namespaced_config_map("default", limit=3, _continue="not-a-token")
