@@ -42,11 +42,22 @@ Usage::
 
     cluster = Cluster(clock=virtualtime.loop_clock(None, EPOCH))   # timestamps follow the loop
 
-With pytest-asyncio (>=1.0), in a conftest or a test module::
+With pytest-asyncio 1.5, in a conftest or a plugin (all async tests & fixtures under it; the
+scope of ``asyncio_default_fixture_loop_scope`` -- "function" -- gives each test a fresh loop)::
 
-    @pytest.fixture(scope="session")   # or "module"
+    def pytest_asyncio_loop_factories(config, item):
+        return {"virtual": virtualtime.new_virtual_loop}
+
+or, per test module (pytest-asyncio 1.5 warns that this override is deprecated)::
+
+    @pytest.fixture(scope="module")
     def event_loop_policy() -> asyncio.AbstractEventLoopPolicy:
         return virtualtime.VirtualTimePolicy()
+
+The installed looptime pytest plugin re-classes every pytest-asyncio loop (ours too) with its
+mixin, disabled: harmless, but do not mark tests in these loops with ``@pytest.mark.looptime``.
+Pytest-asyncio runs all examples of an async hypothesis test in one loop, so their time adds
+up: decorate such tests with :func:`isolated` (below ``@given``) to give each example its loop.
 """
 from __future__ import annotations
 
@@ -191,7 +202,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         raises :class:`TimeLimitError` naming the pending tasks; ``None``: no limit.
     """
 
-    # Internals of asyncio.BaseEventLoop, read (never written) to know whether anything can run.
+    # Internals of asyncio.BaseEventLoop: read to know whether anything can run; only the
+    # resolution is written (timers closer than it to the current time are due).
     _ready: collections.deque[asyncio.Handle]
     _scheduled: list[asyncio.TimerHandle]
     _stopping: bool
