@@ -1,1 +1,207 @@
-"""The pytest11 entry point of the plugin (fixtures and options arrive with the plugin's issue)."""
+"""The pytest11 entry point of the plugin: options, markers, the test loop, and the ``kopf_cluster`` fixture.
+
+Loop handling: every test that uses a kopf fixture (anything depending on ``kopf_loop``)
+gets a fresh event loop (:mod:`pytest_kopf.running`): a virtual-time loop in sim mode, a
+regular one in real mode or with ``@pytest.mark.kopf_real_time``. The kopf fixtures are
+sync fixtures that run their async setup and teardown in that loop; the async test itself
+runs in it too, through this plugin's ``pytest_pyfunc_call`` -- with or without
+pytest-asyncio (in its auto mode, pytest-asyncio wraps the test function; the original
+coroutine function is kept at collection time and called here instead).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pathlib
+import re
+import secrets
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from . import kubeconfig
+from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
+from .errors import KopfClusterUnreachable, KopfConfigError
+from .running import TestLoop
+
+__all__ = ["KopfSettings", "kopf_cluster", "kopf_loop", "kopf_mode"]
+
+SIM, REAL = "sim", "real"
+MARKERS = {
+    "kopf_sim_only": "run the test only in sim mode (--kopf-sim); skipped with --kopf-real",
+    "kopf_real_only": "run the test only in real mode (--kopf-real); skipped with --kopf-sim",
+    "kopf_real_time": "run the test in real time even in sim mode (e.g. for kopf_cluster.kubeconfig())",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class KopfSettings:
+    """The plugin's settings for the session (from the command line and the ini file)."""
+
+    mode: str = SIM
+    context: str | None = None
+    record_dir: pathlib.Path | None = None
+    time_limit: float | None = None
+
+
+SETTINGS_KEY = pytest.StashKey[KopfSettings]()
+ORIGINAL_FUNCTION_KEY = pytest.StashKey[Callable[..., Any]]()
+LOOP_KEY = pytest.StashKey[TestLoop]()
+
+
+# -- options & markers -----------------------------------------------------------------------------
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kopf", "kopf: operators on a simulated or a real Kubernetes cluster")
+    group.addoption("--kopf-sim", action="store_const", const=SIM, dest="kopf_mode", default=None,
+                    help="run the kopf tests against fresh simulated clusters in virtual time (default)")
+    group.addoption("--kopf-real", action="store_const", const=REAL, dest="kopf_mode",
+                    help="run the kopf tests against the cluster of the kubeconfig context, in real time")
+    group.addoption("--kopf-context", dest="kopf_context", default=None, metavar="NAME",
+                    help="the kubeconfig context for --kopf-real (default: the current context)")
+    group.addoption("--kopf-record", dest="kopf_record", default=None, metavar="DIR",
+                    help="in sim mode, record each test's watch events as JSON Lines into DIR")
+    parser.addini("kopf_mode", "the mode of the kopf tests: sim (default) or real", default=SIM)
+    parser.addini("kopf_context", "the kubeconfig context for the real mode", default="")
+    parser.addini("kopf_time_limit", "virtual seconds a sim-mode test may last before it fails (none by default)",
+                  default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, description in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+    mode = config.getoption("kopf_mode") or str(config.getini("kopf_mode") or SIM).strip().lower()
+    if mode not in (SIM, REAL):
+        raise pytest.UsageError(f"kopf_mode must be {SIM!r} or {REAL!r}, got {mode!r}.")
+    context = config.getoption("kopf_context") or str(config.getini("kopf_context") or "").strip() or None
+    record = config.getoption("kopf_record")
+    limit_text = str(config.getini("kopf_time_limit") or "").strip()
+    try:
+        time_limit = float(limit_text) if limit_text else None
+    except ValueError:
+        raise pytest.UsageError(f"kopf_time_limit must be a number of seconds, got {limit_text!r}.") from None
+    config.stash[SETTINGS_KEY] = KopfSettings(
+        mode=mode,
+        context=context,
+        record_dir=pathlib.Path(record).resolve() if record else None,
+        time_limit=time_limit,
+    )
+
+
+def settings_of(config: pytest.Config) -> KopfSettings:
+    return config.stash.get(SETTINGS_KEY, KopfSettings())
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    settings = settings_of(config)
+    if settings.mode == REAL:
+        return f"kopf: real mode (context: {settings.context or 'current'})"
+    recording = f", recording into {settings.record_dir}" if settings.record_dir else ""
+    return f"kopf: sim mode (virtual time){recording}"
+
+
+def uses_kopf(item: pytest.Item) -> bool:
+    """Whether the test uses the kopf fixtures (they all depend on ``kopf_loop``)."""
+    return "kopf_loop" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mode = settings_of(config).mode
+    for item in items:
+        if item.get_closest_marker("kopf_sim_only") is not None and mode != SIM:
+            item.add_marker(pytest.mark.skip(reason="kopf_sim_only: runs only with --kopf-sim "
+                                                    "(this run uses --kopf-real)"))
+        if item.get_closest_marker("kopf_real_only") is not None and mode != REAL:
+            item.add_marker(pytest.mark.skip(reason="kopf_real_only: runs only with --kopf-real "
+                                                    "(this run uses --kopf-sim)"))
+        # Keep the original coroutine function: other plugins (pytest-asyncio) may wrap it at run time.
+        if isinstance(item, pytest.Function) and uses_kopf(item):
+            function = item.obj
+            if inspect.iscoroutinefunction(function):
+                item.stash[ORIGINAL_FUNCTION_KEY] = function
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run an async test that uses the kopf fixtures in the test's own loop (that of its fixtures)."""
+    function = pyfuncitem.stash.get(ORIGINAL_FUNCTION_KEY, None)
+    test_loop = pyfuncitem.stash.get(LOOP_KEY, None)
+    if function is None or test_loop is None:
+        return None
+    names = inspect.signature(function).parameters
+    kwargs = {name: pyfuncitem.funcargs[name] for name in names if name in pyfuncitem.funcargs}
+    test_loop.run(function(**kwargs))
+    return True
+
+
+# -- fixtures --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def kopf_mode(request: pytest.FixtureRequest) -> str:
+    """The mode of this run: ``"sim"`` or ``"real"``."""
+    return settings_of(request.config).mode
+
+
+@pytest.fixture
+def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
+    """The event loop of the test: virtual time in sim mode (unless marked kopf_real_time).
+
+    The kopf fixtures set up and tear down in it, and async tests using them run in it.
+    Other fixtures can run coroutines in it with ``kopf_loop.run(coro)`` (e.g. ``kopf_operator``).
+    """
+    settings = settings_of(request.config)
+    virtual = settings.mode == SIM and request.node.get_closest_marker("kopf_real_time") is None
+    test_loop = TestLoop(virtual=virtual, time_limit=settings.time_limit if virtual else None)
+    request.node.stash[LOOP_KEY] = test_loop
+    try:
+        yield test_loop
+    finally:
+        del request.node.stash[LOOP_KEY]
+        test_loop.close()
+
+
+@pytest.fixture
+def kopf_cluster(
+    request: pytest.FixtureRequest,
+    kopf_loop: TestLoop,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[KopfCluster]:
+    """A fresh simulated cluster (sim mode), or the kubeconfig's cluster with a namespace of the test's own."""
+    settings = settings_of(request.config)
+
+    def tmp_dir() -> pathlib.Path:
+        return tmp_path_factory.mktemp("kopf-cluster")
+
+    cluster: KopfCluster
+    if settings.mode == SIM:
+        record = None
+        if settings.record_dir is not None:
+            record = settings.record_dir / f"{_slug(request.node.nodeid, 200)}.jsonl"
+        cluster = SimKopfCluster(loop=kopf_loop.loop, tmp_dir=tmp_dir, record_path=record)
+    else:
+        try:
+            config = kubeconfig.load(context=settings.context)
+        except KopfConfigError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        cluster = RealKopfCluster(config=config, namespace=_namespace_name(request.node.name), tmp_dir=tmp_dir)
+    try:
+        kopf_loop.run(cluster.setup())
+    except KopfClusterUnreachable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield cluster
+    finally:
+        kopf_loop.run(cluster.teardown())
+
+
+def _slug(text: str, limit: int) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_.-")[:limit] or "test"
+
+
+def _namespace_name(test_name: str) -> str:
+    """A unique, valid namespace name (an RFC 1123 label) that tells which test made it."""
+    suffix = secrets.token_hex(3)
+    body = re.sub(r"[^a-z0-9-]+", "-", test_name.lower()).strip("-")[: 63 - len("kopf--") - len(suffix)]
+    return f"kopf-{body.strip('-') or 'test'}-{suffix}"

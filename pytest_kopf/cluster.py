@@ -1,0 +1,751 @@
+"""The ``kopf_cluster`` fixture's object: one HTTP-based client of the Kubernetes API for both modes.
+
+In sim mode, it talks to a fresh simulated cluster over the in-memory transport; in real
+mode, to the cluster of the kubeconfig context over aiohttp (TLS, token or client certs).
+Everything else (discovery, apply, get/list/patch/delete, watching for conditions, events,
+errors) is the same code in both modes, so a test exercises the same path in both.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import json
+import os
+import pathlib
+import secrets
+import ssl
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import IO, Any, ClassVar, NoReturn
+
+import aiohttp
+import yaml
+
+from kopf_sim import faults as sim_faults
+from kopf_sim.app import build_app
+from kopf_sim.clock import SeededUids, system_clock
+from kopf_sim.manifests import parse_manifests, read_manifest
+from kopf_sim.recording import ChangeRecorder
+from kopf_sim.serving import ServedApp
+from kopf_sim.store import Cluster
+from kopf_sim.transport import DEFAULT_BASE_URL, InMemoryServer
+from kopf_sim.virtualtime import loop_clock
+
+from . import kubeconfig as kubeconfigs
+from .errors import (
+    KopfApiError,
+    KopfClusterUnreachable,
+    KopfModeError,
+    KopfResourceError,
+    KopfTimeoutError,
+)
+from .running import is_virtual
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Connection",
+    "KopfCluster",
+    "RealKopfCluster",
+    "ResourceInfo",
+    "SimKopfCluster",
+]
+
+JsonDict = dict[str, Any]
+JsonList = list[JsonDict]
+Condition = Callable[[JsonDict | None], object]
+Manifests = str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]]
+
+DEFAULT_TIMEOUT = 60.0
+USER_AGENT = "pytest-kopf"
+CRD_RESOURCE = "customresourcedefinitions.apiextensions.k8s.io"
+_JSON = "application/json"
+_MERGE_PATCH = "application/merge-patch+json"
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceInfo:
+    """One served resource, as discovery describes it."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def qualified(self) -> str:
+        """``plural.group`` (or ``plural`` for the core group), as kubectl names it."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        parts = [base]
+        if namespace is not None and self.namespaced:
+            parts.append(f"namespaces/{namespace}")
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(name)
+            if subresource is not None:
+                parts.append(subresource)
+        return "/".join(parts)
+
+    def names(self) -> set[str]:
+        return {self.plural, self.singular, self.kind.lower(), *self.short_names} - {""}
+
+
+@dataclasses.dataclass(frozen=True)
+class Connection:
+    """How a client in this process (e.g. an operator under test) reaches the cluster.
+
+    In sim mode, the connector is an in-memory one (no sockets, virtual time friendly);
+    in real mode, a TCP connector with the kubeconfig's TLS settings.
+    """
+
+    server: str
+    headers: Mapping[str, str]
+    ssl: ssl.SSLContext | None
+    namespace: str
+    connector_factory: Callable[[], aiohttp.BaseConnector]
+
+    def connector(self) -> aiohttp.BaseConnector:
+        return self.connector_factory()
+
+    def session(self, **kwargs: Any) -> aiohttp.ClientSession:
+        """A new client session to the cluster (the caller closes it)."""
+        headers = {**self.headers, **kwargs.pop("headers", {})}
+        return aiohttp.ClientSession(connector=self.connector(), headers=headers, **kwargs)
+
+
+@dataclasses.dataclass
+class _Watching:
+    """The progress of one ``wait_for``: the last state seen, and the last error of the condition."""
+
+    condition: Condition
+    last: JsonDict | None = None
+    seen: bool = False
+    error: Exception | None = None
+
+    def check(self, obj: JsonDict | None) -> bool:
+        self.last, self.seen = obj, True
+        try:
+            return bool(self.condition(obj))
+        except (LookupError, AttributeError, TypeError) as exc:  # e.g. a field not there yet, or None
+            self.error = exc
+            return False
+
+
+def _exists(obj: JsonDict | None) -> bool:
+    return obj is not None
+
+
+def _gone(obj: JsonDict | None) -> bool:
+    return obj is None
+
+
+class KopfCluster:
+    """The cluster of a test: apply manifests, create/get/list/patch/delete, wait for conditions.
+
+    Resources are named as kubectl names them: plural (``pods``), ``plural.group``
+    (``kopfexamples.kopf.dev``), singular, short name, or kind; they are resolved through
+    the cluster's discovery. Namespaced objects given without a namespace go to
+    :attr:`namespace` (``default`` in sim mode, the test's own namespace in real mode).
+    API errors raise :class:`~pytest_kopf.errors.KopfApiError` with the apiserver's code,
+    reason and message.
+    """
+
+    mode: ClassVar[str] = ""
+
+    def __init__(self, *, server: str, namespace: str, tmp_dir: Callable[[], pathlib.Path]) -> None:
+        self.server = server.rstrip("/")
+        self.namespace = namespace
+        self._tmp_dir = tmp_dir
+        self._session: aiohttp.ClientSession | None = None
+        self._groups: list[str] | None = None                           # preferred groupVersions
+        self._group_names: dict[str, str] = {}                          # group -> preferred groupVersion
+        self._resources: dict[str, list[ResourceInfo] | None] = {}     # groupVersion -> resources
+
+    # -- the lifecycle (the plugin calls these in the test's loop) ---------------------------------
+
+    async def setup(self) -> None:
+        raise NotImplementedError
+
+    async def teardown(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def connection(self) -> Connection:
+        """How an in-process client (e.g. the operator under test) connects to this cluster."""
+        raise NotImplementedError
+
+    # -- sim-only features (overridden by the sim cluster) --------------------------------------
+
+    def _sim_only(self, what: str) -> NoReturn:
+        raise KopfModeError(f"kopf_cluster.{what} is available only in sim mode (--kopf-sim); "
+                            f"this test runs against a real cluster (--kopf-real).")
+
+    @property
+    def cluster(self) -> Cluster:
+        """The underlying simulated cluster (:class:`kopf_sim.store.Cluster`); sim mode only."""
+        self._sim_only("cluster")
+
+    @property
+    def faults(self) -> sim_faults.FaultInjector:
+        """The fault injection rules of the simulated apiserver; sim mode only."""
+        self._sim_only("faults")
+
+    @property
+    def now(self) -> datetime.datetime:
+        """The simulated cluster's wall-clock time (virtual, derived from the loop time); sim mode only."""
+        self._sim_only("now")
+
+    @property
+    def in_memory_server(self) -> InMemoryServer:
+        """The in-memory server of the simulated apiserver; sim mode only."""
+        self._sim_only("in_memory_server")
+
+    def session(self, **kwargs: Any) -> aiohttp.ClientSession:
+        """A client session over the in-memory transport (subject to faults); sim mode only."""
+        self._sim_only("session()")
+
+    async def advance(self, seconds: float) -> None:
+        """Let ``seconds`` of virtual time pass (everything else keeps running); sim mode only."""
+        self._sim_only("advance()")
+
+    async def kubeconfig(self) -> pathlib.Path:
+        """The path of a kubeconfig for other processes (kubectl, ``kopf run``): see the subclasses."""
+        raise NotImplementedError
+
+    # -- HTTP ---------------------------------------------------------------------------------------
+
+    @property
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("kopf_cluster is not set up (or already torn down).")
+        return self._session
+
+    async def _request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
+                       body: Any = None, content_type: str = _JSON) -> Any:
+        url = self.server + path
+        headers = {"Content-Type": content_type} if body is not None else {}
+        data = json.dumps(body).encode() if body is not None else None
+        async with self._http.request(method, url, params=params, data=data, headers=headers) as response:
+            raw = await response.read()
+            if response.status >= 400:
+                raise _api_error(method, str(response.url), response.status, response.reason or "", raw)
+            return json.loads(raw) if raw.strip() else None
+
+    async def _stream(self, path: str, params: Mapping[str, str]) -> AsyncIterator[JsonDict]:
+        """The events of one watch request, until the server ends the stream."""
+        url = self.server + path
+        async with self._http.get(url, params={**params, "watch": "true"}) as response:
+            if response.status >= 400:
+                raw = await response.read()
+                raise _api_error("GET", str(response.url), response.status, response.reason or "", raw)
+            buffer = b""
+            try:
+                async for chunk in response.content.iter_any():
+                    buffer += chunk
+                    while b"\n" in buffer:
+                        line, buffer = buffer.split(b"\n", 1)
+                        if line.strip():
+                            yield json.loads(line)
+            except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, ConnectionResetError):
+                return  # a broken stream ends like a closed one: the caller lists again
+
+    # -- discovery ------------------------------------------------------------------------------------
+
+    def forget_discovery(self) -> None:
+        """Drop the cached discovery (done automatically after CRDs are applied or deleted)."""
+        self._groups = None
+        self._group_names = {}
+        self._resources = {}
+
+    async def _preferred_versions(self) -> list[str]:
+        if self._groups is None:
+            groups = ["v1"]
+            names: dict[str, str] = {}
+            doc = await self._request("GET", "/apis")
+            for group in doc.get("groups") or ():
+                preferred = (group.get("preferredVersion") or {}).get("groupVersion")
+                if not preferred and group.get("versions"):
+                    preferred = group["versions"][0].get("groupVersion")
+                if preferred:
+                    groups.append(preferred)
+                    names[group.get("name", "")] = preferred
+            self._groups, self._group_names = groups, names
+        return self._groups
+
+    async def _group_version(self, group_version: str) -> list[ResourceInfo] | None:
+        if group_version not in self._resources:
+            path = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+            try:
+                doc = await self._request("GET", path)
+            except KopfApiError as exc:
+                if exc.code not in (404, 503):
+                    raise
+                self._resources[group_version] = None
+            else:
+                group, _, version = group_version.rpartition("/")
+                self._resources[group_version] = [
+                    ResourceInfo(group=group, version=version, plural=r["name"], kind=r.get("kind", ""),
+                                 namespaced=bool(r.get("namespaced")), singular=r.get("singularName") or "",
+                                 short_names=tuple(r.get("shortNames") or ()))
+                    for r in doc.get("resources") or () if "/" not in r.get("name", "/")
+                ]
+        return self._resources[group_version]
+
+    async def resolve(self, resource: str | ResourceInfo) -> ResourceInfo:
+        """The served resource for a plural, ``plural.group``, singular, short name, or kind."""
+        if isinstance(resource, ResourceInfo):
+            return resource
+        for attempt in range(2):
+            if attempt:
+                self.forget_discovery()
+            found = await self._find(resource)
+            if found is not None:
+                return found
+        raise KopfResourceError(f'The server does not have a resource type "{resource}".')
+
+    async def _find(self, resource: str) -> ResourceInfo | None:
+        versions = await self._preferred_versions()
+        name, dot, group = resource.partition(".")
+        if dot and group in self._group_names:
+            for info in await self._group_version(self._group_names[group]) or ():
+                if name.lower() in info.names() or name == info.kind:
+                    return info
+        for group_version in versions:
+            for info in await self._group_version(group_version) or ():
+                if resource.lower() in info.names() or resource == info.kind:
+                    return info
+        return None
+
+    async def resolve_kind(self, api_version: str, kind: str) -> ResourceInfo:
+        """The served resource of a manifest's ``apiVersion`` and ``kind``."""
+        for attempt in range(2):
+            if attempt:
+                self.forget_discovery()
+            for info in await self._group_version(api_version) or ():
+                if info.kind == kind:
+                    return info
+        raise KopfResourceError(f'No matches for kind "{kind}" in version "{api_version}".')
+
+    def _namespace(self, info: ResourceInfo, namespace: str | None) -> str | None:
+        if not info.namespaced:
+            return None
+        return namespace if namespace is not None else self.namespace
+
+    # -- objects --------------------------------------------------------------------------------------
+
+    async def apply(self, manifests: Manifests) -> list[JsonDict]:
+        """Create the objects, or merge-patch those that exist (as ``kubectl apply``); CRDs get served.
+
+        ``manifests``: a file path, YAML text (several documents allowed), an object, or a list
+        of objects; ``kind: List`` documents are unfolded. Returns the resulting objects.
+        """
+        results: list[JsonDict] = []
+        for doc in _documents(manifests):
+            info = await self.resolve_kind(str(doc.get("apiVersion", "")), str(doc.get("kind", "")))
+            metadata = doc.get("metadata") or {}
+            namespace = self._namespace(info, metadata.get("namespace"))
+            name = metadata.get("name")
+            existing = await self.get(info, name, namespace) if name else None
+            if existing is None or not name:
+                results.append(await self._create(info, namespace, doc))
+            else:
+                results.append(await self._patch(info, name, namespace, doc, None))
+                if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
+                    await self._await_crd(results[-1])
+        return results
+
+    async def create(self, body: Mapping[str, Any]) -> JsonDict:
+        """Create an object; namespaced ones without a namespace go to :attr:`namespace`."""
+        info = await self.resolve_kind(str(body.get("apiVersion", "")), str(body.get("kind", "")))
+        return await self._create(info, self._namespace(info, (body.get("metadata") or {}).get("namespace")), body)
+
+    async def _create(self, info: ResourceInfo, namespace: str | None, body: Mapping[str, Any]) -> JsonDict:
+        body = dict(body)
+        if namespace is not None:
+            body["metadata"] = {**(body.get("metadata") or {}), "namespace": namespace}
+        obj: JsonDict = await self._request("POST", info.path(namespace), body=body)
+        self._created(info, obj)
+        if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
+            await self._await_crd(obj)
+        return obj
+
+    def _created(self, info: ResourceInfo, obj: JsonDict) -> None:
+        """A hook for the real cluster: remember what to remove at teardown."""
+
+    async def _await_crd(self, crd: JsonDict) -> None:
+        """Wait until a CRD is established and its resource is served in discovery."""
+        def established(obj: JsonDict | None) -> bool:
+            conditions = ((obj or {}).get("status") or {}).get("conditions") or ()
+            return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+        name = crd["metadata"]["name"]
+        await self.wait_for(CRD_RESOURCE, name, condition=established, timeout=DEFAULT_TIMEOUT)
+        spec = crd.get("spec") or {}
+        plural = (spec.get("names") or {}).get("plural")
+        versions = [v.get("name") for v in spec.get("versions") or () if v.get("served", True)]
+        async with asyncio.timeout(DEFAULT_TIMEOUT):
+            while True:
+                self.forget_discovery()
+                served = [await self._group_version(f"{spec.get('group')}/{version}") for version in versions]
+                if all(found and any(info.plural == plural for info in found) for found in served):
+                    return
+                await asyncio.sleep(0.1)
+
+    async def get(self, resource: str | ResourceInfo, name: str, namespace: str | None = None) -> JsonDict | None:
+        """The object, or None if it does not exist."""
+        info = await self.resolve(resource)
+        try:
+            obj: JsonDict = await self._request("GET", info.path(self._namespace(info, namespace), name))
+        except KopfApiError as exc:
+            if exc.code == 404 and exc.reason == "NotFound" and exc.details.get("name") == name:
+                return None
+            raise
+        return obj
+
+    async def list(self, resource: str | ResourceInfo, namespace: str | None = None, *,
+                   labels: Mapping[str, str] | str | None = None, all_namespaces: bool = False) -> list[JsonDict]:
+        """The objects of a resource in a namespace (or in all), optionally selected by labels."""
+        info = await self.resolve(resource)
+        params: dict[str, str] = {}
+        if labels:
+            params["labelSelector"] = labels if isinstance(labels, str) else \
+                ",".join(f"{key}={value}" for key, value in labels.items())
+        target = None if all_namespaces else self._namespace(info, namespace)
+        listing = await self._request("GET", info.path(target), params=params)
+        return _items(listing)
+
+    async def patch(self, resource: str | ResourceInfo, name: str, patch: Mapping[str, Any],
+                    namespace: str | None = None, subresource: str | None = None) -> JsonDict:
+        """Merge-patch an object (or its ``status`` or ``scale`` subresource); returns the result."""
+        info = await self.resolve(resource)
+        return await self._patch(info, name, self._namespace(info, namespace), patch, subresource)
+
+    async def _patch(self, info: ResourceInfo, name: str, namespace: str | None, patch: Mapping[str, Any],
+                     subresource: str | None) -> JsonDict:
+        obj: JsonDict = await self._request("PATCH", info.path(namespace, name, subresource), body=dict(patch),
+                                            content_type=_MERGE_PATCH)
+        return obj
+
+    async def delete(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
+                     propagation_policy: str | None = None) -> JsonDict:
+        """Request the deletion (finalizers may hold the object; see :meth:`wait_gone`)."""
+        info = await self.resolve(resource)
+        body = {"propagationPolicy": propagation_policy} if propagation_policy else None
+        result: JsonDict = await self._request("DELETE", info.path(self._namespace(info, namespace), name), body=body)
+        if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
+            self.forget_discovery()
+        return result
+
+    async def wait_for(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
+                       condition: Condition | None = None, timeout: float = DEFAULT_TIMEOUT) -> JsonDict | None:
+        """Wait until the condition holds for the object (given None while it is absent); return it.
+
+        Without a condition, wait until the object exists. Lookup errors in the condition
+        (``KeyError``, ``AttributeError``, ``TypeError``: a field not there yet) count as "not yet".
+        On timeout, :class:`~pytest_kopf.errors.KopfTimeoutError` shows the last state seen.
+        """
+        info = await self.resolve(resource)
+        target = self._namespace(info, namespace)
+        watching = _Watching(condition or _exists)
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._watch_until(info, target, name, watching)
+        except TimeoutError:
+            raise _timeout_error(info, name, target, condition or _exists, timeout, watching) from None
+
+    async def wait_gone(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
+                        timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Wait until the object does not exist (e.g. after its finalizers are removed)."""
+        await self.wait_for(resource, name, namespace, condition=_gone, timeout=timeout)
+
+    async def _watch_until(self, info: ResourceInfo, namespace: str | None, name: str,
+                           watching: _Watching) -> JsonDict | None:
+        selector = {"fieldSelector": f"metadata.name={name}"}
+        path = info.path(namespace)
+        while True:
+            listing = await self._request("GET", path, params=selector)
+            items = _items(listing)
+            obj = items[0] if items else None
+            if watching.check(obj):
+                return obj
+            version = str((listing.get("metadata") or {}).get("resourceVersion", ""))
+            params = {**selector, "resourceVersion": version, "allowWatchBookmarks": "true"}
+            events = 0
+            async for event in self._stream(path, params):
+                events += 1
+                kind = event.get("type")
+                if kind == "ERROR":
+                    break  # e.g. 410 Expired: list again
+                if kind in ("ADDED", "MODIFIED"):
+                    obj = event.get("object")
+                elif kind == "DELETED":
+                    obj = None
+                else:
+                    continue
+                if watching.check(obj):
+                    return obj
+            if not events:
+                await asyncio.sleep(0.1)  # a stream closed at once: do not hammer the server
+
+    async def events(self, resource: str | ResourceInfo, name: str, namespace: str | None = None) -> JsonList:
+        """The ``kind: Event`` objects (core/v1) about an object, in the server's order."""
+        info = await self.resolve(resource)
+        target = self._namespace(info, namespace)
+        path = f"/api/v1/namespaces/{target}/events" if target else "/api/v1/events"
+        listing = await self._request("GET", path, params={"fieldSelector": f"involvedObject.name={name}"})
+        return [event for event in _items(listing)
+                if (event.get("involvedObject") or {}).get("kind") in (info.kind, None)
+                and _same_group((event.get("involvedObject") or {}).get("apiVersion"), info.group)]
+
+
+class SimKopfCluster(KopfCluster):
+    """A fresh simulated cluster (``kopf_sim``) behind the in-memory transport, with time & faults."""
+
+    mode = "sim"
+
+    def __init__(
+        self,
+        *,
+        loop: asyncio.AbstractEventLoop,
+        tmp_dir: Callable[[], pathlib.Path],
+        record_path: pathlib.Path | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(server=DEFAULT_BASE_URL, namespace="default", tmp_dir=tmp_dir)
+        self._loop = loop
+        self._virtual = is_virtual(loop)
+        self._cluster = Cluster(clock=loop_clock(loop) if self._virtual else system_clock, uids=SeededUids(seed))
+        self._faults = sim_faults.FaultInjector(seed)
+        self._app = build_app(self._cluster)
+        sim_faults.install(self._app, self._faults)
+        self._server = InMemoryServer(self._app)
+        self._record_path = record_path
+        self._record_stream: IO[str] | None = None
+        self._served: ServedApp | None = None
+        self._kubeconfig: pathlib.Path | None = None
+
+    async def setup(self) -> None:
+        if self._record_path is not None:
+            self._record_path.parent.mkdir(parents=True, exist_ok=True)
+            self._record_stream = self._record_path.open("w", encoding="utf-8")
+            self._cluster.observers.append(ChangeRecorder(self._record_stream))
+        await self._server.start()
+        self._session = self._server.session(headers={"User-Agent": USER_AGENT, sim_faults.EXEMPT_HEADER: "1"})
+
+    async def teardown(self) -> None:
+        try:
+            await super().teardown()
+            if self._served is not None:
+                await self._served.stop()
+                self._served = None
+            await self._server.stop()
+        finally:
+            if self._record_stream is not None:
+                self._record_stream.close()
+                self._record_stream = None
+
+    @property
+    def connection(self) -> Connection:
+        return Connection(server=DEFAULT_BASE_URL, headers={}, ssl=None, namespace=self.namespace,
+                          connector_factory=self._server.connector)
+
+    @property
+    def cluster(self) -> Cluster:
+        return self._cluster
+
+    @property
+    def faults(self) -> sim_faults.FaultInjector:
+        return self._faults
+
+    @property
+    def now(self) -> datetime.datetime:
+        return self._cluster.clock()
+
+    @property
+    def in_memory_server(self) -> InMemoryServer:
+        return self._server
+
+    def session(self, **kwargs: Any) -> aiohttp.ClientSession:
+        return self._server.session(**kwargs)
+
+    async def advance(self, seconds: float) -> None:
+        if not is_virtual(asyncio.get_running_loop()):
+            raise KopfModeError("kopf_cluster.advance() needs virtual time, but this test runs in real time "
+                                "(it is marked kopf_real_time); use asyncio.sleep() to let real time pass.")
+        await asyncio.sleep(seconds)
+
+    async def kubeconfig(self) -> pathlib.Path:
+        """Serve the simulated cluster on 127.0.0.1 (HTTPS, a token) for other processes; its kubeconfig.
+
+        Other processes run in real time, so this needs a test marked ``kopf_real_time``.
+        """
+        if self._virtual:
+            raise KopfModeError(
+                "kopf_cluster.kubeconfig() serves the simulated cluster on a real socket for other processes "
+                "(kubectl, kopf run), which cannot follow the virtual time of this test; "
+                "mark the test with @pytest.mark.kopf_real_time.")
+        if self._kubeconfig is None:
+            app = build_app(self._cluster)
+            sim_faults.install(app, self._faults)
+            served = ServedApp(app, tls=True, token=secrets.token_urlsafe(16))
+            await served.start()
+            self._served = served
+            path = self._tmp_dir() / "kubeconfig"
+            served.write_kubeconfig(path)
+            self._kubeconfig = path
+        return self._kubeconfig
+
+
+class RealKopfCluster(KopfCluster):
+    """The cluster of a kubeconfig context; the test gets its own namespace, removed afterwards."""
+
+    mode = "real"
+
+    def __init__(self, *, config: kubeconfigs.KubeConfig, namespace: str,
+                 tmp_dir: Callable[[], pathlib.Path]) -> None:
+        super().__init__(server=config.server, namespace=namespace, tmp_dir=tmp_dir)
+        self.config = config
+        self._ssl = config.ssl_context()
+        self._headers = {"User-Agent": USER_AGENT, **config.headers()}
+        self._cleanup: list[tuple[ResourceInfo, str]] = []
+        self._namespace_created = False
+        self._kubeconfig: pathlib.Path | None = None
+
+    def _connector(self) -> aiohttp.BaseConnector:
+        return aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else True)
+
+    @property
+    def connection(self) -> Connection:
+        return Connection(server=self.server, headers=self.config.headers(), ssl=self._ssl,
+                          namespace=self.namespace, connector_factory=self._connector)
+
+    async def setup(self) -> None:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
+        self._session = aiohttp.ClientSession(connector=self._connector(), headers=self._headers, timeout=timeout)
+        try:
+            async with asyncio.timeout(30):
+                await self._request("GET", "/version")
+        except (aiohttp.ClientConnectionError, OSError, TimeoutError) as exc:
+            await self.teardown()
+            reason = str(exc) or type(exc).__name__
+            raise KopfClusterUnreachable(
+                f"The Kubernetes API at {self.server} (kubeconfig context {self.config.context!r}) "
+                f"is unreachable: {reason}") from None
+        namespace = {"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": self.namespace, "labels": {"app.kubernetes.io/managed-by": USER_AGENT}}}
+        try:
+            await self._request("POST", "/api/v1/namespaces", body=namespace)
+        except BaseException:
+            await self.teardown()
+            raise
+        self._namespace_created = True
+
+    def _created(self, info: ResourceInfo, obj: JsonDict) -> None:
+        if not info.namespaced:
+            self._cleanup.append((info, obj["metadata"]["name"]))
+
+    async def teardown(self) -> None:
+        try:
+            if self._session is not None:
+                victims = list(reversed(self._cleanup))
+                if self._namespace_created:
+                    victims.insert(0, (_NAMESPACES, self.namespace))
+                for info, name in victims:  # no waiting until they are gone
+                    try:
+                        await self._request("DELETE", info.path(None, name))
+                    except KopfApiError as exc:
+                        if exc.code != 404:
+                            raise
+        finally:
+            self._cleanup.clear()
+            self._namespace_created = False
+            await super().teardown()
+
+    async def kubeconfig(self) -> pathlib.Path:
+        """A kubeconfig of this context, with the test's namespace as the default one."""
+        if self._kubeconfig is None:
+            path = self._tmp_dir() / "kubeconfig"
+            kubeconfigs.write(path, self.config, namespace=self.namespace)
+            self._kubeconfig = path
+        return self._kubeconfig
+
+
+_NAMESPACES = ResourceInfo(group="", version="v1", plural="namespaces", kind="Namespace", namespaced=False)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+def _api_error(method: str, url: str, code: int, http_reason: str, raw: bytes) -> KopfApiError:
+    try:
+        status = json.loads(raw)
+    except ValueError:
+        status = None
+    if isinstance(status, dict) and status.get("kind") == "Status":
+        return KopfApiError(int(status.get("code") or code), str(status.get("reason") or http_reason),
+                            str(status.get("message") or ""), status=status, method=method, url=url)
+    text = raw.decode("utf-8", "replace").strip()
+    return KopfApiError(code, http_reason, text, method=method, url=url)
+
+
+def _items(listing: Mapping[str, Any]) -> list[JsonDict]:
+    """A list's items, with the ``apiVersion`` and ``kind`` that lists omit from them."""
+    api_version = listing.get("apiVersion", "")
+    kind = str(listing.get("kind", "")).removesuffix("List")
+    return [{"apiVersion": api_version, "kind": kind, **item} for item in listing.get("items") or ()]
+
+
+def _same_group(api_version: Any, group: str) -> bool:
+    if not isinstance(api_version, str) or not api_version:
+        return True
+    return (api_version.rpartition("/")[0] if "/" in api_version else "") == group
+
+
+def _documents(manifests: Manifests) -> list[Mapping[str, Any]]:
+    if isinstance(manifests, Mapping):
+        docs: Iterable[Any] = [manifests]
+    elif isinstance(manifests, os.PathLike):
+        docs = read_manifest(pathlib.Path(manifests))
+    elif isinstance(manifests, str):
+        if "\n" not in manifests and not manifests.lstrip().startswith("{"):
+            docs = read_manifest(manifests)
+        else:
+            docs = parse_manifests(manifests)
+    else:
+        docs = list(manifests)
+    result: list[Mapping[str, Any]] = []
+    for doc in docs:
+        if not isinstance(doc, Mapping):
+            raise TypeError(f"A manifest must be a mapping, got {type(doc).__name__}.")
+        if str(doc.get("kind", "")).endswith("List") and "items" in doc:
+            result.extend(_documents(list(doc["items"] or ())))
+        else:
+            result.append(doc)
+    return result
+
+
+def _timeout_error(info: ResourceInfo, name: str, namespace: str | None, condition: Condition,
+                   timeout: float, watching: _Watching) -> KopfTimeoutError:
+    where = f" in namespace {namespace!r}" if namespace else ""
+    what = "to be gone" if condition is _gone else "to exist" if condition is _exists else \
+        f"for the condition {getattr(condition, '__qualname__', None) or condition!r}"
+    lines = [f"Timed out after {timeout} s waiting for {info.qualified} {name!r}{where} {what}."]
+    if not watching.seen:
+        lines.append("The object was never seen.")
+    elif watching.last is None:
+        lines.append("Last seen state: absent.")
+    else:
+        lines.append("Last seen state:\n" + yaml.safe_dump(watching.last, sort_keys=False).rstrip())
+    if watching.error is not None:
+        lines.append(f"The condition last failed with {type(watching.error).__name__}: {watching.error}")
+    return KopfTimeoutError("\n".join(lines), last=watching.last, seen=watching.seen)

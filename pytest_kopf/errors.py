@@ -1,0 +1,76 @@
+"""The exceptions of the plugin: API errors as the apiserver reports them, and the plugin's own."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "KopfApiError",
+    "KopfClusterUnreachable",
+    "KopfConfigError",
+    "KopfError",
+    "KopfModeError",
+    "KopfResourceError",
+    "KopfTimeoutError",
+]
+
+
+class KopfError(Exception):
+    """The base of the plugin's errors."""
+
+
+class KopfApiError(KopfError):
+    """The apiserver refused a request: its HTTP ``code``, the Status ``reason`` and ``message``.
+
+    An admission webhook's denial is in the ``message``, as the apiserver words it.
+    ``status`` is the whole ``kind: Status`` object (or None if the answer was not one).
+    """
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        status: Mapping[str, Any] | None = None,
+        method: str = "",
+        url: str = "",
+    ) -> None:
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.status = dict(status) if status is not None else None
+        self.method = method
+        self.url = url
+        where = f" ({method} {url})" if method else ""
+        super().__init__(f"{code} {reason}: {message}{where}")
+
+    @property
+    def details(self) -> dict[str, Any]:
+        details = (self.status or {}).get("details")
+        return dict(details) if isinstance(details, Mapping) else {}
+
+
+class KopfResourceError(KopfError, LookupError):
+    """A resource name or kind that the cluster does not serve (per its discovery)."""
+
+
+class KopfTimeoutError(KopfError, TimeoutError):
+    """A condition did not come true in time; ``last`` is the last state seen (None: absent)."""
+
+    def __init__(self, message: str, *, last: Mapping[str, Any] | None = None, seen: bool = True) -> None:
+        super().__init__(message)
+        self.last = last
+        self.seen = seen
+
+
+class KopfModeError(KopfError):
+    """A feature used where it cannot work: sim-only in real mode, virtual-time-only in real time, etc."""
+
+
+class KopfConfigError(KopfError):
+    """The kubeconfig (or the plugin's options) cannot be used as they are."""
+
+
+class KopfClusterUnreachable(KopfError):
+    """The Kubernetes API of the kubeconfig context does not answer."""
