@@ -84,7 +84,7 @@ async def test_tiny_sleeps_neither_spin_nor_hang() -> None:
     for _ in range(1000):
         await asyncio.sleep(1e-9)
     assert loop.ticks == 1004
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 2.0  # a spin or a hang would never end; this is a loose bound
 
 
 async def test_the_wall_clock_follows_the_loop() -> None:
