@@ -123,7 +123,7 @@ class HandlerOutcome:
     delay: float | None = None
     result: Any = None
     exception: BaseException | None = None
-    subrefs: Collection[HandlerId] = ()
+    subrefs: Collection[str] = ()
 
 
 def _parse_time(value: Any) -> datetime.datetime | None:
@@ -184,7 +184,7 @@ class HandlerState:
             started=_render_time(self.started),
             stopped=_render_time(self.stopped),
             delayed=_render_time(self.delayed),
-            purpose=self.purpose,
+            purpose=str(self.purpose) if self.purpose is not None else None,  # not an enum: plain JSON.
             retries=self.retries,
             success=self.success,
             failure=self.failure,
@@ -221,7 +221,7 @@ class HandlerState:
 
     def with_outcome(self, outcome: HandlerOutcome, now: datetime.datetime | None = None) -> HandlerState:
         now = now if now is not None else utcnow()
-        subrefs = tuple(dict.fromkeys([*self.subrefs, *outcome.subrefs]))
+        subrefs = tuple(dict.fromkeys([*self.subrefs, *map(HandlerId, outcome.subrefs)]))
         started = self.started if self.started is not None else now
         if outcome.final:
             failed = outcome.exception is not None
@@ -246,10 +246,10 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-class State(Mapping[HandlerId, HandlerState]):
+class State(Mapping[str, HandlerState]):
     """The states of all handlers of one cycle, by their ids; immutable (``with_…`` make new ones)."""
 
-    def __init__(self, states: Mapping[HandlerId, HandlerState], *, purpose: str | None = None) -> None:
+    def __init__(self, states: Mapping[str, HandlerState], *, purpose: str | None = None) -> None:
         super().__init__()
         self._states = dict(states)
         self.purpose = purpose
@@ -260,10 +260,10 @@ class State(Mapping[HandlerId, HandlerState]):
     def __len__(self) -> int:
         return len(self._states)
 
-    def __iter__(self) -> Iterator[HandlerId]:
+    def __iter__(self) -> Iterator[str]:
         return iter(self._states)
 
-    def __getitem__(self, key: HandlerId) -> HandlerState:
+    def __getitem__(self, key: str) -> HandlerState:
         return self._states[key]
 
     @classmethod
@@ -283,7 +283,7 @@ class State(Mapping[HandlerId, HandlerState]):
         is not used for this cycle: the handler starts from scratch (and overwrites it).
         """
         now = now if now is not None else utcnow()
-        states: dict[HandlerId, HandlerState] = {}
+        states: dict[str, HandlerState] = {}
         for handler in handlers:
             if handler.id in states:
                 continue
@@ -295,7 +295,7 @@ class State(Mapping[HandlerId, HandlerState]):
                 states[handler.id] = recorded
         return cls(states, purpose=purpose)
 
-    def with_outcomes(self, outcomes: Mapping[HandlerId, HandlerOutcome],
+    def with_outcomes(self, outcomes: Mapping[str, HandlerOutcome],
                       now: datetime.datetime | None = None) -> State:
         now = now if now is not None else utcnow()
         states = dict(self._states)
@@ -308,7 +308,7 @@ class State(Mapping[HandlerId, HandlerState]):
         """Put the changed states into the patch (via the storage); the unchanged ones are not written."""
         for handler_id, state in self._states.items():
             if state.dirty:
-                storage.store(key=handler_id, record=state.as_record(), body=body, patch=patch)
+                storage.store(key=HandlerId(handler_id), record=state.as_record(), body=body, patch=patch)
 
     def purge(self, *, body: bodies.Body, patch: patches.Patch, storage: ProgressStorage,
               handlers: Iterable[Handler] = ()) -> None:
@@ -318,19 +318,19 @@ class State(Mapping[HandlerId, HandlerState]):
         The records stored in the patch of this cycle are also seen (and removed from the patch).
         """
         patched = bodies.Body(apply_merge_patch(body, patch))
-        queue: list[HandlerId] = [*self._states, *(handler.id for handler in handlers)]
-        seen: set[HandlerId] = set()
+        queue: list[str] = [*self._states, *(handler.id for handler in handlers)]
+        seen: set[str] = set()
         while queue:
             key = queue.pop(0)
             if key in seen:
                 continue
             seen.add(key)
-            refs: list[HandlerId] = list(self._states[key].subrefs) if key in self._states else []
-            record = storage.fetch(key=key, body=patched)
+            refs: list[str] = list(self._states[key].subrefs) if key in self._states else []
+            record = storage.fetch(key=HandlerId(key), body=patched)
             if record is not None:
-                refs.extend(HandlerId(ref) for ref in record.get('subrefs') or ())
+                refs.extend(record.get('subrefs') or ())
             queue.extend(ref for ref in refs if ref not in seen)
-            storage.purge(key=key, body=body, patch=patch)
+            storage.purge(key=HandlerId(key), body=body, patch=patch)
 
     @property
     def done(self) -> bool:
@@ -348,11 +348,11 @@ class State(Mapping[HandlerId, HandlerState]):
         return min(delays) if delays else None
 
     @property
-    def succeeded(self) -> list[HandlerId]:
+    def succeeded(self) -> list[str]:
         return [handler_id for handler_id, state in self._states.items() if state.success]
 
     @property
-    def failed(self) -> list[HandlerId]:
+    def failed(self) -> list[str]:
         return [handler_id for handler_id, state in self._states.items() if state.failure]
 
 
@@ -376,7 +376,7 @@ def _merge_into(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
             target[key] = copy.deepcopy(value)
 
 
-def deliver_results(*, outcomes: Mapping[HandlerId, HandlerOutcome], patch: patches.Patch) -> None:
+def deliver_results(*, outcomes: Mapping[str, HandlerOutcome], patch: patches.Patch) -> None:
     """Put the handlers' results into ``status.<handler id>`` (``None`` results put nothing)."""
     for handler_id, outcome in outcomes.items():
         if outcome.final and outcome.exception is None and outcome.result is not None:
@@ -407,7 +407,7 @@ class Execution:
     ``delay`` is when the next handler is due (seconds; 0 for "immediately"),
     or ``None`` if all handlers are finished (``done``).
     """
-    outcomes: Mapping[HandlerId, HandlerOutcome]
+    outcomes: Mapping[str, HandlerOutcome]
     state: State
     delay: float | None
 
@@ -469,7 +469,7 @@ async def run_handlers(
         settings: OperatorSettings,
         lifecycle: lifecycles.LifeCycleFn | None = None,
         subhandling: Subhandling | None = None,
-) -> dict[HandlerId, HandlerOutcome]:
+) -> dict[str, HandlerOutcome]:
     """
     Execute the due handlers as planned by the lifecycle, one at a time; no persistence here.
 
@@ -480,7 +480,7 @@ async def run_handlers(
     now = utcnow()
     due = [handler for handler in handlers if handler.id in state and state[handler.id].awakened(now)]
     plan: Sequence[Handler] = real_lifecycle(handlers=due, state=state, **cause.kwargs()) if due else []
-    outcomes: dict[HandlerId, HandlerOutcome] = {}
+    outcomes: dict[str, HandlerOutcome] = {}
     for handler in plan:
         handler_state = state.get(handler.id) or HandlerState.from_scratch(purpose=cause.reason)
         outcomes[handler.id] = await execute_handler_once(
@@ -610,7 +610,7 @@ async def _invoke_handler(
 
 async def execute(
         *,
-        fns: Iterable[Callable[..., Any]] | None = None,
+        fns: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]] | None = None,
         handlers: Iterable[Handler] | None = None,
         registry: Any | None = None,
         lifecycle: lifecycles.LifeCycleFn | None = None,
