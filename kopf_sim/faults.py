@@ -383,11 +383,18 @@ async def _expired_response(request: web.Request, effect: ExpireWatch) -> web.St
 async def _dropped_stream(request: web.Request, effect: DropWatch) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
     await response.prepare(request)
-    if effect.abort and request.transport is not None:
-        request.transport.abort()
+    if effect.abort:
+        await _abort(request)
     else:
         await response.write_eof()
     return response
+
+
+async def _abort(request: web.Request) -> None:
+    """Reset the connection, once the bytes written so far had a chance to go out (as with TCP)."""
+    await asyncio.sleep(0)
+    if request.transport is not None:
+        request.transport.abort()
 
 
 async def _limit_watch_stream(request: web.Request, response: web.StreamResponse) -> None:
@@ -413,8 +420,8 @@ async def _limit_watch_stream(request: web.Request, response: web.StreamResponse
             cut = chunk.index(b"\n", cut) + 1
         remaining = 0
         await original(chunk[:cut])
-        if effect.abort and request.transport is not None:
-            request.transport.abort()
+        if effect.abort:
+            await _abort(request)
         raise ConnectionResetError("The watch stream was dropped by an injected fault.")
 
     response.write = write  # type: ignore[method-assign]

@@ -22,7 +22,8 @@ import aiohttp
 import yaml
 
 from kopf_sim import faults as sim_faults
-from kopf_sim.app import build_app
+from kopf_sim.admission import AdmissionControl
+from kopf_sim.app import ADMISSION_KEY, build_app
 from kopf_sim.clock import SeededUids, system_clock
 from kopf_sim.manifests import parse_manifests, read_manifest
 from kopf_sim.recording import ChangeRecorder
@@ -210,6 +211,11 @@ class KopfCluster:
     def in_memory_server(self) -> InMemoryServer:
         """The in-memory server of the simulated apiserver; sim mode only."""
         self._sim_only("in_memory_server")
+
+    @property
+    def admission(self) -> AdmissionControl:
+        """The admission control of the simulated apiserver (to serve webhook URLs in-process); sim only."""
+        self._sim_only("admission")
 
     def session(self, **kwargs: Any) -> aiohttp.ClientSession:
         """A client session over the in-memory transport (subject to faults); sim mode only."""
@@ -458,10 +464,13 @@ class KopfCluster:
         info = await self.resolve(resource)
         target = self._namespace(info, namespace)
         watching = _Watching(condition or _exists)
+        deadline = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with deadline:
                 return await self._watch_until(info, target, name, watching)
         except TimeoutError:
+            if not deadline.expired():
+                raise  # not ours, e.g. a client's timeout
             raise _timeout_error(info, name, target, condition or _exists, timeout, watching) from None
 
     async def wait_gone(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
@@ -541,7 +550,8 @@ class SimKopfCluster(KopfCluster):
             self._record_stream = self._record_path.open("w", encoding="utf-8")
             self._cluster.observers.append(ChangeRecorder(self._record_stream))
         await self._server.start()
-        self._session = self._server.session(headers={"User-Agent": USER_AGENT, sim_faults.EXEMPT_HEADER: "1"})
+        self._session = self._server.session(headers={"User-Agent": USER_AGENT, sim_faults.EXEMPT_HEADER: "1"},
+                                             timeout=aiohttp.ClientTimeout(total=None))
 
     async def teardown(self) -> None:
         try:
@@ -575,6 +585,10 @@ class SimKopfCluster(KopfCluster):
     @property
     def in_memory_server(self) -> InMemoryServer:
         return self._server
+
+    @property
+    def admission(self) -> AdmissionControl:
+        return self._app[ADMISSION_KEY]
 
     def session(self, **kwargs: Any) -> aiohttp.ClientSession:
         return self._server.session(**kwargs)
