@@ -61,6 +61,7 @@ USER_AGENT = "pytest-kopf"
 CRD_RESOURCE = "customresourcedefinitions.apiextensions.k8s.io"
 _JSON = "application/json"
 _MERGE_PATCH = "application/merge-patch+json"
+_REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=DEFAULT_TIMEOUT)  # single requests; watches have no limit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +109,7 @@ class Connection:
     in real mode, a TCP connector with the kubeconfig's TLS settings.
     """
 
-    server: str
+    base_url: str
     headers: Mapping[str, str]
     ssl: ssl.SSLContext | None
     namespace: str
@@ -162,8 +163,8 @@ class KopfCluster:
 
     mode: ClassVar[str] = ""
 
-    def __init__(self, *, server: str, namespace: str, tmp_dir: Callable[[], pathlib.Path]) -> None:
-        self.server = server.rstrip("/")
+    def __init__(self, *, base_url: str, namespace: str, tmp_dir: Callable[[], pathlib.Path]) -> None:
+        self.base_url = base_url.rstrip("/")
         self.namespace = namespace
         self._tmp_dir = tmp_dir
         self._session: aiohttp.ClientSession | None = None
@@ -208,9 +209,9 @@ class KopfCluster:
         self._sim_only("now")
 
     @property
-    def in_memory_server(self) -> InMemoryServer:
+    def server(self) -> InMemoryServer:
         """The in-memory server of the simulated apiserver; sim mode only."""
-        self._sim_only("in_memory_server")
+        self._sim_only("server")
 
     @property
     def admission(self) -> AdmissionControl:
@@ -239,10 +240,11 @@ class KopfCluster:
 
     async def _request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
                        body: Any = None, content_type: str = _JSON) -> Any:
-        url = self.server + path
+        url = self.base_url + path
         headers = {"Content-Type": content_type} if body is not None else {}
         data = json.dumps(body).encode() if body is not None else None
-        async with self._http.request(method, url, params=params, data=data, headers=headers) as response:
+        async with self._http.request(method, url, params=params, data=data, headers=headers,
+                                      timeout=_REQUEST_TIMEOUT) as response:
             raw = await response.read()
             if response.status >= 400:
                 raise _api_error(method, str(response.url), response.status, response.reason or "", raw)
@@ -250,7 +252,7 @@ class KopfCluster:
 
     async def _stream(self, path: str, params: Mapping[str, str]) -> AsyncIterator[JsonDict]:
         """The events of one watch request, until the server ends the stream."""
-        url = self.server + path
+        url = self.base_url + path
         async with self._http.get(url, params={**params, "watch": "true"}) as response:
             if response.status >= 400:
                 raw = await response.read()
@@ -531,7 +533,7 @@ class SimKopfCluster(KopfCluster):
         record_path: pathlib.Path | None = None,
         seed: int = 0,
     ) -> None:
-        super().__init__(server=DEFAULT_BASE_URL, namespace="default", tmp_dir=tmp_dir)
+        super().__init__(base_url=DEFAULT_BASE_URL, namespace="default", tmp_dir=tmp_dir)
         self._loop = loop
         self._virtual = is_virtual(loop)
         self._cluster = Cluster(clock=loop_clock(loop) if self._virtual else system_clock, uids=SeededUids(seed))
@@ -567,7 +569,7 @@ class SimKopfCluster(KopfCluster):
 
     @property
     def connection(self) -> Connection:
-        return Connection(server=DEFAULT_BASE_URL, headers={}, ssl=None, namespace=self.namespace,
+        return Connection(base_url=DEFAULT_BASE_URL, headers={}, ssl=None, namespace=self.namespace,
                           connector_factory=self._server.connector)
 
     @property
@@ -583,7 +585,7 @@ class SimKopfCluster(KopfCluster):
         return self._cluster.clock()
 
     @property
-    def in_memory_server(self) -> InMemoryServer:
+    def server(self) -> InMemoryServer:
         return self._server
 
     @property
@@ -628,7 +630,7 @@ class RealKopfCluster(KopfCluster):
 
     def __init__(self, *, config: kubeconfigs.KubeConfig, namespace: str,
                  tmp_dir: Callable[[], pathlib.Path]) -> None:
-        super().__init__(server=config.server, namespace=namespace, tmp_dir=tmp_dir)
+        super().__init__(base_url=config.server, namespace=namespace, tmp_dir=tmp_dir)
         self.config = config
         self._ssl = config.ssl_context()
         self._headers = {"User-Agent": USER_AGENT, **config.headers()}
@@ -641,7 +643,7 @@ class RealKopfCluster(KopfCluster):
 
     @property
     def connection(self) -> Connection:
-        return Connection(server=self.server, headers=self.config.headers(), ssl=self._ssl,
+        return Connection(base_url=self.base_url, headers=self.config.headers(), ssl=self._ssl,
                           namespace=self.namespace, connector_factory=self._connector)
 
     async def setup(self) -> None:
@@ -654,7 +656,7 @@ class RealKopfCluster(KopfCluster):
             await self.teardown()
             reason = str(exc) or type(exc).__name__
             raise KopfClusterUnreachable(
-                f"The Kubernetes API at {self.server} (kubeconfig context {self.config.context!r}) "
+                f"The Kubernetes API at {self.base_url} (kubeconfig context {self.config.context!r}) "
                 f"is unreachable: {reason}") from None
         namespace = {"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": self.namespace, "labels": {"app.kubernetes.io/managed-by": USER_AGENT}}}

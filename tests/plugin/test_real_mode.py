@@ -55,7 +55,7 @@ async def test_kubeconfig_for_subprocesses(kopf_cluster):
     assert config["users"][0]["user"]["token"] == "inner-token"
     connection = kopf_cluster.connection
     async with connection.session() as session:
-        async with session.get(connection.server + "/version", ssl=connection.ssl) as response:
+        async with session.get(connection.base_url + "/version", ssl=connection.ssl) as response:
             assert response.status == 200
 
 @pytest.mark.kopf_sim_only

@@ -235,7 +235,7 @@ def test_faults_hit_the_operator_side_only(pytester: pytest.Pytester) -> None:
         async def test_connection_for_operators(kopf_cluster):
             connection = kopf_cluster.connection
             assert connection.namespace == "default"
-            async with connection.session(base_url=connection.server) as session:
+            async with connection.session(base_url=connection.base_url) as session:
                 async with session.get("/api/v1/namespaces") as response:
                     names = [ns["metadata"]["name"] for ns in (await response.json())["items"]]
             assert "default" in names

@@ -1,0 +1,115 @@
+"""The test loop (virtual or real time), the markers, the options, and serving the sim to subprocesses."""
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+from .conftest import BASE, CONFIGS, NO_ASYNCIO
+
+KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+
+LOOP_TESTS = f'''
+import asyncio
+import json
+import pytest
+from kopf_sim import virtualtime
+from pytest_kopf.errors import KopfModeError
+
+async def test_virtual_time_by_default(kopf_cluster):
+    loop = asyncio.get_running_loop()
+    assert isinstance(loop, virtualtime.VirtualTimeLoop)
+    await asyncio.sleep(86400 * 365)
+    assert loop.time() == 86400 * 365
+    with pytest.raises(KopfModeError, match="mark the test with @pytest.mark.kopf_real_time"):
+        await kopf_cluster.kubeconfig()
+
+@pytest.mark.kopf_real_time
+async def test_real_time_when_marked(kopf_cluster):
+    loop = asyncio.get_running_loop()
+    assert not isinstance(loop, virtualtime.VirtualTimeLoop)
+    with pytest.raises(KopfModeError, match="needs virtual time"):
+        await kopf_cluster.advance(1)
+    await kopf_cluster.create({{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "cm"}},
+                                "data": {{"k": "v"}}}})
+    path = await kopf_cluster.kubeconfig()
+    assert path == await kopf_cluster.kubeconfig()
+    process = await asyncio.create_subprocess_exec(
+        "{KUBECTL}", "--kubeconfig", str(path), "get", "configmap", "cm", "-o", "json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    stdout, stderr = await process.communicate()
+    assert process.returncode == 0, stderr
+    assert json.loads(stdout)["data"] == {{"k": "v"}}
+    process = await asyncio.create_subprocess_exec(
+        "{KUBECTL}", "--kubeconfig", str(path), "create", "configmap", "cm2",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    await process.communicate()
+    assert (await kopf_cluster.get("configmaps", "cm2"))["metadata"]["name"] == "cm2"
+
+@pytest.mark.kopf_real_only
+async def test_real_only(kopf_cluster):
+    raise AssertionError("must not run")
+
+@pytest.mark.kopf_sim_only
+async def test_sim_only(kopf_cluster):
+    assert kopf_cluster.mode == "sim"
+
+def test_loop_fixture_for_sync_code(kopf_loop):
+    async def answer():
+        await asyncio.sleep(10)
+        return 42
+    assert kopf_loop.virtual
+    assert kopf_loop.run(answer()) == 42
+    assert kopf_loop.loop.time() == 10
+
+async def test_not_a_kopf_test():
+    pass
+'''
+
+
+@pytest.mark.parametrize("config", ["no-asyncio", "asyncio-auto"])
+def test_loops_and_markers(pytester: pytest.Pytester, config: str) -> None:
+    args, ini = CONFIGS[config]
+    pytester.makeini(f"[pytest]\n{ini}")
+    pytester.makepyfile(test_loops=LOOP_TESTS)
+    result = pytester.runpytest_inprocess(*args, *BASE, "-rs")
+    if config == "no-asyncio":  # an async test with no kopf fixtures: nobody runs it, pytest fails it
+        result.assert_outcomes(passed=4, skipped=1, failed=1)
+        result.stdout.fnmatch_lines(["*test_not_a_kopf_test*", "async def functions are not natively supported*"])
+    else:  # pytest-asyncio runs it
+        result.assert_outcomes(passed=5, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED*kopf_real_only: runs only with --kopf-real (this run uses --kopf-sim)"])
+
+
+def test_markers_are_registered(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.kopf_sim_only: *", "@pytest.mark.kopf_real_only: *",
+                                 "@pytest.mark.kopf_real_time: *"])
+    pytester.makepyfile(textwrap.dedent('''
+        import pytest
+        @pytest.mark.kopf_real_time
+        def test_strict(): pass
+    '''))
+    pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--strict-markers").assert_outcomes(passed=1)
+
+
+def test_invalid_mode_in_the_ini_file(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nkopf_mode = imaginary\n")
+    pytester.makepyfile("def test_it(): pass\n")
+    result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
+    result.stderr.fnmatch_lines(["*kopf_mode must be 'sim' or 'real', got 'imaginary'*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_time_limit_of_virtual_time(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nkopf_time_limit = 100\n")
+    pytester.makepyfile(textwrap.dedent('''
+        import asyncio
+        async def test_forever(kopf_cluster):
+            while True:
+                await asyncio.sleep(10)
+    '''))
+    result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*TimeLimitError: The loop time would pass its limit of 100.0 s*"])
