@@ -42,8 +42,9 @@ from kopf._core.actions.execution import (
     execute,
     execute_handler_once,
     execute_handlers_once,
+    run_handlers,
 )
-from kopf._core.actions.invocation import ChangingCause
+from kopf._core.actions.invocation import ActivityCause, ChangingCause
 from kopf._core.intents import filters, subhandlers
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.handlers import ChangingHandler
@@ -1007,6 +1008,33 @@ async def test_subregistry_is_isolated_per_handler_call() -> None:
     assert len(registries_seen) == 2
     assert registries_seen[0] is not registries_seen[1]
     assert subhandlers.subregistry_var.get(None) is None
+
+
+async def test_other_causes_with_in_memory_states(calls: Calls) -> None:
+    """E.g. the activities: the same errors' semantics, but no persistence and no sub-handlers."""
+    async def startup(retry: int, settings: OperatorSettings, **kwargs: Any) -> None:
+        calls('startup', kwargs)
+        if retry < 2:
+            raise ValueError("not yet")
+
+    async def declaring(**_: Any) -> None:
+        kopf.register(lambda **_: None, id='x')
+
+    settings = OperatorSettings()
+    cause = ActivityCause(logger=LOGGER, activity='startup', settings=settings)
+    handlers = [make_handler(startup, backoff=3), make_handler(declaring, errors=kopf.ErrorsMode.PERMANENT)]
+    state = State({handler.id: HandlerState.from_scratch() for handler in handlers})
+    for _ in range(10):
+        if state.done:
+            break
+        outcomes = await run_handlers(handlers=handlers, state=state, cause=cause, settings=settings,
+                                      subhandling=SUBHANDLING, lifecycle=lifecycles.all_at_once)
+        state = state.with_outcomes(outcomes)
+        await asyncio.sleep(state.delay() or 0)
+    assert calls.times('startup') == [0, 3, 6]
+    assert state['startup'].success
+    assert state['declaring'].failure
+    assert 'inside of a change-detecting handler' in (state['declaring'].message or '')
 
 
 # The states & the storage.

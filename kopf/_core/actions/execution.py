@@ -387,7 +387,7 @@ def deliver_results(*, outcomes: Mapping[str, HandlerOutcome], patch: patches.Pa
 class _Invocation:
     """The context of one handler's call, for ``kopf.execute()`` inside of it."""
     handler: Handler
-    cause: invocation.ChangingCause
+    cause: invocation.BaseCause
     settings: OperatorSettings
     lifecycle: lifecycles.LifeCycleFn
     subhandling: Subhandling | None
@@ -465,7 +465,7 @@ async def run_handlers(
         *,
         handlers: Sequence[Handler],
         state: State,
-        cause: invocation.ChangingCause,
+        cause: invocation.BaseCause,
         settings: OperatorSettings,
         lifecycle: lifecycles.LifeCycleFn | None = None,
         subhandling: Subhandling | None = None,
@@ -482,7 +482,7 @@ async def run_handlers(
     plan: Sequence[Handler] = real_lifecycle(handlers=due, state=state, **cause.kwargs()) if due else []
     outcomes: dict[str, HandlerOutcome] = {}
     for handler in plan:
-        handler_state = state.get(handler.id) or HandlerState.from_scratch(purpose=cause.reason)
+        handler_state = state.get(handler.id) or HandlerState.from_scratch(purpose=getattr(cause, 'reason', None))
         outcomes[handler.id] = await execute_handler_once(
             handler=handler, state=handler_state, cause=cause, settings=settings,
             lifecycle=real_lifecycle, subhandling=subhandling,
@@ -494,13 +494,17 @@ async def execute_handler_once(
         *,
         handler: Handler,
         state: HandlerState,
-        cause: invocation.ChangingCause,
+        cause: invocation.BaseCause,
         settings: OperatorSettings,
         lifecycle: lifecycles.LifeCycleFn | None = None,
         subhandling: Subhandling | None = None,
 ) -> HandlerOutcome:
     """
     Make one attempt of a handler (if its timeout & retries allow) and interpret its errors.
+
+    Any cause will do: the engines of other handlers (e.g. activities, daemons) can reuse
+    the errors' semantics with their own (e.g. in-memory) states. The sub-handlers are
+    supported only for the change-detecting causes.
 
     Only ``asyncio.CancelledError`` (and other non-``Exception`` errors) escape;
     all other errors become the outcomes.
@@ -562,7 +566,7 @@ async def _invoke_handler(
         *,
         handler: Handler,
         state: HandlerState,
-        cause: invocation.ChangingCause,
+        cause: invocation.BaseCause,
         context: _Invocation,
         now: datetime.datetime,
 ) -> Any:
@@ -570,12 +574,12 @@ async def _invoke_handler(
     started = state.started if state.started is not None else now
     extra: dict[str, Any] = dict(param=handler.param, retry=state.retries, started=started, runtime=now - started)
     field = getattr(handler, 'field', None)
-    if field:
+    if field and isinstance(cause, invocation.ChangingCause):
         reduced = invocation.reduce_to_field(cause.kwargs(), field)
         extra.update(old=reduced['old'], new=reduced['new'], diff=reduced['diff'])
 
     activation: contextlib.AbstractContextManager[Callable[[], Sequence[Handler]]]
-    if context.subhandling is not None:
+    if context.subhandling is not None and isinstance(cause, invocation.ChangingCause):
         activation = context.subhandling.activate(handler)
     else:
         activation = contextlib.nullcontext(lambda: ())
