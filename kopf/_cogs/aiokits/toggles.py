@@ -5,26 +5,51 @@ import asyncio
 from collections.abc import Callable, Iterable, Iterator
 
 
-class Toggle:
+class _Waitable:
+    """Waiting until an on/off state is reached; subclasses say what the state is."""
+
+    _changed: asyncio.Condition | None = None
+
+    def is_on(self) -> bool:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def is_off(self) -> bool:
+        return not self.is_on()
+
+    def __bool__(self) -> bool:
+        return self.is_on()
+
+    async def wait_for(self, state: bool) -> bool:
+        condition = self._condition()
+        async with condition:
+            await condition.wait_for(lambda: self.is_on() == state)
+        return state
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:  # created lazily, inside the loop that uses it
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def _notify(self) -> None:
+        condition = self._condition()
+        async with condition:
+            condition.notify_all()
+
+
+class Toggle(_Waitable):
     """A flag that is on or off, with waiting for either state (unlike an Event, which waits for "set" only)."""
 
     def __init__(self, state: bool = False, *, name: str | None = None, parent: ToggleSet | None = None) -> None:
         self.name = name
         self._state = state
         self._parent = parent
-        self._changed = asyncio.Condition() if _has_loop() else None
 
     def __repr__(self) -> str:
-        return f"<Toggle {self.name or ''} {'on' if self._state else 'off'}>".replace("  ", " ")
-
-    def __bool__(self) -> bool:
-        return self._state
+        label = f" {self.name}" if self.name else ""
+        return f"<Toggle{label} {'on' if self._state else 'off'}>"
 
     def is_on(self) -> bool:
         return self._state
-
-    def is_off(self) -> bool:
-        return not self._state
 
     async def turn_to(self, state: bool) -> None:
         """Switch the state and wake up everyone waiting for a change (here and in the parent set)."""
@@ -35,30 +60,13 @@ class Toggle:
         if self._parent is not None:
             await self._parent._notify()
 
-    async def wait_for(self, state: bool) -> bool:
-        condition = self._condition()
-        async with condition:
-            await condition.wait_for(lambda: self._state == state)
-        return state
 
-    def _condition(self) -> asyncio.Condition:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        return self._changed
-
-    async def _notify(self) -> None:
-        condition = self._condition()
-        async with condition:
-            condition.notify_all()
-
-
-class ToggleSet:
+class ToggleSet(_Waitable):
     """A set of toggles, on when ``any`` (or ``all``, by the given function) of them is on."""
 
     def __init__(self, fn: Callable[[Iterable[bool]], bool] = any) -> None:
         self._fn = fn
         self._toggles: list[Toggle] = []
-        self._changed: asyncio.Condition | None = None
 
     def __len__(self) -> int:
         return len(self._toggles)
@@ -66,14 +74,8 @@ class ToggleSet:
     def __iter__(self) -> Iterator[Toggle]:
         return iter(list(self._toggles))
 
-    def __bool__(self) -> bool:
-        return self.is_on()
-
     def is_on(self) -> bool:
         return bool(self._fn(toggle.is_on() for toggle in self._toggles))
-
-    def is_off(self) -> bool:
-        return not self.is_on()
 
     async def make_toggle(self, state: bool = False, *, name: str | None = None) -> Toggle:
         toggle = Toggle(state, name=name, parent=self)
@@ -85,27 +87,3 @@ class ToggleSet:
         if toggle in self._toggles:
             self._toggles.remove(toggle)
             await self._notify()
-
-    async def wait_for(self, state: bool) -> bool:
-        condition = self._condition()
-        async with condition:
-            await condition.wait_for(lambda: self.is_on() == state)
-        return state
-
-    def _condition(self) -> asyncio.Condition:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        return self._changed
-
-    async def _notify(self) -> None:
-        condition = self._condition()
-        async with condition:
-            condition.notify_all()
-
-
-def _has_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
