@@ -1,17 +1,19 @@
 """On/off flags that tasks can wait for, and sets of them: e.g. "the operator is paused"."""
 from __future__ import annotations
 
+import abc
 import asyncio
 from collections.abc import Callable, Iterable, Iterator
 
 
-class _Waitable:
+class _Waitable(abc.ABC):
     """Waiting until an on/off state is reached; subclasses say what the state is."""
 
     _changed: asyncio.Condition | None = None
 
+    @abc.abstractmethod
     def is_on(self) -> bool:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """Whether the flag (or the set) is on now."""
 
     def is_off(self) -> bool:
         return not self.is_on()
