@@ -1,0 +1,392 @@
+"""
+Processing of one watch-event of one object: from the raw event to the handlers' calls and the patches.
+
+Per event:
+
+1. The event-watching handlers (``@kopf.on.event``) are called for every event,
+   with no persistence of their progress: their errors are logged and ignored.
+2. A ``DELETED`` event means the object is gone: its in-memory state is forgotten.
+3. Consistency: after the framework's own patch, the events of the older versions of the
+   object (which can still arrive) are not processed for the state-changing handlers;
+   the framework waits for the patched version (or newer) up to
+   ``settings.persistence.consistency_timeout`` seconds, then proceeds anyway.
+4. The cause of the change is detected against the last handled state ("diff-base"):
+   creation (never handled), update (the essence differs), deletion (marked for deletion
+   while having our finalizer), resuming (first seen since the operator's start, already
+   handled before), or nothing (no essential changes).
+5. The finalizer is added when any handler requires it (non-optional deletion handlers,
+   daemons, timers) — before any other handlers run — and removed when the deletion
+   handlers have finished or when no handlers require it anymore.
+6. The change-detecting handlers are executed in handling cycles, with their progress
+   persisted on the object; when all are finished, the new diff-base is stored.
+7. The accumulated patch is applied. If some handlers are still due, the next cycle is
+   triggered by the patch's own event; or, if delayed, after sleeping out the delay
+   (interrupted by new events of the object) by "touching" the object.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection, Mapping, MutableMapping
+from typing import Any
+
+from kopf._cogs.clients import patching
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs import bodies, diffs, ephemera, patches
+from kopf._cogs.structs.credentials import Vault
+from kopf._cogs.structs.references import Resource
+from kopf._core.actions import application, execution, invocation, loggers
+from kopf._core.intents import matching, registries
+from kopf._core.intents.causes import Reason
+from kopf._core.intents.handlers import ChangingHandler
+from kopf._core.intents.subexecution import SUBHANDLING
+from kopf._core.reactor.memories import ResourceMemories, ResourceMemory
+
+#: How the causes are named in the logs: "Creation is in progress", "Updating is processed", etc.
+TITLES: Mapping[str, str] = {
+    Reason.CREATE: 'creation',
+    Reason.UPDATE: 'updating',
+    Reason.DELETE: 'deletion',
+    Reason.RESUME: 'resuming',
+}
+
+
+class PostingObjectLogger(loggers.ObjectLogger):
+    """
+    An object logger that also queues its postable messages for posting as Kubernetes events.
+
+    The queue's items are mappings with the kwargs of :func:`kopf._cogs.clients.events.post_event`:
+    ``ref``, ``type``, ``reason``, ``message``. Thread-safe: sync handlers log from their threads.
+    """
+
+    def __init__(
+            self,
+            *,
+            body: bodies.Body | Mapping[str, Any],
+            settings: OperatorSettings,
+            event_queue: asyncio.Queue[Mapping[str, Any]],
+    ) -> None:
+        super().__init__(body=body, settings=settings)
+        self._event_queue = event_queue
+        self._loop = asyncio.get_running_loop()
+        self._settings = settings
+
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        super().log(level, msg, *args, **kwargs)
+        posting = self._settings.posting
+        extra = self.extra or {}
+        if extra.get('k8s_skip') or not posting.enabled or level < posting.level:
+            return
+        try:
+            message = str(msg) % args if args else str(msg)
+        except (TypeError, ValueError):
+            message = str(msg)
+        if kwargs.get('exc_info'):
+            exc = kwargs['exc_info']
+            exc = exc if isinstance(exc, BaseException) else None
+            message = f"{message} {exc}" if exc is not None else message
+        event_type = 'Error' if level >= logging.ERROR else 'Warning' if level >= logging.WARNING else 'Normal'
+        item = dict(ref=self.k8s_ref, type=event_type, reason='Logging', message=message)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._event_queue.put_nowait(item)
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._event_queue.put_nowait, item)
+
+
+async def process_resource_event(
+        *,
+        raw_event: bodies.RawEvent,
+        stream_pressure: asyncio.Event | None,
+        resource: Resource,
+        registry: registries.OperatorRegistry,
+        settings: OperatorSettings,
+        memories: ResourceMemories,
+        memo: ephemera.AnyMemo,
+        vault: Vault | None = None,
+        event_queue: asyncio.Queue[Mapping[str, Any]] | None = None,
+        indices: Mapping[str, Any] | None = None,
+) -> None:
+    """
+    Process one watch-event of one object: call the handlers, patch the object (see the module's docs).
+
+    ``stream_pressure`` is set by the queueing when newer events of the object arrive:
+    then, the sleeps are interrupted, and the processing yields to the newer events.
+    The unexpected errors (e.g. of the API) escape: the queueing logs & throttles them.
+    """
+    raw_body = raw_event['object']
+    event_type = raw_event['type']
+    body = bodies.Body(raw_body)
+    patch = patches.Patch(body=body)
+    memory = memories.recall(raw_body, memo=memo, noticed_by_listing=event_type is None)
+    memory.events_seen += 1
+
+    logger: loggers.ObjectLogger
+    if event_queue is not None:
+        logger = PostingObjectLogger(body=body, settings=settings, event_queue=event_queue)
+    else:
+        logger = loggers.ObjectLogger(body=body, settings=settings)
+    local_logger = loggers.LocalObjectLogger(body=body, settings=settings)
+    context = _Context(resource=resource, registry=registry, settings=settings, memory=memory, vault=vault,
+                       body=body, raw_body=raw_body, patch=patch, logger=logger, local_logger=local_logger,
+                       stream_pressure=stream_pressure, indices=indices or {})
+
+    # The silent handlers of the raw events: for every event, even for the gone objects.
+    await _process_watching(context, raw_event=raw_event)
+
+    if event_type == 'DELETED':
+        local_logger.debug("Deleted, really deleted, and we are notified.")
+        memories.forget(raw_body)
+        return
+
+    if not await _ensure_consistency(context):
+        # A newer event has arrived while waiting: apply the patch of the watching handlers only.
+        await _apply_patch(context, patch)
+        return
+
+    await _process_changing(context)
+
+
+class _Context:
+    """Everything about the current event, to not pass a dozen of arguments around."""
+
+    def __init__(
+            self,
+            *,
+            resource: Resource,
+            registry: registries.OperatorRegistry,
+            settings: OperatorSettings,
+            memory: ResourceMemory,
+            vault: Vault | None,
+            body: bodies.Body,
+            raw_body: bodies.RawBody,
+            patch: patches.Patch,
+            logger: loggers.ObjectLogger,
+            local_logger: loggers.ObjectLogger,
+            stream_pressure: asyncio.Event | None,
+            indices: Mapping[str, Any],
+    ) -> None:
+        super().__init__()
+        self.resource = resource
+        self.registry = registry
+        self.settings = settings
+        self.memory = memory
+        self.vault = vault
+        self.body = body
+        self.raw_body = raw_body
+        self.patch = patch
+        self.logger = logger
+        self.local_logger = local_logger
+        self.stream_pressure = stream_pressure
+        self.indices = indices
+        self.loop = asyncio.get_running_loop()
+        self.started = self.loop.time()
+
+
+async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) -> None:
+    """Call the event-watching handlers: fire-and-forget, no retries, no progress; errors are ignored."""
+    cause = invocation.WatchingCause(
+        logger=context.logger, memo=context.memory.memo, indices=context.indices,
+        resource=context.resource, patch=context.patch, body=context.body,
+        type=raw_event['type'], event=raw_event,
+    )
+    handlers = context.registry.watching.get_handlers(context.resource, body=context.body, kwargs=cause.kwargs())
+    for handler in handlers:
+        try:
+            await invocation.invoke(handler.fn, cause=cause, settings=context.settings,
+                                    kwargs=dict(param=handler.param))
+        except Exception:
+            context.logger.exception(f"Handler {handler.id!r} failed with an exception. Will ignore.")
+        else:
+            context.local_logger.debug(f"Handler {handler.id!r} succeeded.")
+
+
+async def _ensure_consistency(context: _Context) -> bool:
+    """
+    Wait until the object's version is at least the one patched by the framework (or until the timeout).
+
+    Returns ``False`` if a newer event has arrived meanwhile (the caller stops: that event follows),
+    ``True`` if the state-changing handlers can go on with this version of the object.
+    """
+    memory = context.memory
+    expected = memory.expected_version
+    if expected is None:
+        return True
+    actual = context.body.metadata.get('resourceVersion')
+    if actual is not None and _is_not_older(str(actual), expected):
+        memory.expected_version = memory.expected_deadline = None
+        return True
+
+    deadline = memory.expected_deadline if memory.expected_deadline is not None else context.loop.time()
+    remaining = deadline - context.loop.time()
+    if remaining > 0:
+        context.local_logger.debug(f"Waiting for the version {expected!r} (got {actual!r}) "
+                                   f"for {remaining:.3f}s at most.")
+        if await _sleep(remaining, context.stream_pressure):
+            return False
+    context.local_logger.warning(f"The patched version {expected!r} has not arrived in time; "
+                                 f"processing the version {actual!r}.")
+    memory.expected_version = memory.expected_deadline = None
+    return True
+
+
+def _is_not_older(actual: str, expected: str) -> bool:
+    """Whether the version is the expected one or newer (if both are numeric, as in etcd; else: equal)."""
+    if actual == expected:
+        return True
+    try:
+        return int(actual) >= int(expected)
+    except ValueError:
+        return False
+
+
+def _detect_reason(context: _Context, *, old: bodies.BodyEssence | None, diff: diffs.Diff) -> Reason:
+    body = context.body
+    finalizers: Collection[str] = body.metadata.get('finalizers') or ()
+    if body.metadata.deletion_timestamp is not None:
+        return Reason.DELETE if context.settings.persistence.finalizer in finalizers else Reason.FREE
+    if old is None:
+        return Reason.CREATE
+    if diff:
+        return Reason.UPDATE
+    if context.memory.resumed:
+        return Reason.RESUME
+    return Reason.NOOP
+
+
+async def _process_changing(context: _Context) -> None:
+    """Detect the cause, manage the finalizer, run a handling cycle, store the diff-base, patch & wait."""
+    settings = context.settings
+    body = context.body
+    patch = context.patch
+    memory = context.memory
+    registry = context.registry
+    resource = context.resource
+    local_logger = context.local_logger
+    finalizer = settings.persistence.finalizer
+    finalizers: list[str] = list(body.metadata.get('finalizers') or [])
+    has_finalizer = finalizer in finalizers
+
+    diffbase = settings.persistence.diffbase_storage
+    progress = settings.persistence.progress_storage
+    extra_fields = registry.changing.get_extra_fields(resource)
+    stored = diffbase.fetch(body=body)
+    old = progress.clear(essence=stored) if stored is not None else None
+    new = progress.clear(essence=diffbase.build(body=body, extra_fields=extra_fields))
+    diff = diffs.diff(old, new)
+    reason = _detect_reason(context, old=old, diff=diff)
+    resumed = memory.resumed
+
+    cause = invocation.ChangingCause(
+        logger=context.logger, memo=memory.memo, indices=context.indices,
+        resource=resource, patch=patch, body=body,
+        reason=reason, initial=memory.noticed_by_listing and memory.events_seen <= 1,
+        diff=diff, old=old, new=new,
+    )
+    kwargs = cause.kwargs()
+    requires_finalizer = registry.requires_finalizer(resource, body=body, kwargs=kwargs)
+
+    # The objects that are marked for deletion by others, and which we do not block: nothing to do.
+    if reason == Reason.FREE:
+        local_logger.debug("Deletion, but we are done with it, and we do not care.")
+        await _apply_patch(context, patch)
+        return
+
+    # Block the deletion before doing anything else, so that no deletion can be missed.
+    if reason != Reason.DELETE and requires_finalizer and not has_finalizer:
+        local_logger.debug("Adding the finalizer, thus preventing the actual deletion.")
+        patch.metadata['finalizers'] = [*finalizers, finalizer]
+        await _apply_patch(context, patch)
+        return
+
+    # Release the objects that are not blocked by any handlers anymore (e.g. they stopped matching).
+    if reason != Reason.DELETE and not requires_finalizer and has_finalizer:
+        local_logger.debug("Removing the finalizer, as there are no handlers requiring it.")
+        patch.metadata['finalizers'] = [name for name in finalizers if name != finalizer]
+
+    # The stealth mode: the objects that do not match any change-detecting handlers are not touched at all.
+    in_scope = any(matching.prematch(handler, body=body, kwargs=kwargs)
+                   for handler in registry.changing.get_resource_handlers(resource))
+
+    handlers: list[ChangingHandler] = []
+    if reason in TITLES and (in_scope or reason == Reason.DELETE):
+        handlers = registry.changing.get_handlers(resource, body=body, old=old, new=new, kwargs=kwargs,
+                                                  reason=reason, resumed=resumed)
+
+    outcome: execution.Execution | None = None
+    if handlers:
+        title = TITLES[reason]
+        local_logger.debug(f"{title.capitalize()} is in progress: {context.raw_body!r}")
+        outcome = await execution.execute_handlers_once(
+            handlers=handlers, cause=cause, settings=settings, subhandling=SUBHANDLING)
+        if outcome.done:
+            succeeded, failed = len(outcome.state.succeeded), len(outcome.state.failed)
+            local_logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
+
+    done = outcome is None or outcome.done
+    if done:
+        if reason == Reason.DELETE:
+            if has_finalizer:
+                local_logger.debug("Removing the finalizer, thus allowing the actual deletion.")
+                patch.metadata['finalizers'] = [name for name in finalizers if name != finalizer]
+        elif reason in TITLES and in_scope and old != new:
+            # Remember the handled state (the essence); the further changes are compared to it.
+            diffbase.store(body=body, patch=patch, essence=new)
+        if reason != Reason.DELETE:
+            memory.fully_handled_once = True
+        application.touch(body=body, patch=patch, settings=settings, done=True)
+
+    patched = await _apply_patch(context, patch)
+    progress.flush()
+    if done or outcome is None:
+        return
+
+    # Some handlers are not finished yet: continue with the next cycle, now or after a delay.
+    delay = application.get_remaining_delay(outcome.delay, since=context.started, loop=context.loop)
+    if patched and not delay:
+        return  # the patch causes a new event by itself, and so the next cycle.
+    if delay:
+        local_logger.debug(f"Sleeping for {delay:.3f} seconds for the delayed handlers.")
+        if await _sleep(delay, context.stream_pressure):
+            local_logger.debug("Sleeping was interrupted by new changes, the handling continues with them.")
+            return
+    touch = application.build_touch_patch(body=body, settings=settings)
+    await _apply_patch(context, touch)
+
+
+async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bool:
+    """Apply the patch (if not empty); remember the version to wait for. Returns whether anything was patched."""
+    if not patch:
+        return False
+    body = context.body
+    context.local_logger.debug(f"Patching with: {dict(patch)!r}")
+    patched = await patching.patch_obj(
+        resource=context.resource, namespace=body.metadata.namespace, name=body.metadata.name,
+        patch=patch, settings=context.settings, logger=context.local_logger, vault=context.vault,
+    )
+    if patched is None:
+        context.local_logger.debug("Patching failed: the object is already gone; nothing to do.")
+        return False
+    version = (patched.get('metadata') or {}).get('resourceVersion')
+    if version is not None:
+        context.memory.expected_version = str(version)
+        context.memory.expected_deadline = context.loop.time() + context.settings.persistence.consistency_timeout
+    return True
+
+
+async def _sleep(delay: float, pressure: asyncio.Event | None) -> bool:
+    """Sleep for the delay, unless new events arrive. Returns whether the sleep was interrupted."""
+    if pressure is None:
+        await asyncio.sleep(delay)
+        return False
+    if pressure.is_set():
+        return True
+    try:
+        async with asyncio.timeout(delay):
+            await pressure.wait()
+    except TimeoutError:
+        return False
+    return True

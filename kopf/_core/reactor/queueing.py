@@ -1,0 +1,273 @@
+"""
+Per-object queueing of the watch-events: one watch-stream per resource & namespace,
+one queue and one worker per object.
+
+The watcher reads the resource's watch-stream and routes every event to the queue
+of its object (by the uid; by the namespace & name if there is no uid). The worker
+of the object (started on demand) processes the object's events one at a time,
+in order; so the events of one object never overtake each other, while the objects
+are processed concurrently (up to ``settings.batching.worker_limit`` at a time).
+
+The events that arrive in quick succession are batched: after an event, the worker
+waits for ``settings.batching.batch_window`` seconds for more events, and only
+the latest one is processed, since only the latest state of the object matters.
+Every new event also sets the object's "stream pressure" flag, so that a processor
+sleeping out a delay (e.g. of a handler's retry) wakes up and yields to the new event.
+
+A worker with no events for ``settings.batching.idle_timeout`` seconds exits;
+a new one is started for the next event. The unexpected errors of the processing
+are logged and throttled per object (``settings.batching.error_delays``): they never
+stop the watcher. On exit (cancellation, or the end of the stream), the workers
+are allowed to finish their current processing for ``settings.batching.exit_timeout``
+seconds, and are cancelled after that. No tasks are left behind.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import enum
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Any, Protocol
+
+from kopf._cogs.clients import fetching, watching
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs.bodies import RawEvent
+from kopf._cogs.structs.credentials import Vault
+from kopf._cogs.structs.references import Resource
+from kopf._core.reactor.memories import get_memory_key
+
+logger = logging.getLogger(__name__)
+
+
+#: What processes one event of one object (e.g. a partial of ``process_resource_event``):
+#: called as ``await processor(raw_event=..., stream_pressure=...)``.
+ObjectProcessor = Callable[..., Awaitable[None]]
+
+
+class PauseFlag(Protocol):
+    """Anything that tells if the operator is paused, e.g. a toggle or a set of toggles."""
+
+    def is_on(self) -> bool: ...
+
+    async def wait_for(self, value: bool, /) -> Any: ...
+
+
+class _EndOfStream(enum.Enum):
+    """A marker in the objects' queues: no more events will come, the worker must exit."""
+    EOS = enum.auto()
+
+
+EOS = _EndOfStream.EOS
+
+QueueItem = RawEvent | _EndOfStream
+
+
+@dataclasses.dataclass
+class Stream:
+    """The queue of one object's events, and the flag of new events arriving while processing."""
+    backlog: asyncio.Queue[QueueItem] = dataclasses.field(default_factory=asyncio.Queue)
+    pressure: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    exiting: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    worker: asyncio.Task[None] | None = None
+
+
+Streams = dict[str, Stream]
+
+
+async def watcher(
+        *,
+        namespace: str | None,
+        resource: Resource,
+        settings: OperatorSettings,
+        processor: ObjectProcessor,
+        operator_paused: PauseFlag | None = None,
+        label_selector: fetching.LabelSelector | None = None,
+        vault: Vault | None = None,
+        stop: asyncio.Event | None = None,
+) -> None:
+    """
+    Watch the resource (in the namespace, or cluster-wide if ``None``) and process its objects' events.
+
+    Runs until cancelled (or until ``stop`` is set); the workers are stopped on exit.
+    While the operator is paused, no new events arrive (the watch-stream is paused),
+    but the workers finish what they have already got.
+    """
+    streams: Streams = {}
+    limiter = _make_limiter(settings.batching.worker_limit)
+    try:
+        stream = watching.infinite_watch(
+            resource=resource, namespace=namespace, settings=settings,
+            label_selector=label_selector, stop=stop, operator_paused=operator_paused,
+            vault=vault,
+        )
+        async with contextlib.aclosing(stream):
+            async for raw_event in stream:
+                if isinstance(raw_event, watching.Bookmark):
+                    continue
+                _route(raw_event, streams=streams, processor=processor, settings=settings, limiter=limiter)
+    finally:
+        await _shutdown(streams, settings=settings)
+
+
+def _make_limiter(worker_limit: int | None) -> asyncio.Semaphore | None:
+    if worker_limit is None:
+        return None
+    if worker_limit < 1:
+        raise ValueError(f"settings.batching.worker_limit must be positive or None, got {worker_limit!r}.")
+    return asyncio.Semaphore(worker_limit)
+
+
+def _route(
+        raw_event: RawEvent,
+        *,
+        streams: Streams,
+        processor: ObjectProcessor,
+        settings: OperatorSettings,
+        limiter: asyncio.Semaphore | None,
+) -> None:
+    """Put the event into its object's queue; start a worker for the object if there is none."""
+    key = get_memory_key(raw_event['object'])
+    stream = streams.get(key)
+    if stream is None:
+        stream = streams[key] = Stream()
+        stream.worker = asyncio.create_task(
+            _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter),
+            name=f'kopf worker for {key}',
+        )
+    stream.backlog.put_nowait(raw_event)
+    stream.pressure.set()
+
+
+async def _worker(
+        *,
+        key: str,
+        streams: Streams,
+        processor: ObjectProcessor,
+        settings: OperatorSettings,
+        limiter: asyncio.Semaphore | None,
+) -> None:
+    """Process the events of one object, one at a time (the latest of each batch); exit when idle."""
+    stream = streams[key]
+    backlog = stream.backlog
+    throttler = _Throttler(settings.batching.error_delays)
+    try:
+        while True:
+            # Wait for the next event; exit if there are none for too long.
+            try:
+                async with asyncio.timeout(settings.batching.idle_timeout):
+                    item = await backlog.get()
+            except TimeoutError:
+                if backlog.empty():  # no awaits from here to the removal: no new events can sneak in.
+                    break
+                continue
+            if item is EOS:
+                break
+
+            # Batch the events that come in quick succession: only the latest one matters.
+            raw_event, eos = await _batch(backlog, item, window=settings.batching.batch_window)
+
+            stream.pressure.clear()
+            try:
+                if limiter is not None:
+                    async with limiter:
+                        await processor(raw_event=raw_event, stream_pressure=stream.pressure)
+                else:
+                    await processor(raw_event=raw_event, stream_pressure=stream.pressure)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                delay = throttler.next_delay()
+                name = _describe(raw_event)
+                if delay is None:
+                    logger.exception(f"Processing of {name} has failed with an unexpected error.")
+                else:
+                    logger.exception(f"Processing of {name} has failed with an unexpected error. "
+                                     f"Throttling for {delay} seconds.")
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(delay):
+                            await stream.exiting.wait()
+                    eos = eos or stream.exiting.is_set()
+            else:
+                throttler.reset()
+
+            if eos:
+                break
+    finally:
+        if streams.get(key) is stream:
+            del streams[key]
+
+
+async def _batch(
+        backlog: asyncio.Queue[QueueItem],
+        item: RawEvent,
+        *,
+        window: float,
+) -> tuple[RawEvent, bool]:
+    """Take the latest of the events coming within the batching window after each other."""
+    latest = item
+    while True:
+        more: QueueItem
+        if window <= 0:
+            if backlog.empty():
+                break
+            more = backlog.get_nowait()
+        else:
+            try:
+                async with asyncio.timeout(window):
+                    more = await backlog.get()
+            except TimeoutError:
+                break
+        if more is EOS:
+            return latest, True
+        latest = more
+    return latest, False
+
+
+def _describe(raw_event: RawEvent) -> str:
+    metadata = raw_event['object'].get('metadata') or {}
+    namespace = metadata.get('namespace')
+    name = metadata.get('name')
+    return f"{namespace}/{name}" if namespace else f"{name}"
+
+
+class _Throttler:
+    """The delays after consecutive errors: the next one per error, the last one repeating; reset on success."""
+
+    def __init__(self, delays: Iterable[float]) -> None:
+        self._delays = delays
+        self._iter: Iterator[float] | None = None
+        self._last: float | None = None
+
+    def next_delay(self) -> float | None:
+        if self._iter is None:
+            self._iter = iter(self._delays)
+        self._last = next(self._iter, self._last)
+        return self._last
+
+    def reset(self) -> None:
+        self._iter = None
+        self._last = None
+
+
+async def _shutdown(streams: Streams, *, settings: OperatorSettings) -> None:
+    """Ask all workers to exit after their current processing; cancel those that are too slow."""
+    for stream in list(streams.values()):
+        stream.backlog.put_nowait(EOS)
+        stream.exiting.set()
+        stream.pressure.set()  # wake up those sleeping out the delays: they'll continue after a restart.
+    workers = [stream.worker for stream in streams.values() if stream.worker is not None]
+    if not workers:
+        return
+    try:
+        timeout = settings.batching.exit_timeout
+        if timeout is None or timeout > 0:
+            await asyncio.wait(workers, timeout=timeout)
+    finally:
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        for worker in workers:  # retrieve & log the unexpected errors (the expected ones are caught inside).
+            if worker.done() and not worker.cancelled() and worker.exception() is not None:
+                logger.error(f"A worker has failed unexpectedly: {worker.exception()!r}")

@@ -1,0 +1,202 @@
+"""
+Fixtures for the reactor: a simulated cluster over the in-memory transport, and an "operator"
+made of the reactor's watcher & processor (with no orchestration), started & stopped by the tests.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs.credentials import ConnectionInfo, Vault
+from kopf._cogs.structs.ephemera import Memo
+from kopf._cogs.structs.references import Resource
+from kopf._core.intents.registries import OperatorRegistry
+from kopf._core.reactor.memories import ResourceMemories
+from kopf._core.reactor.processing import process_resource_event
+from kopf._core.reactor.queueing import watcher
+from kopf_sim.app import ServerOptions, build_app
+from kopf_sim.clock import ManualClock, SeededUids
+from kopf_sim.store import Cluster
+from kopf_sim.transport import InMemoryServer
+
+SERVER = 'http://kopf-sim.local'
+MERGE = 'application/merge-patch+json'
+FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'
+DIFFBASE = 'kopf.zalando.org/last-handled-configuration'
+
+CRD = {
+    'apiVersion': 'apiextensions.k8s.io/v1',
+    'kind': 'CustomResourceDefinition',
+    'metadata': {'name': 'kopfexamples.kopf.dev'},
+    'spec': {
+        'group': 'kopf.dev',
+        'scope': 'Namespaced',
+        'names': {'plural': 'kopfexamples', 'singular': 'kopfexample', 'kind': 'KopfExample',
+                  'shortNames': ['kex']},
+        'versions': [{
+            'name': 'v1', 'served': True, 'storage': True,
+            'subresources': {'status': {}},
+            'schema': {'openAPIV3Schema': {
+                'type': 'object',
+                'properties': {
+                    'spec': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
+                    'status': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
+                },
+            }},
+        }],
+    },
+}
+
+KEX = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True,
+               subresources=frozenset({'status'}))
+
+
+class Objects:
+    """Shortcuts to manipulate the objects directly in the simulated cluster (as kubectl would)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.rtype = cluster.resource('kopf.dev', 'v1', 'kopfexamples')
+
+    def create(self, name: str, namespace: str = 'default', *,
+               labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+               **spec: Any) -> dict[str, Any]:
+        metadata: dict[str, Any] = {'name': name, 'namespace': namespace}
+        if labels:
+            metadata['labels'] = labels
+        if annotations:
+            metadata['annotations'] = annotations
+        body = {'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample', 'metadata': metadata, 'spec': spec}
+        return self.cluster.create(self.rtype, namespace, body)
+
+    def patch(self, name: str, patch: dict[str, Any], namespace: str = 'default') -> dict[str, Any]:
+        return self.cluster.patch(self.rtype, namespace, name, patch, MERGE)
+
+    def delete(self, name: str, namespace: str = 'default') -> None:
+        self.cluster.delete(self.rtype, namespace, name)
+
+    def get(self, name: str, namespace: str = 'default') -> dict[str, Any] | None:
+        obj = self.cluster.peek(self.rtype.storage_key, namespace, name)
+        return None if obj is None else dict(obj)
+
+    def annotations(self, name: str, namespace: str = 'default') -> dict[str, str]:
+        obj = self.get(name, namespace) or {}
+        return dict(obj.get('metadata', {}).get('annotations') or {})
+
+    def finalizers(self, name: str, namespace: str = 'default') -> list[str]:
+        obj = self.get(name, namespace) or {}
+        return list(obj.get('metadata', {}).get('finalizers') or [])
+
+    def status(self, name: str, namespace: str = 'default') -> dict[str, Any]:
+        obj = self.get(name, namespace) or {}
+        return dict(obj.get('status') or {})
+
+
+class Operator:
+    """A minimal operator: one watcher of the resource with the real processor; restartable."""
+
+    def __init__(self, *, vault: Vault, settings: OperatorSettings, registry: OperatorRegistry,
+                 resource: Resource = KEX, namespace: str | None = 'default',
+                 memo: Any = None, **watcher_kwargs: Any) -> None:
+        self.vault = vault
+        self.settings = settings
+        self.registry = registry
+        self.resource = resource
+        self.namespace = namespace
+        self.memo = memo if memo is not None else Memo()
+        self.watcher_kwargs = watcher_kwargs
+        self.memories = ResourceMemories()
+        self.task: asyncio.Task[None] | None = None
+        self.event_queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    def start(self, *, fresh: bool = False) -> None:
+        if fresh:  # as after a restart of the operator's process: nothing is remembered.
+            self.memories = ResourceMemories()
+        processor = functools.partial(
+            process_resource_event, resource=self.resource, registry=self.registry,
+            settings=self.settings, memories=self.memories, memo=self.memo, vault=self.vault,
+            event_queue=self.event_queue,
+        )
+        self.task = asyncio.create_task(watcher(
+            namespace=self.namespace, resource=self.resource, settings=self.settings,
+            processor=processor, vault=self.vault, **self.watcher_kwargs,
+        ))
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+            if not self.task.cancelled() and self.task.exception() is not None:
+                raise self.task.exception()  # type: ignore[misc]
+            self.task = None
+
+    async def restart(self) -> None:
+        await self.stop()
+        self.start(fresh=True)
+
+
+async def wait_for(predicate: Callable[[], Any], *, timeout: float = 60, step: float = 0.1) -> None:
+    """Poll (in virtual time) until the predicate is true; fail the test on the timeout."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(step)
+
+
+@pytest.fixture
+def cluster() -> Cluster:
+    cluster = Cluster(clock=ManualClock(), uids=SeededUids(1))
+    cluster.create(cluster.resource('apiextensions.k8s.io', 'v1', 'customresourcedefinitions'), None, CRD)
+    return cluster
+
+
+@pytest.fixture
+def objects(cluster: Cluster) -> Objects:
+    return Objects(cluster)
+
+
+@pytest.fixture
+async def server(cluster: Cluster) -> AsyncIterator[InMemoryServer]:
+    app = build_app(cluster, ServerOptions(bookmark_interval=60))
+    async with InMemoryServer(app) as server:
+        yield server
+
+
+@pytest.fixture
+async def vault(server: InMemoryServer) -> AsyncIterator[Vault]:
+    info = ConnectionInfo(server=SERVER).with_connector_factory(server.connector)
+    async with Vault({'sim': info}) as vault:
+        yield vault
+
+
+@pytest.fixture
+def settings() -> OperatorSettings:
+    settings = OperatorSettings()
+    settings.networking.error_backoffs = [1, 2, 3]
+    settings.posting.enabled = True
+    return settings
+
+
+@pytest.fixture
+def registry() -> OperatorRegistry:
+    return OperatorRegistry()
+
+
+@pytest.fixture
+async def operator(vault: Vault, settings: OperatorSettings, registry: OperatorRegistry
+                   ) -> AsyncIterator[Operator]:
+    operator = Operator(vault=vault, settings=settings, registry=registry)
+    try:
+        yield operator
+    finally:
+        await operator.stop()
+
+
+@pytest.fixture(autouse=True)
+def _verbose_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger='kopf')
