@@ -75,34 +75,42 @@ class WebhookContextManager:
     ) -> None:
         await self._close_all()
 
-    def _track(self, gen: AsyncGenerator[reviews.WebhookClientConfig, None]) -> AsyncIterator[
-            reviews.WebhookClientConfig]:
+    @property
+    def _generators(self) -> weakref.WeakSet[AsyncGenerator[reviews.WebhookClientConfig, None]]:
+        # Not in __init__: the descendants (incl. the users' ones) need not call super().__init__().
+        generators: weakref.WeakSet[AsyncGenerator[reviews.WebhookClientConfig, None]]
+        generators = self.__dict__.setdefault('_kopf_generators', weakref.WeakSet())
+        return generators
+
+    @property
+    def _cleanups(self) -> dict[object, Callable[[], Awaitable[None]]]:
+        cleanups: dict[object, Callable[[], Awaitable[None]]] = self.__dict__.setdefault('_kopf_cleanups', {})
+        return cleanups
+
+    def _track(
+            self, gen: AsyncGenerator[reviews.WebhookClientConfig, None],
+    ) -> AsyncIterator[reviews.WebhookClientConfig]:
         """Remember the generator to close it when the context manager exits."""
-        tracked: weakref.WeakSet[AsyncGenerator[Any, None]] | None = self.__dict__.get('_kopf_generators')
-        if tracked is None:
-            tracked = self.__dict__['_kopf_generators'] = weakref.WeakSet()
-        tracked.add(gen)
+        self._generators.add(gen)
         return gen
 
-    def _track_cleanup(self, key: object, fn: Callable[[], Awaitable[None]] | None) -> None:
-        """Remember (or forget, with ``None``) a cleanup to do on exit if the generators cannot be closed."""
-        cleanups: dict[object, Callable[[], Awaitable[None]]] = self.__dict__.setdefault('_kopf_cleanups', {})
-        if fn is None:
-            cleanups.pop(key, None)
-        else:
-            cleanups[key] = fn
+    def _add_cleanup(self, key: object, fn: Callable[[], Awaitable[None]]) -> None:
+        """Remember a cleanup to do on exit in case the generator cannot be closed."""
+        self._cleanups[key] = fn
+
+    def _pop_cleanup(self, key: object) -> Callable[[], Awaitable[None]] | None:
+        """Forget the cleanup and return it, unless it is already done (or being done) on exit."""
+        return self._cleanups.pop(key, None)
 
     async def _close_all(self) -> None:
-        tracked: weakref.WeakSet[AsyncGenerator[Any, None]] = self.__dict__.get('_kopf_generators', set())
-        for gen in list(tracked):
-            # If still running in another task (e.g. awaiting in the middle of serving), it cannot
-            # be closed: its resources are released below; the generator ends when its task does.
-            with contextlib.suppress(RuntimeError):
+        for gen in list(self._generators):
+            # If it is running in another task (e.g. serving while awaited by a consumer), it cannot be
+            # closed from here: its resources are released below, and it ends when its task ends.
+            if not getattr(gen, 'ag_running', False):
                 await gen.aclose()
-            tracked.discard(gen)
-        cleanups: dict[object, Callable[[], Awaitable[None]]] = self.__dict__.get('_kopf_cleanups', {})
-        while cleanups:
-            _, fn = cleanups.popitem()
+            self._generators.discard(gen)
+        while self._cleanups:
+            _, fn = self._cleanups.popitem()
             await fn()
 
 
@@ -361,7 +369,7 @@ class WebhookServer(WebhookContextManager):
         runner = web.AppRunner(self._make_app(fn), handle_signals=False, access_log=None,
                                shutdown_timeout=self.SHUTDOWN_TIMEOUT)
         await runner.setup()
-        self._track_cleanup(runner, runner.cleanup)
+        self._add_cleanup(runner, runner.cleanup)
         try:
             port = self.port if self.port is not None else DEFAULT_PORT
             site = web.TCPSite(runner, addr, port, ssl_context=serving.context, reuse_address=True)
@@ -399,8 +407,9 @@ class WebhookServer(WebhookContextManager):
                     config = new_config
                     yield config
         finally:
-            self._track_cleanup(runner, None)
-            await runner.cleanup()
+            cleanup = self._pop_cleanup(runner)
+            if cleanup is not None:
+                await cleanup()
 
     def _dump_ca(self, serving: _Serving) -> None:
         if self.cadump is not None and serving.cabundle is not None:

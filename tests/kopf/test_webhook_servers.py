@@ -918,3 +918,35 @@ async def test_the_simulated_apiserver_calls_the_server(serve: Serve) -> None:
         cm['data'] = {'ok': 'yes'}
         async with session.post('/api/v1/namespaces/default/configmaps', json=cm) as response:
             assert response.status == 201
+
+
+#
+# The documented ways to build custom tunnels on top of the provided server.
+#
+
+async def test_custom_tunnel_by_inheritance(serve: Serve, fn: Recorder) -> None:
+    class MyTunnel(WebhookServer):
+        async def __call__(self, fn: reviews.WebhookFn) -> AsyncIterator[reviews.WebhookClientConfig]:
+            async for client_config in super().__call__(fn):
+                yield {'url': f"{client_config.get('url')}/tunnelled", 'caBundle': client_config.get('caBundle')}
+
+    config, _ = await serve(MyTunnel(addr='127.0.0.1', port=0))
+    url = config.get('url')
+    assert url == f'https://127.0.0.1:{port_of(config)}/tunnelled'
+    status, _ = await post(f'https://127.0.0.1:{port_of(config)}/h1', context=ssl_context(cabundle(config)))
+    assert status == 200
+    assert fn.calls[0].webhook == 'h1'
+
+
+async def test_custom_tunnel_by_composition(fn: Recorder) -> None:
+    class MyTunnel:
+        async def __call__(self, fn: reviews.WebhookFn) -> AsyncIterator[reviews.WebhookClientConfig]:
+            async with WebhookServer(addr='127.0.0.1', port=0, insecure=True) as server:
+                async for client_config in server(fn):
+                    yield client_config
+
+    configs = MyTunnel()(fn)
+    config = await anext(configs)
+    assert (await post(f"{config.get('url')}/h1"))[0] == 200
+    await configs.aclose()  # type: ignore[attr-defined]
+    assert not await is_listening(port_of(config))
