@@ -176,16 +176,17 @@ async def authenticated(
     The vault waits for a re-login if depleted, or raises :class:`LoginError` if that fails.
     """
     the_vault = get_vault(vault)
-    async for key, info, context in the_vault:
-        session = get_session(info, context)
-        context.acquire()
-        try:
-            return await fn(info, session)
-        except errors.APIUnauthorizedError as e:
-            logger.debug(f"The credentials {key!r} are rejected with HTTP 401; invalidating them.")
-            await the_vault.invalidate(key, info, exc=e)
-        finally:
-            await context.release()
+    async with contextlib.aclosing(the_vault.__aiter__()) as credentials:
+        async for key, info, context in credentials:
+            session = get_session(info, context)
+            context.acquire()
+            try:
+                return await fn(info, session)
+            except errors.APIUnauthorizedError as e:
+                logger.debug(f"The credentials {key!r} are rejected with HTTP 401; invalidating them.")
+                await the_vault.invalidate(key, info, exc=e)
+            finally:
+                await context.release()
     raise AccessError("The API access is not possible with any of the known credentials.")
 
 
@@ -202,23 +203,25 @@ async def authenticated_response(
     until the response is consumed or abandoned.
     """
     the_vault = get_vault(vault)
-    async for key, info, context in the_vault:
-        session = get_session(info, context)
-        context.acquire()
-        try:
-            response = await opener(info, session)
-        except errors.APIUnauthorizedError as e:
-            logger.debug(f"The credentials {key!r} are rejected with HTTP 401; invalidating them.")
-            await context.release()
-            await the_vault.invalidate(key, info, exc=e)
-            continue
-        except BaseException:
-            await context.release()
-            raise
-        try:
-            yield response
-        finally:
-            response.close()
-            await context.release()
-        return
-    raise AccessError("The API access is not possible with any of the known credentials.")
+    async with contextlib.aclosing(the_vault.__aiter__()) as credentials:
+        async for key, info, context in credentials:
+            session = get_session(info, context)
+            context.acquire()
+            try:
+                response = await opener(info, session)
+            except errors.APIUnauthorizedError as e:
+                logger.debug(f"The credentials {key!r} are rejected with HTTP 401; invalidating them.")
+                await context.release()
+                await the_vault.invalidate(key, info, exc=e)
+                continue
+            except BaseException:
+                await context.release()
+                raise
+            break
+        else:
+            raise AccessError("The API access is not possible with any of the known credentials.")
+    try:
+        yield response
+    finally:
+        response.close()
+        await context.release()

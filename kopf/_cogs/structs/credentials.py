@@ -29,7 +29,7 @@ import copy
 import dataclasses
 import datetime
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NewType
 
 from kopf._cogs.aiokits import clock
@@ -314,7 +314,7 @@ class Vault:
 
     # -- consumption ----------------------------------------------------------------------------------------
 
-    async def __aiter__(self) -> AsyncIterator[tuple[VaultKey, ConnectionInfo, VaultContext]]:
+    async def __aiter__(self) -> AsyncGenerator[tuple[VaultKey, ConnectionInfo, VaultContext], None]:
         """
         Yield the credentials to try, best first, waiting for a (re-)login when needed.
 
