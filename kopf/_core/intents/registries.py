@@ -160,7 +160,9 @@ class ChangingRegistry(ResourceRegistry[ChangingHandler]):
         if old is None and new is None and reason in (Reason.RESUME, Reason.DELETE, Reason.NOOP):
             old = new = body
         handlers: list[ChangingHandler] = []
-        for handler in self.get_resource_handlers(resource):
+        # Deduplicated after the selection by reason: e.g. @on.resume+@on.create on one function (one id)
+        # must give the resuming handler when the creation one is not applicable, and vice versa.
+        for handler in (handler for handler in self._handlers if _fits(handler, resource)):
             if handler.reason is None:
                 pass
             elif handler.reason == Reason.RESUME:
@@ -174,7 +176,7 @@ class ChangingRegistry(ResourceRegistry[ChangingHandler]):
                 continue
             if matching.match(handler, body=body, old=old, new=new, kwargs=kwargs):
                 handlers.append(handler)
-        return handlers
+        return _deduplicated(handlers)
 
     def get_extra_fields(self, resource: Resource) -> frozenset[dicts.FieldPath]:
         """The fields that the handlers track (e.g. for keeping them in the diff-base essence)."""
