@@ -97,6 +97,10 @@ class Objects:
         obj = self.get(name, namespace) or {}
         return dict(obj.get('status') or {})
 
+    def results(self, name: str, namespace: str = 'default') -> dict[str, Any]:
+        """The status without the framework's own (progress) stanza: only the handlers' results."""
+        return {key: val for key, val in self.status(name, namespace).items() if key != 'kopf'}
+
 
 class Operator:
     """A minimal operator: one watcher of the resource with the real processor; restartable."""
