@@ -48,10 +48,16 @@ class Requests:
 
     def __init__(self) -> None:
         self.paths: list[tuple[str, str]] = []
+        self.failing: Callable[[web.Request], int | None] = lambda _: None  # an HTTP status to fail with
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
         self.paths.append((request.method, request.path))
+        code = self.failing(request)
+        if code is not None:
+            status = {'apiVersion': 'v1', 'kind': 'Status', 'status': 'Failure', 'code': code,
+                      'message': f'injected {code}', 'reason': 'Injected'}
+            return web.json_response(status, status=code)
         result: web.StreamResponse = await handler(request)
         return result
 
@@ -334,6 +340,40 @@ async def test_malformed_records_are_ignored(
     put_record(cluster, 'bad-prio', {'priority': 'high', 'lifetime': 60, 'lastseen': clock.utcnow().isoformat()})
     async with operator(settings, vault, 'op-a') as op:
         await op.wait_paused(False, timeout=5)
+
+
+async def test_api_errors_are_logged_and_retried(
+        cluster: Cluster, vault: Vault, settings: OperatorSettings, requests: Requests,
+        caplog: pytest.LogCaptureFixture) -> None:
+    add_cluster_peering(with_crds(cluster))
+    requests.failing = lambda request: 403 if request.path == '/apis/kopf.dev/v1' else None
+    async with operator(settings, vault, 'op-a') as op:
+        await asyncio.sleep(20)
+        assert op.paused.is_on()  # we do not know if there are higher peers: not handling anything
+        assert any('Failed to watch' in msg for msg in messages(caplog, logging.ERROR))
+
+        # The keep-alives fail: the operator is not paused for that, and retries soon.
+        requests.failing = lambda request: 403 if request.method == 'PATCH' else None
+        await op.wait_paused(False, timeout=10)
+        assert any('keep-alive' in msg for msg in messages(caplog, logging.ERROR))
+        assert 'op-a' not in cluster_status(cluster)
+
+        requests.failing = lambda _: None
+        await eventually(lambda: 'op-a' in cluster_status(cluster), timeout=10)
+        assert op.paused.is_off()
+
+
+async def test_deleted_crds_fall_back_to_standalone(
+        cluster: Cluster, vault: Vault, settings: OperatorSettings, caplog: pytest.LogCaptureFixture) -> None:
+    add_cluster_peering(with_crds(cluster))
+    async with operator(settings_for(settings, priority=1), vault, 'op-a') as op:
+        await op.wait_paused(False)
+        put_record(cluster, 'other', {'priority': 5, 'lifetime': 600, 'lastseen': clock.utcnow().isoformat()})
+        await op.wait_paused(True, timeout=5)
+        crd = cluster.resource('apiextensions.k8s.io', 'v1', 'customresourcedefinitions')
+        cluster.delete(crd, None, 'clusterkopfpeerings.kopf.dev')
+        await op.wait_paused(False, timeout=30)
+    assert any('standalone' in msg for msg in messages(caplog, logging.WARNING))
 
 
 # Freezing & resuming.

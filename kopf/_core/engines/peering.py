@@ -255,14 +255,15 @@ class _Peering:
 
     async def watch(self) -> None:
         while True:
-            resource = await discover_peering_resource(
-                settings=self.settings, clusterwide=self.clusterwide, namespace=self.namespace, vault=self.vault)
-            if resource is None:
-                self._update(served=False, body=None)
-                await asyncio.sleep(ABSENCE_RETRY_DELAY)
-                continue
-            self.resource = resource
             try:
+                resource = await discover_peering_resource(
+                    settings=self.settings, clusterwide=self.clusterwide, namespace=self.namespace,
+                    vault=self.vault)
+                if resource is None:
+                    self._update(served=False, body=None)
+                    await asyncio.sleep(ABSENCE_RETRY_DELAY)
+                    continue
+                self.resource = resource
                 await self._stream(resource)
             except errors.APINotFoundError:
                 self._update(served=False, body=None)  # the CRD is gone while watching
