@@ -21,6 +21,7 @@ from kopf._cogs.configs.progress import (
     SmartProgressStorage,
     StatusProgressStorage,
 )
+from kopf._cogs.helpers.loggers import LogFormat, configure
 from kopf._cogs.structs.bodies import (
     Annotations,
     Body,
@@ -36,6 +37,7 @@ from kopf._cogs.structs.bodies import (
     build_object_reference,
     build_owner_reference,
 )
+from kopf._cogs.structs.credentials import ConnectionInfo, LoginError
 from kopf._cogs.structs.diffs import Diff, DiffItem, DiffOperation
 from kopf._cogs.structs.ephemera import Memo
 from kopf._cogs.structs.patches import Patch
@@ -48,9 +50,17 @@ from kopf._core.actions.errors import (
     TemporaryError,
 )
 from kopf._core.engines.admission_errors import AdmissionError
+from kopf._core.engines.posting import event, exception, info, warn
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.filters import ABSENT, PRESENT, all_, any_, none_, not_
+from kopf._core.intents.piggybacking import (
+    login_via_client,
+    login_via_pykube,
+    login_with_kubeconfig,
+    login_with_service_account,
+)
 from kopf._core.intents.registries import OperatorRegistry, get_default_registry, set_default_registry
+from kopf._core.reactor.running import operator, run, run_tasks, spawn_tasks
 from kopf._kits.hierarchies import (
     adjust_namespace,
     adopt,
@@ -71,6 +81,7 @@ __all__ = [
     'AnnotationsProgressStorage',
     'Body',
     'BodyEssence',
+    'ConnectionInfo',
     'Diff',
     'DiffBaseStorage',
     'DiffItem',
@@ -79,6 +90,8 @@ __all__ = [
     'HandlerRetriesError',
     'HandlerTimeoutError',
     'Labels',
+    'LogFormat',
+    'LoginError',
     'Memo',
     'Meta',
     'MultiDiffBaseStorage',
@@ -108,17 +121,30 @@ __all__ = [
     'append_owner_reference',
     'build_object_reference',
     'build_owner_reference',
+    'configure',
     'daemon',
+    'event',
+    'exception',
     'get_default_registry',
     'harmonize_naming',
     'index',
+    'info',
     'label',
+    'login_via_client',
+    'login_via_pykube',
+    'login_with_kubeconfig',
+    'login_with_service_account',
     'none_',
     'not_',
     'on',
+    'operator',
     'register',
     'remove_owner_reference',
+    'run',
+    'run_tasks',
     'set_default_registry',
+    'spawn_tasks',
     'subhandler',
     'timer',
+    'warn',
 ]

@@ -44,3 +44,15 @@ def test_python_snippets_run(tmp_path: pathlib.Path) -> None:
             script.write_text(block)
             result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
             assert result.returncode == 0, f"{path.name} snippet {index} failed:\n{result.stderr}"
+
+
+def test_readme_first_command_runs_an_existing_operator_against_the_sim() -> None:
+    text = (ROOT / "README.md").read_text()
+    first_command = text.split("```bash\n", 1)[1].split("```", 1)[0].strip().splitlines()[0]
+    assert "kopf run --sim" in first_command
+    args = first_command.split("kopf run", 1)[1].split()
+    files = [arg for arg in args if not arg.startswith("-")]
+    assert any(name.endswith(".py") for name in files)
+    assert any(name.endswith(".yaml") for name in files)
+    for name in files:
+        assert (ROOT / name).is_file(), f"the README's first command refers to a missing {name}"

@@ -137,25 +137,25 @@ API: list[Api] = [
     Api('kopf.get_default_lifecycle', "()", LATER),
     Api('kopf.set_default_lifecycle', "(lifecycle)", LATER),
     Api('kopf.configure', "(debug=None, verbose=None, quiet=None, log_format=LogFormat.FULL, "
-                          "log_prefix=False, log_refkey=None)", LATER),
-    Api('kopf.LogFormat', None, LATER),
-    Api('kopf.login_via_pykube', "(*, logger, **_)", LATER),
-    Api('kopf.login_via_client', "(*, logger, **_)", LATER),
-    Api('kopf.login_with_kubeconfig', "(**_)", LATER),
-    Api('kopf.login_with_service_account', "(**_)", LATER),
-    Api('kopf.LoginError', None, LATER),
+                          "log_prefix=False, log_refkey=None)"),
+    Api('kopf.LogFormat', None),
+    Api('kopf.login_via_pykube', "(*, logger, **_)"),
+    Api('kopf.login_via_client', "(*, logger, **_)"),
+    Api('kopf.login_with_kubeconfig', "(**_)"),
+    Api('kopf.login_with_service_account', "(**_)"),
+    Api('kopf.LoginError', None),
     Api('kopf.ConnectionInfo', "(server, ca_path=None, ca_data=None, insecure=None, username=None, "
                                "password=None, scheme=None, token=None, certificate_path=None, "
                                "certificate_data=None, private_key_path=None, private_key_data=None, "
-                               "default_namespace=None, priority=0, expiration=None)", LATER),
-    Api('kopf.event', "(objs, *, type, reason, message='')", LATER),
-    Api('kopf.info', "(objs, *, reason, message='')", LATER),
-    Api('kopf.warn', "(objs, *, reason, message='')", LATER),
-    Api('kopf.exception', "(objs, *, reason='', message='', exc=None)", LATER),
-    Api('kopf.spawn_tasks', f"(*, {_RUNNING})", LATER),
-    Api('kopf.run_tasks', "(root_tasks, *, ignored=frozenset({}))", LATER),
-    Api('kopf.operator', f"(*, {_RUNNING})", LATER),
-    Api('kopf.run', f"(*, loop=None, {_RUNNING})", LATER),
+                               "default_namespace=None, priority=0, expiration=None)"),
+    Api('kopf.event', "(objs, *, type, reason, message='')"),
+    Api('kopf.info', "(objs, *, reason, message='')"),
+    Api('kopf.warn', "(objs, *, reason, message='')"),
+    Api('kopf.exception', "(objs, *, reason='', message='', exc=None)"),
+    Api('kopf.spawn_tasks', f"(*, {_RUNNING})"),
+    Api('kopf.run_tasks', "(root_tasks, *, ignored=frozenset({}))"),
+    Api('kopf.operator', f"(*, {_RUNNING})"),
+    Api('kopf.run', f"(*, loop=None, {_RUNNING})"),
     Api('kopf.WebhookClientConfigService', None, LATER),
     Api('kopf.WebhookClientConfig', None, LATER),
     Api('kopf.UserInfo', None, LATER),
@@ -194,12 +194,11 @@ API: list[Api] = [
     Api('kopf.on.subhandler', f"(*, id=None, param=None, {_RETRYING}, {_FILTERS}, old=None, new=None)"),
     Api('kopf.on.register', _REGISTER),
     # kopf.testing & kopf.cli
-    Api('kopf.testing.KopfRunner', "(*args, reraise=True, timeout=None, registry=None, settings=None, **kwargs)",
-        LATER),
+    Api('kopf.testing.KopfRunner', "(*args, reraise=True, timeout=None, registry=None, settings=None, **kwargs)"),
     Api('kopf.cli.CLIControls', "(ready_flag=None, stop_flag=None, vault=None, registry=None, settings=None, "
-                                "loop=None)", LATER),
-    Api('kopf.cli.LogFormatParamType', None, LATER),
-    Api('kopf.cli.logging_options', "(fn)", LATER),
+                                "loop=None)"),
+    Api('kopf.cli.LogFormatParamType', None),
+    Api('kopf.cli.logging_options', "(fn)"),
 ]
 
 CHECKED = [api for api in API if not api.later]
