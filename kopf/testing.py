@@ -77,7 +77,8 @@ class KopfRunner(_AbstractKopfRunner):
     def __enter__(self) -> KopfRunner:
         self._thread = threading.Thread(target=self._target, name='kopf-runner', daemon=True)
         self._thread.start()
-        concurrent.futures.wait([self._ready, self._future], timeout=self.timeout,
+        waited: list[concurrent.futures.Future[Any]] = [self._ready, self._future]
+        concurrent.futures.wait(waited, timeout=self.timeout,
                                 return_when=concurrent.futures.FIRST_COMPLETED)
         return self
 
@@ -86,7 +87,7 @@ class KopfRunner(_AbstractKopfRunner):
             exc_type: type[BaseException] | None,
             exc_val: BaseException | None,
             exc_tb: types.TracebackType | None,
-    ) -> bool | None:
+    ) -> None:
         if not self._stop.done():
             self._stop.set_result(None)
         if self._thread is not None:
@@ -97,7 +98,6 @@ class KopfRunner(_AbstractKopfRunner):
             exception = self.exception
             if exception is not None and not isinstance(exception, SystemExit):
                 raise exception
-        return False
 
     def _target(self) -> None:
         cli = importlib.import_module('kopf.cli')  # a sibling public module: resolved at run time.
