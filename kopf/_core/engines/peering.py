@@ -33,7 +33,7 @@ import random
 import socket
 import string
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NewType
 
 import aiohttp
 
@@ -46,6 +46,9 @@ from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.references import Resource
 
 logger = logging.getLogger('kopf.engines.peering')
+
+#: An operator's identity among its peers (a key in the peering object's status).
+Identity = NewType('Identity', str)
 
 #: The API groups of the peering resources: the current one first, then the legacy one.
 PEERING_GROUPS = ('kopf.dev', 'kopf.zalando.org')
@@ -148,7 +151,7 @@ def parse_peers(body: Mapping[str, Any] | None) -> list[Peer]:
     return [peer for peer in peers if peer is not None]
 
 
-def detect_own_id(*, manual: bool = False) -> str:
+def detect_own_id(*, manual: bool = False) -> Identity:
     """
     An identity of this operator process among its peers.
 
@@ -163,9 +166,9 @@ def detect_own_id(*, manual: bool = False) -> str:
         user = f'uid{os.getuid()}' if hasattr(os, 'getuid') else 'unknown'
     host = _descriptive_hostname()
     if manual:
-        return f'{user}@{host}'
+        return Identity(f'{user}@{host}')
     suffix = ''.join(random.choices(string.ascii_lowercase + string.digits, k=4))
-    return f'{user}@{host}/{os.getpid()}/{suffix}'
+    return Identity(f'{user}@{host}/{os.getpid()}/{suffix}')
 
 
 def _descriptive_hostname() -> str:
@@ -390,7 +393,8 @@ class _Peering:
         deadlines = [peer.deadline for peer in alive if peer.deadline is not None]
         if not deadlines:
             return None
-        seconds = (min(deadlines) - now).total_seconds()
+        # A tiny margin past the deadline: so that the record is surely dead by then (no spinning on rounding).
+        seconds = (min(deadlines) - now).total_seconds() + 0.001
         return asyncio.get_running_loop().time() + max(0.0, seconds)
 
     async def _turn(self, paused: bool, reason: str) -> None:
@@ -562,6 +566,7 @@ async def resume(
 __all__ = [
     'CLUSTER_PEERING_RESOURCE',
     'NAMESPACED_PEERING_RESOURCE',
+    'Identity',
     'Peer',
     'PeeringNotFoundError',
     'cluster_peering_resource',
