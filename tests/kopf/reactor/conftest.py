@@ -148,7 +148,7 @@ class Operator:
 async def wait_for(predicate: Callable[[], Any], *, timeout: float = 60, step: float = 0.1) -> None:
     """Poll (in virtual time) until the predicate is true; fail the test on the timeout."""
     async with asyncio.timeout(timeout):
-        while not predicate():
+        while not predicate():  # noqa: ASYNC110  # nothing to wait for but the cluster's state.
             await asyncio.sleep(step)
 
 

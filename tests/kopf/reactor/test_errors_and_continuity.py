@@ -1,5 +1,6 @@
 """End-to-end: errors & retries with delays (in virtual time), restarts of the operator, resuming."""
 import asyncio
+import itertools
 import json
 from typing import Any
 
@@ -110,7 +111,7 @@ async def test_arbitrary_errors_are_retried_with_backoff_and_limited_retries(
     operator.start()
     await wait_for(lambda: DIFFBASE in objects.annotations('kex1'), timeout=300)
     assert len(times) == 3
-    assert [round(b - a) for a, b in zip(times, times[1:])] == [10, 10]
+    assert [round(b - a) for a, b in itertools.pairwise(times)] == [10, 10]
 
 
 async def test_resuming_after_a_restart_mid_cycle(
@@ -255,6 +256,6 @@ async def test_unexpected_errors_are_throttled_and_do_not_stop_the_watcher(
     await wait_for(lambda: len(times) >= 2)
     objects.patch('kex1', {'spec': {'x': 3}})
     await wait_for(lambda: len(times) >= 3)
-    assert [round(b - a) for a, b in zip(times, times[1:])] == [10, 20]
+    assert [round(b - a) for a, b in itertools.pairwise(times)] == [10, 20]
     assert "Throttling for 10 seconds" in caplog.text
     assert operator.task is not None and not operator.task.done()
