@@ -26,7 +26,6 @@ Per event:
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Collection, Mapping, MutableMapping
 from typing import Any
 
@@ -51,52 +50,6 @@ TITLES: Mapping[str, str] = {
 }
 
 
-class PostingObjectLogger(loggers.ObjectLogger):
-    """
-    An object logger that also queues its postable messages for posting as Kubernetes events.
-
-    The queue's items are mappings with the kwargs of :func:`kopf._cogs.clients.events.post_event`:
-    ``ref``, ``type``, ``reason``, ``message``. Thread-safe: sync handlers log from their threads.
-    """
-
-    def __init__(
-            self,
-            *,
-            body: bodies.Body | Mapping[str, Any],
-            settings: OperatorSettings,
-            event_queue: asyncio.Queue[Mapping[str, Any]],
-    ) -> None:
-        super().__init__(body=body, settings=settings)
-        self._event_queue = event_queue
-        self._loop = asyncio.get_running_loop()
-        self._settings = settings
-
-    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
-        super().log(level, msg, *args, **kwargs)
-        posting = self._settings.posting
-        extra = self.extra or {}
-        if extra.get('k8s_skip') or not posting.enabled or level < posting.level:
-            return
-        try:
-            message = str(msg) % args if args else str(msg)
-        except (TypeError, ValueError):
-            message = str(msg)
-        if kwargs.get('exc_info'):
-            exc = kwargs['exc_info']
-            exc = exc if isinstance(exc, BaseException) else None
-            message = f"{message} {exc}" if exc is not None else message
-        event_type = 'Error' if level >= logging.ERROR else 'Warning' if level >= logging.WARNING else 'Normal'
-        item = dict(ref=self.k8s_ref, type=event_type, reason='Logging', message=message)
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            self._event_queue.put_nowait(item)
-        elif not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._event_queue.put_nowait, item)
-
-
 async def process_resource_event(
         *,
         raw_event: bodies.RawEvent,
@@ -107,12 +60,12 @@ async def process_resource_event(
         memories: ResourceMemories,
         memo: ephemera.AnyMemo,
         vault: Vault | None = None,
-        event_queue: asyncio.Queue[Mapping[str, Any]] | None = None,
         indices: Mapping[str, Any] | None = None,
 ) -> None:
     """
     Process one watch-event of one object: call the handlers, patch the object (see the module's docs).
 
+    ``indices`` are the in-memory indices to be passed to the handlers as kwargs (if any).
     ``stream_pressure`` is set by the queueing when newer events of the object arrive:
     then, the sleeps are interrupted, and the processing yields to the newer events.
     The unexpected errors (e.g. of the API) escape: the queueing logs & throttles them.
@@ -124,11 +77,8 @@ async def process_resource_event(
     memory = memories.recall(raw_body, memo=memo, noticed_by_listing=event_type is None)
     memory.events_seen += 1
 
-    logger: loggers.ObjectLogger
-    if event_queue is not None:
-        logger = PostingObjectLogger(body=body, settings=settings, event_queue=event_queue)
-    else:
-        logger = loggers.ObjectLogger(body=body, settings=settings)
+    # The messages of these loggers are posted as k8s-events by the posting engine (if installed), per settings.
+    logger = loggers.ObjectLogger(body=body, settings=settings)
     local_logger = loggers.LocalObjectLogger(body=body, settings=settings)
     context = _Context(resource=resource, registry=registry, settings=settings, memory=memory, vault=vault,
                        body=body, raw_body=raw_body, patch=patch, logger=logger, local_logger=local_logger,

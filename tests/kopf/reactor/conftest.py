@@ -117,7 +117,6 @@ class Operator:
         self.watcher_kwargs = watcher_kwargs
         self.memories = ResourceMemories()
         self.task: asyncio.Task[None] | None = None
-        self.event_queue: asyncio.Queue[Any] = asyncio.Queue()
 
     def start(self, *, fresh: bool = False) -> None:
         if fresh:  # as after a restart of the operator's process: nothing is remembered.
@@ -125,7 +124,6 @@ class Operator:
         processor = functools.partial(
             process_resource_event, resource=self.resource, registry=self.registry,
             settings=self.settings, memories=self.memories, memo=self.memo, vault=self.vault,
-            event_queue=self.event_queue,
         )
         self.task = asyncio.create_task(watcher(
             namespace=self.namespace, resource=self.resource, settings=self.settings,

@@ -1,4 +1,5 @@
 """End-to-end: the watcher & the processor against the simulated cluster: creation, update, deletion."""
+import asyncio
 import json
 import logging
 from typing import Any
@@ -6,7 +7,10 @@ from typing import Any
 import pytest
 
 import kopf
+from kopf._core.actions import loggers
+from kopf._core.engines import posting
 from kopf._core.intents.registries import OperatorRegistry
+from kopf_sim.store import Cluster
 
 from .conftest import DIFFBASE, FINALIZER, Objects, Operator, wait_for
 
@@ -182,22 +186,37 @@ async def test_foreign_finalizers_are_kept(
     assert objects.get('kex1') is not None
 
 
-async def test_posting_of_handler_logs(
-        operator: Operator, registry: OperatorRegistry, objects: Objects,
+async def test_posting_of_handler_logs_as_k8s_events(
+        operator: Operator, registry: OperatorRegistry, objects: Objects, cluster: Cluster,
 ) -> None:
     @kopf.on.create('kopfexamples', registry=registry)
     def create_fn(logger: logging.LoggerAdapter[Any], **_: Any) -> None:
         logger.debug("Hidden.")
         logger.warning("Visible.")
 
-    objects.create('kex1')
-    operator.start()
-    await wait_for(lambda: DIFFBASE in objects.annotations('kex1'))
-    items = []
-    while not operator.event_queue.empty():
-        items.append(operator.event_queue.get_nowait())
-    assert [(i['type'], i['message']) for i in items] == [
-        ('Warning', 'Visible.'),
-        ('Normal', "Handler 'create_fn' succeeded."),
-    ]
-    assert items[0]['ref']['name'] == 'kex1'
+    # The posting engine: a logging handler on the objects' logger & a background poster of the events.
+    event_queue = posting.make_event_queue()
+    token = posting.event_queue_var.set(event_queue)
+    posting.install_k8s_poster()
+    poster = asyncio.create_task(posting.poster(event_queue=event_queue, settings=operator.settings,
+                                                vault=operator.vault))
+    try:
+        objects.create('kex1')
+        operator.start()
+        await wait_for(lambda: DIFFBASE in objects.annotations('kex1'))
+        events_rtype = cluster.resource('', 'v1', 'events')
+        await wait_for(lambda: len(list(cluster.objects(events_rtype.storage_key, 'default'))) >= 2)
+    finally:
+        poster.cancel()
+        await asyncio.gather(poster, return_exceptions=True)
+        posting.event_queue_var.reset(token)
+        for handler in list(loggers.object_logger.handlers):
+            if isinstance(handler, posting.K8sPoster):
+                loggers.object_logger.removeHandler(handler)
+
+    events = sorted(cluster.objects(events_rtype.storage_key, 'default'), key=lambda e: e['metadata']['name'])
+    summary = sorted((e['type'], e['message'], e['involvedObject']['name']) for e in events)
+    assert summary == [
+        ('Normal', "Handler 'create_fn' succeeded.", 'kex1'),
+        ('Warning', 'Visible.', 'kex1'),
+    ]  # the framework's own progress messages ("is processed", "Patching") are not posted.
