@@ -1,0 +1,199 @@
+"""
+The acceptance: ``kopf run`` as a process, ``kopf run --sim``, and ``KopfRunner``, driven by kubectl.
+
+These tests use real processes, sockets (loopback only) and time, so they poll with short timeouts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+import pytest
+
+import kopf
+from kopf.testing import KopfRunner
+
+ROOT = pathlib.Path(__file__).parent.parent.parent.parent
+CRD = str(ROOT / 'examples' / 'crd.yaml')
+OBJECTS = str(ROOT / 'examples' / 'objects.yaml')
+EXAMPLE = str(ROOT / 'examples' / '01-minimal' / 'example.py')
+KUBECTL = shutil.which('kubectl') or '/usr/bin/kubectl'
+
+pytestmark = pytest.mark.kubectl
+
+
+class Lines:
+    """The lines of a process's stream, read in a thread (so that waiting for them can time out)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.seen: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._queue.put(line.rstrip('\n'))
+        self._queue.put(None)
+
+    def wait_for(self, prefix: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.seen:
+                if line.startswith(prefix):
+                    return line
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"No line starting with {prefix!r} in {timeout}s; seen: {self.seen}") from None
+            if line is None:
+                raise AssertionError(f"The stream has ended with no {prefix!r}; seen: {self.seen}")
+            self.seen.append(line)
+
+
+def kubectl(kubeconfig: str, *args: str) -> str:
+    result = subprocess.run([KUBECTL, '--kubeconfig', kubeconfig, *args], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def poll(fn: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Not met in {timeout}s: {fn}")
+        time.sleep(0.2)
+
+
+def message_of(kubeconfig: str, name: str = 'kopf-example-1') -> str | None:
+    obj = json.loads(kubectl(kubeconfig, 'get', 'kopfexample', name, '-n', 'default', '-o', 'json'))
+    return ((obj.get('status') or {}).get('create_fn') or {}).get('message')
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = 30) -> int:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {**os.environ, 'PYTHONUNBUFFERED': '1'}
+
+
+@pytest.fixture
+def served(tmp_path: pathlib.Path, env: dict[str, str]) -> Iterator[str]:
+    """A simulated cluster served by ``kopf-sim serve`` (a process) with the CRD; yields its kubeconfig."""
+    kubeconfig = str(tmp_path / 'kubeconfig')
+    proc = subprocess.Popen([sys.executable, '-m', 'kopf_sim', 'serve', '--host', '127.0.0.1', '--port', '0',
+                             '--kubeconfig', kubeconfig, '--load', CRD],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    assert proc.stdout is not None
+    try:
+        Lines(proc.stdout).wait_for('Kubeconfig:')
+        yield kubeconfig
+    finally:
+        stop(proc)
+
+
+def test_kopf_run_process_against_a_served_sim(served: str, env: dict[str, str], tmp_path: pathlib.Path) -> None:
+    log = open(tmp_path / 'operator.log', 'w+')  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, '-m', 'kopf', 'run', '-A', '--standalone', '--verbose', EXAMPLE],
+                            stdout=log, stderr=subprocess.STDOUT, text=True, env={**env, 'KUBECONFIG': served})
+    try:
+        kubectl(served, 'create', '-f', OBJECTS)
+        assert poll(lambda: message_of(served)) == 'hello, kopf-example-1'
+        events = json.loads(kubectl(served, 'get', 'events', '-n', 'default', '-o', 'json'))['items']
+        assert any("And here we are!" in event['message'] for event in events)
+    finally:
+        returncode = stop(proc)
+        log.seek(0)
+        output = log.read()
+        log.close()
+    assert returncode == 0, output
+    assert "And here we are!" in output
+    assert "Signal SIGINT is received" in output
+
+
+def test_kopf_run_process_stops_on_sigterm(served: str, env: dict[str, str]) -> None:
+    proc = subprocess.Popen([sys.executable, '-m', 'kopf', 'run', '-A', '--standalone', EXAMPLE],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**env, 'KUBECONFIG': served})
+    try:
+        kubectl(served, 'create', '-f', OBJECTS)
+        poll(lambda: message_of(served))
+    finally:
+        returncode = stop(proc, signal.SIGTERM)
+    assert proc.stdout is not None
+    output = proc.stdout.read()
+    proc.stdout.close()
+    assert returncode == 0, output
+    assert "Signal SIGTERM is received" in output
+
+
+def test_kopf_run_with_the_embedded_sim(env: dict[str, str]) -> None:
+    proc = subprocess.Popen([sys.executable, '-m', 'kopf', 'run', '--sim', CRD, EXAMPLE],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    assert proc.stdout is not None
+    try:
+        lines = Lines(proc.stdout)
+        url = lines.wait_for('Simulated cluster: ').split(': ', 1)[1]
+        kubeconfig = lines.wait_for('Kubeconfig: ').split(': ', 1)[1]
+        assert url.startswith('http://127.0.0.1:')
+        assert os.path.exists(kubeconfig)
+        kubectl(kubeconfig, 'create', '-f', OBJECTS)
+        assert poll(lambda: message_of(kubeconfig)) == 'hello, kopf-example-1'
+        table = kubectl(kubeconfig, 'get', 'kopfexamples', '-A')
+        assert 'hello, kopf-example-1' in table
+    finally:
+        returncode = stop(proc)
+    proc.stdout.close()
+    assert returncode == 0
+    assert not os.path.exists(kubeconfig)
+
+
+def test_kopf_runner_against_a_served_sim(served: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv('KUBECONFIG', served)
+    registry = kopf.OperatorRegistry()
+    with KopfRunner(['run', '-A', '--standalone', '--verbose', EXAMPLE], registry=registry, timeout=30) as runner:
+        kubectl(served, 'create', '-f', OBJECTS)
+        assert poll(lambda: message_of(served)) == 'hello, kopf-example-1'
+        kubectl(served, 'delete', '-f', OBJECTS)
+    assert runner.exit_code == 0
+    assert runner.exception is None
+    assert 'And here we are!' in runner.stdout
+    assert 'Stop-flag is raised' in runner.output
+    assert [handler.id for handler in registry.changing] == ['create_fn']
+
+
+def test_kopf_runner_reraises_the_operator_errors(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / 'failing.py'
+    path.write_text("import kopf\n\n@kopf.on.startup(errors=kopf.ErrorsMode.PERMANENT)\n"
+                    "def startup_fn(**_):\n    raise ValueError('no start')\n")
+    with pytest.raises(Exception, match='no start'), \
+            KopfRunner(['run', '-A', '--standalone', str(path)], registry=kopf.OperatorRegistry(), timeout=30):
+        pass
+
+    with KopfRunner(['run', '-A', '--standalone', str(path)], registry=kopf.OperatorRegistry(),
+                    reraise=False, timeout=30) as runner:
+        pass
+    assert runner.exit_code != 0
+    assert 'no start' in str(runner.exception)
