@@ -82,7 +82,7 @@ async def process_resource_event(
     local_logger = loggers.LocalObjectLogger(body=body, settings=settings)
     context = _Context(resource=resource, registry=registry, settings=settings, memory=memory, vault=vault,
                        body=body, raw_body=raw_body, patch=patch, logger=logger, local_logger=local_logger,
-                       stream_pressure=stream_pressure, indices=indices or {})
+                       stream_pressure=stream_pressure, indices=indices or {}, initial=event_type is None)
 
     # The silent handlers of the raw events: for every event, even for the gone objects.
     await _process_watching(context, raw_event=raw_event)
@@ -118,8 +118,10 @@ class _Context:
             local_logger: loggers.ObjectLogger,
             stream_pressure: asyncio.Event | None,
             indices: Mapping[str, Any],
+            initial: bool,
     ) -> None:
         super().__init__()
+        self.initial = initial
         self.resource = resource
         self.registry = registry
         self.settings = settings
@@ -233,7 +235,7 @@ async def _process_changing(context: _Context) -> None:
     cause = invocation.ChangingCause(
         logger=context.logger, memo=memory.memo, indices=context.indices,
         resource=resource, patch=patch, body=body,
-        reason=reason, initial=memory.noticed_by_listing and memory.events_seen <= 1,
+        reason=reason, initial=context.initial,
         diff=diff, old=old, new=new,
     )
     kwargs = cause.kwargs()

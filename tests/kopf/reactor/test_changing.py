@@ -220,3 +220,25 @@ async def test_posting_of_handler_logs_as_k8s_events(
         ('Normal', "Handler 'create_fn' succeeded.", 'kex1'),
         ('Warning', 'Visible.', 'kex1'),
     ]  # the framework's own progress messages ("is processed", "Patching") are not posted.
+
+
+async def test_deletion_interrupts_an_unfinished_creation(
+        operator: Operator, registry: OperatorRegistry, objects: Objects,
+) -> None:
+    calls: list[str] = []
+
+    @kopf.on.create('kopfexamples', registry=registry)
+    def create_fn(**_: Any) -> None:
+        calls.append('create')
+        raise kopf.TemporaryError("never ready", delay=1000)
+
+    @kopf.on.delete('kopfexamples', registry=registry)
+    def delete_fn(**_: Any) -> None:
+        calls.append('delete')
+
+    objects.create('kex1')
+    operator.start()
+    await wait_for(lambda: calls == ['create'])
+    objects.delete('kex1')  # interrupts the sleep of the delayed creation handler.
+    await wait_for(lambda: objects.get('kex1') is None, timeout=100)
+    assert calls == ['create', 'delete']
