@@ -1,0 +1,610 @@
+"""
+The daemons engine, driven directly: spawning, kwargs, stop-flags, termination stages, restarts, results.
+
+Async tests run in virtual time (looptime); the sync daemons (threads) are tested in real time
+with short timeouts, since the threads cannot be fast-forwarded.
+"""
+import asyncio
+import logging
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import kopf
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs.bodies import Body
+from kopf._cogs.structs.ephemera import Memo
+from kopf._core.engines.daemons import (
+    AsyncDaemonStopped,
+    DaemonsMemory,
+    DaemonStopped,
+    DaemonStopper,
+    DaemonStoppingReason,
+    SyncDaemonStopped,
+    daemon_killer,
+    spawn_daemons,
+    stop_all,
+    stop_daemons,
+)
+
+from .spawning_helpers import LOGGER, RESOURCE, PatchSink, daemon_handler, make_body, wait_for
+
+looptime = pytest.mark.looptime
+
+
+async def spawn(handlers: list[Any], memory: DaemonsMemory, body: dict[str, Any] | None = None,
+                sink: PatchSink | None = None, settings: OperatorSettings | None = None,
+                memo: Any = None, indices: dict[str, Any] | None = None) -> None:
+    await spawn_daemons(settings=settings or OperatorSettings(), handlers=handlers, memory=memory,
+                        body=body if body is not None else make_body(), resource=RESOURCE, logger=LOGGER,
+                        memo=memo if memo is not None else Memo(), indices=indices, patch_sink=sink)
+
+
+# -------------------------------------------------------------------------------------------------
+# The stop-flag.
+# -------------------------------------------------------------------------------------------------
+
+async def test_reasons_are_documented_flags() -> None:
+    assert DaemonStoppingReason.DONE.value == 1
+    assert DaemonStoppingReason.FILTERS_MISMATCH.value == 2
+    assert DaemonStoppingReason.RESOURCE_DELETED.value == 4
+    assert DaemonStoppingReason.OPERATOR_PAUSING.value == 8
+    assert DaemonStoppingReason.OPERATOR_EXITING.value == 16
+    assert DaemonStoppingReason.DAEMON_SIGNALLED.value == 32
+    assert DaemonStoppingReason.DAEMON_CANCELLED.value == 64
+    assert DaemonStoppingReason.DAEMON_ABANDONED.value == 128
+    combined = DaemonStoppingReason.RESOURCE_DELETED | DaemonStoppingReason.OPERATOR_EXITING
+    assert DaemonStoppingReason.RESOURCE_DELETED in combined
+    assert not DaemonStoppingReason.NONE
+
+
+@looptime
+async def test_async_flag_is_truthy_when_set_and_awaitable() -> None:
+    stopper = DaemonStopper()
+    stopped = AsyncDaemonStopped(stopper)
+    assert isinstance(stopped, DaemonStopped)
+    assert not stopped and not stopped.is_set()
+    assert stopped.reason == DaemonStoppingReason.NONE
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    assert await stopped.wait(5) is False
+    assert loop.time() - start == pytest.approx(5)
+
+    loop.call_later(3, stopper.set, DaemonStoppingReason.RESOURCE_DELETED)
+    assert await stopped.wait(100) is True
+    assert loop.time() - start == pytest.approx(8)
+    assert stopped and stopped.is_set()
+    assert stopped.reason == DaemonStoppingReason.RESOURCE_DELETED
+    await stopped  # no waiting when set.
+    stopper.set(DaemonStoppingReason.OPERATOR_EXITING)
+    assert stopped.reason == DaemonStoppingReason.RESOURCE_DELETED | DaemonStoppingReason.OPERATOR_EXITING
+
+
+async def test_sync_flag_wakes_up_threads_at_once() -> None:
+    stopper = DaemonStopper()
+    stopped = SyncDaemonStopped(stopper)
+    results: list[Any] = []
+
+    def thread_fn() -> None:
+        results.append(stopped.wait(0.01))  # times out: not set.
+        started = time.monotonic()
+        results.append(stopped.wait(10))
+        results.append(time.monotonic() - started)
+
+    thread = threading.Thread(target=thread_fn)
+    thread.start()
+    await asyncio.sleep(0.05)
+    stopper.set()
+    thread.join(1)
+    assert not thread.is_alive()
+    assert results[0] is False
+    assert results[1] is True
+    assert results[2] < 1
+    assert stopped.reason == DaemonStoppingReason.DAEMON_SIGNALLED
+
+
+# -------------------------------------------------------------------------------------------------
+# Spawning & kwargs.
+# -------------------------------------------------------------------------------------------------
+
+@looptime
+async def test_async_daemon_gets_the_documented_kwargs() -> None:
+    seen: dict[str, Any] = {}
+
+    async def fn(**kwargs: Any) -> None:
+        seen.update(kwargs)
+        await kwargs['stopped'].wait()
+
+    memory = DaemonsMemory()
+    memo = Memo()
+    handler = daemon_handler(fn, param=123)
+    await spawn([handler], memory, memo=memo, indices={'my_idx': {'k': ['v']}})
+    await wait_for(lambda: bool(seen))
+    expected = {'body', 'spec', 'meta', 'status', 'uid', 'name', 'namespace', 'labels', 'annotations',
+                'patch', 'logger', 'memo', 'param', 'resource', 'stopped', 'retry', 'started', 'runtime',
+                'my_idx'}
+    assert expected <= set(seen)
+    assert isinstance(seen['stopped'], AsyncDaemonStopped)
+    assert isinstance(seen['body'], Body)
+    assert seen['name'] == 'kex1' and seen['namespace'] == 'ns1' and seen['uid'] == 'uid-kex1'
+    assert seen['param'] == 123 and seen['retry'] == 0
+    assert seen['memo'] is memo
+    assert seen['resource'] == RESOURCE
+    assert seen['my_idx'] == {'k': ['v']}
+
+    assert await stop_daemons(settings=OperatorSettings(), memory=memory) is None
+    assert not memory.running
+
+
+@looptime
+async def test_daemon_sees_the_live_body() -> None:
+    fields: list[Any] = []
+
+    async def fn(stopped: DaemonStopped, spec: Any, body: Any, **_: Any) -> None:
+        while not stopped:
+            fields.append((spec['field'], body['spec']['field']))
+            await asyncio.sleep(10)
+
+    memory = DaemonsMemory()
+    handler = daemon_handler(fn)
+    await spawn([handler], memory, body=make_body(spec={'field': 'a'}))
+    await asyncio.sleep(15)
+    await spawn([handler], memory, body=make_body(spec={'field': 'b'}))
+    await asyncio.sleep(10)
+    assert fields == [('a', 'a'), ('a', 'a'), ('b', 'b')]
+    assert len(memory.running) == 1  # not re-spawned on the next event.
+    await stop_all([memory], settings=OperatorSettings())
+
+
+@looptime
+async def test_initial_delay_postpones_the_start() -> None:
+    loop = asyncio.get_running_loop()
+    starts: list[float] = []
+
+    async def fn(stopped: DaemonStopped, **_: Any) -> None:
+        starts.append(loop.time())
+        await stopped.wait()
+
+    memory = DaemonsMemory()
+    start = loop.time()
+    await spawn([daemon_handler(fn, initial_delay=30)], memory)
+    await asyncio.sleep(29)
+    assert not starts
+    await asyncio.sleep(2)
+    assert starts == [pytest.approx(start + 30)]
+    await stop_all([memory], settings=OperatorSettings())
+
+
+@looptime
+async def test_daemon_stopped_during_the_initial_delay_is_never_called() -> None:
+    calls: list[int] = []
+
+    async def fn(**_: Any) -> None:
+        calls.append(1)
+
+    memory = DaemonsMemory()
+    await spawn([daemon_handler(fn, initial_delay=30)], memory)
+    await asyncio.sleep(10)
+    assert await stop_daemons(settings=OperatorSettings(), memory=memory) is None
+    await asyncio.sleep(100)
+    assert not calls and not memory.running
+
+
+# -------------------------------------------------------------------------------------------------
+# Results, exits, restarts, errors.
+# -------------------------------------------------------------------------------------------------
+
+@looptime
+async def test_result_goes_to_status_and_exited_daemon_is_not_restarted() -> None:
+    calls: list[int] = []
+
+    async def fn(**_: Any) -> dict[str, Any]:
+        calls.append(1)
+        await asyncio.sleep(10)
+        return {'finished': True}
+
+    memory = DaemonsMemory()
+    sink = PatchSink()
+    handler = daemon_handler(fn)
+    await spawn([handler], memory, sink=sink)
+    await asyncio.sleep(11)
+    assert sink.statuses == [{'daemon_fn': {'finished': True}}]
+    assert not memory.running
+    assert handler.id in memory.exhausted
+
+    await spawn([handler], memory, sink=sink)  # the next event: not re-spawned.
+    await asyncio.sleep(100)
+    assert calls == [1]
+
+
+@looptime
+async def test_daemon_patch_is_applied_after_it_exits() -> None:
+    async def fn(patch: kopf.Patch, **_: Any) -> None:
+        patch.status['seen'] = 'yes'
+
+    memory = DaemonsMemory()
+    sink = PatchSink()
+    await spawn([daemon_handler(fn)], memory, sink=sink)
+    await wait_for(lambda: bool(sink.patches))
+    assert sink.patches == [{'status': {'seen': 'yes'}}]
+
+
+@looptime
+async def test_temporary_error_restarts_after_its_delay() -> None:
+    loop = asyncio.get_running_loop()
+    attempts: list[tuple[float, int]] = []
+
+    async def fn(retry: int, **_: Any) -> None:
+        attempts.append((loop.time(), retry))
+        await asyncio.sleep(10)
+        if retry < 2:
+            raise kopf.TemporaryError("Need to restart.", delay=10)
+
+    memory = DaemonsMemory()
+    start = loop.time()
+    await spawn([daemon_handler(fn)], memory)
+    await asyncio.sleep(100)
+    assert [retry for _, retry in attempts] == [0, 1, 2]
+    assert [t - start for t, _ in attempts] == [pytest.approx(0), pytest.approx(20), pytest.approx(40)]
+    assert not memory.running
+
+
+@looptime
+async def test_arbitrary_error_restarts_after_backoff_until_retries_exceeded(
+        caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = asyncio.get_running_loop()
+    times: list[float] = []
+
+    async def fn(**_: Any) -> None:
+        times.append(loop.time())
+        raise ValueError("boom")
+
+    memory = DaemonsMemory()
+    start = loop.time()
+    await spawn([daemon_handler(fn, backoff=5, retries=3)], memory)
+    await asyncio.sleep(100)
+    assert [t - start for t in times] == [pytest.approx(0), pytest.approx(5), pytest.approx(10)]
+    assert not memory.running and 'daemon_fn' in memory.exhausted
+    assert 'exceeded' in caplog.text
+
+
+@looptime
+async def test_permanent_errors_stop_the_daemon_forever() -> None:
+    calls: list[str] = []
+
+    async def fn1(**_: Any) -> None:
+        calls.append('fn1')
+        raise kopf.PermanentError("Bye-bye!")
+
+    async def fn2(**_: Any) -> None:
+        calls.append('fn2')
+        raise ValueError("Bye!")
+
+    memory = DaemonsMemory()
+    handlers = [daemon_handler(fn1, id='fn1'), daemon_handler(fn2, id='fn2', errors=kopf.ErrorsMode.PERMANENT)]
+    await spawn(handlers, memory)
+    await asyncio.sleep(100)
+    await spawn(handlers, memory)
+    await asyncio.sleep(100)
+    assert sorted(calls) == ['fn1', 'fn2']
+    assert memory.exhausted == {'fn1', 'fn2'}
+
+
+# -------------------------------------------------------------------------------------------------
+# Termination: graceful, cancelled, abandoned, polled forever.
+# -------------------------------------------------------------------------------------------------
+
+@looptime
+async def test_graceful_exit_on_deletion_touches_the_object() -> None:
+    reasons: list[DaemonStoppingReason] = []
+
+    async def fn(stopped: DaemonStopped, **_: Any) -> None:
+        while not stopped:
+            await stopped.wait(10)
+        await asyncio.sleep(3)  # some cleanup.
+        reasons.append(stopped.reason)
+
+    memory = DaemonsMemory()
+    sink = PatchSink()
+    settings = OperatorSettings()
+    await spawn([daemon_handler(fn)], memory, sink=sink, settings=settings)
+    await asyncio.sleep(1)
+    delay = await stop_daemons(settings=settings, memory=memory, patch_sink=sink)
+    assert delay == settings.background.cancellation_polling  # no timeout: polling.
+    await asyncio.sleep(3.5)
+    assert reasons == [DaemonStoppingReason.RESOURCE_DELETED]
+    assert not memory.running
+    assert sink.touches == 1  # so that the reactor re-checks the finalizer.
+    assert await stop_daemons(settings=settings, memory=memory, patch_sink=sink) is None
+
+
+@looptime
+async def test_async_daemon_ignoring_the_flag_is_cancelled_after_backoff() -> None:
+    loop = asyncio.get_running_loop()
+    cancelled: list[float] = []
+
+    async def fn(**_: Any) -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(loop.time())
+            raise
+
+    memory = DaemonsMemory()
+    settings = OperatorSettings()
+    await spawn([daemon_handler(fn, cancellation_backoff=2, cancellation_timeout=5)], memory, settings=settings)
+    await asyncio.sleep(1)
+    start = loop.time()
+    delay = await stop_daemons(settings=settings, memory=memory)
+    assert delay == pytest.approx(7)
+    await asyncio.sleep(1.9)
+    assert not cancelled and memory.running
+    await asyncio.sleep(0.2)
+    assert cancelled == [pytest.approx(start + 2)]
+    assert not memory.running
+    assert await stop_daemons(settings=settings, memory=memory) is None
+
+
+@looptime
+async def test_async_daemon_cancelled_at_once_with_timeout_and_no_backoff() -> None:
+    loop = asyncio.get_running_loop()
+    cancelled: list[float] = []
+
+    async def fn(**_: Any) -> None:
+        try:
+            await asyncio.sleep(1000)
+        except asyncio.CancelledError:
+            cancelled.append(loop.time())
+            raise
+
+    memory = DaemonsMemory()
+    await spawn([daemon_handler(fn, cancellation_timeout=1)], memory)
+    await asyncio.sleep(1)
+    start = loop.time()
+    await stop_all([memory], settings=OperatorSettings())
+    assert cancelled == [pytest.approx(start)]
+
+
+@looptime
+async def test_async_daemon_resisting_cancellation_is_abandoned_after_timeout(
+        caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = asyncio.get_running_loop()
+    release = asyncio.Event()
+    reasons: list[DaemonStoppingReason] = []
+
+    async def fn(stopped: DaemonStopped, **_: Any) -> None:
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                reasons.append(stopped.reason)  # and go on: a disobedient daemon.
+
+    memory = DaemonsMemory()
+    sink = PatchSink()
+    settings = OperatorSettings()
+    caplog.set_level(logging.WARNING)
+    await spawn([daemon_handler(fn, cancellation_backoff=1, cancellation_timeout=5)], memory,
+                sink=sink, settings=settings)
+    await asyncio.sleep(1)
+    start = loop.time()
+    with pytest.warns(ResourceWarning, match='abandoned'):
+        assert await stop_daemons(settings=settings, memory=memory, patch_sink=sink) == pytest.approx(6)
+        await asyncio.sleep(5.9)
+        assert not memory.stopped
+        await asyncio.sleep(0.2)
+    assert memory.stopped  # abandoned: counts as stopped, the object can be released.
+    assert await stop_daemons(settings=settings, memory=memory, patch_sink=sink) is None
+    assert 'abandoned' in caplog.text
+    assert sink.touches == 1
+    assert loop.time() - start < 7
+    assert reasons and DaemonStoppingReason.DAEMON_CANCELLED in reasons[0]
+
+    release.set()  # let it go, finally.
+    await wait_for(lambda: not memory.running)
+
+
+@looptime
+async def test_async_daemon_without_timeout_is_never_cancelled() -> None:
+    cancelled: list[int] = []
+
+    async def fn(**_: Any) -> None:
+        try:
+            await asyncio.sleep(10_000)
+        except asyncio.CancelledError:
+            cancelled.append(1)
+            raise
+
+    memory = DaemonsMemory()
+    settings = OperatorSettings()
+    await spawn([daemon_handler(fn, cancellation_backoff=1, cancellation_polling=30)], memory, settings=settings)
+    await asyncio.sleep(1)
+    assert await stop_daemons(settings=settings, memory=memory) == 30
+    await asyncio.sleep(1000)
+    assert not cancelled and memory.running and not memory.stopped
+    assert await stop_daemons(settings=settings, memory=memory) == 30  # still blocking the deletion.
+
+    task = memory.daemons[0].task
+    assert task is not None
+    task.cancel()  # e.g. the operator's cancellation of the hung tasks on exit.
+    await asyncio.wait([task])
+    assert cancelled == [1]
+    await wait_for(lambda: not memory.running)
+
+
+async def test_sync_daemon_exits_on_the_flag() -> None:
+    exited = threading.Event()
+
+    def fn(stopped: DaemonStopped, **_: Any) -> None:
+        assert isinstance(stopped, SyncDaemonStopped)
+        while not stopped:
+            stopped.wait(10)
+        exited.set()
+
+    memory = DaemonsMemory()
+    settings = OperatorSettings()
+    await spawn([daemon_handler(fn)], memory, settings=settings)
+    await asyncio.sleep(0.01)
+    started = time.monotonic()
+    await stop_all([memory], settings=settings)
+    assert time.monotonic() - started < 0.2
+    assert exited.is_set()
+    assert not memory.running
+    settings.execution.executor.shutdown(wait=True)
+
+
+async def test_sync_daemon_ignoring_the_flag_is_abandoned_and_does_not_block_the_exit(
+        caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    entered = threading.Event()
+
+    def fn(**_: Any) -> None:
+        entered.set()
+        release.wait(5)  # ignores the stop-flag until released (bounded, just in case).
+
+    memory = DaemonsMemory()
+    settings = OperatorSettings()
+    caplog.set_level(logging.WARNING)
+    await spawn([daemon_handler(fn, cancellation_backoff=0.05, cancellation_timeout=0.1)], memory, settings=settings)
+    await asyncio.to_thread(entered.wait, 1)
+    started = time.monotonic()
+    with pytest.warns(ResourceWarning, match='abandoned'):
+        await stop_all([memory], settings=settings)
+    elapsed = time.monotonic() - started
+    assert 0.14 <= elapsed < 0.3  # backoff + timeout, no more.
+    assert 'abandoned' in caplog.text
+    assert memory.stopped and not memory.running  # the thread runs on; its task is released.
+
+    release.set()
+    settings.execution.executor.shutdown(wait=True)
+
+
+@looptime
+async def test_filters_mismatch_stops_and_rematch_respawns() -> None:
+    runs: list[DaemonStoppingReason] = []
+
+    async def fn(stopped: DaemonStopped, **_: Any) -> None:
+        await stopped.wait()
+        runs.append(stopped.reason)
+
+    memory = DaemonsMemory()
+    handler = daemon_handler(fn)
+    await spawn([handler], memory)
+    await asyncio.sleep(1)
+    await spawn([], memory)  # the filters do not match anymore.
+    await asyncio.sleep(1)
+    assert runs == [DaemonStoppingReason.FILTERS_MISMATCH]
+    assert not memory.running and not memory.exhausted
+    await spawn([handler], memory)  # they match again.
+    await asyncio.sleep(1)
+    assert len(memory.running) == 1
+    await stop_all([memory], settings=OperatorSettings())
+    assert runs == [DaemonStoppingReason.FILTERS_MISMATCH, DaemonStoppingReason.OPERATOR_EXITING]
+
+
+@looptime
+async def test_terminating_daemon_is_not_respawned_until_it_exits() -> None:
+    starts: list[int] = []
+
+    async def fn(stopped: DaemonStopped, **_: Any) -> None:
+        starts.append(1)
+        await stopped.wait()
+        await asyncio.sleep(10)  # slow cleanup.
+
+    memory = DaemonsMemory()
+    handler = daemon_handler(fn)
+    await spawn([handler], memory)
+    await asyncio.sleep(1)
+    await spawn([], memory)
+    await asyncio.sleep(1)
+    await spawn([handler], memory)  # still terminating: not re-spawned.
+    await asyncio.sleep(1)
+    assert starts == [1]
+    await asyncio.sleep(10)
+    await spawn([handler], memory)
+    await asyncio.sleep(1)
+    assert starts == [1, 1]
+    await stop_all([memory], settings=OperatorSettings())
+
+
+# -------------------------------------------------------------------------------------------------
+# The operator-level stopping.
+# -------------------------------------------------------------------------------------------------
+
+@looptime
+async def test_daemon_killer_stops_on_pausing_and_on_exit() -> None:
+    from kopf._cogs.aiokits.toggles import ToggleSet
+
+    reasons: list[DaemonStoppingReason] = []
+
+    async def fn(stopped: DaemonStopped, **_: Any) -> None:
+        await stopped.wait()
+        reasons.append(stopped.reason)
+
+    memories = [DaemonsMemory() for _ in range(3)]
+    paused = ToggleSet(any)
+    toggle = await paused.make_toggle(False)
+    killer = asyncio.create_task(daemon_killer(settings=OperatorSettings(), memories=lambda: memories,
+                                               operator_paused=paused))
+    for i, memory in enumerate(memories):
+        await spawn([daemon_handler(fn)], memory, body=make_body(f'kex{i}'))
+    await asyncio.sleep(1)
+    await toggle.turn_to(True)
+    await asyncio.sleep(1)
+    assert reasons == [DaemonStoppingReason.OPERATOR_PAUSING] * 3
+    await toggle.turn_to(False)
+    for i, memory in enumerate(memories):
+        await spawn([daemon_handler(fn)], memory, body=make_body(f'kex{i}'))
+    await asyncio.sleep(1)
+    killer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await killer
+    assert reasons[3:] == [DaemonStoppingReason.OPERATOR_EXITING] * 3
+    assert all(not memory.running for memory in memories)
+
+
+@looptime
+async def test_instant_exit_timeout_is_respected() -> None:
+    loop = asyncio.get_running_loop()
+
+    async def fn(stopped: DaemonStopped, **_: Any) -> None:
+        await stopped.wait()
+        await asyncio.sleep(3)
+
+    memory = DaemonsMemory()
+    settings = OperatorSettings()
+    settings.background.instant_exit_timeout = 10
+    await spawn([daemon_handler(fn)], memory, settings=settings)
+    await asyncio.sleep(1)
+    start = loop.time()
+    await stop_all([memory], settings=settings)
+    assert loop.time() - start == pytest.approx(3)
+    assert not memory.running
+
+
+@looptime
+async def test_thousand_objects_start_and_stop_cleanly() -> None:
+    before = asyncio.all_tasks()
+    started: list[int] = []
+
+    async def fn(stopped: DaemonStopped, **_: Any) -> None:
+        started.append(1)
+        while not stopped:
+            await stopped.wait(60)
+
+    memories = [DaemonsMemory() for _ in range(1000)]
+    handler = daemon_handler(fn)
+    for i, memory in enumerate(memories):
+        await spawn([handler], memory, body=make_body(f'kex{i}'))
+    await asyncio.sleep(1)
+    assert len(started) == 1000
+    assert len(asyncio.all_tasks() - before) == 1000
+    await stop_all(memories, settings=OperatorSettings())
+    await asyncio.sleep(0)
+    assert all(not memory.running for memory in memories)
+    assert asyncio.all_tasks() == before
