@@ -38,7 +38,7 @@ async def test_temporary_error_is_retried_after_its_delay(
     assert progress['message'] == 'Not yet.'
     assert 'delayed' in progress
 
-    await wait_for(lambda: DIFFBASE in objects.annotations('kex1'), timeout=300)
+    await wait_for(lambda: DIFFBASE in objects.annotations('kex1'), timeout=300, step=1)
     assert retries == [0, 1]
     assert 119 <= times[1] - times[0] <= 122
     assert objects.status('kex1')['create_fn'] == 'done'
@@ -68,7 +68,7 @@ async def test_delayed_retry_is_not_blocking_other_events(
     count = len(events)
     objects.patch('kex1', {'metadata': {'labels': {'a': 'b'}}})
     await wait_for(lambda: len(events) > count, timeout=5)  # the sleep is interrupted by the new event.
-    await wait_for(lambda: DIFFBASE in objects.annotations('kex1'), timeout=700)
+    await wait_for(lambda: DIFFBASE in objects.annotations('kex1'), timeout=700, step=1)
 
 
 async def test_permanent_error_fails_the_handler_without_retries(
