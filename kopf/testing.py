@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import importlib
 import logging
 import threading
 import types
@@ -15,6 +14,7 @@ from typing import Any
 
 import click.testing
 
+from kopf import cli
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers import loggers
 from kopf._core.intents.registries import OperatorRegistry
@@ -100,7 +100,6 @@ class KopfRunner(_AbstractKopfRunner):
                 raise exception
 
     def _target(self) -> None:
-        cli = importlib.import_module('kopf.cli')  # a sibling public module: resolved at run time.
         loop = asyncio.new_event_loop()
         try:
             controls = cli.CLIControls(
