@@ -13,7 +13,7 @@ from kopf_sim.app import build_app
 from kopf_sim.serving import ServedApp
 from kopf_sim.store import Cluster
 
-pytest_plugins = ["pytester"]
+# The pytester plugin is enabled in tests/conftest.py (pytest_plugins is not allowed in nested conftests).
 
 # The inner runs must not see the outer project's ini (asyncio_mode etc.); looptime's plugin needs
 # pytest-asyncio, so it is disabled together with it.

@@ -36,15 +36,17 @@ async def test_real_time_when_marked(kopf_cluster):
     path = await kopf_cluster.kubeconfig()
     assert path == await kopf_cluster.kubeconfig()
     process = await asyncio.create_subprocess_exec(
-        "{KUBECTL}", "--kubeconfig", str(path), "get", "configmap", "cm", "-o", "json",
+        "{KUBECTL}", "--kubeconfig", str(path), "--request-timeout=30s", "get", "configmap", "cm", "-o", "json",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    stdout, stderr = await process.communicate()
+    async with asyncio.timeout(60):
+        stdout, stderr = await process.communicate()
     assert process.returncode == 0, stderr
     assert json.loads(stdout)["data"] == {{"k": "v"}}
     process = await asyncio.create_subprocess_exec(
-        "{KUBECTL}", "--kubeconfig", str(path), "create", "configmap", "cm2",
+        "{KUBECTL}", "--kubeconfig", str(path), "--request-timeout=30s", "create", "configmap", "cm2",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    await process.communicate()
+    async with asyncio.timeout(60):
+        await process.communicate()
     assert (await kopf_cluster.get("configmaps", "cm2"))["metadata"]["name"] == "cm2"
 
 @pytest.mark.kopf_real_only

@@ -277,6 +277,6 @@ def test_xdist_workers_have_their_own_clusters(pytester: pytest.Pytester, tmp_pa
     '''))
     records = tmp_path / "records"
     result = pytester.runpytest_subprocess(*NO_ASYNCIO, *BASE, "-n", "2",
-                                           "--kopf-record", str(records))
+                                           "--kopf-record", str(records), timeout=300)
     result.assert_outcomes(passed=8)
     assert len(list(records.iterdir())) == 8
