@@ -413,10 +413,15 @@ def inject_handler_id(config: reviews.WebhookClientConfig, id: str) -> reviews.W
 _INVALID_NAME_CHARS = re.compile(r'[^a-z0-9.-]+')
 
 
-def build_webhook_name(id: str, name_suffix: str) -> str:
-    """A DNS-compatible name of a webhook: ``<handler-id>.<managed-name>`` (lowercased, sanitised)."""
+def build_webhook_name(id: str, name_suffix: str, *, disambiguate: bool = False) -> str:
+    """
+    A DNS-compatible name of a webhook: ``<handler-id>.<managed-name>`` (lowercased, sanitised).
+
+    E.g. ``check_numbers`` becomes ``check-numbers.auto.kopf.dev``. If two ids are sanitised
+    into the same name (e.g. ``a_b`` & ``a-b``), the latter is disambiguated with a hash of the id.
+    """
     prefix = _INVALID_NAME_CHARS.sub('-', id.lower()).strip('.-') or 'webhook'
-    if prefix != id:  # make the sanitised ids distinguishable, e.g. "a_b" & "a-b"
+    if disambiguate:
         prefix = f"{prefix}-{hashlib.sha256(id.encode('utf-8')).hexdigest()[:8]}"
     return f'{prefix}.{name_suffix}'
 
@@ -479,6 +484,7 @@ def build_webhooks(
     """
     resources = list(resources)
     webhooks: dict[str, dict[str, Any]] = {}
+    ids: dict[str, str] = {}  # webhook names to handler ids
     for handler in handlers:
         if persistent_only and not handler.persistent:
             continue
@@ -486,6 +492,9 @@ def build_webhooks(
         if not rules:
             continue
         name = build_webhook_name(handler.id, name_suffix)
+        if ids.get(name, handler.id) != handler.id:
+            name = build_webhook_name(handler.id, name_suffix, disambiguate=True)
+        ids[name] = handler.id
         if name in webhooks:  # the same handler via several decorators: merge the rules.
             existing_rules = webhooks[name]['rules']
             existing_rules.extend(rule for rule in rules if rule not in existing_rules)
