@@ -115,3 +115,23 @@ def test_time_limit_of_virtual_time(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*TimeLimitError: The loop time would pass its limit of 100.0 s*"])
+
+
+def test_explicit_asyncio_marker_still_runs_in_the_kopf_loop(pytester: pytest.Pytester) -> None:
+    args, ini = CONFIGS["asyncio-strict"]
+    pytester.makeini(f"[pytest]\n{ini}")
+    pytester.makepyfile(textwrap.dedent('''
+        import asyncio, pytest
+        from kopf_sim import virtualtime
+
+        @pytest.mark.asyncio
+        async def test_marked(kopf_cluster):
+            assert isinstance(asyncio.get_running_loop(), virtualtime.VirtualTimeLoop)
+            await kopf_cluster.advance(60)
+            assert asyncio.get_running_loop().time() == 60
+
+        @pytest.mark.asyncio
+        async def test_plain_asyncio():
+            assert not isinstance(asyncio.get_running_loop(), virtualtime.VirtualTimeLoop)
+    '''))
+    pytester.runpytest_inprocess(*args, *BASE).assert_outcomes(passed=2)
