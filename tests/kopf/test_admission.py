@@ -474,8 +474,8 @@ async def test_deletion_sees_the_old_object(registry: OperatorRegistry, settings
     assert seen == {'body': old, 'old': old, 'new': None}
 
 
-async def test_memos_of_creations_are_discarded_and_of_updates_kept(registry: OperatorRegistry,
-                                                                   settings: OperatorSettings) -> None:
+async def test_memos_of_creations_are_discarded_and_of_known_objects_kept(registry: OperatorRegistry,
+                                                                         settings: OperatorSettings) -> None:
     memos: list[Any] = []
 
     @kopf.on.validate('kopfexamples', registry=registry)
@@ -491,12 +491,20 @@ async def test_memos_of_creations_are_discarded_and_of_updates_kept(registry: Op
     assert len(memories) == 0
     assert memos[0] is not memos[1]
     assert memos[0] == memos[1] == {'shared': 'yes', 'counter': 1}
+
+    # Unknown to the operator (not yet seen by the reactor): throwaway memos, no memories created.
+    await serve(registry, settings, make_review('UPDATE', obj=obj, old=obj), memories=memories, memobase=memobase)
+    assert len(memories) == 0
+    assert memos[2] == {'shared': 'yes', 'counter': 1}
+
+    # Known to the operator: the object's own memo.
+    memory = memories.recall(obj, memo=memobase)
     for _ in range(2):
         await serve(registry, settings, make_review('UPDATE', obj=obj, old=obj), memories=memories, memobase=memobase)
-    assert memos[2] is memos[3] is memories.recall(obj).memo
-    assert memos[3] == {'shared': 'yes', 'counter': 2}
+    assert memos[3] is memos[4] is memory.memo
+    assert memos[4] == {'shared': 'yes', 'counter': 2}
     await serve(registry, settings, make_review('DELETE', old=obj), memories=memories, memobase=memobase)
-    assert memos[4] is memos[3]
+    assert memos[5] is memory.memo
     assert memobase == {'shared': 'yes'}
 
 
@@ -679,11 +687,14 @@ def configurations(cluster: Cluster, key: tuple[str, str]) -> dict[str, dict[str
     return {hook['name']: hook for hook in found['auto.kopf.dev'].get('webhooks') or []}
 
 
-async def until(predicate: Callable[[], Any], *, timeout: float = 10) -> None:
-    """Wait until the predicate holds; no real sleeps: only the event loop's cycles (incl. real I/O)."""
+async def until(predicate: Callable[[], Any], *, timeout: float = 10, step: float = 0) -> None:
+    """
+    Wait until the predicate holds; no real sleeps: only the event loop's cycles (incl. real I/O),
+    or, under looptime, the virtual time steps (there, the time does not advance by cycling alone).
+    """
     async with asyncio.timeout(timeout):
         while not predicate():  # noqa: ASYNC110
-            await asyncio.sleep(0)
+            await asyncio.sleep(step)
 
 
 def kex(name: str, **spec: Any) -> dict[str, Any]:
@@ -995,3 +1006,71 @@ def test_webhook_types_are_split_into_configurations(operator_registry: Operator
     types = {handler.id: handler.type for handler in operator_registry.webhooks.get_all_handlers()}
     assert types == {'check_field': WebhookType.VALIDATING, 'audit': WebhookType.VALIDATING,
                      'defaults': WebhookType.MUTATING}
+
+
+#
+# Whole operators: the admission webhook server is one of the operator's tasks (if there are handlers).
+#
+
+@pytest.mark.looptime
+async def test_operator_serves_the_admission_and_cleans_up(
+        cluster: Cluster, apiserver: InMemoryServer, vault: Vault, settings: OperatorSettings,
+        operator_registry: OperatorRegistry) -> None:
+    client_config: reviews.WebhookClientConfig = {'url': 'https://kopf.in-process/op'}
+    control = apiserver.app[ADMISSION_KEY]
+    for url, handler in admission.in_process_endpoints(registry=operator_registry, settings=settings,
+                                                       client_config=client_config).items():
+        control.register(url, handler)
+
+    @kopf.on.startup(registry=operator_registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        async def in_process_server(fn: reviews.WebhookFn) -> AsyncIterator[reviews.WebhookClientConfig]:
+            yield client_config
+            await asyncio.Event().wait()
+
+        settings.admission.server = in_process_server
+        settings.admission.managed = 'auto.kopf.dev'
+
+    settings.peering.standalone = True
+    stop_flag, ready_flag = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(kopf.operator(registry=operator_registry, settings=settings, vault=vault,
+                                             clusterwide=True, stop_flag=stop_flag, ready_flag=ready_flag))
+    try:
+        await until(lambda: configurations(cluster, VALIDATING) and configurations(cluster, MUTATING), step=0.1)
+        hook = configurations(cluster, VALIDATING)['check-field.auto.kopf.dev']
+        assert hook['rules'] == [{'apiGroups': ['kopf.dev'], 'apiVersions': ['v1'], 'resources': ['kopfexamples'],
+                                  'operations': ['*'], 'scope': '*'}]
+        with pytest.raises(clients_errors.APIClientError) as err:
+            await creating.create_obj(resource=KEX, body=kex('bad1', field='bad'), settings=settings, vault=vault)
+        assert 'denied the request: The field must not be bad.' in str(err.value)
+        created = await creating.create_obj(resource=KEX, body=kex('good1'), settings=settings, vault=vault)
+        assert created['spec'] == {'numbers': [1, 2, 3]}
+    finally:
+        stop_flag.set()
+        await asyncio.wait_for(task, timeout=60)
+    assert list(configurations(cluster, VALIDATING)) == ['audit.auto.kopf.dev']
+    assert configurations(cluster, MUTATING) == {}
+
+
+@pytest.mark.looptime
+async def test_operator_fails_with_no_server_configured(
+        vault: Vault, settings: OperatorSettings, operator_registry: OperatorRegistry) -> None:
+    settings.peering.standalone = True
+    with pytest.raises(admission.WebhookServerNotConfiguredError):
+        await asyncio.wait_for(kopf.operator(registry=operator_registry, settings=settings, vault=vault,
+                                             clusterwide=True), timeout=60)
+
+
+@pytest.mark.looptime
+async def test_operator_without_admission_handlers_needs_no_server(
+        vault: Vault, settings: OperatorSettings, registry: OperatorRegistry) -> None:
+    kopf.on.create('kopfexamples', registry=registry)(lambda **_: None)
+    settings.peering.standalone = True
+    tasks = await kopf.spawn_tasks(registry=registry, settings=settings, vault=vault, clusterwide=True)
+    try:
+        assert 'admission webhook server' not in {task.get_name() for task in tasks}
+        await asyncio.sleep(0)  # let them start, so that their coroutines are closed properly.
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -255,13 +255,13 @@ def _get_memo(
         memobase: ephemera.AnyMemo,
 ) -> ephemera.AnyMemo:
     """
-    The memo of the object: the object's own one for the existing objects, a throwaway one for creation.
+    The memo of the object: the object's own one if the operator knows it, a throwaway one otherwise.
 
     Creation requests come before the objects exist (and maybe never will): their memos are
     discarded right after the admission, so that no memory is kept for the failed attempts.
+    The memories are never created here: the reactor creates them on the first sight of the objects
+    (with the knowledge whether they existed before the operator's start, which is unknown here).
     """
-    if memories is not None and operation == 'UPDATE':
-        return memories.recall(raw_body, memo=memobase).memo
     if memories is not None and operation != 'CREATE' and raw_body in memories:
         return memories.recall(raw_body, memo=memobase).memo
     return ephemera.fork_memo(memobase) if memobase is not None else ephemera.Memo()

@@ -41,7 +41,7 @@ from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.ephemera import AnyMemo, Memo
 from kopf._cogs.structs.references import Resource
 from kopf._core.actions import lifecycles
-from kopf._core.engines import activities, peering, posting, probing
+from kopf._core.engines import activities, admission, peering, posting, probing
 from kopf._core.intents import registries
 from kopf._core.intents.causes import Activity
 from kopf._core.reactor import memories as memories_
@@ -302,6 +302,11 @@ async def spawn_tasks(
             identity=identity, clusterwide=clusterwide, operator_paused=operator_paused,
             memo=the_memo, vault=vault, event_queue=event_queue,
         )), name="orchestrator"))
+        if registry.webhooks.get_all_handlers():
+            tasks.append(create_task(_after(started, admission.admission_webhook_server(
+                registry=registry, settings=settings, insights=insights, memories=memories,
+                memobase=the_memo, indices=indices, vault=vault,
+            )), name="admission webhook server"))
 
     for task in tasks:
         _vaults[task] = vault
