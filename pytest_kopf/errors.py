@@ -9,7 +9,9 @@ __all__ = [
     "KopfClusterUnreachable",
     "KopfConfigError",
     "KopfError",
+    "KopfLeakError",
     "KopfModeError",
+    "KopfOperatorError",
     "KopfResourceError",
     "KopfTimeoutError",
 ]
@@ -74,3 +76,11 @@ class KopfConfigError(KopfError):
 
 class KopfClusterUnreachable(KopfError):
     """The Kubernetes API of the kubeconfig context does not answer."""
+
+
+class KopfOperatorError(KopfError):
+    """The operator under test cannot be loaded, started, or restarted (the cause is chained)."""
+
+
+class KopfLeakError(KopfError):
+    """The operator has left tasks or threads behind after it has stopped (or has not stopped at all)."""

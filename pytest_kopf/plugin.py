@@ -1,4 +1,4 @@
-"""The pytest11 entry point of the plugin: options, markers, the test loop, and the ``kopf_cluster`` fixture.
+"""The pytest11 entry point of the plugin: options, markers, the test loop, ``kopf_cluster`` & ``kopf_operator``.
 
 Loop handling: every test that uses a kopf fixture (anything depending on ``kopf_loop``)
 gets a fresh event loop (:mod:`pytest_kopf.running`): a virtual-time loop in sim mode, a
@@ -20,12 +20,16 @@ from typing import Any
 
 import pytest
 
+from kopf._cogs.aiokits.clock import pin_epoch
+from kopf_sim.virtualtime import VirtualTimeLoop
+
 from . import kubeconfig
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
+from .operator import KopfOperator
 from .running import TestLoop
 
-__all__ = ["KopfSettings", "kopf_cluster", "kopf_loop", "kopf_mode"]
+__all__ = ["KopfSettings", "kopf_cluster", "kopf_loop", "kopf_mode", "kopf_operator"]
 
 SIM, REAL = "sim", "real"
 MARKERS = {
@@ -154,6 +158,8 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
     settings = settings_of(request.config)
     virtual = settings.mode == SIM and request.node.get_closest_marker("kopf_real_time") is None
     test_loop = TestLoop(virtual=virtual, time_limit=settings.time_limit if virtual else None)
+    if isinstance(test_loop.loop, VirtualTimeLoop):  # kopf's wall clock (utcnow) follows the virtual time
+        pin_epoch(test_loop.loop.now(), test_loop.loop)
     request.node.stash[LOOP_KEY] = test_loop
     try:
         yield test_loop
@@ -194,6 +200,17 @@ def kopf_cluster(
         yield cluster
     finally:
         kopf_loop.run(cluster.teardown())
+
+
+@pytest.fixture
+def kopf_operator(kopf_loop: TestLoop, kopf_cluster: KopfCluster) -> Iterator[KopfOperator]:
+    """An operator under test (not started): ``await kopf_operator.start(paths=[...])``; stopped after the test.
+
+    It runs in the test's loop against ``kopf_cluster``; its leftover tasks or threads fail the test.
+    """
+    operator = KopfOperator(kopf_cluster)
+    yield operator
+    kopf_loop.run(operator.stop())
 
 
 def _slug(text: str, limit: int) -> str:

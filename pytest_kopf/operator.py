@@ -1,0 +1,424 @@
+"""The ``kopf_operator`` fixture's object: an operator under test, in-process, in the test's own loop.
+
+The operator runs as a task of the test's loop (virtual time in sim mode), against
+``kopf_cluster``: in sim mode through the in-memory transport (a pre-populated vault; the
+admission webhooks served in-process by the simulated apiserver), in real mode with the
+kubeconfig context's credentials (and the operator's own webhook settings).
+
+Isolation: every start loads the handlers into a fresh :class:`kopf.OperatorRegistry`
+(made the default registry only while the files & modules are being imported) and uses
+fresh settings unless given; files are loaded under a unique module name each time, so
+the same file can be loaded by many tests (and by restarts). After a stop, the tasks and
+threads that the operator has left behind fail the test (:class:`KopfLeakError`) by name.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import importlib
+import importlib.util
+import io
+import itertools
+import logging
+import os
+import sys
+import threading
+import time
+import traceback
+import types
+from collections.abc import Collection, Iterable, Sequence
+from re import Pattern
+from typing import Any
+
+import kopf
+from kopf._cogs.aiokits.clock import pin_epoch
+from kopf._cogs.structs.credentials import ConnectionInfo, Vault
+from kopf._core.reactor.observation import Insights
+from kopf_sim.virtualtime import VirtualTimeLoop, describe_tasks
+
+from .admission import InProcessWebhookServer, SimAdmissionSettings
+from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
+from .errors import KopfLeakError, KopfOperatorError, KopfResourceError
+
+__all__ = ["KopfOperator"]
+
+#: Virtual seconds in sim mode (real ones in real mode) for the operator to get ready or to stop.
+DEFAULT_START_TIMEOUT = 60.0
+DEFAULT_STOP_TIMEOUT = 60.0
+#: Real seconds to let the threads of the operator's executor finish after it is shut down.
+THREADS_GRACE = 1.0
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+_counter = itertools.count(1)
+
+
+class _Capture(logging.Handler):
+    """Keeps the log records of the operator (the ``kopf`` loggers) while it runs."""
+
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__(logging.DEBUG)
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+class KopfOperator:
+    """An operator under test: ``start()``, ``stop()``, ``restart()``, its logs and its exit state.
+
+    Usage (the fixture stops it at the end of the test if the test has not)::
+
+        await kopf_operator.start(paths=["operator.py"])
+        ...
+        await kopf_operator.stop()
+        assert kopf_operator.exception is None
+
+    or as an async context manager: ``async with kopf_operator.start(...):`` is not needed;
+    ``async with kopf_operator:`` stops it on exit (and starts it with the last arguments if
+    it is not running yet).
+    """
+
+    def __init__(self, cluster: KopfCluster) -> None:
+        self.cluster = cluster
+        self.records: list[logging.LogRecord] = []
+        self.exception: BaseException | None = None
+        self.exit_code: int | None = None
+        self.registry: kopf.OperatorRegistry | None = None
+        self.settings: kopf.OperatorSettings | None = None
+        self.memo: Any = None
+        self._start_kwargs: dict[str, Any] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop_flag: asyncio.Event | None = None
+        self._capture = _Capture(self.records)
+        self._loggers: list[tuple[logging.Logger, int]] = []
+        self._modules: list[str] = []
+        self._tasks_before: set[asyncio.Task[Any]] = set()
+        self._threads_before: set[threading.Thread] = set()
+        self._admission: SimAdmissionSettings | None = None
+
+    # -- state -------------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def logs(self) -> str:
+        """The captured log lines of the operator so far (all its runs): ``LEVEL logger: message``."""
+        formatter = logging.Formatter(LOG_FORMAT)
+        return "".join(formatter.format(record) + "\n" for record in self.records)
+
+    def clear_logs(self) -> None:
+        self.records.clear()
+
+    # -- starting ----------------------------------------------------------------------------------
+
+    async def start(
+        self,
+        *,
+        paths: Iterable[str | os.PathLike[str]] = (),
+        modules: Iterable[str] = (),
+        registry: kopf.OperatorRegistry | None = None,
+        settings: kopf.OperatorSettings | None = None,
+        namespaces: Collection[str | Pattern[str]] = (),
+        clusterwide: bool = False,
+        memo: Any = None,
+        log_level: int = logging.DEBUG,
+        check_resources: bool = True,
+        timeout: float = DEFAULT_START_TIMEOUT,
+    ) -> None:
+        """Load the handlers, start the operator, and wait until it is ready (or fail with its error).
+
+        Without ``namespaces``, the operator serves the whole cluster (``clusterwide``).
+        With ``check_resources`` (the default), the handlers' resources must be served by the
+        cluster when the operator starts (apply the CRDs first); otherwise
+        :class:`~pytest_kopf.errors.KopfResourceError` names the handlers and their resources.
+        """
+        if self.running:
+            raise KopfOperatorError("The operator is already running; stop() it first, or restart() it.")
+        self._start_kwargs = dict(paths=list(paths), modules=list(modules), registry=registry, settings=settings,
+                                  namespaces=list(namespaces), clusterwide=clusterwide, memo=memo,
+                                  log_level=log_level, check_resources=check_resources, timeout=timeout)
+        await self._start(**self._start_kwargs)
+
+    async def _start(
+        self,
+        *,
+        paths: Sequence[str | os.PathLike[str]],
+        modules: Sequence[str],
+        registry: kopf.OperatorRegistry | None,
+        settings: kopf.OperatorSettings | None,
+        namespaces: Sequence[str | Pattern[str]],
+        clusterwide: bool,
+        memo: Any,
+        log_level: int,
+        check_resources: bool,
+        timeout: float,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        if isinstance(loop, VirtualTimeLoop):
+            pin_epoch(loop.now(), loop)  # the operator's timestamps follow the virtual clock
+        self.exception = None
+        self.exit_code = None
+        self.registry = registry if registry is not None else self._load(paths, modules)
+        self.settings = settings if settings is not None else _fresh_settings()
+        self.memo = memo
+        if isinstance(self.cluster, SimKopfCluster):
+            server = InProcessWebhookServer(self.cluster.admission, self.registry)
+            self._admission = SimAdmissionSettings(self.settings.admission, server)
+            self.settings.admission = self._admission
+
+        self._tasks_before = {task for task in asyncio.all_tasks(loop) if not task.done()}
+        self._threads_before = set(threading.enumerate())
+        self._capture_logs(log_level)
+        ready_flag = asyncio.Event()
+        self._stop_flag = asyncio.Event()
+        insights = Insights()
+        self._task = loop.create_task(kopf.operator(
+            registry=self.registry, settings=self.settings, insights=insights,
+            namespaces=namespaces, clusterwide=clusterwide or not namespaces,
+            stop_flag=self._stop_flag, ready_flag=ready_flag, vault=Vault({"pytest-kopf": self._credentials()}),
+            memo=memo,
+        ), name=f"kopf operator #{next(_counter)}")
+
+        ready = loop.create_task(ready_flag.wait(), name="kopf operator readiness")
+        try:
+            done, _ = await asyncio.wait([ready, self._task], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ready
+        if self._task.done():
+            await self._finished()
+            raise KopfOperatorError(f"The operator has failed to start: {self._describe_exit()}") \
+                from self.exception
+        if not done:
+            await self.stop()
+            raise KopfOperatorError(f"The operator has not become ready in {timeout} s.\n{self._log_tail()}")
+        if check_resources:
+            await self._check_resources(insights, timeout)
+
+    def _load(self, paths: Sequence[str | os.PathLike[str]], modules: Sequence[str]) -> kopf.OperatorRegistry:
+        """Import the files & modules into a fresh registry (the default one only meanwhile)."""
+        registry = kopf.OperatorRegistry()
+        previous = kopf.get_default_registry()
+        kopf.set_default_registry(registry)
+        try:
+            for path in paths:
+                self._load_path(os.fspath(path))
+            for name in modules:
+                self._load_module(name)
+        finally:
+            kopf.set_default_registry(previous)
+        return registry
+
+    def _load_path(self, path: str) -> None:
+        if not os.path.isfile(path):
+            raise KopfOperatorError(f"Cannot load the operator from {path!r}: no such file "
+                                    f"(relative paths are relative to {os.getcwd()!r}).")
+        stem = "".join(char if char.isalnum() else "_" for char in os.path.splitext(os.path.basename(path))[0])
+        name = f"__kopf_test_{next(_counter)}__{stem}"
+        spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
+        if spec is None or spec.loader is None:
+            raise KopfOperatorError(f"Cannot load the operator from {path!r}: not an importable Python file.")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        self._modules.append(name)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:
+            raise KopfOperatorError(f"Cannot load the operator from {path!r}: the file has failed to import "
+                                    f"with {_one_line(exc)}\n{_traceback(exc)}") from exc
+
+    def _load_module(self, name: str) -> None:
+        """Import the module (and its package's submodules) afresh; the modules imported before are kept."""
+        cached = {key: module for key, module in sys.modules.items() if key == name or key.startswith(name + ".")}
+        for key in cached:
+            del sys.modules[key]
+        added_path = os.getcwd() not in sys.path
+        if added_path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:
+            raise KopfOperatorError(f"Cannot load the operator's module {name!r}: it has failed to import "
+                                    f"with {_one_line(exc)}\n{_traceback(exc)}") from exc
+        finally:
+            if added_path:
+                with contextlib.suppress(ValueError):
+                    sys.path.remove(os.getcwd())
+            for key in [key for key in sys.modules if key == name or key.startswith(name + ".")]:
+                del sys.modules[key]
+            sys.modules.update(cached)
+
+    def _credentials(self) -> ConnectionInfo:
+        connection = self.cluster.connection
+        if isinstance(self.cluster, RealKopfCluster):
+            config = self.cluster.config
+            info = ConnectionInfo(
+                server=config.server, ca_data=config.ca_pem, insecure=config.insecure or None,
+                token=config.token, username=config.username, password=config.password,
+                certificate_data=config.client_cert_pem, private_key_data=config.client_key_pem,
+                default_namespace=self.cluster.namespace,
+            )
+        else:
+            info = ConnectionInfo(server=connection.base_url, default_namespace=connection.namespace)
+        return info.with_connector_factory(connection.connector_factory)
+
+    def _capture_logs(self, level: int) -> None:
+        logger = logging.getLogger("kopf")
+        if self._capture not in logger.handlers:
+            logger.addHandler(self._capture)
+            self._loggers.append((logger, logger.level))
+        if logger.getEffectiveLevel() > level:
+            logger.setLevel(level)
+
+    def _release_logs(self) -> None:
+        for logger, level in self._loggers:
+            logger.removeHandler(self._capture)
+            logger.setLevel(level)
+        self._loggers.clear()
+
+    async def _check_resources(self, insights: Insights, timeout: float) -> None:
+        assert self.registry is not None
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await insights.ready_resources.wait()
+        unserved: dict[str, list[str]] = {}
+        for resource_registry in self.registry.resource_registries:
+            for handler in resource_registry.get_all_handlers():
+                selector = handler.selector
+                if selector is not None and not selector.select(insights.resources):
+                    unserved.setdefault(str(selector), []).append(str(handler.id))
+        if unserved:
+            await self.stop()
+            lines = [f"  - {selector}: handlers {', '.join(repr(id) for id in ids)}" for selector, ids in
+                     unserved.items()]
+            raise KopfResourceError(
+                "The operator has handlers for resources that the cluster does not serve:\n" + "\n".join(lines) +
+                "\nApply their CRDs before starting the operator (e.g. await kopf_cluster.apply('crd.yaml')), "
+                "or start it with check_resources=False if they appear later.")
+
+    # -- stopping ----------------------------------------------------------------------------------
+
+    async def stop(self, *, timeout: float = DEFAULT_STOP_TIMEOUT) -> None:
+        """Stop the operator gracefully (its cleanup handlers run); fail if it leaves tasks or threads behind.
+
+        The operator's own crash, if any, is not raised here: see :attr:`exception` and :attr:`exit_code`.
+        """
+        task = self._task
+        if task is None:
+            return
+        if self._stop_flag is not None:
+            self._stop_flag.set()
+        hung = False
+        if not task.done():
+            done, _ = await asyncio.wait([task], timeout=timeout)
+            hung = not done
+        try:
+            if hung:
+                leftovers = describe_tasks(asyncio.get_running_loop())
+                task.cancel()
+                raise KopfLeakError(f"The operator has not stopped in {timeout} s after the stop was requested.\n"
+                                    f"{leftovers}")
+            await self._finished()
+        finally:
+            self._task = None
+
+    async def _finished(self) -> None:
+        """Collect the exit state; restore the settings; check for leaked tasks & threads."""
+        task = self._task
+        assert task is not None
+        if task.cancelled():
+            self.exception, self.exit_code = None, 1
+        else:
+            self.exception = task.exception()
+            self.exit_code = 0 if self.exception is None else 1
+        if self.settings is not None and self._admission is not None:
+            self.settings.admission = self._admission.restore()
+            self._admission = None
+        self._release_logs()
+        for name in self._modules:
+            sys.modules.pop(name, None)
+        self._modules.clear()
+        for _ in range(3):  # let the just-cancelled tasks finish their last steps
+            await asyncio.sleep(0)
+        current = asyncio.current_task()
+        leaked_tasks = [t for t in asyncio.all_tasks() if t not in self._tasks_before and t is not current
+                        and not t.done()]
+        leaked_threads = self._leaked_threads()
+        if leaked_tasks or leaked_threads:
+            lines = ["The operator has left tasks or threads behind after it has stopped:"]
+            lines.extend(f"  - task {t.get_name()!r} running {_coro_name(t)}" for t in leaked_tasks)
+            lines.extend(f"  - thread {t.name!r}{' (daemon)' if t.daemon else ''}" for t in leaked_threads)
+            raise KopfLeakError("\n".join(lines))
+
+    def _leaked_threads(self) -> list[threading.Thread]:
+        """The threads started since the start and still alive (after the executor is shut down)."""
+        assert self.settings is not None
+        executor = self.settings.execution.executor
+        if isinstance(executor, concurrent.futures.ThreadPoolExecutor):
+            executor.shutdown(wait=False, cancel_futures=True)
+            self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor()  # for a restart
+        loop_executor = getattr(asyncio.get_running_loop(), "_default_executor", None)
+        loop_threads = set(getattr(loop_executor, "_threads", ()))
+        deadline = time.monotonic() + THREADS_GRACE
+        leaked = []
+        for thread in threading.enumerate():
+            if thread in self._threads_before or thread in loop_threads or thread is threading.current_thread():
+                continue
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                leaked.append(thread)
+        return leaked
+
+    async def restart(self) -> None:
+        """Stop the operator and start it again with the same arguments (the same registry & settings)."""
+        if self._start_kwargs is None:
+            raise KopfOperatorError("The operator has never been started: nothing to restart.")
+        await self.stop()
+        kwargs = dict(self._start_kwargs, registry=self.registry, settings=self.settings)
+        await self._start(**kwargs)
+
+    async def __aenter__(self) -> KopfOperator:
+        if not self.running and self._start_kwargs is not None:
+            await self._start(**self._start_kwargs)
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: types.TracebackType | None) -> None:
+        await self.stop()
+
+    # -- reporting ---------------------------------------------------------------------------------
+
+    def _describe_exit(self) -> str:
+        if self.exception is None:
+            return "it has exited with no error."
+        return f"{_one_line(self.exception)}\n{self._log_tail()}"
+
+    def _log_tail(self, lines: int = 30) -> str:
+        tail = self.logs.splitlines()[-lines:]
+        return "The operator's last log lines:\n" + "\n".join(f"  {line}" for line in tail) if tail else ""
+
+
+def _fresh_settings() -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.peering.standalone = True  # no peering objects in the test's cluster
+    return settings
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _traceback(exc: BaseException) -> str:
+    buffer = io.StringIO()
+    traceback.print_exception(exc, file=buffer)
+    return buffer.getvalue().rstrip()
+
+
+def _coro_name(task: asyncio.Task[Any]) -> str:
+    coro = task.get_coro()
+    return str(getattr(coro, "__qualname__", None) or coro) + "()"
+
