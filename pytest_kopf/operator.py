@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import importlib
 import importlib.util
 import io
@@ -27,7 +28,8 @@ import threading
 import time
 import traceback
 import types
-from collections.abc import Collection, Iterable, Sequence
+import weakref
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from re import Pattern
 from typing import Any
 
@@ -51,6 +53,76 @@ THREADS_GRACE = 1.0
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 _counter = itertools.count(1)
+
+#: Which operator (if any) the current code runs for: inherited by every task that the operator spawns.
+_owner: contextvars.ContextVar[KopfOperator | None] = contextvars.ContextVar("pytest_kopf_operator", default=None)
+
+TaskFactory = Callable[..., "asyncio.Future[Any]"]
+
+
+class _OperatorTasks(Collection["asyncio.Task[Any]"]):
+    """The tasks of one operator: made in its context (tracked by the loop's task factory), alive or not.
+
+    The complement serves as kopf's ``ignored`` tasks: stopping the operator must not cancel
+    the test's tasks (or the fixtures' teardown), which kopf would do to any newer task.
+    """
+
+    def __init__(self, owner: KopfOperator) -> None:
+        self.owner = owner
+        self.tasks: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.previous: TaskFactory | None = None
+
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self.loop is not None:
+            return
+        self.loop, self.previous = loop, loop.get_task_factory()
+        loop.set_task_factory(self._factory)
+
+    def uninstall(self) -> None:
+        if self.loop is not None and self.loop.get_task_factory() == self._factory:
+            self.loop.set_task_factory(self.previous)
+        self.loop = self.previous = None
+
+    def _factory(self, loop: asyncio.AbstractEventLoop, coro: Any, *,
+                 context: contextvars.Context | None = None) -> asyncio.Future[Any]:
+        task: asyncio.Future[Any]
+        if self.previous is not None:
+            task = self.previous(loop, coro) if context is None else self.previous(loop, coro, context=context)
+        else:
+            task = asyncio.Task(coro, loop=loop, context=context)
+        owner = _owner.get() if context is None else context.get(_owner)
+        if owner is self.owner and isinstance(task, asyncio.Task):
+            self.tasks.add(task)
+        return task
+
+    def __contains__(self, task: object) -> bool:
+        return task in self.tasks
+
+    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
+        return iter(list(self.tasks))
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def pending(self) -> list[asyncio.Task[Any]]:
+        return sorted((task for task in self.tasks if not task.done()), key=lambda task: task.get_name())
+
+
+class _NotOurs(Collection["asyncio.Task[Any]"]):
+    """All the tasks of the loop except the operator's: kopf leaves them alone when it stops."""
+
+    def __init__(self, ours: _OperatorTasks) -> None:
+        self.ours = ours
+
+    def __contains__(self, task: object) -> bool:
+        return task not in self.ours
+
+    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
+        return iter([task for task in asyncio.all_tasks() if task not in self.ours])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class _Capture(logging.Handler):
@@ -93,7 +165,7 @@ class KopfOperator:
         self._capture = _Capture(self.records)
         self._loggers: list[tuple[logging.Logger, int]] = []
         self._modules: list[str] = []
-        self._tasks_before: set[asyncio.Task[Any]] = set()
+        self._tasks = _OperatorTasks(self)
         self._threads_before: set[threading.Thread] = set()
         self._admission: SimAdmissionSettings | None = None
 
@@ -169,18 +241,20 @@ class KopfOperator:
             self._admission = SimAdmissionSettings(self.settings.admission, server)
             self.settings.admission = self._admission
 
-        self._tasks_before = {task for task in asyncio.all_tasks(loop) if not task.done()}
         self._threads_before = set(threading.enumerate())
         self._capture_logs(log_level)
+        self._tasks.install(loop)
         ready_flag = asyncio.Event()
         self._stop_flag = asyncio.Event()
         insights = Insights()
-        self._task = loop.create_task(kopf.operator(
+        context = contextvars.copy_context()
+        context.run(_owner.set, self)
+        self._task = loop.create_task(self._operator(
             registry=self.registry, settings=self.settings, insights=insights,
             namespaces=namespaces, clusterwide=clusterwide or not namespaces,
             stop_flag=self._stop_flag, ready_flag=ready_flag, vault=Vault({"pytest-kopf": self._credentials()}),
             memo=memo,
-        ), name=f"kopf operator #{next(_counter)}")
+        ), name=f"kopf operator #{next(_counter)}", context=context)
 
         ready = loop.create_task(ready_flag.wait(), name="kopf operator readiness")
         try:
@@ -198,6 +272,11 @@ class KopfOperator:
             raise KopfOperatorError(f"The operator has not become ready in {timeout} s.\n{self._log_tail()}")
         if check_resources:
             await self._check_resources(insights, timeout)
+
+    async def _operator(self, **kwargs: Any) -> None:
+        """``kopf.operator()``, except that the tasks of the test & the fixtures are not the operator's."""
+        root_tasks = await kopf.spawn_tasks(**kwargs)
+        await kopf.run_tasks(root_tasks, ignored=_NotOurs(self._tasks))
 
     def _load(self, paths: Sequence[str | os.PathLike[str]], modules: Sequence[str]) -> kopf.OperatorRegistry:
         """Import the files & modules into a fresh registry (the default one only meanwhile)."""
@@ -318,13 +397,26 @@ class KopfOperator:
             hung = not done
         try:
             if hung:
+                names = ", ".join(repr(t.get_name()) for t in self._tasks.pending())
                 leftovers = describe_tasks(asyncio.get_running_loop())
-                task.cancel()
-                raise KopfLeakError(f"The operator has not stopped in {timeout} s after the stop was requested.\n"
-                                    f"{leftovers}")
+                await self._abandon()
+                raise KopfLeakError(f"The operator has not stopped in {timeout} s after the stop was requested; "
+                                    f"its tasks still running: {names}.\n{leftovers}")
             await self._finished()
         finally:
             self._task = None
+            self._tasks.uninstall()
+
+    async def _abandon(self) -> None:
+        """Cancel whatever is left of the operator (a few times: some tasks resist), then let it go."""
+        for _ in range(3):
+            pending = self._tasks.pending()
+            if not pending:
+                break
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=1.0)
+        self._cleanup_run()
 
     async def _finished(self) -> None:
         """Collect the exit state; restore the settings; check for leaked tasks & threads."""
@@ -335,6 +427,18 @@ class KopfOperator:
         else:
             self.exception = task.exception()
             self.exit_code = 0 if self.exception is None else 1
+        self._cleanup_run()
+        for _ in range(3):  # let the just-cancelled tasks finish their last steps
+            await asyncio.sleep(0)
+        leaked_tasks = self._tasks.pending()
+        leaked_threads = self._leaked_threads()
+        if leaked_tasks or leaked_threads:
+            lines = ["The operator has left tasks or threads behind after it has stopped:"]
+            lines.extend(f"  - task {t.get_name()!r} running {_coro_name(t)}" for t in leaked_tasks)
+            lines.extend(f"  - thread {t.name!r}{' (daemon)' if t.daemon else ''}" for t in leaked_threads)
+            raise KopfLeakError("\n".join(lines))
+
+    def _cleanup_run(self) -> None:
         if self.settings is not None and self._admission is not None:
             self.settings.admission = self._admission.restore()
             self._admission = None
@@ -342,17 +446,6 @@ class KopfOperator:
         for name in self._modules:
             sys.modules.pop(name, None)
         self._modules.clear()
-        for _ in range(3):  # let the just-cancelled tasks finish their last steps
-            await asyncio.sleep(0)
-        current = asyncio.current_task()
-        leaked_tasks = [t for t in asyncio.all_tasks() if t not in self._tasks_before and t is not current
-                        and not t.done()]
-        leaked_threads = self._leaked_threads()
-        if leaked_tasks or leaked_threads:
-            lines = ["The operator has left tasks or threads behind after it has stopped:"]
-            lines.extend(f"  - task {t.get_name()!r} running {_coro_name(t)}" for t in leaked_tasks)
-            lines.extend(f"  - thread {t.name!r}{' (daemon)' if t.daemon else ''}" for t in leaked_threads)
-            raise KopfLeakError("\n".join(lines))
 
     def _leaked_threads(self) -> list[threading.Thread]:
         """The threads started since the start and still alive (after the executor is shut down)."""
