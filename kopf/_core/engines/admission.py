@@ -195,8 +195,11 @@ async def serve_admission_request(
         except Exception as e:
             if handler.ignore_failures:
                 cause.logger.warning(f"Admission handler {handler.id!r} failed; the failure is ignored: {e!r}")
+            elif isinstance(e, AdmissionError):  # an intended rejection, not a failure of the operator.
+                cause.logger.debug(f"Admission handler {handler.id!r} rejected the admission: {e!r}")
+                failures.append((handler, e))
             else:
-                cause.logger.debug(f"Admission handler {handler.id!r} failed: {e!r}")
+                cause.logger.error(f"Admission handler {handler.id!r} failed: {e!r}", exc_info=True)
                 failures.append((handler, e))
 
     if failures:
