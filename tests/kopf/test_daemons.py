@@ -392,10 +392,10 @@ async def test_async_daemon_resisting_cancellation_is_abandoned_after_timeout(
                 sink=sink, settings=settings)
     await asyncio.sleep(1)
     start = loop.time()
+    assert await stop_daemons(settings=settings, memory=memory, patch_sink=sink) == pytest.approx(6)
+    await asyncio.sleep(5.9)
+    assert not memory.stopped
     with pytest.warns(ResourceWarning, match='abandoned'):
-        assert await stop_daemons(settings=settings, memory=memory, patch_sink=sink) == pytest.approx(6)
-        await asyncio.sleep(5.9)
-        assert not memory.stopped
         await asyncio.sleep(0.2)
     assert memory.stopped  # abandoned: counts as stopped, the object can be released.
     assert await stop_daemons(settings=settings, memory=memory, patch_sink=sink) is None
@@ -608,3 +608,67 @@ async def test_thousand_objects_start_and_stop_cleanly() -> None:
     await asyncio.sleep(0)
     assert all(not memory.running for memory in memories)
     assert asyncio.all_tasks() == before
+
+
+def test_soak_of_create_delete_cycles_leaves_nothing_behind() -> None:
+    """10,000 objects come & go (in concurrent batches) with a daemon, a timer, and an index each."""
+    import gc
+    import weakref
+
+    from kopf._core.engines.indexing import IndexingMemory, OperatorIndexers, discard_object, index_object
+    from kopf_sim import virtualtime
+
+    from .spawning_helpers import index_handler, timer_handler
+
+    memos: list[weakref.ref[Memo]] = []
+    counts = {'daemon': 0, 'timer': 0}
+
+    async def daemon_fn(stopped: DaemonStopped, **_: Any) -> None:
+        counts['daemon'] += 1
+        while not stopped:
+            await stopped.wait(60)
+
+    async def timer_fn(**_: Any) -> None:
+        counts['timer'] += 1
+
+    def index_fn(name: str, **_: Any) -> Any:
+        return {name[-1]: name}
+
+    handlers = [daemon_handler(daemon_fn), timer_handler(timer_fn, interval=1)]
+    indexer = index_handler(index_fn, id='by_suffix')
+    indexers = OperatorIndexers()
+    sink = PatchSink()
+    settings = OperatorSettings()
+    threads_before = threading.active_count()
+
+    async def cycle(i: int) -> None:
+        memo = Memo()
+        memos.append(weakref.ref(memo))
+        memory = DaemonsMemory()
+        imemory = IndexingMemory()
+        body = make_body(f'kex{i}')
+        await spawn_daemons(settings=settings, handlers=handlers, memory=memory, body=body, resource=RESOURCE,
+                            logger=LOGGER, memo=memo, indices=indexers.indices, patch_sink=sink)
+        await index_object(indexers=indexers, handlers=[indexer], body=body, memory=imemory, resource=RESOURCE,
+                           logger=LOGGER, settings=settings, memo=memo, indices=indexers.indices)
+        await asyncio.sleep(0.5)
+        assert await stop_daemons(settings=settings, memory=memory, patch_sink=sink) is None
+        discard_object(indexers=indexers, body=body, memory=imemory)
+
+    async def main() -> None:
+        tasks_before = asyncio.all_tasks()
+        for batch in range(100):
+            await asyncio.gather(*(cycle(batch * 100 + i) for i in range(100)))
+            assert len(indexers.indices['by_suffix']) == 0
+        await asyncio.sleep(0)
+        assert asyncio.all_tasks() == tasks_before
+
+    virtualtime.run(main())
+    assert counts == {'daemon': 10_000, 'timer': 10_000}
+    assert len(indexers['by_suffix']) == 0 and len(indexers.indices['by_suffix']) == 0
+    assert len(sink.patches) == 10_000  # one touch per deleted object, when all its daemons are gone.
+    gc.collect()
+    assert len(memos) == 10_000
+    assert sum(1 for ref in memos if ref() is not None) == 0
+    settings.execution.executor.shutdown(wait=True)
+    assert threading.active_count() == threads_before

@@ -158,7 +158,7 @@ async def test_ignored_errors_keep_the_stale_values(caplog: pytest.LogCaptureFix
     assert 'Keep the stale values' in caplog.text and 'Traceback' in caplog.text
 
 
-@pytest.mark.parametrize('mode, error', [
+@pytest.mark.parametrize(('mode', 'error'), [
     (kopf.ErrorsMode.IGNORED, kopf.PermanentError("Excluded forever.")),
     (kopf.ErrorsMode.PERMANENT, Exception("Excluded forever.")),
 ])
@@ -187,7 +187,7 @@ async def test_permanent_errors_remove_and_exclude_forever(mode: kopf.ErrorsMode
     assert as_dict(indexers.indices['idx']) == {'k': ['pod2']}
 
 
-@pytest.mark.parametrize('mode, error, delay', [
+@pytest.mark.parametrize(('mode', 'error', 'delay'), [
     (kopf.ErrorsMode.IGNORED, kopf.TemporaryError("Excluded for 30s.", delay=30), 30),
     (kopf.ErrorsMode.TEMPORARY, Exception("Excluded for the backoff."), 60),
 ])

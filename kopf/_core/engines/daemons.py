@@ -378,13 +378,15 @@ async def stop_daemons(
     (if given), so that a new watch-event comes and the check is repeated.
     """
     for daemon in list(memory.running.values()):
-        _request_stop(daemon, reason, settings=settings, memory=memory, patch_sink=patch_sink)
+        _request_stop(daemon, reason, settings=settings, memory=memory, patch_sink=patch_sink, terminate=False)
 
-    # Let the daemons that exit instantly (e.g. those sleeping on the stop-flag) do so.
+    # Let the daemons that exit instantly (e.g. those sleeping on the stop-flag) do so; terminate the rest.
     for _ in range(settings.background.instant_exit_zero_time_cycles or 0):
         if memory.stopped:
             break
         await asyncio.sleep(0)
+    for daemon in list(memory.running.values()):
+        _ensure_terminator(daemon, settings=settings, memory=memory, patch_sink=patch_sink)
 
     now = asyncio.get_running_loop().time()
     delays: list[float] = []
@@ -416,30 +418,31 @@ async def stop_all(
     until this coroutine is cancelled (e.g. by the operator's hung-tasks timeout):
     then, all the remaining tasks are cancelled (the threads of the sync ones are left as is).
     """
-    all_memories = list(memories)
-    daemons: list[Daemon] = []
-    for memory in all_memories:
+    daemons: list[tuple[Daemon, DaemonsMemory]] = []
+    for memory in list(memories):
         for daemon in list(memory.running.values()):
-            _request_stop(daemon, reason, settings=settings, memory=memory, patch_sink=None)
-            daemons.append(daemon)
+            _request_stop(daemon, reason, settings=settings, memory=memory, patch_sink=None, terminate=False)
+            daemons.append((daemon, memory))
     if not daemons:
         return
     try:
         for _ in range(settings.background.instant_exit_zero_time_cycles or 0):
-            if all(daemon.done for daemon in daemons):
+            if all(daemon.done for daemon, _ in daemons):
                 return
             await asyncio.sleep(0)
         timeout = settings.background.instant_exit_timeout
-        if timeout is not None and not all(daemon.done for daemon in daemons):
-            tasks = [daemon.task for daemon in daemons if daemon.task is not None and not daemon.done]
+        if timeout is not None and not all(daemon.done for daemon, _ in daemons):
+            tasks = [daemon.task for daemon, _ in daemons if daemon.task is not None and not daemon.done]
             if tasks:
                 await asyncio.wait(tasks, timeout=timeout)
-        terminators = [daemon.terminator for daemon in daemons
+        for daemon, memory in daemons:
+            _ensure_terminator(daemon, settings=settings, memory=memory, patch_sink=None)
+        terminators = [daemon.terminator for daemon, _ in daemons
                        if daemon.terminator is not None and not daemon.done]
         if terminators:
             await asyncio.wait(terminators)
     except asyncio.CancelledError:
-        for daemon in daemons:
+        for daemon, _ in daemons:
             for task in (daemon.task, daemon.terminator):
                 if task is not None and not task.done():
                     task.cancel()
@@ -492,9 +495,27 @@ def _request_stop(
         settings: OperatorSettings,
         memory: DaemonsMemory,
         patch_sink: PatchSink | None,
+        terminate: bool = True,
 ) -> None:
-    """Raise the daemon's stop-flag; start its terminator (once) if the daemon is not gone yet."""
+    """
+    Raise the daemon's stop-flag; start its terminator (once) if the daemon is not gone yet.
+
+    With ``terminate=False``, only the flag is raised: the caller gives the daemons a chance
+    to exit instantly (in a few zero-time loop cycles) and starts the terminators after that
+    (see :func:`_ensure_terminator`); the stages are measured from the stop request anyway.
+    """
     daemon.stopper.set(reason)
+    if terminate:
+        _ensure_terminator(daemon, settings=settings, memory=memory, patch_sink=patch_sink)
+
+
+def _ensure_terminator(
+        daemon: Daemon,
+        *,
+        settings: OperatorSettings,
+        memory: DaemonsMemory,
+        patch_sink: PatchSink | None,
+) -> None:
     if daemon.done or daemon.terminator is not None:
         return
     name = f"terminator of {daemon.task.get_name() if daemon.task is not None else daemon.handler.id}"
@@ -513,12 +534,14 @@ async def _terminate(
     task = daemon.task
     if task is None:
         return
+    loop = asyncio.get_running_loop()
     handler = daemon.handler
     title = f"{_title(handler)} {handler.id!r}"
     backoff, timeout, polling = _termination_options(handler, settings)
+    since = daemon.stopper.when if daemon.stopper.when is not None else loop.time()
     try:
         if backoff is not None:
-            await asyncio.wait([task], timeout=backoff)
+            await asyncio.wait([task], timeout=max(0.0, since + backoff - loop.time()))
         if task.done():
             return
 
@@ -534,7 +557,7 @@ async def _terminate(
             daemon.logger.debug(f"{title} is cancelled after {backoff or 0}s of graceful termination.")
             daemon.stopper.set(DaemonStoppingReason.DAEMON_CANCELLED)
             task.cancel()
-        await asyncio.wait([task], timeout=timeout)
+        await asyncio.wait([task], timeout=max(0.0, since + (backoff or 0) + timeout - loop.time()))
         if task.done():
             return
 
@@ -546,7 +569,7 @@ async def _terminate(
         warnings.warn(message, ResourceWarning, stacklevel=1)
         if not is_async:
             task.cancel()  # only the awaiting of the thread: the thread runs on as long as it wants.
-        if patch_sink is not None:
+        if patch_sink is not None and memory.stopped:
             await _touch(memory, settings=settings, patch_sink=patch_sink, logger=daemon.logger)
     finally:
         daemon.terminator = None
@@ -693,11 +716,15 @@ async def _after_stop(
         settings: OperatorSettings,
         patch_sink: PatchSink | None,
 ) -> None:
-    """When a daemon exits while its object is being deleted, touch the object to re-check its finalizer."""
-    if patch_sink is not None and daemon.stopper.reason & DaemonStoppingReason.RESOURCE_DELETED:
+    """
+    When the last daemon exits while its object is being deleted, touch the object to re-check its finalizer.
+    """
+    if patch_sink is not None and daemon.stopper.reason & DaemonStoppingReason.RESOURCE_DELETED \
+            and not daemon.abandoned:  # the abandoned ones have touched the object already.
         if memory.running.get(daemon.handler.id) is daemon:
             del memory.running[daemon.handler.id]
-        await _touch(memory, settings=settings, patch_sink=patch_sink, logger=daemon.logger)
+        if memory.stopped:
+            await _touch(memory, settings=settings, patch_sink=patch_sink, logger=daemon.logger)
 
 
 async def _touch(
@@ -729,6 +756,6 @@ def _title(handler: SpawningHandler) -> str:
 
 
 def _describe_body(body: bodies.Body) -> str:
-    namespace = body.metadata.namespace
-    name = body.metadata.name
+    metadata: Mapping[str, Any] = body._src.get('metadata') or {}  # raw: faster than the views.
+    namespace, name = metadata.get('namespace'), metadata.get('name')
     return f"{namespace}/{name}" if namespace else f"{name}"
