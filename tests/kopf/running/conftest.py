@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import pathlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -83,3 +84,16 @@ async def wait_for(predicate: Callable[[], Any], *, timeout: float = 60.0, step:
         if loop.time() >= deadline:
             raise AssertionError(f"The condition is not met in {timeout} seconds: {predicate}")
         await asyncio.sleep(step)
+
+
+@pytest.fixture(autouse=True)
+def _restored_logging() -> Iterator[None]:
+    """The CLI configures the process-wide logging (levels, handlers): undo it, other tests rely on the defaults."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    named = {name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    for name, named_level in named.items():
+        logging.getLogger(name).setLevel(named_level)
