@@ -1,12 +1,14 @@
 """TLS and tokens against a served simulated cluster (real loopback sockets, real time, no sleeps)."""
 import base64
+import logging
 import pathlib
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import aiohttp
 import pytest
 
+import kopf
 from kopf._cogs.clients import api, auth
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
@@ -83,3 +85,19 @@ def test_client_certificates_from_data_and_paths(tmp_path: pathlib.Path) -> None
                                 private_key_data=generate_self_signed().key_pem)
     with pytest.raises(ssl.SSLError):
         auth.build_ssl_context(mismatched)
+
+
+@pytest.mark.parametrize('login', [kopf.login_with_kubeconfig, kopf.login_via_client])
+async def test_login_functions_against_the_served_cluster(
+        served: ServedApp, settings: OperatorSettings, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+        login: Callable[..., ConnectionInfo | None]) -> None:
+    """The kubeconfig and the official client's configuration both lead kopf's clients to the HTTPS server."""
+    kubeconfig = tmp_path / 'kubeconfig'
+    served.write_kubeconfig(kubeconfig)
+    monkeypatch.setenv('KUBECONFIG', str(kubeconfig))
+    monkeypatch.delenv('KUBERNETES_SERVICE_HOST', raising=False)
+    info = login(logger=logging.getLogger('test'))
+    assert info is not None and info.server == served.url
+    async with Vault({'login': info}) as vault:
+        rsp = await api.get(NS_URL, settings=settings, vault=vault)
+    assert rsp['metadata']['name'] == 'default'
