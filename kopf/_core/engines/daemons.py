@@ -63,6 +63,9 @@ PatchSink = Callable[[patches.Patch], Awaitable[object]]
 
 _EMPTY: Mapping[str, Any] = {}
 
+#: Guards the lazy creation of the stop-flags' thread events (set in the loop, waited in the threads).
+_EVENTS_LOCK = threading.Lock()
+
 
 class Pausable(Protocol):
     """An on/off flag to wait for (e.g. the toggles of the operator's pausing)."""
@@ -96,12 +99,13 @@ class DaemonStopper:
     A "wake-up" resolves the async waiters without raising the flag: e.g. on the object's
     changes, the idling timers re-check their schedule.
     """
-    __slots__ = ('_event', '_loop', '_waiters', 'reason', 'when')
+    __slots__ = ('_event', '_flag', '_loop', '_waiters', 'reason', 'when')
 
     def __init__(self) -> None:
         super().__init__()
         self._loop = asyncio.get_running_loop()
-        self._event = threading.Event()
+        self._flag = False
+        self._event: threading.Event | None = None  # created on the first sync waiting (it is heavy).
         self._waiters: set[asyncio.Future[None]] | None = None
         self.reason = DaemonStoppingReason.NONE
         self.when: float | None = None  # the loop time of the first stop request.
@@ -110,14 +114,18 @@ class DaemonStopper:
         return f"<{type(self).__name__}: {'set' if self.is_set() else 'unset'}, reason={self.reason!r}>"
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._flag
 
     def set(self, reason: DaemonStoppingReason = DaemonStoppingReason.DAEMON_SIGNALLED) -> None:
         """Raise the flag (if not yet) and add the reason; thread-safe."""
-        self.reason |= reason
+        with _EVENTS_LOCK:
+            self.reason |= reason
+            self._flag = True
+            event = self._event
         if self.when is None:
             self.when = self._loop.time()
-        self._event.set()
+        if event is not None:
+            event.set()
         self.wake()
 
     def wake(self) -> None:
@@ -140,7 +148,13 @@ class DaemonStopper:
 
     def wait_sync(self, timeout: float | None = None) -> bool:
         """Block the thread until the flag is raised or the timeout is reached; return the flag."""
-        return self._event.wait(timeout)
+        with _EVENTS_LOCK:
+            if self._event is None:
+                self._event = threading.Event()
+                if self._flag:
+                    self._event.set()
+            event = self._event
+        return event.wait(timeout)
 
     async def wait_async(self, timeout: float | None = None, *, wakeable: bool = False) -> bool:
         """
