@@ -196,13 +196,15 @@ class KopfOperator:
         namespaces: Collection[str | Pattern[str]] = (),
         clusterwide: bool = False,
         memo: Any = None,
-        log_level: int = logging.DEBUG,
+        log_level: int = logging.INFO,
         check_resources: bool = True,
         timeout: float = DEFAULT_START_TIMEOUT,
     ) -> None:
         """Load the handlers, start the operator, and wait until it is ready (or fail with its error).
 
         Without ``namespaces``, the operator serves the whole cluster (``clusterwide``).
+        The ``kopf`` loggers are captured from ``log_level`` up (INFO by default: kopf's DEBUG lines dump
+        whole objects, which costs time in every test; pass ``logging.DEBUG`` to see them).
         With ``check_resources`` (the default), the handlers' resources must be served by the
         cluster when the operator starts (apply the CRDs first); otherwise
         :class:`~pytest_kopf.errors.KopfResourceError` names the handlers and their resources.
@@ -347,6 +349,7 @@ class KopfOperator:
 
     def _capture_logs(self, level: int) -> None:
         logger = logging.getLogger("kopf")
+        self._capture.setLevel(level)
         if self._capture not in logger.handlers:
             logger.addHandler(self._capture)
             self._loggers.append((logger, logger.level))
@@ -369,7 +372,7 @@ class KopfOperator:
             for handler in resource_registry.get_all_handlers():
                 selector = handler.selector
                 if selector is not None and not selector.select(insights.resources):
-                    unserved.setdefault(str(selector), []).append(str(handler.id))
+                    unserved.setdefault(_describe(selector), []).append(str(handler.id))
         if unserved:
             await self.stop()
             lines = [f"  - {selector}: handlers {', '.join(repr(id) for id in ids)}" for selector, ids in
@@ -499,6 +502,15 @@ def _fresh_settings() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     settings.peering.standalone = True  # no peering objects in the test's cluster
     return settings
+
+
+def _describe(selector: Any) -> str:
+    """A selector as the handler's decorator has named it: ``kopfexamples``, ``kopf.dev/v1 kind=KopfExample``."""
+    group_version = "/".join(part for part in (selector.group, selector.version) if part)
+    names = [str(selector.any_name)] if selector.any_name else []
+    names.extend(f"{field}={getattr(selector, field)}" for field in ("kind", "plural", "singular", "shortcut",
+                                                                     "category") if getattr(selector, field))
+    return " ".join(part for part in (group_version, *names) if part) or repr(selector)
 
 
 def _one_line(exc: BaseException) -> str:
