@@ -151,14 +151,21 @@ class K8sPoster(logging.Handler):
 _poster_lock = threading.Lock()
 
 
-def install_k8s_poster() -> None:
-    """Add the posting handler to the objects' logger, once per process (idempotent)."""
+def install_k8s_poster(settings: OperatorSettings | None = None) -> None:
+    """Add the posting handler to the objects' logger, once per process (idempotent).
+
+    Posting must not depend on how the application configured its logging: if the objects' logger
+    would drop the records of the posting level (e.g. Python's default WARNING when nothing was
+    configured, as in an embedded ``kopf.operator()``), it is lowered to that level.
+    """
     with _poster_lock:
         target = loggers.object_logger
         if not any(isinstance(handler, K8sPoster) for handler in target.handlers):
             handler = K8sPoster()
             handler.setFormatter(logging.Formatter('%(message)s'))
             target.addHandler(handler)
+        if settings is not None and settings.posting.enabled and target.getEffectiveLevel() > settings.posting.level:
+            target.setLevel(settings.posting.level)
 
 
 async def poster(
@@ -168,7 +175,7 @@ async def poster(
         vault: Vault | None = None,
 ) -> None:
     """Post the queued events one by one, forever (until cancelled); never fail on posting errors."""
-    install_k8s_poster()
+    install_k8s_poster(settings)
     while True:
         posted = await event_queue.queue.get()
         await events.post_event(ref=posted.ref, type=posted.type, reason=posted.reason,
