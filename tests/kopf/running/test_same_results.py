@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -129,7 +130,7 @@ def out_of_process(tmp_path: pathlib.Path, env: dict[str, str]) -> dict[str, Any
 
 async def test_same_observable_results(tmp_path: pathlib.Path, cluster: Cluster, vault: Any) -> None:
     inside = await in_process(tmp_path, cluster, vault)
-    env = {**__import__('os').environ, 'PYTHONUNBUFFERED': '1'}
+    env = {**os.environ, 'PYTHONUNBUFFERED': '1'}
     outside = await asyncio.to_thread(out_of_process, tmp_path, env)
     assert inside == outside
     assert inside['status'] == {'created': {'seen': 'one'}, 'updated': {'changes': 1, 'was': 'one', 'now': 'two'}}
