@@ -8,6 +8,7 @@ errors) is the same code in both modes, so a test exercises the same path in bot
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import datetime
 import json
@@ -276,6 +277,16 @@ class KopfCluster:
         self._group_names = {}
         self._resources = {}
 
+    def _forget_group(self, group: str) -> None:
+        """Drop the cached discovery of one API group (its CRDs have changed) and the list of the groups."""
+        if not group:
+            self.forget_discovery()
+            return
+        self._groups = None
+        self._group_names = {}
+        for group_version in [key for key in self._resources if key.rpartition("/")[0] == group]:
+            del self._resources[group_version]
+
     async def _preferred_versions(self) -> list[str]:
         if self._groups is None:
             groups = ["v1"]
@@ -404,7 +415,7 @@ class KopfCluster:
         versions = [v.get("name") for v in spec.get("versions") or () if v.get("served", True)]
         async with asyncio.timeout(DEFAULT_TIMEOUT):
             while True:
-                self.forget_discovery()
+                self._forget_group(str(spec.get("group") or ""))
                 served = [await self._group_version(f"{spec.get('group')}/{version}") for version in versions]
                 if all(found and any(info.plural == plural for info in found) for found in served):
                     return
@@ -452,7 +463,7 @@ class KopfCluster:
         body = {"propagationPolicy": propagation_policy} if propagation_policy else None
         result: JsonDict = await self._request("DELETE", info.path(self._namespace(info, namespace), name), body=body)
         if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
-            self.forget_discovery()
+            self._forget_group(str(((result or {}).get("spec") or {}).get("group") or ""))  # all if unknown
         return result
 
     async def wait_for(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
@@ -727,14 +738,30 @@ def _same_group(api_version: Any, group: str) -> bool:
     return (api_version.rpartition("/")[0] if "/" in api_version else "") == group
 
 
+_parsed_files: dict[tuple[str, int, int], list[Any]] = {}
+
+
+def _read_manifest(path: str | os.PathLike[str]) -> list[Any]:
+    """The documents of a manifest file, parsed once per version of the file (a test suite applies the same CRDs
+    in every test; parsing a CRD's YAML costs more than applying it to the simulator)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return read_manifest(pathlib.Path(path))  # the error as the reader words it
+    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _parsed_files:
+        _parsed_files[key] = read_manifest(pathlib.Path(path))
+    return copy.deepcopy(_parsed_files[key])
+
+
 def _documents(manifests: Manifests) -> list[Mapping[str, Any]]:
     if isinstance(manifests, Mapping):
         docs: Iterable[Any] = [manifests]
     elif isinstance(manifests, os.PathLike):
-        docs = read_manifest(pathlib.Path(manifests))
+        docs = _read_manifest(manifests)
     elif isinstance(manifests, str):
         if "\n" not in manifests and not manifests.lstrip().startswith("{"):
-            docs = read_manifest(manifests)
+            docs = _read_manifest(manifests)
         else:
             docs = parse_manifests(manifests)
     else:

@@ -1,0 +1,182 @@
+"""The cost of one sim-mode test with an operator: start it, create an object, handle it, delete it, stop it.
+
+Run: ``python benchmarks/bench_plugin.py [--tests N] [--profile] [--no-subprocess]``.
+
+Two measurements:
+
+* in-process: the fixtures' machinery called directly (a fresh virtual-time loop, a fresh
+  simulated cluster, a fresh operator loading ``examples/01-minimal/example.py`` each time),
+  one test and then N tests in a row -- the plugin's own cost, without pytest's;
+* through pytest: a generated test file of N parametrized cases run by ``pytest`` in a
+  subprocess, minus the same run with one case (pytest's start-up & collection), per test.
+
+The target is under 20 ms per test. With ``--profile``, the in-process N tests run under
+cProfile, and the top functions (by own time, and by packages) tell where the time goes.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import cProfile
+import pathlib
+import pstats
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from typing import Any
+
+from pytest_kopf.cluster import SimKopfCluster
+from pytest_kopf.operator import KopfOperator
+from pytest_kopf.running import TestLoop
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CRD = ROOT / "examples" / "crd.yaml"
+EXAMPLE = ROOT / "examples" / "01-minimal" / "example.py"
+TARGET_MS = 20.0
+
+
+async def one_test(cluster: SimKopfCluster, operator: KopfOperator, name: str) -> None:
+    """The design's shape of a test."""
+    await cluster.apply(str(CRD))
+    await operator.start(paths=[EXAMPLE])
+    await cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+                          "metadata": {"name": name, "namespace": "default"}, "spec": {"field": "value"}})
+    await cluster.wait_for("kopfexamples", name, namespace="default",
+                           condition=lambda o: "create_fn" in (o or {}).get("status", {}), timeout=60)
+    await cluster.delete("kopfexamples", name, namespace="default")
+    await cluster.wait_gone("kopfexamples", name, namespace="default")
+    await operator.stop()
+    assert operator.exception is None
+
+
+def run_in_process(index: int, tmp: pathlib.Path) -> None:
+    """One test as the fixtures run it: loop, cluster, operator; the test; teardown in reverse."""
+    test_loop = TestLoop(virtual=True)
+    try:
+        cluster = SimKopfCluster(loop=test_loop.loop, tmp_dir=lambda: tmp)
+        test_loop.run(cluster.setup())
+        operator = KopfOperator(cluster)
+        try:
+            test_loop.run(one_test(cluster, operator, f"ex{index}"))
+        finally:
+            test_loop.run(operator.stop())
+            test_loop.run(cluster.teardown())
+    finally:
+        test_loop.close()
+
+
+def bench_in_process(n: int, profile: bool) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        run_in_process(0, pathlib.Path(tmp))  # the first one: imports, caches
+        first = time.perf_counter() - started
+        print(f"in-process: the first test                {first * 1000:9.1f} ms (imports & warm-up included)")
+
+        started = time.perf_counter()
+        run_in_process(1, pathlib.Path(tmp))
+        one = time.perf_counter() - started
+        print(f"in-process: one test                      {one * 1000:9.1f} ms")
+
+        profiler = cProfile.Profile() if profile else None
+        started = time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
+        for index in range(n):
+            run_in_process(index + 2, pathlib.Path(tmp))
+        if profiler is not None:
+            profiler.disable()
+        total = time.perf_counter() - started
+        per_test = total / n * 1000
+        print(f"in-process: {n} tests                    {total:9.3f} s  = {per_test:6.1f} ms per test "
+              f"({'within' if per_test < TARGET_MS else 'over'} the target of {TARGET_MS:.0f} ms)")
+        if profiler is not None:
+            report_profile(profiler)
+        return per_test
+
+
+def report_profile(profiler: cProfile.Profile) -> None:
+    stats = pstats.Stats(profiler)
+    by_package: collections.Counter[str] = collections.Counter()
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    for (filename, _, _), (_, _, own, _, _) in raw.items():
+        by_package[_package(filename)] += own
+    total = sum(by_package.values())
+    print("\nwhere the time goes (own time by package, under cProfile):")
+    for package, seconds in by_package.most_common(12):
+        print(f"  {package:<40} {seconds:7.3f} s  {seconds / total:6.1%}")
+    print("\nthe top functions by own time:")
+    stats.sort_stats("tottime").print_stats(15)
+
+
+def _package(filename: str) -> str:
+    if "site-packages/" in filename:
+        return filename.split("site-packages/")[1].split("/")[0]
+    if str(ROOT) in filename:
+        parts = pathlib.Path(filename).relative_to(ROOT).parts
+        return "/".join(parts[:2]) if len(parts) > 2 else parts[0]
+    if filename.startswith("<"):
+        return "builtins"
+    return "stdlib: " + pathlib.Path(filename).name
+
+
+TEST_FILE = '''
+import pytest
+
+@pytest.mark.parametrize("n", range({n}))
+async def test_shape(kopf_cluster, kopf_operator, n):
+    await kopf_cluster.apply({crd!r})
+    await kopf_operator.start(paths=[{example!r}])
+    await kopf_cluster.create({{"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+                               "metadata": {{"name": f"ex{{n}}", "namespace": "default"}},
+                               "spec": {{"field": "value"}}}})
+    await kopf_cluster.wait_for("kopfexamples", f"ex{{n}}", namespace="default",
+                                condition=lambda o: "create_fn" in o.get("status", {{}}), timeout=60)
+    await kopf_cluster.delete("kopfexamples", f"ex{{n}}", namespace="default")
+    await kopf_cluster.wait_gone("kopfexamples", f"ex{{n}}", namespace="default")
+    await kopf_operator.stop()
+    assert kopf_operator.exception is None
+'''
+
+
+def run_pytest(n: int, directory: pathlib.Path) -> float:
+    path = directory / f"test_bench_{n}.py"
+    path.write_text(textwrap.dedent(TEST_FILE.format(n=n, crd=str(CRD), example=str(EXAMPLE))))
+    (directory / "pytest.ini").write_text("[pytest]\n")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:asyncio",
+               "-p", "no:looptime_plugin", "-p", "no:hypothesispytest", "-p", "no:randomly", str(path)]
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=600)
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"pytest has failed:\n{result.stdout}\n{result.stderr}")
+    return elapsed
+
+
+def bench_pytest(n: int) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        one = run_pytest(1, pathlib.Path(tmp))
+        many = run_pytest(n, pathlib.Path(tmp))
+    per_test = (many - one) / (n - 1) * 1000
+    print(f"pytest:     1 test (start-up & collection)   {one:9.3f} s")
+    print(f"pytest:     {n} tests                    {many:9.3f} s  = {per_test:6.1f} ms per test beyond the first "
+          f"({'within' if per_test < TARGET_MS else 'over'} the target of {TARGET_MS:.0f} ms)")
+    return per_test
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tests", type=int, default=100, help="how many tests (default: 100)")
+    parser.add_argument("--profile", action="store_true", help="profile the in-process tests (cProfile)")
+    parser.add_argument("--no-subprocess", action="store_true", help="skip the run through pytest")
+    args = parser.parse_args()
+    bench_in_process(args.tests, args.profile)
+    if not args.no_subprocess:
+        bench_pytest(args.tests)
+
+
+if __name__ == "__main__":
+    asyncio.set_event_loop_policy(None)
+    main()
