@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import functools
 import importlib
 import importlib.util
 import io
@@ -36,6 +37,7 @@ from typing import Any
 import kopf
 from kopf._cogs.aiokits.clock import pin_epoch
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
+from kopf._core.intents.causes import Activity
 from kopf._core.reactor.observation import Insights
 from kopf_sim.virtualtime import VirtualTimeLoop, describe_tasks
 
@@ -146,9 +148,10 @@ class KopfOperator:
         await kopf_operator.stop()
         assert kopf_operator.exception is None
 
-    or as an async context manager: ``async with kopf_operator.start(...):`` is not needed;
-    ``async with kopf_operator:`` stops it on exit (and starts it with the last arguments if
-    it is not running yet).
+    It is an async context manager too: ``async with kopf_operator:`` stops it on exit (and, if it
+    is not running but was started before, starts it again with the same arguments on entry).
+    The exit state: :attr:`exception` (the operator's crash, or None) and :attr:`exit_code`
+    (None while running or never started, 0 after a clean stop, 1 after a crash).
     """
 
     def __init__(self, cluster: KopfCluster) -> None:
@@ -236,6 +239,10 @@ class KopfOperator:
         self.exception = None
         self.exit_code = None
         self.registry = registry if registry is not None else self._load(paths, modules)
+        credentials = self._credentials()
+        if registry is None and not self.registry.activities.get_handlers(Activity.AUTHENTICATION):
+            # Re-login (after HTTP 401) gets the same credentials, never the environment's kubeconfig.
+            kopf.on.login(id="pytest-kopf", registry=self.registry)(functools.partial(_same, credentials))
         self.settings = settings if settings is not None else _fresh_settings()
         self.memo = memo
         if isinstance(self.cluster, SimKopfCluster):
@@ -254,7 +261,7 @@ class KopfOperator:
         self._task = loop.create_task(self._operator(
             registry=self.registry, settings=self.settings, insights=insights,
             namespaces=namespaces, clusterwide=clusterwide or not namespaces,
-            stop_flag=self._stop_flag, ready_flag=ready_flag, vault=Vault({"pytest-kopf": self._credentials()}),
+            stop_flag=self._stop_flag, ready_flag=ready_flag, vault=Vault({"pytest-kopf": credentials}),
             memo=memo,
         ), name=f"kopf operator #{next(_counter)}", context=context)
 
@@ -266,7 +273,11 @@ class KopfOperator:
             with contextlib.suppress(asyncio.CancelledError):
                 await ready
         if self._task.done():
-            await self._finished()
+            try:
+                await self._finished()
+            finally:
+                self._task = None
+                self._tasks.uninstall()
             raise KopfOperatorError(f"The operator has failed to start: {self._describe_exit()}") \
                 from self.exception
         if not done:
@@ -502,6 +513,10 @@ def _fresh_settings() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     settings.peering.standalone = True  # no peering objects in the test's cluster
     return settings
+
+
+def _same(credentials: ConnectionInfo, **_: Any) -> ConnectionInfo:
+    return credentials
 
 
 def _describe(selector: Any) -> str:

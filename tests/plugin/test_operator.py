@@ -195,6 +195,25 @@ async def test_modules_and_settings(kopf_cluster, kopf_operator):
     await kopf_operator.restart()   # the same module, loaded once: the registry is kept
     assert len(kopf_operator.registry.changing.get_all_handlers()) == 2
 
+@pytest.mark.kopf_sim_only
+async def test_a_401_spends_the_credentials_and_never_falls_back_to_the_environment(
+        kopf_cluster, kopf_operator, monkeypatch):
+    # The re-login gets the test's credentials again (not the environment's kubeconfig), which kopf refuses
+    # as already spent, as it would on a real cluster: a crash, reported as such.
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+    await kopf_cluster.apply("crd.yaml")
+    await kopf_operator.start(paths=["ops/handlers.py"])
+    assert [h.id for h in kopf_operator.registry.activities.get_all_handlers()] == ["pytest-kopf"]
+    kopf_cluster.faults.error(401, resource="kopfexamples", method="PATCH", count=1)
+    await kopf_cluster.create(example("ex1"))
+    while kopf_operator.running:
+        await asyncio.sleep(1)
+    await kopf_operator.stop()
+    assert kopf_operator.exit_code == 1
+    assert type(kopf_operator.exception).__name__ == "LoginError"
+    assert "Handler 'pytest-kopf' succeeded" in kopf_operator.logs
+    assert "kubeconfig" not in kopf_operator.logs.lower()
+
 async def test_isolation_first(kopf_cluster, kopf_operator):
     await kopf_cluster.apply("crd.yaml")
     await kopf_operator.start(paths=["ops/handlers.py"])
@@ -289,7 +308,7 @@ def test_lifecycle_and_isolation(pytester: pytest.Pytester) -> None:
     make_project(pytester)
     pytester.makepyfile(test_lifecycle=LIFECYCLE)
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=9)
 
 
 def test_admission_in_sim_mode(pytester: pytest.Pytester) -> None:
@@ -468,4 +487,4 @@ def test_lifecycle_in_real_mode(pytester: pytest.Pytester, monkeypatch: pytest.M
     pytester.makepyfile(test_lifecycle=LIFECYCLE)
     monkeypatch.setenv("KUBECONFIG", str(served_cluster.kubeconfig))
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-real", "-k", "restart or context or crash")
-    result.assert_outcomes(passed=3, deselected=5)
+    result.assert_outcomes(passed=3, deselected=6)
