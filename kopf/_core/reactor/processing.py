@@ -35,6 +35,7 @@ from kopf._cogs.structs import bodies, diffs, ephemera, patches
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.references import Resource
 from kopf._core.actions import application, execution, invocation, loggers
+from kopf._core.engines import daemons as daemons_
 from kopf._core.intents import matching, registries
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.handlers import ChangingHandler
@@ -89,6 +90,8 @@ async def process_resource_event(
 
     if event_type == 'DELETED':
         local_logger.debug("Deleted, really deleted, and we are notified.")
+        # The daemons & timers of the gone object (if any are left, e.g. the finalizer was removed by others).
+        await daemons_.stop_daemons(settings=settings, memory=_get_daemons_memory(memory))
         memories.forget(raw_body)
         return
 
@@ -241,6 +244,25 @@ async def _process_changing(context: _Context) -> None:
     kwargs = cause.kwargs()
     requires_finalizer = registry.requires_finalizer(resource, body=body, kwargs=kwargs)
 
+    # Daemons & timers: stopped first when the object is being deleted (the deletion handlers & the release
+    # wait until they are gone: their exit "touches" the object); otherwise, spawned once the finalizer is there.
+    daemons_memory = _get_daemons_memory(memory)
+    if body.metadata.deletion_timestamp is not None:
+        if daemons_memory.running:
+            delay = await daemons_.stop_daemons(settings=settings, memory=daemons_memory,
+                                                patch_sink=_make_patch_sink(context))
+            if delay is not None and reason == Reason.DELETE:
+                local_logger.debug(f"The daemons are still running; the deletion waits for them (~{delay:.3f}s).")
+                await _apply_patch(context, patch)
+                return
+    elif has_finalizer or not requires_finalizer:
+        spawning = registry.spawning.get_handlers(resource, body=body, kwargs=kwargs)
+        if spawning or daemons_memory.running:
+            await daemons_.spawn_daemons(settings=settings, handlers=spawning, memory=daemons_memory,
+                                         body=context.raw_body, resource=resource, logger=context.logger,
+                                         memo=memory.memo, indices=context.indices,
+                                         patch_sink=_make_patch_sink(context))
+
     # The objects that are marked for deletion by others, and which we do not block: nothing to do.
     if reason == Reason.FREE:
         local_logger.debug("Deletion, but we are done with it, and we do not care.")
@@ -307,6 +329,26 @@ async def _process_changing(context: _Context) -> None:
             return
     touch = application.build_touch_patch(body=body, settings=settings)
     await _apply_patch(context, touch)
+
+
+def _get_daemons_memory(memory: ResourceMemory) -> daemons_.DaemonsMemory:
+    """The object's daemons & timers (kept in the object's memory for the engine)."""
+    daemons_memory = memory.extras.get('daemons')
+    if not isinstance(daemons_memory, daemons_.DaemonsMemory):
+        daemons_memory = memory.extras['daemons'] = daemons_.DaemonsMemory()
+    return daemons_memory
+
+
+def _make_patch_sink(context: _Context) -> daemons_.PatchSink:
+    """How the daemons & timers patch their object (for their whole life, not only for this event)."""
+    resource, settings, vault, logger = context.resource, context.settings, context.vault, context.local_logger
+    namespace, name = context.body.metadata.namespace, context.body.metadata.name
+
+    async def patch_sink(patch: patches.Patch) -> None:
+        await patching.patch_obj(resource=resource, namespace=namespace, name=name, patch=patch,
+                                 settings=settings, logger=logger, vault=vault)
+
+    return patch_sink
 
 
 async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bool:
