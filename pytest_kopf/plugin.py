@@ -15,19 +15,21 @@ import inspect
 import pathlib
 import re
 import secrets
+import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from kopf._cogs.aiokits.clock import pin_epoch
 from kopf_sim.virtualtime import VirtualTimeLoop
 
 from . import kubeconfig
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
-from .operator import KopfOperator
 from .running import TestLoop
+
+if TYPE_CHECKING:
+    from .operator import KopfOperator  # kopf is imported only when a test needs it
 
 __all__ = ["KopfSettings", "kopf_cluster", "kopf_loop", "kopf_mode", "kopf_operator"]
 
@@ -158,7 +160,10 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
     settings = settings_of(request.config)
     virtual = settings.mode == SIM and request.node.get_closest_marker("kopf_real_time") is None
     test_loop = TestLoop(virtual=virtual, time_limit=settings.time_limit if virtual else None)
-    if isinstance(test_loop.loop, VirtualTimeLoop):  # kopf's wall clock (utcnow) follows the virtual time
+    if isinstance(test_loop.loop, VirtualTimeLoop) and "kopf" in sys.modules:
+        # kopf's wall clock (utcnow, for the timestamps in objects) follows the virtual time; kopf_operator
+        # pins it too (kopf is not imported for the tests that do not use it).
+        from kopf._cogs.aiokits.clock import pin_epoch
         pin_epoch(test_loop.loop.now(), test_loop.loop)
     request.node.stash[LOOP_KEY] = test_loop
     try:
@@ -208,6 +213,7 @@ def kopf_operator(kopf_loop: TestLoop, kopf_cluster: KopfCluster) -> Iterator[Ko
 
     It runs in the test's loop against ``kopf_cluster``; its leftover tasks or threads fail the test.
     """
+    from .operator import KopfOperator
     operator = KopfOperator(kopf_cluster)
     yield operator
     kopf_loop.run(operator.stop())

@@ -31,7 +31,7 @@ VIRTUAL_TIME = HEADER + '''
 # Timers are not wired into the reactor yet: a handler retried every 60 s stands in for a 60 s timer.
 # Each retry costs 5 API writes in the simulator (progress & touch patches of the object & its status,
 # a k8s-event): ~15 ms of CPU per cycle, so the hour takes ~0.9 s of CPU (1.1-1.3 s with a sync handler).
-# CPU time is asserted (the wall time of a loaded CI box is not the operator's), with a margin.
+# CPU time is asserted with a wide margin (the wall time of a loaded CI box is not the operator's).
 async def test_an_hour_of_60s_intervals(kopf_cluster, kopf_operator):
     registry = kopf.OperatorRegistry()
     calls = []
@@ -51,7 +51,7 @@ async def test_an_hour_of_60s_intervals(kopf_cluster, kopf_operator):
     assert 59 <= len(calls) <= 61
     assert all(60 <= b - a < 61 for a, b in zip(calls, calls[1:]))
     print(f"an hour of 60 s intervals: {len(calls)} calls, {wall:.3f} s wall, {cpu:.3f} s CPU")
-    assert cpu < 1.5 and wall < 5.0
+    assert cpu < 3.0 and wall < 10.0   # ~0.9 s of CPU on an idle machine; ~1.5 s on a loaded one
 
 async def test_three_retries_of_10_minutes(kopf_cluster, kopf_operator):
     registry = kopf.OperatorRegistry()
@@ -65,17 +65,18 @@ async def test_three_retries_of_10_minutes(kopf_cluster, kopf_operator):
         return "done"
 
     await kopf_cluster.apply("crd.yaml")
-    wall = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     await kopf_operator.start(registry=registry)
     await kopf_cluster.create(example("ex1"))
     obj = await kopf_cluster.wait_for("kex", "ex1", condition=lambda o: o["status"]["create_fn"] == "done",
                                       timeout=3600)
     await kopf_operator.stop()
-    wall = time.perf_counter() - wall
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert len(attempts) == 4
     assert [round(b - a) for a, b in zip(attempts, attempts[1:])] == [600, 600, 600]
     assert obj["status"]["create_fn"] == "done"
-    assert wall < 1.0
+    print(f"three retries of 600 s: {wall:.3f} s wall, {cpu:.3f} s CPU")
+    assert cpu < 1.0 and wall < 5.0   # ~0.1 s on an idle machine
 
 async def test_timestamps_follow_the_virtual_clock(kopf_cluster, kopf_operator):
     registry = kopf.OperatorRegistry()
@@ -301,6 +302,7 @@ def test_virtual_time(pytester: pytest.Pytester) -> None:
     started = time.perf_counter()
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "-s")
     result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*an hour of 60 s intervals: 6? calls, * s wall, * s CPU*"])
     assert time.perf_counter() - started < 10  # hours of virtual time; the 0.2 s sleep is the only real wait
 
 
