@@ -61,6 +61,8 @@ from kopf._core.actions.execution import execute
 from kopf._core.actions.lifecycles import get_default_lifecycle, set_default_lifecycle
 from kopf._core.actions.loggers import LocalObjectLogger, ObjectLogger
 from kopf._core.engines.admission_errors import AdmissionError
+from kopf._core.engines.daemons import DaemonStopped, DaemonStoppingReason
+from kopf._core.engines.indexing import Index, Store
 from kopf._core.engines.posting import event, exception, info, warn
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.filters import ABSENT, PRESENT, all_, any_, none_, not_
@@ -102,6 +104,8 @@ __all__ = [
     'Body',
     'BodyEssence',
     'ConnectionInfo',
+    'DaemonStopped',
+    'DaemonStoppingReason',
     'Diff',
     'DiffBaseStorage',
     'DiffItem',
@@ -110,6 +114,7 @@ __all__ = [
     'HandlerRetriesError',
     'HandlerTimeoutError',
     'Headers',
+    'Index',
     'Labels',
     'LocalObjectLogger',
     'LogFormat',
@@ -137,6 +142,7 @@ __all__ = [
     'Status',
     'StatusDiffBaseStorage',
     'StatusProgressStorage',
+    'Store',
     'TemporaryError',
     'UserInfo',
     'WebhookAutoServer',
