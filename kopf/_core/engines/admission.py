@@ -36,7 +36,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol
 
-from kopf._cogs.clients import creating, patching
+from kopf._cogs.clients import creating, deleting, patching
 from kopf._cogs.clients import errors as clients_errors
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs import bodies, diffs, ephemera, patches, reviews
@@ -527,9 +527,17 @@ async def _apply_configuration(
         settings: OperatorSettings,
         vault: Vault | None,
         create: bool,
+        remove_if_empty: bool = False,
 ) -> None:
-    """Overwrite the webhooks of a managed configuration; create it if absent (and if allowed)."""
+    """Overwrite the webhooks of a managed configuration; create it if absent (and if allowed).
+
+    On exit (``remove_if_empty``), a configuration left with no webhooks is deleted altogether.
+    """
     resource = CONFIGURATION_RESOURCES[type]
+    if remove_if_empty and not webhooks:
+        await deleting.delete_obj(resource=resource, namespace=None, name=name, settings=settings,
+                                  logger=logger, vault=vault)
+        return
     patch = {'webhooks': webhooks}
     patched = await patching.patch_obj(resource=resource, namespace=None, name=name, patch=patch,
                                        settings=settings, logger=logger, vault=vault)
@@ -562,7 +570,7 @@ async def configure_webhooks(
                                   persistent_only=persistent_only)
         # No handlers of this type: do not create the configuration, but clean an existing one.
         await _apply_configuration(type=type, name=name, webhooks=webhooks, settings=settings, vault=vault,
-                                   create=bool(webhooks))
+                                   create=bool(webhooks), remove_if_empty=persistent_only)
         logger.debug(f"The {resource.kind} {name!r} is configured with {len(webhooks)} webhook(s).")
 
 
