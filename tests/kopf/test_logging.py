@@ -38,8 +38,13 @@ def restored_logging() -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     levels = {name: logging.getLogger(name).level for name in loggers.LOW_LEVEL_LOGGERS}
+    # The operators of other tests (in this process) lower the objects' logger to the posting level: undo it here.
+    objects_logger = logging.getLogger('kopf.objects')
+    objects_level = objects_logger.level
+    objects_logger.setLevel(logging.NOTSET)
     loggers.forget_secrets()
     yield
+    objects_logger.setLevel(objects_level)
     loggers.forget_secrets()
     for handler in list(root.handlers):
         if handler not in handlers:

@@ -22,6 +22,12 @@ Per event:
 7. The accumulated patch is applied. If some handlers are still due, the next cycle is
    triggered by the patch's own event; or, if delayed, after sleeping out the delay
    (interrupted by new events of the object) by "touching" the object.
+
+The in-memory indices are fed by :func:`index_resource_event`, which the queueing calls
+for every event in the watcher itself (in the order of the stream, before the events go
+to the objects' workers, so not limited by ``settings.batching.worker_limit``). With the
+indexers given, :func:`process_resource_event` waits until all the indexed resources
+are listed and indexed at least once before calling any handlers.
 """
 from __future__ import annotations
 
@@ -36,6 +42,7 @@ from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.references import Resource
 from kopf._core.actions import application, execution, invocation, loggers
 from kopf._core.engines import daemons as daemons_
+from kopf._core.engines import indexing
 from kopf._core.intents import matching, registries
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.handlers import ChangingHandler
@@ -62,15 +69,24 @@ async def process_resource_event(
         memo: ephemera.AnyMemo,
         vault: Vault | None = None,
         indices: Mapping[str, Any] | None = None,
+        indexers: indexing.OperatorIndexers | None = None,
 ) -> None:
     """
     Process one watch-event of one object: call the handlers, patch the object (see the module's docs).
 
-    ``indices`` are the in-memory indices to be passed to the handlers as kwargs (if any).
+    ``indices`` are the in-memory indices to be passed to the handlers as kwargs (if any;
+    by default, those of the ``indexers``). With the ``indexers``, the processing waits until
+    all the indexed resources are populated (the indexing itself is done by :func:`index_resource_event`).
     ``stream_pressure`` is set by the queueing when newer events of the object arrive:
     then, the sleeps are interrupted, and the processing yields to the newer events.
     The unexpected errors (e.g. of the API) escape: the queueing logs & throttles them.
     """
+    if indexers is not None:
+        if indices is None:
+            indices = indexers.indices
+        if not indexers.is_populated():
+            await indexers.wait_populated()
+
     raw_body = raw_event['object']
     event_type = raw_event['type']
     body = bodies.Body(raw_body)
@@ -101,6 +117,47 @@ async def process_resource_event(
         return
 
     await _process_changing(context)
+
+
+async def index_resource_event(
+        *,
+        raw_event: bodies.RawEvent,
+        resource: Resource,
+        registry: registries.OperatorRegistry,
+        settings: OperatorSettings,
+        memories: ResourceMemories,
+        memo: ephemera.AnyMemo,
+        indexers: indexing.OperatorIndexers,
+) -> None:
+    """
+    Index one watch-event of one object by the indexing handlers of its resource (if any).
+
+    The object's values are replaced by those of the handlers that match it now (and removed
+    from the indices whose handlers do not match anymore); on ``DELETED``, they are removed.
+    Never waits for the indices' readiness (so it cannot deadlock with the handlers that do).
+    The per-object state of the failed indexing lives in the object's memory (``extras['indexing']``)
+    and is forgotten with the object.
+    """
+    raw_body = raw_event['object']
+    if raw_event['type'] == 'DELETED':
+        known = memories.recall(raw_body) if raw_body in memories else None
+        imemory = known.extras.pop('indexing', None) if known is not None else None
+        indexing.discard_object(indexers=indexers, body=raw_body,
+                                memory=imemory if isinstance(imemory, indexing.IndexingMemory) else None)
+        return
+
+    resource_handlers = registry.indexing.get_resource_handlers(resource)
+    if not resource_handlers:
+        return
+    memory = memories.recall(raw_body, memo=memo, noticed_by_listing=raw_event['type'] is None)
+    body = bodies.Body(raw_body)
+    logger = loggers.ObjectLogger(body=body, settings=settings)
+    cause = invocation.ResourceCause(logger=logger, memo=memory.memo, indices=indexers.indices,
+                                     resource=resource, patch=patches.Patch(body=body), body=body)
+    handlers = registry.indexing.get_handlers(resource, body=body, kwargs=cause.kwargs())
+    await indexing.index_object(indexers=indexers, handlers=handlers, body=body, memory=_get_indexing_memory(memory),
+                                resource=resource, logger=logger, settings=settings, memo=memory.memo,
+                                indices=indexers.indices)
 
 
 class _Context:
@@ -263,6 +320,8 @@ async def _process_changing(context: _Context) -> None:
                                          memo=memory.memo, indices=context.indices,
                                          patch_sink=_make_patch_sink(context))
 
+    stopping_delay: float | None = None  # while the mismatching daemons are stopping, the finalizer stays.
+
     # The objects that are marked for deletion by others, and which we do not block: nothing to do.
     if reason == Reason.FREE:
         local_logger.debug("Deletion, but we are done with it, and we do not care.")
@@ -276,10 +335,18 @@ async def _process_changing(context: _Context) -> None:
         await _apply_patch(context, patch)
         return
 
-    # Release the objects that are not blocked by any handlers anymore (e.g. they stopped matching).
+    # Release the objects that are not blocked by any handlers anymore (e.g. they stopped matching),
+    # but only when their daemons & timers (stopped as mismatching above) are gone: re-checked when they are.
     if reason != Reason.DELETE and not requires_finalizer and has_finalizer:
-        local_logger.debug("Removing the finalizer, as there are no handlers requiring it.")
-        patch.metadata['finalizers'] = [name for name in finalizers if name != finalizer]
+        if daemons_memory.running:
+            stopping_delay = await daemons_.stop_daemons(settings=settings, memory=daemons_memory,
+                                                         reason=daemons_.DaemonStoppingReason.FILTERS_MISMATCH,
+                                                         patch_sink=_make_patch_sink(context))
+        if stopping_delay is None:
+            local_logger.debug("Removing the finalizer, as there are no handlers requiring it.")
+            patch.metadata['finalizers'] = [name for name in finalizers if name != finalizer]
+        else:
+            local_logger.debug(f"Keeping the finalizer while the daemons are stopping (~{stopping_delay:.3f}s).")
 
     # The stealth mode: the objects that do not match any change-detecting handlers are not touched at all.
     in_scope = any(matching.prematch(handler, body=body, kwargs=kwargs)
@@ -315,6 +382,11 @@ async def _process_changing(context: _Context) -> None:
 
     patched = await _apply_patch(context, patch)
     progress.flush()
+    if stopping_delay is not None:
+        # The mismatching daemons exit by themselves (no event comes): re-check once they are gone (or later).
+        if not await _wait_for_daemons(daemons_memory, stopping_delay, context.stream_pressure):
+            await _apply_patch(context, application.build_touch_patch(body=body, settings=settings))
+        return
     if done or outcome is None:
         return
 
@@ -337,6 +409,14 @@ def _get_daemons_memory(memory: ResourceMemory) -> daemons_.DaemonsMemory:
     if not isinstance(daemons_memory, daemons_.DaemonsMemory):
         daemons_memory = memory.extras['daemons'] = daemons_.DaemonsMemory()
     return daemons_memory
+
+
+def _get_indexing_memory(memory: ResourceMemory) -> indexing.IndexingMemory:
+    """The object's state of the failed indexing (kept in the object's memory for the engine)."""
+    indexing_memory = memory.extras.get('indexing')
+    if not isinstance(indexing_memory, indexing.IndexingMemory):
+        indexing_memory = memory.extras['indexing'] = indexing.IndexingMemory()
+    return indexing_memory
 
 
 def _make_patch_sink(context: _Context) -> daemons_.PatchSink:
@@ -369,6 +449,25 @@ async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bo
         context.memory.expected_version = str(version)
         context.memory.expected_deadline = context.loop.time() + context.settings.persistence.consistency_timeout
     return True
+
+
+async def _wait_for_daemons(memory: daemons_.DaemonsMemory, delay: float, pressure: asyncio.Event | None) -> bool:
+    """Wait until the daemons are gone or the delay is over, unless new events arrive (then, return ``True``)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + delay
+    waiter = asyncio.create_task(pressure.wait()) if pressure is not None else None
+    try:
+        while waiter is None or not waiter.done():
+            pending = [daemon.task for daemon in memory.daemons if daemon.task is not None and not daemon.done]
+            remaining = deadline - loop.time()
+            if not pending or remaining <= 0:
+                return False
+            await asyncio.wait([*pending, *([waiter] if waiter is not None else [])],
+                               timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        return True
+    finally:
+        if waiter is not None:
+            waiter.cancel()
 
 
 async def _sleep(delay: float, pressure: asyncio.Event | None) -> bool:

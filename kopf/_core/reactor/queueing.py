@@ -14,6 +14,11 @@ the latest one is processed, since only the latest state of the object matters.
 Every new event also sets the object's "stream pressure" flag, so that a processor
 sleeping out a delay (e.g. of a handler's retry) wakes up and yields to the new event.
 
+Before routing, every event can be pre-processed right in the watcher (``preprocessor``), in the order
+of the stream and regardless of the workers and their limit: e.g. indexed in memory. Once the initial
+listing is over (and so pre-processed), ``on_listed`` is called (e.g. the indices are populated).
+The pre-processing must never wait for the workers, else it would deadlock with them.
+
 A worker with no events for ``settings.batching.idle_timeout`` seconds exits;
 a new one is started for the next event. The unexpected errors of the processing
 are logged and throttled per object (``settings.batching.error_delays``): they never
@@ -44,6 +49,10 @@ logger = logging.getLogger(__name__)
 #: What processes one event of one object (e.g. a partial of ``process_resource_event``):
 #: called as ``await processor(raw_event=..., stream_pressure=...)``.
 ObjectProcessor = Callable[..., Awaitable[None]]
+
+#: What pre-processes every event in the watcher, before routing it to the worker (e.g. the indexing):
+#: called as ``await preprocessor(raw_event=...)``.
+ObjectPreprocessor = Callable[..., Awaitable[None]]
 
 
 class PauseFlag(Protocol):
@@ -86,6 +95,8 @@ async def watcher(
         label_selector: fetching.LabelSelector | None = None,
         vault: Vault | None = None,
         stop: asyncio.Event | None = None,
+        preprocessor: ObjectPreprocessor | None = None,
+        on_listed: Callable[[], None] | None = None,
 ) -> None:
     """
     Watch the resource (in the namespace, or cluster-wide if ``None``) and process its objects' events.
@@ -93,6 +104,7 @@ async def watcher(
     Runs until cancelled (or until ``stop`` is set); the workers are stopped on exit.
     While the operator is paused, no new events arrive (the watch-stream is paused),
     but the workers finish what they have already got.
+    ``preprocessor`` & ``on_listed``: see the module's docs (their errors are logged, never fatal).
     """
     streams: Streams = {}
     limiter = _make_limiter(settings.batching.worker_limit)
@@ -100,12 +112,21 @@ async def watcher(
         stream = watching.infinite_watch(
             resource=resource, namespace=namespace, settings=settings,
             label_selector=label_selector, stop=stop, operator_paused=operator_paused,
-            vault=vault,
+            vault=vault, markers=on_listed is not None,
         )
         async with contextlib.aclosing(stream):
             async for raw_event in stream:
                 if isinstance(raw_event, watching.Bookmark):
+                    if raw_event is watching.Bookmark.LISTED and on_listed is not None:
+                        on_listed()
                     continue
+                if preprocessor is not None:
+                    try:
+                        await preprocessor(raw_event=raw_event)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        logger.exception(f"Pre-processing of {_describe(raw_event)} has failed unexpectedly.")
                 _route(raw_event, streams=streams, processor=processor, settings=settings, limiter=limiter)
     finally:
         await _shutdown(streams, settings=settings)

@@ -11,7 +11,11 @@ Running the operator: the root tasks, their orchestration, and their graceful te
 The root tasks are: the stop-flag checker (which also reacts to SIGINT/SIGTERM when
 running in the main thread), the startup & cleanup activities, the authentication,
 the posting of k8s-events, the liveness endpoint (if requested), the observers of the
-resources & namespaces, and the orchestrator of the watchers & peerings.
+resources & namespaces, the orchestrator of the watchers & peerings, and the killer
+of the daemons & timers (on the operator's pause and exit).
+
+The in-memory indices (``indexers``) exist from the start (empty until the watchers fill them);
+the handlers of all resources wait until every indexed resource is listed & indexed once.
 Nothing talks to the Kubernetes API until all the startup handlers have succeeded.
 
 The stop & ready flags can be asyncio or ``concurrent.futures`` futures, or asyncio or
@@ -41,7 +45,7 @@ from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.ephemera import AnyMemo, Memo
 from kopf._cogs.structs.references import Resource
 from kopf._core.actions import lifecycles
-from kopf._core.engines import activities, admission, peering, posting, probing
+from kopf._core.engines import activities, admission, daemons, indexing, peering, posting, probing
 from kopf._core.intents import registries
 from kopf._core.intents.causes import Activity
 from kopf._core.reactor import memories as memories_
@@ -122,7 +126,7 @@ def run(
         *,
         loop: asyncio.AbstractEventLoop | None = None,
         lifecycle: lifecycles.LifeCycleFn | None = None,
-        indexers: Any | None = None,
+        indexers: indexing.OperatorIndexers | None = None,
         registry: registries.OperatorRegistry | None = None,
         settings: OperatorSettings | None = None,
         memories: memories_.ResourceMemories | None = None,
@@ -166,7 +170,7 @@ def run(
 async def operator(
         *,
         lifecycle: lifecycles.LifeCycleFn | None = None,
-        indexers: Any | None = None,
+        indexers: indexing.OperatorIndexers | None = None,
         registry: registries.OperatorRegistry | None = None,
         settings: OperatorSettings | None = None,
         memories: memories_.ResourceMemories | None = None,
@@ -204,7 +208,7 @@ async def operator(
 async def spawn_tasks(
         *,
         lifecycle: lifecycles.LifeCycleFn | None = None,
-        indexers: Any | None = None,
+        indexers: indexing.OperatorIndexers | None = None,
         registry: registries.OperatorRegistry | None = None,
         settings: OperatorSettings | None = None,
         memories: memories_.ResourceMemories | None = None,
@@ -236,7 +240,9 @@ async def spawn_tasks(
     identity = identity if identity is not None else peering.detect_own_id(manual=False)
     vault = vault if vault is not None else Vault()
     the_memo: AnyMemo = memo if memo is not None else Memo()
-    indices: dict[str, Any] = dict(indexers) if isinstance(indexers, dict) else {}
+    indexers = indexers if indexers is not None else indexing.OperatorIndexers()
+    indexers.ensure(registry.indexing.get_all_handlers())
+    indices = indexers.indices
 
     patterns: list[str | Pattern[str]] = list(namespaces)
     if namespace is not None:
@@ -300,8 +306,12 @@ async def spawn_tasks(
         tasks.append(create_task(_after(started, _orchestrate(
             lifecycle=lifecycle, registry=registry, settings=settings, memories=memories, insights=insights,
             identity=identity, clusterwide=clusterwide, operator_paused=operator_paused,
-            memo=the_memo, vault=vault, event_queue=event_queue,
+            memo=the_memo, vault=vault, event_queue=event_queue, indexers=indexers,
         )), name="orchestrator"))
+        tasks.append(create_task(daemons.daemon_killer(
+            settings=settings, memories=functools.partial(_daemons_memories, memories),
+            operator_paused=operator_paused,
+        ), name="daemon killer"))
         if registry.webhooks.get_all_handlers():
             tasks.append(create_task(_after(started, admission.admission_webhook_server(
                 registry=registry, settings=settings, insights=insights, memories=memories,
@@ -460,7 +470,7 @@ async def _startup_cleanup_activities(
         lifecycle: lifecycles.LifeCycleFn | None,
         registry: registries.OperatorRegistry,
         settings: OperatorSettings,
-        indices: dict[str, Any],
+        indices: indexing.OperatorIndices,
         memo: AnyMemo,
         vault: Vault,
         started: asyncio.Event,
@@ -497,6 +507,12 @@ async def _command_runner(
     await command
 
 
+def _daemons_memories(memories: memories_.ResourceMemories) -> list[daemons.DaemonsMemory]:
+    """The daemons & timers of all objects known now (kept in the objects' memories by the processing)."""
+    return [daemons_memory for memory in memories.iter_all_memories()
+            if isinstance(daemons_memory := memory.extras.get('daemons'), daemons.DaemonsMemory)]
+
+
 async def _orchestrate(
         *,
         lifecycle: lifecycles.LifeCycleFn | None,
@@ -510,18 +526,38 @@ async def _orchestrate(
         memo: AnyMemo,
         vault: Vault,
         event_queue: posting.EventQueue,
+        indexers: indexing.OperatorIndexers,
 ) -> None:
     """Spawn & stop the watchers (and peerings) as the resources & namespaces come and go."""
 
-    async def spawn_watcher(dimension: tuple[Resource, str | None]) -> None:
+    def spawn_watcher(dimension: tuple[Resource, str | None]) -> Coroutine[Any, Any, None]:
+        # Synchronously, before any watcher task runs: the handlers must not start before the indices are full.
+        indexed = registry.indexing.has_handlers(dimension[0])
+        if indexed:
+            indexers.expect(dimension)
+        return _watch(dimension, indexed=indexed)
+
+    async def _watch(dimension: tuple[Resource, str | None], *, indexed: bool) -> None:
         resource, namespace = dimension
         processor = functools.partial(
             processing.process_resource_event,
             resource=resource, registry=registry, settings=settings,
-            memories=memories, memo=memo, vault=vault,
+            memories=memories, memo=memo, vault=vault, indexers=indexers,
         )
-        await queueing.watcher(namespace=namespace, resource=resource, settings=settings,
-                               processor=processor, operator_paused=operator_paused, vault=vault)
+        preprocessor = functools.partial(
+            processing.index_resource_event,
+            resource=resource, registry=registry, settings=settings,
+            memories=memories, memo=memo, indexers=indexers,
+        ) if indexed else None
+        on_listed = functools.partial(indexers.mark_populated, dimension) if indexed else None
+        try:
+            await queueing.watcher(namespace=namespace, resource=resource, settings=settings,
+                                   processor=processor, operator_paused=operator_paused, vault=vault,
+                                   preprocessor=preprocessor, on_listed=on_listed)
+        finally:
+            # A stopped (or failed) watcher must not block the others' handlers forever; a re-spawned one re-expects.
+            if indexed:
+                indexers.mark_populated(dimension)
 
     async def spawn_peering(namespace: str | None) -> None:
         await peering.run_peering(settings=settings, identity=identity, namespace=namespace,

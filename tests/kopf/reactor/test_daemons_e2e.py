@@ -86,3 +86,28 @@ async def test_daemon_stops_when_the_filters_stop_matching(
     await wait_for(lambda: bool(reasons))
     assert reasons == [DaemonStoppingReason.FILTERS_MISMATCH]
     await stop_daemons_of(operator)
+
+
+async def test_finalizer_stays_until_the_mismatching_daemon_is_gone(
+        operator: Operator, registry: OperatorRegistry, objects: Objects,
+) -> None:
+    events: list[str] = []
+
+    @kopf.daemon('kopfexamples', registry=registry, labels={'monitored': 'yes'}, cancellation_backoff=30)
+    async def monitor(stopped: DaemonStopped, **_: Any) -> None:
+        events.append('started')
+        await stopped.wait()
+        events.append('stopping')
+        await asyncio.sleep(5)  # a graceful cleanup: the object stays blocked meanwhile.
+        events.append('stopped')
+
+    objects.create('kex1', labels={'monitored': 'yes'})
+    operator.start()
+    await wait_for(lambda: events == ['started'] and FINALIZER in objects.finalizers('kex1'))
+    objects.patch('kex1', {'metadata': {'labels': {'monitored': 'no'}}})
+    await wait_for(lambda: 'stopping' in events)
+    await asyncio.sleep(3)
+    assert FINALIZER in objects.finalizers('kex1')  # the daemon is still stopping.
+    await wait_for(lambda: FINALIZER not in objects.finalizers('kex1'), timeout=30)
+    assert events == ['started', 'stopping', 'stopped']
+    await stop_daemons_of(operator)
