@@ -11,12 +11,15 @@ The records of these loggers go to the ``kopf.objects`` logger and carry:
 * ``k8s_skip`` — whether the record must not be posted as a Kubernetes ``Event``;
 * ``settings`` — the operator's settings, to decide on the posting (``settings.posting``).
 
-The posting itself (a logging handler that queues the events) belongs to the posting engine;
-:func:`is_postable` is the common criterion of which records are to be posted.
+The posting is independent of how the logging is configured (levels, handlers): the adapter hands
+the qualifying messages to the operator's event sink (:data:`event_sink_var`, set by the operator to
+the posting engine's queue) before and regardless of the logging itself.
+:func:`is_postable` is the criterion of which records/levels are to be posted.
 """
+import contextvars
 import copy
 import logging
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, cast
 
 from kopf._cogs.configs.configuration import OperatorSettings
@@ -24,8 +27,10 @@ from kopf._cogs.structs.bodies import Body, ObjectReference, build_object_refere
 
 __all__ = [
     'OBJECTS_LOGGER_NAME',
+    'EventSink',
     'LocalObjectLogger',
     'ObjectLogger',
+    'event_sink_var',
     'is_postable',
     'object_logger',
 ]
@@ -34,6 +39,10 @@ OBJECTS_LOGGER_NAME = 'kopf.objects'
 
 #: The logger of all object-related messages (the adapters below add the object's identity).
 object_logger = logging.getLogger(OBJECTS_LOGGER_NAME)
+
+#: Where the postable messages go: ``sink(ref, type, reason, message)``; set by the operator for its tasks.
+EventSink = Callable[[ObjectReference, str, str, str], None]
+event_sink_var: contextvars.ContextVar[EventSink | None] = contextvars.ContextVar('kopf_event_sink', default=None)
 
 
 class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
@@ -62,6 +71,28 @@ class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
     def k8s_ref(self) -> ObjectReference:
         extra = self.extra or {}
         return cast(ObjectReference, extra['k8s_ref'])
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        self._post(level, msg, args)
+        super().log(level, msg, *args, **kwargs)
+
+    def _post(self, level: int, msg: object, args: tuple[object, ...]) -> None:
+        """Hand a qualifying message to the operator's event sink, whatever the logging levels are."""
+        extra = self.extra or {}
+        settings = extra.get('settings')
+        if extra.get('k8s_skip') or not isinstance(settings, OperatorSettings):
+            return
+        if not settings.posting.enabled or level < settings.posting.level:
+            return
+        sink = event_sink_var.get()
+        if sink is None:
+            return
+        try:
+            message = str(msg) % args if args else str(msg)
+        except (TypeError, ValueError):
+            message = f"{msg} {args}"
+        type_ = 'Error' if level >= logging.ERROR else 'Warning' if level >= logging.WARNING else 'Normal'
+        sink(self.k8s_ref, type_, 'Logging', message)
 
     def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
         # Ours go last: a user's extra cannot break the identity of the object or the posting decisions.

@@ -9,8 +9,8 @@ them one by one. Outside of an operator (no queue in the context), they do nothi
 but log a warning: there is nowhere to post to.
 
 Besides the explicit events, the messages of the per-object loggers that qualify
-for posting (see ``settings.posting``) are turned into events by :class:`K8sPoster`,
-a logging handler installed on the objects' logger.
+for posting (see ``settings.posting``) are queued by :func:`queue_logged_event`, the sink that
+the operator gives to the loggers (regardless of the logging levels and handlers).
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import contextvars
 import dataclasses
 import logging
 import sys
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -27,7 +26,6 @@ from kopf._cogs.clients import events
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import ObjectReference, build_object_reference
 from kopf._cogs.structs.credentials import Vault
-from kopf._core.actions import loggers
 
 logger = logging.getLogger(__name__)
 
@@ -128,44 +126,13 @@ def exception(objs: Any, *, reason: str = '', message: str = '', exc: BaseExcept
     event(objs, type='Error', reason=reason, message=full_message)
 
 
-class K8sPoster(logging.Handler):
-    """A logging handler that queues the qualifying per-object messages as k8s-events."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return loggers.is_postable(record) and super().filter(record)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            queue = event_queue_var.get()
-        except LookupError:
-            return  # not in an operator: nowhere to post to.
-        try:
-            level = record.levelno
-            type_ = 'Error' if level >= logging.ERROR else 'Warning' if level >= logging.WARNING else 'Normal'
-            ref: ObjectReference = getattr(record, 'k8s_ref')  # noqa: B009
-            queue.put(K8sEvent(ref=ref, type=type_, reason='Logging', message=self.format(record)))
-        except Exception:
-            self.handleError(record)
-
-
-_poster_lock = threading.Lock()
-
-
-def install_k8s_poster(settings: OperatorSettings | None = None) -> None:
-    """Add the posting handler to the objects' logger, once per process (idempotent).
-
-    Posting must not depend on how the application configured its logging: if the objects' logger
-    would drop the records of the posting level (e.g. Python's default WARNING when nothing was
-    configured, as in an embedded ``kopf.operator()``), it is lowered to that level.
-    """
-    with _poster_lock:
-        target = loggers.object_logger
-        if not any(isinstance(handler, K8sPoster) for handler in target.handlers):
-            handler = K8sPoster()
-            handler.setFormatter(logging.Formatter('%(message)s'))
-            target.addHandler(handler)
-        if settings is not None and settings.posting.enabled and target.getEffectiveLevel() > settings.posting.level:
-            target.setLevel(settings.posting.level)
+def queue_logged_event(ref: ObjectReference, type: str, reason: str, message: str) -> None:
+    """The per-object loggers' sink: queue the message as an event of the current operator (if any)."""
+    try:
+        queue = event_queue_var.get()
+    except LookupError:
+        return  # not in an operator: nowhere to post to.
+    queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message))
 
 
 async def poster(
@@ -175,7 +142,6 @@ async def poster(
         vault: Vault | None = None,
 ) -> None:
     """Post the queued events one by one, forever (until cancelled); never fail on posting errors."""
-    install_k8s_poster(settings)
     while True:
         posted = await event_queue.queue.get()
         await events.post_event(ref=posted.ref, type=posted.type, reason=posted.reason,

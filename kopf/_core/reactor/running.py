@@ -45,6 +45,7 @@ from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.ephemera import AnyMemo, Memo
 from kopf._cogs.structs.references import Resource
 from kopf._core.actions import lifecycles
+from kopf._core.actions import loggers as object_loggers
 from kopf._core.engines import activities, admission, daemons, indexing, peering, posting, probing
 from kopf._core.intents import registries
 from kopf._core.intents.causes import Activity
@@ -266,6 +267,7 @@ async def spawn_tasks(
     context = contextvars.copy_context()
     context.run(auth.vault_var.set, vault)
     context.run(posting.event_queue_var.set, event_queue)
+    context.run(object_loggers.event_sink_var.set, posting.queue_logged_event)
 
     started = asyncio.Event()
     operator_paused = ToggleSet(any)  # on while any of its toggles (e.g. of the peerings) is on.

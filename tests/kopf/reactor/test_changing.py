@@ -194,10 +194,10 @@ async def test_posting_of_handler_logs_as_k8s_events(
         logger.debug("Hidden.")
         logger.warning("Visible.")
 
-    # The posting engine: a logging handler on the objects' logger & a background poster of the events.
+    # The posting engine: the loggers' sink into the events queue & a background poster of the events.
     event_queue = posting.make_event_queue()
     token = posting.event_queue_var.set(event_queue)
-    posting.install_k8s_poster()
+    sink_token = loggers.event_sink_var.set(posting.queue_logged_event)
     poster = asyncio.create_task(posting.poster(event_queue=event_queue, settings=operator.settings,
                                                 vault=operator.vault))
     try:
@@ -210,9 +210,7 @@ async def test_posting_of_handler_logs_as_k8s_events(
         poster.cancel()
         await asyncio.gather(poster, return_exceptions=True)
         posting.event_queue_var.reset(token)
-        for handler in list(loggers.object_logger.handlers):
-            if isinstance(handler, posting.K8sPoster):
-                loggers.object_logger.removeHandler(handler)
+        loggers.event_sink_var.reset(sink_token)
 
     events = sorted(cluster.objects(events_rtype.storage_key, 'default'), key=lambda e: e['metadata']['name'])
     summary = sorted((e['type'], e['message'], e['involvedObject']['name']) for e in events)

@@ -67,9 +67,13 @@ async def test_the_lower_priority_operator_pauses() -> None:
 
     handled_by: list[tuple[str, str]] = []
     async with ServedApp(build_app(cluster)) as served:
-        low = OperatorThread('low', 10, served.url, handled_by)
+        # The higher one first: the lower one then sees it in its very first listing of the peering and
+        # never unpauses (otherwise it could handle objects until its watch of the peering catches up).
         high = OperatorThread('high', 20, served.url, handled_by)
+        low: OperatorThread | None = None
         try:
+            await poll(lambda: set(peers()) == {'high'})
+            low = OperatorThread('low', 10, served.url, handled_by)
             await poll(lambda: set(peers()) == {'low', 'high'})
             cluster.create(kex(cluster), 'default', example('first'))
             await poll(lambda: handled_by)
@@ -84,5 +88,6 @@ async def test_the_lower_priority_operator_pauses() -> None:
             assert peek(cluster, 'default', 'first') is not None
         finally:
             await asyncio.to_thread(high.stop)
-            await asyncio.to_thread(low.stop)
+            if low is not None:
+                await asyncio.to_thread(low.stop)
     assert peers() == {}
