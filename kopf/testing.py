@@ -5,6 +5,7 @@ This module is a part of the framework's public interface.
 """
 from __future__ import annotations
 
+import abc
 import asyncio
 import concurrent.futures
 import logging
@@ -22,19 +23,21 @@ from kopf._core.intents.registries import OperatorRegistry
 __all__ = ['KopfRunner']
 
 
-class _AbstractKopfRunner:
+class _AbstractKopfRunner(abc.ABC):
     """The context-manager protocol of the runners (for the type hints)."""
 
+    @abc.abstractmethod
     def __enter__(self) -> _AbstractKopfRunner:
-        raise NotImplementedError
+        """Start the operator in the background."""
 
+    @abc.abstractmethod
     def __exit__(
             self,
             exc_type: type[BaseException] | None,
             exc_val: BaseException | None,
             exc_tb: types.TracebackType | None,
     ) -> bool | None:
-        raise NotImplementedError
+        """Stop the operator and collect its outcome."""
 
 
 class KopfRunner(_AbstractKopfRunner):

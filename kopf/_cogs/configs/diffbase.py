@@ -64,11 +64,11 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention,
 
     @abc.abstractmethod
     def fetch(self, *, body: bodies.Body) -> bodies.BodyEssence | None:
-        raise NotImplementedError
+        """The last handled essence of the object, if stored."""
 
     @abc.abstractmethod
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
-        raise NotImplementedError
+        """Put the essence into the patch, to be stored with the object."""
 
 
 class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBaseStorage):

@@ -55,25 +55,24 @@ class ProgressStorage(conventions.StorageStanzaCleaner, metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def fetch(self, *, key: ids.HandlerId, body: bodies.Body) -> ProgressRecord | None:
-        raise NotImplementedError
+        """The handler's stored progress record, if any."""
 
     @abc.abstractmethod
     def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body,
               patch: patches.Patch) -> None:
-        raise NotImplementedError
+        """Put the handler's progress record into the patch."""
 
     @abc.abstractmethod
     def purge(self, *, key: ids.HandlerId, body: bodies.Body, patch: patches.Patch) -> None:
-        raise NotImplementedError
+        """Remove the handler's progress record via the patch."""
 
     @abc.abstractmethod
     def touch(self, *, body: bodies.Body, patch: patches.Patch, value: str | None) -> None:
-        raise NotImplementedError
+        """Change (or remove, for ``None``) a dummy field, to cause a new event for the object."""
 
     @abc.abstractmethod
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
         """Remove this storage's own data from the essence, so that it is not seen as a change."""
-        raise NotImplementedError
 
     def flush(self) -> None:
         pass

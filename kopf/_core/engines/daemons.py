@@ -39,6 +39,7 @@ The results are put into ``status.<handler id>`` via the patch sink (as are the 
 """
 from __future__ import annotations
 
+import abc
 import asyncio
 import dataclasses
 import enum
@@ -195,7 +196,7 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-class DaemonStopped:
+class DaemonStopped(abc.ABC):
     """
     The ``stopped`` kwarg of the daemons: a read-only flag that tells the daemon to exit.
 
@@ -224,8 +225,9 @@ class DaemonStopped:
     def reason(self) -> DaemonStoppingReason:
         return self._stopper.reason
 
+    @abc.abstractmethod
     def wait(self, timeout: float | None = None) -> Any:
-        raise NotImplementedError
+        """Wait until stopped or for ``timeout`` seconds (blocking for sync daemons, awaitable for async ones)."""
 
 
 class SyncDaemonStopped(DaemonStopped):
