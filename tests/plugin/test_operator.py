@@ -37,15 +37,15 @@ async def test_a_60s_timer_for_an_hour(kopf_cluster, kopf_operator):
         calls.append(1)
 
     await kopf_cluster.apply("crd.yaml")
-    wall = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     await kopf_operator.start(registry=registry)
     await kopf_cluster.create(example("ex1"))
     await asyncio.sleep(3600)
     await kopf_operator.stop()
-    wall = time.perf_counter() - wall
-    print(f"a 60 s timer for an hour: {len(calls)} calls, {wall:.3f} s wall")
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"a 60 s timer for an hour: {len(calls)} calls, {wall:.3f} s wall, {cpu:.3f} s CPU")
     assert 59 <= len(calls) <= 61
-    assert wall < 1.0   # ~0.25 s here
+    assert cpu < 1.0 and wall < 5.0   # ~0.25 s of both on an idle machine; wall time has a margin for loaded ones
 
 # The same with a handler retried every 60 s (5 API writes per retry in the simulator: progress & touch
 # patches of the object & its status, a k8s-event): ~15 ms of CPU per cycle, ~0.9 s of CPU for the hour.
