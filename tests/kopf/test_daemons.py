@@ -451,7 +451,7 @@ async def test_sync_daemon_exits_on_the_flag() -> None:
     await asyncio.sleep(0.01)
     started = time.monotonic()
     await stop_all([memory], settings=settings)
-    assert time.monotonic() - started < 0.2
+    assert time.monotonic() - started < 1.0  # ~0.01 s; the sync daemon would block for 10 s otherwise
     assert exited.is_set()
     assert not memory.running
     settings.execution.executor.shutdown(wait=True)
@@ -476,7 +476,7 @@ async def test_sync_daemon_ignoring_the_flag_is_abandoned_and_does_not_block_the
     with pytest.warns(ResourceWarning, match='abandoned'):
         await stop_all([memory], settings=settings)
     elapsed = time.monotonic() - started
-    assert 0.14 <= elapsed < 0.3  # backoff + timeout, no more.
+    assert 0.14 <= elapsed < 1.0  # backoff + timeout (0.15 s), not the daemon's 5 s (a margin for loaded machines)
     assert 'abandoned' in caplog.text
     assert memory.stopped and not memory.running  # the thread runs on; its task is released.
 

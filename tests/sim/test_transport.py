@@ -195,7 +195,7 @@ async def test_watch_stream_in_virtual_time(app: web.Application, probe: Probe) 
     assert [e["object"]["metadata"]["name"] for _, e in events] == ["obj0", "obj1", "obj2"]
     assert all(e["type"] == "ADDED" for _, e in events)
     assert probe.watch_outcome.result() == "finished"
-    assert wall_time < 1.0
+    assert wall_time < 3.0  # 30 virtual seconds in milliseconds; a margin for loaded machines
 
 
 @pytest.mark.looptime

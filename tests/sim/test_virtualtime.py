@@ -52,7 +52,7 @@ async def test_an_hour_of_sleep_takes_no_real_time() -> None:
     loop = running_loop()
     started = time.perf_counter()
     await asyncio.sleep(3600)
-    assert time.perf_counter() - started < 0.1
+    assert time.perf_counter() - started < 1.0  # microseconds, really; a margin for loaded machines
     assert loop.time() == 3600.0
     assert loop.ticks == 3600 * virtualtime.TICKS_PER_SECOND
 
