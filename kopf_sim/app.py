@@ -48,6 +48,7 @@ class Target:
 @dataclasses.dataclass
 class ServerOptions:
     bookmark_interval: float = 60.0       # seconds between BOOKMARK events on idle watches
+    aggregated_discovery: bool = True     # serve apidiscovery.k8s.io/v2 when asked (off: as an older apiserver)
     default_watch_timeout: float = 1800.0  # when the client gives no timeoutSeconds
 
 
@@ -117,6 +118,10 @@ class ApiServer:
             return json_response(discovery.version_info(self.cluster.version))
         if head == "openapi":
             return self._openapi(parts)
+        if head in ("api", "apis") and len(parts) == 1 and self.options.aggregated_discovery \
+                and discovery.wants_aggregated(request.headers.get("Accept", "")):
+            return json_response(discovery.aggregated(self.cluster.catalogue, core=head == "api"),
+                                 content_type=discovery.AGGREGATED_CONTENT_TYPE)
         if head == "api":
             if len(parts) == 1:
                 return json_response(discovery.core_versions(request.host))

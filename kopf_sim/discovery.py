@@ -71,3 +71,54 @@ def resource_list(catalogue: Catalogue, group_name: str, version: str) -> JsonDi
     group_version = f"{group_name}/{version}" if group_name else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
             "resources": resources}
+
+
+AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def wants_aggregated(accept: str) -> bool:
+    """Whether the client asks for aggregated discovery (``apidiscovery.k8s.io/v2``) before the legacy form."""
+    for part in accept.split(","):
+        params = {p.strip() for p in part.split(";")[1:]}
+        if "as=APIGroupDiscoveryList" in params:
+            return "g=apidiscovery.k8s.io" in params and "v=v2" in params
+        if part.strip().startswith("application/json"):
+            return False
+    return False
+
+
+def _aggregated_resource(rtype: ResourceType) -> JsonDict:
+    kind = {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}
+    entry: JsonDict = {
+        "resource": rtype.plural, "responseKind": kind, "scope": "Namespaced" if rtype.namespaced else "Cluster",
+        "singularResource": rtype.singular, "verbs": list(rtype.verbs),
+    }
+    if rtype.short_names:
+        entry["shortNames"] = list(rtype.short_names)
+    if rtype.categories:
+        entry["categories"] = list(rtype.categories)
+    subresources = []
+    if "status" in rtype.subresources:
+        subresources.append({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]})
+    if "scale" in rtype.subresources:
+        subresources.append({"subresource": "scale", "verbs": ["get", "patch", "update"],
+                             "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}})
+    if subresources:
+        entry["subresources"] = subresources
+    return entry
+
+
+def aggregated(catalogue: Catalogue, *, core: bool) -> JsonDict:
+    """The aggregated discovery document of ``/api`` (core) or ``/apis`` (all named groups) in one response."""
+    items = []
+    for group_name, versions in sorted(catalogue.group_versions().items()):
+        if bool(group_name) == core:
+            continue
+        entries = []
+        for version in versions:  # the preferred version first, as the apiserver orders them
+            rtypes = sorted(catalogue.in_group_version(group_name, version), key=lambda t: t.plural)
+            entries.append({"version": version, "resources": [_aggregated_resource(t) for t in rtypes],
+                            "freshness": "Current"})
+        items.append({"metadata": {"name": group_name} if group_name else {}, "versions": entries})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
+            "items": items}

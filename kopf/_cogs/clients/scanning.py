@@ -64,14 +64,21 @@ async def discover(
     logger = logger if logger is not None else api.default_logger
     # (group, version, is_preferred)
     group_versions: list[tuple[str, str, bool]] = []
+    aggregated: list[Resource] = []
 
     if groups is None or '' in groups:
-        core: Mapping[str, Any] = await api.get('/api', settings=settings, logger=logger, vault=vault) or {}
+        core: Mapping[str, Any] = await api.get('/api', settings=settings, logger=logger, vault=vault,
+                                                headers=AGGREGATED_ACCEPT) or {}
+        if core.get('kind') == AGGREGATED_KIND:
+            aggregated.extend(parse_aggregated(core, groups))
         for version in core.get('versions') or []:
             group_versions.append(('', version, True))  # the core API has one version, which is preferred.
 
     if groups is None or any(group for group in groups):
-        rsp: Mapping[str, Any] = await api.get('/apis', settings=settings, logger=logger, vault=vault) or {}
+        rsp: Mapping[str, Any] = await api.get('/apis', settings=settings, logger=logger, vault=vault,
+                                               headers=AGGREGATED_ACCEPT) or {}
+        if rsp.get('kind') == AGGREGATED_KIND:
+            aggregated.extend(parse_aggregated(rsp, groups))
         for group_info in rsp.get('groups') or []:
             group = group_info.get('name', '')
             if groups is not None and group not in groups:
@@ -93,7 +100,42 @@ async def discover(
         return parse_resource_list(group, version, preferred, rsp)
 
     results = await asyncio.gather(*(fetch(g, v, p) for g, v, p in group_versions))
-    return [resource for resources in results for resource in resources]
+    return aggregated + [resource for resources in results for resource in resources]
+
+
+#: Aggregated discovery (one response for all groups) first; servers without it answer the legacy lists.
+AGGREGATED_KIND = 'APIGroupDiscoveryList'
+AGGREGATED_ACCEPT = {'Accept': 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,'
+                               'application/json'}
+
+
+def parse_aggregated(rsp: Mapping[str, Any], groups: Collection[str] | None) -> list[Resource]:
+    """Convert an ``apidiscovery.k8s.io/v2 APIGroupDiscoveryList`` into resources (preferred version first)."""
+    resources: list[Resource] = []
+    for item in rsp.get('items') or []:
+        group = str((item.get('metadata') or {}).get('name') or '')
+        if groups is not None and group not in groups:
+            continue
+        for index, version_info in enumerate(item.get('versions') or []):
+            version = str(version_info.get('version') or '')
+            for entry in version_info.get('resources') or []:
+                if not isinstance(entry, Mapping) or not entry.get('resource'):
+                    continue
+                resources.append(Resource(
+                    group=group,
+                    version=version,
+                    plural=str(entry['resource']),
+                    kind=(entry.get('responseKind') or {}).get('kind') or None,
+                    singular=entry.get('singularResource') or None,
+                    shortcuts=frozenset(entry.get('shortNames') or ()),
+                    categories=frozenset(entry.get('categories') or ()),
+                    subresources=frozenset(str(sub.get('subresource')) for sub in entry.get('subresources') or ()
+                                           if isinstance(sub, Mapping) and sub.get('subresource')),
+                    namespaced=entry.get('scope') == 'Namespaced',
+                    preferred=index == 0,
+                    verbs=frozenset(entry.get('verbs') or ()),
+                ))
+    return resources
 
 
 def parse_resource_list(group: str, version: str, preferred: bool, rsp: Mapping[str, Any]) -> list[Resource]:

@@ -94,8 +94,13 @@ def recorder() -> Recorder:
 
 
 @pytest.fixture
-def app(cluster: Cluster, recorder: Recorder) -> web.Application:
-    app = build_app(cluster, ServerOptions(bookmark_interval=60))
+def server_options() -> ServerOptions:
+    return ServerOptions(bookmark_interval=60)
+
+
+@pytest.fixture
+def app(cluster: Cluster, recorder: Recorder, server_options: ServerOptions) -> web.Application:
+    app = build_app(cluster, server_options)
     app.middlewares.insert(0, recorder.middleware)
     return app
 

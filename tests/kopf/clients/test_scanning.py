@@ -35,13 +35,12 @@ async def test_discovery_of_selected_groups(
     assert '/api' not in recorder.paths() and '/api/v1' not in recorder.paths()
 
 
-async def test_broken_group_versions_are_skipped(
+async def test_aggregated_discovery_takes_two_requests(
         vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
-    settings.networking.error_backoffs = []
-    recorder.fail(1, status_response(503, 'ServiceUnavailable'), when=lambda r: r.path == '/apis/acme.example/v1')
     resources = by_name(await scanning.discover(settings=settings, vault=vault))
-    assert 'widgets.v1.acme.example' not in resources
-    assert 'pods.v1' in resources
+    assert recorder.paths() == ['/api', '/apis']
+    assert resources['deployments.v1.apps'].subresources == {'status', 'scale'}
+    assert resources['deployments.v1.apps'].preferred
 
 
 async def test_preferred_versions() -> None:
