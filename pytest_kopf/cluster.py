@@ -7,6 +7,7 @@ errors) is the same code in both modes, so a test exercises the same path in bot
 """
 from __future__ import annotations
 
+import abc
 import asyncio
 import copy
 import dataclasses
@@ -151,7 +152,7 @@ def _gone(obj: JsonDict | None) -> bool:
     return obj is None
 
 
-class KopfCluster:
+class KopfCluster(abc.ABC):
     """The cluster of a test: apply manifests, create/get/list/patch/delete, wait for conditions.
 
     Resources are named as kubectl names them: plural (``pods``), ``plural.group``
@@ -175,8 +176,9 @@ class KopfCluster:
 
     # -- the lifecycle (the plugin calls these in the test's loop) ---------------------------------
 
+    @abc.abstractmethod
     async def setup(self) -> None:
-        raise NotImplementedError
+        """Prepare the cluster for a test (a fresh simulated one, or a namespace in a real one)."""
 
     async def teardown(self) -> None:
         if self._session is not None:
@@ -184,9 +186,9 @@ class KopfCluster:
             self._session = None
 
     @property
+    @abc.abstractmethod
     def connection(self) -> Connection:
         """How an in-process client (e.g. the operator under test) connects to this cluster."""
-        raise NotImplementedError
 
     # -- sim-only features (overridden by the sim cluster) --------------------------------------
 
@@ -227,9 +229,9 @@ class KopfCluster:
         """Let ``seconds`` of virtual time pass (everything else keeps running); sim mode only."""
         self._sim_only("advance()")
 
+    @abc.abstractmethod
     async def kubeconfig(self) -> pathlib.Path:
         """The path of a kubeconfig for other processes (kubectl, ``kopf run``): see the subclasses."""
-        raise NotImplementedError
 
     # -- HTTP ---------------------------------------------------------------------------------------
 
@@ -399,7 +401,7 @@ class KopfCluster:
             await self._await_crd(obj)
         return obj
 
-    def _created(self, info: ResourceInfo, obj: JsonDict) -> None:
+    def _created(self, info: ResourceInfo, obj: JsonDict) -> None:  # noqa: B027 - an optional hook
         """A hook for the real cluster: remember what to remove at teardown."""
 
     async def _await_crd(self, crd: JsonDict) -> None:
