@@ -6,7 +6,6 @@ the raw POST bodies); the expected objects are what ``kubectl ... --dry-run=clie
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -304,8 +303,6 @@ def test_unknown_kind() -> None:
 
 @pytest.fixture(scope="module")
 def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    if not os.path.exists(KUBECTL):
-        pytest.skip("kubectl is not installed")
     path = tmp_path_factory.mktemp("kubectl") / "kubeconfig"
     command = [sys.executable, "-m", "kopf_sim", "serve", "--port", "0", "--kubeconfig", str(path)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

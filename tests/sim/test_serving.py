@@ -190,7 +190,6 @@ async def run_kubectl(tmp_path: Path, kubeconfig: Path, *args: str) -> tuple[int
 
 
 @pytest.mark.kubectl
-@pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl is not installed")
 async def test_kubectl_trusts_the_ca_and_sends_the_token(tmp_path: Path) -> None:
     async with ServedApp(make_app([]), tls=True, token=TOKEN) as served:
         served.write_kubeconfig(tmp_path / "good")

@@ -34,7 +34,7 @@ import logging
 import re
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from kopf._cogs.clients import creating, deleting, patching
 from kopf._cogs.clients import errors as clients_errors
@@ -346,12 +346,11 @@ def in_process_handler(
     see :func:`in_process_endpoints` to get them all for the URLs of the managed configurations.
     """
 
+    fn = make_webhook_fn(registry=registry, settings=settings, insights=insights, resources=resources,
+                         memories=memories, memobase=memobase, indices=indices)
+
     async def handle(review: Mapping[str, Any]) -> reviews.Response:
-        return await serve_admission_request(
-            review, webhook=webhook, headers=headers, sslpeer=None,
-            registry=registry, settings=settings, insights=insights, resources=resources,
-            memories=memories, memobase=memobase, indices=indices,
-        )
+        return await fn(cast(reviews.Request, review), webhook=webhook, headers=headers, sslpeer=None)
 
     return handle
 
