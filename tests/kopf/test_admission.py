@@ -37,6 +37,8 @@ from kopf_sim.clock import ManualClock, SeededUids
 from kopf_sim.store import Cluster
 from kopf_sim.transport import InMemoryServer
 
+from .crds import KOPFEXAMPLES_CRD
+
 KEX = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', singular='kopfexample',
                shortcuts=frozenset({'kex'}), namespaced=True, subresources=frozenset({'status'}))
 PODS = Resource('', 'v1', 'pods', kind='Pod', namespaced=True, subresources=frozenset({'status', 'log'}))
@@ -44,28 +46,7 @@ SERVER = 'http://kopf-sim.local'
 VALIDATING = ('admissionregistration.k8s.io', 'validatingwebhookconfigurations')
 MUTATING = ('admissionregistration.k8s.io', 'mutatingwebhookconfigurations')
 
-CRD = {
-    'apiVersion': 'apiextensions.k8s.io/v1',
-    'kind': 'CustomResourceDefinition',
-    'metadata': {'name': 'kopfexamples.kopf.dev'},
-    'spec': {
-        'group': 'kopf.dev',
-        'scope': 'Namespaced',
-        'names': {'plural': 'kopfexamples', 'singular': 'kopfexample', 'kind': 'KopfExample',
-                  'shortNames': ['kex']},
-        'versions': [{
-            'name': 'v1', 'served': True, 'storage': True,
-            'subresources': {'status': {}},
-            'schema': {'openAPIV3Schema': {
-                'type': 'object',
-                'properties': {
-                    'spec': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                    'status': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                },
-            }},
-        }],
-    },
-}
+CRD = KOPFEXAMPLES_CRD
 
 
 def make_review(

@@ -25,33 +25,14 @@ from kopf_sim.clock import ManualClock, SeededUids
 from kopf_sim.store import Cluster
 from kopf_sim.transport import InMemoryServer
 
+from ..crds import KOPFEXAMPLES_CRD
+
 SERVER = 'http://kopf-sim.local'
 MERGE = 'application/merge-patch+json'
 FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'
 DIFFBASE = 'kopf.zalando.org/last-handled-configuration'
 
-CRD = {
-    'apiVersion': 'apiextensions.k8s.io/v1',
-    'kind': 'CustomResourceDefinition',
-    'metadata': {'name': 'kopfexamples.kopf.dev'},
-    'spec': {
-        'group': 'kopf.dev',
-        'scope': 'Namespaced',
-        'names': {'plural': 'kopfexamples', 'singular': 'kopfexample', 'kind': 'KopfExample',
-                  'shortNames': ['kex']},
-        'versions': [{
-            'name': 'v1', 'served': True, 'storage': True,
-            'subresources': {'status': {}},
-            'schema': {'openAPIV3Schema': {
-                'type': 'object',
-                'properties': {
-                    'spec': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                    'status': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                },
-            }},
-        }],
-    },
-}
+CRD = KOPFEXAMPLES_CRD
 
 KEX = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True,
                subresources=frozenset({'status'}))
