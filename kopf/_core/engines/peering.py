@@ -32,7 +32,7 @@ import os
 import random
 import socket
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, NewType
 
 import aiohttp
@@ -512,17 +512,9 @@ async def freeze(
     """
     record = Peer(identity=identity, priority=priority, lifetime=lifetime, lastseen=clock.utcnow(), message=message)
     missing: list[str] = []
-    for namespace in _targets(namespaces, clusterwide):
-        is_cluster = namespace is None
-        where = _where(is_cluster, namespace, peering_name)
-        resource = await discover_peering_resource(settings=settings, clusterwide=is_cluster,
-                                                   namespace=namespace, vault=vault)
-        body = None
-        if resource is not None:
-            body = await patching.patch_obj(
-                resource=resource, namespace=namespace, name=peering_name,
-                patch={'status': {identity: record.as_dict()}},
-                settings=settings, logger=logger, vault=vault)
+    patched = _patch_peerings(settings=settings, namespaces=namespaces, clusterwide=clusterwide,
+                              peering_name=peering_name, status={identity: record.as_dict()}, vault=vault)
+    async for where, body in patched:
         if body is None:
             missing.append(where)
         else:
@@ -546,21 +538,35 @@ async def resume(
 
     The absent peering objects are only warned about: there is nothing frozen there.
     """
-    for namespace in _targets(namespaces, clusterwide):
-        is_cluster = namespace is None
-        where = _where(is_cluster, namespace, peering_name)
-        resource = await discover_peering_resource(settings=settings, clusterwide=is_cluster,
-                                                   namespace=namespace, vault=vault)
-        body = None
-        if resource is not None:
-            body = await patching.patch_obj(
-                resource=resource, namespace=namespace, name=peering_name,
-                patch={'status': {identity: None}},
-                settings=settings, logger=logger, vault=vault)
+    patched = _patch_peerings(settings=settings, namespaces=namespaces, clusterwide=clusterwide,
+                              peering_name=peering_name, status={identity: None}, vault=vault)
+    async for where, body in patched:
         if body is None:
             logger.warning(f"The peering {where} is not found; nothing to resume there.")
         else:
             logger.info(f"Resuming the operators in the peering {where}.")
+
+
+async def _patch_peerings(
+        *,
+        settings: OperatorSettings,
+        namespaces: Iterable[str] | None,
+        clusterwide: bool,
+        peering_name: str,
+        status: Mapping[str, Any],
+        vault: Vault | None,
+) -> AsyncIterator[tuple[str, RawBody | None]]:
+    """Patch the status of every targeted peering object; yield where, and the body (None if absent)."""
+    for namespace in _targets(namespaces, clusterwide):
+        is_cluster = namespace is None
+        resource = await discover_peering_resource(settings=settings, clusterwide=is_cluster,
+                                                   namespace=namespace, vault=vault)
+        body = None
+        if resource is not None:
+            body = await patching.patch_obj(resource=resource, namespace=namespace, name=peering_name,
+                                            patch={'status': dict(status)}, settings=settings, logger=logger,
+                                            vault=vault)
+        yield _where(is_cluster, namespace, peering_name), body
 
 
 __all__ = [
