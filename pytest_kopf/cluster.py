@@ -35,6 +35,7 @@ from kopf_sim.transport import DEFAULT_BASE_URL, InMemoryServer
 from kopf_sim.virtualtime import loop_clock
 
 from . import kubeconfig as kubeconfigs
+from .discovery import Discovery, ResourceInfo
 from .errors import (
     KopfApiError,
     KopfClusterUnreachable,
@@ -64,43 +65,6 @@ CRD_RESOURCE = "customresourcedefinitions.apiextensions.k8s.io"
 _JSON = "application/json"
 _MERGE_PATCH = "application/merge-patch+json"
 _REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=DEFAULT_TIMEOUT)  # single requests; watches have no limit
-
-
-@dataclasses.dataclass(frozen=True)
-class ResourceInfo:
-    """One served resource, as discovery describes it."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-    singular: str = ""
-    short_names: tuple[str, ...] = ()
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def qualified(self) -> str:
-        """``plural.group`` (or ``plural`` for the core group), as kubectl names it."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        parts = [base]
-        if namespace is not None and self.namespaced:
-            parts.append(f"namespaces/{namespace}")
-        parts.append(self.plural)
-        if name is not None:
-            parts.append(name)
-            if subresource is not None:
-                parts.append(subresource)
-        return "/".join(parts)
-
-    def names(self) -> set[str]:
-        return {self.plural, self.singular, self.kind.lower(), *self.short_names} - {""}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,9 +134,7 @@ class KopfCluster(abc.ABC):
         self.namespace = namespace
         self._tmp_dir = tmp_dir
         self._session: aiohttp.ClientSession | None = None
-        self._groups: list[str] | None = None                           # preferred groupVersions
-        self._group_names: dict[str, str] = {}                          # group -> preferred groupVersion
-        self._resources: dict[str, list[ResourceInfo] | None] = {}     # groupVersion -> resources
+        self._discovery = Discovery(self._discover)
 
     # -- the lifecycle (the plugin calls these in the test's loop) ---------------------------------
 
@@ -242,9 +204,9 @@ class KopfCluster(abc.ABC):
         return self._session
 
     async def _request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                       body: Any = None, content_type: str = _JSON) -> Any:
+                       body: Any = None, content_type: str = _JSON, headers: Mapping[str, str] | None = None) -> Any:
         url = self.base_url + path
-        headers = {"Content-Type": content_type} if body is not None else {}
+        headers = {**(headers or {}), **({"Content-Type": content_type} if body is not None else {})}
         data = json.dumps(body).encode() if body is not None else None
         async with self._http.request(method, url, params=params, data=data, headers=headers,
                                       timeout=_REQUEST_TIMEOUT) as response:
@@ -275,53 +237,15 @@ class KopfCluster(abc.ABC):
 
     def forget_discovery(self) -> None:
         """Drop the cached discovery (done automatically after CRDs are applied or deleted)."""
-        self._groups = None
-        self._group_names = {}
-        self._resources = {}
+        self._discovery.forget()
 
-    def _forget_group(self, group: str) -> None:
-        """Drop the cached discovery of one API group (its CRDs have changed) and the list of the groups."""
-        if not group:
-            self.forget_discovery()
-            return
-        self._groups = None
-        self._group_names = {}
-        for group_version in [key for key in self._resources if key.rpartition("/")[0] == group]:
-            del self._resources[group_version]
-
-    async def _preferred_versions(self) -> list[str]:
-        if self._groups is None:
-            groups = ["v1"]
-            names: dict[str, str] = {}
-            doc = await self._request("GET", "/apis")
-            for group in doc.get("groups") or ():
-                preferred = (group.get("preferredVersion") or {}).get("groupVersion")
-                if not preferred and group.get("versions"):
-                    preferred = group["versions"][0].get("groupVersion")
-                if preferred:
-                    groups.append(preferred)
-                    names[group.get("name", "")] = preferred
-            self._groups, self._group_names = groups, names
-        return self._groups
-
-    async def _group_version(self, group_version: str) -> list[ResourceInfo] | None:
-        if group_version not in self._resources:
-            path = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-            try:
-                doc = await self._request("GET", path)
-            except KopfApiError as exc:
-                if exc.code not in (404, 503):
-                    raise
-                self._resources[group_version] = None
-            else:
-                group, _, version = group_version.rpartition("/")
-                self._resources[group_version] = [
-                    ResourceInfo(group=group, version=version, plural=r["name"], kind=r.get("kind", ""),
-                                 namespaced=bool(r.get("namespaced")), singular=r.get("singularName") or "",
-                                 short_names=tuple(r.get("shortNames") or ()))
-                    for r in doc.get("resources") or () if "/" not in r.get("name", "/")
-                ]
-        return self._resources[group_version]
+    async def _discover(self, path: str, headers: Mapping[str, str]) -> Any:
+        try:
+            return await self._request("GET", path, headers=headers)
+        except KopfApiError as exc:
+            if exc.code in (404, 503):
+                return None
+            raise
 
     async def resolve(self, resource: str | ResourceInfo) -> ResourceInfo:
         """The served resource for a plural, ``plural.group``, singular, short name, or kind."""
@@ -336,14 +260,15 @@ class KopfCluster(abc.ABC):
         raise KopfResourceError(f'The server does not have a resource type "{resource}".')
 
     async def _find(self, resource: str) -> ResourceInfo | None:
-        versions = await self._preferred_versions()
+        versions = await self._discovery.preferred_versions()
         name, dot, group = resource.partition(".")
-        if dot and group in self._group_names:
-            for info in await self._group_version(self._group_names[group]) or ():
+        preferred = await self._discovery.preferred_of(group) if dot else None
+        if preferred is not None:
+            for info in await self._discovery.group_version(preferred) or ():
                 if name.lower() in info.names() or name == info.kind:
                     return info
         for group_version in versions:
-            for info in await self._group_version(group_version) or ():
+            for info in await self._discovery.group_version(group_version) or ():
                 if resource.lower() in info.names() or resource == info.kind:
                     return info
         return None
@@ -353,7 +278,7 @@ class KopfCluster(abc.ABC):
         for attempt in range(2):
             if attempt:
                 self.forget_discovery()
-            for info in await self._group_version(api_version) or ():
+            for info in await self._discovery.group_version(api_version) or ():
                 if info.kind == kind:
                     return info
         raise KopfResourceError(f'No matches for kind "{kind}" in version "{api_version}".')
@@ -382,7 +307,7 @@ class KopfCluster(abc.ABC):
                 results.append(await self._create(info, namespace, doc))
             else:
                 results.append(await self._patch(info, name, namespace, doc, None))
-                if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
+                if _is_crd(info):
                     await self._await_crd(results[-1])
         return results
 
@@ -397,7 +322,7 @@ class KopfCluster(abc.ABC):
             body["metadata"] = {**(body.get("metadata") or {}), "namespace": namespace}
         obj: JsonDict = await self._request("POST", info.path(namespace), body=body)
         self._created(info, obj)
-        if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
+        if _is_crd(info):
             await self._await_crd(obj)
         return obj
 
@@ -410,15 +335,15 @@ class KopfCluster(abc.ABC):
             conditions = ((obj or {}).get("status") or {}).get("conditions") or ()
             return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
-        name = crd["metadata"]["name"]
-        await self.wait_for(CRD_RESOURCE, name, condition=established, timeout=DEFAULT_TIMEOUT)
+        if not established(crd):
+            await self.wait_for(CRD_RESOURCE, crd["metadata"]["name"], condition=established, timeout=DEFAULT_TIMEOUT)
         spec = crd.get("spec") or {}
         plural = (spec.get("names") or {}).get("plural")
         versions = [v.get("name") for v in spec.get("versions") or () if v.get("served", True)]
         async with asyncio.timeout(DEFAULT_TIMEOUT):
             while True:
-                self._forget_group(str(spec.get("group") or ""))
-                served = [await self._group_version(f"{spec.get('group')}/{version}") for version in versions]
+                self._discovery.forget(str(spec.get("group") or ""))
+                served = [await self._discovery.group_version(f"{spec.get('group')}/{version}") for version in versions]
                 if all(found and any(info.plural == plural for info in found) for found in served):
                     return
                 await asyncio.sleep(0.1)
@@ -464,8 +389,8 @@ class KopfCluster(abc.ABC):
         info = await self.resolve(resource)
         body = {"propagationPolicy": propagation_policy} if propagation_policy else None
         result: JsonDict = await self._request("DELETE", info.path(self._namespace(info, namespace), name), body=body)
-        if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
-            self._forget_group(str(((result or {}).get("spec") or {}).get("group") or ""))  # all if unknown
+        if _is_crd(info):
+            self._discovery.forget(str(((result or {}).get("spec") or {}).get("group") or ""))  # all if unknown
         return result
 
     async def wait_for(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
@@ -714,6 +639,10 @@ _NAMESPACES = ResourceInfo(group="", version="v1", plural="namespaces", kind="Na
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+def _is_crd(info: ResourceInfo) -> bool:
+    return info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io"
+
 
 def _api_error(method: str, url: str, code: int, http_reason: str, raw: bytes) -> KopfApiError:
     try:

@@ -6,9 +6,9 @@ to start & stop the watchers as the "dimensions" (resources by namespaces) chang
 
 * The resources: the API discovery resolves the handlers' selectors to the actually
   served resources (only those that can be listed & watched). The custom resource
-  definitions are then watched: every change of them (a CRD added, removed, or
-  established) triggers a new discovery, so the resources of the CRDs that appear
-  later are served without restarting the operator.
+  definitions are listed first and watched: the discovery runs after the listing and
+  again on every change of them (a CRD added, removed, or established), so the
+  resources of the CRDs that appear later are served without restarting the operator.
 
 * The namespaces: for the cluster-wide operators, there is nothing to observe (one
   "namespace" ``None`` means the cluster-wide URLs). For the namespaced ones, the
@@ -117,10 +117,13 @@ async def resource_observer(
         await insights.revise(resources=())
         await asyncio.Event().wait()
 
-    resources = await scan_resources(registry=registry, settings=settings, cache=cache, vault=vault)
-    _log_resources(insights.resources, resources)
-    await insights.revise(resources=resources)
+    async def rescan() -> None:
+        resources = await scan_resources(registry=registry, settings=settings, cache=cache, vault=vault)
+        _log_resources(insights.resources, resources)
+        await insights.revise(resources=resources)
 
+    # The CRDs are listed first, and the resources are scanned once they are listed: a CRD that
+    # appears meanwhile is either in the scan or comes later as a watch event (and a new scan).
     listed = False
     try:
         stream = watching.infinite_watch(resource=CRDS_RESOURCE, namespace=None, settings=settings,
@@ -130,13 +133,13 @@ async def resource_observer(
                 if event is watching.Bookmark.LISTED:
                     listed = True
                 elif not listed:
-                    continue  # the initial listing: already covered by the initial discovery.
-                resources = await scan_resources(registry=registry, settings=settings, cache=cache, vault=vault)
-                _log_resources(insights.resources, resources)
-                await insights.revise(resources=resources)
+                    continue  # the initial listing: covered by the scan after it.
+                await rescan()
     except (errors.APIForbiddenError, errors.APINotFoundError) as e:
         logger.warning(f"Cannot watch the custom resource definitions; the resources are not re-scanned "
                        f"when they change: {e}")
+        if not listed:
+            await rescan()
     await asyncio.Event().wait()
 
 

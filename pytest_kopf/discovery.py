@@ -1,0 +1,148 @@
+"""What a cluster serves, as ``kopf_cluster`` needs it to resolve resource names like kubectl.
+
+Aggregated discovery (``apidiscovery.k8s.io/v2``, served by Kubernetes 1.26+) brings every
+group, version and resource in two responses (``/api`` and ``/apis``), so a test resolves
+its resources with two requests, and one more after each change of CRDs. A server without
+it answers the legacy lists, and those are fetched per group-version as needed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from kopf._cogs.clients.scanning import AGGREGATED_ACCEPT, AGGREGATED_KIND, parse_aggregated
+from kopf._cogs.structs.references import Resource
+
+__all__ = ["Discovery", "Fetch", "ResourceInfo"]
+
+#: GET a path with extra headers; the parsed JSON, or None if the path is not served (404, 503).
+Fetch = Callable[[str, Mapping[str, str]], Awaitable[Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceInfo:
+    """One served resource, as discovery describes it."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def qualified(self) -> str:
+        """``plural.group`` (or ``plural`` for the core group), as kubectl names it."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        parts = [base]
+        if namespace is not None and self.namespaced:
+            parts.append(f"namespaces/{namespace}")
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(name)
+            if subresource is not None:
+                parts.append(subresource)
+        return "/".join(parts)
+
+    def names(self) -> set[str]:
+        return {self.plural, self.singular, self.kind.lower(), *self.short_names} - {""}
+
+    @classmethod
+    def from_kopf(cls, resource: Resource) -> ResourceInfo:
+        return cls(group=resource.group, version=resource.version, plural=resource.plural,
+                   kind=resource.kind or "", namespaced=bool(resource.namespaced),
+                   singular=resource.singular or "", short_names=tuple(sorted(resource.shortcuts)))
+
+
+class Discovery:
+    """The cluster's resources by group-version, cached until :meth:`forget` (after CRD changes)."""
+
+    def __init__(self, fetch: Fetch) -> None:
+        self._fetch = fetch
+        self._core_aggregated = False
+        self._groups_aggregated = False
+        self._preferred: list[str] | None = None                     # "v1", then each group's preferred version
+        self._by_group: dict[str, str] = {}                           # group -> its preferred groupVersion
+        self._served: dict[str, list[ResourceInfo] | None] = {}      # groupVersion -> resources (None: not served)
+
+    def forget(self, group: str | None = None) -> None:
+        """Drop what is known of the named groups (the core group stays unless asked for by ``""``)."""
+        self._preferred = None
+        self._by_group = {}
+        self._groups_aggregated = False
+        if group == "" or group is None:
+            self._core_aggregated = False
+        self._served = {gv: infos for gv, infos in self._served.items()
+                        if "/" not in gv and self._core_aggregated}
+
+    async def preferred_versions(self) -> list[str]:
+        """The preferred groupVersion of every group, the core ``v1`` first, in the server's order."""
+        if self._preferred is None:
+            await self._load()
+        assert self._preferred is not None
+        return self._preferred
+
+    async def preferred_of(self, group: str) -> str | None:
+        await self.preferred_versions()
+        return self._by_group.get(group)
+
+    async def group_version(self, group_version: str) -> list[ResourceInfo] | None:
+        """The resources of one groupVersion, or None if it is not served."""
+        if self._preferred is None:
+            await self._load()
+        if group_version not in self._served:
+            aggregated = self._groups_aggregated if "/" in group_version else self._core_aggregated
+            if aggregated:
+                return None  # the aggregated document lists everything served
+            path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
+            doc = await self._fetch(path, {})
+            group, _, version = group_version.rpartition("/")
+            self._served[group_version] = None if doc is None else [
+                ResourceInfo(group=group, version=version, plural=r["name"], kind=r.get("kind", ""),
+                             namespaced=bool(r.get("namespaced")), singular=r.get("singularName") or "",
+                             short_names=tuple(r.get("shortNames") or ()))
+                for r in doc.get("resources") or () if "/" not in r.get("name", "/")
+            ]
+        return self._served[group_version]
+
+    async def _load(self) -> None:
+        if not self._core_aggregated:
+            core = await self._fetch("/api", AGGREGATED_ACCEPT) or {}
+            if core.get("kind") == AGGREGATED_KIND:
+                self._keep(parse_aggregated(core, None))
+                self._core_aggregated = True
+        preferred, by_group = ["v1"], {}
+        groups = await self._fetch("/apis", AGGREGATED_ACCEPT) or {}
+        if groups.get("kind") == AGGREGATED_KIND:
+            resources = parse_aggregated(groups, None)
+            self._keep(resources)
+            self._groups_aggregated = True
+            for resource in resources:
+                if resource.preferred and resource.group not in by_group:
+                    by_group[resource.group] = f"{resource.group}/{resource.version}"
+                    preferred.append(by_group[resource.group])
+        else:
+            for group in groups.get("groups") or ():
+                version = (group.get("preferredVersion") or {}).get("groupVersion")
+                if not version and group.get("versions"):
+                    version = group["versions"][0].get("groupVersion")
+                if version:
+                    preferred.append(version)
+                    by_group[group.get("name", "")] = version
+        self._preferred, self._by_group = preferred, by_group
+
+    def _keep(self, resources: list[Resource]) -> None:
+        for resource in resources:
+            group_version = f"{resource.group}/{resource.version}" if resource.group else resource.version
+            infos = self._served.get(group_version) or []
+            infos.append(ResourceInfo.from_kopf(resource))
+            self._served[group_version] = infos
