@@ -39,6 +39,7 @@ from kopf._cogs.aiokits.clock import pin_epoch
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.intents.causes import Activity
 from kopf._core.reactor.observation import Insights
+from kopf._core.reactor.running import os_signals_var
 from kopf_sim.virtualtime import VirtualTimeLoop, describe_tasks
 
 from .admission import InProcessWebhookServer, SimAdmissionSettings
@@ -258,6 +259,7 @@ class KopfOperator:
         insights = Insights()
         context = contextvars.copy_context()
         context.run(_owner.set, self)
+        context.run(os_signals_var.set, False)  # Ctrl+C interrupts pytest, not just the operator
         self._task = loop.create_task(self._operator(
             registry=self.registry, settings=self.settings, insights=insights,
             namespaces=namespaces, clusterwide=clusterwide or not namespaces,

@@ -186,6 +186,14 @@ async def test_the_tests_own_tasks_survive_the_stop(kopf_cluster, kopf_operator,
     assert not helper.done()
     helper.cancel()
 
+async def test_the_signals_stay_with_pytest(kopf_cluster, kopf_operator, registry):
+    import signal
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    await kopf_cluster.apply("crd.yaml")
+    await kopf_operator.start(registry=registry, memo=kopf.Memo())
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # Ctrl+C stops pytest
+    await kopf_operator.stop()
+
 async def test_stopped_by_the_fixture_if_not_by_the_test(kopf_cluster, kopf_operator, registry):
     await kopf_cluster.apply("crd.yaml")
     await kopf_operator.start(registry=registry, memo=kopf.Memo())
@@ -328,7 +336,7 @@ def test_lifecycle_and_isolation(pytester: pytest.Pytester) -> None:
     make_project(pytester)
     pytester.makepyfile(test_lifecycle=LIFECYCLE)
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=10)
 
 
 def test_admission_in_sim_mode(pytester: pytest.Pytester) -> None:
@@ -507,4 +515,4 @@ def test_lifecycle_in_real_mode(pytester: pytest.Pytester, monkeypatch: pytest.M
     pytester.makepyfile(test_lifecycle=LIFECYCLE)
     monkeypatch.setenv("KUBECONFIG", str(served_cluster.kubeconfig))
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-real", "-k", "restart or context or crash")
-    result.assert_outcomes(passed=3, deselected=6)
+    result.assert_outcomes(passed=3, deselected=7)

@@ -416,6 +416,11 @@ async def _after(flag: asyncio.Event, coro: Coroutine[Any, Any, None]) -> None:
     await coro
 
 
+#: Whether the operator takes SIGINT/SIGTERM (in the main thread) as its stop signal. An embedder that
+#: owns the process's signals, such as a test runner whose Ctrl+C must interrupt the tests, turns it off.
+os_signals_var: contextvars.ContextVar[bool] = contextvars.ContextVar('kopf_os_signals', default=True)
+
+
 async def _stop_flag_checker(
         *,
         signal_flag: asyncio.Future[Any],
@@ -426,7 +431,7 @@ async def _stop_flag_checker(
     loop = asyncio.get_running_loop()
     signals = (signal.SIGINT, signal.SIGTERM)
     installed = False
-    if threading.current_thread() is threading.main_thread():
+    if os_signals_var.get() and threading.current_thread() is threading.main_thread():
         try:
             for signum in signals:
                 loop.add_signal_handler(signum, _on_signal, signal_flag, signum, settings)

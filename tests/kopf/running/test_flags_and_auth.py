@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import signal
 import threading
 from typing import Any
 
@@ -70,6 +71,36 @@ def test_sync_run_with_a_threading_stop_flag(registry: kopf.OperatorRegistry) ->
     kopf.run(registry=registry, settings=settings, clusterwide=True, stop_flag=stop_flag, ready_flag=ready_flag)
     stopper.join()
     assert calls == ['startup', 'cleanup']
+
+
+@pytest.mark.parametrize('os_signals', [True, False])
+def test_os_signals_are_taken_unless_the_embedder_keeps_them(registry: kopf.OperatorRegistry,
+                                                            os_signals: bool) -> None:
+    handlers: list[Any] = []
+    original = signal.getsignal(signal.SIGTERM)  # asyncio.run() takes SIGINT itself; only kopf takes SIGTERM
+
+    @kopf.on.startup()
+    async def startup_fn(**_: Any) -> None:
+        handlers.append(signal.getsignal(signal.SIGTERM))
+
+    @kopf.on.login()
+    def login_fn(**_: Any) -> ConnectionInfo:
+        return ConnectionInfo(server='http://127.0.0.1:9')  # nothing listens there: never reached anyway.
+
+    stop_flag = threading.Event()
+    ready_flag: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    stopper = threading.Thread(target=lambda: (ready_flag.result(timeout=10), stop_flag.set()))
+    stopper.start()
+    settings = kopf.OperatorSettings()
+    settings.peering.standalone = True
+    token = running.os_signals_var.set(os_signals)
+    try:
+        kopf.run(registry=registry, settings=settings, clusterwide=True, stop_flag=stop_flag, ready_flag=ready_flag)
+    finally:
+        running.os_signals_var.reset(token)
+        stopper.join()
+    assert (handlers[0] is not original) == os_signals  # asyncio's own handler while the operator runs
+    assert signal.getsignal(signal.SIGTERM) is original  # and restored after it
 
 
 @pytest.mark.looptime
