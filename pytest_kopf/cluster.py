@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import copy
 import dataclasses
 import datetime
 import json
@@ -682,7 +681,7 @@ def _read_manifest(path: str | os.PathLike[str]) -> list[Any]:
     key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
     if key not in _parsed_files:
         _parsed_files[key] = read_manifest(pathlib.Path(path))
-    return copy.deepcopy(_parsed_files[key])
+    return list(_parsed_files[key])  # the documents are only read (sent as they are): shared, never copied
 
 
 def _documents(manifests: Manifests) -> list[Mapping[str, Any]]:
