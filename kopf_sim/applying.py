@@ -11,13 +11,13 @@ The functions are pure: they never mutate their inputs and return new objects.
 """
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from kopf_sim.mergekeys import list_strategy, metadata_list_strategy
+from kopf_sim.objects import clone
 from kopf_sim.patching import PatchError
 
 Path = tuple[str, ...]
@@ -493,24 +493,24 @@ def _merge_into(live: Any, config: Any, spath: Path, kind_key: str | None) -> An
             if key in live:
                 live[key] = _merge_into(live[key], sub, (*spath, key), kind_key)
             else:
-                live[key] = copy.deepcopy(sub)
+                live[key] = clone(sub)
         return live
     if isinstance(live, list) and isinstance(config, list):
         kind, key = _list_kind(kind_key, spath)
         if kind == "set":
             known = {_json(item) for item in live}
-            live.extend(copy.deepcopy(item) for item in config if _json(item) not in known)
+            live.extend(clone(item) for item in config if _json(item) not in known)
             return live
         if kind == "map" and key and _keyed_items(live, key) is not None:
             positions = {_item_element(item, key): index for index, item in reversed(list(enumerate(live)))}
             for item in config:
                 index = positions.get(_item_element(item, key))
                 if index is None:
-                    live.append(copy.deepcopy(item))
+                    live.append(clone(item))
                 else:
                     live[index] = _merge_into(live[index], item, spath, kind_key)
             return live
-    return copy.deepcopy(config)
+    return clone(config)
 
 
 def _iter_conflicts(managers: list[_Manager], applier: _Manager, applied: dict[Path, Any],
@@ -621,7 +621,7 @@ def server_side_apply(
     for entry, path in conflicts:
         entry.fields.discard(path)
 
-    result = _merge_into(copy.deepcopy(live) if live is not None else {}, config, (), kind_key)
+    result = _merge_into(clone(live) if live is not None else {}, config, (), kind_key)
     applier.fields = set(applied_fields)
     dropped = previous - applier.fields
     if dropped:
@@ -631,7 +631,8 @@ def server_side_apply(
     if (live is not None and not conflicts and applier.original is not None
             and applier.fields == previous and applier.api_version == api_version
             and _trackable(result) == _trackable(live)):
-        return copy.deepcopy(live)  # a no-op apply changes nothing, not even the time
+        unchanged: dict[str, Any] = clone(live)  # a no-op apply changes nothing, not even the time
+        return unchanged
     applier.api_version = api_version
     applier.time = now
     applier.original = None

@@ -7,7 +7,6 @@ close to the real apiserver's, since API clients show it to users.
 """
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any, Final
 
@@ -15,6 +14,7 @@ import jsonpatch
 import jsonpointer
 
 from kopf_sim.mergekeys import ListStrategy, list_strategy
+from kopf_sim.objects import clone
 
 
 class PatchError(ValueError):
@@ -37,8 +37,8 @@ class PatchError(ValueError):
 def apply_merge_patch(target: Any, patch: Any) -> Any:
     """Apply an RFC 7386 merge patch: maps merge recursively, ``null`` deletes, the rest replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return clone(patch)
+    result = clone(target) if isinstance(target, dict) else {}
     return _merge_patch_into(result, patch)
 
 
@@ -50,7 +50,7 @@ def _merge_patch_into(result: dict[str, Any], patch: dict[str, Any]) -> dict[str
             current = result.get(key)
             result[key] = _merge_patch_into(current if isinstance(current, dict) else {}, value)
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = clone(value)
     return result
 
 
@@ -74,7 +74,7 @@ def apply_json_patch(target: Any, patch: Any) -> Any:
     for operation in patch:
         _validate_json_patch_operation(operation)
 
-    document = copy.deepcopy(target)
+    document = clone(target)
     for operation in patch:
         document = _apply_json_patch_operation(document, operation)
     return document
@@ -139,7 +139,7 @@ def apply_strategic_merge_patch(target: Any, patch: Any, kind_key: str | None) -
     """
     if not isinstance(patch, dict):
         raise PatchError("strategic merge patch must be a JSON object", code=400)
-    original = copy.deepcopy(target) if isinstance(target, dict) else {}
+    original = clone(target) if isinstance(target, dict) else {}
     result = _smp_map(original, patch, (), kind_key)
     return {} if isinstance(result, _Deleted) else result
 
@@ -216,7 +216,8 @@ def _smp_list(
 ) -> list[Any]:
     """Merge a patch list into the original list according to the field's strategy."""
     if strategy is None or not strategy.merges:
-        return copy.deepcopy(patch)
+        copied: list[Any] = clone(patch)
+        return copied
     if strategy.merge_key is None:
         return _smp_primitive_list(original, patch, path)
     return _smp_keyed_list(original, patch, path, kind_key, strategy.merge_key)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import datetime
 import ipaddress
 import json
@@ -22,12 +21,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from .objects import clone
+
 __all__ = [
     "OBJECT_META_FIELDS",
     "FieldCause",
     "apply_defaults",
     "invalid_message",
     "prune",
+    "prune_and_default",
     "strict_decoding_message",
     "unknown_field_warning",
     "unknown_fields",
@@ -190,6 +192,17 @@ def unknown_fields(obj: dict[str, Any], schema: Schema) -> list[str]:
     return dropped
 
 
+def prune_and_default(obj: dict[str, Any], schema: Schema) -> tuple[dict[str, Any], list[str]]:
+    """:func:`apply_defaults` of :func:`prune`, and what :func:`unknown_fields` reports, in one pass.
+
+    A write needs all three; the pruned copy is already private, so it is defaulted in place
+    instead of being pruned twice and copied once more.
+    """
+    result, dropped = _prune_root(obj, schema)
+    _default(result, schema)
+    return result, dropped
+
+
 def _prune_root(obj: dict[str, Any], schema: Schema) -> tuple[dict[str, Any], list[str]]:
     dropped: list[str] = []
     # The root is always a resource: apiVersion, kind, metadata are implicitly specified.
@@ -199,7 +212,7 @@ def _prune_root(obj: dict[str, Any], schema: Schema) -> tuple[dict[str, Any], li
 
 def _prune_value(value: Any, schema: Schema, path: str, dropped: list[str]) -> Any:
     if schema.get("x-kubernetes-int-or-string"):
-        return copy.deepcopy(value)
+        return clone(value)
     if isinstance(value, dict):
         embedded = bool(schema.get("x-kubernetes-embedded-resource"))
         return _prune_object(value, schema, path, dropped, embedded=embedded)
@@ -207,7 +220,7 @@ def _prune_value(value: Any, schema: Schema, path: str, dropped: list[str]) -> A
         items = schema.get("items")
         if isinstance(items, Mapping):
             return [_prune_value(item, items, _index(path, i), dropped) for i, item in enumerate(value)]
-        return copy.deepcopy(value)
+        return clone(value)
     return value
 
 
@@ -220,7 +233,7 @@ def _prune_object(value: dict[str, Any], schema: Schema, path: str, dropped: lis
     for key, item in value.items():
         child = _child(path, key)
         if embedded and key in ("apiVersion", "kind"):
-            result[key] = copy.deepcopy(item)
+            result[key] = clone(item)
         elif embedded and key == "metadata" and isinstance(item, dict):
             result[key] = _prune_metadata(item, child, dropped)
         elif key in properties and isinstance(properties[key], Mapping):
@@ -228,7 +241,7 @@ def _prune_object(value: dict[str, Any], schema: Schema, path: str, dropped: lis
         elif isinstance(additional, Mapping):
             result[key] = _prune_value(item, additional, child, dropped)
         elif additional is True or preserve:
-            result[key] = copy.deepcopy(item)
+            result[key] = clone(item)
         else:
             dropped.append(child)
     return result
@@ -239,7 +252,7 @@ def _prune_metadata(meta: dict[str, Any], path: str, dropped: list[str]) -> dict
     result: dict[str, Any] = {}
     for key, item in meta.items():
         if key in OBJECT_META_FIELDS:
-            result[key] = copy.deepcopy(item)
+            result[key] = clone(item)
         else:
             dropped.append(_child(path, key))
     return result
@@ -254,7 +267,7 @@ def apply_defaults(obj: dict[str, Any], schema: Schema) -> dict[str, Any]:
     replaced by the default if there is one, or removed if there is none.
     Defaults are themselves defaulted deeper (a defaulted ``{}`` gets its own defaults).
     """
-    result = copy.deepcopy(obj)
+    result: dict[str, Any] = clone(obj)
     _default(result, schema)
     return result
 
@@ -267,12 +280,12 @@ def _default(value: Any, schema: Schema) -> None:
             sub = properties.get(key, additional if key not in properties else None)
             if isinstance(sub, Mapping) and value[key] is None and not sub.get("nullable"):
                 if "default" in sub:
-                    value[key] = copy.deepcopy(sub["default"])
+                    value[key] = clone(sub["default"])
                 else:
                     del value[key]
         for key, sub in properties.items():
             if key not in value and isinstance(sub, Mapping) and "default" in sub:
-                value[key] = copy.deepcopy(sub["default"])
+                value[key] = clone(sub["default"])
         for key, item in value.items():
             sub = properties.get(key, additional)
             if isinstance(sub, Mapping):
@@ -282,7 +295,7 @@ def _default(value: Any, schema: Schema) -> None:
         if isinstance(items, Mapping):
             for i, item in enumerate(value):
                 if item is None and not items.get("nullable") and "default" in items:
-                    value[i] = copy.deepcopy(items["default"])
+                    value[i] = clone(items["default"])
                 _default(value[i], items)
 
 

@@ -143,13 +143,11 @@ def _apply_schema(cluster: Cluster, rtype: ResourceType, obj: JsonDict, *, field
     """Prune, default and validate a custom resource against its CRD's structural schema."""
     if rtype.schema is None:
         return obj
-    unknown = schemas.unknown_fields(obj, rtype.schema)
+    obj, unknown = schemas.prune_and_default(obj, rtype.schema)
     if unknown and field_validation == "Strict":
         raise errors.bad_request(schemas.strict_decoding_message(rtype.kind, rtype.version, unknown))
     if unknown and field_validation != "Ignore" and warnings is not None:
         warnings.extend(schemas.unknown_field_warning(path) for path in unknown)
-    obj = schemas.prune(obj, rtype.schema)
-    obj = schemas.apply_defaults(obj, rtype.schema)
     causes = schemas.validate(obj, rtype.schema)
     if causes:
         name = meta(obj).get("name", "")
@@ -241,9 +239,12 @@ def prepare_apply_create(cluster: Cluster, rtype: ResourceType, namespace: str |
 
 def prepare_update(cluster: Cluster, rtype: ResourceType, old: JsonDict, body: Any, *,
                    subresource: str | None = None, manager: str | None = None, field_validation: str = "",
-                   warnings: list[str] | None = None, track: bool = True) -> JsonDict:
-    """The object as it would be stored after a PUT (or a patch, which ends as one)."""
-    given = clone(_require_mapping(body))
+                   warnings: list[str] | None = None, track: bool = True, copied: bool = False) -> JsonDict:
+    """The object as it would be stored after a PUT (or a patch, which ends as one).
+
+    The body is copied before it is changed, unless the caller says it is a private copy already.
+    """
+    given = _require_mapping(body) if copied else clone(_require_mapping(body))
     _check_identity(rtype, given)
     old_meta = meta(old)
     metadata = given.setdefault("metadata", {})
@@ -267,8 +268,10 @@ def prepare_update(cluster: Cluster, rtype: ResourceType, old: JsonDict, body: A
                                          f"UID in precondition: {given_uid}, UID in object meta: "
                                          f"{old_meta['uid']}")
 
+    # The schema's pruning copies the whole object: until then, the old one's parts need no copies of their own.
+    pruned = rtype.schema is not None
     if subresource == "status":
-        new = clone(old)
+        new = dict(old) if pruned else clone(old)
         if "status" in given:
             new["status"] = given["status"]
         else:
@@ -277,7 +280,7 @@ def prepare_update(cluster: Cluster, rtype: ResourceType, old: JsonDict, body: A
         new = given
         if rtype.has_status:
             if "status" in old:
-                new["status"] = clone(old["status"])
+                new["status"] = old["status"] if pruned else clone(old["status"])
             else:
                 new.pop("status", None)
         new_meta = new["metadata"]
@@ -340,8 +343,10 @@ def prepare_patch(cluster: Cluster, rtype: ResourceType, old: JsonDict, patch: A
         raise errors.ApiError(exc.code, "Invalid" if exc.code == 422 else "BadRequest", exc.message) from None
     if not isinstance(patched, dict):
         raise errors.bad_request("the patch produced something other than an object")
+    # A merge patch's result shares nothing with the old object or the patch: it need not be copied again.
     return prepare_update(cluster, rtype, old, patched, subresource=subresource, manager=manager,
-                          field_validation=field_validation, warnings=warnings)
+                          field_validation=field_validation, warnings=warnings,
+                          copied=content_type == MERGE_PATCH)
 
 
 def _parse_apply(rtype: ResourceType, patch: Any, name: str, manager: str | None) -> JsonDict:
