@@ -1,6 +1,8 @@
 """The catalogue of built-in resources, with their real group/version/kind/plural/short names/scope."""
 from __future__ import annotations
 
+import functools
+
 from .resources import ALL_VERBS, PrinterColumn, ResourceType, ScalePaths
 
 _STATUS = frozenset({"status"})
@@ -35,9 +37,11 @@ def _t(group: str, version: str, kind: str, plural: str, *, namespaced: bool = T
     )
 
 
-def builtin_types() -> list[ResourceType]:
+@functools.cache
+def builtin_types() -> tuple[ResourceType, ...]:
+    """Built once: the types are frozen, and each cluster indexes them in a catalogue of its own."""
     replicas = ScalePaths(".spec.replicas", ".status.replicas", ".spec.selector")
-    return [
+    return (
         _t("", "v1", "Namespace", "namespaces", namespaced=False, short=("ns",), sub=frozenset({"status"}),
            fields=frozenset({"status.phase"}),
            columns=(PrinterColumn("Status", "string", ".status.phase"),)),
@@ -92,7 +96,7 @@ def builtin_types() -> list[ResourceType]:
         _t("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
         _t("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
         _t("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
-    ]
+    )
 
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

@@ -6,6 +6,7 @@ a virtual clock and a seeded uid generator, a served simulator passes the system
 from __future__ import annotations
 
 import datetime
+import functools
 import random
 import uuid
 from collections.abc import Callable
@@ -46,8 +47,12 @@ class ManualClock:
         self.current += datetime.timedelta(seconds=seconds)
 
 
+@functools.lru_cache(maxsize=64)
 def format_timestamp(moment: datetime.datetime) -> str:
-    """RFC 3339 with second precision and a ``Z``, as the apiserver writes metav1.Time."""
+    """RFC 3339 with second precision and a ``Z``, as the apiserver writes metav1.Time.
+
+    Cached: one write asks for the same moment several times, and virtual time stands still a lot.
+    """
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
