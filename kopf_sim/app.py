@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from aiohttp import web
 from . import admitting, discovery, errors, openapi, tables, writing
 from .admission import AdmissionControl
 from .objects import JsonDict, meta
-from .resources import ResourceType
+from .resources import Catalogue, ResourceType
 from .selectors import FieldSelector, LabelSelector
 from .store import Cluster
 from .watching import Subscription, WatchEvent
@@ -56,9 +57,13 @@ def dumps(data: Any) -> bytes:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 
+def encoded_response(body: bytes, status: int = 200, *, content_type: str = JSON) -> web.Response:
+    return web.Response(body=body, status=status, headers={"Content-Type": content_type})
+
+
 def json_response(data: Any, status: int = 200, *, content_type: str = JSON,
                   warnings: list[str] | None = None) -> web.Response:
-    response = web.Response(body=dumps(data), status=status, headers={"Content-Type": content_type})
+    response = encoded_response(dumps(data), status, content_type=content_type)
     for warning in warnings or ():
         response.headers.add("Warning", f'299 - {json.dumps(warning)}')
     return response
@@ -95,6 +100,9 @@ class ApiServer:
         self.cluster = cluster
         self.options = options
         self.admission = admission
+        # Encoded discovery documents by form and URL path, valid for one catalogue at one revision.
+        self._documents: dict[tuple[bool, tuple[str, ...]], bytes] = {}
+        self._documents_of: tuple[Catalogue, int] | None = None
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -120,28 +128,34 @@ class ApiServer:
             return self._openapi(parts)
         if head in ("api", "apis") and len(parts) == 1 and self.options.aggregated_discovery \
                 and discovery.wants_aggregated(request.headers.get("Accept", "")):
-            return json_response(discovery.aggregated(self.cluster.catalogue, core=head == "api"),
-                                 content_type=discovery.AGGREGATED_CONTENT_TYPE)
+            return self._discovery(parts, aggregated_form=True)
         if head == "api":
-            if len(parts) == 1:
+            if len(parts) == 1:  # not cached: it names the server's address as the client reached it
                 return json_response(discovery.core_versions(request.host))
             if parts[1] != "v1":
                 raise errors.page_not_found()
             if len(parts) == 2:
-                return self._resource_list("", "v1")
+                return self._discovery(parts)
             return await self._resource(request, "", "v1", parts[2:])
         if head == "apis":
-            if len(parts) == 1:
-                return json_response(discovery.group_list(self.cluster.catalogue))
-            if len(parts) == 2:
-                group = discovery.group(self.cluster.catalogue, parts[1])
-                if group is None:
-                    raise errors.page_not_found()
-                return json_response(group)
-            if len(parts) == 3:
-                return self._resource_list(parts[1], parts[2])
+            if len(parts) <= 3:
+                return self._discovery(parts)
             return await self._resource(request, parts[1], parts[2], parts[3:])
         raise errors.page_not_found()
+
+    def _discovery(self, parts: list[str], *, aggregated_form: bool = False) -> web.Response:
+        """A discovery document, encoded once per change of the catalogue (clients ask for them often)."""
+        catalogue = self.cluster.catalogue
+        if self._documents_of != (catalogue, catalogue.revision):
+            self._documents.clear()
+            self._documents_of = (catalogue, catalogue.revision)
+        path = tuple(parts)
+        body = self._documents.get((aggregated_form, path))
+        if body is None:
+            body = self._documents[aggregated_form, path] = _encoded_discovery(catalogue, path,
+                                                                               aggregated_form=aggregated_form)
+        content_type = discovery.AGGREGATED_CONTENT_TYPE if aggregated_form else JSON
+        return encoded_response(body, content_type=content_type)
 
     def _openapi(self, parts: list[str]) -> web.Response:
         kinds = [openapi_kind(rtype) for rtype in self.cluster.catalogue]
@@ -157,12 +171,6 @@ class ApiServer:
             if doc is not None:
                 return json_response(doc)
         raise errors.page_not_found()
-
-    def _resource_list(self, group: str, version: str) -> web.Response:
-        doc = discovery.resource_list(self.cluster.catalogue, group, version)
-        if doc is None:
-            raise errors.page_not_found()
-        return json_response(doc)
 
     # -- Resources -------------------------------------------------------------------------------
 
@@ -398,6 +406,29 @@ class ApiServer:
                 continue
             until = min(deadline, next_bookmark) if allow_bookmarks else deadline
             await subscription.wait(max(0.0, until - now))
+
+
+def _encoded_discovery(catalogue: Catalogue, path: tuple[str, ...], *, aggregated_form: bool) -> bytes:
+    """A discovery document as sent, shared by the clusters that serve the same resources (fresh ones do).
+
+    A 404 if there is none at the path: errors are not cached, so made-up paths evict no documents.
+    """
+    types = discovery.shareable(catalogue)
+    if types is None:
+        return _encode_discovery(catalogue, path, aggregated_form)
+    return _shared_discovery(types, path, aggregated_form)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_discovery(types: tuple[ResourceType, ...], path: tuple[str, ...], aggregated_form: bool) -> bytes:
+    return _encode_discovery(Catalogue(types), path, aggregated_form)
+
+
+def _encode_discovery(catalogue: Catalogue, path: tuple[str, ...], aggregated_form: bool) -> bytes:
+    doc = discovery.document(catalogue, path, aggregated_form=aggregated_form)
+    if doc is None:
+        raise errors.page_not_found()
+    return dumps(doc)
 
 
 def openapi_kind(rtype: ResourceType) -> openapi.ServedKind:

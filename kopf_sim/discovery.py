@@ -1,6 +1,7 @@
 """Discovery documents (``/version``, ``/api``, ``/apis``, ``/api/v1``, ``/apis/G/V``) from the catalogue."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 from .objects import JsonDict
@@ -122,3 +123,39 @@ def aggregated(catalogue: Catalogue, *, core: bool) -> JsonDict:
         items.append({"metadata": {"name": group_name} if group_name else {}, "versions": entries})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
             "items": items}
+
+
+def document(catalogue: Catalogue, path: tuple[str, ...], *, aggregated_form: bool = False) -> JsonDict | None:
+    """The discovery document at a URL path (``/apis/G/V`` is ``("apis", "G", "V")``), None if there is none.
+
+    The legacy ``/api`` is not one of them: it names the server's address as the client reached it.
+    """
+    if aggregated_form:
+        return aggregated(catalogue, core=path == ("api",)) if path in (("api",), ("apis",)) else None
+    match path:
+        case ("api", "v1"):
+            return resource_list(catalogue, "", "v1")
+        case ("apis",):
+            return group_list(catalogue)
+        case ("apis", name):
+            return group(catalogue, name)
+        case ("apis", name, version):
+            return resource_list(catalogue, name, version)
+    return None
+
+
+def shareable(catalogue: Catalogue) -> tuple[ResourceType, ...] | None:
+    """The catalogue's types without what discovery does not show (schemas, columns): a cache key.
+
+    Equal keys give equal documents, so fresh clusters with the same resources can share them.
+    None if a malformed CRD names things with other JSON than strings (``1 == True`` as keys).
+    """
+    types = []
+    for rtype in catalogue:
+        if rtype.custom:
+            names = (rtype.singular, rtype.storage_version, *rtype.short_names, *rtype.categories)
+            if not all(isinstance(name, str) for name in names):
+                return None
+            rtype = dataclasses.replace(rtype, schema=None, printer_columns=(), scale=None)
+        types.append(rtype)
+    return tuple(types)

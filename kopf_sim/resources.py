@@ -89,16 +89,21 @@ class Catalogue:
 
     def __init__(self, types: Iterable[ResourceType] = ()) -> None:
         self._types: dict[tuple[str, str, str], ResourceType] = {}
+        # Bumped on every change, so that what is derived from the catalogue (discovery) can be cached.
+        self.revision = 0
         for rtype in types:
             self.add(rtype)
 
     def add(self, rtype: ResourceType) -> None:
         self._types[(rtype.group, rtype.version, rtype.plural)] = rtype
+        self.revision += 1
 
     def remove_resource(self, group: str, plural: str) -> list[ResourceType]:
         removed = [t for k, t in self._types.items() if k[0] == group and k[2] == plural]
         for rtype in removed:
             del self._types[(rtype.group, rtype.version, rtype.plural)]
+        if removed:
+            self.revision += 1
         return removed
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
