@@ -203,16 +203,19 @@ class KopfCluster(abc.ABC):
         return self._session
 
     async def _request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                       body: Any = None, content_type: str = _JSON, headers: Mapping[str, str] | None = None) -> Any:
+                       body: Any = None, content_type: str = _JSON, headers: Mapping[str, str] | None = None,
+                       raw: bool = False) -> Any:
         url = self.base_url + path
         headers = {**(headers or {}), **({"Content-Type": content_type} if body is not None else {})}
         data = json.dumps(body).encode() if body is not None else None
         async with self._http.request(method, url, params=params, data=data, headers=headers,
                                       timeout=_REQUEST_TIMEOUT) as response:
-            raw = await response.read()
+            content = await response.read()
             if response.status >= 400:
-                raise _api_error(method, str(response.url), response.status, response.reason or "", raw)
-            return json.loads(raw) if raw.strip() else None
+                raise _api_error(method, str(response.url), response.status, response.reason or "", content)
+            if raw:
+                return content
+            return json.loads(content) if content.strip() else None
 
     async def _stream(self, path: str, params: Mapping[str, str]) -> AsyncIterator[JsonDict]:
         """The events of one watch request, until the server ends the stream."""
@@ -238,13 +241,14 @@ class KopfCluster(abc.ABC):
         """Drop the cached discovery (done automatically after CRDs are applied or deleted)."""
         self._discovery.forget()
 
-    async def _discover(self, path: str, headers: Mapping[str, str]) -> Any:
+    async def _discover(self, path: str, headers: Mapping[str, str]) -> bytes | None:
         try:
-            return await self._request("GET", path, headers=headers)
+            body: bytes = await self._request("GET", path, headers=headers, raw=True)
         except KopfApiError as exc:
             if exc.code in (404, 503):
                 return None
             raise
+        return body
 
     async def resolve(self, resource: str | ResourceInfo) -> ResourceInfo:
         """The served resource for a plural, ``plural.group``, singular, short name, or kind."""

@@ -8,16 +8,17 @@ it answers the legacy lists, and those are fetched per group-version as needed.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
-from kopf._cogs.clients.scanning import AGGREGATED_ACCEPT, AGGREGATED_KIND, parse_aggregated
+from kopf._cogs.clients.scanning import AGGREGATED_ACCEPT, DiscoveryDocument, decode_discovery
 from kopf._cogs.structs.references import Resource
 
 __all__ = ["Discovery", "Fetch", "ResourceInfo"]
 
-#: GET a path with extra headers; the parsed JSON, or None if the path is not served (404, 503).
-Fetch = Callable[[str, Mapping[str, str]], Awaitable[Any]]
+#: GET a path with extra headers; the response's body, or None if the path is not served (404, 503).
+Fetch = Callable[[str, Mapping[str, str]], Awaitable[bytes | None]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +105,8 @@ class Discovery:
             if aggregated:
                 return None  # the aggregated document lists everything served
             path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
-            doc = await self._fetch(path, {})
+            body = await self._fetch(path, {})
+            doc = json.loads(body) if body is not None else None
             group, _, version = group_version.rpartition("/")
             self._served[group_version] = None if doc is None else [
                 ResourceInfo(group=group, version=version, plural=r["name"], kind=r.get("kind", ""),
@@ -116,22 +118,21 @@ class Discovery:
 
     async def _load(self) -> None:
         if not self._core_aggregated:
-            core = await self._fetch("/api", AGGREGATED_ACCEPT) or {}
-            if core.get("kind") == AGGREGATED_KIND:
-                self._keep(parse_aggregated(core, None))
+            core = await self._document("/api")
+            if core.resources:
+                self._keep(core)
                 self._core_aggregated = True
         preferred, by_group = ["v1"], {}
-        groups = await self._fetch("/apis", AGGREGATED_ACCEPT) or {}
-        if groups.get("kind") == AGGREGATED_KIND:
-            resources = parse_aggregated(groups, None)
-            self._keep(resources)
+        groups = await self._document("/apis")
+        if groups.resources:
+            self._keep(groups)
             self._groups_aggregated = True
-            for resource in resources:
+            for resource in groups.resources:
                 if resource.preferred and resource.group not in by_group:
                     by_group[resource.group] = f"{resource.group}/{resource.version}"
                     preferred.append(by_group[resource.group])
         else:
-            for group in groups.get("groups") or ():
+            for group in groups.doc.get("groups") or ():
                 version = (group.get("preferredVersion") or {}).get("groupVersion")
                 if not version and group.get("versions"):
                     version = group["versions"][0].get("groupVersion")
@@ -140,9 +141,20 @@ class Discovery:
                     by_group[group.get("name", "")] = version
         self._preferred, self._by_group = preferred, by_group
 
-    def _keep(self, resources: list[Resource]) -> None:
-        for resource in resources:
-            group_version = f"{resource.group}/{resource.version}" if resource.group else resource.version
-            infos = self._served.get(group_version) or []
-            infos.append(ResourceInfo.from_kopf(resource))
-            self._served[group_version] = infos
+    async def _document(self, path: str) -> DiscoveryDocument:
+        body = await self._fetch(path, AGGREGATED_ACCEPT)
+        return decode_discovery(body if body is not None else b"")
+
+    def _keep(self, document: DiscoveryDocument) -> None:
+        for group_version, infos in _by_group_version(document).items():
+            self._served[group_version] = list(infos)
+
+
+@functools.lru_cache(maxsize=32)
+def _by_group_version(document: DiscoveryDocument) -> dict[str, tuple[ResourceInfo, ...]]:
+    """The resources of an aggregated document by groupVersion (once per document: they repeat)."""
+    grouped: dict[str, list[ResourceInfo]] = {}
+    for resource in document.resources:
+        group_version = f"{resource.group}/{resource.version}" if resource.group else resource.version
+        grouped.setdefault(group_version, []).append(ResourceInfo.from_kopf(resource))
+    return {group_version: tuple(infos) for group_version, infos in grouped.items()}

@@ -111,10 +111,12 @@ async def request(
         timeout: aiohttp.ClientTimeout | None = None,
         logger: Logger | None = None,
         vault: Vault | None = None,
+        decode: Callable[[bytes], Any] | None = None,
 ) -> Any:
     """
     Make a regular (non-streaming) request and return the parsed JSON response (or None if empty).
 
+    ``decode`` replaces the JSON parsing of successful responses (e.g. to parse them once per distinct body).
     Raises the :mod:`.errors` exceptions for HTTP errors after the retries (if retryable).
     """
     data = _encode(payload)
@@ -126,6 +128,8 @@ async def request(
                                    headers=all_headers, timeout=client_timeout) as response:
             await errors.check_response(response)
             body = await response.read()
+        if decode is not None:
+            return decode(body)
         return json.loads(body) if body.strip() else None
 
     async def authenticated_attempt() -> Any:

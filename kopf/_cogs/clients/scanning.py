@@ -1,10 +1,12 @@
 """
 Scanning the cluster: the served resources (API discovery) and the namespaces.
 
-The discovery walks the legacy discovery documents: ``/api`` and ``/apis`` for the
+The discovery asks ``/api`` and ``/apis`` for the aggregated documents first (all the
+resources in two responses); servers without them answer the legacy documents: the
 group-versions (and the preferred version of every group), then ``/api/v1`` and
 ``/apis/{group}/{version}`` for the resources with their kinds, names, short names,
 categories, verbs, scopes, and subresources (listed as ``plural/subresource``).
+Identical responses (every restart, every CRD change) are decoded only once.
 Group-versions that fail (e.g. an aggregated API that is unavailable, or forbidden)
 are skipped with a warning: one broken API must not block the whole operator.
 
@@ -20,6 +22,9 @@ for the resources, it is up to the callers (they may not be able to do without i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
+import json
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
@@ -67,19 +72,17 @@ async def discover(
     aggregated: list[Resource] = []
 
     if groups is None or '' in groups:
-        core: Mapping[str, Any] = await api.get('/api', settings=settings, logger=logger, vault=vault,
-                                                headers=AGGREGATED_ACCEPT) or {}
-        if core.get('kind') == AGGREGATED_KIND:
-            aggregated.extend(parse_aggregated(core, groups))
-        for version in core.get('versions') or []:
+        core: DiscoveryDocument = await api.get('/api', settings=settings, logger=logger, vault=vault,
+                                                headers=AGGREGATED_ACCEPT, decode=decode_discovery)
+        aggregated.extend(resource for resource in core.resources if groups is None or resource.group in groups)
+        for version in core.doc.get('versions') or []:
             group_versions.append(('', version, True))  # the core API has one version, which is preferred.
 
     if groups is None or any(group for group in groups):
-        rsp: Mapping[str, Any] = await api.get('/apis', settings=settings, logger=logger, vault=vault,
-                                               headers=AGGREGATED_ACCEPT) or {}
-        if rsp.get('kind') == AGGREGATED_KIND:
-            aggregated.extend(parse_aggregated(rsp, groups))
-        for group_info in rsp.get('groups') or []:
+        rsp: DiscoveryDocument = await api.get('/apis', settings=settings, logger=logger, vault=vault,
+                                               headers=AGGREGATED_ACCEPT, decode=decode_discovery)
+        aggregated.extend(resource for resource in rsp.resources if groups is None or resource.group in groups)
+        for group_info in rsp.doc.get('groups') or []:
             group = group_info.get('name', '')
             if groups is not None and group not in groups:
                 continue
@@ -107,6 +110,28 @@ async def discover(
 AGGREGATED_KIND = 'APIGroupDiscoveryList'
 AGGREGATED_ACCEPT = {'Accept': 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,'
                                'application/json'}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DiscoveryDocument:
+    """A decoded ``/api`` or ``/apis`` response: the resources if aggregated, else the legacy document.
+
+    The documents are shared by everyone who got the same bytes (see :func:`decode_discovery`):
+    read them, never change them. They compare & hash by identity.
+    """
+    resources: tuple[Resource, ...]     # of an aggregated document (APIGroupDiscoveryList), else empty
+    doc: Mapping[str, Any]              # of a legacy document (APIVersions, APIGroupList), else empty
+
+
+@functools.lru_cache(maxsize=32)
+def decode_discovery(body: bytes) -> DiscoveryDocument:
+    """Decode a discovery response once per distinct body: they repeat byte for byte (restarts, CRD changes)."""
+    rsp = json.loads(body) if body.strip() else {}
+    if not isinstance(rsp, Mapping):
+        return DiscoveryDocument(resources=(), doc={})
+    if rsp.get('kind') == AGGREGATED_KIND:
+        return DiscoveryDocument(resources=tuple(parse_aggregated(rsp, None)), doc={})
+    return DiscoveryDocument(resources=(), doc=rsp)
 
 
 def parse_aggregated(rsp: Mapping[str, Any], groups: Collection[str] | None) -> list[Resource]:

@@ -43,6 +43,21 @@ async def test_aggregated_discovery_takes_two_requests(
     assert resources['deployments.v1.apps'].preferred
 
 
+async def test_identical_discovery_documents_are_decoded_once(
+        vault: Vault, settings: OperatorSettings, cluster: Cluster) -> None:
+    first = await scanning.discover(settings=settings, vault=vault)
+    again = await scanning.discover(settings=settings, vault=vault)
+    assert all(a is b for a, b in zip(first, again, strict=True))  # the same bytes, the same resources
+    cluster.delete(cluster.resource('apiextensions.k8s.io', 'v1', 'customresourcedefinitions'), None,
+                   'widgets.acme.example')
+    changed = by_name(await scanning.discover(settings=settings, vault=vault))
+    assert 'widgets.v1.acme.example' not in changed and 'pods.v1' in changed
+    document = scanning.decode_discovery(b'{"kind": "APIGroupList", "groups": []}')
+    assert document.resources == () and document.doc == {'kind': 'APIGroupList', 'groups': []}
+    empty = scanning.decode_discovery(b'')
+    assert empty.resources == () and empty.doc == {}
+
+
 async def test_preferred_versions() -> None:
     rsp = {'resources': [{'name': 'things', 'kind': 'Thing', 'namespaced': True, 'verbs': ['get']},
                          {'name': 'things/status', 'kind': 'Thing', 'namespaced': True, 'verbs': ['get']},
