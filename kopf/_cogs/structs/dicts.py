@@ -197,7 +197,12 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
         return self._resolved()[item]
 
     def _resolved(self) -> Mapping[_K, _V]:
-        value: Any = resolve(self._src, self._path, {}, assume_empty=True)
+        # As resolve(..., assume_empty=True), with the path parsed once: views are read a lot.
+        value: Any = self._src
+        for key in self._path:
+            if not isinstance(value, Mapping) or key not in value:
+                return {}
+            value = value[key]
         return value if isinstance(value, Mapping) else {}
 
 
