@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import functools
 import importlib
+import importlib.machinery
 import importlib.util
 import io
 import itertools
@@ -126,6 +127,20 @@ class _NotOurs(Collection["asyncio.Task[Any]"]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+_compiled: dict[tuple[str, bytes], types.CodeType] = {}
+
+
+class _OperatorFileLoader(importlib.machinery.SourceFileLoader):
+    """Compiles an operator's file once per content: a test suite loads the same file in every test."""
+
+    def source_to_code(self, data: Any, path: Any, *, _optimize: int = -1) -> types.CodeType:  # type: ignore[override]
+        key = (str(path), bytes(data))
+        code = _compiled.get(key)
+        if code is None:
+            code = _compiled[key] = super().source_to_code(data, path, _optimize=_optimize)
+        return code
 
 
 class _Capture(logging.Handler):
@@ -313,7 +328,8 @@ class KopfOperator:
                                     f"(relative paths are relative to {os.getcwd()!r}).")
         stem = "".join(char if char.isalnum() else "_" for char in os.path.splitext(os.path.basename(path))[0])
         name = f"__kopf_test_{next(_counter)}__{stem}"
-        spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
+        spec = importlib.util.spec_from_file_location(name, os.path.abspath(path),
+                                                      loader=_OperatorFileLoader(name, os.path.abspath(path)))
         if spec is None or spec.loader is None:
             raise KopfOperatorError(f"Cannot load the operator from {path!r}: not an importable Python file.")
         module = importlib.util.module_from_spec(spec)

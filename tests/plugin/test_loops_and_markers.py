@@ -1,6 +1,7 @@
 """The test loop (virtual or real time), the markers, the options, and serving the sim to subprocesses."""
 from __future__ import annotations
 
+import gc
 import shutil
 import textwrap
 
@@ -102,6 +103,27 @@ def test_invalid_mode_in_the_ini_file(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
     result.stderr.fnmatch_lines(["*kopf_mode must be 'sim' or 'real', got 'imaginary'*"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+@pytest.mark.parametrize(("ini", "frozen"), [("", True), ("kopf_gc_freeze = false\n", False)])
+def test_gc_freeze_after_the_collection(pytester: pytest.Pytester, ini: str, frozen: bool) -> None:
+    pytester.makeini(f"[pytest]\n{ini}")
+    pytester.makeconftest(textwrap.dedent('''
+        import gc
+        before = []
+        def pytest_collection_modifyitems(items):
+            before.append(gc.get_freeze_count())
+    '''))
+    pytester.makepyfile(textwrap.dedent(f'''
+        import gc
+        from conftest import before
+        async def test_kopf(kopf_cluster):
+            assert (gc.get_freeze_count() > before[0]) is {frozen}
+    '''))
+    try:
+        pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE).assert_outcomes(passed=1)
+    finally:
+        gc.unfreeze()
 
 
 def test_time_limit_of_virtual_time(pytester: pytest.Pytester) -> None:
