@@ -164,11 +164,14 @@ class _GatedSelector(selectors.BaseSelector):
     def __init__(self, selector: selectors.BaseSelector) -> None:
         self.selector = selector
         self.max_timeout: float | None = 0.0  # None means no limit
+        self.nothing_to_poll = False  # the loop knows that a non-blocking poll would find nothing
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         limit = self.max_timeout
         if limit is not None and (timeout is None or timeout > limit):
             timeout = limit
+        if timeout == 0 and self.nothing_to_poll:
+            return []
         return self.selector.select(timeout)
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
@@ -208,6 +211,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     _scheduled: list[asyncio.TimerHandle]
     _stopping: bool
     _clock_resolution: float
+    _signal_handlers: dict[int, asyncio.Handle]
 
     def __init__(
         self,
@@ -233,6 +237,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._vt_holds = 0  # activities other than executor jobs that hold the time (e.g. shutdowns)
         self._vt_default_executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._vt_own_fds = {key.fd for key in self._vt_gate.get_map().values()}  # the self-pipe
+        self._vt_woken = False  # a thread has written into the self-pipe since the last poll
 
     # -- the clock ----------------------------------------------------------------------------
 
@@ -257,9 +262,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def _prepare_iteration(self) -> None:
         """Decide, before an iteration, whether it polls, waits for threads, idles, jumps, or fails."""
         self._vt_gate.max_timeout = 0.0  # never block for real, unless threads are at work
+        self._vt_gate.nothing_to_poll = False
         if self._stopping:
             return
         if self._ready:
+            self._vt_gate.nothing_to_poll = self._nothing_to_poll()
             return
 
         if self._vt_jobs or self._vt_holds:
@@ -294,6 +301,22 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                 loop_time=self.time(), tasks=asyncio.all_tasks(self),
             )
         self._set_ticks(target)
+
+    def _nothing_to_poll(self) -> bool:
+        """A busy iteration skips the poll (a system call) if only the self-pipe is there and nobody wrote into it.
+
+        Threads write into it through ``call_soon_threadsafe()``, which marks the loop as woken first;
+        signals write into it directly, so the loops with signal handlers poll every time. An idle
+        iteration polls anyway (before a jump), so nothing is missed for longer than the busy spell.
+        """
+        if self._vt_woken or self._signal_handlers or len(self._vt_gate.get_map()) != len(self._vt_own_fds):
+            self._vt_woken = False  # cleared before the poll: a wake-up after it is seen next time
+            return False
+        return True
+
+    def _write_to_self(self) -> None:
+        self._vt_woken = True
+        super()._write_to_self()  # type: ignore[misc]
 
     def _set_ticks(self, ticks: int) -> None:
         self._vt_ticks = ticks

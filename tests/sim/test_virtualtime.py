@@ -166,6 +166,42 @@ async def test_in_memory_io_runs_before_any_jump() -> None:
 # -- executor jobs hold the time ----------------------------------------------------------------
 
 
+class PollCounter:
+    """Counts the real (system-call) polls of a loop's selector."""
+
+    def __init__(self, loop: VirtualTimeLoop) -> None:
+        self.selector = loop._vt_gate.selector
+        self.original = self.selector.select
+        self.polls = 0
+        self.selector.select = self.select  # type: ignore[method-assign]
+
+    def select(self, timeout: float | None = None) -> Any:
+        self.polls += 1
+        return self.original(timeout)
+
+    def restore(self) -> None:
+        self.selector.select = self.original  # type: ignore[method-assign]
+
+
+async def test_busy_iterations_skip_the_polls_but_not_the_wakeups() -> None:
+    loop = running_loop()
+    counter = PollCounter(loop)
+    try:
+        for _ in range(100):
+            await asyncio.sleep(0)
+        assert counter.polls < 10  # nothing but the self-pipe, and nobody wrote into it
+
+        calls: list[int] = []
+        counter.polls = 0
+        for index in range(20):
+            loop.call_soon_threadsafe(calls.append, index)  # marks the loop as woken
+            await asyncio.sleep(0)
+        assert calls == list(range(20))
+        assert counter.polls >= 20  # the self-pipe is read after every wake-up
+    finally:
+        counter.restore()
+
+
 async def test_executor_jobs_hold_the_time_until_they_return() -> None:
     loop = running_loop()
     sleeper = asyncio.create_task(asyncio.sleep(10, "slept"))
