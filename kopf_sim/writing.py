@@ -184,6 +184,19 @@ def _generate_name(cluster: Cluster, prefix: str) -> str:
     return prefix[:58] + suffix
 
 
+GENERATE_NAME_ATTEMPTS = 8  # as the apiserver retries a generated name that is taken (Kubernetes 1.31+)
+
+
+def _unused_name(cluster: Cluster, rtype: ResourceType, namespace: str | None, prefix: str) -> str:
+    """A generated name not taken yet, in a few attempts; the last one is returned anyway (and conflicts)."""
+    name = _generate_name(cluster, prefix)
+    for _ in range(GENERATE_NAME_ATTEMPTS - 1):
+        if cluster.peek(rtype.storage_key, namespace if rtype.namespaced else None, name) is None:
+            break
+        name = _generate_name(cluster, prefix)
+    return name
+
+
 def prepare_create(cluster: Cluster, rtype: ResourceType, namespace: str | None, body: Any, *,
                    field_validation: str = "", warnings: list[str] | None = None,
                    manager: str | None = None) -> JsonDict:
@@ -195,7 +208,7 @@ def prepare_create(cluster: Cluster, rtype: ResourceType, namespace: str | None,
     if metadata.get("resourceVersion"):
         raise errors.ApiError(500, "InternalError", "resourceVersion should not be set on objects to be created")
     if not metadata.get("name") and metadata.get("generateName"):
-        metadata["name"] = _generate_name(cluster, metadata["generateName"])
+        metadata["name"] = _unused_name(cluster, rtype, namespace, metadata["generateName"])
     name = metadata.get("name", "")
     if not name:
         raise errors.invalid(rtype.kind, rtype.group, "", [{

@@ -234,3 +234,23 @@ def test_empty_metadata_collections_are_omitted(cluster: Cluster) -> None:
     body = {"metadata": {"name": "c", "labels": {}, "annotations": {}, "finalizers": [], "ownerReferences": []}}
     obj = cluster.create(configmaps(cluster), "default", body)
     assert set(obj["metadata"]) == {"name", "namespace", "uid", "creationTimestamp", "resourceVersion"}
+
+
+def test_generated_names_that_are_taken_are_generated_again() -> None:
+    seeded = SeededUids(3)
+    script: list[str] = []
+    cluster = Cluster(clock=ManualClock(), uids=lambda: script.pop(0) if script else seeded())
+    cms = cluster.resource("", "v1", "configmaps")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cm-"}}
+    same, other = "00000000-0000-0000-0000-000000000007", "00000000-0000-0000-0000-000000000008"
+    script[:] = [same, "uid-1"]                     # the name's source, then the object's uid
+    first = cluster.create(cms, "default", body)
+    script[:] = [same, other, "uid-2"]              # the same name at first, then another one
+    second = cluster.create(cms, "default", body)
+    assert first["metadata"]["name"] != second["metadata"]["name"]
+    assert first["metadata"]["name"].startswith("cm-") and second["metadata"]["name"].startswith("cm-")
+    assert not script
+    script[:] = [same] * 8 + ["uid-3"]              # every attempt is taken: a conflict, as in the apiserver
+    with pytest.raises(errors.ApiError) as info:
+        cluster.create(cms, "default", body)
+    assert info.value.code == 409 and info.value.reason == "AlreadyExists"
