@@ -16,17 +16,17 @@ from aiohttp import web
 from kopf._cogs.aiokits import clock
 from kopf._cogs.aiokits.toggles import ToggleSet
 from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._cogs.structs.credentials import ConnectionInfo, Vault
+from kopf._cogs.structs.credentials import Vault
 from kopf._core.engines import peering
 from kopf_sim.app import ServerOptions, build_app
 from kopf_sim.clock import ManualClock, SeededUids
 from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+
+from .simvault import vault_over
 
 pytestmark = pytest.mark.looptime
 
 ROOT = pathlib.Path(__file__).parent.parent.parent
-SERVER = 'http://kopf-sim.local'
 LOGGER = 'kopf.engines.peering'
 
 
@@ -76,10 +76,8 @@ def requests() -> Requests:
 async def vault(cluster: Cluster, requests: Requests) -> AsyncIterator[Vault]:
     app = build_app(cluster, ServerOptions(bookmark_interval=60))
     app.middlewares.insert(0, requests.middleware)
-    async with InMemoryServer(app) as server:
-        info = ConnectionInfo(server=SERVER).with_connector_factory(server.connector)
-        async with Vault({'sim': info}) as vault:
-            yield vault
+    async with vault_over(app) as vault:
+        yield vault
 
 
 @pytest.fixture

@@ -13,15 +13,15 @@ from aiohttp.typedefs import Handler
 
 import kopf
 from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._cogs.structs.credentials import ConnectionInfo, Vault
+from kopf._cogs.structs.credentials import Vault
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.observation import Insights, resource_observer
 from kopf_sim import faults
 from kopf_sim.app import build_app
 from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
 
-from .conftest import CRD, SERVER
+from ..simvault import vault_over
+from .conftest import CRD
 
 pytestmark = pytest.mark.looptime
 
@@ -56,10 +56,8 @@ async def observed_vault(cluster: Cluster, requests: Requests,
     app = build_app(cluster)
     faults.install(app, injector)
     app.middlewares.insert(0, requests.middleware)
-    async with InMemoryServer(app) as server:
-        info = ConnectionInfo(server=SERVER).with_connector_factory(server.connector)
-        async with Vault({'sim': info}) as vault:
-            yield vault
+    async with vault_over(app) as vault:
+        yield vault
 
 
 @pytest.fixture
@@ -76,7 +74,7 @@ def two_kinds(registry: OperatorRegistry) -> OperatorRegistry:
 
 
 def another_crd() -> dict[str, Any]:
-    crd = copy.deepcopy(CRD)
+    crd: dict[str, Any] = copy.deepcopy(CRD)
     crd['metadata']['name'] = 'kopfothers.kopf.dev'
     crd['spec']['names'] = {'plural': 'kopfothers', 'singular': 'kopfother', 'kind': 'KopfOther'}
     return crd
