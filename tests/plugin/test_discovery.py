@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import aiohttp
 import pytest
@@ -71,7 +72,7 @@ async def test_aggregated_discovery_takes_two_requests_and_one_per_change(
     else:
         assert fetcher.paths == ["/api", "/apis", "/apis/kopf.dev/v1", "/api/v1", "/apis/apps/v1"]
 
-    other = copy.deepcopy(KOPFEXAMPLES_CRD)
+    other: dict[str, Any] = copy.deepcopy(KOPFEXAMPLES_CRD)
     other["metadata"]["name"] = "kopfothers.kopf.dev"
     other["spec"]["names"] = {"plural": "kopfothers", "singular": "kopfother", "kind": "KopfOther"}
     cluster.create(cluster.resource(*CRDS), None, other)
