@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
-from aiohttp import web
+from aiohttp import web, web_app
 
 from . import admitting, discovery, errors, openapi, tables, writing
 from .admission import AdmissionControl
@@ -92,7 +92,19 @@ def build_app(cluster: Cluster, options: ServerOptions | None = None) -> web.App
 
     app.on_shutdown.append(close_watches)
     app.on_cleanup.append(close_admission)
+    app.on_cleanup.append(_forget_cached_handlers)
     return app
+
+
+async def _forget_cached_handlers(_: web.Application) -> None:
+    """Let a finished app go: aiohttp caches the middleware chains of the last 1,024 apps (and all they hold).
+
+    A test session makes a fresh simulated cluster (and app) per test; without this, up to a thousand
+    clusters with their objects and event loops would stay in memory, and slow the garbage collector.
+    """
+    cached = getattr(web_app, "_cached_build_middleware", None)
+    if cached is not None and hasattr(cached, "cache_clear"):
+        cached.cache_clear()
 
 
 class ApiServer:

@@ -401,3 +401,24 @@ async def test_server_misuse_is_reported(app: web.Application) -> None:
     await server.stop()
     with pytest.raises(ConnectionRefusedError):
         server.accept()
+
+
+async def test_a_stopped_simulator_is_not_kept_in_memory() -> None:
+    # aiohttp caches the middleware chains of recent apps; a stopped simulated cluster must not stay there.
+    import gc
+    import weakref
+
+    from kopf_sim import faults
+    from kopf_sim.app import build_app
+    from kopf_sim.store import Cluster
+
+    cluster = Cluster()
+    app = build_app(cluster)
+    faults.install(app, faults.FaultInjector())  # a middleware, as in the plugin's clusters
+    async with InMemoryServer(app) as server, server.session() as session:
+        async with session.get("/api/v1/namespaces") as response:
+            assert response.status == 200
+    gone = weakref.ref(cluster)
+    del cluster, app, server, session, response
+    gc.collect()
+    assert gone() is None
