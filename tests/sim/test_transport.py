@@ -415,9 +415,9 @@ async def test_a_stopped_simulator_is_not_kept_in_memory() -> None:
     cluster = Cluster()
     app = build_app(cluster)
     faults.install(app, faults.FaultInjector())  # a middleware, as in the plugin's clusters
-    async with InMemoryServer(app) as server, server.session() as session:
-        async with session.get("/api/v1/namespaces") as response:
-            assert response.status == 200
+    async with InMemoryServer(app) as server, server.session() as session, \
+            session.get("/api/v1/namespaces") as response:
+        assert response.status == 200
     gone = weakref.ref(cluster)
     del cluster, app, server, session, response
     gc.collect()
