@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -122,7 +123,11 @@ def _collect(value: Any, fpath: Path, spath: Path, kind_key: str | None, out: di
         if not value:
             out[fpath] = value
         for key, sub in value.items():
-            _collect(sub, (*fpath, f"f:{key}"), (*spath, key), kind_key, out)
+            # The leaves are handled here, without a call: most fields are scalars.
+            if isinstance(sub, (dict, list)) and sub:
+                _collect(sub, (*fpath, f"f:{key}"), (*spath, key), kind_key, out)
+            else:
+                out[(*fpath, f"f:{key}")] = sub
     elif isinstance(value, list) and value:
         kind, key = _list_kind(kind_key, spath)
         index = _keyed_items(value, key) if kind == "map" and key else None
@@ -155,11 +160,11 @@ def _diff(old: Any, new: Any, fpath: Path, spath: Path, kind_key: str | None,
         return
     if isinstance(old, dict) and isinstance(new, dict) and ((old and new) or not fpath):
         for key, sub in new.items():
-            sub_fpath, sub_spath = (*fpath, f"f:{key}"), (*spath, key)
-            if key in old:
-                _diff(old[key], sub, sub_fpath, sub_spath, kind_key, changed, removed)
-            else:
-                _collect(sub, sub_fpath, sub_spath, kind_key, changed)
+            previous = old.get(key, _NODE)
+            if previous is _NODE:
+                _collect(sub, (*fpath, f"f:{key}"), (*spath, key), kind_key, changed)
+            elif previous != sub:  # the equal fields (most of them) are skipped without a call
+                _diff(previous, sub, (*fpath, f"f:{key}"), (*spath, key), kind_key, changed, removed)
         removed.update((*fpath, f"f:{key}") for key in old if key not in new)
         return
 
@@ -229,6 +234,53 @@ def encode_fields(paths: Iterable[Path]) -> dict[str, Any]:
         return rendered
 
     return render(trie, ())
+
+
+# Most writes leave most managers as they were, and the writers own the same fields write after
+# write: both directions of the FieldsV1 conversion are memoized. A tree is recognised by identity
+# (the stored objects keep their entries from version to version), and confirmed by equality with
+# a private snapshot, so that a tree changed in place after caching is never misread. The rendered
+# trees are handed out as copies: nobody else can ever hold (and change) a cached one.
+_CACHE_LIMIT: Final = 4096
+_decoded: dict[int, tuple[Any, dict[str, Any], frozenset[Path]]] = {}
+_encoded: dict[frozenset[Path], tuple[dict[str, Any], bool]] = {}
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """Put into a bounded cache, emptied when full: cheaper than any eviction, a miss only recomputes."""
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+
+
+def _copy_tree(tree: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a rendered (well-formed: only maps) tree; faster than the generic clone."""
+    return {element: _copy_tree(sub) if sub else {} for element, sub in tree.items()}
+
+
+def _decode_cached(fields_v1: Any) -> frozenset[Path]:
+    """:func:`decode_fields`, memoized for the trees seen (or rendered) before."""
+    hit = _decoded.get(id(fields_v1))
+    if hit is not None and hit[0] is fields_v1 and fields_v1 == hit[1]:
+        return hit[2]
+    paths = frozenset(decode_fields(fields_v1))
+    if isinstance(fields_v1, dict):
+        _remember(_decoded, id(fields_v1), (fields_v1, clone(fields_v1), paths))
+    return paths
+
+
+def _encode_cached(paths: frozenset[Path]) -> dict[str, Any]:
+    """:func:`encode_fields`, memoized; the result is a private copy, known to decode to ``paths``."""
+    hit = _encoded.get(paths)
+    if hit is None:
+        tree = encode_fields(paths)
+        hit = tree, decode_fields(tree) == paths  # not so for the root path: it is never decoded
+        _remember(_encoded, paths, hit)
+    tree, round_trips = hit
+    result = _copy_tree(tree)
+    if round_trips:
+        _remember(_decoded, id(result), (result, tree, paths))
+    return result
 
 
 def format_path(path: Path) -> str:
@@ -321,7 +373,7 @@ class _Manager:
     time: str | None
     fields: FieldSet
     original: dict[str, Any] | None = None  # the entry as it came, reused if nothing changed
-    original_fields: FieldSet | None = None
+    original_fields: AbstractSet[Path] | None = None  # (shared with the decoding cache: never changed)
 
     @property
     def identity(self) -> tuple[str, str, str, str]:
@@ -346,7 +398,7 @@ class _Manager:
         if self.time is not None:
             entry["time"] = self.time
         entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = encode_fields(self.fields)
+        entry["fieldsV1"] = _encode_cached(frozenset(self.fields))
         if self.subresource:
             entry["subresource"] = self.subresource
         return entry
@@ -357,16 +409,16 @@ def _parse_managers(entries: Any) -> list[_Manager]:
     for entry in entries if isinstance(entries, list) else []:
         if not isinstance(entry, dict) or not entry:
             continue
-        fields = decode_fields(entry.get("fieldsV1"))
+        fields = _decode_cached(entry.get("fieldsV1"))
         managers.append(_Manager(
             manager=str(entry.get("manager", "")),
             operation=str(entry.get("operation", "Update")),
             api_version=str(entry.get("apiVersion", "")),
             subresource=entry.get("subresource") or None,
             time=entry.get("time"),
-            fields=fields,
+            fields=set(fields),
             original=entry,
-            original_fields=set(fields),
+            original_fields=fields,
         ))
     return managers
 

@@ -563,6 +563,27 @@ def test_update_is_cheap_for_big_objects() -> None:
     assert len(_fields(result, "one")) == 4999
 
 
+def test_cached_field_trees_are_neither_shared_nor_misread_after_changes_in_place() -> None:
+    first = _update(None, _configmap({"a": "1"}), kind_key=CM, api_version="v1")
+    second = _update(None, _configmap({"a": "1"}), kind_key=CM, api_version="v1")
+    tree = first["metadata"]["managedFields"][0]["fieldsV1"]
+    assert tree == second["metadata"]["managedFields"][0]["fieldsV1"] == {"f:data": {"f:a": {}}}
+    assert tree is not second["metadata"]["managedFields"][0]["fieldsV1"]
+
+    # The rendered (and memoized) tree is changed in place: the change is seen as if never cached.
+    tree["f:data"]["f:z"] = {}
+    changed = {**first, "data": {"a": "2"}}
+    result = _update(first, changed, "other", kind_key=CM, api_version="v1")
+    assert result == _update(copy.deepcopy(first), copy.deepcopy(changed), "other", kind_key=CM, api_version="v1")
+    assert _fields(result, "ctl") == {".data.z"}
+    assert _fields(result, "other") == {".data.a"}
+
+    # Nothing else is affected by that change: the same fields render as before.
+    third = _update(None, _configmap({"a": "1"}), kind_key=CM, api_version="v1")
+    assert third["metadata"]["managedFields"][0]["fieldsV1"] == {"f:data": {"f:a": {}}}
+    assert second["metadata"]["managedFields"][0]["fieldsV1"] == {"f:data": {"f:a": {}}}
+
+
 def test_apply_changing_a_co_owned_field_conflicts_even_for_a_co_owner() -> None:
     live = _apply(None, _deployment(replicas=2), "one")
     live = _apply(live, _deployment(replicas=2), "two")
