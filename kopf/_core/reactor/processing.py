@@ -360,7 +360,7 @@ async def _process_changing(context: _Context) -> None:
     outcome: execution.Execution | None = None
     if handlers:
         title = TITLES[reason]
-        local_logger.debug(f"{title.capitalize()} is in progress: {context.raw_body!r}")
+        local_logger.debug("%s is in progress: %r", title.capitalize(), context.raw_body)  # lazy: bodies are big
         outcome = await execution.execute_handlers_once(
             handlers=handlers, cause=cause, settings=settings, subhandling=SUBHANDLING)
         if outcome.done:
@@ -436,7 +436,7 @@ async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bo
     if not patch:
         return False
     body = context.body
-    context.local_logger.debug(f"Patching with: {dict(patch)!r}")
+    context.local_logger.debug("Patching with: %r", dict(patch))  # lazy: formatted only if logged
     patched = await patching.patch_obj(
         resource=context.resource, namespace=body.metadata.namespace, name=body.metadata.name,
         patch=patch, settings=context.settings, logger=context.local_logger, vault=context.vault,
