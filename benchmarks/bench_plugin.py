@@ -1,6 +1,7 @@
 """The cost of one sim-mode test with an operator: start it, create an object, handle it, delete it, stop it.
 
-Run: ``python benchmarks/bench_plugin.py [--tests N] [--repeat R] [--profile] [--no-subprocess]``.
+Run: ``python benchmarks/bench_plugin.py [--tests N] [--repeat R] [--profile] [--no-subprocess]``,
+or ``python benchmarks/bench_plugin.py --instructions 10`` (needs valgrind).
 
 Two measurements:
 
@@ -15,7 +16,9 @@ Two measurements:
 
 The target is under 20 ms per test. The figures depend on how fast the machine is at the
 moment (shared virtual machines vary by a third and more): a fixed pure-Python workload is
-timed too (``calibration``), so that figures of different runs can be compared. With
+timed too (``calibration``), so that figures of different runs can be compared; and
+``--instructions N`` counts the CPU instructions per test under valgrind, which does not
+depend on the machine's speed at all (the way to compare two versions of the code). With
 ``--profile``, the in-process N tests run under cProfile, and the top functions (by own
 time, and by packages) tell where the time goes.
 """
@@ -27,6 +30,8 @@ import collections
 import cProfile
 import pathlib
 import pstats
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -198,13 +203,51 @@ def bench_pytest(n: int, repeat: int) -> float:
     return per_test
 
 
+def run_quietly(n: int) -> None:
+    """Two tests for the warm-up, then ``n`` more: what the instruction count is taken of."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for index in range(n + 2):
+            run_in_process(index, pathlib.Path(tmp))
+
+
+def count_instructions(n: int) -> float:
+    """Millions of CPU instructions per test (valgrind's callgrind): independent of the machine's speed now."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (callgrind), which is not installed here.")
+
+    def collected(tests: int) -> int:
+        command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                   sys.executable, __file__, "--run-quietly", str(tests)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+        found = re.search(r"Collected : (\d+)", result.stderr)
+        if result.returncode != 0 or found is None:
+            raise RuntimeError(f"valgrind has failed:\n{result.stderr[-2000:]}")
+        return int(found.group(1))
+
+    print(f"instructions: counting under valgrind (2 + {n} tests; a few minutes) ...", flush=True)
+    baseline, total = collected(0), collected(n)
+    per_test = (total - baseline) / n / 1e6
+    print(f"instructions: {per_test:.1f} million per test (callgrind, {n} tests beyond the warm-up)")
+    return per_test
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tests", type=int, default=100, help="how many tests (default: 100)")
     parser.add_argument("--repeat", type=int, default=3, help="how many rounds/runs of them (default: 3)")
     parser.add_argument("--profile", action="store_true", help="profile the in-process tests (cProfile, one round)")
     parser.add_argument("--no-subprocess", action="store_true", help="skip the run through pytest")
+    parser.add_argument("--instructions", type=int, default=0, metavar="N",
+                        help="count the CPU instructions of N tests under valgrind instead (e.g. 10)")
+    parser.add_argument("--run-quietly", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run_quietly is not None:
+        run_quietly(args.run_quietly)
+        return
+    if args.instructions:
+        count_instructions(args.instructions)
+        return
     print(f"calibration: a fixed pure-Python workload    {calibrate():9.1f} ms (lower is a faster machine now)")
     bench_in_process(args.tests, args.repeat, args.profile)
     if not args.no_subprocess:
