@@ -101,7 +101,8 @@ class Subscription:
             self._wakeup = asyncio.Event()
         self._wakeup.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wakeup.wait(), timeout)
+            async with asyncio.timeout(timeout):  # no task per wait, unlike wait_for() before Python 3.12
+                await self._wakeup.wait()
 
     def pop(self) -> WatchEvent | None:
         return self.pending.popleft() if self.pending else None
