@@ -76,7 +76,10 @@ class Discovery:
         self._served: dict[str, list[ResourceInfo] | None] = {}      # groupVersion -> resources (None: not served)
 
     def forget(self, group: str | None = None) -> None:
-        """Drop what is known of the named groups (the core group stays unless asked for by ``""``)."""
+        """Drop what is known of the named API groups (all of them: one document lists them all).
+
+        The core group is dropped too only if ``group`` is ``""`` or None: CRDs never change it.
+        """
         self._preferred = None
         self._by_group = {}
         self._groups_aggregated = False
