@@ -12,7 +12,12 @@ import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
 
-from kopf._cogs.clients.scanning import AGGREGATED_ACCEPT, DiscoveryDocument, decode_discovery
+from kopf._cogs.clients.scanning import (
+    AGGREGATED_ACCEPT,
+    DiscoveryDocument,
+    decode_discovery,
+    parse_resource_list,
+)
 from kopf._cogs.structs.references import Resource
 
 __all__ = ["Discovery", "Fetch", "ResourceInfo"]
@@ -109,13 +114,10 @@ class Discovery:
                 return None  # the aggregated document lists everything served
             path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
             body = await self._fetch(path, {})
-            doc = json.loads(body) if body is not None else None
             group, _, version = group_version.rpartition("/")
-            self._served[group_version] = None if doc is None else [
-                ResourceInfo(group=group, version=version, plural=r["name"], kind=r.get("kind", ""),
-                             namespaced=bool(r.get("namespaced")), singular=r.get("singularName") or "",
-                             short_names=tuple(r.get("shortNames") or ()))
-                for r in doc.get("resources") or () if "/" not in r.get("name", "/")
+            self._served[group_version] = None if body is None else [
+                ResourceInfo.from_kopf(resource)
+                for resource in parse_resource_list(group, version, False, json.loads(body) if body.strip() else {})
             ]
         return self._served[group_version]
 
