@@ -2,19 +2,24 @@
 
 It parses the REST paths, query parameters and bodies as the apiserver does, calls the store,
 and renders results, lists, tables, watch streams and ``Status`` errors on the wire.
+
+The logic reads only what :class:`ApiRequest` names of a request, so that a client in the same
+process can call it without the HTTP framing (:mod:`kopf_sim.direct`), and get the same bytes.
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import json
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
 
 import yaml
 from aiohttp import web, web_app
+from multidict import MultiMapping
 
 from . import admitting, discovery, errors, openapi, tables, writing
 from .admission import AdmissionControl
@@ -29,10 +34,37 @@ logger = logging.getLogger(__name__)
 REQUEST_BODY_LIMIT = 3 * 1024 * 1024
 CLUSTER_KEY = web.AppKey("kopf_sim.cluster", Cluster)
 ADMISSION_KEY = web.AppKey("kopf_sim.admission", AdmissionControl)
-WARNINGS_KEY = web.RequestKey("kopf_sim.warnings", list[str])
 JSON = "application/json"
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+
+class ApiRequest(Protocol):
+    """What the server's logic reads of a request: an aiohttp request, or a direct call (:mod:`.direct`)."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def query(self) -> MultiMapping[str]: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def content_length(self) -> int | None: ...
+
+    async def read(self) -> bytes: ...
+
+
+#: The warnings of the request being handled (sent as ``Warning`` headers, also with errors).
+_request_warnings: contextvars.ContextVar[list[str]] = contextvars.ContextVar("kopf_sim_request_warnings")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +114,7 @@ def build_app(cluster: Cluster, options: ServerOptions | None = None) -> web.App
     app[CLUSTER_KEY] = cluster
     app[ADMISSION_KEY] = admission
     api = ApiServer(cluster, options or ServerOptions(), admission)
+    app[API_KEY] = api
     app.router.add_route("*", "/{tail:.*}", api.dispatch)
 
     async def close_watches(_: web.Application) -> None:
@@ -117,17 +150,30 @@ class ApiServer:
         self._documents_of: tuple[Catalogue, int] | None = None
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
-        try:
-            return await self._dispatch(request)
-        except errors.ApiError as exc:
-            response = error_response(exc)
-        except web.HTTPRequestEntityTooLarge:
-            response = error_response(errors.request_too_large(REQUEST_BODY_LIMIT))
-        for warning in _warnings(request):  # warnings reach the client even when the request fails
-            response.headers.add("Warning", f"299 - {json.dumps(warning)}")
-        return response
+        """The aiohttp handler: a response, or a watch stream written out as it goes."""
+        outcome = await self.handle(request)
+        if isinstance(outcome, WatchStream):
+            return await outcome.write_to(request)
+        return outcome
 
-    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: ApiRequest) -> web.Response | WatchStream:
+        """A response (errors as ``Status`` responses), or an opened watch stream (for ``watch`` requests)."""
+        warnings: list[str] = []
+        token = _request_warnings.set(warnings)
+        try:
+            try:
+                return await self._dispatch(request)
+            except errors.ApiError as exc:
+                response = error_response(exc)
+            except web.HTTPRequestEntityTooLarge:
+                response = error_response(errors.request_too_large(REQUEST_BODY_LIMIT))
+            for warning in warnings:  # warnings reach the client even when the request fails
+                response.headers.add("Warning", f"299 - {json.dumps(warning)}")
+            return response
+        finally:
+            _request_warnings.reset(token)
+
+    async def _dispatch(self, request: ApiRequest) -> web.Response | WatchStream:
         parts = [p for p in request.path.split("/") if p]
         if not parts:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
@@ -204,15 +250,15 @@ class ApiServer:
             raise errors.page_not_found()
         return Target(rtype, namespace, name, subresource, legacy_watch)
 
-    async def _resource(self, request: web.Request, group: str, version: str,
-                        rest: list[str]) -> web.StreamResponse:
+    async def _resource(self, request: ApiRequest, group: str, version: str,
+                        rest: list[str]) -> web.Response | WatchStream:
         target = self._target(group, version, rest)
         query = request.query
         method = request.method
         if target.name is None:
             if method == "GET":
                 if target.legacy_watch or _flag(query.get("watch")):
-                    return await self._watch(request, target)
+                    return self._watch(request, target)
                 return self._list(request, target)
             if method == "POST":
                 return await self._create(request, target)
@@ -222,7 +268,7 @@ class ApiServer:
         if target.legacy_watch:
             if method != "GET":
                 raise errors.method_not_allowed()
-            return await self._watch(request, target)
+            return self._watch(request, target)
         if method == "GET":
             return self._get(request, target)
         if method == "PUT":
@@ -238,7 +284,7 @@ class ApiServer:
             raise errors.page_not_found()
         return target.namespace
 
-    def _get(self, request: web.Request, target: Target) -> web.Response:
+    def _get(self, request: ApiRequest, target: Target) -> web.Response:
         assert target.name is not None
         if target.rtype.namespaced and target.namespace is None:
             raise errors.page_not_found()
@@ -252,13 +298,13 @@ class ApiServer:
             return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
         return json_response(obj)
 
-    def _selectors(self, request: web.Request, target: Target) -> tuple[LabelSelector, FieldSelector]:
+    def _selectors(self, request: ApiRequest, target: Target) -> tuple[LabelSelector, FieldSelector]:
         labels = LabelSelector.parse(request.query.get("labelSelector"))
         fields = FieldSelector.parse(request.query.get("fieldSelector"),
                                      _GENERIC_FIELDS | target.rtype.field_selectors)
         return labels, fields
 
-    def _list(self, request: web.Request, target: Target) -> web.Response:
+    def _list(self, request: ApiRequest, target: Target) -> web.Response:
         labels, fields = self._selectors(request, target)
         limit = _int(request.query.get("limit"), "limit")
         listing = self.cluster.list(target.rtype, target.namespace, labels=labels, fields=fields,
@@ -270,19 +316,19 @@ class ApiServer:
             return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
         return json_response(listing)
 
-    async def _create(self, request: web.Request, target: Target) -> web.Response:
+    async def _create(self, request: ApiRequest, target: Target) -> web.Response:
         namespace = self._namespace_for_write(target)
         body = await _read_object(request, target.rtype)
-        warnings = _warnings(request)
+        warnings = _warnings()
         obj = await admitting.create(self.cluster, self.admission, target.rtype, namespace, body,
                                      dry_run=_dry_run(request), manager=_manager(request),
                                      field_validation=_field_validation(request), warnings=warnings)
         return json_response(obj, 201, warnings=warnings)
 
-    async def _update(self, request: web.Request, target: Target) -> web.Response:
+    async def _update(self, request: ApiRequest, target: Target) -> web.Response:
         assert target.name is not None
         namespace = self._namespace_for_write(target)
-        warnings = _warnings(request)
+        warnings = _warnings()
         if target.subresource == "scale":
             scale = await _read_object(request, target.rtype)
             current = self.cluster.get(target.rtype, namespace, target.name)
@@ -297,14 +343,14 @@ class ApiServer:
                                      warnings=warnings)
         return json_response(obj, warnings=warnings)
 
-    async def _patch(self, request: web.Request, target: Target) -> web.Response:
+    async def _patch(self, request: ApiRequest, target: Target) -> web.Response:
         assert target.name is not None
         namespace = self._namespace_for_write(target)
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in writing.PATCH_TYPES:
             raise errors.unsupported_media_type(content_type, writing.PATCH_TYPES)
         patch = await _read_patch(request, content_type)
-        warnings = _warnings(request)
+        warnings = _warnings()
         existed = self.cluster.peek(target.rtype.storage_key, namespace, target.name) is not None
         if target.subresource == "scale":
             from . import patching
@@ -329,19 +375,19 @@ class ApiServer:
                                     field_validation=_field_validation(request), warnings=warnings)
         return json_response(obj, 200 if existed else 201, warnings=warnings)
 
-    async def _delete(self, request: web.Request, target: Target) -> web.Response:
+    async def _delete(self, request: ApiRequest, target: Target) -> web.Response:
         assert target.name is not None
         namespace = self._namespace_for_write(target)
         if target.subresource is not None:
             raise errors.method_not_allowed()
         options = await _read_delete_options(request)
         dry_run = _dry_run(request) or options.get("dryRun") == ["All"]
-        warnings = _warnings(request)
+        warnings = _warnings()
         result = await admitting.delete(self.cluster, self.admission, target.rtype, namespace, target.name, options,
                                         dry_run=dry_run, warnings=warnings)
         return json_response(result, warnings=warnings)
 
-    async def _delete_collection(self, request: web.Request, target: Target) -> web.Response:
+    async def _delete_collection(self, request: ApiRequest, target: Target) -> web.Response:
         labels, fields = self._selectors(request, target)
         options = await _read_delete_options(request)
         result = self.cluster.delete_collection(target.rtype, target.namespace, labels=labels, fields=fields,
@@ -350,7 +396,7 @@ class ApiServer:
 
     # -- Watching --------------------------------------------------------------------------------
 
-    async def _watch(self, request: web.Request, target: Target) -> web.StreamResponse:
+    def _watch(self, request: ApiRequest, target: Target) -> WatchStream:
         query = request.query
         labels, fields = self._selectors(request, target)
         if target.name is not None:
@@ -365,19 +411,10 @@ class ApiServer:
         if send_initial and allow_bookmarks and not subscription.closed:
             subscription.push(self._bookmark(target.rtype, initial_end=True))
         as_table = tables.wants_table(request.headers.get("Accept", ""))
-        response = web.StreamResponse(
-            headers={"Content-Type": tables.TABLE_CONTENT_TYPE if as_table else JSON,
-                     "Transfer-Encoding": "chunked"})
-        try:
-            await response.prepare(request)
-            await self._stream(response, subscription, target, allow_bookmarks=allow_bookmarks,
-                               timeout=float(timeout) if timeout else self.options.default_watch_timeout,
-                               as_table=as_table, include=query.get("includeObject", "Metadata"))
-        except (ConnectionResetError, ConnectionError):
-            pass
-        finally:
-            subscription.close()
-        return response
+        return WatchStream(self._stream(subscription, target, allow_bookmarks=allow_bookmarks,
+                                        timeout=float(timeout) if timeout else self.options.default_watch_timeout,
+                                        as_table=as_table, include=query.get("includeObject", "Metadata")),
+                           subscription, content_type=tables.TABLE_CONTENT_TYPE if as_table else JSON)
 
     def _bookmark(self, rtype: ResourceType, *, initial_end: bool = False) -> WatchEvent:
         metadata: JsonDict = {"resourceVersion": str(self.cluster.rv)}
@@ -386,8 +423,9 @@ class ApiServer:
         return WatchEvent("BOOKMARK", {"kind": rtype.kind, "apiVersion": rtype.api_version,
                                        "metadata": metadata}, self.cluster.rv)
 
-    async def _stream(self, response: web.StreamResponse, subscription: Subscription, target: Target, *,
-                      allow_bookmarks: bool, timeout: float, as_table: bool, include: str) -> None:
+    async def _stream(self, subscription: Subscription, target: Target, *,
+                      allow_bookmarks: bool, timeout: float, as_table: bool, include: str) -> AsyncIterator[bytes]:
+        """The watch events as they come, a chunk of lines at a time, until the timeout or the close."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         next_bookmark = loop.time() + self.options.bookmark_interval
@@ -405,7 +443,7 @@ class ApiServer:
                         first_table = False
                 chunk += dumps({"type": event.type, "object": obj})
             if chunk:
-                await response.write(bytes(chunk))
+                yield bytes(chunk)
                 continue
             if subscription.closed:
                 return
@@ -418,6 +456,37 @@ class ApiServer:
                 continue
             until = min(deadline, next_bookmark) if allow_bookmarks else deadline
             await subscription.wait(max(0.0, until - now))
+
+
+class WatchStream:
+    """An opened watch: its chunks of event lines as they come; closed when the consumer is done."""
+
+    def __init__(self, chunks: AsyncIterator[bytes], subscription: Subscription, *, content_type: str) -> None:
+        self.chunks = chunks
+        self.content_type = content_type
+        self._subscription = subscription
+
+    async def close(self) -> None:
+        self._subscription.close()
+        aclose = getattr(self.chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def write_to(self, request: web.Request) -> web.StreamResponse:
+        """Stream it over HTTP (chunked), until it ends or the client goes away."""
+        response = web.StreamResponse(headers={"Content-Type": self.content_type, "Transfer-Encoding": "chunked"})
+        try:
+            await response.prepare(request)
+            async for chunk in self.chunks:
+                await response.write(chunk)
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            await self.close()
+        return response
+
+
+API_KEY = web.AppKey("kopf_sim.api", ApiServer)
 
 
 def _encoded_discovery(catalogue: Catalogue, path: tuple[str, ...], *, aggregated_form: bool) -> bytes:
@@ -457,11 +526,9 @@ def openapi_kind(rtype: ResourceType) -> openapi.ServedKind:
 
 # -- Request parsing -------------------------------------------------------------------------------
 
-def _warnings(request: web.Request) -> list[str]:
+def _warnings() -> list[str]:
     """The warnings of this request (a list shared by its handlers, sent as ``Warning`` headers)."""
-    if WARNINGS_KEY not in request:
-        request[WARNINGS_KEY] = []
-    return request[WARNINGS_KEY]
+    return _request_warnings.get()
 
 
 def _flag(value: str | None) -> bool:
@@ -477,7 +544,7 @@ def _int(value: str | None, name: str) -> int | None:
         raise errors.bad_request(f'{name}: Invalid value: "{value}": must be an integer') from None
 
 
-def _dry_run(request: web.Request) -> bool:
+def _dry_run(request: ApiRequest) -> bool:
     values = request.query.getall("dryRun", [])
     for value in values:
         if value != "All":
@@ -485,7 +552,7 @@ def _dry_run(request: web.Request) -> bool:
     return bool(values)
 
 
-def _field_validation(request: web.Request) -> str:
+def _field_validation(request: ApiRequest) -> str:
     value = request.query.get("fieldValidation", "")
     if value and value not in ("Ignore", "Warn", "Strict"):
         raise errors.bad_request(f'fieldValidation: Unsupported value: "{value}": supported values: '
@@ -493,7 +560,7 @@ def _field_validation(request: web.Request) -> str:
     return value
 
 
-def _manager(request: web.Request) -> str:
+def _manager(request: ApiRequest) -> str:
     """The field manager: explicit, or the client's user agent up to the first slash (as the apiserver)."""
     manager = request.query.get("fieldManager")
     if manager:
@@ -504,7 +571,7 @@ def _manager(request: web.Request) -> str:
     return agent.split("/")[0][:128] or "unknown"
 
 
-async def _read_body(request: web.Request) -> bytes:
+async def _read_body(request: ApiRequest) -> bytes:
     if request.content_length is not None and request.content_length > REQUEST_BODY_LIMIT:
         raise errors.request_too_large(REQUEST_BODY_LIMIT)
     body = await request.read()
@@ -513,7 +580,7 @@ async def _read_body(request: web.Request) -> bytes:
     return body
 
 
-async def _read_object(request: web.Request, rtype: ResourceType) -> Any:
+async def _read_object(request: ApiRequest, rtype: ResourceType) -> Any:
     raw = await _read_body(request)
     content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip() or JSON
     if content_type in ("application/yaml", "application/x-yaml"):
@@ -542,7 +609,7 @@ async def _read_object(request: web.Request, rtype: ResourceType) -> Any:
                                  f"couldn't get version/kind; json parse error: {exc}") from None
 
 
-async def _read_patch(request: web.Request, content_type: str) -> Any:
+async def _read_patch(request: ApiRequest, content_type: str) -> Any:
     raw = await _read_body(request)
     if content_type == writing.APPLY_PATCH:
         try:
@@ -555,7 +622,7 @@ async def _read_patch(request: web.Request, content_type: str) -> Any:
         raise errors.bad_request(f"error decoding patch: {exc}") from None
 
 
-async def _read_delete_options(request: web.Request) -> Mapping[str, Any]:
+async def _read_delete_options(request: ApiRequest) -> Mapping[str, Any]:
     raw = await _read_body(request)
     options: dict[str, Any] = {}
     if raw.strip():

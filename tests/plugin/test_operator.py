@@ -297,6 +297,9 @@ async def test_admission_in_process(kopf_cluster, kopf_operator, registry):
     await kopf_operator.start(registry=registry)
     configs = await kopf_cluster.wait_for("validatingwebhookconfigurations", "auto.kopf.dev")
     assert [hook["name"] for hook in configs["webhooks"]] == ["check-field.auto.kopf.dev"]
+    # The operator creates the two configurations one after the other: wait for the second one as well.
+    mutating = await kopf_cluster.wait_for("mutatingwebhookconfigurations", "auto.kopf.dev")
+    assert [hook["name"] for hook in mutating["webhooks"]] == ["defaults.auto.kopf.dev"]
     with pytest.raises(KopfApiError) as err:
         await kopf_cluster.create(example("bad", field="bad"))
     assert err.value.code == 400
