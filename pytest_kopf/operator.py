@@ -46,6 +46,7 @@ from kopf_sim.virtualtime import VirtualTimeLoop, describe_tasks
 from .admission import InProcessWebhookServer, SimAdmissionSettings
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
 from .errors import KopfLeakError, KopfOperatorError, KopfResourceError
+from .threads import LentThreadsExecutor, shared_threads
 
 __all__ = ["KopfOperator"]
 
@@ -170,8 +171,9 @@ class KopfOperator:
     (None while running or never started, 0 after a clean stop, 1 after a crash).
     """
 
-    def __init__(self, cluster: KopfCluster) -> None:
+    def __init__(self, cluster: KopfCluster, *, reuse_threads: bool = True) -> None:
         self.cluster = cluster
+        self.reuse_threads = reuse_threads  # fresh settings get an executor on the session's threads
         self.records: list[logging.LogRecord] = []
         self.exception: BaseException | None = None
         self.exit_code: int | None = None
@@ -259,7 +261,7 @@ class KopfOperator:
         if registry is None and not self.registry.activities.get_handlers(Activity.AUTHENTICATION):
             # Re-login (after HTTP 401) gets the same credentials, never the environment's kubeconfig.
             kopf.on.login(id="pytest-kopf", registry=self.registry)(functools.partial(_same, credentials))
-        self.settings = settings if settings is not None else _fresh_settings()
+        self.settings = settings if settings is not None else _fresh_settings(self.reuse_threads)
         self.memo = memo
         if isinstance(self.cluster, SimKopfCluster):
             server = InProcessWebhookServer(self.cluster.admission, self.registry)
@@ -480,18 +482,25 @@ class KopfOperator:
         self._modules.clear()
 
     def _leaked_threads(self) -> list[threading.Thread]:
-        """The threads started since the start and still alive (after the executor is shut down)."""
+        """The threads started since the start and still alive, and those still running the operator's jobs.
+
+        The executor is shut down first (a fresh one of the same kind and limit is left for a restart).
+        """
         assert self.settings is not None
         executor = self.settings.execution.executor
-        if isinstance(executor, concurrent.futures.ThreadPoolExecutor):
+        busy: list[threading.Thread] = []
+        if isinstance(executor, LentThreadsExecutor):
+            busy = executor.finish(THREADS_GRACE)
+            self.settings.execution.executor = LentThreadsExecutor(executor._max_workers)
+        elif isinstance(executor, concurrent.futures.ThreadPoolExecutor):
             executor.shutdown(wait=False, cancel_futures=True)
-            self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor()  # for a restart
+            self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor(executor._max_workers)
         loop_executor = getattr(asyncio.get_running_loop(), "_default_executor", None)
-        loop_threads = set(getattr(loop_executor, "_threads", ()))
+        kept = set(getattr(loop_executor, "_threads", ())) | shared_threads() | self._threads_before
         deadline = time.monotonic() + THREADS_GRACE
-        leaked = []
+        leaked = list(busy)
         for thread in threading.enumerate():
-            if thread in self._threads_before or thread in loop_threads or thread is threading.current_thread():
+            if thread in kept or thread in busy or thread is threading.current_thread():
                 continue
             thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
@@ -527,9 +536,11 @@ class KopfOperator:
         return "The operator's last log lines:\n" + "\n".join(f"  {line}" for line in tail) if tail else ""
 
 
-def _fresh_settings() -> kopf.OperatorSettings:
+def _fresh_settings(reuse_threads: bool) -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     settings.peering.standalone = True  # no peering objects in the test's cluster
+    if reuse_threads:
+        settings.execution.executor = LentThreadsExecutor()
     return settings
 
 

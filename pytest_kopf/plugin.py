@@ -75,6 +75,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   default="")
     parser.addini("kopf_gc_freeze", "after the collection, move the objects that exist by then out of the garbage "
                   "collector's scans (only if kopf tests are collected; default: true)", type="bool", default=True)
+    parser.addini("kopf_reuse_threads", "run the sync handlers of the operators under test on worker threads kept "
+                  "for the whole session, rather than on a new thread pool per test (default: true)",
+                  type="bool", default=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -224,13 +227,14 @@ def kopf_cluster(
 
 
 @pytest.fixture
-def kopf_operator(kopf_loop: TestLoop, kopf_cluster: KopfCluster) -> Iterator[KopfOperator]:
+def kopf_operator(pytestconfig: pytest.Config, kopf_loop: TestLoop,
+                  kopf_cluster: KopfCluster) -> Iterator[KopfOperator]:
     """An operator under test (not started): ``await kopf_operator.start(paths=[...])``; stopped after the test.
 
     It runs in the test's loop against ``kopf_cluster``; its leftover tasks or threads fail the test.
     """
     from .operator import KopfOperator
-    operator = KopfOperator(kopf_cluster)
+    operator = KopfOperator(kopf_cluster, reuse_threads=bool(pytestconfig.getini("kopf_reuse_threads")))
     yield operator
     kopf_loop.run(operator.stop())
 

@@ -1,0 +1,129 @@
+"""The operators' executor on the session's threads: a thread pool's behaviour, the threads kept between tests."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import kopf
+from pytest_kopf.threads import LentThreadsExecutor, shared_pool, shared_threads
+
+from .test_operator import run_one
+
+
+def test_results_and_errors_come_back() -> None:
+    executor = LentThreadsExecutor()
+    assert executor.submit(lambda x: x * 2, 21).result(timeout=10) == 42
+    with pytest.raises(ZeroDivisionError):
+        executor.submit(lambda: 1 / 0).result(timeout=10)
+    executor.shutdown()
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_no_more_jobs_at_once_than_the_limit_set_in_the_settings(limit: int) -> None:
+    settings = kopf.OperatorSettings()
+    settings.execution.executor = LentThreadsExecutor()
+    settings.execution.max_workers = limit
+    assert settings.execution.max_workers == limit
+    changed = threading.Condition()
+    running, most = 0, 0
+    release = threading.Event()
+
+    def job() -> None:
+        nonlocal running, most
+        with changed:
+            running += 1
+            most = max(most, running)
+            changed.notify_all()
+        release.wait(10)
+        with changed:
+            running -= 1
+
+    futures = [settings.execution.executor.submit(job) for _ in range(4)]
+    with changed:
+        assert changed.wait_for(lambda: running == limit, timeout=10)
+    assert sum(future.done() for future in futures) == 0
+    release.set()
+    for future in futures:
+        future.result(timeout=10)
+    assert most == limit
+
+
+def test_the_threads_are_lent_again_to_the_next_executors() -> None:
+    first = LentThreadsExecutor()
+    thread = first.submit(threading.current_thread).result(timeout=10)
+    assert first.finish(grace=1.0) == []
+    second = LentThreadsExecutor()
+    assert second.submit(threading.current_thread).result(timeout=10) is thread
+    assert thread in shared_threads() and thread.name.startswith("kopf-handlers")
+    second.shutdown()
+
+
+def test_a_shutdown_cancels_the_queued_jobs_on_request_and_refuses_new_ones() -> None:
+    executor = LentThreadsExecutor(max_workers=1)
+    release = threading.Event()
+    running = executor.submit(release.wait, 10)
+    queued = executor.submit(lambda: "never")
+    executor.shutdown(wait=False, cancel_futures=True)
+    assert queued.cancelled()
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        executor.submit(lambda: None)
+    release.set()
+    assert running.result(timeout=10) is True
+    executor.shutdown(wait=True)
+
+
+def test_a_stuck_job_names_its_thread_which_is_lent_no_more() -> None:
+    executor = LentThreadsExecutor()
+    release = threading.Event()
+    started = threading.Event()
+
+    def stuck() -> None:
+        started.set()
+        release.wait(10)
+
+    pool = shared_pool()
+    executor.submit(stuck)
+    assert started.wait(10)
+    try:
+        busy = executor.finish(grace=0.0)
+        assert len(busy) == 1 and busy[0].is_alive()
+        assert shared_pool() is not pool  # the next executors get fresh threads
+        assert busy[0] not in shared_threads()
+    finally:
+        release.set()
+
+
+FILES = '''
+import threading
+import kopf
+
+THREADS = []
+
+def operator():
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.startup(registry=registry)
+    def remember(**_):
+        THREADS.append(threading.current_thread())
+
+    return registry
+
+async def test_one(kopf_cluster, kopf_operator):
+    await kopf_operator.start(registry=operator())
+    await kopf_operator.stop()
+
+async def test_two(kopf_cluster, kopf_operator):
+    await kopf_operator.start(registry=operator())
+    await kopf_operator.stop()
+
+def test_three():
+    assert len(THREADS) == 2
+    assert (THREADS[0] is THREADS[1]) == REUSED
+'''
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_sync_handlers_of_the_next_test_run_on_the_same_thread(pytester: pytest.Pytester, reuse: bool) -> None:
+    result = run_one(pytester, FILES.replace("REUSED", str(reuse)), "-o", f"kopf_reuse_threads={str(reuse).lower()}")
+    result.assert_outcomes(passed=3)
