@@ -498,7 +498,7 @@ class SimKopfCluster(KopfCluster):
         self._faults = sim_faults.FaultInjector(seed)
         self._app = build_app(self._cluster)
         sim_faults.install(self._app, self._faults)
-        self._server = InMemoryServer(self._app)
+        self._server = InMemoryServer(self._app, access_log=None)  # no access log lines from the simulator
         self._record_path = record_path
         self._record_stream: IO[str] | None = None
         self._served: ServedApp | None = None
