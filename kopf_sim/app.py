@@ -148,6 +148,7 @@ class ApiServer:
         # Encoded discovery documents by form and URL path, valid for one catalogue at one revision.
         self._documents: dict[tuple[bool, tuple[str, ...]], bytes] = {}
         self._documents_of: tuple[Catalogue, int] | None = None
+        self._shareable: tuple[ResourceType, ...] | None = None  # the types of that catalogue, as a cache key
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         """The aiohttp handler: a response, or a watch stream written out as it goes."""
@@ -207,10 +208,11 @@ class ApiServer:
         if self._documents_of != (catalogue, catalogue.revision):
             self._documents.clear()
             self._documents_of = (catalogue, catalogue.revision)
+            self._shareable = discovery.shareable(catalogue)
         path = tuple(parts)
         body = self._documents.get((aggregated_form, path))
         if body is None:
-            body = self._documents[aggregated_form, path] = _encoded_discovery(catalogue, path,
+            body = self._documents[aggregated_form, path] = _encoded_discovery(catalogue, self._shareable, path,
                                                                                aggregated_form=aggregated_form)
         content_type = discovery.AGGREGATED_CONTENT_TYPE if aggregated_form else JSON
         return encoded_response(body, content_type=content_type)
@@ -489,12 +491,13 @@ class WatchStream:
 API_KEY = web.AppKey("kopf_sim.api", ApiServer)
 
 
-def _encoded_discovery(catalogue: Catalogue, path: tuple[str, ...], *, aggregated_form: bool) -> bytes:
+def _encoded_discovery(catalogue: Catalogue, types: tuple[ResourceType, ...] | None, path: tuple[str, ...], *,
+                       aggregated_form: bool) -> bytes:
     """A discovery document as sent, shared by the clusters that serve the same resources (fresh ones do).
 
+    ``types``: the catalogue's :func:`~.discovery.shareable` key (None if it cannot be shared).
     A 404 if there is none at the path: errors are not cached, so made-up paths evict no documents.
     """
-    types = discovery.shareable(catalogue)
     if types is None:
         return _encode_discovery(catalogue, path, aggregated_form)
     return _shared_discovery(types, path, aggregated_form)

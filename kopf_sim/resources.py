@@ -58,6 +58,18 @@ class ResourceType:
     storage_version: str = ""          # the version whose apiVersion stored objects carry
     preferred: bool = True
 
+    def __hash__(self) -> int:
+        """The hash of all fields (as the dataclass's own), computed once: types are cache keys of discovery."""
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, field.name) for field in dataclasses.fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Copies & pickles without the cached hash (string hashes differ from process to process)."""
+        return {key: value for key, value in self.__dict__.items() if key != "_hash"}
+
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version

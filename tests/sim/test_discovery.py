@@ -147,3 +147,18 @@ async def test_malformed_crd_names_are_served_but_not_shared(crd_cluster: Cluste
     assert discovery.shareable(crd_cluster.catalogue) is None
     [resource] = (await _aggregated_groups(client))["acme.example"]["versions"][0]["resources"]
     assert resource["shortNames"] == [True]
+
+
+def test_resource_types_hash_once_and_not_across_copies(crd_cluster: Cluster) -> None:
+    """Types are the cache keys of shared documents: their hash is kept, but never pickled or copied."""
+    import copy
+    import pickle
+
+    widgets = crd_cluster.resource("acme.example", "v1", "widgets")
+    key = dataclasses.replace(widgets, schema=None, printer_columns=(), scale=None)
+    expected = hash(tuple(getattr(key, field.name) for field in dataclasses.fields(key)))
+    assert hash(key) == expected and key.__dict__["_hash"] == expected
+    for clone in (pickle.loads(pickle.dumps(key)), copy.copy(key)):
+        assert "_hash" not in clone.__dict__
+        assert clone == key and hash(clone) == expected
+    assert hash(dataclasses.replace(key, plural="gadgets")) != expected
