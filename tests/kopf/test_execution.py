@@ -1138,6 +1138,18 @@ def test_apply_merge_patch() -> None:
     assert body == {'a': {'b': 1, 'c': 2}, 'd': [1], 'e': 'x'}
 
 
+def test_apply_merge_patch_copies_the_patch_and_shares_the_untouched_body() -> None:
+    body = {'metadata': {'labels': {'x': '1'}}, 'spec': {'items': [1, 2]}}
+    patch = {'status': {'list': [1]}, 'metadata': {'annotations': {'a': 'b'}}}
+    result = apply_merge_patch(body, patch)
+    patch['status']['list'].append(2)
+    assert result['status'] == {'list': [1]}
+    assert result['spec'] is body['spec']                                 # never patched: not copied
+    assert result['metadata'] is not body['metadata']                     # patched: a new mapping
+    assert result['metadata']['labels'] is body['metadata']['labels']
+    assert body == {'metadata': {'labels': {'x': '1'}}, 'spec': {'items': [1, 2]}}
+
+
 # Lifecycles.
 
 def test_lifecycles() -> None:

@@ -357,23 +357,22 @@ class State(Mapping[str, HandlerState]):
 
 
 def apply_merge_patch(body: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of the body with the merge-patch applied (RFC 7386): what the object will be."""
-    result: dict[str, Any] = copy.deepcopy(dict(body))
-    _merge_into(result, patch)
-    return result
+    """What the body will be with the merge-patch applied (RFC 7386), the body itself unchanged.
 
-
-def _merge_into(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    Only the mappings on the patched paths are new; the rest is shared with the body (not copied:
+    a whole object's deep copy per handling cycle costs more than the cycle), so the result is for
+    reading. The patch's own values are copied: a patch can change after it was applied.
+    """
+    result: dict[str, Any] = dict(body)
     for key, value in patch.items():
         if value is None:
-            target.pop(key, None)
+            result.pop(key, None)
         elif isinstance(value, Mapping):
-            existing = target.get(key)
-            if not isinstance(existing, dict):
-                existing = target[key] = {}
-            _merge_into(existing, value)
+            existing = result.get(key)
+            result[key] = apply_merge_patch(existing if isinstance(existing, Mapping) else {}, value)
         else:
-            target[key] = copy.deepcopy(value)
+            result[key] = copy.deepcopy(value)
+    return result
 
 
 def deliver_results(*, outcomes: Mapping[str, HandlerOutcome], patch: patches.Patch) -> None:
