@@ -23,7 +23,7 @@ from multidict import MultiMapping
 
 from . import admitting, discovery, errors, openapi, tables, writing
 from .admission import AdmissionControl
-from .objects import JsonDict, meta
+from .objects import JsonDict, compact_json, meta
 from .resources import Catalogue, ResourceType
 from .selectors import FieldSelector, LabelSelector
 from .store import Cluster
@@ -86,7 +86,7 @@ class ServerOptions:
 
 
 def dumps(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    return compact_json(data).encode() + b"\n"
 
 
 def encoded_response(body: bytes, status: int = 200, *, content_type: str = JSON) -> web.Response:

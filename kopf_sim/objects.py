@@ -1,6 +1,7 @@
 """Small helpers on JSON objects: cheap copies, metadata access, name and label validation."""
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +20,16 @@ SUBDOMAIN_MESSAGE = ("a lowercase RFC 1123 subdomain must consist of lower case 
 LABEL_MESSAGE = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
                  "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
                  "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+
+
+#: Compact JSON as the apiserver writes it. JSON data has no cycles to look for: without the check,
+#: the encoding of an object takes a half less time (the simulator encodes every object it sends).
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
+
+
+def compact_json(data: Any) -> str:
+    """``json.dumps(data, separators=(",", ":"), ensure_ascii=False)``, for JSON data (acyclic)."""
+    return _compact.encode(data)
 
 
 def clone(value: Any) -> Any:

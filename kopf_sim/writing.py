@@ -14,6 +14,7 @@ from . import applying, crds, errors, patching, schemas
 from .objects import (
     JsonDict,
     clone,
+    compact_json,
     label_value_problems,
     meta,
     name_problems,
@@ -168,7 +169,7 @@ def _validate_common(cluster: Cluster, rtype: ResourceType, obj: JsonDict) -> No
         causes.extend(crds.crd_problems(obj))
     if causes:
         raise errors.invalid(rtype.kind, rtype.group, metadata.get("name", ""), causes)
-    size = len(json.dumps(obj, separators=(",", ":")))
+    size = len(compact_json(obj).encode())
     if size > OBJECT_SIZE_LIMIT:
         raise errors.ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
 
