@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol
 
 import yaml
@@ -426,7 +426,8 @@ class ApiServer:
                                        "metadata": metadata}, self.cluster.rv)
 
     async def _stream(self, subscription: Subscription, target: Target, *,
-                      allow_bookmarks: bool, timeout: float, as_table: bool, include: str) -> AsyncIterator[bytes]:
+                      allow_bookmarks: bool, timeout: float, as_table: bool,
+                      include: str) -> AsyncGenerator[bytes, None]:
         """The watch events as they come, a chunk of lines at a time, until the timeout or the close."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -463,16 +464,15 @@ class ApiServer:
 class WatchStream:
     """An opened watch: its chunks of event lines as they come; closed when the consumer is done."""
 
-    def __init__(self, chunks: AsyncIterator[bytes], subscription: Subscription, *, content_type: str) -> None:
+    def __init__(self, chunks: AsyncGenerator[bytes, None], subscription: Subscription, *,
+                 content_type: str) -> None:
         self.chunks = chunks
         self.content_type = content_type
         self._subscription = subscription
 
     async def close(self) -> None:
         self._subscription.close()
-        aclose = getattr(self.chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await self.chunks.aclose()
 
     async def write_to(self, request: web.Request) -> web.StreamResponse:
         """Stream it over HTTP (chunked), until it ends or the client goes away."""
