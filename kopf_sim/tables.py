@@ -14,6 +14,8 @@ TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
 def wants_table(accept: str) -> bool:
     """Whether the Accept header asks for a Table first (kubectl get does; kubectl get -o json does not)."""
+    if "as=Table" not in accept:  # most requests: not worth parsing
+        return False
     for part in accept.split(","):
         params = {p.strip() for p in part.split(";")[1:]}
         if "as=Table" in params and ("g=meta.k8s.io" in params):

@@ -59,8 +59,13 @@ class ResourceInfo:
                 parts.append(subresource)
         return "/".join(parts)
 
-    def names(self) -> set[str]:
-        return {self.plural, self.singular, self.kind.lower(), *self.short_names} - {""}
+    @functools.cached_property
+    def _names(self) -> frozenset[str]:
+        return frozenset({self.plural, self.singular, self.kind.lower(), *self.short_names} - {""})
+
+    def names(self) -> frozenset[str]:
+        """The names that kubectl accepts for this resource (lower-case; the kind is matched as is elsewhere)."""
+        return self._names
 
     @classmethod
     def from_kopf(cls, resource: Resource) -> ResourceInfo:
