@@ -119,11 +119,15 @@ def test_gc_freeze_after_the_collection(pytester: pytest.Pytester, ini: str, fro
         from conftest import before
         async def test_kopf(kopf_cluster):
             assert (gc.get_freeze_count() > before[0]) is {frozen}
+            assert (gc.get_threshold()[0] >= 7000) is {frozen}
     '''))
+    thresholds = gc.get_threshold()
     try:
         pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE).assert_outcomes(passed=1)
+        assert gc.get_threshold() == thresholds  # restored when the session finishes
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
 
 def test_time_limit_of_virtual_time(pytester: pytest.Pytester) -> None:
