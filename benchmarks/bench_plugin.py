@@ -94,7 +94,9 @@ def bench_in_process(n: int, repeat: int, profile: bool) -> float:
         singles: list[float] = []
         rounds: list[float] = []
         index = 1
+        speeds: list[float] = []  # the calibration workload just before each round
         for _ in range(1 if profile else repeat):
+            speeds.append(calibrate(runs=1))
             if profiler is not None:
                 profiler.enable()
             round_started = time.perf_counter()
@@ -111,6 +113,9 @@ def bench_in_process(n: int, repeat: int, profile: bool) -> float:
         median, p90 = singles[len(singles) // 2] * 1000, singles[int(len(singles) * 0.9)] * 1000
         print(f"in-process: {n} tests x {len(rounds)} rounds: best round {min(rounds):7.3f} s = "
               f"{best:6.1f} ms per test ({'within' if best < TARGET_MS else 'over'} the target of {TARGET_MS:.0f} ms)")
+        pairs = zip(rounds, speeds, strict=True)
+        print("in-process: each round (ms per test) after the calibration (ms): " +
+              ", ".join(f"{elapsed / n * 1000:.1f} after {speed:.0f}" for elapsed, speed in pairs))
         print(f"in-process: per test over all rounds: mean {mean:6.1f} ms, median {median:6.1f} ms, "
               f"90th percentile {p90:6.1f} ms")
         gc.unfreeze()
@@ -120,8 +125,8 @@ def bench_in_process(n: int, repeat: int, profile: bool) -> float:
         return best
 
 
-def calibrate() -> float:
-    """Milliseconds of a fixed pure-Python workload (dicts, strings, calls), best of 5: the machine's speed now."""
+def calibrate(runs: int = 5) -> float:
+    """Milliseconds of a fixed pure-Python workload (dicts, strings, calls), best of ``runs``: the machine's speed."""
     def work() -> int:
         total = 0
         for i in range(200_000):
@@ -130,7 +135,7 @@ def calibrate() -> float:
         return total
 
     timings = []
-    for _ in range(5):
+    for _ in range(runs):
         started = time.perf_counter()
         work()
         timings.append(time.perf_counter() - started)
