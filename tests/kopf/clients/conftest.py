@@ -16,30 +16,11 @@ from kopf_sim.clock import ManualClock, SeededUids
 from kopf_sim.store import Cluster
 from kopf_sim.transport import InMemoryServer
 
+from ..crds import permissive_crd
+
 SERVER = 'http://kopf-sim.local'
 
-CRD = {
-    'apiVersion': 'apiextensions.k8s.io/v1',
-    'kind': 'CustomResourceDefinition',
-    'metadata': {'name': 'widgets.acme.example'},
-    'spec': {
-        'group': 'acme.example',
-        'scope': 'Namespaced',
-        'names': {'plural': 'widgets', 'singular': 'widget', 'kind': 'Widget',
-                  'shortNames': ['wd'], 'categories': ['acme']},
-        'versions': [{
-            'name': 'v1', 'served': True, 'storage': True,
-            'subresources': {'status': {}},
-            'schema': {'openAPIV3Schema': {
-                'type': 'object',
-                'properties': {
-                    'spec': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                    'status': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True},
-                },
-            }},
-        }],
-    },
-}
+CRD = permissive_crd('acme.example', 'widgets', 'widget', 'Widget', short_names=('wd',), categories=('acme',))
 
 WIDGETS = Resource('acme.example', 'v1', 'widgets', kind='Widget', namespaced=True,
                    subresources=frozenset({'status'}))
