@@ -55,10 +55,11 @@ class DirectResponse:
     stream: WatchStream | None = None
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The chunks of a watch stream (lines of JSON events) until the server ends it; then it is closed."""
+        """The chunks of a watch stream (lines of JSON events) until the server ends it; then it is closed.
+
+        Other responses (errors included) have no chunks: their :attr:`body` is all there is.
+        """
         if self.stream is None:
-            if self.body:
-                yield self.body
             return
         try:
             async for chunk in self.stream.chunks:
