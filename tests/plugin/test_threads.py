@@ -101,6 +101,7 @@ def test_a_stuck_job_names_its_thread_which_is_lent_no_more() -> None:
 FILES = '''
 import threading
 import kopf
+from pytest_kopf.threads import shared_threads
 
 THREADS = []
 
@@ -123,11 +124,13 @@ async def test_two(kopf_cluster, kopf_operator):
 
 def test_three():
     assert len(THREADS) == 2
-    assert (THREADS[0] is THREADS[1]) == REUSED
+    # kept: still alive among the session's threads (which idle one takes a job is up to the pool)
+    assert all(thread.is_alive() and thread in shared_threads() for thread in THREADS) == REUSED
+    assert any(thread.is_alive() for thread in THREADS) == REUSED  # otherwise joined at each stop
 '''
 
 
 @pytest.mark.parametrize("reuse", [True, False])
-def test_sync_handlers_of_the_next_test_run_on_the_same_thread(pytester: pytest.Pytester, reuse: bool) -> None:
+def test_sync_handlers_of_the_next_tests_run_on_the_kept_threads(pytester: pytest.Pytester, reuse: bool) -> None:
     result = run_one(pytester, FILES.replace("REUSED", str(reuse)), "-o", f"kopf_reuse_threads={str(reuse).lower()}")
     result.assert_outcomes(passed=3)
