@@ -253,11 +253,6 @@ def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
     cache[key] = value
 
 
-def _copy_tree(tree: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a rendered (well-formed: only maps) tree; faster than the generic clone."""
-    return {element: _copy_tree(sub) if sub else {} for element, sub in tree.items()}
-
-
 def _decode_cached(fields_v1: Any) -> frozenset[Path]:
     """:func:`decode_fields`, memoized for the trees seen (or rendered) before."""
     hit = _decoded.get(id(fields_v1))
@@ -277,7 +272,7 @@ def _encode_cached(paths: frozenset[Path]) -> dict[str, Any]:
         hit = tree, decode_fields(tree) == paths  # not so for the root path: it is never decoded
         _remember(_encoded, paths, hit)
     tree, round_trips = hit
-    result = _copy_tree(tree)
+    result: dict[str, Any] = clone(tree)
     if round_trips:
         _remember(_decoded, id(result), (result, tree, paths))
     return result

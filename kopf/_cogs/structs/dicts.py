@@ -71,7 +71,11 @@ def resolve(
     in the middle of the path raise :class:`TypeError`. With ``assume_empty``,
     a missing value resolves to an empty dict (useful for views).
     """
-    path = parse_field(field)
+    return _resolve_path(d, parse_field(field), default, assume_empty=assume_empty)
+
+
+def _resolve_path(d: Mapping[Any, Any] | None, path: FieldPath, default: Any, *, assume_empty: bool) -> Any:
+    """:func:`resolve` with the path already parsed (for the callers that keep it parsed, e.g. views)."""
     result: Any = d
     for key in path:
         if isinstance(result, Mapping) and key in result:
@@ -197,12 +201,7 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
         return self._resolved()[item]
 
     def _resolved(self) -> Mapping[_K, _V]:
-        # As resolve(..., assume_empty=True), with the path parsed once: views are read a lot.
-        value: Any = self._src
-        for key in self._path:
-            if not isinstance(value, Mapping) or key not in value:
-                return {}
-            value = value[key]
+        value = _resolve_path(self._src, self._path, {}, assume_empty=True)  # parsed once: views are read a lot
         return value if isinstance(value, Mapping) else {}
 
 
