@@ -21,7 +21,7 @@ from .apiclient import ApiFailure, Discovery, HttpApi, Served, request
 from .objects import JsonDict, meta
 from .recording import LogWriter
 
-__all__ = ["Capture", "CaptureError", "CaptureStats"]
+__all__ = ["Capture", "CaptureError", "CaptureStats", "count_of", "record_until_stopped"]
 
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 PAGE_SIZE = 500
@@ -59,8 +59,8 @@ class CaptureStats:
         return self.events / self.seconds if self.seconds > 0 else 0.0
 
     def line(self) -> str:
-        return (f"{_count(self.events, 'event')}, {_count(self.objects, 'object')} in "
-                f"{_count(self.resources, 'resource')}, {self.rate:.1f} events/s, {_clock(self.seconds)}")
+        return (f"{count_of(self.events, 'event')}, {count_of(self.objects, 'object')} in "
+                f"{count_of(self.resources, 'resource')}, {self.rate:.1f} events/s, {_clock(self.seconds)}")
 
 
 class Capture:
@@ -244,7 +244,7 @@ def _established(crd: JsonDict) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
 
 
-def _count(number: int, noun: str) -> str:
+def count_of(number: int, noun: str) -> str:
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
@@ -254,10 +254,14 @@ def _clock(seconds: float) -> str:
 
 
 async def record_until_stopped(capture: Capture, *, stop: asyncio.Event, duration: float | None = None,
+                               started: Callable[[CaptureStats], None] | None = None,
                                progress: Callable[[CaptureStats], None] | None = None,
                                interval: float = 0.5) -> CaptureStats:
-    """Record until ``stop`` is set or ``duration`` seconds have passed; ``progress`` is told every ``interval``."""
+    """Record until ``stop`` is set or ``duration`` seconds have passed; ``started`` is told once the current
+    state is written and the watches begin, ``progress`` every ``interval`` seconds."""
     await capture.start()
+    if started is not None:
+        started(capture.stats())
     loop = asyncio.get_running_loop()
     deadline = None if duration is None else loop.time() + duration
     try:

@@ -15,7 +15,7 @@ import click
 from . import errors
 from .apiclient import app_api
 from .app import build_app
-from .capture import Capture, CaptureError, CaptureStats, record_until_stopped
+from .capture import Capture, CaptureError, CaptureStats, count_of, record_until_stopped
 from .clock import system_clock
 from .credentials import CredentialsError, connect
 from .manifests import ManifestError, read_manifests
@@ -169,6 +169,10 @@ def record(kubeconfig_path: str | None, context: str | None, resources: tuple[st
               "namespaces": sorted(namespaces)}
     terminal = sys.stderr.isatty()
 
+    def announce(stats: CaptureStats) -> None:
+        click.echo(f"Recording {connection.server} (context {connection.context or '-'}) into {output}: "
+                   f"{count_of(stats.objects, 'object')} now; Ctrl+C to stop.", err=True)
+
     def progress(stats: CaptureStats) -> None:
         if terminal:
             click.echo(f"\rRecording: {stats.line()}\033[K", nl=False, err=True)
@@ -185,9 +189,8 @@ def record(kubeconfig_path: str | None, context: str | None, resources: tuple[st
             writer = LogWriter(stream, started=system_clock(), source=source, secrets=include_secrets)
             capture = Capture(connection.api, writer, resources=resources, all_resources=all_resources,
                               namespaces=namespaces, warn=warn)
-            click.echo(f"Recording {connection.server} (context {connection.context or '-'}) into {output}; "
-                       f"Ctrl+C to stop.", err=True)
-            return await record_until_stopped(capture, stop=stop, duration=duration, progress=progress)
+            return await record_until_stopped(capture, stop=stop, duration=duration, started=announce,
+                                              progress=progress)
         finally:
             await connection.api.close()
 

@@ -27,6 +27,7 @@ from .recording import EVENT_TYPES, FORMAT, VERSION, event_line
 from .replay_steps import CRDS, KOPF_BOOKKEEPING, Bookkeeping, ReplayStep, StepWriter, plan_steps
 
 __all__ = [
+    "CHANGES",
     "KOPF_BOOKKEEPING",
     "Bookkeeping",
     "LogError",
