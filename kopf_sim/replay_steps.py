@@ -276,22 +276,26 @@ class StepWriter:
             await self._await_served(answer)
 
     async def _update(self, step: ReplayStep, *, view_as_patch: bool = False) -> None:
+        """Write the step's difference; the object's creation if it is not there (the log began after it)."""
         info = step.resource
-        patch = self._body(step.view.main) if view_as_patch else step.patch
+        main = self._body(step.view.main) if view_as_patch else step.patch
+        main = self._remap_owners(main) if main is not None else None
         status = step.view.status if view_as_patch else step.status_patch
+        if status is not None and not info.has_status:
+            main, status = {**(main or {}), "status": status}, None
         added = step.view.finalizers if view_as_patch else step.finalizers_added
-        if patch is not None:
-            patch = self._remap_owners(patch)
-            if await self._patch(step, patch) is None:
-                if step.action == "delete" and step.event.type == "DELETED":
-                    return  # already gone: nothing to do
-                await self._create(step)  # the log started after its creation, or the replay skipped it
-                return
-        if added or step.finalizers_removed:
-            await self._change_finalizers(step, added, step.finalizers_removed)
-        if status is not None:
-            await self._patch(step, {"status": status}, subresource="status" if info.has_status else None)
-        if (info.group, info.plural) == CRDS and patch is not None:
+        removed = () if view_as_patch else step.finalizers_removed
+        written: JsonDict | None = {}
+        if added or removed:
+            written = await self._patch_finalizers(step, main, added, removed)
+        elif main is not None:
+            written = await self._patch(step, main)
+        if written is not None and status is not None:
+            written = await self._patch(step, {"status": status}, subresource="status")
+        if written is None and step.event.type != "DELETED":
+            await self._create(step)
+            return
+        if (info.group, info.plural) == CRDS and main is not None:
             self.discovery.forget()
 
     async def _delete(self, step: ReplayStep) -> None:
@@ -345,27 +349,31 @@ class StepWriter:
             raise ApiFailure("PATCH", path, code, answer)
         return answer if isinstance(answer, dict) else {}
 
-    async def _change_finalizers(self, step: ReplayStep, added: Iterable[str], removed: Iterable[str]) -> None:
-        """Add and remove finalizers without touching the others (the operator under test has its own)."""
+    async def _patch_finalizers(self, step: ReplayStep, patch: JsonDict | None, added: Iterable[str],
+                                removed: Iterable[str]) -> JsonDict | None:
+        """Merge-patch the object, its finalizers added and removed one by one (the operator under test has its
+        own): read, then write at that version, again on a conflict. None if the object does not exist."""
+        path = step.resource.path(step.namespace, step.name)
         for _ in range(_CONFLICT_RETRIES):
             current = await self._get(step)
             if current is None:
-                return
-            finalizers = [f for f in meta(current).get("finalizers") or () if f not in removed]
-            finalizers += [f for f in added if f not in finalizers]
-            if finalizers == list(meta(current).get("finalizers") or ()):
-                return
-            patch = {"metadata": {"finalizers": finalizers or None,
-                                  "resourceVersion": meta(current).get("resourceVersion")}}
-            path = step.resource.path(step.namespace, step.name)
-            code, answer = await self.api("PATCH", path, body=patch, content_type=MERGE_PATCH)
+                return None
+            had = list(meta(current).get("finalizers") or ())
+            finalizers = [f for f in had if f not in removed] + [f for f in added if f not in had]
+            if finalizers == had:
+                return current if patch is None else await self._patch(step, patch)
+            metadata = {**((patch or {}).get("metadata") or {}), "finalizers": finalizers or None,
+                        "resourceVersion": meta(current).get("resourceVersion")}
+            code, answer = await self.api("PATCH", path, body={**(patch or {}), "metadata": metadata},
+                                          content_type=MERGE_PATCH)
             if code == 409 and _reason(answer) == "Conflict":
                 continue
-            if code >= 400 and code != 404:
+            if code == 404 and _reason(answer) == "NotFound":
+                return None
+            if code >= 400:
                 raise ApiFailure("PATCH", path, code, answer)
-            return
-        raise ApiFailure("PATCH", step.resource.path(step.namespace, step.name), 409,
-                         {"reason": "Conflict", "message": "the finalizers kept changing meanwhile"})
+            return answer if isinstance(answer, dict) else {}
+        raise ApiFailure("PATCH", path, 409, {"reason": "Conflict", "message": "the object kept changing meanwhile"})
 
     async def _ensure_namespace(self, namespace: str) -> None:
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}

@@ -400,16 +400,16 @@ class Replay:
             await self.settle(quiet)
 
     async def settle(self, quiet: float = 1.0) -> None:
-        """Wait until the cluster has had no writes for ``quiet`` seconds (at most a minute, or ten times ``quiet``)."""
+        """Wait until the cluster has had no writes for ``quiet`` seconds (looked at every quarter of it),
+        but at most a minute (or ten times ``quiet``): an operator may write all the time (e.g. a timer)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(60.0, 10 * quiet)
-        last = await self._revision()
-        while loop.time() < deadline:
-            await asyncio.sleep(quiet)
+        last, since = await self._revision(), loop.time()
+        while loop.time() - since < quiet and loop.time() < deadline:
+            await asyncio.sleep(quiet / 4)
             current = await self._revision()
-            if current == last:
-                return
-            last = current
+            if current != last:
+                last, since = current, loop.time()
 
     async def _revision(self) -> str:
         """The cluster's latest resourceVersion (a list's version is the store's current one)."""
