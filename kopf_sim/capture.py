@@ -84,6 +84,7 @@ class Capture:
         self.warn = warn or (lambda message: None)
         self._known: dict[_Target, dict[tuple[str, str], JsonDict]] = {}
         self._tasks: dict[_Target, asyncio.Task[None]] = {}
+        self._seen: set[str] = set()  # the objects recorded so far (by uid)
         self._origin = 0.0
 
     # -- the lifecycle ---------------------------------------------------------------------------
@@ -112,7 +113,7 @@ class Capture:
 
     def stats(self) -> CaptureStats:
         recorded = [target for target in self._known if target.recorded]
-        return CaptureStats(events=self.writer.events, objects=sum(len(self._known[t]) for t in recorded),
+        return CaptureStats(events=self.writer.events, objects=len(self._seen),
                             resources=len({t.resource for t in recorded}),
                             seconds=asyncio.get_running_loop().time() - self._origin)
 
@@ -230,6 +231,8 @@ class Capture:
 
     def _write(self, target: _Target, kind: str, obj: JsonDict, *, relisted: bool = False) -> None:
         info = target.resource
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            self._seen.add(str(meta(obj).get("uid") or _key(obj)))
         t = asyncio.get_running_loop().time() - self._origin
         self.writer.write(t, info.group, info.version, info.plural, kind, obj, relisted=relisted)
 

@@ -171,7 +171,7 @@ def record(kubeconfig_path: str | None, context: str | None, resources: tuple[st
 
     def announce(stats: CaptureStats) -> None:
         click.echo(f"Recording {connection.server} (context {connection.context or '-'}) into {output}: "
-                   f"{count_of(stats.objects, 'object')} now; Ctrl+C to stop.", err=True)
+                   f"{count_of(stats.objects, 'object')} there now; Ctrl+C to stop.", err=True)
 
     def progress(stats: CaptureStats) -> None:
         if terminal:
