@@ -13,6 +13,7 @@ from kopf_sim.manifests import read_manifest
 from kopf_sim.recording import ChangeRecorder
 from kopf_sim.replaying import LogError, read_log
 from kopf_sim.store import Cluster
+from pytest_kopf.cluster import KopfCluster
 
 from .conftest import BASE, NO_ASYNCIO, ServedCluster
 
@@ -44,7 +45,7 @@ def log(tmp_path: Path) -> Path:
 
 
 @pytest.mark.kopf_sim_only
-async def test_a_replay_in_virtual_time(kopf_cluster, log: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_a_replay_in_virtual_time(kopf_cluster: KopfCluster, log: Path) -> None:
     await kopf_cluster.apply(CRD)
     seen: list[tuple[float, str, str]] = []
     loop = asyncio.get_running_loop()
@@ -63,7 +64,7 @@ async def test_a_replay_in_virtual_time(kopf_cluster, log: Path) -> None:  # typ
         (0.0, "ADDED", "ex1"), (1.0, "MODIFIED", "ex1"), (1.0, "ADDED", "cm")]
 
 
-async def test_step_by_step(kopf_cluster, log: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_step_by_step(kopf_cluster: KopfCluster, log: Path) -> None:
     await kopf_cluster.apply(CRD)
     replay = await kopf_cluster.prepare_replay(log)
     assert [(step.action, step.resource.plural, step.t) for step in replay] == [
@@ -85,7 +86,7 @@ async def test_step_by_step(kopf_cluster, log: Path) -> None:  # type: ignore[no
     assert await kopf_cluster.get("kopfexamples", "ex1") is None
 
 
-async def test_a_log_that_does_not_fit_the_cluster(kopf_cluster, log: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_a_log_that_does_not_fit_the_cluster(kopf_cluster: KopfCluster, log: Path) -> None:
     with pytest.raises(LogError) as info:
         await kopf_cluster.replay(log)  # no CRD applied
     assert str(info.value).splitlines()[1] == \
