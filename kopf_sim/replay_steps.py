@@ -13,10 +13,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .apiclient import MERGE_PATCH, Api, ApiFailure, Discovery, Served
 from .objects import JsonDict, clone, meta
+
+if TYPE_CHECKING:
+    from .replaying import LogEvent
 
 __all__ = ["KOPF_BOOKKEEPING", "Bookkeeping", "ObjectView", "ReplayStep", "StepWriter", "merge_diff", "plan_steps"]
 
@@ -87,7 +90,7 @@ class ReplayStep:
     object's previous logged state, and the finalizers are the ones added and removed.
     """
 
-    event: Any                     # kopf_sim.replaying.LogEvent (no import cycle: only read here)
+    event: LogEvent
     action: str
     resource: Served
     namespace: str | None
@@ -131,8 +134,8 @@ def merge_diff(old: Any, new: Any) -> Any:
     return patch
 
 
-def plan_steps(events: Iterable[Any], served: Mapping[tuple[str, str, str], Served], *, bookkeeping: Bookkeeping,
-               namespace: str | None = None) -> tuple[list[ReplayStep], list[tuple[Any, str]]]:
+def plan_steps(events: Iterable[LogEvent], served: Mapping[tuple[str, str, str], Served], *, bookkeeping: Bookkeeping,
+               namespace: str | None = None) -> tuple[list[ReplayStep], list[tuple[LogEvent, str]]]:
     """The steps that replay the events (ADDED/MODIFIED/DELETED), and the events that change nothing, with why.
 
     Each object is followed by its resource, namespace and name; an ``ADDED`` of an object that
@@ -155,11 +158,11 @@ class _Planner:
         self.bookkeeping = bookkeeping
         self.namespace = namespace
         self.steps: list[ReplayStep] = []
-        self.skipped: list[tuple[Any, str]] = []
+        self.skipped: list[tuple[LogEvent, str]] = []
         self.alive: dict[tuple[str, str, str, str], ObjectView] = {}
         self.deleting: set[tuple[str, str, str, str]] = set()
 
-    def add(self, event: Any) -> None:
+    def add(self, event: LogEvent) -> None:
         info = self.served[(event.resource.group, event.resource.version, event.resource.plural)]
         if self.namespace is not None and (info.group, info.plural) == NAMESPACES:
             self.skipped.append((event, f"namespaces are not replayed into the namespace {self.namespace!r}"))
@@ -247,33 +250,43 @@ class StepWriter:
             body["metadata"]["finalizers"] = list(step.view.finalizers)
         if step.view.status is not None and not info.has_status:
             body["status"] = clone(step.view.status)
-        deadline = asyncio.get_running_loop().time() + self.gone_timeout
-        while True:
-            code, answer = await self.api("POST", info.path(step.namespace), body=body)
-            if code == 404 and step.namespace and _names_namespace(answer, step.namespace):
-                await self._ensure_namespace(step.namespace)
-                continue
-            if code == 409 and _reason(answer) == "AlreadyExists":
-                current = await self._get(step)
-                if current is None:
-                    continue
-                if not meta(current).get("deletionTimestamp"):
-                    await self._update(step, view_as_patch=True)  # the object is there already: only update it
-                    return
-                if asyncio.get_running_loop().time() >= deadline:
-                    raise ApiFailure("POST", info.path(step.namespace), code, {
-                        "reason": "AlreadyExists", "message": f"the previous {step.name!r} is still being deleted "
-                        f"after {self.gone_timeout} s (finalizers: {meta(current).get('finalizers')})"})
-                await asyncio.sleep(0.1)
-                continue
-            if code >= 400:
-                raise ApiFailure("POST", info.path(step.namespace), code, answer)
-            break
+        answer = await self._post(step, body)
+        if answer is None:
+            await self._update(step, view_as_patch=True)  # the object is there already: only update it
+            return
         self._created(step, answer)
         if step.view.status is not None and info.has_status:
             await self._patch(step, {"status": clone(step.view.status)}, subresource="status")
         if (info.group, info.plural) == CRDS:
             await self._await_served(answer)
+
+    async def _post(self, step: ReplayStep, body: JsonDict) -> JsonDict | None:
+        """Create the object (and its namespace if missing); None if it exists (and is not being deleted).
+
+        An older object of the same name that finalizers still hold is waited for, up to ``gone_timeout``.
+        """
+        path = step.resource.path(step.namespace)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.gone_timeout
+        made_namespace = False
+        while True:
+            code, answer = await self.api("POST", path, body=body)
+            if code < 400:
+                return answer if isinstance(answer, dict) else {}
+            if code == 404 and step.namespace and not made_namespace and _names_namespace(answer, step.namespace):
+                await self._ensure_namespace(step.namespace)
+                made_namespace = True
+                continue
+            if code != 409 or _reason(answer) != "AlreadyExists":
+                raise ApiFailure("POST", path, code, answer)
+            current = await self._get(step)
+            if current is not None and not meta(current).get("deletionTimestamp"):
+                return None
+            if current is not None and loop.time() >= deadline:
+                raise ApiFailure("POST", path, code, {
+                    "reason": "AlreadyExists", "message": f"the previous {step.name!r} is still being deleted "
+                    f"after {self.gone_timeout} s (finalizers: {meta(current).get('finalizers')})"})
+            await asyncio.sleep(0.1)
 
     async def _update(self, step: ReplayStep, *, view_as_patch: bool = False) -> None:
         """Write the step's difference; the object's creation if it is not there (the log began after it)."""
