@@ -11,6 +11,7 @@ import os
 import pty
 import re
 import select
+import ssl
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -39,8 +40,10 @@ class Served:
     def __init__(self, cluster: Cluster, served: ServedApp, injector: faults.FaultInjector, kubeconfig: Path) -> None:
         self.cluster, self.served, self.faults, self.kubeconfig = cluster, served, injector, kubeconfig
 
-    def api(self) -> HttpApi:
-        return HttpApi(self.served.url, ssl_context=None, headers=lambda: {"Authorization": f"Bearer {TOKEN}"})
+    def api(self, token: str = TOKEN) -> HttpApi:
+        assert self.served.ca_pem is not None
+        trusted = ssl.create_default_context(cadata=self.served.ca_pem.decode())
+        return HttpApi(self.served.url, ssl_context=trusted, headers=lambda: {"Authorization": f"Bearer {token}"})
 
     def configmap(self, name: str, namespace: str = "default", **data: str) -> None:
         self.cluster.create(self.cluster.resource("", "v1", "configmaps"), namespace,
@@ -54,7 +57,7 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
     app = build_app(cluster, ServerOptions(bookmark_interval=0.2))
     injector = faults.FaultInjector()
     faults.install(app, injector)
-    async with ServedApp(app, token=TOKEN) as server:
+    async with ServedApp(app, token=TOKEN, tls=True) as server:  # as a real cluster: its CA in the kubeconfig
         server.write_kubeconfig(tmp_path / "kubeconfig")
         yield Served(cluster, server, injector, tmp_path / "kubeconfig")
 
@@ -158,7 +161,7 @@ async def test_what_cannot_be_recorded_is_said_clearly(served: Served) -> None:
     with pytest.raises(CaptureError, match=r'The server has no resource type "gizmos"\.'):
         await capture.start()
     await capture.api.close()
-    wrong = HttpApi(served.served.url, headers=lambda: {"Authorization": "Bearer wrong"})
+    wrong = served.api(token="wrong")
     with pytest.raises(CaptureError, match=r"refused to be recorded: GET /apis: 401 Unauthorized: Unauthorized"):
         await Capture(wrong, writer, resources=["pods"]).start()
     await wrong.close()
