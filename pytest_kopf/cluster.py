@@ -28,6 +28,7 @@ import yaml
 
 from kopf_sim import faults as sim_faults
 from kopf_sim.admission import AdmissionControl
+from kopf_sim.apiclient import Served
 from kopf_sim.app import ADMISSION_KEY, build_app
 from kopf_sim.clock import SeededUids, system_clock
 from kopf_sim.direct import DirectClient
@@ -247,7 +248,8 @@ class KopfCluster(abc.ABC):
         except KopfResourceError:
             return name  # maybe a resource that a CRD in the log defines
 
-    def _replayed(self, served: Any, obj: JsonDict) -> None:
+    def _replayed(self, served: Served, obj: JsonDict) -> None:
+        """What a replay creates is cleaned up as what the test creates (in real mode: cluster-scoped objects)."""
         info = ResourceInfo(group=served.group, version=served.version, plural=served.plural, kind=served.kind,
                             namespaced=served.namespaced)
         self._created(info, obj)
