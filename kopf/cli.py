@@ -12,6 +12,7 @@ This module is a part of the framework's public interface.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import functools
 import importlib
@@ -36,6 +37,8 @@ Flag = running.Flag
 
 #: The priority of the operators in the development mode (``--dev``).
 DEV_PRIORITY = 666
+#: Seconds that ``--sim --replay`` waits for the operator to watch the log's resources before it replays anyway.
+REPLAY_WATCH_WAIT = 30
 
 
 @dataclasses.dataclass()
@@ -110,6 +113,10 @@ def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option('-m', '--module', 'modules', multiple=True, help="Import this module (repeatable).")
 @click.option('--sim', 'sim_manifests', multiple=True, is_flag=False, flag_value='', metavar='[MANIFEST]',
               help="Run against an embedded simulated cluster with this manifest loaded (repeatable).")
+@click.option('--replay', 'replay_log', type=click.Path(exists=True, dir_okay=False), default=None,
+              help="With --sim: replay this watch-event log into the simulated cluster once the operator is ready.")
+@click.option('--replay-speed', 'replay_speed', type=str, default='1', show_default=True, metavar='X|max',
+              help="The pace of --replay: X times the recorded one, or 'max' (each change once the cluster is quiet).")
 @click.argument('paths', nargs=-1)
 @click.make_pass_decorator(CLIControls, ensure=True)
 def run(
@@ -124,6 +131,8 @@ def run(
         clusterwide: bool,
         liveness_endpoint: str | None,
         sim_manifests: Sequence[str],
+        replay_log: str | None,
+        replay_speed: str,
 ) -> None:
     """Start an operator process and handle all the requests."""
     if priority is None and dev:
@@ -139,10 +148,16 @@ def run(
     preload(paths=paths, modules=modules)
 
     vault = __controls.vault
+    ready_flag = __controls.ready_flag
     sim: EmbeddedSim | None = None
+    if replay_log is not None and not sim_enabled:
+        raise click.UsageError("--replay needs --sim: a log is replayed into a simulated cluster.")
     if sim_enabled:
-        sim = EmbeddedSim(manifests)
+        sim = EmbeddedSim(manifests, replay=replay_log, speed=_replay_speed(replay_speed))
         sim.start()
+        if replay_log is not None:
+            ready_flag = ready_flag if ready_flag is not None else threading.Event()
+            sim.replay_when_ready(ready_flag)
         assert sim.url is not None
         click.echo(f"Simulated cluster: {sim.url}")
         click.echo(f"Kubeconfig: {sim.kubeconfig}")
@@ -155,7 +170,7 @@ def run(
             registry=__controls.registry,
             settings=__controls.settings,
             stop_flag=__controls.stop_flag,
-            ready_flag=__controls.ready_flag,
+            ready_flag=ready_flag,
             vault=vault,
             standalone=standalone or None,
             namespaces=namespaces,
@@ -282,8 +297,11 @@ class EmbeddedSim:
     ``kopf_sim`` is imported only here, lazily: the framework itself knows nothing of it.
     """
 
-    def __init__(self, manifests: Sequence[str]) -> None:
+    def __init__(self, manifests: Sequence[str], *, replay: str | None = None, speed: float | None = 1.0) -> None:
         self.manifests = list(manifests)
+        self.replay_path = replay
+        self.speed = speed
+        self._replay: Any = None  # kopf_sim.replaying.Replay, once checked against the cluster
         self.url: str | None = None
         self.kubeconfig: str | None = None
         self._ready = threading.Event()
@@ -295,6 +313,7 @@ class EmbeddedSim:
     def start(self) -> None:
         from kopf_sim.errors import ApiError
         from kopf_sim.manifests import ManifestError, read_manifests
+        from kopf_sim.replaying import LogError
         from kopf_sim.store import Cluster
 
         self._cluster = Cluster()
@@ -308,8 +327,36 @@ class EmbeddedSim:
         os.close(handle)
         self._thread.start()
         self._ready.wait()
+        if isinstance(self._error, LogError):
+            raise click.ClickException(str(self._error))
         if self._error is not None:
             raise click.ClickException(f"Cannot serve the simulated cluster: {self._error}")
+
+    def replay_when_ready(self, ready_flag: Flag) -> None:
+        """Replay the log in the simulator's thread once the operator is ready (the flag that it raises)."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._loop.create_task, self._replay_after(ready_flag))
+
+    async def _replay_after(self, ready_flag: Flag) -> None:
+        from kopf_sim.replaying import ReplayError
+
+        if isinstance(ready_flag, threading.Event):
+            await asyncio.get_running_loop().run_in_executor(None, ready_flag.wait)
+        elif isinstance(ready_flag, concurrent.futures.Future):
+            await asyncio.wrap_future(ready_flag)
+        # Ready is not yet watching: the first change must not come before the operator can see it.
+        watched = {(step.resource.group, step.resource.plural) for step in self._replay.steps}
+        for _ in range(REPLAY_WATCH_WAIT * 10):
+            if not watched or any(self._cluster.watched(key) for key in watched):
+                break
+            await asyncio.sleep(0.1)
+        click.echo(f"Replaying {self.replay_path}: {self._replay.summary()}.")
+        try:
+            await self._replay.run(speed=self.speed)
+        except ReplayError as e:
+            click.echo(f"Error: {e}", err=True)
+        else:
+            click.echo(f"Replayed {len(self._replay)} changes of {self.replay_path}.")
 
     def stop(self) -> None:
         if self._loop is not None and self._stopping is not None:
@@ -328,7 +375,12 @@ class EmbeddedSim:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         try:
-            served = ServedApp(build_app(self._cluster), host='127.0.0.1', port=0)
+            app = build_app(self._cluster)
+            if self.replay_path is not None:  # checked before anything is served: a bad log is an error at once
+                from kopf_sim.apiclient import app_api
+                from kopf_sim.replaying import prepare
+                self._replay = await prepare(self.replay_path, app_api(app, user_agent='kopf-sim-replay'))
+            served = ServedApp(app, host='127.0.0.1', port=0)
             await served.start()
         except BaseException as e:
             self._error = e
@@ -342,3 +394,16 @@ class EmbeddedSim:
             await self._stopping.wait()
         finally:
             await served.stop()
+
+
+def _replay_speed(value: str) -> float | None:
+    """``--replay-speed``: a positive number, or ``max`` (None: each change once the cluster is quiet)."""
+    if value.strip().lower() == 'max':
+        return None
+    try:
+        speed = float(value)
+    except ValueError:
+        speed = 0.0
+    if not speed > 0:
+        raise click.BadParameter(f"{value!r} is neither a positive number nor 'max'.", param_hint="--replay-speed")
+    return speed

@@ -1,18 +1,26 @@
 """``kopf-sim``: serve a simulated cluster to kubectl and any other Kubernetes client."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
+import signal
+import sys
 import tempfile
-from typing import IO
+from typing import IO, Any
 
 import click
 
 from . import errors
+from .apiclient import app_api
 from .app import build_app
+from .capture import Capture, CaptureError, CaptureStats, count_of, record_until_stopped
+from .clock import system_clock
+from .credentials import CredentialsError, connect
 from .manifests import ManifestError, read_manifests
-from .recording import ChangeRecorder
+from .recording import ChangeRecorder, LogWriter
+from .replaying import LogError, Replay, ReplayError, prepare
 from .serving import ServedApp, serve_forever
 from .store import Cluster
 
@@ -20,6 +28,25 @@ from .store import Cluster
 @click.group()
 def main() -> None:
     """A simulated Kubernetes API server."""
+
+
+class SpeedType(click.ParamType):  # type: ignore[type-arg]
+    """A replay's pace: a positive number, or ``max`` (None: as fast as the cluster quiesces)."""
+
+    name = "X|max"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float | None:
+        if value is None or isinstance(value, float):
+            return value
+        if str(value).strip().lower() == "max":
+            return None
+        try:
+            speed = float(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither a number nor 'max'.", param, ctx)
+        if not speed > 0:
+            self.fail(f"the speed must be positive, got {value!r}.", param, ctx)
+        return speed
 
 
 @main.command()
@@ -32,10 +59,18 @@ def main() -> None:
 @click.option("--load", "manifests", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Create the objects of this manifest at start (repeatable; CRDs first).")
 @click.option("--record", "record_path", type=click.Path(dir_okay=False),
-              help="Append every change as a JSON Lines watch event to this file.")
+              help="Append every change to this watch-event log (JSON Lines; see docs/replay.md).")
+@click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False),
+              help="Replay the changes of this watch-event log into the served cluster.")
+@click.option("--speed", type=SpeedType(), default=1.0, show_default=True,
+              help="The pace of --replay: X times the recorded one, or 'max': each change once the cluster "
+                   "has had no writes for a second.")
+@click.option("--replay-delay", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Seconds to wait before --replay starts (e.g. to start an operator first).")
 @click.option("--verbose", "-v", is_flag=True, help="Log every request.")
 def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, tls: bool,
-          manifests: tuple[str, ...], record_path: str | None, verbose: bool) -> None:
+          manifests: tuple[str, ...], record_path: str | None, replay_path: str | None, speed: float | None,
+          replay_delay: float, verbose: bool) -> None:
     """Serve the simulated cluster over HTTP(S) until interrupted (Ctrl+C or SIGTERM)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
     if token == "auto":
@@ -48,10 +83,13 @@ def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, 
         raise click.ClickException(str(exc)) from None
     except errors.ApiError as exc:
         raise click.ClickException(f"cannot load the manifests: {exc.message}") from None
+    app = build_app(cluster)
+    replay = _prepare_replay(app, replay_path) if replay_path else None
     record_stream: IO[str] | None = None
     if record_path:
         record_stream = open(record_path, "a", encoding="utf-8")  # noqa: SIM115 - closed below
-        cluster.observers.append(ChangeRecorder(record_stream))
+        cluster.observers.append(ChangeRecorder(record_stream, clock=system_clock,
+                                                source={"recorder": "kopf-sim serve --record"}))
     if kubeconfig_path is None:
         handle, kubeconfig_path = tempfile.mkstemp(prefix="kopf-sim-", suffix=".kubeconfig")
         os.close(handle)
@@ -63,9 +101,11 @@ def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, 
         if documents:
             click.echo(f"Loaded {cluster.count() - 4} objects from {len(manifests)} manifest(s).")
         click.echo("Press Ctrl+C to stop.", err=False)
+        if replay is not None:
+            _start_replay(replay, speed=speed, delay=replay_delay)
 
     try:
-        serve_forever(build_app(cluster), host=host, port=port, token=token, tls=tls,
+        serve_forever(app, host=host, port=port, token=token, tls=tls,
                       kubeconfig=kubeconfig_path, on_ready=announce)
     except OSError as exc:
         raise click.ClickException(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
@@ -73,3 +113,94 @@ def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, 
         if record_stream is not None:
             record_stream.close()
     click.echo("Stopped.")
+
+
+def _prepare_replay(app: Any, path: str) -> Replay:
+    """Check the log against the cluster before serving: a bad log is an error, not a half-served replay."""
+    try:
+        return asyncio.run(prepare(path, app_api(app, user_agent="kopf-sim-replay")))
+    except LogError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _start_replay(replay: Replay, *, speed: float | None, delay: float) -> None:
+    """Replay in the serving loop, saying when it starts, ends, or stops at a line."""
+    async def run() -> None:
+        await asyncio.sleep(delay)
+        click.echo(f"Replaying {replay.log.source}: {replay.summary()}.")
+        try:
+            await replay.run(speed=speed)
+        except ReplayError as exc:
+            click.echo(f"Error: {exc}", err=True)
+        else:
+            click.echo(f"Replayed {len(replay)} changes; still serving.")
+
+    task = asyncio.get_running_loop().create_task(run(), name="replay")
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+_background: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to tasks
+
+
+@main.command()
+@click.option("--kubeconfig", "kubeconfig_path", type=click.Path(dir_okay=False), default=None,
+              help="The kubeconfig (default: $KUBECONFIG or ~/.kube/config).")
+@click.option("--context", default=None, help="The kubeconfig context (default: the current one).")
+@click.option("--resource", "-r", "resources", multiple=True,
+              help="Record this resource, named as kubectl names it (repeatable).")
+@click.option("--all-resources", is_flag=True, help="Record every resource that can be listed and watched.")
+@click.option("--namespace", "-n", "namespaces", multiple=True,
+              help="Record only this namespace (repeatable; default: all namespaces).")
+@click.option("--output", "-o", "output", required=True, type=click.Path(dir_okay=False),
+              help="The log to write (appended to, as a new segment, if it exists).")
+@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop after this many seconds (default: at Ctrl+C or SIGTERM).")
+@click.option("--include-secrets", is_flag=True, help="Keep the values of Secrets (blanked by default).")
+def record(kubeconfig_path: str | None, context: str | None, resources: tuple[str, ...], all_resources: bool,
+           namespaces: tuple[str, ...], output: str, duration: float | None, include_secrets: bool) -> None:
+    """Record a cluster's watch events into a log: the current objects first (as ADDED), then every change."""
+    try:
+        connection = connect(kubeconfig_path, context, user_agent="kopf-sim-record")
+    except CredentialsError as exc:
+        raise click.ClickException(str(exc)) from None
+    source = {"recorder": "kopf-sim record", "server": connection.server, "context": connection.context,
+              "resources": [*sorted(resources), *(["*"] if all_resources else [])],
+              "namespaces": sorted(namespaces)}
+    terminal = sys.stderr.isatty()
+
+    def announce(stats: CaptureStats) -> None:
+        click.echo(f"Recording {connection.server} (context {connection.context or '-'}) into {output}: "
+                   f"{count_of(stats.objects, 'object')} there now; Ctrl+C to stop.", err=True)
+
+    def progress(stats: CaptureStats) -> None:
+        if terminal:
+            click.echo(f"\rRecording: {stats.line()}\033[K", nl=False, err=True)
+
+    def warn(message: str) -> None:
+        click.echo(("\r\033[K" if terminal else "") + f"Warning: {message}", err=True)
+
+    async def main(stream: IO[str]) -> CaptureStats:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        try:
+            writer = LogWriter(stream, started=system_clock(), source=source, secrets=include_secrets)
+            capture = Capture(connection.api, writer, resources=resources, all_resources=all_resources,
+                              namespaces=namespaces, warn=warn)
+            return await record_until_stopped(capture, stop=stop, duration=duration, started=announce,
+                                              progress=progress)
+        finally:
+            await connection.api.close()
+
+    try:
+        with open(output, "a", encoding="utf-8") as stream:
+            stats = asyncio.run(main(stream))
+    except (CaptureError, OSError) as exc:
+        if terminal:
+            click.echo("", err=True)
+        raise click.ClickException(str(exc)) from None
+    if terminal:
+        click.echo("\r\033[K", nl=False, err=True)
+    click.echo(f"Recorded {stats.line()} into {output}.", err=True)

@@ -384,6 +384,10 @@ class Cluster:
         self._subscriptions.append(subscription)
         return subscription
 
+    def watched(self, key: StorageKey) -> bool:
+        """Whether a watch stream follows this resource now (e.g. an operator has started to)."""
+        return any(subscription.rtype.storage_key == key for subscription in self._subscriptions)
+
     def close_watches(self) -> None:
         for subscription in list(self._subscriptions):
             subscription.close()

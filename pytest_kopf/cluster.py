@@ -28,11 +28,14 @@ import yaml
 
 from kopf_sim import faults as sim_faults
 from kopf_sim.admission import AdmissionControl
+from kopf_sim.apiclient import Served
 from kopf_sim.app import ADMISSION_KEY, build_app
 from kopf_sim.clock import SeededUids, system_clock
 from kopf_sim.direct import DirectClient
 from kopf_sim.manifests import parse_manifests, read_manifest
 from kopf_sim.recording import ChangeRecorder
+from kopf_sim.replaying import KOPF_BOOKKEEPING, Bookkeeping, Replay, WatchLog
+from kopf_sim.replaying import prepare as prepare_replay
 from kopf_sim.serving import ServedApp
 from kopf_sim.store import Cluster
 from kopf_sim.transport import DEFAULT_BASE_URL, InMemoryServer
@@ -47,6 +50,7 @@ from .errors import (
     KopfResourceError,
     KopfTimeoutError,
 )
+from .replays import RealModeRecorder, exchange_api
 from .running import is_virtual
 
 __all__ = [
@@ -198,6 +202,57 @@ class KopfCluster(abc.ABC):
     @abc.abstractmethod
     async def kubeconfig(self) -> pathlib.Path:
         """The path of a kubeconfig for other processes (kubectl, ``kopf run``): see the subclasses."""
+
+    # -- record & replay (see docs/replay.md) ---------------------------------------------------------
+
+    async def prepare_replay(self, log: str | os.PathLike[str] | WatchLog, *, until: float | None = None,
+                             resources: Iterable[str] | None = None, namespace: str | None = None,
+                             bookkeeping: Bookkeeping = KOPF_BOOKKEEPING) -> Replay:
+        """Read a watch-event log, check it against this cluster, and plan its changes; nothing is written yet.
+
+        Apply them one by one (``for step in replay: await replay.apply(step)``) or all in time
+        (``await replay.run(speed=...)``). ``namespace``: where namespaced objects go (in real mode, the
+        test's namespace by default). See :meth:`replay` for the rest.
+        """
+        names = None if resources is None else [await self._replay_name(name) for name in resources]
+        if namespace is None and self.mode == "real":
+            namespace = self.namespace
+        return await prepare_replay(log, exchange_api(self._exchange), resources=names, until=until,
+                                    namespace=namespace, bookkeeping=bookkeeping, on_create=self._replayed)
+
+    async def replay(self, log: str | os.PathLike[str] | WatchLog, *, speed: float | None = 1.0,
+                     until: float | None = None, resources: Iterable[str] | None = None, quiet: float = 1.0,
+                     namespace: str | None = None, bookkeeping: Bookkeeping = KOPF_BOOKKEEPING) -> Replay:
+        """Write the changes of a watch-event log into the cluster, at their relative times; return when done.
+
+        ``speed``: 1.0 is the recorded pace (in virtual time under ``--kopf-sim``), 10.0 is ten times
+        faster; ``None``: each change once the cluster has had no writes for ``quiet`` seconds (the
+        operator is done with the previous one). ``until``: only the events up to so many seconds into
+        the log. ``resources``: only these (names as kubectl takes them; by default all but events).
+        ``bookkeeping``: what the recorded operator wrote for itself, not replayed (Kopf's by default).
+        A bad log raises :class:`kopf_sim.replaying.LogError` before anything is written; a refused
+        write raises :class:`kopf_sim.replaying.ReplayError` naming its line.
+        """
+        planned = await self.prepare_replay(log, until=until, resources=resources, namespace=namespace,
+                                            bookkeeping=bookkeeping)
+        try:
+            await planned.run(speed=speed, quiet=quiet)
+        finally:
+            self.forget_discovery()  # the log may have brought CRDs
+        return planned
+
+    async def _replay_name(self, name: str) -> str:
+        """A resource's name as the log has it (``plural.group``) if the cluster knows it (e.g. a short name)."""
+        try:
+            return (await self.resolve(name)).qualified
+        except KopfResourceError:
+            return name  # maybe a resource that a CRD in the log defines
+
+    def _replayed(self, served: Served, obj: JsonDict) -> None:
+        """What a replay creates is cleaned up as what the test creates (in real mode: cluster-scoped objects)."""
+        info = ResourceInfo(group=served.group, version=served.version, plural=served.plural, kind=served.kind,
+                            namespaced=served.namespaced)
+        self._created(info, obj)
 
     # -- HTTP ---------------------------------------------------------------------------------------
 
@@ -509,7 +564,8 @@ class SimKopfCluster(KopfCluster):
         if self._record_path is not None:
             self._record_path.parent.mkdir(parents=True, exist_ok=True)
             self._record_stream = self._record_path.open("w", encoding="utf-8")
-            self._cluster.observers.append(ChangeRecorder(self._record_stream))
+            self._cluster.observers.append(ChangeRecorder(self._record_stream, clock=self._cluster.clock,
+                                                          source={"recorder": "pytest --kopf-record", "mode": "sim"}))
         await self._server.start()
         self._direct = DirectClient(self._app, headers={"User-Agent": USER_AGENT})
 
@@ -611,8 +667,11 @@ class RealKopfCluster(KopfCluster):
     mode = "real"
 
     def __init__(self, *, config: kubeconfigs.KubeConfig, namespace: str,
-                 tmp_dir: Callable[[], pathlib.Path]) -> None:
+                 tmp_dir: Callable[[], pathlib.Path], record_path: pathlib.Path | None = None) -> None:
         super().__init__(base_url=config.server, namespace=namespace, tmp_dir=tmp_dir)
+        self._recorder = None if record_path is None else RealModeRecorder(
+            record_path, server=config.server, ssl_context=config.ssl_context(), headers=config.headers,
+            namespace=namespace)
         self.config = config
         self._ssl = config.ssl_context()
         self._headers = {"User-Agent": USER_AGENT, **config.headers()}
@@ -648,6 +707,8 @@ class RealKopfCluster(KopfCluster):
             await self.teardown()
             raise
         self._namespace_created = True
+        if self._recorder is not None:
+            await self._recorder.start()
 
     def _created(self, info: ResourceInfo, obj: JsonDict) -> None:
         if not info.namespaced:
@@ -655,6 +716,8 @@ class RealKopfCluster(KopfCluster):
 
     async def teardown(self) -> None:
         try:
+            if self._recorder is not None:
+                await self._recorder.stop()
             if self._session is not None:
                 victims = list(reversed(self._cleanup))
                 if self._namespace_created:

@@ -71,7 +71,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kopf-context", dest="kopf_context", default=None, metavar="NAME",
                     help="the kubeconfig context for --kopf-real (default: the current context)")
     group.addoption("--kopf-record", dest="kopf_record", default=None, metavar="DIR",
-                    help="in sim mode, record each test's watch events as JSON Lines into DIR")
+                    help="record each test's watch events into DIR, one log per test (docs/replay.md); "
+                         "in real mode, those of the test's namespace")
     parser.addini("kopf_mode", "the mode of the kopf tests: sim (default) or real", default=SIM)
     parser.addini("kopf_context", "the kubeconfig context for the real mode", default="")
     parser.addini("kopf_time_limit", "virtual seconds a sim-mode test may last before it fails (none by default)",
@@ -111,9 +112,9 @@ def settings_of(config: pytest.Config) -> KopfSettings:
 
 def pytest_report_header(config: pytest.Config) -> str:
     settings = settings_of(config)
-    if settings.mode == REAL:
-        return f"kopf: real mode (context: {settings.context or 'current'})"
     recording = f", recording into {settings.record_dir}" if settings.record_dir else ""
+    if settings.mode == REAL:
+        return f"kopf: real mode (context: {settings.context or 'current'}){recording}"
     return f"kopf: sim mode (virtual time){recording}"
 
 
@@ -227,17 +228,18 @@ def kopf_cluster(
         return tmp_path_factory.mktemp("kopf-cluster")
 
     cluster: KopfCluster
+    record = None
+    if settings.record_dir is not None:
+        record = settings.record_dir / f"{_slug(request.node.nodeid, 200)}.jsonl"
     if settings.mode == SIM:
-        record = None
-        if settings.record_dir is not None:
-            record = settings.record_dir / f"{_slug(request.node.nodeid, 200)}.jsonl"
         cluster = SimKopfCluster(loop=kopf_loop.loop, tmp_dir=tmp_dir, record_path=record)
     else:
         try:
             config = kubeconfig.load(context=settings.context)
         except KopfConfigError as exc:
             pytest.fail(str(exc), pytrace=False)
-        cluster = RealKopfCluster(config=config, namespace=_namespace_name(request.node.name), tmp_dir=tmp_dir)
+        cluster = RealKopfCluster(config=config, namespace=_namespace_name(request.node.name), tmp_dir=tmp_dir,
+                                  record_path=record)
     try:
         kopf_loop.run(cluster.setup())
     except KopfClusterUnreachable as exc:

@@ -259,9 +259,11 @@ def test_recording_watch_events(pytester: pytest.Pytester, tmp_path: Path) -> No
     result.assert_outcomes(passed=2)
     files = sorted(path.name for path in records.iterdir())
     assert files == ["test_rec.py_test_records_a.jsonl", "test_rec.py_test_records_b.jsonl"]
-    lines = [json.loads(line) for line in (records / files[1]).read_text().splitlines()]
+    header, *lines = [json.loads(line) for line in (records / files[1]).read_text().splitlines()]
+    assert header["source"] == {"recorder": "pytest --kopf-record", "mode": "sim"}
     assert [(line["type"], line["object"]["metadata"]["name"]) for line in lines] == \
         [("ADDED", "b"), ("MODIFIED", "b"), ("DELETED", "b")]
+    assert {line["resource"]["plural"] for line in lines} == {"configmaps"}
 
 
 def test_xdist_workers_have_their_own_clusters(pytester: pytest.Pytester, tmp_path: Path) -> None:

@@ -291,7 +291,7 @@ async def run(seed: int) -> Logs:
     clock = ManualClock()
     cluster = Cluster(clock=clock, uids=SeededUids(SEED))
     recorded = io.StringIO()
-    cluster.observers.append(ChangeRecorder(recorded))
+    cluster.observers.append(ChangeRecorder(recorded, clock=clock))
     cluster.create(cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"), None, CRD)
     script = Script(cluster, clock, seed)
     async with InMemoryServer(build_app(cluster)) as server, server.session() as session:
@@ -328,7 +328,8 @@ async def test_same_seed_same_logs() -> None:
     failures = {o["result"]["code"] for o in outcomes if o["result"] and o["result"].get("status") == "Failure"}
     assert failures >= {409, 422}
 
-    changes = [json.loads(line) for line in first.recorded.splitlines()]
+    header, *changes = [json.loads(line) for line in first.recorded.splitlines()]
+    assert (header["format"], header["version"]) == ("kopf-sim-watch-log", 1)
     assert len(changes) > OPERATIONS
     deleted_cms = [c for c in changes if c["type"] == "DELETED" and c["object"].get("kind") == "ConfigMap"]
     direct_deletes = sum(1 for o in outcomes if o["op"] == "delete")
