@@ -35,7 +35,7 @@ def team_settings(spec: kopf.Spec, configmaps_by_team: kopf.Index, **_: Any) -> 
     return sorted(configmaps_by_team.get(spec.get('field'), []))
 
 
-@kopf.timer('kopfexamples', interval=5, initial_delay=5)
+@kopf.timer('kopfexamples', interval=3, initial_delay=3)
 def refresh_settings(spec: kopf.Spec, status: kopf.Status, configmaps_by_team: kopf.Index,
                      patch: kopf.Patch, **_: Any) -> None:
     names = sorted(configmaps_by_team.get(spec.get('field'), []))

@@ -37,7 +37,7 @@ async def test_handlers_use_the_index(kopf_cluster, kopf_operator):
     await kopf_cluster.create(example("svc", "alpha"))
     await kopf_cluster.wait_for("kopfexamples", "svc", condition=settings_are("alpha-cache", "alpha-db"), timeout=30)
 
-    # The index follows the ConfigMaps; the timer notices within its interval.
+    # The index follows the ConfigMaps; the timer notices within its interval (3 s).
     await kopf_cluster.create(configmap("alpha-queue", "alpha"))
     await kopf_cluster.wait_for("kopfexamples", "svc", timeout=30,
                                 condition=settings_are("alpha-cache", "alpha-db", "alpha-queue"))
