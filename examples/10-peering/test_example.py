@@ -16,7 +16,7 @@ PEERING_CRDS = HERE.parent.parent / "peering.yaml"
 
 async def wait_for_log(operator, text: str, timeout: float = 30) -> None:
     async with asyncio.timeout(timeout):
-        while text not in operator.logs:
+        while text not in operator.logs:  # noqa: ASYNC110 - polling the log: nothing else to wait on
             await asyncio.sleep(0.1)
 
 

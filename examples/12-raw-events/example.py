@@ -32,6 +32,6 @@ def stamp_first_seen(event: kopf.RawEvent, patch: kopf.Patch, **_: Any) -> None:
 
 
 @kopf.on.event('v1', 'configmaps', labels={'example.kopf.dev/watched': kopf.PRESENT})
-def watch_settings(event: kopf.RawEvent, name: str, logger: kopf.Logger, **_: Any) -> None:
-    data = event['object'].get('data') or {}
+def watch_settings(event: kopf.RawEvent, body: kopf.Body, name: str, logger: kopf.Logger, **_: Any) -> None:
+    data = body.get('data') or {}
     logger.info(f"ConfigMap {name}: {event['type']} with keys {sorted(data)}.")

@@ -8,10 +8,10 @@ the operator meet at two flags (here ``threading.Event``; ``asyncio.Event`` and 
 - ``stop_flag``: set by the application to stop the operator gracefully (its cleanup handlers run).
 
 As a program (``python examples/15-embedding/example.py``), it runs the operator in a thread until
-Ctrl+C, with the credentials of ``$KUBECONFIG``. With ``kopf run``, only the handlers below are used.
+Ctrl+C or SIGTERM, with the credentials of ``$KUBECONFIG``. With ``kopf run``, only the handlers below are used.
 """
 import asyncio
-import logging
+import signal
 import threading
 from collections.abc import Collection
 from typing import Any
@@ -65,14 +65,15 @@ class OperatorThread:
 
 
 def main() -> None:
-    kopf.configure(verbose=False)
-    logging.getLogger(__name__).info("The application starts its operator.")
+    kopf.configure()  # the log format of `kopf run`
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.set())
     operator = OperatorThread()
     operator.start()
     try:
-        threading.Event().wait()  # the application's own work would go here
-    except KeyboardInterrupt:
-        pass
+        while not stopping.wait(1):
+            pass  # the application's own work would go here
     finally:
         operator.stop()
 

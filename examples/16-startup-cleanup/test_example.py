@@ -31,7 +31,7 @@ async def test_startup_memo_and_cleanup(kopf_cluster, kopf_operator):
     await kopf_cluster.create(example("two", "b"))
     ns = kopf_cluster.namespace
     async with asyncio.timeout(30):
-        while len(memo.inventory) < 2:  # the objects' handlers fill the operator's dict
+        while len(memo.inventory) < 2:  # noqa: ASYNC110 - the objects' handlers fill the operator's dict
             await asyncio.sleep(0.1)
     assert memo.inventory == {f"{ns}/one": "a", f"{ns}/two": "b"}
 

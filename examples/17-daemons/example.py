@@ -35,8 +35,7 @@ async def monitor(stopped: kopf.DaemonStopped, spec: kopf.Spec, logger: kopf.Log
 async def keep_connection(name: str, logger: kopf.Logger, **_: Any) -> None:
     logger.info(f"A connection for {name} is open.")
     try:
-        while True:
-            await asyncio.sleep(3600)  # e.g. serving a long-lived connection
+        await asyncio.Event().wait()  # stands for serving a long-lived connection, forever
     except asyncio.CancelledError:
         logger.info(f"The connection for {name} is closed.")
         raise

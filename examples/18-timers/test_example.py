@@ -12,7 +12,7 @@ CRD = HERE.parent / "crd.yaml"
 async def wait_for_log(kopf_operator, text: str, timeout: float = 30) -> float:
     """Wait until the text is logged; the loop time (virtual in sim mode) when it was noticed."""
     async with asyncio.timeout(timeout):
-        while text not in kopf_operator.logs:
+        while text not in kopf_operator.logs:  # noqa: ASYNC110 - polling the log: nothing else to wait on
             await asyncio.sleep(0.1)
     return asyncio.get_running_loop().time()
 

@@ -31,20 +31,21 @@ def examples_by_team(name: str, spec: kopf.Spec, **_: Any) -> dict[str, str] | N
 
 @kopf.on.create('kopfexamples')
 @kopf.on.update('kopfexamples', field='spec.field')
-def team_settings(spec: kopf.Spec, configmaps_by_team: kopf.Index, **_: Any) -> list[str]:
-    return sorted(configmaps_by_team.get(spec.get('field'), []))
+def team_settings(spec: kopf.Spec, configmaps_by_team: kopf.Index[str, str], **_: Any) -> list[str]:
+    return sorted(configmaps_by_team.get(str(spec.get('field', '')), []))
 
 
 @kopf.timer('kopfexamples', interval=3, initial_delay=3)
-def refresh_settings(spec: kopf.Spec, status: kopf.Status, configmaps_by_team: kopf.Index,
+def refresh_settings(spec: kopf.Spec, status: kopf.Status, configmaps_by_team: kopf.Index[str, str],
                      patch: kopf.Patch, **_: Any) -> None:
-    names = sorted(configmaps_by_team.get(spec.get('field'), []))
+    names = sorted(configmaps_by_team.get(str(spec.get('field', '')), []))
     if status.get('team_settings') != names:
         patch.status['team_settings'] = names
 
 
 @kopf.on.probe()
-def teams(configmaps_by_team: kopf.Index, examples_by_team: kopf.Index, **_: Any) -> dict[str, dict[str, int]]:
+def teams(configmaps_by_team: kopf.Index[str, str], examples_by_team: kopf.Index[str, str],
+          **_: Any) -> dict[str, dict[str, int]]:
     names = set(configmaps_by_team) | set(examples_by_team)
     return {str(team): {'configmaps': len(configmaps_by_team.get(team, [])),
                         'examples': len(examples_by_team.get(team, []))} for team in sorted(names, key=str)}

@@ -324,9 +324,9 @@ def test_documented_resource_fields() -> None:
 
 def test_logger_type_for_handlers_annotations() -> None:
     import logging
+    import typing
 
     import kopf
-    import typing
     assert set(typing.get_args(kopf.Logger)) == {logging.Logger, logging.LoggerAdapter[typing.Any]}
 
     def handler(logger: kopf.Logger, **_: typing.Any) -> None:  # usable in the handlers' annotations
