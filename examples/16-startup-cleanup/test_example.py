@@ -1,9 +1,5 @@
 """Startup prepares the shared state, handlers use it, the probe reports it, cleanup closes it."""
 import asyncio
-import os
-import signal
-import socket
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -48,48 +44,19 @@ async def test_startup_memo_and_cleanup(kopf_cluster, kopf_operator):
     assert kopf_operator.exception is None
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-async def read_until(process: asyncio.subprocess.Process, text: str, lines: list[str], timeout: float = 30) -> None:
-    """Read the process's output lines (into ``lines``) until one of them contains the text."""
-    async with asyncio.timeout(timeout):
-        while not any(text in line for line in lines):
-            line = await process.stdout.readline()
-            if not line:
-                raise AssertionError(f"The operator has exited before {text!r}:\n" + "".join(lines))
-            lines.append(line.decode())
-
-
 @pytest.mark.kopf_real_time  # a real `kopf run` process, with its real clock
-async def test_kopf_run_with_login_and_liveness(kopf_cluster):
+async def test_kopf_run_with_login_and_liveness(kopf_cluster, kopf_run):
     await kopf_cluster.apply(CRD)
     await kopf_cluster.create(example("seen", "x"))
-    kubeconfig = await kopf_cluster.kubeconfig()  # in sim mode: the simulated cluster, served on 127.0.0.1
-    server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-    url = f"http://127.0.0.1:{free_port()}/healthz"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kopf", "run", "--standalone", "-n", kopf_cluster.namespace, "--liveness", url,
-        str(HERE / "example.py"),
-        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    lines: list[str] = []
-    try:
-        await read_until(process, f"Logged in to {server}.", lines)  # our login handler, from $KUBECONFIG
-        await read_until(process, "Handler 'add_to_inventory' succeeded.", lines)
-        async with aiohttp.ClientSession() as session, session.get(url) as response:
+    async with kopf_run(HERE / "example.py", liveness=True) as operator:  # see examples/conftest.py
+        kubeconfig = yaml.safe_load((await kopf_cluster.kubeconfig()).read_text())
+        server = kubeconfig["clusters"][0]["cluster"]["server"]
+        await operator.read_until(f"Logged in to {server}.")  # our login handler, from $KUBECONFIG
+        await operator.read_until("Handler 'add_to_inventory' succeeded.")
+        async with aiohttp.ClientSession() as session, session.get(operator.liveness_url) as response:
             assert response.status == 200
             assert await response.json() == {"inventory": 1}
         await kopf_cluster.delete("kopfexamples", "seen")
         await kopf_cluster.wait_gone("kopfexamples", "seen", timeout=30)  # the deletion handler has run
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)
-        output, _ = await asyncio.wait_for(process.communicate(), timeout=30)
-    log = "".join(lines) + output.decode()
-    assert process.returncode == 0, log
-    assert "The inventory is open." in log
-    assert "The inventory is closed with 0 objects: []." in log
+    assert "The inventory is open." in operator.output
+    assert "The inventory is closed with 0 objects: []." in operator.output

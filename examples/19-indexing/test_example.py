@@ -1,9 +1,4 @@
 """The handlers look the team's ConfigMaps up in an index that follows the cluster; a probe reports it."""
-import asyncio
-import os
-import signal
-import socket
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -52,46 +47,17 @@ async def test_handlers_use_the_index(kopf_cluster, kopf_operator):
     assert kopf_operator.exception is None
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-async def read_until(process: asyncio.subprocess.Process, text: str, lines: list[str], timeout: float = 30) -> None:
-    """Read the process's output lines (into ``lines``) until one of them contains the text."""
-    async with asyncio.timeout(timeout):
-        while not any(text in line for line in lines):
-            line = await process.stdout.readline()
-            if not line:
-                raise AssertionError(f"The operator has exited before {text!r}:\n" + "".join(lines))
-            lines.append(line.decode())
-
-
 @pytest.mark.kopf_real_time  # a real `kopf run` process, with its real clock
-async def test_probe_reports_the_indices(kopf_cluster):
+async def test_probe_reports_the_indices(kopf_cluster, kopf_run):
     await kopf_cluster.apply(CRD)
     for name, team in [("alpha-db", "alpha"), ("alpha-cache", "alpha"), ("beta-db", "beta")]:
         await kopf_cluster.create(configmap(name, team))
     await kopf_cluster.create(example("svc", "alpha"))
     await kopf_cluster.create(example("tool", "gamma"))
-    kubeconfig = await kopf_cluster.kubeconfig()
-    url = f"http://127.0.0.1:{free_port()}/healthz"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kopf", "run", "--standalone", "-n", kopf_cluster.namespace, "--liveness", url,
-        str(HERE / "example.py"),
-        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    lines: list[str] = []
-    try:
+    async with kopf_run(HERE / "example.py", liveness=True) as operator:  # see examples/conftest.py
         # The probes may run before the indices are populated (the resource handlers never do): ask after one.
-        await read_until(process, "Handler 'team_settings' succeeded.", lines)
-        async with aiohttp.ClientSession() as session, session.get(url) as response:
+        await operator.read_until("Handler 'team_settings' succeeded.")
+        async with aiohttp.ClientSession() as session, session.get(operator.liveness_url) as response:
             assert await response.json() == {"teams": {"alpha": {"configmaps": 2, "examples": 1},
                                                        "beta": {"configmaps": 1, "examples": 0},
                                                        "gamma": {"configmaps": 0, "examples": 1}}}
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)
-        output, _ = await asyncio.wait_for(process.communicate(), timeout=30)
-    assert process.returncode == 0, "".join(lines) + output.decode()
