@@ -320,3 +320,15 @@ def test_documented_resource_fields() -> None:
     fields = [field.name for field in dataclasses.fields(kopf.Resource)]
     assert fields == ['group', 'version', 'plural', 'kind', 'singular', 'shortcuts', 'categories',
                       'subresources', 'namespaced', 'preferred', 'verbs']
+
+
+def test_logger_type_for_handlers_annotations() -> None:
+    import logging
+    import typing
+
+    import kopf
+    assert set(typing.get_args(kopf.Logger)) == {logging.Logger, logging.LoggerAdapter[typing.Any]}
+
+    def handler(logger: kopf.Logger, **_: typing.Any) -> None:  # usable in the handlers' annotations
+        logger.info("hello")
+    assert typing.get_type_hints(handler)['logger'] == kopf.Logger
