@@ -71,3 +71,7 @@ nitpick_ignore_regex = [
 # A short name in an annotation that several modules define (``JsonDict``) resolves to the first of them:
 # no warning for that (the fully qualified references are still checked).
 suppress_warnings = ["ref.python"]
+
+# The objects of the API reference are not listed in the tables of contents (there are hundreds of them:
+# they made every page's navigation huge and the build slow); the modules are.
+toc_object_entries = False

@@ -5,7 +5,11 @@ The option tables of the CLI reference cannot fall behind the code: every option
 value type, its default and its help text come from the click objects (e.g. ``kopf.cli:run``)::
 
     ```{cli-options} kopf.cli:run
+    :auto-envvar-prefix: KOPF_RUN
     ```
+
+With ``:auto-envvar-prefix:``, the options without an environment variable of their own are shown with the
+one that click derives from the prefix and the option's name (``auto_envvar_prefix`` of the command group).
 """
 from __future__ import annotations
 
@@ -55,6 +59,7 @@ def describe_default(param: click.Option) -> str | None:
 class CliOptions(SphinxDirective):
     required_arguments = 1
     has_content = False
+    option_spec = {"auto-envvar-prefix": str}
 
     def run(self) -> list[nodes.Node]:
         command = load_command(self.arguments[0])
@@ -76,8 +81,11 @@ class CliOptions(SphinxDirective):
                 extras.append(f"default: {default}")
             if param.multiple:
                 extras.append("repeatable")
+            prefix = self.options.get("auto-envvar-prefix")
             if isinstance(param.envvar, str):
                 extras.append(f"environment variable: {param.envvar}")
+            elif prefix and param.name:
+                extras.append(f"environment variable: {prefix}_{param.name.upper()}")
             if extras:
                 body += nodes.Text(" (" + "; ".join(extras) + ")")
             items += nodes.definition_list_item("", term, nodes.definition("", body))

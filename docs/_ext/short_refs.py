@@ -36,8 +36,9 @@ def resolve_short_name(app: Sphinx, env: BuildEnvironment, node: pending_xref,
         return None
     package = (node.get("py:module") or "").split(".")[0]
     objects = env.get_domain("py").objects  # type: ignore[attr-defined]
+    by_last_name = names_by_last_part(env, objects)
     for suffix in ("." + target, "." + target.rsplit(".", 1)[-1]):
-        candidates = [name for name in objects
+        candidates = [name for name in by_last_name.get(target.rsplit(".", 1)[-1], ())
                       if name.endswith(suffix) and (not package or name.split(".")[0] == package)]
         if len(candidates) == 1:
             entry = objects[candidates[0]]
@@ -45,6 +46,18 @@ def resolve_short_name(app: Sphinx, env: BuildEnvironment, node: pending_xref,
         if candidates:
             return None
     return None
+
+
+def names_by_last_part(env: BuildEnvironment, objects: dict[str, Any]) -> dict[str, list[str]]:
+    """The documented objects by the last part of their names, built once per build (when all are known)."""
+    cache: tuple[int, dict[str, list[str]]] | None = env.__dict__.get("_kopf_names_by_last_part")
+    if cache is None or cache[0] != len(objects):
+        index: dict[str, list[str]] = {}
+        for name in objects:
+            index.setdefault(name.rsplit(".", 1)[-1], []).append(name)
+        cache = (len(objects), index)
+        env.__dict__["_kopf_names_by_last_part"] = cache
+    return cache[1]
 
 
 def private_names() -> set[str]:
