@@ -75,3 +75,6 @@ suppress_warnings = ["ref.python"]
 # The objects of the API reference are not listed in the tables of contents (there are hundreds of them:
 # they made every page's navigation huge and the build slow); the modules are.
 toc_object_entries = False
+
+# Keep "--option" and quotes as written: the pages are full of command lines.
+smartquotes = False

@@ -44,13 +44,11 @@ def describe_value(param: click.Parameter) -> str:
 
 
 def describe_default(param: click.Option) -> str | None:
-    if param.required:
-        return "required"
     if param.is_flag and not param.secondary_opts:
         return None
     default: Any = param.default
-    if default is None or default == () or callable(default):
-        return None
+    if default is None or default == () or callable(default) or type(default).__name__ == "Sentinel":
+        return None  # no default (click >= 8.2 marks it with its own sentinel)
     if isinstance(default, bool):
         return f"{param.opts[0] if default else param.secondary_opts[0]}" if param.secondary_opts else None
     return str(default)
@@ -77,7 +75,9 @@ class CliOptions(SphinxDirective):
             body = nodes.paragraph(text=param.help or "")
             extras = []
             default = describe_default(param)
-            if default is not None:
+            if param.required:
+                extras.append("required")
+            elif default is not None:
                 extras.append(f"default: {default}")
             if param.multiple:
                 extras.append("repeatable")
