@@ -91,28 +91,8 @@ def test_readme_first_command_runs_an_existing_operator_against_the_sim() -> Non
 
 
 # The site: Sphinx with warnings as errors and every cross-reference checked (the same as `tox -e docs`).
-
-@pytest.fixture(scope="module")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    output = tmp_path_factory.mktemp("site")
-    result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-q", "-b", "html",
-         "-d", str(output / ".doctrees"), str(ROOT / "docs"), str(output)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, f"the docs do not build cleanly:\n{result.stderr}{result.stdout}"
-    return output
-
-
-def test_docs_build_without_warnings(built_site: pathlib.Path) -> None:
-    assert (built_site / "index.html").is_file()
-
-
-def test_every_page_is_in_the_site(built_site: pathlib.Path) -> None:
-    for page in PAGES:
-        html = built_site / page.relative_to(ROOT / "docs").with_suffix(".html")
-        assert html.is_file(), f"{page.relative_to(ROOT)} is not built (not in a toctree?)"
-
+# One test builds it and checks the result (a fixture shared by several tests would build it once per
+# xdist worker).
 
 def public_modules(package: str) -> list[str]:
     root = importlib.import_module(package)
@@ -123,9 +103,21 @@ def public_modules(package: str) -> list[str]:
     return names
 
 
-def test_every_public_name_is_in_the_api_reference(built_site: pathlib.Path) -> None:
+def test_the_site_builds_without_warnings_with_every_page_and_every_public_name(tmp_path: pathlib.Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-q", "-b", "html",
+         "-d", str(tmp_path / ".doctrees"), str(ROOT / "docs"), str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, f"the docs do not build cleanly:\n{result.stderr}{result.stdout}"
+    assert (tmp_path / "index.html").is_file()
+
+    for page in PAGES:
+        html = tmp_path / page.relative_to(ROOT / "docs").with_suffix(".html")
+        assert html.is_file(), f"{page.relative_to(ROOT)} is not built (not in a toctree?)"
+
     anchors: set[str] = set()
-    for html in (built_site / "reference").glob("*.html"):
+    for html in (tmp_path / "reference").glob("*.html"):
         anchors |= set(re.findall(r'id="([^"]+)"', html.read_text()))
     missing = []
     for package in PACKAGES:
