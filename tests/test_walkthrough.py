@@ -2,9 +2,9 @@
 The walkthrough (docs/walkthrough.md) works as written, step by step.
 
 The page shows files as ```{code-block} blocks with a ``:caption:`` naming the file (``name (continued)``
-appends to it). After every step, the files so far are written into a fresh directory and ``pytest`` runs
-there, as a reader would run it: the tests of that step and of the steps before must pass with the
-operator of that step. The step "Run it by hand" is run as a reader would: ``kopf run --sim`` in the
+appends to it). The files as they are after each step go into a directory of that step, and one ``pytest``
+session runs them all, as a reader would after each step: the tests of a step and of the steps before it
+must pass with the operator of that step. The step "Run it by hand" is run as a reader would: ``kopf run --sim`` in the
 background, then the page's ``kubectl`` commands against the printed kubeconfig.
 """
 from __future__ import annotations
