@@ -3,7 +3,7 @@
 Clients read them for three things, so the documents are shaped for those:
 
 * ``kubectl explain`` finds the schema of a kind among ``components.schemas`` by the
-  ``x-kubernetes-group-version-kind`` extension and follows the ``$ref``s in it.
+  ``x-kubernetes-group-version-kind`` extension and follows the ``$ref`` links in it.
 * ``kubectl apply/create/replace --validate=strict`` (the default) checks that the PATCH
   operation of the kind (found by its ``x-kubernetes-group-version-kind``) has a ``fieldValidation``
   query parameter; if so, it leaves validation to the server (``?fieldValidation=Strict``).

@@ -139,6 +139,7 @@ class KopfCluster(abc.ABC):
 
     def __init__(self, *, base_url: str, namespace: str, tmp_dir: Callable[[], pathlib.Path]) -> None:
         self.base_url = base_url.rstrip("/")
+        #: The namespace of the objects created without one: ``default`` in sim mode, the test's own in real mode.
         self.namespace = namespace
         self._tmp_dir = tmp_dir
         self._session: aiohttp.ClientSession | None = None

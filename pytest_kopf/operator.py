@@ -175,7 +175,9 @@ class KopfOperator:
         self.cluster = cluster
         self.reuse_threads = reuse_threads  # fresh settings get an executor on the session's threads
         self.records: list[logging.LogRecord] = []
+        #: The operator's crash, or None.
         self.exception: BaseException | None = None
+        #: None while running or never started, 0 after a clean stop, 1 after a crash.
         self.exit_code: int | None = None
         self.registry: kopf.OperatorRegistry | None = None
         self.settings: kopf.OperatorSettings | None = None
