@@ -36,6 +36,7 @@ from re import Pattern
 from typing import Any
 
 import kopf
+from kopf._cogs.aiokits import syncwaits
 from kopf._cogs.aiokits.clock import pin_epoch
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.intents.causes import Activity
@@ -44,6 +45,7 @@ from kopf._core.reactor.running import os_signals_var
 from kopf_sim.virtualtime import VirtualTimeLoop, describe_tasks
 
 from .admission import InProcessWebhookServer, SimAdmissionSettings
+from .clocks import wait_event
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
 from .errors import KopfLeakError, KopfOperatorError, KopfResourceError
 from .threads import LentThreadsExecutor, shared_threads
@@ -58,6 +60,9 @@ THREADS_GRACE = 1.0
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 _counter = itertools.count(1)
+
+# kopf's sync waits (a sync daemon's ``stopped.wait(t)``) are idle waits in virtual time (real ones elsewhere).
+syncwaits.set_event_waiter(wait_event)
 
 #: Which operator (if any) the current code runs for: inherited by every task that the operator spawns.
 _owner: contextvars.ContextVar[KopfOperator | None] = contextvars.ContextVar("pytest_kopf_operator", default=None)

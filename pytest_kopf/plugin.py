@@ -10,6 +10,7 @@ coroutine function is kept at collection time and called here instead).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import inspect
@@ -25,6 +26,7 @@ import pytest
 from kopf_sim.virtualtime import VirtualTimeLoop
 
 from . import kubeconfig
+from .clocks import virtual_clocks
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
 from .running import TestLoop
@@ -208,7 +210,8 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
         pin_epoch(test_loop.loop.now(), test_loop.loop)
     request.node.stash[LOOP_KEY] = test_loop
     try:
-        yield test_loop
+        with virtual_clocks() if test_loop.virtual else contextlib.nullcontext():
+            yield test_loop
     finally:
         del request.node.stash[LOOP_KEY]
         test_loop.close()

@@ -1,0 +1,213 @@
+"""Time as the operator's code sees it in sim mode: wall-clock reads, sleeps and sync waits follow the virtual clock.
+
+While a sim-mode test runs (:func:`virtual_clocks`), these read the clock of the test's
+virtual-time loop when called in that loop's thread or in one of its executor jobs (the
+sync handlers, daemons and timers), and the real clock anywhere else (pytest itself, other
+threads, real-time tests):
+
+- ``time.time()``, ``time.time_ns()``, ``time.localtime()``/``gmtime()`` without arguments:
+  the loop's epoch plus its time (the epoch of the simulated cluster's timestamps, too);
+- ``time.monotonic()``, ``time.monotonic_ns()``: the loop's time (as ``loop.time()``, which is
+  ``time.monotonic()`` in a regular loop);
+- ``datetime.datetime.now(tz)``, ``utcnow()``, ``today()``, ``datetime.date.today()``: the same
+  moment as ``time.time()``, so ``datetime.now(timezone.utc)`` compares with an object's
+  ``creationTimestamp`` on one clock;
+- ``time.sleep(t)`` in an executor job: an idle wait of ``t`` virtual seconds (the loop's clock
+  jumps ahead when every job waits); in the loop's own thread (a blocking call in async code): the
+  loop's clock moves on by ``t`` (its timers are late, as they would be), with no real waiting;
+- kopf's sync waits (a sync daemon's ``stopped.wait(t)``): idle waits until the flag is set or
+  ``t`` virtual seconds have passed (:func:`wait_event`, installed as kopf's pluggable waiter of
+  :mod:`kopf._cogs.aiokits.syncwaits` by :mod:`pytest_kopf.operator`; it waits for real elsewhere).
+
+``time.perf_counter()`` and ``time.process_time()`` stay real: they measure the real cost of code.
+
+Why not freezegun: it freezes (or ticks) one moment for every thread of the process at once (pytest's
+own timing and the other threads included), it patches ``perf_counter`` (which the virtual-time loop
+needs real to detect stuck threads), it cannot follow a clock that jumps by itself (it moves only when
+told), and its start scans every loaded module for references to the clock functions, which costs far
+more than the plugin's whole per-test overhead (see ``benchmarks/bench_clocks.py``). Here, a start is a
+dozen attribute assignments; the price is that modules which copied a clock function before the test
+(``from time import time`` at their import) keep the real one -- the operator's own files and modules
+are loaded during the test, so they see these.
+"""
+from __future__ import annotations
+
+import asyncio.events
+import contextlib
+import datetime
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from kopf_sim.virtualtime import TICKS_PER_SECOND, VirtualTimeLoop, job_loop
+
+__all__ = ["VirtualDate", "VirtualDatetime", "virtual_clocks", "wait_event"]
+
+_real_time = time.time
+_real_time_ns = time.time_ns
+_real_monotonic = time.monotonic
+_real_monotonic_ns = time.monotonic_ns
+_real_sleep = time.sleep
+_real_localtime = time.localtime
+_real_gmtime = time.gmtime
+_RealDatetime = datetime.datetime
+_RealDate = datetime.date
+
+
+def current_loop() -> VirtualTimeLoop | None:
+    """The virtual-time loop whose clock the current code follows: the loop running here, or the job's loop."""
+    loop = asyncio.events._get_running_loop()
+    if loop is not None:
+        return loop if isinstance(loop, VirtualTimeLoop) else None
+    return job_loop()
+
+
+_EPOCH_ZERO = _RealDatetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _ns(loop: VirtualTimeLoop) -> int:
+    """The loop's wall-clock time in nanoseconds since 1970 (its epoch plus its time)."""
+    epoch_us = (loop.epoch - _EPOCH_ZERO) // datetime.timedelta(microseconds=1)
+    return epoch_us * 1000 + loop.ticks * 1_000_000_000 // TICKS_PER_SECOND
+
+
+def _time() -> float:
+    loop = current_loop()
+    return _real_time() if loop is None else _ns(loop) / 1e9
+
+
+def _time_ns() -> int:
+    loop = current_loop()
+    return _real_time_ns() if loop is None else _ns(loop)
+
+
+def _monotonic() -> float:
+    loop = current_loop()
+    return _real_monotonic() if loop is None else loop.time()
+
+
+def _monotonic_ns() -> int:
+    loop = current_loop()
+    return _real_monotonic_ns() if loop is None else loop.ticks * (1_000_000_000 // TICKS_PER_SECOND)
+
+
+def _localtime(secs: float | None = None) -> time.struct_time:
+    return _real_localtime(_time() if secs is None else secs)
+
+
+def _gmtime(secs: float | None = None) -> time.struct_time:
+    return _real_gmtime(_time() if secs is None else secs)
+
+
+def _sleep(seconds: float) -> None:
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    running = asyncio.events._get_running_loop()
+    if running is None:
+        loop = job_loop()
+        if loop is not None:
+            loop.wait_in_thread(timeout=seconds)
+            return
+    elif isinstance(running, VirtualTimeLoop):
+        running.block(seconds)
+        return
+    _real_sleep(seconds)
+
+
+def wait_event(event: threading.Event, timeout: float | None) -> bool:
+    """kopf's sync waits (``stopped.wait(t)``): idle in virtual time in a job of a virtual-time loop, else real."""
+    loop = job_loop()
+    if loop is None:
+        return event.wait(timeout)
+    return loop.wait_in_thread(timeout, event.is_set)
+
+
+class _DatetimeMeta(type):
+    """The virtual classes pass for the real ones in ``isinstance()`` & ``issubclass()`` checks."""
+
+    _real: type
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls._real)
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        return issubclass(subclass, cls._real)
+
+
+class VirtualDatetime(_RealDatetime, metaclass=_DatetimeMeta):
+    """``datetime.datetime`` during a sim-mode test: ``now()`` & co. follow the loop's clock; instances are real."""
+
+    _real = _RealDatetime
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:  # the constructors (also fromisoformat() etc.) make real ones
+        return _RealDatetime(*args, **kwargs)
+
+    @classmethod
+    def now(cls, tz: datetime.tzinfo | None = None) -> Any:
+        loop = current_loop()
+        if loop is None:
+            return _RealDatetime.now(tz)
+        moment = loop.now()
+        if tz is None:
+            return moment.astimezone().replace(tzinfo=None)
+        return tz.fromutc(moment.replace(tzinfo=tz))
+
+    @classmethod
+    def utcnow(cls) -> Any:
+        loop = current_loop()
+        return _RealDatetime.utcnow() if loop is None else loop.now().replace(tzinfo=None)
+
+    @classmethod
+    def today(cls) -> Any:
+        return cls.now()
+
+
+class VirtualDate(_RealDate, metaclass=_DatetimeMeta):
+    """``datetime.date`` during a sim-mode test: ``today()`` follows the loop's clock; instances are real."""
+
+    _real = _RealDate
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _RealDate(*args, **kwargs)
+
+    @classmethod
+    def today(cls) -> Any:
+        return VirtualDatetime.now().date()
+
+
+_PATCHES: list[tuple[Any, str, Any]] = [
+    (time, "time", _time),
+    (time, "time_ns", _time_ns),
+    (time, "monotonic", _monotonic),
+    (time, "monotonic_ns", _monotonic_ns),
+    (time, "localtime", _localtime),
+    (time, "gmtime", _gmtime),
+    (time, "sleep", _sleep),
+    (datetime, "datetime", VirtualDatetime),
+    (datetime, "date", VirtualDate),
+]
+_installed = 0
+_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def virtual_clocks() -> Iterator[None]:
+    """Make the clocks of the code in virtual-time loops (and their jobs) virtual while in this context."""
+    global _installed
+    with _lock:
+        _installed += 1
+        if _installed == 1:
+            for module, name, replacement in _PATCHES:
+                setattr(module, name, replacement)
+    try:
+        yield
+    finally:
+        with _lock:
+            _installed -= 1
+            if _installed == 0:
+                for module, name, _ in _PATCHES:
+                    setattr(module, name, _ORIGINALS[(module.__name__, name)])
+
+
+_ORIGINALS = {(module.__name__, name): getattr(module, name) for module, name, _ in _PATCHES}
