@@ -169,6 +169,7 @@ class _Job:
     thread_id: int | None = None  # set when its thread starts running it
     finished: bool = False  # its function has returned (the futures may still be resolving)
     waiting: _ThreadWait | None = None  # set while its thread waits in a known way (it is idle then)
+    reported: bool = False  # reported as stuck: it holds the time no more (until it waits & wakes again)
 
     @property
     def pending(self) -> bool:
@@ -407,6 +408,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                 if wait is not None:
                     if (wait.deadline is not None and wait.deadline <= now) or (wait.until is not None and wait.until()):
                         job.waiting = None
+                        job.reported = False
                         job.busy_since = time.perf_counter()
                         wait.wake.release()
                         busy.append(job)
@@ -414,6 +416,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                         waiting = True
                         if wait.deadline is not None and (earliest is None or wait.deadline < earliest):
                             earliest = wait.deadline
+                elif job.reported:
+                    pass
                 elif job.thread_id is None and self._is_saturated(job.executor, started := started or _started(jobs)):
                     waiting = True
                 else:
@@ -474,8 +478,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             return
         now = time.perf_counter()
         stuck = describe_threads(jobs, "Threads at work", now=now)
-        for job in jobs:  # the clean-up (e.g. cancelling the tasks) gets a fresh timeout for the same threads
-            job.busy_since = now
+        for job in jobs:  # reported once: the clean-up (e.g. cancelling the tasks) goes on in virtual time
+            job.reported = True
         raise DeadlockError(
             f"Executor jobs hold the loop time at {self.time()!r} for more than {self.executor_timeout} real"
             f" seconds (a thread that computes, or waits for something the loop does not know of, holds the"

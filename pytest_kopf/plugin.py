@@ -52,6 +52,7 @@ class KopfSettings:
     context: str | None = None
     record_dir: pathlib.Path | None = None
     time_limit: float | None = None
+    thread_timeout: float | None = 60.0
 
 
 SETTINGS_KEY = pytest.StashKey[KopfSettings]()
@@ -78,6 +79,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kopf_context", "the kubeconfig context for the real mode", default="")
     parser.addini("kopf_time_limit", "virtual seconds a sim-mode test may last before it fails (none by default)",
                   default="")
+    parser.addini("kopf_thread_timeout", "real seconds that an operator's thread may compute (or wait in a way the "
+                  "virtual clock does not know of) while holding the virtual time, before the test fails with the "
+                  "thread's stack (default: 60; 'none': no limit)", default="60")
     parser.addini("kopf_gc_freeze", "after the collection, move the objects that exist by then out of the garbage "
                   "collector's scans, and collect the youngest generation less often (only if kopf tests are "
                   "collected; default: true)", type="bool", default=True)
@@ -99,11 +103,18 @@ def pytest_configure(config: pytest.Config) -> None:
         time_limit = float(limit_text) if limit_text else None
     except ValueError:
         raise pytest.UsageError(f"kopf_time_limit must be a number of seconds, got {limit_text!r}.") from None
+    thread_text = str(config.getini("kopf_thread_timeout") or "").strip().lower()
+    try:
+        thread_timeout = None if thread_text in ("", "none") else float(thread_text)
+    except ValueError:
+        raise pytest.UsageError(f"kopf_thread_timeout must be a number of seconds or 'none', got {thread_text!r}.") \
+            from None
     config.stash[SETTINGS_KEY] = KopfSettings(
         mode=mode,
         context=context,
         record_dir=pathlib.Path(record).resolve() if record else None,
         time_limit=time_limit,
+        thread_timeout=thread_timeout,
     )
 
 
@@ -202,7 +213,8 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
     """
     settings = settings_of(request.config)
     virtual = settings.mode == SIM and request.node.get_closest_marker("kopf_real_time") is None
-    test_loop = TestLoop(virtual=virtual, time_limit=settings.time_limit if virtual else None)
+    test_loop = TestLoop(virtual=virtual, time_limit=settings.time_limit if virtual else None,
+                         thread_timeout=settings.thread_timeout)
     if isinstance(test_loop.loop, VirtualTimeLoop) and "kopf" in sys.modules:
         # kopf's wall clock (utcnow, for the timestamps in objects) follows the virtual time; kopf_operator
         # pins it too (kopf is not imported for the tests that do not use it).
