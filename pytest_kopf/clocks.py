@@ -9,9 +9,9 @@ threads, real-time tests):
   the loop's epoch plus its time (the epoch of the simulated cluster's timestamps, too);
 - ``time.monotonic()``, ``time.monotonic_ns()``: the loop's time (as ``loop.time()``, which is
   ``time.monotonic()`` in a regular loop);
-- ``datetime.datetime.now(tz)``, ``utcnow()``, ``today()``, ``datetime.date.today()``: the same
-  moment as ``time.time()``, so ``datetime.now(timezone.utc)`` compares with an object's
-  ``creationTimestamp`` on one clock;
+- ``datetime.datetime.now(tz)``, ``utcnow()``, ``today()``, ``datetime.date.today()`` in the operator's
+  code and the test's module (:func:`virtualize_module`): the same moment as ``time.time()``, so
+  ``datetime.now(timezone.utc)`` compares with an object's ``creationTimestamp`` on one clock;
 - ``time.sleep(t)`` in an executor job: an idle wait of ``t`` virtual seconds (the loop's clock
   jumps ahead when every job waits); in the loop's own thread (a blocking call in async code): the
   loop's clock moves on by ``t`` (its timers are late, as they would be), with no real waiting;
@@ -20,6 +20,15 @@ threads, real-time tests):
   :mod:`kopf._cogs.aiokits.syncwaits` by :mod:`pytest_kopf.operator`; it waits for real elsewhere).
 
 ``time.perf_counter()`` and ``time.process_time()`` stay real: they measure the real cost of code.
+
+The ``datetime`` classes are C types whose ``now()`` cannot be patched; code reaches them by name, through
+the ``datetime`` module or the classes imported from it. Swapping ``datetime.datetime`` in the module for the
+whole process (as freezegun does) breaks libraries that import during the test and look at the class itself
+(e.g. pydantic models of the official client, built lazily on first use, refuse a class they do not know).
+So only the names of the operator's modules (its files, the modules it imports from outside of the installed
+libraries) and of the test's module are swapped: ``datetime`` for a copy of the module with virtual classes,
+``datetime``/``date`` for the virtual classes, which pass ``isinstance()`` checks for the real ones and make
+real instances. Libraries keep the real ``datetime``.
 
 Why not freezegun: it freezes (or ticks) one moment for every thread of the process at once (pytest's
 own timing and the other threads included), it patches ``perf_counter`` (which the virtual-time loop
@@ -35,14 +44,17 @@ from __future__ import annotations
 import asyncio.events
 import contextlib
 import datetime
+import os
+import sysconfig
 import threading
 import time
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from kopf_sim.virtualtime import TICKS_PER_SECOND, VirtualTimeLoop, job_loop
 
-__all__ = ["VirtualDate", "VirtualDatetime", "virtual_clocks", "wait_event"]
+__all__ = ["VirtualDate", "VirtualDatetime", "virtual_clocks", "virtualize_module", "wait_event"]
 
 _real_time = time.time
 _real_time_ns = time.time_ns
@@ -184,8 +196,6 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (time, "localtime", _localtime),
     (time, "gmtime", _gmtime),
     (time, "sleep", _sleep),
-    (datetime, "datetime", VirtualDatetime),
-    (datetime, "date", VirtualDate),
 ]
 _installed = 0
 _lock = threading.Lock()
@@ -211,3 +221,65 @@ def virtual_clocks() -> Iterator[None]:
 
 
 _ORIGINALS = {(module.__name__, name): getattr(module, name) for module, name, _ in _PATCHES}
+
+
+class _DatetimeModule(types.ModuleType):
+    """The ``datetime`` module as the operator's code sees it: the same, but with the virtual classes."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(datetime, name)
+
+
+_DATETIME_MODULE = _DatetimeModule("datetime", datetime.__doc__)
+_DATETIME_MODULE.datetime = VirtualDatetime  # type: ignore[attr-defined]
+_DATETIME_MODULE.date = VirtualDate  # type: ignore[attr-defined]
+_SWAPS: dict[int, Any] = {
+    id(datetime): _DATETIME_MODULE,
+    id(_RealDatetime): VirtualDatetime,
+    id(_RealDate): VirtualDate,
+    **{id(_ORIGINALS[("time", name)]): replacement for module, name, replacement in _PATCHES},
+}
+
+
+def virtualize_module(module: types.ModuleType) -> Callable[[], None]:
+    """Swap the real clocks in a module's names (``import datetime``, ``from datetime import datetime``, ...).
+
+    Returns the undo. The module's functions look their globals up at each call, so they see the swap.
+    """
+    namespace = module.__dict__
+    swapped: list[tuple[str, Any]] = []
+    for name, value in list(namespace.items()):
+        replacement = _SWAPS.get(id(value))
+        if replacement is not None and replacement is not value:
+            namespace[name] = replacement
+            swapped.append((name, value))
+
+    def undo() -> None:
+        for name, value in swapped:
+            if namespace.get(name) is _SWAPS.get(id(value)):
+                namespace[name] = value
+
+    return undo
+
+
+_OUR_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+_LIBRARY_DIRS = tuple(os.path.normcase(os.path.realpath(path)) + os.sep for path in {
+    *(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")),
+    *(os.path.join(_OUR_ROOT, package) for package in ("kopf", "kopf_sim", "pytest_kopf")),
+})
+
+
+def is_operator_code(module: types.ModuleType) -> bool:
+    """Whether a module is the user's code (not the standard library, an installed library, or kopf's packages)."""
+    path = getattr(module, "__file__", None)
+    if not path:
+        return False
+    real = os.path.normcase(os.path.realpath(path))
+    return not real.startswith(_LIBRARY_DIRS)
+
+
+def virtualize_modules(modules: Iterable[types.ModuleType]) -> None:
+    """Swap the clocks in the operator's modules (for the modules' whole life: they are the operator's)."""
+    for module in modules:
+        if is_operator_code(module):
+            virtualize_module(module)

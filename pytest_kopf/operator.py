@@ -45,7 +45,8 @@ from kopf._core.reactor.running import os_signals_var
 from kopf_sim.virtualtime import VirtualTimeLoop, describe_tasks
 
 from .admission import InProcessWebhookServer, SimAdmissionSettings
-from .clocks import wait_event
+from .clientconfig import refresh_active
+from .clocks import virtualize_modules, wait_event
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
 from .errors import KopfLeakError, KopfOperatorError, KopfResourceError
 from .threads import LentThreadsExecutor, shared_threads
@@ -262,6 +263,7 @@ class KopfOperator:
         self.exception = None
         self.exit_code = None
         self.registry = registry if registry is not None else self._load(paths, modules)
+        refresh_active()  # the client libraries that the operator has imported: in-cluster loading too
         credentials = self._credentials()
         if registry is None and not self.registry.activities.get_handlers(Activity.AUTHENTICATION):
             # Re-login (after HTTP 401) gets the same credentials, never the environment's kubeconfig.
@@ -320,6 +322,7 @@ class KopfOperator:
         registry = kopf.OperatorRegistry()
         previous = kopf.get_default_registry()
         kopf.set_default_registry(registry)
+        known = set(sys.modules)
         try:
             for path in paths:
                 self._load_path(os.fspath(path))
@@ -327,6 +330,7 @@ class KopfOperator:
                 self._load_module(name)
         finally:
             kopf.set_default_registry(previous)
+            virtualize_modules(sys.modules[name] for name in set(sys.modules) - known)  # datetime.now() & co.
         return registry
 
     def _load_path(self, path: str) -> None:
@@ -356,8 +360,10 @@ class KopfOperator:
         added_path = os.getcwd() not in sys.path
         if added_path:
             sys.path.insert(0, os.getcwd())
+        known = set(sys.modules)
         try:
             importlib.import_module(name)
+            virtualize_modules(sys.modules[key] for key in set(sys.modules) - known)  # datetime.now() & co.
         except BaseException as exc:
             raise KopfOperatorError(f"Cannot load the operator's module {name!r}: it has failed to import "
                                     f"with {_one_line(exc)}\n{_traceback(exc)}") from exc

@@ -25,8 +25,9 @@ import pytest
 
 from kopf_sim.virtualtime import VirtualTimeLoop
 
-from . import kubeconfig
-from .clocks import virtual_clocks
+from . import kubeconfig, routing
+from .clientconfig import ClientConfig
+from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
 from .running import TestLoop
@@ -221,10 +222,14 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
         from kopf._cogs.aiokits.clock import pin_epoch
         pin_epoch(test_loop.loop.now(), test_loop.loop)
     request.node.stash[LOOP_KEY] = test_loop
+    module = getattr(request, "module", None) if test_loop.virtual else None
+    undo = virtualize_module(module) if module is not None and is_operator_code(module) else None
     try:
         with virtual_clocks() if test_loop.virtual else contextlib.nullcontext():
             yield test_loop
     finally:
+        if undo is not None:
+            undo()
         del request.node.stash[LOOP_KEY]
         test_loop.close()
 
@@ -257,10 +262,20 @@ def kopf_cluster(
         kopf_loop.run(cluster.setup())
     except KopfClusterUnreachable as exc:
         pytest.fail(str(exc), pytrace=False)
+    clients: ClientConfig | None = None
+    if isinstance(cluster, SimKopfCluster):  # the official clients configured the documented ways reach it
+        clients = ClientConfig(host=routing.new_host(), directory=_clients_dir(tmp_path_factory))
+        routing.add_route(routing.Route(clients.host, kopf_loop.loop, cluster.server))
+        clients.activate()
     try:
         yield cluster
     finally:
-        kopf_loop.run(cluster.teardown())
+        try:
+            kopf_loop.run(cluster.teardown())
+        finally:
+            if clients is not None:
+                clients.deactivate()
+                routing.remove_route(clients.host)
 
 
 @pytest.fixture
@@ -274,6 +289,13 @@ def kopf_operator(pytestconfig: pytest.Config, kopf_loop: TestLoop,
     operator = KopfOperator(kopf_cluster, reuse_threads=bool(pytestconfig.getini("kopf_reuse_threads")))
     yield operator
     kopf_loop.run(operator.stop())
+
+
+def _clients_dir(factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The session's directory for the tests' kubeconfigs (one file per test's cluster)."""
+    path = factory.getbasetemp() / "kopf-clients"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 def _slug(text: str, limit: int) -> str:
