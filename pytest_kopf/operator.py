@@ -177,6 +177,9 @@ class KopfOperator:
     (None while running or never started, 0 after a clean stop, 1 after a crash).
     """
 
+    #: The loop of the test (set by the fixture): the operator starts only there.
+    test_loop: asyncio.AbstractEventLoop | None = None
+
     def __init__(self, cluster: KopfCluster, *, reuse_threads: bool = True) -> None:
         self.cluster = cluster
         self.reuse_threads = reuse_threads  # fresh settings get an executor on the session's threads
@@ -195,12 +198,28 @@ class KopfOperator:
         self._tasks = _OperatorTasks(self)
         self._threads_before: set[threading.Thread] = set()
         self._admission: SimAdmissionSettings | None = None
+        self.modules: dict[str, types.ModuleType] = {}
 
     # -- state -------------------------------------------------------------------------------------
 
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    @property
+    def module(self) -> types.ModuleType:
+        """The module of the operator's file (or module) as loaded by the last start: ``kopf_operator.module.MyError``.
+
+        Every start loads the files afresh under a new module name, so a class that the test imports from the
+        same file (``from example import MyError``) is another class than the one the handlers raise; take the
+        loaded one from here instead. With several files or modules, see :attr:`modules` (by path or name).
+        """
+        if not self.modules:
+            raise KopfOperatorError("No operator file or module is loaded (start it with paths=… or modules=…).")
+        if len(self.modules) > 1:
+            raise KopfOperatorError(f"Several files or modules are loaded: take one from kopf_operator.modules "
+                                    f"({', '.join(repr(key) for key in self.modules)}).")
+        return next(iter(self.modules.values()))
 
     @property
     def logs(self) -> str:
@@ -238,6 +257,11 @@ class KopfOperator:
         """
         if self.running:
             raise KopfOperatorError("The operator is already running; stop() it first, or restart() it.")
+        if self.test_loop is not None and asyncio.get_running_loop() is not self.test_loop:
+            raise KopfOperatorError(
+                "kopf_operator.start() is awaited in another event loop than the test's own. Start it in the test, "
+                "or in an async fixture of the test (function-scoped: the plugin runs it in the test's loop, with "
+                "or without pytest-asyncio), or in a sync fixture with kopf_loop.run(kopf_operator.start(...)).")
         self._start_kwargs = dict(paths=list(paths), modules=list(modules), registry=registry, settings=settings,
                                   namespaces=list(namespaces), clusterwide=clusterwide, memo=memo,
                                   log_level=log_level, check_resources=check_resources, timeout=timeout)
@@ -320,6 +344,7 @@ class KopfOperator:
     def _load(self, paths: Sequence[str | os.PathLike[str]], modules: Sequence[str]) -> kopf.OperatorRegistry:
         """Import the files & modules into a fresh registry (the default one only meanwhile)."""
         registry = kopf.OperatorRegistry()
+        self.modules = {}
         previous = kopf.get_default_registry()
         kopf.set_default_registry(registry)
         known = set(sys.modules)
@@ -346,6 +371,7 @@ class KopfOperator:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         self._modules.append(name)
+        self.modules[path] = module
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:
@@ -362,7 +388,7 @@ class KopfOperator:
             sys.path.insert(0, os.getcwd())
         known = set(sys.modules)
         try:
-            importlib.import_module(name)
+            self.modules[name] = importlib.import_module(name)
             virtualize_modules(sys.modules[key] for key in set(sys.modules) - known)  # datetime.now() & co.
         except BaseException as exc:
             raise KopfOperatorError(f"Cannot load the operator's module {name!r}: it has failed to import "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import inspect
 import pathlib
@@ -131,7 +132,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"kopf: sim mode (virtual time){recording}"
 
 
-def uses_kopf(item: pytest.Item) -> bool:
+def uses_kopf(item: pytest.Node) -> bool:
     """Whether the test uses the kopf fixtures (they all depend on ``kopf_loop``)."""
     return "kopf_loop" in getattr(item, "fixturenames", ())
 
@@ -195,6 +196,69 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     kwargs = {name: pyfuncitem.funcargs[name] for name in names if name in pyfuncitem.funcargs}
     test_loop.run(function(**kwargs))
     return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> object | None:
+    """Run the async fixtures of a test that uses the kopf fixtures in the test's own loop (with virtual time).
+
+    With or without pytest-asyncio, in its strict mode (``@pytest.fixture`` or ``@pytest_asyncio.fixture``)
+    and in its auto mode (which wraps the fixture function: the original is unwrapped here). Such a fixture
+    sets up, and tears down, in the same loop as the kopf fixtures and the test itself.
+    """
+    function = inspect.unwrap(fixturedef.func)
+    is_generator = inspect.isasyncgenfunction(function)
+    if not is_generator and not inspect.iscoroutinefunction(function):
+        return None
+    if fixturedef.scope != "function" or not uses_kopf(request.node):
+        return None
+    test_loop: TestLoop = request.getfixturevalue("kopf_loop")
+    kwargs = {name: request.getfixturevalue(name) for name in fixturedef.argnames}
+    if request.instance is not None and _takes_self(function, fixturedef.argnames):
+        function = function.__get__(request.instance)  # a fixture defined in a test class
+    key = fixturedef.cache_key(request)  # type: ignore[arg-type]
+    try:
+        if is_generator:
+            generator = function(**kwargs)
+            value = test_loop.run(_next_of(generator, fixturedef.argname, first=True))
+            fixturedef.addfinalizer(functools.partial(_finish_generator, test_loop, generator, fixturedef.argname))
+        else:
+            value = test_loop.run(function(**kwargs))
+    except BaseException as exc:
+        fixturedef.cached_result = (None, key, (exc, exc.__traceback__))
+        raise
+    fixturedef.cached_result = (value, key, None)
+    return value
+
+
+def _takes_self(function: Callable[..., Any], argnames: tuple[str, ...]) -> bool:
+    parameters = list(inspect.signature(function).parameters)
+    return bool(parameters) and parameters[0] not in argnames
+
+
+async def _next_of(generator: Any, name: str, *, first: bool) -> Any:
+    try:
+        return await generator.__anext__()
+    except StopAsyncIteration:
+        if first:
+            raise ValueError(f"The async fixture {name!r} did not yield a value.") from None
+        return None
+
+
+def _finish_generator(test_loop: TestLoop, generator: Any, name: str) -> None:
+    """The teardown of an async generator fixture: the rest of it, in the test's loop (while it still exists)."""
+    if test_loop.closed:
+        return
+    test_loop.run(_last_of(generator, name))
+
+
+async def _last_of(generator: Any, name: str) -> None:
+    try:
+        await generator.__anext__()
+    except StopAsyncIteration:
+        return
+    await generator.aclose()
+    raise ValueError(f"The async fixture {name!r} yielded more than once.")
 
 
 # -- fixtures --------------------------------------------------------------------------------------
@@ -287,6 +351,7 @@ def kopf_operator(pytestconfig: pytest.Config, kopf_loop: TestLoop,
     """
     from .operator import KopfOperator
     operator = KopfOperator(kopf_cluster, reuse_threads=bool(pytestconfig.getini("kopf_reuse_threads")))
+    operator.test_loop = kopf_loop.loop  # start() in another loop is a clear error, not a hang
     yield operator
     kopf_loop.run(operator.stop())
 
