@@ -48,7 +48,8 @@ from .admission import InProcessWebhookServer, SimAdmissionSettings
 from .clientconfig import refresh_active
 from .clocks import virtualize_modules, wait_event
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
-from .errors import KopfLeakError, KopfOperatorError, KopfResourceError
+from .errors import KopfLeakError, KopfOperatorError, KopfResourceError, KopfTimeoutError
+from .readiness import RequestObserver, wait_until_ready
 from .threads import LentThreadsExecutor, shared_threads
 
 __all__ = ["KopfOperator"]
@@ -288,7 +289,8 @@ class KopfOperator:
         self.exit_code = None
         self.registry = registry if registry is not None else self._load(paths, modules)
         refresh_active()  # the client libraries that the operator has imported: in-cluster loading too
-        credentials = self._credentials()
+        observer = RequestObserver()  # sees the operator's watch requests: start() waits for its listings
+        credentials = self._credentials(observer)
         if registry is None and not self.registry.activities.get_handlers(Activity.AUTHENTICATION):
             # Re-login (after HTTP 401) gets the same credentials, never the environment's kubeconfig.
             kopf.on.login(id="pytest-kopf", registry=self.registry)(functools.partial(_same, credentials))
@@ -335,6 +337,7 @@ class KopfOperator:
             raise KopfOperatorError(f"The operator has not become ready in {timeout} s.\n{self._log_tail()}")
         if check_resources:
             await self._check_resources(insights, timeout)
+        await self._wait_until_ready(insights, observer, timeout)
 
     async def _operator(self, **kwargs: Any) -> None:
         """``kopf.operator()``, except that the tasks of the test & the fixtures are not the operator's."""
@@ -401,7 +404,21 @@ class KopfOperator:
                 del sys.modules[key]
             sys.modules.update(cached)
 
-    def _credentials(self) -> ConnectionInfo:
+    async def _wait_until_ready(self, insights: Insights, observer: RequestObserver, timeout: float) -> None:
+        """Until the operator has listed its resources and its webhook configurations are in place (or fail)."""
+        assert self.registry is not None and self.settings is not None
+        try:
+            async with asyncio.timeout(timeout):
+                await insights.ready_resources.wait()
+                await insights.ready_namespaces.wait()
+            await wait_until_ready(cluster=self.cluster, registry=self.registry, settings=self.settings,
+                                   insights=insights, observer=observer, timeout=timeout)
+        except (TimeoutError, KopfTimeoutError) as exc:
+            await self.stop()
+            raise KopfOperatorError(f"The operator has not become ready in {timeout} s: {exc or 'no resources'}\n"
+                                    f"{self._log_tail()}") from None
+
+    def _credentials(self, observer: RequestObserver) -> ConnectionInfo:
         connection = self.cluster.connection
         if isinstance(self.cluster, RealKopfCluster):
             config = self.cluster.config
@@ -413,7 +430,7 @@ class KopfOperator:
             )
         else:
             info = ConnectionInfo(server=connection.base_url, default_namespace=connection.namespace)
-        return info.with_connector_factory(connection.connector_factory)
+        return info.with_connector_factory(observer.wrap(connection.connector_factory))
 
     def _capture_logs(self, level: int) -> None:
         logger = logging.getLogger("kopf")

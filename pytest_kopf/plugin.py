@@ -27,6 +27,7 @@ import pytest
 from kopf_sim.virtualtime import VirtualTimeLoop
 
 from . import kubeconfig, routing
+from .cleanup import release_objects
 from .clientconfig import ClientConfig
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
@@ -353,6 +354,10 @@ def kopf_operator(pytestconfig: pytest.Config, kopf_loop: TestLoop,
     operator = KopfOperator(kopf_cluster, reuse_threads=bool(pytestconfig.getini("kopf_reuse_threads")))
     operator.test_loop = kopf_loop.loop  # start() in another loop is a clear error, not a hang
     yield operator
+    if isinstance(kopf_cluster, RealKopfCluster) and operator.running:
+        # The objects of the test's CRDs go while the operator runs: its deletion handlers release them.
+        with contextlib.suppress(Exception):  # what is left is removed by kopf_cluster's teardown anyway
+            kopf_loop.run(release_objects(kopf_cluster))
     kopf_loop.run(operator.stop())
 
 
