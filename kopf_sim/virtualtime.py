@@ -15,9 +15,10 @@ the loop keeps serving their thread-safe calls. A job that waits in a way the lo
 holds, e.g. a flag is set or the loop has answered a request) counts as idle: when every
 job is idle, the clock may jump to the earliest of the timers and the threads' deadlines.
 The loop itself wakes such a thread (deadline reached, condition met) and counts it as busy
-again before its next decision, so it never jumps ahead of a thread that has not resumed. When nothing can ever happen (no ready
-callbacks, no timers, no executor jobs, no I/O), the loop raises :class:`DeadlockError`
-naming the stuck tasks and where they wait, instead of hanging. Real sockets have no place
+again before its next decision, so it never jumps ahead of a thread that has not resumed.
+When nothing can ever happen (no ready callbacks, no timers, no executor jobs at work, no
+I/O), the loop raises :class:`DeadlockError` naming the stuck tasks and where they wait
+(and the waiting threads with their stacks), instead of hanging. Real sockets have no place
 here: a quiescent loop with real file descriptors registered raises :class:`RealIOError`.
 
 Evaluation of ``looptime`` 0.9 (installed; read in full): a careful library for exactly this,
@@ -406,7 +407,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             for job in jobs:
                 wait = job.waiting
                 if wait is not None:
-                    if (wait.deadline is not None and wait.deadline <= now) or (wait.until is not None and wait.until()):
+                    over = wait.deadline is not None and wait.deadline <= now
+                    if over or (wait.until is not None and wait.until()):
                         job.waiting = None
                         job.reported = False
                         job.busy_since = time.perf_counter()
@@ -513,7 +515,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             executor = self._get_default_executor()
         recorder = _RecordingExecutor(executor)
         job = _Job(_describe_call(func, args), executor, time.perf_counter())
-        future = super().run_in_executor(recorder, functools.partial(_run_job, self, job, func), *args)
+        call: Callable[[], _T] = functools.partial(_run_job, self, job, func, *args)
+        future = super().run_in_executor(recorder, call)
         if recorder.submitted is not None:
             job.concurrent_future, job.future = recorder.submitted, future
             self._vt_jobs.append(job)

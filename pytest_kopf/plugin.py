@@ -133,7 +133,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"kopf: sim mode (virtual time){recording}"
 
 
-def uses_kopf(item: pytest.Node) -> bool:
+def uses_kopf(item: Any) -> bool:
     """Whether the test uses the kopf fixtures (they all depend on ``kopf_loop``)."""
     return "kopf_loop" in getattr(item, "fixturenames", ())
 
@@ -218,18 +218,23 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.Fix
     if request.instance is not None and _takes_self(function, fixturedef.argnames):
         function = function.__get__(request.instance)  # a fixture defined in a test class
     key = fixturedef.cache_key(request)  # type: ignore[arg-type]
+    value: object
     try:
         if is_generator:
             generator = function(**kwargs)
             value = test_loop.run(_next_of(generator, fixturedef.argname, first=True))
             fixturedef.addfinalizer(functools.partial(_finish_generator, test_loop, generator, fixturedef.argname))
         else:
-            value = test_loop.run(function(**kwargs))
+            value = test_loop.run(_awaited(function(**kwargs)))
     except BaseException as exc:
         fixturedef.cached_result = (None, key, (exc, exc.__traceback__))
         raise
     fixturedef.cached_result = (value, key, None)
     return value
+
+
+async def _awaited(awaitable: Any) -> object:
+    return await awaitable
 
 
 def _takes_self(function: Callable[..., Any], argnames: tuple[str, ...]) -> bool:

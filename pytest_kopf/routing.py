@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.events
+import contextlib
 import dataclasses
 import io
 import itertools
@@ -106,12 +107,16 @@ async def _tcp_create_connection(self: aiohttp.TCPConnector, req: Any, traces: A
 _original_create_connection: Callable[..., Any] | None = None
 
 
-def _create_connection(address: tuple[str, int], timeout: Any = socket.getdefaulttimeout(),
-                       *args: Any, **kwargs: Any) -> Any:
+_DEFAULT_TIMEOUT = object()  # urllib3's own default: the socket module's default timeout
+
+
+def _create_connection(address: tuple[str, int], timeout: Any = _DEFAULT_TIMEOUT, *args: Any, **kwargs: Any) -> Any:
     host, port = address[0], address[1]
     route = _find(host)
     if route is None:
         assert _original_create_connection is not None
+        if timeout is _DEFAULT_TIMEOUT:
+            return _original_create_connection(address, *args, **kwargs)
         return _original_create_connection(address, timeout, *args, **kwargs)
     sock = LoopSocket(route, port)
     sock.settimeout(timeout if isinstance(timeout, (int, float)) else None)
@@ -223,10 +228,8 @@ class LoopSocket:
             self._signal_w.send(b"x")
             self._signalled = True
         elif not readable and self._signalled:
-            try:
+            with contextlib.suppress(BlockingIOError):
                 self._signal_r.recv(1)
-            except BlockingIOError:
-                pass
             self._signalled = False
 
     # -- the thread's side ----------------------------------------------------------------------------

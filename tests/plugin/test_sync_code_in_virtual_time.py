@@ -113,7 +113,7 @@ async def test_wall_clocks_in_handlers_follow_the_virtual_clock(
     @kopf.on.create("kopfexamples", registry=registry)
     def create_fn(meta: Any, **_: Any) -> None:
         created = datetime.datetime.fromisoformat(meta["creationTimestamp"].replace("Z", "+00:00"))
-        seen["age at creation"] = datetime.datetime.now(datetime.timezone.utc) - created
+        seen["age at creation"] = datetime.datetime.now(datetime.UTC) - created
         seen["time.time"] = time.time()
         seen["utcnow"] = datetime.datetime.utcnow()
 
@@ -121,7 +121,7 @@ async def test_wall_clocks_in_handlers_follow_the_virtual_clock(
     def aging(stopped: Any, meta: Any, **_: Any) -> None:
         created = datetime.datetime.fromisoformat(meta["creationTimestamp"].replace("Z", "+00:00"))
         stopped.wait(3600)
-        seen["age after an hour"] = datetime.datetime.now(datetime.timezone.utc) - created
+        seen["age after an hour"] = datetime.datetime.now(datetime.UTC) - created
         seen["monotonic"] = time.monotonic()
 
     await kopf_cluster.apply(CRD)
