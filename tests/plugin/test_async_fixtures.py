@@ -93,10 +93,21 @@ def create_fn(**_):
 
 EXCEPTIONS = '''
 import asyncio
+import importlib
 import pytest
-import myoperator  # the same file, imported by the test: another module, other classes
+import kopf
 
-async def test_the_handlers_exception_class(kopf_cluster, kopf_operator):
+@pytest.fixture
+def myoperator():
+    """The same file, imported by the test: another module, other classes (its handlers go nowhere)."""
+    previous = kopf.get_default_registry()
+    kopf.set_default_registry(kopf.OperatorRegistry())
+    try:
+        yield importlib.import_module("myoperator")
+    finally:
+        kopf.set_default_registry(previous)
+
+async def test_the_handlers_exception_class(kopf_cluster, kopf_operator, myoperator):
     await kopf_cluster.apply("crd.yaml")
     await kopf_operator.start(paths=["myoperator.py"])
     await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "ex1"}})
