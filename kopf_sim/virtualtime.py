@@ -117,6 +117,8 @@ DEFAULT_EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 # anything further off, however tiny (a sleep of 1e-9 or 1e-12 s), is rounded up to the next tick.
 _NOISE_ULPS = 8
 
+_UNIX_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
 DEFAULT_NOOP_CYCLES = 3
 DEFAULT_EXECUTOR_TIMEOUT = 60.0
 
@@ -307,6 +309,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._vt_ticks = 0
         self._set_ticks(round(start * TICKS_PER_SECOND))
         self.epoch = epoch
+        self._vt_epoch_ns = (epoch - _UNIX_EPOCH) // datetime.timedelta(microseconds=1) * 1000
         self.noop_cycles = noop_cycles
         self.executor_timeout = executor_timeout
         self.time_limit = time_limit
@@ -324,6 +327,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def ticks(self) -> int:
         """The loop time as an integer number of ticks (:data:`TICKS_PER_SECOND` per second)."""
         return self._vt_ticks
+
+    @property
+    def epoch_ns(self) -> int:
+        """The epoch in nanoseconds since 1970-01-01 UTC (for wall clocks that read the loop often)."""
+        return self._vt_epoch_ns
 
     def now(self) -> datetime.datetime:
         """The wall-clock time of this loop: the epoch plus the loop time, to the microsecond."""

@@ -75,13 +75,12 @@ def current_loop() -> VirtualTimeLoop | None:
     return job_loop()
 
 
-_EPOCH_ZERO = _RealDatetime(1970, 1, 1, tzinfo=datetime.UTC)
+_NS_PER_TICK = 1_000_000_000 // TICKS_PER_SECOND
 
 
 def _ns(loop: VirtualTimeLoop) -> int:
     """The loop's wall-clock time in nanoseconds since 1970 (its epoch plus its time)."""
-    epoch_us = (loop.epoch - _EPOCH_ZERO) // datetime.timedelta(microseconds=1)
-    return epoch_us * 1000 + loop.ticks * 1_000_000_000 // TICKS_PER_SECOND
+    return loop.epoch_ns + loop.ticks * _NS_PER_TICK
 
 
 def _time() -> float:
@@ -101,7 +100,7 @@ def _monotonic() -> float:
 
 def _monotonic_ns() -> int:
     loop = current_loop()
-    return _real_monotonic_ns() if loop is None else loop.ticks * (1_000_000_000 // TICKS_PER_SECOND)
+    return _real_monotonic_ns() if loop is None else loop.ticks * _NS_PER_TICK
 
 
 def _localtime(secs: float | None = None) -> time.struct_time:
