@@ -18,7 +18,6 @@ freezegun once more: its scan of the modules touches the lazy models, which are 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime
 import sys
 import time
@@ -35,7 +34,8 @@ from kopf_sim import virtualtime
 from pytest_kopf.clocks import virtual_clocks, virtualize_module
 
 TEST_MODULE = types.ModuleType("test_something")
-exec("import datetime, time\nfrom datetime import datetime as dt, timezone\nfrom time import sleep", TEST_MODULE.__dict__)
+exec("import datetime, time\nfrom datetime import datetime as dt, timezone\nfrom time import sleep",
+     TEST_MODULE.__dict__)
 
 
 def per_test_ours(n: int) -> float:
