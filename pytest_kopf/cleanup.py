@@ -64,8 +64,8 @@ async def release_objects(cluster: RealKopfCluster, *, timeout: float = RELEASE_
     for info in infos:
         for obj in await _items(cluster, info):
             await _delete(cluster, info, obj)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
         if not any([await _items(cluster, info) for info in infos]):
             return
         await asyncio.sleep(_POLL)
@@ -81,7 +81,7 @@ async def remove_leftovers(cluster: RealKopfCluster, *, timeout: float = REMOVAL
     victims = cluster.victims()
     for path in victims:
         await _delete_path(cluster, path)
-    started = time.monotonic()
+    started = time.perf_counter()
     stripped_namespace = False
     while True:
         remaining = [path for path in victims if await _get(cluster, path) is not None]
@@ -89,7 +89,7 @@ async def remove_leftovers(cluster: RealKopfCluster, *, timeout: float = REMOVAL
                              for obj in await _items(cluster, info)]
         if not remaining and not remaining_objects:
             return
-        elapsed = time.monotonic() - started
+        elapsed = time.perf_counter() - started
         if elapsed > NAMESPACE_GRACE and not stripped_namespace and cluster.namespace_path() in remaining:
             await _strip_namespace(cluster)
             stripped_namespace = True

@@ -551,12 +551,12 @@ class KopfOperator:
             self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor(executor._max_workers)
         loop_executor = getattr(asyncio.get_running_loop(), "_default_executor", None)
         kept = set(getattr(loop_executor, "_threads", ())) | shared_threads() | self._threads_before
-        deadline = time.monotonic() + THREADS_GRACE
+        deadline = time.perf_counter() + THREADS_GRACE
         leaked = list(busy)
         for thread in threading.enumerate():
             if thread in kept or thread in busy or thread is threading.current_thread():
                 continue
-            thread.join(max(0.0, deadline - time.monotonic()))
+            thread.join(max(0.0, deadline - time.perf_counter()))
             if thread.is_alive():
                 leaked.append(thread)
         return leaked
