@@ -69,6 +69,7 @@ async def test_a_day_of_sync_daemons_timers_and_sleeping_handlers_on_ten_objects
 
     @kopf.timer("kopfexamples", registry=registry, interval=3600)
     def hourly(name: str, **_: Any) -> None:
+        time.sleep(5)  # a sleeping timer: idle too
         count(ticks, name)
 
     @kopf.on.create("kopfexamples", registry=registry)
