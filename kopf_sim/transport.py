@@ -284,6 +284,14 @@ class InMemoryServer:
             raise ConnectionRefusedError("The in-memory server is not running.")
         return self.server(), next(self._ports)
 
+    def connect(self, client: asyncio.Protocol, *, server_port: int = 80) -> None:
+        """Connect a client's protocol to a new server-side one, as over a loopback TCP connection (in the loop).
+
+        For clients that make their own protocols (e.g. an aiohttp ``ResponseHandler``, or a bridge to a thread).
+        """
+        server, client_port = self.accept()
+        _connect_pipe(asyncio.get_running_loop(), client, server, client_port=client_port, server_port=server_port)
+
     def connector(self, **kwargs: Any) -> InMemoryConnector:
         return InMemoryConnector(self, **kwargs)
 

@@ -9,10 +9,16 @@ polls of I/O and thread-safe calls found nothing. As new tasks start with a read
 they run at the current time, as many zero-time iterations as they need, before any jump: a
 timeout never fires before the inner sleep is scheduled. A jump is never smaller than one
 tick, so a sub-tick sleep (``1e-9``) is rounded up: it neither spins nor hangs.
-Executor jobs (sync handlers in threads) hold the time still until they return; meanwhile,
-the loop keeps serving their thread-safe calls. When nothing can ever happen (no ready
-callbacks, no timers, no executor jobs, no I/O), the loop raises :class:`DeadlockError`
-naming the stuck tasks and where they wait, instead of hanging. Real sockets have no place
+Executor jobs (sync handlers in threads) hold the time still while they compute; meanwhile,
+the loop keeps serving their thread-safe calls. A job that waits in a way the loop knows of
+(:meth:`VirtualTimeLoop.wait_in_thread`: until a virtual deadline and/or until a condition
+holds, e.g. a flag is set or the loop has answered a request) counts as idle: when every
+job is idle, the clock may jump to the earliest of the timers and the threads' deadlines.
+The loop itself wakes such a thread (deadline reached, condition met) and counts it as busy
+again before its next decision, so it never jumps ahead of a thread that has not resumed.
+When nothing can ever happen (no ready callbacks, no timers, no executor jobs at work, no
+I/O), the loop raises :class:`DeadlockError` naming the stuck tasks and where they wait
+(and the waiting threads with their stacks), instead of hanging. Real sockets have no place
 here: a quiescent loop with real file descriptors registered raises :class:`RealIOError`.
 
 Evaluation of ``looptime`` 0.9 (installed; read in full): a careful library for exactly this,
@@ -70,7 +76,10 @@ import datetime
 import functools
 import math
 import selectors
+import sys
+import threading
 import time
+import traceback
 import types
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar, TypeVarTuple
@@ -85,7 +94,9 @@ __all__ = [
     "VirtualTimeLoop",
     "VirtualTimePolicy",
     "describe_tasks",
+    "describe_threads",
     "isolated",
+    "job_loop",
     "loop_clock",
     "new_virtual_loop",
     "run",
@@ -105,6 +116,8 @@ DEFAULT_EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 # this many ulps of a tick are taken as on it (so 10,000 sleeps of 0.1 s end at exactly 1000.0);
 # anything further off, however tiny (a sleep of 1e-9 or 1e-12 s), is rounded up to the next tick.
 _NOISE_ULPS = 8
+
+_UNIX_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 DEFAULT_NOOP_CYCLES = 3
 DEFAULT_EXECUTOR_TIMEOUT = 60.0
@@ -131,18 +144,80 @@ class RealIOError(VirtualTimeError):
     """The loop would wait on real file descriptors (sockets, pipes), which virtual time cannot do."""
 
 
+class _ThreadWait:
+    """A job's thread waiting in a way the loop knows of: until a deadline (ticks) and/or a condition.
+
+    The thread blocks on a lock that is held from the start; the loop releases it to wake the thread.
+    """
+
+    __slots__ = ("deadline", "orphaned", "until", "wake")
+
+    def __init__(self, deadline: int | None, until: Callable[[], bool] | None) -> None:
+        self.deadline = deadline
+        self.until = until
+        self.wake = threading.Lock()
+        self.wake.acquire()
+        self.orphaned = False  # the loop is closed: the thread goes on waiting in real time
+
+
 @dataclasses.dataclass(eq=False)
 class _Job:
     """One ``run_in_executor`` call: pending until both its thread returned and its future resolved."""
 
-    concurrent_future: concurrent.futures.Future[Any]
-    future: asyncio.Future[Any]
     description: str
-    submitted_at: float  # real time (perf_counter)
+    executor: concurrent.futures.Executor
+    busy_since: float  # real time (perf_counter) of its submission, or of its last wake-up
+    concurrent_future: concurrent.futures.Future[Any] | None = None
+    future: asyncio.Future[Any] | None = None
+    thread_id: int | None = None  # set when its thread starts running it
+    finished: bool = False  # its function has returned (the futures may still be resolving)
+    waiting: _ThreadWait | None = None  # set while its thread waits in a known way (it is idle then)
+    reported: bool = False  # reported as stuck: it holds the time no more (until it waits & wakes again)
 
     @property
     def pending(self) -> bool:
-        return not self.concurrent_future.done() or not self.future.done()
+        if not self.finished:
+            return True
+        return (self.concurrent_future is None or not self.concurrent_future.done()
+                or self.future is None or not self.future.done())
+
+
+class _JobMarker(threading.local):
+    """Which loop's executor job the current thread runs (if any)."""
+
+    loop: VirtualTimeLoop | None = None
+    job: _Job | None = None
+
+
+_marker = _JobMarker()
+_NOTHING_AWAITED: set[_Job] = set()  # shared & never changed: a thread discards itself only from sets it is in
+
+
+def job_loop() -> VirtualTimeLoop | None:
+    """The virtual-time loop whose executor job the current thread runs (None in other threads)."""
+    loop = _marker.loop
+    return loop if loop is not None and not loop.is_closed() else None
+
+
+def _started(jobs: Iterable[_Job]) -> dict[int, int]:
+    """How many jobs have started and not finished yet, per executor (by id)."""
+    started: dict[int, int] = {}
+    for job in jobs:
+        if job.thread_id is not None and not job.finished:
+            started[id(job.executor)] = started.get(id(job.executor), 0) + 1
+    return started
+
+
+def _run_job(loop: VirtualTimeLoop, job: _Job, func: Callable[..., _T], *args: Any) -> _T:
+    """Run an executor job's function with its thread marked as the loop's (for :meth:`wait_in_thread`)."""
+    previous = _marker.loop, _marker.job
+    _marker.loop, _marker.job = loop, job
+    job.thread_id = threading.get_ident()
+    try:
+        return func(*args)
+    finally:
+        job.finished = True
+        _marker.loop, _marker.job = previous
 
 
 class _RecordingExecutor(concurrent.futures.Executor):
@@ -222,6 +297,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         executor_timeout: float | None = DEFAULT_EXECUTOR_TIMEOUT,
         time_limit: float | None = None,
     ) -> None:
+        self._vt_lock = threading.Lock()  # guards the jobs' waits: threads start them, only the loop ends them
+        self._vt_closed = False
+        self._vt_jobs: list[_Job] = []
+        self._vt_awaited: set[_Job] = set()  # the busy jobs that the loop waits for (it is woken when none is left)
         self._vt_gate = _GatedSelector(selectors.DefaultSelector())
         super().__init__(selector=self._vt_gate)
         if epoch.tzinfo is None:
@@ -230,10 +309,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._vt_ticks = 0
         self._set_ticks(round(start * TICKS_PER_SECOND))
         self.epoch = epoch
+        self._vt_epoch_ns = (epoch - _UNIX_EPOCH) // datetime.timedelta(microseconds=1) * 1000
         self.noop_cycles = noop_cycles
         self.executor_timeout = executor_timeout
         self.time_limit = time_limit
-        self._vt_jobs: list[_Job] = []
         self._vt_holds = 0  # activities other than executor jobs that hold the time (e.g. shutdowns)
         self._vt_default_executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._vt_own_fds = {key.fd for key in self._vt_gate.get_map().values()}  # the self-pipe
@@ -248,6 +327,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def ticks(self) -> int:
         """The loop time as an integer number of ticks (:data:`TICKS_PER_SECOND` per second)."""
         return self._vt_ticks
+
+    @property
+    def epoch_ns(self) -> int:
+        """The epoch in nanoseconds since 1970-01-01 UTC (for wall clocks that read the loop often)."""
+        return self._vt_epoch_ns
 
     def now(self) -> datetime.datetime:
         """The wall-clock time of this loop: the epoch plus the loop time, to the microsecond."""
@@ -269,10 +353,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._vt_gate.nothing_to_poll = self._nothing_to_poll()
             return
 
+        deadline: int | None = None
+        waiting = False
         if self._vt_jobs or self._vt_holds:
             jobs = self._vt_jobs = [job for job in self._vt_jobs if job.pending]
-            if jobs or self._vt_holds:
-                self._wait_for_threads(jobs)
+            busy, waiting, deadline = self._sort_jobs(jobs)
+            if busy or (self._vt_holds and not waiting):
+                self._wait_for_threads(busy)
                 return
 
         # Zero-time cycles: poll I/O and thread-safe calls, with no timers due. An idle iteration does
@@ -287,20 +374,71 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             raise RealIOError(self._describe_real_io(fds))
 
         when = self._next_timer()
-        if when is None:
+        if when is None and deadline is None:
+            if self._vt_holds:  # e.g. the default executor's shutdown, joining threads that wait for a flag
+                self._wait_for_threads([])
+                return
+            idle = f"\n{describe_threads(self._vt_jobs, 'Threads waiting with no deadline')}" if waiting else ""
             raise DeadlockError(
                 f"Deadlock at loop time {self.time()!r}: nothing can run (no ready callbacks, no timers,"
-                f" no executor jobs, no I/O), yet the loop is waiting.\n{describe_tasks(self)}",
+                f" no executor jobs at work, no I/O), yet the loop is waiting.{idle}\n{describe_tasks(self)}",
                 loop_time=self.time(), tasks=asyncio.all_tasks(self),
             )
-        target = self._jump_target(when)
+        target = self._jump_target(when) if when is not None else None
+        if deadline is not None and (target is None or deadline < target):
+            target = deadline
+        assert target is not None
         if self.time_limit is not None and target > round(self.time_limit * TICKS_PER_SECOND):
             raise TimeLimitError(
-                f"The loop time would pass its limit of {self.time_limit!r} s (the next timer is at {when!r});"
-                f" the awaited never came.\n{describe_tasks(self)}",
+                f"The loop time would pass its limit of {self.time_limit!r} s (the next timer is at"
+                f" {target / TICKS_PER_SECOND!r}); the awaited never came.\n{describe_tasks(self)}",
                 loop_time=self.time(), tasks=asyncio.all_tasks(self),
             )
         self._set_ticks(target)
+        if deadline is not None and deadline <= target:
+            self._sort_jobs(self._vt_jobs)  # wakes the threads whose deadline has come
+
+    def _sort_jobs(self, jobs: list[_Job]) -> tuple[list[_Job], bool, int | None]:
+        """The jobs at work; whether any wait; the earliest deadline of those that wait. Wakes the waits that are over.
+
+        A job counts as idle while its thread waits in a known way, or while it is queued behind its executor's
+        limit of jobs that have started (it cannot start before one of them ends). A woken thread is at work
+        from this moment on, before it even resumes. (The threads due at the same moment are woken together:
+        waking them one by one, each after the previous one has gone idle, costs three times as much.)
+        """
+        busy: list[_Job] = []
+        waiting = False
+        earliest: int | None = None
+        started: dict[int, int] | None = None  # the jobs started & not finished, per executor (if any is queued)
+        now = self._vt_ticks
+        with self._vt_lock:
+            for job in jobs:
+                wait = job.waiting
+                if wait is not None:
+                    over = wait.deadline is not None and wait.deadline <= now
+                    if over or (wait.until is not None and wait.until()):
+                        job.waiting = None
+                        job.reported = False
+                        job.busy_since = time.perf_counter()
+                        wait.wake.release()
+                        busy.append(job)
+                    else:
+                        waiting = True
+                        if wait.deadline is not None and (earliest is None or wait.deadline < earliest):
+                            earliest = wait.deadline
+                elif job.reported:
+                    pass
+                elif job.thread_id is None and self._is_saturated(job.executor, started := started or _started(jobs)):
+                    waiting = True
+                else:
+                    busy.append(job)
+            self._vt_awaited = set(busy) if busy else _NOTHING_AWAITED
+        return busy, waiting, earliest
+
+    @staticmethod
+    def _is_saturated(executor: concurrent.futures.Executor, started: dict[int, int]) -> bool:
+        limit = getattr(executor, "_max_workers", None)
+        return isinstance(limit, int) and started.get(id(executor), 0) >= limit
 
     def _nothing_to_poll(self) -> bool:
         """A busy iteration skips the poll (a system call) if only the self-pipe is there and nobody wrote into it.
@@ -343,18 +481,19 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if self.executor_timeout is None or not jobs:
             self._vt_gate.max_timeout = None
             return
-        oldest = min(job.submitted_at for job in jobs)
+        oldest = min(job.busy_since for job in jobs)
         remaining = oldest + self.executor_timeout - time.perf_counter()
         if remaining > 0:
             self._vt_gate.max_timeout = remaining
             return
         now = time.perf_counter()
-        stuck = "\n".join(f"  - {job.description}, running for {now - job.submitted_at:.1f} s" for job in jobs)
-        for job in jobs:  # the clean-up (e.g. cancelling the tasks) gets a fresh timeout for the same threads
-            job.submitted_at = now
+        stuck = describe_threads(jobs, "Threads at work", now=now)
+        for job in jobs:  # reported once: the clean-up (e.g. cancelling the tasks) goes on in virtual time
+            job.reported = True
         raise DeadlockError(
             f"Executor jobs hold the loop time at {self.time()!r} for more than {self.executor_timeout} real"
-            f" seconds (a thread waiting for the loop's timers never returns):\n{stuck}\n{describe_tasks(self)}",
+            f" seconds (a thread that computes, or waits for something the loop does not know of, holds the"
+            f" virtual time):\n{stuck}\n{describe_tasks(self)}",
             loop_time=self.time(), tasks=asyncio.all_tasks(self),
         )
 
@@ -383,10 +522,76 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if executor is None:
             executor = self._get_default_executor()
         recorder = _RecordingExecutor(executor)
-        future = super().run_in_executor(recorder, func, *args)
+        job = _Job(_describe_call(func, args), executor, time.perf_counter())
+        call: Callable[[], _T] = functools.partial(_run_job, self, job, func, *args)
+        future = super().run_in_executor(recorder, call)
         if recorder.submitted is not None:
-            self._vt_jobs.append(_Job(recorder.submitted, future, _describe_call(func, args), time.perf_counter()))
+            job.concurrent_future, job.future = recorder.submitted, future
+            self._vt_jobs.append(job)
         return future
+
+    def wait_in_thread(self, timeout: float | None = None, until: Callable[[], bool] | None = None) -> bool:
+        """Block the current thread (one of this loop's executor jobs) as an idle one; whether ``until()`` holds.
+
+        The wait ends when ``timeout`` virtual seconds have passed (the clock jumps there if nothing
+        else is due earlier), or when ``until()`` is true (the loop checks it whenever it is idle:
+        e.g. a flag set by the loop's callbacks, or an answer of the loop to the thread's request),
+        whichever comes first. ``until`` must be cheap and thread-safe. After the loop is closed,
+        the thread waits the rest of the time in real time.
+        """
+        job = _marker.job
+        if _marker.loop is not self or job is None:
+            raise RuntimeError("wait_in_thread() is only for the threads that run this loop's executor jobs.")
+        if timeout is None and until is None:
+            raise ValueError("wait_in_thread() needs a timeout, a condition, or both (or it would never end).")
+        if until is not None and until():
+            return True
+        if timeout is not None and timeout <= 0:
+            return False
+        wait = _ThreadWait(None if timeout is None else self._vt_ticks + self._ticks_of(timeout), until)
+        with self._vt_lock:
+            closed = self._vt_closed
+            if not closed:
+                job.waiting = wait
+                awaited = self._vt_awaited
+                last = job in awaited and len(awaited) == 1
+                awaited.discard(job)
+        if closed:
+            return _wait_in_real_time(timeout, until)
+        if last:
+            self._write_to_self()  # the loop is blocked waiting for the busy threads, and this was the last one
+        wait.wake.acquire()
+        if wait.orphaned:
+            remaining = None if wait.deadline is None else max(0, wait.deadline - self._vt_ticks) / TICKS_PER_SECOND
+            return _wait_in_real_time(remaining, until)
+        return until() if until is not None else False
+
+    def block(self, seconds: float) -> None:
+        """The loop's own thread is blocked for ``seconds`` (e.g. a blocking sleep in async code): the clock moves on.
+
+        No real time passes; the timers due meanwhile run late, as they would after a real blocking call.
+        """
+        if seconds > 0:
+            self._set_ticks(self._vt_ticks + self._ticks_of(seconds))
+
+    @staticmethod
+    def _ticks_of(seconds: float) -> int:
+        """A duration in ticks, at least one: the nearest tick if only float noise away, else rounded up."""
+        exact = seconds * TICKS_PER_SECOND
+        nearest = round(exact)
+        ticks = nearest if abs(exact - nearest) <= _NOISE_ULPS * math.ulp(exact) else math.ceil(exact)
+        return max(1, ticks)
+
+    def close(self) -> None:
+        """Close the loop; the threads that still wait in it go on waiting in real time."""
+        with self._vt_lock:
+            self._vt_closed = True
+            for job in self._vt_jobs:
+                wait, job.waiting = job.waiting, None
+                if wait is not None:
+                    wait.orphaned = True
+                    wait.wake.release()
+        super().close()
 
     def set_default_executor(self, executor: concurrent.futures.ThreadPoolExecutor) -> None:  # type: ignore[override]
         super().set_default_executor(executor)
@@ -420,6 +625,19 @@ def _describe_call(func: Callable[..., Any], args: tuple[Any, ...]) -> str:
     return getattr(target, "__qualname__", None) or repr(target)
 
 
+def _wait_in_real_time(timeout: float | None, until: Callable[[], bool] | None) -> bool:
+    """A wait outside of virtual time (its loop is gone): the condition is polled every few milliseconds."""
+    end = None if timeout is None else time.perf_counter() + timeout
+    pause = threading.Event()  # never set: its wait() is a sleep that nobody patches
+    while True:
+        if until is not None and until():
+            return True
+        left = None if end is None else end - time.perf_counter()
+        if left is not None and left <= 0:
+            return False
+        pause.wait(0.01 if until is not None and (left is None or left > 0.01) else left)
+
+
 # -- diagnostics ------------------------------------------------------------------------------
 
 
@@ -444,6 +662,28 @@ def _await_chain(awaitable: Any) -> list[str]:
         chain.append(f"{code.co_qualname} ({code.co_filename}:{frame.f_lineno})")
         awaitable = inner
     return chain
+
+
+def describe_threads(jobs: Iterable[_Job], title: str, *, now: float | None = None) -> str:
+    """The executor jobs of a loop: what each runs, for how long, and the current stack of its thread."""
+    frames = sys._current_frames()
+    now = time.perf_counter() if now is None else now
+    lines = [f"{title}:"]
+    for job in jobs:
+        wait = job.waiting
+        if wait is not None:
+            state = "waiting" + (f" until loop time {wait.deadline / TICKS_PER_SECOND!r}" if wait.deadline is not None
+                                 else " for a condition")
+        elif job.thread_id is None:
+            state = "queued (not started)"
+        else:
+            state = f"at work for {now - job.busy_since:.1f} s"
+        lines.append(f"  - {job.description}, {state}")
+        frame = frames.get(job.thread_id) if job.thread_id is not None else None
+        if frame is not None:
+            for entry in traceback.format_stack(frame):
+                lines.extend(f"      {line}" for line in entry.rstrip().splitlines())
+    return "\n".join(lines)
 
 
 def describe_tasks(loop: asyncio.AbstractEventLoop) -> str:

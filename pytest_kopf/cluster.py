@@ -42,6 +42,7 @@ from kopf_sim.transport import DEFAULT_BASE_URL, InMemoryServer
 from kopf_sim.virtualtime import loop_clock
 
 from . import kubeconfig as kubeconfigs
+from .cleanup import remove_leftovers
 from .discovery import Discovery, ResourceInfo
 from .errors import (
     KopfApiError,
@@ -716,23 +717,36 @@ class RealKopfCluster(KopfCluster):
             self._cleanup.append((info, obj["metadata"]["name"]))
 
     async def teardown(self) -> None:
+        """Remove the test's objects, namespace and CRDs, and wait until they are gone (see :mod:`.cleanup`)."""
         try:
             if self._recorder is not None:
                 await self._recorder.stop()
             if self._session is not None:
-                victims = list(reversed(self._cleanup))
-                if self._namespace_created:
-                    victims.insert(0, (_NAMESPACES, self.namespace))
-                for info, name in victims:  # no waiting until they are gone
-                    try:
-                        await self._request("DELETE", info.path(None, name))
-                    except KopfApiError as exc:
-                        if exc.code != 404:
-                            raise
+                await remove_leftovers(self)
         finally:
             self._cleanup.clear()
             self._namespace_created = False
             await super().teardown()
+
+    def created_crds(self) -> list[str]:
+        """The names of the CRDs that the test has created (their objects are the test's, in any namespace)."""
+        return [name for info, name in self._cleanup if _is_crd(info)]
+
+    def namespace_path(self) -> str:
+        return _NAMESPACES.path(None, self.namespace)
+
+    def victims(self) -> list[str]:
+        """The paths of what the test has made and the teardown deletes: its namespace, its cluster-wide objects."""
+        paths = [self.namespace_path()] if self._namespace_created else []
+        return paths + [info.path(None, name) for info, name in reversed(self._cleanup)]
+
+    async def namespaced_resources(self) -> list[ResourceInfo]:
+        """The namespaced resources served now (for the objects left in a namespace)."""
+        self.forget_discovery()
+        found: list[ResourceInfo] = []
+        for group_version in await self._discovery.preferred_versions():
+            found.extend(info for info in await self._discovery.group_version(group_version) or () if info.namespaced)
+        return found
 
     async def kubeconfig(self) -> pathlib.Path:
         """A kubeconfig of this context, with the test's namespace as the default one."""

@@ -36,6 +36,7 @@ from re import Pattern
 from typing import Any
 
 import kopf
+from kopf._cogs.aiokits import syncwaits
 from kopf._cogs.aiokits.clock import pin_epoch
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.intents.causes import Activity
@@ -44,8 +45,11 @@ from kopf._core.reactor.running import os_signals_var
 from kopf_sim.virtualtime import VirtualTimeLoop, describe_tasks
 
 from .admission import InProcessWebhookServer, SimAdmissionSettings
+from .clientconfig import refresh_active
+from .clocks import virtualize_modules, wait_event
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
-from .errors import KopfLeakError, KopfOperatorError, KopfResourceError
+from .errors import KopfLeakError, KopfOperatorError, KopfResourceError, KopfTimeoutError
+from .readiness import RequestObserver, wait_until_ready
 from .threads import LentThreadsExecutor, shared_threads
 
 __all__ = ["KopfOperator"]
@@ -58,6 +62,9 @@ THREADS_GRACE = 1.0
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 _counter = itertools.count(1)
+
+# kopf's sync waits (a sync daemon's ``stopped.wait(t)``) are idle waits in virtual time (real ones elsewhere).
+syncwaits.set_event_waiter(wait_event)
 
 #: Which operator (if any) the current code runs for: inherited by every task that the operator spawns.
 _owner: contextvars.ContextVar[KopfOperator | None] = contextvars.ContextVar("pytest_kopf_operator", default=None)
@@ -171,6 +178,9 @@ class KopfOperator:
     (None while running or never started, 0 after a clean stop, 1 after a crash).
     """
 
+    #: The loop of the test (set by the fixture): the operator starts only there.
+    test_loop: asyncio.AbstractEventLoop | None = None
+
     def __init__(self, cluster: KopfCluster, *, reuse_threads: bool = True) -> None:
         self.cluster = cluster
         self.reuse_threads = reuse_threads  # fresh settings get an executor on the session's threads
@@ -191,12 +201,28 @@ class KopfOperator:
         self._tasks = _OperatorTasks(self)
         self._threads_before: set[threading.Thread] = set()
         self._admission: SimAdmissionSettings | None = None
+        self.modules: dict[str, types.ModuleType] = {}
 
     # -- state -------------------------------------------------------------------------------------
 
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    @property
+    def module(self) -> types.ModuleType:
+        """The module of the operator's file (or module) as loaded by the last start: ``kopf_operator.module.MyError``.
+
+        Every start loads the files afresh under a new module name, so a class that the test imports from the
+        same file (``from example import MyError``) is another class than the one the handlers raise; take the
+        loaded one from here instead. With several files or modules, see :attr:`modules` (by path or name).
+        """
+        if not self.modules:
+            raise KopfOperatorError("No operator file or module is loaded (start it with paths=… or modules=…).")
+        if len(self.modules) > 1:
+            raise KopfOperatorError(f"Several files or modules are loaded: take one from kopf_operator.modules "
+                                    f"({', '.join(repr(key) for key in self.modules)}).")
+        return next(iter(self.modules.values()))
 
     @property
     def logs(self) -> str:
@@ -234,6 +260,11 @@ class KopfOperator:
         """
         if self.running:
             raise KopfOperatorError("The operator is already running; stop() it first, or restart() it.")
+        if self.test_loop is not None and asyncio.get_running_loop() is not self.test_loop:
+            raise KopfOperatorError(
+                "kopf_operator.start() is awaited in another event loop than the test's own. Start it in the test, "
+                "or in an async fixture of the test (function-scoped: the plugin runs it in the test's loop, with "
+                "or without pytest-asyncio), or in a sync fixture with kopf_loop.run(kopf_operator.start(...)).")
         self._start_kwargs = dict(paths=list(paths), modules=list(modules), registry=registry, settings=settings,
                                   namespaces=list(namespaces), clusterwide=clusterwide, memo=memo,
                                   log_level=log_level, check_resources=check_resources, timeout=timeout)
@@ -259,7 +290,9 @@ class KopfOperator:
         self.exception = None
         self.exit_code = None
         self.registry = registry if registry is not None else self._load(paths, modules)
-        credentials = self._credentials()
+        refresh_active()  # the client libraries that the operator has imported: in-cluster loading too
+        observer = RequestObserver()  # sees the operator's watch requests: start() waits for its listings
+        credentials = self._credentials(observer)
         if registry is None and not self.registry.activities.get_handlers(Activity.AUTHENTICATION):
             # Re-login (after HTTP 401) gets the same credentials, never the environment's kubeconfig.
             kopf.on.login(id="pytest-kopf", registry=self.registry)(functools.partial(_same, credentials))
@@ -306,6 +339,7 @@ class KopfOperator:
             raise KopfOperatorError(f"The operator has not become ready in {timeout} s.\n{self._log_tail()}")
         if check_resources:
             await self._check_resources(insights, timeout)
+        await self._wait_until_ready(insights, observer, timeout)
 
     async def _operator(self, **kwargs: Any) -> None:
         """``kopf.operator()``, except that the tasks of the test & the fixtures are not the operator's."""
@@ -315,8 +349,10 @@ class KopfOperator:
     def _load(self, paths: Sequence[str | os.PathLike[str]], modules: Sequence[str]) -> kopf.OperatorRegistry:
         """Import the files & modules into a fresh registry (the default one only meanwhile)."""
         registry = kopf.OperatorRegistry()
+        self.modules = {}
         previous = kopf.get_default_registry()
         kopf.set_default_registry(registry)
+        known = set(sys.modules)
         try:
             for path in paths:
                 self._load_path(os.fspath(path))
@@ -324,6 +360,7 @@ class KopfOperator:
                 self._load_module(name)
         finally:
             kopf.set_default_registry(previous)
+            virtualize_modules(sys.modules[name] for name in set(sys.modules) - known)  # datetime.now() & co.
         return registry
 
     def _load_path(self, path: str) -> None:
@@ -339,6 +376,7 @@ class KopfOperator:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         self._modules.append(name)
+        self.modules[path] = module
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:
@@ -353,8 +391,10 @@ class KopfOperator:
         added_path = os.getcwd() not in sys.path
         if added_path:
             sys.path.insert(0, os.getcwd())
+        known = set(sys.modules)
         try:
-            importlib.import_module(name)
+            self.modules[name] = importlib.import_module(name)
+            virtualize_modules(sys.modules[key] for key in set(sys.modules) - known)  # datetime.now() & co.
         except BaseException as exc:
             raise KopfOperatorError(f"Cannot load the operator's module {name!r}: it has failed to import "
                                     f"with {_one_line(exc)}\n{_traceback(exc)}") from exc
@@ -366,7 +406,21 @@ class KopfOperator:
                 del sys.modules[key]
             sys.modules.update(cached)
 
-    def _credentials(self) -> ConnectionInfo:
+    async def _wait_until_ready(self, insights: Insights, observer: RequestObserver, timeout: float) -> None:
+        """Until the operator has listed its resources and its webhook configurations are in place (or fail)."""
+        assert self.registry is not None and self.settings is not None
+        try:
+            async with asyncio.timeout(timeout):
+                await insights.ready_resources.wait()
+                await insights.ready_namespaces.wait()
+            await wait_until_ready(cluster=self.cluster, registry=self.registry, settings=self.settings,
+                                   insights=insights, observer=observer, timeout=timeout)
+        except (TimeoutError, KopfTimeoutError) as exc:
+            await self.stop()
+            raise KopfOperatorError(f"The operator has not become ready in {timeout} s: {exc or 'no resources'}\n"
+                                    f"{self._log_tail()}") from None
+
+    def _credentials(self, observer: RequestObserver) -> ConnectionInfo:
         connection = self.cluster.connection
         if isinstance(self.cluster, RealKopfCluster):
             config = self.cluster.config
@@ -378,7 +432,7 @@ class KopfOperator:
             )
         else:
             info = ConnectionInfo(server=connection.base_url, default_namespace=connection.namespace)
-        return info.with_connector_factory(connection.connector_factory)
+        return info.with_connector_factory(observer.wrap(connection.connector_factory))
 
     def _capture_logs(self, level: int) -> None:
         logger = logging.getLogger("kopf")
@@ -499,12 +553,12 @@ class KopfOperator:
             self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor(executor._max_workers)
         loop_executor = getattr(asyncio.get_running_loop(), "_default_executor", None)
         kept = set(getattr(loop_executor, "_threads", ())) | shared_threads() | self._threads_before
-        deadline = time.monotonic() + THREADS_GRACE
+        deadline = time.perf_counter() + THREADS_GRACE
         leaked = list(busy)
         for thread in threading.enumerate():
             if thread in kept or thread in busy or thread is threading.current_thread():
                 continue
-            thread.join(max(0.0, deadline - time.monotonic()))
+            thread.join(max(0.0, deadline - time.perf_counter()))
             if thread.is_alive():
                 leaked.append(thread)
         return leaked

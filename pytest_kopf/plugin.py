@@ -10,7 +10,9 @@ coroutine function is kept at collection time and called here instead).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import gc
 import inspect
 import pathlib
@@ -24,7 +26,10 @@ import pytest
 
 from kopf_sim.virtualtime import VirtualTimeLoop
 
-from . import kubeconfig
+from . import kubeconfig, routing
+from .cleanup import release_objects
+from .clientconfig import ClientConfig
+from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
 from .running import TestLoop
@@ -50,6 +55,7 @@ class KopfSettings:
     context: str | None = None
     record_dir: pathlib.Path | None = None
     time_limit: float | None = None
+    thread_timeout: float | None = 60.0
 
 
 SETTINGS_KEY = pytest.StashKey[KopfSettings]()
@@ -77,6 +83,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kopf_context", "the kubeconfig context for the real mode", default="")
     parser.addini("kopf_time_limit", "virtual seconds a sim-mode test may last before it fails (none by default)",
                   default="")
+    parser.addini("kopf_thread_timeout", "real seconds that an operator's thread may compute (or wait in a way the "
+                  "virtual clock does not know of) while holding the virtual time, before the test fails with the "
+                  "thread's stack (default: 60; 'none': no limit)", default="60")
     parser.addini("kopf_gc_freeze", "after the collection, move the objects that exist by then out of the garbage "
                   "collector's scans, and collect the youngest generation less often (only if kopf tests are "
                   "collected; default: true)", type="bool", default=True)
@@ -98,11 +107,18 @@ def pytest_configure(config: pytest.Config) -> None:
         time_limit = float(limit_text) if limit_text else None
     except ValueError:
         raise pytest.UsageError(f"kopf_time_limit must be a number of seconds, got {limit_text!r}.") from None
+    thread_text = str(config.getini("kopf_thread_timeout") or "").strip().lower()
+    try:
+        thread_timeout = None if thread_text in ("", "none") else float(thread_text)
+    except ValueError:
+        raise pytest.UsageError(f"kopf_thread_timeout must be a number of seconds or 'none', got {thread_text!r}.") \
+            from None
     config.stash[SETTINGS_KEY] = KopfSettings(
         mode=mode,
         context=context,
         record_dir=pathlib.Path(record).resolve() if record else None,
         time_limit=time_limit,
+        thread_timeout=thread_timeout,
     )
 
 
@@ -118,7 +134,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"kopf: sim mode (virtual time){recording}"
 
 
-def uses_kopf(item: pytest.Item) -> bool:
+def uses_kopf(item: Any) -> bool:
     """Whether the test uses the kopf fixtures (they all depend on ``kopf_loop``)."""
     return "kopf_loop" in getattr(item, "fixturenames", ())
 
@@ -184,6 +200,74 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> object | None:
+    """Run the async fixtures of a test that uses the kopf fixtures in the test's own loop (with virtual time).
+
+    With or without pytest-asyncio, in its strict mode (``@pytest.fixture`` or ``@pytest_asyncio.fixture``)
+    and in its auto mode (which wraps the fixture function: the original is unwrapped here). Such a fixture
+    sets up, and tears down, in the same loop as the kopf fixtures and the test itself.
+    """
+    function = inspect.unwrap(fixturedef.func)
+    is_generator = inspect.isasyncgenfunction(function)
+    if not is_generator and not inspect.iscoroutinefunction(function):
+        return None
+    if fixturedef.scope != "function" or not uses_kopf(request.node):
+        return None
+    test_loop: TestLoop = request.getfixturevalue("kopf_loop")
+    kwargs = {name: request.getfixturevalue(name) for name in fixturedef.argnames}
+    if request.instance is not None and _takes_self(function, fixturedef.argnames):
+        function = function.__get__(request.instance)  # a fixture defined in a test class
+    key = fixturedef.cache_key(request)  # type: ignore[arg-type]
+    value: object
+    try:
+        if is_generator:
+            generator = function(**kwargs)
+            value = test_loop.run(_next_of(generator, fixturedef.argname, first=True))
+            fixturedef.addfinalizer(functools.partial(_finish_generator, test_loop, generator, fixturedef.argname))
+        else:
+            value = test_loop.run(_awaited(function(**kwargs)))
+    except BaseException as exc:
+        fixturedef.cached_result = (None, key, (exc, exc.__traceback__))
+        raise
+    fixturedef.cached_result = (value, key, None)
+    return value
+
+
+async def _awaited(awaitable: Any) -> object:
+    return await awaitable
+
+
+def _takes_self(function: Callable[..., Any], argnames: tuple[str, ...]) -> bool:
+    parameters = list(inspect.signature(function).parameters)
+    return bool(parameters) and parameters[0] not in argnames
+
+
+async def _next_of(generator: Any, name: str, *, first: bool) -> Any:
+    try:
+        return await generator.__anext__()
+    except StopAsyncIteration:
+        if first:
+            raise ValueError(f"The async fixture {name!r} did not yield a value.") from None
+        return None
+
+
+def _finish_generator(test_loop: TestLoop, generator: Any, name: str) -> None:
+    """The teardown of an async generator fixture: the rest of it, in the test's loop (while it still exists)."""
+    if test_loop.closed:
+        return
+    test_loop.run(_last_of(generator, name))
+
+
+async def _last_of(generator: Any, name: str) -> None:
+    try:
+        await generator.__anext__()
+    except StopAsyncIteration:
+        return
+    await generator.aclose()
+    raise ValueError(f"The async fixture {name!r} yielded more than once.")
+
+
 # -- fixtures --------------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -201,16 +285,22 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
     """
     settings = settings_of(request.config)
     virtual = settings.mode == SIM and request.node.get_closest_marker("kopf_real_time") is None
-    test_loop = TestLoop(virtual=virtual, time_limit=settings.time_limit if virtual else None)
+    test_loop = TestLoop(virtual=virtual, time_limit=settings.time_limit if virtual else None,
+                         thread_timeout=settings.thread_timeout)
     if isinstance(test_loop.loop, VirtualTimeLoop) and "kopf" in sys.modules:
         # kopf's wall clock (utcnow, for the timestamps in objects) follows the virtual time; kopf_operator
         # pins it too (kopf is not imported for the tests that do not use it).
         from kopf._cogs.aiokits.clock import pin_epoch
         pin_epoch(test_loop.loop.now(), test_loop.loop)
     request.node.stash[LOOP_KEY] = test_loop
+    module = getattr(request, "module", None) if test_loop.virtual else None
+    undo = virtualize_module(module) if module is not None and is_operator_code(module) else None
     try:
-        yield test_loop
+        with virtual_clocks() if test_loop.virtual else contextlib.nullcontext():
+            yield test_loop
     finally:
+        if undo is not None:
+            undo()
         del request.node.stash[LOOP_KEY]
         test_loop.close()
 
@@ -244,10 +334,20 @@ def kopf_cluster(
         kopf_loop.run(cluster.setup())
     except KopfClusterUnreachable as exc:
         pytest.fail(str(exc), pytrace=False)
+    clients: ClientConfig | None = None
+    if isinstance(cluster, SimKopfCluster):  # the official clients configured the documented ways reach it
+        clients = ClientConfig(host=routing.new_host(), directory=_clients_dir(tmp_path_factory))
+        routing.add_route(routing.Route(clients.host, kopf_loop.loop, cluster.server))
+        clients.activate()
     try:
         yield cluster
     finally:
-        kopf_loop.run(cluster.teardown())
+        try:
+            kopf_loop.run(cluster.teardown())
+        finally:
+            if clients is not None:
+                clients.deactivate()
+                routing.remove_route(clients.host)
 
 
 @pytest.fixture
@@ -259,8 +359,20 @@ def kopf_operator(pytestconfig: pytest.Config, kopf_loop: TestLoop,
     """
     from .operator import KopfOperator
     operator = KopfOperator(kopf_cluster, reuse_threads=bool(pytestconfig.getini("kopf_reuse_threads")))
+    operator.test_loop = kopf_loop.loop  # start() in another loop is a clear error, not a hang
     yield operator
+    if isinstance(kopf_cluster, RealKopfCluster) and operator.running:
+        # The objects of the test's CRDs go while the operator runs: its deletion handlers release them.
+        with contextlib.suppress(Exception):  # what is left is removed by kopf_cluster's teardown anyway
+            kopf_loop.run(release_objects(kopf_cluster))
     kopf_loop.run(operator.stop())
+
+
+def _clients_dir(factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The session's directory for the tests' kubeconfigs (one file per test's cluster)."""
+    path = factory.getbasetemp() / "kopf-clients"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 def _slug(text: str, limit: int) -> str:

@@ -21,10 +21,11 @@ __all__ = ["TestLoop", "is_virtual", "new_loop"]
 _T = TypeVar("_T")
 
 
-def new_loop(*, virtual: bool, time_limit: float | None = None) -> asyncio.AbstractEventLoop:
+def new_loop(*, virtual: bool, time_limit: float | None = None,
+             thread_timeout: float | None = virtualtime.DEFAULT_EXECUTOR_TIMEOUT) -> asyncio.AbstractEventLoop:
     """A new loop: virtual-time (sim mode, unless the test wants real time), or a regular one."""
     if virtual:
-        return virtualtime.new_virtual_loop(time_limit=time_limit)
+        return virtualtime.new_virtual_loop(time_limit=time_limit, executor_timeout=thread_timeout)
     return asyncio.SelectorEventLoop()
 
 
@@ -37,8 +38,9 @@ class TestLoop:
 
     __test__ = False  # not a test class, despite the name
 
-    def __init__(self, *, virtual: bool, time_limit: float | None = None) -> None:
-        self.loop = new_loop(virtual=virtual, time_limit=time_limit)
+    def __init__(self, *, virtual: bool, time_limit: float | None = None,
+                 thread_timeout: float | None = virtualtime.DEFAULT_EXECUTOR_TIMEOUT) -> None:
+        self.loop = new_loop(virtual=virtual, time_limit=time_limit, thread_timeout=thread_timeout)
         self.context = contextvars.copy_context()
         self.closed = False
 

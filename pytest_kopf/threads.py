@@ -124,10 +124,10 @@ class LentThreadsExecutor(concurrent.futures.ThreadPoolExecutor):
 
         Those threads are not lent to anyone again (the shared pool is replaced), and they are not joined.
         """
-        deadline = time.monotonic() + grace
+        deadline = time.perf_counter() + grace
         self.shutdown(wait=False, cancel_futures=True)
         with self._lock:
-            self._lock.wait_for(lambda: not self._running, timeout=max(0.0, deadline - time.monotonic()))
+            self._lock.wait_for(lambda: not self._running, timeout=max(0.0, deadline - time.perf_counter()))
             busy = [job.thread for job in self._running if job.thread is not None]
         if busy:
             _retire(self._pool)

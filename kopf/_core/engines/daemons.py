@@ -50,6 +50,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from kopf._cogs.aiokits import syncwaits
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs import bodies, ephemera, patches
 from kopf._cogs.structs.ids import HandlerId
@@ -155,7 +156,7 @@ class DaemonStopper:
                 if self._flag:
                     self._event.set()
             event = self._event
-        return event.wait(timeout)
+        return syncwaits.wait_event(event, timeout)
 
     async def wait_async(self, timeout: float | None = None, *, wakeable: bool = False) -> bool:
         """

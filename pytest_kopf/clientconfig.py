@@ -1,0 +1,120 @@
+"""The official clients' configuration in sim mode: a kubeconfig of the test's own, and in-cluster loading to match.
+
+While a sim-mode test runs, ``KUBECONFIG`` names a kubeconfig written for it, whose server is the
+host name of the test's cluster (``http://kopf-sim-N.test``, routed in memory by :mod:`pytest_kopf.routing`).
+So the documented ways to configure a client reach the simulated cluster, with no change to the code:
+
+- ``kubernetes.config.load_kube_config()`` and ``kubernetes_asyncio.config.load_kube_config()``;
+- ``pykube.KubeConfig.from_env()`` / ``from_file()`` (with no path: ``KUBECONFIG``);
+- kopf's own login from a kubeconfig (``kopf.login_via_client``, ``kopf.login_with_kubeconfig``);
+- ``kubernetes.config.load_incluster_config()``, ``kubernetes_asyncio.config.load_incluster_config()`` and
+  ``pykube.KubeConfig.from_service_account()``: a test process is never in a cluster, so in sim mode these
+  load the test's cluster too (they are swapped in the modules imported by then: the test's, and the
+  operator's after its files are loaded).
+
+Everything is restored when the test ends.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import sys
+from typing import Any
+
+from kopf_sim.kubeconfig import kubeconfig_dict
+
+__all__ = ["ClientConfig", "refresh_active"]
+
+_ENV = "KUBECONFIG"
+_TOKEN = "kopf-sim-test"  # the simulated apiserver does not check it; some clients want one
+_active: list[ClientConfig] = []
+
+
+def refresh_active() -> None:
+    """Swap the in-cluster loaders of the client libraries imported since the test began (e.g. by an operator)."""
+    for config in _active:
+        config.refresh()
+
+
+class ClientConfig:
+    """The per-test kubeconfig in the environment, and the in-cluster loaders swapped for the test's cluster."""
+
+    def __init__(self, *, host: str, directory: pathlib.Path) -> None:
+        self.host = host
+        self.server = f"http://{host}"
+        self.path = directory / f"{host}.kubeconfig"
+        self._previous_env: str | None = None
+        self._swapped: list[tuple[Any, str, Any]] = []
+
+    def activate(self) -> None:
+        config = kubeconfig_dict(server=self.server, token=_TOKEN, cluster_name=self.host, context_name=self.host,
+                                 user_name=self.host, namespace="default")
+        self.path.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML, and much faster to write
+        self._previous_env = os.environ.get(_ENV)
+        os.environ[_ENV] = str(self.path)
+        _active.append(self)
+        self.refresh()
+
+    def deactivate(self) -> None:
+        if self in _active:
+            _active.remove(self)
+        for owner, name, original in reversed(self._swapped):
+            setattr(owner, name, original)
+        self._swapped.clear()
+        if os.environ.get(_ENV) == str(self.path):
+            if self._previous_env is None:
+                del os.environ[_ENV]
+            else:
+                os.environ[_ENV] = self._previous_env
+
+    def refresh(self) -> None:
+        """Swap the in-cluster loaders of the client libraries imported since the last time.
+
+        The official clients also read ``KUBECONFIG`` once, at their import, as their default path:
+        that default is swapped too.
+        """
+        for module_name in ("kubernetes.config.kube_config", "kubernetes.config",
+                            "kubernetes_asyncio.config.kube_config", "kubernetes_asyncio.config"):
+            module = sys.modules.get(module_name)
+            if module is not None:
+                self._swap(module, "KUBE_CONFIG_DEFAULT_LOCATION", str(self.path))
+        kubernetes_config = sys.modules.get("kubernetes.config")
+        if kubernetes_config is not None:
+            self._swap(kubernetes_config, "load_incluster_config", self._loader("kubernetes.client"))
+        asyncio_config = sys.modules.get("kubernetes_asyncio.config")
+        if asyncio_config is not None:
+            self._swap(asyncio_config, "load_incluster_config", self._loader("kubernetes_asyncio.client"))
+        pykube = sys.modules.get("pykube")
+        kubeconfig_class = getattr(pykube, "KubeConfig", None)
+        if kubeconfig_class is not None:
+            path = str(self.path)
+
+            def from_service_account(cls: Any, *_: Any, **__: Any) -> Any:
+                return cls.from_file(path)
+
+            self._swap(kubeconfig_class, "from_service_account", classmethod(from_service_account))
+
+    def _swap(self, owner: Any, name: str, replacement: Any) -> None:
+        if any(swapped_owner is owner and swapped_name == name for swapped_owner, swapped_name, _ in self._swapped):
+            return
+        original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
+        if original is None:
+            return
+        self._swapped.append((owner, name, original))
+        setattr(owner, name, replacement)
+
+    def _loader(self, client_module: str) -> Any:
+        server = self.server
+
+        def load_incluster_config(client_configuration: Any = None, *_: Any, **__: Any) -> None:
+            """In sim mode: configure the client for the test's simulated cluster (as in-cluster, with a token)."""
+            configuration_class = sys.modules[client_module].Configuration
+            config = client_configuration if client_configuration is not None else configuration_class()
+            config.host = server
+            config.api_key = {"authorization": _TOKEN}
+            config.api_key_prefix = {"authorization": "Bearer"}
+            if client_configuration is None:
+                configuration_class.set_default(config)
+
+        return load_incluster_config

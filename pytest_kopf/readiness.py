@@ -1,0 +1,105 @@
+"""When an operator under test is ready: it has listed its resources, and its webhook configurations are in place.
+
+``kopf_operator.start()`` returns only then, so that a test can act at once: an object created right after
+it is seen by the operator's watch-streams and validated (or mutated) by its admission webhooks.
+
+- Listed: kopf lists a resource, then watches it from the listing's version; the watch request is seen
+  by the connector of the operator's credentials (:class:`RequestObserver`), in sim and real modes alike,
+  for every resource & namespace that the operator serves.
+- Webhooks: with admission handlers and ``settings.admission.managed``, the managed validating/mutating
+  configurations hold one webhook per handler with served resources (read from the cluster's API).
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
+
+import aiohttp
+
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._core.engines.admission import CONFIGURATION_RESOURCES, build_webhooks
+from kopf._core.intents.registries import OperatorRegistry
+from kopf._core.reactor.observation import Insights
+from kopf._core.reactor.orchestration import watcher_dimensions
+
+from .cluster import KopfCluster
+from .errors import KopfTimeoutError
+
+__all__ = ["RequestObserver", "wait_until_ready"]
+
+
+class RequestObserver:
+    """Sees the paths of the watch requests that the operator makes (through the connectors it is given)."""
+
+    def __init__(self) -> None:
+        self.watched: set[str] = set()
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def wrap(self, factory: Callable[[], aiohttp.BaseConnector]) -> Callable[[], aiohttp.BaseConnector]:
+        def make() -> aiohttp.BaseConnector:
+            connector = factory()
+            connect = connector.connect
+
+            async def observed_connect(req: Any, *args: Any, **kwargs: Any) -> Any:
+                if req.method == "GET" and req.url.query.get("watch") in ("true", "1"):
+                    self._seen(req.url.path)
+                return await connect(req, *args, **kwargs)
+
+            connector.connect = observed_connect  # type: ignore[method-assign]
+            return connector
+
+        return make
+
+    def _seen(self, path: str) -> None:
+        self.watched.add(path)
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def wait_for(self, paths: Collection[str]) -> None:
+        while not set(paths) <= self.watched:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+
+def watched_paths(insights: Insights) -> set[str]:
+    """The URL paths of the watch requests that the operator makes when it serves what it knows of."""
+    return {resource.get_url(namespace=namespace) for resource, namespace in watcher_dimensions(insights)}
+
+
+def expected_webhooks(registry: OperatorRegistry, settings: OperatorSettings,
+                      resources: Iterable[Any]) -> dict[str, set[str]]:
+    """The managed configurations (by resource plural) and the names of their webhooks, as the operator makes them."""
+    name = settings.admission.managed
+    if not name or settings.admission.server is None:  # no server: the operator configures no webhooks
+        return {}
+    resources = list(resources)
+    expected: dict[str, set[str]] = {}
+    for webhook_type, resource in CONFIGURATION_RESOURCES.items():
+        handlers = [handler for handler in registry.webhooks.get_all_handlers() if handler.type == webhook_type]
+        names = {str(webhook["name"]) for webhook in build_webhooks(handlers, resources, name_suffix=name,
+                                                                    client_config={})}
+        if names:
+            expected[f"{resource.plural}.{resource.group}"] = names
+    return expected
+
+
+async def wait_until_ready(*, cluster: KopfCluster, registry: OperatorRegistry, settings: OperatorSettings,
+                           insights: Insights, observer: RequestObserver, timeout: float) -> None:
+    """Wait until the operator has listed its resources and its webhook configurations are in place."""
+    paths = watched_paths(insights)
+    try:
+        async with asyncio.timeout(timeout):
+            await observer.wait_for(paths)
+    except TimeoutError:
+        missing = ", ".join(sorted(paths - observer.watched))
+        raise KopfTimeoutError(f"The operator has not listed (and begun to watch) its resources in {timeout} s: "
+                               f"{missing}.", last=None, seen=False) from None
+    name = settings.admission.managed
+    for resource, names in expected_webhooks(registry, settings, insights.resources).items():
+        def complete(obj: dict[str, Any] | None, names: set[str] = names) -> bool:
+            return obj is not None and names <= {webhook.get("name") for webhook in obj.get("webhooks") or ()}
+        await cluster.wait_for(resource, str(name), condition=complete, timeout=timeout)

@@ -1,0 +1,134 @@
+"""The official clients, configured the documented ways, reach the test's simulated cluster in memory."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import kubernetes_asyncio
+import pykube
+import pytest
+
+import kopf
+from pytest_kopf.cluster import KopfCluster
+from pytest_kopf.operator import KopfOperator
+from pytest_kopf.routing import SyncClientInLoopError
+
+CRD = str(Path(__file__).parent.parent.parent / "examples" / "crd.yaml")
+pytestmark = pytest.mark.kopf_sim_only
+
+
+def example(name: str) -> dict[str, Any]:
+    return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name}, "spec": {}}
+
+
+async def run_handler(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, registry: kopf.OperatorRegistry,
+                      seconds: float = 1) -> None:
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create(example("ex1"))
+    await asyncio.sleep(seconds)
+    await kopf_operator.stop()
+    assert "Traceback" not in kopf_operator.logs, kopf_operator.logs
+
+
+async def test_the_sync_client_pykube_and_in_cluster_configs_in_a_sync_handler(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    registry = kopf.OperatorRegistry()
+    seen: dict[str, Any] = {}
+
+    @kopf.on.create("kopfexamples", registry=registry)
+    def create_fn(name: str, namespace: str, **_: Any) -> None:
+        kubernetes.config.load_kube_config()
+        core = kubernetes.client.CoreV1Api()
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": f"{name}-sync"}})
+        kubernetes.config.load_incluster_config()
+        seen["in-cluster"] = [cm.metadata.name for cm in kubernetes.client.CoreV1Api()
+                              .list_namespaced_config_map(namespace).items]
+        api = pykube.HTTPClient(pykube.KubeConfig.from_env())  # the service account first, then KUBECONFIG
+        pykube.ConfigMap(api, {"metadata": {"name": f"{name}-pykube", "namespace": namespace}}).create()
+        seen["pykube"] = sorted(cm.name for cm in pykube.ConfigMap.objects(api).filter(namespace=namespace))
+
+    await run_handler(kopf_cluster, kopf_operator, registry)
+    assert seen == {"in-cluster": ["ex1-sync"], "pykube": ["ex1-pykube", "ex1-sync"]}
+    assert {cm["metadata"]["name"] for cm in await kopf_cluster.list("configmaps")} == {"ex1-sync", "ex1-pykube"}
+
+
+async def test_kubernetes_asyncio_in_an_async_handler(kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    registry = kopf.OperatorRegistry()
+    seen: dict[str, Any] = {}
+
+    @kopf.on.create("kopfexamples", registry=registry)
+    async def create_fn(name: str, namespace: str, **_: Any) -> None:
+        await kubernetes_asyncio.config.load_kube_config()
+        async with kubernetes_asyncio.client.ApiClient() as api:
+            core = kubernetes_asyncio.client.CoreV1Api(api)
+            await core.create_namespaced_config_map(namespace, {"metadata": {"name": f"{name}-async"}})
+        kubernetes_asyncio.config.load_incluster_config()
+        async with kubernetes_asyncio.client.ApiClient() as api:
+            listing = await kubernetes_asyncio.client.CoreV1Api(api).list_namespaced_config_map(namespace)
+        seen["names"] = [cm.metadata.name for cm in listing.items]
+
+    await run_handler(kopf_cluster, kopf_operator, registry)
+    assert seen == {"names": ["ex1-async"]}
+
+
+async def test_a_watch_in_a_sync_daemon_waits_in_virtual_time(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    registry = kopf.OperatorRegistry()
+    events: list[tuple[str, str, float]] = []
+
+    @kopf.daemon("kopfexamples", registry=registry)
+    def watcher(namespace: str, **_: Any) -> None:
+        kubernetes.config.load_kube_config()
+        stream = kubernetes.watch.Watch().stream(kubernetes.client.CoreV1Api().list_namespaced_config_map,
+                                                 namespace, timeout_seconds=7200)
+        for event in stream:
+            events.append((event["type"], event["object"].metadata.name, time.monotonic()))
+
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create(example("ex1"))
+    wall = time.perf_counter()
+    await asyncio.sleep(3600)
+    await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}})
+    await asyncio.sleep(7200)  # the watch ends by the server's timeout; the daemon exits
+    assert time.perf_counter() - wall < 30  # virtual hours: the thread waited idle, not for real
+    await kopf_operator.stop()
+    assert [(kind, name) for kind, name, _ in events] == [("ADDED", "late")]
+    assert 3600 <= events[0][2] < 3602
+
+
+async def test_kopfs_own_login_from_the_kubeconfig(kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    registry = kopf.OperatorRegistry()
+    handled: list[str] = []
+
+    @kopf.on.login(registry=registry)
+    def login_fn(**kwargs: Any) -> Any:
+        return kopf.login_with_kubeconfig(**kwargs)
+
+    @kopf.on.create("kopfexamples", registry=registry)
+    def create_fn(name: str, **_: Any) -> None:
+        handled.append(name)
+
+    info = kopf.login_with_kubeconfig(logger=logging.getLogger("test"))
+    assert info is not None and info.server.startswith("http://kopf-sim-") and info.server.endswith(".test")
+    await run_handler(kopf_cluster, kopf_operator, registry)
+    assert handled == ["ex1"]
+
+
+async def test_a_sync_client_in_the_loops_thread_is_a_clear_error(kopf_cluster: KopfCluster) -> None:
+    kubernetes.config.load_kube_config()
+    with pytest.raises(SyncClientInLoopError, match="in the thread of the event loop that serves it"):
+        kubernetes.client.CoreV1Api().list_namespace()
+    names = await asyncio.to_thread(lambda: [ns.metadata.name for ns in kubernetes.client.CoreV1Api()
+                                             .list_namespace().items])
+    assert "default" in names
+
+
+def test_the_kubeconfig_is_the_tests_only_while_it_runs(kopf_cluster: KopfCluster) -> None:
+    assert os.environ["KUBECONFIG"].endswith(".test.kubeconfig")
