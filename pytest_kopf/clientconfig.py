@@ -78,37 +78,58 @@ class ClientConfig:
                             "kubernetes_asyncio.config.kube_config", "kubernetes_asyncio.config"):
             module = sys.modules.get(module_name)
             if module is not None:
-                self._swap(module, "KUBE_CONFIG_DEFAULT_LOCATION", str(self.path))
+                # Imported during this test, the module has taken this test's path as its default: after the
+                # test, it gets the default it would have had without the test, not a path that is gone.
+                outside = self._previous_env or "~/.kube/config"
+                self._swap(module, "KUBE_CONFIG_DEFAULT_LOCATION", str(self.path),
+                           original=outside if getattr(module, "KUBE_CONFIG_DEFAULT_LOCATION", None) == str(self.path)
+                           else None)
         kubernetes_config = sys.modules.get("kubernetes.config")
         if kubernetes_config is not None:
-            self._swap(kubernetes_config, "load_incluster_config", self._loader("kubernetes.client"))
+            self._swap(kubernetes_config, "load_incluster_config",
+                       self._loader("kubernetes.client", kubernetes_config.load_incluster_config))
         asyncio_config = sys.modules.get("kubernetes_asyncio.config")
         if asyncio_config is not None:
-            self._swap(asyncio_config, "load_incluster_config", self._loader("kubernetes_asyncio.client"))
+            self._swap(asyncio_config, "load_incluster_config",
+                       self._loader("kubernetes_asyncio.client", asyncio_config.load_incluster_config))
         pykube = sys.modules.get("pykube")
         kubeconfig_class = getattr(pykube, "KubeConfig", None)
-        if kubeconfig_class is not None:
+        if kubeconfig_class is not None and "from_service_account" in kubeconfig_class.__dict__:
             path = str(self.path)
+            original = kubeconfig_class.__dict__["from_service_account"].__func__
+            is_ours = self._is_ours
 
-            def from_service_account(cls: Any, *_: Any, **__: Any) -> Any:
-                return cls.from_file(path)
+            def from_service_account(cls: Any, *args: Any, **kwargs: Any) -> Any:
+                return cls.from_file(path) if is_ours() else original(cls, *args, **kwargs)
 
             self._swap(kubeconfig_class, "from_service_account", classmethod(from_service_account))
 
-    def _swap(self, owner: Any, name: str, replacement: Any) -> None:
+    def _is_ours(self) -> bool:
+        """Whether ``KUBECONFIG`` still names this test's kubeconfig (a test may point it to a served cluster)."""
+        return os.environ.get(_ENV) == str(self.path)
+
+    def _swap(self, owner: Any, name: str, replacement: Any, *, original: Any = None) -> None:
         if any(swapped_owner is owner and swapped_name == name for swapped_owner, swapped_name, _ in self._swapped):
             return
-        original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
+        if original is None:
+            original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
         if original is None:
             return
         self._swapped.append((owner, name, original))
         setattr(owner, name, replacement)
 
-    def _loader(self, client_module: str) -> Any:
+    def _loader(self, client_module: str, original: Any) -> Any:
         server = self.server
+        is_ours = self._is_ours
 
-        def load_incluster_config(client_configuration: Any = None, *_: Any, **__: Any) -> None:
-            """In sim mode: configure the client for the test's simulated cluster (as in-cluster, with a token)."""
+        def load_incluster_config(client_configuration: Any = None, *args: Any, **kwargs: Any) -> None:
+            """In sim mode: configure the client for the test's simulated cluster (as in-cluster, with a token).
+
+            If the test has pointed ``KUBECONFIG`` elsewhere (e.g. to the cluster served for a thread or
+            a subprocess), the process is not in a cluster, as outside the tests.
+            """
+            if not is_ours():
+                return original(client_configuration, *args, **kwargs)  # type: ignore[no-any-return]
             configuration_class = sys.modules[client_module].Configuration
             config = client_configuration if client_configuration is not None else configuration_class()
             config.host = server

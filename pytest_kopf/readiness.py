@@ -3,6 +3,8 @@
 ``kopf_operator.start()`` returns only then, so that a test can act at once: an object created right after
 it is seen by the operator's watch-streams and validated (or mutated) by its admission webhooks.
 
+- Paused: an operator paused from the start (a mandatory peering that is absent, or a freeze) watches
+  nothing until it is resumed; it is ready as soon as it is paused.
 - Listed: kopf lists a resource, then watches it from the listing's version; the watch request is seen
   by the connector of the operator's credentials (:class:`RequestObserver`), in sim and real modes alike,
   for every resource & namespace that the operator serves.
@@ -12,7 +14,7 @@ it is seen by the operator's watch-streams and validated (or mutated) by its adm
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Coroutine, Iterable
 from typing import Any
 
 import aiohttp
@@ -65,6 +67,19 @@ class RequestObserver:
             await waiter
 
 
+async def _first_of(*coros: Coroutine[Any, Any, Any]) -> None:
+    """Wait until any of the coroutines is done (a paused operator watches nothing until it is resumed)."""
+    tasks = [asyncio.ensure_future(coro) for coro in coros]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def watched_paths(insights: Insights) -> set[str]:
     """The URL paths of the watch requests that the operator makes when it serves what it knows of."""
     return {resource.get_url(namespace=namespace) for resource, namespace in watcher_dimensions(insights)}
@@ -93,7 +108,7 @@ async def wait_until_ready(*, cluster: KopfCluster, registry: OperatorRegistry, 
     paths = watched_paths(insights)
     try:
         async with asyncio.timeout(timeout):
-            await observer.wait_for(paths)
+            await _first_of(observer.wait_for(paths), insights.paused.wait_for(True))
     except TimeoutError:
         missing = ", ".join(sorted(paths - observer.watched))
         raise KopfTimeoutError(f"The operator has not listed (and begun to watch) its resources in {timeout} s: "

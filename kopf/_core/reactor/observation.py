@@ -24,6 +24,7 @@ import dataclasses
 import logging
 from collections.abc import Collection, Iterable
 
+from kopf._cogs.aiokits.toggles import ToggleSet
 from kopf._cogs.clients import errors, scanning, watching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
@@ -50,6 +51,8 @@ class Insights:
     ready_namespaces: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     revision: int = 0
     revised: asyncio.Condition = dataclasses.field(default_factory=asyncio.Condition)
+    #: On while the operator is paused (e.g. by a peering); its resources are not watched meanwhile.
+    paused: ToggleSet = dataclasses.field(default_factory=lambda: ToggleSet(any))
 
     async def revise(
             self,

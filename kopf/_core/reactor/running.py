@@ -270,7 +270,7 @@ async def spawn_tasks(
     context.run(object_loggers.event_sink_var.set, posting.queue_logged_event)
 
     started = asyncio.Event()
-    operator_paused = ToggleSet(any)  # on while any of its toggles (e.g. of the peerings) is on.
+    operator_paused = insights.paused  # on while any of its toggles (e.g. of the peerings) is on.
     signal_flag: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
     def create_task(coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
