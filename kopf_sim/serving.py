@@ -28,7 +28,7 @@ from aiohttp.typedefs import Handler, Middleware
 from kopf_sim.certs import generate_self_signed
 from kopf_sim.kubeconfig import write_kubeconfig
 
-__all__ = ["UNAUTHORIZED_STATUS", "ServedApp", "bearer_token_middleware", "serve_forever"]
+__all__ = ["PUBLIC_PATHS", "UNAUTHORIZED_STATUS", "ServedApp", "bearer_token_middleware", "serve_forever"]
 
 UNAUTHORIZED_STATUS = {
     "kind": "Status",
@@ -41,19 +41,44 @@ UNAUTHORIZED_STATUS = {
 }
 
 
+#: What anyone may read without a token, as the apiserver's ``system:public-info-viewer`` role allows.
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
+
+
 def bearer_token_middleware(token: str) -> Middleware:
-    """Reject requests without ``Authorization: Bearer <token>``, as kube-apiserver does."""
+    """Reject requests without ``Authorization: Bearer <token>``, as kube-apiserver does.
+
+    The header is read as the apiserver reads it: the scheme, one space, the token (anything after
+    a further space is ignored). A request without a token is anonymous, and may read only the
+    :data:`PUBLIC_PATHS`; a wrong token (or a non-UTF-8 one) is refused everywhere.
+    """
     expected = token.encode("utf-8")
 
     @web.middleware
     async def check_bearer_token(request: web.Request, handler: Handler) -> web.StreamResponse:
-        scheme, _, given = request.headers.get(hdrs.AUTHORIZATION, "").strip().partition(" ")
-        valid = scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode("utf-8"), expected)
-        if not valid:
+        given = _bearer_token(request.headers.get(hdrs.AUTHORIZATION, ""))
+        if given is None:
+            allowed = False
+        elif given:
+            allowed = hmac.compare_digest(given, expected)
+        else:
+            allowed = request.path in PUBLIC_PATHS
+        if not allowed:
             return web.json_response(UNAUTHORIZED_STATUS, status=401)
         return await handler(request)
 
     return check_bearer_token
+
+
+def _bearer_token(header: str) -> bytes | None:
+    """The token of an ``Authorization`` header: empty if there is none, None if it cannot be a token."""
+    parts = header.split(" ", 2)
+    if len(parts) < 2 or parts[0].lower() != "bearer":
+        return b""
+    try:
+        return parts[1].encode("utf-8")
+    except UnicodeEncodeError:  # aiohttp keeps undecodable bytes as surrogates: no token can match them
+        return None
 
 
 class ServedApp:
