@@ -14,7 +14,7 @@ from .app import build_app
 from .manifests import ManifestError, read_manifests
 from .recording import ChangeRecorder
 from .serving import ServedApp, serve_forever
-from .store import Cluster
+from .store import HISTORY_WINDOW, Cluster
 
 
 @click.group()
@@ -33,14 +33,16 @@ def main() -> None:
               help="Create the objects of this manifest at start (repeatable; CRDs first).")
 @click.option("--record", "record_path", type=click.Path(dir_okay=False),
               help="Append every change as a JSON Lines watch event to this file.")
+@click.option("--history", "history_window", default=HISTORY_WINDOW, show_default=True, type=click.IntRange(min=1),
+              help="How many changes to keep for resuming watches; older versions get 410 Expired.")
 @click.option("--verbose", "-v", is_flag=True, help="Log every request.")
 def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, tls: bool,
-          manifests: tuple[str, ...], record_path: str | None, verbose: bool) -> None:
+          manifests: tuple[str, ...], record_path: str | None, verbose: bool, history_window: int) -> None:
     """Serve the simulated cluster over HTTP(S) until interrupted (Ctrl+C or SIGTERM)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
     if token == "auto":
         token = secrets.token_urlsafe(24)
-    cluster = Cluster()
+    cluster = Cluster(history_window=history_window)
     try:
         documents = read_manifests(manifests)
         cluster.apply_manifests(documents)
