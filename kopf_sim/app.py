@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol
 
 from aiohttp import web, web_app
+from aiohttp.web_protocol import RequestPayloadError
 from multidict import MultiMapping
 
 from . import admitting, bodies, discovery, errors, gotypes, openapi, queries, tables, typecheck, validation, writing
@@ -38,6 +39,7 @@ ADMISSION_KEY = web.AppKey("kopf_sim.admission", AdmissionControl)
 JSON = "application/json"
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+_READONLY_HEADS = frozenset({"", "healthz", "livez", "readyz", "version", "openapi"})
 _LONGEST_WAIT = 3600.0  # a watch re-checks its deadline at least this often (no timer of a huge duration)
 
 
@@ -117,7 +119,7 @@ def build_app(cluster: Cluster, options: ServerOptions | None = None) -> web.App
     app[ADMISSION_KEY] = admission
     api = ApiServer(cluster, options or ServerOptions(), admission)
     app[API_KEY] = api
-    app.router.add_route("*", "/{tail:.*}", api.dispatch)
+    app.router.add_route("*", r"/{tail:[\s\S]*}", api.dispatch)
 
     async def close_watches(_: web.Application) -> None:
         cluster.close_watches()
@@ -183,7 +185,8 @@ class ApiServer:
         parts = [p for p in request.path.split("/") if p]
         head = parts[0] if parts else ""
         is_resource = head in ("api", "apis") and len(parts) > (2 if head == "api" else 3)
-        if not is_resource and request.method not in ("GET", "HEAD"):  # discovery, health, version: read-only
+        is_readonly = head in _READONLY_HEADS or (head in ("api", "apis") and not is_resource)
+        if is_readonly and request.method not in ("GET", "HEAD"):  # discovery, health, version, openapi
             raise errors.method_not_allowed()
         if not parts:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
@@ -589,15 +592,16 @@ async def _read_body(request: ApiRequest) -> bytes:
         body = await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise errors.request_too_large(REQUEST_BODY_LIMIT) from None
-    except (web.HTTPException, ValueError, EOFError, ConnectionError) as exc:
-        raise errors.bad_request(f"the request body cannot be read: {_first_line(exc)}") from None
-    except Exception as exc:  # aiohttp's payload errors (e.g. a broken gzip encoding) are plain Exceptions
-        if type(exc).__name__ not in ("RequestPayloadError", "ContentEncodingError"):
-            raise
-        raise errors.bad_request(f"the request body cannot be read: {_first_line(exc)}") from None
+    except (web.HTTPException, ValueError, EOFError, ConnectionError, RequestPayloadError) as exc:
+        raise errors.bad_request(f"the request body cannot be read: {_last_line(exc)}") from None
     if len(body) > REQUEST_BODY_LIMIT:
         raise errors.request_too_large(REQUEST_BODY_LIMIT)
     return body
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[-1].strip() if lines else type(exc).__name__
 
 
 def _summary(raw: bytes, length: int = 30) -> str:
@@ -690,7 +694,3 @@ async def _read_delete_options(request: ApiRequest) -> Mapping[str, Any]:
     if "orphanDependents" in request.query:
         options["orphanDependents"] = _flag(request.query["orphanDependents"])
     return options
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -41,6 +41,8 @@ UNAUTHORIZED_STATUS = {
 }
 
 
+MAX_HEADER_BYTES = 1024 * 1024
+
 #: What anyone may read without a token, as the apiserver's ``system:public-info-viewer`` role allows.
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 
@@ -114,7 +116,12 @@ class ServedApp:
         self.ca_pem: bytes | None = None
         self._url: str | None = None
         self._runner = web.AppRunner(
-            app, handler_cancellation=handler_cancellation, shutdown_timeout=shutdown_timeout
+            app, handler_cancellation=handler_cancellation, shutdown_timeout=shutdown_timeout,
+            # As Go's HTTP server of the apiserver: up to 1 MiB of request line & headers (aiohttp: 8 KiB).
+            max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES,
+            # A body left unread (a refused request) closes the connection, rather than being read after the
+            # response (aiohttp would log the failure to decode it, e.g. a broken gzip, as unhandled).
+            lingering_time=0,
         )
 
     @property

@@ -501,12 +501,13 @@ def scale_of(rtype: ResourceType, obj: JsonDict) -> JsonDict:
 def with_scale(rtype: ResourceType, obj: JsonDict, scale: Any) -> JsonDict:
     """The object with its replicas set from a ``Scale`` body (the rest of the Scale is ignored)."""
     assert rtype.scale is not None
-    if not isinstance(scale, dict) or not isinstance((scale.get("spec") or {}).get("replicas", 0), int):
+    replicas = (scale.get("spec") or {}).get("replicas") or 0 if isinstance(scale, dict) else None
+    if not isinstance(replicas, int):
         raise errors.bad_request("the body must be an autoscaling/v1 Scale with an integer spec.replicas")
     new: JsonDict = clone(obj)
     from .objects import assign_path
 
-    assign_path(new, rtype.scale.spec_replicas, scale.get("spec", {}).get("replicas", 0))
+    assign_path(new, rtype.scale.spec_replicas, replicas)
     rv = meta(scale).get("resourceVersion")
     if rv:
         new["metadata"]["resourceVersion"] = rv

@@ -327,7 +327,7 @@ class WebhookServer(WebhookContextManager):
             return await self._handle(request, fn=fn, root=root)
 
         app = web.Application(client_max_size=self.MAX_BODY_SIZE)
-        app.router.add_route('*', '/{tail:.*}', handle)
+        app.router.add_route('*', r'/{tail:[\s\S]*}', handle)
         return app
 
     async def _handle(self, request: web.Request, *, fn: reviews.WebhookFn, root: str) -> web.StreamResponse:
@@ -350,7 +350,12 @@ class WebhookServer(WebhookContextManager):
             return _status(413, 'RequestEntityTooLarge',
                            f"The request body is too large: at most {self.MAX_BODY_SIZE} bytes are accepted.")
         except (web.HTTPException, ValueError, ConnectionError, RequestPayloadError) as e:  # e.g. a broken gzip
-            return _status(400, 'BadRequest', f"The request body cannot be read: {str(e).strip() or e!r}")
+            request.content.feed_eof()  # read no more of it (aiohttp would fail again and log it as unhandled)
+            lines = str(e).strip().splitlines()
+            reason = lines[-1].strip() if lines else repr(e)
+            refusal = _status(400, 'BadRequest', f"The request body cannot be read: {reason}")
+            refusal.force_close()
+            return refusal
         try:
             payload = json.loads(raw)
         except ValueError as e:  # incl. UnicodeDecodeError
