@@ -17,7 +17,6 @@ from typing import Any
 #: steps -- copies, schemas, patches, field ownership -- must stay well within Python's recursion limit).
 MAX_DEPTH = 100
 
-_INT64 = (-(2 ** 63), 2 ** 64 - 1)  # Go decodes integers into int64 (uint64 above), floats beyond
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
 
@@ -32,7 +31,7 @@ class BodyError(ValueError):
 def parse_json(raw: bytes | str) -> Any:
     """JSON data from a body: finite numbers, valid strings, bounded depth; else a :class:`BodyError`."""
     try:
-        data = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_go_int)
+        data = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
     except RecursionError:
         raise BodyError(f"exceeded max depth of {MAX_DEPTH}") from None
     except BodyError:
@@ -94,16 +93,6 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise BodyError(f"json: cannot unmarshal number {text} into Go value of type float64")
     return value
-
-
-def _go_int(text: str) -> int | float:
-    """An integer as Go's decoder keeps it: int64 (or uint64) if it fits, a float64 otherwise."""
-    if len(text) < 19:
-        return int(text)
-    value = int(text) if len(text) <= 4300 else None
-    if value is not None and _INT64[0] <= value <= _INT64[1]:
-        return value
-    return _finite_float(text)
 
 
 def _json_error(exc: ValueError) -> str:

@@ -83,10 +83,11 @@ class Special(GoType):
 @dataclasses.dataclass(frozen=True)
 class ListOf(GoType):
     item: GoType
+    named: str = ""  # a named slice type, e.g. "v1.ResourceList" (else "[]<item>")
 
     @property
     def go_name(self) -> str:  # type: ignore[override]
-        return f"[]{self.item.go_name}"
+        return self.named or f"[]{self.item.go_name}"
 
     def failure(self, value: Any) -> Failure | None:
         return None if isinstance(value, list) else Failure(json_kind(value), self.go_name)
@@ -95,10 +96,11 @@ class ListOf(GoType):
 @dataclasses.dataclass(frozen=True)
 class MapOf(GoType):
     item: GoType
+    named: str = ""  # a named map type, e.g. "v1.ResourceList" (else "map[string]<item>")
 
     @property
     def go_name(self) -> str:  # type: ignore[override]
-        return f"map[string]{self.item.go_name}"
+        return self.named or f"map[string]{self.item.go_name}"
 
     def failure(self, value: Any) -> Failure | None:
         return None if isinstance(value, dict) else Failure(json_kind(value), self.go_name)
@@ -191,7 +193,7 @@ def zero_value(kind: GoType) -> Any:
         return False
     if kind is FLOAT64:
         return 0.0
-    if kind is STRING or kind is BYTES:
+    if (isinstance(kind, Scalar) and kind.accepts is _is_string) or kind is BYTES:
         return ""
     return None  # times, quantities, raw JSON: null stays null
 
@@ -227,7 +229,16 @@ def number_text(value: int | float) -> str:
 
 # --- the scalar types -------------------------------------------------------------------------------
 
-STRING = Scalar("string", lambda v: isinstance(v, str))
+def _is_string(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def named_string(name: str) -> Scalar:
+    """A Go string type of its own (``v1.ServiceType``): named so in the errors."""
+    return Scalar(name, _is_string)
+
+
+STRING = Scalar("string", _is_string)
 BOOL = Scalar("bool", lambda v: isinstance(v, bool))
 FLOAT64 = Scalar("float64", lambda v: isinstance(v, int | float) and not isinstance(v, bool))
 INT32 = Integer("int32", -(2 ** 31), 2 ** 31 - 1)

@@ -23,10 +23,12 @@ from .gotypes import (
     MapOf,
     Recursive,
     Struct,
+    named_string,
 )
 
 STRINGS = ListOf(STRING)
 STRING_MAP = MapOf(STRING)
+PROTOCOL = named_string("v1.Protocol")
 
 # --- meta.k8s.io/v1 -------------------------------------------------------------------------------
 
@@ -74,9 +76,9 @@ OBJECT_REFERENCE = Struct("ObjectReference", "v1", {
     "resourceVersion": STRING, "fieldPath": STRING,
 })
 LOCAL_OBJECT_REFERENCE = Struct("LocalObjectReference", "v1", {"name": STRING})
-RESOURCE_LIST = MapOf(QUANTITY)
+RESOURCE_LIST = MapOf(QUANTITY, named="v1.ResourceList")
 CONTAINER_PORT = Struct("ContainerPort", "v1", {
-    "name": STRING, "hostPort": INT32, "containerPort": INT32, "protocol": STRING, "hostIP": STRING,
+    "name": STRING, "hostPort": INT32, "containerPort": INT32, "protocol": PROTOCOL, "hostIP": STRING,
 })
 KEY_SELECTOR = Struct("ConfigMapKeySelector", "v1", {"name": STRING, "key": STRING, "optional": BOOL})
 ENV_VAR = Struct("EnvVar", "v1", {
@@ -102,17 +104,20 @@ CONTAINER = Struct("Container", "v1", {
     "volumeMounts": ListOf(Struct("VolumeMount", "v1", {
         "name": STRING, "readOnly": BOOL, "mountPath": STRING, "subPath": STRING})),
     "livenessProbe": PROBE, "readinessProbe": PROBE, "startupProbe": PROBE,
-    "terminationMessagePath": STRING, "terminationMessagePolicy": STRING, "imagePullPolicy": STRING,
-    "stdin": BOOL, "stdinOnce": BOOL, "tty": BOOL, "restartPolicy": STRING,
+    "terminationMessagePath": STRING, "terminationMessagePolicy": named_string("v1.TerminationMessagePolicy"),
+    "imagePullPolicy": named_string("v1.PullPolicy"), "stdin": BOOL, "stdinOnce": BOOL, "tty": BOOL,
+    "restartPolicy": named_string("v1.ContainerRestartPolicy"),
 })
 TOLERATION = Struct("Toleration", "v1", {
-    "key": STRING, "operator": STRING, "value": STRING, "effect": STRING, "tolerationSeconds": INT64,
+    "key": STRING, "operator": named_string("v1.TolerationOperator"), "value": STRING,
+    "effect": named_string("v1.TaintEffect"), "tolerationSeconds": INT64,
 })
 POD_SPEC = Struct("PodSpec", "v1", {
     "volumes": ListOf(Struct("Volume", "v1", {"name": STRING})),
     "initContainers": ListOf(CONTAINER), "containers": ListOf(CONTAINER),
-    "restartPolicy": STRING, "terminationGracePeriodSeconds": INT64, "activeDeadlineSeconds": INT64,
-    "dnsPolicy": STRING, "nodeSelector": STRING_MAP, "serviceAccountName": STRING, "serviceAccount": STRING,
+    "restartPolicy": named_string("v1.RestartPolicy"), "terminationGracePeriodSeconds": INT64,
+    "activeDeadlineSeconds": INT64, "dnsPolicy": named_string("v1.DNSPolicy"), "nodeSelector": STRING_MAP,
+    "serviceAccountName": STRING, "serviceAccount": STRING,
     "automountServiceAccountToken": BOOL, "nodeName": STRING, "hostNetwork": BOOL, "hostPID": BOOL,
     "hostIPC": BOOL, "shareProcessNamespace": BOOL, "imagePullSecrets": ListOf(LOCAL_OBJECT_REFERENCE),
     "hostname": STRING, "subdomain": STRING, "schedulerName": STRING, "tolerations": ListOf(TOLERATION),
@@ -121,8 +126,8 @@ POD_SPEC = Struct("PodSpec", "v1", {
 })
 POD_TEMPLATE_SPEC = Struct("PodTemplateSpec", "v1", {"metadata": OBJECT_META, "spec": POD_SPEC})
 POD_STATUS = Struct("PodStatus", "v1", {
-    "phase": STRING, "message": STRING, "reason": STRING, "hostIP": STRING, "podIP": STRING,
-    "nominatedNodeName": STRING, "startTime": TIME, "qosClass": STRING,
+    "phase": named_string("v1.PodPhase"), "message": STRING, "reason": STRING, "hostIP": STRING, "podIP": STRING,
+    "nominatedNodeName": STRING, "startTime": TIME, "qosClass": named_string("v1.PodQOSClass"),
     "conditions": ListOf(Struct("PodCondition", "v1", {
         "type": STRING, "status": STRING, "lastProbeTime": TIME, "lastTransitionTime": TIME,
         "reason": STRING, "message": STRING})),
@@ -131,21 +136,23 @@ POD_STATUS = Struct("PodStatus", "v1", {
         "containerID": STRING, "started": BOOL})),
 })
 SERVICE_PORT = Struct("ServicePort", "v1", {
-    "name": STRING, "protocol": STRING, "appProtocol": STRING, "port": INT32, "targetPort": INT_OR_STRING,
+    "name": STRING, "protocol": PROTOCOL, "appProtocol": STRING, "port": INT32, "targetPort": INT_OR_STRING,
     "nodePort": INT32,
 })
 SERVICE_SPEC = Struct("ServiceSpec", "v1", {
     "ports": ListOf(SERVICE_PORT), "selector": STRING_MAP, "clusterIP": STRING, "clusterIPs": STRINGS,
-    "type": STRING, "externalIPs": STRINGS, "sessionAffinity": STRING, "loadBalancerIP": STRING,
-    "loadBalancerSourceRanges": STRINGS, "externalName": STRING, "externalTrafficPolicy": STRING,
-    "healthCheckNodePort": INT32, "publishNotReadyAddresses": BOOL, "ipFamilies": STRINGS,
-    "ipFamilyPolicy": STRING, "allocateLoadBalancerNodePorts": BOOL, "loadBalancerClass": STRING,
-    "internalTrafficPolicy": STRING,
+    "type": named_string("v1.ServiceType"), "externalIPs": STRINGS,
+    "sessionAffinity": named_string("v1.ServiceAffinity"), "loadBalancerIP": STRING,
+    "loadBalancerSourceRanges": STRINGS, "externalName": STRING,
+    "externalTrafficPolicy": named_string("v1.ServiceExternalTrafficPolicy"), "healthCheckNodePort": INT32,
+    "publishNotReadyAddresses": BOOL, "ipFamilies": ListOf(named_string("v1.IPFamily")),
+    "ipFamilyPolicy": named_string("v1.IPFamilyPolicy"), "allocateLoadBalancerNodePorts": BOOL,
+    "loadBalancerClass": STRING, "internalTrafficPolicy": named_string("v1.ServiceInternalTrafficPolicy"),
 })
 EVENT_SOURCE = Struct("EventSource", "v1", {"component": STRING, "host": STRING})
 EVENT_SERIES = Struct("EventSeries", "v1", {"count": INT32, "lastObservedTime": MICRO_TIME})
 PVC_SPEC = Struct("PersistentVolumeClaimSpec", "v1", {
-    "accessModes": STRINGS, "selector": LABEL_SELECTOR,
+    "accessModes": ListOf(named_string("v1.PersistentVolumeAccessMode")), "selector": LABEL_SELECTOR,
     "resources": Struct("VolumeResourceRequirements", "v1", {"limits": RESOURCE_LIST, "requests": RESOURCE_LIST}),
     "volumeName": STRING, "storageClassName": STRING, "volumeMode": STRING,
 })
@@ -240,14 +247,15 @@ CRD_SPEC = Struct("CustomResourceDefinitionSpec", "v1", {
 
 KINDS: dict[tuple[str, str], Struct] = {
     ("", "ConfigMap"): _object("ConfigMap", "v1", data=STRING_MAP, binaryData=MapOf(BYTES), immutable=BOOL),
-    ("", "Secret"): _object("Secret", "v1", data=MapOf(BYTES), stringData=STRING_MAP, type=STRING,
-                            immutable=BOOL),
+    ("", "Secret"): _object("Secret", "v1", data=MapOf(BYTES), stringData=STRING_MAP,
+                            type=named_string("v1.SecretType"), immutable=BOOL),
     ("", "Namespace"): _object(
         "Namespace", "v1",
-        spec=Struct("NamespaceSpec", "v1", {"finalizers": STRINGS}),
-        status=Struct("NamespaceStatus", "v1", {"phase": STRING, "conditions": ListOf(Struct(
-            "NamespaceCondition", "v1", {"type": STRING, "status": STRING, "lastTransitionTime": TIME,
-                                         "reason": STRING, "message": STRING}))})),
+        spec=Struct("NamespaceSpec", "v1", {"finalizers": ListOf(named_string("v1.FinalizerName"))}),
+        status=Struct("NamespaceStatus", "v1", {
+            "phase": named_string("v1.NamespacePhase"),
+            "conditions": ListOf(Struct("NamespaceCondition", "v1", {
+                "type": STRING, "status": STRING, "lastTransitionTime": TIME, "reason": STRING, "message": STRING}))})),
     ("", "Pod"): _object("Pod", "v1", spec=POD_SPEC, status=POD_STATUS),
     ("", "Service"): _object("Service", "v1", spec=SERVICE_SPEC, status=Struct("ServiceStatus", "v1", {
         "conditions": ListOf(CONDITION)})),

@@ -59,24 +59,33 @@ def name_problems(name: str, *, label: bool) -> list[str]:
 
 def qualified_name_problems(key: str) -> list[str]:
     """Why a key (of labels, annotations, finalizers) is not a qualified name, in the apiserver's words."""
-    prefix, slash, name = key.rpartition("/")
+    parts = key.split("/")
+    if len(parts) > 2:
+        return ["a qualified name " + _QUALIFIED_NAME_RULE + " with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')"]
     problems = []
-    if slash and not prefix:
-        problems.append("prefix part must be non-empty")
-    elif prefix and len(prefix) > 253:
-        problems.append("prefix part must be no more than 253 characters")
-    elif prefix and not _SUBDOMAIN.fullmatch(prefix):
-        problems.append("prefix part " + SUBDOMAIN_MESSAGE)
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                problems.append("prefix part must be no more than 253 characters")
+            if not _SUBDOMAIN.fullmatch(prefix):
+                problems.append("prefix part " + SUBDOMAIN_MESSAGE)
     if not name:
         problems.append("name part must be non-empty")
     elif len(name) > 63:
         problems.append("name part must be no more than 63 characters")
     if not _QUALIFIED_NAME.fullmatch(name):
-        problems.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
-                        "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
-                        "'123-abc', regex used for validation is "
-                        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+        problems.append("name part " + _QUALIFIED_NAME_RULE)
     return problems
+
+
+_QUALIFIED_NAME_RULE = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                        "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                        "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
 
 
 def label_value_problems(value: str) -> list[str]:
