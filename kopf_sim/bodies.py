@@ -48,15 +48,18 @@ def parse_json(raw: bytes | str) -> Any:
 
 def check_depth(data: Any, limit: int = MAX_DEPTH) -> None:
     """Refuse data nested deeper than the limit; iterative, so that the check itself cannot overflow."""
+    if not isinstance(data, dict | list):
+        return
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         value, depth = stack.pop()
-        if depth > limit:
-            raise BodyError(f"exceeded max depth of {limit}")
         children = value.values() if isinstance(value, dict) else value
         for child in children:
-            if isinstance(child, dict | list) and child:
-                stack.append((child, depth + 1))
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    raise BodyError(f"exceeded max depth of {limit}")
+                if child:
+                    stack.append((child, depth + 1))
 
 
 def valid_string(text: str) -> str:

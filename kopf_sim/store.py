@@ -411,7 +411,7 @@ def _decode_continue_token(token: str) -> tuple[int, str]:
     if len(token) > _MAX_CONTINUE_TOKEN:
         raise errors.bad_request("continue key is not valid: too long")
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
     except ValueError:
         raise errors.bad_request("continue key is not valid: illegal base64 data") from None
     try:
