@@ -120,8 +120,11 @@ class ServedApp:
             # As Go's HTTP server of the apiserver: up to 1 MiB of request line & headers (aiohttp: 8 KiB).
             max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES,
             # A body left unread (a refused request) closes the connection, rather than being read after the
-            # response (aiohttp would log the failure to decode it, e.g. a broken gzip, as unhandled).
+            # response (aiohttp would log a failure to read it as unhandled).
             lingering_time=0,
+            # Bodies are taken as sent, as the apiserver takes them: a Content-Encoding is not decoded (so a
+            # small compressed body never becomes a huge one; a gzipped body is not JSON, so a 400).
+            auto_decompress=False,
         )
 
     @property

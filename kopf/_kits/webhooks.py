@@ -387,8 +387,10 @@ class WebhookServer(WebhookContextManager):
         serving = self._prepare(host=host, addr=addr)  # fails at startup if misconfigured
         fingerprint = _fingerprint(self._watched_files())
 
+        # Bodies are taken as sent (apiservers never compress them): a compressed one is no review (a 400),
+        # and a small compressed body never becomes a huge one.
         runner = web.AppRunner(self._make_app(fn), handle_signals=False, access_log=None,
-                               shutdown_timeout=self.SHUTDOWN_TIMEOUT)
+                               shutdown_timeout=self.SHUTDOWN_TIMEOUT, auto_decompress=False)
         await runner.setup()
         self._add_cleanup(runner, runner.cleanup)
         try:
