@@ -149,36 +149,113 @@ def first_error(value: Any, go_type: GoType, *, fill_nulls: bool = False) -> str
 
     With ``fill_nulls``, the nulls among the items of lists and maps become the items' zero values
     (in place: the value must be a private copy), as Go decodes them: ``[null]`` of structs is ``[{}]``.
-    Iterative: JSON data is bounded in depth already, but the walk need not rely on it.
+    Every write goes through here, so the types are compiled into checkers once (see :func:`_checker`).
     """
-    # Entries: (value, its type, the innermost struct around it, the JSON field path to it).
-    stack: list[tuple[Any, GoType, str | None, tuple[str, ...]]] = [(value, go_type, None, ())]
-    while stack:
-        item, kind, struct, path = stack.pop()
-        if item is None:
-            continue
-        failure = kind.failure(item)
-        if failure is not None:
-            return _message(failure, struct, path)
-        children: list[tuple[Any, GoType, str | None, tuple[str, ...]]] = []
-        if isinstance(kind, Recursive):
-            kind = kind.target if kind.target is not None else kind
-        if isinstance(kind, Struct):
-            for key, child in item.items():
-                field_type = kind.fields.get(key)
-                if field_type is not None:
-                    children.append((child, field_type, kind.name, (*path, key)))
-        elif isinstance(kind, ListOf):
-            if fill_nulls and None in item:
-                item[:] = [zero_value(kind.item) if child is None else child for child in item]
-            children = [(child, kind.item, struct, path) for child in item]
-        elif isinstance(kind, MapOf):
-            if fill_nulls:
-                for key in [key for key, child in item.items() if child is None]:
-                    item[key] = zero_value(kind.item)
-            children = [(child, kind.item, struct, path) for child in item.values()]
-        stack.extend(reversed(children))  # depth first, in document order
-    return None
+    if value is None:
+        return None
+    fault = _checker(go_type, fill_nulls)(value)
+    if fault is None:
+        return None
+    return _message(fault.failure, fault.struct, tuple(reversed(fault.path)))
+
+
+class _Fault:
+    """A value that does not decode, with the way back to it filled in as the checkers return."""
+
+    __slots__ = ("failure", "path", "struct")
+
+    def __init__(self, failure: Failure) -> None:
+        self.failure = failure
+        self.path: list[str] = []        # the JSON field names, innermost first
+        self.struct: str | None = None   # the innermost struct around the value
+
+
+_Checker = Callable[[Any], "_Fault | None"]
+_compiled: dict[tuple[int, bool], _Checker] = {}
+
+
+def _checker(kind: GoType, fill_nulls: bool) -> _Checker:
+    """A function that checks a (non-null) value against the type; made once per type (types are constants)."""
+    key = (id(kind), fill_nulls)
+    checker = _compiled.get(key)
+    if checker is None:
+        checker = _compiled[key] = _compile(kind, fill_nulls)
+    return checker
+
+
+def _compile(kind: GoType, fill_nulls: bool) -> _Checker:
+    if isinstance(kind, Recursive):
+        def recurse(value: Any) -> _Fault | None:
+            assert kind.target is not None
+            return _checker(kind.target, fill_nulls)(value)
+        return recurse
+    if isinstance(kind, Struct):
+        return _compile_struct(kind, fill_nulls)
+    if isinstance(kind, ListOf | MapOf):
+        return _compile_collection(kind, fill_nulls)
+
+    def check_scalar(value: Any) -> _Fault | None:
+        failure = kind.failure(value)
+        return None if failure is None else _Fault(failure)
+    return check_scalar
+
+
+def _compile_struct(kind: Struct, fill_nulls: bool) -> _Checker:
+    strings = frozenset(name for name, field in kind.fields.items() if field is STRING)
+    others = {name: field for name, field in kind.fields.items() if field is not STRING}
+    checkers: dict[str, _Checker] = {}
+
+    def check_struct(value: Any) -> _Fault | None:
+        if not isinstance(value, dict):
+            return _Fault(Failure(json_kind(value), kind.go_name))
+        for name, item in value.items():
+            if item is None or (name in strings and type(item) is str):
+                continue
+            if name in strings:
+                fault: _Fault | None = _Fault(Failure(json_kind(item), "string"))
+            elif name in others:
+                checker = checkers.get(name)
+                if checker is None:
+                    checker = checkers[name] = _checker(others[name], fill_nulls)
+                fault = checker(item)
+            else:
+                continue
+            if fault is not None:
+                fault.path.append(name)
+                if fault.struct is None:
+                    fault.struct = kind.name
+                return fault
+        return None
+    return check_struct
+
+
+def _compile_collection(kind: ListOf | MapOf, fill_nulls: bool) -> _Checker:
+    item_type = kind.item
+    is_list = isinstance(kind, ListOf)
+    only_strings = item_type is STRING
+    zero = zero_value(item_type)
+    mutable_zero = isinstance(zero, dict | list)
+
+    def check_collection(given: Any) -> _Fault | None:
+        if not isinstance(given, list if is_list else dict):
+            return _Fault(Failure(json_kind(given), kind.go_name))
+        value: Any = given
+        items: Any = value if is_list else value.values()
+        if only_strings and all(type(item) is str for item in items):
+            return None
+        if fill_nulls and None in items:
+            if is_list:
+                value[:] = [(zero.copy() if mutable_zero else zero) if item is None else item for item in value]
+            else:
+                for key in [key for key, item in value.items() if item is None]:
+                    value[key] = zero.copy() if mutable_zero else zero
+            items = value if is_list else value.values()
+        checker = _checker(item_type, fill_nulls)
+        for item in items:
+            if item is not None and (fault := checker(item)) is not None:
+                return fault
+        return None
+    return check_collection
 
 
 def zero_value(kind: GoType) -> Any:
@@ -272,29 +349,35 @@ def _time(layout: str) -> Callable[[Any], Failure | None]:
 
 
 # The elements of Go's RFC 3339 layout, with what each accepts; the fraction of seconds is optional.
-_TIME_ELEMENTS = (("2006", r"\d{4}"), ("-", "-"), ("01", r"\d{2}"), ("-", "-"), ("02", r"\d{2}"),
-                  ("T", "[Tt]"), ("15", r"\d{2}"), (":", ":"), ("04", r"\d{2}"), (":", ":"),
-                  ("05", r"\d{2}(?:\.\d+)?"), ("Z07:00", r"(?:[Zz]|[+-]\d{2}:\d{2})"))
+_TIME_ELEMENTS = tuple((element, re.compile(pattern)) for element, pattern in (
+    ("2006", r"\d{4}"), ("-", "-"), ("01", r"\d{2}"), ("-", "-"), ("02", r"\d{2}"), ("T", "[Tt]"),
+    ("15", r"\d{2}"), (":", ":"), ("04", r"\d{2}"), (":", ":"), ("05", r"\d{2}(?:\.\d+)?"),
+    ("Z07:00", r"(?:[Zz]|[+-]\d{2}:\d{2})")))
+_RFC3339_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
 
 
 def time_problem(text: str) -> str | None:
     """What Go's ``time.Parse(time.RFC3339, ...)`` says of the text (None if it parses)."""
-    position = 0
-    for index, (element, pattern) in enumerate(_TIME_ELEMENTS):
-        match = re.compile(pattern).match(text, position)
-        if match is None:
-            layout_rest = "".join(e for e, _ in _TIME_ELEMENTS[index:])
-            return f"cannot parse {json.dumps(text[position:])} as {json.dumps(element if element else layout_rest)}"
-        position = match.end()
-    if position != len(text):
+    if not _RFC3339_TEXT.fullmatch(text):
+        position = 0
+        for element, pattern in _TIME_ELEMENTS:
+            match = pattern.match(text, position)
+            if match is None:
+                return f"cannot parse {json.dumps(text[position:])} as {json.dumps(element)}"
+            position = match.end()
         return f"extra text: {json.dumps(text[position:])}"
     month, day = int(text[5:7]), int(text[8:10])
     hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
     if not 1 <= month <= 12:
         return "month out of range"
-    if not 1 <= day <= 31 or hour > 23 or minute > 59 or second > 59:
-        return "day out of range" if day > 31 or day < 1 else "hour out of range" if hour > 23 \
-            else "minute out of range" if minute > 59 else "second out of range"
+    if not 1 <= day <= 31:
+        return "day out of range"
+    if hour > 23:
+        return "hour out of range"
+    if minute > 59:
+        return "minute out of range"
+    if second > 59:
+        return "second out of range"
     return None
 
 

@@ -7,12 +7,14 @@ containers, leases, events). Custom resources are validated against their CRD's 
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .objects import JsonDict, label_value_problems, qualified_name_problems
+from . import objects
+from .objects import JsonDict
 from .resources import ResourceType
 
 Cause = dict[str, str]
@@ -32,6 +34,17 @@ _TEMPLATED = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps",
 _CORE_VALIDATED = frozenset({"", "apps", "batch", "coordination.k8s.io", "events.k8s.io",
                              "rbac.authorization.k8s.io"})
 _IMMUTABLE_WHEN_SET = "field is immutable when `immutable` is set"
+
+
+@functools.lru_cache(maxsize=4096)
+def qualified_name_problems(key: str) -> tuple[str, ...]:
+    """:func:`kopf_sim.objects.qualified_name_problems`, remembered: the same keys come again and again."""
+    return tuple(objects.qualified_name_problems(key))
+
+
+@functools.lru_cache(maxsize=4096)
+def label_value_problems(value: str) -> tuple[str, ...]:
+    return tuple(objects.label_value_problems(value))
 
 
 def go_value(value: Any) -> str:

@@ -296,7 +296,7 @@ def _timestamp(text: str) -> str:
 def _key_string(key: Any) -> str:
     """A map key as JSON needs it: numbers and booleans printed, anything else refused (as Go's converter)."""
     if isinstance(key, str):
-        return key
+        return valid_string(key)
     if isinstance(key, bool):
         return "true" if key else "false"
     if isinstance(key, int):
