@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import pathlib
 import sys
 import time
@@ -56,9 +57,20 @@ def main() -> None:
 
         fuzz()
         tried = sim.requests
-    elapsed = time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        rss_after = rss_mb()
+        # A steady state: the same hostile requests again and again must not grow the process any more
+        # (what grew above is mostly hypothesis' own engine, and the allocator keeping freed peaks).
+        for _ in range(5):
+            for request in hand_written():
+                check(request, sim.send(request))
+        gc.collect()
+        steady = rss_mb()
+        objects, history = sim.cluster.count(), len(sim.cluster.history)
     print(f"simulator: {tried} requests in {elapsed:.1f} s ({tried / elapsed:.0f}/s); statuses: "
-          f"{dict(sorted(statuses.items()))}; RSS {rss_before:.0f} -> {rss_mb():.0f} MB")
+          f"{dict(sorted(statuses.items()))}; RSS {rss_before:.0f} -> {rss_after:.0f} MB; then "
+          f"{5 * len(hand_written())} hostile requests more: {steady:.0f} MB; the store: {objects} objects, "
+          f"{history} changes in its history")
     print(f"simulator: the costliest request took {costliest[0][0] * 1000:.1f} ms of CPU: {costliest[0][1]}")
 
     webhook_statuses: collections.Counter[int] = collections.Counter()
