@@ -19,7 +19,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
@@ -81,29 +81,26 @@ class Special(GoType):
 
 
 @dataclasses.dataclass(frozen=True)
-class ListOf(GoType):
+class _Collection(GoType):
     item: GoType
-    named: str = ""  # a named slice type, e.g. "v1.ResourceList" (else "[]<item>")
+    named: str = ""  # a named type of its own, e.g. "v1.ResourceList" (else "[]<item>", "map[string]<item>")
+    prefix = ""
+    json_type: ClassVar[type] = object
 
     @property
     def go_name(self) -> str:  # type: ignore[override]
-        return self.named or f"[]{self.item.go_name}"
+        return self.named or f"{self.prefix}{self.item.go_name}"
 
     def failure(self, value: Any) -> Failure | None:
-        return None if isinstance(value, list) else Failure(json_kind(value), self.go_name)
+        return None if isinstance(value, self.json_type) else Failure(json_kind(value), self.go_name)
 
 
-@dataclasses.dataclass(frozen=True)
-class MapOf(GoType):
-    item: GoType
-    named: str = ""  # a named map type, e.g. "v1.ResourceList" (else "map[string]<item>")
+class ListOf(_Collection):
+    prefix, json_type = "[]", list
 
-    @property
-    def go_name(self) -> str:  # type: ignore[override]
-        return self.named or f"map[string]{self.item.go_name}"
 
-    def failure(self, value: Any) -> Failure | None:
-        return None if isinstance(value, dict) else Failure(json_kind(value), self.go_name)
+class MapOf(_Collection):
+    prefix, json_type = "map[string]", dict
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

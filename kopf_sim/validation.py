@@ -27,6 +27,7 @@ _CONFIG_KEY_MESSAGE = ("a valid config key must consist of alphanumeric characte
                        "'[-._a-zA-Z0-9]+')")
 _IANA_SVC_NAME = re.compile(r"^[-a-z0-9]*[a-z][-a-z0-9]*$")
 _PORT_RANGE = "must be between 1 and 65535, inclusive"
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
 _WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")})
 _TEMPLATED = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"),
                         ("apps", "DaemonSet"), ("batch", "Job")})
@@ -242,16 +243,20 @@ def pod_spec_causes(spec: JsonDict, path: str) -> Iterator[Cause]:
             if not container.get("image"):
                 yield required(f"{where}.image")
             for port_index, port in enumerate(container.get("ports") or ()):
-                port_path = f"{where}.ports[{port_index}]"
-                number = port.get("containerPort")
-                if not isinstance(number, int) or not 1 <= number <= 65535:
-                    yield invalid(f"{port_path}.containerPort", number or 0, _PORT_RANGE)
-                protocol = port.get("protocol")
-                if protocol is not None and protocol not in ("SCTP", "TCP", "UDP"):
-                    yield not_supported(f"{port_path}.protocol", protocol, ("SCTP", "TCP", "UDP"))
+                yield from _port_causes(port, f"{where}.ports[{port_index}]", "containerPort")
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         yield not_supported(f"{path}.restartPolicy", policy, ("Always", "OnFailure", "Never"))
+
+
+def _port_causes(port: JsonDict, where: str, number_field: str) -> Iterator[Cause]:
+    """A port's number (1..65535) and protocol, of a container or of a service."""
+    number = port.get(number_field)
+    if not isinstance(number, int) or not 1 <= number <= 65535:
+        yield invalid(f"{where}.{number_field}", number or 0, _PORT_RANGE)
+    protocol = port.get("protocol")
+    if protocol is not None and protocol not in _PROTOCOLS:
+        yield not_supported(f"{where}.protocol", protocol, _PROTOCOLS)
 
 
 def _service_causes(spec: JsonDict) -> Iterator[Cause]:
@@ -261,12 +266,7 @@ def _service_causes(spec: JsonDict) -> Iterator[Cause]:
         yield not_supported("spec.type", service_type, kinds)
     for index, port in enumerate(spec.get("ports") or ()):
         where = f"spec.ports[{index}]"
-        number = port.get("port")
-        if not isinstance(number, int) or not 1 <= number <= 65535:
-            yield invalid(f"{where}.port", number or 0, _PORT_RANGE)
-        protocol = port.get("protocol")
-        if protocol is not None and protocol not in ("SCTP", "TCP", "UDP"):
-            yield not_supported(f"{where}.protocol", protocol, ("SCTP", "TCP", "UDP"))
+        yield from _port_causes(port, where, "port")
         target = port.get("targetPort")
         if isinstance(target, int) and not 1 <= target <= 65535:
             yield invalid(f"{where}.targetPort", target, _PORT_RANGE)

@@ -6,15 +6,12 @@ A bounded profile runs in CI; ``benchmarks/fuzz_sim.py`` runs more.
 """
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import gzip
 import json
-import threading
 import time
 from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import Any
 
 import aiohttp
@@ -29,6 +26,8 @@ from kopf._cogs.structs.references import Resource
 from kopf._core.engines import admission
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._kits.webhooks import WebhookServer
+
+from ..loop_thread import LoopThread
 
 KEX = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True)
 UID = 'f0e1d2c3-0000-4000-8000-000000000000'
@@ -90,12 +89,11 @@ def make_registry() -> OperatorRegistry:
     return registry
 
 
-class ServedWebhooks:
+class ServedWebhooks(LoopThread):
     """kopf's webhook server on 127.0.0.1 (plain HTTP) with the framework's callback, in a thread's loop."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name='served-webhooks', daemon=True)
+        super().__init__('served-webhooks')
         self.server = WebhookServer(addr='127.0.0.1', port=0, insecure=True)
         settings = OperatorSettings()
         self.fn = functools.partial(admission.serve_admission_request, registry=make_registry(),
@@ -104,23 +102,6 @@ class ServedWebhooks:
         self.session: aiohttp.ClientSession | None = None
         self.url = ''
         self.requests = 0
-
-    def __enter__(self) -> ServedWebhooks:
-        self.thread.start()
-        self.run(self._start())
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        try:
-            self.run(self._stop())
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(timeout=30)
-            self.loop.close()
-
-    def run(self, coro: Any, timeout: float = 60) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     async def _start(self) -> None:
         self.configs = self.server(self.fn)

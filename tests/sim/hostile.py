@@ -8,16 +8,13 @@ request, and whether the store changed.
 """
 from __future__ import annotations
 
-import asyncio
 import base64
 import dataclasses
 import gzip
 import json
-import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any
 
 import aiohttp
@@ -28,6 +25,7 @@ from kopf_sim.clock import SeededUids
 from kopf_sim.serving import ServedApp
 from kopf_sim.store import Cluster
 
+from ..loop_thread import LoopThread
 from .conftest import CRD
 
 TOKEN = "fuzz-t0ken"
@@ -75,35 +73,17 @@ def seed_objects() -> list[dict[str, Any]]:
     ]
 
 
-class ServedSim:
+class ServedSim(LoopThread):
     """A simulated cluster served over HTTP on 127.0.0.1 from a thread's event loop, for synchronous tests."""
 
     def __init__(self, *, token: str | None = TOKEN) -> None:
+        super().__init__("served-sim")
         self.token = token
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="served-sim", daemon=True)
         self.cluster = Cluster(uids=SeededUids(7))
         self.cluster.apply_manifests(seed_objects())
         self.served: ServedApp | None = None
         self.session: aiohttp.ClientSession | None = None
         self.requests = 0
-
-    def __enter__(self) -> ServedSim:
-        self.thread.start()
-        self.run(self._start())
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        try:
-            self.run(self._stop())
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(timeout=30)
-            self.loop.close()
-
-    def run(self, coro: Any, timeout: float = 60) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     async def _start(self) -> None:
         self.served = ServedApp(build_app(self.cluster), token=self.token)
