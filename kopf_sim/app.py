@@ -9,6 +9,7 @@ process can call it without the HTTP framing (:mod:`kopf_sim.direct`), and get t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import functools
@@ -17,17 +18,18 @@ import logging
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol
 
-import yaml
 from aiohttp import web, web_app
+from aiohttp.web_protocol import RequestPayloadError
 from multidict import MultiMapping
 
-from . import admitting, discovery, errors, openapi, tables, writing
+from . import admitting, bodies, discovery, errors, gotypes, openapi, queries, tables, typecheck, validation, writing
 from .admission import AdmissionControl
 from .objects import JsonDict, compact_json, meta
 from .resources import Catalogue, ResourceType
 from .selectors import FieldSelector, LabelSelector
 from .store import Cluster
 from .watching import Subscription, WatchEvent
+from .yamlbodies import parse_yaml
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +39,8 @@ ADMISSION_KEY = web.AppKey("kopf_sim.admission", AdmissionControl)
 JSON = "application/json"
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+_READONLY_HEADS = frozenset({"", "healthz", "livez", "readyz", "version", "openapi"})
+_LONGEST_WAIT = 3600.0  # a watch re-checks its deadline at least this often (no timer of a huge duration)
 
 
 class ApiRequest(Protocol):
@@ -115,7 +119,7 @@ def build_app(cluster: Cluster, options: ServerOptions | None = None) -> web.App
     app[ADMISSION_KEY] = admission
     api = ApiServer(cluster, options or ServerOptions(), admission)
     app[API_KEY] = api
-    app.router.add_route("*", "/{tail:.*}", api.dispatch)
+    app.router.add_route("*", r"/{tail:[\s\S]*}", api.dispatch)
 
     async def close_watches(_: web.Application) -> None:
         cluster.close_watches()
@@ -168,6 +172,9 @@ class ApiServer:
                 response = error_response(exc)
             except web.HTTPRequestEntityTooLarge:
                 response = error_response(errors.request_too_large(REQUEST_BODY_LIMIT))
+            except Exception as exc:  # a bug of ours: still a Status (never text/plain), and a traceback in the log
+                logger.exception(f"Internal error while handling {request.method} {request.path}")
+                response = error_response(errors.internal_error(exc, f"{request.method} {request.path}"))
             for warning in warnings:  # warnings reach the client even when the request fails
                 response.headers.add("Warning", f"299 - {json.dumps(warning)}")
             return response
@@ -176,9 +183,13 @@ class ApiServer:
 
     async def _dispatch(self, request: ApiRequest) -> web.Response | WatchStream:
         parts = [p for p in request.path.split("/") if p]
+        head = parts[0] if parts else ""
+        is_resource = head in ("api", "apis") and len(parts) > (2 if head == "api" else 3)
+        is_readonly = head in _READONLY_HEADS or (head in ("api", "apis") and not is_resource)
+        if is_readonly and request.method not in ("GET", "HEAD"):  # discovery, health, version, openapi
+            raise errors.method_not_allowed()
         if not parts:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
-        head = parts[0]
         if head in ("healthz", "livez", "readyz") and len(parts) == 1:
             return web.Response(text="ok", content_type="text/plain")
         if head == "version" and len(parts) == 1:
@@ -308,7 +319,8 @@ class ApiServer:
 
     def _list(self, request: ApiRequest, target: Target) -> web.Response:
         labels, fields = self._selectors(request, target)
-        limit = _int(request.query.get("limit"), "limit")
+        queries.check_list_options(request.query, watch=False)
+        limit = queries.limit(request.query)
         listing = self.cluster.list(target.rtype, target.namespace, labels=labels, fields=fields,
                                     limit=limit, continue_token=request.query.get("continue") or None)
         if tables.wants_table(request.headers.get("Accept", "")):
@@ -333,6 +345,7 @@ class ApiServer:
         warnings = _warnings()
         if target.subresource == "scale":
             scale = await _read_object(request, target.rtype)
+            _check_scale(scale, target.name)
             current = self.cluster.get(target.rtype, namespace, target.name)
             body = writing.with_scale(target.rtype, current, scale)
             obj = self.cluster.update(target.rtype, namespace, target.name, body, dry_run=_dry_run(request),
@@ -367,6 +380,7 @@ class ApiServer:
             except patching.PatchError as exc:
                 raise errors.ApiError(exc.code, "BadRequest" if exc.code == 400 else "Invalid",
                                       exc.message) from None
+            _check_scale(scale, target.name)
             body = writing.with_scale(target.rtype, current, scale)
             obj = self.cluster.update(target.rtype, namespace, target.name, body, dry_run=_dry_run(request),
                                       manager=_manager(request), subresource="scale")
@@ -406,7 +420,8 @@ class ApiServer:
                 f"metadata.name={target.name}", _GENERIC_FIELDS).requirements)
         allow_bookmarks = _flag(query.get("allowWatchBookmarks"))
         send_initial = _flag(query.get("sendInitialEvents"))
-        timeout = _int(query.get("timeoutSeconds"), "timeoutSeconds")
+        queries.check_list_options(query, watch=True)
+        timeout = queries.watch_timeout(query, self.options.default_watch_timeout)
         subscription = self.cluster.watch(target.rtype, target.namespace, labels=labels, fields=fields,
                                           resource_version=query.get("resourceVersion"),
                                           send_initial_events=send_initial)
@@ -414,7 +429,7 @@ class ApiServer:
             subscription.push(self._bookmark(target.rtype, initial_end=True))
         as_table = tables.wants_table(request.headers.get("Accept", ""))
         return WatchStream(self._stream(subscription, target, allow_bookmarks=allow_bookmarks,
-                                        timeout=float(timeout) if timeout else self.options.default_watch_timeout,
+                                        timeout=timeout,
                                         as_table=as_table, include=query.get("includeObject", "Metadata")),
                            subscription, content_type=tables.TABLE_CONTENT_TYPE if as_table else JSON)
 
@@ -458,7 +473,7 @@ class ApiServer:
                 next_bookmark = now + self.options.bookmark_interval
                 continue
             until = min(deadline, next_bookmark) if allow_bookmarks else deadline
-            await subscription.wait(max(0.0, until - now))
+            await subscription.wait(min(max(0.0, until - now), _LONGEST_WAIT))
 
 
 class WatchStream:
@@ -483,6 +498,11 @@ class WatchStream:
                 await response.write(chunk)
         except (ConnectionResetError, ConnectionError):
             pass
+        except Exception as exc:  # a bug of ours after the headers: the stream ends with an ERROR event
+            logger.exception(f"Internal error while streaming {request.method} {request.path_qs}")
+            status = errors.internal_error(exc, f"{request.method} {request.path}").to_status()
+            with contextlib.suppress(ConnectionError):
+                await response.write(dumps({"type": "ERROR", "object": status}))
         finally:
             await self.close()
         return response
@@ -538,15 +558,6 @@ def _flag(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "1")
 
 
-def _int(value: str | None, name: str) -> int | None:
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.bad_request(f'{name}: Invalid value: "{value}": must be an integer') from None
-
-
 def _dry_run(request: ApiRequest) -> bool:
     values = request.query.getall("dryRun", [])
     for value in values:
@@ -577,10 +588,30 @@ def _manager(request: ApiRequest) -> str:
 async def _read_body(request: ApiRequest) -> bytes:
     if request.content_length is not None and request.content_length > REQUEST_BODY_LIMIT:
         raise errors.request_too_large(REQUEST_BODY_LIMIT)
-    body = await request.read()
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise errors.request_too_large(REQUEST_BODY_LIMIT) from None
+    except (web.HTTPException, ValueError, EOFError, ConnectionError, RequestPayloadError) as exc:
+        raise errors.bad_request(f"the request body cannot be read: {_last_line(exc)}") from None
     if len(body) > REQUEST_BODY_LIMIT:
         raise errors.request_too_large(REQUEST_BODY_LIMIT)
     return body
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[-1].strip() if lines else type(exc).__name__
+
+
+def _summary(raw: bytes, length: int = 30) -> str:
+    """The start of a body, as the apiserver quotes it in decoding errors: as text if JSON, else in hex."""
+    if not raw:
+        return "<empty>"
+    part, more = raw[:length], " ..." if len(raw) > length else ""
+    if raw[:1] == b"{":
+        return part.decode("utf-8", "replace") + more
+    return part.hex() + more
 
 
 async def _read_object(request: ApiRequest, rtype: ResourceType) -> Any:
@@ -588,41 +619,59 @@ async def _read_object(request: ApiRequest, rtype: ResourceType) -> Any:
     content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip() or JSON
     if content_type in ("application/yaml", "application/x-yaml"):
         try:
-            return yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise errors.bad_request(f"error decoding YAML: {_first_line(exc)}") from None
+            return parse_yaml(raw)
+        except bodies.BodyError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc.message}") from None
     if content_type == "application/vnd.kubernetes.protobuf":
         from . import protobuf
 
         if rtype.custom:  # custom resources have no protobuf encoding, as in the apiserver
             raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"])
         try:
-            return protobuf.decode_object(raw)
+            decoded = protobuf.decode_object(raw)
         except protobuf.UnknownKindError:
             raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"]) from None
         except protobuf.ProtobufError as exc:
             raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
                                      f"{exc.message}") from None
+        try:
+            bodies.check_depth(decoded)
+        except bodies.BodyError as exc:
+            raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
+                                     f"{exc.message}") from None
+        return bodies.valid_strings(decoded)
     if content_type not in (JSON, "*/*"):
         raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"])
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        return bodies.parse_json(raw)
+    except bodies.BodyError as exc:
         raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
-                                 f"couldn't get version/kind; json parse error: {exc}") from None
+                                 f"couldn't get version/kind; json parse error: {exc.message} "
+                                 f"({_summary(raw)})") from None
 
 
 async def _read_patch(request: ApiRequest, content_type: str) -> Any:
     raw = await _read_body(request)
     if content_type == writing.APPLY_PATCH:
+        if raw.lstrip()[:1] == b"{":  # JSON (as kubectl sends it) is YAML too, but parses faster as JSON
+            with contextlib.suppress(bodies.BodyError):
+                return bodies.parse_json(raw)
         try:
-            return yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise errors.bad_request(f"error decoding YAML: {_first_line(exc)}") from None
+            return parse_yaml(raw)
+        except bodies.BodyError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc.message}") from None
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise errors.bad_request(f"error decoding patch: {exc}") from None
+        return bodies.parse_json(raw)
+    except bodies.BodyError as exc:
+        raise errors.bad_request(f"error decoding patch: {exc.message}") from None
+
+
+def _check_scale(scale: Any, name: str) -> None:
+    """A ``Scale`` must decode, and ask for a non-negative number of replicas (422 ``Scale.autoscaling``)."""
+    typecheck.check_scale(scale)
+    causes = validation.replicas_causes((scale.get("spec") or {}).get("replicas"), "spec.replicas")
+    if causes:
+        raise errors.invalid("Scale", "autoscaling", name, causes)
 
 
 async def _read_delete_options(request: ApiRequest) -> Mapping[str, Any]:
@@ -630,19 +679,18 @@ async def _read_delete_options(request: ApiRequest) -> Mapping[str, Any]:
     options: dict[str, Any] = {}
     if raw.strip():
         try:
-            parsed = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise errors.bad_request(f"error decoding DeleteOptions: {exc}") from None
+            parsed = bodies.parse_json(raw)
+        except bodies.BodyError as exc:
+            raise errors.bad_request(f"error decoding DeleteOptions: {exc.message}") from None
         if not isinstance(parsed, dict):
-            raise errors.bad_request("DeleteOptions must be an object")
-        options.update(parsed)
-    for key in ("propagationPolicy", "gracePeriodSeconds"):
-        if key in request.query:
-            options[key] = request.query[key]
+            raise errors.bad_request(f"json: cannot unmarshal {gotypes.json_kind(parsed)} into Go value of type "
+                                     "v1.DeleteOptions")
+        typecheck.check_delete_options(parsed)
+        options.update({key: value for key, value in parsed.items() if value is not None})
+    if "propagationPolicy" in request.query:
+        options["propagationPolicy"] = request.query["propagationPolicy"]
+    if "gracePeriodSeconds" in request.query:
+        options["gracePeriodSeconds"] = queries.integer(request.query, "gracePeriodSeconds")
     if "orphanDependents" in request.query:
         options["orphanDependents"] = _flag(request.query["orphanDependents"])
     return options
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

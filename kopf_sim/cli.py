@@ -22,7 +22,7 @@ from .manifests import ManifestError, read_manifests
 from .recording import ChangeRecorder, LogWriter
 from .replaying import LogError, Replay, ReplayError, prepare
 from .serving import ServedApp, serve_forever
-from .store import Cluster
+from .store import HISTORY_WINDOW, Cluster
 
 
 @click.group()
@@ -67,15 +67,17 @@ class SpeedType(click.ParamType):  # type: ignore[type-arg]
                    "has had no writes for a second.")
 @click.option("--replay-delay", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Seconds to wait before --replay starts (e.g. to start an operator first).")
+@click.option("--history", "history_window", default=HISTORY_WINDOW, show_default=True, type=click.IntRange(min=1),
+              help="How many changes to keep for resuming watches; older versions get 410 Expired.")
 @click.option("--verbose", "-v", is_flag=True, help="Log every request.")
 def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, tls: bool,
           manifests: tuple[str, ...], record_path: str | None, replay_path: str | None, speed: float | None,
-          replay_delay: float, verbose: bool) -> None:
+          replay_delay: float, verbose: bool, history_window: int) -> None:
     """Serve the simulated cluster over HTTP(S) until interrupted (Ctrl+C or SIGTERM)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
     if token == "auto":
         token = secrets.token_urlsafe(24)
-    cluster = Cluster()
+    cluster = Cluster(history_window=history_window)
     try:
         documents = read_manifests(manifests)
         cluster.apply_manifests(documents)

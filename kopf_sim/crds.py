@@ -1,7 +1,7 @@
 """CustomResourceDefinitions: what a CRD object makes the simulator serve, and the CRD's own status."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .objects import JsonDict, meta
@@ -10,8 +10,8 @@ from .resources import PrinterColumn, ResourceType, ScalePaths
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 
-def crd_problems(crd: Mapping[str, Any]) -> list[dict[str, str]]:
-    """Field causes for a CRD that the apiserver would reject (the essentials only)."""
+def crd_problems(crd: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
+    """Field causes for a CRD that the apiserver would reject (the essentials only); ``old`` on updates."""
     causes: list[dict[str, str]] = []
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
@@ -46,6 +46,11 @@ def crd_problems(crd: Mapping[str, Any]) -> list[dict[str, str]]:
     elif sum(1 for v in versions if v.get("storage")) != 1:
         cause("spec.versions", "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: "
                                "must have exactly one version marked as storage version")
+    if old is not None and (old.get("status") or {}).get("storedVersions"):
+        old_spec = old.get("spec") or {}
+        for field in ("scope", "group"):
+            if spec.get(field) != old_spec.get(field):
+                cause(f"spec.{field}", f'Invalid value: "{spec.get(field) or ""}": field is immutable')
     for index, version in enumerate(versions):
         if not version.get("name"):
             cause(f"spec.versions[{index}].name", "Required value", "FieldValueRequired")
@@ -109,12 +114,59 @@ def _preferred_version(names: list[str]) -> str:
     return sorted(names, key=_version_priority)[0]
 
 
-def established_status(crd: Mapping[str, Any], now: str) -> JsonDict:
-    """The status the apiextensions controllers give a CRD whose names were accepted."""
+def _names(crd: Mapping[str, Any]) -> JsonDict:
+    names = dict((crd.get("spec") or {}).get("names") or {})
+    names["singular"] = names.get("singular") or str(names.get("kind", "")).lower()
+    names["listKind"] = names.get("listKind") or f"{names.get('kind', '')}List"
+    return names
+
+
+def name_conflict(crd: Mapping[str, Any], others: Iterable[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """Why the names of a CRD cannot be accepted: another CRD of its group uses them (reason, message)."""
+    group = (crd.get("spec") or {}).get("group")
+    names = _names(crd)
+    for other in others:
+        if (other.get("spec") or {}).get("group") != group or meta(other).get("name") == meta(crd).get("name"):
+            continue
+        taken = (other.get("status") or {}).get("acceptedNames") or {}
+        if not taken:
+            continue
+        taken_names = {taken.get("plural"), taken.get("singular"), *(taken.get("shortNames") or ())}
+        for reason, value in (("PluralConflict", names.get("plural")), ("SingularConflict", names["singular"])):
+            if value in taken_names:
+                return reason, f'"{value}" is already in use'
+        for short in names.get("shortNames") or ():
+            if short in taken_names:
+                return "ShortNamesConflict", f'"{short}" is already in use'
+        if names.get("kind") in (taken.get("kind"), taken.get("listKind")):
+            return "KindConflict", f'"{names.get("kind")}" is already in use'
+        if names["listKind"] in (taken.get("kind"), taken.get("listKind")):
+            return "ListKindConflict", f'"{names["listKind"]}" is already in use'
+    return None
+
+
+def is_established(crd: Mapping[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def established_status(crd: Mapping[str, Any], now: str, conflict: tuple[str, str] | None = None) -> JsonDict:
+    """The status the apiextensions controllers give a CRD: established, or its names refused for a conflict."""
+    if conflict is not None:
+        reason, message = conflict
+        old = crd.get("status") or {}
+        return {
+            "conditions": [
+                {"type": "NamesAccepted", "status": "False", "lastTransitionTime": now, "reason": reason,
+                 "message": message},
+                {"type": "Established", "status": "False", "lastTransitionTime": now, "reason": "NotAccepted",
+                 "message": "not all names are accepted"},
+            ],
+            "acceptedNames": dict(old.get("acceptedNames") or {"plural": "", "kind": ""}),
+            "storedVersions": list(old.get("storedVersions") or []),
+        }
     spec = crd["spec"]
-    names = dict(spec["names"])
-    names.setdefault("singular", names["kind"].lower())
-    names.setdefault("listKind", f"{names['kind']}List")
+    names = _names(crd)
     old = crd.get("status") or {}
     stored = list(old.get("storedVersions") or [])
     storage = next((v["name"] for v in spec.get("versions", []) if v.get("storage")), None)

@@ -134,3 +134,10 @@ def page_not_found() -> ApiError:
 
 def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def internal_error(exc: BaseException, request: str) -> ApiError:
+    """A 500 for a failure of the server itself (a bug): the error, and the request it failed on."""
+    cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return ApiError(500, "InternalError", f"Internal error occurred: {cause} (while handling {request})",
+                    details={"causes": [{"message": cause}]})

@@ -237,6 +237,8 @@ def _finish_namespace_if_empty(cluster: Cluster, namespace: str) -> None:
 # -- CustomResourceDefinitions ---------------------------------------------------------------------
 
 def _serve_crd(cluster: Cluster, crd: JsonDict) -> None:
+    if not crds.is_established(crd):  # its names are taken by another CRD: nothing is served for it
+        return
     spec = crd["spec"]
     cluster.catalogue.remove_resource(spec["group"], spec["names"]["plural"])
     for rtype in crds.crd_types(crd):

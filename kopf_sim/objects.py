@@ -52,30 +52,52 @@ def name_problems(name: str, *, label: bool) -> list[str]:
     limit = 63 if label else 253
     if len(name) > limit:
         problems.append(f"must be no more than {limit} characters")
-    if not (_LABEL if label else _SUBDOMAIN).match(name):
+    if not (_LABEL if label else _SUBDOMAIN).fullmatch(name):
         problems.append(LABEL_MESSAGE if label else SUBDOMAIN_MESSAGE)
     return problems
 
 
 def qualified_name_problems(key: str) -> list[str]:
-    prefix, _, name = key.rpartition("/")
+    """Why a key (of labels, annotations, finalizers) is not a qualified name, in the apiserver's words."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return ["a qualified name " + _QUALIFIED_NAME_RULE + " with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')"]
     problems = []
-    if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
-        problems.append("prefix part " + SUBDOMAIN_MESSAGE)
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
-        problems.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
-                        "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
-                        "'123-abc', regex used for validation is "
-                        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                problems.append("prefix part must be no more than 253 characters")
+            if not _SUBDOMAIN.fullmatch(prefix):
+                problems.append("prefix part " + SUBDOMAIN_MESSAGE)
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
+    if not _QUALIFIED_NAME.fullmatch(name):
+        problems.append("name part " + _QUALIFIED_NAME_RULE)
     return problems
 
 
+_QUALIFIED_NAME_RULE = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                        "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                        "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+
 def label_value_problems(value: str) -> list[str]:
-    if len(value) <= 63 and _LABEL_VALUE.match(value):
-        return []
-    return ["a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-            "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
-            "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"]
+    problems = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.fullmatch(value):
+        problems.append("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+                        "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+                        "'my_value',  or '12345', regex used for validation is "
+                        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+    return problems
 
 
 def resolve_path(obj: Any, path: str) -> Any:

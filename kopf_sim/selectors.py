@@ -123,14 +123,14 @@ def _tokenize(text: str) -> list[str]:
 
 
 def _check_key(key: str) -> None:
-    if not _KEY.match(key) or len(key.split("/")[-1]) > 63:
+    if not _KEY.fullmatch(key) or len(key.split("/")[-1]) > 63:
         raise errors.bad_request(f'unable to parse requirement: key: Invalid value: "{key}": '
                                  "name part must consist of alphanumeric characters, '-', '_' or '.', "
                                  "and must start and end with an alphanumeric character")
 
 
 def _check_value(value: str) -> None:
-    if len(value) > 63 or not _VALUE.match(value):
+    if len(value) > 63 or not _VALUE.fullmatch(value):
         raise errors.bad_request(f'unable to parse requirement: values[0]: Invalid value: "{value}": '
                                  "a valid label must be an empty string or consist of alphanumeric "
                                  "characters, '-', '_' or '.', and must start and end with an alphanumeric "

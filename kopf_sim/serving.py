@@ -28,7 +28,7 @@ from aiohttp.typedefs import Handler, Middleware
 from kopf_sim.certs import generate_self_signed
 from kopf_sim.kubeconfig import write_kubeconfig
 
-__all__ = ["UNAUTHORIZED_STATUS", "ServedApp", "bearer_token_middleware", "serve_forever"]
+__all__ = ["PUBLIC_PATHS", "UNAUTHORIZED_STATUS", "ServedApp", "bearer_token_middleware", "serve_forever"]
 
 UNAUTHORIZED_STATUS = {
     "kind": "Status",
@@ -41,19 +41,46 @@ UNAUTHORIZED_STATUS = {
 }
 
 
+MAX_HEADER_BYTES = 1024 * 1024
+
+#: What anyone may read without a token, as the apiserver's ``system:public-info-viewer`` role allows.
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
+
+
 def bearer_token_middleware(token: str) -> Middleware:
-    """Reject requests without ``Authorization: Bearer <token>``, as kube-apiserver does."""
+    """Reject requests without ``Authorization: Bearer <token>``, as kube-apiserver does.
+
+    The header is read as the apiserver reads it: the scheme, one space, the token (anything after
+    a further space is ignored). A request without a token is anonymous, and may read only the
+    :data:`PUBLIC_PATHS`; a wrong token (or a non-UTF-8 one) is refused everywhere.
+    """
     expected = token.encode("utf-8")
 
     @web.middleware
     async def check_bearer_token(request: web.Request, handler: Handler) -> web.StreamResponse:
-        scheme, _, given = request.headers.get(hdrs.AUTHORIZATION, "").strip().partition(" ")
-        valid = scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode("utf-8"), expected)
-        if not valid:
+        given = _bearer_token(request.headers.get(hdrs.AUTHORIZATION, ""))
+        if given is None:
+            allowed = False
+        elif given:
+            allowed = hmac.compare_digest(given, expected)
+        else:
+            allowed = request.path in PUBLIC_PATHS
+        if not allowed:
             return web.json_response(UNAUTHORIZED_STATUS, status=401)
         return await handler(request)
 
     return check_bearer_token
+
+
+def _bearer_token(header: str) -> bytes | None:
+    """The token of an ``Authorization`` header: empty if there is none, None if it cannot be a token."""
+    parts = header.split(" ", 2)
+    if len(parts) < 2 or parts[0].lower() != "bearer":
+        return b""
+    try:
+        return parts[1].encode("utf-8")
+    except UnicodeEncodeError:  # aiohttp keeps undecodable bytes as surrogates: no token can match them
+        return None
 
 
 class ServedApp:
@@ -89,7 +116,15 @@ class ServedApp:
         self.ca_pem: bytes | None = None
         self._url: str | None = None
         self._runner = web.AppRunner(
-            app, handler_cancellation=handler_cancellation, shutdown_timeout=shutdown_timeout
+            app, handler_cancellation=handler_cancellation, shutdown_timeout=shutdown_timeout,
+            # As Go's HTTP server of the apiserver: up to 1 MiB of request line & headers (aiohttp: 8 KiB).
+            max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES,
+            # A body left unread (a refused request) closes the connection, rather than being read after the
+            # response (aiohttp would log a failure to read it as unhandled).
+            lingering_time=0,
+            # Bodies are taken as sent, as the apiserver takes them: a Content-Encoding is not decoded (so a
+            # small compressed body never becomes a huge one; a gzipped body is not JSON, so a 400).
+            auto_decompress=False,
         )
 
     @property

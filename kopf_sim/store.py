@@ -23,6 +23,10 @@ ObjectKey = tuple[str, str]  # (namespace or "", name)
 Observer = Callable[[Change], None]
 JsonList = list[JsonDict]
 Warnings = list[str] | None
+_MAX_CONTINUE_TOKEN = 4096  # ours are a few dozen bytes
+#: How many changes the history keeps for watches and continue tokens (etcd's compaction, by count):
+#: older versions are 410 Expired. It bounds the memory of long runs (a version kept per change).
+HISTORY_WINDOW = 10_000
 
 
 class Cluster:
@@ -33,7 +37,7 @@ class Cluster:
         *,
         clock: Clock = system_clock,
         uids: UidFactory = random_uids,
-        history_window: int = 100_000,
+        history_window: int = HISTORY_WINDOW,
         version: str = "v1.32.0",
     ) -> None:
         self.clock = clock
@@ -184,13 +188,8 @@ class Cluster:
         return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
     def _decode_continue(self, token: str) -> tuple[int, tuple[str, str]]:
-        try:
-            padded = token + "=" * (-len(token) % 4)
-            data = json.loads(base64.urlsafe_b64decode(padded.encode()))
-            rv = int(data["rv"])
-            namespace, _, name = str(data["start"]).partition("/")
-        except (ValueError, KeyError, TypeError):
-            raise errors.bad_request("continue key is not valid: illegal base64 data") from None
+        rv, start = _decode_continue_token(token)
+        namespace, _, name = start.partition("/")
         if rv < self.compacted_rv:
             raise errors.expired(
                 "The provided continue parameter is too old to display a consistent list result. "
@@ -361,7 +360,7 @@ class Cluster:
         reports it in-stream rather than as an HTTP error.
         """
         subscription = Subscription(rtype, namespace, labels or LabelSelector(), fields or FieldSelector(),
-                                    on_close=self._subscriptions.remove)
+                                    on_close=self._subscriptions.remove, max_pending=self.history_window)
         start: int | None = None
         if resource_version not in (None, "", "0") and not send_initial_events:
             try:
@@ -409,6 +408,32 @@ class Cluster:
             namespace = meta(doc).get("namespace", "default") if rtype.namespaced else None
             created.append(self.create(rtype, namespace, clone(dict(doc))))
         return created
+
+
+def _decode_continue_token(token: str) -> tuple[int, str]:
+    """The version and start key of a continue token; a 400 if it is not one of ours (however it is made)."""
+    if len(token) > _MAX_CONTINUE_TOKEN:
+        raise errors.bad_request("continue key is not valid: too long")
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
+    except ValueError:
+        raise errors.bad_request("continue key is not valid: illegal base64 data") from None
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise errors.bad_request("continue key is not valid: the token is not JSON") from None
+    if not isinstance(data, dict):
+        raise errors.bad_request("continue key is not valid: the token is not a JSON object")
+    if data.get("v") != "meta.k8s.io/v1":
+        raise errors.bad_request(f"continue key is not valid: server does not recognize this encoded version "
+                                 f"{json.dumps(str(data.get('v', '')))}")
+    rv, start = data.get("rv"), data.get("start")
+    if not isinstance(rv, int) or isinstance(rv, bool) or not 0 < rv < 2 ** 63:
+        raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion "
+                                 "(version meta.k8s.io/v1)")
+    if not isinstance(start, str) or not start:
+        raise errors.bad_request("continue key is not valid: encoded start key empty (version meta.k8s.io/v1)")
+    return rv, start
 
 
 def _sort_key(obj: JsonDict) -> tuple[str, str]:

@@ -45,6 +45,7 @@ class Subscription:
         fields: FieldSelector,
         *,
         on_close: Callable[[Subscription], None],
+        max_pending: int | None = None,
     ) -> None:
         self.rtype = rtype
         self.namespace = namespace
@@ -54,6 +55,9 @@ class Subscription:
         self.closed = False
         self._wakeup: asyncio.Event | None = None
         self._on_close = on_close
+        # A watcher that falls this far behind is let go (its stream ends), as the apiserver drops slow
+        # watchers: it resumes from its last version, or relists if that is compacted by then.
+        self.max_pending = max_pending
 
     def matches(self, obj: JsonDict) -> bool:
         metadata = meta(obj)
@@ -64,6 +68,10 @@ class Subscription:
     def offer(self, change: Change) -> None:
         """Queue the change as this watcher sees it: selector transitions become ADDED/DELETED."""
         if change.key != self.rtype.storage_key or self.closed:
+            return
+        if self.max_pending is not None and len(self.pending) >= self.max_pending:
+            self.pending.clear()
+            self.close()
             return
         now_matches = self.matches(change.obj)
         if change.type == "ADDED":

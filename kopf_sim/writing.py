@@ -10,15 +10,13 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import applying, crds, errors, patching, schemas
+from . import applying, crds, errors, patching, schemas, typecheck, validation
 from .objects import (
     JsonDict,
     clone,
     compact_json,
-    label_value_problems,
     meta,
     name_problems,
-    qualified_name_problems,
     resolve_path,
 )
 from .resources import ResourceType
@@ -32,11 +30,11 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH, STRATEGIC_PATCH)
 OBJECT_SIZE_LIMIT = 1_572_864  # etcd's request size limit, which bounds a stored object
-ANNOTATIONS_SIZE_LIMIT = 262_144
 
 _SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                   "generation", "resourceVersion", "selfLink")
 _LABEL_NAMED = frozenset({("", "namespaces"), ("", "services")})
+_CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 
 def same_content(old: JsonDict, new: JsonDict) -> bool:
@@ -67,9 +65,25 @@ def _require_mapping(body: Any) -> JsonDict:
     if not isinstance(body, dict):
         raise errors.bad_request(f"the object provided is unrecognized: expected an object, "
                                  f"got {type(body).__name__}")
-    if "metadata" in body and not isinstance(body["metadata"], dict):
-        raise errors.bad_request("metadata: expected an object")
     return body
+
+
+def _decoded(rtype: ResourceType, obj: JsonDict, *, patched: bool = False) -> JsonDict:
+    """The object (a private copy) decoded as the kind's Go type would: a 400 if a value has the wrong type.
+
+    Nulls in the type and object metadata are dropped, as Go decodes them into omitted zero values.
+    """
+    typecheck.check_object(rtype, obj, patched=patched)
+    for field in ("apiVersion", "kind"):
+        if field in obj and obj[field] is None:
+            del obj[field]
+    metadata = obj.get("metadata")
+    if metadata is None:
+        obj["metadata"] = {}
+    elif None in metadata.values():
+        for key in [key for key, value in metadata.items() if value is None]:
+            del metadata[key]
+    return obj
 
 
 def _check_identity(rtype: ResourceType, body: JsonDict) -> None:
@@ -99,46 +113,6 @@ def _check_namespace(rtype: ResourceType, body: JsonDict, namespace: str | None)
         metadata.pop("namespace", None)
 
 
-def _metadata_causes(rtype: ResourceType, metadata: JsonDict) -> list[dict[str, str]]:
-    causes: list[dict[str, str]] = []
-    labels = metadata.get("labels") or {}
-    annotations = metadata.get("annotations") or {}
-    for key, value in labels.items():
-        for problem in qualified_name_problems(key):
-            causes.append(_cause("metadata.labels", f'Invalid value: "{key}": {problem}'))
-        if not isinstance(value, str):
-            causes.append(_cause(f"metadata.labels.{key}", f"Invalid value: {json.dumps(value)}: "
-                                 "must be a string"))
-        else:
-            for problem in label_value_problems(value):
-                causes.append(_cause("metadata.labels", f'Invalid value: "{value}": {problem}'))
-    for key, value in annotations.items():
-        for problem in qualified_name_problems(key):
-            causes.append(_cause("metadata.annotations", f'Invalid value: "{key}": {problem}'))
-        if not isinstance(value, str):
-            causes.append(_cause(f"metadata.annotations.{key}", f"Invalid value: {json.dumps(value)}: "
-                                 "must be a string"))
-    size = sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str))
-    if size > ANNOTATIONS_SIZE_LIMIT:
-        causes.append({"reason": "FieldValueTooLong", "field": "metadata.annotations",
-                       "message": f"Too long: may not be more than {ANNOTATIONS_SIZE_LIMIT} bytes"})
-    for index, finalizer in enumerate(metadata.get("finalizers") or ()):
-        if not isinstance(finalizer, str) or qualified_name_problems(finalizer):
-            causes.append(_cause(f"metadata.finalizers[{index}]",
-                                 f"Invalid value: {json.dumps(finalizer)}: name part must consist of "
-                                 "alphanumeric characters, '-', '_' or '.'"))
-    for ref in metadata.get("ownerReferences") or ():
-        for field in ("apiVersion", "kind", "name", "uid"):
-            if not isinstance(ref, dict) or not ref.get(field):
-                causes.append({"reason": "FieldValueInvalid", "field": f"metadata.ownerReferences.{field}",
-                               "message": f'Invalid value: "": {field} must not be empty'})
-    return causes
-
-
-def _cause(field: str, message: str) -> dict[str, str]:
-    return {"reason": "FieldValueInvalid", "message": message, "field": field}
-
-
 def _apply_schema(cluster: Cluster, rtype: ResourceType, obj: JsonDict, *, field_validation: str,
                   warnings: list[str] | None) -> JsonDict:
     """Prune, default and validate a custom resource against its CRD's structural schema."""
@@ -159,14 +133,14 @@ def _apply_schema(cluster: Cluster, rtype: ResourceType, obj: JsonDict, *, field
 _OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
 
 
-def _validate_common(cluster: Cluster, rtype: ResourceType, obj: JsonDict) -> None:
+def _validate_common(cluster: Cluster, rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> None:
     metadata = obj["metadata"]
     for field in _OMITTED_WHEN_EMPTY:  # ObjectMeta omits empty collections on the wire
         if field in metadata and not metadata[field]:
             del metadata[field]
-    causes = _metadata_causes(rtype, metadata)
+    causes = validation.causes(rtype, obj, old)
     if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-        causes.extend(crds.crd_problems(obj))
+        causes.extend(crds.crd_problems(obj, old))
     if causes:
         raise errors.invalid(rtype.kind, rtype.group, metadata.get("name", ""), causes)
     size = len(compact_json(obj).encode())
@@ -202,7 +176,7 @@ def prepare_create(cluster: Cluster, rtype: ResourceType, namespace: str | None,
                    field_validation: str = "", warnings: list[str] | None = None,
                    manager: str | None = None) -> JsonDict:
     """The object as it would be stored on creation (without a resourceVersion yet)."""
-    obj = clone(_require_mapping(body))
+    obj = _decoded(rtype, clone(_require_mapping(body)))
     _check_identity(rtype, obj)
     _check_namespace(rtype, obj, namespace)
     metadata = obj["metadata"]
@@ -218,7 +192,7 @@ def prepare_create(cluster: Cluster, rtype: ResourceType, namespace: str | None,
     problems = name_problems(name, label=rtype.storage_key in _LABEL_NAMED)
     if problems:
         raise errors.invalid(rtype.kind, rtype.group, name, [
-            _cause("metadata.name", f'Invalid value: "{name}": {problem}') for problem in problems])
+            validation.invalid("metadata.name", name, problem) for problem in problems])
     if rtype.namespaced:
         _check_namespace_writable(cluster, rtype, namespace or "", name)
     lifecycle_check_creatable(cluster, rtype)
@@ -253,12 +227,14 @@ def prepare_apply_create(cluster: Cluster, rtype: ResourceType, namespace: str |
 
 def prepare_update(cluster: Cluster, rtype: ResourceType, old: JsonDict, body: Any, *,
                    subresource: str | None = None, manager: str | None = None, field_validation: str = "",
-                   warnings: list[str] | None = None, track: bool = True, copied: bool = False) -> JsonDict:
+                   warnings: list[str] | None = None, track: bool = True, copied: bool = False,
+                   patched: bool = False) -> JsonDict:
     """The object as it would be stored after a PUT (or a patch, which ends as one).
 
     The body is copied before it is changed, unless the caller says it is a private copy already.
     """
     given = _require_mapping(body) if copied else clone(_require_mapping(body))
+    _decoded(rtype, given, patched=patched)
     _check_identity(rtype, given)
     old_meta = meta(old)
     metadata = given.setdefault("metadata", {})
@@ -314,10 +290,11 @@ def prepare_update(cluster: Cluster, rtype: ResourceType, old: JsonDict, body: A
     new = _apply_schema(cluster, rtype, new, field_validation=field_validation, warnings=warnings)
     if rtype.has_generation and _spec_changed(rtype, old, new):
         new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
-    _validate_common(cluster, rtype, new)
+    _validate_common(cluster, rtype, new, old)
     if (rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions") and subresource is None
             and not new["metadata"].get("deletionTimestamp")):
-        new["status"] = {**(new.get("status") or {}), **crds.established_status(new, cluster.now())}
+        conflict = crds.name_conflict(new, cluster.objects(_CRDS))
+        new["status"] = {**(new.get("status") or {}), **crds.established_status(new, cluster.now(), conflict)}
     if manager and track and not same_content(old, new):
         new = applying.track_update(old, new, manager=manager, kind_key=_kind_key(rtype),
                                     api_version=rtype.api_version, now=cluster.now(), subresource=subresource)
@@ -348,7 +325,8 @@ def prepare_patch(cluster: Cluster, rtype: ResourceType, old: JsonDict, patch: A
                     "causes": [{"reason": "FieldManagerConflict", "message": f'conflict with "{m}"',
                                 "field": f} for m, f in exc.conflicts]}) from None
             return prepare_update(cluster, rtype, old, patched, subresource=subresource, manager=manager,
-                                  field_validation=field_validation, warnings=warnings, track=False)
+                                  field_validation=field_validation, warnings=warnings, track=False,
+                                  patched=True)
         else:
             raise errors.unsupported_media_type(content_type, PATCH_TYPES)
     except patching.PatchError as exc:
@@ -360,7 +338,7 @@ def prepare_patch(cluster: Cluster, rtype: ResourceType, old: JsonDict, patch: A
     # A merge patch's result shares nothing with the old object or the patch: it need not be copied again.
     return prepare_update(cluster, rtype, old, patched, subresource=subresource, manager=manager,
                           field_validation=field_validation, warnings=warnings,
-                          copied=content_type == MERGE_PATCH)
+                          copied=content_type == MERGE_PATCH, patched=True)
 
 
 def _parse_apply(rtype: ResourceType, patch: Any, name: str, manager: str | None) -> JsonDict:
@@ -368,9 +346,9 @@ def _parse_apply(rtype: ResourceType, patch: Any, name: str, manager: str | None
         raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
     if not isinstance(patch, dict):
         raise errors.bad_request("error decoding YAML: the applied configuration must be an object")
-    if not patch.get("apiVersion") or not patch.get("kind"):
+    applied: JsonDict = _decoded(rtype, clone(patch), patched=True)
+    if not applied.get("apiVersion") or not applied.get("kind"):
         raise errors.bad_request("invalid object type: /, Kind=")
-    applied: JsonDict = clone(patch)
     _check_identity(rtype, applied)
     given_name = meta(applied).get("name")
     if given_name and given_name != name:
@@ -442,7 +420,8 @@ def _initial_state(cluster: Cluster, rtype: ResourceType, obj: JsonDict) -> None
         if crds.CLEANUP_FINALIZER not in finalizers:
             finalizers.append(crds.CLEANUP_FINALIZER)
         if not crds.crd_problems(obj):
-            obj["status"] = crds.established_status(obj, cluster.now())
+            conflict = crds.name_conflict(obj, cluster.objects(_CRDS))
+            obj["status"] = crds.established_status(obj, cluster.now(), conflict)
     elif key == ("", "secrets"):
         obj.setdefault("type", "Opaque")
     elif key == ("", "services"):
@@ -522,12 +501,13 @@ def scale_of(rtype: ResourceType, obj: JsonDict) -> JsonDict:
 def with_scale(rtype: ResourceType, obj: JsonDict, scale: Any) -> JsonDict:
     """The object with its replicas set from a ``Scale`` body (the rest of the Scale is ignored)."""
     assert rtype.scale is not None
-    if not isinstance(scale, dict) or not isinstance((scale.get("spec") or {}).get("replicas", 0), int):
+    replicas = (scale.get("spec") or {}).get("replicas") or 0 if isinstance(scale, dict) else None
+    if not isinstance(replicas, int):
         raise errors.bad_request("the body must be an autoscaling/v1 Scale with an integer spec.replicas")
     new: JsonDict = clone(obj)
     from .objects import assign_path
 
-    assign_path(new, rtype.scale.spec_replicas, scale.get("spec", {}).get("replicas", 0))
+    assign_path(new, rtype.scale.spec_replicas, replicas)
     rv = meta(scale).get("resourceVersion")
     if rv:
         new["metadata"]["resourceVersion"] = rv
@@ -556,6 +536,7 @@ def after_mutation(cluster: Cluster, rtype: ResourceType, before: JsonDict, muta
             result.pop("status", None)
     if old is not None:
         _check_finalizers(rtype, meta(old), metadata)
+    _decoded(rtype, result, patched=True)
     result = _apply_schema(cluster, rtype, result, field_validation="Ignore", warnings=None)
     if rtype.has_generation:
         if old is None:
@@ -563,5 +544,5 @@ def after_mutation(cluster: Cluster, rtype: ResourceType, before: JsonDict, muta
         else:
             bump = 1 if _spec_changed(rtype, old, result) else 0
             metadata["generation"] = int(meta(old).get("generation", 1)) + bump
-    _validate_common(cluster, rtype, result)
+    _validate_common(cluster, rtype, result, old)
     return result

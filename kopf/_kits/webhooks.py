@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from kopf._cogs.aiokits import clock
 from kopf._cogs.helpers import certificates
@@ -170,6 +171,13 @@ def _status(code: int, reason: str, message: str) -> web.Response:
     payload = {'apiVersion': 'v1', 'kind': 'Status', 'status': 'Failure',
                'code': code, 'reason': reason, 'message': message}
     return web.json_response(payload, status=code)
+
+
+def _denial(review: reviews.Request, message: str) -> reviews.Response:
+    """A review's response that denies the admission with an internal error (code 500)."""
+    return {'apiVersion': review['apiVersion'], 'kind': reviews.REVIEW_KIND,
+            'response': {'uid': review['request']['uid'], 'allowed': False,
+                         'status': {'code': 500, 'reason': 'InternalError', 'message': message}}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,7 +327,7 @@ class WebhookServer(WebhookContextManager):
             return await self._handle(request, fn=fn, root=root)
 
         app = web.Application(client_max_size=self.MAX_BODY_SIZE)
-        app.router.add_route('*', '/{tail:.*}', handle)
+        app.router.add_route('*', r'/{tail:[\s\S]*}', handle)
         return app
 
     async def _handle(self, request: web.Request, *, fn: reviews.WebhookFn, root: str) -> web.StreamResponse:
@@ -341,10 +349,19 @@ class WebhookServer(WebhookContextManager):
         except web.HTTPRequestEntityTooLarge:
             return _status(413, 'RequestEntityTooLarge',
                            f"The request body is too large: at most {self.MAX_BODY_SIZE} bytes are accepted.")
+        except (web.HTTPException, ValueError, ConnectionError, RequestPayloadError) as e:  # e.g. a broken gzip
+            request.content.feed_eof()  # read no more of it (aiohttp would fail again and log it as unhandled)
+            lines = str(e).strip().splitlines()
+            reason = lines[-1].strip() if lines else repr(e)
+            refusal = _status(400, 'BadRequest', f"The request body cannot be read: {reason}")
+            refusal.force_close()
+            return refusal
         try:
             payload = json.loads(raw)
         except ValueError as e:  # incl. UnicodeDecodeError
             return _status(400, 'BadRequest', f"The request body is not valid JSON: {e}")
+        except RecursionError:
+            return _status(400, 'BadRequest', "The request body is not valid JSON: it is nested too deeply.")
         try:
             review = reviews.check_request(payload)
         except reviews.MalformedReviewError as e:
@@ -356,9 +373,13 @@ class WebhookServer(WebhookContextManager):
         sslpeer = peercert or None  # an empty dict means "not verified": treat as absent
         try:
             response = await fn(review, webhook=webhook, headers=headers, sslpeer=sslpeer)
+        except reviews.MalformedReviewError as e:
+            return _status(422, 'Invalid', f"The request body is not an admission review request: {e}")
         except Exception:
+            # A well-formed review that cannot be processed is denied (not an HTTP error, which the apiserver
+            # would take for an unreachable webhook); the details stay in the log, not with the clients.
             logger.exception(f"Admission review {review['request']['uid']!r} failed in the callback.")
-            return _status(500, 'InternalError', "The admission review could not be processed.")
+            return web.json_response(_denial(review, "The admission review could not be processed."))
         return web.json_response(response)
 
     async def _serve(self, fn: reviews.WebhookFn) -> AsyncGenerator[reviews.WebhookClientConfig, None]:
@@ -366,8 +387,10 @@ class WebhookServer(WebhookContextManager):
         serving = self._prepare(host=host, addr=addr)  # fails at startup if misconfigured
         fingerprint = _fingerprint(self._watched_files())
 
+        # Bodies are taken as sent (apiservers never compress them): a compressed one is no review (a 400),
+        # and a small compressed body never becomes a huge one.
         runner = web.AppRunner(self._make_app(fn), handle_signals=False, access_log=None,
-                               shutdown_timeout=self.SHUTDOWN_TIMEOUT)
+                               shutdown_timeout=self.SHUTDOWN_TIMEOUT, auto_decompress=False)
         await runner.setup()
         self._add_cleanup(runner, runner.cleanup)
         try:

@@ -504,12 +504,16 @@ async def test_other_methods_are_not_allowed(serve: Serve, fn: Recorder) -> None
     assert fn.calls == []
 
 
-async def test_callback_failures_are_http_500(serve: Serve, fn: Recorder, caplog: pytest.LogCaptureFixture) -> None:
+async def test_callback_failures_are_denials(serve: Serve, fn: Recorder, caplog: pytest.LogCaptureFixture) -> None:
     config, _ = await serve(WebhookServer(addr='127.0.0.1', port=0, insecure=True))
     fn.error = RuntimeError('boom')
     status, response = await post(f"{config.get('url')}/h1")
-    assert status == 500
-    assert response['reason'] == 'InternalError'
+    assert status == 200
+    assert response['kind'] == 'AdmissionReview'
+    assert response['response']['uid'] == REVIEW['request']['uid']
+    assert response['response']['allowed'] is False
+    assert response['response']['status']['code'] == 500
+    assert response['response']['status']['reason'] == 'InternalError'
     assert 'boom' not in json.dumps(response)  # no internals leak to the clients
     assert any('boom' in (record.exc_text or '') or record.exc_info for record in caplog.records)
     fn.error = None

@@ -168,4 +168,39 @@ def check_request(payload: Any) -> Request:
     uid = request.get('uid')
     if not isinstance(uid, str) or not uid:
         raise MalformedReviewError(f"An {REVIEW_KIND}'s request must have a 'uid' string.")
+    _check_fields(request)
     return cast(Request, payload)
+
+
+# The fields of a review's request and their JSON types, as apiservers send them (absent or null is fine).
+_STRING_FIELDS = ('subResource', 'requestSubResource', 'name', 'namespace', 'operation')
+_OBJECT_FIELDS = ('object', 'oldObject', 'options', 'userInfo')
+_GVK_FIELDS = {'kind': ('group', 'version', 'kind'), 'requestKind': ('group', 'version', 'kind'),
+               'resource': ('group', 'version', 'resource'), 'requestResource': ('group', 'version', 'resource')}
+
+
+def _check_fields(request: Mapping[str, Any]) -> None:
+    """Make sure that the request's fields have the types that the framework relies on."""
+    def refuse(field: str, what: str) -> MalformedReviewError:
+        return MalformedReviewError(f"An {REVIEW_KIND}'s request.{field} must be {what}, "
+                                    f"got {type(request[field]).__name__}.")
+
+    for field in _STRING_FIELDS:
+        if request.get(field) is not None and not isinstance(request[field], str):
+            raise refuse(field, 'a string')
+    for field in _OBJECT_FIELDS:
+        if request.get(field) is not None and not isinstance(request[field], Mapping):
+            raise refuse(field, 'an object')
+    for field, parts in _GVK_FIELDS.items():
+        value = request.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping) or any(not isinstance(value.get(part, ''), str) for part in parts):
+            raise MalformedReviewError(f"An {REVIEW_KIND}'s request.{field} must be an object with the strings "
+                                       f"{', '.join(parts)}.")
+    if request.get('dryRun') is not None and not isinstance(request['dryRun'], bool):
+        raise refuse('dryRun', 'a boolean')
+    user = request.get('userInfo') or {}
+    if not isinstance(user.get('username', ''), str) or not isinstance(user.get('groups') or [], list):
+        raise MalformedReviewError(f"An {REVIEW_KIND}'s request.userInfo must have a string username "
+                                   f"and a list of groups.")

@@ -1,0 +1,200 @@
+"""A load test of a served simulator: many writers and watchers at once, and the watches' integrity.
+
+Run: ``python benchmarks/load_sim.py [--writers 20] [--watchers 10] [--seconds 60] [--history N]``.
+
+``kopf-sim serve`` runs in a subprocess; this process runs the clients (aiohttp, one event loop). Each
+writer creates, patches, replaces and deletes ConfigMaps of its own, as fast as the server answers;
+each watcher lists once and then watches from the list's version for the whole run. At the end:
+
+* throughput: requests per second, the latency percentiles of the writes, the server's peak memory;
+* integrity: every watcher saw strictly increasing versions; every write that a writer saw succeed is
+  in every watcher's stream exactly once; all watchers saw the same sequence; the state rebuilt from
+  each watcher's events equals the final list. A watcher that is let go (it fell behind by more than
+  the history window) resumes from its last version, or relists on 410 Expired: it is then counted,
+  and checked only for its final state.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import pathlib
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import aiohttp
+
+URL = "/api/v1/namespaces/default/configmaps"
+
+
+@dataclasses.dataclass
+class Watcher:
+    events: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)  # (type, name, rv)
+    state: dict[str, int] = dataclasses.field(default_factory=dict)                 # name -> rv
+    relists: int = 0
+    reconnects: int = 0
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+
+async def writer(session: aiohttp.ClientSession, index: int, deadline: float, rng: random.Random,
+                 latencies: list[float], written: set[int], errors: list[str]) -> int:
+    names: dict[str, str] = {}  # name -> last resourceVersion
+    requests = 0
+    while time.monotonic() < deadline:
+        name = f"w{index}-{rng.randrange(5)}"
+        started = time.perf_counter()
+        if name not in names:
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"n": "0"}}
+            response = await session.post(URL, json=body)
+        else:
+            choice = rng.random()
+            if choice < 0.6:
+                response = await session.patch(f"{URL}/{name}", json={"data": {"n": str(rng.random())}},
+                                               headers={"Content-Type": "application/merge-patch+json"})
+            elif choice < 0.8:
+                body = {"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": name, "resourceVersion": names[name]}, "data": {"r": "1"}}
+                response = await session.put(f"{URL}/{name}", json=body)
+            else:
+                response = await session.delete(f"{URL}/{name}")
+        data = await response.json()
+        latencies.append(time.perf_counter() - started)
+        requests += 1
+        if response.status in (200, 201) and data.get("kind") == "ConfigMap":
+            names[name] = data["metadata"]["resourceVersion"]
+            written.add(int(names[name]))
+        elif response.status == 200 and data.get("kind") == "Status":  # deleted at once
+            names.pop(name, None)
+        else:
+            errors.append(f"{response.status} {data.get('message')}")
+    return requests
+
+
+async def watch(session: aiohttp.ClientSession, deadline: float, result: Watcher) -> None:
+    async def relist() -> int:
+        async with session.get(URL) as response:
+            listing = await response.json()
+        result.state = {item["metadata"]["name"]: int(item["metadata"]["resourceVersion"])
+                        for item in listing["items"]}
+        return int(listing["metadata"]["resourceVersion"])
+
+    last = await relist()
+    while time.monotonic() < deadline + 2:  # a little longer than the writers: the last events arrive too
+        params = {"watch": "true", "resourceVersion": str(last), "allowWatchBookmarks": "true",
+                  "timeoutSeconds": str(max(1, int(deadline + 2 - time.monotonic())))}
+        async with session.get(URL, params=params, timeout=aiohttp.ClientTimeout(total=None)) as response:
+            async for line in response.content:
+                event = json.loads(line)
+                kind, obj = event["type"], event["object"]
+                if kind == "ERROR":
+                    if obj.get("code") == 410:
+                        result.relists += 1
+                        last = await relist()
+                        break
+                    result.problems.append(f"error event: {obj}")
+                    continue
+                rv = int(obj["metadata"]["resourceVersion"])
+                if kind == "BOOKMARK":
+                    last = rv
+                    continue
+                if rv <= last:
+                    result.problems.append(f"version {rv} after {last}")
+                last = rv
+                name = obj["metadata"]["name"]
+                result.events.append((kind, name, rv))
+                if kind == "DELETED":
+                    result.state.pop(name, None)
+                else:
+                    result.state[name] = rv
+        result.reconnects += 1
+
+
+def peak_rss_mb(pid: int) -> float:
+    match = re.search(r"VmHWM:\s+(\d+) kB", pathlib.Path(f"/proc/{pid}/status").read_text())
+    assert match is not None
+    return int(match.group(1)) / 1024
+
+
+async def run(base: str, args: argparse.Namespace, server_pid: int) -> bool:
+    rng = random.Random(args.seed)
+    latencies: list[float] = []
+    written: set[int] = set()
+    errors: list[str] = []
+    watchers = [Watcher() for _ in range(args.watchers)]
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(base, connector=connector) as session:
+        rss_before = peak_rss_mb(server_pid)
+        started = time.monotonic()
+        deadline = started + args.seconds
+        watching = [asyncio.create_task(watch(session, deadline, w)) for w in watchers]
+        await asyncio.sleep(0.5)  # the watchers have listed
+        counts = await asyncio.gather(*(writer(session, i, deadline, random.Random(rng.random()), latencies,
+                                                written, errors) for i in range(args.writers)))
+        await asyncio.gather(*watching)
+        elapsed = time.monotonic() - started
+        async with session.get(URL) as response:
+            final = {item["metadata"]["name"]: int(item["metadata"]["resourceVersion"])
+                     for item in (await response.json())["items"]}
+    requests = sum(counts)
+    ordered = sorted(latencies)
+    print(f"{args.writers} writers, {args.watchers} watchers, {elapsed:.0f} s: {requests} writes "
+          f"({requests / args.seconds:.0f}/s), latency p50 {statistics.median(ordered) * 1000:.1f} ms, "
+          f"p99 {ordered[int(len(ordered) * 0.99)] * 1000:.1f} ms, max {ordered[-1] * 1000:.1f} ms; "
+          f"{len(errors)} failed writes (conflicts expected: {sum('modified' in e for e in errors)})")
+    print(f"server peak RSS: {rss_before:.1f} -> {peak_rss_mb(server_pid):.1f} MB; "
+          f"events per watcher: {[len(w.events) for w in watchers]}")
+    intact = True
+    reference = next((w.events for w in watchers if not w.relists), None)
+    for index, w in enumerate(watchers):
+        seen = [rv for _, _, rv in w.events]
+        problems = list(w.problems)
+        if not w.relists:
+            if len(seen) != len(set(seen)):
+                problems.append("an event twice")
+            missing = written - set(seen)
+            if missing:
+                problems.append(f"{len(missing)} successful writes never seen, e.g. {sorted(missing)[:5]}")
+            if w.events != reference:
+                problems.append("a different sequence than the other watchers")
+        if w.state != final:
+            problems.append("its rebuilt state differs from the final list")
+        intact = intact and not problems
+        print(f"watcher {index}: {len(w.events)} events, {w.relists} relists, {w.reconnects} streams: "
+              f"{'; '.join(problems) or 'exact'}")
+    print(f"integrity: {'every change exactly once, in order, by every watcher' if intact else 'BROKEN'}")
+    return intact
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--writers", type=int, default=20)
+    parser.add_argument("--watchers", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--history", type=int, default=None, help="the server's --history (default: its own)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [sys.executable, "-m", "kopf_sim", "serve", "--kubeconfig", os.path.join(tmp, "kubeconfig")]
+        if args.history:
+            command += ["--history", str(args.history)]
+        server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        try:
+            assert server.stdout is not None
+            match = re.search(r"at (http://\S+)", server.stdout.readline())
+            assert match is not None
+            intact = asyncio.run(run(match.group(1), args, server.pid))
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    sys.exit(0 if intact else 1)
+
+
+if __name__ == "__main__":
+    main()
