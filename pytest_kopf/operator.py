@@ -201,6 +201,7 @@ class KopfOperator:
         self._tasks = _OperatorTasks(self)
         self._threads_before: set[threading.Thread] = set()
         self._admission: SimAdmissionSettings | None = None
+        #: The modules loaded by the last start, by the path or name they were given as.
         self.modules: dict[str, types.ModuleType] = {}
 
     # -- state -------------------------------------------------------------------------------------
