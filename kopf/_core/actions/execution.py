@@ -42,7 +42,6 @@ from kopf._cogs.structs import bodies, dicts, patches
 from kopf._cogs.structs.ids import HandlerId
 from kopf._core.actions import invocation, lifecycles
 from kopf._core.actions.errors import (
-    DEFAULT_RETRY_DELAY,
     ErrorsMode,
     HandlerRetriesError,
     HandlerTimeoutError,
@@ -511,7 +510,7 @@ async def execute_handler_once(
     logger = cause.logger
     name = f"Handler {handler.id!r}"
     errors_mode = handler.errors if handler.errors is not None else ErrorsMode.TEMPORARY
-    backoff = handler.backoff if handler.backoff is not None else DEFAULT_RETRY_DELAY
+    backoff = handler.backoff if handler.backoff is not None else settings.execution.default_backoff
     context = _Invocation(
         handler=handler, cause=cause, settings=settings, subhandling=subhandling,
         lifecycle=lifecycle if lifecycle is not None else lifecycles.get_default_lifecycle(),
