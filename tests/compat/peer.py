@@ -54,7 +54,8 @@ class PeerEnv:
         if not self.python.exists():
             return None
         probe = "import importlib.metadata as m; print(m.version('kopf'))"
-        result = subprocess.run([str(self.python), '-c', probe], capture_output=True, text=True, timeout=60)
+        result = subprocess.run([str(self.python), '-I', '-c', probe], capture_output=True, text=True, timeout=60,
+                                cwd=str(self.root))  # isolated: not our kopf from the current directory
         return result.stdout.strip() if result.returncode == 0 else None
 
 
@@ -95,8 +96,8 @@ def ensure_peer(
 
 def introspect(python: str | os.PathLike[str]) -> dict[str, Any]:
     """The public API (names, kinds, signatures) of the ``kopf`` importable by that interpreter."""
-    result = subprocess.run([os.fspath(python), str(INTROSPECT)], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, 'PYTHONPATH': ''})
+    result = subprocess.run([os.fspath(python), '-I', str(INTROSPECT)], capture_output=True, text=True, timeout=120,
+                            cwd=str(INTROSPECT.parent))
     if result.returncode != 0:
         raise RuntimeError(f"Introspection failed with {python}:\n{result.stderr}")
     data: dict[str, Any] = json.loads(result.stdout)

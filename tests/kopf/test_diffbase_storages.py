@@ -107,7 +107,7 @@ def test_annotations_custom_prefix_and_key() -> None:
     storage = AnnotationsDiffBaseStorage(prefix='my-op.example.com', key='diff-base')
     patch = Patch()
     storage.store(body=Body({}), patch=patch, essence=BodyEssence(spec={}))
-    assert patch == {'metadata': {'annotations': {'my-op.example.com/diff-base': '{"spec":{}}'}}}
+    assert patch == {'metadata': {'annotations': {'my-op.example.com/diff-base': '{"spec":{}}\n'}}}
     body = Body({'metadata': {'annotations': {'my-op.example.com/diff-base': '{}', 'x': 'y'}}})
     assert storage.build(body=body) == {'metadata': {'annotations': {'x': 'y'}}}
 
@@ -125,7 +125,7 @@ def test_status_store_and_fetch() -> None:
     storage = StatusDiffBaseStorage(field='status.diff-base')
     patch = Patch()
     storage.store(body=Body({}), patch=patch, essence=BodyEssence(spec={'a': 1}))
-    assert patch == {'status': {'diff-base': '{"spec":{"a":1}}'}}
+    assert patch == {'status': {'diff-base': '{"spec":{"a":1}}\n'}}
     assert storage.fetch(body=Body({'status': {'diff-base': '{"spec":{"a":1}}'}})) == {'spec': {'a': 1}}
     assert storage.fetch(body=Body({'status': {'diff-base': {'spec': {'a': 1}}}})) == {'spec': {'a': 1}}
     assert storage.fetch(body=Body({})) is None
@@ -139,8 +139,8 @@ def test_multi_storage_for_transitions() -> None:
 
     patch = Patch()
     storage.store(body=Body({}), patch=patch, essence=BodyEssence(spec={}))
-    assert patch == {'status': {'diff-base': '{"spec":{}}'},
-                     'metadata': {'annotations': {DIFFBASE: '{"spec":{}}'}}}
+    assert patch == {'status': {'diff-base': '{"spec":{}}\n'},
+                     'metadata': {'annotations': {DIFFBASE: '{"spec":{}}\n'}}}
 
     old_only = Body({'metadata': {'annotations': {DIFFBASE: '{"spec":{"v":1}}'}}})
     assert storage.fetch(body=old_only) == {'spec': {'v': 1}}

@@ -66,7 +66,7 @@ def build_ssl_context(info: ConnectionInfo) -> ssl.SSLContext:
     return info.as_ssl_context()
 
 
-def make_session(info: ConnectionInfo) -> aiohttp.ClientSession:
+def make_session(info: ConnectionInfo, *, trust_env: bool = False) -> aiohttp.ClientSession:
     """A new HTTP session for these credentials (the caller closes it)."""
     connector: aiohttp.BaseConnector
     if info.connector_factory is not None:
@@ -79,18 +79,18 @@ def make_session(info: ConnectionInfo) -> aiohttp.ClientSession:
         connector=connector,
         headers=build_headers(info),
         timeout=aiohttp.ClientTimeout(total=None),  # every request sets its own timeouts
-        trust_env=info.trust_env,
+        trust_env=info.trust_env or trust_env,
         proxy=info.proxy_url,
     )
 
 
-def get_session(info: ConnectionInfo, context: VaultContext) -> aiohttp.ClientSession:
+def get_session(info: ConnectionInfo, context: VaultContext, *, trust_env: bool = False) -> aiohttp.ClientSession:
     """The cached session of the credentials, or a new one (cached for the next requests)."""
     if isinstance(info, AiohttpSession):
         return info.aiohttp_session  # the login handler's own session: never closed by us
     session: aiohttp.ClientSession | None = context.get(SESSION_KEY)
     if session is None or session.closed:
-        session = make_session(info)
+        session = make_session(info, trust_env=trust_env)
         context.put(SESSION_KEY, session, session.close)
     return session
 
@@ -106,6 +106,7 @@ async def authenticated(
         fn: Callable[[ConnectionInfo, aiohttp.ClientSession], Awaitable[_T]],
         *,
         vault: Vault | None = None,
+        trust_env: bool = False,
 ) -> _T:
     """
     Call ``fn`` with the best credentials and their session; on HTTP 401, try the next ones.
@@ -116,7 +117,7 @@ async def authenticated(
     the_vault = get_vault(vault)
     async with contextlib.aclosing(the_vault.__aiter__()) as credentials:
         async for key, info, context in credentials:
-            session = get_session(info, context)
+            session = get_session(info, context, trust_env=trust_env)
             context.acquire()
             try:
                 return await fn(info, session)
@@ -133,6 +134,7 @@ async def authenticated_response(
         opener: Callable[[ConnectionInfo, aiohttp.ClientSession], Awaitable[aiohttp.ClientResponse]],
         *,
         vault: Vault | None = None,
+        trust_env: bool = False,
 ) -> AsyncIterator[aiohttp.ClientResponse]:
     """
     Like :func:`authenticated`, but keep the response open for streaming within the context.
@@ -143,7 +145,7 @@ async def authenticated_response(
     the_vault = get_vault(vault)
     async with contextlib.aclosing(the_vault.__aiter__()) as credentials:
         async for key, info, context in credentials:
-            session = get_session(info, context)
+            session = get_session(info, context, trust_env=trust_env)
             context.acquire()
             try:
                 response = await opener(info, session)

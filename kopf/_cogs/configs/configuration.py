@@ -96,9 +96,9 @@ class PostingSettings(_StrictSection):
     #: Whether to post the events at all (it also affects ``kopf.event()``, ``kopf.info()``, etc).
     enabled: bool = True
 
-    #: Whether the messages of the objects' loggers are posted too (as before; ``False`` posts them all the same:
-    #: the posting of the logged messages is controlled by ``enabled`` and ``level``).
-    loggers: bool = False
+    #: Whether the messages of the objects' loggers (of ``level`` and above) are posted as events too.
+    #: On by default, as documented (the published framework 1.45 has it off: only ``kopf.event()`` & co).
+    loggers: bool = True
 
     #: The minimal level of log messages to be posted (e.g. ``logging.WARNING``).
     level: int = logging.INFO
@@ -309,7 +309,7 @@ class NetworkingSettings(_StrictSection):
     #: The back-offs (seconds) between the retries of the networking & 5xx errors; then they escalate.
     error_backoffs: Iterable[float] = DEFAULT_ERROR_BACKOFFS
 
-    #: Whether the server's ``Retry-After`` is waited for in full even if longer than the own back-off.
+    #: Whether the server's ``Retry-After`` replaces the own back-off for the 5xx errors too (always for 429).
     enforce_retry_after: bool = False
 
     #: Whether the HTTP sessions take the proxies & ``.netrc`` from the environment (``HTTPS_PROXY``, etc).

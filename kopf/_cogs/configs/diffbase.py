@@ -196,7 +196,9 @@ class MultiDiffBaseStorage(DiffBaseStorage):
 
 
 def _encode_essence(essence: bodies.BodyEssence) -> str:
-    return json.dumps(essence, separators=(',', ':'))
+    """Compact JSON with a trailing newline: byte for byte as the published framework writes it."""
+    return json.dumps(essence, separators=(',', ':')) + '\n'
+
 
 
 def _parse_essence(value: Any) -> bodies.BodyEssence | None:

@@ -365,7 +365,7 @@ async def _process_changing(context: _Context) -> None:
             handlers=handlers, cause=cause, settings=settings, subhandling=SUBHANDLING)
         if outcome.done:
             succeeded, failed = len(outcome.state.succeeded), len(outcome.state.failed)
-            local_logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
+            context.logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
 
     done = outcome is None or outcome.done
     if done:
