@@ -72,6 +72,7 @@ SCENARIOS: list[Scenario] = [
             has_status('pre', 'create_fn'),
             create(kex('h1', {'field': 'one'})),
             has_status('h1', 'create_fn'),
+            called('update_fn', obj='h1'),  # the label added by create_fn is a change too
             patch('h1', {'spec': {'field': 'two'}}),
             has_status('h1', 'update_fn'),
             patch('h1', {'status': {'unrelated': 'x'}}),
@@ -150,5 +151,26 @@ for _suffix, _env in [('', {}), ('-loggers', {'COMPAT_POSTING_LOGGERS': '1'}),
         ],
         objects=[kex_path('default', 'e1')],
     ))
+
+SCENARIOS += [
+    Scenario(
+        name='errors',
+        operator='op_errors.py',
+        steps=[
+            Start(),
+            create(kex('err1')),
+            called('temporary', obj='err1', retry=2),
+            called('arbitrary', obj='err1', retry=1),
+            called('timing-out', obj='err1', retry=1),
+            called('temporary-retries', obj='err1', retry=1),
+            called('arbitrary-timeout', obj='err1', retry=1),
+            logged('Creation is processed'),
+            patch('err1', {'spec': {'field': 'changed'}}),
+            has_status('err1', 'default-backoff'),
+            Stop(),
+        ],
+        objects=[kex_path('default', 'err1')],
+    ),
+]
 
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
