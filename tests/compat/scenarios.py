@@ -74,9 +74,9 @@ SCENARIOS: list[Scenario] = [
             has_status('h1', 'create_fn'),
             called('update_fn', obj='h1'),  # the label added by create_fn is a change too
             patch('h1', {'spec': {'field': 'two'}}),
-            has_status('h1', 'update_fn'),
+            called('update_fn', obj='h1', new={'field': 'two'}),
             patch('h1', {'status': {'unrelated': 'x'}}),
-            logged('Something has changed, but we are not interested'),
+            logged('[default/h1] Something has changed, but we are not interested'),
             delete('h1'),
             gone('h1'),
             Stop(),

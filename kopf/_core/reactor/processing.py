@@ -357,6 +357,9 @@ async def _process_changing(context: _Context) -> None:
         handlers = registry.changing.get_handlers(resource, body=body, old=old, new=new, kwargs=kwargs,
                                                   reason=reason, resumed=resumed)
 
+    if reason == Reason.NOOP and in_scope:
+        local_logger.debug("Something has changed, but we are not interested (the essence is the same).")
+
     outcome: execution.Execution | None = None
     if handlers:
         title = TITLES[reason]
@@ -388,6 +391,8 @@ async def _process_changing(context: _Context) -> None:
             await _apply_patch(context, application.build_touch_patch(body=body, settings=settings))
         return
     if done or outcome is None:
+        if reason != Reason.DELETE and in_scope:
+            local_logger.debug("Handling cycle is finished, waiting for new changes.")
         return
 
     # Some handlers are not finished yet: continue with the next cycle, now or after a delay.
