@@ -116,6 +116,7 @@ class Context:
     calls_path: pathlib.Path
     run: OperatorRun | None = None
     responses: list[Any] = dataclasses.field(default_factory=list)
+    extra_env: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def calls(self) -> list[dict[str, Any]]:
@@ -143,6 +144,12 @@ class Wait:
 
 
 @dataclasses.dataclass(frozen=True)
+class Pause:
+    """A step that gives the frameworks a moment (for the things that must not happen, or to settle)."""
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
 class Start:
     """A step that starts the operator (by default, it starts before the first step)."""
 
@@ -156,12 +163,13 @@ class Stop:
 class Scenario:
     name: str
     operator: str
-    steps: Sequence[Step | Wait | Start | Stop]
+    steps: Sequence[Step | Wait | Pause | Start | Stop]
     objects: Sequence[str] = ()  # the paths of the objects to look at in the end
     namespaces: Sequence[str] = ('default',)
     args: Sequence[str] = ('--standalone', '--all-namespaces')
     manifests: Sequence[pathlib.Path] = (CRD,)
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    setup: Callable[[pathlib.Path], Mapping[str, str]] | None = None  # per run: e.g. certificates, ports
     quiet_period: float = 0.5  # after the last step: for the stray calls to show up
 
 
@@ -181,7 +189,7 @@ class OperatorRun:
     def __init__(self, framework: Framework, scenario: Scenario, workdir: pathlib.Path, context: Context) -> None:
         self.log_path = workdir / 'operator.log'
         self._log = open(self.log_path, 'a')  # noqa: SIM115 - closed in stop(); appended on restarts
-        env = {**os.environ, **scenario.env,
+        env = {**os.environ, **scenario.env, **context.extra_env,
                'KUBECONFIG': str(context.cluster.kubeconfig),
                'COMPAT_CALLS': str(context.calls_path),
                'PYTHONPATH': str(OPERATORS),
@@ -213,12 +221,14 @@ class Observation:
     logs: list[tuple[str, str, str]]  # (logger, level, message)
     exit_code: int | str | None
     failures: list[str]  # the steps that did not happen (e.g. a wait that timed out)
+    responses: list[Any] = dataclasses.field(default_factory=list)  # the API's answers to the actions
 
 
 def run_scenario(framework: Framework, scenario: Scenario, workdir: pathlib.Path) -> Observation:
     workdir.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(workdir, scenario.manifests)
-    context = Context(cluster=cluster, calls_path=workdir / 'calls.jsonl')
+    context = Context(cluster=cluster, calls_path=workdir / 'calls.jsonl',
+                      extra_env=scenario.setup(workdir) if scenario.setup is not None else {})
     failures: list[str] = []
     try:
         steps = list(scenario.steps)
@@ -230,6 +240,8 @@ def run_scenario(framework: Framework, scenario: Scenario, workdir: pathlib.Path
             elif isinstance(step, Stop):
                 assert context.run is not None
                 context.run.stop()
+            elif isinstance(step, Pause):
+                time.sleep(step.seconds)
             elif isinstance(step, Wait):
                 if not _wait(step, context):
                     failures.append(f"timed out: {step.what}")
@@ -247,6 +259,7 @@ def run_scenario(framework: Framework, scenario: Scenario, workdir: pathlib.Path
     return Observation(
         framework=framework.name,
         calls=context.calls,
+        responses=[mask_value(response) for response in context.responses if response is not None],
         objects=objects,
         events=events,
         logs=parse_logs(context.run.log_path.read_text(errors='replace')),
@@ -426,10 +439,10 @@ def explain(difference: Difference, intentional: Sequence[Intentional] = ()) -> 
 
 
 def _calls_by_object(calls: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """The handler calls per object (their relative order across objects is up to timing)."""
+    """The calls per object and handler (their relative order across objects & daemons is up to timing)."""
     result: dict[str, list[str]] = {}
     for call in calls:
-        key = str(call.get('obj', '-'))
+        key = f"{call.get('obj', '-')} {call.get('fn')}"
         result.setdefault(key, []).append(json.dumps(mask_value(dict(call)), sort_keys=True, default=str))
     return result
 
@@ -474,6 +487,10 @@ def compare(scenario: str, peer: Observation, ours: Observation) -> list[Differe
         add('logs', f"only peer: [{level}] {message}")
     for level, message in sorted(our_logs - peer_logs):
         add('logs', f"only ours: [{level}] {message}")
+
+    if peer.responses != ours.responses:
+        add('responses', f"peer={json.dumps(peer.responses, sort_keys=True)} "
+                         f"ours={json.dumps(ours.responses, sort_keys=True)}")
 
     if peer.exit_code != ours.exit_code:
         add('exit_code', f"peer={peer.exit_code} ours={ours.exit_code}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tests.compat.harness import Context, Scenario, Start, Stop, Wait, kex_path
+from tests.compat.harness import Context, Pause, Scenario, Start, Stop, Wait, kex_path
 
 
 def kex(name: str, spec: Mapping[str, Any] | None = None, *, labels: Mapping[str, str] | None = None,
@@ -22,22 +22,36 @@ def kex(name: str, spec: Mapping[str, Any] | None = None, *, labels: Mapping[str
     return {'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample', 'metadata': metadata, 'spec': dict(spec or {})}
 
 
-def create(body: Mapping[str, Any]) -> Any:
-    def step(ctx: Context) -> Any:
-        return ctx.cluster.request('POST', kex_path(body['metadata'].get('namespace', 'default')), body)
+def create(body: Mapping[str, Any], path: str | None = None) -> Any:
+    def step(ctx: Context) -> None:
+        status, answer = ctx.cluster.request('POST', path or kex_path(body['metadata'].get('namespace', 'default')),
+                                             body)
+        assert status in (200, 201), answer
     return step
 
 
-def patch(name: str, body: Mapping[str, Any], namespace: str = 'default') -> Any:
+def admit(body: Mapping[str, Any]) -> Any:
+    """Create the object and keep what the admission made of it: the status code, the message, the result."""
     def step(ctx: Context) -> Any:
-        return ctx.cluster.request('PATCH', kex_path(namespace, name), body,
-                                   content_type='application/merge-patch+json')
+        status, answer = ctx.cluster.request('POST', kex_path(body['metadata'].get('namespace', 'default')), body)
+        if not isinstance(answer, dict):
+            return {'code': status, 'answer': answer}
+        return {'code': status, 'message': answer.get('message'),
+                'labels': answer.get('metadata', {}).get('labels'), 'spec': answer.get('spec')}
+    return step
+
+
+def patch(name: str, body: Mapping[str, Any], namespace: str = 'default', path: str | None = None) -> Any:
+    def step(ctx: Context) -> None:
+        status, answer = ctx.cluster.request('PATCH', path or kex_path(namespace, name), body,
+                                             content_type='application/merge-patch+json')
+        assert status == 200, answer
     return step
 
 
 def delete(name: str, namespace: str = 'default') -> Any:
-    def step(ctx: Context) -> Any:
-        return ctx.cluster.request('DELETE', kex_path(namespace, name))
+    def step(ctx: Context) -> None:
+        ctx.cluster.request('DELETE', kex_path(namespace, name))
     return step
 
 
@@ -146,7 +160,7 @@ for _suffix, _env in [('', {}), ('-loggers', {'COMPAT_POSTING_LOGGERS': '1'}),
             create(kex('e1')),
             has_status('e1', 'create_fn'),
             _events_count(4),
-            Wait(lambda ctx: False, 'a second for the events to be posted', timeout=1.5),
+            Pause(1.5),
             Stop(),
         ],
         objects=[kex_path('default', 'e1')],
@@ -170,6 +184,130 @@ SCENARIOS += [
             Stop(),
         ],
         objects=[kex_path('default', 'err1')],
+    ),
+]
+
+SCENARIOS += [
+    Scenario(
+        name='daemons',
+        operator='op_daemons.py',
+        steps=[
+            Start(),
+            create(kex('d1')),
+            called('async_daemon', obj='d1', event='started'),
+            called('sync_daemon', obj='d1', event='started'),
+            called('finite', obj='d1'),
+            called('failing', obj='d1', retry=1),
+            delete('d1'),
+            gone('d1'),
+            called('async_daemon', obj='d1', event='stopped'),
+            called('sync_daemon', obj='d1', event='stopped'),
+            create(kex('d2')),
+            called('async_daemon', obj='d2', event='started'),
+            called('sync_daemon', obj='d2', event='started'),
+            called('finite', obj='d2'),
+            called('failing', obj='d2', retry=1),
+            Pause(0.5),
+            Stop(),
+        ],
+        objects=[kex_path('default', 'd1'), kex_path('default', 'd2')],
+    ),
+    Scenario(
+        name='timers',
+        operator='op_timers.py',
+        steps=[
+            Start(),
+            create(kex('t1', {'field': 'a'})),
+            called('ticker', obj='t1', tick=3),
+            called('delayed', obj='t1'),
+            called('failing-timer', obj='t1', count=2),
+            called('idle', obj='t1', field='a'),
+            patch('t1', {'spec': {'field': 'b'}}),
+            called('idle', obj='t1', field='b'),
+            has_status('t1', 'ticker'),
+            Stop(),
+        ],
+        objects=[kex_path('default', 't1')],
+    ),
+    Scenario(
+        name='indexing',
+        operator='op_indexing.py',
+        steps=[
+            create(kex('i1', {'field': 'x'})),
+            create(kex('i2', {'field': 'x'}, labels={'indexed': 'no'})),
+            create(kex('i3', {'field': 'y'})),
+            Start(),
+            create(kex('checker', {'field': 'z'}, labels={'role': 'checker'})),
+            called('check', obj='checker'),
+            delete('i1'),
+            gone('i1'),
+            patch('i3', {'spec': {'field': 'x'}}),
+            Pause(1.0),
+            patch('checker', {'spec': {'field': 'zz'}}),
+            called('check', 2, obj='checker'),
+            Stop(),
+        ],
+    ),
+    Scenario(
+        name='filters',
+        operator='op_filters.py',
+        steps=[
+            Start(),
+            create(kex('f1', {'field': 'special', 'size': 3}, labels={'match': 'yes'})),
+            create(kex('f2', {'field': 'plain', 'size': 1}, labels={'match': 'yellow'}, annotations={'skip': 'x'})),
+            create(kex('f3', {'size': 2})),
+            called('field_fn', obj='f1'),
+            called('field_fn', obj='f2'),
+            has_status('f1', 'field_fn/spec.field'),
+            has_status('f2', 'field_fn/spec.field'),
+            called('event_fn', obj='f1'),
+            patch('f1', {'spec': {'field': 'changed'}}),
+            called('field_fn', 2, obj='f1'),
+            patch('f3', {'spec': {'size': 5}}),
+            called('size_from_two', obj='f3'),
+            patch('f3', {'spec': {'size': 6}}),
+            logged('[default/f3] Handling cycle is finished'),
+            Pause(1.0),
+            Stop(),
+        ],
+        objects=[kex_path('default', 'f1'), kex_path('default', 'f2'), kex_path('default', 'f3')],
+    ),
+    Scenario(
+        name='subhandlers',
+        operator='op_subhandlers.py',
+        steps=[
+            Start(),
+            create(kex('s1', {'items': ['a', 'b']})),
+            has_status('s1', 'parent'),
+            Stop(),
+        ],
+        objects=[kex_path('default', 's1')],
+    ),
+    Scenario(
+        name='activities',
+        operator='op_activities.py',
+        steps=[
+            Start(),
+            called('startup_fn'),
+            create(kex('a1')),
+            called('create_fn', obj='a1', retry=1),
+            has_status('a1', 'create_fn'),
+            delete('a1'),
+            gone('a1'),
+            Stop(),
+        ],
+        objects=[kex_path('default', 'a1')],
+    ),
+    Scenario(
+        name='exit-codes',
+        operator='op_activities.py',
+        env={'COMPAT_FAILING_STARTUP': '1'},
+        steps=[
+            Start(),
+            called('failing-startup'),
+            Wait(lambda ctx: ctx.run is not None and ctx.run.process.poll() is not None, 'the operator exits',
+                 timeout=10),
+        ],
     ),
 ]
 

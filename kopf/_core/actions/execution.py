@@ -246,8 +246,15 @@ def _describe(exc: BaseException) -> str:
 
 
 def handler_title(handler: Handler) -> str:
-    """How the logs name a handler: the operator-level ones (with an ``activity``) are "activities"."""
-    kind = 'Activity' if getattr(handler, 'activity', None) is not None else 'Handler'
+    """How the logs name a handler: "Activity", "Daemon", "Timer", or "Handler" (by their distinct fields)."""
+    if getattr(handler, 'activity', None) is not None:
+        kind = 'Activity'
+    elif hasattr(handler, 'interval'):
+        kind = 'Timer'
+    elif hasattr(handler, 'cancellation_polling'):
+        kind = 'Daemon'
+    else:
+        kind = 'Handler'
     return f"{kind} {handler.id!r}"
 
 

@@ -442,6 +442,15 @@ async def stop_all(
     if not daemons:
         return
     try:
+        await _stop_all(daemons, settings=settings)
+    finally:
+        for daemon, _ in daemons:  # worded as the published framework does it: the operators' tests wait for it
+            if daemon.done and not daemon.abandoned:
+                daemon.logger.debug(f"{_title(daemon.handler)} {daemon.handler.id!r} has exited gracefully.")
+
+
+async def _stop_all(daemons: list[tuple[Daemon, DaemonsMemory]], *, settings: OperatorSettings) -> None:
+    try:
         for _ in range(settings.background.instant_exit_zero_time_cycles or 0):
             if all(daemon.done for daemon, _ in daemons):
                 return
@@ -573,6 +582,10 @@ async def _terminate(
             daemon.logger.debug(f"{title} is cancelled after {backoff or 0}s of graceful termination.")
             daemon.stopper.set(DaemonStoppingReason.DAEMON_CANCELLED)
             task.cancel()
+        elif not daemon.stopper.reason & DaemonStoppingReason.DAEMON_CANCELLED:
+            # Threads cannot be cancelled: they see it in the flag's reason (as in the published framework).
+            daemon.logger.debug(f"{title} is signalled to exit by force.")
+            daemon.stopper.set(DaemonStoppingReason.DAEMON_CANCELLED)
         await asyncio.wait([task], timeout=max(0.0, since + (backoff or 0) + timeout - loop.time()))
         if task.done():
             return
@@ -645,8 +658,12 @@ async def _run_daemon(
             await _sink(patch, patch_sink=patch_sink, logger=daemon.logger)
             if outcome.final:
                 if not stopper.is_set():
-                    daemon.logger.debug(f"Daemon {handler.id!r} has exited on its own; it will not be restarted.")
+                    daemon.logger.debug(f"Daemon {handler.id!r} has exited on its own "
+                                        f"and will not be retried or restarted.")
                     memory.exhausted.add(handler.id)
+                else:
+                    daemon.logger.debug(f"Daemon {handler.id!r} has exited on request "
+                                        f"and will not be retried or restarted.")
                 break
             await stopper.wait_async(outcome.delay or 0)
     finally:

@@ -1,0 +1,15 @@
+"""Peering: the operator keeps its record in the peering object; another (fake) peer with a higher priority."""
+import kopf
+from compat_record import record
+
+
+@kopf.on.startup()
+def configure(settings, **_):
+    settings.peering.name = 'compat'
+    settings.peering.priority = 10
+    settings.peering.stealth = True
+
+
+@kopf.on.create('kopfexamples')
+def create_fn(name, **_):
+    record('create_fn', name)
