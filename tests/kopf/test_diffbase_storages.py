@@ -125,7 +125,7 @@ def test_status_store_and_fetch() -> None:
     storage = StatusDiffBaseStorage(field='status.diff-base')
     patch = Patch()
     storage.store(body=Body({}), patch=patch, essence=BodyEssence(spec={'a': 1}))
-    assert patch == {'status': {'diff-base': '{"spec":{"a":1}}\n'}}
+    assert patch == {'status': {'diff-base': '{"spec":{"a":1}}'}}
     assert storage.fetch(body=Body({'status': {'diff-base': '{"spec":{"a":1}}'}})) == {'spec': {'a': 1}}
     assert storage.fetch(body=Body({'status': {'diff-base': {'spec': {'a': 1}}}})) == {'spec': {'a': 1}}
     assert storage.fetch(body=Body({})) is None
@@ -139,7 +139,7 @@ def test_multi_storage_for_transitions() -> None:
 
     patch = Patch()
     storage.store(body=Body({}), patch=patch, essence=BodyEssence(spec={}))
-    assert patch == {'status': {'diff-base': '{"spec":{}}\n'},
+    assert patch == {'status': {'diff-base': '{"spec":{}}'},
                      'metadata': {'annotations': {DIFFBASE: '{"spec":{}}\n'}}}
 
     old_only = Body({'metadata': {'annotations': {DIFFBASE: '{"spec":{"v":1}}'}}})

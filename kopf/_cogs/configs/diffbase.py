@@ -113,7 +113,7 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
         return None
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
-        encoded = _encode_essence(essence)
+        encoded = _encode_essence(essence) + '\n'  # byte for byte as the published framework writes it
         for full_key in self.make_keys(self.key):
             patch.metadata.annotations[full_key] = encoded
 
@@ -196,9 +196,7 @@ class MultiDiffBaseStorage(DiffBaseStorage):
 
 
 def _encode_essence(essence: bodies.BodyEssence) -> str:
-    """Compact JSON with a trailing newline: byte for byte as the published framework writes it."""
-    return json.dumps(essence, separators=(',', ':')) + '\n'
-
+    return json.dumps(essence, separators=(',', ':'))
 
 
 def _parse_essence(value: Any) -> bodies.BodyEssence | None:

@@ -249,6 +249,8 @@ def handler_title(handler: Handler) -> str:
     """How the logs name a handler: "Activity", "Daemon", "Timer", or "Handler" (by their distinct fields)."""
     if getattr(handler, 'activity', None) is not None:
         kind = 'Activity'
+    elif type(handler).__name__ == 'IndexingHandler':  # the intents are above this layer: no isinstance()
+        kind = 'Indexer'
     elif hasattr(handler, 'interval'):
         kind = 'Timer'
     elif hasattr(handler, 'cancellation_polling'):
@@ -633,7 +635,8 @@ async def _invoke_handler(
         context.subhandlers = subhandlers
         token = _invocation_var.set(context)
         try:
-            context.cause.logger.debug(f"{handler_title(handler)} is invoked.")
+            if not handler_title(handler).startswith('Indexer'):  # too many: as the published framework, silent
+                context.cause.logger.debug(f"{handler_title(handler)} is invoked.")
             timeout = handler.timeout
             if timeout is not None and invocation.is_async_fn(handler.fn):
                 remaining = max(0.0, timeout - (now - started).total_seconds())

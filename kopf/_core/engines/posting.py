@@ -141,6 +141,10 @@ def queue_logged_event(ref: ObjectReference, type: str, reason: str, message: st
     queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message, logged=True))
 
 
+#: The logging levels of the standard event types, for ``settings.posting.level`` (custom types are always posted).
+_TYPE_LEVELS = {'Normal': logging.INFO, 'Warning': logging.WARNING, 'Error': logging.ERROR}
+
+
 async def poster(
         *,
         event_queue: EventQueue,
@@ -155,6 +159,9 @@ async def poster(
     """
     while True:
         posted = await event_queue.queue.get()
+        level = _TYPE_LEVELS.get(posted.type)
+        if level is not None and level < settings.posting.level:
+            continue  # e.g. kopf.info() with posting.level=WARNING: filtered as the logged messages are
         backoffs = posted.backoffs
         if backoffs is None:
             backoffs = tuple(settings.posting.logging_backoffs if posted.logged else settings.posting.default_backoffs)

@@ -207,13 +207,15 @@ async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) ->
     )
     handlers = context.registry.watching.get_handlers(context.resource, body=context.body, kwargs=cause.kwargs())
     for handler in handlers:
+        # Not posted as k8s-events (too many); worded as in the published framework.
+        context.local_logger.debug(f"Handler {handler.id!r} is invoked.")
         try:
             await invocation.invoke(handler.fn, cause=cause, settings=context.settings,
                                     kwargs=dict(param=handler.param))
         except Exception:
-            context.logger.exception(f"Handler {handler.id!r} failed with an exception. Will ignore.")
+            context.local_logger.exception(f"Handler {handler.id!r} failed with an exception. Will ignore.")
         else:
-            context.local_logger.debug(f"Handler {handler.id!r} succeeded.")
+            context.local_logger.info(f"Handler {handler.id!r} succeeded.")
 
 
 async def _ensure_consistency(context: _Context) -> bool:

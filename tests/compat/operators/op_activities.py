@@ -1,8 +1,9 @@
 """Operator-level activities: startup (settings, memo), probes, cleanup; and a custom finalizer & storages."""
 import os
 
-import kopf
 from compat_record import record
+
+import kopf
 
 
 @kopf.on.startup()

@@ -1,8 +1,9 @@
 """Admission webhooks: validating and mutating, served by kopf itself, registered as a managed configuration."""
 import os
 
-import kopf
 from compat_record import record
+
+import kopf
 
 
 @kopf.on.startup()

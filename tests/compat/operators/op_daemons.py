@@ -1,8 +1,9 @@
 """Daemons, sync and async: started per object, stopped on deletion (and on the operator's exit)."""
 import asyncio
 
-import kopf
 from compat_record import record
+
+import kopf
 
 
 @kopf.daemon('kopfexamples', cancellation_polling=0.2, cancellation_timeout=5)

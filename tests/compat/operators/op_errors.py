@@ -1,6 +1,7 @@
 """Errors and retries: temporary (with a delay), permanent, arbitrary (retried, then given up), ignored."""
-import kopf
 from compat_record import record
+
+import kopf
 
 
 @kopf.on.create('kopfexamples', id='temporary', backoff=1)

@@ -1,8 +1,9 @@
 """The k8s-events: explicit ones (kopf.event/info/warn/exception) and the logged messages posted as events."""
 import os
 
-import kopf
 from compat_record import record
+
+import kopf
 
 
 @kopf.on.startup()

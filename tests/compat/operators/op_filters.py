@@ -1,6 +1,7 @@
 """Filters: labels & annotations (values, PRESENT, ABSENT, callbacks), when=, field=/value=, field handlers."""
-import kopf
 from compat_record import record
+
+import kopf
 
 
 @kopf.on.create('kopfexamples', labels={'match': 'yes'})
@@ -13,7 +14,7 @@ def by_presence(name, **_):
     record('by_presence', name)
 
 
-@kopf.on.create('kopfexamples', labels={'match': lambda value, **_: value.startswith('y')})
+@kopf.on.create('kopfexamples', labels={'match': lambda value, **_: (value or '').startswith('y')})
 def by_callback(name, **_):
     record('by_callback', name)
 
@@ -43,3 +44,14 @@ def size_from_two(name, old, new, **_):
 def event_fn(name, type, **_):
     if type in ('ADDED', None):  # only the first sight: the later events depend on the timing
         record('event_fn', name, type=type)
+
+
+def _explode(name, **_):
+    if name == 'f-boom':
+        raise ZeroDivisionError("A broken filter.")  # the framework's throttling of the unexpected errors
+    return False
+
+
+@kopf.on.create('kopfexamples', when=_explode)
+def never(name, **_):
+    record('never', name)

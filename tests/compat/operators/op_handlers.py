@@ -1,8 +1,9 @@
 """Creation, update, deletion, resumption; results into the status; the official clients piggybacked."""
-import kopf
 import kubernetes
 import pykube
 from compat_record import record
+
+import kopf
 
 
 @kopf.on.resume('kopfexamples')

@@ -1,6 +1,7 @@
 """Indices: by field, of objects' names; the handlers see them as kwargs, consistent with each other."""
-import kopf
 from compat_record import record
+
+import kopf
 
 
 @kopf.index('kopfexamples')

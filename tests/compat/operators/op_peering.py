@@ -1,6 +1,7 @@
 """Peering: the operator keeps its record in the peering object; another (fake) peer with a higher priority."""
-import kopf
 from compat_record import record
+
+import kopf
 
 
 @kopf.on.startup()

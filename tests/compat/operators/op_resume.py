@@ -1,8 +1,8 @@
 """Resuming mixed into (or not) the handling cycles: after a restart mid-creation, and on re-listing."""
-import os
+
+from compat_record import record
 
 import kopf
-from compat_record import record
 
 
 @kopf.on.create('kopfexamples')

@@ -1,6 +1,7 @@
 """Sub-handlers: registered at run time (kopf.register, @kopf.subhandler), with their own ids & results."""
-import kopf
 from compat_record import record
+
+import kopf
 
 
 @kopf.on.create('kopfexamples')

@@ -1,6 +1,7 @@
 """Timers: an interval, an initial delay, an idle period; their results go to the status."""
-import kopf
 from compat_record import record
+
+import kopf
 
 _ticks = {}
 
