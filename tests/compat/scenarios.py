@@ -6,9 +6,13 @@ Each scenario is short (seconds) and its outcome must not depend on timing beyon
 """
 from __future__ import annotations
 
+import datetime
+import pathlib
+import socket
 from collections.abc import Mapping
 from typing import Any
 
+from tests.compat import harness
 from tests.compat.harness import Context, Pause, Scenario, Start, Stop, Wait, kex_path
 
 
@@ -314,6 +318,68 @@ SCENARIOS += [
             Wait(lambda ctx: ctx.run is not None and ctx.run.process.poll() is not None, 'the operator exits',
                  timeout=10),
         ],
+    ),
+]
+
+def _webhook_setup(workdir: pathlib.Path) -> dict[str, str]:
+    """A certificate for 127.0.0.1 (both frameworks are given one: no generation of their own) and a free port."""
+    from kopf._cogs.helpers.certificates import build_self_signed
+    cert, key = build_self_signed(['127.0.0.1'], now=datetime.datetime.now(datetime.UTC))
+    (workdir / 'webhook.crt').write_bytes(cert)
+    (workdir / 'webhook.key').write_bytes(key)
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    return {'COMPAT_WEBHOOK_PORT': str(port), 'COMPAT_WEBHOOK_CERT': str(workdir / 'webhook.crt'),
+            'COMPAT_WEBHOOK_KEY': str(workdir / 'webhook.key')}
+
+
+def _webhooks_registered(ctx: Context) -> bool:
+    path = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/compat.kopf.dev'
+    mutating = path.replace('validating', 'mutating')
+    return bool(ctx.cluster.get(path)) and bool(ctx.cluster.get(mutating))
+
+
+SCENARIOS += [
+    Scenario(
+        name='admission',
+        operator='op_admission.py',
+        setup=_webhook_setup,
+        steps=[
+            Start(),
+            Wait(_webhooks_registered, 'the webhook configurations are registered'),
+            logged('Activity \'configure\' succeeded'),
+            Pause(1.0),  # the server is listening shortly after the registration
+            admit(kex('w1', {'field': 'fine'})),
+            admit(kex('w2', {'field': 'forbidden'})),
+            Stop(),
+        ],
+        objects=[kex_path('default', 'w1'), kex_path('default', 'w2')],
+    ),
+    Scenario(
+        name='peering',
+        operator='op_peering.py',
+        args=('--all-namespaces',),
+        manifests=(harness.CRD, harness.PEERING_CRDS),
+        steps=[
+            create({'apiVersion': 'kopf.dev/v1', 'kind': 'ClusterKopfPeering', 'metadata': {'name': 'compat'}},
+                   path='/apis/kopf.dev/v1/clusterkopfpeerings'),
+            Start(),
+            create(kex('p1')),
+            called('create_fn', obj='p1'),
+            patch('compat', {'status': {'fake-peer': {'priority': 100, 'lifetime': 600,
+                                                      'lastseen': datetime.datetime.now(datetime.UTC)
+                                                      .isoformat(timespec='microseconds')}}},
+                  path='/apis/kopf.dev/v1/clusterkopfpeerings/compat'),
+            logged('Pausing'),
+            create(kex('p2')),
+            Pause(1.0),
+            patch('compat', {'status': {'fake-peer': None}}, path='/apis/kopf.dev/v1/clusterkopfpeerings/compat'),
+            logged('Resuming'),
+            called('create_fn', obj='p2'),
+            Stop(),
+        ],
+        objects=[kex_path('default', 'p1'), kex_path('default', 'p2')],
     ),
 ]
 
