@@ -6,6 +6,7 @@ a parameter, a parameter's way of passing (positional/keyword), or change a defa
 """
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,24 @@ _POSITIONAL = ('POSITIONAL_ONLY', 'POSITIONAL_OR_KEYWORD')
 
 #: Defaults that differ in their text but not in what the callers get: (peer's, ours) per name.
 EQUIVALENT_DEFAULTS: dict[str, set[tuple[str, str]]] = {}
+
+#: The differences of the API that we keep on purpose, with the reasons (also in docs/kopf.md).
+INTENTIONAL: dict[str, str] = {
+    'kopf.WebhookAutoServer.guess_host: our extra parameter \'self\' is required':
+        "a method of the server (its cluster detection can be overridden per server), not a static function",
+    'kopf.WebhookAutoTunnel.guess_host: our extra parameter \'self\' is required':
+        "a method of the tunnel (its cluster detection can be overridden per tunnel), not a static function",
+}
+
+
+def _same_number(a: str, b: str) -> bool:
+    """``60`` and ``60.0`` are the same default for the callers."""
+    try:
+        x, y = ast.literal_eval(a), ast.literal_eval(b)
+    except (ValueError, SyntaxError):
+        return False
+    numbers = (int, float)
+    return isinstance(x, numbers) and isinstance(y, numbers) and not isinstance(x, bool) and x == y
 
 
 def _is_positional_only(param: Mapping[str, Any]) -> bool:
@@ -61,9 +80,12 @@ def compare_signatures(where: str, peer: Params, ours: Params) -> list[str]:
             if 0 <= position < len(ours_positional):
                 problems.extend(_compare_defaults(f"{where}(#{position})", param, ours_positional[position]))
     peer_names = {p['name'] for p in peer}
+    peer_has_varargs = any(p['kind'] == 'VAR_POSITIONAL' for p in peer)
     for other in ours:
         if other['name'] in peer_names or other['kind'] in ('VAR_POSITIONAL', 'VAR_KEYWORD'):
             continue
+        if peer_has_varargs and other['kind'] in _POSITIONAL:
+            continue  # the peer takes any positional arguments there: ours names them (e.g. `level, msg`)
         if _is_positional_only(other) and ours_positional.index(other) < len(peer_positional):
             continue  # the same positional slot, named differently
         if not other['has_default']:
@@ -79,6 +101,8 @@ def _compare_defaults(where: str, peer: Mapping[str, Any], ours: Mapping[str, An
     if peer['default'] == ours['default'] or '<object>' in (peer['default'], ours['default']):
         return []
     if (peer['default'], ours['default']) in EQUIVALENT_DEFAULTS.get(peer['name'], set()):
+        return []
+    if _same_number(peer['default'], ours['default']):
         return []
     return [f"{where}: the default is {ours['default']}, the peer's is {peer['default']}"]
 

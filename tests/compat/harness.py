@@ -424,7 +424,27 @@ class Intentional:
 
 
 #: The differences we keep on purpose. Each is listed in docs/kopf.md ("Compatibility") with its reason.
-INTENTIONAL: list[Intentional] = []
+INTENTIONAL: list[Intentional] = [
+    Intentional(
+        'events', r'^only ours: .*"reason": "Logging"',
+        "the objects' log messages are posted as k8s-events by default, as the reference documentation says "
+        "(settings.posting.loggers=True); the published 1.45 has it off by default",
+    ),
+    Intentional(
+        'logs', r"^only ours: \[ERROR\] (Startup has failed: |Root task '.*' has failed with an exception)",
+        "a failed startup is also reported in the log, not only as the traceback at exit",
+    ),
+    Intentional(
+        'logs', r'^only peer: \[WARNING\] .*Merge-patching finished with inconsistencies: .*'
+                r"\('remove', \('metadata', 'annotations'\)",
+        "the published framework warns when the last annotation is removed (the API drops the empty map): "
+        "a false alarm, not repeated",
+    ),
+    Intentional(
+        'logs', r"^only peer: \[WARNING\] .*Daemon '[^']+' did not exit in time\. Leaving it orphaned\.",
+        "the published framework warns about the daemons that have already exited when the operator exits",
+    ),
+]
 
 
 def explain(difference: Difference, intentional: Sequence[Intentional] = ()) -> Difference:
