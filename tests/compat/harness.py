@@ -441,6 +441,11 @@ INTENTIONAL: list[Intentional] = [
         "a false alarm, not repeated",
     ),
     Intentional(
+        'logs', r"^only peer: \[WARNING\] Unprocessed streams left for ",
+        "at exit, the objects sleeping out their handlers' delays are woken and exit at once; the published "
+        "framework waits out settings.batching.exit_timeout for them and then warns about the streams left",
+    ),
+    Intentional(
         'logs', r"^only peer: \[WARNING\] .*Daemon '[^']+' did not exit in time\. Leaving it orphaned\.",
         "the published framework warns about the daemons that have already exited when the operator exits",
     ),
