@@ -60,7 +60,7 @@ def remove_owner_reference(
 
 def harmonize_naming(
         objs: K8sObjects,
-        name: str | None | _UNSET = _UNSET.token,
+        name: str | _UNSET | None = _UNSET.token,
         *,
         forced: bool = False,
         strict: bool = False,
@@ -89,7 +89,7 @@ def harmonize_naming(
 
 def adjust_namespace(
         objs: K8sObjects,
-        namespace: str | None | _UNSET = _UNSET.token,
+        namespace: str | _UNSET | None = _UNSET.token,
         *,
         forced: bool = False,
 ) -> None:

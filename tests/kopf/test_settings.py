@@ -78,7 +78,7 @@ def test_queueing_is_an_alias_of_batching() -> None:
 def test_unknown_settings_are_refused_with_the_valid_ones_listed(section: str, cls: type) -> None:
     settings = OperatorSettings()
     with pytest.raises(AttributeError) as info:
-        setattr(getattr(settings, section), 'no_such_setting', 1)
+        getattr(settings, section).no_such_setting = 1
     message = str(info.value)
     assert f"settings.{section} has no setting 'no_such_setting'" in message
     valid = {field.name for field in dataclasses.fields(cls)}
