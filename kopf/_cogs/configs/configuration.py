@@ -49,10 +49,13 @@ class _StrictSection:
 
     @classmethod
     def _valid_names(cls) -> set[str]:
+        """The fields, the settable properties, and what the subclasses declare (e.g. in the test tools)."""
         fields = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
         properties = {name for klass in cls.__mro__ for name, value in vars(klass).items()
                       if isinstance(value, property) and value.fset is not None}
-        return fields | properties
+        declared = {name for klass in cls.__mro__ for name in vars(klass).get('__annotations__', {})
+                    if name not in ('_section',)}
+        return fields | properties | declared
 
 
 class SelectorMapping(dict[str, str]):
