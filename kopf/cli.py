@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 import tempfile
@@ -29,7 +30,7 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers import loggers
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.engines import peering
-from kopf._core.intents import registries
+from kopf._core.intents import piggybacking, registries
 from kopf._core.reactor import running
 
 Flag = running.Flag
@@ -96,6 +97,18 @@ def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _point_client_libraries_to(kubeconfig: str) -> None:
+    """
+    The handlers' own clients reach the embedded cluster too, as they would after a login.
+
+    ``pykube.KubeConfig.from_env()`` & ``kubernetes.config.load_kube_config()`` read ``$KUBECONFIG``;
+    the official client's default configuration is set as by :func:`kopf.login_via_client`.
+    """
+    os.environ['KUBECONFIG'] = kubeconfig
+    if piggybacking.has_client():
+        piggybacking.login_via_client(logger=logging.getLogger(__name__))
+
+
 @main.command()
 @logging_options
 @_scope_options
@@ -143,10 +156,12 @@ def run(
     if sim_enabled:
         sim = EmbeddedSim(manifests)
         sim.start()
-        assert sim.url is not None
+        assert sim.url is not None and sim.kubeconfig is not None
         click.echo(f"Simulated cluster: {sim.url}")
         click.echo(f"Kubeconfig: {sim.kubeconfig}")
         vault = Vault({'kopf-sim': ConnectionInfo(server=sim.url, default_namespace='default')})
+        previous_kubeconfig = os.environ.get('KUBECONFIG')
+        _point_client_libraries_to(sim.kubeconfig)
         if not namespaces:
             clusterwide = True
     try:
@@ -167,6 +182,10 @@ def run(
     finally:
         if sim is not None:
             sim.stop()
+            if previous_kubeconfig is None:
+                os.environ.pop('KUBECONFIG', None)
+            else:
+                os.environ['KUBECONFIG'] = previous_kubeconfig
 
 
 @main.command()

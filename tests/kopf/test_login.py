@@ -817,3 +817,16 @@ async def test_kubeconfig_of_a_served_simulator(tmp_path: Path, monkeypatch: pyt
             async with session.get(f'{info.server}/api/v1/namespaces', ssl=context) as resp:
                 assert resp.status == 401
     assert data['kind'] == 'NamespaceList'
+
+
+def test_kopf_run_sim_points_the_client_libraries_to_the_embedded_cluster(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubernetes.client import Configuration
+
+    from kopf import cli
+    monkeypatch.delenv('KUBECONFIG', raising=False)
+    path = tmp_path / 'sim.kubeconfig'
+    write_kubeconfig(path, cluster={'server': 'http://127.0.0.1:12345'}, user={'token': 'sim'})
+    cli._point_client_libraries_to(str(path))
+    assert os.environ['KUBECONFIG'] == str(path)  # for pykube.KubeConfig.from_env() & load_kube_config()
+    assert Configuration.get_default_copy().host == 'http://127.0.0.1:12345'
