@@ -115,8 +115,9 @@ def _point_client_libraries_to(kubeconfig: str) -> None:
 @click.option('--standalone', is_flag=True, default=False, help="Disable the peering: run as the only instance.")
 @click.option('--dev', 'dev', is_flag=True, default=False,
               help=f"The development mode: implies --priority={DEV_PRIORITY}.")
-@click.option('--priority', 'priority', type=int, default=None, help="The priority of this operator in the peering.")
-@click.option('--peering', 'peering_name', type=str, default=None, envvar='KOPF_RUN_PEERING',
+@click.option('-p', '--priority', 'priority', type=int, default=None,
+              help="The priority of this operator in the peering.")
+@click.option('-P', '--peering', 'peering_name', type=str, default=None, envvar='KOPF_RUN_PEERING',
               help="The name of the peering object to use (mandatory then).")
 @click.option('-L', '--liveness', 'liveness_endpoint', type=str, default=None,
               help="The URL of the liveness endpoint to serve, e.g. http://0.0.0.0:8080/healthz.")
@@ -193,11 +194,13 @@ def run(
 @_scope_options
 @click.option('-i', '--id', 'identity', type=str, default=None, help="The identity of the freeze (user@host).")
 @click.option('-m', '--message', type=str, default=None, help="Why the operators are frozen.")
-@click.option('--lifetime', type=int, required=True, help="For how long (seconds) to freeze the operators.")
-@click.option('--peering', 'peering_name', type=str, default='default', envvar='KOPF_FREEZE_PEERING',
+@click.option('-t', '--lifetime', type=int, required=True, help="For how long (seconds) to freeze the operators.")
+@click.option('-P', '--peering', 'peering_name', type=str, default='default', envvar='KOPF_FREEZE_PEERING',
               show_default=True, help="The name of the peering object.")
-@click.option('-P', '--priority', type=int, default=100, show_default=True,
-              help="The priority of the freeze: only the operators with lower priorities are frozen.")
+@click.option('--dev', 'dev', is_flag=True, default=False,
+              help=f"The development mode: implies --priority={DEV_PRIORITY}.")
+@click.option('-p', '--priority', type=int, default=None,
+              help="The priority of the freeze: only the operators with lower priorities are frozen [default: 100].")
 @click.make_pass_decorator(CLIControls, ensure=True)
 def freeze(
         __controls: CLIControls,
@@ -207,9 +210,11 @@ def freeze(
         namespaces: Sequence[str],
         clusterwide: bool,
         peering_name: str,
-        priority: int,
+        dev: bool,
+        priority: int | None,
 ) -> None:
     """Pause the resource handling in the operators (of lower priorities) for some time."""
+    priority = priority if priority is not None else DEV_PRIORITY if dev else 100
     settings = __controls.settings if __controls.settings is not None else OperatorSettings()
     command = peering.freeze(
         settings=settings, namespaces=namespaces, clusterwide=clusterwide or not namespaces,
@@ -223,7 +228,7 @@ def freeze(
 @logging_options
 @_scope_options
 @click.option('-i', '--id', 'identity', type=str, default=None, help="The identity of the freeze (user@host).")
-@click.option('--peering', 'peering_name', type=str, default='default', envvar='KOPF_RESUME_PEERING',
+@click.option('-P', '--peering', 'peering_name', type=str, default='default', envvar='KOPF_RESUME_PEERING',
               show_default=True, help="The name of the peering object.")
 @click.make_pass_decorator(CLIControls, ensure=True)
 def resume(
