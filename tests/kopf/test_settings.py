@@ -310,3 +310,19 @@ def test_documented_startup_configuration() -> None:
     settings.admission.managed = 'auto.kopf.dev'
     assert settings.watching.server_timeout == 600
     assert settings.batching.error_delays == [10, 20, 30]
+
+
+@pytest.mark.parametrize('path', [  # every setting that the reference documentation's configuration chapter names
+    'admission.managed', 'admission.server', 'batching.error_delays', 'execution.executor',
+    'execution.max_workers', 'networking.connect_timeout', 'networking.error_backoffs',
+    'networking.request_timeout', 'peering.mandatory', 'peering.name', 'peering.priority', 'peering.standalone',
+    'peering.stealth', 'persistence.diffbase_storage', 'persistence.finalizer', 'persistence.progress_storage',
+    'posting.enabled', 'posting.level', 'watching.client_timeout', 'watching.connect_timeout',
+    'watching.reconnect_backoff', 'watching.server_timeout',
+])
+def test_every_documented_setting_exists_and_is_settable(path: str) -> None:
+    settings = OperatorSettings()
+    section_name, name = path.split('.')
+    section = getattr(settings, section_name)
+    value = getattr(section, name)
+    setattr(section, name, value)  # accepted: it is a known setting
