@@ -573,8 +573,8 @@ async def _terminate(
         if timeout is None:
             while not task.done():
                 await asyncio.wait([task], timeout=polling)
-                if not task.done():
-                    daemon.logger.debug(f"{title} is still running (it ignores the stop-flag); waiting for it.")
+                if not task.done():  # worded as in the published framework
+                    daemon.logger.debug(f"{title} is still exiting. The next check is in {polling} seconds.")
             return
 
         is_async = invocation.is_async_fn(handler.fn)
