@@ -383,4 +383,26 @@ SCENARIOS += [
     ),
 ]
 
+SCENARIOS += [
+    Scenario(
+        name='kwargs',
+        operator='op_kwargs.py',
+        steps=[
+            Start(),
+            create(kex('k1', {'field': 'a'}, labels={'l': 'v'}, annotations={'note': 'x'})),
+            called('create', obj='k1'),
+            called('field', obj='k1'),
+            called('daemon', obj='k1'),
+            called('timer', obj='k1'),
+            logged('[default/k1] Something has changed'),
+            patch('k1', {'spec': {'field': 'b'}}),
+            called('update', obj='k1'),
+            called('field', 2, obj='k1'),
+            delete('k1'),
+            gone('k1'),
+            Stop(),
+        ],
+    ),
+]
+
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}

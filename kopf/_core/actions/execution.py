@@ -328,7 +328,10 @@ class State(Mapping[str, HandlerState]):
             record = storage.fetch(key=handler.id, body=body)
             recorded = HandlerState.from_record(record) if record is not None else None
             if recorded is None or (purpose is not None and recorded.purpose not in (None, purpose)):
-                states[handler.id] = HandlerState.from_scratch(purpose=purpose, now=now)
+                # Stored at once even if not executed in this cycle (as the published framework does):
+                # the handlers' `started` & `runtime` (and so their timeouts) count from the cause's start.
+                fresh = HandlerState.from_scratch(purpose=purpose, now=now)
+                states[handler.id] = dataclasses.replace(fresh, dirty=True)
             else:
                 states[handler.id] = recorded
         return cls(states, purpose=purpose)

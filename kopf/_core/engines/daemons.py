@@ -689,6 +689,8 @@ async def _run_timer(
     loop = asyncio.get_running_loop()
     state = execution.HandlerState.from_scratch()
     phase: float | None = None  # when the first run has started: the sharp schedule keeps to it.
+    stopped: DaemonStopped
+    stopped = AsyncDaemonStopped(stopper) if invocation.is_async_fn(handler.fn) else SyncDaemonStopped(stopper)
     try:
         if handler.initial_delay is not None and handler.initial_delay > 0:
             await stopper.wait_async(handler.initial_delay)
@@ -709,8 +711,8 @@ async def _run_timer(
             phase = started if phase is None else phase
             changes = memory.changes
             patch = patches.Patch(body=body)
-            cause = invocation.SpawningCause(logger=daemon.logger, memo=memo, indices=indices, resource=resource,
-                                             patch=patch, body=body)
+            cause = DaemonCause(logger=daemon.logger, memo=memo, indices=indices, resource=resource,
+                                patch=patch, body=body, stopped=stopped)  # timers get `stopped` too, as published
             outcome = await execution.execute_handler_once(handler=handler, state=state, cause=cause,
                                                            settings=settings)
             execution.deliver_results(outcomes={handler.id: outcome}, patch=patch)

@@ -32,9 +32,11 @@ are listed and indexed at least once before calling any handlers.
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Collection, Mapping, MutableMapping
 from typing import Any
 
+from kopf._cogs.aiokits import clock
 from kopf._cogs.clients import patching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs import bodies, diffs, ephemera, patches
@@ -209,9 +211,10 @@ async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) ->
     for handler in handlers:
         # Not posted as k8s-events (too many); worded as in the published framework.
         context.local_logger.debug(f"Handler {handler.id!r} is invoked.")
-        try:
+        try:  # the per-handler kwargs as of the other handlers (as in the published framework): no retries here
             await invocation.invoke(handler.fn, cause=cause, settings=context.settings,
-                                    kwargs=dict(param=handler.param))
+                                    kwargs=dict(param=handler.param, retry=0, started=clock.utcnow(),
+                                                runtime=datetime.timedelta(0)))
         except Exception:
             context.local_logger.exception(f"Handler {handler.id!r} failed with an exception. Will ignore.")
         else:
