@@ -30,10 +30,11 @@ def ignored(name, retry, **_):
     raise RuntimeError("Ignore me.")
 
 
-@kopf.on.create('kopfexamples', id='timing-out', timeout=1.5, backoff=1)
+# The timeouts count from the cause's start; the margins are wide for the frameworks' different speeds.
+@kopf.on.create('kopfexamples', id='timing-out', timeout=3, backoff=1)
 def timing_out(name, retry, **_):
     record('timing-out', name, retry=retry)
-    raise kopf.TemporaryError("Slow.", delay=1)
+    raise kopf.TemporaryError("Slow.", delay=2)
 
 
 @kopf.on.update('kopfexamples', id='default-backoff')
@@ -55,7 +56,7 @@ def temporary_retries(name, retry, **_):
     raise kopf.TemporaryError("Again.", delay=1)
 
 
-@kopf.on.create('kopfexamples', id='arbitrary-timeout', timeout=1.5, backoff=1)
+@kopf.on.create('kopfexamples', id='arbitrary-timeout', timeout=3, backoff=2)
 def arbitrary_timeout(name, retry, **_):
     record('arbitrary-timeout', name, retry=retry)
     raise ValueError("Slow and broken.")
