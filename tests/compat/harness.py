@@ -446,6 +446,16 @@ INTENTIONAL: list[Intentional] = [
         "framework waits out settings.batching.exit_timeout for them and then warns about the streams left",
     ),
     Intentional(
+        'logs', r"^only peer: \[DEBUG\] .*Daemon '[^']+' is still exiting\. The next check is in ",
+        "when the objects are deleted, the deletion goes on as soon as their daemons exit; "
+        "the published framework checks every `cancellation_polling` (60 s by default)",
+    ),
+    Intentional(
+        'logs', r"^only ours: \[DEBUG\] .*Daemon '[^']+' has exited gracefully\.",
+        "the published framework may abandon a sync daemon at exit although the daemon has seen its stop-flag "
+        "(a race with the thread's exit); ours waits for it and reports it as exited",
+    ),
+    Intentional(
         'logs', r"^only peer: \[WARNING\] .*Daemon '[^']+' did not exit in time\. Leaving it orphaned\.",
         "the published framework warns about the daemons that have already exited when the operator exits",
     ),

@@ -5,13 +5,20 @@ from compat_record import record
 
 import kopf
 
+_MAIN_REASONS = ('RESOURCE_DELETED', 'OPERATOR_EXITING', 'FILTERS_MISMATCH', 'OPERATOR_PAUSING')
+
+
+def _why(stopped):
+    """The main reasons only: the forced/abandoned flags depend on how fast the thread exits (a race)."""
+    return sorted(name for name in _MAIN_REASONS if name in str(stopped.reason))
+
 
 @kopf.daemon('kopfexamples', cancellation_polling=0.2, cancellation_timeout=5)
 async def async_daemon(name, stopped, retry, **_):
     record('async_daemon', name, event='started', retry=retry)
     while not stopped:
         await stopped.wait(0.2)
-    record('async_daemon', name, event='stopped', reason=str(stopped.reason))
+    record('async_daemon', name, event='stopped', reason=_why(stopped))
 
 
 @kopf.daemon('kopfexamples', cancellation_polling=0.2)  # no forced stage: it would race with the thread's exit
@@ -20,7 +27,7 @@ def sync_daemon(name, stopped, logger, **_):
     logger.info("The sync daemon is running.")
     while not stopped.wait(0.2):
         pass
-    record('sync_daemon', name, event='stopped', reason=str(stopped.reason))
+    record('sync_daemon', name, event='stopped', reason=_why(stopped))
 
 
 @kopf.daemon('kopfexamples', id='finite', cancellation_polling=0.2)
