@@ -1,6 +1,7 @@
 """The kwargs that every kind of handler gets: their names, and the values that must be the same."""
-import kopf
 from compat_record import record
+
+import kopf
 
 
 def _describe(kwargs):
