@@ -32,15 +32,18 @@ from kopf._cogs.structs.bodies import (
     OwnerReference,
     RawBody,
     RawEvent,
+    RawEventType,
     Spec,
     Status,
     build_object_reference,
     build_owner_reference,
 )
-from kopf._cogs.structs.credentials import ConnectionInfo, LoginError
+from kopf._cogs.structs.credentials import AiohttpSession, ConnectionInfo, LoginError
+from kopf._cogs.structs.dicts import FieldPath, FieldSpec
 from kopf._cogs.structs.diffs import Diff, DiffItem, DiffOperation
 from kopf._cogs.structs.ephemera import Memo
-from kopf._cogs.structs.patches import Patch
+from kopf._cogs.structs.ids import HandlerId
+from kopf._cogs.structs.patches import Patch, PatchFn
 from kopf._cogs.structs.references import EVERYTHING, Resource
 from kopf._cogs.structs.reviews import (
     Headers,
@@ -49,7 +52,9 @@ from kopf._cogs.structs.reviews import (
     WebhookClientConfig,
     WebhookClientConfigService,
     WebhookFn,
+    WebhookServerProtocol,
 )
+from kopf._core.actions import lifecycles
 from kopf._core.actions.errors import (
     ErrorsMode,
     HandlerRetriesError,
@@ -58,15 +63,20 @@ from kopf._core.actions.errors import (
     TemporaryError,
 )
 from kopf._core.actions.execution import execute
+from kopf._core.actions.invocation import LoggerLike as Logger
 from kopf._core.actions.lifecycles import get_default_lifecycle, set_default_lifecycle
 from kopf._core.actions.loggers import LocalObjectLogger, ObjectLogger
 from kopf._core.engines.admission_errors import AdmissionError
+from kopf._core.engines.daemons import AsyncDaemonStopped as AsyncDaemonStopperChecker
 from kopf._core.engines.daemons import DaemonStopped, DaemonStoppingReason
+from kopf._core.engines.daemons import SyncDaemonStopped as SyncDaemonStopperChecker
 from kopf._core.engines.indexing import Index, Store
 from kopf._core.engines.posting import event, exception, info, warn
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.filters import ABSENT, PRESENT, all_, any_, none_, not_
+from kopf._core.intents.handlers import Operation
 from kopf._core.intents.piggybacking import (
+    login_via_async_client,
     login_via_client,
     login_via_pykube,
     login_with_kubeconfig,
@@ -98,9 +108,11 @@ __all__ = [
     'EVERYTHING',
     'PRESENT',
     'AdmissionError',
+    'AiohttpSession',
     'Annotations',
     'AnnotationsDiffBaseStorage',
     'AnnotationsProgressStorage',
+    'AsyncDaemonStopperChecker',
     'Body',
     'BodyEssence',
     'ConnectionInfo',
@@ -111,6 +123,9 @@ __all__ = [
     'DiffItem',
     'DiffOperation',
     'ErrorsMode',
+    'FieldPath',
+    'FieldSpec',
+    'HandlerId',
     'HandlerRetriesError',
     'HandlerTimeoutError',
     'Headers',
@@ -126,15 +141,18 @@ __all__ = [
     'MultiProgressStorage',
     'ObjectLogger',
     'ObjectReference',
+    'Operation',
     'OperatorRegistry',
     'OperatorSettings',
     'OwnerReference',
     'Patch',
+    'PatchFn',
     'PermanentError',
     'ProgressRecord',
     'ProgressStorage',
     'RawBody',
     'RawEvent',
+    'RawEventType',
     'Reason',
     'Resource',
     'SSLPeer',
@@ -144,6 +162,7 @@ __all__ = [
     'StatusDiffBaseStorage',
     'StatusProgressStorage',
     'Store',
+    'SyncDaemonStopperChecker',
     'TemporaryError',
     'UserInfo',
     'WebhookAutoServer',
@@ -156,6 +175,7 @@ __all__ = [
     'WebhookMinikubeServer',
     'WebhookNgrokTunnel',
     'WebhookServer',
+    'WebhookServerProtocol',
     'adjust_namespace',
     'adopt',
     'all_',
@@ -174,6 +194,8 @@ __all__ = [
     'index',
     'info',
     'label',
+    'lifecycles',
+    'login_via_async_client',
     'login_via_client',
     'login_via_pykube',
     'login_with_kubeconfig',

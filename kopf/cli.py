@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 import tempfile
@@ -30,7 +31,7 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers import loggers
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.engines import peering
-from kopf._core.intents import registries
+from kopf._core.intents import piggybacking, registries
 from kopf._core.reactor import running
 
 Flag = running.Flag
@@ -99,14 +100,27 @@ def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _point_client_libraries_to(kubeconfig: str) -> None:
+    """
+    The handlers' own clients reach the embedded cluster too, as they would after a login.
+
+    ``pykube.KubeConfig.from_env()`` & ``kubernetes.config.load_kube_config()`` read ``$KUBECONFIG``;
+    the official client's default configuration is set as by :func:`kopf.login_via_client`.
+    """
+    os.environ['KUBECONFIG'] = kubeconfig
+    if piggybacking.has_client():
+        piggybacking.login_via_client(logger=logging.getLogger(__name__))
+
+
 @main.command()
 @logging_options
 @_scope_options
 @click.option('--standalone', is_flag=True, default=False, help="Disable the peering: run as the only instance.")
 @click.option('--dev', 'dev', is_flag=True, default=False,
               help=f"The development mode: implies --priority={DEV_PRIORITY}.")
-@click.option('--priority', 'priority', type=int, default=None, help="The priority of this operator in the peering.")
-@click.option('--peering', 'peering_name', type=str, default=None, envvar='KOPF_RUN_PEERING',
+@click.option('-p', '--priority', 'priority', type=int, default=None,
+              help="The priority of this operator in the peering.")
+@click.option('-P', '--peering', 'peering_name', type=str, default=None, envvar='KOPF_RUN_PEERING',
               help="The name of the peering object to use (mandatory then).")
 @click.option('-L', '--liveness', 'liveness_endpoint', type=str, default=None,
               help="The URL of the liveness endpoint to serve, e.g. http://0.0.0.0:8080/healthz.")
@@ -158,10 +172,12 @@ def run(
         if replay_log is not None:
             ready_flag = ready_flag if ready_flag is not None else threading.Event()
             sim.replay_when_ready(ready_flag)
-        assert sim.url is not None
+        assert sim.url is not None and sim.kubeconfig is not None
         click.echo(f"Simulated cluster: {sim.url}")
         click.echo(f"Kubeconfig: {sim.kubeconfig}")
         vault = Vault({'kopf-sim': ConnectionInfo(server=sim.url, default_namespace='default')})
+        previous_kubeconfig = os.environ.get('KUBECONFIG')
+        _point_client_libraries_to(sim.kubeconfig)
         if not namespaces:
             clusterwide = True
     try:
@@ -182,6 +198,10 @@ def run(
     finally:
         if sim is not None:
             sim.stop()
+            if previous_kubeconfig is None:
+                os.environ.pop('KUBECONFIG', None)
+            else:
+                os.environ['KUBECONFIG'] = previous_kubeconfig
 
 
 @main.command()
@@ -189,11 +209,13 @@ def run(
 @_scope_options
 @click.option('-i', '--id', 'identity', type=str, default=None, help="The identity of the freeze (user@host).")
 @click.option('-m', '--message', type=str, default=None, help="Why the operators are frozen.")
-@click.option('--lifetime', type=int, required=True, help="For how long (seconds) to freeze the operators.")
-@click.option('--peering', 'peering_name', type=str, default='default', envvar='KOPF_FREEZE_PEERING',
+@click.option('-t', '--lifetime', type=int, required=True, help="For how long (seconds) to freeze the operators.")
+@click.option('-P', '--peering', 'peering_name', type=str, default='default', envvar='KOPF_FREEZE_PEERING',
               show_default=True, help="The name of the peering object.")
-@click.option('-P', '--priority', type=int, default=100, show_default=True,
-              help="The priority of the freeze: only the operators with lower priorities are frozen.")
+@click.option('--dev', 'dev', is_flag=True, default=False,
+              help=f"The development mode: implies --priority={DEV_PRIORITY}.")
+@click.option('-p', '--priority', type=int, default=None,
+              help="The priority of the freeze: only the operators with lower priorities are frozen [default: 100].")
 @click.make_pass_decorator(CLIControls, ensure=True)
 def freeze(
         __controls: CLIControls,
@@ -203,9 +225,11 @@ def freeze(
         namespaces: Sequence[str],
         clusterwide: bool,
         peering_name: str,
-        priority: int,
+        dev: bool,
+        priority: int | None,
 ) -> None:
     """Pause the resource handling in the operators (of lower priorities) for some time."""
+    priority = priority if priority is not None else DEV_PRIORITY if dev else 100
     settings = __controls.settings if __controls.settings is not None else OperatorSettings()
     command = peering.freeze(
         settings=settings, namespaces=namespaces, clusterwide=clusterwide or not namespaces,
@@ -219,7 +243,7 @@ def freeze(
 @logging_options
 @_scope_options
 @click.option('-i', '--id', 'identity', type=str, default=None, help="The identity of the freeze (user@host).")
-@click.option('--peering', 'peering_name', type=str, default='default', envvar='KOPF_RESUME_PEERING',
+@click.option('-P', '--peering', 'peering_name', type=str, default='default', envvar='KOPF_RESUME_PEERING',
               show_default=True, help="The name of the peering object.")
 @click.make_pass_decorator(CLIControls, ensure=True)
 def resume(

@@ -9,21 +9,32 @@ so that mistakes fail the operator's startup rather than its runtime.
 This module is a part of the framework's public interface.
 """
 # The parameter names `id`, `type` shadow the builtins on purpose: they are the public API.
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Literal
 
 from kopf._cogs.structs import dicts, ids
 from kopf._cogs.structs.references import Marker, Selector
-from kopf._core.actions.errors import DEFAULT_RETRY_DELAY, ErrorsMode
+from kopf._core.actions.errors import ErrorsMode
 from kopf._core.intents import callbacks, filters, handlers, registries, subhandlers
 from kopf._core.intents.causes import Activity, Reason, WebhookType
 
 __all__ = [
+    'ActivityDecorator', 'ChangingDecorator', 'DaemonDecorator', 'IndexingDecorator', 'TimerDecorator',
+    'WatchingDecorator', 'WebhookDecorator',
     'cleanup', 'create', 'daemon', 'delete', 'event', 'field', 'index', 'login', 'mutate',
     'probe', 'register', 'resume', 'startup', 'subhandler', 'this', 'timer', 'update', 'validate',
 ]
 
 Operation = Literal['CREATE', 'UPDATE', 'DELETE', 'CONNECT']
+
+# The types of the decorators, per kind of handlers (for the type hints of the operators' own wrappers).
+ActivityDecorator = Callable[[callbacks.ActivityFn], callbacks.ActivityFn]
+ChangingDecorator = Callable[[callbacks.ChangingFn], callbacks.ChangingFn]
+WatchingDecorator = Callable[[callbacks.WatchingFn], callbacks.WatchingFn]
+IndexingDecorator = Callable[[callbacks.IndexingFn], callbacks.IndexingFn]
+DaemonDecorator = Callable[[callbacks.DaemonFn], callbacks.DaemonFn]
+TimerDecorator = Callable[[callbacks.TimerFn], callbacks.TimerFn]
+WebhookDecorator = callbacks.WebhookDecorator
 MetaFilterArg = Mapping[str, str | filters.MetaFilterToken | callbacks.MetaFilterFn]
 ResourceName = str | Marker
 
@@ -394,7 +405,7 @@ def index(
             fn=fn, id=real_id, param=param, selector=selector, **common,
             errors=ErrorsMode.IGNORED if errors is None else errors,
             timeout=timeout, retries=retries,
-            backoff=DEFAULT_RETRY_DELAY if backoff is None else backoff,
+            backoff=backoff,
         )
         real_registry.indexing.append(handler)
         return fn
@@ -482,7 +493,7 @@ def daemon(
             fn=fn, id=real_id, param=param, selector=selector, **common,
             errors=ErrorsMode.TEMPORARY if errors is None else errors,
             timeout=timeout, retries=retries,
-            backoff=DEFAULT_RETRY_DELAY if backoff is None else backoff,
+            backoff=backoff,
             initial_delay=initial_delay,
             cancellation_backoff=cancellation_backoff,
             cancellation_timeout=cancellation_timeout,
@@ -535,7 +546,7 @@ def timer(
             fn=fn, id=real_id, param=param, selector=selector, **common,
             errors=ErrorsMode.TEMPORARY if errors is None else errors,
             timeout=timeout, retries=retries,
-            backoff=DEFAULT_RETRY_DELAY if backoff is None else backoff,
+            backoff=backoff,
             initial_delay=initial_delay, interval=interval, sharp=bool(sharp), idle=idle,
         )
         real_registry.spawning.append(handler)
@@ -578,7 +589,7 @@ def subhandler(
             fn=fn, id=real_id, param=param, selector=None, **common, reason=None,
             errors=ErrorsMode.TEMPORARY if errors is None else errors,
             timeout=timeout, retries=retries,
-            backoff=DEFAULT_RETRY_DELAY if backoff is None else backoff,
+            backoff=backoff,
             old=old, new=new,
         )
         parent_registry.append(handler)
@@ -629,7 +640,7 @@ def _activity(
             fn=fn, id=ids.build_handler_id(fn, id=id), param=param, activity=activity,
             errors=ErrorsMode.TEMPORARY if errors is None else errors,
             timeout=timeout, retries=retries,
-            backoff=DEFAULT_RETRY_DELAY if backoff is None else backoff,
+            backoff=backoff,
         )
         real_registry.activities.append(handler)
         return fn
@@ -667,7 +678,7 @@ def _changing(
             fn=fn, id=real_id, param=param, selector=selector, **common, reason=reason,
             errors=ErrorsMode.TEMPORARY if errors is None else errors,
             timeout=timeout, retries=retries,
-            backoff=DEFAULT_RETRY_DELAY if backoff is None else backoff,
+            backoff=backoff,
             old=old, new=new, deleted=bool(deleted), optional=bool(optional),
         )
         real_registry.changing.append(handler)

@@ -68,6 +68,8 @@ class SimAdmissionSettings(AdmissionSettings):
     What the operator assigns is kept in ``requested_server``/``requested_managed`` (the managed
     name is used if given; ``auto.kopf.dev`` otherwise), and put back by :meth:`restore`.
     """
+    requested_server: WebhookServerLike | None
+    requested_managed: str | None
 
     def __init__(self, original: AdmissionSettings, server: InProcessWebhookServer) -> None:
         # No dataclass __init__: the fields are properties here.

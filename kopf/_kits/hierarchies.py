@@ -60,7 +60,7 @@ def remove_owner_reference(
 
 def harmonize_naming(
         objs: K8sObjects,
-        name: str | None = None,
+        name: str | _UNSET | None = _UNSET.token,
         *,
         forced: bool = False,
         strict: bool = False,
@@ -72,7 +72,7 @@ def harmonize_naming(
     (``metadata.generateName: {name}-``); with ``strict=True``, it is the exact
     name. With ``forced=True``, the existing names are overwritten.
     """
-    if name is None:
+    if name is None or isinstance(name, _UNSET):
         name = _guess_owner(None).meta.name
     if name is None:
         raise LookupError("Name must be set explicitly: the owner has no name.")
@@ -89,15 +89,23 @@ def harmonize_naming(
 
 def adjust_namespace(
         objs: K8sObjects,
-        namespace: str | None = None,
+        namespace: str | _UNSET | None = _UNSET.token,
         *,
         forced: bool = False,
 ) -> None:
-    """Put the object(s) into the owner's namespace (or the specified one), unless already set."""
-    if namespace is None:
+    """
+    Put the object(s) into the owner's namespace (or the specified one), unless already set.
+
+    An explicit ``None`` means no namespace (e.g. of a cluster-scoped owner): with ``forced=True``,
+    the objects' namespaces are removed; otherwise, they are left as they are.
+    """
+    if isinstance(namespace, _UNSET):
         namespace = _guess_owner(None).meta.namespace
     if namespace is None:
-        return  # a cluster-scoped owner: nothing to align with.
+        if forced:
+            for obj in _iter_objects(objs):
+                _del_meta_field(obj, 'namespace')
+        return
     for obj in _iter_objects(objs):
         if forced or not _get_meta_field(obj, 'namespace'):
             _set_meta_field(obj, 'namespace', namespace)

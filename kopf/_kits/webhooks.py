@@ -293,6 +293,8 @@ class WebhookServer(WebhookContextManager):
             if self.certfile is None:
                 raise ValueError("The webhook server's pkeyfile= needs a certfile= too.")
             context.load_cert_chain(self.certfile, self.pkeyfile, password=self.password)
+            if cabundle is None:  # a self-signed certificate is its own CA; a chain file carries its CAs
+                cabundle = _read_file(self.certfile)
         else:
             certificates.require_cryptography()
             hostnames = [host, addr, *self.extra_sans]
@@ -370,7 +372,7 @@ class WebhookServer(WebhookContextManager):
         headers = dict(request.headers)
         transport = request.transport
         peercert = transport.get_extra_info('peercert') if transport is not None else None
-        sslpeer = peercert or None  # an empty dict means "not verified": treat as absent
+        sslpeer = peercert or {}  # an empty mapping when the client has no (verified) certificate, as published
         try:
             response = await fn(review, webhook=webhook, headers=headers, sslpeer=sslpeer)
         except reviews.MalformedReviewError as e:
@@ -400,7 +402,7 @@ class WebhookServer(WebhookContextManager):
             port = port or self._bound_port(runner)
             config = self._build_config(host=host or addr, port=port, serving=serving)
             self._dump_ca(serving)
-            logger.info(f"Serving the admission webhooks at {config.get('url')}")
+            logger.debug(f"Serving the admission webhooks at {config.get('url')}")
             yield config
 
             watched = self._watched_files()

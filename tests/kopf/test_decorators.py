@@ -57,7 +57,7 @@ def test_activity_defaults(registry: OperatorRegistry, decorator: Callable[..., 
     assert handler.errors == kopf.ErrorsMode.TEMPORARY
     assert handler.timeout is None
     assert handler.retries is None
-    assert handler.backoff == 60
+    assert handler.backoff is None  # resolved at run time from settings.execution.default_backoff
 
 
 @pytest.mark.parametrize('decorator', [kopf.on.startup, kopf.on.cleanup, kopf.on.login, kopf.on.probe])
@@ -192,7 +192,7 @@ def test_changing_defaults(registry: OperatorRegistry, decorator: Callable[..., 
     assert handler.errors == kopf.ErrorsMode.TEMPORARY
     assert handler.timeout is None
     assert handler.retries is None
-    assert handler.backoff == 60
+    assert handler.backoff is None  # resolved at run time from settings.execution.default_backoff
     assert handler.old is None
     assert handler.new is None
     assert handler.deleted is False
@@ -265,7 +265,7 @@ def test_index_defaults(registry: OperatorRegistry) -> None:
     kopf.index('pods', registry=registry)(fn)
     handler = the_only(registry.indexing.get_all_handlers())
     assert handler.errors == kopf.ErrorsMode.IGNORED
-    assert handler.backoff == 60
+    assert handler.backoff is None  # resolved at run time from settings.execution.default_backoff
     assert handler.requires_finalizer is False
 
 
@@ -273,7 +273,7 @@ def test_daemon_defaults(registry: OperatorRegistry) -> None:
     kopf.daemon('kex', registry=registry)(fn)
     handler = the_only(registry.spawning.get_all_handlers())
     assert handler.errors == kopf.ErrorsMode.TEMPORARY
-    assert handler.backoff == 60
+    assert handler.backoff is None  # resolved at run time from settings.execution.default_backoff
     assert handler.initial_delay is None
     assert handler.cancellation_backoff is None
     assert handler.cancellation_timeout is None
@@ -295,7 +295,7 @@ def test_timer_defaults(registry: OperatorRegistry) -> None:
     kopf.timer('kex', registry=registry)(fn)
     handler = the_only(registry.spawning.get_all_handlers())
     assert handler.errors == kopf.ErrorsMode.TEMPORARY
-    assert handler.backoff == 60
+    assert handler.backoff is None  # resolved at run time from settings.execution.default_backoff
     assert handler.interval is None
     assert handler.initial_delay is None
     assert handler.sharp is False
@@ -441,7 +441,7 @@ def test_subhandler_defaults(parent: ChangingRegistry) -> None:
     assert handler.reason is None
     assert handler.selector is None
     assert handler.errors == kopf.ErrorsMode.TEMPORARY
-    assert handler.backoff == 60
+    assert handler.backoff is None  # resolved at run time from settings.execution.default_backoff
     assert handler.requires_finalizer is False
 
 

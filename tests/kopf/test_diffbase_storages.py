@@ -107,7 +107,7 @@ def test_annotations_custom_prefix_and_key() -> None:
     storage = AnnotationsDiffBaseStorage(prefix='my-op.example.com', key='diff-base')
     patch = Patch()
     storage.store(body=Body({}), patch=patch, essence=BodyEssence(spec={}))
-    assert patch == {'metadata': {'annotations': {'my-op.example.com/diff-base': '{"spec":{}}'}}}
+    assert patch == {'metadata': {'annotations': {'my-op.example.com/diff-base': '{"spec":{}}\n'}}}
     body = Body({'metadata': {'annotations': {'my-op.example.com/diff-base': '{}', 'x': 'y'}}})
     assert storage.build(body=body) == {'metadata': {'annotations': {'x': 'y'}}}
 
@@ -140,7 +140,7 @@ def test_multi_storage_for_transitions() -> None:
     patch = Patch()
     storage.store(body=Body({}), patch=patch, essence=BodyEssence(spec={}))
     assert patch == {'status': {'diff-base': '{"spec":{}}'},
-                     'metadata': {'annotations': {DIFFBASE: '{"spec":{}}'}}}
+                     'metadata': {'annotations': {DIFFBASE: '{"spec":{}}\n'}}}
 
     old_only = Body({'metadata': {'annotations': {DIFFBASE: '{"spec":{"v":1}}'}}})
     assert storage.fetch(body=old_only) == {'spec': {'v': 1}}

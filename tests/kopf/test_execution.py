@@ -249,10 +249,11 @@ async def test_one_handler_per_cycle_by_default(settings: OperatorSettings, call
     assert execution.delay == 0
     assert body['status']['fn1'] == 'one'
     records = progress(body)
-    assert set(records) <= {'kopf.zalando.org/fn1', 'fn1'}  # only the executed handler, in any storage.
-    for record in records.values():
-        assert record['success'] is True
-        assert record['retries'] == 1
+    # The executed handler is done; the pending one is recorded as started (its runtime counts from now).
+    assert set(records) <= {'kopf.zalando.org/fn1', 'fn1', 'kopf.zalando.org/fn2', 'fn2'}
+    for key, record in records.items():
+        assert record['success'] is key.endswith('fn1')
+        assert record['retries'] == (1 if key.endswith('fn1') else 0)
         assert record['purpose'] == 'create'
 
     body, _, execution = await cycle(handlers, body, settings)
@@ -466,11 +467,12 @@ async def test_errors_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     for fn in [ok, temp, perm, arbitrary]:
         await run_once(make_handler(fn))
     messages = [(record.levelno, record.getMessage()) for record in caplog.records]
-    assert (logging.DEBUG, "Invoking handler 'ok'.") in messages
+    assert (logging.DEBUG, "Handler 'ok' is invoked.") in messages
     assert (logging.INFO, "Handler 'ok' succeeded.") in messages
     assert (logging.ERROR, "Handler 'temp' failed temporarily: temp-msg") in messages
     assert (logging.ERROR, "Handler 'perm' failed permanently: perm-msg") in messages
-    assert (logging.ERROR, "Handler 'arbitrary' failed with an exception. Will retry.") in messages
+    assert (logging.ERROR, "Handler 'arbitrary' failed with an exception and will try again in 60 seconds: "
+                           "arbitrary-msg") in messages
     assert any(record.exc_info for record in caplog.records if 'arbitrary' in record.getMessage())
 
 
@@ -698,7 +700,7 @@ async def test_simulation_of_an_exceeded_timeout(settings: OperatorSettings, cal
     _, executions = await simulate([make_handler(fn, timeout=100)], settings)
     assert calls.times('fn') == [0, 60]
     assert isinstance(executions[-1].outcomes['fn'].exception, kopf.HandlerTimeoutError)
-    assert asyncio.get_running_loop().time() == pytest.approx(120)
+    assert asyncio.get_running_loop().time() == pytest.approx(60)  # no waiting for a retry beyond the timeout
 
 
 async def test_simulation_of_immediate_retries(settings: OperatorSettings, calls: Calls) -> None:
@@ -850,7 +852,8 @@ async def test_nested_subhandlers_purged_across_cycles(settings: OperatorSetting
 
     body, _, execution = await cycle([make_handler(parent)], BODY, settings)
     assert not execution.done  # one child (with its grandchild) per cycle.
-    assert len(progress(body)) in (3, 6)  # parent, child1, grandchild (in both storages for "smart").
+    # parent, child1 & its grandchild, and the pending child2 (recorded as started); smart: annotations only.
+    assert len(progress(body)) == 4
     body, _, execution = await cycle([make_handler(parent)], body, settings)
     assert execution.done
     assert body['status']['parent/child1/grandchild'] == 'deep'
@@ -1100,9 +1103,16 @@ def test_state_store_writes_only_the_changed_states() -> None:
     assert state['new'].retries == 0
     patch = Patch()
     state.store(body=body, patch=patch, storage=storage)
-    assert patch == {}
+    assert set(patch['metadata']['annotations']) == {'kopf.zalando.org/new'}  # the new one is stored at once
+    record = json.loads(patch['metadata']['annotations']['kopf.zalando.org/new'])
+    assert record['retries'] == 0 and record['purpose'] == 'create' and 'started' in record  # not yet executed
+    stored = Body({'metadata': {'annotations': {**body.metadata.annotations, **patch['metadata']['annotations']}}})
+    state = State.from_storage(body=stored, storage=storage, handlers=handlers, purpose='create')
+    patch = Patch()
+    state.store(body=stored, patch=patch, storage=storage)
+    assert patch == {}  # nothing has changed since fetched: nothing is written
     state = state.with_outcomes({HandlerId('new'): HandlerOutcome(final=True)})
-    state.store(body=body, patch=patch, storage=storage)
+    state.store(body=stored, patch=patch, storage=storage)
     assert set(patch['metadata']['annotations']) == {'kopf.zalando.org/new'}
 
 
@@ -1189,7 +1199,9 @@ async def test_lifecycles_get_the_kwargs(settings: OperatorSettings) -> None:
     assert seen['body']['metadata']['name'] == 'kex'
     assert not execution.done
     assert execution.outcomes == {}
-    assert patch == {}
+    records = progress(patch)  # only the start of the pending handler is recorded: no results, no retries
+    assert records and all(record['retries'] == 0 and not record['success'] for record in records.values())
+    assert set(patch.get('status', {})) <= {'kopf'}
 
 
 # Applying: delays & touches.
@@ -1221,3 +1233,41 @@ async def test_touch(settings: OperatorSettings) -> None:
     body = merge(body, patch2)
     assert build_touch_patch(body=Body(body), settings=settings, done=True)  # the dummy is removed.
     assert not build_touch_patch(body=Body(BODY), settings=settings, done=True)  # nothing to remove.
+
+
+async def test_simulation_of_the_default_backoff_from_settings(settings: OperatorSettings, calls: Calls) -> None:
+    def fn(retry: int, **kwargs: Any) -> None:
+        calls('fn', kwargs)
+        if retry < 2:
+            raise ValueError("again")
+
+    settings.execution.default_backoff = 7  # the handler sets no backoff=: the settings' one is used
+    await simulate([make_handler(fn)], settings)
+    assert calls.times('fn') == [0, 7, 14]
+
+
+async def test_messages_of_the_final_failures_as_published(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger='tests.execution')
+
+    async def temp(**_: Any) -> None:
+        raise kopf.TemporaryError("temp-msg", delay=10)
+
+    async def arbitrary(**_: Any) -> None:
+        raise ValueError("arbitrary-msg")
+
+    state = HandlerState.from_scratch(purpose='create')
+    await run_once(make_handler(temp, retries=1), state=state)
+    await run_once(make_handler(arbitrary, retries=1), state=state)
+    await run_once(make_handler(arbitrary, errors=kopf.ErrorsMode.PERMANENT), state=state)
+    await run_once(make_handler(arbitrary, errors=kopf.ErrorsMode.IGNORED), state=state)
+    await run_once(make_handler(temp, timeout=5), state=state)
+    await run_once(make_handler(arbitrary, timeout=5, backoff=10), state=state)
+    messages = [record.getMessage() for record in caplog.records]
+    assert "Handler 'temp' failed temporarily but will exceed 1 retries: temp-msg" in messages
+    assert ("Handler 'arbitrary' failed with an exception and will stop now "
+            "(it would exceed 1 retries on the next attempt): arbitrary-msg") in messages
+    assert "Handler 'arbitrary' failed with an exception and will stop now: arbitrary-msg" in messages
+    assert "Handler 'arbitrary' failed with an exception and will ignore it: arbitrary-msg" in messages
+    assert "Handler 'temp' failed temporarily but will time out after 5 seconds: temp-msg" in messages
+    assert ("Handler 'arbitrary' failed with an exception and will stop now "
+            "(it would time out in 5 seconds on the next attempt): arbitrary-msg") in messages

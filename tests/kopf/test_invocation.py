@@ -125,14 +125,14 @@ async def test_webhook_kwargs() -> None:
     warnings: list[str] = []
     cause = WebhookCause(logger=LOGGER, resource=RESOURCE, patch=Patch(), body=Body(RAW),
                          dryrun=True, warnings=warnings, subresource='status',
-                         userinfo={'username': 'me'}, headers={'X': 'y'}, sslpeer=None, operation='CREATE')
+                         userinfo={'username': 'me'}, headers={'X': 'y'}, operation='CREATE')
     kwargs = cause.kwargs()
     assert kwargs['dryrun'] is True
     assert kwargs['warnings'] is warnings
     assert kwargs['subresource'] == 'status'
     assert kwargs['userinfo'] == {'username': 'me'}
     assert kwargs['headers'] == {'X': 'y'}
-    assert kwargs['sslpeer'] is None
+    assert kwargs['sslpeer'] == {}  # no client certificate: an empty mapping (falsy, with .get())
     assert kwargs['operation'] == 'CREATE'
 
 

@@ -19,6 +19,7 @@ import aiohttp
 import pytest
 import yaml
 
+import kopf
 from kopf._cogs.helpers import loggers
 from kopf._cogs.structs.credentials import ConnectionInfo, LoginError
 from kopf._core.intents import piggybacking
@@ -607,13 +608,42 @@ def test_client_via_kubeconfig(kubeconfig_path: Path) -> None:
     assert Path(info.ca_path).read_bytes() == CA_PEM  # the library's own temporary file
 
 
-def test_client_via_kubeconfig_does_not_touch_the_global_config(kubeconfig_path: Path) -> None:
+@pytest.fixture(autouse=True)
+def restored_client_defaults() -> Iterator[None]:
+    """The login sets the libraries' global default configurations: restore them for other tests."""
+    import kubernetes.client
+    import kubernetes_asyncio.client
+    sync_before = kubernetes.client.Configuration.get_default_copy()
+    async_before = kubernetes_asyncio.client.Configuration.get_default_copy()
+    yield
+    kubernetes.client.Configuration.set_default(sync_before)
+    kubernetes_asyncio.client.Configuration.set_default(async_before)
+
+
+def test_client_via_kubeconfig_becomes_the_default_config(kubeconfig_path: Path) -> None:
     from kubernetes.client import Configuration
-    write_kubeconfig(kubeconfig_path, cluster={'server': 'https://isolated'}, user={'token': 'tkn'})
-    before = Configuration.get_default_copy().host
+    write_kubeconfig(kubeconfig_path, cluster={'server': 'https://piggybacked'}, user={'token': 'tkn'})
     info = login_via_client(logger=logger)
-    assert info is not None and info.server == 'https://isolated'
-    assert Configuration.get_default_copy().host == before
+    assert info is not None and info.server == 'https://piggybacked'
+    default = Configuration.get_default_copy()
+    assert default.host == 'https://piggybacked'  # what a handler's bare CoreV1Api() uses
+    assert 'tkn' in str(default.get_api_key_with_prefix('authorization') or default.api_key)
+
+
+async def test_async_client_via_kubeconfig(kubeconfig_path: Path) -> None:
+    from kubernetes_asyncio.client import Configuration
+    write_kubeconfig(kubeconfig_path, cluster={'server': 'https://async-host:6443'}, user={'token': 'async-tkn'},
+                     context={'cluster': 'cls', 'user': 'usr', 'namespace': 'async-ns'})
+    info = await kopf.login_via_async_client(logger=logger)
+    assert info is not None
+    assert (info.server, info.scheme, info.token) == ('https://async-host:6443', 'Bearer', 'async-tkn')
+    assert info.default_namespace == 'async-ns'
+    assert Configuration.get_default_copy().host == 'https://async-host:6443'
+
+
+async def test_async_client_fails_clearly_without_any_config(kubeconfig_path: Path) -> None:
+    with pytest.raises(LoginError, match='neither in-cluster'):
+        await kopf.login_via_async_client(logger=logger)
 
 
 def test_client_in_cluster(service_account: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -739,8 +769,7 @@ def test_fallback_handlers(
 def test_library_detection_does_not_import(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, 'pykube', raising=False)
     assert piggybacking.has_client() is True  # installed in the test environment
-    installed = importlib.util.find_spec('pykube') is not None  # pykube-ng is in the test extra
-    assert piggybacking.has_pykube() is installed
+    assert piggybacking.has_pykube() is True  # installed in the test environment (the compatibility harness)
     assert 'pykube' not in sys.modules
 
 
@@ -789,3 +818,16 @@ async def test_kubeconfig_of_a_served_simulator(tmp_path: Path, monkeypatch: pyt
             async with session.get(f'{info.server}/api/v1/namespaces', ssl=context) as resp:
                 assert resp.status == 401
     assert data['kind'] == 'NamespaceList'
+
+
+def test_kopf_run_sim_points_the_client_libraries_to_the_embedded_cluster(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubernetes.client import Configuration
+
+    from kopf import cli
+    monkeypatch.delenv('KUBECONFIG', raising=False)
+    path = tmp_path / 'sim.kubeconfig'
+    write_kubeconfig(path, cluster={'server': 'http://127.0.0.1:12345'}, user={'token': 'sim'})
+    cli._point_client_libraries_to(str(path))
+    assert os.environ['KUBECONFIG'] == str(path)  # for pykube.KubeConfig.from_env() & load_kube_config()
+    assert Configuration.get_default_copy().host == 'http://127.0.0.1:12345'

@@ -98,7 +98,7 @@ def test_long_keys_are_hashed_consistently_and_validly() -> None:
     assert len(v1) == 63  # the legacy format limits the whole key, prefix included.
     assert v1.startswith('kopf.zalando.org/very-long-handler-name-')
     assert v2name[:40] == key[:40]
-    assert v2name[-8:] == v1[-8:]  # the same hash of the same id.
+    assert v2name[-7:] == v1[-7:]  # the same hash of the same id (it has no '/').
     assert AnnotationsProgressStorage().make_keys(key) == [v2, v1]
     assert AnnotationsProgressStorage(v1=False).make_keys(key) == [v2]
     other_v2 = AnnotationsProgressStorage().make_keys(key + 'x')[0]
@@ -122,7 +122,18 @@ def test_invalid_characters_are_sanitised_with_a_hash(key: str) -> None:
 
 
 def test_tiny_limits_leave_only_the_hash() -> None:
-    assert len(make_safe_name('x' * 100, limit=5)) == 8
+    assert len(make_safe_name('x' * 100, limit=5)) == 6
+
+
+@pytest.mark.parametrize(('key', 'v2', 'v1'), [  # as the published framework 1.45 writes them (measured)
+    ('x' * 57, 'x' * 57, 'x' * 39 + '-PYZeGQ'),
+    ('x' * 64, 'x' * 56 + '-SItAqA', 'x' * 39 + '-SItAqA'),
+    ('a/' + 'x' * 62, 'a.' + 'x' * 54 + '-.7Lmyw', 'a.' + 'x' * 37 + '-rXiUGg'),
+    ('handler/with.long.' + 'y' * 70, 'handler.with.long.' + 'y' * 38 + '-DrVPGg',
+     'handler.with.long.' + 'y' * 21 + '-oFBxWw'),
+])
+def test_long_keys_as_the_published_framework_writes_them(key: str, v2: str, v1: str) -> None:
+    assert AnnotationsProgressStorage().make_keys(key) == [f'kopf.zalando.org/{v2}', f'kopf.zalando.org/{v1}']
 
 
 #

@@ -1,6 +1,9 @@
 """
 The public names of the documented API reference, with their documented signatures.
 
+Where the published framework (1.45) extends a documented signature (e.g. ``fns=``, ``backoffs=``),
+the row has the published one: see ``tests/compat`` for the check against the installed package.
+
 Every row is a name as documented and its signature as documented (``None`` for names
 that are documented without parameters: markers, enums, typed dicts, plain exceptions).
 Every row is checked: all the documented names are implemented.
@@ -90,12 +93,12 @@ API: list[Api] = [
     Api('kopf.Diff', "(_Diff__items)"),
     Api('kopf.DiffItem', "(operation, field, old, new)"),
     Api('kopf.DiffOperation', None),
-    Api('kopf.Patch', "(_Patch__src=None, body=None)"),
+    Api('kopf.Patch', "(src=None, /, body=None, fns=())"),  # `fns` as in the published 1.45
     Api('kopf.Patch.as_json_patch', "(self)"),
     Api('kopf.build_object_reference', "(body)"),
     Api('kopf.build_owner_reference', "(body, *, controller=True, block_owner_deletion=True)"),
     # kopf: configuration & storages.
-    Api('kopf.OperatorSettings', "(process=..., posting=..., peering=..., watching=..., batching=..., "
+    Api('kopf.OperatorSettings', "(process=..., posting=..., peering=..., watching=..., queueing=..., "
                                  "scanning=..., admission=..., execution=..., background=..., "
                                  "networking=..., persistence=...)"),
     Api('kopf.DiffBaseStorage', None),
@@ -103,8 +106,9 @@ API: list[Api] = [
     Api('kopf.DiffBaseStorage.fetch', "(self, *, body)"),
     Api('kopf.DiffBaseStorage.store', "(self, *, body, patch, essence)"),
     Api('kopf.AnnotationsDiffBaseStorage', "(*, prefix='kopf.zalando.org', key='last-handled-configuration', "
-                                           "v1=True)"),
-    Api('kopf.StatusDiffBaseStorage', "(*, name='kopf', field='status.{name}.last-handled-configuration')"),
+                                           "ignored_fields=None, v1=True)"),
+    Api('kopf.StatusDiffBaseStorage', "(*, name='kopf', field='status.{name}.last-handled-configuration', "
+                                      "ignored_fields=None)"),
     Api('kopf.MultiDiffBaseStorage', "(storages)"),
     Api('kopf.ProgressRecord', None),
     Api('kopf.ProgressStorage', None),
@@ -144,11 +148,12 @@ API: list[Api] = [
     Api('kopf.ConnectionInfo', "(server, ca_path=None, ca_data=None, insecure=None, username=None, "
                                "password=None, scheme=None, token=None, certificate_path=None, "
                                "certificate_data=None, private_key_path=None, private_key_data=None, "
-                               "default_namespace=None, priority=0, expiration=None)"),
-    Api('kopf.event', "(objs, *, type, reason, message='')"),
-    Api('kopf.info', "(objs, *, reason, message='')"),
-    Api('kopf.warn', "(objs, *, reason, message='')"),
-    Api('kopf.exception', "(objs, *, reason='', message='', exc=None)"),
+                               "default_namespace=None, priority=0, expiration=None, proxy_url=None, "
+                               "trust_env=False)"),
+    Api('kopf.event', "(objs, *, type, reason, message='', backoffs=None)"),
+    Api('kopf.info', "(objs, *, reason, message='', backoffs=None)"),
+    Api('kopf.warn', "(objs, *, reason, message='', backoffs=None)"),
+    Api('kopf.exception', "(objs, *, reason='', message='', exc=None, backoffs=None)"),
     Api('kopf.spawn_tasks', f"(*, {_RUNNING})"),
     Api('kopf.run_tasks', "(root_tasks, *, ignored=frozenset({}))"),
     Api('kopf.operator', f"(*, {_RUNNING})"),

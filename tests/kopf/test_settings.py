@@ -45,7 +45,8 @@ SECTIONS = {
 
 def test_operator_settings_signature() -> None:
     params = inspect.signature(OperatorSettings).parameters
-    assert list(params) == list(SECTIONS)
+    # The constructor's argument keeps the older name `queueing` (as in the published framework).
+    assert list(params) == [name.replace('batching', 'queueing') for name in SECTIONS]
     assert all(param.kind is param.POSITIONAL_OR_KEYWORD for param in params.values())
     assert all(field.default_factory is not dataclasses.MISSING for field in dataclasses.fields(OperatorSettings))
 
@@ -71,6 +72,54 @@ def test_queueing_is_an_alias_of_batching() -> None:
     new = BatchingSettings(idle_timeout=1)
     settings.queueing = new
     assert settings.batching is new
+
+
+@pytest.mark.parametrize(('section', 'cls'), list(SECTIONS.items()))
+def test_unknown_settings_are_refused_with_the_valid_ones_listed(section: str, cls: type) -> None:
+    settings = OperatorSettings()
+    with pytest.raises(AttributeError) as info:
+        getattr(settings, section).no_such_setting = 1
+    message = str(info.value)
+    assert f"settings.{section} has no setting 'no_such_setting'" in message
+    valid = {field.name for field in dataclasses.fields(cls)}
+    assert all(name in message for name in valid)
+    assert not hasattr(getattr(settings, section), 'no_such_setting')
+
+
+def test_unknown_sections_are_refused() -> None:
+    with pytest.raises(AttributeError, match=r"settings has no setting 'executon'.*execution"):
+        OperatorSettings().executon = ExecutionSettings()  # type: ignore[attr-defined]
+
+
+def test_known_settings_and_properties_are_accepted() -> None:
+    settings = OperatorSettings()
+    settings.execution.default_backoff = 5
+    settings.execution.max_workers = 3  # a property
+    settings.peering.namespaced = True  # a property
+    settings.batching = settings.queueing  # a property of the top level
+    settings.posting.default_backoffs = 2
+    assert settings.posting.default_backoffs == (2,)
+    assert settings.execution.default_backoff == 5
+
+
+def test_the_published_frameworks_settings_exist() -> None:
+    # As listed from the published Kopf 1.45 (the differential harness checks the same with the installed peer).
+    settings = OperatorSettings()
+    assert settings.execution.default_backoff == 60
+    assert settings.networking.enforce_retry_after is False
+    assert settings.networking.trust_env is False
+    assert settings.posting.loggers is True  # as documented (the published 1.45: False; see docs/kopf.md)
+    assert settings.posting.default_backoffs == (1, 1, 2, 3, 5, 8, 13, 21)
+    assert settings.posting.logging_backoffs == (1, 1, 2, 3, 5)
+    assert settings.posting.worker_limit is None
+    assert settings.posting.idle_timeout == 1.0
+    assert (settings.posting.reporting_component, settings.posting.reporting_instance) == ('kopf', 'dev')
+    assert settings.posting.event_name_prefix == 'kopf-event-'
+    assert settings.watching.chunk_size is None
+    assert settings.watching.initial_streaming is False
+    assert dict(settings.watching.label_selectors) == {}
+    assert dict(settings.watching.field_selectors) == {}
+    assert dict(settings.watching.shard_selectors) == {}
 
 
 def test_process_defaults() -> None:
@@ -261,3 +310,19 @@ def test_documented_startup_configuration() -> None:
     settings.admission.managed = 'auto.kopf.dev'
     assert settings.watching.server_timeout == 600
     assert settings.batching.error_delays == [10, 20, 30]
+
+
+@pytest.mark.parametrize('path', [  # every setting that the reference documentation's configuration chapter names
+    'admission.managed', 'admission.server', 'batching.error_delays', 'execution.executor',
+    'execution.max_workers', 'networking.connect_timeout', 'networking.error_backoffs',
+    'networking.request_timeout', 'peering.mandatory', 'peering.name', 'peering.priority', 'peering.standalone',
+    'peering.stealth', 'persistence.diffbase_storage', 'persistence.finalizer', 'persistence.progress_storage',
+    'posting.enabled', 'posting.level', 'watching.client_timeout', 'watching.connect_timeout',
+    'watching.reconnect_backoff', 'watching.server_timeout',
+])
+def test_every_documented_setting_exists_and_is_settable(path: str) -> None:
+    settings = OperatorSettings()
+    section_name, name = path.split('.')
+    section = getattr(settings, section_name)
+    value = getattr(section, name)
+    setattr(section, name, value)  # accepted: it is a known setting

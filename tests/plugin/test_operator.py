@@ -238,7 +238,7 @@ async def test_a_401_spends_the_credentials_and_never_falls_back_to_the_environm
     await kopf_operator.stop()
     assert kopf_operator.exit_code == 1
     assert type(kopf_operator.exception).__name__ == "LoginError"
-    assert "Handler 'pytest-kopf' succeeded" in kopf_operator.logs
+    assert "Activity 'pytest-kopf' succeeded" in kopf_operator.logs
     assert "kubeconfig" not in kopf_operator.logs.lower()
 
 async def test_isolation_first(kopf_cluster, kopf_operator):

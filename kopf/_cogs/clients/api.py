@@ -73,8 +73,11 @@ async def retrying(
             if delay is None:
                 logger.error(f"{what} failed after {attempt} attempt(s); escalating: {_describe(e)}")
                 raise
-            if isinstance(e, errors.APITooManyRequests) and e.retry_after is not None:
-                delay = e.retry_after
+            # The server knows better when to come back: always for 429; with enforce_retry_after, for 5xx too.
+            advised = e.retry_after if isinstance(e, errors.APIError) else None
+            throttled = isinstance(e, errors.APITooManyRequests)
+            if advised is not None and (throttled or settings.networking.enforce_retry_after):
+                delay = advised
             logger.warning(f"{what} failed (attempt #{attempt}); retrying in {delay}s: {_describe(e)}")
             await asyncio.sleep(delay)
 
@@ -133,7 +136,7 @@ async def request(
         return json.loads(body) if body.strip() else None
 
     async def authenticated_attempt() -> Any:
-        return await auth.authenticated(attempt, vault=vault)
+        return await auth.authenticated(attempt, vault=vault, trust_env=settings.networking.trust_env)
 
     return await retrying(authenticated_attempt, settings=settings, logger=logger, what=f"{method} {url}")
 
@@ -188,7 +191,8 @@ async def stream(
 
     @contextlib.asynccontextmanager
     async def open_once() -> AsyncIterator[aiohttp.ClientResponse]:
-        async with auth.authenticated_response(opener, vault=vault) as response:
+        async with auth.authenticated_response(opener, vault=vault,
+                                               trust_env=settings.networking.trust_env) as response:
             yield response
 
     async def enter() -> tuple[contextlib.AbstractAsyncContextManager[aiohttp.ClientResponse],

@@ -13,22 +13,18 @@ is retried with the next credentials (or after a re-login). Nothing here logs th
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import contextvars
 import importlib.metadata
 import logging
-import os
 import ssl
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 import aiohttp
 
 from kopf._cogs.clients import errors
-from kopf._cogs.structs.credentials import AccessError, ConnectionInfo, Vault, VaultContext
+from kopf._cogs.structs.credentials import AccessError, AiohttpSession, ConnectionInfo, Vault, VaultContext
 
 logger = logging.getLogger(__name__)
 
@@ -61,77 +57,16 @@ def get_vault(vault: Vault | None = None) -> Vault:
 
 
 def build_headers(info: ConnectionInfo) -> dict[str, str]:
-    """The headers of every request with these credentials: the token, or the basic auth."""
-    headers = {'User-Agent': USER_AGENT}
-    if info.token is not None:
-        headers['Authorization'] = f'{info.scheme or "Bearer"} {info.token}'
-    elif info.username is not None or info.password is not None:
-        userpass = f'{info.username or ""}:{info.password or ""}'.encode()
-        headers['Authorization'] = f'Basic {base64.b64encode(userpass).decode("ascii")}'
-    elif info.scheme is not None:
-        headers['Authorization'] = info.scheme
-    return headers
-
-
-def _ca_data(data: bytes) -> str | bytes:
-    """PEM as text, DER as bytes; tolerate base64-encoded PEM as in kubeconfigs."""
-    stripped = data.strip()
-    if stripped.startswith(b'-----'):
-        return stripped.decode('ascii')
-    try:
-        decoded = base64.b64decode(stripped, validate=True)
-    except (binascii.Error, ValueError):
-        return data
-    if decoded.strip().startswith(b'-----'):
-        return decoded.strip().decode('ascii')
-    return data
-
-
-def _pem(data: bytes) -> bytes:
-    stripped = data.strip()
-    if stripped.startswith(b'-----'):
-        return stripped
-    try:
-        decoded = base64.b64decode(stripped, validate=True)
-    except (binascii.Error, ValueError):
-        return data
-    return decoded if decoded.strip().startswith(b'-----') else data
+    """The headers of every request with these credentials: the client's name, the token or the basic auth."""
+    return {'User-Agent': USER_AGENT, **info.as_http_headers()}
 
 
 def build_ssl_context(info: ConnectionInfo) -> ssl.SSLContext:
     """The TLS setup of the credentials: the CA, the verification, and the client certificate."""
-    cafile = os.path.expanduser(info.ca_path) if info.ca_path else None
-    cadata = _ca_data(info.ca_data) if info.ca_data else None
-    context = ssl.create_default_context(cafile=cafile, cadata=cadata)
-    if info.insecure:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-
-    has_cert = info.certificate_path is not None or info.certificate_data is not None
-    has_key = info.private_key_path is not None or info.private_key_data is not None
-    if has_cert:
-        # The ssl module loads the client certificates only from files: put the data into
-        # private temporary files for the time of loading (readable only by this user).
-        with tempfile.TemporaryDirectory(prefix='kopf-') as tmpdir:
-            certfile = _materialize(tmpdir, 'cert.pem', info.certificate_path, info.certificate_data)
-            keyfile = _materialize(tmpdir, 'key.pem', info.private_key_path, info.private_key_data) \
-                if has_key else None
-            context.load_cert_chain(certfile=certfile, keyfile=keyfile)
-    return context
+    return info.as_ssl_context()
 
 
-def _materialize(tmpdir: str, name: str, path: str | None, data: bytes | None) -> str:
-    if data is not None:
-        filename = os.path.join(tmpdir, name)
-        fd = os.open(filename, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'wb') as f:
-            f.write(_pem(data))
-        return filename
-    assert path is not None
-    return os.path.expanduser(path)
-
-
-def make_session(info: ConnectionInfo) -> aiohttp.ClientSession:
+def make_session(info: ConnectionInfo, *, trust_env: bool = False) -> aiohttp.ClientSession:
     """A new HTTP session for these credentials (the caller closes it)."""
     connector: aiohttp.BaseConnector
     if info.connector_factory is not None:
@@ -144,15 +79,18 @@ def make_session(info: ConnectionInfo) -> aiohttp.ClientSession:
         connector=connector,
         headers=build_headers(info),
         timeout=aiohttp.ClientTimeout(total=None),  # every request sets its own timeouts
-        trust_env=False,
+        trust_env=info.trust_env or trust_env,
+        proxy=info.proxy_url,
     )
 
 
-def get_session(info: ConnectionInfo, context: VaultContext) -> aiohttp.ClientSession:
+def get_session(info: ConnectionInfo, context: VaultContext, *, trust_env: bool = False) -> aiohttp.ClientSession:
     """The cached session of the credentials, or a new one (cached for the next requests)."""
+    if isinstance(info, AiohttpSession):
+        return info.aiohttp_session  # the login handler's own session: never closed by us
     session: aiohttp.ClientSession | None = context.get(SESSION_KEY)
     if session is None or session.closed:
-        session = make_session(info)
+        session = make_session(info, trust_env=trust_env)
         context.put(SESSION_KEY, session, session.close)
     return session
 
@@ -168,6 +106,7 @@ async def authenticated(
         fn: Callable[[ConnectionInfo, aiohttp.ClientSession], Awaitable[_T]],
         *,
         vault: Vault | None = None,
+        trust_env: bool = False,
 ) -> _T:
     """
     Call ``fn`` with the best credentials and their session; on HTTP 401, try the next ones.
@@ -178,7 +117,7 @@ async def authenticated(
     the_vault = get_vault(vault)
     async with contextlib.aclosing(the_vault.__aiter__()) as credentials:
         async for key, info, context in credentials:
-            session = get_session(info, context)
+            session = get_session(info, context, trust_env=trust_env)
             context.acquire()
             try:
                 return await fn(info, session)
@@ -195,6 +134,7 @@ async def authenticated_response(
         opener: Callable[[ConnectionInfo, aiohttp.ClientSession], Awaitable[aiohttp.ClientResponse]],
         *,
         vault: Vault | None = None,
+        trust_env: bool = False,
 ) -> AsyncIterator[aiohttp.ClientResponse]:
     """
     Like :func:`authenticated`, but keep the response open for streaming within the context.
@@ -205,7 +145,7 @@ async def authenticated_response(
     the_vault = get_vault(vault)
     async with contextlib.aclosing(the_vault.__aiter__()) as credentials:
         async for key, info, context in credentials:
-            session = get_session(info, context)
+            session = get_session(info, context, trust_env=trust_env)
             context.acquire()
             try:
                 response = await opener(info, session)

@@ -8,7 +8,9 @@ truncated to a size that the API server accepts.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import aiohttp
@@ -51,6 +53,8 @@ def build_event(
         reason: str,
         message: str = '',
         instance: str | None = None,
+        component: str = REPORTING_COMPONENT,
+        name_prefix: str = 'kopf-event-',
 ) -> dict[str, Any]:
     """The body of a core v1 Event about the referenced object."""
     now = clock.utcnow().isoformat(timespec='microseconds').replace('+00:00', 'Z')
@@ -61,15 +65,15 @@ def build_event(
         'kind': 'Event',
         'metadata': {
             'namespace': namespace,
-            'generateName': 'kopf-event-',
+            'generateName': name_prefix,
         },
         'action': 'Action',
         'type': type,
         'reason': reason,
         'message': truncate_message(message or ''),
-        'reportingComponent': REPORTING_COMPONENT,
+        'reportingComponent': component,
         'reportingInstance': instance or 'dev',
-        'source': {'component': REPORTING_COMPONENT},
+        'source': {'component': component},
         'firstTimestamp': now,
         'lastTimestamp': now,
         'eventTime': None,
@@ -92,6 +96,7 @@ async def post_event(
         resource: Resource = EVENTS_RESOURCE,
         instance: str | None = None,
         vault: Vault | None = None,
+        backoffs: Iterable[float] = (),
 ) -> None:
     """
     Post a k8s-event about the referenced object; never fail (only log the failures).
@@ -103,10 +108,21 @@ async def post_event(
         return
     if is_event(ref):
         return  # no events for events
-    body = build_event(ref=ref, type=type, reason=reason, message=message, instance=instance)
+    posting = settings.posting
+    body = build_event(ref=ref, type=type, reason=reason, message=message,
+                       instance=instance or posting.reporting_instance,
+                       component=posting.reporting_component, name_prefix=posting.event_name_prefix)
     url = resource.get_url(namespace=body['metadata']['namespace'])
-    try:
-        await api.post(url, payload=body, settings=settings, logger=logger, vault=vault)
-    except (TimeoutError, errors.APIError, aiohttp.ClientError, LoginError) as e:
-        logger.warning(f"Failed to post an event. Ignoring and continuing. "
-                       f"Event: type={type!r}, reason={reason!r}, message={message!r}. Error: {e!r}")
+    delays = iter(backoffs)
+    while True:
+        try:
+            await api.post(url, payload=body, settings=settings, logger=logger, vault=vault)
+            return
+        except (TimeoutError, errors.APIError, aiohttp.ClientError, LoginError) as e:
+            permanent = isinstance(e, errors.APIClientError) and not isinstance(e, errors.APITooManyRequests)
+            delay = None if permanent else next(delays, None)
+            if delay is None:
+                logger.warning(f"Failed to post an event. Ignoring and continuing. "
+                               f"Event: type={type!r}, reason={reason!r}, message={message!r}. Error: {e!r}")
+                return
+            await asyncio.sleep(delay)

@@ -9,14 +9,17 @@ nothing to patch anymore, and ``None`` is returned instead of the patched body.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kopf._cogs.clients import api, errors
 from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs import patches
 from kopf._cogs.structs.bodies import RawBody
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.references import Resource
+
+JSON_PATCH_CONTENT_TYPE = 'application/json-patch+json'
 
 
 def split_patch(resource: Resource, patch: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -61,6 +64,59 @@ async def patch_obj(
         if status_patch:
             url = resource.get_url(namespace=namespace, name=name, subresource='status')
             body = await api.patch(url, payload=status_patch, settings=settings, logger=logger, vault=vault)
+        fns: Sequence[patches.PatchFn] = getattr(patch, 'fns', None) or ()
+        if fns:
+            body = await _apply_fns(resource=resource, namespace=namespace, name=name, fns=fns, body=body,
+                                    settings=settings, logger=logger, vault=vault)
     except errors.APINotFoundError:
         return None
     return body
+
+
+async def _apply_fns(
+        *,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        fns: Sequence[patches.PatchFn],
+        body: RawBody | None,
+        settings: OperatorSettings,
+        logger: api.Logger | None,
+        vault: Vault | None,
+        attempts: int = 5,
+) -> RawBody | None:
+    """
+    Apply the patch's functions to the freshest body, as a JSON-patch guarded by its resourceVersion.
+
+    If the object changes in between (the guard fails with 409/422), the functions are applied
+    again to the newer body, a few times at most.
+    """
+    url = resource.get_url(namespace=namespace, name=name)
+    for attempt in range(attempts):
+        if body is None or attempt > 0:
+            body = await api.get(url, settings=settings, logger=logger, vault=vault)
+        assert body is not None
+        operations = patches.make_fns_patch(body, fns)
+        if not operations:
+            return body
+        main_ops = [op for op in operations if not _is_status_op(resource, op)]
+        status_ops = [op for op in operations if _is_status_op(resource, op)]
+        version = body.get('metadata', {}).get('resourceVersion')
+        guard = [{'op': 'test', 'path': '/metadata/resourceVersion', 'value': version}] if version else []
+        try:
+            for ops, subresource in ((main_ops, None), (status_ops, 'status')):
+                if ops:
+                    body = await api.patch(resource.get_url(namespace=namespace, name=name, subresource=subresource),
+                                           payload=guard + ops, content_type=JSON_PATCH_CONTENT_TYPE,
+                                           settings=settings, logger=logger, vault=vault)
+                    version = (body or {}).get('metadata', {}).get('resourceVersion')
+                    guard = [{'op': 'test', 'path': '/metadata/resourceVersion', 'value': version}] if version else []
+            return body
+        except errors.APIError as e:
+            if e.status not in (409, 422) or attempt == attempts - 1:
+                raise
+    return body
+
+
+def _is_status_op(resource: Resource, op: Mapping[str, Any]) -> bool:
+    return 'status' in resource.subresources and str(op.get('path', '')).startswith('/status')

@@ -265,6 +265,27 @@ def _parse_line(
     return event
 
 
+def _selectors(
+        resource: Resource,
+        settings: OperatorSettings,
+        label_selector: fetching.LabelSelector | None,
+        field_selector: str | None,
+        logger: api.Logger,
+) -> tuple[fetching.LabelSelector | None, str | None]:
+    """The explicit selectors, else those of ``settings.watching.{label,field}_selectors`` for this resource."""
+    watching = settings.watching
+    names = [resource.plural, resource.singular, resource.kind, *sorted(resource.shortcuts)]
+    if label_selector is None:
+        label_selector = watching.label_selectors.lookup(group=resource.group, names=names)
+    if field_selector is None:
+        field_selector = watching.field_selectors.lookup(group=resource.group, names=names)
+    if watching.shard_selectors.lookup(group=resource.group, names=names) is not None:
+        logger.warning(f"settings.watching.shard_selectors are not supported; ignored for {resource}.")
+    if watching.initial_streaming:
+        logger.warning(f"settings.watching.initial_streaming is not supported; {resource} is listed instead.")
+    return label_selector, field_selector
+
+
 async def continuous_watch(
         *,
         resource: Resource,
@@ -287,11 +308,13 @@ async def continuous_watch(
     logger = logger if logger is not None else default_logger
     state = state if state is not None else WatchState()
     needs_listing = state.resource_version is None
+    label_selector, field_selector = _selectors(resource, settings, label_selector, field_selector, logger)
+    chunk_size = settings.watching.chunk_size or fetching.DEFAULT_CHUNK_SIZE
     while not _must_stop(stop, operator_paused):
         if needs_listing:
             items, rv = await fetching.list_objs(
                 resource=resource, namespace=namespace, settings=settings,
-                label_selector=label_selector, field_selector=field_selector,
+                label_selector=label_selector, field_selector=field_selector, chunk_size=chunk_size,
                 logger=logger, vault=vault)
             for event in _relist(state, items):
                 yield event

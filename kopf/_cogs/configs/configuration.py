@@ -11,7 +11,7 @@ import concurrent.futures
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from kopf._cogs.configs import diffbase, progress
 
@@ -32,28 +32,110 @@ def _normalize_delays(value: Any) -> Any:
     return value
 
 
+class _StrictSection:
+    """
+    Refuses the attributes that are not settings: a typo must fail loudly, not be ignored silently.
+
+    Without this, ``settings.execution.defualt_backoff = 5`` adds an attribute that nothing reads.
+    """
+    _section: ClassVar[str] = ''
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not name.startswith('_') and name not in self._valid_names():
+            valid = ', '.join(sorted(self._valid_names()))
+            where = f'settings.{self._section}' if self._section else 'settings'
+            raise AttributeError(f"{where} has no setting {name!r}. The valid ones are: {valid}.")
+        super().__setattr__(name, value)
+
+    @classmethod
+    def _valid_names(cls) -> set[str]:
+        """The fields, the settable properties, and what the subclasses declare (e.g. in the test tools)."""
+        fields = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        properties = {name for klass in cls.__mro__ for name, value in vars(klass).items()
+                      if isinstance(value, property) and value.fset is not None}
+        declared = {name for klass in cls.__mro__ for name in vars(klass).get('__annotations__', {})
+                    if name not in ('_section',)}
+        return fields | properties | declared
+
+
+class SelectorMapping(dict[str, str]):
+    """
+    Per-resource values (e.g. label selectors of the watch-requests), keyed by a resource's name.
+
+    A key is any name of a resource, as in the decorators: its plural, singular, kind, a shortcut,
+    optionally with the group (``'kopf.dev/kopfexamples'``, or a tuple ``('kopf.dev', 'kopfexamples')``).
+    """
+
+    def __setitem__(self, key: str | tuple[str, ...], value: str) -> None:
+        super().__setitem__('/'.join(key) if isinstance(key, tuple) else key, value)
+
+    def __getitem__(self, key: str | tuple[str, ...]) -> str:
+        return super().__getitem__('/'.join(key) if isinstance(key, tuple) else key)
+
+    def lookup(self, *, group: str, names: Iterable[str | None]) -> str | None:
+        """The value for a resource known by these names in this group (the grouped keys first)."""
+        candidates = [name for name in names if name]
+        for name in candidates:
+            for key in (f'{group}/{name}', name) if group else (name,):
+                if key in self:
+                    return super().__getitem__(key)
+        return None
+
+
 @dataclasses.dataclass
-class ProcessSettings:
+class ProcessSettings(_StrictSection):
     """Settings of the operator's process as a whole."""
+    _section = 'process'
 
     #: How long to wait (seconds) for the graceful exit on termination signals before exiting anyway.
     ultimate_exiting_timeout: float | None = 10 * 60
 
 
 @dataclasses.dataclass
-class PostingSettings:
-    """Which log messages of the objects' loggers are also posted as Kubernetes events."""
+class PostingSettings(_StrictSection):
+    """Which log messages of the objects' loggers are also posted as Kubernetes events, and how."""
+    _section = 'posting'
 
     #: Whether to post the events at all (it also affects ``kopf.event()``, ``kopf.info()``, etc).
     enabled: bool = True
 
+    #: Whether the messages of the objects' loggers (of ``level`` and above) are posted as events too.
+    #: On by default, as documented (the published framework 1.45 has it off: only ``kopf.event()`` & co).
+    loggers: bool = True
+
     #: The minimal level of log messages to be posted (e.g. ``logging.WARNING``).
     level: int = logging.INFO
 
+    #: The delays (seconds) between the retries of posting the explicit events (``kopf.event()`` & co).
+    default_backoffs: Iterable[float] = DEFAULT_ERROR_BACKOFFS
+
+    #: The delays (seconds) between the retries of posting the logged messages as events.
+    logging_backoffs: Iterable[float] = (1, 1, 2, 3, 5)
+
+    #: How many events are posted at once at most; ``None`` for no limit.
+    worker_limit: int | None = None
+
+    #: How long (seconds) an idle posting worker waits for more events before exiting.
+    idle_timeout: float = 1.0
+
+    #: The ``reportingComponent`` of the posted events (and ``source.component``).
+    reporting_component: str = 'kopf'
+
+    #: The ``reportingInstance`` of the posted events.
+    reporting_instance: str = 'dev'
+
+    #: The prefix of the generated names of the posted events.
+    event_name_prefix: str = 'kopf-event-'
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        normalized = name in ('default_backoffs', 'logging_backoffs')
+        super().__setattr__(name, _normalize_delays(value) if normalized else value)
+
 
 @dataclasses.dataclass
-class PeeringSettings:
+class PeeringSettings(_StrictSection):
     """How the operators see each other to avoid handling the same objects at the same time."""
+    _section = 'peering'
 
     #: The name of the peering object (``ClusterKopfPeering`` or ``KopfPeering``).
     name: str = 'default'
@@ -86,8 +168,9 @@ class PeeringSettings:
 
 
 @dataclasses.dataclass
-class WatchingSettings:
+class WatchingSettings(_StrictSection):
     """The streams of the watch-requests to the Kubernetes API."""
+    _section = 'watching'
 
     #: The server-side timeout (seconds) of a watch-request (``?timeoutSeconds=``); ``None`` for the server's.
     server_timeout: float | None = None
@@ -102,17 +185,34 @@ class WatchingSettings:
     reconnect_backoff: float = 0.1
 
     #: How long (seconds) a stream can be silent before it is considered stuck and restarted.
-    inactivity_timeout: float | None = 70
+    inactivity_timeout: float | None = 70.0
+
+    #: How many objects per page the initial listings request (``?limit=``); ``None`` for all at once.
+    chunk_size: int | None = None
+
+    #: Whether to start the watch-streams with the current objects instead of a listing (``sendInitialEvents``).
+    #: Not supported here: the listing is always made (a warning is logged if enabled).
+    initial_streaming: bool = False
+
+    #: Per-resource label selectors of the listings and watch-streams, e.g. ``['pods'] = 'app=x'``.
+    label_selectors: SelectorMapping = dataclasses.field(default_factory=SelectorMapping)
+
+    #: Per-resource field selectors of the listings and watch-streams, e.g. ``['pods'] = 'spec.nodeName=n1'``.
+    field_selectors: SelectorMapping = dataclasses.field(default_factory=SelectorMapping)
+
+    #: Per-resource selectors of the shards. Not supported here (a warning is logged if set).
+    shard_selectors: SelectorMapping = dataclasses.field(default_factory=SelectorMapping)
 
 
 @dataclasses.dataclass
-class BatchingSettings:
+class BatchingSettings(_StrictSection):
     """
     The per-object queues of events and their workers (formerly "queueing").
 
     The events arriving in quick succession are batched: only the latest one is
     processed, since only the latest state of an object matters.
     """
+    _section = 'batching'
 
     #: The maximum number of workers (objects processed concurrently); ``None`` for unlimited.
     worker_limit: int | None = None
@@ -134,8 +234,9 @@ class BatchingSettings:
 
 
 @dataclasses.dataclass
-class ScanningSettings:
+class ScanningSettings(_StrictSection):
     """The discovery of the served resources and namespaces in the cluster."""
+    _section = 'scanning'
 
     #: Whether to skip the scanning (e.g. without the permissions for the cluster-wide discovery).
     disabled: bool = False
@@ -145,8 +246,9 @@ WebhookServerLike = Callable[[Any], AsyncIterator[Any]]
 
 
 @dataclasses.dataclass
-class AdmissionSettings:
+class AdmissionSettings(_StrictSection):
     """The admission webhooks: where they are served and how they are registered."""
+    _section = 'admission'
 
     #: A webhook server or tunnel (e.g. ``kopf.WebhookServer()``); ``None`` to serve no webhooks.
     server: WebhookServerLike | None = None
@@ -156,11 +258,15 @@ class AdmissionSettings:
 
 
 @dataclasses.dataclass
-class ExecutionSettings:
+class ExecutionSettings(_StrictSection):
     """The executor of the synchronous handlers and daemons (a thread pool by default)."""
+    _section = 'execution'
 
     executor: concurrent.futures.Executor = dataclasses.field(
         default_factory=concurrent.futures.ThreadPoolExecutor)
+
+    #: The delay (seconds) before retrying a failed handler, if its decorator sets no ``backoff=``.
+    default_backoff: float = 60
 
     @property
     def max_workers(self) -> int | None:
@@ -178,8 +284,9 @@ class ExecutionSettings:
 
 
 @dataclasses.dataclass
-class BackgroundSettings:
+class BackgroundSettings(_StrictSection):
     """The daemons and timers running in the background of the objects."""
+    _section = 'background'
 
     #: How often (seconds) to check if a daemon has exited after being cancelled (without a timeout).
     cancellation_polling: float = 60
@@ -192,8 +299,9 @@ class BackgroundSettings:
 
 
 @dataclasses.dataclass
-class NetworkingSettings:
+class NetworkingSettings(_StrictSection):
     """The requests to the Kubernetes API (except the watch-streams for the timeouts)."""
+    _section = 'networking'
 
     #: The timeout (seconds) of a whole regular request.
     request_timeout: float | None = 5 * 60
@@ -204,13 +312,20 @@ class NetworkingSettings:
     #: The back-offs (seconds) between the retries of the networking & 5xx errors; then they escalate.
     error_backoffs: Iterable[float] = DEFAULT_ERROR_BACKOFFS
 
+    #: Whether the server's ``Retry-After`` replaces the own back-off for the 5xx errors too (always for 429).
+    enforce_retry_after: bool = False
+
+    #: Whether the HTTP sessions take the proxies & ``.netrc`` from the environment (``HTTPS_PROXY``, etc).
+    trust_env: bool = False
+
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, _normalize_delays(value) if name == 'error_backoffs' else value)
 
 
 @dataclasses.dataclass
-class PersistenceSettings:
+class PersistenceSettings(_StrictSection):
     """Where and how the framework keeps its state on the objects."""
+    _section = 'persistence'
 
     #: The finalizer that blocks the deletion of the objects until the deletion handlers succeed.
     finalizer: str = DEFAULT_FINALIZER
@@ -228,14 +343,14 @@ class PersistenceSettings:
 
 
 @dataclasses.dataclass
-class OperatorSettings:
+class OperatorSettings(_StrictSection):
     """All settings of one operator, grouped by topic."""
 
     process: ProcessSettings = dataclasses.field(default_factory=ProcessSettings)
     posting: PostingSettings = dataclasses.field(default_factory=PostingSettings)
     peering: PeeringSettings = dataclasses.field(default_factory=PeeringSettings)
     watching: WatchingSettings = dataclasses.field(default_factory=WatchingSettings)
-    batching: BatchingSettings = dataclasses.field(default_factory=BatchingSettings)
+    queueing: BatchingSettings = dataclasses.field(default_factory=BatchingSettings)
     scanning: ScanningSettings = dataclasses.field(default_factory=ScanningSettings)
     admission: AdmissionSettings = dataclasses.field(default_factory=AdmissionSettings)
     execution: ExecutionSettings = dataclasses.field(default_factory=ExecutionSettings)
@@ -244,10 +359,10 @@ class OperatorSettings:
     persistence: PersistenceSettings = dataclasses.field(default_factory=PersistenceSettings)
 
     @property
-    def queueing(self) -> BatchingSettings:
-        """The older name of :attr:`batching`, kept for the operators that still use it."""
-        return self.batching
+    def batching(self) -> BatchingSettings:
+        """The newer name of :attr:`queueing` (the constructor's argument keeps the older name)."""
+        return self.queueing
 
-    @queueing.setter
-    def queueing(self, value: BatchingSettings) -> None:
-        self.batching = value
+    @batching.setter
+    def batching(self, value: BatchingSettings) -> None:
+        self.queueing = value

@@ -17,10 +17,11 @@ V1 (legacy) limited the whole key, prefix included, to 63 characters, so long
 ids were hashed earlier. With ``v1=True`` (the default), both keys are written
 and read, so that the operators of either format see each other's records.
 """
+import base64
 import copy
 import hashlib
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Collection, Mapping, MutableMapping
 from typing import Any, cast
 
 from kopf._cogs.structs import bodies, dicts, patches
@@ -31,44 +32,79 @@ _INVALID_CHARS = re.compile(r'[^A-Za-z0-9_.-]')
 _EDGE_CHARS = '-_.'
 
 
-def _hash(key: str) -> str:
-    return hashlib.blake2b(key.encode('utf-8'), digest_size=4).hexdigest()
+def make_suffix(key: str) -> str:
+    """
+    A short stable hash of the id, as the published framework makes it (so that both read each other's keys).
+
+    4 bytes of BLAKE2b in base64 without the padding, with ``/`` and ``+`` made valid (``.`` and ``-``).
+    """
+    digest = hashlib.blake2b(key.encode('utf-8'), digest_size=4).digest()
+    encoded = base64.b64encode(digest).decode('ascii').rstrip('=')
+    return '-' + encoded.replace('/', '.').replace('+', '-')
 
 
-def make_safe_name(key: str, limit: int = MAX_NAME_LENGTH) -> str:
-    """Turn an arbitrary id into a valid annotation name of at most ``limit`` chars."""
-    dotted = key.replace('/', '.')
-    cleaned = _INVALID_CHARS.sub('-', dotted).strip(_EDGE_CHARS)
-    if cleaned == dotted and 0 < len(cleaned) <= limit:
-        return cleaned
-    digest = _hash(key)
-    head = cleaned[:max(0, limit - len(digest) - 1)].rstrip(_EDGE_CHARS)
-    return f'{head}-{digest}' if head else digest
+def make_safe_key(key: str) -> str:
+    """The id with its ``/`` (sub-handlers, field handlers) turned into ``.``, valid in annotation names."""
+    return key.replace('/', '.')
+
+
+def make_safe_name(key: str, limit: int = MAX_NAME_LENGTH, *, hashed: str | None = None) -> str:
+    """
+    Turn an arbitrary id into a valid annotation name of at most ``limit`` chars.
+
+    Long names are cut and suffixed with the hash of ``hashed`` (by default, the id itself).
+    Names with the characters that Kubernetes rejects are cleaned and always suffixed (a difference
+    from the published framework, which writes them as they are and gets HTTP 422 for them).
+    """
+    dotted = make_safe_key(key)
+    valid = dotted[:1].isalnum() and not _INVALID_CHARS.search(dotted)
+    if valid and dotted[-1:].isalnum() and len(dotted) <= limit:
+        return dotted
+    suffix = make_suffix(key if hashed is None else hashed)
+    if valid:  # only too long (or with a trailing '-_.'): cut and suffixed, as the published framework does it
+        head = dotted[:max(0, limit - len(suffix))]
+    else:
+        head = _INVALID_CHARS.sub('-', dotted).strip(_EDGE_CHARS)[:max(0, limit - len(suffix))]
+    return f'{head}{suffix}' if head else suffix.lstrip('-')
 
 
 class StorageKeyFormingConvention:
-    """Forms the annotation keys (V2 and optionally V1) from a prefix and an id."""
+    """
+    Forms the annotation keys (V2 and optionally V1) from a prefix and an id.
+
+    V2 limits the name to ``max_length`` and hashes the original id; V1 limits the whole key
+    (prefix included) and hashes the dotted id: both as the published framework does.
+    """
 
     def __init__(self, *args: Any, prefix: str | None, v1: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.prefix = prefix
         self.v1 = v1
 
-    def make_v2_key(self, key: str) -> str:
-        return self._join(make_safe_name(key, MAX_NAME_LENGTH))
+    make_safe_key = staticmethod(make_safe_key)
 
-    def make_v1_key(self, key: str) -> str:
-        limit = MAX_NAME_LENGTH - (len(self.prefix) + 1 if self.prefix else 0)
-        return self._join(make_safe_name(key, limit))
+    def make_suffix(self, key: str) -> str:
+        return make_suffix(key)
 
-    def make_keys(self, key: str) -> list[str]:
-        """All the keys for an id, the preferred (V2) first, without duplicates."""
+    def make_v2_key(self, key: str, max_length: int = MAX_NAME_LENGTH) -> str:
+        return self._join(make_safe_name(key, max_length))
+
+    def make_v1_key(self, key: str, max_length: int = MAX_NAME_LENGTH) -> str:
+        limit = max_length - (len(self.prefix) + 1 if self.prefix else 0)
+        return self._join(make_safe_name(key, limit, hashed=make_safe_key(key)))
+
+    def make_keys(self, key: str, body: bodies.Body | None = None) -> list[str]:
+        """All the keys for an id, the preferred (V2) first, without duplicates (``body`` is not needed)."""
         keys = [self.make_v2_key(key)]
         if self.v1:
             v1_key = self.make_v1_key(key)
             if v1_key not in keys:
                 keys.append(v1_key)
         return keys
+
+    def mark_key(self, key: str, body: bodies.Body) -> str:
+        """The key as it is stored on this object (no marking is needed: kept for the custom storages)."""
+        return key
 
     def _join(self, name: str) -> str:
         return f'{self.prefix}/{name}' if self.prefix else name
@@ -108,6 +144,26 @@ class StorageStanzaCleaner:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+
+    @staticmethod
+    def remove_annotations(essence: MutableMapping[str, Any], keys_to_remove: Collection[str]) -> None:
+        """Remove these annotations from the essence in place (for the custom storages' ``clear()``)."""
+        annotations = essence.get('metadata', {}).get('annotations')
+        if isinstance(annotations, MutableMapping):
+            for key in keys_to_remove:
+                annotations.pop(key, None)
+
+    @staticmethod
+    def remove_empty_stanzas(essence: MutableMapping[str, Any]) -> None:
+        """Remove the empty labels, annotations, metadata, status from the essence in place (not the spec)."""
+        metadata = essence.get('metadata')
+        if isinstance(metadata, MutableMapping):
+            for name in ('annotations', 'labels'):
+                if name in metadata and not metadata[name]:
+                    del metadata[name]
+        for name in ('metadata', 'status'):
+            if name in essence and not essence[name]:
+                del essence[name]
 
     @staticmethod
     def _remove_field(essence: bodies.BodyEssence, field: dicts.FieldPath) -> bodies.BodyEssence:

@@ -33,8 +33,15 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention,
 
     The essence keeps the labels & annotations (minus the known garbage) and all
     top-level stanzas except ``status``; ``extra_fields`` are kept even if they
-    would be dropped otherwise (e.g. a status field watched by a field handler).
+    would be dropped otherwise (e.g. a status field watched by a field handler);
+    ``ignored_fields`` are dropped: their changes are not seen as changes of the object.
     """
+
+    def __init__(self, ignored_fields: Iterable[dicts.FieldSpec] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ignored_fields: list[dicts.FieldPath] = [
+            dicts.parse_field(field) for field in ignored_fields or [] if field is not None
+        ]
 
     def build(
             self,
@@ -56,6 +63,8 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention,
         if annotations:
             dicts.ensure(essence, ('metadata', 'annotations'), copy.deepcopy(annotations))
         dicts.cherrypick(body, essence, extra_fields)
+        for field in self.ignored_fields:
+            dicts.remove(essence, field, prune=True)
         return self.clear(essence=cast(bodies.BodyEssence, essence))
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
@@ -79,9 +88,10 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
             *,
             prefix: str = 'kopf.zalando.org',
             key: str = 'last-handled-configuration',
+            ignored_fields: Iterable[dicts.FieldSpec] | None = None,
             v1: bool = True,
     ) -> None:
-        super().__init__(prefix=prefix, v1=v1)
+        super().__init__(prefix=prefix, v1=v1, ignored_fields=ignored_fields)
         self.key = key
 
     def build(
@@ -103,7 +113,7 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
         return None
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
-        encoded = _encode_essence(essence)
+        encoded = _encode_essence(essence) + '\n'  # byte for byte as the published framework writes it
         for full_key in self.make_keys(self.key):
             patch.metadata.annotations[full_key] = encoded
 
@@ -121,8 +131,9 @@ class StatusDiffBaseStorage(DiffBaseStorage):
             *,
             name: str = 'kopf',
             field: dicts.FieldSpec = 'status.{name}.last-handled-configuration',
+            ignored_fields: Iterable[dicts.FieldSpec] | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(ignored_fields=ignored_fields)
         self._name = name
         self._field = tuple(key.format(name=name) for key in dicts.parse_field(field))
 

@@ -229,8 +229,24 @@ class MultiProgressStorage(ProgressStorage):
             storage.flush()
 
 
+class ReadOnlyStatusProgressStorage(StatusProgressStorage):
+    """
+    The status storage that only reads (and purges) the records of the older operators.
+
+    Nothing is written to the status: the records go to the annotations only (as the published
+    framework does it), so the status keeps only what the handlers return.
+    """
+
+    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body,
+              patch: patches.Patch) -> None:
+        pass
+
+    def touch(self, *, body: bodies.Body, patch: patches.Patch, value: str | None) -> None:
+        pass
+
+
 class SmartProgressStorage(MultiProgressStorage):
-    """The default: the annotations first, the status second (for the older operators' records)."""
+    """The default: the annotations first, the status second (only read: the older operators' records)."""
 
     def __init__(
             self,
@@ -245,7 +261,7 @@ class SmartProgressStorage(MultiProgressStorage):
     ) -> None:
         super().__init__([
             AnnotationsProgressStorage(prefix=prefix, verbose=verbose, touch_key=touch_key, v1=v1),
-            StatusProgressStorage(name=name, field=field, touch_field=touch_field),
+            ReadOnlyStatusProgressStorage(name=name, field=field, touch_field=touch_field),
         ])
 
 

@@ -41,8 +41,12 @@ class RawBody(TypedDict, total=False):
     status: Mapping[str, Any]
 
 
+#: The types of the watch-events (``None`` for the objects of the initial listing).
+RawEventType = Literal[None, 'ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK']
+
+
 class RawEvent(TypedDict):
-    type: Literal[None, 'ADDED', 'MODIFIED', 'DELETED']
+    type: RawEventType
     object: RawBody
 
 

@@ -25,10 +25,15 @@ The hook takes no part in equality, hashing, or ``repr()``.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import copy
 import dataclasses
 import datetime
 import logging
+import os
+import ssl
+import tempfile
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NewType
 
@@ -73,6 +78,8 @@ class ConnectionInfo:
     default_namespace: str | None = None
     priority: int = 0
     expiration: datetime.datetime | None = None
+    proxy_url: str | None = None
+    trust_env: bool = False  # the proxies & .netrc from the environment, as aiohttp reads them
 
     # Not a constructor argument (the documented signature stays as is): see `with_connector_factory()`.
     connector_factory: ConnectorFactory | None = dataclasses.field(
@@ -85,7 +92,7 @@ class ConnectionInfo:
             if field.name == 'connector_factory':
                 continue
             value = getattr(self, field.name)
-            if value is None or (field.name == 'priority' and value == 0):
+            if value is None or (field.name in ('priority', 'trust_env') and not value):
                 continue
             if field.name in _SECRET_FIELDS:
                 parts.append(f'{field.name}=<hidden>')
@@ -98,6 +105,47 @@ class ConnectionInfo:
         return f'{type(self).__name__}({", ".join(parts)})'
 
     __str__ = __repr__
+
+    def as_http_headers(self) -> dict[str, str]:
+        """The ``Authorization`` header of these credentials (the token, else the basic auth), if any."""
+        headers: dict[str, str] = {}
+        if self.token is not None:
+            headers['Authorization'] = f'{self.scheme or "Bearer"} {self.token}'
+        elif self.username is not None or self.password is not None:
+            userpass = f'{self.username or ""}:{self.password or ""}'.encode()
+            headers['Authorization'] = f'Basic {base64.b64encode(userpass).decode("ascii")}'
+        elif self.scheme is not None:
+            headers['Authorization'] = self.scheme
+        return headers
+
+    def as_aiohttp_basic_auth(self) -> aiohttp.BasicAuth | None:
+        """
+        The ``auth=`` of aiohttp for these credentials: always ``None``.
+
+        The basic auth, if any, is already in :meth:`as_http_headers` (aiohttp refuses both at once).
+        """
+        return None
+
+    def as_ssl_context(self) -> ssl.SSLContext:
+        """The TLS setup of the credentials: the CA, the verification, and the client certificate."""
+        cafile = os.path.expanduser(self.ca_path) if self.ca_path else None
+        cadata = _ca_data(self.ca_data) if self.ca_data else None
+        context = ssl.create_default_context(cafile=cafile, cadata=cadata)
+        if self.insecure:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+
+        has_cert = self.certificate_path is not None or self.certificate_data is not None
+        has_key = self.private_key_path is not None or self.private_key_data is not None
+        if has_cert:
+            # The ssl module loads the client certificates only from files: put the data into
+            # private temporary files for the time of loading (readable only by this user).
+            with tempfile.TemporaryDirectory(prefix='kopf-') as tmpdir:
+                certfile = _materialize(tmpdir, 'cert.pem', self.certificate_path, self.certificate_data)
+                keyfile = _materialize(tmpdir, 'key.pem', self.private_key_path, self.private_key_data) \
+                    if has_key else None
+                context.load_cert_chain(certfile=certfile, keyfile=keyfile)
+        return context
 
     def with_connector_factory(self, factory: ConnectorFactory | None) -> ConnectionInfo:
         """A copy of this connection info whose sessions use connectors made by ``factory``."""
@@ -119,6 +167,58 @@ class ConnectionInfo:
         if expiration is None:
             return False
         return expiration <= (now if now is not None else clock.utcnow())
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class AiohttpSession(ConnectionInfo):
+    """
+    A ready-made aiohttp session as credentials: the login handler has set it up completely.
+
+    The requests go to ``server`` via this session as it is (its headers, auth, TLS);
+    the framework never closes it: its creator does.
+    """
+    aiohttp_session: aiohttp.ClientSession = dataclasses.field(kw_only=True, compare=False)
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}(server={self.server!r}, priority={self.priority!r})'
+
+    __str__ = __repr__
+
+
+def _ca_data(data: bytes) -> str | bytes:
+    """PEM as text, DER as bytes; tolerate base64-encoded PEM as in kubeconfigs."""
+    stripped = data.strip()
+    if stripped.startswith(b'-----'):
+        return stripped.decode('ascii')
+    try:
+        decoded = base64.b64decode(stripped, validate=True)
+    except (binascii.Error, ValueError):
+        return data
+    if decoded.strip().startswith(b'-----'):
+        return decoded.strip().decode('ascii')
+    return data
+
+
+def _pem(data: bytes) -> bytes:
+    stripped = data.strip()
+    if stripped.startswith(b'-----'):
+        return stripped
+    try:
+        decoded = base64.b64decode(stripped, validate=True)
+    except (binascii.Error, ValueError):
+        return data
+    return decoded if decoded.strip().startswith(b'-----') else data
+
+
+def _materialize(tmpdir: str, name: str, path: str | None, data: bytes | None) -> str:
+    if data is not None:
+        filename = os.path.join(tmpdir, name)
+        fd = os.open(filename, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, 'wb') as f:
+            f.write(_pem(data))
+        return filename
+    assert path is not None
+    return os.path.expanduser(path)
 
 
 class VaultContext:

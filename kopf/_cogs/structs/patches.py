@@ -10,19 +10,26 @@ For admission mutations, the same patch is rendered as a JSON-patch (RFC 6902)
 against the object in the admission request: it tells ``add`` from ``replace``
 by what the object already has, and drops removals of what is not there.
 """
-from collections.abc import Iterator, Mapping
-from typing import Any, Literal, NotRequired, TypedDict
+import copy
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Literal, NotRequired, TypedDict, cast
+
+import jsonpatch
 
 from kopf._cogs.structs import dicts
+from kopf._cogs.structs.bodies import RawBody
 
 
 class JSONPatchItem(TypedDict):
-    op: Literal['add', 'replace', 'remove']
+    op: Literal['add', 'replace', 'remove', 'move', 'copy', 'test']
     path: str
     value: NotRequired[Any]
 
 
 JSONPatch = list[JSONPatchItem]
+
+#: A transformation of an object's raw body in place (see :attr:`Patch.fns`).
+PatchFn = Callable[[RawBody], None]
 
 
 class MetaPatch(dicts.MutableMappingView[str, Any]):
@@ -62,9 +69,24 @@ class Patch(dict[str, Any]):
     it is needed only for rendering the patch as a JSON-patch.
     """
 
-    def __init__(self, __src: Mapping[str, Any] | None = None, body: Mapping[str, Any] | None = None) -> None:
-        super().__init__(__src or {})
+    def __init__(
+            self,
+            src: Mapping[str, Any] | None = None,
+            /,
+            body: Mapping[str, Any] | None = None,
+            fns: Iterable[PatchFn] = (),
+    ) -> None:
+        super().__init__(src or {})
         self._body = body
+        #: Transformations of the whole body, for what a merge-patch cannot express (e.g. removing one item
+        #: of a list): applied to the freshest body, sent as a JSON-patch guarded by the resourceVersion.
+        self.fns: list[PatchFn] = list(fns)
+
+    def __bool__(self) -> bool:
+        return bool(len(self)) or bool(self.fns)
+
+    def __repr__(self) -> str:
+        return f'{dict(self)!r} + fns={self.fns!r}' if self.fns else dict.__repr__(self)
 
     @property
     def body(self) -> Mapping[str, Any] | None:
@@ -87,8 +109,23 @@ class Patch(dict[str, Any]):
         return StatusPatch(self)
 
     def as_json_patch(self) -> JSONPatch:
-        """Render the merge-patch as an equivalent JSON-patch against the body (if known)."""
-        return list(_iter_json_patch(self, self._body if self._body is not None else {}, ()))
+        """Render the merge-patch (and then the ``fns``) as an equivalent JSON-patch against the body (if known)."""
+        body = self._body if self._body is not None else {}
+        ops = list(_iter_json_patch(self, body, ()))
+        if self.fns:
+            merged = jsonpatch.apply_patch(copy.deepcopy(dict(body)), ops)
+            ops.extend(cast(JSONPatch, make_fns_patch(merged, self.fns)))
+        return ops
+
+
+def make_fns_patch(body: Mapping[str, Any], fns: Iterable[PatchFn]) -> list[dict[str, Any]]:
+    """The JSON-patch operations that the functions make to (a copy of) the body."""
+    original = copy.deepcopy(dict(body))
+    changed = copy.deepcopy(original)
+    for fn in fns:
+        fn(cast(RawBody, changed))
+    operations: list[dict[str, Any]] = jsonpatch.make_patch(original, changed).patch
+    return operations
 
 
 def _iter_json_patch(patch: Mapping[str, Any], body: Any, path: dicts.FieldPath) -> Iterator[JSONPatchItem]:

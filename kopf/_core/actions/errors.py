@@ -8,7 +8,7 @@ treated according to the handler's ``errors=`` mode.
 import enum
 
 # The documented default delay of retries: both for `TemporaryError` and for `backoff=`.
-DEFAULT_RETRY_DELAY = 60.0
+DEFAULT_RETRY_DELAY = 60
 
 
 class ErrorsMode(enum.Enum):

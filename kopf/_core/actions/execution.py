@@ -42,7 +42,6 @@ from kopf._cogs.structs import bodies, dicts, patches
 from kopf._cogs.structs.ids import HandlerId
 from kopf._core.actions import invocation, lifecycles
 from kopf._core.actions.errors import (
-    DEFAULT_RETRY_DELAY,
     ErrorsMode,
     HandlerRetriesError,
     HandlerTimeoutError,
@@ -246,6 +245,45 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def handler_title(handler: Handler) -> str:
+    """How the logs name a handler: "Activity", "Daemon", "Timer", or "Handler" (by their distinct fields)."""
+    if getattr(handler, 'activity', None) is not None:
+        kind = 'Activity'
+    elif type(handler).__name__ == 'IndexingHandler':  # the intents are above this layer: no isinstance()
+        kind = 'Indexer'
+    elif hasattr(handler, 'interval'):
+        kind = 'Timer'
+    elif hasattr(handler, 'cancellation_polling'):
+        kind = 'Daemon'
+    else:
+        kind = 'Handler'
+    return f"{kind} {handler.id!r}"
+
+
+def _exceeds_retries(handler: Handler, state: HandlerState) -> bool:
+    """Whether the next attempt would be beyond the allowed number of retries."""
+    return handler.retries is not None and state.retries + 1 >= handler.retries
+
+
+def _exceeds_timeout(handler: Handler, state: HandlerState, delay: float) -> bool:
+    """Whether the next attempt (after the delay) would be beyond the handler's timeout."""
+    if handler.timeout is None:
+        return False
+    return state.runtime(utcnow()).total_seconds() + delay >= handler.timeout
+
+
+def _retries_error(name: str, state: HandlerState, exc: BaseException) -> HandlerRetriesError:
+    error = HandlerRetriesError(f"{name} has exceeded {state.retries + 1} retries: {_describe(exc)}")
+    error.__cause__ = exc
+    return error
+
+
+def _timeout_error(name: str, state: HandlerState, exc: BaseException) -> HandlerTimeoutError:
+    error = HandlerTimeoutError(f"{name} would time out on the next attempt: {_describe(exc)}")
+    error.__cause__ = exc
+    return error
+
+
 class State(Mapping[str, HandlerState]):
     """The states of all handlers of one cycle, by their ids; immutable (``with_…`` make new ones)."""
 
@@ -290,7 +328,10 @@ class State(Mapping[str, HandlerState]):
             record = storage.fetch(key=handler.id, body=body)
             recorded = HandlerState.from_record(record) if record is not None else None
             if recorded is None or (purpose is not None and recorded.purpose not in (None, purpose)):
-                states[handler.id] = HandlerState.from_scratch(purpose=purpose, now=now)
+                # Stored at once even if not executed in this cycle (as the published framework does):
+                # the handlers' `started` & `runtime` (and so their timeouts) count from the cause's start.
+                fresh = HandlerState.from_scratch(purpose=purpose, now=now)
+                states[handler.id] = dataclasses.replace(fresh, dirty=True)
             else:
                 states[handler.id] = recorded
         return cls(states, purpose=purpose)
@@ -509,9 +550,9 @@ async def execute_handler_once(
     all other errors become the outcomes.
     """
     logger = cause.logger
-    name = f"Handler {handler.id!r}"
+    name = handler_title(handler)
     errors_mode = handler.errors if handler.errors is not None else ErrorsMode.TEMPORARY
-    backoff = handler.backoff if handler.backoff is not None else DEFAULT_RETRY_DELAY
+    backoff = handler.backoff if handler.backoff is not None else settings.execution.default_backoff
     context = _Invocation(
         handler=handler, cause=cause, settings=settings, subhandling=subhandling,
         lifecycle=lifecycle if lifecycle is not None else lifecycles.get_default_lifecycle(),
@@ -526,37 +567,47 @@ async def execute_handler_once(
             raise HandlerRetriesError(f"{name} has exceeded {state.retries} retries.")
         result = await _invoke_handler(handler=handler, state=state, cause=cause, context=context, now=now)
 
+    # The messages are worded as in the published framework: the operators' tests wait for them.
     except HandlerChildrenRetry as e:
         logger.debug(f"{name} has unfinished sub-handlers. Will retry soon.")
         outcome = HandlerOutcome(final=False, delay=e.delay)
     except TemporaryError as e:
-        logger.error(f"{name} failed temporarily: {_describe(e)}")
-        outcome = HandlerOutcome(final=False, exception=e, delay=e.delay)
+        delay = e.delay if e.delay is not None else 0
+        if _exceeds_retries(handler, state):
+            logger.error(f"{name} failed temporarily but will exceed {handler.retries} retries: {_describe(e)}")
+            outcome = HandlerOutcome(final=True, exception=_retries_error(name, state, e))
+        elif _exceeds_timeout(handler, state, delay):
+            logger.error(f"{name} failed temporarily but will time out after {handler.timeout} seconds: "
+                         f"{_describe(e)}")
+            outcome = HandlerOutcome(final=True, exception=_timeout_error(name, state, e))
+        else:
+            logger.error(f"{name} failed temporarily: {_describe(e)}")
+            outcome = HandlerOutcome(final=False, exception=e, delay=e.delay)
     except PermanentError as e:
         logger.error(f"{name} failed permanently: {_describe(e)}")
         outcome = HandlerOutcome(final=True, exception=e)
     except Exception as e:
         if errors_mode == ErrorsMode.IGNORED:
-            logger.exception(f"{name} failed with an exception. Will ignore.")
+            logger.exception(f"{name} failed with an exception and will ignore it: {_describe(e)}")
             outcome = HandlerOutcome(final=True)
         elif errors_mode == ErrorsMode.PERMANENT:
-            logger.exception(f"{name} failed with an exception. Will stop.")
+            logger.exception(f"{name} failed with an exception and will stop now: {_describe(e)}")
             outcome = HandlerOutcome(final=True, exception=e)
+        elif _exceeds_retries(handler, state):
+            logger.exception(f"{name} failed with an exception and will stop now "
+                             f"(it would exceed {handler.retries} retries on the next attempt): {_describe(e)}")
+            outcome = HandlerOutcome(final=True, exception=_retries_error(name, state, e))
+        elif _exceeds_timeout(handler, state, backoff):
+            logger.exception(f"{name} failed with an exception and will stop now "
+                             f"(it would time out in {handler.timeout} seconds on the next attempt): {_describe(e)}")
+            outcome = HandlerOutcome(final=True, exception=_timeout_error(name, state, e))
         else:
-            logger.exception(f"{name} failed with an exception. Will retry.")
+            logger.exception(f"{name} failed with an exception and will try again in {backoff} seconds: "
+                             f"{_describe(e)}")
             outcome = HandlerOutcome(final=False, exception=e, delay=backoff)
     else:
         logger.info(f"{name} succeeded.")
         outcome = HandlerOutcome(final=True, result=result)
-
-    # Fail at once when this was the last allowed attempt: there is no need to wait for the retry.
-    if (not outcome.final and outcome.exception is not None and
-            handler.retries is not None and state.retries + 1 >= handler.retries):
-        error = HandlerRetriesError(f"{name} has exceeded {state.retries + 1} retries: "
-                                    f"{_describe(outcome.exception)}")
-        error.__cause__ = outcome.exception
-        logger.error(str(error))
-        outcome = HandlerOutcome(final=True, exception=error)
 
     return dataclasses.replace(outcome, subrefs=tuple(context.subrefs))
 
@@ -587,7 +638,8 @@ async def _invoke_handler(
         context.subhandlers = subhandlers
         token = _invocation_var.set(context)
         try:
-            context.cause.logger.debug(f"Invoking handler {handler.id!r}.")
+            if not handler_title(handler).startswith('Indexer'):  # too many: as the published framework, silent
+                context.cause.logger.debug(f"{handler_title(handler)} is invoked.")
             timeout = handler.timeout
             if timeout is not None and invocation.is_async_fn(handler.fn):
                 remaining = max(0.0, timeout - (now - started).total_seconds())

@@ -128,7 +128,7 @@ class WebhookCause(ResourceCause):
     subresource: str | None = None
     userinfo: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    sslpeer: Mapping[str, Any] | None = None
+    sslpeer: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # empty: no verified client certificate
     operation: str | None = None
     old: Any = None
     new: Any = None

@@ -82,7 +82,7 @@ class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
         settings = extra.get('settings')
         if extra.get('k8s_skip') or not isinstance(settings, OperatorSettings):
             return
-        if not settings.posting.enabled or level < settings.posting.level:
+        if not settings.posting.enabled or not settings.posting.loggers or level < settings.posting.level:
             return
         sink = event_sink_var.get()
         if sink is None:

@@ -174,7 +174,7 @@ async def serve_admission_request(
         subresource=subresource,
         userinfo=payload.get('userInfo') or {},
         headers=headers if headers is not None else {},
-        sslpeer=sslpeer,
+        sslpeer=sslpeer if sslpeer is not None else {},  # an empty mapping when unverified, as published
         operation=operation,
         old=old,
         new=new,
@@ -190,17 +190,21 @@ async def serve_admission_request(
         kwargs: dict[str, Any] = {'param': handler.param}
         if handler.field:
             kwargs.update(invocation.reduce_to_field(cause.kwargs(), handler.field))
+        # The messages are worded as in the published framework: the operators' tests wait for them.
         try:
             await invocation.invoke(handler.fn, cause=cause, settings=settings, kwargs=kwargs)
         except Exception as e:
             if handler.ignore_failures:
-                cause.logger.warning(f"Admission handler {handler.id!r} failed; the failure is ignored: {e!r}")
-            elif isinstance(e, AdmissionError):  # an intended rejection, not a failure of the operator.
-                cause.logger.debug(f"Admission handler {handler.id!r} rejected the admission: {e!r}")
+                cause.logger.warning(f"Webhook {handler.id!r} failed with an exception and will ignore it: {e}")
+            elif isinstance(e, (AdmissionError, actions_errors.PermanentError)):  # an intended rejection
+                cause.logger.error(f"Webhook {handler.id!r} failed permanently: {e}")
                 failures.append((handler, e))
             else:
-                cause.logger.error(f"Admission handler {handler.id!r} failed: {e!r}", exc_info=True)
+                cause.logger.error(f"Webhook {handler.id!r} failed with an exception and will stop now: {e}",
+                                   exc_info=True)
                 failures.append((handler, e))
+        else:
+            cause.logger.info(f"Webhook {handler.id!r} succeeded.")
 
     if failures:
         _, error = min(failures, key=lambda failure: _error_priority(failure[1]))
@@ -563,11 +567,15 @@ async def configure_webhooks(
     name = settings.admission.managed
     if not name:
         return
+    if persistent_only:
+        logger.info(f"Cleaning up the admission webhook {name}.")  # as the published framework words it
     for type, resource in CONFIGURATION_RESOURCES.items():
         handlers = [h for h in registry.webhooks.get_all_handlers() if h.type == type]
         webhooks = build_webhooks(handlers, resources, name_suffix=name, client_config=client_config,
                                   persistent_only=persistent_only)
         # No handlers of this type: do not create the configuration, but clean an existing one.
+        if not persistent_only and webhooks:
+            logger.info(f"Reconfiguring the {type.value} webhook {name}.")  # as the published framework words it
         await _apply_configuration(type=type, name=name, webhooks=webhooks, settings=settings, vault=vault,
                                    create=bool(webhooks), remove_if_empty=persistent_only)
         logger.debug(f"The {resource.kind} {name!r} is configured with {len(webhooks)} webhook(s).")
@@ -666,7 +674,7 @@ async def _cleanup(
     except Exception as e:  # API errors, connection errors, timeouts: only report them.
         logger.error(f"The non-persistent webhooks cannot be removed; they may remain: {e!r}")
     else:
-        logger.info("The non-persistent webhooks are removed from the managed configurations.")
+        logger.debug("The non-persistent webhooks are removed from the managed configurations.")
 
 
 # -------------------------------------------------------------------------------------------------

@@ -443,6 +443,15 @@ async def stop_all(
     if not daemons:
         return
     try:
+        await _stop_all(daemons, settings=settings)
+    finally:
+        for daemon, _ in daemons:  # worded as the published framework does it: the operators' tests wait for it
+            if daemon.done and not daemon.abandoned:
+                daemon.logger.debug(f"{_title(daemon.handler)} {daemon.handler.id!r} has exited gracefully.")
+
+
+async def _stop_all(daemons: list[tuple[Daemon, DaemonsMemory]], *, settings: OperatorSettings) -> None:
+    try:
         for _ in range(settings.background.instant_exit_zero_time_cycles or 0):
             if all(daemon.done for daemon, _ in daemons):
                 return
@@ -565,8 +574,8 @@ async def _terminate(
         if timeout is None:
             while not task.done():
                 await asyncio.wait([task], timeout=polling)
-                if not task.done():
-                    daemon.logger.debug(f"{title} is still running (it ignores the stop-flag); waiting for it.")
+                if not task.done():  # worded as in the published framework
+                    daemon.logger.debug(f"{title} is still exiting. The next check is in {polling} seconds.")
             return
 
         is_async = invocation.is_async_fn(handler.fn)
@@ -574,6 +583,10 @@ async def _terminate(
             daemon.logger.debug(f"{title} is cancelled after {backoff or 0}s of graceful termination.")
             daemon.stopper.set(DaemonStoppingReason.DAEMON_CANCELLED)
             task.cancel()
+        elif not daemon.stopper.reason & DaemonStoppingReason.DAEMON_CANCELLED:
+            # Threads cannot be cancelled: they see it in the flag's reason (as in the published framework).
+            daemon.logger.debug(f"{title} is signalled to exit by force.")
+            daemon.stopper.set(DaemonStoppingReason.DAEMON_CANCELLED)
         await asyncio.wait([task], timeout=max(0.0, since + (backoff or 0) + timeout - loop.time()))
         if task.done():
             return
@@ -646,8 +659,12 @@ async def _run_daemon(
             await _sink(patch, patch_sink=patch_sink, logger=daemon.logger)
             if outcome.final:
                 if not stopper.is_set():
-                    daemon.logger.debug(f"Daemon {handler.id!r} has exited on its own; it will not be restarted.")
+                    daemon.logger.debug(f"Daemon {handler.id!r} has exited on its own "
+                                        f"and will not be retried or restarted.")
                     memory.exhausted.add(handler.id)
+                else:
+                    daemon.logger.debug(f"Daemon {handler.id!r} has exited on request "
+                                        f"and will not be retried or restarted.")
                 break
             await stopper.wait_async(outcome.delay or 0)
     finally:
@@ -673,6 +690,8 @@ async def _run_timer(
     loop = asyncio.get_running_loop()
     state = execution.HandlerState.from_scratch()
     phase: float | None = None  # when the first run has started: the sharp schedule keeps to it.
+    stopped: DaemonStopped
+    stopped = AsyncDaemonStopped(stopper) if invocation.is_async_fn(handler.fn) else SyncDaemonStopped(stopper)
     try:
         if handler.initial_delay is not None and handler.initial_delay > 0:
             await stopper.wait_async(handler.initial_delay)
@@ -693,8 +712,8 @@ async def _run_timer(
             phase = started if phase is None else phase
             changes = memory.changes
             patch = patches.Patch(body=body)
-            cause = invocation.SpawningCause(logger=daemon.logger, memo=memo, indices=indices, resource=resource,
-                                             patch=patch, body=body)
+            cause = DaemonCause(logger=daemon.logger, memo=memo, indices=indices, resource=resource,
+                                patch=patch, body=body, stopped=stopped)  # timers get `stopped` too, as published
             outcome = await execution.execute_handler_once(handler=handler, state=state, cause=cause,
                                                            settings=settings)
             execution.deliver_results(outcomes={handler.id: outcome}, patch=patch)

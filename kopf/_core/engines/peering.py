@@ -93,8 +93,10 @@ class Peer:
     message: str | None = None
 
     def __repr__(self) -> str:
+        # As the published framework shows the peers in its logs (the operators' tests may wait for them).
+        lastseen = f", lastseen={self.lastseen.isoformat()!r}" if self.lastseen is not None else ""
         extra = f", message={self.message!r}" if self.message else ""
-        return f"<Peer {self.identity!r}: priority={self.priority}, lifetime={self.lifetime:g}{extra}>"
+        return f"<Peer {self.identity}: priority={self.priority}, lifetime={self.lifetime:g}{lastseen}{extra}>"
 
     @property
     def deadline(self) -> datetime.datetime | None:
@@ -379,7 +381,7 @@ class _Peering:
 
         if higher:
             self._report(('higher', frozenset(peer.identity for peer in higher)), logging.INFO,
-                         f"Pausing operations in favour of {higher} in the peering {self.where}.")
+                         f"Pausing operations in favour of {higher}.")
             await self._turn(True, "a peer with a higher priority is alive")
         elif same:
             self._report(('same', conflicts), logging.INFO,
@@ -405,9 +407,11 @@ class _Peering:
         if first and not paused:
             logger.debug(f"Starting the operator: {reason} (the peering {self.where}).")
         elif paused:
-            logger.info(f"Pausing the operator: {reason} (the peering {self.where}).")
+            logger.debug(f"Pausing the operator: {reason} (the peering {self.where}).")
         else:
-            logger.info(f"Resuming the operator: {reason} (the peering {self.where}).")
+            logger.debug(f"Resuming the operator: {reason} (the peering {self.where}).")
+            logger.info("Resuming operations after the pause. "  # as the published framework words it
+                        "Conflicting operators with the same priority are gone.")
         await self.toggle.turn_to(paused)
 
     def _report(self, situation: tuple[Any, ...], level: int, message: str) -> None:

@@ -37,6 +37,8 @@ class K8sEvent:
     type: str
     reason: str
     message: str
+    backoffs: tuple[float, ...] | None = None  # None: the settings' ones for the explicit/logged events
+    logged: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +92,8 @@ def _iter_objs(objs: Any) -> Iterator[Mapping[str, Any]]:
             yield _as_mapping(obj)
 
 
-def enqueue(*, ref: ObjectReference, type: str, reason: str, message: str = '') -> None:
+def enqueue(*, ref: ObjectReference, type: str, reason: str, message: str = '',
+            backoffs: float | Iterable[float] | None = None) -> None:
     """Queue an event for posting by the current operator (or warn that there is no operator)."""
     try:
         queue = event_queue_var.get()
@@ -98,32 +101,35 @@ def enqueue(*, ref: ObjectReference, type: str, reason: str, message: str = '') 
         logger.warning(f"An event cannot be posted outside of an operator: "
                        f"type={type!r}, reason={reason!r}, message={message!r}")
         return
-    queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message))
+    delays = (backoffs,) if isinstance(backoffs, (int, float)) else tuple(backoffs) if backoffs is not None else None
+    queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message, backoffs=delays))
 
 
-def event(objs: Any, *, type: str, reason: str, message: str = '') -> None:
-    """Post a k8s-event about the object(s), in the background."""
+def event(objs: Any, *, type: str, reason: str, message: str = '',
+          backoffs: float | Iterable[float] | None = None) -> None:
+    """Post a k8s-event about the object(s), in the background (retried with ``backoffs`` on failures)."""
     for obj in _iter_objs(objs):
-        enqueue(ref=build_object_reference(obj), type=type, reason=reason, message=message)
+        enqueue(ref=build_object_reference(obj), type=type, reason=reason, message=message, backoffs=backoffs)
 
 
-def info(objs: Any, *, reason: str, message: str = '') -> None:
+def info(objs: Any, *, reason: str, message: str = '', backoffs: float | Iterable[float] | None = None) -> None:
     """Post a ``Normal`` k8s-event about the object(s)."""
-    event(objs, type='Normal', reason=reason, message=message)
+    event(objs, type='Normal', reason=reason, message=message, backoffs=backoffs)
 
 
-def warn(objs: Any, *, reason: str, message: str = '') -> None:
+def warn(objs: Any, *, reason: str, message: str = '', backoffs: float | Iterable[float] | None = None) -> None:
     """Post a ``Warning`` k8s-event about the object(s)."""
-    event(objs, type='Warning', reason=reason, message=message)
+    event(objs, type='Warning', reason=reason, message=message, backoffs=backoffs)
 
 
-def exception(objs: Any, *, reason: str = '', message: str = '', exc: BaseException | None = None) -> None:
+def exception(objs: Any, *, reason: str = '', message: str = '', exc: BaseException | None = None,
+              backoffs: float | Iterable[float] | None = None) -> None:
     """Post an ``Error`` k8s-event about the object(s), with the current (or given) exception's text."""
     if exc is None:
         exc = sys.exc_info()[1]
     exc_text = f"{exc}" if exc is not None else ''
     full_message = f"{message} {exc_text}".strip() if message else exc_text
-    event(objs, type='Error', reason=reason, message=full_message)
+    event(objs, type='Error', reason=reason, message=full_message, backoffs=backoffs)
 
 
 def queue_logged_event(ref: ObjectReference, type: str, reason: str, message: str) -> None:
@@ -132,7 +138,11 @@ def queue_logged_event(ref: ObjectReference, type: str, reason: str, message: st
         queue = event_queue_var.get()
     except LookupError:
         return  # not in an operator: nowhere to post to.
-    queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message))
+    queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message, logged=True))
+
+
+#: The logging levels of the standard event types, for ``settings.posting.level`` (custom types are always posted).
+_TYPE_LEVELS = {'Normal': logging.INFO, 'Warning': logging.WARNING, 'Error': logging.ERROR}
 
 
 async def poster(
@@ -141,8 +151,19 @@ async def poster(
         settings: OperatorSettings,
         vault: Vault | None = None,
 ) -> None:
-    """Post the queued events one by one, forever (until cancelled); never fail on posting errors."""
+    """
+    Post the queued events one by one, forever (until cancelled); never fail on posting errors.
+
+    One at a time, in the order of queueing: so ``settings.posting.worker_limit`` (any) holds,
+    and ``settings.posting.idle_timeout`` has nothing to time out (the poster never idles out).
+    """
     while True:
         posted = await event_queue.queue.get()
+        level = _TYPE_LEVELS.get(posted.type)
+        if level is not None and level < settings.posting.level:
+            continue  # e.g. kopf.info() with posting.level=WARNING: filtered as the logged messages are
+        backoffs = posted.backoffs
+        if backoffs is None:
+            backoffs = tuple(settings.posting.logging_backoffs if posted.logged else settings.posting.default_backoffs)
         await events.post_event(ref=posted.ref, type=posted.type, reason=posted.reason,
-                                message=posted.message, settings=settings, vault=vault)
+                                message=posted.message, settings=settings, vault=vault, backoffs=backoffs)

@@ -30,6 +30,7 @@ import logging
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
+from types import EllipsisType
 from typing import Any
 
 import yaml
@@ -501,8 +502,9 @@ def login_via_client(*, logger: LoggerLike, **_: Any) -> ConnectionInfo | None:
     Piggyback the official ``kubernetes`` client: its in-cluster config, or else its kubeconfig.
 
     Returns ``None`` if the library is not installed. Fails with :class:`LoginError`
-    if the library cannot configure itself in either way. The library's global default
-    configuration stays untouched: the operator's own code configures it as it wants.
+    if the library cannot configure itself in either way. On success, the configuration
+    also becomes the library's default, so that the handlers' ``kubernetes.client.CoreV1Api()``
+    (with no configuration loading of their own) reach the same cluster as the operator.
     """
     try:
         kubernetes = importlib.import_module('kubernetes')
@@ -533,7 +535,53 @@ def login_via_client(*, logger: LoggerLike, **_: Any) -> ConnectionInfo | None:
         ns_path = os.path.join(SERVICE_ACCOUNT_DIR, 'namespace')
         namespace = _read_text(ns_path).strip() or None if os.path.isfile(ns_path) else None
 
-    return _registered(connection_info_from_client_configuration(config, default_namespace=namespace))
+    info = connection_info_from_client_configuration(config, default_namespace=namespace)
+    kubernetes.client.Configuration.set_default(config)
+    return _registered(info)
+
+
+async def login_via_async_client(*, logger: LoggerLike, **_: Any) -> ConnectionInfo | None:
+    """
+    Piggyback ``kubernetes_asyncio``: its in-cluster config, or else its kubeconfig.
+
+    The same as :func:`login_via_client`, but for the asynchronous twin of the official client
+    (not a dependency of the framework: install it explicitly). Its default configuration
+    is set too, for the handlers that use it with no configuration loading of their own.
+    """
+    try:
+        kubernetes_asyncio = importlib.import_module('kubernetes_asyncio')
+    except ImportError:
+        logger.warning("kubernetes_asyncio is not installed: cannot log in via it. "
+                       "Install it or use another login handler.")
+        return None
+
+    config = kubernetes_asyncio.client.Configuration()
+    namespace: str | None
+    try:
+        kubernetes_asyncio.config.load_incluster_config(client_configuration=config)
+    except kubernetes_asyncio.config.ConfigException as e1:
+        config_file = os.environ.get('KUBECONFIG', '').strip() or DEFAULT_KUBECONFIG
+        try:
+            await kubernetes_asyncio.config.load_kube_config(
+                config_file=config_file,
+                client_configuration=config,
+                persist_config=False,  # never write refreshed tokens into the user's files
+            )
+        except (kubernetes_asyncio.config.ConfigException, OSError, ValueError) as e2:
+            raise LoginError("Cannot authenticate the kubernetes_asyncio client library: "
+                             f"neither in-cluster ({e1}), nor via kubeconfig ({e2}).") from e2
+        logger.debug("The async client is configured via kubeconfig.")
+        namespace = _client_kubeconfig_namespace(kubernetes_asyncio, config_file)
+    else:
+        logger.debug("The async client is configured in-cluster with a service account.")
+        namespace = _service_account_namespace()
+
+    header: str | None = None
+    for identifier in ('authorization', 'BearerToken'):  # a coroutine here: it may refresh the token
+        header = header or await config.get_api_key_with_prefix(identifier)
+    info = connection_info_from_client_configuration(config, default_namespace=namespace, authorization=header)
+    kubernetes_asyncio.client.Configuration.set_default(config)
+    return _registered(info)
 
 
 def _client_kubeconfig_namespace(kubernetes: Any, config_file: str) -> str | None:
@@ -546,10 +594,16 @@ def _client_kubeconfig_namespace(kubernetes: Any, config_file: str) -> str | Non
     return str(namespace) if namespace else None
 
 
+def _service_account_namespace() -> str | None:
+    ns_path = os.path.join(SERVICE_ACCOUNT_DIR, 'namespace')
+    return _read_text(ns_path).strip() or None if os.path.isfile(ns_path) else None
+
+
 def connection_info_from_client_configuration(
         config: Any,
         *,
         default_namespace: str | None = None,
+        authorization: str | EllipsisType | None = ...,
 ) -> ConnectionInfo:
     """
     Convert the official client's ``Configuration`` to the connection info.
@@ -559,10 +613,11 @@ def connection_info_from_client_configuration(
     is triggered by this, so the freshest token is taken.
     """
     header: str | None = None
-    for identifier in ('authorization', 'BearerToken'):
-        header = config.get_api_key_with_prefix(identifier)
-        if header:
-            break
+    if not isinstance(authorization, EllipsisType):
+        header = authorization  # fetched by the caller (e.g. awaited from an async client)
+    else:
+        for identifier in ('authorization', 'BearerToken'):
+            header = header or config.get_api_key_with_prefix(identifier)
 
     scheme: str | None = None
     token: str | None = None

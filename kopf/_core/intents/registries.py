@@ -192,13 +192,15 @@ def _run_together(a: ChangingHandler, b: ChangingHandler) -> bool:
     """Whether two change-detecting handlers can be executed in one handling cycle."""
     return (
         a.reason is None or b.reason is None or a.reason == b.reason or
-        (a.reason == Reason.RESUME and b.reason in (Reason.CREATE, Reason.UPDATE)) or
+        (a.reason == Reason.RESUME and b.reason == Reason.UPDATE) or
         (a.reason == Reason.RESUME and b.reason == Reason.DELETE and a.deleted)
     )
 
 
 # Which causes can be accompanied by the resuming handlers on the first sight of an object.
-HANDLER_RESUMABLE_REASONS = (Reason.CREATE, Reason.UPDATE, Reason.DELETE)
+# Not the creation: a new object is created, not resumed (and @on.create+@on.resume on one function
+# must be called once), as the published framework does it.
+HANDLER_RESUMABLE_REASONS = (Reason.UPDATE, Reason.DELETE)
 
 
 class SpawningRegistry(ResourceRegistry[SpawningHandler]):

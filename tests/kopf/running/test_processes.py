@@ -182,6 +182,12 @@ def test_kopf_runner_against_a_served_sim(served: str, monkeypatch: pytest.Monke
     assert 'And here we are!' in runner.stdout
     assert 'Stop-flag is raised' in runner.output
     assert [handler.id for handler in registry.changing] == ['create_fn']
+    # The lines that the operators' tests written for the published framework wait for:
+    assert "Handler 'create_fn' is invoked." in runner.output
+    assert "Handler 'create_fn' succeeded." in runner.output
+    assert "Something has changed, but we are not interested (the essence is the same)." in runner.output
+    assert "Root tasks are stopped: finishing normally; tasks left: set()" in runner.output
+    assert "Hung tasks stopping is skipped: no tasks given." in runner.output
 
 
 def test_kopf_runner_reraises_the_operator_errors(tmp_path: pathlib.Path) -> None:

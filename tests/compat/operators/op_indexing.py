@@ -1,0 +1,28 @@
+"""Indices: by field, of objects' names; the handlers see them as kwargs, consistent with each other."""
+from compat_record import record
+
+import kopf
+
+
+@kopf.index('kopfexamples')
+def by_field(name, spec, **_):
+    return {spec.get('field', '-'): name}
+
+
+@kopf.index('kopfexamples')
+def names(name, namespace, **_):
+    return name
+
+
+@kopf.index('kopfexamples', labels={'indexed': 'no'})
+def filtered(name, **_):
+    return {'filtered': name}
+
+
+@kopf.on.create('kopfexamples', labels={'role': 'checker'})
+@kopf.on.update('kopfexamples', labels={'role': 'checker'})
+def check(name, by_field, names, filtered, **_):
+    record('check', name,
+           by_field={key: sorted(values) for key, values in by_field.items()},
+           names={str(key): sorted(values) for key, values in names.items()},
+           filtered={key: sorted(values) for key, values in filtered.items()})
