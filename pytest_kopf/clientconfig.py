@@ -7,6 +7,8 @@ So the documented ways to configure a client reach the simulated cluster, with n
 - ``kubernetes.config.load_kube_config()`` and ``kubernetes_asyncio.config.load_kube_config()``;
 - ``pykube.KubeConfig.from_env()`` / ``from_file()`` (with no path: ``KUBECONFIG``);
 - kopf's own login from a kubeconfig (``kopf.login_via_client``, ``kopf.login_with_kubeconfig``);
+- the client libraries' default configurations (``kubernetes.client.CoreV1Api()`` with no configuration
+  loaded by the operator's code), as kopf's login through the official client leaves them outside tests;
 - ``kubernetes.config.load_incluster_config()``, ``kubernetes_asyncio.config.load_incluster_config()`` and
   ``pykube.KubeConfig.from_service_account()``: a test process is never in a cluster, so in sim mode these
   load the test's cluster too (they are swapped in the modules imported by then: the test's, and the
@@ -92,6 +94,8 @@ class ClientConfig:
         if asyncio_config is not None:
             self._swap(asyncio_config, "load_incluster_config",
                        self._loader("kubernetes_asyncio.client", asyncio_config.load_incluster_config))
+        for client_module in ("kubernetes.client", "kubernetes_asyncio.client"):
+            self._swap_default_configuration(client_module)
         pykube = sys.modules.get("pykube")
         kubeconfig_class = getattr(pykube, "KubeConfig", None)
         if kubeconfig_class is not None and "from_service_account" in kubeconfig_class.__dict__:
@@ -103,6 +107,24 @@ class ClientConfig:
                 return cls.from_file(path) if is_ours() else original(cls, *args, **kwargs)
 
             self._swap(kubeconfig_class, "from_service_account", classmethod(from_service_account))
+
+    def _swap_default_configuration(self, client_module: str) -> None:
+        """Configure the client library's default for the test's cluster, as kopf's login leaves it outside tests.
+
+        An operator's handlers may call ``kubernetes.client.CoreV1Api()`` with no configuration of their own:
+        ``kopf run`` logs in through the official client, which leaves its default configuration set.
+        """
+        configuration_class = getattr(sys.modules.get(client_module), "Configuration", None)
+        if configuration_class is None:
+            return
+        if any(owner is configuration_class and name == "_default" for owner, name, _ in self._swapped):
+            return
+        self._swapped.append((configuration_class, "_default", configuration_class.__dict__.get("_default")))
+        config = configuration_class()
+        config.host = self.server
+        config.api_key = {"authorization": _TOKEN}
+        config.api_key_prefix = {"authorization": "Bearer"}
+        configuration_class.set_default(config)
 
     def _is_ours(self) -> bool:
         """Whether ``KUBECONFIG`` still names this test's kubeconfig (a test may point it to a served cluster)."""

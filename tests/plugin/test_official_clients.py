@@ -58,6 +58,23 @@ async def test_the_sync_client_pykube_and_in_cluster_configs_in_a_sync_handler(
     assert {cm["metadata"]["name"] for cm in await kopf_cluster.list("configmaps")} == {"ex1-sync", "ex1-pykube"}
 
 
+async def test_the_default_configuration_as_kopfs_login_leaves_it(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("kopfexamples", registry=registry)
+    def create_fn(name: str, namespace: str, **_: Any) -> None:
+        core = kubernetes.client.CoreV1Api()  # no configuration loaded by the operator's own code
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": f"{name}-bare"}})
+
+    await run_handler(kopf_cluster, kopf_operator, registry)
+    assert "ex1-bare" in {cm["metadata"]["name"] for cm in await kopf_cluster.list("configmaps")}
+
+
+def test_the_default_configuration_is_restored_after_the_test() -> None:
+    assert "kopf-sim" not in kubernetes.client.Configuration.get_default_copy().host
+
+
 async def test_kubernetes_asyncio_in_an_async_handler(kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
     registry = kopf.OperatorRegistry()
     seen: dict[str, Any] = {}
