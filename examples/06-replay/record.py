@@ -40,7 +40,8 @@ def main() -> None:
                           "--load", str(HERE.parent / "crd.yaml")], env, "Press Ctrl+C")
         recorder = started([str(BIN / "kopf-sim"), "record", "-r", "kopfexamples", "-n", "default",
                             "-o", str(log)], env, "Recording")
-        operator = started([str(BIN / "kopf"), "run", "--standalone", "-n", "default", str(HERE / "example.py")],
+        operator = started([str(BIN / "kopf"), "run", "--standalone", "--verbose", "-n", "default",
+                            str(HERE / "example.py")],
                            env, "Serving the resource")
 
         def kubectl(*args: str, pause: float) -> None:

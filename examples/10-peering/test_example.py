@@ -49,13 +49,13 @@ async def test_the_highest_priority_works(kopf_cluster, kopf_operator):
     higher = KopfOperator(kopf_cluster)
     try:
         await higher.start(paths=[HERE / "example.py"], namespaces=namespaces, settings=peer(200))
-        await wait_for_log(kopf_operator, "Pausing the operator")
+        await wait_for_log(kopf_operator, "Pausing operations in favour of")
         assert await handled_by(kopf_cluster, "second") == 200
     finally:
         await higher.stop()
     assert higher.exception is None
 
-    await wait_for_log(kopf_operator, "Resuming the operator")  # the higher one is gone
+    await wait_for_log(kopf_operator, "Resuming operations after the pause")  # the higher one is gone
     assert await handled_by(kopf_cluster, "third") == 100
     await kopf_operator.stop()
     assert kopf_operator.exception is None
@@ -94,14 +94,14 @@ async def test_kopf_freeze_pauses_the_operator(kopf_cluster, kopf_operator):
     # In a thread: this test's loop serves the simulated cluster to the command.
     await asyncio.to_thread(kopf_command, "freeze", "--lifetime", "600", "--priority", "1000", *common,
                             kubeconfig=kubeconfig)
-    await wait_for_log(kopf_operator, "Pausing the operator")
+    await wait_for_log(kopf_operator, "Pausing operations in favour of")
 
     await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "frozen"}})
     await asyncio.sleep(1)
     assert "record_handler" not in (await kopf_cluster.get("kopfexamples", "frozen")).get("status", {})
 
     await asyncio.to_thread(kopf_command, "resume", *common, kubeconfig=kubeconfig)
-    await wait_for_log(kopf_operator, "Resuming the operator")
+    await wait_for_log(kopf_operator, "Resuming operations after the pause")
     obj = await kopf_cluster.wait_for("kopfexamples", "frozen", timeout=30,
                                       condition=lambda o: "record_handler" in o.get("status", {}))
     assert obj["status"]["record_handler"] == {"priority": 100}

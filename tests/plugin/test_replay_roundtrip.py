@@ -136,7 +136,7 @@ def test_a_recorded_run_replays_with_the_same_handler_calls(
 
     processes.append(start([str(BIN / "kopf-sim"), "record", "-r", "kopfexamples", "-n", "default", "-o", str(log)],
                            live.env, ready="Recording"))
-    processes.append(start([str(BIN / "kopf"), "run", "--standalone", "-n", "default", str(operator)],
+    processes.append(start([str(BIN / "kopf"), "run", "--standalone", "--verbose", "-n", "default", str(operator)],
                            live.env, ready="Serving the resource kopfexamples"))
     live.kubectl("create", "-f", "-", input=example("ex1", "a"))
     live.wait_for_calls(1)

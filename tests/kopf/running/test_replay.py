@@ -25,7 +25,7 @@ def test_the_incident_replayed_into_a_running_operator(tmp_path: pathlib.Path) -
     env = {**os.environ, 'PYTHONUNBUFFERED': '1'}
     with output.open('w') as stream:
         proc = subprocess.Popen([sys.executable, '-m', 'kopf', 'run', '--standalone', '--sim', CRD,
-                                 '--replay', str(INCIDENT / 'incident.jsonl'), '--replay-speed', '4',
+                                 '--replay', str(INCIDENT / 'incident.jsonl'), '--replay-speed', '4', '--verbose',
                                  str(INCIDENT / 'example.py')],
                                 stdout=stream, stderr=subprocess.STDOUT, text=True, env=env)
         try:
