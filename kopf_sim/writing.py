@@ -57,8 +57,8 @@ def same_content(old: JsonDict, new: JsonDict) -> bool:
 
 
 def held(rtype: ResourceType, obj: JsonDict) -> bool:
-    """Whether finalizers still hold an object (namespaces also have finalizers in their spec)."""
-    if meta(obj).get("finalizers"):
+    """Whether finalizers still hold an object (namespaces also have finalizers in their spec; pods a grace period)."""
+    if meta(obj).get("finalizers") or meta(obj).get("deletionGracePeriodSeconds"):
         return True
     return rtype.storage_key == ("", "namespaces") and bool((obj.get("spec") or {}).get("finalizers"))
 
