@@ -322,14 +322,18 @@ class EmbeddedSim:
         asyncio.run(self._main())
 
     async def _main(self) -> None:
-        from kopf_sim.app import build_app
+        from kopf_sim.app import ADMISSION_KEY, build_app
+        from kopf_sim.controllers import ControllerManager
         from kopf_sim.serving import ServedApp
 
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         try:
-            served = ServedApp(build_app(self._cluster), host='127.0.0.1', port=0)
+            app = build_app(self._cluster)
+            controllers = ControllerManager(self._cluster, admission=app[ADMISSION_KEY])  # workloads come alive
+            served = ServedApp(app, host='127.0.0.1', port=0)
             await served.start()
+            controllers.start()
         except BaseException as e:
             self._error = e
             self._ready.set()
@@ -341,4 +345,5 @@ class EmbeddedSim:
             self._ready.set()
             await self._stopping.wait()
         finally:
+            await controllers.stop()
             await served.stop()
