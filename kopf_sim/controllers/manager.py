@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -38,6 +39,7 @@ ERROR_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 QueueItem = tuple[str, Key]
 
 
+@functools.cache
 def _controller_classes() -> dict[str, type[Controller]]:
     from . import (
         cronjobs,
@@ -143,10 +145,13 @@ class ControllerManager:
             raise RuntimeError("The controllers are already started.")
         self._loop = asyncio.get_running_loop()
         self._wakeup = asyncio.Event()
+        started = [self._controllers[name] for name in CONTROLLERS if name in self.enabled]
+        for controller in started:  # complete as created: no controller needs to hear of them
+            controller.bootstrap()
         self.cluster.observers.append(self._observe)
-        for name in CONTROLLERS:
-            if name in self.enabled:
-                self._start_one(self._controllers[name])
+        for controller in started:
+            for key in controller.initial_keys():
+                self.enqueue(controller.name, key)
         self._task = self._loop.create_task(self._run(), name="kopf-sim controllers")
 
     async def stop(self) -> None:
@@ -175,6 +180,7 @@ class ControllerManager:
     # -- The queue -----------------------------------------------------------------------------------------
 
     def rtype(self, key: StorageKey) -> ResourceType:
+        """The served type of a storage key (the preferred version), looked up once per manager."""
         rtype = self._rtypes.get(key)
         if rtype is None:
             candidates = self.cluster.catalogue.for_storage(key)

@@ -5,11 +5,12 @@ create them as soon as a namespace appears, and re-create them when they are del
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from ..objects import JsonDict, meta
 from ..watching import Change
-from .runtime import NAMESPACES, Controller, Key
+from .runtime import NAMESPACES, Controller, Key, create_bootstrap
 
 SERVICE_ACCOUNTS = ("", "serviceaccounts")
 CONFIGMAPS = ("", "configmaps")
@@ -29,7 +30,12 @@ class NamespaceController(Controller):
         for namespace in list(self.cluster.objects(NAMESPACES)):
             for body in self._missing(namespace):
                 key = SERVICE_ACCOUNTS if body["kind"] == "ServiceAccount" else CONFIGMAPS
-                self.cluster.create(self.rtype(key), meta(namespace)["name"], body, manager=self.field_manager)
+                identity = self.manager.settings.root_ca if key == CONFIGMAPS else ""
+                create_bootstrap(self.cluster, self.rtype(key), meta(namespace)["name"], identity,
+                                 functools.partial(dict, body), manager=self.field_manager)
+
+    def initial_keys(self) -> list[Key]:
+        return []  # the bootstrap did them all
 
     def related_keys(self, change: Change) -> Iterable[Key]:
         metadata = meta(change.obj)

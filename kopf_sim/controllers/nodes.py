@@ -11,7 +11,7 @@ import hashlib
 import uuid
 
 from ..objects import JsonDict, meta
-from .runtime import NODES, Controller, Key
+from .runtime import NODES, Controller, Key, create_bootstrap
 
 KUBELET = "kubelet"
 
@@ -86,10 +86,16 @@ class NodeController(Controller):
             name = f"node-{index}"
             if name in names:
                 continue
-            body = node_body(name, index)
-            body["status"] = self._status(name, index)
-            self.cluster.create(rtype, None, body, manager=KUBELET)
+            def body(name: str = name, index: int = index) -> JsonDict:
+                return {**node_body(name, index), "status": self._status(name, index)}
+
+            identity = f"{name}/{index}/{self.manager.settings.max_pods_per_node}"
+            create_bootstrap(self.cluster, rtype, None, identity, body, manager=KUBELET)
             names.append(name)
+
+    def initial_keys(self) -> list[Key]:
+        return [(("", meta(n)["name"])) for n in self.cluster.objects(NODES) if not (n.get("status") or {}).get(
+            "conditions")]  # the bootstrap's own ones are complete
 
     def _status(self, name: str, index: int) -> JsonDict:
         return node_status(name, index, now=self.now(), kubelet_version=self.cluster.version,

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import admitting, errors
-from ..objects import JsonDict, meta
+from .. import admitting, errors, writing
+from ..objects import JsonDict, compact_json, meta
 from ..resources import ResourceType, StorageKey
 from ..watching import Change
 
 if TYPE_CHECKING:
+    from ..store import Cluster
     from .manager import ControllerManager
 
 __all__ = ["Controller", "Key", "controller_ref", "owned_by", "parse_time"]
@@ -47,6 +49,33 @@ DAEMONSETS: StorageKey = ("apps", "daemonsets")
 REVISIONS: StorageKey = ("apps", "controllerrevisions")
 JOBS: StorageKey = ("batch", "jobs")
 CRONJOBS: StorageKey = ("batch", "cronjobs")
+
+
+_PREPARED: dict[tuple[str, ...], JsonDict] = {}
+_PREPARED_LIMIT = 256
+
+
+def create_bootstrap(cluster: Cluster, rtype: ResourceType, namespace: str | None, identity: str,
+                     body: Callable[[], JsonDict], *, manager: str) -> JsonDict:
+    """Create an object of a fresh cluster's (a node, a namespace's defaults) as the apiserver would.
+
+    Every fresh cluster creates the same ones at the same (virtual) moment: the apiserver's work on them
+    (validation, defaults, managed fields) is done once per process, and the clusters share the result but
+    for the metadata, which gets a uid of the cluster's own (asked for in the same order as without the
+    sharing, so runs stay reproducible). Sharing is safe because stored objects are never changed in place:
+    every write makes a new object. ``identity`` must tell apart all that the body depends on; the body
+    is built only when it is new.
+    """
+    cache_key = (rtype.kind_key, namespace or "", identity, cluster.now(), manager, cluster.version)
+    template = _PREPARED.get(cache_key)
+    if template is None:
+        new = writing.prepare_create(cluster, rtype, namespace, body(), manager=manager)
+        if len(_PREPARED) >= _PREPARED_LIMIT:
+            _PREPARED.clear()
+        _PREPARED[cache_key] = json.loads(compact_json(new))  # a copy for sharing
+        return cluster.commit_new(rtype, new)
+    new = {**template, "metadata": {**template["metadata"], "uid": cluster.uids()}}
+    return cluster.commit_new(rtype, new)
 
 
 def key_of(obj: Mapping[str, Any]) -> Key:

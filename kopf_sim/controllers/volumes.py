@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from ..objects import JsonDict, meta
 from ..watching import Change
 from .quantities import parse_quantity
-from .runtime import PODS, PVCS, PVS, Controller, Key, key_of
+from .runtime import PODS, PVCS, PVS, Controller, Key, create_bootstrap, key_of
 
 STORAGE_CLASSES = ("storage.k8s.io", "storageclasses")
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
@@ -48,7 +48,8 @@ class VolumeController(Controller):
                 "metadata": {"name": "standard", "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
                 "provisioner": PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
                 "allowVolumeExpansion": True}
-        self.cluster.create(self.rtype(STORAGE_CLASSES), None, body, manager="kopf-sim")
+        create_bootstrap(self.cluster, self.rtype(STORAGE_CLASSES), None, "standard", lambda: body,
+                         manager="kopf-sim")
 
     def initial_keys(self) -> Iterable[Key]:
         return [*(key_of(c) for c in self.cluster.objects(PVCS)), *(key_of(v) for v in self.cluster.objects(PVS))]
