@@ -19,6 +19,7 @@ from .podtemplates import resolve_percent, template_hash, without_label
 from .replicasets import owned_pods
 from .runtime import (
     DEPLOYMENTS,
+    PODS,
     REPLICASETS,
     Controller,
     Key,
@@ -61,9 +62,14 @@ def _status_count(rs: JsonDict | None, field: str) -> int:
 class DeploymentController(Controller):
     name = "deployments"
     primary = DEPLOYMENTS
-    watches = (REPLICASETS,)
+    watches = (REPLICASETS, PODS)
 
     def related_keys(self, change: Change) -> Iterable[Key]:
+        if change.key == PODS:  # a pod gone for good: a Recreate rollout may go on
+            rs_key = owner_key(change.obj, "ReplicaSet") if change.type == "DELETED" else None
+            rs = self.get(REPLICASETS, rs_key) if rs_key is not None else None
+            key = owner_key(rs, "Deployment") if rs is not None else None
+            return (key,) if key is not None else ()
         keys = {owner_key(change.obj, "Deployment")}
         if change.old is not None:
             keys.add(owner_key(change.old, "Deployment"))
@@ -113,6 +119,8 @@ class DeploymentController(Controller):
     def _limits(self, deployment: JsonDict) -> tuple[int, int, int]:
         spec = deployment.get("spec") or {}
         replicas = int(spec.get("replicas", 1))
+        if (spec.get("strategy") or {}).get("type") == "Recreate" or replicas == 0:
+            return replicas, 0, 0  # (no surge; and Available means all of them)
         rolling = (spec.get("strategy") or {}).get("rollingUpdate") or {}
         surge = resolve_percent(rolling.get("maxSurge"), replicas, round_up=True, default="25%")
         unavailable = resolve_percent(rolling.get("maxUnavailable"), replicas, round_up=False, default="25%")
@@ -192,10 +200,9 @@ class DeploymentController(Controller):
 
     def _annotations(self, deployment: JsonDict, revision: int) -> dict[str, str]:
         replicas, surge, _ = self._limits(deployment)
-        strategy = ((deployment.get("spec") or {}).get("strategy") or {}).get("type", "RollingUpdate")
         copied = {k: v for k, v in (meta(deployment).get("annotations") or {}).items() if k not in _NOT_COPIED}
         copied[DESIRED] = str(replicas)
-        copied[MAX_REPLICAS] = str(replicas + (surge if strategy != "Recreate" else 0))
+        copied[MAX_REPLICAS] = str(replicas + surge)
         copied[REVISION] = str(revision)
         return copied
 
