@@ -301,6 +301,13 @@ class DeploymentController(Controller):
             conditions = set_condition(conditions, "Available", "False", "MinimumReplicasUnavailable",
                                        "Deployment does not have minimum availability.", now, update_time=True)
         conditions = self._progressing(deployment, conditions, status, new_rs, reason, now)
+        failure = next((c for rs in replica_sets for c in (rs.get("status") or {}).get("conditions") or []
+                        if c.get("type") == "ReplicaFailure" and c.get("status") == "True"), None)
+        if failure is not None:  # a ReplicaSet cannot create its pods: the Deployment says so too
+            conditions = set_condition(conditions, "ReplicaFailure", "True", failure.get("reason", ""),
+                                       failure.get("message", ""), now, update_time=True)
+        else:
+            conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
         status["conditions"] = conditions
         if old_status.get("collisionCount"):
             status["collisionCount"] = old_status["collisionCount"]

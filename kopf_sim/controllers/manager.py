@@ -249,6 +249,9 @@ class ControllerManager:
     async def _reconcile(self, controller: Controller, item: QueueItem) -> None:
         from .. import errors
 
+        timer = self._timers.pop(item, None)  # each pass sets the timers it needs: none goes stale
+        if timer is not None:
+            timer.cancel()
         try:
             await controller.reconcile(item[1])
         except errors.ApiError as exc:

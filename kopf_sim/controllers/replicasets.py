@@ -9,11 +9,12 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterable
 
+from .. import errors
 from ..objects import JsonDict, meta
 from ..selectors import LabelSelector
 from ..watching import Change
 from .podtemplates import available, is_active, pod_from_template, ready_since
-from .runtime import PODS, REPLICASETS, Controller, Key, owned_by, owner_key
+from .runtime import PODS, REPLICASETS, Controller, Key, owned_by, owner_key, set_condition
 
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 _EPOCH = datetime.datetime.min.replace(tzinfo=datetime.UTC)
@@ -87,10 +88,14 @@ class ReplicaSetController(Controller):
         spec = rs.get("spec") or {}
         desired = int(spec.get("replicas", 1))
         active = [p for p in owned_pods(self, rs) if is_active(p)]
+        failure: errors.ApiError | None = None
         if len(active) < desired:
             for _ in range(desired - len(active)):
                 body = pod_from_template(spec.get("template"), rs)
-                if await self.create(PODS, key[0], body) is None:
+                try:
+                    await self.create(PODS, key[0], body)
+                except errors.ApiError as exc:  # e.g. denied by an admission webhook, or a quota
+                    failure = exc
                     break
         elif len(active) > desired:
             for pod in sorted(active, key=deletion_rank)[:len(active) - desired]:
@@ -106,7 +111,14 @@ class ReplicaSetController(Controller):
             if counts[field]:
                 status[field] = counts[field]
         status["observedGeneration"] = meta(rs).get("generation", 1)
-        conditions = (rs.get("status") or {}).get("conditions")
+        conditions = [dict(c) for c in (rs.get("status") or {}).get("conditions") or []]
+        if failure is not None:
+            conditions = set_condition(conditions, "ReplicaFailure", "True", "FailedCreate", failure.message,
+                                       self.now())
+        else:
+            conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
         if conditions:
             status["conditions"] = conditions
         await self.update_status(rs, status)
+        if failure is not None:
+            raise failure  # retried with a back-off

@@ -217,13 +217,13 @@ class Controller:
 
     async def create(self, key: StorageKey, namespace: str | None, body: JsonDict, *,
                      manager: str | None = None) -> JsonDict | None:
-        """Create an object; None if it exists already or the namespace is going away."""
+        """Create an object; None if it exists already (other failures raise, and are retried later)."""
         rtype = self.rtype(key)
         try:
             return await admitting.create(self.cluster, self.manager.admission, rtype, namespace, body,
                                           manager=manager or self.field_manager, warnings=[])
         except errors.ApiError as exc:
-            if exc.code in (409, 403, 404):  # exists; namespace terminating; namespace gone
+            if exc.code == 409:
                 logger.debug("%s: cannot create %s %s/%s: %s", self.name, rtype.kind, namespace,
                              meta(body).get("name") or meta(body).get("generateName"), exc.message)
                 return None

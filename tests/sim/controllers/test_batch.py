@@ -155,7 +155,7 @@ async def test_jobs_on_schedule_in_virtual_time(kopf_cluster: KopfCluster) -> No
     assert newest["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
 
 
-@pytest.mark.parametrize("deadline, minutes", [
+@pytest.mark.parametrize(("deadline", "minutes"), [
     (None, [1, 2, 4]),  # a run missed while another is active starts when that one finishes
     (10, [1, 3, 5]),    # ... unless that is later than the starting deadline: then it is skipped
 ])
@@ -179,7 +179,7 @@ async def test_replacing_concurrency_deletes_the_active_run(kopf_cluster: KopfCl
     assert await jobs_of(kopf_cluster) == [f"busy-{minute + 20}"]
 
 
-@pytest.mark.parametrize("zone, expected", [("UTC", "2026-01-01T02:00:00Z"),
+@pytest.mark.parametrize(("zone", "expected"), [("UTC", "2026-01-01T02:00:00Z"),
                                              ("Europe/Berlin", "2026-01-01T02:00:00+01:00")])
 async def test_schedules_in_time_zones(kopf_cluster: KopfCluster, zone: str, expected: str) -> None:
     await kopf_cluster.create(cronjob("zoned", "0 2 * * *", timeZone=zone))

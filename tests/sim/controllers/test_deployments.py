@@ -229,6 +229,7 @@ async def test_a_replica_set_replaces_lost_pods_and_drops_the_unready_first(
     await kopf_cluster.wait_for("pods", unready, condition=lambda p: not ready(p))
     await kopf_cluster.patch("replicasets", "rs", {"spec": {"replicas": 2}})
     await asyncio.sleep(0.5)
-    deleting = [p["metadata"]["name"] for p in await kopf_cluster.list("pods") if p["metadata"].get("deletionTimestamp")]
+    deleting = [p["metadata"]["name"] for p in await kopf_cluster.list("pods")
+                if p["metadata"].get("deletionTimestamp")]
     assert deleting == [unready]
     assert obj["status"]["observedGeneration"] == 1

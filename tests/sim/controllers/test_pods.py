@@ -122,7 +122,7 @@ async def test_a_node_added_later_takes_the_waiting_pods(kopf_cluster: KopfClust
     assert obj["status"]["podIP"] == "10.244.9.2"
 
 
-@pytest.mark.parametrize("policy, phase, restarts", [("Never", "Failed", 0), ("OnFailure", "Running", 1)])
+@pytest.mark.parametrize(("policy", "phase", "restarts"), [("Never", "Failed", 0), ("OnFailure", "Running", 1)])
 async def test_a_failing_container(kopf_cluster: KopfCluster, controllers: ControllerManager,
                                    policy: str, phase: str, restarts: int) -> None:
     controllers.fate("app=job", Fate.fail(exit_code=3, after=4))

@@ -48,7 +48,8 @@ async def test_endpoints_follow_the_ready_pods(kopf_cluster: KopfCluster, contro
     assert slice_["metadata"]["labels"] == {"team": "a", "kubernetes.io/service-name": "web",
                                             "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}
     assert slice_["addressType"] == "IPv4"
-    assert [e["conditions"] for e in slice_["endpoints"]] == [{"ready": True, "serving": True, "terminating": False}] * 2
+    assert [e["conditions"] for e in slice_["endpoints"]] == \
+        [{"ready": True, "serving": True, "terminating": False}] * 2
     assert slice_["ports"] == [{"port": 8080, "protocol": "TCP", "name": "http"}]
 
     controllers.fate("app=web", Fate.never_ready())
