@@ -10,9 +10,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import kopf
 import pytest
 
+import kopf
 from kopf_sim.controllers import Fate
 from pytest_kopf.cluster import KopfCluster
 from pytest_kopf.operator import KopfOperator
