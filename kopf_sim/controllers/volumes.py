@@ -23,6 +23,7 @@ PROVISIONER = "kopf.dev/sim-hostpath"
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
+BETA_CLASS = "volume.beta.kubernetes.io/storage-class"  # the class before spec.storageClassName; still honoured
 
 
 def claimed_by(pod: JsonDict) -> list[str]:
@@ -103,6 +104,10 @@ class VolumeController(Controller):
         spec = claim.get("spec") or {}
         if spec.get("volumeName"):
             await self._bound(claim)
+            return
+        if "storageClassName" not in spec and (meta(claim).get("annotations") or {}).get(BETA_CLASS):
+            claim = await self.update({**claim, "spec": {**spec, "storageClassName": claim["metadata"]["annotations"][
+                BETA_CLASS]}})
             return
         if "storageClassName" not in spec:
             default = next((sc for sc in self.cluster.objects(STORAGE_CLASSES) if self._is_default(sc)), None)
