@@ -12,9 +12,10 @@ seconds (an environment variable; 10 by default). The API calls go through the o
 import datetime
 import os
 
-import kopf
 import kubernetes
 import yaml
+
+import kopf
 
 GROUP, VERSION, PLURAL = 'kopf.dev', 'v1', 'ephemeralvolumeclaims'
 TEMPLATE = os.path.join(os.path.dirname(__file__), 'pvc.yaml')
@@ -50,7 +51,7 @@ def update_fn(spec, status, namespace, logger, **_):
 @kopf.on.field(PLURAL, field='metadata.labels')
 def relabel(diff, status, namespace, **_):
     labels_patch = {}  # a removed label is None here: removed from the PVC too
-    for op, field, old, new in diff:
+    for _op, field, old, new in diff:
         if field:  # one label added, changed or removed
             labels_patch[field[0]] = new
         else:  # the first labels, or the last ones gone
@@ -85,7 +86,7 @@ def expire(spec, status, meta, name, namespace, patch, logger, pods_by_namespace
     users = _users(spec, pvc_name, pods_by_namespace.get(namespace, []))
     active = [p['name'] for p in users if p['phase'] not in FINISHED]
     usage = status.get('usage') or {}
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     if active:
         if not usage.get('used') or usage.get('goneSince'):
             patch.status['usage'] = {'used': True, 'goneSince': None, 'pods': sorted(active)}

@@ -58,8 +58,8 @@ async def test_a_claim_lives_as_long_as_its_pods(kopf_cluster, kopf_operator, of
     assert pvc["metadata"]["ownerReferences"][0]["kind"] == "EphemeralVolumeClaim"
     await kopf_cluster.wait_for("persistentvolumeclaims", "my-claim", timeout=TIMEOUT,
                                 condition=lambda c: c["status"]["phase"] == "Bound")
-    obj = await kopf_cluster.wait_for("ephemeralvolumeclaims", "my-claim", timeout=TIMEOUT,
-                                      condition=lambda o: o["status"]["create_fn"]["pvc-name"] == "my-claim")
+    await kopf_cluster.wait_for("ephemeralvolumeclaims", "my-claim", timeout=TIMEOUT,
+                                condition=lambda o: o["status"]["create_fn"]["pvc-name"] == "my-claim")
 
     await kopf_cluster.patch("ephemeralvolumeclaims", "my-claim", {"spec": {"size": "2G"}})
     await kopf_cluster.wait_for("persistentvolumeclaims", "my-claim", timeout=TIMEOUT,
@@ -73,8 +73,8 @@ async def test_a_claim_lives_as_long_as_its_pods(kopf_cluster, kopf_operator, of
                                 condition=lambda o: o["status"]["usage"]["pods"] == ["writer"])
     await kopf_cluster.delete("pods", "writer")
     await kopf_cluster.wait_gone("pods", "writer", timeout=TIMEOUT)
-    obj = await kopf_cluster.wait_for("ephemeralvolumeclaims", "my-claim", timeout=TIMEOUT,
-                                      condition=lambda o: o is None or o["status"]["usage"]["goneSince"])
+    await kopf_cluster.wait_for("ephemeralvolumeclaims", "my-claim", timeout=TIMEOUT,
+                                condition=lambda o: o is None or o["status"]["usage"]["goneSince"])
     await kopf_cluster.wait_gone("ephemeralvolumeclaims", "my-claim", timeout=TIMEOUT)
     await kopf_cluster.wait_gone("persistentvolumeclaims", "my-claim", timeout=TIMEOUT)  # owned: collected
     await kopf_operator.stop()
