@@ -39,7 +39,7 @@ class PodController(Controller):
         self._runtimes: dict[str, k.PodRuntime] = {}     # by pod uid
         self._pods_on: dict[str, set[str]] = {}          # node -> uids of its pods that are not finished
         self._ips: dict[str, dict[str, str]] = {}        # node -> pod IPs in use -> by which pod uid
-        self._waiting: set[Key] = set()                  # pods that fit on no node (yet)
+        self._waiting: dict[Key, None] = {}              # pods that fit on no node (yet), oldest first
 
     # -- What concerns which pod -------------------------------------------------------------------------
 
@@ -56,11 +56,11 @@ class PodController(Controller):
             self._track(change.obj, removed=change.type == "DELETED")
             if change.type == "DELETED":
                 self._forget(change.obj)
-                return self._retry_waiting() if (change.obj.get("spec") or {}).get("nodeName") else ()
+                return self._retry_waiting(1) if (change.obj.get("spec") or {}).get("nodeName") else ()
             keys = [key_of(change.obj)]
             old_phase = ((change.old or {}).get("status") or {}).get("phase")
             if (change.obj.get("status") or {}).get("phase") in TERMINAL and old_phase not in TERMINAL:
-                keys.extend(self._retry_waiting())  # room on a node
+                keys.extend(self._retry_waiting(1))  # room for one more on a node
             return keys
         return self.related_keys(change)
 
@@ -73,9 +73,11 @@ class PodController(Controller):
                         if (pod.get("spec") or {}).get("nodeName") == node)
         return keys
 
-    def _retry_waiting(self) -> list[Key]:
-        keys = sorted(self._waiting)
-        self._waiting.clear()
+    def _retry_waiting(self, count: int | None = None) -> list[Key]:
+        """The waiting pods to try again: all of them (the nodes changed), or the oldest ``count`` (room freed)."""
+        keys = list(self._waiting)[:count]
+        for key in keys:
+            del self._waiting[key]
         return keys
 
     def _track(self, pod: JsonDict, *, removed: bool) -> None:
@@ -132,7 +134,7 @@ class PodController(Controller):
         loads = {name: len(uids) for name, uids in self._pods_on.items()}
         chosen, problems = choose_node(pod, nodes, loads)
         if chosen is None:
-            self._waiting.add(key_of(pod))
+            self._waiting[key_of(pod)] = None
             conditions = set_unschedulable(pod, unschedulable_message(len(nodes), problems), self.now())
             await self.update_status(pod, {**(pod.get("status") or {}), "conditions": conditions},
                                      manager=SCHEDULER)
