@@ -21,6 +21,7 @@ from kopf_sim import virtualtime
 from kopf_sim.clock import SeededUids
 from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.store import Cluster
+from kopf_sim.watching import Change
 
 JsonDict = dict[str, Any]
 
@@ -38,38 +39,54 @@ def job(index: int) -> JsonDict:
                                            "containers": [{"name": "main", "image": "busybox"}]}}}}
 
 
-async def until(condition: Callable[[], bool], step: float = 1.0) -> None:
-    while not condition():
-        await asyncio.sleep(step)
+async def until(cluster: Cluster, condition: Callable[[Change], bool]) -> None:
+    """Wait until a committed change makes the condition true."""
+    reached = asyncio.Event()
+
+    def observe(change: Change) -> None:
+        if condition(change):
+            reached.set()
+
+    cluster.observers.append(observe)
+    try:
+        await reached.wait()
+    finally:
+        cluster.observers.remove(observe)
 
 
 async def rollout(cluster: Cluster, replicas: int) -> None:
     deployments = cluster.resource("apps", "v1", "deployments")
 
-    def complete() -> bool:
-        obj = cluster.peek(deployments.storage_key, "default", "web") or {}
-        status = obj.get("status") or {}
-        return bool(status.get("observedGeneration") == obj["metadata"]["generation"]
+    def complete(change: Change) -> bool:
+        if change.key != deployments.storage_key:
+            return False
+        status = change.obj.get("status") or {}
+        return bool(status.get("observedGeneration") == change.obj["metadata"]["generation"]
                     and status.get("updatedReplicas") == status.get("availableReplicas") == replicas
                     and status.get("replicas") == replicas)
 
     cluster.create(deployments, "default", deployment(replicas, "nginx:1"))
-    await until(complete)
+    await until(cluster, complete)
     cluster.patch(deployments, "default", "web", {"spec": {"template": {"spec": {"containers": [
         {"name": "main", "image": "nginx:2"}]}}}}, "application/strategic-merge-patch+json")
-    await until(complete)
+    await until(cluster, complete)
 
 
 async def jobs(cluster: Cluster, count: int) -> None:
     resource = cluster.resource("batch", "v1", "jobs")
+    completed: set[str] = set()
+
+    def all_done(change: Change) -> bool:
+        conditions = (change.obj.get("status") or {}).get("conditions") or []
+        if change.key == resource.storage_key and any(c.get("type") == "Complete" for c in conditions):
+            completed.add(change.obj["metadata"]["name"])
+        return len(completed) == count
+
+    waiting = asyncio.create_task(until(cluster, all_done))
+    await asyncio.sleep(0)
     for index in range(count):
         cluster.create(resource, "default", job(index))
-
-    def done() -> bool:
-        return all(any(c.get("type") == "Complete" for c in (j.get("status") or {}).get("conditions") or [])
-                   for j in cluster.objects(resource.storage_key))
-
-    await until(done, 5.0)
+    await waiting
 
 
 def measure(name: str, scenario: Callable[[Cluster], Coroutine[Any, Any, None]], profile: bool) -> None:
