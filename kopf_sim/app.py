@@ -150,7 +150,8 @@ class ApiServer:
         self._documents_of: tuple[Catalogue, int] | None = None
         self._shareable: tuple[ResourceType, ...] | None = None  # the types of that catalogue, as a cache key
         self._swagger_of: tuple[Catalogue, int] | None = None
-        self._swagger_bodies: tuple[bytes, bytes] = (b"", b"")
+        self._swagger_doc: dict[str, Any] = {}
+        self._swagger_bodies: dict[bool, bytes] = {}  # by protobuf-or-not
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         """The aiohttp handler: a response, or a watch stream written out as it goes."""
@@ -227,13 +228,17 @@ class ApiServer:
 
         catalogue = self.cluster.catalogue
         if self._swagger_of != (catalogue, catalogue.revision):
-            doc = swagger.swagger_document((openapi_kind(t) for t in catalogue), self.cluster.version)
-            self._swagger_bodies = (dumps(doc), swagger_proto.encode_document(doc))
+            self._swagger_doc = swagger.swagger_document((openapi_kind(t) for t in catalogue), self.cluster.version)
+            self._swagger_bodies.clear()
             self._swagger_of = (catalogue, catalogue.revision)
-        json_body, proto_body = self._swagger_bodies
-        if swagger_proto.ACCEPTED in accept:
-            return encoded_response(proto_body, content_type=swagger_proto.CONTENT_TYPE)
-        return encoded_response(json_body)
+        as_protobuf = swagger_proto.ACCEPTED in accept
+        body = self._swagger_bodies.get(as_protobuf)
+        if body is None:
+            encode = swagger_proto.encode_document if as_protobuf else dumps
+            body = self._swagger_bodies[as_protobuf] = encode(self._swagger_doc)
+        if as_protobuf:
+            return encoded_response(body, content_type=swagger_proto.CONTENT_TYPE)
+        return encoded_response(body)
 
     def _openapi(self, parts: list[str]) -> web.Response:
         kinds = [openapi_kind(rtype) for rtype in self.cluster.catalogue]

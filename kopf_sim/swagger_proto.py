@@ -9,6 +9,8 @@ YAML text in ``openapi.v2.Any``, as gnostic encodes them.
 """
 from __future__ import annotations
 
+import functools
+import json
 import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -71,7 +73,13 @@ def _double(number: int, value: Any) -> bytes:
 
 def _any(value: Any) -> bytes:
     """``openapi.v2.Any``: the value as YAML text (field 2)."""
-    return _string(2, yaml.safe_dump(value, default_flow_style=False, sort_keys=False))
+    return _any_of_json(json.dumps(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _any_of_json(text: str) -> bytes:
+    """The same values recur throughout a document (group-version-kinds, patch strategies): YAML them once."""
+    return _string(2, yaml.safe_dump(json.loads(text), default_flow_style=False, sort_keys=False))
 
 
 def _extensions(number: int, obj: Mapping[str, Any]) -> bytes:
