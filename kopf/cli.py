@@ -393,7 +393,8 @@ class EmbeddedSim:
         asyncio.run(self._main())
 
     async def _main(self) -> None:
-        from kopf_sim.app import build_app
+        from kopf_sim.app import ADMISSION_KEY, build_app
+        from kopf_sim.controllers import ControllerManager
         from kopf_sim.serving import ServedApp
 
         self._loop = asyncio.get_running_loop()
@@ -404,8 +405,10 @@ class EmbeddedSim:
                 from kopf_sim.apiclient import app_api
                 from kopf_sim.replaying import prepare
                 self._replay = await prepare(self.replay_path, app_api(app, user_agent='kopf-sim-replay'))
+            controllers = ControllerManager(self._cluster, admission=app[ADMISSION_KEY])  # workloads come alive
             served = ServedApp(app, host='127.0.0.1', port=0)
             await served.start()
+            controllers.start()
         except BaseException as e:
             self._error = e
             self._ready.set()
@@ -417,6 +420,7 @@ class EmbeddedSim:
             self._ready.set()
             await self._stopping.wait()
         finally:
+            await controllers.stop()
             await served.stop()
 
 

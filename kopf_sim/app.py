@@ -153,6 +153,9 @@ class ApiServer:
         self._documents: dict[tuple[bool, tuple[str, ...]], bytes] = {}
         self._documents_of: tuple[Catalogue, int] | None = None
         self._shareable: tuple[ResourceType, ...] | None = None  # the types of that catalogue, as a cache key
+        self._swagger_of: tuple[Catalogue, int] | None = None
+        self._swagger_doc: dict[str, Any] = {}
+        self._swagger_bodies: dict[bool, bytes] = {}  # by protobuf-or-not
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         """The aiohttp handler: a response, or a watch stream written out as it goes."""
@@ -189,11 +192,13 @@ class ApiServer:
         if is_readonly and request.method not in ("GET", "HEAD"):  # discovery, health, version, openapi
             raise errors.method_not_allowed()
         if not parts:
-            return json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
+            return json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]})
         if head in ("healthz", "livez", "readyz") and len(parts) == 1:
             return web.Response(text="ok", content_type="text/plain")
         if head == "version" and len(parts) == 1:
             return json_response(discovery.version_info(self.cluster.version))
+        if head == "openapi" and parts[1:] == ["v2"]:
+            return self._swagger(request.headers.get("Accept", ""))
         if head == "openapi":
             return self._openapi(parts)
         if head in ("api", "apis") and len(parts) == 1 and self.options.aggregated_discovery \
@@ -227,6 +232,24 @@ class ApiServer:
                                                                                aggregated_form=aggregated_form)
         content_type = discovery.AGGREGATED_CONTENT_TYPE if aggregated_form else JSON
         return encoded_response(body, content_type=content_type)
+
+    def _swagger(self, accept: str) -> web.Response:
+        """``/openapi/v2``: JSON, or protobuf for kubectl; encoded once per change of the served resources."""
+        from . import swagger, swagger_proto
+
+        catalogue = self.cluster.catalogue
+        if self._swagger_of != (catalogue, catalogue.revision):
+            self._swagger_doc = swagger.swagger_document((openapi_kind(t) for t in catalogue), self.cluster.version)
+            self._swagger_bodies.clear()
+            self._swagger_of = (catalogue, catalogue.revision)
+        as_protobuf = swagger_proto.ACCEPTED in accept
+        body = self._swagger_bodies.get(as_protobuf)
+        if body is None:
+            encode = swagger_proto.encode_document if as_protobuf else dumps
+            body = self._swagger_bodies[as_protobuf] = encode(self._swagger_doc)
+        if as_protobuf:
+            return encoded_response(body, content_type=swagger_proto.CONTENT_TYPE)
+        return encoded_response(body)
 
     def _openapi(self, parts: list[str]) -> web.Response:
         kinds = [openapi_kind(rtype) for rtype in self.cluster.catalogue]

@@ -14,10 +14,11 @@ import click
 
 from . import errors
 from .apiclient import app_api
-from .app import build_app
+from .app import ADMISSION_KEY, build_app
 from .capture import Capture, CaptureError, CaptureStats, count_of, record_until_stopped
 from .clock import system_clock
 from .credentials import CredentialsError, connect
+from .controllers import ControllerManager, ControllerSettings, parse_selection
 from .manifests import ManifestError, read_manifests
 from .recording import ChangeRecorder, LogWriter
 from .replaying import LogError, Replay, ReplayError, prepare
@@ -69,18 +70,39 @@ class SpeedType(click.ParamType):  # type: ignore[type-arg]
               help="Seconds to wait before --replay starts (e.g. to start an operator first).")
 @click.option("--history", "history_window", default=HISTORY_WINDOW, show_default=True, type=click.IntRange(min=1),
               help="How many changes to keep for resuming watches; older versions get 410 Expired.")
+@click.option("--controllers", "controllers", default="all", show_default=True, metavar="SELECTION",
+              help="The built-in controllers to run: all, none, or a list such as 'pods,replicasets,deployments' "
+                   "or 'all,-cronjobs'.")
+@click.option("--nodes", default=3, show_default=True, type=click.IntRange(min=0),
+              help="The number of simulated nodes.")
+@click.option("--pod-start-delay", default=1.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds from a pod's scheduling to its containers running.")
+@click.option("--pod-ready-delay", default=1.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds from a pod's containers running to their being ready.")
+@click.option("--pod-run-time", default=1.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds that pods which run to completion (Jobs' pods) run before they succeed.")
+@click.option("--pod-stop-delay", default=1.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds that a deleted pod's containers take to stop (at most its grace period).")
 @click.option("--verbose", "-v", is_flag=True, help="Log every request.")
 def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, tls: bool,
           manifests: tuple[str, ...], record_path: str | None, replay_path: str | None, speed: float | None,
-          replay_delay: float, verbose: bool, history_window: int) -> None:
+          replay_delay: float, history_window: int, controllers: str, nodes: int,
+          pod_start_delay: float, pod_ready_delay: float, pod_run_time: float, pod_stop_delay: float,
+          verbose: bool) -> None:
     """Serve the simulated cluster over HTTP(S) until interrupted (Ctrl+C or SIGTERM)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
+    try:
+        settings = ControllerSettings(enabled=parse_selection(controllers), nodes=nodes,
+                                      pod_start_delay=pod_start_delay, pod_ready_delay=pod_ready_delay,
+                                      pod_run_time=pod_run_time, pod_stop_delay=pod_stop_delay)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--controllers'") from None
     if token == "auto":
         token = secrets.token_urlsafe(24)
     cluster = Cluster(history_window=history_window)
     try:
         documents = read_manifests(manifests)
-        cluster.apply_manifests(documents)
+        loaded = cluster.apply_manifests(documents)
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     except errors.ApiError as exc:
@@ -96,12 +118,22 @@ def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, 
         handle, kubeconfig_path = tempfile.mkstemp(prefix="kopf-sim-", suffix=".kubeconfig")
         os.close(handle)
 
+    manager = ControllerManager(cluster, settings, admission=app[ADMISSION_KEY])
+
+    async def stop_controllers(_: object) -> None:
+        await manager.stop()
+
+    app.on_shutdown.append(stop_controllers)
+
     def announce(served: ServedApp) -> None:
+        if served.ca_pem is not None:  # pods would verify the apiserver with the CA it serves with
+            manager.configure(root_ca=served.ca_pem.decode())
+        manager.start()  # in the serving loop, before the first request is answered
         click.echo(f"Serving a simulated Kubernetes API at {served.url}")
         click.echo(f"Kubeconfig: {kubeconfig_path}")
         click.echo(f"Try: kubectl --kubeconfig {kubeconfig_path} get all -A")
         if documents:
-            click.echo(f"Loaded {cluster.count() - 4} objects from {len(manifests)} manifest(s).")
+            click.echo(f"Loaded {len(loaded)} objects from {len(manifests)} manifest(s).")
         click.echo("Press Ctrl+C to stop.", err=False)
         if replay is not None:
             _start_replay(replay, speed=speed, delay=replay_delay)

@@ -130,6 +130,9 @@ _KINDS: dict[str, dict[Path, ListStrategy]] = {
     "apps/v1/ReplicaSet": _templated("spec", "template"),
     "apps/v1/StatefulSet": _templated("spec", "template"),
     "apps/v1/DaemonSet": _templated("spec", "template"),
+    "apps/v1/ControllerRevision": {**_METADATA},
+    "discovery.k8s.io/v1/EndpointSlice": {**_METADATA},  # endpoints and ports are atomic
+    "storage.k8s.io/v1/StorageClass": {**_METADATA},
     "batch/v1/Job": _templated("spec", "template"),
     "batch/v1/CronJob": {
         **_METADATA,

@@ -6,7 +6,8 @@ resource share one storage (keyed by group and plural), as in the real apiserver
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+import datetime
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -25,6 +26,8 @@ class PrinterColumn:
     # (Go's zero values: built-in counters print 0, not <none>).
     total_path: str = ""
     default: int | str | None = None
+    # Built-ins only: a cell computed from the whole object, as the apiserver's printers do (a pod's STATUS).
+    render: Callable[[dict[str, Any], datetime.datetime], Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

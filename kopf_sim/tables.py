@@ -61,6 +61,8 @@ def column_definitions(rtype: ResourceType) -> list[JsonDict]:
 
 
 def _cell(column: PrinterColumn, obj: JsonDict, now: datetime.datetime) -> Any:
+    if column.render is not None:
+        return column.render(obj, now)
     value = resolve_path(obj, column.json_path)
     if column.total_path:
         return f"{value or 0}/{resolve_path(obj, column.total_path) or 0}"

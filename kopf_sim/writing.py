@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import applying, crds, errors, patching, schemas, typecheck, validation
+from . import applying, crds, defaulting, errors, patching, schemas, typecheck, validation
 from .objects import (
     JsonDict,
     clone,
@@ -55,8 +55,8 @@ def same_content(old: JsonDict, new: JsonDict) -> bool:
 
 
 def held(rtype: ResourceType, obj: JsonDict) -> bool:
-    """Whether finalizers still hold an object (namespaces also have finalizers in their spec)."""
-    if meta(obj).get("finalizers"):
+    """Whether finalizers still hold an object (namespaces also have finalizers in their spec; pods a grace period)."""
+    if meta(obj).get("finalizers") or meta(obj).get("deletionGracePeriodSeconds"):
         return True
     return rtype.storage_key == ("", "namespaces") and bool((obj.get("spec") or {}).get("finalizers"))
 
@@ -403,6 +403,7 @@ def lifecycle_check_creatable(cluster: Cluster, rtype: ResourceType) -> None:
 
 def _initial_state(cluster: Cluster, rtype: ResourceType, obj: JsonDict) -> None:
     """What a built-in's creation strategy fills in (phases, namespace finalizers, CRD conditions)."""
+    defaulting.apply_defaults(rtype, obj)
     key = rtype.storage_key
     if key == ("", "secrets"):
         _fold_string_data(obj)
@@ -452,7 +453,8 @@ def _fold_string_data(obj: JsonDict) -> None:
 
 
 def _keep_initial_state(rtype: ResourceType, old: JsonDict, new: JsonDict) -> None:
-    """Fields that a built-in's update strategy keeps from the old object."""
+    """Fields that a built-in's update strategy keeps from the old object (and the defaults of the new one)."""
+    defaulting.apply_defaults(rtype, new)
     if rtype.storage_key == ("", "secrets"):
         _fold_string_data(new)
     if rtype.storage_key == ("", "namespaces"):

@@ -31,6 +31,7 @@ from kopf_sim.admission import AdmissionControl
 from kopf_sim.apiclient import Served
 from kopf_sim.app import ADMISSION_KEY, build_app
 from kopf_sim.clock import SeededUids, system_clock
+from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.direct import DirectClient
 from kopf_sim.manifests import parse_manifests, read_manifest
 from kopf_sim.recording import ChangeRecorder
@@ -200,6 +201,11 @@ class KopfCluster(abc.ABC):
     async def advance(self, seconds: float) -> None:
         """Let ``seconds`` of virtual time pass (everything else keeps running); sim mode only."""
         self._sim_only("advance()")
+
+    @property
+    def controllers(self) -> ControllerManager:
+        """The built-in controllers (switches, timings, pods' fates: ``controllers.fate(...)``); sim mode only."""
+        self._sim_only("controllers")
 
     @abc.abstractmethod
     async def kubeconfig(self) -> pathlib.Path:
@@ -547,6 +553,7 @@ class SimKopfCluster(KopfCluster):
         tmp_dir: Callable[[], pathlib.Path],
         record_path: pathlib.Path | None = None,
         seed: int = 0,
+        controllers: ControllerSettings | None = None,
     ) -> None:
         super().__init__(base_url=DEFAULT_BASE_URL, namespace="default", tmp_dir=tmp_dir)
         self._loop = loop
@@ -556,6 +563,7 @@ class SimKopfCluster(KopfCluster):
         self._app = build_app(self._cluster)
         sim_faults.install(self._app, self._faults)
         self._server = InMemoryServer(self._app, access_log=None)  # no access log lines from the simulator
+        self._controllers = ControllerManager(self._cluster, controllers, admission=self._app[ADMISSION_KEY])
         self._record_path = record_path
         self._record_stream: IO[str] | None = None
         self._served: ServedApp | None = None
@@ -563,6 +571,7 @@ class SimKopfCluster(KopfCluster):
         self._direct: DirectClient | None = None
 
     async def setup(self) -> None:
+        self._controllers.start()  # the bootstrap objects (nodes, namespaces' defaults) are no test's doing
         if self._record_path is not None:
             self._record_path.parent.mkdir(parents=True, exist_ok=True)
             self._record_stream = self._record_path.open("w", encoding="utf-8")
@@ -573,6 +582,7 @@ class SimKopfCluster(KopfCluster):
 
     async def teardown(self) -> None:
         try:
+            await self._controllers.stop()
             self._direct = None
             await super().teardown()
             if self._served is not None:
@@ -631,6 +641,10 @@ class SimKopfCluster(KopfCluster):
     @property
     def admission(self) -> AdmissionControl:
         return self._app[ADMISSION_KEY]
+
+    @property
+    def controllers(self) -> ControllerManager:
+        return self._controllers
 
     def session(self, **kwargs: Any) -> aiohttp.ClientSession:
         return self._server.session(**kwargs)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.virtualtime import VirtualTimeLoop
 
 from . import kubeconfig, routing
@@ -44,6 +45,8 @@ MARKERS = {
     "kopf_sim_only": "run the test only in sim mode (--kopf-sim); skipped with --kopf-real",
     "kopf_real_only": "run the test only in real mode (--kopf-real); skipped with --kopf-sim",
     "kopf_real_time": "run the test in real time even in sim mode (e.g. for kopf_cluster.kubeconfig())",
+    "kopf_controllers": "sim mode: which built-in controllers run, and their timings, e.g. "
+                        "kopf_controllers('none'), kopf_controllers('all', '-cronjobs', nodes=5, pod_ready_delay=3)",
 }
 
 
@@ -81,6 +84,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "in real mode, those of the test's namespace")
     parser.addini("kopf_mode", "the mode of the kopf tests: sim (default) or real", default=SIM)
     parser.addini("kopf_context", "the kubeconfig context for the real mode", default="")
+    parser.addini("kopf_controllers", "the built-in controllers of the simulated clusters: all (default), none, "
+                  "or a list such as 'pods,replicasets,deployments' or 'all,-cronjobs'", default="all")
     parser.addini("kopf_time_limit", "virtual seconds a sim-mode test may last before it fails (none by default)",
                   default="")
     parser.addini("kopf_thread_timeout", "real seconds that an operator's thread may compute (or wait in a way the "
@@ -322,7 +327,8 @@ def kopf_cluster(
     if settings.record_dir is not None:
         record = settings.record_dir / f"{_slug(request.node.nodeid, 200)}.jsonl"
     if settings.mode == SIM:
-        cluster = SimKopfCluster(loop=kopf_loop.loop, tmp_dir=tmp_dir, record_path=record)
+        cluster = SimKopfCluster(loop=kopf_loop.loop, tmp_dir=tmp_dir, record_path=record,
+                                 controllers=controller_settings(request))
     else:
         try:
             config = kubeconfig.load(context=settings.context)
@@ -373,6 +379,22 @@ def _clients_dir(factory: pytest.TempPathFactory) -> pathlib.Path:
     path = factory.getbasetemp() / "kopf-clients"
     path.mkdir(exist_ok=True)
     return path
+
+
+def controller_settings(request: pytest.FixtureRequest) -> ControllerSettings:
+    """The built-in controllers of the test's simulated cluster: the ini's selection, then the marker's."""
+    try:
+        enabled = parse_selection(str(request.config.getini("kopf_controllers") or "all"))
+        marker = request.node.get_closest_marker("kopf_controllers")
+        if marker is None:
+            return ControllerSettings(enabled=enabled)
+        if len(marker.args) == 1 and isinstance(marker.args[0], bool):
+            enabled = parse_selection(marker.args[0])
+        elif marker.args:
+            enabled = parse_selection([word for arg in marker.args for word in str(arg).split(",")])
+        return ControllerSettings(enabled=enabled, **marker.kwargs)
+    except (ValueError, TypeError) as exc:
+        pytest.fail(f"Bad kopf_controllers selection: {exc}", pytrace=False)
 
 
 def _slug(text: str, limit: int) -> str:

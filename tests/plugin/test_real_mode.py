@@ -47,6 +47,8 @@ async def test_sim_only_features_fail_clearly(kopf_cluster):
         kopf_cluster.faults
     with pytest.raises(KopfModeError, match="only in sim mode"):
         kopf_cluster.now
+    with pytest.raises(KopfModeError, match="only in sim mode"):
+        kopf_cluster.controllers
 
 async def test_kubeconfig_for_subprocesses(kopf_cluster):
     path = await kopf_cluster.kubeconfig()

@@ -1,7 +1,9 @@
 """The real kubectl against a served simulator: every command must behave as with a real apiserver.
 
 One ``kopf-sim serve`` subprocess serves the whole module (on 127.0.0.1, a free port); each test uses its own
-namespace or unique names, so the tests do not depend on each other or on their order.
+namespace or unique names, so the tests do not depend on each other or on their order. These tests are about the
+apiserver itself, so its built-in controllers are off (a bare apiserver, as in envtest: a Deployment stays as it
+is created); tests/sim/test_kubectl_workloads.py drives kubectl against the controllers.
 """
 from __future__ import annotations
 
@@ -115,7 +117,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     with open(log_path, "wb") as log:  # a file, not a pipe: a chatty server can never block on a full pipe
         process = subprocess.Popen(
             [sys.executable, "-m", "kopf_sim", "serve", "--host", "127.0.0.1", "--port", "0",
-             "--kubeconfig", str(kubeconfig),
+             "--kubeconfig", str(kubeconfig), "--controllers", "none",
              "--load", str(EXAMPLES / "crd.yaml"), "--load", str(EXAMPLES / "objects.yaml")],
             stdout=log, stderr=subprocess.STDOUT,
         )

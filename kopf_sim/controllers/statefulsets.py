@@ -1,0 +1,181 @@
+"""StatefulSets: ordered pods ``<name>-0 … <name>-N-1`` with stable identities and their own volume claims.
+
+With ``podManagementPolicy: OrderedReady`` (the default), pod N+1 is created only when pod N is
+Running and Ready, and scaling down removes the highest ordinal first, one at a time; ``Parallel``
+does all at once. Every pod gets the PersistentVolumeClaims of ``volumeClaimTemplates``
+(``<template>-<name>-<ordinal>``, kept after the pod is gone unless the retention policy says Delete).
+A RollingUpdate replaces the pods from the highest ordinal down to the ``partition``, one by one,
+each only when the others are ready; OnDelete waits for the pods to be deleted. Revisions are
+ControllerRevisions; the status reports the current and the update revisions.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..objects import JsonDict, clone, meta
+from ..watching import Change
+from .podtemplates import available, is_active, pod_from_template, ready_since
+from .replicasets import owned_pods
+from .revisions import ensure_revision, prune_revisions
+from .runtime import PODS, PVCS, STATEFULSETS, Controller, Key, new_owner_ref, owner_key
+
+REVISION_LABEL = "controller-revision-hash"
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+
+def _ordinal(sts: JsonDict, pod: JsonDict) -> int | None:
+    prefix = f"{meta(sts)['name']}-"
+    name = meta(pod)["name"]
+    if not name.startswith(prefix) or not name[len(prefix):].isdigit():
+        return None
+    return int(name[len(prefix):])
+
+
+def _healthy(pod: JsonDict) -> bool:
+    return is_active(pod) and (pod.get("status") or {}).get("phase") == "Running" and ready_since(pod) is not None
+
+
+class StatefulSetController(Controller):
+    name = "statefulsets"
+    primary = STATEFULSETS
+    watches = (PODS,)
+
+    def related_keys(self, change: Change) -> Iterable[Key]:
+        key = owner_key(change.obj, "StatefulSet")
+        return (key,) if key is not None else ()
+
+    async def reconcile(self, key: Key) -> None:
+        sts = self.get(STATEFULSETS, key)
+        if sts is None or meta(sts).get("deletionTimestamp"):
+            return
+        spec = sts.get("spec") or {}
+        update_revision, _ = await ensure_revision(self, sts)
+        status = sts.get("status") or {}
+        current_revision = status.get("currentRevision") or update_revision
+        replicas = int(spec.get("replicas", 1))
+        start = int((spec.get("ordinals") or {}).get("start", 0))
+        ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
+        pods = {o: p for p in owned_pods(self, sts) if (o := _ordinal(sts, p)) is not None}
+        wanted = range(start, start + replicas)
+        rolling = (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
+        partition = int(((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition", 0))
+        blocked = False
+        for ordinal in wanted:
+            pod = pods.get(ordinal)
+            if pod is None:
+                revision = update_revision if ordinal >= partition or not rolling else current_revision
+                await self._create_pod(sts, ordinal, revision, update_revision)
+                if ordered:
+                    blocked = True
+                    break
+                continue
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and \
+                    not meta(pod).get("deletionTimestamp"):
+                await self.delete(pod)  # recreated with the same identity on the next pass
+                if ordered:
+                    blocked = True
+                    break
+                continue
+            if ordered and not _healthy(pod):
+                blocked = True
+                break
+        if not blocked:
+            condemned = sorted((o for o in pods if o not in wanted), reverse=True)
+            for ordinal in condemned:
+                pod = pods[ordinal]
+                if not meta(pod).get("deletionTimestamp"):
+                    await self.delete(pod)
+                if ordered:
+                    blocked = True
+                    break
+        if not blocked and rolling and all(_healthy(pods[o]) for o in wanted if o in pods) \
+                and all(o in pods for o in wanted):
+            for ordinal in sorted(wanted, reverse=True):
+                if ordinal < partition:
+                    break
+                pod = pods[ordinal]
+                if (meta(pod).get("labels") or {}).get(REVISION_LABEL) != update_revision:
+                    await self.delete(pod)
+                    break
+        await self._sync_status(sts, key, update_revision, current_revision)
+        await prune_revisions(self, sts, {update_revision, current_revision})
+
+    async def _create_pod(self, sts: JsonDict, ordinal: int, revision: str, update_revision: str) -> None:
+        spec = sts.get("spec") or {}
+        name = f"{meta(sts)['name']}-{ordinal}"
+        template = spec.get("template") if revision == update_revision else self._template_of(sts, revision)
+        claims = await self._claims(sts, ordinal)
+        labels = {REVISION_LABEL: revision, POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal)}
+        pod = pod_from_template(template, sts, name=name, labels=labels)
+        pod["spec"].setdefault("hostname", name)
+        if spec.get("serviceName"):
+            pod["spec"].setdefault("subdomain", spec["serviceName"])
+        volumes = [v for v in pod["spec"].get("volumes") or [] if v.get("name") not in claims]
+        volumes += [{"name": t, "persistentVolumeClaim": {"claimName": c}} for t, c in claims.items()]
+        if volumes:
+            pod["spec"]["volumes"] = volumes
+        await self.create(PODS, meta(sts).get("namespace"), pod)
+
+    def _template_of(self, sts: JsonDict, revision: str) -> JsonDict:
+        from .revisions import owned_revisions
+
+        for rev in owned_revisions(self, sts):
+            if meta(rev)["name"] == revision:
+                template = dict(((rev.get("data") or {}).get("spec") or {}).get("template") or {})
+                template.pop("$patch", None)
+                return template
+        return dict((sts.get("spec") or {}).get("template") or {})
+
+    async def _claims(self, sts: JsonDict, ordinal: int) -> dict[str, str]:
+        """Create the pod's volume claims that do not exist yet; their names by template name."""
+        spec = sts.get("spec") or {}
+        selector = (spec.get("selector") or {}).get("matchLabels") or {}
+        retention = (spec.get("persistentVolumeClaimRetentionPolicy") or {}).get("whenDeleted", "Retain")
+        claims: dict[str, str] = {}
+        for template in spec.get("volumeClaimTemplates") or []:
+            template_meta = template.get("metadata") or {}
+            claim_name = f"{template_meta.get('name')}-{meta(sts)['name']}-{ordinal}"
+            claims[str(template_meta.get("name"))] = claim_name
+            if self.cluster.peek(PVCS, meta(sts).get("namespace"), claim_name) is not None:
+                continue
+            metadata: JsonDict = {"name": claim_name, "namespace": meta(sts).get("namespace"),
+                                  "labels": {**(template_meta.get("labels") or {}), **selector}}
+            if template_meta.get("annotations"):
+                metadata["annotations"] = dict(template_meta["annotations"])
+            if retention == "Delete":
+                metadata["ownerReferences"] = [new_owner_ref(sts)]
+            body = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata,
+                    "spec": clone(template.get("spec") or {})}
+            await self.create(PVCS, meta(sts).get("namespace"), body)
+        return claims
+
+    async def _sync_status(self, sts: JsonDict, key: Key, update_revision: str, current_revision: str) -> None:
+        sts = self.get(STATEFULSETS, key) or sts
+        spec = sts.get("spec") or {}
+        pods = [p for p in owned_pods(self, sts) if _ordinal(sts, p) is not None]
+        active = [p for p in pods if is_active(p)]
+        now = self.wall()
+        min_ready = int(spec.get("minReadySeconds") or 0)
+        updated = sum(1 for p in active if (meta(p).get("labels") or {}).get(REVISION_LABEL) == update_revision)
+        replicas = int(spec.get("replicas", 1))
+        if updated == replicas and len(active) == replicas:
+            current_revision = update_revision
+        current = sum(1 for p in active if (meta(p).get("labels") or {}).get(REVISION_LABEL) == current_revision)
+        ready = sum(1 for p in active if ready_since(p) is not None)
+        soonest: float | None = None
+        available_count = 0
+        for pod in active:
+            ok, remaining = available(pod, min_ready, now)
+            available_count += ok
+            if remaining is not None:
+                soonest = remaining if soonest is None else min(soonest, remaining)
+        if soonest is not None:
+            self.later(soonest, key)
+        status: JsonDict = {"observedGeneration": meta(sts).get("generation", 1), "replicas": len(active)}
+        for field, value in (("readyReplicas", ready), ("currentReplicas", current), ("updatedReplicas", updated)):
+            if value:
+                status[field] = value
+        status.update(currentRevision=current_revision, updateRevision=update_revision, collisionCount=0,
+                      availableReplicas=available_count)
+        await self.update_status(sts, status)

@@ -1,0 +1,23 @@
+"""The built-in controllers' tests: a fresh simulated cluster per test (``kopf_cluster``), in virtual time."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from kopf_sim.controllers import ControllerManager
+from pytest_kopf.cluster import KopfCluster
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/sim/controllers/" in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.kopf_sim_only)  # they steer the simulator itself
+
+
+@pytest.fixture(autouse=True)
+def controllers(kopf_cluster: KopfCluster) -> Iterator[ControllerManager]:
+    """The cluster's controllers; no test may end with a controller having crashed."""
+    manager = kopf_cluster.controllers
+    yield manager
+    assert manager.failures == []
