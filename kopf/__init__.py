@@ -21,7 +21,7 @@ from kopf._cogs.configs.progress import (
     SmartProgressStorage,
     StatusProgressStorage,
 )
-from kopf._cogs.helpers.loggers import LogFormat, Logger, configure
+from kopf._cogs.helpers.loggers import LogFormat, configure
 from kopf._cogs.structs.bodies import (
     Annotations,
     Body,

@@ -17,8 +17,8 @@ from .apiclient import app_api
 from .app import ADMISSION_KEY, build_app
 from .capture import Capture, CaptureError, CaptureStats, count_of, record_until_stopped
 from .clock import system_clock
-from .credentials import CredentialsError, connect
 from .controllers import ControllerManager, ControllerSettings, parse_selection
+from .credentials import CredentialsError, connect
 from .manifests import ManifestError, read_manifests
 from .recording import ChangeRecorder, LogWriter
 from .replaying import LogError, Replay, ReplayError, prepare

@@ -29,7 +29,8 @@ for page, blocks in json.loads(sys.stdin.read()).items():
     for index, block in enumerate(blocks):
         kopf.set_default_registry(kopf.OperatorRegistry())
         try:
-            exec(compile(block, f"<{page}: snippet {index}>", "exec"), {"__name__": f"snippet_{index}", "__file__": page})
+            namespace = {"__name__": f"snippet_{index}", "__file__": page}
+            exec(compile(block, f"<{page}: snippet {index}>", "exec"), namespace)
         except BaseException:
             failures.append(f"{page}, snippet {index}:\\n{block}\\n{traceback.format_exc()}")
 print("\\n\\n".join(failures))

@@ -3,7 +3,6 @@ The login functions: the rudimentary ones (kubeconfig, service account) and the 
 """
 import base64
 import datetime
-import importlib.util
 import json
 import logging
 import os

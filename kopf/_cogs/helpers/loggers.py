@@ -32,7 +32,6 @@ __all__ = [
     'DEFAULT_REFKEY',
     'MASK',
     'LogFormat',
-    'Logger',
     'ObjectJsonFormatter',
     'ObjectTextFormatter',
     'SecretsFilter',
@@ -42,9 +41,6 @@ __all__ = [
     'redact',
     'register_secret',
 ]
-
-#: The type of the ``logger`` kwarg of the handlers (a logger or an adapter of one), as ``kopf.Logger``.
-Logger = logging.Logger | logging.LoggerAdapter[Any]
 
 #: What replaces the secrets in the log output.
 MASK = '***'
