@@ -176,7 +176,9 @@ class _Job:
 
     @property
     def pending(self) -> bool:
-        if not self.finished:
+        cancelled_before_start = (self.thread_id is None and self.concurrent_future is not None
+                                  and self.concurrent_future.cancelled())  # its function will never run
+        if not self.finished and not cancelled_before_start:
             return True
         return (self.concurrent_future is None or not self.concurrent_future.done()
                 or self.future is None or not self.future.done())

@@ -134,7 +134,7 @@ class ControllerManager:
         return self.settings
 
     def fate(self, selector: Selector, fate: Fate, *, namespace: str | None = None) -> FateRule:
-        """Steer the pods that the label selector picks (in a namespace or all): see :class:`Fate`."""
+        """Steer the pods that the label selector picks (in a namespace or all): see :class:`.Fate`."""
         return self.fates.add(selector, fate, namespace=namespace)
 
     # -- Lifecycle -----------------------------------------------------------------------------------------

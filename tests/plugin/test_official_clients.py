@@ -19,6 +19,7 @@ from pytest_kopf.operator import KopfOperator
 from pytest_kopf.routing import SyncClientInLoopError
 
 CRD = str(Path(__file__).parent.parent.parent / "examples" / "crd.yaml")
+ROOT_CA = "kube-root-ca.crt"  # every namespace has it (the simulated cluster's controllers make it)
 pytestmark = pytest.mark.kopf_sim_only
 
 
@@ -48,14 +49,16 @@ async def test_the_sync_client_pykube_and_in_cluster_configs_in_a_sync_handler(
         core.create_namespaced_config_map(namespace, {"metadata": {"name": f"{name}-sync"}})
         kubernetes.config.load_incluster_config()
         seen["in-cluster"] = [cm.metadata.name for cm in kubernetes.client.CoreV1Api()
-                              .list_namespaced_config_map(namespace).items]
+                              .list_namespaced_config_map(namespace).items if cm.metadata.name != ROOT_CA]
         api = pykube.HTTPClient(pykube.KubeConfig.from_env())  # the service account first, then KUBECONFIG
         pykube.ConfigMap(api, {"metadata": {"name": f"{name}-pykube", "namespace": namespace}}).create()
-        seen["pykube"] = sorted(cm.name for cm in pykube.ConfigMap.objects(api).filter(namespace=namespace))
+        seen["pykube"] = sorted(cm.name for cm in pykube.ConfigMap.objects(api).filter(namespace=namespace)
+                                if cm.name != ROOT_CA)
 
     await run_handler(kopf_cluster, kopf_operator, registry)
     assert seen == {"in-cluster": ["ex1-sync"], "pykube": ["ex1-pykube", "ex1-sync"]}
-    assert {cm["metadata"]["name"] for cm in await kopf_cluster.list("configmaps")} == {"ex1-sync", "ex1-pykube"}
+    names = {cm["metadata"]["name"] for cm in await kopf_cluster.list("configmaps")}
+    assert names == {"ex1-sync", "ex1-pykube", ROOT_CA}
 
 
 async def test_the_default_configuration_as_kopfs_login_leaves_it(
@@ -88,7 +91,7 @@ async def test_kubernetes_asyncio_in_an_async_handler(kopf_cluster: KopfCluster,
         kubernetes_asyncio.config.load_incluster_config()
         async with kubernetes_asyncio.client.ApiClient() as api:
             listing = await kubernetes_asyncio.client.CoreV1Api(api).list_namespaced_config_map(namespace)
-        seen["names"] = [cm.metadata.name for cm in listing.items]
+        seen["names"] = [cm.metadata.name for cm in listing.items if cm.metadata.name != ROOT_CA]
 
     await run_handler(kopf_cluster, kopf_operator, registry)
     assert seen == {"names": ["ex1-async"]}
@@ -105,7 +108,8 @@ async def test_a_watch_in_a_sync_daemon_waits_in_virtual_time(
         stream = kubernetes.watch.Watch().stream(kubernetes.client.CoreV1Api().list_namespaced_config_map,
                                                  namespace, timeout_seconds=7200)
         for event in stream:
-            events.append((event["type"], event["object"].metadata.name, time.monotonic()))
+            if event["object"].metadata.name != ROOT_CA:
+                events.append((event["type"], event["object"].metadata.name, time.monotonic()))
 
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=registry)

@@ -177,3 +177,21 @@ def test_threads_still_waiting_when_the_loop_closes_wait_in_real_time() -> None:
     default_executor.shutdown(wait=True)
     assert result == [True]
     assert future.done() or True
+
+
+def test_a_job_cancelled_before_its_thread_started_holds_no_time() -> None:
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        executor = concurrent.futures.ThreadPoolExecutor(1)
+        release = threading.Event()
+        first = loop.run_in_executor(executor, release.wait)  # the only worker is busy with it
+        queued = loop.run_in_executor(executor, time.sleep, 0)  # so this one waits in the executor's queue
+        executor.shutdown(wait=False, cancel_futures=True)  # as an operator's executor is shut down at its stop
+        release.set()
+        await first
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        await asyncio.sleep(3600)  # nothing holds the time: the cancelled job will never run
+        return loop.time()
+
+    assert virtualtime.run(main(), executor_timeout=5) == 3600.0
