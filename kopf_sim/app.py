@@ -21,7 +21,7 @@ import yaml
 from aiohttp import web, web_app
 from multidict import MultiMapping
 
-from . import admitting, discovery, errors, openapi, tables, writing
+from . import admitting, discovery, errors, lagging, openapi, tables, writing
 from .admission import AdmissionControl
 from .objects import JsonDict, compact_json, meta
 from .resources import Catalogue, ResourceType
@@ -290,7 +290,11 @@ class ApiServer:
         assert target.name is not None
         if target.rtype.namespaced and target.namespace is None:
             raise errors.page_not_found()
-        obj = self.cluster.get(target.rtype, target.namespace, target.name)
+        lag = lagging.read_lag.get()
+        if lag > 0:  # a stale read (an injected fault): as a lagging cache would serve it
+            obj = self.cluster.get_at(target.rtype, target.namespace, target.name, self.cluster.rv - lag)
+        else:
+            obj = self.cluster.get(target.rtype, target.namespace, target.name)
         if target.subresource == "scale":
             return json_response(writing.scale_of(target.rtype, obj))
         if tables.wants_table(request.headers.get("Accept", "")):
@@ -309,8 +313,10 @@ class ApiServer:
     def _list(self, request: ApiRequest, target: Target) -> web.Response:
         labels, fields = self._selectors(request, target)
         limit = _int(request.query.get("limit"), "limit")
+        lag = lagging.read_lag.get()
         listing = self.cluster.list(target.rtype, target.namespace, labels=labels, fields=fields,
-                                    limit=limit, continue_token=request.query.get("continue") or None)
+                                    limit=limit, continue_token=request.query.get("continue") or None,
+                                    at_rv=self.cluster.rv - lag if lag > 0 else None)
         if tables.wants_table(request.headers.get("Accept", "")):
             table = tables.table(target.rtype, listing["items"], self.cluster.clock(),
                                  list_meta=listing["metadata"],
@@ -410,6 +416,9 @@ class ApiServer:
         subscription = self.cluster.watch(target.rtype, target.namespace, labels=labels, fields=fields,
                                           resource_version=query.get("resourceVersion"),
                                           send_initial_events=send_initial)
+        held = lagging.withholding.get()
+        if held is not None:  # withheld events (an injected fault): late, or coalesced per object
+            subscription.withhold(held)
         if send_initial and allow_bookmarks and not subscription.closed:
             subscription.push(self._bookmark(target.rtype, initial_end=True))
         as_table = tables.wants_table(request.headers.get("Accept", ""))
