@@ -1,0 +1,385 @@
+"""One-line checks of an operator's robustness, found by hypothesis-driven action sequences.
+
+:func:`check_operator` runs, for each check, a :class:`~pytest_kopf.stateful.OperatorMachine`
+over generated sequences of actions (create, patch, delete, advance the time, plus the check's
+perturbations), and raises :class:`~pytest_kopf.errors.OperatorCheckFailed` with the shrunk steps
+and a runnable reproduction when the operator misbehaves. :func:`verify` is the checks' oracle
+for one run at the end of its actions: the machines call it, and so do the reproductions.
+
+The checks (see ``docs/checks.md`` for the precise meaning):
+
+* ``convergence``: the operator gets quiet, every live object is handled (its latest state, no
+  progress pending, no handler failed with an unexpected exception), deleted objects are gone;
+* ``idempotence``: the end state equals that of a run with no faults and no crashes, and
+  re-delivering every object to a fresh operator after that changes nothing;
+* ``retries``: transient API errors (5xx, 429 with Retry-After, 409) change nothing in the end
+  state, and no request is hammered (repeated many times within a virtual second);
+* ``crash-restart``: crashes (after the k-th write, or at any moment) change nothing in the end state;
+* ``stale-reads`` / ``withheld-events``: reads of older revisions / events late or coalesced
+  change nothing in the end state;
+* ``daemons``: after all objects are deleted, none of their daemons & timers is alive, none was
+  abandoned past its cancellation timeout, and the operator stops with no task or thread left;
+* ``finalizers``: after all objects are deleted, none is held by the operator's finalizer.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import difflib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from .cluster import KopfCluster, Manifests
+from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT, end_state, settle, tolerate
+from .errors import KopfLeakError, OperatorCheckFailed
+from .operator import KopfOperator
+from .strategies.actions import PERTURBATIONS
+from .strategies.objects import CustomResource
+
+if TYPE_CHECKING:
+    import hypothesis
+    from hypothesis import strategies as st
+
+    import kopf
+
+__all__ = [
+    "CHECKS",
+    "CheckReport",
+    "OperatorCheckFailed",
+    "check_operator",
+    "verify",
+]
+
+#: All the checks, in the order :func:`verify` runs them.
+CHECKS: tuple[str, ...] = tuple(PERTURBATIONS)
+#: The checks that compare the end state with that of a run with no faults and no crashes.
+COMPARING = frozenset({"idempotence", "retries", "crash-restart", "stale-reads", "withheld-events"})
+#: Requests of the same method & path within one virtual second that count as hammering the API.
+HAMMERING = 10
+#: The log messages of kopf that tell of an unexpected exception in a handler or in the framework.
+UNEXPECTED = ("failed with an exception", "failed with an unexpected error", "has failed unexpectedly",
+              "A worker has failed unexpectedly")
+ABANDONED = "it is abandoned"
+
+
+def validate_checks(checks: Iterable[str]) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(checks))
+    unknown = [check for check in chosen if check not in CHECKS]
+    if unknown:
+        raise ValueError(f"Unknown check(s): {', '.join(map(repr, unknown))}; the checks are: {', '.join(CHECKS)}.")
+    if not chosen:
+        raise ValueError(f"No checks to run; the checks are: {', '.join(CHECKS)}.")
+    return chosen
+
+
+async def verify(
+    kopf_cluster: KopfCluster,
+    kopf_operator: KopfOperator,
+    *,
+    checks: Sequence[str],
+    resources: Sequence[str],
+    expected: Sequence[Mapping[str, Any]] | None = None,
+    namespace: str = "default",
+    mask: Sequence[str] = (),
+    quiet: float = DEFAULT_QUIET,
+    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
+    records: Sequence[Any] | None = None,
+    requests: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The checks' verdict on a run whose actions are over: raise :class:`OperatorCheckFailed`, or return its end state.
+
+    The faults still pending are removed (transient ones are over by now); the operator is let to
+    settle; then each check looks at the cluster (and, for ``daemons`` & ``finalizers``, deletes
+    every object of ``resources`` and settles again). ``expected``: the end state of the same actions
+    with no faults and no crashes (for the comparing checks). ``records``: the operator's log records
+    (by default, all that ``kopf_operator`` has captured); ``requests``: the trace's request lines.
+    """
+    checks = validate_checks(checks)
+    kopf_cluster.faults.clear()
+    customs = [await _custom(kopf_cluster, name) for name in resources]
+
+    async def handled() -> bool:
+        return not _unhandled(kopf_cluster, kopf_operator, customs, namespace)
+
+    settled = await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=settle_timeout, until=handled)
+    logs = list(records) if records is not None else list(kopf_operator.records)
+    if "convergence" in checks:
+        problems = _unhandled(kopf_cluster, kopf_operator, customs, namespace)
+        if not settled and not problems:
+            problems = [f"the cluster keeps changing: no {quiet} s without changes in {settle_timeout} s"]
+        problems.extend(_unexpected(logs))
+        if problems:
+            raise OperatorCheckFailed("convergence", _listed(problems))
+    state = end_state(kopf_cluster, namespace=namespace, mask=mask)
+    if expected is not None:
+        for check in checks:
+            if check in COMPARING and state != [dict(obj) for obj in expected]:
+                unsettled = "" if settled else f" (and it has not settled in {settle_timeout} s)"
+                raise OperatorCheckFailed(check, f"the end state differs from that of a run with no faults and "
+                                                 f"no crashes{unsettled}:\n{_diff([dict(o) for o in expected], state)}")
+    if "retries" in checks and requests is not None:
+        hammered = _hammered(requests)
+        if hammered:
+            raise OperatorCheckFailed("retries", _listed(hammered))
+    if "idempotence" in checks:
+        await kopf_operator.restart()
+        await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=settle_timeout, until=handled)
+        again = end_state(kopf_cluster, namespace=namespace, mask=mask)
+        if again != state:
+            raise OperatorCheckFailed("idempotence", "re-delivering every object to a fresh operator has changed "
+                                                     f"the end state:\n{_diff(state, again)}")
+    if "finalizers" in checks or "daemons" in checks:
+        await _delete_all(kopf_cluster, kopf_operator, customs, namespace, quiet=quiet, timeout=settle_timeout)
+        if "finalizers" in checks:
+            blocked = _blocked(kopf_cluster, kopf_operator, customs, namespace)
+            if blocked:
+                raise OperatorCheckFailed("finalizers", f"{settle_timeout} s after all objects were deleted, "
+                                                        f"these are still held by the operator's finalizer:\n"
+                                                        f"{_listed(blocked)}")
+        if "daemons" in checks:
+            problems = _alive_daemons(kopf_operator)
+            problems.extend(f"{record.getMessage()}" for record in logs if ABANDONED in record.getMessage())
+            if problems:
+                raise OperatorCheckFailed("daemons", f"after all objects were deleted and the operator got quiet:\n"
+                                                     f"{_listed(problems)}")
+            try:
+                await kopf_operator.stop()
+            except KopfLeakError as exc:
+                raise OperatorCheckFailed("daemons", f"the operator has not stopped cleanly: {exc}") from None
+    return state
+
+
+async def _custom(kopf_cluster: KopfCluster, name: str) -> CustomResource:
+    info = await kopf_cluster.resolve(name)
+    return CustomResource(group=info.group, version=info.version, plural=info.plural, kind=info.kind,
+                          namespaced=info.namespaced, schema={}, names=frozenset({info.plural}))
+
+
+def _objects_of(kopf_cluster: KopfCluster, custom: CustomResource, namespace: str) -> list[dict[str, Any]]:
+    return list(kopf_cluster.cluster.objects((custom.group, custom.plural), namespace if custom.namespaced else None))
+
+
+def _kopf_resource(custom: CustomResource) -> Any:
+    from kopf._cogs.structs.references import Resource
+    return Resource(group=custom.group, version=custom.version, plural=custom.plural, kind=custom.kind,
+                    namespaced=custom.namespaced)
+
+
+def _unhandled(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: Sequence[CustomResource],
+               namespace: str) -> list[str]:
+    """What is not handled yet: objects being deleted, objects not handled in their latest state, pending progress."""
+    from kopf._cogs.structs import bodies, diffs
+
+    problems: list[str] = []
+    registry, settings = kopf_operator.registry, kopf_operator.settings
+    if not kopf_operator.running or registry is None or settings is None:
+        return [f"the operator is not running (exit code {kopf_operator.exit_code})"]
+    finalizer = settings.persistence.finalizer
+    for custom in customs:
+        resource = _kopf_resource(custom)
+        handlers = registry.changing.get_resource_handlers(resource)
+        unfiltered = any(handler.labels is None and handler.annotations is None and handler.when is None
+                         and handler.field is None and handler.reason is not None for handler in handlers)
+        extra_fields = registry.changing.get_extra_fields(resource)
+        for obj in _objects_of(kopf_cluster, custom, namespace):
+            metadata = obj.get("metadata") or {}
+            name = f"{custom.plural} {metadata.get('name')}"
+            if metadata.get("deletionTimestamp"):
+                holders = ", ".join(metadata.get("finalizers") or ()) or "nothing"
+                mine = " (the operator's own)" if finalizer in (metadata.get("finalizers") or ()) else ""
+                problems.append(f"{name}: deleted, but still there, held by {holders}{mine}")
+                continue
+            pending = sorted(key for key in metadata.get("annotations") or {}
+                             if key.startswith("kopf.zalando.org/") and not key.endswith("last-handled-configuration"))
+            if pending:
+                body = bodies.Body(obj)
+                details = "; ".join(f"{key.split('/', 1)[1]}: {_progress(body, key)}" for key in pending)
+                problems.append(f"{name}: handling is still in progress ({details})")
+                continue
+            if not handlers:
+                continue
+            body = bodies.Body(obj)
+            diffbase = settings.persistence.diffbase_storage
+            progress = settings.persistence.progress_storage
+            stored = diffbase.fetch(body=body)
+            if stored is None:
+                if unfiltered:
+                    problems.append(f"{name}: never handled")
+                continue
+            old = progress.clear(essence=stored)
+            new = progress.clear(essence=diffbase.build(body=body, extra_fields=extra_fields))
+            if diffs.diff(old, new):
+                problems.append(f"{name}: its latest state is not handled (differs from the last handled one in "
+                                f"{', '.join('.'.join(item[1]) or '(root)' for item in diffs.diff(old, new))})")
+    return problems
+
+
+def _progress(body: Any, key: str) -> str:
+    raw = (body.metadata.annotations or {}).get(key, "")
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return str(raw)[:100]
+    if not isinstance(record, dict):
+        return str(raw)[:100]
+    parts = [f"{field}={record[field]!r}" for field in ("retries", "message", "failure", "delayed") if
+             record.get(field) not in (None, False, "")]
+    return ", ".join(parts) or "started"
+
+
+def _unexpected(records: Iterable[Any]) -> list[str]:
+    found: list[str] = []
+    for record in records:
+        message = record.getMessage()
+        if any(marker in message for marker in UNEXPECTED):
+            ref = getattr(record, "k8s_ref", None)
+            where = f"{ref.get('name')}: " if isinstance(ref, dict) else ""
+            error = f" ({record.exc_info[1]!r})" if record.exc_info and record.exc_info[1] is not None else ""
+            found.append(f"{where}{message}{error}")
+    return list(dict.fromkeys(found))
+
+
+def _hammered(requests: Iterable[str]) -> list[str]:
+    """Requests repeated at least :data:`HAMMERING` times within one virtual second (watches aside)."""
+    counts: collections.Counter[tuple[int, str]] = collections.Counter()
+    for line in requests:
+        moment, kind, rest = line.split(" ", 2)
+        if kind != "request":
+            continue
+        method_path = " ".join(rest.split(" ", 2)[:2])
+        if "watch=" in method_path:
+            continue
+        counts[int(float(moment)), method_path] += 1
+    return [f"{method_path}: {count} times within the second {second}" for (second, method_path), count in
+            sorted(counts.items()) if count >= HAMMERING]
+
+
+async def _delete_all(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: Sequence[CustomResource],
+                      namespace: str, *, quiet: float, timeout: float) -> None:
+    for custom in customs:
+        for obj in _objects_of(kopf_cluster, custom, namespace):
+            await tolerate(kopf_cluster.delete(custom.qualified, obj["metadata"]["name"],
+                                               obj["metadata"].get("namespace")))
+
+    async def gone() -> bool:
+        return not any(_objects_of(kopf_cluster, custom, namespace) for custom in customs) and \
+            not _alive_daemons(kopf_operator)
+
+    await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout, until=gone)
+
+
+def _blocked(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: Sequence[CustomResource],
+             namespace: str) -> list[str]:
+    settings = kopf_operator.settings
+    finalizer = settings.persistence.finalizer if settings is not None else "kopf.zalando.org/KopfFinalizerMarker"
+    return [f"{custom.plural} {obj['metadata']['name']} (finalizers: {', '.join(obj['metadata']['finalizers'])})"
+            for custom in customs for obj in _objects_of(kopf_cluster, custom, namespace)
+            if finalizer in (obj["metadata"].get("finalizers") or ())]
+
+
+def _alive_daemons(kopf_operator: KopfOperator) -> list[str]:
+    return [f"{task.get_name()} is still running" for task in kopf_operator._tasks.pending()
+            if task.get_name().startswith(("daemon '", "timer '"))]
+
+
+def _listed(items: Sequence[str]) -> str:
+    return "\n".join(f"  - {item}" for item in items)
+
+
+def _diff(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> str:
+    left = yaml.safe_dump(expected, sort_keys=True).splitlines()
+    right = yaml.safe_dump(actual, sort_keys=True).splitlines()
+    return "\n".join(difflib.unified_diff(left, right, "expected (no faults, no crashes)", "actual", lineterm=""))
+
+
+# -- check_operator ----------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class CheckReport:
+    """What :func:`check_operator` has run: per check, and in total."""
+
+    checks: list[str]
+    examples: int = 0
+    steps: int = 0
+    faults: int = 0
+    crashes: int = 0
+    virtual_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    per_check: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return (f"{', '.join(self.checks)}: {self.examples} examples, {self.steps} steps, {self.faults} faults "
+                f"injected, {self.crashes} crashes, {self.virtual_seconds:.0f} virtual s in "
+                f"{self.wall_seconds:.1f} wall s")
+
+
+def check_operator(
+    *,
+    paths: Sequence[str | os.PathLike[str]] = (),
+    modules: Sequence[str] = (),
+    registry: Callable[[], kopf.OperatorRegistry] | None = None,
+    manifests: Sequence[Manifests] = (),
+    resources: Sequence[str] = (),
+    checks: Sequence[str] = CHECKS,
+    max_examples: int = 100,
+    max_steps: int = 20,
+    specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
+    names: Sequence[str] = ("obj-0", "obj-1"),
+    namespace: str = "default",
+    mask: Sequence[str] = (),
+    quiet: float = DEFAULT_QUIET,
+    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
+    settings: hypothesis.settings | None = None,
+) -> CheckReport:
+    """Run the checks on the operator over generated action sequences; raise the first failure, shrunk.
+
+    The operator: ``paths`` (files), ``modules``, or ``registry`` (a function making a fresh
+    :class:`kopf.OperatorRegistry`; reproductions cannot replay those). ``manifests``: applied to every
+    fresh cluster (the CRDs of ``resources`` among them). ``resources``: the resources whose objects
+    the actions create, patch and delete (as kubectl names them). ``specs``: strategies for the specs
+    by resource name (default: from the CRD schema). ``max_examples`` per check; ``max_steps`` per
+    example. ``settings``: hypothesis settings to start from (the current profile by default).
+
+    Returns a :class:`CheckReport`; raises :class:`~pytest_kopf.errors.OperatorCheckFailed`.
+    """
+    from hypothesis import HealthCheck
+    from hypothesis import settings as hypothesis_settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from .stateful import OperatorMachine, Statistics
+
+    chosen = validate_checks(checks)
+    if not resources:
+        raise ValueError("No resources to drive: pass resources=['plural.group', ...] (their CRDs in manifests=).")
+    if not (paths or modules or registry):
+        raise ValueError("No operator to check: pass paths=[...], modules=[...], or registry=.")
+    report = CheckReport(checks=list(chosen))
+    started = time.perf_counter()
+    base = settings if settings is not None else hypothesis_settings()
+    for check in chosen:
+        machine = OperatorMachine.configured(
+            f"Check_{check.replace('-', '_')}", paths=paths, modules=modules, registry=registry,
+            manifests=manifests, resources=resources, checks=(check,), specs=specs, names=names,
+            namespace=namespace, mask=mask, quiet=quiet, settle_timeout=settle_timeout)
+        stats = Statistics()
+        machine.statistics = stats
+        run_settings = hypothesis_settings(
+            base, max_examples=max_examples, stateful_step_count=max_steps, deadline=None,
+            suppress_health_check=[*base.suppress_health_check, HealthCheck.too_slow, HealthCheck.data_too_large,
+                                   HealthCheck.filter_too_much])
+        try:
+            run_state_machine_as_test(machine, settings=run_settings)
+        finally:
+            report.examples += stats.examples
+            report.steps += stats.steps
+            report.faults += stats.faults
+            report.crashes += stats.crashes
+            report.virtual_seconds += stats.virtual_seconds
+            report.per_check[check] = dataclasses.asdict(stats)
+            report.wall_seconds = time.perf_counter() - started
+    return report

@@ -1,0 +1,53 @@
+"""Hypothesis strategies for testing operators: objects from CRD schemas, actions, and their sequences."""
+from __future__ import annotations
+
+from .actions import (
+    PERTURBATIONS,
+    Action,
+    Advance,
+    ApiErrors,
+    CrashAfterWrites,
+    CrashRestart,
+    Create,
+    Delete,
+    Driver,
+    PatchMeta,
+    PatchSpec,
+    Redeliver,
+    Settle,
+    StaleReads,
+    WithheldEvents,
+    action_sequences,
+    actions,
+    perturbations,
+    spec_patches,
+    user_actions,
+)
+from .objects import CustomResource, from_schema, objects, resources_in
+
+__all__ = [
+    "PERTURBATIONS",
+    "Action",
+    "Advance",
+    "ApiErrors",
+    "CrashAfterWrites",
+    "CrashRestart",
+    "Create",
+    "CustomResource",
+    "Delete",
+    "Driver",
+    "PatchMeta",
+    "PatchSpec",
+    "Redeliver",
+    "Settle",
+    "StaleReads",
+    "WithheldEvents",
+    "action_sequences",
+    "actions",
+    "from_schema",
+    "objects",
+    "perturbations",
+    "resources_in",
+    "spec_patches",
+    "user_actions",
+]
