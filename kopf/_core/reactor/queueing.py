@@ -22,7 +22,8 @@ The pre-processing must never wait for the workers, else it would deadlock with 
 A worker with no events for ``settings.batching.idle_timeout`` seconds exits;
 a new one is started for the next event. The unexpected errors of the processing
 are logged and throttled per object (``settings.batching.error_delays``): they never
-stop the watcher. On exit (cancellation, or the end of the stream), the workers
+stop the watcher; after the throttling, the failed event is processed again (unless
+newer events of the object have arrived), so a failed write of the framework is retried. On exit (cancellation, or the end of the stream), the workers
 are allowed to finish their current processing for ``settings.batching.exit_timeout``
 seconds, and are cancelled after that. No tasks are left behind.
 """
@@ -210,6 +211,10 @@ async def _worker(
                         async with asyncio.timeout(delay):
                             await stream.exiting.wait()
                     eos = eos or stream.exiting.is_set()
+                # Nothing is lost on errors (e.g. of the framework's own patches: 409, or 5xx beyond the
+                # client's retries): unless newer events have come meanwhile, the same one is processed again.
+                if not eos and backlog.empty():
+                    backlog.put_nowait(raw_event)
             else:
                 throttler.reset()
 
