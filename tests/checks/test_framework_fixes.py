@@ -1,0 +1,110 @@
+"""Regression tests of the framework & simulator weaknesses that the checks have found (see docs/checks.md)."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import kopf
+from pytest_kopf.cluster import KopfCluster
+from pytest_kopf.driving import crash_after, settle
+from pytest_kopf.operator import KopfOperator
+
+CRD = Path(__file__).parent.parent.parent / "examples" / "crd.yaml"
+
+
+def example(name: str) -> dict[str, Any]:
+    return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name}, "spec": {"field": "x"}}
+
+
+def greeting_registry(calls: list[str]) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("kopfexamples", registry=registry)
+    async def create_fn(name: str, **_: Any) -> str:
+        calls.append(name)
+        return f"hello, {name}"
+
+    return registry
+
+
+def handled(obj: dict[str, Any] | None) -> bool:
+    annotations = (obj or {}).get("metadata", {}).get("annotations", {})
+    return "kopf.zalando.org/last-handled-configuration" in annotations
+
+
+async def test_a_crash_between_the_two_patches_never_loses_the_results(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    calls: list[str] = []
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=greeting_registry(calls))
+    crash_after(kopf_cluster, kopf_operator, writes=1, resource="kopfexamples", method="PATCH")
+    await kopf_cluster.create(example("ex1"))
+    assert await settle(kopf_cluster, kopf_operator)
+    assert kopf_operator.crashes == 1
+    obj = await kopf_cluster.get("kopfexamples", "ex1")
+    assert handled(obj)
+    assert obj is not None and obj["status"]["create_fn"] == "hello, ex1"  # lost if "handled" went first
+
+
+async def test_a_conflict_on_kopfs_own_patch_is_retried(kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    calls: list[str] = []
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=greeting_registry(calls))
+    rule = kopf_cluster.faults.conflict(resource="kopfexamples", count=1)
+    await kopf_cluster.create(example("ex1"))
+    obj = await kopf_cluster.wait_for("kopfexamples", "ex1", condition=handled, timeout=120)
+    assert rule.hits == 1
+    assert obj is not None and obj["status"]["create_fn"] == "hello, ex1"
+
+
+async def test_server_errors_beyond_the_clients_retries_are_retried_later(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    calls: list[str] = []
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=greeting_registry(calls))
+    rule = kopf_cluster.faults.error(503, resource="kopfexamples", method="PATCH", count=12)
+    await kopf_cluster.create(example("ex1"))
+    obj = await kopf_cluster.wait_for("kopfexamples", "ex1", condition=handled, timeout=600)
+    assert rule.hits == 12
+    assert obj is not None and obj["status"]["create_fn"] == "hello, ex1"
+
+
+async def test_a_hung_async_daemon_is_cancelled_on_exit(kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    registry = kopf.OperatorRegistry()
+    started: list[float] = []
+
+    @kopf.daemon("kopfexamples", registry=registry)
+    async def hung(**_: Any) -> None:
+        started.append(asyncio.get_running_loop().time())
+        while True:  # ignores the stop-flag, and there is no cancellation timeout
+            await asyncio.sleep(10)
+
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create(example("ex1"))
+    await asyncio.sleep(30)
+    assert started
+    loop = asyncio.get_running_loop()
+    before = loop.time()
+    await kopf_operator.stop(timeout=60)  # a KopfLeakError if the exit hangs
+    assert loop.time() - before < 10
+    assert "they are cancelled" in kopf_operator.logs
+
+
+async def test_events_of_a_ticking_timer_do_not_keep_the_operator_from_being_quiet(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.timer("kopfexamples", interval=1, registry=registry)
+    async def tick(**_: Any) -> str:
+        return "same"
+
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create(example("ex1"))
+    loop = asyncio.get_running_loop()
+    before = loop.time()
+    assert await settle(kopf_cluster, kopf_operator, quiet=30, timeout=120)
+    assert loop.time() - before < 60
+    assert len(await kopf_cluster.events("kopfexamples", "ex1")) > 10  # it posts an event every tick
