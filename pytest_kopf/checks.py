@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import difflib
+import gc
 import json
 import os
 import time
@@ -38,6 +39,7 @@ from .cluster import KopfCluster, Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT, end_state, settle, tolerate
 from .errors import KopfLeakError, OperatorCheckFailed
 from .operator import KopfOperator
+from .plugin import tune_gc
 from .strategies.actions import PERTURBATIONS
 from .strategies.objects import CustomResource
 
@@ -347,12 +349,6 @@ def check_operator(
 
     Returns a :class:`CheckReport`; raises :class:`~pytest_kopf.errors.OperatorCheckFailed`.
     """
-    from hypothesis import HealthCheck
-    from hypothesis import settings as hypothesis_settings
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from .stateful import OperatorMachine, Statistics
-
     chosen = validate_checks(checks)
     if not resources:
         raise ValueError("No resources to drive: pass resources=['plural.group', ...] (their CRDs in manifests=).")
@@ -360,16 +356,32 @@ def check_operator(
         raise ValueError("No operator to check: pass paths=[...], modules=[...], or registry=.")
     report = CheckReport(checks=list(chosen))
     started = time.perf_counter()
+    thresholds = tune_gc()  # as in a session of kopf tests: thousands of short-lived worlds, few long-lived objects
+    try:
+        _run_checks(chosen, report, started, machine_options=dict(
+            paths=paths, modules=modules, registry=registry, manifests=manifests, resources=resources, specs=specs,
+            names=names, namespace=namespace, mask=mask, quiet=quiet, settle_timeout=settle_timeout),
+            settings=settings, max_examples=max_examples, max_steps=max_steps)
+    finally:
+        gc.set_threshold(*thresholds)
+    return report
+
+
+def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, machine_options: dict[str, Any],
+                settings: hypothesis.settings | None, max_examples: int, max_steps: int) -> None:
+    from hypothesis import HealthCheck
+    from hypothesis import settings as hypothesis_settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from .stateful import OperatorMachine, Statistics
+
     base = settings if settings is not None else hypothesis_settings()
     for check in chosen:
-        machine = OperatorMachine.configured(
-            f"Check_{check.replace('-', '_')}", paths=paths, modules=modules, registry=registry,
-            manifests=manifests, resources=resources, checks=(check,), specs=specs, names=names,
-            namespace=namespace, mask=mask, quiet=quiet, settle_timeout=settle_timeout)
+        machine = OperatorMachine.configured(f"Check_{check.replace('-', '_')}", checks=(check,), **machine_options)
         stats = Statistics()
         machine.statistics = stats
         run_settings = hypothesis_settings(
-            base, max_examples=max_examples, stateful_step_count=max_steps, deadline=None,
+            base, max_examples=max_examples, stateful_step_count=max_steps, deadline=None, report_multiple_bugs=False,
             suppress_health_check=[*base.suppress_health_check, HealthCheck.too_slow, HealthCheck.data_too_large,
                                    HealthCheck.filter_too_much])
         try:
@@ -382,4 +394,3 @@ def check_operator(
             report.virtual_seconds += stats.virtual_seconds
             report.per_check[check] = dataclasses.asdict(stats)
             report.wall_seconds = time.perf_counter() - started
-    return report
