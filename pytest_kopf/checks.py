@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
     import kopf
 
+    from .stateful import OperatorMachine
+
 __all__ = [
     "CHECKS",
     "CheckReport",
@@ -95,14 +97,14 @@ async def verify(
 ) -> list[dict[str, Any]]:
     """The checks' verdict on a run whose actions are over: raise :class:`OperatorCheckFailed`, or return its end state.
 
-    The faults still pending are removed (transient ones are over by now); the operator is let to
-    settle; then each check looks at the cluster (and, for ``daemons`` & ``finalizers``, deletes
-    every object of ``resources`` and settles again). ``expected``: the end state of the same actions
-    with no faults and no crashes (for the comparing checks). ``records``: the operator's log records
-    (by default, all that ``kopf_operator`` has captured); ``requests``: the trace's request lines.
+    The operator is let to settle (the faults still armed fire meanwhile: the generated ones are all
+    limited in count, so they are transient); then each check looks at the cluster (and, for ``daemons``
+    & ``finalizers``, deletes every object of ``resources`` and settles again). ``expected``: the end state
+    of the same actions with no faults and no crashes (for the comparing checks). ``records``: the
+    operator's log records (by default, all that ``kopf_operator`` has captured); ``requests``: the
+    trace's request lines.
     """
     checks = validate_checks(checks)
-    kopf_cluster.faults.clear()
     customs = [await _custom(kopf_cluster, name) for name in resources]
 
     async def handled() -> bool:
@@ -337,6 +339,7 @@ def check_operator(
     quiet: float = DEFAULT_QUIET,
     settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
     settings: hypothesis.settings | None = None,
+    shrink: bool = True,
 ) -> CheckReport:
     """Run the checks on the operator over generated action sequences; raise the first failure, shrunk.
 
@@ -346,6 +349,7 @@ def check_operator(
     the actions create, patch and delete (as kubectl names them). ``specs``: strategies for the specs
     by resource name (default: from the CRD schema). ``max_examples`` per check; ``max_steps`` per
     example. ``settings``: hypothesis settings to start from (the current profile by default).
+    ``shrink``: shrink a failing sequence (removing and simplifying its steps while it fails the same check).
 
     Returns a :class:`CheckReport`; raises :class:`~pytest_kopf.errors.OperatorCheckFailed`.
     """
@@ -361,15 +365,15 @@ def check_operator(
         _run_checks(chosen, report, started, machine_options=dict(
             paths=paths, modules=modules, registry=registry, manifests=manifests, resources=resources, specs=specs,
             names=names, namespace=namespace, mask=mask, quiet=quiet, settle_timeout=settle_timeout),
-            settings=settings, max_examples=max_examples, max_steps=max_steps)
+            settings=settings, max_examples=max_examples, max_steps=max_steps, shrink=shrink)
     finally:
         gc.set_threshold(*thresholds)
     return report
 
 
 def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, machine_options: dict[str, Any],
-                settings: hypothesis.settings | None, max_examples: int, max_steps: int) -> None:
-    from hypothesis import HealthCheck
+                settings: hypothesis.settings | None, max_examples: int, max_steps: int, shrink: bool) -> None:
+    from hypothesis import HealthCheck, Phase
     from hypothesis import settings as hypothesis_settings
     from hypothesis.stateful import run_state_machine_as_test
 
@@ -380,12 +384,21 @@ def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, m
         machine = OperatorMachine.configured(f"Check_{check.replace('-', '_')}", checks=(check,), **machine_options)
         stats = Statistics()
         machine.statistics = stats
+        # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
+        # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
+        phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
         run_settings = hypothesis_settings(
             base, max_examples=max_examples, stateful_step_count=max_steps, deadline=None, report_multiple_bugs=False,
+            phases=phases,
             suppress_health_check=[*base.suppress_health_check, HealthCheck.too_slow, HealthCheck.data_too_large,
                                    HealthCheck.filter_too_much])
         try:
-            run_state_machine_as_test(machine, settings=run_settings)
+            try:
+                run_state_machine_as_test(machine, settings=run_settings)
+            except OperatorCheckFailed as failure:
+                if not shrink:
+                    raise
+                raise shrunk(machine, failure) from None
         finally:
             report.examples += stats.examples
             report.steps += stats.steps
@@ -394,3 +407,52 @@ def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, m
             report.virtual_seconds += stats.virtual_seconds
             report.per_check[check] = dataclasses.asdict(stats)
             report.wall_seconds = time.perf_counter() - started
+
+
+#: At most this many runs to shrink a failing sequence (each a fresh world or two, with the checks).
+SHRINK_BUDGET = 150
+
+
+def shrunk(machine: type[OperatorMachine], failure: OperatorCheckFailed,
+           budget: int = SHRINK_BUDGET) -> OperatorCheckFailed:
+    """The failure of the simplest sequence found that still fails the same check.
+
+    Steps are removed (from the last one: later steps depend on earlier ones), then simplified
+    (:meth:`~pytest_kopf.strategies.Action.simpler`), over and over while that keeps failing.
+    The result is deterministic: the same sequence shrinks to the same steps.
+    """
+    best = failure
+    steps = list(failure.steps)
+    runs = 0
+
+    def fails(candidate: list[Any]) -> OperatorCheckFailed | None:
+        nonlocal runs
+        runs += 1
+        try:
+            machine.replay(candidate)
+        except OperatorCheckFailed as exc:
+            return exc if exc.check == failure.check else None
+        except Exception:
+            return None
+        return None
+
+    improved = True
+    while improved and runs < budget:
+        improved = False
+        index = len(steps) - 1
+        while index >= 0 and runs < budget:
+            candidate = steps[:index] + steps[index + 1:]
+            found = fails(candidate)
+            if found is not None:
+                steps, best, improved = candidate, found, True
+            index -= 1
+        for index in range(len(steps)):
+            for simpler in steps[index].simpler():
+                if runs >= budget:
+                    break
+                candidate = [*steps[:index], simpler, *steps[index + 1:]]
+                found = fails(candidate)
+                if found is not None:
+                    steps, best, improved = candidate, found, True
+                    break
+    return best

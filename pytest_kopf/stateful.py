@@ -38,7 +38,6 @@ import inspect
 import os
 import pathlib
 import pprint
-import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -53,7 +52,7 @@ from .driving import DEFAULT_QUIET, DEFAULT_RESTART_DELAY, DEFAULT_SETTLE_TIMEOU
 from .errors import OperatorCheckFailed
 from .operator import KopfOperator
 from .running import TestLoop
-from .strategies.actions import PERTURBATIONS, Action, perturbations, user_actions
+from .strategies.actions import PERTURBATIONS, Action, mixed, perturbations, user_actions
 from .strategies.objects import CustomResource, resources_in
 from .tracing import Trace
 
@@ -213,11 +212,11 @@ class OperatorMachine(RuleBasedStateMachine):
 
     _customs: ClassVar[list[CustomResource] | None] = None
     _user_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
-    _perturbation_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
+    _step_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._customs = cls._user_strategy = cls._perturbation_strategy = None
+        cls._customs = cls._user_strategy = cls._step_strategy = None
         for name, value in vars(cls).items():
             target = inspect.unwrap(value) if callable(value) else value
             if inspect.iscoroutinefunction(target) and not getattr(value, "__kopf_async__", False) and \
@@ -277,10 +276,12 @@ class OperatorMachine(RuleBasedStateMachine):
         return cls._user_strategy
 
     @classmethod
-    def perturbation_strategy(cls) -> st.SearchStrategy[Action]:
-        if cls._perturbation_strategy is None:
-            cls._perturbation_strategy = perturbations(cls.perturbation_kinds(), cls.custom_resources())
-        return cls._perturbation_strategy
+    def step_strategy(cls) -> st.SearchStrategy[Action]:
+        if cls._step_strategy is None:
+            users = cls.user_strategy()
+            kinds = cls.perturbation_kinds()
+            cls._step_strategy = mixed(users, perturbations(kinds, cls.custom_resources())) if kinds else users
+        return cls._step_strategy
 
     # -- one example ------------------------------------------------------------------------------
 
@@ -289,6 +290,7 @@ class OperatorMachine(RuleBasedStateMachine):
         spec = self.spec()
         self.custom_resources()  # fail early on a bad configuration
         self.steps: list[Action] = []
+        self.failed = False
         self.world = World(spec)
         self.baseline: World | None = None
         try:
@@ -313,43 +315,57 @@ class OperatorMachine(RuleBasedStateMachine):
         self.steps.append(action)
         if self.statistics is not None:
             self.statistics.steps += 1
+        self.failed = True  # until the step is done in every world
         self.world.trace.add("action", action.code())
         self.world.run(action.apply(self.world))
         if action.user and self.baseline is not None:
             self.baseline.trace.add("action", action.code())
             self.baseline.run(action.apply(self.baseline))
+        self.failed = False
 
     @hypothesis.stateful.rule(data=st.data())
     def act(self, data: st.DataObject) -> None:
-        """A user's action: create, patch the spec or the metadata, delete, advance the time, settle."""
-        self.perform(data.draw(self.user_strategy(), label="action"))
-
-    @precondition(lambda self: bool(self.perturbation_kinds()))
-    @hypothesis.stateful.rule(data=st.data())
-    def perturb(self, data: st.DataObject) -> None:
-        """A fault or a crash, as the checks of this machine need."""
-        self.perform(data.draw(self.perturbation_strategy(), label="perturbation"))
+        """A user's action (create, patch the spec or the metadata, delete, advance the time, settle);
+        or, one in four, a fault or a crash, as the checks of this machine need."""
+        self.perform(data.draw(self.step_strategy(), label="step"))
 
     @hypothesis.stateful.invariant()
     def operator_is_alive(self) -> None:
         """The operator has not exited by itself (a crash of ours restarts it; its own exit is a failure)."""
         operator = self.world.operator
         if not operator.running and not operator.crashed and operator.exit_code is not None:
+            self.failed = True
             raise OperatorCheckFailed("convergence", f"the operator has exited (exit code {operator.exit_code}): "
                                                      f"{operator.exception!r}").with_context(
                 steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence"))
 
     def teardown(self) -> None:
         try:
-            if sys.exc_info()[0] is None:  # not when a rule or an invariant has failed already
+            if not self.failed:  # not when a step or the operator has failed already: that failure is reported
                 self.verify()
         finally:
-            try:
-                self._count()
-            finally:
-                self.world.close()
-                if self.baseline is not None:
-                    self.baseline.close()
+            self.close()
+
+    def close(self) -> None:
+        """Count this example's figures; close its worlds."""
+        try:
+            self._count()
+        finally:
+            self.world.close()
+            if self.baseline is not None:
+                self.baseline.close()
+
+    @classmethod
+    def replay(cls, steps: Sequence[Action]) -> None:
+        """Run these steps in a fresh example of this machine, then its checks (their failure is raised)."""
+        machine = cls()
+        try:
+            for step in steps:
+                machine.perform(step)
+                machine.operator_is_alive()
+            machine.verify()
+        finally:
+            machine.close()
 
     def _count(self) -> None:
         if self.statistics is not None:

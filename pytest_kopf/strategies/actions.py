@@ -79,6 +79,10 @@ class Action:
         """The same step as a line of a test with the plugin's fixtures."""
         raise NotImplementedError  # pragma: no cover - every action overrides it
 
+    def simpler(self) -> list[Action]:
+        """Simpler variants of this step, the simplest first (for shrinking a failing sequence)."""
+        return []
+
     def __str__(self) -> str:
         return self.code()
 
@@ -92,6 +96,12 @@ class Create(Action):
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.create({_literal(self.body)}))"
+
+    def simpler(self) -> list[Action]:
+        spec = self.body.get("spec")
+        if not isinstance(spec, dict) or not spec:
+            return []
+        return [Create({**self.body, "spec": {k: v for k, v in spec.items() if k != key}}) for key in spec]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +117,12 @@ class PatchSpec(Action):
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal({'spec': self.spec})}))"
+
+    def simpler(self) -> list[Action]:
+        if len(self.spec) <= 1:
+            return []
+        return [PatchSpec(self.resource, self.name, {k: v for k, v in self.spec.items() if k != key})
+                for key in self.spec]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +173,9 @@ class Advance(Action):
     def code(self) -> str:
         return f"await kopf_cluster.advance({self.seconds!r})"
 
+    def simpler(self) -> list[Action]:
+        return [Advance(seconds) for seconds in (1.0, float(int(self.seconds) // 2)) if 1 <= seconds < self.seconds]
+
 
 @dataclasses.dataclass(frozen=True)
 class Settle(Action):
@@ -205,6 +224,10 @@ class ApiErrors(Action):
             return f"kopf_cluster.faults.conflict(method={method!r}{resource}, count={self.count})"
         return f"kopf_cluster.faults.error({self._kwargs()})"
 
+    def simpler(self) -> list[Action]:
+        counts = sorted({1, self.count // 2, self.count - 1} - {0, self.count})
+        return [dataclasses.replace(self, count=count) for count in counts]
+
 
 @dataclasses.dataclass(frozen=True)
 class StaleReads(Action):
@@ -220,24 +243,40 @@ class StaleReads(Action):
     def code(self) -> str:
         return f"kopf_cluster.faults.stale_read({self.lag}, count={self.count})"
 
+    def simpler(self) -> list[Action]:
+        counts = sorted({1, self.count // 2} - {0, self.count})
+        options: list[Action] = [StaleReads(self.lag, count) for count in counts]
+        return options + ([StaleReads(1, self.count)] if self.lag > 1 else [])
+
 
 @dataclasses.dataclass(frozen=True)
 class WithheldEvents(Action):
-    """The operator's watch streams are cut; the next ones get their events ``delay`` s late, or coalesced."""
+    """The watch streams are cut; the next ``count`` ones of a resource get their events late, or coalesced."""
 
     user: ClassVar[bool] = False
+    resource: str
     delay: float
     coalesce: bool
     count: int = 1
 
     async def apply(self, driver: Driver) -> None:
-        faults = driver.cluster.faults
-        faults.withhold_events(self.delay, coalesce=self.coalesce, count=self.count)
-        faults.drop_watch(0, count=self.count)
+        driver.cluster.faults.withhold_events(self.delay, coalesce=self.coalesce, resource=self.resource,
+                                              count=self.count)
+        driver.cluster.cluster.close_watches()  # the operator watches again, and gets the lagging view
 
     def code(self) -> str:
         return (f"kopf_cluster.faults.withhold_events({self.delay!r}, coalesce={self.coalesce!r}, "
-                f"count={self.count}); kopf_cluster.faults.drop_watch(0, count={self.count})")
+                f"resource={self.resource!r}, count={self.count}); kopf_cluster.cluster.close_watches()")
+
+    def simpler(self) -> list[Action]:
+        options: list[Action] = []
+        if self.count > 1:
+            options.append(dataclasses.replace(self, count=1))
+        if self.coalesce:
+            options.append(dataclasses.replace(self, coalesce=False))
+        if self.delay > 1:
+            options.append(dataclasses.replace(self, delay=1.0))
+        return options
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,6 +291,9 @@ class CrashAfterWrites(Action):
 
     def code(self) -> str:
         return f"crash_after(kopf_cluster, kopf_operator, writes={self.writes})"
+
+    def simpler(self) -> list[Action]:
+        return [CrashAfterWrites(writes) for writes in sorted({1, self.writes - 1} - {0, self.writes})]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,7 +379,8 @@ def user_actions(
                                  st.dictionaries(st.sampled_from(_LABEL_KEYS), _LABEL_VALUES, min_size=1,
                                                  max_size=2)))
         choices.append(st.builds(Delete, st.just(ref), st.sampled_from(list(names))))
-    choices.append(st.integers(1, max(1, int(max_advance))).map(lambda seconds: Advance(float(seconds))))
+    advance = st.integers(1, max(1, int(max_advance))).map(lambda seconds: Advance(float(seconds)))
+    choices.extend([advance, advance])  # time passing between the actions matters: twice as likely
     choices.append(st.just(Settle()))
     return st.one_of(*choices)
 
@@ -351,11 +394,12 @@ def perturbations(kinds: Sequence[str], resources: Sequence[CustomResource]) -> 
                                  st.sampled_from([None, "GET", "POST", "PATCH", "DELETE"]),
                                  st.sampled_from(plurals), st.integers(1, 20)))
     if "stale-reads" in kinds:
-        choices.append(st.builds(StaleReads, st.integers(1, 5), st.integers(1, 10)))
+        choices.append(st.builds(StaleReads, st.integers(1, 3), st.integers(1, 10)))
     if "withheld-events" in kinds:
-        choices.append(st.builds(WithheldEvents, st.integers(1, 60).map(float), st.booleans(), st.integers(1, 3)))
+        choices.append(st.builds(WithheldEvents, st.sampled_from([resource.plural for resource in resources]),
+                                 st.integers(1, 60).map(float), st.booleans(), st.integers(1, 3)))
     if "crashes" in kinds:
-        choices.append(st.builds(CrashAfterWrites, st.integers(1, 30)))
+        choices.append(st.builds(CrashAfterWrites, st.integers(1, 12)))
         choices.append(st.just(CrashRestart()))
     if "redeliver" in kinds:
         choices.append(st.just(Redeliver()))
@@ -381,7 +425,12 @@ def actions(
     users = user_actions(resources, names=names, namespace=namespace, specs=specs, max_advance=max_advance)
     if not kinds:
         return users
-    return st.one_of(users, perturbations(kinds, resources))
+    return mixed(users, perturbations(kinds, resources))
+
+
+def mixed(users: st.SearchStrategy[Action], perturbing: st.SearchStrategy[Action]) -> st.SearchStrategy[Action]:
+    """Mostly the users' actions, one in four a perturbation."""
+    return st.one_of(users, users, users, perturbing)
 
 
 def action_sequences(

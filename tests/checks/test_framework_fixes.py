@@ -77,7 +77,7 @@ async def test_a_hung_async_daemon_is_cancelled_on_exit(kopf_cluster: KopfCluste
     @kopf.daemon("kopfexamples", registry=registry)
     async def hung(**_: Any) -> None:
         started.append(asyncio.get_running_loop().time())
-        while True:  # ignores the stop-flag, and there is no cancellation timeout
+        while True:  # noqa: ASYNC110 - it ignores the stop-flag, and has no cancellation timeout
             await asyncio.sleep(10)
 
     await kopf_cluster.apply(CRD)

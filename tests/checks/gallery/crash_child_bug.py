@@ -1,4 +1,4 @@
-"""BUG (crash-restart): the child is made with a generated name, so a handler re-run after a crash makes a second one."""
+"""BUG (crash-restart): the child has a generated name: a handler re-run after a crash makes a second one."""
 import kopf
 from kopf._cogs.clients import api
 

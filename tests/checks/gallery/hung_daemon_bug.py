@@ -6,5 +6,5 @@ import kopf
 
 @kopf.daemon("gadgets")
 async def monitor(**_):
-    while True:
+    while True:  # noqa: ASYNC110 - the planted bug: no stop-flag
         await asyncio.sleep(10)

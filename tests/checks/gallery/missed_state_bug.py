@@ -3,6 +3,8 @@
 When the events come late and coalesced (as after a relist), a deletion followed by a re-creation is
 never seen as such: the old object's child stays, with the old object's data.
 """
+import contextlib
+
 import kopf
 from kopf._cogs.clients import api, errors
 
@@ -15,12 +17,8 @@ async def watch_fn(type, name, namespace, spec, **_):
     if type in ("ADDED", None):
         child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"},
                  "data": {"size": str(spec.get("size", 0))}}
-        try:
+        with contextlib.suppress(errors.APIConflictError):  # it is there already
             await api.post(url, payload=child, settings=SETTINGS)
-        except errors.APIConflictError:
-            pass  # it is there already
     elif type == "DELETED":
-        try:
+        with contextlib.suppress(errors.APINotFoundError):
             await api.delete(f"{url}/{name}-data", settings=SETTINGS)
-        except errors.APINotFoundError:
-            pass

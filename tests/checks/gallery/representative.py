@@ -1,4 +1,6 @@
 """A representative operator: create/update/delete handlers, a daemon, a timer, an index; sync & async handlers."""
+import contextlib
+
 import kopf
 from kopf._cogs.clients import api, errors
 
@@ -39,10 +41,8 @@ def size_fn(new, **_):
 
 @kopf.on.delete("gadgets")
 async def delete_fn(name, namespace, **_):
-    try:
+    with contextlib.suppress(errors.APINotFoundError):
         await api.delete(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", settings=SETTINGS)
-    except errors.APINotFoundError:
-        pass
 
 
 @kopf.daemon("gadgets", cancellation_timeout=5)

@@ -1,4 +1,6 @@
 """BUG (finalizers): the deletion waits for the children to go, but they go only after their owner is gone."""
+import contextlib
+
 import kopf
 from kopf._cogs.clients import api, errors
 
@@ -9,10 +11,8 @@ SETTINGS = kopf.OperatorSettings()
 async def create_fn(name, namespace, body, **_):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"}, "data": {"a": "b"}}
     kopf.adopt(child, owner=body)
-    try:
+    with contextlib.suppress(errors.APIConflictError):
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
-    except errors.APIConflictError:
-        pass
 
 
 @kopf.on.delete("gadgets")

@@ -1,4 +1,6 @@
 """The correct twin of stuck_finalizer_bug.py: the deletion removes the child itself."""
+import contextlib
+
 import kopf
 from kopf._cogs.clients import api, errors
 
@@ -9,15 +11,11 @@ SETTINGS = kopf.OperatorSettings()
 async def create_fn(name, namespace, body, **_):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"}, "data": {"a": "b"}}
     kopf.adopt(child, owner=body)
-    try:
+    with contextlib.suppress(errors.APIConflictError):
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
-    except errors.APIConflictError:
-        pass
 
 
 @kopf.on.delete("gadgets")
 async def delete_fn(name, namespace, **_):
-    try:
+    with contextlib.suppress(errors.APINotFoundError):
         await api.delete(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", settings=SETTINGS)
-    except errors.APINotFoundError:
-        pass
