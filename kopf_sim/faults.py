@@ -260,6 +260,8 @@ class FaultInjector:
         self.rules: list[Rule] = []
         self.injections: list[Injection] = []
         self.log: list[str] = []
+        #: Told of every request that comes through (e.g. to count them), faulted or not.
+        self.observers: list[Callable[[RequestInfo], None]] = []
         self._random = random.Random(seed)
         self._writes: dict[int, int] = {}  # successful writes counted per crash rule (by id)
 
@@ -421,9 +423,13 @@ def middleware(injector: FaultInjector) -> Middleware:
 
     @web.middleware
     async def inject_faults(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not injector.rules or EXEMPT_HEADER in request.headers:
+        if EXEMPT_HEADER in request.headers or not (injector.rules or injector.observers):
             return await handler(request)
         info = classify(request.method, request.path, request.query)
+        for observer in list(injector.observers):
+            observer(info)
+        if not injector.rules:
+            return await handler(request)
         lag = 0
         held: lagging.Withholding | None = None
         for rule in injector.firing(info):

@@ -64,7 +64,7 @@ CHECKS: tuple[str, ...] = tuple(PERTURBATIONS)
 #: The checks that compare the end state with that of a run with no faults and no crashes.
 COMPARING = frozenset({"idempotence", "retries", "crash-restart", "stale-reads", "withheld-events"})
 #: Requests of the same method & path within one virtual second that count as hammering the API.
-HAMMERING = 10
+HAMMERING = 5
 #: The log messages of kopf that tell of an unexpected exception in a handler or in the framework.
 UNEXPECTED = ("failed with an exception", "failed with an unexpected error", "has failed unexpectedly",
               "A worker has failed unexpectedly")

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from kopf_sim.faults import RequestInfo
 from kopf_sim.watching import Change
 
 from .cluster import KopfCluster
@@ -32,6 +33,7 @@ __all__ = [
     "crash_after",
     "end_state",
     "mask_object",
+    "record_requests",
     "settle",
     "tolerate",
 ]
@@ -69,6 +71,22 @@ async def tolerate(action: Awaitable[_T]) -> _T | None:
         if exc.code in (404, 409, 410):
             return None
         raise
+
+
+def record_requests(kopf_cluster: KopfCluster) -> list[str]:
+    """A list that gets a line for each request to the cluster from now on (``<loop time> request <method> <path>``).
+
+    The test's own requests (through ``kopf_cluster``) do not go through there: these are the operator's.
+    """
+    loop = asyncio.get_running_loop()
+    lines: list[str] = []
+
+    def observe(info: RequestInfo) -> None:
+        watch = "?watch=true" if info.watch else ""
+        lines.append(f"{loop.time():.6f} request {info.method} {info.path}{watch}")
+
+    kopf_cluster.faults.observers.append(observe)
+    return lines
 
 
 def crash_after(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, *, writes: int,

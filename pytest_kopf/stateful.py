@@ -403,10 +403,10 @@ def reproduction(spec: OperatorSpec, *, check: str, steps: Sequence[Action], res
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
     lines = [
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
-        "import asyncio  # noqa: F401  (some steps let time pass)",
+        "import asyncio",
         "",
         "from pytest_kopf.checks import verify",
-        "from pytest_kopf.driving import crash_after, settle, tolerate  # noqa: F401",
+        "from pytest_kopf.driving import crash_after, record_requests, settle, tolerate  # noqa: F401",
         "",
         "",
         "async def test_reproduction(kopf_cluster, kopf_operator):",
@@ -422,9 +422,12 @@ def reproduction(spec: OperatorSpec, *, check: str, steps: Sequence[Action], res
         module = getattr(spec.registry, "__module__", "?")
         lines.append(f"    from {module} import {spec.registry.__qualname__} as make_registry  # the registry's maker")
         start.append("registry=make_registry()")
+    lines.append("    requests = record_requests(kopf_cluster)")
     lines.append(f"    await kopf_operator.start({', '.join(start)})")
-    lines.extend(f"    {step.code()}" for step in steps)
-    options = [f"checks=[{check!r}]", f"resources={list(resources)!r}",
+    for step in steps:  # a yield to the loop between steps: as the machine's steps are separate runs of the loop
+        lines.append(f"    {step.code()}")
+        lines.append("    await asyncio.sleep(0)")
+    options = [f"checks=[{check!r}]", f"resources={list(resources)!r}", "requests=requests",
                f"quiet={spec.quiet!r}", f"settle_timeout={spec.settle_timeout!r}"]
     if namespace != "default":
         options.append(f"namespace={namespace!r}")

@@ -392,7 +392,7 @@ def perturbations(kinds: Sequence[str], resources: Sequence[CustomResource]) -> 
     if "api-errors" in kinds:
         choices.append(st.builds(ApiErrors, st.sampled_from([500, 503, 429, 409]),
                                  st.sampled_from([None, "GET", "POST", "PATCH", "DELETE"]),
-                                 st.sampled_from(plurals), st.integers(1, 20)))
+                                 st.sampled_from(plurals), st.integers(1, 5)))  # transient: a few in a row
     if "stale-reads" in kinds:
         choices.append(st.builds(StaleReads, st.integers(1, 3), st.integers(1, 10)))
     if "withheld-events" in kinds:
