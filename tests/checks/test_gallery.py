@@ -58,3 +58,8 @@ def test_a_planted_bug_is_caught_shrunk_and_reproduced(bug: str, meant_for: str,
 @pytest.mark.parametrize("twin", sorted(BUGS))
 def test_the_correct_twin_passes_every_check(twin: str) -> None:
     check(f"{twin}_ok", list(CHECKS), max_examples=TWIN_EXAMPLES)
+
+
+def test_a_representative_operator_passes_every_check() -> None:
+    """Create/update/delete handlers, a daemon, a timer, an index; sync & async handlers (a bounded profile)."""
+    check("representative", list(CHECKS), max_examples=TWIN_EXAMPLES)
