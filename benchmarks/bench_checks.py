@@ -7,9 +7,10 @@ The target: 200 examples of 30 steps under 60 s of wall time on a 2-core machine
 seconds, examples and steps run, milliseconds per step; and a fixed pure-Python workload (calibration)
 before and after, as the machines' speed varies (shared virtual machines vary by 2x from minute to minute).
 
-``--long``: the robustness run of acceptance (slow: tens of minutes): the representative operator and the
-correct twins of the gallery (``tests/checks/gallery``) against every check (so every fault kind) with
-``--long-examples`` (500) examples each; any failure is printed with its shrunk reproduction and fails the run.
+``--long``: the robustness run (slow: tens of minutes): the representative operator and the correct twins of
+the gallery (``tests/checks/gallery``), each with all the checks in one machine (every fault kind in the same
+examples: API errors, stale reads, withheld events, crashes, re-deliveries), ``--long-examples`` (500)
+examples each; any failure is printed with its shrunk reproduction and fails the run.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def long_run(examples: int) -> int:
         try:
             report = check_operator(paths=[path], manifests=[GALLERY / "crd.yaml"],
                                     resources=["gadgets.checks.example"], checks=list(CHECKS),
-                                    max_examples=examples, max_steps=20, settle_timeout=600)
+                                    max_examples=examples, max_steps=20, settle_timeout=600, combined=True)
         except OperatorCheckFailed as exc:
             failed += 1
             print(f"FAILED {path.name}: {exc}", flush=True)

@@ -340,6 +340,7 @@ def check_operator(
     settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
     settings: hypothesis.settings | None = None,
     shrink: bool = True,
+    combined: bool = False,
 ) -> CheckReport:
     """Run the checks on the operator over generated action sequences; raise the first failure, shrunk.
 
@@ -350,6 +351,7 @@ def check_operator(
     by resource name (default: from the CRD schema). ``max_examples`` per check; ``max_steps`` per
     example. ``settings``: hypothesis settings to start from (the current profile by default).
     ``shrink``: shrink a failing sequence (removing and simplifying its steps while it fails the same check).
+    ``combined``: all the checks in one machine (every fault kind in the same examples), not one machine each.
 
     Returns a :class:`CheckReport`; raises :class:`~pytest_kopf.errors.OperatorCheckFailed`.
     """
@@ -365,14 +367,15 @@ def check_operator(
         _run_checks(chosen, report, started, machine_options=dict(
             paths=paths, modules=modules, registry=registry, manifests=manifests, resources=resources, specs=specs,
             names=names, namespace=namespace, mask=mask, quiet=quiet, settle_timeout=settle_timeout),
-            settings=settings, max_examples=max_examples, max_steps=max_steps, shrink=shrink)
+            settings=settings, max_examples=max_examples, max_steps=max_steps, shrink=shrink, combined=combined)
     finally:
         gc.set_threshold(*thresholds)
     return report
 
 
 def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, machine_options: dict[str, Any],
-                settings: hypothesis.settings | None, max_examples: int, max_steps: int, shrink: bool) -> None:
+                settings: hypothesis.settings | None, max_examples: int, max_steps: int, shrink: bool,
+                combined: bool) -> None:
     from hypothesis import HealthCheck, Phase
     from hypothesis import settings as hypothesis_settings
     from hypothesis.stateful import run_state_machine_as_test
@@ -380,8 +383,11 @@ def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, m
     from .stateful import OperatorMachine, Statistics
 
     base = settings if settings is not None else hypothesis_settings()
-    for check in chosen:
-        machine = OperatorMachine.configured(f"Check_{check.replace('-', '_')}", checks=(check,), **machine_options)
+    groups = [tuple(chosen)] if combined else [(check,) for check in chosen]
+    for group in groups:
+        check = "+".join(group)
+        machine = OperatorMachine.configured(f"Check_{check.replace('-', '_').replace('+', '_')}", checks=group,
+                                             **machine_options)
         stats = Statistics()
         machine.statistics = stats
         # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
