@@ -116,7 +116,8 @@ async def verify(
         problems = _unhandled(kopf_cluster, kopf_operator, customs, namespace)
         if not settled and not problems:
             problems = [f"the cluster keeps changing: no {quiet} s without changes in {settle_timeout} s"]
-        problems.extend(_unexpected(logs))
+        faulted = bool(kopf_cluster.faults.injections) or bool(kopf_operator.crashes)
+        problems.extend(_unexpected(logs, faulted=faulted))
         if problems:
             raise OperatorCheckFailed("convergence", _listed(problems))
     state = end_state(kopf_cluster, namespace=namespace, mask=mask)
@@ -236,10 +237,18 @@ def _progress(body: Any, key: str) -> str:
     return ", ".join(parts) or "started"
 
 
-def _unexpected(records: Iterable[Any]) -> list[str]:
+def _unexpected(records: Iterable[Any], *, faulted: bool = False) -> list[str]:
+    """The unexpected exceptions logged; with faults injected, not those of the API (the faults' own doing)."""
+    import aiohttp
+
+    from kopf._cogs.clients.errors import APIError
+
     found: list[str] = []
     for record in records:
         message = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        if faulted and isinstance(error, APIError | aiohttp.ClientError | TimeoutError):
+            continue
         if any(marker in message for marker in UNEXPECTED):
             ref = getattr(record, "k8s_ref", None)
             where = f"{ref.get('name')}: " if isinstance(ref, dict) else ""
