@@ -260,8 +260,8 @@ class FaultInjector:
         self.rules: list[Rule] = []
         self.injections: list[Injection] = []
         self.log: list[str] = []
-        #: Told of every request that comes through (e.g. to count them), faulted or not.
-        self.observers: list[Callable[[RequestInfo], None]] = []
+        #: Told of every request that comes through, with its response's status (0: no response), faulted or not.
+        self.observers: list[Callable[[RequestInfo, int], None]] = []
         self._random = random.Random(seed)
         self._writes: dict[int, int] = {}  # successful writes counted per crash rule (by id)
 
@@ -426,48 +426,59 @@ def middleware(injector: FaultInjector) -> Middleware:
         if EXEMPT_HEADER in request.headers or not (injector.rules or injector.observers):
             return await handler(request)
         info = classify(request.method, request.path, request.query)
-        for observer in list(injector.observers):
-            observer(info)
-        if not injector.rules:
-            return await handler(request)
-        lag = 0
-        held: lagging.Withholding | None = None
-        for rule in injector.firing(info):
-            effect = rule.effect
-            if isinstance(effect, StaleRead):
-                lag = max(lag, injector.lag(rule))
-                injector.note(f"stale read (-{lag} revisions): {info.method} {info.path}")
-            elif isinstance(effect, WithholdEvents):
-                held = lagging.Withholding(effect.delay, effect.coalesce, note=injector.note)
-            elif isinstance(effect, Latency):
-                await asyncio.sleep(effect.seconds)
-            elif isinstance(effect, DropWatch):
-                if effect.after <= 0:
-                    return await _dropped_stream(request, effect)
-                request[_DROP_KEY] = effect
-            elif isinstance(effect, Error):
-                return _error_response(effect, info)
-            elif isinstance(effect, Conflict):
-                return _conflict_response(effect, info)
-            elif isinstance(effect, ExpireWatch):
-                return await _expired_response(request, effect)
-        lag_token = lagging.read_lag.set(lag) if lag else None
-        held_token = lagging.withholding.set(held) if held is not None else None
+        status = 0
         try:
-            response = await handler(request)
+            response = await _inject(injector, info, request, handler)
+            status = response.status
+            return response
         finally:
-            if lag_token is not None:
-                lagging.read_lag.reset(lag_token)
-            if held_token is not None:
-                lagging.withholding.reset(held_token)
-        crashing = injector.written(info, response.status)
-        if crashing is not None:
-            assert isinstance(crashing.effect, CrashAfterWrites)
-            crashing.effect.crash()
-            await _abort(request)  # the client is dead: the response never reaches it
-        return response
+            for observer in list(injector.observers):
+                observer(info, status)
 
     return inject_faults
+
+
+async def _inject(injector: FaultInjector, info: RequestInfo, request: web.Request,
+                  handler: Handler) -> web.StreamResponse:
+    """The request's faults (if any rules fire), or the request as it is."""
+    if not injector.rules:
+        return await handler(request)
+    lag = 0
+    held: lagging.Withholding | None = None
+    for rule in injector.firing(info):
+        effect = rule.effect
+        if isinstance(effect, StaleRead):
+            lag = max(lag, injector.lag(rule))
+            injector.note(f"stale read (-{lag} revisions): {info.method} {info.path}")
+        elif isinstance(effect, WithholdEvents):
+            held = lagging.Withholding(effect.delay, effect.coalesce, note=injector.note)
+        elif isinstance(effect, Latency):
+            await asyncio.sleep(effect.seconds)
+        elif isinstance(effect, DropWatch):
+            if effect.after <= 0:
+                return await _dropped_stream(request, effect)
+            request[_DROP_KEY] = effect
+        elif isinstance(effect, Error):
+            return _error_response(effect, info)
+        elif isinstance(effect, Conflict):
+            return _conflict_response(effect, info)
+        elif isinstance(effect, ExpireWatch):
+            return await _expired_response(request, effect)
+    lag_token = lagging.read_lag.set(lag) if lag else None
+    held_token = lagging.withholding.set(held) if held is not None else None
+    try:
+        response = await handler(request)
+    finally:
+        if lag_token is not None:
+            lagging.read_lag.reset(lag_token)
+        if held_token is not None:
+            lagging.withholding.reset(held_token)
+    crashing = injector.written(info, response.status)
+    if crashing is not None:
+        assert isinstance(crashing.effect, CrashAfterWrites)
+        crashing.effect.crash()
+        await _abort(request)  # the client is dead: the response never reaches it
+    return response
 
 
 def _dumps(data: Any) -> bytes:

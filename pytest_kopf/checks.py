@@ -63,8 +63,8 @@ __all__ = [
 CHECKS: tuple[str, ...] = tuple(PERTURBATIONS)
 #: The checks that compare the end state with that of a run with no faults and no crashes.
 COMPARING = frozenset({"idempotence", "retries", "crash-restart", "stale-reads", "withheld-events"})
-#: Requests of the same method & path within one virtual second that count as hammering the API.
-HAMMERING = 5
+#: Failed requests of the same method & path within one virtual second that count as hammering the API.
+HAMMERING = 4
 #: The log messages of kopf that tell of an unexpected exception in a handler or in the framework.
 UNEXPECTED = ("failed with an exception", "failed with an unexpected error", "has failed unexpectedly",
               "A worker has failed unexpectedly")
@@ -258,18 +258,18 @@ def _unexpected(records: Iterable[Any], *, faulted: bool = False) -> list[str]:
 
 
 def _hammered(requests: Iterable[str]) -> list[str]:
-    """Requests repeated at least :data:`HAMMERING` times within one virtual second (watches & k8s Events aside)."""
+    """Failed requests sent again at least :data:`HAMMERING` times within one virtual second (watches aside).
+
+    ``requests``: lines of :func:`~pytest_kopf.driving.record_requests` (``<time> request <method> <path> <status>``).
+    """
     counts: collections.Counter[tuple[int, str]] = collections.Counter()
     for line in requests:
-        moment, kind, rest = line.split(" ", 2)
-        if kind != "request":
+        moment, kind, method, path, status = [*line.split(" "), "", "", ""][:5]
+        if kind != "request" or "watch=" in path or not status.isdigit() or 0 < int(status) < 400:
             continue
-        method_path = " ".join(rest.split(" ", 2)[:2])
-        if "watch=" in method_path or method_path.split("?")[0].endswith("/events"):
-            continue  # watches are long-lived; k8s Events are posted one per happening, each a new one
-        counts[int(float(moment)), method_path] += 1
-    return [f"{method_path}: {count} times within the second {second}" for (second, method_path), count in
-            sorted(counts.items()) if count >= HAMMERING]
+        counts[int(float(moment)), f"{method} {path}"] += 1
+    return [f"{method_path}: failed {count} times within the second {second}, retried with no back-off"
+            for (second, method_path), count in sorted(counts.items()) if count >= HAMMERING]
 
 
 async def _delete_all(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: Sequence[CustomResource],

@@ -74,16 +74,17 @@ async def tolerate(action: Awaitable[_T]) -> _T | None:
 
 
 def record_requests(kopf_cluster: KopfCluster) -> list[str]:
-    """A list that gets a line for each request to the cluster from now on (``<loop time> request <method> <path>``).
+    """A list that gets a line per request to the cluster from now on: ``<time> request <method> <path> <status>``.
 
-    The test's own requests (through ``kopf_cluster``) do not go through there: these are the operator's.
+    The status is that of the response (0 if there was none). The test's own requests (through
+    ``kopf_cluster``) do not go through there: these are the operator's.
     """
     loop = asyncio.get_running_loop()
     lines: list[str] = []
 
-    def observe(info: RequestInfo) -> None:
+    def observe(info: RequestInfo, status: int) -> None:
         watch = "?watch=true" if info.watch else ""
-        lines.append(f"{loop.time():.6f} request {info.method} {info.path}{watch}")
+        lines.append(f"{loop.time():.6f} request {info.method} {info.path}{watch} {status}")
 
     kopf_cluster.faults.observers.append(observe)
     return lines

@@ -48,7 +48,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition
 
 from .checks import COMPARING, verify
 from .cluster import Manifests, SimKopfCluster, _documents
-from .driving import DEFAULT_QUIET, DEFAULT_RESTART_DELAY, DEFAULT_SETTLE_TIMEOUT, revived, settle
+from .driving import DEFAULT_QUIET, DEFAULT_RESTART_DELAY, DEFAULT_SETTLE_TIMEOUT, record_requests, revived, settle
 from .errors import OperatorCheckFailed
 from .operator import KopfOperator
 from .running import TestLoop
@@ -89,6 +89,7 @@ class World:
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
         self.trace.install(self.cluster)
+        self.requests: list[str] = []  # the operator's requests with their statuses (for the retries check)
         self.closed = False
         try:
             self.run(self._setup())
@@ -106,6 +107,7 @@ class World:
 
     async def _setup(self) -> None:
         await self.cluster.setup()
+        self.requests = record_requests(self.cluster)
         for manifest in self.spec.manifests:
             await self.cluster.apply(manifest)
         await self.operator.start(paths=self.spec.paths, modules=self.spec.modules,
@@ -385,7 +387,7 @@ class OperatorMachine(RuleBasedStateMachine):
                                            records=baseline.trace.records, **options))
         try:
             self.world.run(verify(self.world.cluster, self.world.operator, checks=self.checks, expected=expected,
-                                  records=self.world.trace.records, requests=self.world.trace.lines, **options))
+                                  records=self.world.trace.records, requests=self.world.requests, **options))
         except OperatorCheckFailed as exc:
             raise exc.with_context(steps=self.steps, trace_tail=self.world.trace.tail(),
                                    reproduction=self.reproduction(exc.check, expected)) from None
