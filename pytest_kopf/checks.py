@@ -28,6 +28,7 @@ import dataclasses
 import difflib
 import gc
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,7 +40,7 @@ from .cluster import KopfCluster, Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT, end_state, settle, tolerate
 from .errors import KopfLeakError, OperatorCheckFailed
 from .operator import KopfOperator
-from .plugin import tune_gc
+from .plugin import GC_YOUNG_THRESHOLD
 from .strategies.actions import PERTURBATIONS
 from .strategies.objects import CustomResource
 
@@ -371,7 +372,11 @@ def check_operator(
         raise ValueError("No operator to check: pass paths=[...], modules=[...], or registry=.")
     report = CheckReport(checks=list(chosen))
     started = time.perf_counter()
-    thresholds = tune_gc()  # as in a session of kopf tests: thousands of short-lived worlds, few long-lived objects
+    # As in a session of kopf tests: the youngest generation collected less often (most of a world's objects are
+    # gone by then); no freezing here (that is the plugin's decision for the session).
+    thresholds = gc.get_threshold()
+    gc.set_threshold(max(thresholds[0], GC_YOUNG_THRESHOLD), *thresholds[1:])
+    kopf_level = logging.getLogger("kopf").level
     try:
         _run_checks(chosen, report, started, machine_options=dict(
             paths=paths, modules=modules, registry=registry, manifests=manifests, resources=resources, specs=specs,
@@ -379,6 +384,7 @@ def check_operator(
             settings=settings, max_examples=max_examples, max_steps=max_steps, shrink=shrink, combined=combined)
     finally:
         gc.set_threshold(*thresholds)
+        logging.getLogger("kopf").setLevel(kopf_level)
     return report
 
 

@@ -35,6 +35,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import logging
 import os
 import pathlib
 import pprint
@@ -293,6 +294,8 @@ class OperatorMachine(RuleBasedStateMachine):
         self.custom_resources()  # fail early on a bad configuration
         self.steps: list[Action] = []
         self.failed = False
+        # Two operators at once (the world & the baseline) would leave the kopf logger's level changed: restored.
+        self._kopf_level = logging.getLogger("kopf").level
         self.world = World(spec)
         self.baseline: World | None = None
         try:
@@ -300,6 +303,7 @@ class OperatorMachine(RuleBasedStateMachine):
                 self.baseline = World(spec)
         except BaseException:
             self.world.close()
+            logging.getLogger("kopf").setLevel(self._kopf_level)
             raise
         if self.statistics is not None:
             self.statistics.examples += 1
@@ -353,9 +357,12 @@ class OperatorMachine(RuleBasedStateMachine):
         try:
             self._count()
         finally:
-            self.world.close()
-            if self.baseline is not None:
-                self.baseline.close()
+            try:
+                self.world.close()
+                if self.baseline is not None:
+                    self.baseline.close()
+            finally:
+                logging.getLogger("kopf").setLevel(self._kopf_level)
 
     @classmethod
     def replay(cls, steps: Sequence[Action]) -> None:
