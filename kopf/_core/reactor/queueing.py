@@ -23,9 +23,10 @@ A worker with no events for ``settings.batching.idle_timeout`` seconds exits;
 a new one is started for the next event. The unexpected errors of the processing
 are logged and throttled per object (``settings.batching.error_delays``): they never
 stop the watcher; after the throttling, the failed event is processed again (unless
-newer events of the object have arrived), so a failed write of the framework is retried. On exit (cancellation, or the end of the stream), the workers
-are allowed to finish their current processing for ``settings.batching.exit_timeout``
-seconds, and are cancelled after that. No tasks are left behind.
+newer events of the object have arrived), so a failed write of the framework is retried.
+On exit (cancellation, or the end of the stream), the workers are allowed to finish
+their current processing for ``settings.batching.exit_timeout`` seconds, and are cancelled
+after that. No tasks are left behind.
 """
 from __future__ import annotations
 
