@@ -230,6 +230,7 @@ class KopfOperator:
         self._admission: SimAdmissionSettings | None = None
         self._lifeline: _Lifeline | None = None
         self._burial: asyncio.Task[None] | None = None
+        self._restarting: asyncio.Lock | None = None
         self.crashes = 0  # how many times crash() has killed it
 
     # -- state -------------------------------------------------------------------------------------
@@ -474,6 +475,9 @@ class KopfOperator:
         if not task.done():
             done, _ = await asyncio.wait([task], timeout=timeout)
             hung = not done
+        if self._task is not task:  # crashed while stopping (e.g. a fault after a write): crash() has ended it
+            await self._buried()
+            return
         try:
             if hung:
                 names = ", ".join(repr(t.get_name()) for t in self._tasks.pending())
@@ -561,13 +565,22 @@ class KopfOperator:
         """
         if self._start_kwargs is None:
             raise KopfOperatorError("The operator has never been started: nothing to restart.")
-        if self._burial is not None:
-            await self._buried()
-            await self._start(**self._start_kwargs)
-            return
-        await self.stop()
-        kwargs = dict(self._start_kwargs, registry=self.registry, settings=self.settings)
-        await self._start(**kwargs)
+        if self._restarting is None:
+            self._restarting = asyncio.Lock()
+        async with self._restarting:  # one restart at a time (e.g. a test's, and one after a crash)
+            if self._burial is not None:
+                await self._buried()
+                if not self.running:
+                    await self._start(**self._start_kwargs)
+                return
+            await self.stop()
+            if self.running:
+                return
+            if self.exit_code == CRASH_EXIT_CODE:  # crashed while stopping: a fresh one
+                await self._start(**self._start_kwargs)
+                return
+            kwargs = dict(self._start_kwargs, registry=self.registry, settings=self.settings)
+            await self._start(**kwargs)
 
     # -- crashing ----------------------------------------------------------------------------------
 

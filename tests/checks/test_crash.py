@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -79,4 +80,27 @@ async def test_a_crash_after_the_kth_write_leaves_that_write_done(
     await kopf_cluster.wait_for("kopfexamples", "ex1", condition=lambda o: o["status"]["create_fn"] == "done")
     await kopf_cluster.delete("kopfexamples", "ex1")
     await kopf_cluster.wait_gone("kopfexamples", "ex1")
+    await kopf_operator.stop()
+
+
+async def test_a_crash_while_stopping_ends_the_stop_and_the_restart_starts_afresh(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    from kopf._cogs.clients import api, errors
+    from pytest_kopf.driving import crash_after
+
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup_fn(**_: Any) -> None:  # its write is the last straw
+        bye = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bye"}}
+        with contextlib.suppress(errors.APIConflictError):
+            await api.post("/api/v1/namespaces/default/configmaps", payload=bye, settings=kopf.OperatorSettings())
+
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=registry)
+    crash_after(kopf_cluster, kopf_operator, writes=1, resource="configmaps")
+    await kopf_operator.restart()  # the graceful stop crashes half-way; a fresh operator is started anyway
+    assert kopf_operator.running and kopf_operator.crashes == 1
+    await asyncio.sleep(5)  # the restart scheduled after the crash finds it running: nothing more happens
+    assert kopf_operator.running and kopf_operator.crashes == 1
     await kopf_operator.stop()
