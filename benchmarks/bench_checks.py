@@ -64,6 +64,10 @@ def long_run(examples: int) -> int:
             failed += 1
             print(f"FAILED {path.name}: {exc}", flush=True)
             continue
+        except Exception as exc:  # e.g. hypothesis' FlakyFailure: reported, and the run goes on
+            failed += 1
+            print(f"ERROR {path.name}: {type(exc).__name__}: {exc}", flush=True)
+            continue
         print(f"ok {path.name}: {report} ({time.perf_counter() - started:.0f} s)", flush=True)
     return failed
 
