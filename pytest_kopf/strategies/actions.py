@@ -198,6 +198,10 @@ class ApiErrors(Action):
     resource: str | None = None
     count: int = 1
 
+    def _conflicting_methods(self) -> str | list[str]:
+        """Conflicts are of writes only (the apiserver never answers a read with 409)."""
+        return self.method if self.method not in (None, "GET") else ["PUT", "PATCH"]
+
     def _kwargs(self) -> str:
         parts = [repr(self.code_)]
         if self.code_ == 429:
@@ -213,13 +217,13 @@ class ApiErrors(Action):
         faults = driver.cluster.faults
         criteria: dict[str, Any] = {"method": self.method, "resource": self.resource, "count": self.count}
         if self.code_ == 409:
-            faults.conflict(**{**criteria, "method": self.method or ["PUT", "PATCH"]})
+            faults.conflict(**{**criteria, "method": self._conflicting_methods()})
         else:
             faults.error(self.code_, retry_after=1 if self.code_ == 429 else None, **criteria)
 
     def code(self) -> str:
         if self.code_ == 409:
-            method = self.method or ["PUT", "PATCH"]
+            method = self._conflicting_methods()
             resource = f", resource={self.resource!r}" if self.resource is not None else ""
             return f"kopf_cluster.faults.conflict(method={method!r}{resource}, count={self.count})"
         return f"kopf_cluster.faults.error({self._kwargs()})"

@@ -9,6 +9,6 @@ SETTINGS = kopf.OperatorSettings()
 async def create_fn(name, namespace, spec, body, **_):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": f"{name}-"},
              "data": {"size": str(spec.get("size", 0))}}
-    kopf.adopt(child, owner=body)
+    kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
     await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
     return "created"

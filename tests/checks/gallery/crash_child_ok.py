@@ -9,7 +9,7 @@ SETTINGS = kopf.OperatorSettings()
 async def create_fn(name, namespace, spec, body, **_):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"},
              "data": {"size": str(spec.get("size", 0))}}
-    kopf.adopt(child, owner=body)
+    kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
     try:
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
     except errors.APIConflictError:  # made by an earlier run of this handler, cut short by a crash

@@ -9,7 +9,7 @@ NO_RETRIES.networking.error_backoffs = []
 @kopf.on.create("gadgets")
 async def create_fn(name, namespace, body, **_):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"}, "data": {"a": "b"}}
-    kopf.adopt(child, owner=body)
+    kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
     while True:
         try:
             await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=NO_RETRIES)

@@ -8,7 +8,7 @@ SETTINGS = kopf.OperatorSettings()
 async def ensure_child(name, namespace, spec, body):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"},
              "data": {"size": str(spec.get("size", 0))}}
-    kopf.adopt(child, owner=body)
+    kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
     try:
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
     except errors.APIConflictError:

@@ -15,7 +15,7 @@ def by_mode(name, spec, **_):
 async def ensure_child(name, namespace, spec, body):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"},
              "data": {"size": str(spec.get("size", 0)), "mode": str(spec.get("mode", "none"))}}
-    kopf.adopt(child, owner=body)
+    kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
     try:
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
     except errors.APIConflictError:

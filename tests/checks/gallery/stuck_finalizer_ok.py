@@ -10,7 +10,7 @@ SETTINGS = kopf.OperatorSettings()
 @kopf.on.create("gadgets")
 async def create_fn(name, namespace, body, **_):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"}, "data": {"a": "b"}}
-    kopf.adopt(child, owner=body)
+    kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
     with contextlib.suppress(errors.APIConflictError):
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
 
