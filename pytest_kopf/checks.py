@@ -23,8 +23,10 @@ The checks (see ``docs/checks.md`` for the precise meaning):
 """
 from __future__ import annotations
 
+import asyncio
 import collections
 import dataclasses
+import datetime
 import difflib
 import gc
 import json
@@ -95,6 +97,7 @@ async def verify(
     settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
     records: Sequence[Any] | None = None,
     requests: Sequence[str] | None = None,
+    trace: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The checks' verdict on a run whose actions are over: raise :class:`OperatorCheckFailed`, or return its end state.
 
@@ -103,7 +106,8 @@ async def verify(
     & ``finalizers``, deletes every object of ``resources`` and settles again). ``expected``: the end state
     of the same actions with no faults and no crashes (for the comparing checks). ``records``: the
     operator's log records (by default, all that ``kopf_operator`` has captured); ``requests``: the
-    trace's request lines.
+    trace's request lines; ``trace``: the run's trace lines (then ``retries`` also checks that handlers
+    retried after a :class:`kopf.TemporaryError` are not called before their delay is over).
     """
     checks = validate_checks(checks)
     customs = [await _custom(kopf_cluster, name) for name in resources]
@@ -132,6 +136,10 @@ async def verify(
         hammered = _hammered(requests)
         if hammered:
             raise OperatorCheckFailed("retries", _listed(hammered))
+    if "retries" in checks and trace is not None:
+        early = _early_retries(trace, getattr(asyncio.get_running_loop(), "epoch", None))
+        if early:
+            raise OperatorCheckFailed("retries", _listed(early))
     if "idempotence" in checks:
         await kopf_operator.restart()
         await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=settle_timeout, until=handled)
@@ -271,6 +279,50 @@ def _hammered(requests: Iterable[str]) -> list[str]:
         counts[int(float(moment)), f"{method} {path}"] += 1
     return [f"{method_path}: failed {count} times within the second {second}, retried with no back-off"
             for (second, method_path), count in sorted(counts.items()) if count >= HAMMERING]
+
+
+def _early_retries(lines: Iterable[str], epoch: datetime.datetime | None) -> list[str]:
+    """Handlers called again before the delay that their progress record had set (read from the trace)."""
+    if epoch is None:
+        return []
+    due: dict[tuple[str, str], float] = {}  # (namespace/name, handler id) -> the loop time of the delay's end
+    found: list[str] = []
+    for line in lines:
+        moment, kind, rest = ([*line.split(" ", 2), "", ""])[:3]
+        if kind == "request" and rest.startswith("PATCH ") and '"kopf.zalando.org/' in rest:
+            _, path, body = ([*rest.split(" ", 2), ""])[:3]
+            parts = path.split("/")
+            if parts[-1] == "status":
+                parts = parts[:-1]
+            where = f"{parts[parts.index('namespaces') + 1]}/{parts[-1]}" if "namespaces" in parts else parts[-1]
+            for key, value in _annotations(body).items():
+                record = _json(value) if key.startswith("kopf.zalando.org/") else None
+                if isinstance(record, dict) and record.get("delayed") and not record.get("success") \
+                        and not record.get("failure"):
+                    delayed = datetime.datetime.fromisoformat(str(record["delayed"]))
+                    due[where, key.split("/", 1)[1]] = (delayed - epoch).total_seconds()
+        elif kind == "log" and "] Handler '" in rest:
+            where = rest.split("[", 1)[1].split("]", 1)[0]
+            handler = rest.split("Handler '", 1)[1].split("'", 1)[0]
+            deadline = due.pop((where, handler), None)
+            if deadline is not None and float(moment) < deadline - 0.001:
+                found.append(f"{where}: handler {handler!r} was called again at {float(moment):.3f} s, "
+                             f"before its retry delay was over (at {deadline:.3f} s)")
+    return found
+
+
+def _annotations(body: str) -> dict[str, Any]:
+    data = _json(body)
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
 
 
 async def _delete_all(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: Sequence[CustomResource],

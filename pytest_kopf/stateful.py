@@ -394,7 +394,8 @@ class OperatorMachine(RuleBasedStateMachine):
                                            records=baseline.trace.records, **options))
         try:
             self.world.run(verify(self.world.cluster, self.world.operator, checks=self.checks, expected=expected,
-                                  records=self.world.trace.records, requests=self.world.requests, **options))
+                                  records=self.world.trace.records, requests=self.world.requests,
+                                  trace=self.world.trace.lines, **options))
         except OperatorCheckFailed as exc:
             raise exc.with_context(steps=self.steps, trace_tail=self.world.trace.tail(),
                                    reproduction=self.reproduction(exc.check, expected)) from None

@@ -108,3 +108,19 @@ async def test_events_of_a_ticking_timer_do_not_keep_the_operator_from_being_qui
     assert await settle(kopf_cluster, kopf_operator, quiet=30, timeout=120)
     assert loop.time() - before < 60
     assert len(await kopf_cluster.events("kopfexamples", "ex1")) > 10  # it posts an event every tick
+
+
+def test_a_handler_called_before_its_retry_delay_is_reported() -> None:
+    from kopf_sim.virtualtime import DEFAULT_EPOCH
+    from pytest_kopf.checks import _early_retries
+
+    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    lines = [
+        '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
+        "30.000000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: too early",
+    ]
+    assert _early_retries(lines, DEFAULT_EPOCH) == [
+        "default/t1: handler 'create_fn' was called again at 30.000 s, before its retry delay was over (at 60.000 s)"]
+    assert _early_retries([lines[0], lines[1].replace("30.000000", "60.000000")], DEFAULT_EPOCH) == []
