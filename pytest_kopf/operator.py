@@ -81,6 +81,7 @@ class _OperatorTasks(Collection["asyncio.Task[Any]"]):
     def __init__(self, owner: KopfOperator) -> None:
         self.owner = owner
         self.tasks: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        self.serials: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.previous: TaskFactory | None = None
 
@@ -105,6 +106,7 @@ class _OperatorTasks(Collection["asyncio.Task[Any]"]):
         owner = _owner.get() if context is None else context.get(_owner)
         if owner is self.owner and isinstance(task, asyncio.Task):
             self.tasks.add(task)
+            self.serials[task] = next(_counter)
         return task
 
     def __contains__(self, task: object) -> bool:
@@ -118,6 +120,10 @@ class _OperatorTasks(Collection["asyncio.Task[Any]"]):
 
     def pending(self) -> list[asyncio.Task[Any]]:
         return sorted((task for task in self.tasks if not task.done()), key=lambda task: task.get_name())
+
+    def pending_in_order(self) -> list[asyncio.Task[Any]]:
+        """The pending tasks in the order they were made (the same in every run of the same actions)."""
+        return sorted((task for task in self.tasks if not task.done()), key=lambda task: self.serials.get(task, 0))
 
 
 class _NotOurs(Collection["asyncio.Task[Any]"]):
@@ -610,8 +616,7 @@ class KopfOperator:
         self.crashes += 1
         if self._lifeline is not None:
             self._lifeline.cut()
-        victims = self._tasks.pending()
-        for victim in victims:
+        for victim in self._tasks.pending_in_order():
             victim.cancel()
         self._task = None
         self.exception, self.exit_code = None, CRASH_EXIT_CODE
@@ -637,7 +642,7 @@ class KopfOperator:
         """Let the cancelled tasks of a crashed operator end (cancelling again those that resist), then forget it."""
         try:
             for _ in range(CRASH_CANCELLATIONS):
-                pending = self._tasks.pending()
+                pending = self._tasks.pending_in_order()
                 if not pending:
                     break
                 for task in pending:
