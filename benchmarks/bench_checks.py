@@ -51,15 +51,17 @@ def speed(examples: int, steps: int) -> None:
           f"({'within' if wall < TARGET_SECONDS else 'above'} the target of {TARGET_SECONDS:.0f} s)")
 
 
-def long_run(examples: int) -> int:
+def long_run(examples: int, *, combined: bool = True, only: str | None = None) -> int:
     operators = [GALLERY / "representative.py", *sorted(GALLERY.glob("*_ok.py"))]
+    if only is not None:
+        operators = [path for path in operators if path.stem == only]
     failed = 0
     for path in operators:
         started = time.perf_counter()
         try:
             report = check_operator(paths=[path], manifests=[GALLERY / "crd.yaml"],
                                     resources=["gadgets.checks.example"], checks=list(CHECKS),
-                                    max_examples=examples, max_steps=20, settle_timeout=600, combined=True)
+                                    max_examples=examples, max_steps=20, settle_timeout=600, combined=combined)
         except OperatorCheckFailed as exc:
             failed += 1
             print(f"FAILED {path.name}: {exc}", flush=True)
@@ -78,9 +80,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--long", action="store_true", help="the robustness run: every check, 500 examples each")
     parser.add_argument("--long-examples", type=int, default=500)
+    parser.add_argument("--separate", action="store_true", help="--long with one machine per check (not combined)")
+    parser.add_argument("--only", default=None, help="--long for one operator of the gallery (e.g. representative)")
     args = parser.parse_args()
     if args.long:
-        return 1 if long_run(args.long_examples) else 0
+        return 1 if long_run(args.long_examples, combined=not args.separate, only=args.only) else 0
     speed(args.examples, args.steps)
     return 0
 
