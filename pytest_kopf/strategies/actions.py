@@ -66,13 +66,18 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
+def _outcome(result: object) -> str:
+    return "ok" if result is not None else "refused (404/409, tolerated)"
+
+
 @dataclasses.dataclass(frozen=True)
 class Action:
     """One step of a sequence. ``user``: done by the users of the cluster (in every run), not a fault."""
 
     user: ClassVar[bool] = True
 
-    async def apply(self, driver: Driver) -> None:
+    async def apply(self, driver: Driver) -> str | None:
+        """Do the step; its outcome for the users' actions on objects (``ok``, or the API error code tolerated)."""
         raise NotImplementedError  # pragma: no cover - every action overrides it
 
     def code(self) -> str:
@@ -91,8 +96,8 @@ class Action:
 class Create(Action):
     body: JsonDict
 
-    async def apply(self, driver: Driver) -> None:
-        await tolerate(driver.cluster.create(self.body))
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(await tolerate(driver.cluster.create(self.body)))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.create({_literal(self.body)}))"
@@ -112,8 +117,8 @@ class PatchSpec(Action):
     name: str
     spec: JsonDict
 
-    async def apply(self, driver: Driver) -> None:
-        await tolerate(driver.cluster.patch(self.resource, self.name, {"spec": self.spec}))
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, {"spec": self.spec})))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal({'spec': self.spec})}))"
@@ -142,8 +147,8 @@ class PatchMeta(Action):
             metadata["annotations"] = dict(self.annotations)
         return {"metadata": metadata}
 
-    async def apply(self, driver: Driver) -> None:
-        await tolerate(driver.cluster.patch(self.resource, self.name, self.patch()))
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.patch())))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.patch())}))"
@@ -154,8 +159,8 @@ class Delete(Action):
     resource: str
     name: str
 
-    async def apply(self, driver: Driver) -> None:
-        await tolerate(driver.cluster.delete(self.resource, self.name))
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(await tolerate(driver.cluster.delete(self.resource, self.name)))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.delete({self.resource!r}, {self.name!r}))"
@@ -167,8 +172,9 @@ class Advance(Action):
 
     seconds: float
 
-    async def apply(self, driver: Driver) -> None:
+    async def apply(self, driver: Driver) -> str | None:
         await driver.cluster.advance(self.seconds)
+        return None
 
     def code(self) -> str:
         return f"await kopf_cluster.advance({self.seconds!r})"
@@ -181,8 +187,9 @@ class Advance(Action):
 class Settle(Action):
     """Wait until the operator is quiet (or the settling time is over)."""
 
-    async def apply(self, driver: Driver) -> None:
+    async def apply(self, driver: Driver) -> str | None:
         await driver.settle()
+        return None
 
     def code(self) -> str:
         return "await settle(kopf_cluster, kopf_operator)"
@@ -213,13 +220,14 @@ class ApiErrors(Action):
         parts.append(f"count={self.count}")
         return ", ".join(parts)
 
-    async def apply(self, driver: Driver) -> None:
+    async def apply(self, driver: Driver) -> str | None:
         faults = driver.cluster.faults
         criteria: dict[str, Any] = {"method": self.method, "resource": self.resource, "count": self.count}
         if self.code_ == 409:
             faults.conflict(**{**criteria, "method": self._conflicting_methods()})
         else:
             faults.error(self.code_, retry_after=1 if self.code_ == 429 else None, **criteria)
+        return None
 
     def code(self) -> str:
         if self.code_ == 409:
@@ -241,8 +249,9 @@ class StaleReads(Action):
     lag: int
     count: int
 
-    async def apply(self, driver: Driver) -> None:
+    async def apply(self, driver: Driver) -> str | None:
         driver.cluster.faults.stale_read(self.lag, count=self.count)
+        return None
 
     def code(self) -> str:
         return f"kopf_cluster.faults.stale_read({self.lag}, count={self.count})"
@@ -263,10 +272,11 @@ class WithheldEvents(Action):
     coalesce: bool
     count: int = 1
 
-    async def apply(self, driver: Driver) -> None:
+    async def apply(self, driver: Driver) -> str | None:
         driver.cluster.faults.withhold_events(self.delay, coalesce=self.coalesce, resource=self.resource,
                                               count=self.count)
         driver.cluster.cluster.close_watches()  # the operator watches again, and gets the lagging view
+        return None
 
     def code(self) -> str:
         return (f"kopf_cluster.faults.withhold_events({self.delay!r}, coalesce={self.coalesce!r}, "
@@ -290,8 +300,9 @@ class CrashAfterWrites(Action):
     user: ClassVar[bool] = False
     writes: int
 
-    async def apply(self, driver: Driver) -> None:
+    async def apply(self, driver: Driver) -> str | None:
         crash_after(driver.cluster, driver.operator, writes=self.writes, restart_delay=driver.restart_delay)
+        return None
 
     def code(self) -> str:
         return f"crash_after(kopf_cluster, kopf_operator, writes={self.writes})"
@@ -306,9 +317,10 @@ class CrashRestart(Action):
 
     user: ClassVar[bool] = False
 
-    async def apply(self, driver: Driver) -> None:
+    async def apply(self, driver: Driver) -> str | None:
         await driver.operator.crash()
         await driver.operator.restart()
+        return None
 
     def code(self) -> str:
         return "await kopf_operator.crash(); await kopf_operator.restart()"
@@ -320,8 +332,9 @@ class Redeliver(Action):
 
     user: ClassVar[bool] = False
 
-    async def apply(self, driver: Driver) -> None:
+    async def apply(self, driver: Driver) -> str | None:
         await driver.operator.restart()
+        return None
 
     def code(self) -> str:
         return "await kopf_operator.restart()"

@@ -5,8 +5,7 @@ from kopf._cogs.clients import api, errors
 SETTINGS = kopf.OperatorSettings()
 
 
-@kopf.on.create("gadgets")
-async def create_fn(name, namespace, spec, body, **_):
+async def ensure_child(name, namespace, spec, body):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"},
              "data": {"size": str(spec.get("size", 0))}}
     kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
@@ -15,4 +14,14 @@ async def create_fn(name, namespace, spec, body, **_):
     except errors.APIConflictError:  # made by an earlier run of this handler, cut short by a crash
         await api.patch(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload={"data": child["data"]},
                         settings=SETTINGS)
+
+
+@kopf.on.create("gadgets")
+async def create_fn(name, namespace, spec, body, **_):
+    await ensure_child(name, namespace, spec, body)
     return "created"
+
+
+@kopf.on.update("gadgets")
+async def update_fn(name, namespace, spec, body, **_):
+    await ensure_child(name, namespace, spec, body)

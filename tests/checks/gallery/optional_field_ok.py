@@ -3,10 +3,10 @@ import kopf
 
 
 @kopf.on.create("gadgets")
-async def create_fn(spec, **_):
-    return {"double": spec.get("size", 0) * 2}
+async def create_fn(spec, patch, **_):
+    patch.status["double"] = spec.get("size", 0) * 2
 
 
 @kopf.on.update("gadgets")
-async def update_fn(spec, **_):
-    return {"double": spec.get("size", 0) * 2}
+async def update_fn(spec, patch, **_):
+    patch.status["double"] = spec.get("size", 0) * 2

@@ -24,9 +24,9 @@ async def ensure_child(name, namespace, spec, body):
 
 
 @kopf.on.create("gadgets")
-async def create_fn(name, namespace, spec, body, **_):
+async def create_fn(name, namespace, spec, body, patch, **_):
     await ensure_child(name, namespace, spec, body)
-    return {"size": spec.get("size", 0)}
+    patch.status["size"] = spec.get("size", 0)
 
 
 @kopf.on.update("gadgets")
@@ -35,8 +35,8 @@ async def update_fn(name, namespace, spec, body, **_):
 
 
 @kopf.on.field("gadgets", field="spec.size")
-def size_fn(new, **_):
-    return {"size": new or 0}
+def size_fn(new, patch, **_):
+    patch.status["size"] = new or 0
 
 
 @kopf.on.delete("gadgets")
