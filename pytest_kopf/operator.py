@@ -498,14 +498,18 @@ class KopfOperator:
 
     async def _abandon(self) -> None:
         """Cancel whatever is left of the operator (a few times: some tasks resist), then let it go."""
-        for _ in range(3):
-            pending = self._tasks.pending()
+        await self._cancel_pending(3)
+        self._cleanup_run()
+
+    async def _cancel_pending(self, rounds: int) -> None:
+        """Cancel the operator's pending tasks (in the order they were made), again for those that resist."""
+        for _ in range(rounds):
+            pending = self._tasks.pending_in_order()
             if not pending:
                 break
             for task in pending:
                 task.cancel()
             await asyncio.wait(pending, timeout=1.0)
-        self._cleanup_run()
 
     async def _finished(self) -> None:
         """Collect the exit state; restore the settings; check for leaked tasks & threads."""
@@ -641,13 +645,7 @@ class KopfOperator:
     async def _bury(self) -> None:
         """Let the cancelled tasks of a crashed operator end (cancelling again those that resist), then forget it."""
         try:
-            for _ in range(CRASH_CANCELLATIONS):
-                pending = self._tasks.pending_in_order()
-                if not pending:
-                    break
-                for task in pending:
-                    task.cancel()
-                await asyncio.wait(pending, timeout=1.0)
+            await self._cancel_pending(CRASH_CANCELLATIONS)
             if self.settings is not None:
                 executor = self.settings.execution.executor
                 if isinstance(executor, LentThreadsExecutor):
