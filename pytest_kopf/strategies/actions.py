@@ -206,8 +206,8 @@ class ApiErrors(Action):
     count: int = 1
 
     def _conflicting_methods(self) -> str | list[str]:
-        """Conflicts are of writes only (the apiserver never answers a read with 409)."""
-        return self.method if self.method not in (None, "GET") else ["PUT", "PATCH"]
+        """Conflicts are of updates only (a read is never one, a create's 409 means "already exists")."""
+        return self.method if self.method in ("PUT", "PATCH") else ["PUT", "PATCH"]
 
     def _kwargs(self) -> str:
         parts = [repr(self.code_)]
