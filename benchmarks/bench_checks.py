@@ -61,7 +61,7 @@ def long_run(examples: int, *, combined: bool = True, only: str | None = None) -
         try:
             report = check_operator(paths=[path], manifests=[GALLERY / "crd.yaml"],
                                     resources=["gadgets.checks.example"], checks=list(CHECKS),
-                                    max_examples=examples, max_steps=20, settle_timeout=600, combined=combined)
+                                    max_examples=examples, max_steps=20, combined=combined)
         except OperatorCheckFailed as exc:
             failed += 1
             print(f"FAILED {path.name}: {exc}", flush=True)
