@@ -22,7 +22,20 @@ from aiohttp import web, web_app
 from aiohttp.web_protocol import RequestPayloadError
 from multidict import MultiMapping
 
-from . import admitting, bodies, discovery, errors, gotypes, openapi, queries, tables, typecheck, validation, writing
+from . import (
+    admitting,
+    bodies,
+    discovery,
+    errors,
+    gotypes,
+    lagging,
+    openapi,
+    queries,
+    tables,
+    typecheck,
+    validation,
+    writing,
+)
 from .admission import AdmissionControl
 from .objects import JsonDict, compact_json, meta
 from .resources import Catalogue, ResourceType
@@ -324,7 +337,11 @@ class ApiServer:
         assert target.name is not None
         if target.rtype.namespaced and target.namespace is None:
             raise errors.page_not_found()
-        obj = self.cluster.get(target.rtype, target.namespace, target.name)
+        lag = lagging.read_lag.get()
+        if lag > 0:  # a stale read (an injected fault): as a lagging cache would serve it
+            obj = self.cluster.get_at(target.rtype, target.namespace, target.name, self.cluster.rv - lag)
+        else:
+            obj = self.cluster.get(target.rtype, target.namespace, target.name)
         if target.subresource == "scale":
             return json_response(writing.scale_of(target.rtype, obj))
         if tables.wants_table(request.headers.get("Accept", "")):
@@ -344,8 +361,10 @@ class ApiServer:
         labels, fields = self._selectors(request, target)
         queries.check_list_options(request.query, watch=False)
         limit = queries.limit(request.query)
+        lag = lagging.read_lag.get()
         listing = self.cluster.list(target.rtype, target.namespace, labels=labels, fields=fields,
-                                    limit=limit, continue_token=request.query.get("continue") or None)
+                                    limit=limit, continue_token=request.query.get("continue") or None,
+                                    at_rv=self.cluster.rv - lag if lag > 0 else None)
         if tables.wants_table(request.headers.get("Accept", "")):
             table = tables.table(target.rtype, listing["items"], self.cluster.clock(),
                                  list_meta=listing["metadata"],
@@ -448,6 +467,9 @@ class ApiServer:
         subscription = self.cluster.watch(target.rtype, target.namespace, labels=labels, fields=fields,
                                           resource_version=query.get("resourceVersion"),
                                           send_initial_events=send_initial)
+        held = lagging.withholding.get()
+        if held is not None:  # withheld events (an injected fault): late, or coalesced per object
+            subscription.withhold(held)
         if send_initial and allow_bookmarks and not subscription.closed:
             subscription.push(self._bookmark(target.rtype, initial_end=True))
         as_table = tables.wants_table(request.headers.get("Accept", ""))

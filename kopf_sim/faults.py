@@ -10,7 +10,15 @@ get the same faults). A firing rule applies its effect:
 - :class:`Latency`: the request waits (in loop time: instant under virtual time), then proceeds;
 - :class:`DropWatch`: the watch stream ends (or is reset) after so many events;
 - :class:`ExpireWatch`: the watch gets a ``410 Expired`` (in-stream ERROR event, as the apiserver does);
-- :class:`Conflict`: a write gets ``409 Conflict`` ("the object has been modified ...").
+- :class:`Conflict`: a write gets ``409 Conflict`` ("the object has been modified ...");
+- :class:`StaleRead`: a get or a list is served from an older revision (as a lagging cache would);
+- :class:`WithholdEvents`: a watch gets its events late, or coalesced to the latest state of each object
+  (as after a relist), never out of resource-version order;
+- :class:`CrashAfterWrites`: after the k-th successful write among the matching requests, a callback
+  (e.g. one that kills the client) runs, and that write's response never reaches the client.
+
+Every injection is kept in :attr:`FaultInjector.injections` and described, with the loop time and the
+seeded draws (the lag of a stale read, the events coalesced away), in :attr:`FaultInjector.log`.
 
 Usage::
 
@@ -37,11 +45,12 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from . import errors
+from . import errors, lagging
 
 __all__ = [
     "EXEMPT_HEADER",
     "Conflict",
+    "CrashAfterWrites",
     "DropWatch",
     "Effect",
     "Error",
@@ -51,6 +60,8 @@ __all__ = [
     "Latency",
     "RequestInfo",
     "Rule",
+    "StaleRead",
+    "WithholdEvents",
     "classify",
     "install",
     "middleware",
@@ -59,6 +70,7 @@ __all__ = [
 EXEMPT_HEADER = "X-Kopf-Sim-No-Faults"
 
 _WRITE_METHODS = frozenset({"PUT", "PATCH"})
+_ALL_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 _REASONS: Mapping[int, tuple[str, str]] = {
@@ -120,7 +132,33 @@ class Conflict:
     message: str | None = None
 
 
-Effect = Error | Latency | DropWatch | ExpireWatch | Conflict
+@dataclasses.dataclass(frozen=True)
+class StaleRead:
+    """Serve a get or a list from 1 to ``lag`` revisions ago (drawn by the seeded generator)."""
+
+    lag: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class WithholdEvents:
+    """Hold a watch's events back by ``delay`` seconds; with ``coalesce``, keep only each object's latest."""
+
+    delay: float = 1.0
+    coalesce: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class CrashAfterWrites:
+    """After the ``writes``-th successful write of the matching requests, call ``crash`` (once).
+
+    The write is done (it is in the store), but its response is cut off: the client never learns of it.
+    """
+
+    writes: int
+    crash: Callable[[], None]
+
+
+Effect = Error | Latency | DropWatch | ExpireWatch | Conflict | StaleRead | WithholdEvents | CrashAfterWrites
 _DROP_KEY = web.RequestKey("kopf_sim.faults.drop", DropWatch)
 
 
@@ -221,7 +259,11 @@ class FaultInjector:
     def __init__(self, seed: int = 0) -> None:
         self.rules: list[Rule] = []
         self.injections: list[Injection] = []
+        self.log: list[str] = []
+        #: Told of every request that comes through, with its response's status (0: no response), faulted or not.
+        self.observers: list[Callable[[RequestInfo, int], None]] = []
         self._random = random.Random(seed)
+        self._writes: dict[int, int] = {}  # successful writes counted per crash rule (by id)
 
     def seed(self, seed: int) -> None:
         self._random = random.Random(seed)
@@ -253,8 +295,12 @@ class FaultInjector:
             methods = frozenset(m.upper() for m in method)
         if methods is None and isinstance(effect, Conflict):
             methods = _WRITE_METHODS
-        if watch is None and isinstance(effect, DropWatch | ExpireWatch):
+        if watch is None and isinstance(effect, DropWatch | ExpireWatch | WithholdEvents):
             watch = True
+        if isinstance(effect, StaleRead):
+            methods, watch = frozenset({"GET"}), False
+        if methods is None and isinstance(effect, CrashAfterWrites):
+            methods = _ALL_WRITE_METHODS
         pattern = re.compile(path) if isinstance(path, str) else path
         rule = Rule(effect, methods, pattern, resource, namespace, name, watch, count, probability)
         self.rules.append(rule)
@@ -276,6 +322,51 @@ class FaultInjector:
     def conflict(self, *, message: str | None = None, **criteria: Any) -> Rule:
         return self.add(Conflict(message), **criteria)
 
+    def stale_read(self, lag: int = 1, **criteria: Any) -> Rule:
+        if lag < 1:
+            raise ValueError(f"lag must be at least 1 revision, got {lag!r}")
+        return self.add(StaleRead(lag), **criteria)
+
+    def withhold_events(self, delay: float = 1.0, *, coalesce: bool = False, **criteria: Any) -> Rule:
+        if delay <= 0:
+            raise ValueError(f"delay must be positive, got {delay!r}")
+        return self.add(WithholdEvents(delay, coalesce), **criteria)
+
+    def crash_after(self, writes: int, crash: Callable[[], None], **criteria: Any) -> Rule:
+        """Call ``crash`` right after the ``writes``-th successful write of the matching requests (once)."""
+        if writes < 1:
+            raise ValueError(f"writes must be at least 1, got {writes!r}")
+        return self.add(CrashAfterWrites(writes, crash), count=1, **criteria)
+
+    def note(self, text: str) -> None:
+        """Add a line to the log of faults (with the loop time, if in a loop)."""
+        try:
+            now = f"{asyncio.get_running_loop().time():.6f}"
+        except RuntimeError:
+            now = "-"
+        self.log.append(f"{now} {text}")
+
+    def lag(self, rule: Rule) -> int:
+        """The number of revisions a stale read of this rule lags (a seeded draw)."""
+        assert isinstance(rule.effect, StaleRead)
+        return self._random.randint(1, rule.effect.lag)
+
+    def written(self, info: RequestInfo, status: int) -> Rule | None:
+        """Count a write's success for the crash rules; the rule whose crash is due now (if any)."""
+        if status >= 400 or info.method not in _ALL_WRITE_METHODS:
+            return None
+        for rule in list(self.rules):
+            if not isinstance(rule.effect, CrashAfterWrites) or rule.exhausted or not rule.matches(info):
+                continue
+            rule.matched += 1
+            count = self._writes[id(rule)] = self._writes.get(id(rule), 0) + 1
+            if count >= rule.effect.writes:
+                rule.hits += 1
+                self.injections.append(Injection(rule, info))
+                self.note(f"crash after write #{count}: {info.method} {info.path}")
+                return rule
+        return None
+
     def remove(self, rule: Rule) -> None:
         self.rules.remove(rule)
 
@@ -287,6 +378,8 @@ class FaultInjector:
         """The rules that fire for this request, in order; their counters are updated."""
         fired: list[Rule] = []
         for rule in list(self.rules):
+            if isinstance(rule.effect, CrashAfterWrites):
+                continue  # counted on the writes' responses (see written())
             if rule.exhausted or not rule.matches(info):
                 continue
             rule.matched += 1
@@ -294,8 +387,27 @@ class FaultInjector:
                 continue
             rule.hits += 1
             self.injections.append(Injection(rule, info))
+            if not isinstance(rule.effect, StaleRead):  # noted with the lag drawn
+                watch = " (watch)" if info.watch else ""
+                self.note(f"{_describe_effect(rule.effect)}: {info.method} {info.path}{watch}")
             fired.append(rule)
         return fired
+
+
+def _describe_effect(effect: Effect) -> str:
+    if isinstance(effect, Error):
+        return f"error {effect.code}" + (f" retry-after={effect.retry_after}" if effect.retry_after is not None else "")
+    if isinstance(effect, Latency):
+        return f"latency {effect.seconds}s"
+    if isinstance(effect, DropWatch):
+        return f"drop watch after {effect.after}" + (" (abort)" if effect.abort else "")
+    if isinstance(effect, ExpireWatch):
+        return "expire watch"
+    if isinstance(effect, Conflict):
+        return "conflict 409"
+    if isinstance(effect, WithholdEvents):
+        return f"withhold events {effect.delay}s" + (" coalesced" if effect.coalesce else "")
+    return type(effect).__name__
 
 
 # -- The middleware --------------------------------------------------------------------------------
@@ -311,26 +423,62 @@ def middleware(injector: FaultInjector) -> Middleware:
 
     @web.middleware
     async def inject_faults(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not injector.rules or EXEMPT_HEADER in request.headers:
+        if EXEMPT_HEADER in request.headers or not (injector.rules or injector.observers):
             return await handler(request)
         info = classify(request.method, request.path, request.query)
-        for rule in injector.firing(info):
-            effect = rule.effect
-            if isinstance(effect, Latency):
-                await asyncio.sleep(effect.seconds)
-            elif isinstance(effect, DropWatch):
-                if effect.after <= 0:
-                    return await _dropped_stream(request, effect)
-                request[_DROP_KEY] = effect
-            elif isinstance(effect, Error):
-                return _error_response(effect, info)
-            elif isinstance(effect, Conflict):
-                return _conflict_response(effect, info)
-            else:
-                return await _expired_response(request, effect)
-        return await handler(request)
+        status = 0
+        try:
+            response = await _inject(injector, info, request, handler)
+            status = response.status
+            return response
+        finally:
+            for observer in list(injector.observers):
+                observer(info, status)
 
     return inject_faults
+
+
+async def _inject(injector: FaultInjector, info: RequestInfo, request: web.Request,
+                  handler: Handler) -> web.StreamResponse:
+    """The request's faults (if any rules fire), or the request as it is."""
+    if not injector.rules:
+        return await handler(request)
+    lag = 0
+    held: lagging.Withholding | None = None
+    for rule in injector.firing(info):
+        effect = rule.effect
+        if isinstance(effect, StaleRead):
+            lag = max(lag, injector.lag(rule))
+            injector.note(f"stale read (-{lag} revisions): {info.method} {info.path}")
+        elif isinstance(effect, WithholdEvents):
+            held = lagging.Withholding(effect.delay, effect.coalesce, note=injector.note)
+        elif isinstance(effect, Latency):
+            await asyncio.sleep(effect.seconds)
+        elif isinstance(effect, DropWatch):
+            if effect.after <= 0:
+                return await _dropped_stream(request, effect)
+            request[_DROP_KEY] = effect
+        elif isinstance(effect, Error):
+            return _error_response(effect, info)
+        elif isinstance(effect, Conflict):
+            return _conflict_response(effect, info)
+        elif isinstance(effect, ExpireWatch):
+            return await _expired_response(request, effect)
+    lag_token = lagging.read_lag.set(lag) if lag else None
+    held_token = lagging.withholding.set(held) if held is not None else None
+    try:
+        response = await handler(request)
+    finally:
+        if lag_token is not None:
+            lagging.read_lag.reset(lag_token)
+        if held_token is not None:
+            lagging.withholding.reset(held_token)
+    crashing = injector.written(info, response.status)
+    if crashing is not None:
+        assert isinstance(crashing.effect, CrashAfterWrites)
+        crashing.effect.crash()
+        await _abort(request)  # the client is dead: the response never reaches it
+    return response
 
 
 def _dumps(data: Any) -> bytes:

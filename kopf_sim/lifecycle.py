@@ -114,11 +114,14 @@ def _shorten_grace(cluster: Cluster, rtype: ResourceType, obj: JsonDict, grace: 
 def after_create(cluster: Cluster, rtype: ResourceType, new: JsonDict) -> None:
     if rtype.storage_key == CRDS and "status" in new:
         _serve_crd(cluster, new)
+    _collect_if_orphaned(cluster, new)
 
 
 def after_update(cluster: Cluster, rtype: ResourceType, old: JsonDict, new: JsonDict) -> None:
     if rtype.storage_key == CRDS and not meta(new).get("deletionTimestamp") and "status" in new:
         _serve_crd(cluster, new)
+    if meta(new).get("ownerReferences") != meta(old).get("ownerReferences"):
+        _collect_if_orphaned(cluster, new)
     if not meta(new).get("deletionTimestamp") or meta(old).get("deletionTimestamp"):
         return
     # The object has just been marked for deletion: start what its finalizers wait for.
@@ -170,6 +173,15 @@ def _collect_dependents(cluster: Cluster, owner_uid: str) -> None:
             _set_owner_references(cluster, current, [r for r in refs if r.get("uid") != owner_uid])
         elif not meta(current).get("deletionTimestamp"):
             _delete_quietly(cluster, current, "Background")
+
+
+def _collect_if_orphaned(cluster: Cluster, obj: JsonDict) -> None:
+    """A dependent whose owners are all gone (already when it was made, or made to point to them) is deleted."""
+    refs = [ref for ref in meta(obj).get("ownerReferences") or () if ref.get("uid")]
+    if not refs or meta(obj).get("deletionTimestamp"):
+        return
+    if all(cluster.by_uid(ref["uid"]) is None for ref in refs):
+        _delete_quietly(cluster, obj, "Background")
 
 
 def _orphan_dependents(cluster: Cluster, owner_uid: str) -> None:

@@ -119,6 +119,17 @@ class Cluster:
             raise errors.not_found(rtype.plural, rtype.group, name)
         return self.present(obj, rtype)
 
+    def get_at(self, rtype: ResourceType, namespace: str | None, name: str, rv: int) -> JsonDict:
+        """The object as it was at revision ``rv`` (a lagging cache's view; no older than the history)."""
+        obj = self._bucket_at(rtype.storage_key, self.stale_revision(rv)).get((namespace or "", name))
+        if obj is None:
+            raise errors.not_found(rtype.plural, rtype.group, name)
+        return self.present(obj, rtype)
+
+    def stale_revision(self, rv: int) -> int:
+        """The revision that a read of ``rv`` can be served at: never older than the history kept."""
+        return max(self.compacted_rv, min(rv, self.rv))
+
     def list(
         self,
         rtype: ResourceType,
@@ -128,15 +139,19 @@ class Cluster:
         fields: FieldSelector | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        at_rv: int | None = None,
     ) -> JsonDict:
+        """The objects (of a namespace, selected); ``at_rv``: as they were at that revision (a stale read)."""
         list_rv = self.rv
         start_after: tuple[str, str] | None = None
+        if at_rv is not None and not continue_token:
+            list_rv = self.stale_revision(at_rv)
         if continue_token:
             list_rv, start_after = self._decode_continue(continue_token)
         label_check = labels if labels is not None and not labels.empty else None
         field_check = fields if fields is not None and not fields.empty else None
         # Later pages come from the first page's snapshot, as etcd serves them at the token's revision.
-        bucket = self._objects.get(rtype.storage_key, {}) if start_after is None \
+        bucket = self._objects.get(rtype.storage_key, {}) if start_after is None and list_rv == self.rv \
             else self._bucket_at(rtype.storage_key, list_rv)
         keys: Iterable[ObjectKey] = sorted(bucket)
         exact = field_check.exact_name() if field_check is not None else None

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable
 
+from .lagging import Withholding
 from .objects import JsonDict, meta
 from .resources import ResourceType, StorageKey
 from .selectors import FieldSelector, LabelSelector
@@ -58,6 +59,15 @@ class Subscription:
         # A watcher that falls this far behind is let go (its stream ends), as the apiserver drops slow
         # watchers: it resumes from its last version, or relists if that is compacted by then.
         self.max_pending = max_pending
+        self._held: Withholding | None = None
+        self._arrivals: collections.deque[float] = collections.deque()  # loop times of the pending events
+        self._released: collections.deque[WatchEvent] = collections.deque()  # coalesced, ready to go
+
+    def withhold(self, how: Withholding) -> None:
+        """Hold the events back from now on: each ``delay`` seconds late, or coalesced per window."""
+        self._held = how
+        now = _loop_time()
+        self._arrivals = collections.deque(now for _ in self.pending)
 
     def matches(self, obj: JsonDict) -> bool:
         metadata = meta(obj)
@@ -91,6 +101,8 @@ class Subscription:
 
     def push(self, event: WatchEvent) -> None:
         self.pending.append(event)
+        if self._held is not None:
+            self._arrivals.append(_loop_time())
         if self._wakeup is not None:
             self._wakeup.set()
 
@@ -103,8 +115,16 @@ class Subscription:
 
     async def wait(self, timeout: float | None) -> None:
         """Wait until there is an event or the subscription closes, at most ``timeout`` seconds."""
-        if self.pending or self.closed:
+        if self.closed or self._released:
             return
+        if self.pending:
+            release = self._release_time()
+            if release is None:
+                return
+            remaining = release - _loop_time()
+            if remaining <= 0:
+                return
+            timeout = remaining if timeout is None else min(timeout, remaining)
         if self._wakeup is None:
             self._wakeup = asyncio.Event()
         self._wakeup.clear()
@@ -113,4 +133,55 @@ class Subscription:
                 await self._wakeup.wait()
 
     def pop(self) -> WatchEvent | None:
-        return self.pending.popleft() if self.pending else None
+        if self._held is None:
+            return self.pending.popleft() if self.pending else None
+        if self._released:
+            return self._released.popleft()
+        release = self._release_time()
+        if release is None or release > _loop_time():
+            return None
+        if not self._held.coalesce:
+            self._arrivals.popleft()
+            return self.pending.popleft()
+        self._coalesce()
+        return self._released.popleft() if self._released else None
+
+    def _release_time(self) -> float | None:
+        """When the first pending event may go out (None: at once; withheld ones: their delay later)."""
+        if self._held is None or not self._arrivals:
+            return None
+        return self._arrivals[0] + self._held.delay
+
+    def _coalesce(self) -> None:
+        """Release the latest pending event of each object (as a relist shows it), in resource-version order."""
+        latest: dict[tuple[str, str], WatchEvent] = {}
+        others: list[WatchEvent] = []
+        dropped: list[WatchEvent] = []
+        while self.pending:
+            event = self.pending.popleft()
+            self._arrivals.popleft()
+            if event.type not in ("ADDED", "MODIFIED", "DELETED"):
+                others.append(event)
+                continue
+            metadata = meta(event.obj)
+            key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+            previous = latest.get(key)
+            if previous is not None:
+                dropped.append(previous)
+                if previous.type == "ADDED" and event.type == "MODIFIED":
+                    event = WatchEvent("ADDED", event.obj, event.rv)  # the watcher never saw it added
+            latest[key] = event
+        self._released.extend(sorted([*latest.values(), *others], key=lambda event: event.rv))
+        note = self._held.note if self._held is not None else None
+        if note is not None:
+            for event in dropped:
+                metadata = meta(event.obj)
+                note(f"coalesced away: {event.type} {metadata.get('namespace') or ''}/{metadata.get('name')} "
+                     f"rv={event.rv}")
+
+
+def _loop_time() -> float:
+    try:
+        return asyncio.get_running_loop().time()
+    except RuntimeError:  # changes made outside of a loop (e.g. loading manifests): no delay to count from
+        return 0.0

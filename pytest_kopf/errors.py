@@ -1,7 +1,7 @@
 """The exceptions of the plugin: API errors as the apiserver reports them, and the plugin's own."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "KopfOperatorError",
     "KopfResourceError",
     "KopfTimeoutError",
+    "OperatorCheckFailed",
 ]
 
 
@@ -84,3 +85,42 @@ class KopfOperatorError(KopfError):
 
 class KopfLeakError(KopfError):
     """The operator has left tasks or threads behind after it has stopped (or has not stopped at all)."""
+
+
+class OperatorCheckFailed(KopfError, AssertionError):
+    """A check of :mod:`pytest_kopf.checks` has found the operator misbehaving.
+
+    ``check``: the check's name (e.g. ``"crash-restart"``); ``steps``: the (shrunk) actions that led there;
+    ``trace_tail``: the last lines of the run's trace (API requests, watch events, handler calls, faults);
+    ``reproduction``: the text of a pytest test that replays the steps with the plugin's fixtures and
+    fails the same way (save it as ``test_*.py``); ``details``: what exactly differs or is stuck.
+    """
+
+    def __init__(self, check: str, details: str, *, steps: Sequence[Any] = (), trace_tail: Sequence[str] = (),
+                 reproduction: str = "") -> None:
+        self.check = check
+        self.details = details
+        self.steps = list(steps)
+        self.trace_tail = list(trace_tail)
+        self.reproduction = reproduction
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        lines = [f"The check {self.check!r} has failed: {self.details}"]
+        if self.steps:
+            lines.append(f"After {len(self.steps)} step(s):")
+            lines.extend(f"  {index}. {getattr(step, 'code', lambda s=step: str(s))()}"
+                         for index, step in enumerate(self.steps, 1))
+        if self.trace_tail:
+            lines.append("The trace's last lines:")
+            lines.extend(f"  {line}" for line in self.trace_tail)
+        if self.reproduction:
+            lines.append("A reproduction (save it as a test file; it fails the same way):")
+            lines.append(self.reproduction)
+        return "\n".join(lines)
+
+    def with_context(self, *, steps: Sequence[Any], trace_tail: Sequence[str],
+                     reproduction: str) -> OperatorCheckFailed:
+        """The same failure, with the steps that led to it, the trace's tail and a reproduction."""
+        return OperatorCheckFailed(self.check, self.details, steps=steps, trace_tail=trace_tail,
+                                   reproduction=reproduction)

@@ -35,6 +35,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from re import Pattern
 from typing import Any
 
+import aiohttp
+
 import kopf
 from kopf._cogs.aiokits import syncwaits
 from kopf._cogs.aiokits.clock import pin_epoch
@@ -59,6 +61,10 @@ DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 60.0
 #: Real seconds to let the threads of the operator's executor finish after it is shut down.
 THREADS_GRACE = 1.0
+#: The exit code of an operator killed by crash() (as of a process killed by SIGKILL).
+CRASH_EXIT_CODE = 137
+#: How many times the tasks of a crashed operator are cancelled (a virtual second apart) before they are left.
+CRASH_CANCELLATIONS = 5
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 _counter = itertools.count(1)
@@ -82,6 +88,7 @@ class _OperatorTasks(Collection["asyncio.Task[Any]"]):
     def __init__(self, owner: KopfOperator) -> None:
         self.owner = owner
         self.tasks: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        self.serials: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.previous: TaskFactory | None = None
 
@@ -106,6 +113,7 @@ class _OperatorTasks(Collection["asyncio.Task[Any]"]):
         owner = _owner.get() if context is None else context.get(_owner)
         if owner is self.owner and isinstance(task, asyncio.Task):
             self.tasks.add(task)
+            self.serials[task] = next(_counter)
         return task
 
     def __contains__(self, task: object) -> bool:
@@ -119,6 +127,10 @@ class _OperatorTasks(Collection["asyncio.Task[Any]"]):
 
     def pending(self) -> list[asyncio.Task[Any]]:
         return sorted((task for task in self.tasks if not task.done()), key=lambda task: task.get_name())
+
+    def pending_in_order(self) -> list[asyncio.Task[Any]]:
+        """The pending tasks in the order they were made (the same in every run of the same actions)."""
+        return sorted((task for task in self.tasks if not task.done()), key=lambda task: self.serials.get(task, 0))
 
 
 class _NotOurs(Collection["asyncio.Task[Any]"]):
@@ -149,6 +161,39 @@ class _OperatorFileLoader(importlib.machinery.SourceFileLoader):
         if code is None:
             code = _compiled[key] = super().source_to_code(data, path, _optimize=_optimize)
         return code
+
+
+class _Lifeline:
+    """The operator's way to the API, cut when it crashes: its connections closed, new ones refused.
+
+    A crashed operator's leftovers (a cancelled task's last steps, a sync handler's thread still
+    running) must not write to the cluster any more than a killed process could.
+    """
+
+    def __init__(self, factory: Callable[[], aiohttp.BaseConnector]) -> None:
+        self.factory = factory
+        self.cut_off = False
+        self.connectors: list[aiohttp.BaseConnector] = []
+        self.closings: list[asyncio.Future[Any]] = []
+
+    def connector(self) -> aiohttp.BaseConnector:
+        if self.cut_off:
+            raise aiohttp.ClientConnectionError("The operator has crashed: it cannot reach the API anymore.")
+        connector = self.factory()
+        self.connectors.append(connector)
+        return connector
+
+    def cut(self) -> None:
+        self.cut_off = True
+        connectors, self.connectors = self.connectors, []
+        for connector in connectors:
+            # The connections are closed at once (in the call); the rest is awaited in a task not of the operator.
+            self.closings.append(asyncio.get_running_loop().create_task(_close(connector),
+                                                                        context=contextvars.Context()))
+
+
+async def _close(connector: aiohttp.BaseConnector) -> None:
+    await connector.close()
 
 
 class _Capture(logging.Handler):
@@ -203,6 +248,10 @@ class KopfOperator:
         self._admission: SimAdmissionSettings | None = None
         #: The modules loaded by the last start, by the path or name they were given as.
         self.modules: dict[str, types.ModuleType] = {}
+        self._lifeline: _Lifeline | None = None
+        self._burial: asyncio.Task[None] | None = None
+        self._restarting: asyncio.Lock | None = None
+        self.crashes = 0  # how many times crash() has killed it
 
     # -- state -------------------------------------------------------------------------------------
 
@@ -344,7 +393,7 @@ class KopfOperator:
 
     async def _operator(self, **kwargs: Any) -> None:
         """``kopf.operator()``, except that the tasks of the test & the fixtures are not the operator's."""
-        root_tasks = await kopf.spawn_tasks(**kwargs)
+        root_tasks = await kopf.spawn_tasks(lifecycle=self._activities_lifecycle, **kwargs)
         await kopf.run_tasks(root_tasks, ignored=_NotOurs(self._tasks))
 
     def _load(self, paths: Sequence[str | os.PathLike[str]], modules: Sequence[str]) -> kopf.OperatorRegistry:
@@ -433,7 +482,8 @@ class KopfOperator:
             )
         else:
             info = ConnectionInfo(server=connection.base_url, default_namespace=connection.namespace)
-        return info.with_connector_factory(observer.wrap(connection.connector_factory))
+        self._lifeline = _Lifeline(observer.wrap(connection.connector_factory))  # a new one per run: cut by crash()
+        return info.with_connector_factory(self._lifeline.connector)
 
     def _capture_logs(self, level: int) -> None:
         logger = logging.getLogger("kopf")
@@ -477,6 +527,8 @@ class KopfOperator:
 
         The operator's own crash, if any, is not raised here: see :attr:`exception` and :attr:`exit_code`.
         """
+        if self._burial is not None:
+            await self._buried()
         task = self._task
         if task is None:
             return
@@ -486,6 +538,9 @@ class KopfOperator:
         if not task.done():
             done, _ = await asyncio.wait([task], timeout=timeout)
             hung = not done
+        if self._task is not task:  # crashed while stopping (e.g. a fault after a write): crash() has ended it
+            await self._buried()
+            return
         try:
             if hung:
                 names = ", ".join(repr(t.get_name()) for t in self._tasks.pending())
@@ -500,14 +555,18 @@ class KopfOperator:
 
     async def _abandon(self) -> None:
         """Cancel whatever is left of the operator (a few times: some tasks resist), then let it go."""
-        for _ in range(3):
-            pending = self._tasks.pending()
+        await self._cancel_pending(3)
+        self._cleanup_run()
+
+    async def _cancel_pending(self, rounds: int) -> None:
+        """Cancel the operator's pending tasks (in the order they were made), again for those that resist."""
+        for _ in range(rounds):
+            pending = self._tasks.pending_in_order()
             if not pending:
                 break
             for task in pending:
                 task.cancel()
             await asyncio.wait(pending, timeout=1.0)
-        self._cleanup_run()
 
     async def _finished(self) -> None:
         """Collect the exit state; restore the settings; check for leaked tasks & threads."""
@@ -565,12 +624,94 @@ class KopfOperator:
         return leaked
 
     async def restart(self) -> None:
-        """Stop the operator and start it again with the same arguments (the same registry & settings)."""
+        """Stop the operator and start it again with the same arguments (the same registry & settings).
+
+        After :meth:`crash`, it starts afresh instead, as a new process would: the files and modules are
+        loaded anew into a new registry (a registry given to ``start()`` is reused), with fresh settings
+        (unless given to ``start()``); the memory of the crashed one (memos, indices, daemons) is gone.
+        """
         if self._start_kwargs is None:
             raise KopfOperatorError("The operator has never been started: nothing to restart.")
-        await self.stop()
-        kwargs = dict(self._start_kwargs, registry=self.registry, settings=self.settings)
-        await self._start(**kwargs)
+        if self._restarting is None:
+            self._restarting = asyncio.Lock()
+        async with self._restarting:  # one restart at a time (e.g. a test's, and one after a crash)
+            if self._burial is not None:
+                await self._buried()
+                if not self.running:
+                    await self._start(**self._start_kwargs)
+                return
+            await self.stop()
+            if self.running:
+                return
+            if self.exit_code == CRASH_EXIT_CODE:  # crashed while stopping: a fresh one
+                await self._start(**self._start_kwargs)
+                return
+            kwargs = dict(self._start_kwargs, registry=self.registry, settings=self.settings)
+            await self._start(**kwargs)
+
+    # -- crashing ----------------------------------------------------------------------------------
+
+    @property
+    def crashed(self) -> bool:
+        """Whether the last run has ended by :meth:`crash` (until the next start)."""
+        return self._burial is not None or (self._task is None and self.exit_code == CRASH_EXIT_CODE)
+
+    def crash(self) -> asyncio.Future[None]:
+        """Kill the operator as SIGKILL would kill its process; ``await`` it to let its remains settle.
+
+        At once, with no awaiting in between: its way to the API is cut (its connections closed, new
+        ones refused), and all its tasks are cancelled. No cleanup handlers reach the cluster, no
+        finalizers are removed, the handlers in flight are abandoned mid-way, its memory is lost.
+        Its leftovers are not reported as leaks; the threads of its sync handlers are waited for a
+        little and not lent to anyone again if they are still busy. Then :meth:`restart` starts a fresh
+        operator. Safe to call from a callback in the loop (e.g. of a fault after the k-th write).
+        """
+        loop = asyncio.get_running_loop()
+        if self._burial is not None:
+            return self._burial
+        task = self._task
+        if task is None or task.done():
+            done: asyncio.Future[None] = loop.create_future()
+            done.set_result(None)
+            return done
+        self.crashes += 1
+        if self._lifeline is not None:
+            self._lifeline.cut()
+        for victim in self._tasks.pending_in_order():
+            victim.cancel()
+        self._task = None
+        self.exception, self.exit_code = None, CRASH_EXIT_CODE
+        self._burial = loop.create_task(self._bury(), name="burial of a crashed kopf operator",
+                                        context=contextvars.Context())  # not a task of the operator
+        return self._burial
+
+    def _activities_lifecycle(self, handlers: Sequence[Any], **kwargs: Any) -> Sequence[Any]:
+        """The default order of the activities' handlers; none at all once crashed (a killed process runs none)."""
+        if self._burial is not None:
+            return []
+        return kopf.get_default_lifecycle()(handlers=handlers, **kwargs)
+
+    async def _buried(self) -> None:
+        burial = self._burial
+        if burial is not None:
+            try:
+                await asyncio.shield(burial)
+            finally:
+                self._burial = None
+
+    async def _bury(self) -> None:
+        """Let the cancelled tasks of a crashed operator end (cancelling again those that resist), then forget it."""
+        try:
+            await self._cancel_pending(CRASH_CANCELLATIONS)
+            if self.settings is not None:
+                executor = self.settings.execution.executor
+                if isinstance(executor, LentThreadsExecutor):
+                    executor.finish(THREADS_GRACE)
+                    self.settings.execution.executor = LentThreadsExecutor(executor._max_workers)
+        finally:
+            self._tasks.uninstall()
+            self._tasks = _OperatorTasks(self)  # the leftovers that resist are not the next run's
+            self._cleanup_run()
 
     async def __aenter__(self) -> KopfOperator:
         if not self.running and self._start_kwargs is not None:

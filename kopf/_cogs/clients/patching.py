@@ -3,7 +3,7 @@ Patching the objects with JSON merge-patches, aware of the status subresource.
 
 If the resource has the ``status`` subresource, the API ignores the changes of ``status``
 sent to the main endpoint (and the changes of everything else sent to ``/status``).
-So, the patch is split: the ``status`` part goes to ``/status``, the rest to the object.
+So, the patch is split: the ``status`` part goes to ``/status`` first, then the rest to the object.
 An object that is gone by the time of patching (HTTP 404) is not an error: there is
 nothing to patch anymore, and ``None`` is returned instead of the patched body.
 """
@@ -55,15 +55,19 @@ async def patch_obj(
     main_patch, status_patch = split_patch(resource, patch)
     body: RawBody | None = None
     try:
+        # The status goes first: it carries the handlers' results, the main part marks them as handled
+        # (the diff-base, the progress); so a crash between the two requests leaves the object either
+        # handled with its results or not handled at all (and the handlers run again), never handled
+        # with its results lost.
+        if status_patch:
+            url = resource.get_url(namespace=namespace, name=name, subresource='status')
+            body = await api.patch(url, payload=status_patch, settings=settings, logger=logger, vault=vault)
         if main_patch or not status_patch:
             url = resource.get_url(namespace=namespace, name=name)
             if main_patch:
                 body = await api.patch(url, payload=main_patch, settings=settings, logger=logger, vault=vault)
             else:
                 body = await api.get(url, settings=settings, logger=logger, vault=vault)
-        if status_patch:
-            url = resource.get_url(namespace=namespace, name=name, subresource='status')
-            body = await api.patch(url, payload=status_patch, settings=settings, logger=logger, vault=vault)
         fns: Sequence[patches.PatchFn] = getattr(patch, 'fns', None) or ()
         if fns:
             body = await _apply_fns(resource=resource, namespace=namespace, name=name, fns=fns, body=body,

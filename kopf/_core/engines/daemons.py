@@ -65,6 +65,9 @@ PatchSink = Callable[[patches.Patch], Awaitable[object]]
 
 _EMPTY: Mapping[str, Any] = {}
 
+#: How long (seconds) the operator's exit waits for the daemons & timers to stop before cancelling them.
+EXITING_TIMEOUT = 5.0
+
 #: Guards the lazy creation of the stop-flags' thread events (set in the loop, waited in the threads).
 _EVENTS_LOCK = threading.Lock()
 
@@ -487,7 +490,8 @@ async def daemon_killer(
     ``memories`` gives the daemons' memories of all objects known now. ``operator_paused``
     is a toggle (or a toggle set) with ``wait_for(bool)``: while it is on, the daemons are
     stopped (``OPERATOR_PAUSING``); they are spawned again on the objects' next events.
-    On cancellation (the operator's exit), all daemons are stopped (``OPERATOR_EXITING``).
+    On cancellation (the operator's exit), all daemons are stopped (``OPERATOR_EXITING``), waiting for them
+    at most :data:`EXITING_TIMEOUT` seconds; those still running are cancelled then.
     """
     try:
         while operator_paused is None:
@@ -497,7 +501,14 @@ async def daemon_killer(
             await stop_all(memories(), settings=settings, reason=DaemonStoppingReason.OPERATOR_PAUSING)
             await operator_paused.wait_for(False)
     except asyncio.CancelledError:
-        await stop_all(memories(), settings=settings, reason=DaemonStoppingReason.OPERATOR_EXITING)
+        # A daemon that ignores its stop-flag (and has no cancellation timeout) must not hold the exit forever:
+        # as documented, the exit waits for the daemons a few seconds, then cancels those left ("hung" tasks).
+        try:
+            async with asyncio.timeout(EXITING_TIMEOUT):
+                await stop_all(memories(), settings=settings, reason=DaemonStoppingReason.OPERATOR_EXITING)
+        except TimeoutError:
+            logger.warning(f"Some daemons have not exited in {EXITING_TIMEOUT}s after the operator's exit "
+                           f"began; they are cancelled.")
         raise
 
 

@@ -22,9 +22,11 @@ The pre-processing must never wait for the workers, else it would deadlock with 
 A worker with no events for ``settings.batching.idle_timeout`` seconds exits;
 a new one is started for the next event. The unexpected errors of the processing
 are logged and throttled per object (``settings.batching.error_delays``): they never
-stop the watcher. On exit (cancellation, or the end of the stream), the workers
-are allowed to finish their current processing for ``settings.batching.exit_timeout``
-seconds, and are cancelled after that. No tasks are left behind.
+stop the watcher; after the throttling, the failed event is processed again (unless
+newer events of the object have arrived), so a failed write of the framework is retried.
+On exit (cancellation, or the end of the stream), the workers are allowed to finish
+their current processing for ``settings.batching.exit_timeout`` seconds, and are cancelled
+after that. No tasks are left behind.
 """
 from __future__ import annotations
 
@@ -213,6 +215,11 @@ async def _worker(
                     eos = eos or stream.exiting.is_set()
                     if not eos:
                         object_logger.info("Throttling is over. Switching back to normal operations.")
+                # Nothing is lost on errors (e.g. of the framework's own patches: 409, or 5xx beyond the
+                # client's retries): unless newer events have come meanwhile, the same one is processed again
+                # after the throttling (never at once: with no throttling delays, that would spin).
+                if not eos and delay is not None and backlog.empty():
+                    backlog.put_nowait(raw_event)
             else:
                 throttler.reset()
 

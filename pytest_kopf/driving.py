@@ -1,0 +1,228 @@
+"""Driving an operator under test through actions: the helpers that generated reproductions call too.
+
+* :func:`tolerate`: an action on an object that may be gone or already there (404/409 are fine);
+* :func:`crash_after`: kill the operator right after its k-th successful write, restart it a bit later;
+* :func:`settle`: let virtual time pass until the operator is quiet (no changes in the cluster but
+  k8s Events for a while) and a condition holds, or a time limit passes;
+* :func:`end_state`: the objects of a namespace, with the fields that differ from run to run masked
+  (uids, versions, timestamps, managed fields, kopf's bookkeeping), for comparing two runs.
+
+Sim mode only (they read the simulated cluster directly, and crashes need its faults).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import fnmatch
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from kopf_sim.faults import RequestInfo
+from kopf_sim.watching import Change
+
+from .cluster import KopfCluster
+from .errors import KopfApiError
+from .operator import KopfOperator
+
+__all__ = [
+    "DEFAULT_QUIET",
+    "DEFAULT_RESTART_DELAY",
+    "DEFAULT_SETTLE_TIMEOUT",
+    "crash_after",
+    "end_state",
+    "mask_object",
+    "record_requests",
+    "settle",
+    "tolerate",
+]
+
+_T = TypeVar("_T")
+
+#: Virtual seconds with no changes in the cluster (k8s Events aside) for the operator to count as quiet.
+DEFAULT_QUIET = 30.0
+#: Virtual seconds after the actions within which the operator must get quiet (and the checks' conditions hold).
+DEFAULT_SETTLE_TIMEOUT = 900.0
+#: Virtual seconds between a crash and the restart (as a pod's restart takes a moment).
+DEFAULT_RESTART_DELAY = 1.0
+#: How often (virtual seconds) settling looks at the quietness and the condition.
+SETTLE_STEP = 5.0
+
+#: The kinds whose changes do not count against quietness: kopf posts Events about its handlers' runs.
+EVENT_KEYS = frozenset({("", "events"), ("events.k8s.io", "events")})
+
+#: Annotations that are the framework's bookkeeping, not the operator's outcome.
+BOOKKEEPING_PREFIXES = ("kopf.zalando.org/",)
+VOLATILE_METADATA = ("uid", "resourceVersion", "creationTimestamp", "deletionGracePeriodSeconds", "generation",
+                     "managedFields", "selfLink")
+
+_revivals: weakref.WeakKeyDictionary[KopfOperator, asyncio.Task[None]] = weakref.WeakKeyDictionary()
+
+
+async def tolerate(action: Awaitable[_T]) -> _T | None:
+    """Do an action on an object, but take "not found" (404) and "already exists"/"conflict" (409) as no-ops.
+
+    Generated sequences meet objects that are not there (deleted, or never created) or already are.
+    """
+    try:
+        return await action
+    except KopfApiError as exc:
+        if exc.code in (404, 409, 410):
+            return None
+        raise
+
+
+def record_requests(kopf_cluster: KopfCluster) -> list[str]:
+    """A list that gets a line per request to the cluster from now on: ``<time> request <method> <path> <status>``.
+
+    The status is that of the response (0 if there was none). The test's own requests (through
+    ``kopf_cluster``) do not go through there: these are the operator's.
+    """
+    loop = asyncio.get_running_loop()
+    lines: list[str] = []
+
+    def observe(info: RequestInfo, status: int) -> None:
+        watch = "?watch=true" if info.watch else ""
+        lines.append(f"{loop.time():.6f} request {info.method} {info.path}{watch} {status}")
+
+    kopf_cluster.faults.observers.append(observe)
+    return lines
+
+
+def crash_after(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, *, writes: int,
+                restart_delay: float = DEFAULT_RESTART_DELAY, **criteria: Any) -> None:
+    """Crash the operator right after its ``writes``-th successful write from now on; restart it a bit later.
+
+    ``criteria`` narrow the writes that count (as the faults' rules do: ``resource=``, ``method=``...).
+    The write itself is done; the operator never learns of it (as when killed between the write and
+    the response). The restart, ``restart_delay`` virtual seconds later, starts a fresh operator.
+    """
+    def crash() -> None:
+        kopf_operator.crash()
+        loop = asyncio.get_running_loop()
+        _revivals[kopf_operator] = loop.create_task(_revive(kopf_operator, restart_delay),
+                                                    name="restart of a crashed kopf operator",
+                                                    context=contextvars.Context())  # not the dead one's task
+
+    kopf_cluster.faults.crash_after(writes, crash, **criteria)
+
+
+async def _revive(kopf_operator: KopfOperator, delay: float) -> None:
+    await asyncio.sleep(delay)
+    if not kopf_operator.running:  # unless the test has restarted it meanwhile
+        await kopf_operator.restart()
+
+
+async def revived(kopf_operator: KopfOperator) -> None:
+    """Wait for a pending restart after a crash (if any); raise its error if it has failed."""
+    task = _revivals.pop(kopf_operator, None)
+    if task is not None:
+        await task
+
+
+async def settle(
+    kopf_cluster: KopfCluster,
+    kopf_operator: KopfOperator | None = None,
+    *,
+    quiet: float = DEFAULT_QUIET,
+    timeout: float = DEFAULT_SETTLE_TIMEOUT,
+    until: Callable[[], Awaitable[bool] | bool] | None = None,
+) -> bool:
+    """Let virtual time pass until nothing changes for ``quiet`` seconds and ``until()`` (if given) is true.
+
+    Returns whether that happened within ``timeout`` virtual seconds. A restart pending after a crash
+    is waited for first. Changes of k8s Events do not count: kopf posts them as handlers run.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    last_change = loop.time()
+
+    def observe(change: Change) -> None:
+        nonlocal last_change
+        if change.key not in EVENT_KEYS:
+            last_change = loop.time()
+
+    observers = kopf_cluster.cluster.observers
+    observers.append(observe)
+    try:
+        while True:
+            if kopf_operator is not None and kopf_operator in _revivals:
+                await revived(kopf_operator)
+                last_change = loop.time()
+            now = loop.time()
+            if now - last_change >= quiet:
+                condition = until() if until is not None else True
+                if isinstance(condition, Awaitable):
+                    condition = await condition
+                if condition:
+                    return True
+            if now >= deadline:
+                return False
+            await asyncio.sleep(min(SETTLE_STEP, max(deadline - now, 0.001)))
+    finally:
+        observers.remove(observe)
+
+
+def end_state(kopf_cluster: KopfCluster, *, namespace: str = "default",
+              mask: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The objects of a namespace (k8s Events aside) with the volatile fields masked, sorted by kind & name.
+
+    ``mask``: more fields to mask, as dotted paths with ``*`` for any key (``status.*.updated``).
+    """
+    store = kopf_cluster.cluster
+    seen: set[tuple[str, str]] = set()
+    objects: list[dict[str, Any]] = []
+    for rtype in sorted(store.catalogue, key=lambda t: (t.group, t.plural, not t.preferred)):
+        if not rtype.namespaced or rtype.storage_key in seen or rtype.storage_key in EVENT_KEYS:
+            continue
+        seen.add(rtype.storage_key)
+        for obj in store.objects(rtype.storage_key, namespace):
+            objects.append(mask_object(store.present(obj, rtype), mask))
+    return sorted(objects, key=_sort_key)
+
+
+def _sort_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    import json
+    metadata = obj.get("metadata") or {}
+    return (str(obj.get("apiVersion")), str(obj.get("kind")), str(metadata.get("name")),
+            json.dumps(obj, sort_keys=True))
+
+
+def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]:
+    """A copy of an object without what differs between two equal runs (see :func:`end_state`)."""
+    masked = copy.deepcopy(obj)
+    metadata = masked.setdefault("metadata", {})
+    for field in VOLATILE_METADATA:
+        metadata.pop(field, None)
+    if metadata.get("generateName"):
+        metadata["name"] = f"{metadata['generateName']}*"  # a random suffix, drawn in the order of creation
+    if "deletionTimestamp" in metadata:
+        metadata["deletionTimestamp"] = "<set>"
+    for ref in metadata.get("ownerReferences") or ():
+        ref.pop("uid", None)
+    annotations = {key: value for key, value in (metadata.get("annotations") or {}).items()
+                   if not key.startswith(BOOKKEEPING_PREFIXES)}
+    if annotations:
+        metadata["annotations"] = annotations
+    else:
+        metadata.pop("annotations", None)
+    status = masked.get("status")
+    if isinstance(status, dict):
+        status.pop("kopf", None)
+        if not status:
+            masked.pop("status")
+    for path in mask:
+        _mask_path(masked, path.split("."))
+    return masked
+
+
+def _mask_path(value: Any, parts: list[str]) -> None:
+    if not parts or not isinstance(value, dict):
+        return
+    head, rest = parts[0], parts[1:]
+    for key in [key for key in value if fnmatch.fnmatchcase(str(key), head)]:
+        if rest:
+            _mask_path(value[key], rest)
+        else:
+            value[key] = "<masked>"

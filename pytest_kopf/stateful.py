@@ -1,0 +1,467 @@
+"""A hypothesis state machine that drives an operator on a simulated cluster: :class:`OperatorMachine`.
+
+Each example gets a fresh :class:`World`: a virtual-time loop, a simulated cluster with the
+manifests applied, and the operator started from its files, modules or registry. The machine's
+rules are the actions of :mod:`pytest_kopf.strategies` (create, patch, delete, advance the time,
+settle; and the perturbations of the checks it runs: API errors, stale reads, withheld events,
+crashes); at the end of each example, the checks judge the run (:func:`pytest_kopf.checks.verify`),
+and a failure carries the (shrunk) steps and a runnable reproduction. For the checks that compare
+end states, a second world (the baseline) gets the same user actions with no faults and no crashes.
+
+Usage::
+
+    from pytest_kopf.stateful import OperatorMachine, rule
+
+    class MyOperator(OperatorMachine):
+        paths = ["operator.py"]
+        manifests = ["crd.yaml"]
+        resources = ["memcacheds.demo.example"]
+        checks = ["convergence", "crash-restart"]
+
+        @rule()
+        async def scale_a_lot(self) -> None:           # async rules & invariants run in the world's loop
+            await self.cluster.patch("memcacheds.demo.example", "obj-0", {"spec": {"size": 9}})
+
+    TestMyOperator = MyOperator.TestCase
+
+Async rules and invariants need the decorators of this module (:func:`rule`, :func:`invariant`,
+:func:`initialize`, :func:`precondition` is hypothesis' own): they run the coroutine to completion in
+the example's loop. Sync ones can use hypothesis' decorators as usual.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import inspect
+import logging
+import os
+import pathlib
+import pprint
+import tempfile
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import hypothesis.stateful
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition
+
+from .checks import COMPARING, verify
+from .cluster import Manifests, SimKopfCluster, _documents
+from .driving import DEFAULT_QUIET, DEFAULT_RESTART_DELAY, DEFAULT_SETTLE_TIMEOUT, record_requests, revived, settle
+from .errors import OperatorCheckFailed
+from .operator import KopfOperator
+from .running import TestLoop
+from .strategies.actions import PERTURBATIONS, Action, mixed, perturbations, user_actions
+from .strategies.objects import CustomResource, resources_in
+from .tracing import Trace
+
+if TYPE_CHECKING:
+    import kopf
+
+__all__ = ["OperatorMachine", "OperatorSpec", "Statistics", "World", "initialize", "invariant", "precondition", "rule"]
+
+_T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@dataclasses.dataclass(frozen=True)
+class OperatorSpec:
+    """What one world runs: the operator, the manifests of its cluster, and how long to let it settle."""
+
+    paths: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+    registry: Callable[[], kopf.OperatorRegistry] | None = None
+    manifests: tuple[Manifests, ...] = ()
+    namespace: str = "default"
+    quiet: float = DEFAULT_QUIET
+    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT
+    restart_delay: float = DEFAULT_RESTART_DELAY
+
+
+class World:
+    """A fresh virtual-time loop, a simulated cluster with the manifests, and the operator started in it."""
+
+    def __init__(self, spec: OperatorSpec) -> None:
+        self.spec = spec
+        self.test_loop = TestLoop(virtual=True)
+        self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir)
+        self.operator = KopfOperator(self.cluster)
+        self.trace = Trace(self.test_loop.loop)
+        self.trace.install(self.cluster)
+        self.requests: list[str] = []  # the operator's requests with their statuses (for the retries check)
+        self.closed = False
+        try:
+            self.run(self._setup())
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def restart_delay(self) -> float:
+        return self.spec.restart_delay
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self.test_loop.loop
+
+    async def _setup(self) -> None:
+        await self.cluster.setup()
+        self.requests = record_requests(self.cluster)
+        for manifest in self.spec.manifests:
+            await self.cluster.apply(manifest)
+        await self.operator.start(paths=self.spec.paths, modules=self.spec.modules,
+                                  registry=self.spec.registry() if self.spec.registry is not None else None)
+
+    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        """Run a coroutine to its end in this world's loop (its kopf log lines go to this world's trace)."""
+        with self.trace.active():
+            return self.test_loop.run(coro)
+
+    async def settle(self) -> bool:
+        return await settle(self.cluster, self.operator, quiet=self.spec.quiet, timeout=self.spec.settle_timeout)
+
+    def close(self) -> None:
+        """Stop the operator (no matter how it ends), tear the cluster down, close the loop."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            with contextlib.suppress(Exception):
+                self.run(revived(self.operator))
+            with contextlib.suppress(Exception):
+                self.run(self.operator.stop())
+            with contextlib.suppress(Exception):
+                self.run(self.cluster.teardown())
+        finally:
+            self.test_loop.close()
+
+
+def _tmp_dir() -> pathlib.Path:
+    return pathlib.Path(tempfile.mkdtemp(prefix="kopf-world-"))
+
+
+@dataclasses.dataclass
+class Statistics:
+    """What a machine class has run so far (all its examples, the shrinking included)."""
+
+    examples: int = 0
+    steps: int = 0
+    faults: int = 0
+    crashes: int = 0
+    virtual_seconds: float = 0.0
+
+
+# -- async rules & invariants ------------------------------------------------------------------------
+
+def _in_loop(fn: _F) -> _F:
+    """A sync method that runs an async method to completion in the machine's (checked) world."""
+    if not inspect.iscoroutinefunction(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def run(self: OperatorMachine, *args: Any, **kwargs: Any) -> Any:
+        return self.world.run(fn(self, *args, **kwargs))
+
+    run.__kopf_async__ = True  # type: ignore[attr-defined]
+    return run  # type: ignore[return-value]
+
+
+def rule(**kwargs: Any) -> Callable[[_F], _F]:
+    """Hypothesis' ``@rule``, which also takes ``async def`` methods (run in the example's world)."""
+    decorate: Callable[[_F], _F] = hypothesis.stateful.rule(**kwargs)
+    return lambda fn: decorate(_in_loop(fn))
+
+
+def invariant(**kwargs: Any) -> Callable[[_F], _F]:
+    """Hypothesis' ``@invariant``, which also takes ``async def`` methods (run in the example's world)."""
+    return lambda fn: hypothesis.stateful.invariant(**kwargs)(_in_loop(fn))
+
+
+def initialize(**kwargs: Any) -> Callable[[_F], _F]:
+    """Hypothesis' ``@initialize``, which also takes ``async def`` methods (run in the example's world)."""
+    decorate: Callable[[_F], _F] = hypothesis.stateful.initialize(**kwargs)
+    return lambda fn: decorate(_in_loop(fn))
+
+
+# -- the machine ------------------------------------------------------------------------------------
+
+class OperatorMachine(RuleBasedStateMachine):
+    """The base class of state machines that drive an operator; see the module's docs.
+
+    Set in subclasses: the operator (:attr:`paths`, :attr:`modules`, or :attr:`registry`: a function
+    making a fresh registry), the :attr:`manifests` to apply, the :attr:`resources` to drive, the
+    :attr:`checks` to run at the end of each example, and optionally :attr:`specs` (strategies for the
+    specs by resource name), :attr:`names` of the objects, :attr:`mask` (more volatile fields).
+    In rules & invariants: :attr:`world` (:attr:`cluster`, :attr:`operator`) is the checked run.
+    """
+
+    paths: ClassVar[Sequence[str | os.PathLike[str]]] = ()
+    modules: ClassVar[Sequence[str]] = ()
+    registry: ClassVar[Callable[[], kopf.OperatorRegistry] | None] = None
+    manifests: ClassVar[Sequence[Manifests]] = ()
+    resources: ClassVar[Sequence[str]] = ()
+    checks: ClassVar[Sequence[str]] = ("convergence",)
+    specs: ClassVar[Mapping[str, st.SearchStrategy[Any]]] = {}
+    names: ClassVar[Sequence[str]] = ("obj-0", "obj-1")
+    namespace: ClassVar[str] = "default"
+    mask: ClassVar[Sequence[str]] = ()
+    quiet: ClassVar[float] = DEFAULT_QUIET
+    settle_timeout: ClassVar[float] = DEFAULT_SETTLE_TIMEOUT
+    restart_delay: ClassVar[float] = DEFAULT_RESTART_DELAY
+    max_advance: ClassVar[float] = 120
+    statistics: ClassVar[Statistics | None] = None
+
+    _customs: ClassVar[list[CustomResource] | None] = None
+    _user_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
+    _step_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._customs = cls._user_strategy = cls._step_strategy = None
+        for name, value in vars(cls).items():
+            target = inspect.unwrap(value) if callable(value) else value
+            if inspect.iscoroutinefunction(target) and not getattr(value, "__kopf_async__", False) and \
+                    any(hasattr(value, marker) for marker in dir(value) if marker.startswith("hypothesis_stateful")):
+                raise TypeError(f"{cls.__name__}.{name} is an async rule or invariant decorated by hypothesis itself; "
+                                f"use the decorators of pytest_kopf.stateful (rule, invariant, initialize) instead.")
+
+    @classmethod
+    def configured(cls, name: str, **attributes: Any) -> type[OperatorMachine]:
+        """A subclass with these class attributes (e.g. for :func:`~pytest_kopf.checks.check_operator`)."""
+        values: dict[str, Any] = {key: (tuple(value) if isinstance(value, list) else value)
+                                  for key, value in attributes.items() if value is not None}
+        if "registry" in values:
+            values["registry"] = staticmethod(values["registry"])
+        return type(name, (cls,), values)
+
+    # -- the configuration, resolved once per class ----------------------------------------------
+
+    @classmethod
+    def spec(cls) -> OperatorSpec:
+        registry = cls.__dict__.get("registry", None)
+        for klass in cls.__mro__:
+            if "registry" in klass.__dict__:
+                registry = klass.__dict__["registry"]
+                break
+        factory = registry.__func__ if isinstance(registry, staticmethod) else registry
+        return OperatorSpec(paths=tuple(os.fspath(path) for path in cls.paths), modules=tuple(cls.modules),
+                            registry=factory, manifests=tuple(cls.manifests), namespace=cls.namespace,
+                            quiet=cls.quiet, settle_timeout=cls.settle_timeout, restart_delay=cls.restart_delay)
+
+    @classmethod
+    def custom_resources(cls) -> list[CustomResource]:
+        if cls._customs is None:
+            documents = [doc for manifest in cls.manifests for doc in _documents(manifest)]
+            known = resources_in(documents)
+            found: list[CustomResource] = []
+            for name in cls.resources:
+                match = next((custom for custom in known if name in custom.names), None)
+                if match is None:
+                    raise ValueError(f"{cls.__name__}: no CRD among the manifests defines the resource {name!r}; "
+                                     f"they define: {', '.join(c.qualified for c in known) or 'none'}.")
+                found.append(match)
+            if not found:
+                raise ValueError(f"{cls.__name__}: no resources to drive (set resources = ['plural.group']).")
+            cls._customs = found
+        return cls._customs
+
+    @classmethod
+    def perturbation_kinds(cls) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(kind for check in cls.checks for kind in PERTURBATIONS.get(check, ())))
+
+    @classmethod
+    def user_strategy(cls) -> st.SearchStrategy[Action]:
+        if cls._user_strategy is None:
+            cls._user_strategy = user_actions(cls.custom_resources(), names=cls.names, namespace=cls.namespace,
+                                              specs=cls.specs, max_advance=cls.max_advance)
+        return cls._user_strategy
+
+    @classmethod
+    def step_strategy(cls) -> st.SearchStrategy[Action]:
+        if cls._step_strategy is None:
+            users = cls.user_strategy()
+            kinds = cls.perturbation_kinds()
+            cls._step_strategy = mixed(users, perturbations(kinds, cls.custom_resources())) if kinds else users
+        return cls._step_strategy
+
+    # -- one example ------------------------------------------------------------------------------
+
+    def __init__(self) -> None:
+        super().__init__()
+        spec = self.spec()
+        self.custom_resources()  # fail early on a bad configuration
+        self.steps: list[Action] = []
+        self.failed = False
+        self.diverged: str | None = None  # the end states are not comparable: a user's action went otherwise
+        # Two operators at once (the world & the baseline) would leave the kopf logger's level changed: restored.
+        self._kopf_level = logging.getLogger("kopf").level
+        self.world = World(spec)
+        self.baseline: World | None = None
+        try:
+            if COMPARING & set(self.checks):
+                self.baseline = World(spec)
+        except BaseException:
+            self.world.close()
+            logging.getLogger("kopf").setLevel(self._kopf_level)
+            raise
+        if self.statistics is not None:
+            self.statistics.examples += 1
+
+    @property
+    def cluster(self) -> SimKopfCluster:
+        return self.world.cluster
+
+    @property
+    def operator(self) -> KopfOperator:
+        return self.world.operator
+
+    def perform(self, action: Action) -> None:
+        """Apply an action to the checked world (and, if it is a user's action, to the baseline)."""
+        self.steps.append(action)
+        if self.statistics is not None:
+            self.statistics.steps += 1
+        self.failed = True  # until the step is done in every world
+        self.world.trace.add("action", action.code())
+        outcome = self.world.run(action.apply(self.world))
+        if action.user and self.baseline is not None:
+            self.baseline.trace.add("action", action.code())
+            expected = self.baseline.run(action.apply(self.baseline))
+            if outcome != expected:  # e.g. a create of a name still being deleted in one run only
+                self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
+                self.world.trace.add("diverged", self.diverged)
+        self.failed = False
+
+    @hypothesis.stateful.rule(data=st.data())
+    def act(self, data: st.DataObject) -> None:
+        """A user's action (create, patch the spec or the metadata, delete, advance the time, settle);
+        or, one in four, a fault or a crash, as the checks of this machine need."""
+        self.perform(data.draw(self.step_strategy(), label="step"))
+
+    @hypothesis.stateful.invariant()
+    def operator_is_alive(self) -> None:
+        """The operator has not exited by itself (a crash of ours restarts it; its own exit is a failure)."""
+        operator = self.world.operator
+        if not operator.running and not operator.crashed and operator.exit_code is not None:
+            self.failed = True
+            raise OperatorCheckFailed("convergence", f"the operator has exited (exit code {operator.exit_code}): "
+                                                     f"{operator.exception!r}").with_context(
+                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence"))
+
+    def teardown(self) -> None:
+        try:
+            if not self.failed:  # not when a step or the operator has failed already: that failure is reported
+                self.verify()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Count this example's figures; close its worlds."""
+        try:
+            self._count()
+        finally:
+            try:
+                self.world.close()
+                if self.baseline is not None:
+                    self.baseline.close()
+            finally:
+                logging.getLogger("kopf").setLevel(self._kopf_level)
+
+    @classmethod
+    def replay(cls, steps: Sequence[Action]) -> None:
+        """Run these steps in a fresh example of this machine, then its checks (their failure is raised)."""
+        machine = cls()
+        try:
+            for step in steps:
+                machine.perform(step)
+                machine.operator_is_alive()
+            machine.verify()
+        finally:
+            machine.close()
+
+    def _count(self) -> None:
+        if self.statistics is not None:
+            self.statistics.faults += len(self.world.cluster.faults.injections)
+            self.statistics.crashes += self.world.operator.crashes
+            self.statistics.virtual_seconds += self.world.loop.time()
+
+    def verify(self) -> None:
+        """The checks' verdict on this example (see :func:`pytest_kopf.checks.verify`)."""
+        expected: list[dict[str, Any]] | None = None
+        resources = [custom.qualified for custom in self.custom_resources()]
+        options: dict[str, Any] = dict(resources=resources, namespace=self.namespace, mask=self.mask,
+                                       quiet=self.quiet, settle_timeout=self.settle_timeout)
+        if self.baseline is not None:
+            baseline = self.baseline
+            expected = baseline.run(verify(baseline.cluster, baseline.operator, checks=["convergence"],
+                                           records=baseline.trace.records, **options))
+            if self.diverged is not None:
+                expected = None  # the same user actions had different outcomes: nothing to compare
+        try:
+            self.world.run(verify(self.world.cluster, self.world.operator, checks=self.checks, expected=expected,
+                                  records=self.world.trace.records, requests=self.world.requests,
+                                  trace=self.world.trace.lines, **options))
+        except OperatorCheckFailed as exc:
+            raise exc.with_context(steps=self.steps, trace_tail=self.world.trace.tail(),
+                                   reproduction=self.reproduction(exc.check, expected)) from None
+
+    def reproduction(self, check: str, expected: Sequence[Mapping[str, Any]] | None = None) -> str:
+        """A pytest test that replays this example's steps with the plugin's fixtures and checks the same."""
+        return reproduction(self.spec(), check=check, steps=self.steps, expected=expected,
+                            resources=[custom.qualified for custom in self.custom_resources()],
+                            mask=self.mask, namespace=self.namespace)
+
+
+def reproduction(spec: OperatorSpec, *, check: str, steps: Sequence[Action], resources: Sequence[str],
+                 expected: Sequence[Mapping[str, Any]] | None = None, mask: Sequence[str] = (),
+                 namespace: str = "default") -> str:
+    """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
+    lines = [
+        f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
+        "import asyncio",
+        "",
+        "from pytest_kopf.checks import verify",
+        "from pytest_kopf.driving import crash_after, record_requests, settle, tolerate  # noqa: F401",
+        "",
+        "",
+        "async def test_reproduction(kopf_cluster, kopf_operator):",
+    ]
+    for manifest in spec.manifests:
+        lines.append(f"    await kopf_cluster.apply({_manifest_literal(manifest)})")
+    start = []
+    if spec.paths:
+        start.append(f"paths={[os.path.abspath(path) for path in spec.paths]!r}")
+    if spec.modules:
+        start.append(f"modules={list(spec.modules)!r}")
+    if spec.registry is not None:
+        module = getattr(spec.registry, "__module__", "?")
+        lines.append(f"    from {module} import {spec.registry.__qualname__} as make_registry  # the registry's maker")
+        start.append("registry=make_registry()")
+    lines.append("    requests = record_requests(kopf_cluster)")
+    lines.append(f"    await kopf_operator.start({', '.join(start)})")
+    for step in steps:  # a yield to the loop between steps: as the machine's steps are separate runs of the loop
+        lines.append(f"    {step.code()}")
+        lines.append("    await asyncio.sleep(0)")
+    options = [f"checks=[{check!r}]", f"resources={list(resources)!r}", "requests=requests",
+               f"quiet={spec.quiet!r}", f"settle_timeout={spec.settle_timeout!r}"]
+    if namespace != "default":
+        options.append(f"namespace={namespace!r}")
+    if mask:
+        options.append(f"mask={list(mask)!r}")
+    if expected is not None:
+        options.append("expected=EXPECTED")
+    lines.append(f"    await verify(kopf_cluster, kopf_operator, {', '.join(options)})")
+    if expected is not None:
+        lines.extend(["", "", "# The end state of the same user actions with no faults and no crashes (masked).",
+                      f"EXPECTED = {pprint.pformat(list(expected), width=110, sort_dicts=True)}"])
+    return "\n".join(lines) + "\n"
+
+
+def _manifest_literal(manifest: Manifests) -> str:
+    if isinstance(manifest, os.PathLike) or (isinstance(manifest, str) and "\n" not in manifest and
+                                             not manifest.lstrip().startswith("{")):
+        return repr(os.path.abspath(os.fspath(manifest)))
+    if isinstance(manifest, str):
+        return repr(manifest)
+    return pprint.pformat(manifest, width=110, sort_dicts=False)

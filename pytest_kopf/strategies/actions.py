@@ -1,0 +1,490 @@
+"""Actions on a simulated cluster with an operator, and hypothesis strategies for them and their sequences.
+
+An action is a small frozen record: it can :meth:`~Action.apply` itself to a running world (a
+simulated cluster with its operator, see :class:`Driver`), and write itself as a line of a test
+(:meth:`~Action.code`) that does the same with the plugin's fixtures ``kopf_cluster`` and
+``kopf_operator`` -- so a shrunk failing sequence becomes a readable, runnable reproduction.
+
+User actions (create, patch the spec, patch labels & annotations, delete, advance the time,
+settle) happen in every run of a check; perturbations (API faults, stale reads, withheld events,
+crashes) only in the runs that test the operator's robustness against them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol
+
+from hypothesis import strategies as st
+
+from ..cluster import KopfCluster
+from ..driving import crash_after, tolerate
+from ..operator import KopfOperator
+from .objects import CustomResource, from_schema, objects
+
+__all__ = [
+    "PERTURBATIONS",
+    "Action",
+    "Advance",
+    "ApiErrors",
+    "CrashAfterWrites",
+    "CrashRestart",
+    "Create",
+    "Delete",
+    "Driver",
+    "PatchMeta",
+    "PatchSpec",
+    "Redeliver",
+    "Settle",
+    "StaleReads",
+    "WithheldEvents",
+    "action_sequences",
+    "actions",
+]
+
+JsonDict = dict[str, Any]
+
+
+class Driver(Protocol):
+    """What actions act upon: a cluster, its operator, and how to let it settle."""
+
+    @property
+    def cluster(self) -> KopfCluster: ...
+
+    @property
+    def operator(self) -> KopfOperator: ...
+
+    @property
+    def restart_delay(self) -> float: ...
+
+    async def settle(self) -> bool: ...
+
+
+def _literal(value: Any) -> str:
+    """A Python literal of JSON data, on one line (a step is one line of a reproduction)."""
+    return repr(value)
+
+
+def _outcome(result: object) -> str:
+    return "ok" if result is not None else "refused (404/409, tolerated)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Action:
+    """One step of a sequence. ``user``: done by the users of the cluster (in every run), not a fault."""
+
+    user: ClassVar[bool] = True
+
+    async def apply(self, driver: Driver) -> str | None:
+        """Do the step; its outcome for the users' actions on objects (``ok``, or the API error code tolerated)."""
+        raise NotImplementedError  # pragma: no cover - every action overrides it
+
+    def code(self) -> str:
+        """The same step as a line of a test with the plugin's fixtures."""
+        raise NotImplementedError  # pragma: no cover - every action overrides it
+
+    def simpler(self) -> list[Action]:
+        """Simpler variants of this step, the simplest first (for shrinking a failing sequence)."""
+        return []
+
+    def __str__(self) -> str:
+        return self.code()
+
+
+@dataclasses.dataclass(frozen=True)
+class Create(Action):
+    body: JsonDict
+
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(await tolerate(driver.cluster.create(self.body)))
+
+    def code(self) -> str:
+        return f"await tolerate(kopf_cluster.create({_literal(self.body)}))"
+
+    def simpler(self) -> list[Action]:
+        spec = self.body.get("spec")
+        if not isinstance(spec, dict) or not spec:
+            return []
+        return [Create({**self.body, "spec": {k: v for k, v in spec.items() if k != key}}) for key in spec]
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchSpec(Action):
+    """A merge patch of the spec: new values of some fields, ``None`` for the fields removed."""
+
+    resource: str
+    name: str
+    spec: JsonDict
+
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, {"spec": self.spec})))
+
+    def code(self) -> str:
+        return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal({'spec': self.spec})}))"
+
+    def simpler(self) -> list[Action]:
+        if len(self.spec) <= 1:
+            return []
+        return [PatchSpec(self.resource, self.name, {k: v for k, v in self.spec.items() if k != key})
+                for key in self.spec]
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchMeta(Action):
+    """A merge patch of the labels & annotations (``None`` removes one)."""
+
+    resource: str
+    name: str
+    labels: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+    annotations: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+
+    def patch(self) -> JsonDict:
+        metadata: JsonDict = {}
+        if self.labels:
+            metadata["labels"] = dict(self.labels)
+        if self.annotations:
+            metadata["annotations"] = dict(self.annotations)
+        return {"metadata": metadata}
+
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.patch())))
+
+    def code(self) -> str:
+        return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.patch())}))"
+
+
+@dataclasses.dataclass(frozen=True)
+class Delete(Action):
+    resource: str
+    name: str
+
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(await tolerate(driver.cluster.delete(self.resource, self.name)))
+
+    def code(self) -> str:
+        return f"await tolerate(kopf_cluster.delete({self.resource!r}, {self.name!r}))"
+
+
+@dataclasses.dataclass(frozen=True)
+class Advance(Action):
+    """Let virtual time pass (the operator works meanwhile)."""
+
+    seconds: float
+
+    async def apply(self, driver: Driver) -> str | None:
+        await driver.cluster.advance(self.seconds)
+        return None
+
+    def code(self) -> str:
+        return f"await kopf_cluster.advance({self.seconds!r})"
+
+    def simpler(self) -> list[Action]:
+        return [Advance(seconds) for seconds in (1.0, float(int(self.seconds) // 2)) if 1 <= seconds < self.seconds]
+
+
+@dataclasses.dataclass(frozen=True)
+class Settle(Action):
+    """Wait until the operator is quiet (or the settling time is over)."""
+
+    async def apply(self, driver: Driver) -> str | None:
+        await driver.settle()
+        return None
+
+    def code(self) -> str:
+        return "await settle(kopf_cluster, kopf_operator)"
+
+
+@dataclasses.dataclass(frozen=True)
+class ApiErrors(Action):
+    """The next ``count`` matching requests of the operator fail with ``code`` (429 with a Retry-After)."""
+
+    user: ClassVar[bool] = False
+    code_: int
+    method: str | None = None
+    resource: str | None = None
+    count: int = 1
+
+    def _conflicting_methods(self) -> str | list[str]:
+        """Conflicts are of updates only (a read is never one, a create's 409 means "already exists")."""
+        return self.method if self.method in ("PUT", "PATCH") else ["PUT", "PATCH"]
+
+    def _kwargs(self) -> str:
+        parts = [repr(self.code_)]
+        if self.code_ == 429:
+            parts.append("retry_after=1")
+        if self.method is not None:
+            parts.append(f"method={self.method!r}")
+        if self.resource is not None:
+            parts.append(f"resource={self.resource!r}")
+        parts.append(f"count={self.count}")
+        return ", ".join(parts)
+
+    async def apply(self, driver: Driver) -> str | None:
+        faults = driver.cluster.faults
+        criteria: dict[str, Any] = {"method": self.method, "resource": self.resource, "count": self.count}
+        if self.code_ == 409:
+            faults.conflict(**{**criteria, "method": self._conflicting_methods()})
+        else:
+            faults.error(self.code_, retry_after=1 if self.code_ == 429 else None, **criteria)
+        return None
+
+    def code(self) -> str:
+        if self.code_ == 409:
+            method = self._conflicting_methods()
+            resource = f", resource={self.resource!r}" if self.resource is not None else ""
+            return f"kopf_cluster.faults.conflict(method={method!r}{resource}, count={self.count})"
+        return f"kopf_cluster.faults.error({self._kwargs()})"
+
+    def simpler(self) -> list[Action]:
+        counts = sorted({1, self.count // 2, self.count - 1} - {0, self.count})
+        return [dataclasses.replace(self, count=count) for count in counts]
+
+
+@dataclasses.dataclass(frozen=True)
+class StaleReads(Action):
+    """The next ``count`` reads (get, list) are served up to ``lag`` revisions behind."""
+
+    user: ClassVar[bool] = False
+    lag: int
+    count: int
+
+    async def apply(self, driver: Driver) -> str | None:
+        driver.cluster.faults.stale_read(self.lag, count=self.count)
+        return None
+
+    def code(self) -> str:
+        return f"kopf_cluster.faults.stale_read({self.lag}, count={self.count})"
+
+    def simpler(self) -> list[Action]:
+        counts = sorted({1, self.count // 2} - {0, self.count})
+        options: list[Action] = [StaleReads(self.lag, count) for count in counts]
+        return options + ([StaleReads(1, self.count)] if self.lag > 1 else [])
+
+
+@dataclasses.dataclass(frozen=True)
+class WithheldEvents(Action):
+    """The watch streams are cut; the next ``count`` ones of a resource get their events late, or coalesced."""
+
+    user: ClassVar[bool] = False
+    resource: str
+    delay: float
+    coalesce: bool
+    count: int = 1
+
+    async def apply(self, driver: Driver) -> str | None:
+        driver.cluster.faults.withhold_events(self.delay, coalesce=self.coalesce, resource=self.resource,
+                                              count=self.count)
+        driver.cluster.cluster.close_watches()  # the operator watches again, and gets the lagging view
+        return None
+
+    def code(self) -> str:
+        return (f"kopf_cluster.faults.withhold_events({self.delay!r}, coalesce={self.coalesce!r}, "
+                f"resource={self.resource!r}, count={self.count}); kopf_cluster.cluster.close_watches()")
+
+    def simpler(self) -> list[Action]:
+        options: list[Action] = []
+        if self.count > 1:
+            options.append(dataclasses.replace(self, count=1))
+        if self.coalesce:
+            options.append(dataclasses.replace(self, coalesce=False))
+        if self.delay > 1:
+            options.append(dataclasses.replace(self, delay=1.0))
+        return options
+
+
+@dataclasses.dataclass(frozen=True)
+class CrashAfterWrites(Action):
+    """The operator is killed right after its ``writes``-th successful write from now on, then restarted."""
+
+    user: ClassVar[bool] = False
+    writes: int
+
+    async def apply(self, driver: Driver) -> str | None:
+        crash_after(driver.cluster, driver.operator, writes=self.writes, restart_delay=driver.restart_delay)
+        return None
+
+    def code(self) -> str:
+        return f"crash_after(kopf_cluster, kopf_operator, writes={self.writes})"
+
+    def simpler(self) -> list[Action]:
+        return [CrashAfterWrites(writes) for writes in sorted({1, self.writes - 1} - {0, self.writes})]
+
+
+@dataclasses.dataclass(frozen=True)
+class CrashRestart(Action):
+    """The operator is killed now (whatever it is doing), and a fresh one is started."""
+
+    user: ClassVar[bool] = False
+
+    async def apply(self, driver: Driver) -> str | None:
+        await driver.operator.crash()
+        await driver.operator.restart()
+        return None
+
+    def code(self) -> str:
+        return "await kopf_operator.crash(); await kopf_operator.restart()"
+
+
+@dataclasses.dataclass(frozen=True)
+class Redeliver(Action):
+    """The operator is restarted gracefully: a fresh one sees every object again (and resumes them)."""
+
+    user: ClassVar[bool] = False
+
+    async def apply(self, driver: Driver) -> str | None:
+        await driver.operator.restart()
+        return None
+
+    def code(self) -> str:
+        return "await kopf_operator.restart()"
+
+
+#: Which perturbations each check adds to the user actions.
+PERTURBATIONS: Mapping[str, tuple[str, ...]] = {
+    "convergence": (),
+    "idempotence": ("redeliver",),
+    "retries": ("api-errors",),
+    "crash-restart": ("crashes",),
+    "stale-reads": ("stale-reads",),
+    "withheld-events": ("withheld-events",),
+    "daemons": (),
+    "finalizers": (),
+}
+
+_LABEL_KEYS = ("app", "tier")
+_LABEL_VALUES = st.one_of(st.none(), st.sampled_from(["a", "b"]))
+
+
+def spec_patches(resource: CustomResource, spec: st.SearchStrategy[Any] | None = None) -> st.SearchStrategy[JsonDict]:
+    """Merge patches of the spec that keep it valid: new values of some fields, ``None`` for optional ones."""
+    if spec is not None:
+        return spec.map(lambda value: value if isinstance(value, dict) else {})
+    spec_schema = (resource.schema.get("properties") or {}).get("spec") or {}
+    properties: Mapping[str, Any] = spec_schema.get("properties") or {}
+    required = set(spec_schema.get("required") or ())
+    if properties:
+        values = {name: from_schema(sub) if name in required else st.one_of(st.none(), from_schema(sub))
+                  for name, sub in properties.items()}
+        # Never empty (no filtering, which costs draws): one field for sure, the others maybe.
+        return st.one_of(*(st.fixed_dictionaries({name: value},
+                                                 optional={other: v for other, v in values.items() if other != name})
+                           for name, value in values.items()))
+    return st.dictionaries(st.sampled_from(["a", "b", "c"]),
+                           st.one_of(st.none(), st.integers(0, 9), st.sampled_from(["x", "y"])),
+                           min_size=1, max_size=2)
+
+
+def user_actions(
+    resources: Sequence[CustomResource],
+    *,
+    names: Sequence[str] = ("obj-0", "obj-1"),
+    namespace: str = "default",
+    specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
+    max_advance: float = 120,
+) -> st.SearchStrategy[Action]:
+    """Create, patch the spec, patch labels & annotations, delete, advance the time, settle."""
+    specs = specs or {}
+    choices: list[st.SearchStrategy[Action]] = []
+    for resource in resources:
+        spec = next((specs[alias] for alias in resource.names if alias in specs), None)
+        ref = resource.qualified
+        choices.append(objects(resource, names=names, namespace=namespace, spec=spec).map(Create))
+        choices.append(st.builds(PatchSpec, st.just(ref), st.sampled_from(list(names)),
+                                 spec_patches(resource, spec)))
+        choices.append(st.builds(PatchMeta, st.just(ref), st.sampled_from(list(names)),
+                                 st.dictionaries(st.sampled_from(_LABEL_KEYS), _LABEL_VALUES, min_size=1,
+                                                 max_size=2)))
+        choices.append(st.builds(Delete, st.just(ref), st.sampled_from(list(names))))
+    advance = st.integers(1, max(1, int(max_advance))).map(lambda seconds: Advance(float(seconds)))
+    choices.extend([advance, advance])  # time passing between the actions matters: twice as likely
+    choices.append(st.just(Settle()))
+    return st.one_of(*choices)
+
+
+def perturbations(kinds: Sequence[str], resources: Sequence[CustomResource]) -> st.SearchStrategy[Action]:
+    """The faults and crashes of the given kinds (see :data:`PERTURBATIONS`)."""
+    choices: list[st.SearchStrategy[Action]] = []
+    plurals = [None, *(resource.plural for resource in resources)]
+    if "api-errors" in kinds:
+        choices.append(st.builds(ApiErrors, st.sampled_from([500, 503, 429, 409]),
+                                 st.sampled_from([None, "GET", "POST", "PATCH", "DELETE"]),
+                                 st.sampled_from(plurals), st.integers(1, 5)))  # transient: a few in a row
+    if "stale-reads" in kinds:
+        choices.append(st.builds(StaleReads, st.integers(1, 3), st.integers(1, 10)))
+    if "withheld-events" in kinds:
+        choices.append(st.builds(WithheldEvents, st.sampled_from([resource.plural for resource in resources]),
+                                 st.integers(1, 60).map(float), st.booleans(), st.integers(1, 3)))
+    if "crashes" in kinds:
+        choices.append(st.builds(CrashAfterWrites, st.integers(1, 12)))
+        choices.append(st.just(CrashRestart()))
+    if "redeliver" in kinds:
+        choices.append(st.just(Redeliver()))
+    return st.one_of(*choices) if choices else st.nothing()
+
+
+def actions(
+    resource: str | CustomResource | Mapping[str, Any] | Sequence[CustomResource],
+    *,
+    manifests: Sequence[Mapping[str, Any]] = (),
+    checks: Sequence[str] = ("convergence",),
+    names: Sequence[str] = ("obj-0", "obj-1"),
+    namespace: str = "default",
+    specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
+    max_advance: float = 120,
+) -> st.SearchStrategy[Action]:
+    """One action: a user's (always), or a perturbation for the checks given (see :data:`PERTURBATIONS`).
+
+    ``resource``: a CRD, a :class:`CustomResource`, several of them, or a name resolved in ``manifests``.
+    """
+    resources = _resolve(resource, manifests)
+    kinds = tuple(kind for check in checks for kind in PERTURBATIONS.get(check, ()))
+    users = user_actions(resources, names=names, namespace=namespace, specs=specs, max_advance=max_advance)
+    if not kinds:
+        return users
+    return mixed(users, perturbations(kinds, resources))
+
+
+def mixed(users: st.SearchStrategy[Action], perturbing: st.SearchStrategy[Action]) -> st.SearchStrategy[Action]:
+    """Mostly the users' actions, one in four a perturbation."""
+    return st.one_of(users, users, users, perturbing)
+
+
+def action_sequences(
+    resource: str | CustomResource | Mapping[str, Any] | Sequence[CustomResource],
+    *,
+    max_steps: int = 20,
+    min_steps: int = 1,
+    **kwargs: Any,
+) -> st.SearchStrategy[list[Action]]:
+    """Sequences of :func:`actions`; they shrink towards fewer steps and simpler objects."""
+    return st.lists(actions(resource, **kwargs), min_size=min_steps, max_size=max_steps)
+
+
+def _resolve(resource: str | CustomResource | Mapping[str, Any] | Sequence[CustomResource],
+             manifests: Sequence[Mapping[str, Any]]) -> list[CustomResource]:
+    from .objects import resources_in
+
+    if isinstance(resource, CustomResource):
+        return [resource]
+    if isinstance(resource, Mapping):
+        return [CustomResource.from_crd(resource)]
+    if isinstance(resource, str):
+        found = [custom for custom in resources_in(manifests) if resource in custom.names]
+        if not found:
+            known = sorted(custom.qualified for custom in resources_in(manifests))
+            raise ValueError(f"No CRD among the manifests defines the resource {resource!r}; "
+                             f"they define: {', '.join(known) or 'none'}.")
+        return found[:1]
+    return list(resource)
+
+
+def describe(steps: Sequence[Action]) -> str:
+    """The steps as numbered lines (for the failures' messages)."""
+    return "\n".join(f"  {index}. {step.code()}" for index, step in enumerate(steps, 1))
+
+
+def canonical(steps: Sequence[Action]) -> str:
+    """The steps as JSON-ish text, the same for the same steps (e.g. to compare two runs' inputs)."""
+    return json.dumps([[type(step).__name__, dataclasses.asdict(step)] for step in steps], sort_keys=True,
+                      default=str)

@@ -1,0 +1,106 @@
+"""``kopf_operator.crash()``: killed as by SIGKILL (no cleanup, nothing written after), then restarted afresh."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import kopf
+from pytest_kopf.cluster import KopfCluster
+from pytest_kopf.operator import KopfOperator
+
+CRD = Path(__file__).parent.parent.parent / "examples" / "crd.yaml"
+
+
+def example(name: str) -> dict[str, Any]:
+    return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name}, "spec": {"field": "x"}}
+
+
+def slow_registry(calls: list[str], cleanups: list[str]) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("kopfexamples", registry=registry)
+    async def create_fn(name: str, **_: Any) -> str:
+        calls.append(name)
+        await asyncio.sleep(10)
+        return "done"
+
+    @kopf.on.delete("kopfexamples", registry=registry)
+    async def delete_fn(**_: Any) -> None:
+        pass
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup_fn(**_: Any) -> None:
+        cleanups.append("cleanup")
+
+    return registry
+
+
+async def test_a_crash_abandons_the_handlers_in_flight_and_a_restart_redoes_them(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    calls: list[str] = []
+    cleanups: list[str] = []
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=slow_registry(calls, cleanups))
+    await kopf_cluster.create(example("ex1"))
+    await asyncio.sleep(5)
+    assert calls == ["ex1"]
+    await kopf_operator.crash()
+    assert kopf_operator.crashed and not kopf_operator.running and kopf_operator.exit_code == 137
+    obj = await kopf_cluster.get("kopfexamples", "ex1")
+    assert obj is not None and "create_fn" not in obj.get("status", {})
+    rv = obj["metadata"]["resourceVersion"]
+    await asyncio.sleep(30)  # nothing of the dead operator writes anymore
+    obj = await kopf_cluster.get("kopfexamples", "ex1")
+    assert obj is not None and obj["metadata"]["resourceVersion"] == rv
+
+    await kopf_operator.restart()
+    assert kopf_operator.running and not kopf_operator.crashed
+    obj = await kopf_cluster.wait_for("kopfexamples", "ex1", condition=lambda o: o["status"]["create_fn"] == "done")
+    assert calls == ["ex1", "ex1"]
+    await kopf_operator.stop()
+    assert cleanups == ["cleanup"]  # only the graceful stop ran the cleanup handler
+    assert kopf_operator.exception is None and kopf_operator.exit_code == 0
+
+
+async def test_a_crash_after_the_kth_write_leaves_that_write_done(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    calls: list[str] = []
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=slow_registry(calls, []))
+    kopf_cluster.faults.crash_after(1, kopf_operator.crash, resource="kopfexamples")
+    await kopf_cluster.create(example("ex1"))
+    await asyncio.sleep(60)
+    assert kopf_operator.crashed and kopf_operator.crashes == 1
+    obj = await kopf_cluster.get("kopfexamples", "ex1")
+    assert obj is not None and obj["metadata"]["finalizers"] == ["kopf.zalando.org/KopfFinalizerMarker"]
+    assert calls == []  # the finalizer was the first write; the handler never ran
+    await kopf_operator.restart()
+    await kopf_cluster.wait_for("kopfexamples", "ex1", condition=lambda o: o["status"]["create_fn"] == "done")
+    await kopf_cluster.delete("kopfexamples", "ex1")
+    await kopf_cluster.wait_gone("kopfexamples", "ex1")
+    await kopf_operator.stop()
+
+
+async def test_a_crash_while_stopping_ends_the_stop_and_the_restart_starts_afresh(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    from kopf._cogs.clients import api, errors
+    from pytest_kopf.driving import crash_after
+
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup_fn(**_: Any) -> None:  # its write is the last straw
+        bye = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bye"}}
+        with contextlib.suppress(errors.APIConflictError):
+            await api.post("/api/v1/namespaces/default/configmaps", payload=bye, settings=kopf.OperatorSettings())
+
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=registry)
+    crash_after(kopf_cluster, kopf_operator, writes=1, resource="configmaps")
+    await kopf_operator.restart()  # the graceful stop crashes half-way; a fresh operator is started anyway
+    assert kopf_operator.running and kopf_operator.crashes == 1
+    await asyncio.sleep(5)  # the restart scheduled after the crash finds it running: nothing more happens
+    assert kopf_operator.running and kopf_operator.crashes == 1
+    await kopf_operator.stop()

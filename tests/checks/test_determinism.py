@@ -1,0 +1,76 @@
+"""Same seed, same trace: API requests, watch events (changes), handler calls (logs) and faults, byte for byte."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import hypothesis
+from hypothesis import strategies as st
+
+from pytest_kopf.stateful import OperatorSpec, World
+from pytest_kopf.strategies import (
+    Action,
+    Advance,
+    ApiErrors,
+    CrashAfterWrites,
+    Create,
+    Delete,
+    PatchSpec,
+    Settle,
+    StaleReads,
+    WithheldEvents,
+    action_sequences,
+)
+
+GALLERY = Path(__file__).parent / "gallery"
+SPEC = OperatorSpec(paths=(str(GALLERY / "missed_state_ok.py"),), manifests=(str(GALLERY / "crd.yaml"),))
+BODY = {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "obj-0", "namespace": "default"}}
+RESOURCE = "gadgets.checks.example"
+
+
+def trace_of(steps: list[Action]) -> str:
+    world = World(SPEC)
+    try:
+        for step in steps:
+            world.trace.add("action", step.code())
+            world.run(step.apply(world))
+        world.run(world.settle())
+        return world.trace.text()
+    finally:
+        world.close()
+
+
+def test_every_fault_kind_gives_the_same_trace_twice() -> None:
+    steps: list[Action] = [
+        Create({**BODY, "spec": {"size": 1}}),
+        Advance(3),
+        ApiErrors(503, "PATCH", "gadgets", 2),
+        ApiErrors(409, None, "configmaps", 1),
+        PatchSpec(RESOURCE, "obj-0", {"size": 2}),
+        Advance(10),
+        StaleReads(2, 3),
+        WithheldEvents("gadgets", 5.0, True, 1),
+        PatchSpec(RESOURCE, "obj-0", {"size": 3, "mode": "fast"}),
+        CrashAfterWrites(2),
+        Delete(RESOURCE, "obj-0"),
+        Create({**BODY, "spec": {"size": 4}}),
+        Settle(),
+    ]
+    first, second = trace_of(steps), trace_of(steps)
+    assert first == second
+    for kind in ("request ", "change ", "log ", "fault "):
+        assert f" {kind}" in first
+    for fault in ("error 503", "conflict 409", "stale read", "withhold events", "crash after write"):
+        assert fault in first
+
+
+@hypothesis.settings(max_examples=5, stateful_step_count=10, deadline=None)
+@hypothesis.given(st.data())
+def test_generated_sequences_give_the_same_trace_twice(data: st.DataObject) -> None:
+    steps = data.draw(action_sequences(RESOURCE, manifests=_crds(), max_steps=8, names=["obj-0", "obj-1"],
+                                       checks=["retries", "crash-restart", "stale-reads", "withheld-events"]))
+    assert trace_of(steps) == trace_of(steps)
+
+
+def _crds() -> list[dict[str, object]]:
+    import yaml
+    return list(yaml.safe_load_all((GALLERY / "crd.yaml").read_text()))

@@ -1,0 +1,126 @@
+"""Regression tests of the framework & simulator weaknesses that the checks have found (see docs/checks.md)."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import kopf
+from pytest_kopf.cluster import KopfCluster
+from pytest_kopf.driving import crash_after, settle
+from pytest_kopf.operator import KopfOperator
+
+CRD = Path(__file__).parent.parent.parent / "examples" / "crd.yaml"
+
+
+def example(name: str) -> dict[str, Any]:
+    return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name}, "spec": {"field": "x"}}
+
+
+def greeting_registry(calls: list[str]) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("kopfexamples", registry=registry)
+    async def create_fn(name: str, **_: Any) -> str:
+        calls.append(name)
+        return f"hello, {name}"
+
+    return registry
+
+
+def handled(obj: dict[str, Any] | None) -> bool:
+    annotations = (obj or {}).get("metadata", {}).get("annotations", {})
+    return "kopf.zalando.org/last-handled-configuration" in annotations
+
+
+async def test_a_crash_between_the_two_patches_never_loses_the_results(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    calls: list[str] = []
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=greeting_registry(calls))
+    crash_after(kopf_cluster, kopf_operator, writes=1, resource="kopfexamples", method="PATCH")
+    await kopf_cluster.create(example("ex1"))
+    assert await settle(kopf_cluster, kopf_operator)
+    assert kopf_operator.crashes == 1
+    obj = await kopf_cluster.get("kopfexamples", "ex1")
+    assert handled(obj)
+    assert obj is not None and obj["status"]["create_fn"] == "hello, ex1"  # lost if "handled" went first
+
+
+async def test_a_conflict_on_kopfs_own_patch_is_retried(kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    calls: list[str] = []
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=greeting_registry(calls))
+    rule = kopf_cluster.faults.conflict(resource="kopfexamples", count=1)
+    await kopf_cluster.create(example("ex1"))
+    obj = await kopf_cluster.wait_for("kopfexamples", "ex1", condition=handled, timeout=120)
+    assert rule.hits == 1
+    assert obj is not None and obj["status"]["create_fn"] == "hello, ex1"
+
+
+async def test_server_errors_beyond_the_clients_retries_are_retried_later(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    calls: list[str] = []
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=greeting_registry(calls))
+    rule = kopf_cluster.faults.error(503, resource="kopfexamples", method="PATCH", count=12)
+    await kopf_cluster.create(example("ex1"))
+    obj = await kopf_cluster.wait_for("kopfexamples", "ex1", condition=handled, timeout=600)
+    assert rule.hits == 12
+    assert obj is not None and obj["status"]["create_fn"] == "hello, ex1"
+
+
+async def test_a_hung_async_daemon_is_cancelled_on_exit(kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    registry = kopf.OperatorRegistry()
+    started: list[float] = []
+
+    @kopf.daemon("kopfexamples", registry=registry)
+    async def hung(**_: Any) -> None:
+        started.append(asyncio.get_running_loop().time())
+        while True:  # noqa: ASYNC110 - it ignores the stop-flag, and has no cancellation timeout
+            await asyncio.sleep(10)
+
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create(example("ex1"))
+    await asyncio.sleep(30)
+    assert started
+    loop = asyncio.get_running_loop()
+    before = loop.time()
+    await kopf_operator.stop(timeout=60)  # a KopfLeakError if the exit hangs
+    assert loop.time() - before < 10
+    assert "they are cancelled" in kopf_operator.logs
+
+
+async def test_events_of_a_ticking_timer_do_not_keep_the_operator_from_being_quiet(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.timer("kopfexamples", interval=1, registry=registry)
+    async def tick(**_: Any) -> str:
+        return "same"
+
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create(example("ex1"))
+    loop = asyncio.get_running_loop()
+    before = loop.time()
+    assert await settle(kopf_cluster, kopf_operator, quiet=30, timeout=120)
+    assert loop.time() - before < 60
+    assert len(await kopf_cluster.events("kopfexamples", "ex1")) > 10  # it posts an event every tick
+
+
+def test_a_handler_called_before_its_retry_delay_is_reported() -> None:
+    from kopf_sim.virtualtime import DEFAULT_EPOCH
+    from pytest_kopf.checks import _early_retries
+
+    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    lines = [
+        '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
+        "30.000000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: too early",
+    ]
+    assert _early_retries(lines, DEFAULT_EPOCH) == [
+        "default/t1: handler 'create_fn' was called again at 30.000 s, before its retry delay was over (at 60.000 s)"]
+    assert _early_retries([lines[0], lines[1].replace("30.000000", "60.000000")], DEFAULT_EPOCH) == []

@@ -1,0 +1,65 @@
+"""The gallery: operators with planted bugs, each caught by its check, shrunk, and reproduced; their twins pass.
+
+Each ``*_bug.py`` in ``gallery/`` has a correct twin ``*_ok.py``. A bug must be found by the check meant for
+it, shrunk to at most 6 steps, and its reproduction, saved as a test file and run by pytest, must fail with
+the same check. The twins pass every check (a bounded number of examples here; ``benchmarks/bench_checks.py
+--long`` runs 500 per check with every fault kind).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_kopf.checks import CHECKS, check_operator
+from pytest_kopf.errors import OperatorCheckFailed
+
+GALLERY = Path(__file__).parent / "gallery"
+CRD = GALLERY / "crd.yaml"
+RESOURCE = "gadgets.checks.example"
+#: Examples per check for the correct twins: a bounded profile for CI (raise it for a longer search).
+TWIN_EXAMPLES = int(os.environ.get("KOPF_CHECKS_TWIN_EXAMPLES", "4"))
+
+BUGS = {
+    "crash_child": "crash-restart",
+    "stale_read": "stale-reads",
+    "missed_state": "withheld-events",
+    "hung_daemon": "daemons",
+    "hammering": "retries",
+    "stuck_finalizer": "finalizers",
+    "optional_field": "convergence",
+}
+
+INNER_PYTEST = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:asyncio", "-p", "no:looptime_plugin",
+                "-p", "no:randomly", "-q")
+
+
+def check(name: str, checks: list[str], max_examples: int) -> None:
+    check_operator(paths=[GALLERY / f"{name}.py"], manifests=[CRD], resources=[RESOURCE], checks=checks,
+                   max_examples=max_examples, max_steps=8, names=["obj-0"], settle_timeout=300)
+
+
+@pytest.mark.parametrize(("bug", "meant_for"), sorted(BUGS.items()))
+def test_a_planted_bug_is_caught_shrunk_and_reproduced(bug: str, meant_for: str, pytester: pytest.Pytester) -> None:
+    with pytest.raises(OperatorCheckFailed) as info:
+        check(f"{bug}_bug", [meant_for], max_examples=200)
+    failure = info.value
+    assert failure.check == meant_for
+    assert 1 <= len(failure.steps) <= 6, failure
+    assert failure.trace_tail
+
+    pytester.makepyfile(test_reproduction=failure.reproduction)
+    result = pytester.runpytest_inprocess(*INNER_PYTEST)
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines([f"*The check '{meant_for}' has failed*"])
+
+
+@pytest.mark.parametrize("twin", sorted(BUGS))
+def test_the_correct_twin_passes_every_check(twin: str) -> None:
+    check(f"{twin}_ok", list(CHECKS), max_examples=TWIN_EXAMPLES)
+
+
+def test_a_representative_operator_passes_every_check() -> None:
+    """Create/update/delete handlers, a daemon, a timer, an index; sync & async handlers (a bounded profile)."""
+    check("representative", list(CHECKS), max_examples=TWIN_EXAMPLES)
