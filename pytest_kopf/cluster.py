@@ -59,6 +59,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "Connection",
     "KopfCluster",
+    "Manifests",
     "RealKopfCluster",
     "ResourceInfo",
     "SimKopfCluster",
@@ -67,6 +68,7 @@ __all__ = [
 JsonDict = dict[str, Any]
 JsonList = list[JsonDict]
 Condition = Callable[[JsonDict | None], object]
+#: What ``apply()`` takes: a file's path, a YAML text, an object, or a list of objects.
 Manifests = str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
 DEFAULT_TIMEOUT = 60.0

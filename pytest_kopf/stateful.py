@@ -53,8 +53,8 @@ from .driving import DEFAULT_QUIET, DEFAULT_RESTART_DELAY, DEFAULT_SETTLE_TIMEOU
 from .errors import OperatorCheckFailed
 from .operator import KopfOperator
 from .running import TestLoop
-from .strategies.actions import PERTURBATIONS, Action, mixed, perturbations, user_actions
-from .strategies.objects import CustomResource, resources_in
+from .strategies.steps import PERTURBATIONS, Action, mixed, perturbations, user_actions
+from .strategies.schemas import CustomResource, resources_in
 from .tracing import Trace
 
 if TYPE_CHECKING:
@@ -297,6 +297,7 @@ class OperatorMachine(RuleBasedStateMachine):
         self.diverged: str | None = None  # the end states are not comparable: a user's action went otherwise
         # Two operators at once (the world & the baseline) would leave the kopf logger's level changed: restored.
         self._kopf_level = logging.getLogger("kopf").level
+        #: The checked run: its cluster, operator and loop.
         self.world = World(spec)
         self.baseline: World | None = None
         try:

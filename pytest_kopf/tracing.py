@@ -56,6 +56,7 @@ class Trace:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.lines: list[str] = []
+        #: The kopf log records of the run.
         self.records: list[logging.LogRecord] = []
 
     def add(self, kind: str, text: str) -> None:

@@ -2,7 +2,7 @@
 mutations of recorded watch-event logs."""
 from __future__ import annotations
 
-from .actions import (
+from .steps import (
     PERTURBATIONS,
     Action,
     Advance,
@@ -25,7 +25,7 @@ from .actions import (
     user_actions,
 )
 from .logs import MUTATIONS, coalesce_event, delay_event, drop_event, duplicate_event, mutated_logs
-from .objects import CustomResource, from_schema, objects, resources_in
+from .schemas import CustomResource, from_schema, objects, resources_in
 
 __all__ = [
     "MUTATIONS",

@@ -68,6 +68,14 @@ _EMPTY: Mapping[str, Any] = {}
 #: How long (seconds) the operator's exit waits for the daemons & timers to stop before cancelling them.
 EXITING_TIMEOUT = 5.0
 
+def _termination_time(handler: SpawningHandler) -> float:
+    """How long a daemon's own stages of termination may take: its cancellation backoff and timeout (if any)."""
+    timeout = getattr(handler, 'cancellation_timeout', None)
+    if timeout is None:
+        return 0.0
+    return float(getattr(handler, 'cancellation_backoff', None) or 0.0) + float(timeout)
+
+
 #: Guards the lazy creation of the stop-flags' thread events (set in the loop, waited in the threads).
 _EVENTS_LOCK = threading.Lock()
 
@@ -491,7 +499,8 @@ async def daemon_killer(
     is a toggle (or a toggle set) with ``wait_for(bool)``: while it is on, the daemons are
     stopped (``OPERATOR_PAUSING``); they are spawned again on the objects' next events.
     On cancellation (the operator's exit), all daemons are stopped (``OPERATOR_EXITING``), waiting for them
-    at most :data:`EXITING_TIMEOUT` seconds; those still running are cancelled then.
+    as long as their cancellation options allow and :data:`EXITING_TIMEOUT` seconds more; those still running
+    are cancelled then.
     """
     try:
         while operator_paused is None:
@@ -503,11 +512,16 @@ async def daemon_killer(
     except asyncio.CancelledError:
         # A daemon that ignores its stop-flag (and has no cancellation timeout) must not hold the exit forever:
         # as documented, the exit waits for the daemons a few seconds, then cancels those left ("hung" tasks).
+        # The daemons with a cancellation timeout get their own stages first (backoff, then timeout), and then
+        # the few seconds of the hung tasks.
+        known = list(memories())
+        limit = EXITING_TIMEOUT + max((_termination_time(daemon.handler) for memory in known
+                                       for daemon in memory.running.values()), default=0.0)
         try:
-            async with asyncio.timeout(EXITING_TIMEOUT):
-                await stop_all(memories(), settings=settings, reason=DaemonStoppingReason.OPERATOR_EXITING)
+            async with asyncio.timeout(limit):
+                await stop_all(known, settings=settings, reason=DaemonStoppingReason.OPERATOR_EXITING)
         except TimeoutError:
-            logger.warning(f"Some daemons have not exited in {EXITING_TIMEOUT}s after the operator's exit "
+            logger.warning(f"Some daemons have not exited in {limit}s after the operator's exit "
                            f"began; they are cancelled.")
         raise
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from ..cluster import KopfCluster
 from ..driving import crash_after, tolerate
 from ..operator import KopfOperator
-from .objects import CustomResource, from_schema, objects
+from .schemas import CustomResource, from_schema, objects
 
 __all__ = [
     "PERTURBATIONS",
@@ -435,7 +435,7 @@ def actions(
 ) -> st.SearchStrategy[Action]:
     """One action: a user's (always), or a perturbation for the checks given (see :data:`PERTURBATIONS`).
 
-    ``resource``: a CRD, a :class:`CustomResource`, several of them, or a name resolved in ``manifests``.
+    ``resource``: a CRD, a :class:`~pytest_kopf.strategies.schemas.CustomResource`, several of them, or a name resolved in ``manifests``.
     """
     resources = _resolve(resource, manifests)
     kinds = tuple(kind for check in checks for kind in PERTURBATIONS.get(check, ()))
@@ -463,7 +463,7 @@ def action_sequences(
 
 def _resolve(resource: str | CustomResource | Mapping[str, Any] | Sequence[CustomResource],
              manifests: Sequence[Mapping[str, Any]]) -> list[CustomResource]:
-    from .objects import resources_in
+    from .schemas import resources_in
 
     if isinstance(resource, CustomResource):
         return [resource]
