@@ -43,8 +43,8 @@ from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT, end_state, settle, t
 from .errors import KopfLeakError, OperatorCheckFailed
 from .operator import KopfOperator
 from .plugin import GC_YOUNG_THRESHOLD
-from .strategies.steps import PERTURBATIONS
 from .strategies.schemas import CustomResource
+from .strategies.steps import PERTURBATIONS
 
 if TYPE_CHECKING:
     import hypothesis

@@ -53,8 +53,8 @@ from .driving import DEFAULT_QUIET, DEFAULT_RESTART_DELAY, DEFAULT_SETTLE_TIMEOU
 from .errors import OperatorCheckFailed
 from .operator import KopfOperator
 from .running import TestLoop
-from .strategies.steps import PERTURBATIONS, Action, mixed, perturbations, user_actions
 from .strategies.schemas import CustomResource, resources_in
+from .strategies.steps import PERTURBATIONS, Action, mixed, perturbations, user_actions
 from .tracing import Trace
 
 if TYPE_CHECKING:

@@ -2,6 +2,8 @@
 mutations of recorded watch-event logs."""
 from __future__ import annotations
 
+from .logs import MUTATIONS, coalesce_event, delay_event, drop_event, duplicate_event, mutated_logs
+from .schemas import CustomResource, from_schema, objects, resources_in
 from .steps import (
     PERTURBATIONS,
     Action,
@@ -24,8 +26,6 @@ from .steps import (
     spec_patches,
     user_actions,
 )
-from .logs import MUTATIONS, coalesce_event, delay_event, drop_event, duplicate_event, mutated_logs
-from .schemas import CustomResource, from_schema, objects, resources_in
 
 __all__ = [
     "MUTATIONS",
