@@ -57,8 +57,10 @@ def undocumented_data(module_name: str) -> list[str]:
     result = []
     for name in names:
         value = getattr(module, name, None)
-        if name in documented or inspect.isclass(value) or inspect.isroutine(value) or inspect.ismodule(value):
+        if name in documented or inspect.isclass(value) or inspect.isroutine(value):
             continue
+        if inspect.ismodule(value) and value.__name__ == f"{module_name}.{name}":
+            continue  # a public submodule: documented by itself
         result.append(name)
     return result
 
@@ -76,6 +78,12 @@ class ApiModules(SphinxDirective):
             lines += [f"## `{name}`", "", "```{eval-rst}", f".. automodule:: {name}", ""]
             module = importlib.import_module(name)
             for data in undocumented_data(name):
+                value = getattr(module, data)
+                if inspect.ismodule(value):  # a module re-exported by name (``kopf.lifecycles``): its summary
+                    summary = (inspect.getdoc(value) or "").strip().split("\n\n")[0].replace("\n", " ")
+                    lines += [f".. py:data:: {data}", f"   :module: {name}", "",
+                              f"   The module ``{value.__name__}``. {summary}", ""]
+                    continue
                 lines += [f".. autodata:: {name}.{data}"]
                 if len(repr(getattr(module, data))) > 100:
                     lines += ["   :no-value:"]

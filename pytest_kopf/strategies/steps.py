@@ -435,7 +435,8 @@ def actions(
 ) -> st.SearchStrategy[Action]:
     """One action: a user's (always), or a perturbation for the checks given (see :data:`PERTURBATIONS`).
 
-    ``resource``: a CRD, a :class:`~pytest_kopf.strategies.schemas.CustomResource`, several of them, or a name resolved in ``manifests``.
+    ``resource``: a CRD, a :class:`~pytest_kopf.strategies.schemas.CustomResource`, several of them,
+    or a name resolved in ``manifests``.
     """
     resources = _resolve(resource, manifests)
     kinds = tuple(kind for check in checks for kind in PERTURBATIONS.get(check, ()))
