@@ -449,6 +449,7 @@ def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, m
     from hypothesis import settings as hypothesis_settings
     from hypothesis.stateful import run_state_machine_as_test
 
+    from .seeding import without_local_constants
     from .stateful import OperatorMachine, Statistics
 
     base = settings if settings is not None else hypothesis_settings()
@@ -469,7 +470,8 @@ def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, m
                                    HealthCheck.filter_too_much])
         try:
             try:
-                run_state_machine_as_test(machine, settings=run_settings)
+                with without_local_constants():
+                    run_state_machine_as_test(machine, settings=run_settings)
             except OperatorCheckFailed as failure:
                 if not shrink:
                     raise
