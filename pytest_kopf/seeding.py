@@ -28,7 +28,7 @@ def without_local_constants() -> Iterator[None]:
     try:
         from hypothesis.internal.conjecture import providers
         original = providers._get_local_constants
-        constants_type: Any = providers.Constants
+        constants_type: Any = getattr(providers, "Constants")  # noqa: B009 (not re-exported for type checkers)
         cache: Any = providers.CONSTANTS_CACHE
     except (ImportError, AttributeError):  # another hypothesis: nothing to switch off
         yield
