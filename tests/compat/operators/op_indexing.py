@@ -19,10 +19,17 @@ def filtered(name, **_):
     return {'filtered': name}
 
 
+@kopf.index('kopfexamples')
+def labels(name, **_):
+    """Named like a built-in kwarg: the index overrides it."""
+    return {'all': name}
+
+
 @kopf.on.create('kopfexamples', labels={'role': 'checker'})
 @kopf.on.update('kopfexamples', labels={'role': 'checker'})
-def check(name, by_field, names, filtered, **_):
+def check(name, by_field, names, filtered, labels, **_):
     record('check', name,
            by_field={key: sorted(values) for key, values in by_field.items()},
            names={str(key): sorted(values) for key, values in names.items()},
-           filtered={key: sorted(values) for key, values in filtered.items()})
+           filtered={key: sorted(values) for key, values in filtered.items()},
+           labels={key: sorted(values) for key, values in labels.items()})
