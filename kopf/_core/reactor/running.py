@@ -56,8 +56,8 @@ logger = logging.getLogger(__name__)
 
 Flag: TypeAlias = 'asyncio.Future[Any] | asyncio.Event | concurrent.futures.Future[Any] | threading.Event'
 
-#: How long (seconds) the tasks left after the root tasks are stopped can finish by themselves.
-HUNG_TASKS_TIMEOUT = 1.0
+#: How long (seconds) the tasks left after the root tasks are stopped can finish by themselves (as documented).
+HUNG_TASKS_TIMEOUT = 5.0
 
 #: How often (seconds) a threading event is checked (it cannot be awaited directly).
 THREADING_FLAG_POLLING = 0.1
