@@ -37,12 +37,16 @@ DEFAULT_CACHE_PERIOD = 10.0
 
 
 def parse_endpoint(endpoint: str) -> tuple[str, int, str]:
-    """The host, port, and path of the liveness URL (only ``http://`` is supported)."""
+    """The host, port, and path of the liveness URL (only ``http://`` is supported); ValueError if bad."""
     parsed = urllib.parse.urlsplit(endpoint)
     if parsed.scheme != 'http':
-        raise ValueError(f"Only http:// liveness endpoints are supported, got {endpoint!r}.")
+        raise ValueError(f"Only http:// liveness endpoints are supported (e.g. http://0.0.0.0:8080/healthz), "
+                         f"got {endpoint!r}.")
+    try:
+        port = parsed.port if parsed.port is not None else 80
+    except ValueError:
+        raise ValueError(f"The liveness endpoint has an invalid port: {endpoint!r}.") from None
     host = parsed.hostname or '0.0.0.0'
-    port = parsed.port if parsed.port is not None else 80
     path = parsed.path or '/'
     return host, port, path
 

@@ -234,6 +234,8 @@ async def spawn_tasks(
     With ``_command``, only that coroutine runs (with the authentication and the stop-flag
     checker around it) instead of the operator's activities & watchers: e.g. ``kopf freeze``.
     """
+    if liveness_endpoint:
+        probing.parse_endpoint(liveness_endpoint)  # a bad URL fails here, not after the startup
     registry = registry if registry is not None else registries.get_default_registry()
     settings = settings if settings is not None else OperatorSettings()
     memories = memories if memories is not None else memories_.ResourceMemories()
