@@ -4,8 +4,19 @@ from compat_record import record
 import kopf
 
 
+@kopf.on.startup()
+def configure(settings, **_):
+    settings.posting.loggers = True  # on in both: the indexing & watching handlers' messages are not posted
+
+
+@kopf.on.event('kopfexamples')
+def watched(logger, **_):
+    logger.info('A watch-event is seen.')
+
+
 @kopf.index('kopfexamples')
-def by_field(name, spec, **_):
+def by_field(name, spec, logger, **_):
+    logger.info('Indexing by the field.')
     return {spec.get('field', '-'): name}
 
 
