@@ -30,7 +30,7 @@ import click
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers import loggers
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
-from kopf._core.engines import peering
+from kopf._core.engines import peering, probing
 from kopf._core.intents import piggybacking, registries
 from kopf._core.reactor import running
 
@@ -112,6 +112,16 @@ def _point_client_libraries_to(kubeconfig: str) -> None:
         piggybacking.login_via_client(logger=logging.getLogger(__name__))
 
 
+def _check_liveness(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A bad ``--liveness`` URL is a usage error with a clear message, not a traceback after the startup."""
+    if value:
+        try:
+            probing.parse_endpoint(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e), ctx=ctx, param=param) from None
+    return value
+
+
 @main.command()
 @logging_options
 @_scope_options
@@ -122,7 +132,7 @@ def _point_client_libraries_to(kubeconfig: str) -> None:
               help="The priority of this operator in the peering.")
 @click.option('-P', '--peering', 'peering_name', type=str, default=None, envvar='KOPF_RUN_PEERING',
               help="The name of the peering object to use (mandatory then).")
-@click.option('-L', '--liveness', 'liveness_endpoint', type=str, default=None,
+@click.option('-L', '--liveness', 'liveness_endpoint', type=str, default=None, callback=_check_liveness,
               help="The URL of the liveness endpoint to serve, e.g. http://0.0.0.0:8080/healthz.")
 @click.option('-m', '--module', 'modules', multiple=True, help="Import this module (repeatable).")
 @click.option('--sim', 'sim_manifests', multiple=True, is_flag=False, flag_value='', metavar='[MANIFEST]',

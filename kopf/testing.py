@@ -54,6 +54,10 @@ class KopfRunner(_AbstractKopfRunner):
     All other args & kwargs go to :meth:`click.testing.CliRunner.invoke`.
     Threads, not processes: so that the exceptions (with their tracebacks) and the mocks
     work across the test and the operator.
+
+    Only ``run`` is stopped on exit: the other commands (``freeze``, ``resume``) end by
+    themselves, and exiting waits for them to finish (as in the published framework), so
+    ``with KopfRunner(['freeze', ...]): pass`` does freeze the operators.
     """
 
     def __init__(
@@ -91,7 +95,7 @@ class KopfRunner(_AbstractKopfRunner):
             exc_val: BaseException | None,
             exc_tb: types.TracebackType | None,
     ) -> None:
-        if not self._stop.done():
+        if not self._stop.done() and self._command() in ('run', None):
             self._stop.set_result(None)
         if self._thread is not None:
             self._thread.join(timeout=self.timeout)
@@ -99,8 +103,15 @@ class KopfRunner(_AbstractKopfRunner):
                 raise TimeoutError(f"The operator has not exited in {self.timeout} seconds.")
         if exc_val is None and self.reraise and self._future.done():
             exception = self.exception
-            if exception is not None and not isinstance(exception, SystemExit):
+            if exception is not None:  # incl. SystemExit of a usage error (exit code 2), as published
                 raise exception
+
+    def _command(self) -> str | None:
+        """The CLI command invoked (``run``, ``freeze``, ``resume``), if it can be seen in the args."""
+        args = self.args[0] if self.args else self.kwargs.get('args')
+        tokens = args.split() if isinstance(args, str) else list(args or [])
+        commands = [token for token in tokens if isinstance(token, str) and not token.startswith('-')]
+        return commands[0] if commands else None
 
     def _target(self) -> None:
         loop = asyncio.new_event_loop()

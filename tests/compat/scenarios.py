@@ -155,8 +155,12 @@ def _events_count(count: int) -> Wait:
     return Wait(condition, f"{count} events posted", timeout=10)
 
 
-for _suffix, _env in [('', {}), ('-loggers', {'COMPAT_POSTING_LOGGERS': '1'}),
-                      ('-warnings', {'COMPAT_POSTING_LOGGERS': '1', 'COMPAT_POSTING_LEVEL': '30'})]:
+for _suffix, _env, _count in [
+        ('', {}, 4),
+        ('-loggers', {'COMPAT_POSTING_LOGGERS': '1'}, 4),
+        ('-warnings', {'COMPAT_POSTING_LOGGERS': '1', 'COMPAT_POSTING_LEVEL': '30'}, 4),
+        ('-disabled', {'COMPAT_POSTING_LOGGERS': '1', 'COMPAT_POSTING_DISABLED': '1'}, 0),
+]:
     SCENARIOS.append(Scenario(
         name=f'events{_suffix}',
         operator='op_events.py',
@@ -165,7 +169,7 @@ for _suffix, _env in [('', {}), ('-loggers', {'COMPAT_POSTING_LOGGERS': '1'}),
             Start(),
             create(kex('e1')),
             has_status('e1', 'create_fn'),
-            _events_count(4),
+            _events_count(_count),
             Pause(1.5),
             Stop(),
         ],

@@ -92,10 +92,21 @@ async def test_body_views_are_live() -> None:
     assert kwargs['spec'] == {'a': 2}
 
 
-async def test_framework_kwargs_take_precedence_over_same_named_indices() -> None:
+async def test_indices_override_the_same_named_framework_kwargs() -> None:
+    # As documented and as the published framework does: a kwarg added later never hides an index.
     cause = changing_cause(indices={'name': 'an index', 'other': 'index'})
-    assert cause.kwargs()['name'] == 'kex'
+    assert cause.kwargs()['name'] == 'an index'
     assert cause.kwargs()['other'] == 'index'
+    assert cause.framework_kwargs()['name'] == 'kex'
+    assert 'other' not in cause.framework_kwargs()
+
+
+async def test_indices_override_the_per_handler_kwargs_too() -> None:
+    cause = changing_cause(indices={'retry': 'an index', 'diff': 'another'})
+    kwargs = build_kwargs(cause, retry=3, param=None)
+    assert kwargs['retry'] == 'an index'
+    assert kwargs['diff'] == 'another'
+    assert kwargs['param'] is None and kwargs['name'] == 'kex'
 
 
 async def test_activity_kwargs() -> None:

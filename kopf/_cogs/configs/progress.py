@@ -43,14 +43,20 @@ class ProgressRecord(TypedDict, total=False):
 
 PROGRESS_RECORD_FIELDS = frozenset(ProgressRecord.__annotations__)
 
+#: The dummy annotation of the custom storages that do not touch the objects their own way.
+DEFAULT_TOUCH_ANNOTATION = 'kopf.zalando.org/touch-dummy'
+
 
 class ProgressStorage(conventions.StorageStanzaCleaner, metaclass=abc.ABCMeta):
     """
     The interface of all progress storages.
 
-    Custom storages (e.g. in external databases) implement the abstract methods;
-    those that buffer the records can write them out in :meth:`flush`, which the
-    framework calls at the end of each handling cycle.
+    Custom storages (e.g. in external databases) implement the abstract methods
+    :meth:`fetch`, :meth:`store` and :meth:`purge`, as documented; those that buffer
+    the records can write them out in :meth:`flush`, which the framework calls at the
+    end of each handling cycle. :meth:`touch` and :meth:`clear` have defaults: a dummy
+    annotation (the same as of the default storage), which an external storage cannot
+    do better (only a change of the object itself causes a new watch-event for it).
     """
 
     @abc.abstractmethod
@@ -66,13 +72,14 @@ class ProgressStorage(conventions.StorageStanzaCleaner, metaclass=abc.ABCMeta):
     def purge(self, *, key: ids.HandlerId, body: bodies.Body, patch: patches.Patch) -> None:
         """Remove the handler's progress record via the patch."""
 
-    @abc.abstractmethod
     def touch(self, *, body: bodies.Body, patch: patches.Patch, value: str | None) -> None:
         """Change (or remove, for ``None``) a dummy field, to cause a new event for the object."""
+        if body.metadata.annotations.get(DEFAULT_TOUCH_ANNOTATION) != value:  # also covers absent-vs-None.
+            patch.metadata.annotations[DEFAULT_TOUCH_ANNOTATION] = value
 
-    @abc.abstractmethod
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
         """Remove this storage's own data from the essence, so that it is not seen as a change."""
+        return self._remove_field(essence, ('metadata', 'annotations', DEFAULT_TOUCH_ANNOTATION))
 
     def flush(self) -> None:
         pass

@@ -625,7 +625,7 @@ async def _invoke_handler(
     extra: dict[str, Any] = dict(param=handler.param, retry=state.retries, started=started, runtime=now - started)
     field = getattr(handler, 'field', None)
     if field and isinstance(cause, invocation.ChangingCause):
-        reduced = invocation.reduce_to_field(cause.kwargs(), field)
+        reduced = invocation.reduce_to_field(cause.framework_kwargs(), field)
         extra.update(old=reduced['old'], new=reduced['new'], diff=reduced['diff'])
 
     activation: contextlib.AbstractContextManager[Callable[[], Sequence[Handler]]]

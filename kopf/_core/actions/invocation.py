@@ -39,7 +39,8 @@ class BaseCause:
     The occasion of invoking a handler: everything that goes into its keyword arguments.
 
     ``indices`` are the in-memory indices by their names: every index is a kwarg of its own.
-    The framework's own kwargs take precedence over the same-named indices.
+    An index overrides the framework's kwarg of the same name, the per-handler ones too (``retry``,
+    ``param``, …): so a kwarg added by a later version never changes what an operator's handlers get.
     """
     logger: LoggerLike
     memo: ephemera.AnyMemo = None
@@ -47,7 +48,11 @@ class BaseCause:
 
     def kwargs(self) -> dict[str, Any]:
         """The keyword arguments for the handlers of this cause (without the per-handler ones)."""
-        return {**self.indices, 'logger': self.logger, 'memo': self.memo}
+        return {**self.framework_kwargs(), **self.indices}
+
+    def framework_kwargs(self) -> dict[str, Any]:
+        """The framework's own kwargs of this cause, without the indices (the subclasses add theirs)."""
+        return {'logger': self.logger, 'memo': self.memo}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -56,8 +61,8 @@ class ActivityCause(BaseCause):
     activity: str
     settings: OperatorSettings
 
-    def kwargs(self) -> dict[str, Any]:
-        return {**super().kwargs(), 'activity': self.activity, 'settings': self.settings}
+    def framework_kwargs(self) -> dict[str, Any]:
+        return {**super().framework_kwargs(), 'activity': self.activity, 'settings': self.settings}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -67,10 +72,10 @@ class ResourceCause(BaseCause):
     patch: patches.Patch
     body: bodies.Body
 
-    def kwargs(self) -> dict[str, Any]:
+    def framework_kwargs(self) -> dict[str, Any]:
         body = self.body
         return {
-            **super().kwargs(),
+            **super().framework_kwargs(),
             'resource': self.resource,
             'patch': self.patch,
             'body': body,
@@ -91,8 +96,8 @@ class WatchingCause(ResourceCause):
     type: str | None
     event: Mapping[str, Any]
 
-    def kwargs(self) -> dict[str, Any]:
-        return {**super().kwargs(), 'type': self.type, 'event': self.event}
+    def framework_kwargs(self) -> dict[str, Any]:
+        return {**super().framework_kwargs(), 'type': self.type, 'event': self.event}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -110,8 +115,8 @@ class ChangingCause(ResourceCause):
     old: Any = None
     new: Any = None
 
-    def kwargs(self) -> dict[str, Any]:
-        return {**super().kwargs(), 'reason': self.reason, 'diff': self.diff, 'old': self.old, 'new': self.new}
+    def framework_kwargs(self) -> dict[str, Any]:
+        return {**super().framework_kwargs(), 'reason': self.reason, 'diff': self.diff, 'old': self.old, 'new': self.new}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -134,9 +139,9 @@ class WebhookCause(ResourceCause):
     new: Any = None
     diff: diffs.Diff | None = None
 
-    def kwargs(self) -> dict[str, Any]:
+    def framework_kwargs(self) -> dict[str, Any]:
         return {
-            **super().kwargs(),
+            **super().framework_kwargs(),
             'dryrun': self.dryrun,
             'warnings': self.warnings,
             'subresource': self.subresource,
@@ -171,10 +176,10 @@ def reduce_to_field(kwargs: Mapping[str, Any], field: dicts.FieldSpec) -> dict[s
 
 
 def build_kwargs(cause: BaseCause | None = None, **extra: Any) -> dict[str, Any]:
-    """All kwargs for a callable: the cause's ones plus the extra ones (e.g. ``param``, ``retry``)."""
-    kwargs = cause.kwargs() if cause is not None else {}
-    kwargs.update(extra)
-    return kwargs
+    """All kwargs for a callable: the cause's ones plus the extra ones (e.g. ``param``, ``retry``), then the indices."""
+    if cause is None:
+        return dict(extra)
+    return {**cause.framework_kwargs(), **extra, **cause.indices}
 
 
 def is_async_fn(fn: Callable[..., Any] | None) -> bool:

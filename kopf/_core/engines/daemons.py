@@ -266,10 +266,8 @@ class DaemonCause(invocation.SpawningCause):
     """The kwargs of a daemon: as of all resource handlers, plus the ``stopped`` flag."""
     stopped: DaemonStopped
 
-    def kwargs(self) -> dict[str, Any]:
-        kwargs = super().kwargs()
-        kwargs['stopped'] = self.stopped
-        return kwargs
+    def framework_kwargs(self) -> dict[str, Any]:
+        return {**super().framework_kwargs(), 'stopped': self.stopped}
 
 
 @dataclasses.dataclass(slots=True, eq=False)

@@ -39,6 +39,7 @@ class K8sEvent:
     message: str
     backoffs: tuple[float, ...] | None = None  # None: the settings' ones for the explicit/logged events
     logged: bool = False
+    level: int | None = None  # of kopf.info/warn/exception, for settings.posting.level; None: always posted
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +94,7 @@ def _iter_objs(objs: Any) -> Iterator[Mapping[str, Any]]:
 
 
 def enqueue(*, ref: ObjectReference, type: str, reason: str, message: str = '',
-            backoffs: float | Iterable[float] | None = None) -> None:
+            backoffs: float | Iterable[float] | None = None, level: int | None = None) -> None:
     """Queue an event for posting by the current operator (or warn that there is no operator)."""
     try:
         queue = event_queue_var.get()
@@ -102,24 +103,35 @@ def enqueue(*, ref: ObjectReference, type: str, reason: str, message: str = '',
                        f"type={type!r}, reason={reason!r}, message={message!r}")
         return
     delays = (backoffs,) if isinstance(backoffs, (int, float)) else tuple(backoffs) if backoffs is not None else None
-    queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message, backoffs=delays))
+    queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message, backoffs=delays, level=level))
 
 
 def event(objs: Any, *, type: str, reason: str, message: str = '',
           backoffs: float | Iterable[float] | None = None) -> None:
-    """Post a k8s-event about the object(s), in the background (retried with ``backoffs`` on failures)."""
+    """
+    Post a k8s-event about the object(s), in the background (retried with ``backoffs`` on failures).
+
+    Of any type, it has no logging level: ``settings.posting.level`` does not filter it (as in the
+    published framework); the shortcuts below have their levels and are filtered.
+    """
+    _post(objs, type=type, reason=reason, message=message, backoffs=backoffs, level=None)
+
+
+def _post(objs: Any, *, type: str, reason: str, message: str,
+          backoffs: float | Iterable[float] | None, level: int | None) -> None:
     for obj in _iter_objs(objs):
-        enqueue(ref=build_object_reference(obj), type=type, reason=reason, message=message, backoffs=backoffs)
+        enqueue(ref=build_object_reference(obj), type=type, reason=reason, message=message, backoffs=backoffs,
+                level=level)
 
 
 def info(objs: Any, *, reason: str, message: str = '', backoffs: float | Iterable[float] | None = None) -> None:
-    """Post a ``Normal`` k8s-event about the object(s)."""
-    event(objs, type='Normal', reason=reason, message=message, backoffs=backoffs)
+    """Post a ``Normal`` k8s-event about the object(s), unless ``settings.posting.level`` is above INFO."""
+    _post(objs, type='Normal', reason=reason, message=message, backoffs=backoffs, level=logging.INFO)
 
 
 def warn(objs: Any, *, reason: str, message: str = '', backoffs: float | Iterable[float] | None = None) -> None:
-    """Post a ``Warning`` k8s-event about the object(s)."""
-    event(objs, type='Warning', reason=reason, message=message, backoffs=backoffs)
+    """Post a ``Warning`` k8s-event about the object(s), unless ``settings.posting.level`` is above WARNING."""
+    _post(objs, type='Warning', reason=reason, message=message, backoffs=backoffs, level=logging.WARNING)
 
 
 def exception(objs: Any, *, reason: str = '', message: str = '', exc: BaseException | None = None,
@@ -129,7 +141,7 @@ def exception(objs: Any, *, reason: str = '', message: str = '', exc: BaseExcept
         exc = sys.exc_info()[1]
     exc_text = f"{exc}" if exc is not None else ''
     full_message = f"{message} {exc_text}".strip() if message else exc_text
-    event(objs, type='Error', reason=reason, message=full_message, backoffs=backoffs)
+    _post(objs, type='Error', reason=reason, message=full_message, backoffs=backoffs, level=logging.ERROR)
 
 
 def queue_logged_event(ref: ObjectReference, type: str, reason: str, message: str) -> None:
@@ -139,10 +151,6 @@ def queue_logged_event(ref: ObjectReference, type: str, reason: str, message: st
     except LookupError:
         return  # not in an operator: nowhere to post to.
     queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message, logged=True))
-
-
-#: The logging levels of the standard event types, for ``settings.posting.level`` (custom types are always posted).
-_TYPE_LEVELS = {'Normal': logging.INFO, 'Warning': logging.WARNING, 'Error': logging.ERROR}
 
 
 async def poster(
@@ -159,8 +167,7 @@ async def poster(
     """
     while True:
         posted = await event_queue.queue.get()
-        level = _TYPE_LEVELS.get(posted.type)
-        if level is not None and level < settings.posting.level:
+        if posted.level is not None and posted.level < settings.posting.level:
             continue  # e.g. kopf.info() with posting.level=WARNING: filtered as the logged messages are
         backoffs = posted.backoffs
         if backoffs is None:

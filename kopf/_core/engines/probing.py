@@ -6,11 +6,14 @@ only ``http://`` is supported. A GET request to its path runs the probe handlers
 responds with their results as a JSON object (by the handlers' ids); an empty object if
 there are no probe handlers. The results are cached for a short time, so that frequent
 requests do not overload the operator (or whatever the probes check). Failed probes make
-the response an HTTP 500 with the errors.
+the response an HTTP 500 with the errors, at once: each request makes one attempt of each probe
+handler (the next request is the retry), since a liveness probe times out within seconds while
+a retried handler would wait out its back-off (60 seconds by default). Failures are not cached.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import urllib.parse
@@ -21,9 +24,11 @@ from aiohttp import web
 
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.ephemera import AnyMemo
+from kopf._core.actions.errors import HandlerRetriesError
 from kopf._core.engines import activities
 from kopf._core.intents import registries
 from kopf._core.intents.causes import Activity
+from kopf._core.intents.handlers import ActivityHandler
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +37,16 @@ DEFAULT_CACHE_PERIOD = 10.0
 
 
 def parse_endpoint(endpoint: str) -> tuple[str, int, str]:
-    """The host, port, and path of the liveness URL (only ``http://`` is supported)."""
+    """The host, port, and path of the liveness URL (only ``http://`` is supported); ValueError if bad."""
     parsed = urllib.parse.urlsplit(endpoint)
     if parsed.scheme != 'http':
-        raise ValueError(f"Only http:// liveness endpoints are supported, got {endpoint!r}.")
+        raise ValueError(f"Only http:// liveness endpoints are supported (e.g. http://0.0.0.0:8080/healthz), "
+                         f"got {endpoint!r}.")
+    try:
+        port = parsed.port if parsed.port is not None else 80
+    except ValueError:
+        raise ValueError(f"The liveness endpoint has an invalid port: {endpoint!r}.") from None
     host = parsed.hostname or '0.0.0.0'
-    port = parsed.port if parsed.port is not None else 80
     path = parsed.path or '/'
     return host, port, path
 
@@ -65,11 +74,12 @@ async def health_reporter(
             now = loop.time()
             if cached is None or now - cached[0] >= cache_period:
                 try:
+                    handlers = [_one_attempt(handler) for handler in registry.activities.get_handlers(Activity.PROBE)]
                     results = await activities.run_activity(
-                        registry=registry, settings=settings, activity=Activity.PROBE,
+                        registry=registry, settings=settings, activity=Activity.PROBE, handlers=handlers,
                         indices=indices, memo=memo)
                 except activities.ActivityError as e:
-                    errors = {handler_id: str(outcome.exception) for handler_id, outcome in e.outcomes.items()
+                    errors = {handler_id: _describe(outcome.exception) for handler_id, outcome in e.outcomes.items()
                               if outcome.exception is not None}
                     return web.json_response({'errors': errors}, status=500, dumps=_dumps)
                 cached = (now, results)
@@ -92,6 +102,19 @@ async def health_reporter(
         await asyncio.Event().wait()
     finally:
         await runner.cleanup()
+
+
+def _one_attempt(handler: ActivityHandler) -> ActivityHandler:
+    """The probe handler as it runs in a request: no retries (a failure fails the request)."""
+    retries = 1 if handler.retries is None else min(handler.retries, 1)
+    return dataclasses.replace(handler, retries=retries)
+
+
+def _describe(exception: BaseException) -> str:
+    """The probe's own error, not the wrapping "has exceeded 1 retries" of its single attempt."""
+    if isinstance(exception, HandlerRetriesError) and exception.__cause__ is not None:
+        return str(exception.__cause__)
+    return str(exception)
 
 
 def _dumps(data: Any) -> str:

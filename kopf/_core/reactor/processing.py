@@ -153,7 +153,8 @@ async def index_resource_event(
         return
     memory = memories.recall(raw_body, memo=memo, noticed_by_listing=raw_event['type'] is None)
     body = bodies.Body(raw_body)
-    logger = loggers.ObjectLogger(body=body, settings=settings)
+    # Not posted as k8s-events (as in the published framework): an index of many objects would flood the cluster.
+    logger = loggers.LocalObjectLogger(body=body, settings=settings)
     cause = invocation.ResourceCause(logger=logger, memo=memory.memo, indices=indexers.indices,
                                      resource=resource, patch=patches.Patch(body=body), body=body)
     handlers = registry.indexing.get_handlers(resource, body=body, kwargs=cause.kwargs())
@@ -202,8 +203,8 @@ class _Context:
 
 async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) -> None:
     """Call the event-watching handlers: fire-and-forget, no retries, no progress; errors are ignored."""
-    cause = invocation.WatchingCause(
-        logger=context.logger, memo=context.memory.memo, indices=context.indices,
+    cause = invocation.WatchingCause(  # their logger posts no k8s-events (as in the published framework)
+        logger=context.local_logger, memo=context.memory.memo, indices=context.indices,
         resource=context.resource, patch=context.patch, body=context.body,
         type=raw_event['type'], event=raw_event,
     )

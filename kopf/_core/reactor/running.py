@@ -56,8 +56,8 @@ logger = logging.getLogger(__name__)
 
 Flag: TypeAlias = 'asyncio.Future[Any] | asyncio.Event | concurrent.futures.Future[Any] | threading.Event'
 
-#: How long (seconds) the tasks left after the root tasks are stopped can finish by themselves.
-HUNG_TASKS_TIMEOUT = 1.0
+#: How long (seconds) the tasks left after the root tasks are stopped can finish by themselves (as documented).
+HUNG_TASKS_TIMEOUT = 5.0
 
 #: How often (seconds) a threading event is checked (it cannot be awaited directly).
 THREADING_FLAG_POLLING = 0.1
@@ -234,6 +234,8 @@ async def spawn_tasks(
     With ``_command``, only that coroutine runs (with the authentication and the stop-flag
     checker around it) instead of the operator's activities & watchers: e.g. ``kopf freeze``.
     """
+    if liveness_endpoint:
+        probing.parse_endpoint(liveness_endpoint)  # a bad URL fails here, not after the startup
     registry = registry if registry is not None else registries.get_default_registry()
     settings = settings if settings is not None else OperatorSettings()
     memories = memories if memories is not None else memories_.ResourceMemories()

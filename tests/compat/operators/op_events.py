@@ -11,12 +11,15 @@ def configure(settings, **_):
     settings.posting.level = int(os.environ.get('COMPAT_POSTING_LEVEL', '20'))
     if os.environ.get('COMPAT_POSTING_LOGGERS'):
         settings.posting.loggers = True
+    if os.environ.get('COMPAT_POSTING_DISABLED'):
+        settings.posting.enabled = False
 
 
 @kopf.on.create('kopfexamples')
 def create_fn(name, body, logger, **_):
     record('create_fn', name)
     kopf.event(body, type='Custom', reason='Explicit', message='An explicit event.')
+    kopf.event(body, type='Normal', reason='ExplicitNormal', message='An explicit normal event.')
     kopf.info(body, reason='Informed', message='An info event.')
     kopf.warn(body, reason='Warned', message='A warning event.')
     try:

@@ -221,6 +221,46 @@ async def test_posting_of_handler_logs_as_k8s_events(
     ]  # the framework's own debug messages ("in progress", "Patching") are not posted.
 
 
+async def test_posting_level_filters_the_shortcuts_but_not_kopf_event(
+        operator: Operator, registry: OperatorRegistry, objects: Objects, cluster: Cluster,
+) -> None:
+    # As documented and as the published framework does: kopf.info/warn/exception have their logging levels;
+    # kopf.event() of any type (even 'Normal') has none and is always posted (while the posting is enabled).
+    operator.settings.posting.level = logging.WARNING
+
+    @kopf.on.create('kopfexamples', registry=registry)
+    def create_fn(body: kopf.Body, **_: Any) -> None:
+        kopf.info(body, reason='Info', message='filtered')
+        kopf.warn(body, reason='Warn', message='posted')
+        kopf.event(body, type='Normal', reason='Event', message='posted')
+        kopf.event(body, type='Custom', reason='Event', message='posted')
+        kopf.exception(body, reason='Exception', message='posted:', exc=ValueError('boom'))
+
+    event_queue = posting.make_event_queue()
+    token = posting.event_queue_var.set(event_queue)
+    poster = asyncio.create_task(posting.poster(event_queue=event_queue, settings=operator.settings,
+                                                vault=operator.vault))
+    events_rtype = cluster.resource('', 'v1', 'events')
+    try:
+        objects.create('kex1')
+        operator.start()
+        await wait_for(lambda: DIFFBASE in objects.annotations('kex1'))
+        await wait_for(lambda: len(list(cluster.objects(events_rtype.storage_key, 'default'))) >= 4)
+        await asyncio.sleep(5)  # the filtered one does not come later either
+    finally:
+        poster.cancel()
+        await asyncio.gather(poster, return_exceptions=True)
+        posting.event_queue_var.reset(token)
+
+    events = cluster.objects(events_rtype.storage_key, 'default')
+    assert sorted((e['type'], e['reason'], e['message']) for e in events) == [
+        ('Custom', 'Event', 'posted'),
+        ('Error', 'Exception', 'posted: boom'),
+        ('Normal', 'Event', 'posted'),
+        ('Warning', 'Warn', 'posted'),
+    ]
+
+
 async def test_deletion_interrupts_an_unfinished_creation(
         operator: Operator, registry: OperatorRegistry, objects: Objects,
 ) -> None:

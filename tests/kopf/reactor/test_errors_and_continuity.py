@@ -259,3 +259,40 @@ async def test_unexpected_errors_are_throttled_and_do_not_stop_the_watcher(
     assert [round(b - a) for a, b in itertools.pairwise(times)] == [10, 20]
     assert "Throttling for 10 seconds" in caplog.text
     assert operator.task is not None and not operator.task.done()
+
+
+async def test_custom_progress_storage_with_only_the_documented_methods(
+        operator: Operator, registry: OperatorRegistry, objects: Objects, settings: kopf.OperatorSettings,
+) -> None:
+    """A storage written as documented (fetch, store, purge: e.g. an external database) retries and finishes."""
+    records: dict[tuple[str, str], kopf.ProgressRecord] = {}
+
+    class ExternalStorage(kopf.ProgressStorage):
+        def fetch(self, *, key: kopf.HandlerId, body: kopf.Body) -> kopf.ProgressRecord | None:
+            return records.get((str(body.metadata.uid), key))
+
+        def store(self, *, key: kopf.HandlerId, record: kopf.ProgressRecord, body: kopf.Body,
+                  patch: kopf.Patch) -> None:
+            records[(str(body.metadata.uid), key)] = record
+
+        def purge(self, *, key: kopf.HandlerId, body: kopf.Body, patch: kopf.Patch) -> None:
+            records.pop((str(body.metadata.uid), key), None)
+
+    settings.persistence.progress_storage = ExternalStorage()
+    retries: list[int] = []
+
+    @kopf.on.create('kopfexamples', registry=registry)
+    def create_fn(retry: int, **_: Any) -> str:
+        retries.append(retry)
+        if retry < 2:
+            raise kopf.TemporaryError("Not yet.", delay=30)
+        return 'done'
+
+    objects.create('kex1')
+    operator.start()
+    await wait_for(lambda: DIFFBASE in objects.annotations('kex1'), timeout=300, step=1)
+    assert retries == [0, 1, 2]
+    assert objects.status('kex1')['create_fn'] == 'done'
+    assert not records  # purged when finished
+    assert not any(key.startswith('kopf.zalando.org/create_fn') for key in objects.annotations('kex1'))
+    assert 'kopf.zalando.org/touch-dummy' not in objects.annotations('kex1')

@@ -217,3 +217,36 @@ async def test_operator_stop_stops_the_running_daemons(
     assert reasons == [DaemonStoppingReason.OPERATOR_EXITING]
     assert loop.time() - stopping <= 10
     assert {t for t in asyncio.all_tasks() if not t.done()} <= before  # no leaked tasks (incl. the daemons).
+
+
+async def test_indexing_and_watching_handlers_post_no_k8s_events(
+        registry: OperatorRegistry, settings: OperatorSettings, vault: Vault, objects: Objects, cluster: Cluster,
+) -> None:
+    # As in the published framework: these run on every watch-event of every object; posting their messages
+    # (the framework's "succeeded" and the handlers' own) would flood the cluster with events.
+    settings.posting.enabled = True
+    settings.posting.loggers = True
+
+    @kopf.index('kopfexamples', registry=registry)
+    def names(name: str, logger: kopf.Logger, **_: Any) -> str:
+        logger.info("Indexed.")
+        return name
+
+    @kopf.on.event('kopfexamples', registry=registry)
+    def watch_fn(logger: kopf.Logger, **_: Any) -> None:
+        logger.warning("Watched.")
+
+    @kopf.on.create('kopfexamples', registry=registry)
+    def create_fn(logger: kopf.Logger, **_: Any) -> None:
+        logger.info("Created.")
+
+    objects.create('kex1')
+    task, stop_flag = start(registry, settings, vault)
+    events_rtype = cluster.resource('', 'v1', 'events')
+    await wait_for(lambda: any(event['message'] == 'Creation is processed: 1 succeeded; 0 failed.'
+                               for event in cluster.objects(events_rtype.storage_key, 'default')))
+    objects.patch('kex1', {'spec': {'field': 'changed'}})
+    await asyncio.sleep(5)
+    await stop(task, stop_flag)
+    messages = sorted(event['message'] for event in cluster.objects(events_rtype.storage_key, 'default'))
+    assert messages == ["Created.", "Creation is processed: 1 succeeded; 0 failed.", "Handler 'create_fn' succeeded."]

@@ -122,6 +122,24 @@ def test_unknown_log_format_is_a_usage_error(calls: list[dict[str, Any]]) -> Non
     assert calls == []
 
 
+@pytest.mark.parametrize(('url', 'message'), [
+    ('ftp://x', "Only http:// liveness endpoints are supported"),
+    ('https://0.0.0.0:8080/healthz', "Only http:// liveness endpoints are supported"),
+    ('http://0.0.0.0:port/healthz', "invalid port"),
+])
+def test_bad_liveness_url_is_a_usage_error(calls: list[dict[str, Any]], url: str, message: str) -> None:
+    result = CliRunner().invoke(cli.main, ['run', '--standalone', '-A', f'--liveness={url}'])
+    assert result.exit_code == 2
+    assert "Invalid value for '-L' / '--liveness'" in result.output and message in result.output
+    assert 'Traceback' not in result.output
+    assert not calls  # the operator is not started
+
+
+async def test_bad_liveness_url_fails_the_embedded_operator_before_it_starts() -> None:
+    with pytest.raises(ValueError, match="Only http:// liveness endpoints"):
+        await kopf.spawn_tasks(liveness_endpoint='ftp://x', clusterwide=True, registry=kopf.OperatorRegistry())
+
+
 def test_log_format_param_type_accepts_the_enum() -> None:
     assert cli.LogFormatParamType().convert(loggers.LogFormat.JSON, None, None) is loggers.LogFormat.JSON
     assert cli.LogFormatParamType().convert('plain', None, None) is loggers.LogFormat.PLAIN

@@ -91,6 +91,27 @@ async def test_failed_probes_make_an_error(registry: kopf.OperatorRegistry, serv
     assert status == 500 and data == {'errors': {'broken': 'the database is down'}}
 
 
+@pytest.mark.parametrize('error', [ValueError("the database is down"),
+                                   kopf.TemporaryError("the database is down", delay=60)])
+async def test_failing_probes_answer_at_once_and_are_retried_by_the_next_request(
+        registry: kopf.OperatorRegistry, serve: Any, error: Exception) -> None:
+    # Not retried within the request after the back-off (60 s by default): the probe's timeout is ~1 s.
+    calls: list[int] = []
+
+    @kopf.on.probe(id='flaky')
+    def flaky_fn(retry: int, **_: Any) -> str:
+        calls.append(retry)
+        if len(calls) == 1:
+            raise error
+        return 'fine'
+
+    url = await serve(cache_period=3600)
+    status, data = await asyncio.wait_for(get(url), timeout=10)
+    assert status == 500 and data == {'errors': {'flaky': 'the database is down'}}
+    assert await asyncio.wait_for(get(url), timeout=10) == (200, {'flaky': 'fine'})  # failures are not cached
+    assert calls == [0, 0]
+
+
 async def test_the_operator_serves_the_liveness_endpoint(
         registry: kopf.OperatorRegistry, settings: kopf.OperatorSettings, vault: Vault) -> None:
 

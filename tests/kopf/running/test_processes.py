@@ -190,6 +190,35 @@ def test_kopf_runner_against_a_served_sim(served: str, monkeypatch: pytest.Monke
     assert "Hung tasks stopping is skipped: no tasks given." in runner.output
 
 
+def test_kopf_runner_lets_freeze_and_resume_finish(served: str, monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: pathlib.Path) -> None:
+    # As in the published framework: exiting the block waits for the command, it does not stop it.
+    monkeypatch.setenv('KUBECONFIG', served)
+    kubectl(served, 'apply', '-f', str(ROOT / 'peering.yaml'))
+    (tmp_path / 'peering.yaml').write_text("apiVersion: kopf.dev/v1\nkind: ClusterKopfPeering\n"
+                                           "metadata: {name: default}\n")
+    kubectl(served, 'apply', '-f', str(tmp_path / 'peering.yaml'))
+
+    def peers() -> dict[str, Any]:
+        return json.loads(kubectl(served, 'get', 'clusterkopfpeering', 'default', '-o', 'json')).get('status') or {}
+
+    with KopfRunner(['freeze', '-A', '-t', '600', '-P', 'default', '-p', '100', '-i', 'maintenance'],
+                    timeout=30) as runner:
+        pass
+    assert runner.exit_code == 0
+    assert peers()['maintenance']['priority'] == 100
+    with KopfRunner(['resume', '-A', '-P', 'default', '-i', 'maintenance'], timeout=30) as runner:
+        pass
+    assert runner.exit_code == 0
+    assert 'maintenance' not in peers()
+
+
+def test_kopf_runner_reraises_a_usage_error_as_the_exit() -> None:
+    with pytest.raises(SystemExit) as e, KopfRunner(['run', '--no-such-option'], timeout=30):
+        pass
+    assert e.value.code == 2
+
+
 def test_kopf_runner_reraises_the_operator_errors(tmp_path: pathlib.Path) -> None:
     path = tmp_path / 'failing.py'
     path.write_text("import kopf\n\n@kopf.on.startup(errors=kopf.ErrorsMode.PERMANENT)\n"
