@@ -13,6 +13,7 @@ is retried with the next credentials (or after a re-login). Nothing here logs th
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import importlib.metadata
@@ -34,6 +35,14 @@ _T = TypeVar('_T')
 vault_var: contextvars.ContextVar[Vault] = contextvars.ContextVar('vault_var')
 
 SESSION_KEY = 'aiohttp-session'
+SLOTS_KEY = 'request-slots'
+
+#: How many regular (not streaming) requests go to the API at once with one set of credentials.
+#: The others wait for a free slot: unlimited, every request in flight would open a TCP (and TLS)
+#: connection of its own, thousands of them at the start with thousands of objects, where a few
+#: dozen kept-alive connections serve the same requests faster for both the operator and the API.
+#: The watch-streams are not limited: they hold their connections for as long as they watch.
+MAX_CONCURRENT_REQUESTS = 32
 
 
 def _user_agent() -> str:
@@ -95,6 +104,15 @@ def get_session(info: ConnectionInfo, context: VaultContext, *, trust_env: bool 
     return session
 
 
+def get_slots(context: VaultContext) -> asyncio.Semaphore:
+    """The slots of the regular requests with these credentials (see :data:`MAX_CONCURRENT_REQUESTS`)."""
+    slots: asyncio.Semaphore | None = context.get(SLOTS_KEY)
+    if slots is None:
+        slots = asyncio.Semaphore(MAX_CONCURRENT_REQUESTS)
+        context.put(SLOTS_KEY, slots)
+    return slots
+
+
 def make_url(info: ConnectionInfo, url: str) -> str:
     """Absolute URLs stay as they are; paths (``/api/v1/...``) go to the credentials' server."""
     if '://' in url:
@@ -120,7 +138,8 @@ async def authenticated(
             session = get_session(info, context, trust_env=trust_env)
             context.acquire()
             try:
-                return await fn(info, session)
+                async with get_slots(context):
+                    return await fn(info, session)
             except errors.APIUnauthorizedError as e:
                 logger.debug(f"The credentials {key!r} are rejected with HTTP 401; invalidating them.")
                 await the_vault.invalidate(key, info, exc=e)

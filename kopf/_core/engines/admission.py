@@ -141,37 +141,69 @@ async def serve_admission_request(
     review = reviews.check_request(request)
     payload = review['request']
     known = resources if resources is not None else (insights.resources if insights is not None else None)
-
     resource = _find_resource(payload, registry=registry, resources=known)
+    refusal = _refuse_unserved(review, resource=resource, webhook=webhook, registry=registry)
+    if refusal is not None or resource is None:
+        return refusal if refusal is not None else _respond(review, allowed=False, code=404)
+
+    cause = _build_cause(payload, resource=resource, settings=settings, headers=headers, sslpeer=sslpeer,
+                         memories=memories, memobase=memobase, indices=indices)
+    candidates = registry.webhooks.get_handlers(
+        resource, body=cause.body, old=cause.old, new=cause.new, kwargs=cause.kwargs(),
+        id=webhook, operation=cause.operation, subresource=cause.subresource,
+    )
+    failures = await _invoke_handlers(candidates, cause=cause, settings=settings)
+    if failures:
+        return _deny(review, errors=[error for _, error in failures], warnings=cause.warnings)
+    json_patch = cause.patch.as_json_patch() if cause.patch else []
+    return _respond(review, allowed=True, warnings=cause.warnings, json_patch=json_patch)
+
+
+def _refuse_unserved(
+        review: reviews.Request,
+        *,
+        resource: Resource | None,
+        webhook: str | None,
+        registry: registries.OperatorRegistry,
+) -> reviews.Response | None:
+    """The denial (404) of a review of a resource or a webhook id that no admission handler serves, if so."""
     if resource is None:
-        gvr = payload.get('resource') or {}
+        gvr = review['request'].get('resource') or {}
         text = '.'.join(str(part) for part in (gvr.get('resource'), gvr.get('version'), gvr.get('group')) if part)
         return _respond(review, allowed=False, code=404, reason='NotFound',
                         message=f"No admission handlers serve the resource {text or '(unspecified)'!r}.")
     if webhook is not None and not any(h.id == webhook for h in registry.webhooks.get_resource_handlers(resource)):
         return _respond(review, allowed=False, code=404, reason='NotFound',
                         message=f"No admission handler {webhook!r} serves the resource {resource.name!r}.")
+    return None
 
+
+def _build_cause(
+        payload: reviews.RequestPayload,
+        *,
+        resource: Resource,
+        settings: OperatorSettings,
+        headers: reviews.Headers | None,
+        sslpeer: reviews.SSLPeer | None,
+        memories: MemoriesLike | None,
+        memobase: ephemera.AnyMemo,
+        indices: Mapping[str, Any] | None,
+) -> invocation.WebhookCause:
+    """The handlers' kwargs for the review: the object (new, else old), the patch to fill, the request's details."""
     operation = payload.get('operation')
-    subresource = payload.get('subResource') or None
     new: Mapping[str, Any] | None = _as_mapping(payload.get('object'))
     old: Mapping[str, Any] | None = _as_mapping(payload.get('oldObject'))
     raw_body: Mapping[str, Any] = new if new is not None else (old if old is not None else {})
-
-    memo = _get_memo(operation, raw_body, memories=memories, memobase=memobase)
-    body = bodies.Body(raw_body)
-    patch = patches.Patch(body=raw_body)
-    warnings: list[str] = []
-    cause = invocation.WebhookCause(
+    return invocation.WebhookCause(
         logger=loggers.LocalObjectLogger(body=raw_body, settings=settings),
-        memo=memo,
+        memo=_get_memo(operation, raw_body, memories=memories, memobase=memobase),
         indices=indices if indices is not None else {},
         resource=resource,
-        patch=patch,
-        body=body,
+        patch=patches.Patch(body=raw_body),
+        body=bodies.Body(raw_body),
         dryrun=bool(payload.get('dryRun', False)),
-        warnings=warnings,
-        subresource=subresource,
+        warnings=[],
+        subresource=payload.get('subResource') or None,
         userinfo=payload.get('userInfo') or {},
         headers=headers if headers is not None else {},
         sslpeer=sslpeer if sslpeer is not None else {},  # an empty mapping when unverified, as published
@@ -181,12 +213,16 @@ async def serve_admission_request(
         diff=diffs.diff(old, new) if operation == 'UPDATE' else None,
     )
 
-    candidates = registry.webhooks.get_handlers(
-        resource, body=raw_body, old=old, new=new, kwargs=cause.kwargs(),
-        id=webhook, operation=operation, subresource=subresource,
-    )
+
+async def _invoke_handlers(
+        handlers: Iterable[handlers_.WebhookHandler],
+        *,
+        cause: invocation.WebhookCause,
+        settings: OperatorSettings,
+) -> list[tuple[handlers_.WebhookHandler, Exception]]:
+    """Invoke every handler once; the failures that deny the admission (not of ``ignore_failures``) are returned."""
     failures: list[tuple[handlers_.WebhookHandler, Exception]] = []
-    for handler in candidates:
+    for handler in handlers:
         kwargs: dict[str, Any] = {'param': handler.param}
         if handler.field:
             kwargs.update(invocation.reduce_to_field(cause.framework_kwargs(), handler.field))
@@ -205,18 +241,18 @@ async def serve_admission_request(
                 failures.append((handler, e))
         else:
             cause.logger.info(f"Webhook {handler.id!r} succeeded.")
+    return failures
 
-    if failures:
-        _, error = min(failures, key=lambda failure: _error_priority(failure[1]))
-        if isinstance(error, AdmissionError):
-            code = error.code if error.code is not None else 500
-            message = error.message if error.message is not None else ''
-        else:
-            code, message = 500, str(error) or type(error).__name__
-        return _respond(review, allowed=False, code=code, message=message, warnings=warnings)
 
-    json_patch = patch.as_json_patch() if patch else []
-    return _respond(review, allowed=True, warnings=warnings, json_patch=json_patch)
+def _deny(review: reviews.Request, *, errors: Collection[Exception], warnings: Iterable[str]) -> reviews.Response:
+    """The denial by the handlers' errors: the most preferred one is reported (see :func:`_error_priority`)."""
+    error = min(errors, key=_error_priority)
+    if isinstance(error, AdmissionError):
+        code = error.code if error.code is not None else 500
+        message = error.message if error.message is not None else ''
+    else:
+        code, message = 500, str(error) or type(error).__name__
+    return _respond(review, allowed=False, code=code, message=message, warnings=warnings)
 
 
 def _error_priority(error: Exception) -> int:

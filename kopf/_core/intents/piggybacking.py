@@ -374,18 +374,28 @@ def _run_exec_plugin(spec: Mapping[str, Any], *, cluster: _Entry, base_dir: str)
     api_version = spec.get('apiVersion')
     if api_version not in EXEC_API_VERSIONS:
         raise LoginError(f"The exec plugin's apiVersion is not supported: {api_version!r}")
+    command = _exec_command(spec, base_dir=base_dir)
+    args = [str(arg) for arg in spec.get('args') or []]
+    env = _exec_env(spec, api_version=api_version, cluster=cluster)
+    stdout = _exec_stdout(spec, command=command, args=args, env=env)
+    return _parse_exec_credential(stdout, command=command, api_version=api_version)
+
+
+def _exec_command(spec: Mapping[str, Any], *, base_dir: str) -> str:
+    """The plugin's executable: a path with separators is relative to the kubeconfig; a bare name is in $PATH."""
     command = spec.get('command')
     if not command:
         raise LoginError("The exec plugin has no command.")
     if spec.get('interactiveMode') == 'Always':
         raise LoginError("The exec plugin requires an interactive terminal, which operators do not have.")
-
-    # A path with separators is relative to the kubeconfig; a bare name is looked up in $PATH.
     command = os.path.expanduser(str(command))
     if os.sep in command or (os.altsep and os.altsep in command):
         command = command if os.path.isabs(command) else os.path.join(base_dir, command)
-    args = [str(arg) for arg in spec.get('args') or []]
+    return command
 
+
+def _exec_env(spec: Mapping[str, Any], *, api_version: str, cluster: _Entry) -> dict[str, str]:
+    """The plugin's environment: ours, the spec's variables, and the request as ``KUBERNETES_EXEC_INFO``."""
     env = dict(os.environ)
     for item in spec.get('env') or []:
         if isinstance(item, Mapping) and item.get('name'):
@@ -398,7 +408,11 @@ def _run_exec_plugin(spec: Mapping[str, Any], *, cluster: _Entry, base_dir: str)
     if spec.get('provideClusterInfo'):
         exec_info['spec']['cluster'] = _exec_cluster_info(cluster)
     env['KUBERNETES_EXEC_INFO'] = json.dumps(exec_info)
+    return env
 
+
+def _exec_stdout(spec: Mapping[str, Any], *, command: str, args: Sequence[str], env: Mapping[str, str]) -> bytes:
+    """Run the plugin with no terminal and a time limit; its stdout, or a login error worded for the user."""
     try:
         completed = subprocess.run(
             [command, *args],
@@ -419,9 +433,14 @@ def _run_exec_plugin(spec: Mapping[str, Any], *, cluster: _Entry, base_dir: str)
     if completed.returncode != 0:
         stderr = loggers.redact(completed.stderr.decode('utf-8', errors='replace').strip())[-1000:]
         raise LoginError(f"The exec plugin {command!r} failed with exit code {completed.returncode}: {stderr}")
+    stdout: bytes = completed.stdout
+    return stdout
 
+
+def _parse_exec_credential(stdout: bytes, *, command: str, api_version: str) -> _ExecResult:
+    """The token or the client certificate (and the expiration) from the plugin's ``ExecCredential``."""
     try:
-        credential = json.loads(completed.stdout)
+        credential = json.loads(stdout)
     except ValueError as e:
         raise LoginError(f"The exec plugin {command!r} returned no valid JSON.") from e
     if not isinstance(credential, Mapping) or credential.get('kind') != 'ExecCredential':
@@ -432,7 +451,11 @@ def _run_exec_plugin(spec: Mapping[str, Any], *, cluster: _Entry, base_dir: str)
     status = credential.get('status') or {}
     if not isinstance(status, Mapping):
         raise LoginError(f"The exec plugin {command!r} returned a malformed status.")
+    return _exec_result(status, command=command)
 
+
+def _exec_result(status: Mapping[str, Any], *, command: str) -> _ExecResult:
+    """The credentials in the ``ExecCredential``'s status: a token, or a certificate with its key, or both."""
     token = status.get('token') or None
     cert = status.get('clientCertificateData') or None
     key = status.get('clientKeyData') or None

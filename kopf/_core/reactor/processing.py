@@ -32,14 +32,15 @@ are listed and indexed at least once before calling any handlers.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
-from collections.abc import Collection, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from kopf._cogs.aiokits import clock
 from kopf._cogs.clients import patching
 from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._cogs.structs import bodies, diffs, ephemera, patches
+from kopf._cogs.structs import bodies, diffs, ephemera, finalizers, patches
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.references import Resource
 from kopf._core.actions import application, execution, invocation, loggers
@@ -261,156 +262,219 @@ def _is_not_older(actual: str, expected: str) -> bool:
         return False
 
 
-def _detect_reason(context: _Context, *, old: bodies.BodyEssence | None, diff: diffs.Diff) -> Reason:
-    body = context.body
-    finalizers: Collection[str] = body.metadata.get('finalizers') or ()
-    if body.metadata.deletion_timestamp is not None:
-        return Reason.DELETE if context.settings.persistence.finalizer in finalizers else Reason.FREE
+@dataclasses.dataclass(frozen=True)
+class _Change:
+    """What this event changes for the state-changing handlers: detected once, used by every step."""
+    reason: Reason
+    cause: invocation.ChangingCause
+    kwargs: Mapping[str, Any]
+    old: bodies.BodyEssence | None
+    new: bodies.BodyEssence
+    resumed: bool
+    deleting: bool  # marked for deletion (by anyone)
+    blocking: bool  # our finalizer is on the object
+    requires_finalizer: bool  # some handlers, daemons or timers need it
+
+
+def _detect_change(context: _Context) -> _Change:
+    """Compare the object to its last handled state (the diff-base) and name the cause."""
+    settings, body, memory = context.settings, context.body, context.memory
+    diffbase = settings.persistence.diffbase_storage
+    progress = settings.persistence.progress_storage
+    extra_fields = context.registry.changing.get_extra_fields(context.resource)
+    stored = diffbase.fetch(body=body)
+    old = progress.clear(essence=stored) if stored is not None else None
+    new = progress.clear(essence=diffbase.build(body=body, extra_fields=extra_fields))
+    diff = diffs.diff(old, new)
+    deleting = finalizers.is_deletion_ongoing(body)
+    blocking = finalizers.is_deletion_blocked(body, finalizer=settings.persistence.finalizer)
+    reason = _detect_reason(deleting=deleting, blocking=blocking, old=old, diff=diff, resumed=memory.resumed)
+    cause = invocation.ChangingCause(
+        logger=context.logger, memo=memory.memo, indices=context.indices,
+        resource=context.resource, patch=context.patch, body=body,
+        reason=reason, initial=context.initial,
+        diff=diff, old=old, new=new,
+    )
+    kwargs = cause.kwargs()
+    requires_finalizer = context.registry.requires_finalizer(context.resource, body=body, kwargs=kwargs)
+    return _Change(reason=reason, cause=cause, kwargs=kwargs, old=old, new=new, resumed=memory.resumed,
+                   deleting=deleting, blocking=blocking, requires_finalizer=requires_finalizer)
+
+
+def _detect_reason(
+        *,
+        deleting: bool,
+        blocking: bool,
+        old: bodies.BodyEssence | None,
+        diff: diffs.Diff,
+        resumed: bool,
+) -> Reason:
+    if deleting:
+        return Reason.DELETE if blocking else Reason.FREE
     if old is None:
         return Reason.CREATE
     if diff:
         return Reason.UPDATE
-    if context.memory.resumed:
+    if resumed:
         return Reason.RESUME
     return Reason.NOOP
 
 
 async def _process_changing(context: _Context) -> None:
-    """Detect the cause, manage the finalizer, run a handling cycle, store the diff-base, patch & wait."""
-    settings = context.settings
-    body = context.body
-    patch = context.patch
-    memory = context.memory
-    registry = context.registry
-    resource = context.resource
-    local_logger = context.local_logger
-    finalizer = settings.persistence.finalizer
-    finalizers: list[str] = list(body.metadata.get('finalizers') or [])
-    has_finalizer = finalizer in finalizers
+    """Detect the cause; then the daemons, the finalizer, the handlers, in this order; patch & wait."""
+    change = _detect_change(context)
+    if await _process_daemons(context, change) or _process_finalizer_first(context, change):
+        await _apply_patch(context, context.patch)
+        return
 
-    diffbase = settings.persistence.diffbase_storage
-    progress = settings.persistence.progress_storage
-    extra_fields = registry.changing.get_extra_fields(resource)
-    stored = diffbase.fetch(body=body)
-    old = progress.clear(essence=stored) if stored is not None else None
-    new = progress.clear(essence=diffbase.build(body=body, extra_fields=extra_fields))
-    diff = diffs.diff(old, new)
-    reason = _detect_reason(context, old=old, diff=diff)
-    resumed = memory.resumed
+    stopping_delay = await _release_unneeded_finalizer(context, change)
+    in_scope, outcome = await _process_handlers(context, change)
+    if outcome is None or outcome.done:
+        _finish_handling(context, change, in_scope=in_scope)
 
-    cause = invocation.ChangingCause(
-        logger=context.logger, memo=memory.memo, indices=context.indices,
-        resource=resource, patch=patch, body=body,
-        reason=reason, initial=context.initial,
-        diff=diff, old=old, new=new,
-    )
-    kwargs = cause.kwargs()
-    requires_finalizer = registry.requires_finalizer(resource, body=body, kwargs=kwargs)
+    patched = await _apply_patch(context, context.patch)
+    context.settings.persistence.progress_storage.flush()
+    if stopping_delay is not None:
+        await _recheck_after_daemons(context, stopping_delay)
+    elif outcome is not None and not outcome.done:
+        await _continue_handling(context, outcome, patched=patched)
+    elif change.reason != Reason.DELETE and in_scope:
+        context.local_logger.debug("Handling cycle is finished, waiting for new changes.")
 
-    # Daemons & timers: stopped first when the object is being deleted (the deletion handlers & the release
-    # wait until they are gone: their exit "touches" the object); otherwise, spawned once the finalizer is there.
-    daemons_memory = _get_daemons_memory(memory)
-    if body.metadata.deletion_timestamp is not None:
+
+def _process_finalizer_first(context: _Context, change: _Change) -> bool:
+    """
+    The finalizer's cases that end the processing of this event before any handlers run.
+
+    The objects marked for deletion by others, which we do not block, are not our business anymore.
+    The objects that need the finalizer and have none get it before anything else is done,
+    so that no deletion can be missed. Returns whether the processing ends here.
+    """
+    if change.reason == Reason.FREE:
+        context.local_logger.debug("Deletion, but we are done with it, and we do not care.")
+        return True
+    if not change.deleting and change.requires_finalizer and not change.blocking:
+        context.local_logger.debug("Adding the finalizer, thus preventing the actual deletion.")
+        finalizers.block_deletion(body=context.body, patch=context.patch,
+                                  finalizer=context.settings.persistence.finalizer)
+        return True
+    return False
+
+
+async def _process_daemons(context: _Context, change: _Change) -> bool:
+    """
+    Stop the daemons & timers of the objects being deleted; spawn them for the others once the finalizer is there.
+
+    Returns ``True`` if the deletion must wait for the daemons to exit (their exit "touches" the object):
+    then, nothing else is done for this event.
+    """
+    daemons_memory = _get_daemons_memory(context.memory)
+    if change.deleting:
         if daemons_memory.running:
-            delay = await daemons_.stop_daemons(settings=settings, memory=daemons_memory,
+            delay = await daemons_.stop_daemons(settings=context.settings, memory=daemons_memory,
                                                 patch_sink=_make_patch_sink(context))
-            if delay is not None and reason == Reason.DELETE:
-                local_logger.debug(f"The daemons are still running; the deletion waits for them (~{delay:.3f}s).")
-                await _apply_patch(context, patch)
-                return
-    elif has_finalizer or not requires_finalizer:
-        spawning = registry.spawning.get_handlers(resource, body=body, kwargs=kwargs)
+            if delay is not None and change.reason == Reason.DELETE:
+                context.local_logger.debug(f"The daemons are still running; "
+                                           f"the deletion waits for them (~{delay:.3f}s).")
+                return True
+    elif change.blocking or not change.requires_finalizer:
+        spawning = context.registry.spawning.get_handlers(context.resource, body=context.body, kwargs=change.kwargs)
         if spawning or daemons_memory.running:
-            await daemons_.spawn_daemons(settings=settings, handlers=spawning, memory=daemons_memory,
-                                         body=context.raw_body, resource=resource, logger=context.logger,
-                                         memo=memory.memo, indices=context.indices,
+            await daemons_.spawn_daemons(settings=context.settings, handlers=spawning, memory=daemons_memory,
+                                         body=context.raw_body, resource=context.resource, logger=context.logger,
+                                         memo=context.memory.memo, indices=context.indices,
                                          patch_sink=_make_patch_sink(context))
+    return False
 
-    stopping_delay: float | None = None  # while the mismatching daemons are stopping, the finalizer stays.
 
-    # The objects that are marked for deletion by others, and which we do not block: nothing to do.
-    if reason == Reason.FREE:
-        local_logger.debug("Deletion, but we are done with it, and we do not care.")
-        await _apply_patch(context, patch)
-        return
+async def _release_unneeded_finalizer(context: _Context, change: _Change) -> float | None:
+    """
+    Release the objects that are not blocked by any handlers anymore (e.g. they stopped matching).
 
-    # Block the deletion before doing anything else, so that no deletion can be missed.
-    if reason != Reason.DELETE and requires_finalizer and not has_finalizer:
-        local_logger.debug("Adding the finalizer, thus preventing the actual deletion.")
-        patch.metadata['finalizers'] = [*finalizers, finalizer]
-        await _apply_patch(context, patch)
-        return
+    Only when their daemons & timers (stopped as mismatching) are gone: if they are still stopping,
+    the finalizer stays, and the delay until the next check is returned.
+    """
+    if change.deleting or change.requires_finalizer or not change.blocking:
+        return None
+    stopping_delay: float | None = None
+    daemons_memory = _get_daemons_memory(context.memory)
+    if daemons_memory.running:
+        stopping_delay = await daemons_.stop_daemons(settings=context.settings, memory=daemons_memory,
+                                                     reason=daemons_.DaemonStoppingReason.FILTERS_MISMATCH,
+                                                     patch_sink=_make_patch_sink(context))
+    if stopping_delay is None:
+        context.local_logger.debug("Removing the finalizer, as there are no handlers requiring it.")
+        finalizers.allow_deletion(body=context.body, patch=context.patch,
+                                  finalizer=context.settings.persistence.finalizer)
+    else:
+        context.local_logger.debug(f"Keeping the finalizer while the daemons are stopping (~{stopping_delay:.3f}s).")
+    return stopping_delay
 
-    # Release the objects that are not blocked by any handlers anymore (e.g. they stopped matching),
-    # but only when their daemons & timers (stopped as mismatching above) are gone: re-checked when they are.
-    if reason != Reason.DELETE and not requires_finalizer and has_finalizer:
-        if daemons_memory.running:
-            stopping_delay = await daemons_.stop_daemons(settings=settings, memory=daemons_memory,
-                                                         reason=daemons_.DaemonStoppingReason.FILTERS_MISMATCH,
-                                                         patch_sink=_make_patch_sink(context))
-        if stopping_delay is None:
-            local_logger.debug("Removing the finalizer, as there are no handlers requiring it.")
-            patch.metadata['finalizers'] = [name for name in finalizers if name != finalizer]
-        else:
-            local_logger.debug(f"Keeping the finalizer while the daemons are stopping (~{stopping_delay:.3f}s).")
 
-    # The stealth mode: the objects that do not match any change-detecting handlers are not touched at all.
-    in_scope = any(matching.prematch(handler, body=body, kwargs=kwargs)
+async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, execution.Execution | None]:
+    """
+    Run one handling cycle of the change-detecting handlers relevant to the cause (if any).
+
+    Returns whether the object is in scope of any change-detecting handlers at all (the "stealth mode":
+    the objects out of scope are not touched), and the outcome of the cycle (``None`` if nothing ran).
+    """
+    registry, resource, body = context.registry, context.resource, context.body
+    in_scope = any(matching.prematch(handler, body=body, kwargs=change.kwargs)
                    for handler in registry.changing.get_resource_handlers(resource))
 
     handlers: list[ChangingHandler] = []
-    if reason in TITLES and (in_scope or reason == Reason.DELETE):
-        handlers = registry.changing.get_handlers(resource, body=body, old=old, new=new, kwargs=kwargs,
-                                                  reason=reason, resumed=resumed)
+    if change.reason in TITLES and (in_scope or change.reason == Reason.DELETE):
+        handlers = registry.changing.get_handlers(resource, body=body, old=change.old, new=change.new,
+                                                  kwargs=change.kwargs, reason=change.reason, resumed=change.resumed)
 
-    if reason == Reason.NOOP and in_scope:
-        local_logger.debug("Something has changed, but we are not interested (the essence is the same).")
+    if change.reason == Reason.NOOP and in_scope:
+        context.local_logger.debug("Something has changed, but we are not interested (the essence is the same).")
 
-    outcome: execution.Execution | None = None
-    if handlers:
-        title = TITLES[reason]
-        local_logger.debug("%s is in progress: %r", title.capitalize(), context.raw_body)  # lazy: bodies are big
-        outcome = await execution.execute_handlers_once(
-            handlers=handlers, cause=cause, settings=settings, subhandling=SUBHANDLING)
-        if outcome.done:
-            succeeded, failed = len(outcome.state.succeeded), len(outcome.state.failed)
-            context.logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
+    if not handlers:
+        return in_scope, None
+    title = TITLES[change.reason]
+    context.local_logger.debug("%s is in progress: %r", title.capitalize(), context.raw_body)  # lazy: bodies are big
+    outcome = await execution.execute_handlers_once(
+        handlers=handlers, cause=change.cause, settings=context.settings, subhandling=SUBHANDLING)
+    if outcome.done:
+        succeeded, failed = len(outcome.state.succeeded), len(outcome.state.failed)
+        context.logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
+    return in_scope, outcome
 
-    done = outcome is None or outcome.done
-    if done:
-        if reason == Reason.DELETE:
-            if has_finalizer:
-                local_logger.debug("Removing the finalizer, thus allowing the actual deletion.")
-                patch.metadata['finalizers'] = [name for name in finalizers if name != finalizer]
-        elif reason in TITLES and in_scope and old != new:
-            # Remember the handled state (the essence); the further changes are compared to it.
-            diffbase.store(body=body, patch=patch, essence=new)
-        if reason != Reason.DELETE:
-            memory.fully_handled_once = True
-        application.touch(body=body, patch=patch, settings=settings, done=True)
 
-    patched = await _apply_patch(context, patch)
-    progress.flush()
-    if stopping_delay is not None:
-        # The mismatching daemons exit by themselves (no event comes): re-check once they are gone (or later).
-        if not await _wait_for_daemons(daemons_memory, stopping_delay, context.stream_pressure):
-            await _apply_patch(context, application.build_touch_patch(body=body, settings=settings))
-        return
-    if done or outcome is None:
-        if reason != Reason.DELETE and in_scope:
-            local_logger.debug("Handling cycle is finished, waiting for new changes.")
-        return
+def _finish_handling(context: _Context, change: _Change, *, in_scope: bool) -> None:
+    """All handlers are done: release the deleted object, or remember the handled state (the diff-base)."""
+    settings, body, patch = context.settings, context.body, context.patch
+    if change.reason == Reason.DELETE:
+        if change.blocking:
+            context.local_logger.debug("Removing the finalizer, thus allowing the actual deletion.")
+            finalizers.allow_deletion(body=body, patch=patch, finalizer=settings.persistence.finalizer)
+    elif change.reason in TITLES and in_scope and change.old != change.new:
+        # Remember the handled state (the essence); the further changes are compared to it.
+        settings.persistence.diffbase_storage.store(body=body, patch=patch, essence=change.new)
+    if change.reason != Reason.DELETE:
+        context.memory.fully_handled_once = True
+    application.touch(body=body, patch=patch, settings=settings, done=True)
 
-    # Some handlers are not finished yet: continue with the next cycle, now or after a delay.
+
+async def _recheck_after_daemons(context: _Context, stopping_delay: float) -> None:
+    """The mismatching daemons exit by themselves (no event comes): re-check once they are gone (or later)."""
+    daemons_memory = _get_daemons_memory(context.memory)
+    if not await _wait_for_daemons(daemons_memory, stopping_delay, context.stream_pressure):
+        await _apply_patch(context, application.build_touch_patch(body=context.body, settings=context.settings))
+
+
+async def _continue_handling(context: _Context, outcome: execution.Execution, *, patched: bool) -> None:
+    """Some handlers are not finished yet: continue with the next cycle, now or after a delay."""
     delay = application.get_remaining_delay(outcome.delay, since=context.started, loop=context.loop)
     if patched and not delay:
         return  # the patch causes a new event by itself, and so the next cycle.
     if delay:
-        local_logger.debug(f"Sleeping for {delay:.3f} seconds for the delayed handlers.")
+        context.local_logger.debug(f"Sleeping for {delay:.3f} seconds for the delayed handlers.")
         if await _sleep(delay, context.stream_pressure):
-            local_logger.debug("Sleeping was interrupted by new changes, the handling continues with them.")
+            context.local_logger.debug("Sleeping was interrupted by new changes, the handling continues with them.")
             return
-    touch = application.build_touch_patch(body=body, settings=settings)
+    touch = application.build_touch_patch(body=context.body, settings=context.settings)
     await _apply_patch(context, touch)
 
 

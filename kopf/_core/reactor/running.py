@@ -27,6 +27,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import logging
 import os
@@ -238,23 +239,68 @@ async def spawn_tasks(
         probing.parse_endpoint(liveness_endpoint)  # a bad URL fails here, not after the startup
     registry = registry if registry is not None else registries.get_default_registry()
     settings = settings if settings is not None else OperatorSettings()
-    memories = memories if memories is not None else memories_.ResourceMemories()
-    insights = insights if insights is not None else observation.Insights()
-    identity = identity if identity is not None else peering.detect_own_id(manual=False)
     vault = vault if vault is not None else Vault()
-    the_memo: AnyMemo = memo if memo is not None else Memo()
     indexers = indexers if indexers is not None else indexing.OperatorIndexers()
     indexers.ensure(registry.indexing.get_all_handlers())
-    indices = indexers.indices
+    clusterwide, patterns = _namespace_scope(clusterwide=clusterwide, namespaces=namespaces, namespace=namespace)
+    _apply_peering_options(settings, standalone=standalone, priority=priority, peering_name=peering_name,
+                           clusterwide=clusterwide)
 
+    root = _RootTasks(
+        registry=registry, settings=settings, vault=vault, indexers=indexers,
+        memo=memo if memo is not None else Memo(),
+        memories=memories if memories is not None else memories_.ResourceMemories(),
+        insights=insights if insights is not None else observation.Insights(),
+        event_queue=posting.make_event_queue(),
+    )
+    signal_flag: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    root.spawn(_stop_flag_checker(signal_flag=signal_flag, stop_flag=stop_flag, settings=settings),
+               name="stop-flag checker")
+    root.spawn(activities.authenticator(registry=registry, settings=settings, vault=vault,
+                                        indices=indexers.indices, memo=root.memo),
+               name="credentials retriever", after_startup=_command is None)
+    root.spawn(posting.poster(event_queue=root.event_queue, settings=settings, vault=vault),
+               name="poster of events")
+    if _command is not None:
+        root.spawn(_command_runner(_command, ready_flag=ready_flag, vault=vault), name="the command")
+    else:
+        _spawn_operator_tasks(
+            root, lifecycle=lifecycle, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint,
+            identity=identity if identity is not None else peering.detect_own_id(manual=False),
+            clusterwide=clusterwide, patterns=patterns,
+        )
+
+    for task in root.tasks:
+        _vaults[task] = vault
+    return root.tasks
+
+
+def _namespace_scope(
+        *,
+        clusterwide: bool,
+        namespaces: Collection[str | Pattern[str]],
+        namespace: str | Pattern[str] | None,
+) -> tuple[bool, list[str | Pattern[str]]]:
+    """Whether the operator serves the whole cluster, and the namespaces' patterns otherwise."""
     patterns: list[str | Pattern[str]] = list(namespaces)
     if namespace is not None:
         patterns.append(namespace)
     if not clusterwide and not patterns:
         warnings.warn("Neither --namespace nor --all-namespaces is specified; serving the whole cluster "
-                      "as with --all-namespaces.", FutureWarning, stacklevel=2)
+                      "as with --all-namespaces.", FutureWarning, stacklevel=3)  # the caller of spawn_tasks()
         clusterwide = True
+    return clusterwide, patterns
 
+
+def _apply_peering_options(
+        settings: OperatorSettings,
+        *,
+        standalone: bool | None,
+        priority: int | None,
+        peering_name: str | None,
+        clusterwide: bool,
+) -> None:
+    """The command line's (or the embedder's) peering options override those in the settings."""
     if standalone is not None:
         settings.peering.standalone = standalone
     if priority is not None:
@@ -264,67 +310,78 @@ async def spawn_tasks(
         settings.peering.mandatory = True
     settings.peering.clusterwide = clusterwide
 
-    # All tasks of the operator (and the threads of its sync handlers) see its vault and its events queue.
-    event_queue = posting.make_event_queue()
-    context = contextvars.copy_context()
-    context.run(auth.vault_var.set, vault)
-    context.run(posting.event_queue_var.set, event_queue)
-    context.run(object_loggers.event_sink_var.set, posting.queue_logged_event)
 
-    started = asyncio.Event()
-    operator_paused = insights.paused  # on while any of its toggles (e.g. of the peerings) is on.
-    signal_flag: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+@dataclasses.dataclass
+class _RootTasks:
+    """The root tasks of one operator as they are spawned, and the state & primitives they share."""
+    registry: registries.OperatorRegistry
+    settings: OperatorSettings
+    vault: Vault
+    memo: AnyMemo
+    indexers: indexing.OperatorIndexers
+    memories: memories_.ResourceMemories
+    insights: observation.Insights
+    event_queue: posting.EventQueue
+    started: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    tasks: list[asyncio.Task[None]] = dataclasses.field(default_factory=list)
+    context: contextvars.Context = dataclasses.field(init=False)
 
-    def create_task(coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        return asyncio.get_running_loop().create_task(_guarded(coro, name=name), name=name, context=context)
+    def __post_init__(self) -> None:
+        # All tasks of the operator (and the threads of its sync handlers) see its vault and its events queue.
+        self.context = contextvars.copy_context()
+        self.context.run(auth.vault_var.set, self.vault)
+        self.context.run(posting.event_queue_var.set, self.event_queue)
+        self.context.run(object_loggers.event_sink_var.set, posting.queue_logged_event)
 
-    tasks: list[asyncio.Task[None]] = []
-    tasks.append(create_task(_stop_flag_checker(signal_flag=signal_flag, stop_flag=stop_flag,
-                                                settings=settings), name="stop-flag checker"))
-    tasks.append(create_task(activities.authenticator(registry=registry, settings=settings, vault=vault,
-                                                      indices=indices, memo=the_memo)
-                             if _command is not None else
-                             _after(started, activities.authenticator(registry=registry, settings=settings,
-                                                                      vault=vault, indices=indices,
-                                                                      memo=the_memo)),
-                             name="credentials retriever"))
-    tasks.append(create_task(posting.poster(event_queue=event_queue, settings=settings, vault=vault),
-                             name="poster of events"))
-    if _command is not None:
-        tasks.append(create_task(_command_runner(_command, ready_flag=ready_flag, vault=vault), name="the command"))
-    else:
-        tasks.append(create_task(_startup_cleanup_activities(
-            lifecycle=lifecycle, registry=registry, settings=settings, indices=indices, memo=the_memo,
-            vault=vault, started=started, ready_flag=ready_flag,
-        ), name="startup/cleanup activities"))
-        if liveness_endpoint:
-            tasks.append(create_task(_after(started, probing.health_reporter(
-                liveness_endpoint, registry=registry, settings=settings, indices=indices, memo=the_memo,
-            )), name="health reporter"))
-        tasks.append(create_task(_after(started, observation.resource_observer(
-            registry=registry, settings=settings, insights=insights, vault=vault,
-        )), name="resource observer"))
-        tasks.append(create_task(_after(started, observation.namespace_observer(
-            clusterwide=clusterwide, namespaces=patterns, settings=settings, insights=insights, vault=vault,
-        )), name="namespace observer"))
-        tasks.append(create_task(_after(started, _orchestrate(
-            lifecycle=lifecycle, registry=registry, settings=settings, memories=memories, insights=insights,
-            identity=identity, clusterwide=clusterwide, operator_paused=operator_paused,
-            memo=the_memo, vault=vault, event_queue=event_queue, indexers=indexers,
-        )), name="orchestrator"))
-        tasks.append(create_task(daemons.daemon_killer(
-            settings=settings, memories=functools.partial(_daemons_memories, memories),
-            operator_paused=operator_paused,
-        ), name="daemon killer"))
-        if registry.webhooks.get_all_handlers():
-            tasks.append(create_task(_after(started, admission.admission_webhook_server(
-                registry=registry, settings=settings, insights=insights, memories=memories,
-                memobase=the_memo, indices=indices, vault=vault,
-            )), name="admission webhook server"))
+    def spawn(self, coro: Coroutine[Any, Any, None], *, name: str, after_startup: bool = False) -> None:
+        """A root task in the operator's context; with ``after_startup``, it waits for the startup handlers."""
+        if after_startup:
+            coro = _after(self.started, coro)
+        loop = asyncio.get_running_loop()
+        self.tasks.append(loop.create_task(_guarded(coro, name=name), name=name, context=self.context))
 
-    for task in tasks:
-        _vaults[task] = vault
-    return tasks
+
+def _spawn_operator_tasks(
+        root: _RootTasks,
+        *,
+        lifecycle: lifecycles.LifeCycleFn | None,
+        ready_flag: Flag | None,
+        liveness_endpoint: str | None,
+        identity: str,
+        clusterwide: bool,
+        patterns: Collection[str | Pattern[str]],
+) -> None:
+    """The tasks of the operator proper: activities, observers, watchers, daemons, webhooks, probes."""
+    registry, settings, vault, memo = root.registry, root.settings, root.vault, root.memo
+    indices = root.indexers.indices
+    root.spawn(_startup_cleanup_activities(
+        lifecycle=lifecycle, registry=registry, settings=settings, indices=indices, memo=memo,
+        vault=vault, started=root.started, ready_flag=ready_flag,
+    ), name="startup/cleanup activities")
+    if liveness_endpoint:
+        root.spawn(probing.health_reporter(
+            liveness_endpoint, registry=registry, settings=settings, indices=indices, memo=memo,
+        ), name="health reporter", after_startup=True)
+    root.spawn(observation.resource_observer(
+        registry=registry, settings=settings, insights=root.insights, vault=vault,
+    ), name="resource observer", after_startup=True)
+    root.spawn(observation.namespace_observer(
+        clusterwide=clusterwide, namespaces=patterns, settings=settings, insights=root.insights, vault=vault,
+    ), name="namespace observer", after_startup=True)
+    root.spawn(_orchestrate(
+        lifecycle=lifecycle, registry=registry, settings=settings, memories=root.memories, insights=root.insights,
+        identity=identity, clusterwide=clusterwide, operator_paused=root.insights.paused,
+        memo=memo, vault=vault, event_queue=root.event_queue, indexers=root.indexers,
+    ), name="orchestrator", after_startup=True)
+    root.spawn(daemons.daemon_killer(
+        settings=settings, memories=functools.partial(_daemons_memories, root.memories),
+        operator_paused=root.insights.paused,
+    ), name="daemon killer")
+    if registry.webhooks.get_all_handlers():
+        root.spawn(admission.admission_webhook_server(
+            registry=registry, settings=settings, insights=root.insights, memories=root.memories,
+            memobase=memo, indices=indices, vault=vault,
+        ), name="admission webhook server", after_startup=True)
 
 
 async def run_tasks(
