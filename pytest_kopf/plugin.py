@@ -27,11 +27,11 @@ import pytest
 from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.virtualtime import VirtualTimeLoop
 
-from . import kubeconfig, routing
+from . import routing
 from .cleanup import release_objects
 from .clientconfig import ClientConfig
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
-from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
+from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
 from .running import TestLoop
 
@@ -330,11 +330,13 @@ def kopf_cluster(
         cluster = SimKopfCluster(loop=kopf_loop.loop, tmp_dir=tmp_dir, record_path=record,
                                  controllers=controller_settings(request))
     else:
+        from . import kubeconfig  # kopf's login: kopf is imported only in real mode (and with kopf_operator)
+        from .realcluster import RealKopfCluster
         try:
-            config = kubeconfig.load(context=settings.context)
+            login = kubeconfig.load(context=settings.context)
         except KopfConfigError as exc:
             pytest.fail(str(exc), pytrace=False)
-        cluster = RealKopfCluster(config=config, namespace=_namespace_name(request.node.name), tmp_dir=tmp_dir,
+        cluster = RealKopfCluster(login=login, namespace=_namespace_name(request.node.name), tmp_dir=tmp_dir,
                                   record_path=record)
     try:
         kopf_loop.run(cluster.setup())
@@ -343,7 +345,7 @@ def kopf_cluster(
     clients: ClientConfig | None = None
     if isinstance(cluster, SimKopfCluster):  # the official clients configured the documented ways reach it
         clients = ClientConfig(host=routing.new_host(), directory=_clients_dir(tmp_path_factory))
-        routing.add_route(routing.Route(clients.host, kopf_loop.loop, cluster.server))
+        routing.add_route(routing.Route(clients.host, kopf_loop.loop, cluster.sim.server))
         clients.activate()
     try:
         yield cluster
@@ -364,6 +366,7 @@ def kopf_operator(pytestconfig: pytest.Config, kopf_loop: TestLoop,
     It runs in the test's loop against ``kopf_cluster``; its leftover tasks or threads fail the test.
     """
     from .operator import KopfOperator
+    from .realcluster import RealKopfCluster
     operator = KopfOperator(kopf_cluster, reuse_threads=bool(pytestconfig.getini("kopf_reuse_threads")))
     operator.test_loop = kopf_loop.loop  # start() in another loop is a clear error, not a hang
     yield operator
