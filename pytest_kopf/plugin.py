@@ -340,7 +340,7 @@ def kopf_cluster(
                                   record_path=record)
     try:
         kopf_loop.run(cluster.setup())
-    except KopfClusterUnreachable as exc:
+    except (KopfClusterUnreachable, KopfConfigError) as exc:
         pytest.fail(str(exc), pytrace=False)
     clients: ClientConfig | None = None
     if isinstance(cluster, SimKopfCluster):  # the official clients configured the documented ways reach it

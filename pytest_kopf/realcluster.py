@@ -24,7 +24,7 @@ from .cleanup import remove_leftovers
 from .client import JsonDict
 from .cluster import USER_AGENT, Connection, KopfCluster, is_crd
 from .discovery import ResourceInfo
-from .errors import KopfClusterUnreachable
+from .errors import KopfApiError, KopfClusterUnreachable, KopfConfigError
 from .replays import RealModeRecorder
 
 __all__ = ["RealKopfCluster"]
@@ -82,6 +82,13 @@ class RealKopfCluster(KopfCluster):
             raise KopfClusterUnreachable(
                 f"The Kubernetes API at {self.base_url} (kubeconfig context {self.login.context!r}) "
                 f"is unreachable: {reason}") from None
+        except KopfApiError as exc:
+            await self.teardown()
+            if exc.code not in (401, 403):
+                raise
+            raise KopfConfigError(
+                f"The Kubernetes API at {self.base_url} refuses the credentials of the kubeconfig context "
+                f"{self.login.context!r} ({', '.join(self.login.paths)}): {exc.code} {exc.reason}") from None
         namespace = {"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": self.namespace, "labels": {"app.kubernetes.io/managed-by": USER_AGENT}}}
         try:
