@@ -21,13 +21,12 @@ import pathlib
 import ssl
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 import aiohttp
 import yaml
 
 from kopf_sim.apiclient import Served
-from kopf_sim.controllers import ControllerSettings
 from kopf_sim.direct import DirectClient
 from kopf_sim.manifests import parse_manifests, read_manifest
 from kopf_sim.replaying import KOPF_BOOKKEEPING, Bookkeeping, Replay, WatchLog
@@ -38,7 +37,7 @@ from .client import Client, Condition, JsonDict, JsonList, Manifests
 from .discovery import Discovery, ResourceInfo
 from .errors import KopfApiError, KopfModeError, KopfResourceError, KopfTimeoutError
 from .replays import exchange_api
-from .simcontrols import SimControls
+from .simcontrols import SimControls, SimOptions
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -490,18 +489,10 @@ class SimKopfCluster(KopfCluster):
 
     mode = "sim"
 
-    def __init__(
-        self,
-        *,
-        loop: asyncio.AbstractEventLoop,
-        tmp_dir: Callable[[], pathlib.Path],
-        record_path: pathlib.Path | None = None,
-        seed: int = 0,
-        controllers: ControllerSettings | None = None,
-    ) -> None:
+    def __init__(self, *, loop: asyncio.AbstractEventLoop, tmp_dir: Callable[[], pathlib.Path],
+                 **options: Unpack[SimOptions]) -> None:
         super().__init__(base_url=DEFAULT_BASE_URL, namespace="default", tmp_dir=tmp_dir)
-        self._sim = SimControls(loop=loop, tmp_dir=tmp_dir, record_path=record_path, seed=seed,
-                                controllers=controllers)
+        self._sim = SimControls(loop=loop, tmp_dir=tmp_dir, **options)
         self._direct: DirectClient | None = None
 
     @property

@@ -13,7 +13,7 @@ import datetime
 import pathlib
 import secrets
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, Any, TypedDict, Unpack
 
 import aiohttp
 from aiohttp import web
@@ -32,30 +32,36 @@ from kopf_sim.virtualtime import loop_clock
 from .errors import KopfModeError
 from .running import is_virtual
 
-__all__ = ["SimControls"]
+__all__ = ["SimControls", "SimOptions"]
+
+
+class SimOptions(TypedDict, total=False):
+    """How a test's simulated cluster is made."""
+
+    #: Where to write the watch-event log of every change (``--kopf-record``).
+    record_path: pathlib.Path | None
+    #: The seed of the uids and of the faults' randomness.
+    seed: int
+    #: The built-in controllers and their timings (the ``kopf_controllers`` marker).
+    controllers: ControllerSettings | None
 
 
 class SimControls:
     """A fresh simulated cluster of one test, and its controls (``kopf_cluster.sim``)."""
 
-    def __init__(
-        self,
-        *,
-        loop: asyncio.AbstractEventLoop,
-        tmp_dir: Callable[[], pathlib.Path],
-        record_path: pathlib.Path | None = None,
-        seed: int = 0,
-        controllers: ControllerSettings | None = None,
-    ) -> None:
+    def __init__(self, *, loop: asyncio.AbstractEventLoop, tmp_dir: Callable[[], pathlib.Path],
+                 **options: Unpack[SimOptions]) -> None:
         self._virtual = is_virtual(loop)
         self._tmp_dir = tmp_dir
+        seed = options.get("seed", 0)
         self._store = Cluster(clock=loop_clock(loop) if self._virtual else system_clock, uids=SeededUids(seed))
         self._faults = sim_faults.FaultInjector(seed)
         self._app = build_app(self._store)
         sim_faults.install(self._app, self._faults)
         self._server = InMemoryServer(self._app, access_log=None)  # no access log lines from the simulator
-        self._controllers = ControllerManager(self._store, controllers, admission=self._app[ADMISSION_KEY])
-        self._record_path = record_path
+        self._controllers = ControllerManager(self._store, options.get("controllers"),
+                                              admission=self._app[ADMISSION_KEY])
+        self._record_path = options.get("record_path")
         self._record_stream: IO[str] | None = None
         self._served: ServedApp | None = None
         self._kubeconfig: pathlib.Path | None = None

@@ -7,17 +7,15 @@ operator under test, and a subprocess given ``kopf_cluster.kubeconfig()`` all re
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from .conftest import BASE, NO_ASYNCIO
+from .conftest import BASE, NO_ASYNCIO, kopf_sim_subprocess
 from .test_sim_mode import CRD_YAML
 
 TOKEN = "exec-issued-token"
@@ -66,23 +64,8 @@ async def test_everyone_logs_in_with_the_plugins_token(kopf_cluster, kopf_operat
 @pytest.fixture
 def served_with_token(tmp_path: Path) -> Iterator[Path]:
     """``kopf-sim serve --tls --token T`` on 127.0.0.1 (a free port), its kubeconfig; stopped at the end."""
-    kubeconfig = tmp_path / "served-kubeconfig"
-    process = subprocess.Popen([sys.executable, "-m", "kopf_sim", "serve", "--host", "127.0.0.1", "--port", "0",
-                                "--tls", "--token", TOKEN, "--kubeconfig", str(kubeconfig)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while not (kubeconfig.exists() and yaml.safe_load(kubeconfig.read_text() or "null")):
-            assert process.poll() is None, process.stderr.read().decode() if process.stderr else "it has exited"
-            assert time.monotonic() < deadline, "kopf-sim serve has not started in 60 s"
-            time.sleep(0.05)
+    with kopf_sim_subprocess(tmp_path / "served-kubeconfig", "--tls", "--token", TOKEN) as kubeconfig:
         yield kubeconfig
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def test_an_exec_plugin_user(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
