@@ -7,8 +7,6 @@ plugins, the tokens of auth providers). The result is kopf's ``ConnectionInfo``:
 gets it as it is, and the test's own client takes its headers and TLS from it (:mod:`kopf._cogs.clients.auth`).
 This module only adds the plugin's wording to the errors (which option to use) and writes the context back
 as a self-contained kubeconfig for the test's subprocesses (:func:`kopf_sim.kubeconfig.write_kubeconfig`).
-
-kopf is imported here, so the plugin imports this module only in real mode.
 """
 from __future__ import annotations
 

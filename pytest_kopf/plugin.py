@@ -27,12 +27,13 @@ import pytest
 from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.virtualtime import VirtualTimeLoop
 
-from . import routing
+from . import kubeconfig, routing
 from .cleanup import release_objects
 from .clientconfig import ClientConfig
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
+from .realcluster import RealKopfCluster
 from .running import TestLoop
 
 if TYPE_CHECKING:
@@ -330,8 +331,6 @@ def kopf_cluster(
         cluster = SimKopfCluster(loop=kopf_loop.loop, tmp_dir=tmp_dir, record_path=record,
                                  controllers=controller_settings(request))
     else:
-        from . import kubeconfig  # kopf's login: kopf is imported only in real mode (and with kopf_operator)
-        from .realcluster import RealKopfCluster
         try:
             login = kubeconfig.load(context=settings.context)
         except KopfConfigError as exc:
@@ -366,7 +365,6 @@ def kopf_operator(pytestconfig: pytest.Config, kopf_loop: TestLoop,
     It runs in the test's loop against ``kopf_cluster``; its leftover tasks or threads fail the test.
     """
     from .operator import KopfOperator
-    from .realcluster import RealKopfCluster
     operator = KopfOperator(kopf_cluster, reuse_threads=bool(pytestconfig.getini("kopf_reuse_threads")))
     operator.test_loop = kopf_loop.loop  # start() in another loop is a clear error, not a hang
     yield operator

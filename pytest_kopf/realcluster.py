@@ -4,8 +4,6 @@ The credentials are kopf's (:func:`pytest_kopf.kubeconfig.load`: kopf's kubeconf
 included), and so are the test client's session, headers and TLS (:func:`kopf._cogs.clients.auth.make_session`):
 the test reaches the cluster exactly as the operator under test does. The set-up creates the test's
 namespace; the teardown removes what the test has made (:mod:`pytest_kopf.cleanup`).
-
-kopf is imported here, so the plugin imports this module only in real mode.
 """
 from __future__ import annotations
 
