@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import IO, Any, TypedDict, Unpack
 
 import aiohttp
-from aiohttp import web
 
 from kopf_sim import faults as sim_faults
 from kopf_sim.admission import AdmissionControl
@@ -54,13 +53,19 @@ class SimControls:
         self._virtual = is_virtual(loop)
         self._tmp_dir = tmp_dir
         seed = options.get("seed", 0)
-        self._store = Cluster(clock=loop_clock(loop) if self._virtual else system_clock, uids=SeededUids(seed))
-        self._faults = sim_faults.FaultInjector(seed)
-        self._app = build_app(self._store)
-        sim_faults.install(self._app, self._faults)
-        self._server = InMemoryServer(self._app, access_log=None)  # no access log lines from the simulator
-        self._controllers = ControllerManager(self._store, options.get("controllers"),
-                                              admission=self._app[ADMISSION_KEY])
+        #: The simulated cluster's store (:class:`kopf_sim.store.Cluster`): its objects, observers, watches.
+        self.store = Cluster(clock=loop_clock(loop) if self._virtual else system_clock, uids=SeededUids(seed))
+        #: The fault injection rules of the simulated apiserver (errors, latency, dropped watches, conflicts).
+        self.faults = sim_faults.FaultInjector(seed)
+        #: The simulated apiserver's application (the test's own requests go straight into it).
+        self.app = build_app(self.store)
+        sim_faults.install(self.app, self.faults)
+        #: The admission control of the simulated apiserver (to serve webhook URLs in-process).
+        self.admission: AdmissionControl = self.app[ADMISSION_KEY]
+        #: The in-memory server of the simulated apiserver (the operator's requests go there).
+        self.server = InMemoryServer(self.app, access_log=None)  # no access log lines from the simulator
+        #: The built-in controllers (switches, timings, pods' fates: ``controllers.fate(...)``).
+        self.controllers = ControllerManager(self.store, options.get("controllers"), admission=self.admission)
         self._record_path = options.get("record_path")
         self._record_stream: IO[str] | None = None
         self._served: ServedApp | None = None
@@ -69,19 +74,9 @@ class SimControls:
     # -- the controls -----------------------------------------------------------------------------
 
     @property
-    def store(self) -> Cluster:
-        """The simulated cluster's store (:class:`kopf_sim.store.Cluster`): its objects, observers, watches."""
-        return self._store
-
-    @property
-    def faults(self) -> sim_faults.FaultInjector:
-        """The fault injection rules of the simulated apiserver (errors, latency, dropped watches, conflicts)."""
-        return self._faults
-
-    @property
     def now(self) -> datetime.datetime:
         """The simulated cluster's wall-clock time (virtual, derived from the loop time)."""
-        return self._store.clock()
+        return self.store.clock()
 
     async def advance(self, seconds: float) -> None:
         """Let ``seconds`` of virtual time pass (everything else keeps running)."""
@@ -90,48 +85,28 @@ class SimControls:
                                 "(it is marked kopf_real_time); use asyncio.sleep() to let real time pass.")
         await asyncio.sleep(seconds)
 
-    @property
-    def admission(self) -> AdmissionControl:
-        """The admission control of the simulated apiserver (to serve webhook URLs in-process)."""
-        return self._app[ADMISSION_KEY]
-
-    @property
-    def controllers(self) -> ControllerManager:
-        """The built-in controllers (switches, timings, pods' fates: ``controllers.fate(...)``)."""
-        return self._controllers
-
-    @property
-    def server(self) -> InMemoryServer:
-        """The in-memory server of the simulated apiserver (the operator's requests go there)."""
-        return self._server
-
-    @property
-    def app(self) -> web.Application:
-        """The simulated apiserver's application (the test's own requests go straight into it)."""
-        return self._app
-
     def session(self, **kwargs: Any) -> aiohttp.ClientSession:
         """A client session over the in-memory transport (subject to faults, as the operator's)."""
-        return self._server.session(**kwargs)
+        return self.server.session(**kwargs)
 
     # -- the lifecycle (through kopf_cluster's set-up and teardown) ---------------------------------
 
     async def start(self) -> None:
-        self._controllers.start()  # the bootstrap objects (nodes, namespaces' defaults) are no test's doing
+        self.controllers.start()  # the bootstrap objects (nodes, namespaces' defaults) are no test's doing
         if self._record_path is not None:
             self._record_path.parent.mkdir(parents=True, exist_ok=True)
             self._record_stream = self._record_path.open("w", encoding="utf-8")
-            self._store.observers.append(ChangeRecorder(self._record_stream, clock=self._store.clock,
+            self.store.observers.append(ChangeRecorder(self._record_stream, clock=self.store.clock,
                                                         source={"recorder": "pytest --kopf-record", "mode": "sim"}))
-        await self._server.start()
+        await self.server.start()
 
     async def stop(self) -> None:
         try:
-            await self._controllers.stop()
+            await self.controllers.stop()
             if self._served is not None:
                 await self._served.stop()
                 self._served = None
-            await self._server.stop()
+            await self.server.stop()
         finally:
             if self._record_stream is not None:
                 self._record_stream.close()
@@ -148,8 +123,8 @@ class SimControls:
                 "(kubectl, kopf run), which cannot follow the virtual time of this test; "
                 "mark the test with @pytest.mark.kopf_real_time.")
         if self._kubeconfig is None:
-            app = build_app(self._store)
-            sim_faults.install(app, self._faults)
+            app = build_app(self.store)
+            sim_faults.install(app, self.faults)
             served = ServedApp(app, tls=True, token=secrets.token_urlsafe(16))
             await served.start()
             self._served = served
