@@ -1,46 +1,18 @@
 """
 Helper tools to test the Kopf-based operators.
 
-This module is a part of the framework's public interface.
+This module is a part of the framework's public interface; the runner's body is a kit
+(:mod:`kopf._kits.runner`), which knows nothing of the command line: it is named here.
 """
 from __future__ import annotations
 
-import abc
-import asyncio
-import concurrent.futures
-import logging
-import threading
-import types
-from typing import Any
-
-import click.testing
-
 from kopf import cli
-from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._cogs.helpers import loggers
-from kopf._core.intents.registries import OperatorRegistry
+from kopf._kits.runner import ThreadedCliRunner
 
 __all__ = ['KopfRunner']
 
 
-class _AbstractKopfRunner(abc.ABC):
-    """The context-manager protocol of the runners (for the type hints)."""
-
-    @abc.abstractmethod
-    def __enter__(self) -> _AbstractKopfRunner:
-        """Start the operator in the background."""
-
-    @abc.abstractmethod
-    def __exit__(
-            self,
-            exc_type: type[BaseException] | None,
-            exc_val: BaseException | None,
-            exc_tb: types.TracebackType | None,
-    ) -> bool | None:
-        """Stop the operator and collect its outcome."""
-
-
-class KopfRunner(_AbstractKopfRunner):
+class KopfRunner(ThreadedCliRunner):
     """
     A context manager to run a Kopf-based operator in parallel with the tests.
 
@@ -60,122 +32,6 @@ class KopfRunner(_AbstractKopfRunner):
     ``with KopfRunner(['freeze', ...]): pass`` does freeze the operators.
     """
 
-    def __init__(
-            self,
-            *args: Any,
-            reraise: bool = True,
-            timeout: float | None = None,
-            registry: OperatorRegistry | None = None,
-            settings: OperatorSettings | None = None,
-            **kwargs: Any,
-    ) -> None:
-        super().__init__()
-        self.args = args
-        self.kwargs = kwargs
-        self.reraise = reraise
-        self.timeout = timeout
-        self.registry = registry
-        self.settings = settings
-        self._stop: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._future: concurrent.futures.Future[click.testing.Result] = concurrent.futures.Future()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> KopfRunner:
-        self._thread = threading.Thread(target=self._target, name='kopf-runner', daemon=True)
-        self._thread.start()
-        waited: list[concurrent.futures.Future[Any]] = [self._ready, self._future]
-        concurrent.futures.wait(waited, timeout=self.timeout,
-                                return_when=concurrent.futures.FIRST_COMPLETED)
-        return self
-
-    def __exit__(
-            self,
-            exc_type: type[BaseException] | None,
-            exc_val: BaseException | None,
-            exc_tb: types.TracebackType | None,
-    ) -> None:
-        if not self._stop.done() and self._command() in ('run', None):
-            self._stop.set_result(None)
-        if self._thread is not None:
-            self._thread.join(timeout=self.timeout)
-            if self._thread.is_alive():
-                raise TimeoutError(f"The operator has not exited in {self.timeout} seconds.")
-        if exc_val is None and self.reraise and self._future.done():
-            exception = self.exception
-            if exception is not None:  # incl. SystemExit of a usage error (exit code 2), as published
-                raise exception
-
-    def _command(self) -> str | None:
-        """The CLI command invoked (``run``, ``freeze``, ``resume``), if it can be seen in the args."""
-        args = self.args[0] if self.args else self.kwargs.get('args')
-        tokens = args.split() if isinstance(args, str) else list(args or [])
-        commands = [token for token in tokens if isinstance(token, str) and not token.startswith('-')]
-        return commands[0] if commands else None
-
-    def _target(self) -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            controls = cli.CLIControls(
-                ready_flag=self._ready, stop_flag=self._stop,
-                registry=self.registry, settings=self.settings, loop=loop,
-            )
-            runner = click.testing.CliRunner()
-            result = runner.invoke(cli.main, *self.args, obj=controls, **self.kwargs)
-        except BaseException as e:
-            self._future.set_exception(e)
-        else:
-            self._future.set_result(result)
-        finally:
-            _forget_captured_log_streams()
-            loop.close()
-
-    @property
-    def future(self) -> concurrent.futures.Future[click.testing.Result]:
-        return self._future
-
-    @property
-    def output(self) -> str:
-        return self._result().output
-
-    @property
-    def stdout(self) -> str:
-        # As in the older Click with the mixed stderr (the default then): the logs are there too.
-        return self._result().output
-
-    @property
-    def stdout_bytes(self) -> bytes:
-        return self._result().output_bytes
-
-    @property
-    def stderr(self) -> str:
-        return self._result().stderr
-
-    @property
-    def stderr_bytes(self) -> bytes:
-        return self._result().stderr_bytes
-
-    @property
-    def exit_code(self) -> int:
-        return self._result().exit_code
-
-    @property
-    def exception(self) -> BaseException:
-        return self._result().exception  # type: ignore[return-value]
-
-    @property
-    def exc_info(self) -> tuple[type[BaseException], BaseException, types.TracebackType]:
-        return self._result().exc_info  # type: ignore[return-value]
-
-    def _result(self) -> click.testing.Result:
-        if not self._future.done():
-            raise RuntimeError("The operator is still running: the results are available after the exit.")
-        return self._future.result()
-
-
-def _forget_captured_log_streams() -> None:
-    """Remove the logging handlers bound to the runner's captured (and now closed) streams."""
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        if isinstance(handler, loggers._KopfStreamHandler):
-            root.removeHandler(handler)
+    command = cli.main
+    controls = cli.CLIControls
+    stoppable = frozenset({'run', None})

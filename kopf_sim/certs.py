@@ -6,6 +6,12 @@ a single self-signed certificate because Go's TLS (kubectl, client-go) and OpenS
 (Python's ssl) are both strict about the shapes they accept: a CA must have
 ``basicConstraints CA:TRUE`` and ``keyCertSign``; a server certificate must have its
 names in the SubjectAltName (the Common Name is ignored) and be usable for serverAuth.
+
+Why not kopf's maker (``kopf._cogs.helpers.certificates``): the simulator knows nothing of kopf
+(it serves kubectl and any client; the import contracts keep it so), and that maker has another
+job: one self-signed certificate for an operator's webhook server, as kopf's documented API builds
+it (its own CA, a password for the key, ``cryptography`` imported only if needed). The two share
+only ``cryptography``'s builder, the library made for the job.
 """
 from __future__ import annotations
 

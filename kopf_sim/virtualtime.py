@@ -21,20 +21,12 @@ I/O), the loop raises :class:`DeadlockError` naming the stuck tasks and where th
 (and the waiting threads with their stacks), instead of hanging. Real sockets have no place
 here: a quiescent loop with real file descriptors registered raises :class:`RealIOError`.
 
-Evaluation of ``looptime`` 0.9 (installed; read in full): a careful library for exactly this,
-with integer-tick time and no-op cycles. Not used, because: (1) it has no deadlock detection
--- with nothing scheduled it waits in real time (forever, or until ``idle_timeout`` real
-seconds, then injects a generic ``IdleTimeoutError`` that names nothing); (2) it patches
-the class of an existing loop and its selector's ``select`` at runtime, and its pytest plugin
-fast-forwards only the test function's loop, so fixtures under pytest-asyncio>=1.0 run in
-real time; (3) one loop shared by hypothesis examples accumulates time; (4) while executor
-jobs run it still steps the time if a job outlives 80% of the next timer's delay in real
-time (or by ``idle_step``), which makes thread-heavy runs timing-dependent. Decision: our own
-small ``SelectorEventLoop`` subclass (no looptime code copied): the quiescence decision is
-taken before each loop iteration, where the ready queue, the timers and the executor jobs are
-all visible; the selector never blocks for real except while executor jobs are in flight.
-A fresh loop per :func:`run` call / per test (:class:`VirtualTimePolicy`) means no
-accumulation of time; :func:`isolated` gives each hypothesis example its own loop.
+The clock is an object of its own (:class:`kopf_sim.loopclock.VirtualClock`, the loop's
+:attr:`VirtualTimeLoop.clock`), implementing the interface of a loop's clock
+(:class:`kopf_sim.loopclock.LoopClock`, after trio's ``Clock`` and ``MockClock``); the loop moves it.
+The loop overrides asyncio's private ``_run_once`` to take its decision before each iteration, where
+the ready queue, the timers and the executor jobs are all visible. Why this loop and not looptime:
+the "Virtual time" section of ``docs/sim.md``.
 
 Usage::
 
@@ -74,7 +66,6 @@ import contextvars
 import dataclasses
 import datetime
 import functools
-import math
 import selectors
 import sys
 import threading
@@ -83,6 +74,8 @@ import traceback
 import types
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar, TypeVarTuple
+
+from kopf_sim.loopclock import TICKS_PER_SECOND, VirtualClock
 
 __all__ = [
     "DEFAULT_EPOCH",
@@ -106,16 +99,8 @@ _T = TypeVar("_T")
 _P = ParamSpec("_P")
 _Ts = TypeVarTuple("_Ts")
 
-TICKS_PER_SECOND = 1_000_000
-"""The loop's clock is an integer count of these ticks (microseconds)."""
-
 DEFAULT_EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 """The wall-clock moment of loop time 0, unless another epoch is given."""
-
-# Float noise: a timer at ``loop.time() + delay`` lands a few ulps off the exact tick. Timers within
-# this many ulps of a tick are taken as on it (so 10,000 sleeps of 0.1 s end at exactly 1000.0);
-# anything further off, however tiny (a sleep of 1e-9 or 1e-12 s), is rounded up to the next tick.
-_NOISE_ULPS = 8
 
 _UNIX_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
@@ -308,8 +293,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if epoch.tzinfo is None:
             self.close()
             raise ValueError(f"The epoch must be timezone-aware, got {epoch!r}.")
-        self._vt_ticks = 0
-        self._set_ticks(round(start * TICKS_PER_SECOND))
+        self._vt_clock = VirtualClock(start=start)
+        self._clock_resolution = self._vt_clock.resolution
         self.epoch = epoch
         self._vt_epoch_ns = (epoch - _UNIX_EPOCH) // datetime.timedelta(microseconds=1) * 1000
         self.noop_cycles = noop_cycles
@@ -322,13 +307,22 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     # -- the clock ----------------------------------------------------------------------------
 
+    @property
+    def clock(self) -> VirtualClock:
+        """The loop's clock (:class:`kopf_sim.loopclock.LoopClock`): moved by the loop, never by real time."""
+        return self._vt_clock
+
     def time(self) -> float:
-        return self._vt_ticks / TICKS_PER_SECOND
+        return self._vt_clock.time()
 
     @property
     def ticks(self) -> int:
         """The loop time as an integer number of ticks (:data:`TICKS_PER_SECOND` per second)."""
-        return self._vt_ticks
+        return self._vt_clock.ticks
+
+    @property
+    def _vt_ticks(self) -> int:
+        return self._vt_clock.ticks
 
     @property
     def epoch_ns(self) -> int:
@@ -459,18 +453,12 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         super()._write_to_self()  # type: ignore[misc]
 
     def _set_ticks(self, ticks: int) -> None:
-        self._vt_ticks = ticks
-        # asyncio runs the timers earlier than ``time() + _clock_resolution``: let it be the float noise.
-        self._clock_resolution = _NOISE_ULPS * math.ulp(self.time())
+        self._vt_clock.jump(ticks)
+        self._clock_resolution = self._vt_clock.resolution  # asyncio's own name for it
 
     def _jump_target(self, when: float) -> int:
         """The tick of a timer: the nearest one if only float noise away, else the next one; never now."""
-        nearest = round(when * TICKS_PER_SECOND)
-        if abs(when - nearest / TICKS_PER_SECOND) <= _NOISE_ULPS * math.ulp(when):
-            target = nearest
-        else:
-            target = math.ceil(when * TICKS_PER_SECOND)
-        return max(self._vt_ticks + 1, target)
+        return self._vt_clock.tick_of(when)
 
     def _next_timer(self) -> float | None:
         scheduled = self._scheduled
@@ -576,13 +564,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if seconds > 0:
             self._set_ticks(self._vt_ticks + self._ticks_of(seconds))
 
-    @staticmethod
-    def _ticks_of(seconds: float) -> int:
+    def _ticks_of(self, seconds: float) -> int:
         """A duration in ticks, at least one: the nearest tick if only float noise away, else rounded up."""
-        exact = seconds * TICKS_PER_SECOND
-        nearest = round(exact)
-        ticks = nearest if abs(exact - nearest) <= _NOISE_ULPS * math.ulp(exact) else math.ceil(exact)
-        return max(1, ticks)
+        return self._vt_clock.ticks_of(seconds)
 
     def close(self) -> None:
         """Close the loop; the threads that still wait in it go on waiting in real time."""

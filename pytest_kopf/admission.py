@@ -2,7 +2,7 @@
 
 No certificates, no tunnels, no ports: the operator's webhook server is replaced by
 :class:`InProcessWebhookServer`, which registers one in-process endpoint per admission
-handler with the simulated apiserver's admission control (``kopf_cluster.admission``),
+handler with the simulated apiserver's admission control (``kopf_cluster.sim.admission``),
 at the URLs that the operator's configuration manager puts into the managed
 validating/mutating webhook configurations (created through the simulated API, as an
 operator does on a real cluster). :class:`SimAdmissionSettings` keeps this server in

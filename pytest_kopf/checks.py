@@ -121,7 +121,7 @@ async def verify(
         problems = _unhandled(kopf_cluster, kopf_operator, customs, namespace)
         if not settled and not problems:
             problems = [f"the cluster keeps changing: no {quiet} s without changes in {settle_timeout} s"]
-        faulted = bool(kopf_cluster.faults.injections) or bool(kopf_operator.crashes)
+        faulted = bool(kopf_cluster.sim.faults.injections) or bool(kopf_operator.crashes)
         problems.extend(_unexpected(logs, faulted=faulted))
         if problems:
             raise OperatorCheckFailed("convergence", _listed(problems))
@@ -175,7 +175,7 @@ async def _custom(kopf_cluster: KopfCluster, name: str) -> CustomResource:
 
 
 def _objects_of(kopf_cluster: KopfCluster, custom: CustomResource, namespace: str) -> list[dict[str, Any]]:
-    return list(kopf_cluster.cluster.objects((custom.group, custom.plural), namespace if custom.namespaced else None))
+    return list(kopf_cluster.sim.store.objects((custom.group, custom.plural), namespace if custom.namespaced else None))
 
 
 def _kopf_resource(custom: CustomResource) -> Any:

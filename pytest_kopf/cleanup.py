@@ -24,7 +24,7 @@ from .discovery import ResourceInfo
 from .errors import KopfApiError, KopfTimeoutError
 
 if TYPE_CHECKING:
-    from .cluster import RealKopfCluster
+    from .realcluster import RealKopfCluster
 
 __all__ = ["release_objects", "remove_leftovers"]
 

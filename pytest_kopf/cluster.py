@@ -1,75 +1,53 @@
-"""The ``kopf_cluster`` fixture's object: one client of the Kubernetes API's REST protocol for both modes.
+"""The ``kopf_cluster`` fixture's object: the test's client of the Kubernetes API, the same in both modes.
 
-In real mode, it talks to the cluster of the kubeconfig context over aiohttp (TLS, token or
-client certs). In sim mode, its requests (the same methods, paths, query parameters and JSON
-bodies) go straight into a fresh simulated apiserver's request handling (:mod:`kopf_sim.direct`),
-which answers with the same status codes and bytes as over HTTP, at a fraction of the cost; the
-operator under test talks to that apiserver over HTTP (the in-memory transport). Everything
-else (discovery, apply, get/list/patch/delete, watching for conditions, events, errors) is the
-same code in both modes, so a test exercises the same path in both.
+It implements :class:`pytest_kopf.client.Client` (read, write, wait, events, apply, replay) once, over one
+exchange of bytes per mode. In real mode (:mod:`pytest_kopf.realcluster`), that exchange is HTTP to the
+cluster of the kubeconfig context, with kopf's own login and TLS. In sim mode (:class:`SimKopfCluster`),
+the requests (the same methods, paths, query parameters and JSON bodies) go straight into a fresh simulated
+apiserver's request handling (:mod:`kopf_sim.direct`), which answers with the same status codes and bytes
+as over HTTP, at a fraction of the cost; the operator under test talks to that apiserver over HTTP (the
+in-memory transport). What only the simulator can do is on ``kopf_cluster.sim``
+(:class:`pytest_kopf.simcontrols.SimControls`), which raises :class:`~pytest_kopf.errors.KopfModeError`
+in real mode.
 """
 from __future__ import annotations
 
 import abc
 import asyncio
 import dataclasses
-import datetime
 import json
 import os
 import pathlib
-import secrets
 import ssl
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import IO, Any, ClassVar, NoReturn
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import Any, Unpack
 
 import aiohttp
 import yaml
 
-from kopf_sim import faults as sim_faults
-from kopf_sim.admission import AdmissionControl
 from kopf_sim.apiclient import Served
-from kopf_sim.app import ADMISSION_KEY, build_app
-from kopf_sim.clock import SeededUids, system_clock
-from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.direct import DirectClient
 from kopf_sim.manifests import parse_manifests, read_manifest
-from kopf_sim.recording import ChangeRecorder
 from kopf_sim.replaying import KOPF_BOOKKEEPING, Bookkeeping, Replay, WatchLog
 from kopf_sim.replaying import prepare as prepare_replay
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
-from kopf_sim.transport import DEFAULT_BASE_URL, InMemoryServer
-from kopf_sim.virtualtime import loop_clock
+from kopf_sim.transport import DEFAULT_BASE_URL
 
-from . import kubeconfig as kubeconfigs
-from .cleanup import remove_leftovers
+from .client import Client, Condition, JsonDict, JsonList, Manifests
 from .discovery import Discovery, ResourceInfo
-from .errors import (
-    KopfApiError,
-    KopfClusterUnreachable,
-    KopfModeError,
-    KopfResourceError,
-    KopfTimeoutError,
-)
-from .replays import RealModeRecorder, exchange_api
-from .running import is_virtual
+from .errors import KopfApiError, KopfModeError, KopfResourceError, KopfTimeoutError
+from .replays import exchange_api
+from .simcontrols import SimControls, SimOptions
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "Connection",
     "KopfCluster",
     "Manifests",
-    "RealKopfCluster",
     "ResourceInfo",
     "SimKopfCluster",
 ]
 
-JsonDict = dict[str, Any]
-JsonList = list[JsonDict]
-Condition = Callable[[JsonDict | None], object]
-#: What ``apply()`` takes: a file's path, a YAML text, an object, or a list of objects.
-Manifests = str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
 DEFAULT_TIMEOUT = 60.0
 USER_AGENT = "pytest-kopf"
@@ -128,18 +106,18 @@ def _gone(obj: JsonDict | None) -> bool:
     return obj is None
 
 
-class KopfCluster(abc.ABC):
-    """The cluster of a test: apply manifests, create/get/list/patch/delete, wait for conditions.
+class KopfCluster(Client, abc.ABC):
+    """The cluster of a test: apply manifests, create/get/list/patch/delete, wait for conditions, replay logs.
 
     Resources are named as kubectl names them: plural (``pods``), ``plural.group``
     (``kopfexamples.kopf.dev``), singular, short name, or kind; they are resolved through
     the cluster's discovery. Namespaced objects given without a namespace go to
     :attr:`namespace` (``default`` in sim mode, the test's own namespace in real mode).
     API errors raise :class:`~pytest_kopf.errors.KopfApiError` with the apiserver's code,
-    reason and message.
+    reason and message. What only a simulated cluster can do is on :attr:`sim`.
     """
 
-    mode: ClassVar[str] = ""
+    mode: str = ""
 
     def __init__(self, *, base_url: str, namespace: str, tmp_dir: Callable[[], pathlib.Path]) -> None:
         self.base_url = base_url.rstrip("/")
@@ -165,49 +143,12 @@ class KopfCluster(abc.ABC):
     def connection(self) -> Connection:
         """How an in-process client (e.g. the operator under test) connects to this cluster."""
 
-    # -- sim-only features (overridden by the sim cluster) --------------------------------------
-
-    def _sim_only(self, what: str) -> NoReturn:
-        raise KopfModeError(f"kopf_cluster.{what} is available only in sim mode (--kopf-sim); "
-                            f"this test runs against a real cluster (--kopf-real).")
-
     @property
-    def cluster(self) -> Cluster:
-        """The underlying simulated cluster (:class:`kopf_sim.store.Cluster`); sim mode only."""
-        self._sim_only("cluster")
-
-    @property
-    def faults(self) -> sim_faults.FaultInjector:
-        """The fault injection rules of the simulated apiserver; sim mode only."""
-        self._sim_only("faults")
-
-    @property
-    def now(self) -> datetime.datetime:
-        """The simulated cluster's wall-clock time (virtual, derived from the loop time); sim mode only."""
-        self._sim_only("now")
-
-    @property
-    def server(self) -> InMemoryServer:
-        """The in-memory server of the simulated apiserver; sim mode only."""
-        self._sim_only("server")
-
-    @property
-    def admission(self) -> AdmissionControl:
-        """The admission control of the simulated apiserver (to serve webhook URLs in-process); sim only."""
-        self._sim_only("admission")
-
-    def session(self, **kwargs: Any) -> aiohttp.ClientSession:
-        """A client session over the in-memory transport (subject to faults); sim mode only."""
-        self._sim_only("session()")
-
-    async def advance(self, seconds: float) -> None:
-        """Let ``seconds`` of virtual time pass (everything else keeps running); sim mode only."""
-        self._sim_only("advance()")
-
-    @property
-    def controllers(self) -> ControllerManager:
-        """The built-in controllers (switches, timings, pods' fates: ``controllers.fate(...)``); sim mode only."""
-        self._sim_only("controllers")
+    def sim(self) -> SimControls:
+        """The simulator's controls (store, faults, virtual time, admission, controllers); sim mode only."""
+        raise KopfModeError("kopf_cluster.sim (the simulator's store, faults, virtual time, admission and "
+                            "controllers) is available only in sim mode (--kopf-sim); this test runs against "
+                            "a real cluster (--kopf-real): mark it @pytest.mark.kopf_sim_only.")
 
     @abc.abstractmethod
     async def kubeconfig(self) -> pathlib.Path:
@@ -392,7 +333,7 @@ class KopfCluster(abc.ABC):
                 results.append(await self._create(info, namespace, doc))
             else:
                 results.append(await self._patch(info, name, namespace, doc, None))
-                if _is_crd(info):
+                if is_crd(info):
                     await self._await_crd(results[-1])
         return results
 
@@ -407,11 +348,11 @@ class KopfCluster(abc.ABC):
             body["metadata"] = {**(body.get("metadata") or {}), "namespace": namespace}
         obj: JsonDict = await self._request("POST", info.path(namespace), body=body)
         self._created(info, obj)
-        if _is_crd(info):
+        if is_crd(info):
             await self._await_crd(obj)
         return obj
 
-    def _created(self, info: ResourceInfo, obj: JsonDict) -> None:  # noqa: B027 - an optional hook
+    def _created(self, info: ResourceInfo, obj: JsonDict) -> None:
         """A hook for the real cluster: remember what to remove at teardown."""
 
     async def _await_crd(self, crd: JsonDict) -> None:
@@ -474,7 +415,7 @@ class KopfCluster(abc.ABC):
         info = await self.resolve(resource)
         body = {"propagationPolicy": propagation_policy} if propagation_policy else None
         result: JsonDict = await self._request("DELETE", info.path(self._namespace(info, namespace), name), body=body)
-        if _is_crd(info):
+        if is_crd(info):
             self._discovery.forget(str(((result or {}).get("spec") or {}).get("group") or ""))  # all if unknown
         return result
 
@@ -544,62 +485,35 @@ class KopfCluster(abc.ABC):
 
 
 class SimKopfCluster(KopfCluster):
-    """A fresh simulated cluster (``kopf_sim``) behind the in-memory transport, with time & faults."""
+    """A fresh simulated cluster (``kopf_sim``) behind the in-memory transport; its controls are :attr:`sim`."""
 
     mode = "sim"
 
-    def __init__(
-        self,
-        *,
-        loop: asyncio.AbstractEventLoop,
-        tmp_dir: Callable[[], pathlib.Path],
-        record_path: pathlib.Path | None = None,
-        seed: int = 0,
-        controllers: ControllerSettings | None = None,
-    ) -> None:
+    def __init__(self, *, loop: asyncio.AbstractEventLoop, tmp_dir: Callable[[], pathlib.Path],
+                 **options: Unpack[SimOptions]) -> None:
         super().__init__(base_url=DEFAULT_BASE_URL, namespace="default", tmp_dir=tmp_dir)
-        self._loop = loop
-        self._virtual = is_virtual(loop)
-        self._cluster = Cluster(clock=loop_clock(loop) if self._virtual else system_clock, uids=SeededUids(seed))
-        self._faults = sim_faults.FaultInjector(seed)
-        self._app = build_app(self._cluster)
-        sim_faults.install(self._app, self._faults)
-        self._server = InMemoryServer(self._app, access_log=None)  # no access log lines from the simulator
-        self._controllers = ControllerManager(self._cluster, controllers, admission=self._app[ADMISSION_KEY])
-        self._record_path = record_path
-        self._record_stream: IO[str] | None = None
-        self._served: ServedApp | None = None
-        self._kubeconfig: pathlib.Path | None = None
+        self._sim = SimControls(loop=loop, tmp_dir=tmp_dir, **options)
         self._direct: DirectClient | None = None
 
+    @property
+    def sim(self) -> SimControls:
+        return self._sim
+
     async def setup(self) -> None:
-        self._controllers.start()  # the bootstrap objects (nodes, namespaces' defaults) are no test's doing
-        if self._record_path is not None:
-            self._record_path.parent.mkdir(parents=True, exist_ok=True)
-            self._record_stream = self._record_path.open("w", encoding="utf-8")
-            self._cluster.observers.append(ChangeRecorder(self._record_stream, clock=self._cluster.clock,
-                                                          source={"recorder": "pytest --kopf-record", "mode": "sim"}))
-        await self._server.start()
-        self._direct = DirectClient(self._app, headers={"User-Agent": USER_AGENT})
+        await self._sim.start()
+        self._direct = DirectClient(self._sim.app, headers={"User-Agent": USER_AGENT})
 
     async def teardown(self) -> None:
         try:
-            await self._controllers.stop()
             self._direct = None
             await super().teardown()
-            if self._served is not None:
-                await self._served.stop()
-                self._served = None
-            await self._server.stop()
         finally:
-            if self._record_stream is not None:
-                self._record_stream.close()
-                self._record_stream = None
+            await self._sim.stop()
 
     @property
     def connection(self) -> Connection:
         return Connection(base_url=DEFAULT_BASE_URL, headers={}, ssl=None, namespace=self.namespace,
-                          connector_factory=self._server.connector)
+                          connector_factory=self._sim.server.connector)
 
     # The test's own requests go straight into the simulator's logic (the same answers, without the HTTP
     # framing and with no faults injected); the operator's go over HTTP (see :attr:`connection`).
@@ -624,161 +538,18 @@ class SimKopfCluster(KopfCluster):
         async for chunk in response.chunks():
             yield chunk
 
-    @property
-    def cluster(self) -> Cluster:
-        return self._cluster
-
-    @property
-    def faults(self) -> sim_faults.FaultInjector:
-        return self._faults
-
-    @property
-    def now(self) -> datetime.datetime:
-        return self._cluster.clock()
-
-    @property
-    def server(self) -> InMemoryServer:
-        return self._server
-
-    @property
-    def admission(self) -> AdmissionControl:
-        return self._app[ADMISSION_KEY]
-
-    @property
-    def controllers(self) -> ControllerManager:
-        return self._controllers
-
-    def session(self, **kwargs: Any) -> aiohttp.ClientSession:
-        return self._server.session(**kwargs)
-
-    async def advance(self, seconds: float) -> None:
-        if not is_virtual(asyncio.get_running_loop()):
-            raise KopfModeError("kopf_cluster.advance() needs virtual time, but this test runs in real time "
-                                "(it is marked kopf_real_time); use asyncio.sleep() to let real time pass.")
-        await asyncio.sleep(seconds)
-
     async def kubeconfig(self) -> pathlib.Path:
-        """Serve the simulated cluster on 127.0.0.1 (HTTPS, a token) for other processes; its kubeconfig.
+        """The simulated cluster served on 127.0.0.1 (HTTPS, a token) for other processes; its kubeconfig.
 
         Other processes run in real time, so this needs a test marked ``kopf_real_time``.
         """
-        if self._virtual:
-            raise KopfModeError(
-                "kopf_cluster.kubeconfig() serves the simulated cluster on a real socket for other processes "
-                "(kubectl, kopf run), which cannot follow the virtual time of this test; "
-                "mark the test with @pytest.mark.kopf_real_time.")
-        if self._kubeconfig is None:
-            app = build_app(self._cluster)
-            sim_faults.install(app, self._faults)
-            served = ServedApp(app, tls=True, token=secrets.token_urlsafe(16))
-            await served.start()
-            self._served = served
-            path = self._tmp_dir() / "kubeconfig"
-            served.write_kubeconfig(path)
-            self._kubeconfig = path
-        return self._kubeconfig
-
-
-class RealKopfCluster(KopfCluster):
-    """The cluster of a kubeconfig context; the test gets its own namespace, removed afterwards."""
-
-    mode = "real"
-
-    def __init__(self, *, config: kubeconfigs.KubeConfig, namespace: str,
-                 tmp_dir: Callable[[], pathlib.Path], record_path: pathlib.Path | None = None) -> None:
-        super().__init__(base_url=config.server, namespace=namespace, tmp_dir=tmp_dir)
-        self._recorder = None if record_path is None else RealModeRecorder(
-            record_path, server=config.server, ssl_context=config.ssl_context(), headers=config.headers,
-            namespace=namespace)
-        self.config = config
-        self._ssl = config.ssl_context()
-        self._headers = {"User-Agent": USER_AGENT, **config.headers()}
-        self._cleanup: list[tuple[ResourceInfo, str]] = []
-        self._namespace_created = False
-        self._kubeconfig: pathlib.Path | None = None
-
-    def _connector(self) -> aiohttp.BaseConnector:
-        return aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else True)
-
-    @property
-    def connection(self) -> Connection:
-        return Connection(base_url=self.base_url, headers=self.config.headers(), ssl=self._ssl,
-                          namespace=self.namespace, connector_factory=self._connector)
-
-    async def setup(self) -> None:
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
-        self._session = aiohttp.ClientSession(connector=self._connector(), headers=self._headers, timeout=timeout)
-        try:
-            async with asyncio.timeout(30):
-                await self._request("GET", "/version")
-        except (aiohttp.ClientConnectionError, OSError, TimeoutError) as exc:
-            await self.teardown()
-            reason = str(exc) or type(exc).__name__
-            raise KopfClusterUnreachable(
-                f"The Kubernetes API at {self.base_url} (kubeconfig context {self.config.context!r}) "
-                f"is unreachable: {reason}") from None
-        namespace = {"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": self.namespace, "labels": {"app.kubernetes.io/managed-by": USER_AGENT}}}
-        try:
-            await self._request("POST", "/api/v1/namespaces", body=namespace)
-        except BaseException:
-            await self.teardown()
-            raise
-        self._namespace_created = True
-        if self._recorder is not None:
-            await self._recorder.start()
-
-    def _created(self, info: ResourceInfo, obj: JsonDict) -> None:
-        if not info.namespaced:
-            self._cleanup.append((info, obj["metadata"]["name"]))
-
-    async def teardown(self) -> None:
-        """Remove the test's objects, namespace and CRDs, and wait until they are gone (see :mod:`.cleanup`)."""
-        try:
-            if self._recorder is not None:
-                await self._recorder.stop()
-            if self._session is not None:
-                await remove_leftovers(self)
-        finally:
-            self._cleanup.clear()
-            self._namespace_created = False
-            await super().teardown()
-
-    def created_crds(self) -> list[str]:
-        """The names of the CRDs that the test has created (their objects are the test's, in any namespace)."""
-        return [name for info, name in self._cleanup if _is_crd(info)]
-
-    def namespace_path(self) -> str:
-        return _NAMESPACES.path(None, self.namespace)
-
-    def victims(self) -> list[str]:
-        """The paths of what the test has made and the teardown deletes: its namespace, its cluster-wide objects."""
-        paths = [self.namespace_path()] if self._namespace_created else []
-        return paths + [info.path(None, name) for info, name in reversed(self._cleanup)]
-
-    async def namespaced_resources(self) -> list[ResourceInfo]:
-        """The namespaced resources served now (for the objects left in a namespace)."""
-        self.forget_discovery()
-        found: list[ResourceInfo] = []
-        for group_version in await self._discovery.preferred_versions():
-            found.extend(info for info in await self._discovery.group_version(group_version) or () if info.namespaced)
-        return found
-
-    async def kubeconfig(self) -> pathlib.Path:
-        """A kubeconfig of this context, with the test's namespace as the default one."""
-        if self._kubeconfig is None:
-            path = self._tmp_dir() / "kubeconfig"
-            kubeconfigs.write(path, self.config, namespace=self.namespace)
-            self._kubeconfig = path
-        return self._kubeconfig
-
-
-_NAMESPACES = ResourceInfo(group="", version="v1", plural="namespaces", kind="Namespace", namespaced=False)
+        return await self._sim.serve()
 
 
 # -- helpers ---------------------------------------------------------------------------------------
 
-def _is_crd(info: ResourceInfo) -> bool:
+def is_crd(info: ResourceInfo) -> bool:
+    """Whether the resource is the CustomResourceDefinitions (they need waiting for, and cleaning up)."""
     return info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io"
 
 

@@ -86,7 +86,7 @@ def record_requests(kopf_cluster: KopfCluster) -> list[str]:
         watch = "?watch=true" if info.watch else ""
         lines.append(f"{loop.time():.6f} request {info.method} {info.path}{watch} {status}")
 
-    kopf_cluster.faults.observers.append(observe)
+    kopf_cluster.sim.faults.observers.append(observe)
     return lines
 
 
@@ -105,7 +105,7 @@ def crash_after(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, *, write
                                                     name="restart of a crashed kopf operator",
                                                     context=contextvars.Context())  # not the dead one's task
 
-    kopf_cluster.faults.crash_after(writes, crash, **criteria)
+    kopf_cluster.sim.faults.crash_after(writes, crash, **criteria)
 
 
 async def _revive(kopf_operator: KopfOperator, delay: float) -> None:
@@ -143,7 +143,7 @@ async def settle(
         if change.key not in EVENT_KEYS:
             last_change = loop.time()
 
-    observers = kopf_cluster.cluster.observers
+    observers = kopf_cluster.sim.store.observers
     observers.append(observe)
     try:
         while True:
@@ -170,7 +170,7 @@ def end_state(kopf_cluster: KopfCluster, *, namespace: str = "default",
 
     ``mask``: more fields to mask, as dotted paths with ``*`` for any key (``status.*.updated``).
     """
-    store = kopf_cluster.cluster
+    store = kopf_cluster.sim.store
     seen: set[tuple[str, str]] = set()
     objects: list[dict[str, Any]] = []
     for rtype in sorted(store.catalogue, key=lambda t: (t.group, t.plural, not t.preferred)):

@@ -49,9 +49,10 @@ from kopf_sim.virtualtime import VirtualTimeLoop, describe_tasks
 from .admission import InProcessWebhookServer, SimAdmissionSettings
 from .clientconfig import refresh_active
 from .clocks import virtualize_modules, wait_event
-from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
+from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfLeakError, KopfOperatorError, KopfResourceError, KopfTimeoutError
 from .readiness import RequestObserver, wait_until_ready
+from .realcluster import RealKopfCluster
 from .threads import LentThreadsExecutor, shared_threads
 
 __all__ = ["KopfOperator"]
@@ -344,12 +345,13 @@ class KopfOperator:
         observer = RequestObserver()  # sees the operator's watch requests: start() waits for its listings
         credentials = self._credentials(observer)
         if registry is None and not self.registry.activities.get_handlers(Activity.AUTHENTICATION):
-            # Re-login (after HTTP 401) gets the same credentials, never the environment's kubeconfig.
-            kopf.on.login(id="pytest-kopf", registry=self.registry)(functools.partial(_same, credentials))
+            # Re-login (after HTTP 401) gets the same credentials (real mode: the same kubeconfig context read
+            # anew, for a fresh token of an exec plugin), never the environment's kubeconfig.
+            kopf.on.login(id="pytest-kopf", registry=self.registry)(functools.partial(self._relogin, credentials))
         self.settings = settings if settings is not None else _fresh_settings(self.reuse_threads)
         self.memo = memo
         if isinstance(self.cluster, SimKopfCluster):
-            server = InProcessWebhookServer(self.cluster.admission, self.registry)
+            server = InProcessWebhookServer(self.cluster.sim.admission, self.registry)
             self._admission = SimAdmissionSettings(self.settings.admission, server)
             self.settings.admission = self._admission
 
@@ -473,17 +475,17 @@ class KopfOperator:
     def _credentials(self, observer: RequestObserver) -> ConnectionInfo:
         connection = self.cluster.connection
         if isinstance(self.cluster, RealKopfCluster):
-            config = self.cluster.config
-            info = ConnectionInfo(
-                server=config.server, ca_data=config.ca_pem, insecure=config.insecure or None,
-                token=config.token, username=config.username, password=config.password,
-                certificate_data=config.client_cert_pem, private_key_data=config.client_key_pem,
-                default_namespace=self.cluster.namespace,
-            )
+            info = self.cluster.credentials  # kopf's own login from the kubeconfig context
         else:
             info = ConnectionInfo(server=connection.base_url, default_namespace=connection.namespace)
         self._lifeline = _Lifeline(observer.wrap(connection.connector_factory))  # a new one per run: cut by crash()
         return info.with_connector_factory(self._lifeline.connector)
+
+    def _relogin(self, credentials: ConnectionInfo, **_: Any) -> ConnectionInfo:
+        """The login handler of the operators loaded from files: the test's own credentials, never others."""
+        if isinstance(self.cluster, RealKopfCluster):
+            return self.cluster.relogin().with_connector_factory(credentials.connector_factory)
+        return credentials
 
     def _capture_logs(self, level: int) -> None:
         logger = logging.getLogger("kopf")
@@ -741,9 +743,6 @@ def _fresh_settings(reuse_threads: bool) -> kopf.OperatorSettings:
         settings.execution.executor = LentThreadsExecutor()
     return settings
 
-
-def _same(credentials: ConnectionInfo, **_: Any) -> ConnectionInfo:
-    return credentials
 
 
 def _describe(selector: Any) -> str:

@@ -31,8 +31,9 @@ from . import kubeconfig, routing
 from .cleanup import release_objects
 from .clientconfig import ClientConfig
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
-from .cluster import KopfCluster, RealKopfCluster, SimKopfCluster
+from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
+from .realcluster import RealKopfCluster
 from .running import TestLoop
 
 if TYPE_CHECKING:
@@ -331,19 +332,19 @@ def kopf_cluster(
                                  controllers=controller_settings(request))
     else:
         try:
-            config = kubeconfig.load(context=settings.context)
+            login = kubeconfig.load(context=settings.context)
         except KopfConfigError as exc:
             pytest.fail(str(exc), pytrace=False)
-        cluster = RealKopfCluster(config=config, namespace=_namespace_name(request.node.name), tmp_dir=tmp_dir,
+        cluster = RealKopfCluster(login=login, namespace=_namespace_name(request.node.name), tmp_dir=tmp_dir,
                                   record_path=record)
     try:
         kopf_loop.run(cluster.setup())
-    except KopfClusterUnreachable as exc:
+    except (KopfClusterUnreachable, KopfConfigError) as exc:
         pytest.fail(str(exc), pytrace=False)
     clients: ClientConfig | None = None
     if isinstance(cluster, SimKopfCluster):  # the official clients configured the documented ways reach it
         clients = ClientConfig(host=routing.new_host(), directory=_clients_dir(tmp_path_factory))
-        routing.add_route(routing.Route(clients.host, kopf_loop.loop, cluster.server))
+        routing.add_route(routing.Route(clients.host, kopf_loop.loop, cluster.sim.server))
         clients.activate()
     try:
         yield cluster

@@ -383,7 +383,7 @@ class OperatorMachine(RuleBasedStateMachine):
 
     def _count(self) -> None:
         if self.statistics is not None:
-            self.statistics.faults += len(self.world.cluster.faults.injections)
+            self.statistics.faults += len(self.world.cluster.sim.faults.injections)
             self.statistics.crashes += self.world.operator.crashes
             self.statistics.virtual_seconds += self.world.loop.time()
 

@@ -64,9 +64,9 @@ class Trace:
 
     def install(self, cluster: SimKopfCluster) -> None:
         """Record the requests (before the cluster's server starts), the changes and the faults of a cluster."""
-        cluster.server.app.middlewares.insert(0, self._middleware())
-        cluster.cluster.observers.append(self._change)
-        cluster.faults.log = _Tee(self)
+        cluster.sim.app.middlewares.insert(0, self._middleware())
+        cluster.sim.store.observers.append(self._change)
+        cluster.sim.faults.log = _Tee(self)
         kopf_logger = logging.getLogger("kopf")
         if _dispatcher not in kopf_logger.handlers:
             kopf_logger.addHandler(_dispatcher)

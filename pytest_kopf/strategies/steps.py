@@ -173,11 +173,11 @@ class Advance(Action):
     seconds: float
 
     async def apply(self, driver: Driver) -> str | None:
-        await driver.cluster.advance(self.seconds)
+        await driver.cluster.sim.advance(self.seconds)
         return None
 
     def code(self) -> str:
-        return f"await kopf_cluster.advance({self.seconds!r})"
+        return f"await kopf_cluster.sim.advance({self.seconds!r})"
 
     def simpler(self) -> list[Action]:
         return [Advance(seconds) for seconds in (1.0, float(int(self.seconds) // 2)) if 1 <= seconds < self.seconds]
@@ -221,7 +221,7 @@ class ApiErrors(Action):
         return ", ".join(parts)
 
     async def apply(self, driver: Driver) -> str | None:
-        faults = driver.cluster.faults
+        faults = driver.cluster.sim.faults
         criteria: dict[str, Any] = {"method": self.method, "resource": self.resource, "count": self.count}
         if self.code_ == 409:
             faults.conflict(**{**criteria, "method": self._conflicting_methods()})
@@ -233,8 +233,8 @@ class ApiErrors(Action):
         if self.code_ == 409:
             method = self._conflicting_methods()
             resource = f", resource={self.resource!r}" if self.resource is not None else ""
-            return f"kopf_cluster.faults.conflict(method={method!r}{resource}, count={self.count})"
-        return f"kopf_cluster.faults.error({self._kwargs()})"
+            return f"kopf_cluster.sim.faults.conflict(method={method!r}{resource}, count={self.count})"
+        return f"kopf_cluster.sim.faults.error({self._kwargs()})"
 
     def simpler(self) -> list[Action]:
         counts = sorted({1, self.count // 2, self.count - 1} - {0, self.count})
@@ -250,11 +250,11 @@ class StaleReads(Action):
     count: int
 
     async def apply(self, driver: Driver) -> str | None:
-        driver.cluster.faults.stale_read(self.lag, count=self.count)
+        driver.cluster.sim.faults.stale_read(self.lag, count=self.count)
         return None
 
     def code(self) -> str:
-        return f"kopf_cluster.faults.stale_read({self.lag}, count={self.count})"
+        return f"kopf_cluster.sim.faults.stale_read({self.lag}, count={self.count})"
 
     def simpler(self) -> list[Action]:
         counts = sorted({1, self.count // 2} - {0, self.count})
@@ -273,14 +273,14 @@ class WithheldEvents(Action):
     count: int = 1
 
     async def apply(self, driver: Driver) -> str | None:
-        driver.cluster.faults.withhold_events(self.delay, coalesce=self.coalesce, resource=self.resource,
+        driver.cluster.sim.faults.withhold_events(self.delay, coalesce=self.coalesce, resource=self.resource,
                                               count=self.count)
-        driver.cluster.cluster.close_watches()  # the operator watches again, and gets the lagging view
+        driver.cluster.sim.store.close_watches()  # the operator watches again, and gets the lagging view
         return None
 
     def code(self) -> str:
-        return (f"kopf_cluster.faults.withhold_events({self.delay!r}, coalesce={self.coalesce!r}, "
-                f"resource={self.resource!r}, count={self.count}); kopf_cluster.cluster.close_watches()")
+        return (f"kopf_cluster.sim.faults.withhold_events({self.delay!r}, coalesce={self.coalesce!r}, "
+                f"resource={self.resource!r}, count={self.count}); kopf_cluster.sim.store.close_watches()")
 
     def simpler(self) -> list[Action]:
         options: list[Action] = []

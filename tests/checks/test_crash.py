@@ -69,7 +69,7 @@ async def test_a_crash_after_the_kth_write_leaves_that_write_done(
     calls: list[str] = []
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=slow_registry(calls, []))
-    kopf_cluster.faults.crash_after(1, kopf_operator.crash, resource="kopfexamples")
+    kopf_cluster.sim.faults.crash_after(1, kopf_operator.crash, resource="kopfexamples")
     await kopf_cluster.create(example("ex1"))
     await asyncio.sleep(60)
     assert kopf_operator.crashed and kopf_operator.crashes == 1

@@ -51,7 +51,7 @@ async def test_a_conflict_on_kopfs_own_patch_is_retried(kopf_cluster: KopfCluste
     calls: list[str] = []
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=greeting_registry(calls))
-    rule = kopf_cluster.faults.conflict(resource="kopfexamples", count=1)
+    rule = kopf_cluster.sim.faults.conflict(resource="kopfexamples", count=1)
     await kopf_cluster.create(example("ex1"))
     obj = await kopf_cluster.wait_for("kopfexamples", "ex1", condition=handled, timeout=120)
     assert rule.hits == 1
@@ -63,7 +63,7 @@ async def test_server_errors_beyond_the_clients_retries_are_retried_later(
     calls: list[str] = []
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=greeting_registry(calls))
-    rule = kopf_cluster.faults.error(503, resource="kopfexamples", method="PATCH", count=12)
+    rule = kopf_cluster.sim.faults.error(503, resource="kopfexamples", method="PATCH", count=12)
     await kopf_cluster.create(example("ex1"))
     obj = await kopf_cluster.wait_for("kopfexamples", "ex1", condition=handled, timeout=600)
     assert rule.hits == 12

@@ -26,7 +26,7 @@ class OptionalField(OperatorMachine):
         calls.append("rule")
         await tolerate(self.cluster.create({"apiVersion": "checks.example/v1", "kind": "Gadget",
                                             "metadata": {"name": "sized"}, "spec": {"size": 3}}))
-        await self.cluster.advance(5)
+        await self.cluster.sim.advance(5)
 
     @invariant()
     async def sized_is_doubled(self) -> None:

@@ -102,7 +102,7 @@ def test_from_schema_of_scalars() -> None:
 
 
 def test_actions_write_themselves_as_code() -> None:
-    assert Advance(5.0).code() == "await kopf_cluster.advance(5.0)"
+    assert Advance(5.0).code() == "await kopf_cluster.sim.advance(5.0)"
     delete = Delete("things.example.com", "t-0")
     assert delete.code() == "await tolerate(kopf_cluster.delete('things.example.com', 't-0'))"
     patch = PatchSpec("things.example.com", "t-0", {"mode": None})

@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kopf_sim.app import build_app
 from kopf_sim.serving import ServedApp
@@ -62,3 +67,25 @@ def served_cluster(tmp_path: Path) -> Iterator[ServedCluster]:
         loop.call_soon_threadsafe(stopping.set)
         thread.join(30)
         loop.close()
+
+
+@contextlib.contextmanager
+def kopf_sim_subprocess(kubeconfig: Path, *options: str) -> Iterator[Path]:
+    """``kopf-sim serve`` on 127.0.0.1 (a free port) in a process of its own, its kubeconfig; stopped at the end."""
+    process = subprocess.Popen([sys.executable, "-m", "kopf_sim", "serve", "--host", "127.0.0.1", "--port", "0",
+                                "--kubeconfig", str(kubeconfig), *options],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (kubeconfig.exists() and yaml.safe_load(kubeconfig.read_text() or "null")):
+            assert process.poll() is None, process.stderr.read().decode() if process.stderr else "it has exited"
+            assert time.monotonic() < deadline, "kopf-sim serve has not started in 60 s"
+            time.sleep(0.05)
+        yield kubeconfig
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

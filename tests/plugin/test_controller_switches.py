@@ -22,31 +22,31 @@ async def test_default(kopf_cluster):
 async def test_bare(kopf_cluster):
     assert await names(kopf_cluster, "nodes") == []
     assert await names(kopf_cluster, "serviceaccounts") == []
-    assert kopf_cluster.controllers.enabled == frozenset()
+    assert kopf_cluster.sim.controllers.enabled == frozenset()
 
 @pytest.mark.kopf_controllers("nodes", "pods")
 async def test_only_some(kopf_cluster):
-    assert kopf_cluster.controllers.enabled == {"nodes", "pods"}
+    assert kopf_cluster.sim.controllers.enabled == {"nodes", "pods"}
     assert await names(kopf_cluster, "serviceaccounts") == []
 
 @pytest.mark.kopf_controllers("-namespaces", nodes=5, pod_ready_delay=7)
 async def test_tuned(kopf_cluster):
     assert len(await names(kopf_cluster, "nodes")) == 5
-    assert "namespaces" not in kopf_cluster.controllers.enabled
+    assert "namespaces" not in kopf_cluster.sim.controllers.enabled
     await kopf_cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                                "spec": {"containers": [{"name": "c", "image": "x"}]}})
     await kopf_cluster.wait_for("pods", "p", condition=lambda p: p["status"]["conditions"][2]["status"] == "True")
     assert asyncio.get_running_loop().time() == 8
 
 async def test_switched_in_the_test(kopf_cluster):
-    kopf_cluster.controllers.disable("replicasets")
+    kopf_cluster.sim.controllers.disable("replicasets")
     await kopf_cluster.create({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs"},
                                "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
                                         "template": {"metadata": {"labels": {"a": "b"}},
                                                      "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
     await asyncio.sleep(10)
     assert await names(kopf_cluster, "pods") == []
-    kopf_cluster.controllers.enable("replicasets")
+    kopf_cluster.sim.controllers.enable("replicasets")
     await asyncio.sleep(10)
     assert len(await names(kopf_cluster, "pods")) == 1
 '''

@@ -31,7 +31,7 @@ async def test_real_time_when_marked(kopf_cluster):
     loop = asyncio.get_running_loop()
     assert not isinstance(loop, virtualtime.VirtualTimeLoop)
     with pytest.raises(KopfModeError, match="needs virtual time"):
-        await kopf_cluster.advance(1)
+        await kopf_cluster.sim.advance(1)
     await kopf_cluster.create({{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "cm"}},
                                 "data": {{"k": "v"}}}})
     path = await kopf_cluster.kubeconfig()
@@ -159,7 +159,7 @@ def test_explicit_asyncio_marker_still_runs_in_the_kopf_loop(pytester: pytest.Py
         @pytest.mark.asyncio
         async def test_marked(kopf_cluster):
             assert isinstance(asyncio.get_running_loop(), virtualtime.VirtualTimeLoop)
-            await kopf_cluster.advance(60)
+            await kopf_cluster.sim.advance(60)
             assert asyncio.get_running_loop().time() == 60
 
         @pytest.mark.asyncio

@@ -118,7 +118,7 @@ async def test_timestamps_follow_the_virtual_clock(kopf_cluster, kopf_operator):
     assert created == datetime.datetime(2026, 1, 1, 0, 16, 40, tzinfo=datetime.timezone.utc)  # epoch + 1000 s
     assert datetime.timedelta(0) <= started - created < datetime.timedelta(seconds=1)
     assert delayed - started == datetime.timedelta(seconds=600)
-    assert abs((kopf_cluster.now - started).total_seconds()) < 1
+    assert abs((kopf_cluster.sim.now - started).total_seconds()) < 1
 
 async def test_a_slow_sync_handler_holds_the_virtual_time(kopf_cluster, kopf_operator):
     registry = kopf.OperatorRegistry()
@@ -231,7 +231,7 @@ async def test_a_401_spends_the_credentials_and_never_falls_back_to_the_environm
     await kopf_cluster.apply("crd.yaml")
     await kopf_operator.start(paths=["ops/handlers.py"])
     assert [h.id for h in kopf_operator.registry.activities.get_all_handlers()] == ["pytest-kopf"]
-    kopf_cluster.faults.error(401, resource="kopfexamples", method="PATCH", count=1)
+    kopf_cluster.sim.faults.error(401, resource="kopfexamples", method="PATCH", count=1)
     await kopf_cluster.create(example("ex1"))
     while kopf_operator.running:
         await asyncio.sleep(1)
@@ -311,7 +311,7 @@ async def test_admission_in_process(kopf_cluster, kopf_operator, registry):
     assert kopf_operator.exception is None
     assert isinstance(kopf_operator.settings.admission.server, kopf.WebhookServer)   # the operator's own, back
     assert kopf_operator.settings.admission.managed is None
-    assert kopf_cluster.admission.in_process == {}
+    assert kopf_cluster.sim.admission.in_process == {}
     configs = await kopf_cluster.get("validatingwebhookconfigurations", "auto.kopf.dev")
     assert configs is None or not configs.get("webhooks")   # the non-persistent webhooks are removed on exit
     assert (await kopf_cluster.create(example("bad", field="bad")))["spec"] == {"field": "bad"}

@@ -41,14 +41,10 @@ async def test_objects_go_to_the_test_namespace(kopf_cluster, kopf_mode):
     await kopf_cluster.wait_gone("kex", "ex1", timeout=10)
 
 async def test_sim_only_features_fail_clearly(kopf_cluster):
+    with pytest.raises(KopfModeError, match="kopf_cluster.sim .the simulator's store.* is available only in sim mode"):
+        kopf_cluster.sim
     with pytest.raises(KopfModeError, match="only in sim mode"):
-        await kopf_cluster.advance(1)
-    with pytest.raises(KopfModeError, match="only in sim mode"):
-        kopf_cluster.faults
-    with pytest.raises(KopfModeError, match="only in sim mode"):
-        kopf_cluster.now
-    with pytest.raises(KopfModeError, match="only in sim mode"):
-        kopf_cluster.controllers
+        await kopf_cluster.sim.advance(1)
 
 async def test_kubeconfig_for_subprocesses(kopf_cluster):
     path = await kopf_cluster.kubeconfig()

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
-from .conftest import BASE, NO_ASYNCIO
+from .conftest import BASE, NO_ASYNCIO, kopf_sim_subprocess
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -62,23 +59,8 @@ async def test_leaves_objects_with_finalizers(kopf_cluster, kopf_operator, n, st
 @pytest.fixture
 def kopf_sim_serve(tmp_path: Path) -> Iterator[Path]:
     """``kopf-sim serve`` on 127.0.0.1 (a free port), its kubeconfig; stopped at the end."""
-    kubeconfig = tmp_path / "served-kubeconfig"
-    process = subprocess.Popen([sys.executable, "-m", "kopf_sim", "serve", "--host", "127.0.0.1", "--port", "0",
-                                "--kubeconfig", str(kubeconfig)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while not (kubeconfig.exists() and yaml.safe_load(kubeconfig.read_text() or "null")):
-            assert process.poll() is None, process.stderr.read().decode() if process.stderr else "it has exited"
-            assert time.monotonic() < deadline, "kopf-sim serve has not started in 60 s"
-            time.sleep(0.05)
+    with kopf_sim_subprocess(tmp_path / "served-kubeconfig") as kubeconfig:
         yield kubeconfig
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def test_twenty_real_tests_leaving_finalizers_pass_in_a_shuffled_order(

@@ -54,7 +54,7 @@ async def test_a_replay_in_virtual_time(kopf_cluster: KopfCluster, log: Path) ->
     await kopf_cluster.apply(CRD)
     seen: list[tuple[float, str, str]] = []
     loop = asyncio.get_running_loop()
-    kopf_cluster.cluster.observers.append(
+    kopf_cluster.sim.store.observers.append(
         lambda change: seen.append((loop.time(), change.type, change.obj["metadata"]["name"])))
     start = loop.time()
     replay = await kopf_cluster.replay(log, resources=["kex"])  # a short name, as kubectl takes it
@@ -115,7 +115,7 @@ SIM_TEST = textwrap.dedent('''
     async def test_replayed(kopf_cluster):
         await kopf_cluster.apply(CRD)
         seen = []
-        kopf_cluster.cluster.observers.append(lambda c: seen.append((c.type, c.key[1], c.obj["metadata"]["name"])))
+        kopf_cluster.sim.store.observers.append(lambda c: seen.append((c.type, c.key[1], c.obj["metadata"]["name"])))
         await kopf_cluster.replay(LOG, speed=None)
         assert [change for change in seen if change[1:] == ("configmaps", "cm")] == [
             ("ADDED", "configmaps", "cm"), ("MODIFIED", "configmaps", "cm"), ("DELETED", "configmaps", "cm")]

@@ -100,7 +100,7 @@ async def test_admission_denial(kopf_cluster):
         return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                 "response": {"uid": review["request"]["uid"], "allowed": False,
                              "status": {"message": "red is forbidden"}}}
-    kopf_cluster.admission.register("https://hooks.example/validate", deny)
+    kopf_cluster.sim.admission.register("https://hooks.example/validate", deny)
     await kopf_cluster.create({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": "colours"},
@@ -126,10 +126,10 @@ async def test_wait_for_in_virtual_time(kopf_cluster):
     obj = await kopf_cluster.wait_for("kex", "late", condition=lambda o: o["status"]["done"], timeout=7200)
     assert obj["status"] == {"done": True}
     assert loop.time() == 3630
-    assert kopf_cluster.now.isoformat() == "2026-01-01T01:00:30+00:00"
+    assert kopf_cluster.sim.now.isoformat() == "2026-01-01T01:00:30+00:00"
     assert obj["metadata"]["creationTimestamp"] == "2026-01-01T01:00:00Z"
     await task
-    await kopf_cluster.advance(100)
+    await kopf_cluster.sim.advance(100)
     assert loop.time() == 3730
     assert await kopf_cluster.wait_for("kex", "late") == await kopf_cluster.get("kex", "late")
 
@@ -176,7 +176,7 @@ class TestInAClass:
 
 def test_sync_tests_get_the_cluster_too(kopf_cluster, kopf_mode):
     assert kopf_mode == "sim"
-    assert kopf_cluster.cluster.count() >= 4   # the initial namespaces
+    assert kopf_cluster.sim.store.count() >= 4   # the initial namespaces
 '''
 
 
@@ -216,11 +216,11 @@ def test_faults_hit_the_operator_side_only(pytester: pytest.Pytester) -> None:
         import asyncio
 
         async def test_faults(kopf_cluster):
-            rule = kopf_cluster.faults.error(503, retry_after=3, resource="configmaps", count=1)
-            kopf_cluster.faults.latency(20, resource="configmaps", method="POST")
+            rule = kopf_cluster.sim.faults.error(503, retry_after=3, resource="configmaps", count=1)
+            kopf_cluster.sim.faults.latency(20, resource="configmaps", method="POST")
             await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}})
             assert asyncio.get_running_loop().time() == 0   # the harness is never faulted
-            async with kopf_cluster.session() as session:
+            async with kopf_cluster.sim.session() as session:
                 async with session.get("/api/v1/namespaces/default/configmaps/cm") as response:
                     assert response.status == 503
                     assert response.headers["Retry-After"] == "3"
@@ -231,7 +231,7 @@ def test_faults_hit_the_operator_side_only(pytester: pytest.Pytester) -> None:
                     assert response.status == 201
             assert asyncio.get_running_loop().time() == 20
             assert rule.hits == 1
-            kopf_cluster.faults.clear()
+            kopf_cluster.sim.faults.clear()
 
         async def test_connection_for_operators(kopf_cluster):
             connection = kopf_cluster.connection

@@ -136,7 +136,7 @@ async def test_wall_clocks_in_handlers_follow_the_virtual_clock(
     assert abs(seen["utcnow"] - created.replace(tzinfo=None)) < datetime.timedelta(seconds=1)
     assert 3600 <= seen["monotonic"] < 3602
     # The test's own code sees the same clock, and the cluster's timestamps follow it.
-    assert datetime.datetime.now(datetime.UTC) == kopf_cluster.now
+    assert datetime.datetime.now(datetime.UTC) == kopf_cluster.sim.now
     assert type(datetime.datetime.now()) is type(datetime.datetime(2000, 1, 1)) is not datetime.datetime
     assert isinstance(datetime.datetime(2000, 1, 1), datetime.datetime)
     await kopf_operator.stop()

@@ -75,7 +75,7 @@ async def test_ready_when_available_and_degraded_when_crash_looping(kopf_cluster
     assert deployment["metadata"]["ownerReferences"][0]["name"] == "shop"
 
     ready_at = loop.time()
-    kopf_cluster.controllers.fate({"kopf-example": "shop"}, Fate.crash_loop(after=5))
+    kopf_cluster.sim.controllers.fate({"kopf-example": "shop"}, Fate.crash_loop(after=5))
     await kopf_cluster.wait_for("kopfexamples", "shop", condition=lambda o: phase(o) == "Degraded")
     assert 5 <= loop.time() - ready_at < 6  # the containers crash 5 s after the fate was set
     await asyncio.sleep(60)
@@ -86,7 +86,7 @@ async def test_ready_when_available_and_degraded_when_crash_looping(kopf_cluster
         assert status["restartCount"] >= 2
         assert status["lastState"]["terminated"]["exitCode"] == 1
 
-    kopf_cluster.controllers.fates.clear()  # healthy again
+    kopf_cluster.sim.controllers.fates.clear()  # healthy again
     await kopf_cluster.wait_for("kopfexamples", "shop", condition=lambda o: phase(o) == "Ready", timeout=600)
     await kopf_operator.stop()
     assert kopf_operator.exception is None

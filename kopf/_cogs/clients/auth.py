@@ -65,9 +65,9 @@ def get_vault(vault: Vault | None = None) -> Vault:
         raise RuntimeError("No credentials vault: pass vault= explicitly or run within an operator.") from None
 
 
-def build_headers(info: ConnectionInfo) -> dict[str, str]:
+def build_headers(info: ConnectionInfo, *, user_agent: str = USER_AGENT) -> dict[str, str]:
     """The headers of every request with these credentials: the client's name, the token or the basic auth."""
-    return {'User-Agent': USER_AGENT, **info.as_http_headers()}
+    return {'User-Agent': user_agent, **info.as_http_headers()}
 
 
 def build_ssl_context(info: ConnectionInfo) -> ssl.SSLContext:
@@ -75,8 +75,13 @@ def build_ssl_context(info: ConnectionInfo) -> ssl.SSLContext:
     return info.as_ssl_context()
 
 
-def make_session(info: ConnectionInfo, *, trust_env: bool = False) -> aiohttp.ClientSession:
-    """A new HTTP session for these credentials (the caller closes it)."""
+def make_session(
+        info: ConnectionInfo,
+        *,
+        trust_env: bool = False,
+        user_agent: str = USER_AGENT,
+) -> aiohttp.ClientSession:
+    """A new HTTP session for these credentials (the caller closes it); also for other tools (pytest_kopf)."""
     connector: aiohttp.BaseConnector
     if info.connector_factory is not None:
         connector = info.connector_factory()
@@ -86,7 +91,7 @@ def make_session(info: ConnectionInfo, *, trust_env: bool = False) -> aiohttp.Cl
         connector = aiohttp.TCPConnector(limit=0)
     return aiohttp.ClientSession(
         connector=connector,
-        headers=build_headers(info),
+        headers=build_headers(info, user_agent=user_agent),
         timeout=aiohttp.ClientTimeout(total=None),  # every request sets its own timeouts
         trust_env=info.trust_env or trust_env,
         proxy=info.proxy_url,

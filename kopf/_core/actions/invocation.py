@@ -116,7 +116,8 @@ class ChangingCause(ResourceCause):
     new: Any = None
 
     def framework_kwargs(self) -> dict[str, Any]:
-        return {**super().framework_kwargs(), 'reason': self.reason, 'diff': self.diff, 'old': self.old, 'new': self.new}
+        return {**super().framework_kwargs(),
+                'reason': self.reason, 'diff': self.diff, 'old': self.old, 'new': self.new}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,7 @@ All credentials obtained here are registered for the redaction in the logs.
 """
 import base64
 import binascii
+import dataclasses
 import datetime
 import importlib
 import importlib.util
@@ -46,12 +47,15 @@ __all__ = [
     'DEFAULT_KUBECONFIG',
     'EXEC_TIMEOUT',
     'SERVICE_ACCOUNT_DIR',
+    'KubeconfigLogin',
     'get_fallback_login_handlers',
     'has_client',
     'has_pykube',
+    'kubeconfig_paths',
     'login_via_client',
     'login_via_pykube',
     'login_with_kubeconfig',
+    'login_with_kubeconfig_context',
     'login_with_service_account',
     'register_connection_secrets',
 ]
@@ -196,19 +200,21 @@ class _MergedConfig:
                 target.setdefault(str(item['name']), _Entry(data, base_dir))
 
 
-def _kubeconfig_paths() -> list[str]:
+def kubeconfig_paths() -> list[str]:
+    """The kubeconfig files to read: those of ``$KUBECONFIG`` (in its order), or ``~/.kube/config``."""
     env = os.environ.get('KUBECONFIG', '')
     paths = [path for path in env.split(os.pathsep) if path.strip()] if env.strip() else [DEFAULT_KUBECONFIG]
     return [os.path.expanduser(path) for path in paths]
 
 
-def _load_kubeconfig() -> _MergedConfig | None:
+def _load_kubeconfig(paths: Sequence[str]) -> tuple[_MergedConfig, tuple[str, ...]]:
+    """The files merged, and those of them that exist (kubectl ignores the missing ones)."""
     config = _MergedConfig()
-    found = False
-    for path in _kubeconfig_paths():
+    found: list[str] = []
+    for path in paths:
         if not os.path.isfile(path):
-            continue  # kubectl ignores the missing files in $KUBECONFIG
-        found = True
+            continue
+        found.append(path)
         try:
             with open(path, encoding='utf-8') as f:
                 doc = yaml.safe_load(f)
@@ -219,7 +225,15 @@ def _load_kubeconfig() -> _MergedConfig | None:
         if not isinstance(doc, Mapping):
             raise LoginError(f"The kubeconfig is not a mapping: {path}")
         config.merge(doc, path)
-    return config if found else None
+    return config, tuple(found)
+
+
+@dataclasses.dataclass(frozen=True)
+class KubeconfigLogin:
+    """The credentials of a kubeconfig's context, with the context's name and the files they come from."""
+    context: str
+    paths: tuple[str, ...]
+    info: ConnectionInfo
 
 
 def login_with_kubeconfig(**_: Any) -> ConnectionInfo | None:
@@ -236,17 +250,40 @@ def login_with_kubeconfig(**_: Any) -> ConnectionInfo | None:
     Returns ``None`` if there are no kubeconfig files; fails with :class:`LoginError`
     if they exist but are unusable.
     """
-    config = _load_kubeconfig()
-    if config is None:
+    login = login_with_kubeconfig_context()
+    return login.info if login is not None else None
+
+
+def login_with_kubeconfig_context(
+        paths: Sequence[str | os.PathLike[str]] | None = None,
+        *,
+        context: str | None = None,
+) -> KubeconfigLogin | None:
+    """
+    The same login as :func:`login_with_kubeconfig`, from the given files and context if any.
+
+    For the tools that pick a context (``--context NAME``) or files of their own; the defaults
+    are ``$KUBECONFIG`` (or ``~/.kube/config``) and the current context. Returns ``None`` if none
+    of the files exists.
+    """
+    files = [os.path.expanduser(os.fspath(path)) for path in paths] if paths is not None else kubeconfig_paths()
+    config, found = _load_kubeconfig(files)
+    if not found:
         return None
 
-    context_name = config.current_context
+    context_name = context or config.current_context
     if not context_name:
         raise LoginError("The kubeconfig has no current context.")
-    context = config.contexts.get(context_name)
-    if context is None:
-        raise LoginError(f"The kubeconfig's current context {context_name!r} is not defined.")
+    context_entry = config.contexts.get(context_name)
+    if context_entry is None:
+        known = ', '.join(sorted(config.contexts)) or 'none'
+        which = 'context' if context else 'current context'
+        raise LoginError(f"The kubeconfig's {which} {context_name!r} is not defined (known: {known}).")
+    return KubeconfigLogin(context=context_name, paths=found,
+                           info=_context_credentials(config, context_name, context_entry))
 
+
+def _context_credentials(config: _MergedConfig, context_name: str, context: _Entry) -> ConnectionInfo:
     cluster_name = context.data.get('cluster')
     cluster = config.clusters.get(str(cluster_name)) if cluster_name else None
     if cluster is None:
@@ -307,7 +344,7 @@ def login_with_kubeconfig(**_: Any) -> ConnectionInfo | None:
         scheme = 'Bearer'
 
     insecure = cluster.data.get('insecure-skip-tls-verify')
-    return _registered(ConnectionInfo(
+    info = ConnectionInfo(
         server=str(server),
         ca_path=cluster.path('certificate-authority'),
         ca_data=cluster.b64data('certificate-authority-data'),
@@ -322,7 +359,9 @@ def login_with_kubeconfig(**_: Any) -> ConnectionInfo | None:
         private_key_data=private_key_data,
         default_namespace=str(context.data['namespace']) if context.data.get('namespace') else None,
         expiration=expiration,
-    ))
+    )
+    register_connection_secrets(info)
+    return info
 
 
 def _auth_provider_token(provider: Mapping[str, Any]) -> tuple[str | None, datetime.datetime | None]:

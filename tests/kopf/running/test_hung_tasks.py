@@ -21,10 +21,12 @@ async def test_leftover_tasks_get_five_seconds_then_are_cancelled() -> None:
             cancelled.append(loop.time())
             raise
 
+    leftovers: set[asyncio.Task[None]] = set()
+
     async def root() -> None:
         await asyncio.sleep(10)
-        loop.create_task(cleanup_for(4.5))  # e.g. spawned by a cleanup handler, left running at the exit
-        loop.create_task(cleanup_for(1000))
+        leftovers.add(loop.create_task(cleanup_for(4.5)))  # e.g. spawned by a cleanup handler, left running at the exit
+        leftovers.add(loop.create_task(cleanup_for(1000)))
 
     start = loop.time()
     await kopf.run_tasks([loop.create_task(root())])

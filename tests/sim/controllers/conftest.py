@@ -18,6 +18,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True)
 def controllers(kopf_cluster: KopfCluster) -> Iterator[ControllerManager]:
     """The cluster's controllers; no test may end with a controller having crashed."""
-    manager = kopf_cluster.controllers
+    manager = kopf_cluster.sim.controllers
     yield manager
     assert manager.failures == []

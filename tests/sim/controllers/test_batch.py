@@ -37,8 +37,8 @@ async def test_a_job_completes(kopf_cluster: KopfCluster) -> None:
     assert "active" not in status and "failed" not in status
     assert status["startTime"] == "2026-01-01T00:00:00Z"
     assert status["completionTime"] == "2026-01-01T00:00:02Z"
-    assert (job_status(obj, kopf_cluster.now), job_completions(obj, kopf_cluster.now)) == ("Complete", "1/1")
-    assert job_duration(obj, kopf_cluster.now) == "2s"
+    assert (job_status(obj, kopf_cluster.sim.now), job_completions(obj, kopf_cluster.sim.now)) == ("Complete", "1/1")
+    assert job_duration(obj, kopf_cluster.sim.now) == "2s"
     [pod] = await kopf_cluster.list("pods")
     assert pod["metadata"]["name"].startswith("once-")
     assert pod["metadata"]["labels"]["batch.kubernetes.io/job-name"] == "once"
@@ -72,7 +72,7 @@ async def test_the_back_off_limit(kopf_cluster: KopfCluster, controllers: Contro
     # Each failed pod is replaced after the pod-failure back-off: 10 s, then 20 s.
     starts = sorted(p["metadata"]["creationTimestamp"] for p in await kopf_cluster.list("pods"))
     assert starts == ["2026-01-01T00:00:00Z", "2026-01-01T00:00:12Z", "2026-01-01T00:00:34Z"]
-    assert job_status(obj, kopf_cluster.now) == "Failed"
+    assert job_status(obj, kopf_cluster.sim.now) == "Failed"
 
 
 async def test_restarts_count_against_the_limit_with_on_failure(kopf_cluster: KopfCluster,

@@ -73,7 +73,7 @@ async def test_a_rolling_update_stays_within_surge_and_unavailability(kopf_clust
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 2, "maxUnavailable": 1}}
     await kopf_cluster.create(deployment("web", replicas=10, strategy=strategy))
     await kopf_cluster.wait_for("deployments", "web", condition=complete)
-    cluster = kopf_cluster.cluster
+    cluster = kopf_cluster.sim.store
     seen: list[tuple[int, int]] = []
 
     def observe(change: Change) -> None:
@@ -123,7 +123,7 @@ async def test_scaling_through_the_scale_subresource(kopf_cluster: KopfCluster) 
 async def test_the_recreate_strategy_stops_all_before_starting_any(kopf_cluster: KopfCluster) -> None:
     await kopf_cluster.create(deployment("db", replicas=3, strategy={"type": "Recreate"}))
     await kopf_cluster.wait_for("deployments", "db", condition=complete)
-    cluster = kopf_cluster.cluster
+    cluster = kopf_cluster.sim.store
     overlaps: list[int] = []
 
     def observe(change: Change) -> None:

@@ -35,7 +35,7 @@ async def test_a_few_ready_nodes_at_start(kopf_cluster: KopfCluster) -> None:
     for node in nodes:
         assert condition(node, "Ready") == "True"
         assert node["metadata"]["labels"]["kubernetes.io/hostname"] == node["metadata"]["name"]
-        assert node["status"]["nodeInfo"]["kubeletVersion"] == kopf_cluster.cluster.version
+        assert node["status"]["nodeInfo"]["kubeletVersion"] == kopf_cluster.sim.store.version
         assert node["status"]["allocatable"]["pods"] == "110"
         assert [m["manager"] for m in node["metadata"]["managedFields"]] == ["kubelet"]
 
@@ -49,7 +49,7 @@ async def test_pending_running_ready_after_the_delays(kopf_cluster: KopfCluster)
     assert container_state(obj) == {"waiting": {"reason": "ContainerCreating"}}
     assert condition(obj, "PodScheduled") == "True"
     assert obj["status"]["hostIP"] == "172.18.0.2"
-    assert pod_status(obj, kopf_cluster.now) == "ContainerCreating"
+    assert pod_status(obj, kopf_cluster.sim.now) == "ContainerCreating"
 
     obj = await kopf_cluster.wait_for("pods", "web", condition=lambda p: p["status"]["phase"] == "Running")
     assert now() == 1.0  # pod_start_delay
@@ -148,7 +148,7 @@ async def test_run_to_completion(kopf_cluster: KopfCluster, controllers: Control
     obj = await kopf_cluster.wait_for("pods", "long-run", condition=lambda p: p["status"]["phase"] == "Succeeded")
     assert now() == 31.0
     assert container_state(obj)["terminated"]["reason"] == "Completed"
-    assert pod_status(obj, kopf_cluster.now) == "Completed"
+    assert pod_status(obj, kopf_cluster.sim.now) == "Completed"
     assert condition(obj, "Ready") == "False"
 
 
@@ -168,8 +168,8 @@ async def test_crash_loop_with_the_kubelets_back_off(kopf_cluster: KopfCluster, 
     waiting = container_state(obj)["waiting"]
     assert waiting["reason"] == "CrashLoopBackOff"
     assert waiting["message"].startswith("back-off 2m40s restarting failed container=main pod=crashy_default(")
-    assert pod_status(obj, kopf_cluster.now) == "CrashLoopBackOff"
-    assert pod_restarts(obj, kopf_cluster.now) == "4 (0s ago)"
+    assert pod_status(obj, kopf_cluster.sim.now) == "CrashLoopBackOff"
+    assert pod_restarts(obj, kopf_cluster.sim.now) == "4 (0s ago)"
 
 
 async def test_never_ready_and_back(kopf_cluster: KopfCluster, controllers: ControllerManager) -> None:
@@ -207,7 +207,7 @@ async def test_image_pull_errors(kopf_cluster: KopfCluster, controllers: Control
     await asyncio.sleep(10)
     obj = await get_pod(kopf_cluster, "broken")
     assert container_state(obj)["waiting"]["reason"] == "ImagePullBackOff"
-    assert pod_status(obj, kopf_cluster.now) == "ImagePullBackOff"
+    assert pod_status(obj, kopf_cluster.sim.now) == "ImagePullBackOff"
 
 
 async def test_graceful_deletion_within_the_grace_period(kopf_cluster: KopfCluster,
@@ -223,7 +223,7 @@ async def test_graceful_deletion_within_the_grace_period(kopf_cluster: KopfClust
     obj = await get_pod(kopf_cluster, "stubborn")
     assert obj["metadata"]["deletionGracePeriodSeconds"] == 45
     assert obj["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:47Z"  # now + the grace period
-    assert pod_status(obj, kopf_cluster.now) == "Terminating"
+    assert pod_status(obj, kopf_cluster.sim.now) == "Terminating"
     await kopf_cluster.wait_gone("pods", "quick")
     assert now() - start == 1.0  # pod_stop_delay
     await kopf_cluster.wait_gone("pods", "stubborn")
@@ -234,7 +234,7 @@ async def test_forced_and_unscheduled_deletions_are_immediate(kopf_cluster: Kopf
     await kopf_cluster.create(pod("forced"))
     await kopf_cluster.create(pod("nowhere", nodeSelector={"no": "such"}))
     await kopf_cluster.wait_for("pods", "forced", condition=ready)
-    cluster = kopf_cluster.cluster
+    cluster = kopf_cluster.sim.store
     pods = cluster.resource("", "v1", "pods")
     result = cluster.delete(pods, "default", "forced", {"gracePeriodSeconds": 0})
     assert result["kind"] == "Status"
@@ -248,12 +248,12 @@ async def test_a_second_deletion_shortens_the_grace_period(kopf_cluster: KopfClu
     controllers.fate("app=slow", Fate(stop_delay=1000))
     await kopf_cluster.create(pod("slow"))
     await kopf_cluster.wait_for("pods", "slow", condition=ready)
-    pods = kopf_cluster.cluster.resource("", "v1", "pods")
-    kopf_cluster.cluster.delete(pods, "default", "slow", {})
+    pods = kopf_cluster.sim.store.resource("", "v1", "pods")
+    kopf_cluster.sim.store.delete(pods, "default", "slow", {})
     assert (await get_pod(kopf_cluster, "slow"))["metadata"]["deletionGracePeriodSeconds"] == 30
-    kopf_cluster.cluster.delete(pods, "default", "slow", {"gracePeriodSeconds": 100})  # never longer
+    kopf_cluster.sim.store.delete(pods, "default", "slow", {"gracePeriodSeconds": 100})  # never longer
     assert (await get_pod(kopf_cluster, "slow"))["metadata"]["deletionGracePeriodSeconds"] == 30
-    kopf_cluster.cluster.delete(pods, "default", "slow", {"gracePeriodSeconds": 5})
+    kopf_cluster.sim.store.delete(pods, "default", "slow", {"gracePeriodSeconds": 5})
     assert (await get_pod(kopf_cluster, "slow"))["metadata"]["deletionGracePeriodSeconds"] == 5
     start = now()
     await kopf_cluster.wait_gone("pods", "slow")

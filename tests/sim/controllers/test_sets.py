@@ -77,7 +77,7 @@ async def test_scaling_down_goes_from_the_highest_ordinal_and_keeps_the_claims(k
     await kopf_cluster.create(statefulset("db", replicas=4))
     await kopf_cluster.wait_for("statefulsets", "db", condition=rolled_out)
     gone: list[str] = []
-    cluster = kopf_cluster.cluster
+    cluster = kopf_cluster.sim.store
     cluster.observers.append(lambda c: gone.append(c.obj["metadata"]["name"]) if c.type == "DELETED" and
                              c.key == ("", "pods") else None)
     await kopf_cluster.patch("statefulsets", "db", {"spec": {"replicas": 1}})
