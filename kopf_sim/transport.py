@@ -32,6 +32,7 @@ as soon as its client disconnects, and not only when it next writes to the clien
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -199,14 +200,23 @@ def _connect_pipe(
     *,
     client_port: int,
     server_port: int,
+    server_context: contextvars.Context | None = None,
 ) -> None:
-    """Connect two protocols back to back, as if over a loopback TCP connection."""
+    """Connect two protocols back to back, as if over a loopback TCP connection.
+
+    The server's side starts (its request-handling task) in the server's context, not the client's:
+    as with a socket accepted by a server, the task belongs to the server, not to whoever connected
+    (e.g. an operator that counts the tasks made in its context as its own).
+    """
     client_addr, server_addr = (LOOPBACK, client_port), (LOOPBACK, server_port)
     client_end = _PipeEnd(loop, client, sockname=client_addr, peername=server_addr)
     server_end = _PipeEnd(loop, server, sockname=server_addr, peername=client_addr)
     client_end._peer, server_end._peer = server_end, client_end
     # Synchronously: the connector must return a protocol with its transport already set.
-    server.connection_made(server_end)
+    if server_context is not None:
+        server_context.run(server.connection_made, server_end)
+    else:
+        server.connection_made(server_end)
     client.connection_made(client_end)
 
 
@@ -242,6 +252,7 @@ class InMemoryServer:
         self._ports = itertools.count(FIRST_EPHEMERAL_PORT)
         self._started = False
         self._stopped = False
+        self.context: contextvars.Context | None = None  # the server's, from its start
 
     @property
     def running(self) -> bool:
@@ -258,6 +269,7 @@ class InMemoryServer:
         if self._started:
             raise RuntimeError("The in-memory server can be started only once.")
         self._started = True
+        self.context = contextvars.copy_context()
         await self._runner.setup()
 
     async def stop(self) -> None:
@@ -290,7 +302,8 @@ class InMemoryServer:
         For clients that make their own protocols (e.g. an aiohttp ``ResponseHandler``, or a bridge to a thread).
         """
         server, client_port = self.accept()
-        _connect_pipe(asyncio.get_running_loop(), client, server, client_port=client_port, server_port=server_port)
+        _connect_pipe(asyncio.get_running_loop(), client, server, client_port=client_port, server_port=server_port,
+                      server_context=self.context)
 
     def connector(self, **kwargs: Any) -> InMemoryConnector:
         return InMemoryConnector(self, **kwargs)
@@ -351,7 +364,9 @@ class InMemoryConnector(aiohttp.BaseConnector):
             server, client_port = await self._accept()
         except OSError as exc:
             raise aiohttp.ClientConnectorError(req.connection_key, exc) from exc
-        _connect_pipe(self._loop, client, server, client_port=client_port, server_port=req.port or 80)
+        context = self._target.context if isinstance(self._target, InMemoryServer) else None
+        _connect_pipe(self._loop, client, server, client_port=client_port, server_port=req.port or 80,
+                      server_context=context)
         return client
 
     async def _accept(self) -> tuple[asyncio.Protocol, int]:

@@ -521,6 +521,11 @@ async def daemon_killer(
         except TimeoutError:
             logger.warning(f"Some daemons have not exited in {limit}s after the operator's exit "
                            f"began; they are cancelled.")
+            leftovers = [daemon.task for memory in known for daemon in memory.running.values()
+                         if daemon.task is not None and not daemon.task.done()]
+            for task in leftovers:
+                task.cancel()
+            await asyncio.wait(leftovers, timeout=EXITING_TIMEOUT) if leftovers else None
         raise
 
 
