@@ -193,6 +193,10 @@ class _PipeEnd(asyncio.Transport):
             self._protocol.connection_lost(exc)
 
 
+#: True in the tasks that serve an in-memory connection (made in the client's context, as in-memory, but the server's).
+SERVING: contextvars.ContextVar[bool] = contextvars.ContextVar("kopf_sim_serving", default=False)
+
+
 def _connect_pipe(
     loop: asyncio.AbstractEventLoop,
     client: asyncio.Protocol,
@@ -200,23 +204,20 @@ def _connect_pipe(
     *,
     client_port: int,
     server_port: int,
-    server_context: contextvars.Context | None = None,
 ) -> None:
     """Connect two protocols back to back, as if over a loopback TCP connection.
 
-    The server's side starts (its request-handling task) in the server's context, not the client's:
-    as with a socket accepted by a server, the task belongs to the server, not to whoever connected
-    (e.g. an operator that counts the tasks made in its context as its own).
+    The server's side starts (its request-handling task) with :data:`SERVING` set, so that whoever
+    connected can tell the server's tasks from its own (e.g. an operator's exit must not wait for them).
     """
     client_addr, server_addr = (LOOPBACK, client_port), (LOOPBACK, server_port)
     client_end = _PipeEnd(loop, client, sockname=client_addr, peername=server_addr)
     server_end = _PipeEnd(loop, server, sockname=server_addr, peername=client_addr)
     client_end._peer, server_end._peer = server_end, client_end
     # Synchronously: the connector must return a protocol with its transport already set.
-    if server_context is not None:
-        server_context.run(server.connection_made, server_end)
-    else:
-        server.connection_made(server_end)
+    context = contextvars.copy_context()
+    context.run(SERVING.set, True)
+    context.run(server.connection_made, server_end)
     client.connection_made(client_end)
 
 
@@ -252,7 +253,6 @@ class InMemoryServer:
         self._ports = itertools.count(FIRST_EPHEMERAL_PORT)
         self._started = False
         self._stopped = False
-        self.context: contextvars.Context | None = None  # the server's, from its start
 
     @property
     def running(self) -> bool:
@@ -269,7 +269,6 @@ class InMemoryServer:
         if self._started:
             raise RuntimeError("The in-memory server can be started only once.")
         self._started = True
-        self.context = contextvars.copy_context()
         await self._runner.setup()
 
     async def stop(self) -> None:
@@ -302,8 +301,7 @@ class InMemoryServer:
         For clients that make their own protocols (e.g. an aiohttp ``ResponseHandler``, or a bridge to a thread).
         """
         server, client_port = self.accept()
-        _connect_pipe(asyncio.get_running_loop(), client, server, client_port=client_port, server_port=server_port,
-                      server_context=self.context)
+        _connect_pipe(asyncio.get_running_loop(), client, server, client_port=client_port, server_port=server_port)
 
     def connector(self, **kwargs: Any) -> InMemoryConnector:
         return InMemoryConnector(self, **kwargs)
@@ -364,9 +362,7 @@ class InMemoryConnector(aiohttp.BaseConnector):
             server, client_port = await self._accept()
         except OSError as exc:
             raise aiohttp.ClientConnectorError(req.connection_key, exc) from exc
-        context = self._target.context if isinstance(self._target, InMemoryServer) else None
-        _connect_pipe(self._loop, client, server, client_port=client_port, server_port=req.port or 80,
-                      server_context=context)
+        _connect_pipe(self._loop, client, server, client_port=client_port, server_port=req.port or 80)
         return client
 
     async def _accept(self) -> tuple[asyncio.Protocol, int]:

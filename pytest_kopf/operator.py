@@ -44,6 +44,7 @@ from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.intents.causes import Activity
 from kopf._core.reactor.observation import Insights
 from kopf._core.reactor.running import os_signals_var
+from kopf_sim.transport import SERVING
 from kopf_sim.virtualtime import VirtualTimeLoop, describe_tasks
 
 from .admission import InProcessWebhookServer, SimAdmissionSettings
@@ -90,6 +91,9 @@ class _OperatorTasks(Collection["asyncio.Task[Any]"]):
         self.owner = owner
         self.tasks: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
         self.serials: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
+        # The simulator's side of the operator's in-memory connections: made in its context (so they are stopped
+        # in a fixed order with it), but kopf's exit must not wait for them as for its own "hung" tasks.
+        self.serving: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.previous: TaskFactory | None = None
 
@@ -115,6 +119,8 @@ class _OperatorTasks(Collection["asyncio.Task[Any]"]):
         if owner is self.owner and isinstance(task, asyncio.Task):
             self.tasks.add(task)
             self.serials[task] = next(_counter)
+            if SERVING.get() if context is None else context.get(SERVING, False):
+                self.serving.add(task)
         return task
 
     def __contains__(self, task: object) -> bool:
@@ -135,16 +141,16 @@ class _OperatorTasks(Collection["asyncio.Task[Any]"]):
 
 
 class _NotOurs(Collection["asyncio.Task[Any]"]):
-    """All the tasks of the loop except the operator's: kopf leaves them alone when it stops."""
+    """All the tasks of the loop except the operator's own: kopf leaves them alone when it stops."""
 
     def __init__(self, ours: _OperatorTasks) -> None:
         self.ours = ours
 
     def __contains__(self, task: object) -> bool:
-        return task not in self.ours
+        return task not in self.ours or task in self.ours.serving
 
     def __iter__(self) -> Iterator[asyncio.Task[Any]]:
-        return iter([task for task in asyncio.all_tasks() if task not in self.ours])
+        return iter([task for task in asyncio.all_tasks() if task in self])
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
