@@ -84,7 +84,8 @@ def test_label_with_the_owners_labels(kwargs: dict[str, Any]) -> None:
 
 def test_label_with_empty_labels_adds_none_but_makes_the_field() -> None:
     # As the published framework: the labels' field is there afterwards, for the code that reads it.
-    objs: list[dict[str, Any]] = [{'kind': 'Job', 'spec': {'template': {}}}, {'kind': 'Pod', 'metadata': {'labels': {'a': 'b'}}}]
+    objs: list[dict[str, Any]] = [{'kind': 'Job', 'spec': {'template': {}}},
+                                  {'kind': 'Pod', 'metadata': {'labels': {'a': 'b'}}}]
     label(objs, {}, nested='spec.template')
     assert objs == [{'kind': 'Job', 'metadata': {'labels': {}}, 'spec': {'template': {'metadata': {'labels': {}}}}},
                     {'kind': 'Pod', 'metadata': {'labels': {'a': 'b'}}}]
