@@ -66,9 +66,9 @@ def write(path: str | os.PathLike[str], login: KubeconfigLogin, *, namespace: st
     )
 
 
-def _data(data: bytes | None, path: str | None) -> bytes | None:
+def _data(data: str | bytes | None, path: str | os.PathLike[str] | None) -> bytes | None:
     if data is not None or path is None:
-        return data
+        return data.encode("utf-8") if isinstance(data, str) else data
     try:
         with open(os.path.expanduser(path), "rb") as f:
             return f.read()

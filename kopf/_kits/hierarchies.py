@@ -96,18 +96,14 @@ def adjust_namespace(
     """
     Put the object(s) into the owner's namespace (or the specified one), unless already set.
 
-    An explicit ``None`` means no namespace (e.g. of a cluster-scoped owner): with ``forced=True``,
-    the objects' namespaces are removed; otherwise, they are left as they are.
+    A namespace is set if the field is there, even if empty. An explicit ``None`` (e.g. of a
+    cluster-scoped owner) is put as ``None`` (no namespace), as the published framework does:
+    the field is there afterwards, so the code that reads it finds it.
     """
     if isinstance(namespace, _UNSET):
         namespace = _guess_owner(None).meta.namespace
-    if namespace is None:
-        if forced:
-            for obj in _iter_objects(objs):
-                _del_meta_field(obj, 'namespace')
-        return
     for obj in _iter_objects(objs):
-        if forced or not _get_meta_field(obj, 'namespace'):
+        if forced or not _has_meta_field(obj, 'namespace'):
             _set_meta_field(obj, 'namespace', namespace)
 
 
@@ -124,6 +120,7 @@ def label(
 
     The existing labels are kept unless ``forced=True``. The nested structures
     (e.g. ``spec.template``) are labelled only if they exist; they are not created.
+    The labels' field is there afterwards (``{}`` if none), as in the published framework.
     ``force=`` is the older name of ``forced=``.
     """
     if force is not None:
@@ -135,7 +132,8 @@ def label(
     for obj in _walk(objs, nested=nested):
         existing: Mapping[str, Any] = _get_meta_field(obj, 'labels') or {}
         updates = {key: val for key, val in labels.items() if forced or key not in existing}
-        if any(key not in existing or existing[key] != val for key, val in updates.items()):
+        changed = any(key not in existing or existing[key] != val for key, val in updates.items())
+        if changed or _get_meta_field(obj, 'labels') is None:
             _set_meta_field(obj, 'labels', {**existing, **updates})
 
 
@@ -243,6 +241,14 @@ def _get_meta_field(obj: Any, field: str) -> Any:
         meta = getattr(obj, 'metadata', None)
         return None if meta is None else getattr(meta, _model_attr(meta, field), None)
     return dicts.resolve(_raw_dict(obj), ('metadata', field), None)
+
+
+def _has_meta_field(obj: Any, field: str) -> bool:
+    """Whether the field is there (for models, not ``None``: they have every field)."""
+    if thirdparty.is_kubernetes_model(obj):
+        return _get_meta_field(obj, field) is not None
+    metadata = _raw_dict(obj).get('metadata')
+    return isinstance(metadata, Mapping) and field in metadata
 
 
 def _set_meta_field(obj: Any, field: str, value: Any) -> None:

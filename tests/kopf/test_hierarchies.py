@@ -82,10 +82,22 @@ def test_label_with_the_owners_labels(kwargs: dict[str, Any]) -> None:
     ]
 
 
-def test_label_with_empty_labels_does_nothing() -> None:
-    objs = [{'kind': 'Job'}]
-    label(objs, {})
-    assert objs == [{'kind': 'Job'}]
+def test_label_with_empty_labels_adds_none_but_makes_the_field() -> None:
+    # As the published framework: the labels' field is there afterwards, for the code that reads it.
+    objs: list[dict[str, Any]] = [{'kind': 'Job', 'spec': {'template': {}}},
+                                  {'kind': 'Pod', 'metadata': {'labels': {'a': 'b'}}}]
+    label(objs, {}, nested='spec.template')
+    assert objs == [{'kind': 'Job', 'metadata': {'labels': {}}, 'spec': {'template': {'metadata': {'labels': {}}}}},
+                    {'kind': 'Pod', 'metadata': {'labels': {'a': 'b'}}}]
+
+
+def test_adopted_by_an_owner_without_labels_has_the_labels_field() -> None:
+    # A working operator writes into the child's labels right after adopting it.
+    child: dict[str, Any] = {'kind': 'Pod'}
+    adopt(child, {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'node1', 'uid': 'uid-1'}})
+    child['metadata']['labels']['app'] = 'web'
+    assert child['metadata']['labels'] == {'app': 'web'}
+    assert child['metadata']['namespace'] is None
 
 
 def test_label_keeps_existing_labels_unless_forced() -> None:
@@ -257,11 +269,23 @@ def test_adjust_namespace_to_the_current_object() -> None:
                     {'kind': 'Deployment', 'metadata': {'namespace': 'default'}}]
 
 
-def test_adjust_namespace_to_a_cluster_scoped_owner_does_nothing() -> None:
-    obj: dict[str, Any] = {}
+def test_adjust_namespace_to_a_cluster_scoped_owner_puts_no_namespace() -> None:
+    # As the published framework: the field is there, as None (no namespace); forced, it replaces one.
+    objs: list[dict[str, Any]] = [{}, {'metadata': {'namespace': 'ns1'}}]
     with focused_on({'metadata': {'name': 'node1'}}):
-        adjust_namespace(obj, forced=True)
-    assert obj == {}
+        adjust_namespace(objs)
+    assert objs == [{'metadata': {'namespace': None}}, {'metadata': {'namespace': 'ns1'}}]
+    with focused_on({'metadata': {'name': 'node1'}}):
+        adjust_namespace(objs, forced=True)
+    assert objs == [{'metadata': {'namespace': None}}, {'metadata': {'namespace': None}}]
+
+
+def test_adjust_namespace_keeps_an_empty_namespace_unless_forced() -> None:
+    obj: dict[str, Any] = {'metadata': {'namespace': ''}}
+    adjust_namespace(obj, 'ns1')
+    assert obj == {'metadata': {'namespace': ''}}
+    adjust_namespace(obj, 'ns1', forced=True)
+    assert obj == {'metadata': {'namespace': 'ns1'}}
 
 
 #

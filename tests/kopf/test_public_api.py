@@ -155,7 +155,7 @@ API: list[Api] = [
     Api('kopf.warn', "(objs, *, reason, message='', backoffs=None)"),
     Api('kopf.exception', "(objs, *, reason='', message='', exc=None, backoffs=None)"),
     Api('kopf.spawn_tasks', f"(*, {_RUNNING})"),
-    Api('kopf.run_tasks', "(root_tasks, *, ignored=frozenset({}))"),
+    Api('kopf.run_tasks', "(root_tasks, *, ignored=frozenset({}), return_when='FIRST_COMPLETED')"),
     Api('kopf.operator', f"(*, {_RUNNING})"),
     Api('kopf.run', f"(*, loop=None, {_RUNNING})"),
     Api('kopf.WebhookClientConfigService', None),

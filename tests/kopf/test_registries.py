@@ -96,8 +96,36 @@ def test_id_of_bound_methods(registry: OperatorRegistry) -> None:
     instance = MyCls()
     kopf.on.create('kex', registry=registry)(instance.my_handler)
     handler = registry.changing.get_all_handlers()[0]
-    assert handler.id == 'my_handler'
+    assert handler.id == 'MyCls.my_handler'  # as the published framework names it (by the qualified name)
     assert handler.fn == instance.my_handler
+
+
+def test_same_named_methods_of_different_classes_do_not_collide(registry: OperatorRegistry) -> None:
+    # An operator that loads in the published framework loads here too (it was "Duplicate handler id").
+    class Database:
+        @staticmethod
+        def reconcile(**_: Any) -> None:
+            pass
+
+    class Cache:
+        def reconcile(self, **_: Any) -> None:
+            pass
+
+    kopf.on.create('kex', registry=registry)(Database.reconcile)
+    kopf.on.create('kex', registry=registry)(Cache().reconcile)
+    kopf.on.update('kex', field='spec.size', registry=registry)(Cache().reconcile)
+    ids = sorted(handler.id for handler in registry.changing.get_all_handlers())
+    assert ids == ['Cache.reconcile', 'Cache.reconcile/spec.size', 'Database.reconcile']
+
+
+def test_nested_functions_are_named_without_their_outer_function(registry: OperatorRegistry) -> None:
+    def make_handler() -> Any:
+        def inner(**_: Any) -> None:
+            pass
+        return inner
+
+    kopf.on.create('kex', registry=registry)(make_handler())
+    assert registry.changing.get_all_handlers()[0].id == 'inner'  # no '<locals>' in the annotations' keys
 
 
 def test_id_override(registry: OperatorRegistry) -> None:

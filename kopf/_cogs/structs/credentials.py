@@ -64,17 +64,17 @@ class AccessError(Exception):
 class ConnectionInfo:
     """A single endpoint with specific credentials and connection flags to use."""
     server: str
-    ca_path: str | None = None
-    ca_data: bytes | None = None
+    ca_path: str | os.PathLike[str] | None = None
+    ca_data: str | bytes | None = None
     insecure: bool | None = None
     username: str | None = None
     password: str | None = None
     scheme: str | None = None
     token: str | None = None
-    certificate_path: str | None = None
-    certificate_data: bytes | None = None
-    private_key_path: str | None = None
-    private_key_data: bytes | None = None
+    certificate_path: str | os.PathLike[str] | None = None
+    certificate_data: str | bytes | None = None
+    private_key_path: str | os.PathLike[str] | None = None
+    private_key_data: str | bytes | None = None
     default_namespace: str | None = None
     priority: int = 0
     expiration: datetime.datetime | None = None
@@ -185,8 +185,14 @@ class AiohttpSession(ConnectionInfo):
     __str__ = __repr__
 
 
-def _ca_data(data: bytes) -> str | bytes:
+def _as_bytes(data: str | bytes) -> bytes:
+    """The certificates' data as bytes: login handlers may give text (PEM, or base64 as in kubeconfigs)."""
+    return data.encode('utf-8') if isinstance(data, str) else data
+
+
+def _ca_data(data: str | bytes) -> str | bytes:
     """PEM as text, DER as bytes; tolerate base64-encoded PEM as in kubeconfigs."""
+    data = _as_bytes(data)
     stripped = data.strip()
     if stripped.startswith(b'-----'):
         return stripped.decode('ascii')
@@ -199,7 +205,8 @@ def _ca_data(data: bytes) -> str | bytes:
     return data
 
 
-def _pem(data: bytes) -> bytes:
+def _pem(data: str | bytes) -> bytes:
+    data = _as_bytes(data)
     stripped = data.strip()
     if stripped.startswith(b'-----'):
         return stripped
@@ -210,7 +217,7 @@ def _pem(data: bytes) -> bytes:
     return decoded if decoded.strip().startswith(b'-----') else data
 
 
-def _materialize(tmpdir: str, name: str, path: str | None, data: bytes | None) -> str:
+def _materialize(tmpdir: str, name: str, path: str | os.PathLike[str] | None, data: str | bytes | None) -> str:
     if data is not None:
         filename = os.path.join(tmpdir, name)
         fd = os.open(filename, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -3,8 +3,10 @@ Identifiers of handlers.
 
 A handler id names a handler in the persisted progress (annotations, status)
 and in the results stored in the status, so it must be stable across operator
-restarts: by default, it is the function's name; field handlers add the field
-(``fn/spec.field``); sub-handlers are prefixed with their parent (``parent/child``).
+restarts: by default, it is the function's name (for methods, with their class: ``MyCls.fn``, as the
+published framework names them, so that same-named methods of different classes do not collide);
+field handlers add the field (``fn/spec.field``); sub-handlers are prefixed with their parent
+(``parent/child``).
 """
 import functools
 from collections.abc import Callable
@@ -23,6 +25,9 @@ def get_callable_id(fn: Callable[..., Any] | None) -> str:
 
     Partials are named after their underlying functions; lambdas and other
     nameless callables get their source location, as they have no better name.
+    Methods (and functions of classes) get their qualified name, ``MyCls.fn``; the functions
+    nested in other functions get it from the innermost function on (``fn``, or ``MyCls.fn``
+    for a class defined in a function): ``<locals>`` does not fit into the annotations' keys.
     """
     while isinstance(fn, functools.partial):
         fn = fn.func
@@ -35,6 +40,9 @@ def get_callable_id(fn: Callable[..., Any] | None) -> str:
         code = getattr(fn, '__code__', None)
         if code is not None:
             return f'lambda:{code.co_filename}:{code.co_firstlineno}'
+    qualname = getattr(fn, '__qualname__', None)
+    if isinstance(qualname, str) and qualname.endswith(f'.{name}'):
+        return qualname.rsplit('<locals>.', 1)[-1]
     return str(name)
 
 

@@ -359,6 +359,7 @@ def _context_credentials(config: _MergedConfig, context_name: str, context: _Ent
         private_key_data=private_key_data,
         default_namespace=str(context.data['namespace']) if context.data.get('namespace') else None,
         expiration=expiration,
+        proxy_url=str(cluster.data['proxy-url']) if cluster.data.get('proxy-url') else None,
     )
     register_connection_secrets(info)
     return info
@@ -711,6 +712,7 @@ def connection_info_from_client_configuration(
         certificate_path=getattr(config, 'cert_file', None) or None,
         private_key_path=getattr(config, 'key_file', None) or None,
         default_namespace=default_namespace,
+        proxy_url=getattr(config, 'proxy', None) or None,
     )
 
 
@@ -760,6 +762,7 @@ def login_via_pykube(*, logger: LoggerLike, **_: Any) -> ConnectionInfo | None:
         certificate_path=_pykube_filename(user.get('client-certificate')),
         private_key_path=_pykube_filename(user.get('client-key')),
         default_namespace=getattr(config, 'namespace', None) or None,
+        proxy_url=str(cluster['proxy-url']) if cluster.get('proxy-url') else None,
     ))
 
 

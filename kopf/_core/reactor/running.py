@@ -388,15 +388,22 @@ async def run_tasks(
         root_tasks: Collection[asyncio.Task[Any]],
         *,
         ignored: Collection[asyncio.Task[Any]] = frozenset(),
+        return_when: str = asyncio.FIRST_COMPLETED,
 ) -> None:
     """
     Orchestrate the root tasks: once any of them exits, stop all others gracefully.
+
+    ``return_when=asyncio.FIRST_COMPLETED`` says so explicitly (the documented way to call it when
+    orchestrating the tasks by hand); no other value makes sense for the root tasks, so none is accepted.
 
     The tasks spawned meanwhile and still running after the root tasks are stopped ("hung")
     get a little time to finish by themselves, and are cancelled after that. The tasks
     that existed before the operator (``ignored``) are not touched. The first error of
     the root tasks is re-raised (the errors of the stopping are only logged).
     """
+    if return_when != asyncio.FIRST_COMPLETED:
+        raise ValueError(f"The root tasks are stopped when the first of them exits: return_when must be "
+                         f"asyncio.FIRST_COMPLETED, got {return_when!r}.")
     root_tasks = list(root_tasks)
     if not root_tasks:
         return

@@ -261,3 +261,29 @@ async def test_resources_of_crds_appearing_later(
         assert await wait_for(lambda: handled(cluster, 'ex1')) == 'done'
         stop_flag.set()
         await asyncio.wait_for(task, timeout=30)
+
+
+async def test_manual_orchestration_as_documented(
+        registry: kopf.OperatorRegistry, settings: kopf.OperatorSettings, vault: Vault, cluster: Cluster) -> None:
+    # The documented call: run_tasks(tasks, return_when=asyncio.FIRST_COMPLETED); the published Kopf refuses it.
+    @kopf.on.create('kopfexamples')
+    def create_fn(**_: Any) -> str:
+        return 'done'
+
+    stop_flag = asyncio.Event()
+    existing = asyncio.all_tasks()  # the test's own: not the operator's to stop
+    tasks = await kopf.spawn_tasks(registry=registry, settings=settings, vault=vault, clusterwide=True,
+                                   stop_flag=stop_flag)
+    running = asyncio.create_task(kopf.run_tasks(tasks, ignored=existing, return_when=asyncio.FIRST_COMPLETED))
+    cluster.create(kex(cluster), 'default', example('kex1'))
+    await wait_for(lambda: handled(cluster, 'kex1'))
+    stop_flag.set()
+    await asyncio.wait_for(running, timeout=30)
+    assert all(task.done() for task in tasks)
+
+
+async def test_run_tasks_refuses_other_ways_to_return() -> None:
+    task = asyncio.create_task(asyncio.sleep(0))
+    with pytest.raises(ValueError, match=r"return_when must be asyncio.FIRST_COMPLETED, got 'ALL_COMPLETED'"):
+        await kopf.run_tasks([task], return_when=asyncio.ALL_COMPLETED)
+    await task
