@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
+import queue
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -195,3 +199,59 @@ def test_a_job_cancelled_before_its_thread_started_holds_no_time() -> None:
         return loop.time()
 
     assert virtualtime.run(main(), executor_timeout=5) == 3600.0
+
+
+class LateFreeingExecutor(concurrent.futures.Executor):
+    """One worker that starts the next job only once the loop sleeps: a job's end frees its place late.
+
+    (As a real pool does now and then: its thread still resolves the future of the job that has returned.)
+    """
+
+    def __init__(self, loop: virtualtime.VirtualTimeLoop) -> None:
+        self._max_workers = 1
+        self._loop = loop
+        self._queue: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]] | None] = \
+            queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._queue.put((future, functools.partial(fn, *args, **kwargs)))
+        return future
+
+    def _work(self) -> None:
+        pause = threading.Event()
+        first = True
+        while (item := self._queue.get()) is not None:
+            while not first and not self._loop._vt_sleep:  # the loop has decided what it waits for
+                pause.wait(0.0005)
+            first = False
+            future, call = item
+            if future.set_running_or_notify_cancel():
+                future.set_result(call())
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._queue.put(None)
+        if wait:
+            self._thread.join()
+
+
+def test_only_the_queued_jobs_that_can_start_are_waited_for() -> None:
+    async def main() -> list[float]:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, virtualtime.VirtualTimeLoop)
+        executor = LateFreeingExecutor(loop)
+        done: list[float] = []
+
+        def job() -> None:
+            loop.wait_in_thread(timeout=60)
+            done.append(loop.time())
+
+        try:
+            await asyncio.gather(*(loop.run_in_executor(executor, job) for _ in range(3)))
+        finally:
+            executor.shutdown()
+        return done
+
+    assert virtualtime.run(main(), executor_timeout=10) == [60.0, 120.0, 180.0]
