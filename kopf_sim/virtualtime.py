@@ -66,6 +66,7 @@ import contextvars
 import dataclasses
 import datetime
 import functools
+import heapq
 import os
 import selectors
 import sys
@@ -111,6 +112,11 @@ DEFAULT_NOOP_CYCLES = 3
 # decided to sleep: a wake-up needs no write into the self-pipe), asleep (polling: a wake-up writes into it).
 _AWAKE, _DROWSY, _ASLEEP = 0, 1, 2
 DEFAULT_EXECUTOR_TIMEOUT = 60.0
+
+LINE_PATIENCE = 0.02
+"""Real seconds that the threads due at one moment wait for the turn of the one before them (one at a time, in
+a fixed order, is cheapest & deterministic); then they all go on at once, in case it waits for one of them
+(e.g. a queue between threads, which the loop does not know of) or for something slow (e.g. a real service)."""
 
 
 class VirtualTimeError(RuntimeError):
@@ -272,6 +278,7 @@ class _GatedSelector(selectors.BaseSelector):
         self.selector = selector
         self.max_timeout: float | None = 0.0  # None means no limit
         self.nothing_to_poll = False  # the loop knows that a non-blocking poll would find nothing
+        self.registered = 0  # how many file objects are registered (cheaper to read than the map's length)
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         limit = self.max_timeout
@@ -282,10 +289,14 @@ class _GatedSelector(selectors.BaseSelector):
         return self.selector.select(timeout)
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
-        return self.selector.register(fileobj, events, data)
+        key = self.selector.register(fileobj, events, data)
+        self.registered += 1
+        return key
 
     def unregister(self, fileobj: Any) -> selectors.SelectorKey:
-        return self.selector.unregister(fileobj)
+        key = self.selector.unregister(fileobj)
+        self.registered -= 1
+        return key
 
     def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         return self.selector.modify(fileobj, events, data)
@@ -318,6 +329,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     _scheduled: list[asyncio.TimerHandle]
     _stopping: bool
     _clock_resolution: float
+    _timer_cancelled_count: int
     _signal_handlers: dict[int, asyncio.Handle]
 
     def __init__(
@@ -338,6 +350,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         # before it while the loop sleeps: the line of those not woken yet, and the one woken last.
         self._vt_line: collections.deque[_Job] = collections.deque()
         self._vt_baton: _Job | None = None
+        self._vt_soonest: list[_Job] = []  # the waits at the earliest deadline, as of the last look at all jobs
         self._vt_sleep = _AWAKE  # whether the loop sleeps (or is about to) until its busy threads are idle
         self._vt_gate = _GatedSelector(selectors.DefaultSelector())
         super().__init__(selector=self._vt_gate)
@@ -410,7 +423,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         deadline: int | None = None
         waiting = False
         if self._vt_jobs or self._vt_holds:
-            jobs = self._vt_jobs = [job for job in self._vt_jobs if job.pending]
+            jobs = self._vt_jobs = [job for job in self._vt_jobs  # (a running job is pending: the cheap check first)
+                                    if (job.thread_id is not None and not job.finished) or job.pending]
             busy, waiting, deadline = self._sort_jobs(jobs)
             if busy:
                 return self._sleep_for_threads(busy)  # (the busy threads may have gone idle meanwhile)
@@ -429,10 +443,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             for _ in range(self.noop_cycles):
                 if self._vt_gate.selector.select(0):
                     return True
-
-        fds = self._real_fds()
-        if fds:
-            raise RealIOError(self._describe_real_io(fds))
+            fds = self._real_fds()
+            if fds:
+                raise RealIOError(self._describe_real_io(fds))
 
         when = self._next_timer()
         if when is None and deadline is None:
@@ -458,12 +471,12 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if deadline is None or deadline > target:
             return True  # only timers are due: the iteration runs them
         timers_due = timer is not None and timer <= target  # if so, the iteration runs them while the threads run
-        busy, _, _ = self._sort_jobs(self._vt_jobs, sleep=not timers_due)  # wakes the first thread due
-        return timers_due or self._sleep_for_threads(busy)
+        busy = self._wake_the_soonest(sleep=not timers_due)
+        return timers_due or not busy or self._sleep_for_threads(busy)
 
     def _only_the_self_pipe(self) -> bool:
         """Whether nothing but the self-pipe can wake the loop: no other file descriptors, no signal handlers."""
-        return not self._signal_handlers and len(self._vt_gate.get_map()) == len(self._vt_own_fds)
+        return not self._signal_handlers and self._vt_gate.registered == len(self._vt_own_fds)
 
     def _sleep_for_threads(self, busy: list[_Job]) -> bool:
         """Block until the busy threads are idle, or a thread-safe call, I/O or a signal comes; whether to iterate.
@@ -471,6 +484,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         The loop polls its selector here, not in an iteration: while nothing but the threads' wake-ups
         come, it goes on deciding with no iterations in between. While it sleeps (or is about to), the
         threads due at the moment pass the turn on among themselves; whatever wakes it takes the turn back.
+        If a thread keeps the turn for longer than :data:`LINE_PATIENCE`, the others due go on at once.
         Real I/O is left in the (level-triggered) selector for the iteration to process.
         """
         timeout = self._thread_timeout(busy)
@@ -482,11 +496,37 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                 self._vt_line.clear()
                 return False
             self._vt_sleep = _ASLEEP
-        events = self._vt_gate.selector.select(timeout)
-        with self._vt_lock:
-            if self._vt_sleep == _ASLEEP:  # not rung: a timeout, a signal, or real I/O
-                self._vt_sleep = _AWAKE
-                self._vt_line.clear()
+            holder = self._vt_baton if self._vt_line else None  # the thread whose turn it is (if others are due)
+        while True:
+            patient = holder is not None and (timeout is None or timeout > LINE_PATIENCE)
+            events = self._vt_gate.selector.select(LINE_PATIENCE if patient else timeout)
+            bells: list[_Bell] = []
+            awaited: list[_Job] = []
+            with self._vt_lock:
+                asleep = self._vt_sleep == _ASLEEP  # not rung: a timeout, a signal, or real I/O
+                if asleep and patient and not events and self._vt_line:
+                    if self._vt_baton is not holder:  # the turn has moved on: as patient with the next one
+                        holder = self._vt_baton
+                        awaited = list(self._vt_awaited)
+                    else:  # the thread whose turn it is keeps it: the others due go on meanwhile
+                        for job in self._vt_line:
+                            bells.append(_wake(job))
+                            self._vt_awaited.add(job)
+                        self._vt_line.clear()
+                if asleep and not awaited:
+                    self._vt_sleep = _AWAKE
+                    self._vt_line.clear()
+            for bell in bells:
+                bell.ring()
+            if not awaited:
+                break
+            timeout = self._thread_timeout(awaited, report=False)
+            if timeout is not None and timeout <= 0:  # the next decision reports them
+                with self._vt_lock:
+                    if self._vt_sleep == _ASLEEP:
+                        self._vt_sleep = _AWAKE
+                        self._vt_line.clear()
+                break
         real_io = False
         for key, _ in events:
             if key.fd in self._vt_own_fds:
@@ -515,11 +555,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         from this moment on, before it even resumes. The threads due run one after another, in the order of
         their deadlines, then of their waits' starts (the same order in every run), and only while no other
         thread is at work: the first is woken here, each of the others by the one before it as it waits again
-        (or by the loop's next decision, if the loop had things to do meanwhile).
+        (or by the loop's next decision, if the loop had things to do meanwhile). The waits due next (at the
+        earliest deadline) are kept for :meth:`_wake_the_soonest`, so a jump there needs no second look at all jobs.
         """
         busy: list[_Job] = []
         waiting = False
         earliest: int | None = None
+        soonest: list[_Job] = []  # the waits at the earliest deadline
         started: dict[int, int] | None = None  # the jobs started & not finished, per executor (if any is queued)
         now = self._vt_ticks
         due: list[tuple[int, int, _Job]] = []  # (deadline or now, start of the wait, job): the order of wake-ups
@@ -527,14 +569,20 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             for job in jobs:
                 wait = job.waiting
                 if wait is not None:
-                    if wait.deadline is not None and wait.deadline <= now:
-                        due.append((wait.deadline, wait.seq, job))
-                    elif wait.until is not None and wait.until():
+                    deadline, until = wait.deadline, wait.until
+                    if deadline is not None and deadline <= now:
+                        due.append((deadline, wait.seq, job))
+                    elif until is not None and until():
                         due.append((now, wait.seq, job))
                     else:
                         waiting = True
-                        if wait.deadline is not None and (earliest is None or wait.deadline < earliest):
-                            earliest = wait.deadline
+                        if deadline is None:
+                            pass
+                        elif earliest is None or deadline < earliest:
+                            earliest = deadline
+                            soonest = [job]
+                        elif deadline == earliest:
+                            soonest.append(job)
                 elif job.reported:
                     pass
                 elif job.thread_id is None:
@@ -547,20 +595,49 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                     busy.append(job)
             bell = None
             if due and not busy:
-                due.sort()
-                first = due[0][2]
-                bell = _wake(first)
-                busy.append(first)
-                self._vt_baton = first
-                self._vt_line = collections.deque(job for _, _, job in due[1:])
-                if sleep:  # the loop has nothing else to do: the threads due may pass the turn on from now on
-                    self._vt_sleep = _DROWSY
-                del due[0]
-            waiting = waiting or bool(due)
-            self._vt_awaited = set(busy)
+                bell = self._start_line(due, sleep=sleep)
+                busy.append(due[0][2])
+                waiting = waiting or len(due) > 1
+            else:
+                waiting = waiting or bool(due)
+                self._vt_awaited = set(busy)
+            self._vt_soonest = soonest
         if bell is not None:
             bell.ring()
         return busy, waiting, earliest
+
+    def _wake_the_soonest(self, *, sleep: bool) -> list[_Job]:
+        """After a jump to the earliest deadline of the waits: start the line of those due (as :meth:`_sort_jobs`)."""
+        bell = None
+        with self._vt_lock:
+            now = self._vt_clock.ticks
+            due = [(wait.deadline, wait.seq, job) for job in self._vt_soonest
+                   if (wait := job.waiting) is not None and wait.deadline is not None and wait.deadline <= now]
+            self._vt_soonest = []
+            if due:
+                bell = self._start_line(due, sleep=sleep)
+            busy = list(self._vt_awaited)
+        if bell is not None:
+            bell.ring()
+        return busy
+
+    def _start_line(self, due: list[tuple[int, int, _Job]], *, sleep: bool) -> _Bell:
+        """Wake the first of the waits due (with the lock held; ring the bell after it); the others queue up.
+
+        With ``sleep``, the loop has nothing else to do: the threads due may pass the turn on from now on.
+        """
+        if len(due) > 1:
+            due.sort()
+        first = due[0][2]
+        bell = _wake(first)
+        self._vt_awaited = {first}
+        self._vt_baton = first
+        line = self._vt_line
+        line.clear()
+        line.extend([job for _, _, job in due[1:]])
+        if sleep:
+            self._vt_sleep = _DROWSY
+        return bell
 
     @staticmethod
     def _takes_a_place(executor: concurrent.futures.Executor, started: dict[int, int]) -> bool:
@@ -579,7 +656,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         signals write into it directly, so the loops with signal handlers poll every time. An idle
         iteration polls anyway (before a jump), so nothing is missed for longer than the busy spell.
         """
-        if self._vt_woken or self._signal_handlers or len(self._vt_gate.get_map()) != len(self._vt_own_fds):
+        if self._vt_woken or not self._only_the_self_pipe():
             self._vt_woken = False  # cleared before the poll: a wake-up after it is seen next time
             return False
         return True
@@ -600,22 +677,25 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         return self._vt_clock.tick_of(when)
 
     def _next_timer(self) -> float | None:
+        """The earliest timer's moment; the cancelled ones at the head are dropped (as asyncio's iteration does)."""
         scheduled = self._scheduled
-        if scheduled and not scheduled[0].cancelled():
-            return scheduled[0].when()
-        return min((handle.when() for handle in scheduled if not handle.cancelled()), default=None)
+        while scheduled and scheduled[0].cancelled():
+            handle = heapq.heappop(scheduled)
+            handle._scheduled = False  # type: ignore[attr-defined]
+            self._timer_cancelled_count -= 1
+        return scheduled[0].when() if scheduled else None
 
     def _wait_for_threads(self, jobs: list[_Job]) -> None:
         """Let the selector block for real (the self-pipe wakes it), but not past the executor timeout."""
         self._vt_gate.max_timeout = self._thread_timeout(jobs)
 
-    def _thread_timeout(self, jobs: list[_Job]) -> float | None:
+    def _thread_timeout(self, jobs: list[_Job], *, report: bool = True) -> float | None:
         """How long (real seconds) the loop may wait for its busy threads; None: no limit; raises if they are stuck."""
         if self.executor_timeout is None or not jobs:
             return None
         oldest = min(job.busy_since for job in jobs)
         remaining = oldest + self.executor_timeout - time.perf_counter()
-        if remaining > 0:
+        if remaining > 0 or not report:
             return remaining
         now = time.perf_counter()
         stuck = describe_threads(jobs, "Threads at work", now=now)
