@@ -759,7 +759,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             return True
         if timeout is not None and timeout <= 0:
             return False
-        deadline = None if timeout is None else self._vt_ticks + self._ticks_of(timeout)
+        clock = self._vt_clock
+        deadline = None if timeout is None else clock.ticks + clock.ticks_of(timeout)
         bell = job.bell
         if bell is None:
             bell = job.bell = _Bell()
