@@ -255,3 +255,33 @@ def test_only_the_queued_jobs_that_can_start_are_waited_for() -> None:
         return done
 
     assert virtualtime.run(main(), executor_timeout=10) == [60.0, 120.0, 180.0]
+
+
+def test_threads_due_at_one_moment_go_on_together_if_the_first_waits_for_another() -> None:
+    """The threads due at one moment run one at a time, but not if the one whose turn it is waits for another."""
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, virtualtime.VirtualTimeLoop)
+        executor = concurrent.futures.ThreadPoolExecutor(2)
+        handed_over = threading.Event()  # a wait that the loop does not know of
+        order: list[str] = []
+
+        def taker() -> None:
+            loop.wait_in_thread(timeout=10)  # the first to wait: the first woken at 10
+            order.append("taker woken")
+            handed_over.wait(5)
+            order.append(f"taker got it: {handed_over.is_set()}")
+
+        def giver() -> None:
+            loop.wait_in_thread(timeout=5)
+            loop.wait_in_thread(timeout=5)  # due at 10 too, but started later: woken after the taker
+            order.append("giver woken")
+            handed_over.set()
+
+        try:
+            await asyncio.gather(loop.run_in_executor(executor, taker), loop.run_in_executor(executor, giver))
+        finally:
+            executor.shutdown()
+        return order
+
+    assert virtualtime.run(main(), executor_timeout=5) == ["taker woken", "giver woken", "taker got it: True"]
