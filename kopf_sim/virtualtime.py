@@ -16,6 +16,10 @@ holds, e.g. a flag is set or the loop has answered a request) counts as idle: wh
 job is idle, the clock may jump to the earliest of the timers and the threads' deadlines.
 The loop itself wakes such a thread (deadline reached, condition met) and counts it as busy
 again before its next decision, so it never jumps ahead of a thread that has not resumed.
+The threads due at one moment run one after another, in a fixed order (deadline, then the start
+of the wait), each woken by the one before it as it waits again, while the loop sleeps: a wake-up
+is then one switch of threads, not two (see ``benchmarks/bench_threads.py``). A thread that keeps
+its turn for :data:`LINE_PATIENCE` lets the others due go on together (it may wait for one of them).
 When nothing can ever happen (no ready callbacks, no timers, no executor jobs at work, no
 I/O), the loop raises :class:`DeadlockError` naming the stuck tasks and where they wait
 (and the waiting threads with their stacks), instead of hanging. Real sockets have no place
