@@ -19,7 +19,7 @@ again before its next decision, so it never jumps ahead of a thread that has not
 The threads due at one moment run one after another, in a fixed order (deadline, then the start
 of the wait), each woken by the one before it as it waits again, while the loop sleeps: a wake-up
 is then one switch of threads, not two (see ``benchmarks/bench_threads.py``). A thread that keeps
-its turn for :data:`LINE_PATIENCE` lets the others due go on together (it may wait for one of them).
+its turn for ``LINE_PATIENCE`` lets the others due go on together (it may wait for one of them).
 When nothing can ever happen (no ready callbacks, no timers, no executor jobs at work, no
 I/O), the loop raises :class:`DeadlockError` naming the stuck tasks and where they wait
 (and the waiting threads with their stacks), instead of hanging. Real sockets have no place
@@ -345,7 +345,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         executor_timeout: float | None = DEFAULT_EXECUTOR_TIMEOUT,
         time_limit: float | None = None,
     ) -> None:
-        self._vt_lock = threading.Lock()  # guards the jobs' waits: threads start them, only the loop ends them
+        # Guards the jobs' waits (threads start them, the loop & the threads due end them) and the loop's sleep.
+        # Reentrant: the waits' conditions run under it, and a thread-safe call from one would take it again.
+        self._vt_lock = threading.RLock()
         self._vt_closed = False
         self._vt_jobs: list[_Job] = []
         self._vt_awaited: set[_Job] = set()  # the busy jobs that the loop waits for (it is woken when none is left)
@@ -488,7 +490,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         The loop polls its selector here, not in an iteration: while nothing but the threads' wake-ups
         come, it goes on deciding with no iterations in between. While it sleeps (or is about to), the
         threads due at the moment pass the turn on among themselves; whatever wakes it takes the turn back.
-        If a thread keeps the turn for longer than :data:`LINE_PATIENCE`, the others due go on at once.
+        If a thread keeps the turn for longer than ``LINE_PATIENCE``, the others due go on at once.
         Real I/O is left in the (level-triggered) selector for the iteration to process.
         """
         timeout = self._thread_timeout(busy)

@@ -285,3 +285,25 @@ def test_threads_due_at_one_moment_go_on_together_if_the_first_waits_for_another
         return order
 
     assert virtualtime.run(main(), executor_timeout=5) == ["taker woken", "giver woken", "taker got it: True"]
+
+
+def test_a_condition_may_call_the_loop_thread_safely() -> None:
+    """The loop checks the waits' conditions under its lock; a thread-safe call in one must not deadlock."""
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, virtualtime.VirtualTimeLoop)
+        flag = threading.Event()
+        loop.call_later(5, flag.set)
+
+        checks: list[None] = []
+
+        def noisy_condition() -> bool:
+            checks.append(None)
+            if len(checks) == 2:  # the first check is the thread's own; the second is the loop's, under its lock
+                loop.call_soon_threadsafe(lambda: None)
+            return flag.is_set()
+
+        await loop.run_in_executor(None, functools.partial(loop.wait_in_thread, until=noisy_condition))
+        return loop.time()
+
+    assert virtualtime.run(main(), executor_timeout=5) == 5.0
