@@ -505,7 +505,12 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             holder = self._vt_baton if self._vt_line else None  # the thread whose turn it is (if others are due)
         while True:
             patient = holder is not None and (timeout is None or timeout > LINE_PATIENCE)
-            events = self._vt_gate.selector.select(LINE_PATIENCE if patient else timeout)
+            try:
+                events = self._vt_gate.selector.select(LINE_PATIENCE if patient else timeout)
+            except BaseException:  # e.g. KeyboardInterrupt: the loop is awake, the threads stop passing the turn on
+                with self._vt_lock:
+                    self._wake_up()
+                raise
             bells: list[_Bell] = []
             awaited: list[_Job] = []
             with self._vt_lock:
