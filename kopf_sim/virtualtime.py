@@ -564,10 +564,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         places will take count as at work, the others (later in the queue: executors start theirs in order) as
         idle, so the loop never waits for a job that cannot start. A woken thread is at work
         from this moment on, before it even resumes. The threads due run one after another, in the order of
-        their deadlines, then of their waits' starts (the same order in every run), and only while no other
-        thread is at work: the first is woken here, each of the others by the one before it as it waits again
-        (or by the loop's next decision, if the loop had things to do meanwhile). The waits due next (at the
-        earliest deadline) are kept for :meth:`_wake_the_soonest`, so a jump there needs no second look at all jobs.
+        their deadlines, then of their waits' starts (the same order from run to run, as a rule), and only
+        while no other thread is at work: the first is woken here, each of the others by the one before it as
+        it waits again (or by the loop's next decision, if the loop had things to do meanwhile). The waits due
+        next (at the earliest deadline) are kept for :meth:`_wake_the_soonest`: a jump there needs no second look
+        at all the jobs.
         """
         busy: list[_Job] = []
         waiting = False

@@ -284,7 +284,9 @@ def test_threads_due_at_one_moment_go_on_together_if_the_first_waits_for_another
             executor.shutdown()
         return order
 
-    assert virtualtime.run(main(), executor_timeout=5) == ["taker woken", "giver woken", "taker got it: True"]
+    order = virtualtime.run(main(), executor_timeout=5)
+    assert order[-1] == "taker got it: True"  # not after 5 real seconds, but at once
+    assert sorted(order[:-1]) == ["giver woken", "taker woken"]  # the taker first, unless the machine paused it
 
 
 def test_a_condition_may_call_the_loop_thread_safely() -> None:
