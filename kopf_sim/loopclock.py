@@ -84,6 +84,8 @@ class VirtualClock(LoopClock):
 
     def ticks_of(self, seconds: float) -> int:
         """The nearest tick count if only float noise away, else rounded up; at least one."""
+        if type(seconds) is int:  # e.g. ``time.sleep(60)``: exact, and the common case of the threads' waits
+            return max(1, seconds * TICKS_PER_SECOND)
         exact = seconds * TICKS_PER_SECOND
         nearest = round(exact)
         ticks = nearest if abs(exact - nearest) <= NOISE_ULPS * math.ulp(exact) else math.ceil(exact)

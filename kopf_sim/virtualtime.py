@@ -16,6 +16,10 @@ holds, e.g. a flag is set or the loop has answered a request) counts as idle: wh
 job is idle, the clock may jump to the earliest of the timers and the threads' deadlines.
 The loop itself wakes such a thread (deadline reached, condition met) and counts it as busy
 again before its next decision, so it never jumps ahead of a thread that has not resumed.
+The threads due at one moment run one after another, in a fixed order (deadline, then the start
+of the wait), each woken by the one before it as it waits again, while the loop sleeps: a wake-up
+is then one switch of threads, not two (see ``benchmarks/bench_threads.py``). A thread that keeps
+its turn for ``LINE_PATIENCE`` lets the others due go on together (it may wait for one of them).
 When nothing can ever happen (no ready callbacks, no timers, no executor jobs at work, no
 I/O), the loop raises :class:`DeadlockError` naming the stuck tasks and where they wait
 (and the waiting threads with their stacks), instead of hanging. Real sockets have no place
@@ -66,6 +70,8 @@ import contextvars
 import dataclasses
 import datetime
 import functools
+import heapq
+import os
 import selectors
 import sys
 import threading
@@ -105,7 +111,16 @@ DEFAULT_EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 _UNIX_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 DEFAULT_NOOP_CYCLES = 3
+
+# The loop's sleep while it waits for its busy threads: awake (deciding, running callbacks), drowsy (it has
+# decided to sleep: a wake-up needs no write into the self-pipe), asleep (polling: a wake-up writes into it).
+_AWAKE, _DROWSY, _ASLEEP = 0, 1, 2
 DEFAULT_EXECUTOR_TIMEOUT = 60.0
+
+LINE_PATIENCE = 0.02
+"""Real seconds that the threads due at one moment wait for the turn of the one before them (one at a time, in
+a fixed order, is cheapest & deterministic); then they all go on at once, in case it waits for one of them
+(e.g. a queue between threads, which the loop does not know of) or for something slow (e.g. a real service)."""
 
 
 class VirtualTimeError(RuntimeError):
@@ -129,19 +144,57 @@ class RealIOError(VirtualTimeError):
     """The loop would wait on real file descriptors (sockets, pipes), which virtual time cannot do."""
 
 
+class _Bell:
+    """What a job's thread blocks on while it waits in a known way; rung once to wake it.
+
+    A pipe, where one can be had: a write into it lets go of the GIL before the kernel wakes the
+    reader, so the woken thread runs at once, where a lock released by a thread holding the GIL
+    wakes a thread that blocks again on the GIL (twice the thread switches: a wake-up costs twice
+    the CPU, see ``benchmarks/bench_threads.py``). A lock, if the process has no file descriptors left.
+    """
+
+    __slots__ = ("lock", "reader", "writer")
+
+    def __init__(self) -> None:
+        self.lock: threading.Lock | None = None
+        try:
+            self.reader, self.writer = os.pipe()
+        except OSError:
+            self.reader = self.writer = -1
+            self.lock = threading.Lock()
+            self.lock.acquire()
+
+    def wait(self) -> None:
+        if self.lock is not None:
+            self.lock.acquire()
+        else:
+            os.read(self.reader, 1)
+
+    def ring(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+        else:
+            os.write(self.writer, b"\0")
+
+    def close(self) -> None:
+        if self.lock is None:
+            os.close(self.reader)
+            os.close(self.writer)
+
+
 class _ThreadWait:
     """A job's thread waiting in a way the loop knows of: until a deadline (ticks) and/or a condition.
 
-    The thread blocks on a lock that is held from the start; the loop releases it to wake the thread.
+    The thread blocks on its job's bell; the loop (or the thread before it in the line of the threads
+    due at the same moment) rings it to wake the thread.
     """
 
-    __slots__ = ("deadline", "orphaned", "until", "wake")
+    __slots__ = ("deadline", "orphaned", "seq", "until")
 
-    def __init__(self, deadline: int | None, until: Callable[[], bool] | None) -> None:
+    def __init__(self, deadline: int | None, until: Callable[[], bool] | None, seq: int) -> None:
         self.deadline = deadline
         self.until = until
-        self.wake = threading.Lock()
-        self.wake.acquire()
+        self.seq = seq  # the order of the waits' starts: the order of the wake-ups due at the same moment
         self.orphaned = False  # the loop is closed: the thread goes on waiting in real time
 
 
@@ -158,6 +211,7 @@ class _Job:
     finished: bool = False  # its function has returned (the futures may still be resolving)
     waiting: _ThreadWait | None = None  # set while its thread waits in a known way (it is idle then)
     reported: bool = False  # reported as stuck: it holds the time no more (until it waits & wakes again)
+    bell: _Bell | None = None  # made at its thread's first known wait, closed when its function returns
 
     @property
     def pending(self) -> bool:
@@ -177,7 +231,6 @@ class _JobMarker(threading.local):
 
 
 _marker = _JobMarker()
-_NOTHING_AWAITED: set[_Job] = set()  # shared & never changed: a thread discards itself only from sets it is in
 
 
 def job_loop() -> VirtualTimeLoop | None:
@@ -205,6 +258,8 @@ def _run_job(loop: VirtualTimeLoop, job: _Job, func: Callable[..., _T], *args: A
     finally:
         job.finished = True
         _marker.loop, _marker.job = previous
+        if job.bell is not None:
+            job.bell.close()
 
 
 class _RecordingExecutor(concurrent.futures.Executor):
@@ -227,6 +282,7 @@ class _GatedSelector(selectors.BaseSelector):
         self.selector = selector
         self.max_timeout: float | None = 0.0  # None means no limit
         self.nothing_to_poll = False  # the loop knows that a non-blocking poll would find nothing
+        self.registered = 0  # how many file objects are registered (cheaper to read than the map's length)
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         limit = self.max_timeout
@@ -237,10 +293,14 @@ class _GatedSelector(selectors.BaseSelector):
         return self.selector.select(timeout)
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
-        return self.selector.register(fileobj, events, data)
+        key = self.selector.register(fileobj, events, data)
+        self.registered += 1
+        return key
 
     def unregister(self, fileobj: Any) -> selectors.SelectorKey:
-        return self.selector.unregister(fileobj)
+        key = self.selector.unregister(fileobj)
+        self.registered -= 1
+        return key
 
     def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         return self.selector.modify(fileobj, events, data)
@@ -273,6 +333,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     _scheduled: list[asyncio.TimerHandle]
     _stopping: bool
     _clock_resolution: float
+    _timer_cancelled_count: int
     _signal_handlers: dict[int, asyncio.Handle]
 
     def __init__(
@@ -284,10 +345,19 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         executor_timeout: float | None = DEFAULT_EXECUTOR_TIMEOUT,
         time_limit: float | None = None,
     ) -> None:
-        self._vt_lock = threading.Lock()  # guards the jobs' waits: threads start them, only the loop ends them
+        # Guards the jobs' waits (threads start them, the loop & the threads due end them) and the loop's sleep.
+        # Reentrant: the waits' conditions run under it, and a thread-safe call from one would take it again.
+        self._vt_lock = threading.RLock()
         self._vt_closed = False
         self._vt_jobs: list[_Job] = []
         self._vt_awaited: set[_Job] = set()  # the busy jobs that the loop waits for (it is woken when none is left)
+        self._vt_seq = 0  # counts the waits' starts (their order)
+        # The threads due at one moment run one after another (in a fixed order), each woken by the one
+        # before it while the loop sleeps: the line of those not woken yet, and the one woken last.
+        self._vt_line: collections.deque[_Job] = collections.deque()
+        self._vt_baton: _Job | None = None
+        self._vt_soonest: list[_Job] = []  # the waits at the earliest deadline, as of the last look at all jobs
+        self._vt_sleep = _AWAKE  # whether the loop sleeps (or is about to) until its busy threads are idle
         self._vt_gate = _GatedSelector(selectors.DefaultSelector())
         super().__init__(selector=self._vt_gate)
         if epoch.tzinfo is None:
@@ -340,49 +410,62 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         super()._run_once()  # type: ignore[misc]
 
     def _prepare_iteration(self) -> None:
-        """Decide, before an iteration, whether it polls, waits for threads, idles, jumps, or fails."""
+        """Decide, before an iteration, whether it polls, waits for threads, idles, jumps, or fails.
+
+        While only threads are due (no callbacks, no timers), the decisions go on here, with no
+        iterations in between: wake the due threads, sleep until they are idle again, jump, and so on.
+        """
         self._vt_gate.max_timeout = 0.0  # never block for real, unless threads are at work
         self._vt_gate.nothing_to_poll = False
         if self._stopping:
             return
-        if self._ready:
-            self._vt_gate.nothing_to_poll = self._nothing_to_poll()
-            return
+        while not self._ready:
+            if self._decide():
+                return
+        self._vt_gate.nothing_to_poll = self._nothing_to_poll()
 
+    def _decide(self) -> bool:
+        """Decide with no ready callbacks: whether the iteration may go on (else, decide again)."""
         deadline: int | None = None
         waiting = False
         if self._vt_jobs or self._vt_holds:
-            jobs = self._vt_jobs = [job for job in self._vt_jobs if job.pending]
+            jobs = self._vt_jobs = [job for job in self._vt_jobs  # (a running job is pending: the cheap check first)
+                                    if (job.thread_id is not None and not job.finished) or job.pending]
             busy, waiting, deadline = self._sort_jobs(jobs)
-            if busy or (self._vt_holds and not waiting):
-                self._wait_for_threads(busy)
-                return
+            if busy:
+                return self._sleep_for_threads(busy)  # (the busy threads may have gone idle meanwhile)
+            if self._vt_holds and not waiting:
+                self._wait_for_threads([])
+                return True
 
         # Zero-time cycles: poll I/O and thread-safe calls, with no timers due. An idle iteration does
         # nothing else, so polling here is the same, only cheaper; what arrives stays in the (level-
-        # triggered) selector for this iteration to process.
-        for _ in range(self.noop_cycles):
-            if self._vt_gate.selector.select(0):
-                return
-
-        fds = self._real_fds()
-        if fds:
-            raise RealIOError(self._describe_real_io(fds))
+        # triggered) selector for this iteration to process. With nothing but the self-pipe to poll, a
+        # look at the ready callbacks is the same as a poll (the thread-safe calls put theirs there first).
+        if self._only_the_self_pipe():
+            if self._ready:
+                return True
+        else:
+            for _ in range(self.noop_cycles):
+                if self._vt_gate.selector.select(0):
+                    return True
+            fds = self._real_fds()
+            if fds:
+                raise RealIOError(self._describe_real_io(fds))
 
         when = self._next_timer()
         if when is None and deadline is None:
             if self._vt_holds:  # e.g. the default executor's shutdown, joining threads that wait for a flag
                 self._wait_for_threads([])
-                return
+                return True
             idle = f"\n{describe_threads(self._vt_jobs, 'Threads waiting with no deadline')}" if waiting else ""
             raise DeadlockError(
                 f"Deadlock at loop time {self.time()!r}: nothing can run (no ready callbacks, no timers,"
                 f" no executor jobs at work, no I/O), yet the loop is waiting.{idle}\n{describe_tasks(self)}",
                 loop_time=self.time(), tasks=asyncio.all_tasks(self),
             )
-        target = self._jump_target(when) if when is not None else None
-        if deadline is not None and (target is None or deadline < target):
-            target = deadline
+        timer = self._jump_target(when) if when is not None else None
+        target = timer if deadline is None or (timer is not None and timer <= deadline) else deadline
         assert target is not None
         if self.time_limit is not None and target > round(self.time_limit * TICKS_PER_SECOND):
             raise TimeLimitError(
@@ -391,50 +474,192 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                 loop_time=self.time(), tasks=asyncio.all_tasks(self),
             )
         self._set_ticks(target)
-        if deadline is not None and deadline <= target:
-            self._sort_jobs(self._vt_jobs)  # wakes the threads whose deadline has come
+        if deadline is None or deadline > target:
+            return True  # only timers are due: the iteration runs them
+        timers_due = timer is not None and timer <= target  # if so, the iteration runs them while the threads run
+        busy = self._wake_the_soonest(sleep=not timers_due)
+        return timers_due or not busy or self._sleep_for_threads(busy)
 
-    def _sort_jobs(self, jobs: list[_Job]) -> tuple[list[_Job], bool, int | None]:
-        """The jobs at work; whether any wait; the earliest deadline of those that wait. Wakes the waits that are over.
+    def _only_the_self_pipe(self) -> bool:
+        """Whether nothing but the self-pipe can wake the loop: no other file descriptors, no signal handlers."""
+        return not self._signal_handlers and self._vt_gate.registered == len(self._vt_own_fds)
+
+    def _sleep_for_threads(self, busy: list[_Job]) -> bool:
+        """Block until the busy threads are idle, or a thread-safe call, I/O or a signal comes; whether to iterate.
+
+        The loop polls its selector here, not in an iteration: while nothing but the threads' wake-ups
+        come, it goes on deciding with no iterations in between. While it sleeps (or is about to), the
+        threads due at the moment pass the turn on among themselves; whatever wakes it takes the turn back.
+        If a thread keeps the turn for longer than ``LINE_PATIENCE``, the others due go on at once.
+        Real I/O is left in the (level-triggered) selector for the iteration to process.
+        """
+        timeout = self._thread_timeout(busy)
+        with self._vt_lock:
+            if self._vt_sleep == _AWAKE and not self._ready and self._vt_awaited:
+                self._vt_sleep = _DROWSY
+            if self._vt_sleep != _DROWSY or self._ready or not self._vt_awaited:  # rung already, or no need
+                self._vt_sleep = _AWAKE
+                self._vt_line.clear()
+                return False
+            self._vt_sleep = _ASLEEP
+            holder = self._vt_baton if self._vt_line else None  # the thread whose turn it is (if others are due)
+        while True:
+            patient = holder is not None and (timeout is None or timeout > LINE_PATIENCE)
+            try:
+                events = self._vt_gate.selector.select(LINE_PATIENCE if patient else timeout)
+            except BaseException:  # e.g. KeyboardInterrupt: the loop is awake, the threads stop passing the turn on
+                with self._vt_lock:
+                    self._wake_up()
+                raise
+            bells: list[_Bell] = []
+            awaited: list[_Job] = []
+            with self._vt_lock:
+                asleep = self._vt_sleep == _ASLEEP  # not rung: a timeout, a signal, or real I/O
+                if asleep and patient and not events and self._vt_line:
+                    if self._vt_baton is not holder:  # the turn has moved on: as patient with the next one
+                        holder = self._vt_baton
+                        awaited = list(self._vt_awaited)
+                    else:  # the thread whose turn it is keeps it: the others due go on meanwhile
+                        for job in self._vt_line:
+                            bells.append(_wake(job))
+                            self._vt_awaited.add(job)
+                        self._vt_line.clear()
+                if asleep and not awaited:
+                    self._vt_sleep = _AWAKE
+                    self._vt_line.clear()
+            for bell in bells:
+                bell.ring()
+            if not awaited:
+                break
+            timeout = self._thread_timeout(awaited, report=False)
+            if timeout is not None and timeout <= 0:  # the next decision reports them
+                with self._vt_lock:
+                    if self._vt_sleep == _ASLEEP:
+                        self._vt_sleep = _AWAKE
+                        self._vt_line.clear()
+                break
+        real_io = False
+        for key, _ in events:
+            if key.fd in self._vt_own_fds:
+                self._read_from_self()  # type: ignore[attr-defined]  # drained here; signals are handled
+            else:
+                real_io = True
+        return real_io
+
+    def _wake_up(self) -> bool:
+        """The loop's sleep ends; the turn of the threads due goes back to it. Whether to write into the self-pipe.
+
+        Call with the lock held. A loop that is only about to sleep sees it before it polls: no write needed.
+        """
+        asleep = self._vt_sleep == _ASLEEP
+        self._vt_sleep = _AWAKE
+        self._vt_line.clear()
+        return asleep
+
+    def _sort_jobs(self, jobs: list[_Job], *, sleep: bool = False) -> tuple[list[_Job], bool, int | None]:
+        """The jobs at work; whether any wait; the earliest deadline of those that wait. Wakes the first due wait.
 
         A job counts as idle while its thread waits in a known way, or while it is queued behind its executor's
-        limit of jobs that have started (it cannot start before one of them ends). A woken thread is at work
-        from this moment on, before it even resumes. (The threads due at the same moment are woken together:
-        waking them one by one, each after the previous one has gone idle, costs three times as much.)
+        limit of jobs that have started (it cannot start before one of them ends): the queued jobs that the free
+        places will take count as at work, the others (later in the queue: executors start theirs in order) as
+        idle, so the loop never waits for a job that cannot start. A woken thread is at work
+        from this moment on, before it even resumes. The threads due run one after another, in the order of
+        their deadlines, then of their waits' starts (the same order from run to run, as a rule), and only
+        while no other thread is at work: the first is woken here, each of the others by the one before it as
+        it waits again (or by the loop's next decision, if the loop had things to do meanwhile). The waits due
+        next (at the earliest deadline) are kept for :meth:`_wake_the_soonest`: a jump there needs no second look
+        at all the jobs.
         """
         busy: list[_Job] = []
         waiting = False
         earliest: int | None = None
+        soonest: list[_Job] = []  # the waits at the earliest deadline
         started: dict[int, int] | None = None  # the jobs started & not finished, per executor (if any is queued)
         now = self._vt_ticks
+        due: list[tuple[int, int, _Job]] = []  # (deadline or now, start of the wait, job): the order of wake-ups
         with self._vt_lock:
             for job in jobs:
                 wait = job.waiting
                 if wait is not None:
-                    over = wait.deadline is not None and wait.deadline <= now
-                    if over or (wait.until is not None and wait.until()):
-                        job.waiting = None
-                        job.reported = False
-                        job.busy_since = time.perf_counter()
-                        wait.wake.release()
+                    deadline, until = wait.deadline, wait.until
+                    if deadline is not None and deadline <= now:
+                        due.append((deadline, wait.seq, job))
+                    elif until is not None and until():
+                        due.append((now, wait.seq, job))
+                    else:
+                        waiting = True
+                        if deadline is None:
+                            pass
+                        elif earliest is None or deadline < earliest:
+                            earliest = deadline
+                            soonest = [job]
+                        elif deadline == earliest:
+                            soonest.append(job)
+                elif job.reported:
+                    pass
+                elif job.thread_id is None:
+                    started = _started(jobs) if started is None else started
+                    if self._takes_a_place(job.executor, started):
                         busy.append(job)
                     else:
                         waiting = True
-                        if wait.deadline is not None and (earliest is None or wait.deadline < earliest):
-                            earliest = wait.deadline
-                elif job.reported:
-                    pass
-                elif job.thread_id is None and self._is_saturated(job.executor, started := started or _started(jobs)):
-                    waiting = True
                 else:
                     busy.append(job)
-            self._vt_awaited = set(busy) if busy else _NOTHING_AWAITED
+            bell = None
+            if due and not busy:
+                bell = self._start_line(due, sleep=sleep)
+                busy.append(due[0][2])
+                waiting = waiting or len(due) > 1
+            else:
+                waiting = waiting or bool(due)
+                self._vt_awaited = set(busy)
+            self._vt_soonest = soonest
+        if bell is not None:
+            bell.ring()
         return busy, waiting, earliest
 
+    def _wake_the_soonest(self, *, sleep: bool) -> list[_Job]:
+        """After a jump to the earliest deadline of the waits: start the line of those due (as :meth:`_sort_jobs`)."""
+        bell = None
+        with self._vt_lock:
+            now = self._vt_clock.ticks
+            due = [(wait.deadline, wait.seq, job) for job in self._vt_soonest
+                   if (wait := job.waiting) is not None and wait.deadline is not None and wait.deadline <= now]
+            self._vt_soonest = []
+            if due:
+                bell = self._start_line(due, sleep=sleep)
+            busy = list(self._vt_awaited)
+        if bell is not None:
+            bell.ring()
+        return busy
+
+    def _start_line(self, due: list[tuple[int, int, _Job]], *, sleep: bool) -> _Bell:
+        """Wake the first of the waits due (with the lock held; ring the bell after it); the others queue up.
+
+        With ``sleep``, the loop has nothing else to do: the threads due may pass the turn on from now on.
+        """
+        if len(due) > 1:
+            due.sort()
+        first = due[0][2]
+        bell = _wake(first)
+        self._vt_awaited = {first}
+        self._vt_baton = first
+        line = self._vt_line
+        line.clear()
+        line.extend([job for _, _, job in due[1:]])
+        if sleep:
+            self._vt_sleep = _DROWSY
+        return bell
+
     @staticmethod
-    def _is_saturated(executor: concurrent.futures.Executor, started: dict[int, int]) -> bool:
+    def _takes_a_place(executor: concurrent.futures.Executor, started: dict[int, int]) -> bool:
+        """Whether a queued job gets one of its executor's free places (counted as taken from now on)."""
         limit = getattr(executor, "_max_workers", None)
-        return isinstance(limit, int) and started.get(id(executor), 0) >= limit
+        count = started.get(id(executor), 0)
+        if isinstance(limit, int) and count >= limit:
+            return False
+        started[id(executor)] = count + 1
+        return True
 
     def _nothing_to_poll(self) -> bool:
         """A busy iteration skips the poll (a system call) if only the self-pipe is there and nobody wrote into it.
@@ -443,12 +668,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         signals write into it directly, so the loops with signal handlers poll every time. An idle
         iteration polls anyway (before a jump), so nothing is missed for longer than the busy spell.
         """
-        if self._vt_woken or self._signal_handlers or len(self._vt_gate.get_map()) != len(self._vt_own_fds):
+        if self._vt_woken or not self._only_the_self_pipe():
             self._vt_woken = False  # cleared before the poll: a wake-up after it is seen next time
             return False
         return True
 
     def _write_to_self(self) -> None:
+        """Wake the loop (e.g. for a thread-safe call); if it sleeps, the turn of the threads due goes back to it."""
+        with self._vt_lock:
+            self._wake_up()
         self._vt_woken = True
         super()._write_to_self()  # type: ignore[misc]
 
@@ -461,21 +689,26 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         return self._vt_clock.tick_of(when)
 
     def _next_timer(self) -> float | None:
+        """The earliest timer's moment; the cancelled ones at the head are dropped (as asyncio's iteration does)."""
         scheduled = self._scheduled
-        if scheduled and not scheduled[0].cancelled():
-            return scheduled[0].when()
-        return min((handle.when() for handle in scheduled if not handle.cancelled()), default=None)
+        while scheduled and scheduled[0].cancelled():
+            handle = heapq.heappop(scheduled)
+            handle._scheduled = False  # type: ignore[attr-defined]
+            self._timer_cancelled_count -= 1
+        return scheduled[0].when() if scheduled else None
 
     def _wait_for_threads(self, jobs: list[_Job]) -> None:
         """Let the selector block for real (the self-pipe wakes it), but not past the executor timeout."""
+        self._vt_gate.max_timeout = self._thread_timeout(jobs)
+
+    def _thread_timeout(self, jobs: list[_Job], *, report: bool = True) -> float | None:
+        """How long (real seconds) the loop may wait for its busy threads; None: no limit; raises if they are stuck."""
         if self.executor_timeout is None or not jobs:
-            self._vt_gate.max_timeout = None
-            return
+            return None
         oldest = min(job.busy_since for job in jobs)
         remaining = oldest + self.executor_timeout - time.perf_counter()
-        if remaining > 0:
-            self._vt_gate.max_timeout = remaining
-            return
+        if remaining > 0 or not report:
+            return remaining
         now = time.perf_counter()
         stuck = describe_threads(jobs, "Threads at work", now=now)
         for job in jobs:  # reported once: the clean-up (e.g. cancelling the tasks) goes on in virtual time
@@ -538,19 +771,37 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             return True
         if timeout is not None and timeout <= 0:
             return False
-        wait = _ThreadWait(None if timeout is None else self._vt_ticks + self._ticks_of(timeout), until)
+        clock = self._vt_clock
+        deadline = None if timeout is None else clock.ticks + clock.ticks_of(timeout)
+        bell = job.bell
+        if bell is None:
+            bell = job.bell = _Bell()
+        following: _Bell | None = None
+        ring_loop = False
         with self._vt_lock:
             closed = self._vt_closed
             if not closed:
-                job.waiting = wait
+                self._vt_seq += 1
+                wait = job.waiting = _ThreadWait(deadline, until, self._vt_seq)
                 awaited = self._vt_awaited
-                last = job in awaited and len(awaited) == 1
-                awaited.discard(job)
+                if job in awaited:
+                    awaited.discard(job)
+                    if self._vt_baton is job:
+                        self._vt_baton = None
+                        if self._vt_sleep != _AWAKE and self._vt_line:  # the loop has nothing to do: the next one goes
+                            successor = self._vt_line.popleft()
+                            following = _wake(successor)
+                            awaited.add(successor)
+                            self._vt_baton = successor
+                    if not awaited:  # the last one the loop waits for
+                        ring_loop = self._wake_up()
         if closed:
             return _wait_in_real_time(timeout, until)
-        if last:
-            self._write_to_self()  # the loop is blocked waiting for the busy threads, and this was the last one
-        wait.wake.acquire()
+        if following is not None:
+            following.ring()
+        elif ring_loop:
+            super()._write_to_self()  # type: ignore[misc]
+        bell.wait()
         if wait.orphaned:
             remaining = None if wait.deadline is None else max(0, wait.deadline - self._vt_ticks) / TICKS_PER_SECOND
             return _wait_in_real_time(remaining, until)
@@ -572,11 +823,12 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         """Close the loop; the threads that still wait in it go on waiting in real time."""
         with self._vt_lock:
             self._vt_closed = True
+            self._vt_line.clear()
             for job in self._vt_jobs:
                 wait, job.waiting = job.waiting, None
-                if wait is not None:
+                if wait is not None and job.bell is not None:
                     wait.orphaned = True
-                    wait.wake.release()
+                    job.bell.ring()
         super().close()
 
     def set_default_executor(self, executor: concurrent.futures.ThreadPoolExecutor) -> None:  # type: ignore[override]
@@ -596,6 +848,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             await super().shutdown_default_executor(*args)
         finally:
             self._vt_holds -= 1
+
+
+def _wake(job: _Job) -> _Bell:
+    """End a job's wait: it is at work from now on (call with the loop's lock held); the bell to ring after it."""
+    assert job.waiting is not None and job.bell is not None
+    job.waiting = None
+    job.reported = False
+    job.busy_since = time.perf_counter()
+    return job.bell
 
 
 def _describe_call(func: Callable[..., Any], args: tuple[Any, ...]) -> str:

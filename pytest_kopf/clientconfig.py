@@ -14,7 +14,9 @@ So the documented ways to configure a client reach the simulated cluster, with n
   load the test's cluster too (they are swapped in the modules imported by then: the test's, and the
   operator's after its files are loaded).
 
-Everything is restored when the test ends.
+Everything is restored when the test ends. In real mode (:class:`RealClientDefaults`), only the default
+configuration of the official ``kubernetes`` client is set, from the kubeconfig context of the run, as kopf's
+login through that client leaves it with ``kopf run`` (the plugin logs the operator in by itself).
 """
 from __future__ import annotations
 
@@ -22,15 +24,16 @@ import json
 import os
 import pathlib
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from kopf_sim.kubeconfig import kubeconfig_dict
 
-__all__ = ["ClientConfig", "refresh_active"]
+__all__ = ["ClientConfig", "RealClientDefaults", "refresh_active"]
 
 _ENV = "KUBECONFIG"
 _TOKEN = "kopf-sim-test"  # the simulated apiserver does not check it; some clients want one
-_active: list[ClientConfig] = []
+_active: list[ClientConfig | RealClientDefaults] = []
 
 
 def refresh_active() -> None:
@@ -161,3 +164,45 @@ class ClientConfig:
                 configuration_class.set_default(config)
 
         return load_incluster_config
+
+
+class RealClientDefaults:
+    """Real mode: the official client's default configuration for the run's kubeconfig context, during a test.
+
+    Outside tests, ``kopf run`` logs in through the official client, which leaves its default configuration
+    set, and handlers may call ``kubernetes.client.CoreV1Api()`` with no configuration of their own. In tests,
+    the plugin logs the operator in by itself, so it sets that default as the login would, once the client is
+    imported (by the test or the operator's files), and restores the previous one after the test.
+    """
+
+    def __init__(self, *, paths: Sequence[str], context: str | None) -> None:
+        self.paths = list(paths)
+        self.context = context
+        self._swapped: tuple[Any, Any] | None = None  # the configuration class & its previous default
+
+    def activate(self) -> None:
+        _active.append(self)
+        self.refresh()
+
+    def deactivate(self) -> None:
+        if self in _active:
+            _active.remove(self)
+        if self._swapped is not None:
+            configuration_class, previous = self._swapped
+            configuration_class._default = previous
+            self._swapped = None
+
+    def refresh(self) -> None:
+        client = sys.modules.get("kubernetes.client")
+        config_module = sys.modules.get("kubernetes.config")
+        configuration_class = getattr(client, "Configuration", None)
+        if self._swapped is not None or configuration_class is None or config_module is None:
+            return
+        config = configuration_class()
+        try:
+            config_module.load_kube_config(config_file=os.pathsep.join(self.paths) or None, context=self.context,
+                                           client_configuration=config, persist_config=False)
+        except (config_module.ConfigException, OSError, ValueError):
+            return  # the client cannot read this context: handlers configure it themselves, as they would have to
+        self._swapped = (configuration_class, configuration_class.__dict__.get("_default"))
+        configuration_class.set_default(config)

@@ -29,7 +29,7 @@ from kopf_sim.virtualtime import VirtualTimeLoop
 
 from . import kubeconfig, routing
 from .cleanup import release_objects
-from .clientconfig import ClientConfig
+from .clientconfig import ClientConfig, RealClientDefaults
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
@@ -342,10 +342,14 @@ def kopf_cluster(
     except (KopfClusterUnreachable, KopfConfigError) as exc:
         pytest.fail(str(exc), pytrace=False)
     clients: ClientConfig | None = None
+    defaults: RealClientDefaults | None = None
     if isinstance(cluster, SimKopfCluster):  # the official clients configured the documented ways reach it
         clients = ClientConfig(host=routing.new_host(), directory=_clients_dir(tmp_path_factory))
         routing.add_route(routing.Route(clients.host, kopf_loop.loop, cluster.sim.server))
         clients.activate()
+    elif isinstance(cluster, RealKopfCluster):  # as kopf's login via the official client leaves it
+        defaults = RealClientDefaults(paths=cluster.login.paths, context=cluster.login.context)
+        defaults.activate()
     try:
         yield cluster
     finally:
@@ -355,6 +359,8 @@ def kopf_cluster(
             if clients is not None:
                 clients.deactivate()
                 routing.remove_route(clients.host)
+            if defaults is not None:
+                defaults.deactivate()
 
 
 @pytest.fixture

@@ -1,35 +1,22 @@
 """The walkthrough's operator end to end: a claim, resized and relabelled, used by a pod, gone after it.
 
-The operator calls the API with the official client, which reaches the cluster over HTTP: in sim mode,
-the test serves its simulated cluster on loopback (``kopf_cluster.kubeconfig()``, in real time), with
-quick simulated pods; with ``--kopf-real``, the client uses the kubeconfig of the real cluster.
+The operator calls the API with the official client, configured by kopf's login (as with ``kopf run``): in
+sim mode, its requests reach the test's simulated cluster in memory, in virtual time, with quick simulated
+pods; with ``--kopf-real``, the client uses the kubeconfig of the real cluster.
 """
-from collections.abc import Iterator
 from pathlib import Path
 
-import kubernetes
 import pytest
 
 HERE = Path(__file__).resolve().parent
-TIMEOUT = 30  # real seconds; the operator checks the claims every 0.2 s here, their grace period is 1 s
+TIMEOUT = 30  # seconds; the operator checks the claims every 0.2 s here, their grace period is 1 s
 
-pytestmark = [pytest.mark.kopf_real_time,
-              pytest.mark.kopf_controllers(pod_start_delay=0.1, pod_ready_delay=0.1, pod_stop_delay=0.1)]
+pytestmark = [pytest.mark.kopf_controllers(pod_start_delay=0.1, pod_ready_delay=0.1, pod_stop_delay=0.1)]
 
 
 @pytest.fixture(autouse=True)
 def often(monkeypatch):
     monkeypatch.setenv("EVC_INTERVAL", "0.2")
-
-
-@pytest.fixture
-def official_client(kopf_cluster, kopf_loop) -> Iterator[None]:
-    """The official client configured for the test's cluster (as ``kubectl`` would be)."""
-    previous = kubernetes.client.Configuration.get_default_copy()
-    path = kopf_loop.run(kopf_cluster.kubeconfig())
-    kubernetes.config.load_kube_config(config_file=str(path))
-    yield
-    kubernetes.client.Configuration.set_default(previous)
 
 
 def evc(name, **spec):
@@ -48,7 +35,7 @@ def requested(pvc):
     return pvc["spec"]["resources"]["requests"]["storage"]
 
 
-async def test_a_claim_lives_as_long_as_its_pods(kopf_cluster, kopf_operator, official_client):
+async def test_a_claim_lives_as_long_as_its_pods(kopf_cluster, kopf_operator):
     await kopf_cluster.apply(str(HERE / "crd.yaml"))
     await kopf_operator.start(paths=[HERE / "example.py"])
     await kopf_cluster.create(evc("my-claim", size="1G", selector={"app": "writer"}, gracePeriod=1, safeTime=0))
@@ -82,7 +69,7 @@ async def test_a_claim_lives_as_long_as_its_pods(kopf_cluster, kopf_operator, of
     assert "Deleting the claim: its pods are gone." in kopf_operator.logs
 
 
-async def test_an_unused_claim_expires(kopf_cluster, kopf_operator, official_client):
+async def test_an_unused_claim_expires(kopf_cluster, kopf_operator):
     await kopf_cluster.apply(str(HERE / "crd.yaml"))
     await kopf_operator.start(paths=[HERE / "example.py"])
     await kopf_cluster.create(evc("unused", size="1G", expiry=1, safeTime=0))
@@ -92,7 +79,7 @@ async def test_an_unused_claim_expires(kopf_cluster, kopf_operator, official_cli
     assert "Deleting the claim: no pod used it in time." in kopf_operator.logs
 
 
-async def test_a_claim_without_a_size_is_refused(kopf_cluster, kopf_operator, official_client):
+async def test_a_claim_without_a_size_is_refused(kopf_cluster, kopf_operator):
     await kopf_cluster.apply(str(HERE / "crd.yaml"))
     await kopf_operator.start(paths=[HERE / "example.py"])
     await kopf_cluster.create(evc("sizeless", expiry=3600))

@@ -2,8 +2,6 @@
 import asyncio
 from pathlib import Path
 
-import pytest
-
 HERE = Path(__file__).parent
 CRD = HERE.parent / "crd.yaml"
 
@@ -66,15 +64,20 @@ async def test_daemons_stop_with_the_operator_and_start_again(kopf_cluster, kopf
     assert kopf_operator.exception is None
 
 
-@pytest.mark.kopf_real_time  # a sync daemon sleeps in its thread: in real time, for now
 async def test_sync_daemon(kopf_cluster, kopf_operator):
+    """A sync daemon in its thread: its ``stopped.wait(2)`` is an idle wait (virtual seconds in sim mode)."""
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(paths=[HERE / "example.py"], namespaces=[kopf_cluster.namespace])
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     await kopf_cluster.create(example("threaded", labels={"example.kopf.dev/sync": "yes"}, field="t"))
-    await wait_for_log(kopf_operator, "Sync sample #1: the field is 't'.")
+    await wait_for_log(kopf_operator, "Sync sample #3: the field is 't'.")
+    assert loop.time() - started >= 4  # a sample every 2 s
 
+    deleted = loop.time()
     await kopf_cluster.delete("kopfexamples", "threaded")
     await kopf_cluster.wait_gone("kopfexamples", "threaded", timeout=30)
-    assert "The sync monitoring has stopped after 1 samples." in kopf_operator.logs
+    assert loop.time() - deleted < 2  # the flag wakes the thread from its wait
+    assert "The sync monitoring has stopped after" in kopf_operator.logs
     await kopf_operator.stop()
     assert kopf_operator.exception is None

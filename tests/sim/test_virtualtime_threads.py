@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
+import queue
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -195,3 +199,113 @@ def test_a_job_cancelled_before_its_thread_started_holds_no_time() -> None:
         return loop.time()
 
     assert virtualtime.run(main(), executor_timeout=5) == 3600.0
+
+
+class LateFreeingExecutor(concurrent.futures.Executor):
+    """One worker that starts the next job only once the loop sleeps: a job's end frees its place late.
+
+    (As a real pool does now and then: its thread still resolves the future of the job that has returned.)
+    """
+
+    def __init__(self, loop: virtualtime.VirtualTimeLoop) -> None:
+        self._max_workers = 1
+        self._loop = loop
+        self._queue: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]] | None] = \
+            queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._queue.put((future, functools.partial(fn, *args, **kwargs)))
+        return future
+
+    def _work(self) -> None:
+        pause = threading.Event()
+        first = True
+        while (item := self._queue.get()) is not None:
+            while not first and not self._loop._vt_sleep:  # the loop has decided what it waits for
+                pause.wait(0.0005)
+            first = False
+            future, call = item
+            if future.set_running_or_notify_cancel():
+                future.set_result(call())
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._queue.put(None)
+        if wait:
+            self._thread.join()
+
+
+def test_only_the_queued_jobs_that_can_start_are_waited_for() -> None:
+    async def main() -> list[float]:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, virtualtime.VirtualTimeLoop)
+        executor = LateFreeingExecutor(loop)
+        done: list[float] = []
+
+        def job() -> None:
+            loop.wait_in_thread(timeout=60)
+            done.append(loop.time())
+
+        try:
+            await asyncio.gather(*(loop.run_in_executor(executor, job) for _ in range(3)))
+        finally:
+            executor.shutdown()
+        return done
+
+    assert virtualtime.run(main(), executor_timeout=10) == [60.0, 120.0, 180.0]
+
+
+def test_threads_due_at_one_moment_go_on_together_if_the_first_waits_for_another() -> None:
+    """The threads due at one moment run one at a time, but not if the one whose turn it is waits for another."""
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, virtualtime.VirtualTimeLoop)
+        executor = concurrent.futures.ThreadPoolExecutor(2)
+        handed_over = threading.Event()  # a wait that the loop does not know of
+        order: list[str] = []
+
+        def taker() -> None:
+            loop.wait_in_thread(timeout=10)  # the first to wait: the first woken at 10
+            order.append("taker woken")
+            handed_over.wait(5)
+            order.append(f"taker got it: {handed_over.is_set()}")
+
+        def giver() -> None:
+            loop.wait_in_thread(timeout=5)
+            loop.wait_in_thread(timeout=5)  # due at 10 too, but started later: woken after the taker
+            order.append("giver woken")
+            handed_over.set()
+
+        try:
+            await asyncio.gather(loop.run_in_executor(executor, taker), loop.run_in_executor(executor, giver))
+        finally:
+            executor.shutdown()
+        return order
+
+    order = virtualtime.run(main(), executor_timeout=5)
+    assert order[-1] == "taker got it: True"  # not after 5 real seconds, but at once
+    assert sorted(order[:-1]) == ["giver woken", "taker woken"]  # the taker first, unless the machine paused it
+
+
+def test_a_condition_may_call_the_loop_thread_safely() -> None:
+    """The loop checks the waits' conditions under its lock; a thread-safe call in one must not deadlock."""
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, virtualtime.VirtualTimeLoop)
+        flag = threading.Event()
+        loop.call_later(5, flag.set)
+
+        checks: list[None] = []
+
+        def noisy_condition() -> bool:
+            checks.append(None)
+            if len(checks) == 2:  # the first check is the thread's own; the second is the loop's, under its lock
+                loop.call_soon_threadsafe(lambda: None)
+            return flag.is_set()
+
+        await loop.run_in_executor(None, functools.partial(loop.wait_in_thread, until=noisy_condition))
+        return loop.time()
+
+    assert virtualtime.run(main(), executor_timeout=5) == 5.0
