@@ -24,7 +24,7 @@ import pathlib
 import sys
 from typing import Any
 
-from kopf_sim.kubeconfig import kubeconfig_dict
+from kopf_sim.transports.kubeconfig import kubeconfig_dict
 
 __all__ = ["ClientConfig", "refresh_active"]
 

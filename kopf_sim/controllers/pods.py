@@ -12,8 +12,9 @@ import ipaddress
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..objects import JsonDict, meta
-from ..watching import Change
+from kopf_sim.kube.objects import JsonDict, meta
+from kopf_sim.store.watching import Change
+
 from . import kubelet as k
 from .fates import Fate
 from .nodes import is_ready

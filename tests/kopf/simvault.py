@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.transports.inmemory import InMemoryServer
 
 SERVER = 'http://kopf-sim.local'
 

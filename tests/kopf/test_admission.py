@@ -32,10 +32,10 @@ from kopf._core.intents.causes import WebhookType
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.memories import ResourceMemories
 from kopf._kits.webhooks import WebhookServer
-from kopf_sim.app import ADMISSION_KEY, build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import ADMISSION_KEY, build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
+from kopf_sim.transports.inmemory import InMemoryServer
 
 from .crds import KOPFEXAMPLES_CRD
 

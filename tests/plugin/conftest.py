@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kopf_sim.app import build_app
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.serving import ServedApp
 
 # The pytester plugin is enabled in tests/conftest.py (pytest_plugins is not allowed in nested conftests).
 

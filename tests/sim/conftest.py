@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from kopf_sim.app import ServerOptions, build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import ServerOptions, build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
+from kopf_sim.transports.inmemory import InMemoryServer
 
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",

@@ -7,7 +7,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
 
 from .conftest import widget
 

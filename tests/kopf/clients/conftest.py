@@ -11,10 +11,10 @@ from aiohttp import web
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._cogs.structs.references import Resource
-from kopf_sim.app import ServerOptions, build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import ServerOptions, build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
+from kopf_sim.transports.inmemory import InMemoryServer
 
 from ..crds import permissive_crd
 

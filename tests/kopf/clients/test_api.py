@@ -10,10 +10,10 @@ from aiohttp import web
 from kopf._cogs.clients import api, auth, errors
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import AccessError, ConnectionInfo, LoginError, Vault
-from kopf_sim.app import build_app
-from kopf_sim.serving import bearer_token_middleware
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import InMemoryServer
+from kopf_sim.transports.serving import bearer_token_middleware
 
 from .conftest import SERVER, Recorder, status_response
 

@@ -7,7 +7,7 @@ from kopf._cogs.clients import events
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import build_object_reference
 from kopf._cogs.structs.credentials import Vault
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
 
 from .conftest import Recorder, status_response, widget
 

@@ -1,7 +1,7 @@
 from kopf._cogs.clients import fetching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
 
 from .conftest import CONFIGMAPS, WIDGETS, Recorder, widget
 

@@ -12,8 +12,8 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import ObjectReference
 from kopf._cogs.structs.credentials import AiohttpSession, Vault
 from kopf._cogs.structs.patches import Patch
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import InMemoryServer
 
 from .conftest import SERVER, WIDGETS, Recorder, status_response, widget
 

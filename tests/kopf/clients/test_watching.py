@@ -9,7 +9,7 @@ import pytest
 from kopf._cogs.clients import errors, watching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
 
 from .conftest import WIDGETS, Recorder, status_response, widget
 

@@ -5,7 +5,7 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.patches import Patch
 from kopf._cogs.structs.references import Resource
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
 
 from .conftest import CONFIGMAPS, WIDGETS, Recorder, status_response, widget
 

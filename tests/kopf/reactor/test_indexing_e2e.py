@@ -13,7 +13,7 @@ from kopf._core.engines.daemons import DaemonStopped, DaemonStoppingReason
 from kopf._core.engines.indexing import OperatorIndexers
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.memories import ResourceMemories
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
 
 from .conftest import Objects, wait_for
 

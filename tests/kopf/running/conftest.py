@@ -11,10 +11,10 @@ import pytest
 
 import kopf
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
-from kopf_sim.app import build_app
+from kopf_sim.http.app import build_app
 from kopf_sim.manifests import read_manifests
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import InMemoryServer
 
 ROOT = pathlib.Path(__file__).parent.parent.parent.parent
 SERVER = 'http://kopf-sim.local'

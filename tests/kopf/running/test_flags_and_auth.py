@@ -12,10 +12,10 @@ import pytest
 import kopf
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.reactor import running
-from kopf_sim.app import build_app
-from kopf_sim.serving import bearer_token_middleware
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import InMemoryServer
+from kopf_sim.transports.serving import bearer_token_middleware
 
 from .conftest import example, kex, peek, wait_for
 

@@ -11,7 +11,7 @@ import kopf
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.engines.activities import ActivityError
 from kopf_sim.manifests import read_manifests
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
 
 from .conftest import ROOT, example, kex, peek, wait_for
 
@@ -243,8 +243,8 @@ async def test_namespace_given_singly_and_exactly(
 async def test_resources_of_crds_appearing_later(
         registry: kopf.OperatorRegistry, settings: kopf.OperatorSettings, vault: Vault) -> None:
     cluster = Cluster()  # no CRDs yet
-    from kopf_sim.app import build_app
-    from kopf_sim.transport import InMemoryServer
+    from kopf_sim.http.app import build_app
+    from kopf_sim.transports.inmemory import InMemoryServer
     async with InMemoryServer(build_app(cluster)) as server:
         the_vault = Vault({'sim': ConnectionInfo(server='http://sim').with_connector_factory(server.connector)})
 

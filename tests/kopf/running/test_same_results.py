@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import kopf
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
 
 from .conftest import example, kex, peek
 from .test_processes import CRD, Lines, kubectl, poll, stop
