@@ -7,20 +7,48 @@ that every run sees the same sequence of events while clients still observe the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kopf_sim.kube import builtin_types, crds, errors
 from kopf_sim.kube.objects import JsonDict, clone, meta
-from kopf_sim.kube.resources import ResourceType, StorageKey
+from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.store import graceful
-
-if TYPE_CHECKING:
-    from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import Clock
+from kopf_sim.writes.preparing import StoreView
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 NAMESPACES: StorageKey = ("", "namespaces")
 CRDS: StorageKey = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+
+class Store(StoreView, Protocol):
+    """
+    What deletion and its aftermath need of the store, which calls them with itself.
+
+    Its reads, its catalogue (CRDs add and remove types), and its two low-level writes, which notify
+    watchers but run no rules again; so the store imports this module, and this module not the store.
+    """
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def catalogue(self) -> Catalogue: ...
+
+    def resource(self, group: str, version: str, plural: str) -> ResourceType: ...
+
+    def count(self, key: StorageKey | None = None) -> int: ...
+
+    def by_uid(self, uid: str) -> JsonDict | None: ...
+
+    def storage_key_of_uid(self, uid: str) -> StorageKey | None: ...
+
+    def dependents_of(self, uid: str) -> list[JsonDict]: ...
+
+    def replace(self, rtype: ResourceType, old: JsonDict, new: JsonDict, *, dry_run: bool = False) -> JsonDict: ...
+
+    def remove(self, key: StorageKey, old: JsonDict, *, final: JsonDict | None = None) -> JsonDict: ...
 
 
 def _propagation(options: Mapping[str, Any]) -> str:
@@ -56,7 +84,7 @@ def _success(rtype: ResourceType, obj: JsonDict) -> JsonDict:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
 
 
-def delete(cluster: Cluster, rtype: ResourceType, obj: JsonDict, options: Mapping[str, Any], *,
+def delete(cluster: Store, rtype: ResourceType, obj: JsonDict, options: Mapping[str, Any], *,
            dry_run: bool = False, as_status: bool = True) -> JsonDict:
     """Delete an object as the apiserver does: at once, or mark it and let finalizers hold it."""
     _check_preconditions(rtype, obj, options)
@@ -99,7 +127,7 @@ def delete(cluster: Cluster, rtype: ResourceType, obj: JsonDict, options: Mappin
     return cluster.replace(rtype, obj, new)
 
 
-def _shorten_grace(cluster: Cluster, rtype: ResourceType, obj: JsonDict, grace: int, *, dry_run: bool,
+def _shorten_grace(cluster: Store, rtype: ResourceType, obj: JsonDict, grace: int, *, dry_run: bool,
                    as_status: bool) -> JsonDict:
     """A second DELETE with a shorter grace period (the kubelet's final one is 0): sooner, or at once."""
     new: JsonDict = clone(obj)
@@ -112,13 +140,13 @@ def _shorten_grace(cluster: Cluster, rtype: ResourceType, obj: JsonDict, grace: 
     return _success(rtype, result) if removed and as_status else result
 
 
-def after_create(cluster: Cluster, rtype: ResourceType, new: JsonDict) -> None:
+def after_create(cluster: Store, rtype: ResourceType, new: JsonDict) -> None:
     if rtype.storage_key == CRDS and "status" in new:
         _serve_crd(cluster, new)
     _collect_if_orphaned(cluster, new)
 
 
-def after_update(cluster: Cluster, rtype: ResourceType, old: JsonDict, new: JsonDict) -> None:
+def after_update(cluster: Store, rtype: ResourceType, old: JsonDict, new: JsonDict) -> None:
     if rtype.storage_key == CRDS and not meta(new).get("deletionTimestamp") and "status" in new:
         _serve_crd(cluster, new)
     if meta(new).get("ownerReferences") != meta(old).get("ownerReferences"):
@@ -143,7 +171,7 @@ def after_update(cluster: Cluster, rtype: ResourceType, old: JsonDict, new: Json
         _finish_crd_if_empty(cluster, new)
 
 
-def after_removal(cluster: Cluster, key: StorageKey, last: JsonDict) -> None:
+def after_removal(cluster: Store, key: StorageKey, last: JsonDict) -> None:
     metadata = meta(last)
     uid = metadata.get("uid", "")
     if key == CRDS:
@@ -162,7 +190,7 @@ def after_removal(cluster: Cluster, key: StorageKey, last: JsonDict) -> None:
 
 # -- Garbage collection ----------------------------------------------------------------------------
 
-def _collect_dependents(cluster: Cluster, owner_uid: str) -> None:
+def _collect_dependents(cluster: Store, owner_uid: str) -> None:
     """Dependents whose owners are all gone are deleted; others lose the dangling reference."""
     for dependent in cluster.dependents_of(owner_uid):
         current = cluster.by_uid(meta(dependent)["uid"])
@@ -176,7 +204,7 @@ def _collect_dependents(cluster: Cluster, owner_uid: str) -> None:
             _delete_quietly(cluster, current, "Background")
 
 
-def _collect_if_orphaned(cluster: Cluster, obj: JsonDict) -> None:
+def _collect_if_orphaned(cluster: Store, obj: JsonDict) -> None:
     """A dependent whose owners are all gone (already when it was made, or made to point to them) is deleted."""
     refs = [ref for ref in meta(obj).get("ownerReferences") or () if ref.get("uid")]
     if not refs or meta(obj).get("deletionTimestamp"):
@@ -185,13 +213,13 @@ def _collect_if_orphaned(cluster: Cluster, obj: JsonDict) -> None:
         _delete_quietly(cluster, obj, "Background")
 
 
-def _orphan_dependents(cluster: Cluster, owner_uid: str) -> None:
+def _orphan_dependents(cluster: Store, owner_uid: str) -> None:
     for dependent in cluster.dependents_of(owner_uid):
         refs = meta(dependent).get("ownerReferences") or []
         _set_owner_references(cluster, dependent, [r for r in refs if r.get("uid") != owner_uid])
 
 
-def _set_owner_references(cluster: Cluster, obj: JsonDict, refs: list[JsonDict]) -> None:
+def _set_owner_references(cluster: Store, obj: JsonDict, refs: list[JsonDict]) -> None:
     rtype = _rtype_of(cluster, obj)
     new = clone(obj)
     if refs:
@@ -201,7 +229,7 @@ def _set_owner_references(cluster: Cluster, obj: JsonDict, refs: list[JsonDict])
     cluster.replace(rtype, obj, new)
 
 
-def _release_foreground_owner(cluster: Cluster, owner_uid: str) -> None:
+def _release_foreground_owner(cluster: Store, owner_uid: str) -> None:
     owner = cluster.by_uid(owner_uid)
     if owner is None or FOREGROUND not in (meta(owner).get("finalizers") or ()):
         return
@@ -210,7 +238,7 @@ def _release_foreground_owner(cluster: Cluster, owner_uid: str) -> None:
     _drop_finalizer(cluster, owner_uid, FOREGROUND)
 
 
-def _drop_finalizer(cluster: Cluster, uid: str, finalizer: str) -> None:
+def _drop_finalizer(cluster: Store, uid: str, finalizer: str) -> None:
     obj = cluster.by_uid(uid)
     if obj is None:
         return
@@ -221,13 +249,13 @@ def _drop_finalizer(cluster: Cluster, uid: str, finalizer: str) -> None:
     cluster.replace(_rtype_of(cluster, obj), obj, new)
 
 
-def _delete_quietly(cluster: Cluster, obj: JsonDict, policy: str) -> None:
+def _delete_quietly(cluster: Store, obj: JsonDict, policy: str) -> None:
     current = cluster.by_uid(meta(obj).get("uid", ""))
     if current is not None:
         delete(cluster, _rtype_of(cluster, current), current, {"propagationPolicy": policy})
 
 
-def _rtype_of(cluster: Cluster, obj: JsonDict) -> ResourceType:
+def _rtype_of(cluster: Store, obj: JsonDict) -> ResourceType:
     key = cluster.storage_key_of_uid(meta(obj)["uid"])
     assert key is not None
     rtypes = cluster.catalogue.for_storage(key)
@@ -236,18 +264,18 @@ def _rtype_of(cluster: Cluster, obj: JsonDict) -> ResourceType:
 
 # -- Namespaces ------------------------------------------------------------------------------------
 
-def _namespaced_keys(cluster: Cluster) -> list[StorageKey]:
+def _namespaced_keys(cluster: Store) -> list[StorageKey]:
     return sorted({t.storage_key for t in cluster.catalogue if t.namespaced})
 
 
-def _delete_namespace_contents(cluster: Cluster, namespace: str) -> None:
+def _delete_namespace_contents(cluster: Store, namespace: str) -> None:
     for key in _namespaced_keys(cluster):
         for obj in list(cluster.objects(key, namespace)):
             if not meta(obj).get("deletionTimestamp"):
                 _delete_quietly(cluster, obj, "Background")
 
 
-def _finish_namespace_if_empty(cluster: Cluster, namespace: str) -> None:
+def _finish_namespace_if_empty(cluster: Store, namespace: str) -> None:
     ns = cluster.peek(NAMESPACES, None, namespace)
     if ns is None or not meta(ns).get("deletionTimestamp"):
         return
@@ -265,7 +293,7 @@ def _finish_namespace_if_empty(cluster: Cluster, namespace: str) -> None:
 
 # -- CustomResourceDefinitions ---------------------------------------------------------------------
 
-def _serve_crd(cluster: Cluster, crd: JsonDict) -> None:
+def _serve_crd(cluster: Store, crd: JsonDict) -> None:
     if not crds.is_established(crd):  # its names are taken by another CRD: nothing is served for it
         return
     spec = crd["spec"]
@@ -274,21 +302,21 @@ def _serve_crd(cluster: Cluster, crd: JsonDict) -> None:
         cluster.catalogue.add(rtype)
 
 
-def _crd_of(cluster: Cluster, key: StorageKey) -> JsonDict | None:
+def _crd_of(cluster: Store, key: StorageKey) -> JsonDict | None:
     group, plural = key
     if not group or key == CRDS:
         return None
     return cluster.peek(CRDS, None, f"{plural}.{group}")
 
 
-def _delete_crd_instances(cluster: Cluster, crd: JsonDict) -> None:
+def _delete_crd_instances(cluster: Store, crd: JsonDict) -> None:
     key = (crd["spec"]["group"], crd["spec"]["names"]["plural"])
     for obj in list(cluster.objects(key)):
         if not meta(obj).get("deletionTimestamp"):
             _delete_quietly(cluster, obj, "Background")
 
 
-def _finish_crd_if_empty(cluster: Cluster, crd: JsonDict) -> None:
+def _finish_crd_if_empty(cluster: Store, crd: JsonDict) -> None:
     key = (crd["spec"]["group"], crd["spec"]["names"]["plural"])
     if cluster.count(key):
         return

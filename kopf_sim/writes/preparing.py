@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
 
 from kopf_sim.kube import crds, errors
 from kopf_sim.kube.objects import JsonDict, clone, compact_json, meta, name_problems, resolve_path
-from kopf_sim.kube.resources import ResourceType
+from kopf_sim.kube.resources import ResourceType, StorageKey
+from kopf_sim.timing.clock import UidFactory
 from kopf_sim.writes import applying, defaulting, patching, schemas, typecheck, validation
-
-if TYPE_CHECKING:
-    from kopf_sim.store.cluster import Cluster
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -29,6 +27,25 @@ _SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGrac
                   "generation", "resourceVersion", "selfLink")
 _LABEL_NAMED = frozenset({("", "namespaces"), ("", "services")})
 _CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+
+class StoreView(Protocol):
+    """
+    What the write rules read of the store, which passes itself in: its objects, its clock and its uids.
+
+    The rules never write, so they know the store by these reads only (the store imports them, not back).
+    """
+
+    @property
+    def uids(self) -> UidFactory: ...
+
+    def now(self) -> str: ...
+
+    def peek(self, key: StorageKey, namespace: str | None, name: str) -> JsonDict | None: ...
+
+    def objects(self, key: StorageKey, namespace: str | None = None) -> Iterator[JsonDict]: ...
+
+    def present(self, obj: JsonDict, rtype: ResourceType) -> JsonDict: ...
 
 
 def same_content(old: JsonDict, new: JsonDict) -> bool:
@@ -107,7 +124,7 @@ def _check_namespace(rtype: ResourceType, body: JsonDict, namespace: str | None)
         metadata.pop("namespace", None)
 
 
-def _apply_schema(cluster: Cluster, rtype: ResourceType, obj: JsonDict, *, field_validation: str,
+def _apply_schema(cluster: StoreView, rtype: ResourceType, obj: JsonDict, *, field_validation: str,
                   warnings: list[str] | None) -> JsonDict:
     """Prune, default and validate a custom resource against its CRD's structural schema."""
     if rtype.schema is None:
@@ -127,7 +144,7 @@ def _apply_schema(cluster: Cluster, rtype: ResourceType, obj: JsonDict, *, field
 _OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
 
 
-def _validate_common(cluster: Cluster, rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> None:
+def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> None:
     metadata = obj["metadata"]
     for field in _OMITTED_WHEN_EMPTY:  # ObjectMeta omits empty collections on the wire
         if field in metadata and not metadata[field]:
@@ -142,7 +159,7 @@ def _validate_common(cluster: Cluster, rtype: ResourceType, obj: JsonDict, old: 
         raise errors.ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
 
 
-def _generate_name(cluster: Cluster, prefix: str) -> str:
+def _generate_name(cluster: StoreView, prefix: str) -> str:
     """``prefix`` plus five characters from the apiserver's alphabet, derived from the uid generator."""
     alphabet = "bcdfghjklmnpqrstvwxz2456789"
     seed = int(cluster.uids().replace("-", ""), 16)
@@ -156,7 +173,7 @@ def _generate_name(cluster: Cluster, prefix: str) -> str:
 GENERATE_NAME_ATTEMPTS = 8  # as the apiserver retries a generated name that is taken (Kubernetes 1.31+)
 
 
-def _unused_name(cluster: Cluster, rtype: ResourceType, namespace: str | None, prefix: str) -> str:
+def _unused_name(cluster: StoreView, rtype: ResourceType, namespace: str | None, prefix: str) -> str:
     """A generated name not taken yet, in a few attempts; the last one is returned anyway (and conflicts)."""
     name = _generate_name(cluster, prefix)
     for _ in range(GENERATE_NAME_ATTEMPTS - 1):
@@ -166,7 +183,7 @@ def _unused_name(cluster: Cluster, rtype: ResourceType, namespace: str | None, p
     return name
 
 
-def prepare_create(cluster: Cluster, rtype: ResourceType, namespace: str | None, body: Any, *,
+def prepare_create(cluster: StoreView, rtype: ResourceType, namespace: str | None, body: Any, *,
                    field_validation: str = "", warnings: list[str] | None = None,
                    manager: str | None = None) -> JsonDict:
     """The object as it would be stored on creation (without a resourceVersion yet)."""
@@ -207,7 +224,7 @@ def prepare_create(cluster: Cluster, rtype: ResourceType, namespace: str | None,
     return obj
 
 
-def prepare_apply_create(cluster: Cluster, rtype: ResourceType, namespace: str | None, name: str, patch: Any,
+def prepare_apply_create(cluster: StoreView, rtype: ResourceType, namespace: str | None, name: str, patch: Any,
                          *, manager: str | None, field_validation: str = "",
                          warnings: list[str] | None = None) -> JsonDict:
     """Server-side apply on a missing object creates it from the applied configuration."""
@@ -219,7 +236,7 @@ def prepare_apply_create(cluster: Cluster, rtype: ResourceType, namespace: str |
                           warnings=warnings, manager=None)
 
 
-def prepare_update(cluster: Cluster, rtype: ResourceType, old: JsonDict, body: Any, *,
+def prepare_update(cluster: StoreView, rtype: ResourceType, old: JsonDict, body: Any, *,
                    subresource: str | None = None, manager: str | None = None, field_validation: str = "",
                    warnings: list[str] | None = None, track: bool = True, copied: bool = False,
                    patched: bool = False) -> JsonDict:
@@ -295,7 +312,7 @@ def prepare_update(cluster: Cluster, rtype: ResourceType, old: JsonDict, body: A
     return new
 
 
-def prepare_patch(cluster: Cluster, rtype: ResourceType, old: JsonDict, patch: Any, content_type: str, *,
+def prepare_patch(cluster: StoreView, rtype: ResourceType, old: JsonDict, patch: Any, content_type: str, *,
                   subresource: str | None = None, manager: str | None = None, force: bool = False,
                   field_validation: str = "", warnings: list[str] | None = None) -> JsonDict:
     current = cluster.present(old, rtype)
@@ -374,7 +391,7 @@ def _check_finalizers(rtype: ResourceType, old_meta: JsonDict, new_meta: JsonDic
                        f"found new finalizers []string{{{listed}}}"}])
 
 
-def _check_namespace_writable(cluster: Cluster, rtype: ResourceType, namespace: str, name: str) -> None:
+def _check_namespace_writable(cluster: StoreView, rtype: ResourceType, namespace: str, name: str) -> None:
     ns = cluster.peek(("", "namespaces"), None, namespace)
     if ns is None:
         raise errors.not_found("namespaces", "", namespace)
@@ -384,7 +401,7 @@ def _check_namespace_writable(cluster: Cluster, rtype: ResourceType, namespace: 
                                "terminated")
 
 
-def lifecycle_check_creatable(cluster: Cluster, rtype: ResourceType) -> None:
+def lifecycle_check_creatable(cluster: StoreView, rtype: ResourceType) -> None:
     """Instances of a CRD that is being deleted cannot be created."""
     if not rtype.custom:
         return
@@ -395,7 +412,7 @@ def lifecycle_check_creatable(cluster: Cluster, rtype: ResourceType) -> None:
                               "create not allowed while custom resource definition is terminating")
 
 
-def _initial_state(cluster: Cluster, rtype: ResourceType, obj: JsonDict) -> None:
+def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> None:
     """What a built-in's creation strategy fills in (phases, namespace finalizers, CRD conditions)."""
     defaulting.apply_defaults(rtype, obj)
     key = rtype.storage_key
@@ -463,7 +480,7 @@ def _keep_initial_state(rtype: ResourceType, old: JsonDict, new: JsonDict) -> No
                 spec.setdefault(field, old["spec"][field])
 
 
-def _cluster_ip(cluster: Cluster) -> str:
+def _cluster_ip(cluster: StoreView) -> str:
     taken = {(obj.get("spec") or {}).get("clusterIP") for obj in cluster.objects(("", "services"))}
     for index in range(1, 65_000):
         candidate = f"10.96.{index // 250}.{index % 250 + 1}"
@@ -510,7 +527,7 @@ def with_scale(rtype: ResourceType, obj: JsonDict, scale: Any) -> JsonDict:
     return new
 
 
-def after_mutation(cluster: Cluster, rtype: ResourceType, before: JsonDict, mutated: JsonDict,
+def after_mutation(cluster: StoreView, rtype: ResourceType, before: JsonDict, mutated: JsonDict,
                    old: JsonDict | None, *, subresource: str | None = None) -> JsonDict:
     """Re-apply the server's rules to what mutating webhooks returned, as the apiserver does after them.
 
