@@ -28,8 +28,9 @@ from kopf._core.engines.daemons import (
     stop_all,
     stop_daemons,
 )
+from tests.helpers import wait_for
 
-from .spawning_helpers import LOGGER, RESOURCE, PatchSink, daemon_handler, make_body, wait_for
+from .spawning_helpers import LOGGER, RESOURCE, PatchSink, daemon_handler, make_body
 
 looptime = pytest.mark.looptime
 

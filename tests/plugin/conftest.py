@@ -1,4 +1,10 @@
-"""Fixtures for the plugin's own tests: inner pytest runs (pytester), and a served simulator for --kopf-real."""
+"""
+Fixtures for the plugin's own tests: inner pytest runs (pytester), and a served simulator for --kopf-real.
+
+What they fake: the real cluster of ``--kopf-real``, by a simulator served on 127.0.0.1 (HTTPS with a token,
+in a thread, or ``kopf-sim serve`` in a process of its own) with a kubeconfig for it. The inner runs do not
+see tests/conftest.py: they get only the plugin's fixtures, as a user's project would.
+"""
 from __future__ import annotations
 
 import asyncio

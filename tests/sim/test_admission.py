@@ -15,8 +15,7 @@ from kopf_sim.http.app import ADMISSION_KEY, build_app
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.transports.inmemory import InMemoryServer
 from kopf_sim.transports.serving import ServedApp
-
-from .conftest import widget
+from tests.helpers import widget
 
 WIDGETS = "/apis/acme.example/v1/namespaces/default/widgets"
 HOOK_URL = "https://hooks.example/check"

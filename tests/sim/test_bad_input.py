@@ -8,8 +8,7 @@ import aiohttp
 import pytest
 
 from kopf_sim.store.cluster import Cluster
-
-from .conftest import widget
+from tests.helpers import widget
 
 WIDGETS = "/apis/acme.example/v1/namespaces/default/widgets"
 JSON_HEADERS = {"Content-Type": "application/json"}

@@ -18,8 +18,7 @@ from kopf_sim.http.app import ApiServer
 from kopf_sim.http.bodies import MAX_DEPTH, BodyError, parse_json
 from kopf_sim.http.yamlbodies import parse_yaml
 from kopf_sim.store.cluster import Cluster
-
-from .conftest import widget
+from tests.helpers import widget
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 WIDGETS = "/apis/acme.example/v1/namespaces/default/widgets"

@@ -29,8 +29,9 @@ from kopf_sim.recording.replaying import LogEvent, parse_log, read_log
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing.clock import system_clock
 from kopf_sim.transports.serving import ServedApp
+from tests.helpers import widget
 
-from .conftest import CRD, widget
+from .conftest import CRD
 
 KOPF_SIM = Path(sys.executable).parent / "kopf-sim"
 TOKEN = "recorder-token"

@@ -16,8 +16,9 @@ from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing import virtualtime
 from kopf_sim.timing.clock import ManualClock, SeededUids
 from kopf_sim.transports.inmemory import InMemoryServer
+from tests.helpers import widget
 
-from .conftest import CRD, widget
+from .conftest import CRD
 
 WIDGETS = "/apis/acme.example/v1/namespaces/default/widgets"
 

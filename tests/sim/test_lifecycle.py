@@ -8,8 +8,7 @@ import pytest
 from kopf_sim.kube import errors
 from kopf_sim.kube.resources import ResourceType
 from kopf_sim.store.cluster import Cluster
-
-from .conftest import widget
+from tests.helpers import widget
 
 MERGE = "application/merge-patch+json"
 

@@ -29,8 +29,9 @@ from kopf_sim.store.cluster import Cluster
 from kopf_sim.store.watching import Change
 from kopf_sim.timing import virtualtime
 from kopf_sim.timing.clock import ManualClock, SeededUids
+from tests.helpers import widget
 
-from .conftest import CRD, widget
+from .conftest import CRD
 
 MERGE = "application/merge-patch+json"
 HEADER = '{"format": "kopf-sim-watch-log", "version": 1, "started": "2026-01-01T00:00:00Z"}'

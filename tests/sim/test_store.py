@@ -7,8 +7,7 @@ from kopf_sim.kube import errors
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing.clock import ManualClock, SeededUids
-
-from .conftest import widget
+from tests.helpers import widget
 
 MERGE = "application/merge-patch+json"
 

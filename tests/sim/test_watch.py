@@ -9,8 +9,7 @@ import aiohttp
 import pytest
 
 from kopf_sim.store.cluster import Cluster
-
-from .conftest import widget
+from tests.helpers import widget
 
 WIDGETS = "/apis/acme.example/v1/namespaces/default/widgets"
 MERGE = {"Content-Type": "application/merge-patch+json"}

@@ -17,8 +17,9 @@ from kopf_sim.http.app import build_app
 from kopf_sim.manifests import read_manifests
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.transports.serving import ServedApp
+from tests.helpers import example
 
-from .conftest import ROOT, example, kex, peek
+from .conftest import ROOT, kex, peek
 
 
 class OperatorThread:
