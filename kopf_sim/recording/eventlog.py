@@ -21,12 +21,13 @@ its times count from its own ``started``. :mod:`kopf_sim.recording.replaying` re
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from kopf_sim.kube.objects import JsonDict, clone
+from kopf_sim.kube.objects import JsonDict, clone, meta
 from kopf_sim.store.watching import Change
 
 __all__ = [
@@ -34,7 +35,9 @@ __all__ = [
     "FORMAT",
     "VERSION",
     "ChangeRecorder",
+    "LogEvent",
     "LogWriter",
+    "ResourceRef",
     "event_line",
     "format_started",
     "header_line",
@@ -81,6 +84,45 @@ def event_line(t: float, group: str, version: str, plural: str, event_type: str,
     if relisted:
         event["relisted"] = True
     return json.dumps(event, separators=(",", ":"), sort_keys=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceRef:
+    group: str
+    version: str
+    plural: str
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEvent:
+    """One line of a log, as read back: a watch event at ``t`` seconds since the log's start."""
+
+    source: str
+    line: int
+    t: float
+    resource: ResourceRef
+    type: str
+    object: JsonDict
+    relisted: bool = False
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        """The object it is about: group, plural, namespace, name (resource versions are per object)."""
+        metadata = meta(self.object)
+        return (self.resource.group, self.resource.plural, str(metadata.get("namespace") or ""),
+                str(metadata.get("name") or ""))
+
+    def to_line(self) -> str:
+        return event_line(self.t, self.resource.group, self.resource.version, self.resource.plural, self.type,
+                          self.object, secrets=True, relisted=self.relisted)
 
 
 class LogWriter:

@@ -13,13 +13,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kopf_sim.kube.objects import JsonDict, clone, meta
 from kopf_sim.recording.apiclient import MERGE_PATCH, Api, ApiFailure, Discovery, Served
-
-if TYPE_CHECKING:
-    from kopf_sim.recording.replaying import LogEvent
+from kopf_sim.recording.eventlog import LogEvent
 
 __all__ = ["KOPF_BOOKKEEPING", "Bookkeeping", "ObjectView", "ReplayStep", "StepWriter", "merge_diff", "plan_steps"]
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.recording.apiclient import Api, ApiFailure, Discovery, Served
-from kopf_sim.recording.eventlog import EVENT_TYPES, FORMAT, VERSION, event_line
+from kopf_sim.recording.eventlog import EVENT_TYPES, FORMAT, VERSION, LogEvent, ResourceRef
 from kopf_sim.recording.replay_steps import (
     CRDS,
     KOPF_BOOKKEEPING,
@@ -55,45 +55,6 @@ CHANGES = ("ADDED", "MODIFIED", "DELETED")
 #: posts its own).
 NOT_REPLAYED_BY_DEFAULT = frozenset({("", "events"), ("events.k8s.io", "events")})
 MAX_PROBLEMS_SHOWN = 20
-
-
-@dataclasses.dataclass(frozen=True)
-class ResourceRef:
-    group: str
-    version: str
-    plural: str
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-
-@dataclasses.dataclass(frozen=True)
-class LogEvent:
-    """One line of a log: a watch event at ``t`` seconds since the log's start."""
-
-    source: str
-    line: int
-    t: float
-    resource: ResourceRef
-    type: str
-    object: JsonDict
-    relisted: bool = False
-
-    @property
-    def where(self) -> str:
-        return f"{self.source}:{self.line}"
-
-    @property
-    def identity(self) -> tuple[str, str, str, str]:
-        """The object it is about: group, plural, namespace, name (resource versions are per object)."""
-        metadata = meta(self.object)
-        return (self.resource.group, self.resource.plural, str(metadata.get("namespace") or ""),
-                str(metadata.get("name") or ""))
-
-    def to_line(self) -> str:
-        return event_line(self.t, self.resource.group, self.resource.version, self.resource.plural, self.type,
-                          self.object, secrets=True, relisted=self.relisted)
 
 
 @dataclasses.dataclass(frozen=True)
