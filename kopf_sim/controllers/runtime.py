@@ -19,21 +19,21 @@ import datetime
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from kopf_sim.admission import admitted_writes
+from kopf_sim.admission.webhooks import AdmissionControl
 from kopf_sim.kube import errors
 from kopf_sim.kube.objects import JsonDict, compact_json, meta
 from kopf_sim.kube.resources import ResourceType, StorageKey
+from kopf_sim.store.cluster import Cluster
 from kopf_sim.store.watching import Change
 from kopf_sim.writes import preparing
 
-if TYPE_CHECKING:
-    from kopf_sim.store.cluster import Cluster
+from .fates import Fates
+from .settings import ControllerSettings
 
-    from .manager import ControllerManager
-
-__all__ = ["Controller", "Key", "controller_ref", "owned_by", "parse_time"]
+__all__ = ["Controller", "Key", "Manager", "controller_ref", "owned_by", "parse_time"]
 
 logger = logging.getLogger("kopf_sim.controllers")
 
@@ -158,6 +158,29 @@ def set_condition(conditions: list[JsonDict], type_: str, status: str, reason: s
     return result
 
 
+class Manager(Protocol):
+    """What a controller uses of its manager (:class:`kopf_sim.controllers.manager.ControllerManager`).
+
+    The manager imports every controller, so the controllers know it by this protocol, not by an import.
+    """
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+    @property
+    def settings(self) -> ControllerSettings: ...
+
+    @property
+    def admission(self) -> AdmissionControl: ...
+
+    @property
+    def fates(self) -> Fates: ...
+
+    def rtype(self, key: StorageKey) -> ResourceType: ...
+
+    def schedule(self, name: str, key: Key, delay: float) -> None: ...
+
+
 class Controller:
     """One control loop: which changes concern it, and how it brings an object to its desired state."""
 
@@ -166,7 +189,7 @@ class Controller:
     watches: ClassVar[tuple[StorageKey, ...]] = ()  # other objects whose changes concern some primary ones
     field_manager: ClassVar[str] = "kube-controller-manager"
 
-    def __init__(self, manager: ControllerManager) -> None:
+    def __init__(self, manager: Manager) -> None:
         self.manager = manager
         self.cluster = manager.cluster
 
