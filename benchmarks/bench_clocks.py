@@ -30,7 +30,7 @@ import pytest  # noqa: F401
 
 import kopf  # noqa: F401
 import pytest_kopf.operator  # noqa: F401
-from kopf_sim import virtualtime
+from kopf_sim.timing import virtualtime
 from pytest_kopf.clocks import virtual_clocks, virtualize_module
 
 TEST_MODULE = types.ModuleType("test_something")

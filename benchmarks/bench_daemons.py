@@ -26,7 +26,7 @@ from kopf._core.actions.errors import ErrorsMode
 from kopf._core.engines.daemons import DaemonsMemory, DaemonStopped, spawn_daemons, stop_all
 from kopf._core.engines.indexing import IndexingMemory, OperatorIndexers, index_object
 from kopf._core.intents.handlers import DaemonHandler, IndexingHandler, TimerHandler
-from kopf_sim import virtualtime
+from kopf_sim.timing import virtualtime
 
 RESOURCE = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True)
 LOGGER = logging.getLogger('bench.daemons')

@@ -26,7 +26,7 @@ def rss_mb() -> float:
 
 
 def measure(changes: int, window: int | None) -> None:
-    from kopf_sim.store import Cluster
+    from kopf_sim.store.cluster import Cluster
 
     cluster = Cluster() if window is None else Cluster(history_window=window)
     configmaps = cluster.resource("", "v1", "configmaps")

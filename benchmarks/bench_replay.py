@@ -27,11 +27,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import kopf
-from kopf_sim.clock import ManualClock, SeededUids
 from kopf_sim.manifests import read_manifest
-from kopf_sim.recording import ChangeRecorder
-from kopf_sim.replaying import read_log
-from kopf_sim.store import Cluster
+from kopf_sim.recording.eventlog import ChangeRecorder
+from kopf_sim.recording.replaying import read_log
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
 from pytest_kopf.cluster import SimKopfCluster
 from pytest_kopf.operator import KopfOperator
 from pytest_kopf.plugin import tune_gc

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kopf_sim.app import build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
+from kopf_sim.transports.inmemory import InMemoryServer
 
 MERGE = "application/merge-patch+json"
 

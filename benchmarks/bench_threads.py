@@ -31,7 +31,7 @@ import time
 from typing import Any
 
 import kopf
-from kopf_sim import virtualtime
+from kopf_sim.timing import virtualtime
 from pytest_kopf.clocks import virtual_clocks
 from pytest_kopf.cluster import SimKopfCluster
 from pytest_kopf.operator import KopfOperator

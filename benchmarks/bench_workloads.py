@@ -17,11 +17,11 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from kopf_sim import virtualtime
-from kopf_sim.clock import SeededUids
 from kopf_sim.controllers import ControllerManager, ControllerSettings
-from kopf_sim.store import Cluster
-from kopf_sim.watching import Change
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.watching import Change
+from kopf_sim.timing import virtualtime
+from kopf_sim.timing.clock import SeededUids
 
 JsonDict = dict[str, Any]
 

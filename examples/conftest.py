@@ -1,4 +1,9 @@
-"""Shared by the examples' tests: ``kopf run`` as a process of its own, against the test's cluster."""
+"""
+Shared by the examples' tests: ``kopf run`` as a process of its own, against the test's cluster.
+
+What it fakes: nothing; the cluster is the plugin's ``kopf_cluster`` (simulated, or real with --kopf-real),
+and the operator is the real ``kopf run`` in a subprocess, with a kubeconfig of that cluster.
+"""
 from __future__ import annotations
 
 import asyncio

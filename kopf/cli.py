@@ -335,7 +335,7 @@ class EmbeddedSim:
         self.manifests = list(manifests)
         self.replay_path = replay
         self.speed = speed
-        self._replay: Any = None  # kopf_sim.replaying.Replay, once checked against the cluster
+        self._replay: Any = None  # kopf_sim.recording.replaying.Replay, once checked against the cluster
         self.url: str | None = None
         self.kubeconfig: str | None = None
         self._ready = threading.Event()
@@ -345,10 +345,10 @@ class EmbeddedSim:
         self._thread = threading.Thread(target=self._serve, name='kopf-sim', daemon=True)
 
     def start(self) -> None:
-        from kopf_sim.errors import ApiError
+        from kopf_sim.kube.errors import ApiError
         from kopf_sim.manifests import ManifestError, read_manifests
-        from kopf_sim.replaying import LogError
-        from kopf_sim.store import Cluster
+        from kopf_sim.recording.replaying import LogError
+        from kopf_sim.store.cluster import Cluster
 
         self._cluster = Cluster()
         try:
@@ -372,7 +372,7 @@ class EmbeddedSim:
         self._loop.call_soon_threadsafe(self._loop.create_task, self._replay_after(ready_flag))
 
     async def _replay_after(self, ready_flag: Flag) -> None:
-        from kopf_sim.replaying import ReplayError
+        from kopf_sim.recording.replaying import ReplayError
 
         if isinstance(ready_flag, threading.Event):
             await asyncio.get_running_loop().run_in_executor(None, ready_flag.wait)
@@ -403,17 +403,17 @@ class EmbeddedSim:
         asyncio.run(self._main())
 
     async def _main(self) -> None:
-        from kopf_sim.app import ADMISSION_KEY, build_app
         from kopf_sim.controllers import ControllerManager
-        from kopf_sim.serving import ServedApp
+        from kopf_sim.http.app import ADMISSION_KEY, build_app
+        from kopf_sim.transports.serving import ServedApp
 
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         try:
             app = build_app(self._cluster)
             if self.replay_path is not None:  # checked before anything is served: a bad log is an error at once
-                from kopf_sim.apiclient import app_api
-                from kopf_sim.replaying import prepare
+                from kopf_sim.recording.apiclient import app_api
+                from kopf_sim.recording.replaying import prepare
                 self._replay = await prepare(self.replay_path, app_api(app, user_agent='kopf-sim-replay'))
             controllers = ControllerManager(self._cluster, admission=app[ADMISSION_KEY])  # workloads come alive
             served = ServedApp(app, host='127.0.0.1', port=0)

@@ -12,18 +12,19 @@ from typing import IO, Any
 
 import click
 
-from . import errors
-from .apiclient import app_api
-from .app import ADMISSION_KEY, build_app
-from .capture import Capture, CaptureError, CaptureStats, count_of, record_until_stopped
-from .clock import system_clock
+from kopf_sim.http.app import ADMISSION_KEY, build_app
+from kopf_sim.kube import errors
+from kopf_sim.recording.apiclient import app_api
+from kopf_sim.recording.capture import Capture, CaptureError, CaptureStats, count_of, record_until_stopped
+from kopf_sim.recording.credentials import CredentialsError, connect
+from kopf_sim.recording.eventlog import ChangeRecorder, LogWriter
+from kopf_sim.recording.replaying import LogError, Replay, ReplayError, prepare
+from kopf_sim.store.cluster import HISTORY_WINDOW, Cluster
+from kopf_sim.timing.clock import system_clock
+from kopf_sim.transports.serving import ServedApp, serve_forever
+
 from .controllers import ControllerManager, ControllerSettings, parse_selection
-from .credentials import CredentialsError, connect
 from .manifests import ManifestError, read_manifests
-from .recording import ChangeRecorder, LogWriter
-from .replaying import LogError, Replay, ReplayError, prepare
-from .serving import ServedApp, serve_forever
-from .store import HISTORY_WINDOW, Cluster
 
 
 @click.group()

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from kopf_sim.replaying import Bookkeeping, Replay, WatchLog
+    from kopf_sim.recording.replaying import Bookkeeping, Replay, WatchLog
 
     from .discovery import ResourceInfo
 

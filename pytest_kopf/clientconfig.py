@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from kopf_sim.kubeconfig import kubeconfig_dict
+from kopf_sim.transports.kubeconfig import kubeconfig_dict
 
 __all__ = ["ClientConfig", "RealClientDefaults", "refresh_active"]
 

@@ -52,7 +52,7 @@ import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from kopf_sim.virtualtime import TICKS_PER_SECOND, VirtualTimeLoop, job_loop
+from kopf_sim.timing.virtualtime import TICKS_PER_SECOND, VirtualTimeLoop, job_loop
 
 __all__ = ["VirtualDate", "VirtualDatetime", "virtual_clocks", "virtualize_module", "wait_event"]
 

@@ -4,7 +4,7 @@ It implements :class:`pytest_kopf.client.Client` (read, write, wait, events, app
 exchange of bytes per mode. In real mode (:mod:`pytest_kopf.realcluster`), that exchange is HTTP to the
 cluster of the kubeconfig context, with kopf's own login and TLS. In sim mode (:class:`SimKopfCluster`),
 the requests (the same methods, paths, query parameters and JSON bodies) go straight into a fresh simulated
-apiserver's request handling (:mod:`kopf_sim.direct`), which answers with the same status codes and bytes
+apiserver's request handling (:mod:`kopf_sim.transports.direct`), which answers with the same status codes and bytes
 as over HTTP, at a fraction of the cost; the operator under test talks to that apiserver over HTTP (the
 in-memory transport). What only the simulator can do is on ``kopf_cluster.sim``
 (:class:`pytest_kopf.simcontrols.SimControls`), which raises :class:`~pytest_kopf.errors.KopfModeError`
@@ -26,12 +26,12 @@ from typing import Any, Unpack
 import aiohttp
 import yaml
 
-from kopf_sim.apiclient import Served
-from kopf_sim.direct import DirectClient
 from kopf_sim.manifests import parse_manifests, read_manifest
-from kopf_sim.replaying import KOPF_BOOKKEEPING, Bookkeeping, Replay, WatchLog
-from kopf_sim.replaying import prepare as prepare_replay
-from kopf_sim.transport import DEFAULT_BASE_URL
+from kopf_sim.recording.apiclient import Served
+from kopf_sim.recording.replaying import KOPF_BOOKKEEPING, Bookkeeping, Replay, WatchLog
+from kopf_sim.recording.replaying import prepare as prepare_replay
+from kopf_sim.transports.direct import DirectClient
+from kopf_sim.transports.inmemory import DEFAULT_BASE_URL
 
 from .client import Client, Condition, JsonDict, JsonList, Manifests
 from .discovery import Discovery, ResourceInfo
@@ -181,8 +181,8 @@ class KopfCluster(Client, abc.ABC):
         operator is done with the previous one). ``until``: only the events up to so many seconds into
         the log. ``resources``: only these (names as kubectl takes them; by default all but events).
         ``bookkeeping``: what the recorded operator wrote for itself, not replayed (Kopf's by default).
-        A bad log raises :class:`kopf_sim.replaying.LogError` before anything is written; a refused
-        write raises :class:`kopf_sim.replaying.ReplayError` naming its line.
+        A bad log raises :class:`kopf_sim.recording.replaying.LogError` before anything is written; a refused
+        write raises :class:`kopf_sim.recording.replaying.ReplayError` naming its line.
         """
         planned = await self.prepare_replay(log, until=until, resources=resources, namespace=namespace,
                                             bookkeeping=bookkeeping)

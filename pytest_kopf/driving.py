@@ -19,8 +19,8 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from kopf_sim.faults import RequestInfo
-from kopf_sim.watching import Change
+from kopf_sim.http.faults import RequestInfo
+from kopf_sim.store.watching import Change
 
 from .cluster import KopfCluster
 from .errors import KopfApiError

@@ -6,7 +6,7 @@ and every kind of user that an operator can log in with (tokens, client certific
 plugins, the tokens of auth providers). The result is kopf's ``ConnectionInfo``: the operator under test
 gets it as it is, and the test's own client takes its headers and TLS from it (:mod:`kopf._cogs.clients.auth`).
 This module only adds the plugin's wording to the errors (which option to use) and writes the context back
-as a self-contained kubeconfig for the test's subprocesses (:func:`kopf_sim.kubeconfig.write_kubeconfig`).
+as a self-contained kubeconfig for the test's subprocesses (:func:`kopf_sim.transports.kubeconfig.write_kubeconfig`).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from kopf._cogs.structs.credentials import LoginError
 from kopf._core.intents.piggybacking import KubeconfigLogin, kubeconfig_paths, login_with_kubeconfig_context
-from kopf_sim.kubeconfig import write_kubeconfig
+from kopf_sim.transports.kubeconfig import write_kubeconfig
 
 from .errors import KopfConfigError
 

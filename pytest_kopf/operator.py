@@ -44,8 +44,8 @@ from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.intents.causes import Activity
 from kopf._core.reactor.observation import Insights
 from kopf._core.reactor.running import os_signals_var
-from kopf_sim.transport import SERVING
-from kopf_sim.virtualtime import VirtualTimeLoop, describe_tasks
+from kopf_sim.timing.virtualtime import VirtualTimeLoop, describe_tasks
+from kopf_sim.transports.inmemory import SERVING
 
 from .admission import InProcessWebhookServer, SimAdmissionSettings
 from .clientconfig import refresh_active

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from kopf_sim.controllers import ControllerSettings, parse_selection
-from kopf_sim.virtualtime import VirtualTimeLoop
+from kopf_sim.timing.virtualtime import VirtualTimeLoop
 
 from . import kubeconfig, routing
 from .cleanup import release_objects

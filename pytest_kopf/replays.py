@@ -1,9 +1,9 @@
-"""Record and replay for ``kopf_cluster``: watch-event logs (:mod:`kopf_sim.recording`) in both modes.
+"""Record and replay for ``kopf_cluster``: watch-event logs (:mod:`kopf_sim.recording.eventlog`) in both modes.
 
 In sim mode, the simulated cluster's own changes are logged as they commit. In real mode, a
-recorder (:mod:`kopf_sim.capture`) lists and watches every resource of the test's namespace
+recorder (:mod:`kopf_sim.recording.capture`) lists and watches every resource of the test's namespace
 over the kubeconfig's connection, from the test's start to its end. Replays go through the
-test's own requests to the cluster (:class:`kopf_sim.replaying.Replay`), so they work in both.
+test's own requests to the cluster (:class:`kopf_sim.recording.replaying.Replay`), so they work in both.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, Any
 
-from kopf_sim.apiclient import JSON, Api, HttpApi
-from kopf_sim.capture import Capture
-from kopf_sim.clock import system_clock
-from kopf_sim.recording import LogWriter
+from kopf_sim.recording.apiclient import JSON, Api, HttpApi
+from kopf_sim.recording.capture import Capture
+from kopf_sim.recording.eventlog import LogWriter
+from kopf_sim.timing.clock import system_clock
 
 __all__ = ["Exchange", "RealModeRecorder", "exchange_api"]
 

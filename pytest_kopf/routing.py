@@ -3,7 +3,7 @@
 A sim-mode test's cluster gets a host name of its own (``kopf-sim-N.test``: the ``.test`` domain never
 resolves), written into a kubeconfig (:mod:`pytest_kopf.clientconfig`). Connections to that host are
 made in memory, to the simulated apiserver's HTTP server in the test's loop (the in-memory transport
-of :mod:`kopf_sim.transport`), whatever the client:
+of :mod:`kopf_sim.transports.inmemory`), whatever the client:
 
 - aiohttp (``kubernetes_asyncio``, kopf's own client with credentials from a kubeconfig): the
   ``TCPConnector`` connects the client's protocol to the server's in the loop, as the in-memory
@@ -12,7 +12,7 @@ of :mod:`kopf_sim.transport`), whatever the client:
   ``urllib3.util.connection.create_connection`` returns a :class:`LoopSocket` for that host, a socket-like
   object whose bytes go to the server in the loop (``call_soon_threadsafe``) and come back into a buffer
   that the thread reads. While the thread waits for the answer, it waits in a way the virtual-time loop
-  knows of (:meth:`kopf_sim.virtualtime.VirtualTimeLoop.wait_in_thread`): it is idle, so the loop may
+  knows of (:meth:`kopf_sim.timing.virtualtime.VirtualTimeLoop.wait_in_thread`): it is idle, so the loop may
   let time pass (e.g. a watch request with ``timeoutSeconds``, or a thread blocked in ``watch.stream()``
   while the test sleeps for an hour), and it wakes when the bytes are there.
 
@@ -38,8 +38,8 @@ from typing import Any
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
-from kopf_sim.transport import InMemoryServer
-from kopf_sim.virtualtime import VirtualTimeLoop, job_loop
+from kopf_sim.timing.virtualtime import VirtualTimeLoop, job_loop
+from kopf_sim.transports.inmemory import InMemoryServer
 
 __all__ = ["LoopSocket", "Route", "SyncClientInLoopError", "add_route", "new_host", "remove_route"]
 

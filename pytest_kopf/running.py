@@ -14,7 +14,7 @@ import contextvars
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from kopf_sim import virtualtime
+from kopf_sim.timing import virtualtime
 
 __all__ = ["TestLoop", "is_virtual", "new_loop"]
 

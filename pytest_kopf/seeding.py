@@ -4,7 +4,7 @@ Hypothesis' own backend draws, now and then, constants that it finds in the sour
 loaded at the moment (integers, strings from local files). That is good at finding bugs in ordinary
 property tests, but it makes a check's examples depend on what else the process has imported: in a
 whole test session, a check missed a planted bug that it found when run alone, because one more
-collected module (``kopf_sim.protobuf``'s tables) changed the draws. The checks promise the same
+collected module (``kopf_sim.http.protobuf``'s tables) changed the draws. The checks promise the same
 examples, verdict and trace for the same settings in any process, so they run without that pool.
 
 The pool lives in hypothesis' internals; if a future hypothesis renames it, this degrades to nothing

@@ -17,16 +17,16 @@ from typing import IO, Any, TypedDict, Unpack
 
 import aiohttp
 
-from kopf_sim import faults as sim_faults
-from kopf_sim.admission import AdmissionControl
-from kopf_sim.app import ADMISSION_KEY, build_app
-from kopf_sim.clock import SeededUids, system_clock
+from kopf_sim.admission.webhooks import AdmissionControl
 from kopf_sim.controllers import ControllerManager, ControllerSettings
-from kopf_sim.recording import ChangeRecorder
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
-from kopf_sim.virtualtime import loop_clock
+from kopf_sim.http import faults as sim_faults
+from kopf_sim.http.app import ADMISSION_KEY, build_app
+from kopf_sim.recording.eventlog import ChangeRecorder
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import SeededUids, system_clock
+from kopf_sim.timing.virtualtime import loop_clock
+from kopf_sim.transports.inmemory import InMemoryServer
+from kopf_sim.transports.serving import ServedApp
 
 from .errors import KopfModeError
 from .running import is_virtual
@@ -53,7 +53,7 @@ class SimControls:
         self._virtual = is_virtual(loop)
         self._tmp_dir = tmp_dir
         seed = options.get("seed", 0)
-        #: The simulated cluster's store (:class:`kopf_sim.store.Cluster`): its objects, observers, watches.
+        #: The simulated cluster's store (:class:`kopf_sim.store.cluster.Cluster`): its objects, observers, watches.
         self.store = Cluster(clock=loop_clock(loop) if self._virtual else system_clock, uids=SeededUids(seed))
         #: The fault injection rules of the simulated apiserver (errors, latency, dropped watches, conflicts).
         self.faults = sim_faults.FaultInjector(seed)

@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from kopf_sim.watching import Change
+from kopf_sim.store.watching import Change
 
 from .cluster import SimKopfCluster
 

@@ -1,7 +1,7 @@
 """
 Cross-references in the API reference: short names resolve, private types stay plain text.
 
-* ``:class:`Cluster``` in a docstring of ``kopf_sim.app`` finds ``kopf_sim.store.Cluster``: the docstrings
+* ``:class:`Cluster``` in a docstring of ``kopf_sim.http.app`` finds ``kopf_sim.store.cluster.Cluster``: the docstrings
   and annotations name the classes of their package as the code does, unqualified or through a module alias
   (``kubeconfigs.KubeConfig``). When Sphinx cannot resolve such a reference, it goes to the one documented
   object of that name, if there is exactly one (else it stays unresolved, and the nitpicky build says so).

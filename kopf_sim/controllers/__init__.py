@@ -1,6 +1,6 @@
 """The built-in controllers of the simulated cluster: workloads, pods on simulated nodes, services, volumes.
 
-A :class:`ControllerManager` runs them for one :class:`~kopf_sim.store.Cluster` in its event loop
+A :class:`ControllerManager` runs them for one :class:`~kopf_sim.store.cluster.Cluster` in its event loop
 (virtual time under the pytest plugin); each controller can be switched off, and tests steer the
 pods' fates with :class:`Fate` rules. See ``docs/sim.md`` for what is simulated and what is not.
 """

@@ -16,9 +16,10 @@ from collections.abc import Iterable
 
 import cronsim
 
-from ..clock import format_timestamp
-from ..objects import JsonDict, clone, meta
-from ..watching import Change
+from kopf_sim.kube.objects import JsonDict, clone, meta
+from kopf_sim.store.watching import Change
+from kopf_sim.timing.clock import format_timestamp
+
 from .jobs import finished_condition
 from .runtime import CRONJOBS, JOBS, Controller, Key, new_owner_ref, owned_by, owner_key, parse_time
 

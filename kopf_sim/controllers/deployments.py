@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..objects import JsonDict, clone, meta
-from ..watching import Change
+from kopf_sim.kube.objects import JsonDict, clone, meta
+from kopf_sim.store.watching import Change
+
 from .podtemplates import resolve_percent, template_hash, without_label
 from .replicasets import owned_pods
 from .runtime import (

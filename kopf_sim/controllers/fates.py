@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..selectors import LabelSelector
+from kopf_sim.kube.selectors import LabelSelector
 
 __all__ = ["Fate", "FateRule", "Fates"]
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterable
 
-from ..objects import JsonDict, meta
-from ..watching import Change
+from kopf_sim.kube.objects import JsonDict, meta
+from kopf_sim.store.watching import Change
+
 from .podtemplates import is_active, pod_from_template, ready_since
 from .replicasets import owned_pods
 from .runtime import JOBS, PODS, Controller, Key, condition, owner_key, parse_time, set_condition

@@ -14,7 +14,8 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..objects import JsonDict, meta
+from kopf_sim.kube.objects import JsonDict, meta
+
 from .fates import Fate
 from .runtime import set_condition
 

@@ -19,11 +19,12 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from ..admission import AdmissionControl
-from ..objects import meta
-from ..resources import ResourceType, StorageKey
-from ..store import Cluster
-from ..watching import Change
+from kopf_sim.admission.webhooks import AdmissionControl
+from kopf_sim.kube.objects import meta
+from kopf_sim.kube.resources import ResourceType, StorageKey
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.watching import Change
+
 from .fates import Fate, FateRule, Fates, Selector
 from .runtime import Controller, Key
 from .settings import CONTROLLERS, ControllerSettings
@@ -247,7 +248,7 @@ class ControllerManager:
                 await asyncio.sleep(0)  # let the clients & operators see this step's changes before the next
 
     async def _reconcile(self, controller: Controller, item: QueueItem) -> None:
-        from .. import errors
+        from kopf_sim.kube import errors
 
         timer = self._timers.pop(item, None)  # each pass sets the timers it needs: none goes stale
         if timer is not None:

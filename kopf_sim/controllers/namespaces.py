@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-from ..objects import JsonDict, meta
-from ..watching import Change
+from kopf_sim.kube.objects import JsonDict, meta
+from kopf_sim.store.watching import Change
+
 from .runtime import NAMESPACES, Controller, Key, create_bootstrap
 
 SERVICE_ACCOUNTS = ("", "serviceaccounts")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import uuid
 
-from ..objects import JsonDict, meta
+from kopf_sim.kube.objects import JsonDict, meta
+
 from .runtime import NODES, Controller, Key, create_bootstrap
 
 KUBELET = "kubelet"

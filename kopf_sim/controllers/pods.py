@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-from ..objects import JsonDict, meta
-from ..watching import Change
+from kopf_sim.kube.objects import JsonDict, meta
+from kopf_sim.store.watching import Change
+
 from . import kubelet as k
 from .fates import Fate
 from .nodes import is_ready
-from .runtime import NODES, PODS, Controller, Key, key_of
+from .runtime import NODES, PODS, Controller, Key, Manager, key_of
 from .scheduling import choose_node, unschedulable_message
-
-if TYPE_CHECKING:
-    from .manager import ControllerManager
 
 SCHEDULER = "kube-scheduler"
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -34,7 +31,7 @@ class PodController(Controller):
     watches = (NODES,)
     field_manager = "kubelet"
 
-    def __init__(self, manager: ControllerManager) -> None:
+    def __init__(self, manager: Manager) -> None:
         super().__init__(manager)
         self._runtimes: dict[str, k.PodRuntime] = {}     # by pod uid
         self._pods_on: dict[str, set[str]] = {}          # node -> uids of its pods that are not finished

@@ -12,7 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..objects import JsonDict, clone, meta
+from kopf_sim.kube.objects import JsonDict, clone, meta
+
 from .runtime import new_owner_ref, parse_time
 
 __all__ = ["available", "pod_from_template", "ready_since", "template_hash"]

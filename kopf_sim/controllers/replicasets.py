@@ -9,10 +9,11 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterable
 
-from .. import errors
-from ..objects import JsonDict, meta
-from ..selectors import LabelSelector
-from ..watching import Change
+from kopf_sim.kube import errors
+from kopf_sim.kube.objects import JsonDict, meta
+from kopf_sim.kube.selectors import LabelSelector
+from kopf_sim.store.watching import Change
+
 from .podtemplates import available, is_active, pod_from_template, ready_since
 from .runtime import PODS, REPLICASETS, Controller, Key, owned_by, owner_key, set_condition
 

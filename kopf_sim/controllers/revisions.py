@@ -6,7 +6,8 @@ comes back re-uses its old revision with the next number, as the real controller
 """
 from __future__ import annotations
 
-from ..objects import JsonDict, clone, meta
+from kopf_sim.kube.objects import JsonDict, clone, meta
+
 from .podtemplates import template_hash
 from .runtime import REVISIONS, Controller, new_owner_ref, owned_by
 

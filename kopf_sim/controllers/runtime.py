@@ -19,18 +19,21 @@ import datetime
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
-from .. import admitting, errors, writing
-from ..objects import JsonDict, compact_json, meta
-from ..resources import ResourceType, StorageKey
-from ..watching import Change
+from kopf_sim.admission import admitted_writes
+from kopf_sim.admission.webhooks import AdmissionControl
+from kopf_sim.kube import errors
+from kopf_sim.kube.objects import JsonDict, compact_json, meta
+from kopf_sim.kube.resources import ResourceType, StorageKey
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.watching import Change
+from kopf_sim.writes import preparing
 
-if TYPE_CHECKING:
-    from ..store import Cluster
-    from .manager import ControllerManager
+from .fates import Fates
+from .settings import ControllerSettings
 
-__all__ = ["Controller", "Key", "controller_ref", "owned_by", "parse_time"]
+__all__ = ["Controller", "Key", "Manager", "controller_ref", "owned_by", "parse_time"]
 
 logger = logging.getLogger("kopf_sim.controllers")
 
@@ -69,7 +72,7 @@ def create_bootstrap(cluster: Cluster, rtype: ResourceType, namespace: str | Non
     cache_key = (rtype.kind_key, namespace or "", identity, cluster.now(), manager, cluster.version)
     template = _PREPARED.get(cache_key)
     if template is None:
-        new = writing.prepare_create(cluster, rtype, namespace, body(), manager=manager)
+        new = preparing.prepare_create(cluster, rtype, namespace, body(), manager=manager)
         if len(_PREPARED) >= _PREPARED_LIMIT:
             _PREPARED.clear()
         _PREPARED[cache_key] = json.loads(compact_json(new))  # a copy for sharing
@@ -155,6 +158,29 @@ def set_condition(conditions: list[JsonDict], type_: str, status: str, reason: s
     return result
 
 
+class Manager(Protocol):
+    """What a controller uses of its manager (:class:`kopf_sim.controllers.manager.ControllerManager`).
+
+    The manager imports every controller, so the controllers know it by this protocol, not by an import.
+    """
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+    @property
+    def settings(self) -> ControllerSettings: ...
+
+    @property
+    def admission(self) -> AdmissionControl: ...
+
+    @property
+    def fates(self) -> Fates: ...
+
+    def rtype(self, key: StorageKey) -> ResourceType: ...
+
+    def schedule(self, name: str, key: Key, delay: float) -> None: ...
+
+
 class Controller:
     """One control loop: which changes concern it, and how it brings an object to its desired state."""
 
@@ -163,7 +189,7 @@ class Controller:
     watches: ClassVar[tuple[StorageKey, ...]] = ()  # other objects whose changes concern some primary ones
     field_manager: ClassVar[str] = "kube-controller-manager"
 
-    def __init__(self, manager: ControllerManager) -> None:
+    def __init__(self, manager: Manager) -> None:
         self.manager = manager
         self.cluster = manager.cluster
 
@@ -220,7 +246,7 @@ class Controller:
         """Create an object; None if it exists already (other failures raise, and are retried later)."""
         rtype = self.rtype(key)
         try:
-            return await admitting.create(self.cluster, self.manager.admission, rtype, namespace, body,
+            return await admitted_writes.create(self.cluster, self.manager.admission, rtype, namespace, body,
                                           manager=manager or self.field_manager, warnings=[])
         except errors.ApiError as exc:
             if exc.code == 409:
@@ -240,7 +266,7 @@ class Controller:
         body = dict(obj)
         body["metadata"] = {k: v for k, v in metadata.items() if k != "resourceVersion"}
         try:
-            return await admitting.update(self.cluster, self.manager.admission, rtype, metadata.get("namespace"),
+            return await admitted_writes.update(self.cluster, self.manager.admission, rtype, metadata.get("namespace"),
                                           metadata["name"], body, subresource=subresource,
                                           manager=manager or self.field_manager, warnings=[])
         except errors.ApiError as exc:
@@ -269,7 +295,7 @@ class Controller:
         if uid_precondition:
             options["preconditions"] = {"uid": metadata["uid"]}
         try:
-            await admitting.delete(self.cluster, self.manager.admission, rtype, metadata.get("namespace"),
+            await admitted_writes.delete(self.cluster, self.manager.admission, rtype, metadata.get("namespace"),
                                    metadata["name"], options, warnings=[])
         except errors.ApiError as exc:
             if exc.code not in (404, 409):

@@ -10,7 +10,8 @@ import collections
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..objects import JsonDict, meta
+from kopf_sim.kube.objects import JsonDict, meta
+
 from .nodes import is_ready
 
 __all__ = ["affinity_fits", "choose_node", "tolerates", "unschedulable_message"]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..objects import JsonDict, meta
-from ..selectors import LabelSelector
-from ..watching import Change
+from kopf_sim.kube.objects import JsonDict, meta
+from kopf_sim.kube.selectors import LabelSelector
+from kopf_sim.store.watching import Change
+
 from .podtemplates import ready_since
 from .runtime import PODS, SERVICES, Controller, Key, key_of, new_owner_ref, owned_by
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..objects import JsonDict, clone, meta
-from ..watching import Change
+from kopf_sim.kube.objects import JsonDict, clone, meta
+from kopf_sim.store.watching import Change
+
 from .podtemplates import available, is_active, pod_from_template, ready_since
 from .replicasets import owned_pods
 from .revisions import ensure_revision, prune_revisions

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..objects import JsonDict, meta
-from ..watching import Change
+from kopf_sim.kube.objects import JsonDict, meta
+from kopf_sim.store.watching import Change
+
 from .quantities import parse_quantity
 from .runtime import PODS, PVCS, PVS, Controller, Key, create_bootstrap, key_of
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from kopf_sim.replaying import CHANGES, LogEvent, WatchLog, read_log
+from kopf_sim.recording.replaying import CHANGES, LogEvent, WatchLog, read_log
 
 __all__ = ["MUTATIONS", "coalesce_event", "delay_event", "drop_event", "duplicate_event", "mutated_logs"]
 
@@ -74,7 +74,7 @@ def _next_of_same_object(events: Sequence[LogEvent], index: int) -> int | None:
 @st.composite
 def mutated_logs(draw: st.DrawFn, log: WatchLog | str | os.PathLike[str], *,
                  mutations: Sequence[str] = MUTATIONS, max_mutations: int = 3, max_delay: float = 10.0) -> WatchLog:
-    """Variants of a log (a :class:`~kopf_sim.replaying.WatchLog` or a path) with up to ``max_mutations``
+    """Variants of a log (a :class:`~kopf_sim.recording.replaying.WatchLog` or a path) with up to ``max_mutations``
     of the ``mutations`` (``drop``, ``duplicate``, ``delay`` by up to ``max_delay`` seconds, ``coalesce``),
     applied to its change events; replay one with ``kopf_cluster.replay(variant)``."""
     unknown = set(mutations) - set(MUTATIONS)

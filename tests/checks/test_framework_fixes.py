@@ -111,7 +111,7 @@ async def test_events_of_a_ticking_timer_do_not_keep_the_operator_from_being_qui
 
 
 def test_a_handler_called_before_its_retry_delay_is_reported() -> None:
-    from kopf_sim.virtualtime import DEFAULT_EPOCH
+    from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
     from pytest_kopf.checks import _early_retries
 
     record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '

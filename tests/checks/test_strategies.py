@@ -7,8 +7,8 @@ import hypothesis
 import pytest
 from hypothesis import strategies as st
 
-from kopf_sim import errors
-from kopf_sim.store import Cluster
+from kopf_sim.kube import errors
+from kopf_sim.store.cluster import Cluster
 from pytest_kopf.strategies import Advance, CustomResource, Delete, PatchSpec, from_schema, objects, spec_patches
 
 SCHEMA: dict[str, Any] = {

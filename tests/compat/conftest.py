@@ -3,6 +3,8 @@ The compatibility checks against the published Kopf (installed once per machine 
 
 The differential scenarios (marked ``compat``) take minutes of real time: they run only when asked for
 (``pytest -m compat tests/compat``, as CI does in a step of its own); the API check always runs.
+
+What it fakes: nothing; both frameworks run as processes against a cluster served by ``kopf-sim serve``.
 """
 from __future__ import annotations
 

@@ -107,13 +107,3 @@ class PatchSink:
     def touches(self) -> int:
         """How many patches were the "touches" of the dummy field (to cause a new event)."""
         return sum(1 for patch in self.patches if 'dummy' in repr(patch))
-
-
-async def wait_for(predicate: Callable[[], bool], *, timeout: float = 10.0, step: float = 0.01) -> None:
-    """Poll (in the loop's time, virtual or real) until the predicate is true; fail on the timeout."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"The condition was not met in {timeout}s.")
-        await asyncio.sleep(step)

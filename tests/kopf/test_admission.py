@@ -32,17 +32,16 @@ from kopf._core.intents.causes import WebhookType
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.memories import ResourceMemories
 from kopf._kits.webhooks import WebhookServer
-from kopf_sim.app import ADMISSION_KEY, build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import ADMISSION_KEY, build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
+from kopf_sim.transports.inmemory import DEFAULT_BASE_URL, InMemoryServer
 
 from .crds import KOPFEXAMPLES_CRD
 
 KEX = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', singular='kopfexample',
                shortcuts=frozenset({'kex'}), namespaced=True, subresources=frozenset({'status'}))
 PODS = Resource('', 'v1', 'pods', kind='Pod', namespaced=True, subresources=frozenset({'status', 'log'}))
-SERVER = 'http://kopf-sim.local'
 VALIDATING = ('admissionregistration.k8s.io', 'validatingwebhookconfigurations')
 MUTATING = ('admissionregistration.k8s.io', 'mutatingwebhookconfigurations')
 
@@ -631,7 +630,7 @@ async def apiserver(cluster: Cluster) -> AsyncIterator[InMemoryServer]:
 
 @pytest.fixture
 async def vault(apiserver: InMemoryServer) -> AsyncIterator[Vault]:
-    info = ConnectionInfo(server=SERVER).with_connector_factory(apiserver.connector)
+    info = ConnectionInfo(server=DEFAULT_BASE_URL).with_connector_factory(apiserver.connector)
     async with Vault({'sim': info}) as vault:
         yield vault
 

@@ -28,8 +28,9 @@ from kopf._core.engines.daemons import (
     stop_all,
     stop_daemons,
 )
+from tests.helpers import wait_for
 
-from .spawning_helpers import LOGGER, RESOURCE, PatchSink, daemon_handler, make_body, wait_for
+from .spawning_helpers import LOGGER, RESOURCE, PatchSink, daemon_handler, make_body
 
 looptime = pytest.mark.looptime
 
@@ -616,7 +617,7 @@ def test_soak_of_create_delete_cycles_leaves_nothing_behind() -> None:
     import weakref
 
     from kopf._core.engines.indexing import IndexingMemory, OperatorIndexers, discard_object, index_object
-    from kopf_sim import virtualtime
+    from kopf_sim.timing import virtualtime
 
     from .spawning_helpers import index_handler, timer_handler
 

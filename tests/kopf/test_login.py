@@ -793,9 +793,9 @@ def test_obtained_secrets_are_registered_for_redaction(kubeconfig_path: Path) ->
 # -- a real HTTPS cluster (the served simulator) --
 
 async def test_kubeconfig_of_a_served_simulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kopf_sim.app import build_app
-    from kopf_sim.serving import ServedApp
-    from kopf_sim.store import Cluster
+    from kopf_sim.http.app import build_app
+    from kopf_sim.store.cluster import Cluster
+    from kopf_sim.transports.serving import ServedApp
 
     async with ServedApp(build_app(Cluster()), tls=True, token='t') as served:
         path = tmp_path / 'sim-kubeconfig'

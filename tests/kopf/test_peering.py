@@ -18,9 +18,9 @@ from kopf._cogs.aiokits.toggles import ToggleSet
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._core.engines import peering
-from kopf_sim.app import ServerOptions, build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.store import Cluster
+from kopf_sim.http.app import ServerOptions, build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
 
 from .simvault import vault_over
 

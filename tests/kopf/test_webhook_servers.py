@@ -897,9 +897,9 @@ def test_tunnel_signatures() -> None:
 #
 
 async def test_the_simulated_apiserver_calls_the_server(serve: Serve) -> None:
-    from kopf_sim.app import build_app
-    from kopf_sim.store import Cluster
-    from kopf_sim.transport import InMemoryServer
+    from kopf_sim.http.app import build_app
+    from kopf_sim.store.cluster import Cluster
+    from kopf_sim.transports.inmemory import InMemoryServer
 
     async def deny_some(request: reviews.Request, *, webhook: str | None = None, **_: Any) -> reviews.Response:
         obj: Any = request['request'].get('object') or {}

@@ -1,4 +1,10 @@
-"""Fixtures for the plugin's own tests: inner pytest runs (pytester), and a served simulator for --kopf-real."""
+"""
+Fixtures for the plugin's own tests: inner pytest runs (pytester), and a served simulator for --kopf-real.
+
+What they fake: the real cluster of ``--kopf-real``, by a simulator served on 127.0.0.1 (HTTPS with a token,
+in a thread, or ``kopf-sim serve`` in a process of its own) with a kubeconfig for it. The inner runs do not
+see tests/conftest.py: they get only the plugin's fixtures, as a user's project would.
+"""
 from __future__ import annotations
 
 import asyncio
@@ -14,9 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kopf_sim.app import build_app
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.serving import ServedApp
 
 # The pytester plugin is enabled in tests/conftest.py (pytest_plugins is not allowed in nested conftests).
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kopf_sim.watching import Change
+from kopf_sim.store.watching import Change
 
 from .conftest import BASE, CONFIGS, NO_ASYNCIO, ServedCluster
 

@@ -8,9 +8,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kopf_sim.app import ServerOptions, build_app
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import ServerOptions, build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import InMemoryServer
 from pytest_kopf.discovery import Discovery, ResourceInfo
 
 from ..kopf.crds import KOPFEXAMPLES_CRD

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kopf_sim.certs import generate_self_signed
+from kopf_sim.transports.certs import generate_self_signed
 from pytest_kopf import kubeconfig
 from pytest_kopf.errors import KopfConfigError
 

@@ -15,7 +15,7 @@ LOOP_TESTS = f'''
 import asyncio
 import json
 import pytest
-from kopf_sim import virtualtime
+from kopf_sim.timing import virtualtime
 from pytest_kopf.errors import KopfModeError
 
 async def test_virtual_time_by_default(kopf_cluster):
@@ -154,7 +154,7 @@ def test_explicit_asyncio_marker_still_runs_in_the_kopf_loop(pytester: pytest.Py
     pytester.makeini(f"[pytest]\n{ini}")
     pytester.makepyfile(textwrap.dedent('''
         import asyncio, pytest
-        from kopf_sim import virtualtime
+        from kopf_sim.timing import virtualtime
 
         @pytest.mark.asyncio
         async def test_marked(kopf_cluster):

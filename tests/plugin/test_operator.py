@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kopf_sim.kubeconfig import write_kubeconfig
+from kopf_sim.transports.kubeconfig import write_kubeconfig
 
 from .conftest import BASE, NO_ASYNCIO, ServedCluster
 

@@ -6,7 +6,7 @@ import pathlib
 
 import kubernetes
 
-from kopf_sim.kubeconfig import kubeconfig_dict
+from kopf_sim.transports.kubeconfig import kubeconfig_dict
 from pytest_kopf.clientconfig import RealClientDefaults, refresh_active
 
 

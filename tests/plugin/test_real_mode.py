@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kopf_sim.kubeconfig import write_kubeconfig
+from kopf_sim.transports.kubeconfig import write_kubeconfig
 
 from .conftest import BASE, CONFIGS, NO_ASYNCIO, ServedCluster
 from .test_sim_mode import CRD_YAML

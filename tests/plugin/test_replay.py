@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kopf_sim.clock import ManualClock, SeededUids
 from kopf_sim.manifests import read_manifest
-from kopf_sim.recording import ChangeRecorder
-from kopf_sim.replaying import LogError, read_log
-from kopf_sim.store import Cluster
+from kopf_sim.recording.eventlog import ChangeRecorder
+from kopf_sim.recording.replaying import LogError, read_log
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
 from pytest_kopf.cluster import KopfCluster
 
 from .conftest import BASE, NO_ASYNCIO, ServedCluster

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kopf_sim.replaying import read_log
+from kopf_sim.recording.replaying import read_log
 
 from .conftest import BASE, NO_ASYNCIO, ServedCluster
 

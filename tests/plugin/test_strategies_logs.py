@@ -6,14 +6,14 @@ from pathlib import Path
 
 from hypothesis import given, settings
 
-from kopf_sim import virtualtime
-from kopf_sim.apiclient import app_api
-from kopf_sim.app import build_app
-from kopf_sim.clock import ManualClock, SeededUids
+from kopf_sim.http.app import build_app
 from kopf_sim.manifests import read_manifest
-from kopf_sim.recording import ChangeRecorder
-from kopf_sim.replaying import WatchLog, parse_log, prepare
-from kopf_sim.store import Cluster
+from kopf_sim.recording.apiclient import app_api
+from kopf_sim.recording.eventlog import ChangeRecorder
+from kopf_sim.recording.replaying import WatchLog, parse_log, prepare
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing import virtualtime
+from kopf_sim.timing.clock import ManualClock, SeededUids
 from pytest_kopf.strategies import coalesce_event, delay_event, drop_event, duplicate_event, mutated_logs
 
 CRD = Path(__file__).resolve().parents[2] / "examples" / "crd.yaml"

@@ -1,4 +1,9 @@
-"""Shared fixtures for the simulator's tests: a deterministic cluster and in-memory HTTP clients."""
+"""
+Fixtures for the simulator's tests: the shared deterministic cluster (tests/conftest.py), the same cluster
+with a Widget CRD (a schema with defaults, and the scale subresource), and an HTTP client of it in memory.
+
+What they fake on top of the shared ones: nothing; the HTTP client is aiohttp's, over the in-memory transport.
+"""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
@@ -6,10 +11,8 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from kopf_sim.app import ServerOptions, build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import InMemoryServer
 
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -40,21 +43,6 @@ CRD = {
 }
 
 
-def widget(name: str, namespace: str = "default", **spec: object) -> dict[str, object]:
-    return {"apiVersion": "acme.example/v1", "kind": "Widget",
-            "metadata": {"name": name, "namespace": namespace}, "spec": dict(spec)}
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def cluster(clock: ManualClock) -> Cluster:
-    return Cluster(clock=clock, uids=SeededUids(1))
-
-
 @pytest.fixture
 def crd_cluster(cluster: Cluster) -> Cluster:
     cluster.create(cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"), None, CRD)
@@ -62,8 +50,7 @@ def crd_cluster(cluster: Cluster) -> Cluster:
 
 
 @pytest.fixture
-async def client(crd_cluster: Cluster) -> AsyncIterator[aiohttp.ClientSession]:
+async def client(crd_cluster: Cluster, server: InMemoryServer) -> AsyncIterator[aiohttp.ClientSession]:
     """An HTTP client of the simulated apiserver (with the Widget CRD), over the in-memory transport."""
-    server = InMemoryServer(build_app(crd_cluster, ServerOptions(bookmark_interval=60)))
-    async with server, server.session() as session:
+    async with server.session() as session:
         yield session

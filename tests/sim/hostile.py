@@ -20,10 +20,10 @@ from typing import Any
 import aiohttp
 from hypothesis import strategies as st
 
-from kopf_sim.app import build_app
-from kopf_sim.clock import SeededUids
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import SeededUids
+from kopf_sim.transports.serving import ServedApp
 
 from ..loop_thread import LoopThread
 from .conftest import CRD

@@ -10,13 +10,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from kopf_sim.admission import AdmissionControl
-from kopf_sim.app import ADMISSION_KEY, build_app
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
-
-from .conftest import widget
+from kopf_sim.admission.webhooks import AdmissionControl
+from kopf_sim.http.app import ADMISSION_KEY, build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import InMemoryServer
+from kopf_sim.transports.serving import ServedApp
+from tests.helpers import widget
 
 WIDGETS = "/apis/acme.example/v1/namespaces/default/widgets"
 HOOK_URL = "https://hooks.example/check"

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kopf_sim.applying import (
+from kopf_sim.writes.applying import (
     ApplyConflictError,
     decode_fields,
     encode_fields,
@@ -13,7 +13,7 @@ from kopf_sim.applying import (
     server_side_apply,
     track_update,
 )
-from kopf_sim.patching import PatchError
+from kopf_sim.writes.patching import PatchError
 
 DEPLOY = "apps/v1/Deployment"
 CM = "v1/ConfigMap"

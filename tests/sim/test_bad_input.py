@@ -7,9 +7,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kopf_sim.store import Cluster
-
-from .conftest import widget
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import widget
 
 WIDGETS = "/apis/acme.example/v1/namespaces/default/widgets"
 JSON_HEADERS = {"Content-Type": "application/json"}

@@ -13,13 +13,12 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kopf_sim import bodies, yamlbodies
-from kopf_sim.app import ApiServer
-from kopf_sim.bodies import MAX_DEPTH, BodyError, parse_json
-from kopf_sim.store import Cluster
-from kopf_sim.yamlbodies import parse_yaml
-
-from .conftest import widget
+from kopf_sim.http import bodies, yamlbodies
+from kopf_sim.http.app import ApiServer
+from kopf_sim.http.bodies import MAX_DEPTH, BodyError, parse_json
+from kopf_sim.http.yamlbodies import parse_yaml
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import widget
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 WIDGETS = "/apis/acme.example/v1/namespaces/default/widgets"
@@ -238,7 +237,7 @@ async def test_a_bug_is_a_status_naming_the_request(client: aiohttp.ClientSessio
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(ApiServer, "_list", broken)
-    with caplog.at_level(logging.ERROR, logger="kopf_sim.app"):
+    with caplog.at_level(logging.ERROR, logger="kopf_sim.http.app"):
         async with client.get(WIDGETS) as response:
             assert response.headers["Content-Type"] == "application/json"
             assert await status_of(response) == (

@@ -19,18 +19,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kopf_sim import faults
-from kopf_sim.apiclient import HttpApi
-from kopf_sim.app import ServerOptions, build_app
-from kopf_sim.capture import Capture, CaptureError
 from kopf_sim.cli import main
-from kopf_sim.clock import system_clock
-from kopf_sim.recording import LogWriter
-from kopf_sim.replaying import LogEvent, parse_log, read_log
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
+from kopf_sim.http import faults
+from kopf_sim.http.app import ServerOptions, build_app
+from kopf_sim.recording.apiclient import HttpApi
+from kopf_sim.recording.capture import Capture, CaptureError
+from kopf_sim.recording.eventlog import LogWriter
+from kopf_sim.recording.replaying import LogEvent, parse_log, read_log
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import system_clock
+from kopf_sim.transports.serving import ServedApp
+from tests.helpers import widget
 
-from .conftest import CRD, widget
+from .conftest import CRD
 
 KOPF_SIM = Path(sys.executable).parent / "kopf-sim"
 TOKEN = "recorder-token"

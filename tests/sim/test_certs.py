@@ -12,7 +12,7 @@ from cryptography import x509
 from cryptography.x509 import verification
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from kopf_sim.certs import CertificateBundle, generate_self_signed
+from kopf_sim.transports.certs import CertificateBundle, generate_self_signed
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from kopf_sim import virtualtime
-from kopf_sim.admission import AdmissionControl
-from kopf_sim.clock import SeededUids
+from kopf_sim.admission.webhooks import AdmissionControl
 from kopf_sim.controllers import CONTROLLERS, ControllerManager, ControllerSettings, Fate, parse_selection
 from kopf_sim.controllers.pods import PodController
-from kopf_sim.store import Cluster
-from kopf_sim.watching import Change
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.watching import Change
+from kopf_sim.timing import virtualtime
+from kopf_sim.timing.clock import SeededUids
 
 JsonDict = dict[str, Any]
 

@@ -27,14 +27,15 @@ from typing import Any
 
 import aiohttp
 
-from kopf_sim import errors, writing
-from kopf_sim.app import build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.objects import JsonDict
-from kopf_sim.recording import ChangeRecorder
-from kopf_sim.resources import ResourceType
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import build_app
+from kopf_sim.kube import errors
+from kopf_sim.kube.objects import JsonDict
+from kopf_sim.kube.resources import ResourceType
+from kopf_sim.recording.eventlog import ChangeRecorder
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
+from kopf_sim.transports.inmemory import InMemoryServer
+from kopf_sim.writes import preparing
 
 SEED = 7
 OPERATIONS = 1000
@@ -190,7 +191,7 @@ class Script:
         patch: JsonDict = {"metadata": {"annotations": {"touched": str(self.rng.randint(0, 99))}}}
         if rtype is self.deployments:
             patch["spec"] = {"replicas": self.rng.randint(0, 5)}
-        return self.cluster.patch(rtype, *self.where(obj), patch, writing.MERGE_PATCH)
+        return self.cluster.patch(rtype, *self.where(obj), patch, preparing.MERGE_PATCH)
 
     def json_patch(self) -> Any:
         picked = self.pick(self.configmaps, self.widgets)
@@ -203,7 +204,7 @@ class Script:
             ops = [{"op": "replace", "path": "/spec/size", "value": self.rng.randint(1, 9)}]
         if self.rng.random() < 0.1:
             ops.append({"op": "test", "path": "/metadata/name", "value": "not-this-name"})  # fails: 422
-        return self.cluster.patch(rtype, *self.where(obj), ops, writing.JSON_PATCH)
+        return self.cluster.patch(rtype, *self.where(obj), ops, preparing.JSON_PATCH)
 
     def strategic_patch(self) -> Any:
         picked = self.pick(self.deployments, self.configmaps)
@@ -218,7 +219,7 @@ class Script:
             patch: JsonDict = {"spec": {"template": {"spec": {"containers": containers}}}}
         else:
             patch = {"data": {"strategic": str(self.rng.randint(0, 99))}}
-        return self.cluster.patch(rtype, *self.where(obj), patch, writing.STRATEGIC_PATCH)
+        return self.cluster.patch(rtype, *self.where(obj), patch, preparing.STRATEGIC_PATCH)
 
     def status(self) -> Any:
         picked = self.pick(self.deployments, self.widgets)
@@ -229,7 +230,7 @@ class Script:
             replicas = obj["spec"].get("replicas", 1)
             status = {"status": {"replicas": replicas, "readyReplicas": self.rng.randint(0, replicas),
                                  "observedGeneration": obj["metadata"]["generation"]}}
-            return self.cluster.patch(rtype, *self.where(obj), status, writing.MERGE_PATCH, subresource="status")
+            return self.cluster.patch(rtype, *self.where(obj), status, preparing.MERGE_PATCH, subresource="status")
         body = json.loads(json.dumps(obj))
         body["status"] = {"phase": self.rng.choice(["Pending", "Ready", "Failed"])}
         return self.cluster.update(rtype, *self.where(obj), body, subresource="status", manager="operator")
@@ -242,7 +243,7 @@ class Script:
         labels: dict[str, str | None] = {"color": self.rng.choice(COLORS)}
         if self.rng.random() < 0.3:
             labels["size"] = None
-        return self.cluster.patch(rtype, *self.where(obj), {"metadata": {"labels": labels}}, writing.MERGE_PATCH)
+        return self.cluster.patch(rtype, *self.where(obj), {"metadata": {"labels": labels}}, preparing.MERGE_PATCH)
 
     def delete(self) -> Any:
         picked = self.pick(self.configmaps, self.deployments, self.widgets)
@@ -262,7 +263,7 @@ class Script:
         index = self.rng.randrange(len(finalizers))
         ops = [{"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizers[index]},
                {"op": "remove", "path": f"/metadata/finalizers/{index}"}]
-        return self.cluster.patch(rtype, *self.where(obj), ops, writing.JSON_PATCH)
+        return self.cluster.patch(rtype, *self.where(obj), ops, preparing.JSON_PATCH)
 
     def delete_namespace(self) -> Any:
         names = [ns["metadata"]["name"] for ns in self.live(self.namespaces, terminating=False)

@@ -8,10 +8,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kopf_sim import discovery
-from kopf_sim.app import build_app, dumps
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http import discovery
+from kopf_sim.http.app import build_app, dumps
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import InMemoryServer
 
 from .conftest import CRD
 

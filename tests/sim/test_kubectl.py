@@ -96,7 +96,7 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{next(_counter)}"
 
 
-def wait_for(condition: Callable[[], Any], timeout: float = 5.0, interval: float = 0.05) -> Any:
+def poll_until(condition: Callable[[], Any], timeout: float = 5.0, interval: float = 0.05) -> Any:
     """Poll until the condition returns something truthy; fail with the last value otherwise."""
     deadline = time.monotonic() + timeout
     while True:
@@ -129,7 +129,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
                     return line.rsplit(" ", 1)[-1]
             return None
 
-        url = wait_for(announced_url, timeout=20)
+        url = poll_until(announced_url, timeout=20)
         assert url.startswith("http://127.0.0.1:")
         assert kubeconfig.exists()
         yield url, kubeconfig
@@ -753,7 +753,7 @@ def test_delete_with_a_finalizer(kubectl: Kubectl, api: Api, kubectl_popen: Call
     # A waiting delete returns only when the finalizer is removed.
     api.create("kex", kex_body(name, finalizers=["example.com/hold"]), ns)
     deleter = kubectl_popen("delete", "-n", ns, "kex", name, "--timeout=15s")
-    wait_for(lambda: "deletionTimestamp" in api.get("kex", name, ns)["metadata"])
+    poll_until(lambda: "deletionTimestamp" in api.get("kex", name, ns)["metadata"])
     time.sleep(0.3)  # give the waiting kubectl a chance to (wrongly) return early
     assert deleter.poll() is None, deleter.communicate()
     kubectl("patch", "-n", ns, "kex", name, "--type=json", "-p", REMOVE_FINALIZERS)
@@ -791,7 +791,7 @@ def test_garbage_collection_in_background(kubectl: Kubectl, api: Api, ns: str) -
     owner, child = _owner_and_child(api, ns)
     assert kubectl("delete", "-n", ns, "kex", owner).strip() == f'kopfexample.kopf.dev "{owner}" deleted'
     assert api.get("kex", owner, ns) is None
-    wait_for(lambda: api.get("cm", child, ns) is None)
+    poll_until(lambda: api.get("cm", child, ns) is None)
 
 
 def test_garbage_collection_orphans(kubectl: Kubectl, api: Api, ns: str) -> None:
@@ -809,11 +809,11 @@ def test_garbage_collection_in_foreground(kubectl: Kubectl, api: Api, ns: str) -
     meta = api.get("kex", owner, ns)["metadata"]
     assert meta["deletionTimestamp"]
     assert meta["finalizers"] == ["foregroundDeletion"]
-    wait_for(lambda: "deletionTimestamp" in api.get("cm", child, ns)["metadata"])
+    poll_until(lambda: "deletionTimestamp" in api.get("cm", child, ns)["metadata"])
     assert api.get("kex", owner, ns) is not None  # the owner waits for its blocking dependent
 
     kubectl("patch", "-n", ns, "cm", child, "--type=json", "-p", REMOVE_FINALIZERS)
-    wait_for(lambda: api.get("kex", owner, ns) is None)
+    poll_until(lambda: api.get("kex", owner, ns) is None)
     assert api.get("cm", child, ns) is None
 
 
@@ -837,13 +837,13 @@ def test_namespace_deletion_removes_its_contents(kubectl: Kubectl, api: Api, ns:
     kubectl("apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns2}}}\n")
     api.create("kex", kex_body("held", finalizers=["example.com/hold"]), ns2)
     kubectl("delete", "ns", ns2, "--wait=false")
-    wait_for(lambda: api.get("ns", ns2)["status"].get("phase") == "Terminating")
+    poll_until(lambda: api.get("ns", ns2)["status"].get("phase") == "Terminating")
     assert table(kubectl("get", "ns", ns2))[1][:2] == [ns2, "Terminating"]
     with pytest.raises(KubectlError) as error:
         kubectl("create", "-n", ns2, "-f", "-", input="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\n")
     assert "because it is being terminated" in error.value.stderr
     kubectl("patch", "-n", ns2, "kex", "held", "--type=merge", "-p", '{"metadata": {"finalizers": null}}')
-    wait_for(lambda: api.get("ns", ns2) is None)
+    poll_until(lambda: api.get("ns", ns2) is None)
 
 
 # -- 15. explain --

@@ -8,15 +8,17 @@ from typing import Any
 
 import aiohttp
 
-from kopf_sim import faults, virtualtime
-from kopf_sim.app import build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.faults import FaultInjector
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
-from kopf_sim.virtualtime import loop_clock
+from kopf_sim.http import faults
+from kopf_sim.http.app import build_app
+from kopf_sim.http.faults import FaultInjector
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing import virtualtime
+from kopf_sim.timing.clock import ManualClock, SeededUids
+from kopf_sim.timing.virtualtime import loop_clock
+from kopf_sim.transports.inmemory import InMemoryServer
+from tests.helpers import widget
 
-from .conftest import CRD, widget
+from .conftest import CRD
 
 WIDGETS = "/apis/acme.example/v1/namespaces/default/widgets"
 MERGE = {"Content-Type": "application/merge-patch+json"}

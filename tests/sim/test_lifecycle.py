@@ -5,11 +5,10 @@ from typing import Any
 
 import pytest
 
-from kopf_sim import errors
-from kopf_sim.resources import ResourceType
-from kopf_sim.store import Cluster
-
-from .conftest import widget
+from kopf_sim.kube import errors
+from kopf_sim.kube.resources import ResourceType
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import widget
 
 MERGE = "application/merge-patch+json"
 
@@ -142,7 +141,7 @@ def test_delete_preconditions(crd_cluster: Cluster) -> None:
 
 
 def test_delete_collection_by_label(crd_cluster: Cluster) -> None:
-    from kopf_sim.selectors import LabelSelector
+    from kopf_sim.kube.selectors import LabelSelector
 
     rtype = rt(crd_cluster, "configmaps")
     for name, app in [("a", "x"), ("b", "y"), ("c", "x")]:

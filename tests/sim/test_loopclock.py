@@ -5,8 +5,8 @@ import asyncio
 
 import pytest
 
-from kopf_sim import virtualtime
-from kopf_sim.loopclock import TICKS_PER_SECOND, LoopClock, VirtualClock
+from kopf_sim.timing import virtualtime
+from kopf_sim.timing.loopclock import TICKS_PER_SECOND, LoopClock, VirtualClock
 
 
 def test_a_fresh_clock_stands_at_its_start() -> None:

@@ -23,9 +23,9 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiException
 
-from kopf_sim.app import build_app
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.serving import ServedApp
 
 TOKEN = "official-client-t0ken"
 T = TypeVar("T")

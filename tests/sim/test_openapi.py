@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kopf_sim.openapi import ServedKind, gv_path, openapi_group_version, openapi_index, schema_name
+from kopf_sim.http.openapi import ServedKind, gv_path, openapi_group_version, openapi_index, schema_name
 
 CRD_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -5,8 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kopf_sim.mergekeys import ListStrategy, known_kind_keys, list_strategies, list_strategy
-from kopf_sim.patching import PatchError, apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from kopf_sim.writes.mergekeys import ListStrategy, known_kind_keys, list_strategies, list_strategy
+from kopf_sim.writes.patching import (
+    PatchError,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+)
 
 POD = "v1/Pod"
 DEPLOYMENT = "apps/v1/Deployment"
@@ -66,7 +71,7 @@ def test_list_strategy_lookup(kind_key: str, path: tuple[str, ...], expected: Li
 
 
 def test_every_served_builtin_kind_is_known() -> None:
-    builtin_types = pytest.importorskip("kopf_sim.builtin_types").builtin_types
+    builtin_types = pytest.importorskip("kopf_sim.kube.builtin_types").builtin_types
     assert {rtype.kind_key for rtype in builtin_types()} <= known_kind_keys()
 
 

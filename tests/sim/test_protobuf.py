@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kopf_sim.protobuf import ProtobufError, UnknownKindError, decode_object, wire_fields
+from kopf_sim.http.protobuf import ProtobufError, UnknownKindError, decode_object, wire_fields
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 

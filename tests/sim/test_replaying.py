@@ -13,16 +13,25 @@ from typing import Any
 
 import pytest
 
-from kopf_sim import virtualtime
-from kopf_sim.apiclient import app_api
-from kopf_sim.app import build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.recording import ChangeRecorder, LogWriter, redact
-from kopf_sim.replaying import Bookkeeping, LogError, ReplayError, WatchLog, parse_log, prepare, read_log
-from kopf_sim.store import Cluster
-from kopf_sim.watching import Change
+from kopf_sim.http.app import build_app
+from kopf_sim.recording.apiclient import app_api
+from kopf_sim.recording.eventlog import ChangeRecorder, LogWriter, redact
+from kopf_sim.recording.replaying import (
+    Bookkeeping,
+    LogError,
+    ReplayError,
+    WatchLog,
+    parse_log,
+    prepare,
+    read_log,
+)
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.watching import Change
+from kopf_sim.timing import virtualtime
+from kopf_sim.timing.clock import ManualClock, SeededUids
+from tests.helpers import widget
 
-from .conftest import CRD, widget
+from .conftest import CRD
 
 MERGE = "application/merge-patch+json"
 HEADER = '{"format": "kopf-sim-watch-log", "version": 1, "started": "2026-01-01T00:00:00Z"}'

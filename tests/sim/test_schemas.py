@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kopf_sim.schemas import (
+from kopf_sim.writes.schemas import (
     FieldCause,
     apply_defaults,
     invalid_message,
@@ -276,7 +276,7 @@ def test_enum_numbers_and_booleans_are_not_confused() -> None:
     ({"multipleOf": 0.5}, 1.2, "should be a multiple of 0.5"),
 ])
 def test_numeric_limits(schema: dict[str, Any], value: Any, rule: str) -> None:
-    from kopf_sim.schemas import _go_number
+    from kopf_sim.writes.schemas import _go_number
     causes = validate(obj({"x": value}), spec_schema(x={"type": "number", **schema}))
     message = f"Invalid value: {_go_number(value)}: spec.x in body {rule}"
     assert causes == [FieldCause("FieldValueInvalid", message, "spec.x")]

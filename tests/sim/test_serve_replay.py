@@ -9,7 +9,7 @@ import click
 import pytest
 
 from kopf_sim.cli import SpeedType
-from kopf_sim.replaying import read_log
+from kopf_sim.recording.replaying import read_log
 
 ROOT = Path(__file__).resolve().parents[2]
 KOPF_SIM = Path(sys.executable).parent / "kopf-sim"

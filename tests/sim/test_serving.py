@@ -19,8 +19,8 @@ import pytest
 import yaml
 from aiohttp import web
 
-from kopf_sim.kubeconfig import kubeconfig_dict, write_kubeconfig
-from kopf_sim.serving import UNAUTHORIZED_STATUS, ServedApp, serve_forever
+from kopf_sim.transports.kubeconfig import kubeconfig_dict, write_kubeconfig
+from kopf_sim.transports.serving import UNAUTHORIZED_STATUS, ServedApp, serve_forever
 
 TOKEN = "t0ken-for-tests"
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from kopf_sim import errors
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.selectors import FieldSelector, LabelSelector
-from kopf_sim.store import Cluster
-
-from .conftest import widget
+from kopf_sim.kube import errors
+from kopf_sim.kube.selectors import FieldSelector, LabelSelector
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
+from tests.helpers import widget
 
 MERGE = "application/merge-patch+json"
 
@@ -199,12 +198,12 @@ def test_multiple_versions_share_storage(cluster: Cluster) -> None:
 
 
 def test_scale_subresource(crd_cluster: Cluster) -> None:
-    from kopf_sim import writing
+    from kopf_sim.writes import preparing
 
     rtype = widgets(crd_cluster)
     obj = crd_cluster.create(rtype, "default", widget("w1", replicas=2))
-    assert writing.scale_of(rtype, obj)["spec"] == {"replicas": 2}
-    scaled = writing.with_scale(rtype, obj, {"spec": {"replicas": 5}})
+    assert preparing.scale_of(rtype, obj)["spec"] == {"replicas": 2}
+    scaled = preparing.with_scale(rtype, obj, {"spec": {"replicas": 5}})
     assert crd_cluster.update(rtype, "default", "w1", scaled)["spec"]["replicas"] == 5
 
 

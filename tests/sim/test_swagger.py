@@ -7,9 +7,9 @@ from typing import Any
 import aiohttp
 import yaml
 
-from kopf_sim.protobuf import wire_fields
-from kopf_sim.swagger import to_v2_schema
-from kopf_sim.swagger_proto import CONTENT_TYPE
+from kopf_sim.http.protobuf import wire_fields
+from kopf_sim.http.swagger import to_v2_schema
+from kopf_sim.http.swagger_proto import CONTENT_TYPE
 
 PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 

@@ -12,7 +12,13 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from kopf_sim.transport import HIGH_WATER, InMemoryConnector, InMemoryServer, _connect_pipe, in_memory_session
+from kopf_sim.transports.inmemory import (
+    HIGH_WATER,
+    InMemoryConnector,
+    InMemoryServer,
+    _connect_pipe,
+    in_memory_session,
+)
 
 WATCH_GAP = 10.0
 
@@ -408,9 +414,9 @@ async def test_a_stopped_simulator_is_not_kept_in_memory() -> None:
     import gc
     import weakref
 
-    from kopf_sim import faults
-    from kopf_sim.app import build_app
-    from kopf_sim.store import Cluster
+    from kopf_sim.http import faults
+    from kopf_sim.http.app import build_app
+    from kopf_sim.store.cluster import Cluster
 
     cluster = Cluster()
     app = build_app(cluster)

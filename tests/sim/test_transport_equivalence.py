@@ -20,11 +20,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kopf_sim.app import build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing.clock import ManualClock, SeededUids
+from kopf_sim.transports.inmemory import InMemoryServer
+from kopf_sim.transports.serving import ServedApp
 
 START = datetime.datetime(2026, 3, 4, 5, 6, 7, tzinfo=datetime.UTC)
 SEED = 20260304

@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
 
 from .conftest import CRD
 from .test_bad_input import snapshot

@@ -18,12 +18,12 @@ import hypothesis
 import pytest
 from hypothesis import strategies as st
 
-from kopf_sim import virtualtime
-from kopf_sim.app import build_app
-from kopf_sim.clock import SeededUids, parse_timestamp
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
-from kopf_sim.virtualtime import DeadlockError, RealIOError, TimeLimitError, VirtualTimeLoop
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing import virtualtime
+from kopf_sim.timing.clock import SeededUids, parse_timestamp
+from kopf_sim.timing.virtualtime import DeadlockError, RealIOError, TimeLimitError, VirtualTimeLoop
+from kopf_sim.transports.inmemory import InMemoryServer
 
 EPOCH = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)
 
@@ -464,7 +464,7 @@ def test_the_pytest_asyncio_hook_runs_tests_and_fixtures_in_virtual_loops(pytest
         asyncio_default_fixture_loop_scope = function
     """)
     pytester.makeconftest("""
-        from kopf_sim import virtualtime
+        from kopf_sim.timing import virtualtime
 
         def pytest_asyncio_loop_factories(config, item):
             return {"virtual": virtualtime.new_virtual_loop}
@@ -472,7 +472,7 @@ def test_the_pytest_asyncio_hook_runs_tests_and_fixtures_in_virtual_loops(pytest
     pytester.makepyfile("""
         import asyncio
         import pytest
-        from kopf_sim.virtualtime import VirtualTimeLoop
+        from kopf_sim.timing.virtualtime import VirtualTimeLoop
 
         @pytest.fixture
         async def slept():

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kopf_sim import virtualtime
-from kopf_sim.virtualtime import DeadlockError
+from kopf_sim.timing import virtualtime
+from kopf_sim.timing.virtualtime import DeadlockError
 
 
 def test_a_thread_sleeping_in_virtual_time_wakes_at_its_deadline() -> None:

@@ -8,9 +8,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kopf_sim.store import Cluster
-
-from .conftest import widget
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import widget
 
 WIDGETS = "/apis/acme.example/v1/namespaces/default/widgets"
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -156,8 +155,8 @@ async def test_table_watch(client: aiohttp.ClientSession) -> None:
 
 @pytest.mark.looptime
 async def test_server_shutdown_closes_watches(crd_cluster: Cluster) -> None:
-    from kopf_sim.app import build_app
-    from kopf_sim.transport import InMemoryServer
+    from kopf_sim.http.app import build_app
+    from kopf_sim.transports.inmemory import InMemoryServer
 
     server = InMemoryServer(build_app(crd_cluster))
     await server.start()

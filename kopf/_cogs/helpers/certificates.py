@@ -9,7 +9,7 @@ IP-typed SANs, the CA flag and key usages allow it both to sign and to serve.
 ``cryptography`` is not a runtime dependency of the framework, only of the ``dev`` extra,
 so it is imported lazily, when a certificate is actually needed.
 
-Why ``kopf_sim.certs`` makes certificates of its own: the two packages may not import each other
+Why ``kopf_sim.transports.certs`` makes certificates of its own: the two packages may not import each other
 (kopf must run without the simulator, the simulator serves any client), and the two jobs differ.
 This one is the framework's documented contract (``WebhookServer.build_certificate``): one
 self-signed certificate that is its own CA (the webhook configurations' ``caBundle``), with the

@@ -1,35 +1,28 @@
-"""Fixtures for the API clients: a simulated cluster over the in-memory transport, a vault for it."""
+"""
+Fixtures for the API clients: the shared simulated cluster (tests/conftest.py) with a permissive Widget CRD,
+and a recorder of the requests that the clients send.
+
+What they fake on top of the shared ones: failures, when a test asks for them; the recorder is a middleware
+in front of the simulated apiserver that can answer a request with an injected response instead.
+"""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._cogs.structs.references import Resource
-from kopf_sim.app import ServerOptions, build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
 
 from ..crds import permissive_crd
-
-SERVER = 'http://kopf-sim.local'
 
 CRD = permissive_crd('acme.example', 'widgets', 'widget', 'Widget', short_names=('wd',), categories=('acme',))
 
 WIDGETS = Resource('acme.example', 'v1', 'widgets', kind='Widget', namespaced=True,
                    subresources=frozenset({'status'}))
 CONFIGMAPS = Resource('', 'v1', 'configmaps', kind='ConfigMap', namespaced=True)
-
-
-def widget(name: str, namespace: str = 'default', **spec: Any) -> dict[str, Any]:
-    return {'apiVersion': 'acme.example/v1', 'kind': 'Widget',
-            'metadata': {'name': name, 'namespace': namespace}, 'spec': dict(spec)}
 
 
 class Recorder:
@@ -63,10 +56,8 @@ class Recorder:
 
 
 @pytest.fixture
-def cluster() -> Cluster:
-    cluster = Cluster(clock=ManualClock(), uids=SeededUids(1))
-    cluster.create(cluster.resource('apiextensions.k8s.io', 'v1', 'customresourcedefinitions'), None, CRD)
-    return cluster
+def crds() -> list[dict[str, Any]]:
+    return [CRD]
 
 
 @pytest.fixture
@@ -75,39 +66,9 @@ def recorder() -> Recorder:
 
 
 @pytest.fixture
-def server_options() -> ServerOptions:
-    return ServerOptions(bookmark_interval=60)
-
-
-@pytest.fixture
-def app(cluster: Cluster, recorder: Recorder, server_options: ServerOptions) -> web.Application:
-    app = build_app(cluster, server_options)
+def app(app: web.Application, recorder: Recorder) -> web.Application:
     app.middlewares.insert(0, recorder.middleware)
     return app
-
-
-@pytest.fixture
-async def server(app: web.Application) -> AsyncIterator[InMemoryServer]:
-    async with InMemoryServer(app) as server:
-        yield server
-
-
-@pytest.fixture
-def info(server: InMemoryServer) -> ConnectionInfo:
-    return ConnectionInfo(server=SERVER).with_connector_factory(server.connector)
-
-
-@pytest.fixture
-async def vault(info: ConnectionInfo) -> AsyncIterator[Vault]:
-    async with Vault({'sim': info}) as vault:
-        yield vault
-
-
-@pytest.fixture
-def settings() -> OperatorSettings:
-    settings = OperatorSettings()
-    settings.networking.error_backoffs = [1, 2, 3]
-    return settings
 
 
 @pytest.fixture

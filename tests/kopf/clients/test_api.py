@@ -10,12 +10,12 @@ from aiohttp import web
 from kopf._cogs.clients import api, auth, errors
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import AccessError, ConnectionInfo, LoginError, Vault
-from kopf_sim.app import build_app
-from kopf_sim.serving import bearer_token_middleware
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import DEFAULT_BASE_URL, InMemoryServer
+from kopf_sim.transports.serving import bearer_token_middleware
 
-from .conftest import SERVER, Recorder, status_response
+from .conftest import Recorder, status_response
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 NS_URL = '/api/v1/namespaces/default'
@@ -119,7 +119,7 @@ async def test_request_timeout_is_retried(settings: OperatorSettings) -> None:
     app = build_app(cluster)
     app.middlewares.insert(0, stuck)
     async with InMemoryServer(app) as server:
-        info = ConnectionInfo(SERVER).with_connector_factory(server.connector)
+        info = ConnectionInfo(DEFAULT_BASE_URL).with_connector_factory(server.connector)
         async with Vault({'x': info}) as own_vault:
             loop = asyncio.get_running_loop()
             start = loop.time()
@@ -151,8 +151,8 @@ async def test_401_invalidates_and_uses_the_next_credentials(
         cluster: Cluster, settings: OperatorSettings, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     async with InMemoryServer(token_app(cluster, 'good')) as server:
-        bad = ConnectionInfo(SERVER, token='bad-secret', priority=1).with_connector_factory(server.connector)
-        good = ConnectionInfo(SERVER, token='good').with_connector_factory(server.connector)
+        bad = ConnectionInfo(DEFAULT_BASE_URL, token='bad-secret', priority=1).with_connector_factory(server.connector)
+        good = ConnectionInfo(DEFAULT_BASE_URL, token='good').with_connector_factory(server.connector)
         async with Vault({'bad': bad, 'good': good}) as vault:
             rsp = await api.get(NS_URL, settings=settings, vault=vault)
             assert rsp['metadata']['name'] == 'default'
@@ -163,12 +163,12 @@ async def test_401_invalidates_and_uses_the_next_credentials(
 
 async def test_401_depletion_waits_for_a_relogin(cluster: Cluster, settings: OperatorSettings) -> None:
     async with InMemoryServer(token_app(cluster, 'fresh')) as server:
-        stale = ConnectionInfo(SERVER, token='stale').with_connector_factory(server.connector)
+        stale = ConnectionInfo(DEFAULT_BASE_URL, token='stale').with_connector_factory(server.connector)
         async with Vault({'login': stale}) as vault:
             task = asyncio.create_task(api.get(NS_URL, settings=settings, vault=vault))
             await vault.wait_for_emptiness()   # what the login activity would do
             assert not task.done()
-            fresh = ConnectionInfo(SERVER, token='fresh').with_connector_factory(server.connector)
+            fresh = ConnectionInfo(DEFAULT_BASE_URL, token='fresh').with_connector_factory(server.connector)
             await vault.populate({'login': fresh})
             rsp = await task
             assert rsp['metadata']['name'] == 'default'
@@ -176,7 +176,7 @@ async def test_401_depletion_waits_for_a_relogin(cluster: Cluster, settings: Ope
 
 async def test_401_with_no_new_credentials_fails(cluster: Cluster, settings: OperatorSettings) -> None:
     async with InMemoryServer(token_app(cluster, 'fresh')) as server:
-        stale = ConnectionInfo(SERVER, token='stale').with_connector_factory(server.connector)
+        stale = ConnectionInfo(DEFAULT_BASE_URL, token='stale').with_connector_factory(server.connector)
         async with Vault({'login': stale}) as vault:
             task = asyncio.create_task(api.get(NS_URL, settings=settings, vault=vault))
             await vault.wait_for_emptiness()
@@ -188,9 +188,9 @@ async def test_401_with_no_new_credentials_fails(cluster: Cluster, settings: Ope
 
 async def test_authorization_headers(settings: OperatorSettings, recorder: Recorder, server: InMemoryServer) -> None:
     infos = {
-        'bearer': ConnectionInfo(SERVER, token='abc'),
-        'scheme': ConnectionInfo(SERVER, scheme='Digest', token='xyz', priority=-1),
-        'basic': ConnectionInfo(SERVER, username='user', password='pass', priority=-2),
+        'bearer': ConnectionInfo(DEFAULT_BASE_URL, token='abc'),
+        'scheme': ConnectionInfo(DEFAULT_BASE_URL, scheme='Digest', token='xyz', priority=-1),
+        'basic': ConnectionInfo(DEFAULT_BASE_URL, username='user', password='pass', priority=-2),
     }
     async with Vault({k: v.with_connector_factory(server.connector) for k, v in infos.items()}) as vault:
         await api.get(NS_URL, settings=settings, vault=vault)
@@ -211,7 +211,7 @@ async def test_sessions_are_reused_and_closed_with_the_vault(
         made.append(server.connector())
         return made[-1]
 
-    async with Vault({'x': ConnectionInfo(SERVER).with_connector_factory(factory)}) as vault:
+    async with Vault({'x': ConnectionInfo(DEFAULT_BASE_URL).with_connector_factory(factory)}) as vault:
         for _ in range(3):
             await api.get(NS_URL, settings=settings, vault=vault)
         assert len(made) == 1
@@ -219,7 +219,7 @@ async def test_sessions_are_reused_and_closed_with_the_vault(
 
 
 async def test_depleted_iteration_without_invalidation_is_an_access_error() -> None:
-    vault = Vault({'x': ConnectionInfo(SERVER)})
+    vault = Vault({'x': ConnectionInfo(DEFAULT_BASE_URL)})
 
     async def never_invalidating(info: ConnectionInfo, session: aiohttp.ClientSession) -> None:
         raise errors.APIUnauthorizedError(status=401)

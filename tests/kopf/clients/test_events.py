@@ -7,9 +7,10 @@ from kopf._cogs.clients import events
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import build_object_reference
 from kopf._cogs.structs.credentials import Vault
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import widget
 
-from .conftest import Recorder, status_response, widget
+from .conftest import Recorder, status_response
 
 
 def events_in(cluster: Cluster, namespace: str = 'default') -> list[dict]:  # type: ignore[type-arg]

@@ -1,9 +1,10 @@
 from kopf._cogs.clients import fetching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import widget
 
-from .conftest import CONFIGMAPS, WIDGETS, Recorder, widget
+from .conftest import CONFIGMAPS, WIDGETS, Recorder
 
 
 def fill(cluster: Cluster, count: int) -> None:

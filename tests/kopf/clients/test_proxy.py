@@ -14,9 +14,9 @@ import kopf
 from kopf._cogs.clients import api
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
-from kopf_sim.app import build_app
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.serving import ServedApp
 
 
 class ForwardProxy:

@@ -12,10 +12,11 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import ObjectReference
 from kopf._cogs.structs.credentials import AiohttpSession, Vault
 from kopf._cogs.structs.patches import Patch
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import DEFAULT_BASE_URL, InMemoryServer
+from tests.helpers import widget
 
-from .conftest import SERVER, WIDGETS, Recorder, status_response, widget
+from .conftest import WIDGETS, Recorder, status_response
 
 MERGE = 'application/merge-patch+json'
 
@@ -95,7 +96,7 @@ async def test_enforced_retry_after_for_5xx(vault: Vault, settings: OperatorSett
     recorder.fail(1, status_response(503, headers={'Retry-After': '9'}))
     settings.networking.enforce_retry_after = True
     start = asyncio.get_running_loop().time()
-    await api.get(f'{SERVER}/api/v1/namespaces/default', settings=settings, vault=vault)
+    await api.get(f'{DEFAULT_BASE_URL}/api/v1/namespaces/default', settings=settings, vault=vault)
     assert asyncio.get_running_loop().time() - start == pytest.approx(9)
 
 
@@ -103,7 +104,7 @@ async def test_enforced_retry_after_for_5xx(vault: Vault, settings: OperatorSett
 async def test_unenforced_retry_after_for_5xx(vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
     recorder.fail(1, status_response(503, headers={'Retry-After': '9'}))
     start = asyncio.get_running_loop().time()
-    await api.get(f'{SERVER}/api/v1/namespaces/default', settings=settings, vault=vault)
+    await api.get(f'{DEFAULT_BASE_URL}/api/v1/namespaces/default', settings=settings, vault=vault)
     assert asyncio.get_running_loop().time() - start == pytest.approx(1)  # the own back-off
 
 
@@ -133,9 +134,9 @@ async def test_aiohttp_session_credentials_are_used_as_they_are(
         server: InMemoryServer, settings: OperatorSettings, recorder: Recorder) -> None:
     session = aiohttp.ClientSession(connector=server.connector(), headers={'X-Own': 'yes'})
     try:
-        info = AiohttpSession(server=SERVER, aiohttp_session=session)
+        info = AiohttpSession(server=DEFAULT_BASE_URL, aiohttp_session=session)
         async with Vault({'own': info}) as vault:
-            rsp = await api.get(f'{SERVER}/api/v1/namespaces/default', settings=settings, vault=vault)
+            rsp = await api.get(f'{DEFAULT_BASE_URL}/api/v1/namespaces/default', settings=settings, vault=vault)
         assert rsp['metadata']['name'] == 'default'
         assert recorder.headers[-1].get('X-Own') == 'yes'
         assert not session.closed  # the creator's session: never closed by the framework

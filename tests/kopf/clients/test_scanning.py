@@ -4,7 +4,7 @@ from kopf._cogs.clients import scanning
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.references import EVERYTHING, Resource, Selector
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
 
 from .conftest import Recorder, status_response
 

@@ -4,7 +4,7 @@ import pytest
 from kopf._cogs.clients import scanning
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
-from kopf_sim.app import ServerOptions
+from kopf_sim.http.app import ServerOptions
 
 from .conftest import Recorder, status_response
 from .test_scanning import by_name

@@ -13,10 +13,10 @@ import kopf
 from kopf._cogs.clients import api, auth
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
-from kopf_sim.app import build_app
-from kopf_sim.certs import generate_self_signed
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.certs import generate_self_signed
+from kopf_sim.transports.serving import ServedApp
 
 NS_URL = '/api/v1/namespaces/default'
 

@@ -9,9 +9,10 @@ import pytest
 from kopf._cogs.clients import errors, watching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import widget
 
-from .conftest import WIDGETS, Recorder, status_response, widget
+from .conftest import WIDGETS, Recorder, status_response
 
 pytestmark = pytest.mark.looptime
 

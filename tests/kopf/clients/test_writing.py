@@ -5,9 +5,10 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.patches import Patch
 from kopf._cogs.structs.references import Resource
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import widget
 
-from .conftest import CONFIGMAPS, WIDGETS, Recorder, status_response, widget
+from .conftest import CONFIGMAPS, WIDGETS, Recorder, status_response
 
 # The same resource, but as if discovered without the status subresource (e.g. built-in or older CRDs).
 WIDGETS_NO_STATUS = Resource('acme.example', 'v1', 'widgets', kind='Widget', namespaced=True)

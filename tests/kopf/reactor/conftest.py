@@ -1,33 +1,32 @@
 """
-Fixtures for the reactor: a simulated cluster over the in-memory transport, and an "operator"
-made of the reactor's watcher & processor (with no orchestration), started & stopped by the tests.
+Fixtures for the reactor: the shared simulated cluster (tests/conftest.py) with the KopfExample CRD, and
+an "operator" made of the reactor's watcher & processor (with no orchestration), started & stopped by the tests.
+
+What they fake on top of the shared ones: nothing; the operator is kopf's own watcher and processor, only
+without the orchestration of ``kopf.operator()``.
 """
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._cogs.structs.credentials import ConnectionInfo, Vault
+from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.ephemera import Memo
 from kopf._cogs.structs.references import Resource
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.memories import ResourceMemories
 from kopf._core.reactor.processing import process_resource_event
 from kopf._core.reactor.queueing import watcher
-from kopf_sim.app import ServerOptions, build_app
-from kopf_sim.clock import ManualClock, SeededUids
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.store.cluster import Cluster
 
 from ..crds import KOPFEXAMPLES_CRD
 
-SERVER = 'http://kopf-sim.local'
 MERGE = 'application/merge-patch+json'
 FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'
 DIFFBASE = 'kopf.zalando.org/last-handled-configuration'
@@ -124,18 +123,9 @@ class Operator:
         self.start(fresh=True)
 
 
-async def wait_for(predicate: Callable[[], Any], *, timeout: float = 60, step: float = 0.1) -> None:
-    """Poll (in virtual time) until the predicate is true; fail the test on the timeout."""
-    async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110  # nothing to wait for but the cluster's state.
-            await asyncio.sleep(step)
-
-
 @pytest.fixture
-def cluster() -> Cluster:
-    cluster = Cluster(clock=ManualClock(), uids=SeededUids(1))
-    cluster.create(cluster.resource('apiextensions.k8s.io', 'v1', 'customresourcedefinitions'), None, CRD)
-    return cluster
+def crds() -> list[dict[str, Any]]:
+    return [CRD]
 
 
 @pytest.fixture
@@ -144,30 +134,9 @@ def objects(cluster: Cluster) -> Objects:
 
 
 @pytest.fixture
-async def server(cluster: Cluster) -> AsyncIterator[InMemoryServer]:
-    app = build_app(cluster, ServerOptions(bookmark_interval=60))
-    async with InMemoryServer(app) as server:
-        yield server
-
-
-@pytest.fixture
-async def vault(server: InMemoryServer) -> AsyncIterator[Vault]:
-    info = ConnectionInfo(server=SERVER).with_connector_factory(server.connector)
-    async with Vault({'sim': info}) as vault:
-        yield vault
-
-
-@pytest.fixture
-def settings() -> OperatorSettings:
-    settings = OperatorSettings()
-    settings.networking.error_backoffs = [1, 2, 3]
+def settings(settings: OperatorSettings) -> OperatorSettings:
     settings.posting.enabled = True
     return settings
-
-
-@pytest.fixture
-def registry() -> OperatorRegistry:
-    return OperatorRegistry()
 
 
 @pytest.fixture

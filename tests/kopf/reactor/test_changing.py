@@ -10,9 +10,10 @@ import kopf
 from kopf._core.actions import loggers
 from kopf._core.engines import posting
 from kopf._core.intents.registries import OperatorRegistry
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import wait_for
 
-from .conftest import DIFFBASE, FINALIZER, Objects, Operator, wait_for
+from .conftest import DIFFBASE, FINALIZER, Objects, Operator
 
 pytestmark = pytest.mark.looptime
 

@@ -7,8 +7,9 @@ import pytest
 import kopf
 from kopf._core.engines.daemons import DaemonsMemory, DaemonStopped, DaemonStoppingReason, stop_all
 from kopf._core.intents.registries import OperatorRegistry
+from tests.helpers import wait_for
 
-from .conftest import FINALIZER, Objects, Operator, wait_for
+from .conftest import FINALIZER, Objects, Operator
 
 pytestmark = pytest.mark.looptime
 

@@ -8,8 +8,9 @@ import pytest
 
 import kopf
 from kopf._core.intents.registries import OperatorRegistry
+from tests.helpers import wait_for
 
-from .conftest import DIFFBASE, Objects, Operator, wait_for
+from .conftest import DIFFBASE, Objects, Operator
 
 pytestmark = pytest.mark.looptime
 

@@ -10,8 +10,9 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._core.actions.execution import execute  # not exported as kopf.execute yet.
 from kopf._core.intents.registries import OperatorRegistry
+from tests.helpers import wait_for
 
-from .conftest import DIFFBASE, Objects, Operator, wait_for
+from .conftest import DIFFBASE, Objects, Operator
 
 pytestmark = pytest.mark.looptime
 

@@ -13,9 +13,10 @@ from kopf._core.engines.daemons import DaemonStopped, DaemonStoppingReason
 from kopf._core.engines.indexing import OperatorIndexers
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.memories import ResourceMemories
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import wait_for
 
-from .conftest import Objects, wait_for
+from .conftest import Objects
 
 pytestmark = pytest.mark.looptime
 

@@ -16,9 +16,9 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.observation import Insights, resource_observer
-from kopf_sim import faults
-from kopf_sim.app import build_app
-from kopf_sim.store import Cluster
+from kopf_sim.http import faults
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
 
 from ..simvault import vault_over
 from .conftest import CRD

@@ -10,8 +10,9 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.queueing import watcher
+from tests.helpers import wait_for
 
-from .conftest import DIFFBASE, KEX, Objects, Operator, wait_for
+from .conftest import DIFFBASE, KEX, Objects, Operator
 
 pytestmark = pytest.mark.looptime
 

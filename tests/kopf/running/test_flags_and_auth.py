@@ -12,12 +12,13 @@ import pytest
 import kopf
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.reactor import running
-from kopf_sim.app import build_app
-from kopf_sim.serving import bearer_token_middleware
-from kopf_sim.store import Cluster
-from kopf_sim.transport import InMemoryServer
+from kopf_sim.http.app import build_app
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.inmemory import DEFAULT_BASE_URL, InMemoryServer
+from kopf_sim.transports.serving import bearer_token_middleware
+from tests.helpers import example, wait_for
 
-from .conftest import example, kex, peek, wait_for
+from .conftest import kex, peek
 
 
 @pytest.mark.parametrize('make_flag', [
@@ -117,7 +118,7 @@ async def test_re_login_when_the_credentials_are_rejected(
         def login_fn(**_: Any) -> ConnectionInfo:
             token = next(tokens)
             logins.append(token)
-            return ConnectionInfo(server='http://sim', token=token).with_connector_factory(server.connector)
+            return ConnectionInfo(server=DEFAULT_BASE_URL, token=token).with_connector_factory(server.connector)
 
         @kopf.on.create('kopfexamples')
         def create_fn(**_: Any) -> str:

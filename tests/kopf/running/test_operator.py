@@ -11,9 +11,10 @@ import kopf
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.engines.activities import ActivityError
 from kopf_sim.manifests import read_manifests
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import example, wait_for
 
-from .conftest import ROOT, example, kex, peek, wait_for
+from .conftest import ROOT, kex, peek
 
 pytestmark = pytest.mark.looptime
 
@@ -243,10 +244,10 @@ async def test_namespace_given_singly_and_exactly(
 async def test_resources_of_crds_appearing_later(
         registry: kopf.OperatorRegistry, settings: kopf.OperatorSettings, vault: Vault) -> None:
     cluster = Cluster()  # no CRDs yet
-    from kopf_sim.app import build_app
-    from kopf_sim.transport import InMemoryServer
+    from kopf_sim.http.app import build_app
+    from kopf_sim.transports.inmemory import DEFAULT_BASE_URL, InMemoryServer
     async with InMemoryServer(build_app(cluster)) as server:
-        the_vault = Vault({'sim': ConnectionInfo(server='http://sim').with_connector_factory(server.connector)})
+        the_vault = Vault({'sim': ConnectionInfo(server=DEFAULT_BASE_URL).with_connector_factory(server.connector)})
 
         @kopf.on.create('kopf.dev', 'kopfexamples')
         def create_fn(**_: Any) -> str:

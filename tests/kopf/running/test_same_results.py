@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 import kopf
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
+from tests.helpers import example
 
-from .conftest import example, kex, peek
+from .conftest import kex, peek
 from .test_processes import CRD, Lines, kubectl, poll, stop
 
 pytestmark = pytest.mark.kubectl

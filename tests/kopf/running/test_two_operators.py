@@ -13,12 +13,13 @@ from typing import Any
 
 import kopf
 from kopf._cogs.structs.credentials import Vault
-from kopf_sim.app import build_app
+from kopf_sim.http.app import build_app
 from kopf_sim.manifests import read_manifests
-from kopf_sim.serving import ServedApp
-from kopf_sim.store import Cluster
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.transports.serving import ServedApp
+from tests.helpers import example
 
-from .conftest import ROOT, example, kex, peek
+from .conftest import ROOT, kex, peek
 
 
 class OperatorThread:

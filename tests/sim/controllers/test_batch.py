@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kopf_sim.controllers import ControllerManager, Fate
-from kopf_sim.printers import job_completions, job_duration, job_status
+from kopf_sim.kube.printers import job_completions, job_duration, job_status
 from pytest_kopf.cluster import KopfCluster
 
 from .workloads import job

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from kopf_sim.controllers import ControllerManager, Fate
-from kopf_sim.watching import Change
+from kopf_sim.store.watching import Change
 from pytest_kopf.cluster import KopfCluster
 
 from .workloads import condition, deployment, ready

@@ -1,0 +1,732 @@
+"""The HTTP face of the simulated apiserver: an aiohttp application over one :class:`Cluster`.
+
+It parses the REST paths, query parameters and bodies as the apiserver does, calls the store,
+and renders results, lists, tables, watch streams and ``Status`` errors on the wire.
+
+The logic reads only what :class:`ApiRequest` names of a request, so that a client in the same
+process can call it without the HTTP framing (:mod:`kopf_sim.transports.direct`), and get the same bytes.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import dataclasses
+import functools
+import json
+import logging
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any, Protocol
+
+from aiohttp import web, web_app
+from aiohttp.web_protocol import RequestPayloadError
+from multidict import MultiMapping
+
+from kopf_sim.admission import admitted_writes
+from kopf_sim.admission.webhooks import AdmissionControl
+from kopf_sim.http import bodies, discovery, openapi, queries
+from kopf_sim.http.yamlbodies import parse_yaml
+from kopf_sim.kube import errors, tables
+from kopf_sim.kube.objects import JsonDict, compact_json, meta
+from kopf_sim.kube.resources import Catalogue, ResourceType
+from kopf_sim.kube.selectors import FieldSelector, LabelSelector
+from kopf_sim.store import lagging
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.watching import Subscription, WatchEvent
+from kopf_sim.writes import gotypes, preparing, typecheck, validation
+
+logger = logging.getLogger(__name__)
+
+REQUEST_BODY_LIMIT = 3 * 1024 * 1024
+CLUSTER_KEY = web.AppKey("kopf_sim.cluster", Cluster)
+ADMISSION_KEY = web.AppKey("kopf_sim.admission.webhooks", AdmissionControl)
+JSON = "application/json"
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+_GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+_READONLY_HEADS = frozenset({"", "healthz", "livez", "readyz", "version", "openapi"})
+_LONGEST_WAIT = 3600.0  # a watch re-checks its deadline at least this often (no timer of a huge duration)
+
+
+class ApiRequest(Protocol):
+    """What the server's logic reads of a request: an aiohttp request, or a direct call (:mod:`.direct`)."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def query(self) -> MultiMapping[str]: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def content_length(self) -> int | None: ...
+
+    async def read(self) -> bytes: ...
+
+
+#: The warnings of the request being handled (sent as ``Warning`` headers, also with errors).
+_request_warnings: contextvars.ContextVar[list[str]] = contextvars.ContextVar("kopf_sim_request_warnings")
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What a resource URL addresses."""
+
+    rtype: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    legacy_watch: bool
+
+
+@dataclasses.dataclass
+class ServerOptions:
+    bookmark_interval: float = 60.0       # seconds between BOOKMARK events on idle watches
+    aggregated_discovery: bool = True     # serve apidiscovery.k8s.io/v2 when asked (off: as an older apiserver)
+    default_watch_timeout: float = 1800.0  # when the client gives no timeoutSeconds
+
+
+def dumps(data: Any) -> bytes:
+    return compact_json(data).encode() + b"\n"
+
+
+def encoded_response(body: bytes, status: int = 200, *, content_type: str = JSON) -> web.Response:
+    return web.Response(body=body, status=status, headers={"Content-Type": content_type})
+
+
+def json_response(data: Any, status: int = 200, *, content_type: str = JSON,
+                  warnings: list[str] | None = None) -> web.Response:
+    response = encoded_response(dumps(data), status, content_type=content_type)
+    for warning in warnings or ():
+        response.headers.add("Warning", f'299 - {json.dumps(warning)}')
+    return response
+
+
+def error_response(error: errors.ApiError) -> web.Response:
+    response = json_response(error.to_status(), error.code)
+    response.headers.update(error.headers)
+    return response
+
+
+def build_app(cluster: Cluster, options: ServerOptions | None = None) -> web.Application:
+    """The simulated apiserver as an aiohttp application (serve it, or pipe into it in memory)."""
+    app = web.Application(client_max_size=REQUEST_BODY_LIMIT + 1)
+    admission = AdmissionControl(cluster)
+    app[CLUSTER_KEY] = cluster
+    app[ADMISSION_KEY] = admission
+    api = ApiServer(cluster, options or ServerOptions(), admission)
+    app[API_KEY] = api
+    app.router.add_route("*", r"/{tail:[\s\S]*}", api.dispatch)
+
+    async def close_watches(_: web.Application) -> None:
+        cluster.close_watches()
+
+    async def close_admission(_: web.Application) -> None:
+        await admission.close()
+
+    app.on_shutdown.append(close_watches)
+    app.on_cleanup.append(close_admission)
+    app.on_cleanup.append(_forget_cached_handlers)
+    return app
+
+
+async def _forget_cached_handlers(_: web.Application) -> None:
+    """Let a finished app go: aiohttp caches the middleware chains of the last 1,024 apps (and all they hold).
+
+    A test session makes a fresh simulated cluster (and app) per test; without this, up to a thousand
+    clusters with their objects and event loops would stay in memory, and slow the garbage collector.
+    """
+    cached = getattr(web_app, "_cached_build_middleware", None)
+    if cached is not None and hasattr(cached, "cache_clear"):
+        cached.cache_clear()
+
+
+class ApiServer:
+    def __init__(self, cluster: Cluster, options: ServerOptions, admission: AdmissionControl) -> None:
+        self.cluster = cluster
+        self.options = options
+        self.admission = admission
+        # Encoded discovery documents by form and URL path, valid for one catalogue at one revision.
+        self._documents: dict[tuple[bool, tuple[str, ...]], bytes] = {}
+        self._documents_of: tuple[Catalogue, int] | None = None
+        self._shareable: tuple[ResourceType, ...] | None = None  # the types of that catalogue, as a cache key
+        self._swagger_of: tuple[Catalogue, int] | None = None
+        self._swagger_doc: dict[str, Any] = {}
+        self._swagger_bodies: dict[bool, bytes] = {}  # by protobuf-or-not
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        """The aiohttp handler: a response, or a watch stream written out as it goes."""
+        outcome = await self.handle(request)
+        if isinstance(outcome, WatchStream):
+            return await outcome.write_to(request)
+        return outcome
+
+    async def handle(self, request: ApiRequest) -> web.Response | WatchStream:
+        """A response (errors as ``Status`` responses), or an opened watch stream (for ``watch`` requests)."""
+        warnings: list[str] = []
+        token = _request_warnings.set(warnings)
+        try:
+            try:
+                return await self._dispatch(request)
+            except errors.ApiError as exc:
+                response = error_response(exc)
+            except web.HTTPRequestEntityTooLarge:
+                response = error_response(errors.request_too_large(REQUEST_BODY_LIMIT))
+            except Exception as exc:  # a bug of ours: still a Status (never text/plain), and a traceback in the log
+                logger.exception(f"Internal error while handling {request.method} {request.path}")
+                response = error_response(errors.internal_error(exc, f"{request.method} {request.path}"))
+            for warning in warnings:  # warnings reach the client even when the request fails
+                response.headers.add("Warning", f"299 - {json.dumps(warning)}")
+            return response
+        finally:
+            _request_warnings.reset(token)
+
+    async def _dispatch(self, request: ApiRequest) -> web.Response | WatchStream:
+        parts = [p for p in request.path.split("/") if p]
+        head = parts[0] if parts else ""
+        is_resource = head in ("api", "apis") and len(parts) > (2 if head == "api" else 3)
+        is_readonly = head in _READONLY_HEADS or (head in ("api", "apis") and not is_resource)
+        if is_readonly and request.method not in ("GET", "HEAD"):  # discovery, health, version, openapi
+            raise errors.method_not_allowed()
+        if not parts:
+            return json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]})
+        if head in ("healthz", "livez", "readyz") and len(parts) == 1:
+            return web.Response(text="ok", content_type="text/plain")
+        if head == "version" and len(parts) == 1:
+            return json_response(discovery.version_info(self.cluster.version))
+        if head == "openapi" and parts[1:] == ["v2"]:
+            return self._swagger(request.headers.get("Accept", ""))
+        if head == "openapi":
+            return self._openapi(parts)
+        if head in ("api", "apis") and len(parts) == 1 and self.options.aggregated_discovery \
+                and discovery.wants_aggregated(request.headers.get("Accept", "")):
+            return self._discovery(parts, aggregated_form=True)
+        if head == "api":
+            if len(parts) == 1:  # not cached: it names the server's address as the client reached it
+                return json_response(discovery.core_versions(request.host))
+            if parts[1] != "v1":
+                raise errors.page_not_found()
+            if len(parts) == 2:
+                return self._discovery(parts)
+            return await self._resource(request, "", "v1", parts[2:])
+        if head == "apis":
+            if len(parts) <= 3:
+                return self._discovery(parts)
+            return await self._resource(request, parts[1], parts[2], parts[3:])
+        raise errors.page_not_found()
+
+    def _discovery(self, parts: list[str], *, aggregated_form: bool = False) -> web.Response:
+        """A discovery document, encoded once per change of the catalogue (clients ask for them often)."""
+        catalogue = self.cluster.catalogue
+        if self._documents_of != (catalogue, catalogue.revision):
+            self._documents.clear()
+            self._documents_of = (catalogue, catalogue.revision)
+            self._shareable = discovery.shareable(catalogue)
+        path = tuple(parts)
+        body = self._documents.get((aggregated_form, path))
+        if body is None:
+            body = self._documents[aggregated_form, path] = _encoded_discovery(catalogue, self._shareable, path,
+                                                                               aggregated_form=aggregated_form)
+        content_type = discovery.AGGREGATED_CONTENT_TYPE if aggregated_form else JSON
+        return encoded_response(body, content_type=content_type)
+
+    def _swagger(self, accept: str) -> web.Response:
+        """``/openapi/v2``: JSON, or protobuf for kubectl; encoded once per change of the served resources."""
+        from kopf_sim.http import swagger, swagger_proto
+
+        catalogue = self.cluster.catalogue
+        if self._swagger_of != (catalogue, catalogue.revision):
+            self._swagger_doc = swagger.swagger_document((openapi_kind(t) for t in catalogue), self.cluster.version)
+            self._swagger_bodies.clear()
+            self._swagger_of = (catalogue, catalogue.revision)
+        as_protobuf = swagger_proto.ACCEPTED in accept
+        body = self._swagger_bodies.get(as_protobuf)
+        if body is None:
+            encode = swagger_proto.encode_document if as_protobuf else dumps
+            body = self._swagger_bodies[as_protobuf] = encode(self._swagger_doc)
+        if as_protobuf:
+            return encoded_response(body, content_type=swagger_proto.CONTENT_TYPE)
+        return encoded_response(body)
+
+    def _openapi(self, parts: list[str]) -> web.Response:
+        kinds = [openapi_kind(rtype) for rtype in self.cluster.catalogue]
+        if parts[1:] == ["v3"]:
+            return json_response(openapi.openapi_index(kinds))
+        if len(parts) >= 4 and parts[1] == "v3":
+            if parts[2] == "api" and len(parts) == 4:
+                doc = openapi.openapi_group_version(kinds, "", parts[3])
+            elif parts[2] == "apis" and len(parts) == 5:
+                doc = openapi.openapi_group_version(kinds, parts[3], parts[4])
+            else:
+                doc = None
+            if doc is not None:
+                return json_response(doc)
+        raise errors.page_not_found()
+
+    # -- Resources -------------------------------------------------------------------------------
+
+    def _target(self, group: str, version: str, rest: list[str]) -> Target:
+        legacy_watch = bool(rest) and rest[0] == "watch"
+        if legacy_watch:
+            rest = rest[1:]
+        namespace: str | None = None
+        if len(rest) >= 3 and rest[0] == "namespaces" and not (group == "" and rest[2] in _NAMESPACE_SUBRESOURCES):
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise errors.page_not_found()
+        rtype = self.cluster.catalogue.lookup(group, version, rest[0])
+        if rtype is None or (namespace is not None and not rtype.namespaced):
+            raise errors.page_not_found()
+        name = rest[1] if len(rest) > 1 else None
+        subresource = rest[2] if len(rest) > 2 else None
+        if subresource is not None and subresource not in rtype.subresources:
+            raise errors.page_not_found()
+        return Target(rtype, namespace, name, subresource, legacy_watch)
+
+    async def _resource(self, request: ApiRequest, group: str, version: str,
+                        rest: list[str]) -> web.Response | WatchStream:
+        target = self._target(group, version, rest)
+        query = request.query
+        method = request.method
+        if target.name is None:
+            if method == "GET":
+                if target.legacy_watch or _flag(query.get("watch")):
+                    return self._watch(request, target)
+                return self._list(request, target)
+            if method == "POST":
+                return await self._create(request, target)
+            if method == "DELETE":
+                return await self._delete_collection(request, target)
+            raise errors.method_not_allowed()
+        if target.legacy_watch:
+            if method != "GET":
+                raise errors.method_not_allowed()
+            return self._watch(request, target)
+        if method == "GET":
+            return self._get(request, target)
+        if method == "PUT":
+            return await self._update(request, target)
+        if method == "PATCH":
+            return await self._patch(request, target)
+        if method == "DELETE":
+            return await self._delete(request, target)
+        raise errors.method_not_allowed()
+
+    def _namespace_for_write(self, target: Target) -> str | None:
+        if target.rtype.namespaced and target.namespace is None:
+            raise errors.page_not_found()
+        return target.namespace
+
+    def _get(self, request: ApiRequest, target: Target) -> web.Response:
+        assert target.name is not None
+        if target.rtype.namespaced and target.namespace is None:
+            raise errors.page_not_found()
+        lag = lagging.read_lag.get()
+        if lag > 0:  # a stale read (an injected fault): as a lagging cache would serve it
+            obj = self.cluster.get_at(target.rtype, target.namespace, target.name, self.cluster.rv - lag)
+        else:
+            obj = self.cluster.get(target.rtype, target.namespace, target.name)
+        if target.subresource == "scale":
+            return json_response(preparing.scale_of(target.rtype, obj))
+        if tables.wants_table(request.headers.get("Accept", "")):
+            list_meta = {"resourceVersion": meta(obj).get("resourceVersion", "")}
+            table = tables.table(target.rtype, [obj], self.cluster.clock(), list_meta=list_meta,
+                                 include=request.query.get("includeObject", "Metadata"))
+            return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
+        return json_response(obj)
+
+    def _selectors(self, request: ApiRequest, target: Target) -> tuple[LabelSelector, FieldSelector]:
+        labels = LabelSelector.parse(request.query.get("labelSelector"))
+        fields = FieldSelector.parse(request.query.get("fieldSelector"),
+                                     _GENERIC_FIELDS | target.rtype.field_selectors)
+        return labels, fields
+
+    def _list(self, request: ApiRequest, target: Target) -> web.Response:
+        labels, fields = self._selectors(request, target)
+        queries.check_list_options(request.query, watch=False)
+        limit = queries.limit(request.query)
+        lag = lagging.read_lag.get()
+        listing = self.cluster.list(target.rtype, target.namespace, labels=labels, fields=fields,
+                                    limit=limit, continue_token=request.query.get("continue") or None,
+                                    at_rv=self.cluster.rv - lag if lag > 0 else None)
+        if tables.wants_table(request.headers.get("Accept", "")):
+            table = tables.table(target.rtype, listing["items"], self.cluster.clock(),
+                                 list_meta=listing["metadata"],
+                                 include=request.query.get("includeObject", "Metadata"))
+            return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
+        return json_response(listing)
+
+    async def _create(self, request: ApiRequest, target: Target) -> web.Response:
+        namespace = self._namespace_for_write(target)
+        body = await _read_object(request, target.rtype)
+        warnings = _warnings()
+        obj = await admitted_writes.create(self.cluster, self.admission, target.rtype, namespace, body,
+                                     dry_run=_dry_run(request), manager=_manager(request),
+                                     field_validation=_field_validation(request), warnings=warnings)
+        return json_response(obj, 201, warnings=warnings)
+
+    async def _update(self, request: ApiRequest, target: Target) -> web.Response:
+        assert target.name is not None
+        namespace = self._namespace_for_write(target)
+        warnings = _warnings()
+        if target.subresource == "scale":
+            scale = await _read_object(request, target.rtype)
+            _check_scale(scale, target.name)
+            current = self.cluster.get(target.rtype, namespace, target.name)
+            body = preparing.with_scale(target.rtype, current, scale)
+            obj = self.cluster.update(target.rtype, namespace, target.name, body, dry_run=_dry_run(request),
+                                      manager=_manager(request), subresource="scale")
+            return json_response(preparing.scale_of(target.rtype, obj))
+        body = await _read_object(request, target.rtype)
+        obj = await admitted_writes.update(self.cluster, self.admission, target.rtype, namespace, target.name, body,
+                                     subresource=target.subresource, dry_run=_dry_run(request),
+                                     manager=_manager(request), field_validation=_field_validation(request),
+                                     warnings=warnings)
+        return json_response(obj, warnings=warnings)
+
+    async def _patch(self, request: ApiRequest, target: Target) -> web.Response:
+        assert target.name is not None
+        namespace = self._namespace_for_write(target)
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type not in preparing.PATCH_TYPES:
+            raise errors.unsupported_media_type(content_type, preparing.PATCH_TYPES)
+        patch = await _read_patch(request, content_type)
+        warnings = _warnings()
+        existed = self.cluster.peek(target.rtype.storage_key, namespace, target.name) is not None
+        if target.subresource == "scale":
+            from kopf_sim.writes import patching
+
+            current = self.cluster.get(target.rtype, namespace, target.name)
+            scale = preparing.scale_of(target.rtype, current)
+            try:
+                if content_type == preparing.JSON_PATCH:
+                    scale = patching.apply_json_patch(scale, patch)
+                else:
+                    scale = patching.apply_merge_patch(scale, patch)
+            except patching.PatchError as exc:
+                raise errors.ApiError(exc.code, "BadRequest" if exc.code == 400 else "Invalid",
+                                      exc.message) from None
+            _check_scale(scale, target.name)
+            body = preparing.with_scale(target.rtype, current, scale)
+            obj = self.cluster.update(target.rtype, namespace, target.name, body, dry_run=_dry_run(request),
+                                      manager=_manager(request), subresource="scale")
+            return json_response(preparing.scale_of(target.rtype, obj))
+        obj = await admitted_writes.patch(self.cluster, self.admission, target.rtype, namespace, target.name, patch,
+                                    content_type, subresource=target.subresource, dry_run=_dry_run(request),
+                                    manager=_manager(request), force=_flag(request.query.get("force")),
+                                    field_validation=_field_validation(request), warnings=warnings)
+        return json_response(obj, 200 if existed else 201, warnings=warnings)
+
+    async def _delete(self, request: ApiRequest, target: Target) -> web.Response:
+        assert target.name is not None
+        namespace = self._namespace_for_write(target)
+        if target.subresource is not None:
+            raise errors.method_not_allowed()
+        options = await _read_delete_options(request)
+        dry_run = _dry_run(request) or options.get("dryRun") == ["All"]
+        warnings = _warnings()
+        result = await admitted_writes.delete(self.cluster, self.admission, target.rtype, namespace, target.name,
+                                              options, dry_run=dry_run, warnings=warnings)
+        return json_response(result, warnings=warnings)
+
+    async def _delete_collection(self, request: ApiRequest, target: Target) -> web.Response:
+        labels, fields = self._selectors(request, target)
+        options = await _read_delete_options(request)
+        result = self.cluster.delete_collection(target.rtype, target.namespace, labels=labels, fields=fields,
+                                                options=options, dry_run=_dry_run(request))
+        return json_response(result)
+
+    # -- Watching --------------------------------------------------------------------------------
+
+    def _watch(self, request: ApiRequest, target: Target) -> WatchStream:
+        query = request.query
+        labels, fields = self._selectors(request, target)
+        if target.name is not None:
+            fields = FieldSelector(fields.requirements + FieldSelector.parse(
+                f"metadata.name={target.name}", _GENERIC_FIELDS).requirements)
+        allow_bookmarks = _flag(query.get("allowWatchBookmarks"))
+        send_initial = _flag(query.get("sendInitialEvents"))
+        queries.check_list_options(query, watch=True)
+        timeout = queries.watch_timeout(query, self.options.default_watch_timeout)
+        subscription = self.cluster.watch(target.rtype, target.namespace, labels=labels, fields=fields,
+                                          resource_version=query.get("resourceVersion"),
+                                          send_initial_events=send_initial)
+        held = lagging.withholding.get()
+        if held is not None:  # withheld events (an injected fault): late, or coalesced per object
+            subscription.withhold(held)
+        if send_initial and allow_bookmarks and not subscription.closed:
+            subscription.push(self._bookmark(target.rtype, initial_end=True))
+        as_table = tables.wants_table(request.headers.get("Accept", ""))
+        return WatchStream(self._stream(subscription, target, allow_bookmarks=allow_bookmarks,
+                                        timeout=timeout,
+                                        as_table=as_table, include=query.get("includeObject", "Metadata")),
+                           subscription, content_type=tables.TABLE_CONTENT_TYPE if as_table else JSON)
+
+    def _bookmark(self, rtype: ResourceType, *, initial_end: bool = False) -> WatchEvent:
+        metadata: JsonDict = {"resourceVersion": str(self.cluster.rv)}
+        if initial_end:
+            metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return WatchEvent("BOOKMARK", {"kind": rtype.kind, "apiVersion": rtype.api_version,
+                                       "metadata": metadata}, self.cluster.rv)
+
+    async def _stream(self, subscription: Subscription, target: Target, *,
+                      allow_bookmarks: bool, timeout: float, as_table: bool,
+                      include: str) -> AsyncGenerator[bytes, None]:
+        """The watch events as they come, a chunk of lines at a time, until the timeout or the close."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        next_bookmark = loop.time() + self.options.bookmark_interval
+        first_table = True
+        while True:
+            chunk = bytearray()
+            while (event := subscription.pop()) is not None:
+                obj = event.obj
+                if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                    obj = self.cluster.present(obj, target.rtype)
+                    if as_table:
+                        obj = tables.table(target.rtype, [obj], self.cluster.clock(),
+                                           list_meta={"resourceVersion": meta(obj).get("resourceVersion", "")},
+                                           include=include, with_columns=first_table)
+                        first_table = False
+                chunk += dumps({"type": event.type, "object": obj})
+            if chunk:
+                yield bytes(chunk)
+                continue
+            if subscription.closed:
+                return
+            now = loop.time()
+            if now >= deadline:
+                return
+            if allow_bookmarks and now >= next_bookmark:
+                subscription.push(self._bookmark(target.rtype))
+                next_bookmark = now + self.options.bookmark_interval
+                continue
+            until = min(deadline, next_bookmark) if allow_bookmarks else deadline
+            await subscription.wait(min(max(0.0, until - now), _LONGEST_WAIT))
+
+
+class WatchStream:
+    """An opened watch: its chunks of event lines as they come; closed when the consumer is done."""
+
+    def __init__(self, chunks: AsyncGenerator[bytes, None], subscription: Subscription, *,
+                 content_type: str) -> None:
+        self.chunks = chunks
+        self.content_type = content_type
+        self._subscription = subscription
+
+    async def close(self) -> None:
+        self._subscription.close()
+        await self.chunks.aclose()
+
+    async def write_to(self, request: web.Request) -> web.StreamResponse:
+        """Stream it over HTTP (chunked), until it ends or the client goes away."""
+        response = web.StreamResponse(headers={"Content-Type": self.content_type, "Transfer-Encoding": "chunked"})
+        try:
+            await response.prepare(request)
+            async for chunk in self.chunks:
+                await response.write(chunk)
+        except (ConnectionResetError, ConnectionError):
+            pass
+        except Exception as exc:  # a bug of ours after the headers: the stream ends with an ERROR event
+            logger.exception(f"Internal error while streaming {request.method} {request.path_qs}")
+            status = errors.internal_error(exc, f"{request.method} {request.path}").to_status()
+            with contextlib.suppress(ConnectionError):
+                await response.write(dumps({"type": "ERROR", "object": status}))
+        finally:
+            await self.close()
+        return response
+
+
+API_KEY = web.AppKey("kopf_sim.api", ApiServer)
+
+
+def _encoded_discovery(catalogue: Catalogue, types: tuple[ResourceType, ...] | None, path: tuple[str, ...], *,
+                       aggregated_form: bool) -> bytes:
+    """A discovery document as sent, shared by the clusters that serve the same resources (fresh ones do).
+
+    ``types``: the catalogue's :func:`~.discovery.shareable` key (None if it cannot be shared).
+    A 404 if there is none at the path: errors are not cached, so made-up paths evict no documents.
+    """
+    if types is None:
+        return _encode_discovery(catalogue, path, aggregated_form)
+    return _shared_discovery(types, path, aggregated_form)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_discovery(types: tuple[ResourceType, ...], path: tuple[str, ...], aggregated_form: bool) -> bytes:
+    return _encode_discovery(Catalogue(types), path, aggregated_form)
+
+
+def _encode_discovery(catalogue: Catalogue, path: tuple[str, ...], aggregated_form: bool) -> bytes:
+    doc = discovery.document(catalogue, path, aggregated_form=aggregated_form)
+    if doc is None:
+        raise errors.page_not_found()
+    return dumps(doc)
+
+
+def openapi_kind(rtype: ResourceType) -> openapi.ServedKind:
+    from kopf_sim.writes import mergekeys
+
+    strategies: dict[tuple[str, ...], tuple[str | None, str]] = {}
+    if not rtype.custom:
+        for path, strategy in mergekeys.list_strategies(rtype.kind_key).items():
+            strategies[path] = (strategy.merge_key, strategy.strategy)
+    return openapi.ServedKind(group=rtype.group, version=rtype.version, kind=rtype.kind, plural=rtype.plural,
+                              namespaced=rtype.namespaced, schema=rtype.schema, list_strategies=strategies,
+                              subresources=tuple(sorted(rtype.subresources)))
+
+
+# -- Request parsing -------------------------------------------------------------------------------
+
+def _warnings() -> list[str]:
+    """The warnings of this request (a list shared by its handlers, sent as ``Warning`` headers)."""
+    return _request_warnings.get()
+
+
+def _flag(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "1")
+
+
+def _dry_run(request: ApiRequest) -> bool:
+    values = request.query.getall("dryRun", [])
+    for value in values:
+        if value != "All":
+            raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return bool(values)
+
+
+def _field_validation(request: ApiRequest) -> str:
+    value = request.query.get("fieldValidation", "")
+    if value and value not in ("Ignore", "Warn", "Strict"):
+        raise errors.bad_request(f'fieldValidation: Unsupported value: "{value}": supported values: '
+                                 '"Ignore", "Strict", "Warn"')
+    return value
+
+
+def _manager(request: ApiRequest) -> str:
+    """The field manager: explicit, or the client's user agent up to the first slash (as the apiserver)."""
+    manager = request.query.get("fieldManager")
+    if manager:
+        if len(manager) > 128:
+            raise errors.bad_request("fieldManager: Too long: may not be more than 128 bytes")
+        return manager
+    agent = request.headers.get("User-Agent", "unknown")
+    return agent.split("/")[0][:128] or "unknown"
+
+
+async def _read_body(request: ApiRequest) -> bytes:
+    if request.content_length is not None and request.content_length > REQUEST_BODY_LIMIT:
+        raise errors.request_too_large(REQUEST_BODY_LIMIT)
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise errors.request_too_large(REQUEST_BODY_LIMIT) from None
+    except (web.HTTPException, ValueError, EOFError, ConnectionError, RequestPayloadError) as exc:
+        raise errors.bad_request(f"the request body cannot be read: {_last_line(exc)}") from None
+    if len(body) > REQUEST_BODY_LIMIT:
+        raise errors.request_too_large(REQUEST_BODY_LIMIT)
+    return body
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[-1].strip() if lines else type(exc).__name__
+
+
+def _summary(raw: bytes, length: int = 30) -> str:
+    """The start of a body, as the apiserver quotes it in decoding errors: as text if JSON, else in hex."""
+    if not raw:
+        return "<empty>"
+    part, more = raw[:length], " ..." if len(raw) > length else ""
+    if raw[:1] == b"{":
+        return part.decode("utf-8", "replace") + more
+    return part.hex() + more
+
+
+async def _read_object(request: ApiRequest, rtype: ResourceType) -> Any:
+    raw = await _read_body(request)
+    content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip() or JSON
+    if content_type in ("application/yaml", "application/x-yaml"):
+        try:
+            return parse_yaml(raw)
+        except bodies.BodyError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc.message}") from None
+    if content_type == "application/vnd.kubernetes.protobuf":
+        from kopf_sim.http import protobuf
+
+        if rtype.custom:  # custom resources have no protobuf encoding, as in the apiserver
+            raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"])
+        try:
+            decoded = protobuf.decode_object(raw)
+        except protobuf.UnknownKindError:
+            raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"]) from None
+        except protobuf.ProtobufError as exc:
+            raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
+                                     f"{exc.message}") from None
+        try:
+            bodies.check_depth(decoded)
+        except bodies.BodyError as exc:
+            raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
+                                     f"{exc.message}") from None
+        return bodies.valid_strings(decoded)
+    if content_type not in (JSON, "*/*"):
+        raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"])
+    try:
+        return bodies.parse_json(raw)
+    except bodies.BodyError as exc:
+        raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
+                                 f"couldn't get version/kind; json parse error: {exc.message} "
+                                 f"({_summary(raw)})") from None
+
+
+async def _read_patch(request: ApiRequest, content_type: str) -> Any:
+    raw = await _read_body(request)
+    if content_type == preparing.APPLY_PATCH:
+        if raw.lstrip()[:1] == b"{":  # JSON (as kubectl sends it) is YAML too, but parses faster as JSON
+            with contextlib.suppress(bodies.BodyError):
+                return bodies.parse_json(raw)
+        try:
+            return parse_yaml(raw)
+        except bodies.BodyError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc.message}") from None
+    try:
+        return bodies.parse_json(raw)
+    except bodies.BodyError as exc:
+        raise errors.bad_request(f"error decoding patch: {exc.message}") from None
+
+
+def _check_scale(scale: Any, name: str) -> None:
+    """A ``Scale`` must decode, and ask for a non-negative number of replicas (422 ``Scale.autoscaling``)."""
+    typecheck.check_scale(scale)
+    causes = validation.replicas_causes((scale.get("spec") or {}).get("replicas"), "spec.replicas")
+    if causes:
+        raise errors.invalid("Scale", "autoscaling", name, causes)
+
+
+async def _read_delete_options(request: ApiRequest) -> Mapping[str, Any]:
+    raw = await _read_body(request)
+    options: dict[str, Any] = {}
+    if raw.strip():
+        try:
+            parsed = bodies.parse_json(raw)
+        except bodies.BodyError as exc:
+            raise errors.bad_request(f"error decoding DeleteOptions: {exc.message}") from None
+        if not isinstance(parsed, dict):
+            raise errors.bad_request(f"json: cannot unmarshal {gotypes.json_kind(parsed)} into Go value of type "
+                                     "v1.DeleteOptions")
+        typecheck.check_delete_options(parsed)
+        options.update({key: value for key, value in parsed.items() if value is not None})
+    if "propagationPolicy" in request.query:
+        options["propagationPolicy"] = request.query["propagationPolicy"]
+    if "gracePeriodSeconds" in request.query:
+        options["gracePeriodSeconds"] = queries.integer(request.query, "gracePeriodSeconds")
+    if "orphanDependents" in request.query:
+        options["orphanDependents"] = _flag(request.query["orphanDependents"])
+    return options

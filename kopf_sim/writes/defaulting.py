@@ -1,0 +1,100 @@
+"""The apiserver's defaults of the workload kinds' specs, filled in on every create and update.
+
+Clients read them back: ``kubectl rollout status`` refuses a StatefulSet or DaemonSet whose
+``updateStrategy`` is not (defaulted to) RollingUpdate, and operators read ``spec.replicas`` or
+``spec.strategy`` of objects created without them. Only the workload specs' own fields are
+defaulted here; pod templates are stored as given.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kopf_sim.kube.objects import JsonDict
+from kopf_sim.kube.resources import ResourceType
+
+__all__ = ["apply_defaults"]
+
+
+def _spec(obj: JsonDict) -> JsonDict | None:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else None
+
+
+def _set(mapping: JsonDict, key: str, value: Any) -> JsonDict:
+    """The nested mapping at ``key`` (created if absent; left alone if it is not a mapping)."""
+    current = mapping.setdefault(key, value)
+    return current if isinstance(current, dict) else {}
+
+
+def _deployment(spec: JsonDict) -> None:
+    spec.setdefault("replicas", 1)
+    strategy = _set(spec, "strategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy.get("type") == "RollingUpdate":
+        rolling = _set(strategy, "rollingUpdate", {})
+        rolling.setdefault("maxSurge", "25%")
+        rolling.setdefault("maxUnavailable", "25%")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+
+
+def _replica_set(spec: JsonDict) -> None:
+    spec.setdefault("replicas", 1)
+
+
+def _stateful_set(spec: JsonDict) -> None:
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    strategy = _set(spec, "updateStrategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy.get("type") == "RollingUpdate":
+        _set(strategy, "rollingUpdate", {}).setdefault("partition", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+    retention = _set(spec, "persistentVolumeClaimRetentionPolicy", {})
+    retention.setdefault("whenDeleted", "Retain")
+    retention.setdefault("whenScaled", "Retain")
+
+
+def _daemon_set(spec: JsonDict) -> None:
+    strategy = _set(spec, "updateStrategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy.get("type") == "RollingUpdate":
+        rolling = _set(strategy, "rollingUpdate", {})
+        rolling.setdefault("maxUnavailable", 1)
+        rolling.setdefault("maxSurge", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+
+
+def _job(spec: JsonDict) -> None:
+    if "completions" not in spec and "parallelism" not in spec:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+
+
+def _cron_job(spec: JsonDict) -> None:
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+
+
+_DEFAULTERS = {
+    ("apps", "deployments"): _deployment,
+    ("apps", "replicasets"): _replica_set,
+    ("apps", "statefulsets"): _stateful_set,
+    ("apps", "daemonsets"): _daemon_set,
+    ("batch", "jobs"): _job,
+    ("batch", "cronjobs"): _cron_job,
+}
+
+
+def apply_defaults(rtype: ResourceType, obj: JsonDict) -> None:
+    """Fill in the defaults of a built-in workload's spec, in place (the caller's own copy)."""
+    defaulter = _DEFAULTERS.get(rtype.storage_key)
+    spec = _spec(obj)
+    if defaulter is not None and spec is not None:
+        defaulter(spec)

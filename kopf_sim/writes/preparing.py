@@ -1,0 +1,561 @@
+"""How a write request becomes the next stored state: the apiserver's create/update/patch rules.
+
+These functions compute and validate the new object; they never store it. The store commits
+the result (:meth:`kopf_sim.store.cluster.Cluster.replace`), so dry runs reuse the very same path.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
+
+from kopf_sim.kube import crds, errors
+from kopf_sim.kube.objects import JsonDict, clone, compact_json, meta, name_problems, resolve_path
+from kopf_sim.kube.resources import ResourceType, StorageKey
+from kopf_sim.timing.clock import UidFactory
+from kopf_sim.writes import applying, defaulting, patching, schemas, typecheck, validation
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH, STRATEGIC_PATCH)
+OBJECT_SIZE_LIMIT = 1_572_864  # etcd's request size limit, which bounds a stored object
+
+_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                  "generation", "resourceVersion", "selfLink")
+_LABEL_NAMED = frozenset({("", "namespaces"), ("", "services")})
+_CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+
+class StoreView(Protocol):
+    """
+    What the write rules read of the store, which passes itself in: its objects, its clock and its uids.
+
+    The rules never write, so they know the store by these reads only (the store imports them, not back).
+    """
+
+    @property
+    def uids(self) -> UidFactory: ...
+
+    def now(self) -> str: ...
+
+    def peek(self, key: StorageKey, namespace: str | None, name: str) -> JsonDict | None: ...
+
+    def objects(self, key: StorageKey, namespace: str | None = None) -> Iterator[JsonDict]: ...
+
+    def present(self, obj: JsonDict, rtype: ResourceType) -> JsonDict: ...
+
+
+def same_content(old: JsonDict, new: JsonDict) -> bool:
+    """Whether a write changes nothing but bookkeeping: then the apiserver stores nothing."""
+    if old.keys() != new.keys():
+        return False
+    for key, value in new.items():
+        if key == "metadata":
+            old_meta, new_meta = dict(old["metadata"]), dict(value)
+            for ignored in ("resourceVersion", "managedFields"):
+                old_meta.pop(ignored, None)
+                new_meta.pop(ignored, None)
+            if old_meta != new_meta:
+                return False
+        elif old[key] != value:
+            return False
+    return True
+
+
+def held(rtype: ResourceType, obj: JsonDict) -> bool:
+    """Whether finalizers still hold an object (namespaces also have finalizers in their spec; pods a grace period)."""
+    if meta(obj).get("finalizers") or meta(obj).get("deletionGracePeriodSeconds"):
+        return True
+    return rtype.storage_key == ("", "namespaces") and bool((obj.get("spec") or {}).get("finalizers"))
+
+
+def _require_mapping(body: Any) -> JsonDict:
+    if not isinstance(body, dict):
+        raise errors.bad_request(f"the object provided is unrecognized: expected an object, "
+                                 f"got {type(body).__name__}")
+    return body
+
+
+def _decoded(rtype: ResourceType, obj: JsonDict, *, patched: bool = False) -> JsonDict:
+    """The object (a private copy) decoded as the kind's Go type would: a 400 if a value has the wrong type.
+
+    Nulls in the type and object metadata are dropped, as Go decodes them into omitted zero values.
+    """
+    typecheck.check_object(rtype, obj, patched=patched)
+    for field in ("apiVersion", "kind"):
+        if field in obj and obj[field] is None:
+            del obj[field]
+    metadata = obj.get("metadata")
+    if metadata is None:
+        obj["metadata"] = {}
+    elif None in metadata.values():
+        for key in [key for key, value in metadata.items() if value is None]:
+            del metadata[key]
+    return obj
+
+
+def _check_identity(rtype: ResourceType, body: JsonDict) -> None:
+    """The body's apiVersion and kind must be the URL's (missing ones are taken from the URL)."""
+    api_version = body.setdefault("apiVersion", rtype.api_version)
+    kind = body.setdefault("kind", rtype.kind)
+    if api_version != rtype.api_version:
+        group = api_version.rpartition("/")[0] if "/" in api_version else ""
+        if group != rtype.group or kind != rtype.kind:
+            raise errors.bad_request(f"the API version in the data ({api_version}) does not match the "
+                                     f"expected API version ({rtype.api_version})")
+        body["apiVersion"] = rtype.api_version
+    if kind != rtype.kind:
+        raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
+                                 f"({rtype.kind})")
+
+
+def _check_namespace(rtype: ResourceType, body: JsonDict, namespace: str | None) -> None:
+    metadata = body.setdefault("metadata", {})
+    if rtype.namespaced:
+        given = metadata.get("namespace")
+        if given and given != namespace:
+            raise errors.bad_request("the namespace of the provided object does not match the namespace "
+                                     "sent on the request")
+        metadata["namespace"] = namespace
+    else:
+        metadata.pop("namespace", None)
+
+
+def _apply_schema(cluster: StoreView, rtype: ResourceType, obj: JsonDict, *, field_validation: str,
+                  warnings: list[str] | None) -> JsonDict:
+    """Prune, default and validate a custom resource against its CRD's structural schema."""
+    if rtype.schema is None:
+        return obj
+    obj, unknown = schemas.prune_and_default(obj, rtype.schema)
+    if unknown and field_validation == "Strict":
+        raise errors.bad_request(schemas.strict_decoding_message(rtype.kind, rtype.version, unknown))
+    if unknown and field_validation != "Ignore" and warnings is not None:
+        warnings.extend(schemas.unknown_field_warning(path) for path in unknown)
+    causes = schemas.validate(obj, rtype.schema)
+    if causes:
+        name = meta(obj).get("name", "")
+        raise errors.invalid(rtype.kind, rtype.group, name, [c.as_status_cause() for c in causes])
+    return obj
+
+
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
+
+
+def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> None:
+    metadata = obj["metadata"]
+    for field in _OMITTED_WHEN_EMPTY:  # ObjectMeta omits empty collections on the wire
+        if field in metadata and not metadata[field]:
+            del metadata[field]
+    causes = validation.causes(rtype, obj, old)
+    if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):
+        causes.extend(crds.crd_problems(obj, old))
+    if causes:
+        raise errors.invalid(rtype.kind, rtype.group, metadata.get("name", ""), causes)
+    size = len(compact_json(obj).encode())
+    if size > OBJECT_SIZE_LIMIT:
+        raise errors.ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
+
+
+def _generate_name(cluster: StoreView, prefix: str) -> str:
+    """``prefix`` plus five characters from the apiserver's alphabet, derived from the uid generator."""
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    seed = int(cluster.uids().replace("-", ""), 16)
+    suffix = ""
+    for _ in range(5):
+        seed, index = divmod(seed, len(alphabet))
+        suffix += alphabet[index]
+    return prefix[:58] + suffix
+
+
+GENERATE_NAME_ATTEMPTS = 8  # as the apiserver retries a generated name that is taken (Kubernetes 1.31+)
+
+
+def _unused_name(cluster: StoreView, rtype: ResourceType, namespace: str | None, prefix: str) -> str:
+    """A generated name not taken yet, in a few attempts; the last one is returned anyway (and conflicts)."""
+    name = _generate_name(cluster, prefix)
+    for _ in range(GENERATE_NAME_ATTEMPTS - 1):
+        if cluster.peek(rtype.storage_key, namespace if rtype.namespaced else None, name) is None:
+            break
+        name = _generate_name(cluster, prefix)
+    return name
+
+
+def prepare_create(cluster: StoreView, rtype: ResourceType, namespace: str | None, body: Any, *,
+                   field_validation: str = "", warnings: list[str] | None = None,
+                   manager: str | None = None) -> JsonDict:
+    """The object as it would be stored on creation (without a resourceVersion yet)."""
+    obj = _decoded(rtype, clone(_require_mapping(body)))
+    _check_identity(rtype, obj)
+    _check_namespace(rtype, obj, namespace)
+    metadata = obj["metadata"]
+    if metadata.get("resourceVersion"):
+        raise errors.ApiError(500, "InternalError", "resourceVersion should not be set on objects to be created")
+    if not metadata.get("name") and metadata.get("generateName"):
+        metadata["name"] = _unused_name(cluster, rtype, namespace, metadata["generateName"])
+    name = metadata.get("name", "")
+    if not name:
+        raise errors.invalid(rtype.kind, rtype.group, "", [{
+            "reason": "FieldValueRequired", "field": "metadata.name",
+            "message": "Required value: name or generateName is required"}])
+    problems = name_problems(name, label=rtype.storage_key in _LABEL_NAMED)
+    if problems:
+        raise errors.invalid(rtype.kind, rtype.group, name, [
+            validation.invalid("metadata.name", name, problem) for problem in problems])
+    if rtype.namespaced:
+        _check_namespace_writable(cluster, rtype, namespace or "", name)
+    lifecycle_check_creatable(cluster, rtype)
+    for field in _SERVER_FIELDS:
+        metadata.pop(field, None)
+    metadata["uid"] = cluster.uids()
+    metadata["creationTimestamp"] = cluster.now()
+    if rtype.has_generation:
+        metadata["generation"] = 1
+    if rtype.has_status and rtype.custom:
+        obj.pop("status", None)
+    _initial_state(cluster, rtype, obj)
+    obj = _apply_schema(cluster, rtype, obj, field_validation=field_validation, warnings=warnings)
+    _validate_common(cluster, rtype, obj)
+    if manager:
+        obj = applying.track_update(None, obj, manager=manager, kind_key=_kind_key(rtype),
+                                    api_version=rtype.api_version, now=cluster.now())
+    return obj
+
+
+def prepare_apply_create(cluster: StoreView, rtype: ResourceType, namespace: str | None, name: str, patch: Any,
+                         *, manager: str | None, field_validation: str = "",
+                         warnings: list[str] | None = None) -> JsonDict:
+    """Server-side apply on a missing object creates it from the applied configuration."""
+    applied = _parse_apply(rtype, patch, name, manager)
+    body = applying.server_side_apply(None, applied, manager=manager or "", force=False,
+                                      kind_key=_kind_key(rtype), api_version=rtype.api_version,
+                                      now=cluster.now())
+    return prepare_create(cluster, rtype, namespace, body, field_validation=field_validation,
+                          warnings=warnings, manager=None)
+
+
+def prepare_update(cluster: StoreView, rtype: ResourceType, old: JsonDict, body: Any, *,
+                   subresource: str | None = None, manager: str | None = None, field_validation: str = "",
+                   warnings: list[str] | None = None, track: bool = True, copied: bool = False,
+                   patched: bool = False) -> JsonDict:
+    """The object as it would be stored after a PUT (or a patch, which ends as one).
+
+    The body is copied before it is changed, unless the caller says it is a private copy already.
+    """
+    given = _require_mapping(body) if copied else clone(_require_mapping(body))
+    _decoded(rtype, given, patched=patched)
+    _check_identity(rtype, given)
+    old_meta = meta(old)
+    metadata = given.setdefault("metadata", {})
+    name = old_meta["name"]
+    if metadata.get("name", name) != name:
+        raise errors.bad_request(f"the name of the object ({metadata.get('name')}) does not match the name "
+                                 f"on the URL ({name})")
+    if rtype.namespaced and metadata.get("namespace", old_meta.get("namespace")) != old_meta.get("namespace"):
+        raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
+                                 "on the request")
+    given_rv = metadata.get("resourceVersion")
+    if given_rv:
+        if str(given_rv) != old_meta.get("resourceVersion"):
+            raise errors.conflict(rtype.plural, rtype.group, name)
+    elif not rtype.unconditional_update:
+        raise errors.invalid(rtype.kind, rtype.group, name, [{
+            "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+            "message": "Invalid value: 0x0: must be specified for an update"}])
+    if (given_uid := metadata.get("uid")) and given_uid != old_meta["uid"]:
+        raise errors.precondition_failed(rtype.plural, rtype.group, name,
+                                         f"UID in precondition: {given_uid}, UID in object meta: "
+                                         f"{old_meta['uid']}")
+
+    # The schema's pruning copies the whole object: until then, the old one's parts need no copies of their own.
+    pruned = rtype.schema is not None
+    if subresource == "status":
+        new = dict(old) if pruned else clone(old)
+        if "status" in given:
+            new["status"] = given["status"]
+        else:
+            new.pop("status", None)
+    else:
+        new = given
+        if rtype.has_status:
+            if "status" in old:
+                new["status"] = old["status"] if pruned else clone(old["status"])
+            else:
+                new.pop("status", None)
+        new_meta = new["metadata"]
+        for field in _SERVER_FIELDS:
+            new_meta.pop(field, None)
+            if field in old_meta:
+                new_meta[field] = old_meta[field]
+        new_meta["name"] = name
+        if rtype.namespaced:
+            new_meta["namespace"] = old_meta["namespace"]
+        else:
+            new_meta.pop("namespace", None)
+        if "managedFields" in old_meta and "managedFields" not in metadata:
+            new_meta["managedFields"] = old_meta["managedFields"]
+        _check_finalizers(rtype, old_meta, new_meta)
+    _keep_initial_state(rtype, old, new)
+    new = _apply_schema(cluster, rtype, new, field_validation=field_validation, warnings=warnings)
+    if rtype.has_generation and _spec_changed(rtype, old, new):
+        new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
+    _validate_common(cluster, rtype, new, old)
+    if (rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions") and subresource is None
+            and not new["metadata"].get("deletionTimestamp")):
+        conflict = crds.name_conflict(new, cluster.objects(_CRDS))
+        new["status"] = {**(new.get("status") or {}), **crds.established_status(new, cluster.now(), conflict)}
+    if manager and track and not same_content(old, new):
+        new = applying.track_update(old, new, manager=manager, kind_key=_kind_key(rtype),
+                                    api_version=rtype.api_version, now=cluster.now(), subresource=subresource)
+    return new
+
+
+def prepare_patch(cluster: StoreView, rtype: ResourceType, old: JsonDict, patch: Any, content_type: str, *,
+                  subresource: str | None = None, manager: str | None = None, force: bool = False,
+                  field_validation: str = "", warnings: list[str] | None = None) -> JsonDict:
+    current = cluster.present(old, rtype)
+    try:
+        if content_type == JSON_PATCH:
+            patched = patching.apply_json_patch(current, patch)
+        elif content_type == MERGE_PATCH:
+            patched = patching.apply_merge_patch(current, patch)
+        elif content_type == STRATEGIC_PATCH:
+            if rtype.custom:
+                raise errors.unsupported_media_type(content_type, PATCH_TYPES[:3])
+            patched = patching.apply_strategic_merge_patch(current, patch, _kind_key(rtype))
+        elif content_type == APPLY_PATCH:
+            applied = _parse_apply(rtype, patch, meta(old)["name"], manager)
+            try:
+                patched = applying.server_side_apply(current, applied, manager=manager or "", force=force,
+                                                     kind_key=_kind_key(rtype), api_version=rtype.api_version,
+                                                     now=cluster.now())
+            except applying.ApplyConflictError as exc:
+                raise errors.ApiError(409, "Conflict", exc.message, details={
+                    "causes": [{"reason": "FieldManagerConflict", "message": f'conflict with "{m}"',
+                                "field": f} for m, f in exc.conflicts]}) from None
+            return prepare_update(cluster, rtype, old, patched, subresource=subresource, manager=manager,
+                                  field_validation=field_validation, warnings=warnings, track=False,
+                                  patched=True)
+        else:
+            raise errors.unsupported_media_type(content_type, PATCH_TYPES)
+    except patching.PatchError as exc:
+        if exc.code == 400:
+            raise errors.bad_request(exc.message) from None
+        raise errors.ApiError(exc.code, "Invalid" if exc.code == 422 else "BadRequest", exc.message) from None
+    if not isinstance(patched, dict):
+        raise errors.bad_request("the patch produced something other than an object")
+    # A merge patch's result shares nothing with the old object or the patch: it need not be copied again.
+    return prepare_update(cluster, rtype, old, patched, subresource=subresource, manager=manager,
+                          field_validation=field_validation, warnings=warnings,
+                          copied=content_type == MERGE_PATCH, patched=True)
+
+
+def _parse_apply(rtype: ResourceType, patch: Any, name: str, manager: str | None) -> JsonDict:
+    if not manager:
+        raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
+    if not isinstance(patch, dict):
+        raise errors.bad_request("error decoding YAML: the applied configuration must be an object")
+    applied: JsonDict = _decoded(rtype, clone(patch), patched=True)
+    if not applied.get("apiVersion") or not applied.get("kind"):
+        raise errors.bad_request("invalid object type: /, Kind=")
+    _check_identity(rtype, applied)
+    given_name = meta(applied).get("name")
+    if given_name and given_name != name:
+        raise errors.bad_request(f"the name of the object ({given_name}) does not match the name on the URL "
+                                 f"({name})")
+    applied.setdefault("metadata", {})["name"] = name
+    return applied
+
+
+def _kind_key(rtype: ResourceType) -> str | None:
+    return None if rtype.custom else rtype.kind_key
+
+
+def _spec_changed(rtype: ResourceType, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    ignored = {"metadata", "status"} if rtype.has_status else {"metadata"}
+    keys = (set(old) | set(new)) - ignored - {"apiVersion", "kind"}
+    return any(old.get(key) != new.get(key) for key in keys)
+
+
+def _check_finalizers(rtype: ResourceType, old_meta: JsonDict, new_meta: JsonDict) -> None:
+    if not old_meta.get("deletionTimestamp"):
+        return
+    added = [f for f in new_meta.get("finalizers") or () if f not in (old_meta.get("finalizers") or ())]
+    if added:
+        listed = ", ".join(json.dumps(f) for f in added)
+        raise errors.invalid(rtype.kind, rtype.group, old_meta["name"], [{
+            "reason": "FieldValueForbidden", "field": "metadata.finalizers",
+            "message": "Forbidden: no new finalizers can be added if the object is being deleted, "
+                       f"found new finalizers []string{{{listed}}}"}])
+
+
+def _check_namespace_writable(cluster: StoreView, rtype: ResourceType, namespace: str, name: str) -> None:
+    ns = cluster.peek(("", "namespaces"), None, namespace)
+    if ns is None:
+        raise errors.not_found("namespaces", "", namespace)
+    if meta(ns).get("deletionTimestamp"):
+        raise errors.forbidden(rtype.plural, rtype.group, name,
+                               f"unable to create new content in namespace {namespace} because it is being "
+                               "terminated")
+
+
+def lifecycle_check_creatable(cluster: StoreView, rtype: ResourceType) -> None:
+    """Instances of a CRD that is being deleted cannot be created."""
+    if not rtype.custom:
+        return
+    crd = cluster.peek(("apiextensions.k8s.io", "customresourcedefinitions"), None,
+                       f"{rtype.plural}.{rtype.group}")
+    if crd is not None and meta(crd).get("deletionTimestamp"):
+        raise errors.ApiError(405, "MethodNotAllowed",
+                              "create not allowed while custom resource definition is terminating")
+
+
+def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> None:
+    """What a built-in's creation strategy fills in (phases, namespace finalizers, CRD conditions)."""
+    defaulting.apply_defaults(rtype, obj)
+    key = rtype.storage_key
+    if key == ("", "secrets"):
+        _fold_string_data(obj)
+    if key == ("", "namespaces"):
+        obj["spec"] = {"finalizers": ["kubernetes"], **(obj.get("spec") or {})}
+        obj["status"] = {"phase": "Active"}
+        _label_namespace_name(obj)
+    elif key == ("", "pods"):
+        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    elif key in {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"),
+                 ("apps", "daemonsets"), ("batch", "jobs"), ("batch", "cronjobs")}:
+        obj["status"] = {}
+    elif key == ("apiextensions.k8s.io", "customresourcedefinitions"):
+        finalizers = obj["metadata"].setdefault("finalizers", [])
+        if crds.CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(crds.CLEANUP_FINALIZER)
+        if not crds.crd_problems(obj):
+            conflict = crds.name_conflict(obj, cluster.objects(_CRDS))
+            obj["status"] = crds.established_status(obj, cluster.now(), conflict)
+    elif key == ("", "secrets"):
+        obj.setdefault("type", "Opaque")
+    elif key == ("", "services"):
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        if spec["type"] != "ExternalName":
+            spec.setdefault("clusterIP", _cluster_ip(cluster))
+            spec.setdefault("clusterIPs", [spec["clusterIP"]])
+        spec.setdefault("sessionAffinity", "None")
+        for port in spec.get("ports") or ():
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+                port.setdefault("targetPort", port.get("port"))
+
+
+def _label_namespace_name(obj: JsonDict) -> None:
+    """The apiserver (1.22+) labels every namespace with its name, and restores the label on updates."""
+    metadata = obj["metadata"]
+    metadata["labels"] = {**(metadata.get("labels") or {}), "kubernetes.io/metadata.name": metadata["name"]}
+
+
+def _fold_string_data(obj: JsonDict) -> None:
+    """A secret's write-only ``stringData`` is merged into ``data`` (base64, overriding it), never stored."""
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        encoded = {key: base64.b64encode(str(value).encode()).decode() for key, value in string_data.items()}
+        obj["data"] = {**(obj.get("data") or {}), **encoded}
+
+
+def _keep_initial_state(rtype: ResourceType, old: JsonDict, new: JsonDict) -> None:
+    """Fields that a built-in's update strategy keeps from the old object (and the defaults of the new one)."""
+    defaulting.apply_defaults(rtype, new)
+    if rtype.storage_key == ("", "secrets"):
+        _fold_string_data(new)
+    if rtype.storage_key == ("", "namespaces"):
+        new["spec"] = clone(old.get("spec") or {})
+        if "status" not in new:
+            new["status"] = clone(old.get("status") or {})
+        _label_namespace_name(new)
+    elif rtype.storage_key == ("", "services"):
+        spec = new.setdefault("spec", {})
+        for field in ("clusterIP", "clusterIPs"):
+            if field in (old.get("spec") or {}):
+                spec.setdefault(field, old["spec"][field])
+
+
+def _cluster_ip(cluster: StoreView) -> str:
+    taken = {(obj.get("spec") or {}).get("clusterIP") for obj in cluster.objects(("", "services"))}
+    for index in range(1, 65_000):
+        candidate = f"10.96.{index // 250}.{index % 250 + 1}"
+        if candidate not in taken:
+            return candidate
+    raise errors.ApiError(500, "InternalError", "failed to allocate a serviceIP: range is full")
+
+
+def scale_of(rtype: ResourceType, obj: JsonDict) -> JsonDict:
+    """The ``autoscaling/v1 Scale`` view of an object with a scale subresource."""
+    assert rtype.scale is not None
+    metadata = meta(obj)
+    scale: JsonDict = {
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {k: metadata[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                              "creationTimestamp") if k in metadata},
+        "spec": {"replicas": resolve_path(obj, rtype.scale.spec_replicas) or 0},
+        "status": {"replicas": resolve_path(obj, rtype.scale.status_replicas) or 0},
+    }
+    if rtype.scale.label_selector:
+        selector = resolve_path(obj, rtype.scale.label_selector)
+        if isinstance(selector, dict):
+            from kopf_sim.kube.selectors import LabelSelector
+
+            scale["status"]["selector"] = str(LabelSelector.from_spec(selector))
+        elif isinstance(selector, str):
+            scale["status"]["selector"] = selector
+    return scale
+
+
+def with_scale(rtype: ResourceType, obj: JsonDict, scale: Any) -> JsonDict:
+    """The object with its replicas set from a ``Scale`` body (the rest of the Scale is ignored)."""
+    assert rtype.scale is not None
+    replicas = (scale.get("spec") or {}).get("replicas") or 0 if isinstance(scale, dict) else None
+    if not isinstance(replicas, int):
+        raise errors.bad_request("the body must be an autoscaling/v1 Scale with an integer spec.replicas")
+    new: JsonDict = clone(obj)
+    from kopf_sim.kube.objects import assign_path
+
+    assign_path(new, rtype.scale.spec_replicas, replicas)
+    rv = meta(scale).get("resourceVersion")
+    if rv:
+        new["metadata"]["resourceVersion"] = rv
+    return new
+
+
+def after_mutation(cluster: StoreView, rtype: ResourceType, before: JsonDict, mutated: JsonDict,
+                   old: JsonDict | None, *, subresource: str | None = None) -> JsonDict:
+    """Re-apply the server's rules to what mutating webhooks returned, as the apiserver does after them.
+
+    Webhooks cannot change identity or server-managed fields, nor the status through the main
+    resource; unknown fields they add are pruned, defaults are applied and the schema is checked again.
+    """
+    result: JsonDict = clone(mutated)
+    result["apiVersion"], result["kind"] = before["apiVersion"], before["kind"]
+    metadata = result.setdefault("metadata", {})
+    before_meta = before["metadata"]
+    for field in (*_SERVER_FIELDS, "name", "namespace", "managedFields"):
+        metadata.pop(field, None)
+        if field in before_meta:
+            metadata[field] = before_meta[field]
+    if rtype.has_status and subresource is None:
+        if "status" in before:
+            result["status"] = clone(before["status"])
+        else:
+            result.pop("status", None)
+    if old is not None:
+        _check_finalizers(rtype, meta(old), metadata)
+    _decoded(rtype, result, patched=True)
+    result = _apply_schema(cluster, rtype, result, field_validation="Ignore", warnings=None)
+    if rtype.has_generation:
+        if old is None:
+            metadata["generation"] = 1
+        else:
+            bump = 1 if _spec_changed(rtype, old, result) else 0
+            metadata["generation"] = int(meta(old).get("generation", 1)) + bump
+    _validate_common(cluster, rtype, result, old)
+    return result

@@ -1,0 +1,304 @@
+"""The apiserver's validation of objects that decoded well: its 422 ``Invalid`` field causes, in its words.
+
+Metadata is validated for every kind (labels, annotations, finalizers, owner references); built-in
+kinds have their own rules on top (config keys, immutable ConfigMaps and Secrets, replicas, ports,
+containers, leases, events). Custom resources are validated against their CRD's schema elsewhere
+(:mod:`kopf_sim.writes.schemas`). Values are already of the right types here (:mod:`kopf_sim.writes.typecheck`).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from kopf_sim.kube import objects
+from kopf_sim.kube.objects import JsonDict
+from kopf_sim.kube.resources import ResourceType
+
+Cause = dict[str, str]
+
+ANNOTATIONS_SIZE_LIMIT = 262_144
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_CONFIG_KEY_MESSAGE = ("a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+                       "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+                       "'[-._a-zA-Z0-9]+')")
+_IANA_SVC_NAME = re.compile(r"^[-a-z0-9]*[a-z][-a-z0-9]*$")
+_PORT_RANGE = "must be between 1 and 65535, inclusive"
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")})
+_TEMPLATED = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"),
+                        ("apps", "DaemonSet"), ("batch", "Job")})
+# The groups whose kinds validate their metadata with the core rules (not apiextensions, webhooks, CRs).
+_CORE_VALIDATED = frozenset({"", "apps", "batch", "coordination.k8s.io", "events.k8s.io",
+                             "rbac.authorization.k8s.io"})
+_IMMUTABLE_WHEN_SET = "field is immutable when `immutable` is set"
+
+
+@functools.lru_cache(maxsize=4096)
+def qualified_name_problems(key: str) -> tuple[str, ...]:
+    """:func:`kopf_sim.kube.objects.qualified_name_problems`, remembered: the same keys come again and again."""
+    return tuple(objects.qualified_name_problems(key))
+
+
+@functools.lru_cache(maxsize=4096)
+def label_value_problems(value: str) -> tuple[str, ...]:
+    return tuple(objects.label_value_problems(value))
+
+
+def go_value(value: Any) -> str:
+    """A value as the apiserver prints it in ``Invalid value: ...``: quoted strings, bare numbers."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        inner = ", ".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in sorted(value.items()))
+        return f"map[string]string{{{inner}}}"
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def invalid(field: str, value: Any, detail: str) -> Cause:
+    return {"reason": "FieldValueInvalid", "message": f"Invalid value: {go_value(value)}: {detail}", "field": field}
+
+
+def required(field: str, detail: str = "") -> Cause:
+    return {"reason": "FieldValueRequired", "message": f"Required value: {detail}" if detail else "Required value",
+            "field": field}
+
+
+def forbidden(field: str, detail: str) -> Cause:
+    return {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}", "field": field}
+
+
+def not_supported(field: str, value: Any, supported: tuple[str, ...]) -> Cause:
+    listed = ", ".join(json.dumps(s) for s in supported)
+    return {"reason": "FieldValueNotSupported",
+            "message": f"Unsupported value: {go_value(value)}: supported values: {listed}", "field": field}
+
+
+def causes(rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> list[Cause]:
+    """All the reasons to refuse the object (an update if ``old`` is given); empty if it is valid."""
+    found = metadata_causes(rtype, obj.get("metadata") or {})
+    if not rtype.custom:
+        found.extend(_kind_causes(rtype, obj, old))
+    return found
+
+
+# --- metadata --------------------------------------------------------------------------------------------
+
+def metadata_causes(rtype: ResourceType, metadata: JsonDict) -> list[Cause]:
+    found: list[Cause] = []
+    found.extend(label_causes(metadata.get("labels") or {}, "metadata.labels"))
+    annotations = metadata.get("annotations") or {}
+    for key, value in annotations.items():
+        for problem in qualified_name_problems(key.lower()):
+            found.append(invalid("metadata.annotations", key, problem))
+        if not isinstance(value, str):
+            found.append(invalid(f"metadata.annotations.{key}", value, "must be a string"))
+    size = sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str))
+    if size > ANNOTATIONS_SIZE_LIMIT:
+        found.append({"reason": "FieldValueTooLong", "field": "metadata.annotations",
+                      "message": f"Too long: may not be more than {ANNOTATIONS_SIZE_LIMIT} bytes"})
+    finalizers = metadata.get("finalizers") or ()
+    for finalizer in finalizers:
+        for problem in qualified_name_problems(str(finalizer)):
+            found.append(invalid("metadata.finalizers", finalizer, problem))
+    if rtype.group in _CORE_VALIDATED:  # the in-tree kinds' own rule: a finalizer is standard or has a domain
+        for index, finalizer in enumerate(finalizers):
+            if "/" not in finalizer and finalizer not in STANDARD_FINALIZERS:
+                found.append(invalid(f"metadata.finalizers[{index}]", finalizer,
+                                     "name is neither a standard finalizer name nor is it fully qualified"))
+    found.extend(_owner_causes(metadata.get("ownerReferences") or ()))
+    return found
+
+
+def label_causes(labels: Mapping[str, Any], field: str) -> list[Cause]:
+    found: list[Cause] = []
+    for key, value in labels.items():
+        for problem in qualified_name_problems(key):
+            found.append(invalid(field, key, problem))
+        if not isinstance(value, str):
+            found.append(invalid(f"{field}.{key}", value, "must be a string"))
+        else:
+            for problem in label_value_problems(value):
+                found.append(invalid(field, value, problem))
+    return found
+
+
+def _owner_causes(references: Any) -> list[Cause]:
+    found: list[Cause] = []
+    controllers: list[str] = []
+    for ref in references:
+        api_version = ref.get("apiVersion") or ""
+        version = api_version.rpartition("/")[2]
+        if api_version.count("/") > 1 or not version:
+            found.append(invalid("metadata.ownerReferences.apiVersion", api_version, "version must not be empty"))
+        for field, what in (("kind", "kind"), ("name", "name"), ("uid", "uid")):
+            if not ref.get(field):
+                found.append(invalid(f"metadata.ownerReferences.{field}", ref.get(field) or "",
+                                     f"{what} must not be empty"))
+        if ref.get("controller"):
+            controllers.append(f"{ref.get('kind', '')}/{ref.get('name', '')}")
+    if len(controllers) > 1:
+        found.append(invalid("metadata.ownerReferences", references,
+                             "Only one reference can have Controller set to true. Found \"true\" in references "
+                             f"for {' and '.join(controllers)}"))
+    return found
+
+
+# --- the built-in kinds -----------------------------------------------------------------------------------
+
+def _kind_causes(rtype: ResourceType, obj: JsonDict, old: JsonDict | None) -> Iterator[Cause]:
+    key = (rtype.group, rtype.kind)
+    spec = obj.get("spec") or {}
+    if key == ("", "ConfigMap"):
+        yield from _config_key_causes(obj, ("data", "binaryData"))
+        if old is not None:
+            yield from _immutable_causes(obj, old, ("data", "binaryData"))
+    elif key == ("", "Secret"):
+        yield from _config_key_causes(obj, ("data",))
+        if old is not None:
+            if obj.get("type", "Opaque") != old.get("type", "Opaque"):
+                yield invalid("type", obj.get("type", ""), "field is immutable")
+            yield from _immutable_causes(obj, old, ("data",))
+    elif key == ("", "Pod"):
+        yield from pod_spec_causes(spec, "spec")
+    elif key == ("", "Service"):
+        yield from _service_causes(spec)
+    elif key == ("coordination.k8s.io", "Lease"):
+        yield from _lease_causes(spec)
+    elif key == ("", "Event"):
+        yield from _event_causes(obj)
+    if key in _WORKLOADS:
+        yield from replicas_causes(spec.get("replicas"), "spec.replicas")
+    if key in _TEMPLATED:
+        template = spec.get("template")
+        if template:
+            yield from label_causes((template.get("metadata") or {}).get("labels") or {},
+                                    "spec.template.metadata.labels")
+            yield from pod_spec_causes(template.get("spec") or {}, "spec.template.spec")
+            yield from _selector_causes(spec.get("selector"), template)
+    if key == ("batch", "Job"):
+        for field in ("parallelism", "completions", "backoffLimit"):
+            if isinstance(spec.get(field), int) and spec[field] < 0:
+                yield invalid(f"spec.{field}", spec[field], "must be greater than or equal to 0")
+
+
+def replicas_causes(replicas: Any, field: str) -> list[Cause]:
+    if isinstance(replicas, int) and replicas < 0:
+        return [invalid(field, replicas, "must be greater than or equal to 0")]
+    return []
+
+
+def _config_key_causes(obj: JsonDict, fields: tuple[str, ...]) -> Iterator[Cause]:
+    seen: set[str] = set()
+    for field in fields:
+        for key in obj.get(field) or {}:
+            path = f"{field}[{key}]"
+            if len(key) > 253:
+                yield invalid(path, key, "must be no more than 253 characters")
+            if not _CONFIG_KEY.fullmatch(key):
+                yield invalid(path, key, _CONFIG_KEY_MESSAGE)
+            if key in (".", ".."):
+                yield invalid(path, key, f"must not be '{key}'")
+            elif key.startswith(".."):
+                yield invalid(path, key, "must not start with '..'")
+            if key in seen:
+                yield invalid(path, key, "duplicate of key present in data")
+            seen.add(key)
+
+
+def _immutable_causes(obj: JsonDict, old: JsonDict, fields: tuple[str, ...]) -> Iterator[Cause]:
+    if not old.get("immutable"):
+        return
+    if not obj.get("immutable"):
+        yield forbidden("immutable", _IMMUTABLE_WHEN_SET)
+    for field in fields:
+        if (obj.get(field) or {}) != (old.get(field) or {}):
+            yield forbidden(field, _IMMUTABLE_WHEN_SET)
+
+
+def pod_spec_causes(spec: JsonDict, path: str) -> Iterator[Cause]:
+    containers = spec.get("containers")
+    if not containers:
+        yield required(f"{path}.containers")
+    names: set[str] = set()
+    for group in ("initContainers", "containers"):
+        for index, container in enumerate(spec.get(group) or ()):
+            where = f"{path}.{group}[{index}]"
+            name = container.get("name")
+            if not name:
+                yield required(f"{where}.name")
+            elif name in names:
+                yield {"reason": "FieldValueDuplicate", "message": f"Duplicate value: {go_value(name)}",
+                       "field": f"{where}.name"}
+            names.add(name or "")
+            if not container.get("image"):
+                yield required(f"{where}.image")
+            for port_index, port in enumerate(container.get("ports") or ()):
+                yield from _port_causes(port, f"{where}.ports[{port_index}]", "containerPort")
+    policy = spec.get("restartPolicy")
+    if policy is not None and policy not in ("Always", "OnFailure", "Never"):
+        yield not_supported(f"{path}.restartPolicy", policy, ("Always", "OnFailure", "Never"))
+
+
+def _port_causes(port: JsonDict, where: str, number_field: str) -> Iterator[Cause]:
+    """A port's number (1..65535) and protocol, of a container or of a service."""
+    number = port.get(number_field)
+    if not isinstance(number, int) or not 1 <= number <= 65535:
+        yield invalid(f"{where}.{number_field}", number or 0, _PORT_RANGE)
+    protocol = port.get("protocol")
+    if protocol is not None and protocol not in _PROTOCOLS:
+        yield not_supported(f"{where}.protocol", protocol, _PROTOCOLS)
+
+
+def _service_causes(spec: JsonDict) -> Iterator[Cause]:
+    kinds = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+    service_type = spec.get("type")
+    if service_type is not None and service_type not in kinds:
+        yield not_supported("spec.type", service_type, kinds)
+    for index, port in enumerate(spec.get("ports") or ()):
+        where = f"spec.ports[{index}]"
+        yield from _port_causes(port, where, "port")
+        target = port.get("targetPort")
+        if isinstance(target, int) and not 1 <= target <= 65535:
+            yield invalid(f"{where}.targetPort", target, _PORT_RANGE)
+        elif isinstance(target, str) and target and (len(target) > 15 or not _IANA_SVC_NAME.fullmatch(target)):
+            yield invalid(f"{where}.targetPort", target, "must contain only alpha-numeric characters (a-z, 0-9), "
+                                                         "and hyphens (-)" if len(target) <= 15
+                          else "must be no more than 15 characters")
+        node_port = port.get("nodePort")
+        if isinstance(node_port, int) and node_port and not 1 <= node_port <= 65535:
+            yield invalid(f"{where}.nodePort", node_port, _PORT_RANGE)
+
+
+def _lease_causes(spec: JsonDict) -> Iterator[Cause]:
+    duration = spec.get("leaseDurationSeconds")
+    if isinstance(duration, int) and duration <= 0:
+        yield invalid("spec.leaseDurationSeconds", duration, "must be greater than 0")
+    transitions = spec.get("leaseTransitions")
+    if isinstance(transitions, int) and transitions < 0:
+        yield invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0")
+
+
+def _event_causes(event: JsonDict) -> Iterator[Cause]:
+    namespace = (event.get("metadata") or {}).get("namespace")
+    involved = (event.get("involvedObject") or {}).get("namespace")
+    if involved and namespace and involved != namespace:
+        yield invalid("involvedObject.namespace", involved, "does not match event.namespace")
+
+
+def _selector_causes(selector: Any, template: JsonDict) -> Iterator[Cause]:
+    if not isinstance(selector, dict):
+        return
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    match_labels = selector.get("matchLabels") or {}
+    if any(labels.get(k) != v for k, v in match_labels.items()):
+        yield invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`")
