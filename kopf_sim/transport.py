@@ -32,6 +32,7 @@ as soon as its client disconnects, and not only when it next writes to the clien
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -205,8 +206,10 @@ def _connect_pipe(
     client_end = _PipeEnd(loop, client, sockname=client_addr, peername=server_addr)
     server_end = _PipeEnd(loop, server, sockname=server_addr, peername=client_addr)
     client_end._peer, server_end._peer = server_end, client_end
-    # Synchronously: the connector must return a protocol with its transport already set.
-    server.connection_made(server_end)
+    # Synchronously: the connector must return a protocol with its transport already set. The server's side runs
+    # in a context of its own (as in another process): its tasks inherit none of the client's context variables,
+    # so a client that tells its tasks by their context (e.g. an operator under test) does not count them as its own.
+    contextvars.Context().run(server.connection_made, server_end)
     client.connection_made(client_end)
 
 
@@ -339,6 +342,7 @@ class InMemoryConnector(aiohttp.BaseConnector):
             self._target = app_or_server
         self._start_lock = asyncio.Lock()
         self._ports = itertools.count(FIRST_EPHEMERAL_PORT)
+        self._made: list[ResponseHandler] = []  # in the order made: closed in that order (the same in every run)
 
     async def _create_connection(
         self,
@@ -352,6 +356,9 @@ class InMemoryConnector(aiohttp.BaseConnector):
         except OSError as exc:
             raise aiohttp.ClientConnectorError(req.connection_key, exc) from exc
         _connect_pipe(self._loop, client, server, client_port=client_port, server_port=req.port or 80)
+        if len(self._made) >= 64:
+            self._made = [made for made in self._made if made.is_connected()]
+        self._made.append(client)
         return client
 
     async def _accept(self) -> tuple[asyncio.Protocol, int]:
@@ -365,7 +372,15 @@ class InMemoryConnector(aiohttp.BaseConnector):
         return target.accept()
 
     def close(self, *, abort_ssl: bool = False) -> Awaitable[None]:
-        """Close all connections; also stop the app if it was started by this connector."""
+        """Close all connections; also stop the app if it was started by this connector.
+
+        The connections are closed in the order they were made (aiohttp's own closing goes through a set of
+        them): the server's side sees them go in the same order in every run.
+        """
+        made, self._made = self._made, []
+        for client in made:
+            if client.is_connected():
+                client.close()
         closing = super().close(abort_ssl=abort_ssl)
         owned, self._owned = self._owned, None
         if owned is None:

@@ -288,21 +288,39 @@ def _early_retries(lines: Iterable[str], epoch: datetime.datetime | None) -> lis
     if epoch is None:
         return []
     due: dict[tuple[str, str], float] = {}  # (namespace/name, handler id) -> the loop time of the delay's end
+    # The delays being written, by the patch's path: they count once the cluster has accepted the patch (a delay
+    # whose write has failed is not stored anywhere; kopf then processes the object again after throttling).
+    writing: dict[str, dict[tuple[str, str], float]] = {}
+    stale = False  # whether the cluster has shown an older state (a stale read, events withheld) in this run
     found: list[str] = []
     for line in lines:
         moment, kind, rest = ([*line.split(" ", 2), "", ""])[:3]
+        if kind == "fault" and rest.startswith(("stale read", "withhold events")):
+            stale = True
+        if stale and _restarting(kind, rest):
+            # A fresh operator that reads an older state (a stale list, or events held back) cannot know of the
+            # delays stored after it: it runs the handlers at once. That is the stale view's doing, not a retry's.
+            due.clear()
+            writing.clear()
         if kind == "request" and rest.startswith("PATCH ") and '"kopf.zalando.org/' in rest:
-            _, path, body = ([*rest.split(" ", 2), ""])[:3]
+            _, path_qs, body = ([*rest.split(" ", 2), ""])[:3]
+            path = path_qs.split("?", 1)[0]
             parts = path.split("/")
             if parts[-1] == "status":
                 parts = parts[:-1]
             where = f"{parts[parts.index('namespaces') + 1]}/{parts[-1]}" if "namespaces" in parts else parts[-1]
+            delays = writing.setdefault(path, {})
             for key, value in _annotations(body).items():
                 record = _json(value) if key.startswith("kopf.zalando.org/") else None
                 if isinstance(record, dict) and record.get("delayed") and not record.get("success") \
                         and not record.get("failure"):
                     delayed = datetime.datetime.fromisoformat(str(record["delayed"]))
-                    due[where, key.split("/", 1)[1]] = (delayed - epoch).total_seconds()
+                    delays[where, key.split("/", 1)[1]] = (delayed - epoch).total_seconds()
+        elif kind == "response" and rest.startswith(tuple("0123456789")):
+            status, method, path = ([*rest.split(" ", 2), "", ""])[:3]
+            delays = writing.pop(path, {}) if method == "PATCH" else {}
+            if status.startswith("2"):
+                due.update(delays)
         elif kind == "log" and "] Handler '" in rest:
             where = rest.split("[", 1)[1].split("]", 1)[0]
             handler = rest.split("Handler '", 1)[1].split("'", 1)[0]
@@ -311,6 +329,13 @@ def _early_retries(lines: Iterable[str], epoch: datetime.datetime | None) -> lis
                 found.append(f"{where}: handler {handler!r} was called again at {float(moment):.3f} s, "
                              f"before its retry delay was over (at {deadline:.3f} s)")
     return found
+
+
+def _restarting(kind: str, rest: str) -> bool:
+    """Whether a trace line tells of the operator being replaced by a fresh one (crashed, or restarted)."""
+    if kind == "fault":
+        return rest.startswith("crash after write")
+    return kind == "action" and ("kopf_operator.restart()" in rest or "kopf_operator.crash()" in rest)
 
 
 def _annotations(body: str) -> dict[str, Any]:

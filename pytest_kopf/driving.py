@@ -132,7 +132,8 @@ async def settle(
     """Let virtual time pass until nothing changes for ``quiet`` seconds and ``until()`` (if given) is true.
 
     Returns whether that happened within ``timeout`` virtual seconds. A restart pending after a crash
-    is waited for first. Changes of k8s Events do not count: kopf posts them as handlers run.
+    is waited for first. Changes of k8s Events do not count: kopf posts them as handlers run. Events
+    withheld from a watcher (by a fault) count as changes until they are delivered.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -151,6 +152,8 @@ async def settle(
                 await revived(kopf_operator)
                 last_change = loop.time()
             now = loop.time()
+            if kopf_cluster.sim.store.withheld():  # not quiet while a watcher is kept from the latest changes
+                last_change = now
             if now - last_change >= quiet:
                 condition = until() if until is not None else True
                 if isinstance(condition, Awaitable):

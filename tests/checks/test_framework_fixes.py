@@ -119,8 +119,74 @@ def test_a_handler_called_before_its_retry_delay_is_reported() -> None:
     lines = [
         '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
         '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
+        "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1",
         "30.000000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: too early",
     ]
     assert _early_retries(lines, DEFAULT_EPOCH) == [
         "default/t1: handler 'create_fn' was called again at 30.000 s, before its retry delay was over (at 60.000 s)"]
-    assert _early_retries([lines[0], lines[1].replace("30.000000", "60.000000")], DEFAULT_EPOCH) == []
+    assert _early_retries([*lines[:2], lines[2].replace("30.000000", "60.000000")], DEFAULT_EPOCH) == []
+
+
+def test_a_retry_delay_whose_write_has_failed_is_not_held_against_the_handler() -> None:
+    """Found by the long run: a 409 on kopf's patch of the delay; kopf processes the object again after throttling."""
+    from kopf_sim.virtualtime import DEFAULT_EPOCH
+    from pytest_kopf.checks import _early_retries
+
+    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    lines = [
+        '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
+        "0.100000 response 409 PATCH /apis/x.example/v1/namespaces/default/things/t1",
+        "1.100000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: again",
+    ]
+    assert _early_retries(lines, DEFAULT_EPOCH) == []
+
+
+def test_conflicts_on_the_handlers_and_kopfs_patches_pass_the_retries_check() -> None:
+    """The long run's case: the handler's own patch and kopf's patch of its retry delay both get a 409."""
+    from pytest_kopf.checks import verify
+    from pytest_kopf.stateful import OperatorSpec, World
+
+    gallery = Path(__file__).parent / "gallery"
+    world = World(OperatorSpec(paths=(str(gallery / "crash_child_ok.py"),), manifests=(str(gallery / "crd.yaml"),)))
+    try:
+        world.cluster.sim.faults.conflict(method=["PUT", "PATCH"], count=3)
+        world.run(world.cluster.create({"apiVersion": "checks.example/v1", "kind": "Gadget",
+                                        "metadata": {"name": "obj-0", "namespace": "default"}, "spec": {}}))
+        world.run(verify(world.cluster, world.operator, checks=["convergence", "retries"],
+                         resources=["gadgets.checks.example"], requests=world.requests, trace=world.trace.lines))
+        assert "fault conflict 409: PATCH /apis/checks.example" in world.trace.text()
+    finally:
+        world.close()
+
+
+async def test_settling_waits_for_the_events_withheld_from_a_watcher(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    """Found by the long run: events held back longer than the quiet period passed for a quiet operator."""
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=greeting_registry([]))
+    kopf_cluster.sim.faults.withhold_events(45.0, resource="kopfexamples", count=1)
+    kopf_cluster.sim.store.close_watches()
+    await kopf_cluster.create(example("ex1"))
+    assert await settle(kopf_cluster, kopf_operator, quiet=30)
+    assert kopf_cluster.sim.store.withheld() == 0
+    assert handled(await kopf_cluster.get("kopfexamples", "ex1"))
+
+
+def test_a_delay_unseen_by_a_fresh_operator_with_a_stale_view_is_not_held_against_the_handler() -> None:
+    """Found by the long run: the delay stored, a crash, and the fresh operator's list served from an older revision."""
+    from kopf_sim.virtualtime import DEFAULT_EPOCH
+    from pytest_kopf.checks import _early_retries
+
+    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    patch = ('0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+             '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}')
+    accepted = "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1"
+    crash = "0.100000 fault crash after write #3: PATCH /apis/x.example/v1/namespaces/default/things/t1"
+    stale = "1.100000 fault stale read (-2 revisions): GET /apis/x.example/v1/things"
+    early = "1.200000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: again"
+    assert _early_retries([stale, patch, accepted, crash, early], DEFAULT_EPOCH) == []
+    assert _early_retries([patch, accepted, crash, early], DEFAULT_EPOCH) != []  # a fresh view must honour it
+    assert _early_retries([stale, patch, accepted, early], DEFAULT_EPOCH) != []  # the same operator knows it

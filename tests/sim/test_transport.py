@@ -422,3 +422,23 @@ async def test_a_stopped_simulator_is_not_kept_in_memory() -> None:
     del cluster, app, server, session, response
     gc.collect()
     assert gone() is None
+
+
+async def test_the_servers_side_does_not_inherit_the_clients_context() -> None:
+    """As in another process: an operator under test telling its tasks by a context variable must not count the
+    server's request handlers among them (found by the checks: the exit waited for the server's idle handler)."""
+    import contextvars
+
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="none")
+    seen: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(marker.get())
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_get("/", handler)
+    marker.set("the client's")
+    async with in_memory_session(app) as session, session.get("http://sim/") as response:
+        assert response.status == 200
+    assert seen == ["none"]
