@@ -190,3 +190,22 @@ def test_a_delay_unseen_by_a_fresh_operator_with_a_stale_view_is_not_held_agains
     assert _early_retries([stale, patch, accepted, crash, early], DEFAULT_EPOCH) == []
     assert _early_retries([patch, accepted, crash, early], DEFAULT_EPOCH) != []  # a fresh view must honour it
     assert _early_retries([stale, patch, accepted, early], DEFAULT_EPOCH) != []  # the same operator knows it
+
+
+async def test_stray_progress_on_a_handled_object_is_removed(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    """Found by the long run: a restarted operator listed an older revision, ran the creation again, and left its
+    retry record on the object that was handled meanwhile; nothing would ever continue or remove it."""
+    calls: list[str] = []
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=greeting_registry(calls))
+    await kopf_cluster.create(example("ex1"))
+    assert await settle(kopf_cluster, kopf_operator)
+    stray = ('{"started": "2026-01-01T00:00:01+00:00", "delayed": "2026-01-01T00:01:01+00:00", "purpose": "create", '
+             '"retries": 1, "success": false, "failure": false}')
+    annotations = {"kopf.zalando.org/create_fn": stray}
+    await kopf_cluster.patch("kopfexamples", "ex1", {"metadata": {"annotations": annotations}})
+    assert await settle(kopf_cluster, kopf_operator)
+    obj = await kopf_cluster.get("kopfexamples", "ex1")
+    assert obj is not None and "kopf.zalando.org/create_fn" not in obj["metadata"].get("annotations", {})
+    assert handled(obj) and calls == ["ex1"]  # handled once; the stray record is only removed

@@ -429,6 +429,7 @@ async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, e
 
     if change.reason == Reason.NOOP and in_scope:
         context.local_logger.debug("Something has changed, but we are not interested (the essence is the same).")
+        _purge_stray_progress(context)
 
     if not handlers:
         return in_scope, None
@@ -440,6 +441,24 @@ async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, e
         succeeded, failed = len(outcome.state.succeeded), len(outcome.state.failed)
         context.logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
     return in_scope, outcome
+
+
+def _purge_stray_progress(context: _Context) -> None:
+    """
+    Remove the handlers' progress records from an object whose latest state is handled already.
+
+    They are left by an operator that has acted on an older view of the object (a stale read, or a
+    restart that listed an older revision) after the handling was done and recorded: no cause will
+    ever continue them, and an object that looks forever "in progress" misleads its users.
+    """
+    storage = context.settings.persistence.progress_storage
+    handlers = context.registry.changing.get_resource_handlers(context.resource)
+    stray = [handler for handler in handlers if storage.fetch(key=handler.id, body=context.body) is not None]
+    if stray:
+        context.local_logger.debug(f"Removing the stray progress of {', '.join(repr(h.id) for h in stray)}: "
+                                   f"the latest state is handled already.")
+        state = execution.State.from_storage(body=context.body, storage=storage, handlers=stray)
+        state.purge(body=context.body, patch=context.patch, storage=storage, handlers=stray)
 
 
 def _finish_handling(context: _Context, change: _Change, *, in_scope: bool) -> None:
