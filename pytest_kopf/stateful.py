@@ -381,24 +381,47 @@ class OperatorMachine(RuleBasedStateMachine):
         finally:
             machine.close()
 
+    @classmethod
+    def reproduce(cls, steps: Sequence[Action], check: str) -> str:
+        """The reproduction of these steps for this machine's operator, whether they fail the check or not.
+
+        E.g. the steps of another operator's failure (a correct twin's): the test it gives passes for an
+        operator that gets them right. For the comparing checks, the expected end state is that of this
+        operator's own run of the steps with no faults and no crashes.
+        """
+        machine = cls()
+        try:
+            for step in steps:
+                machine.perform(step)
+            expected = machine.expected() if check in COMPARING else None
+            return machine.reproduction(check, expected)
+        finally:
+            machine.close()
+
     def _count(self) -> None:
         if self.statistics is not None:
             self.statistics.faults += len(self.world.cluster.sim.faults.injections)
             self.statistics.crashes += self.world.operator.crashes
             self.statistics.virtual_seconds += self.world.loop.time()
 
+    def _options(self) -> dict[str, Any]:
+        resources = [custom.qualified for custom in self.custom_resources()]
+        return dict(resources=resources, namespace=self.namespace, mask=self.mask, quiet=self.quiet,
+                    settle_timeout=self.settle_timeout)
+
+    def expected(self) -> list[dict[str, Any]] | None:
+        """The end state of the baseline (the same user actions with no faults and no crashes), if comparable."""
+        if self.baseline is None:
+            return None
+        baseline = self.baseline
+        expected = baseline.run(verify(baseline.cluster, baseline.operator, checks=["convergence"],
+                                       records=baseline.trace.records, **self._options()))
+        return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
+
     def verify(self) -> None:
         """The checks' verdict on this example (see :func:`pytest_kopf.checks.verify`)."""
-        expected: list[dict[str, Any]] | None = None
-        resources = [custom.qualified for custom in self.custom_resources()]
-        options: dict[str, Any] = dict(resources=resources, namespace=self.namespace, mask=self.mask,
-                                       quiet=self.quiet, settle_timeout=self.settle_timeout)
-        if self.baseline is not None:
-            baseline = self.baseline
-            expected = baseline.run(verify(baseline.cluster, baseline.operator, checks=["convergence"],
-                                           records=baseline.trace.records, **options))
-            if self.diverged is not None:
-                expected = None  # the same user actions had different outcomes: nothing to compare
+        options = self._options()
+        expected = self.expected()
         try:
             self.world.run(verify(self.world.cluster, self.world.operator, checks=self.checks, expected=expected,
                                   records=self.world.trace.records, requests=self.world.requests,
