@@ -430,6 +430,8 @@ def check_operator(
     settings: hypothesis.settings | None = None,
     shrink: bool = True,
     combined: bool = False,
+    logs: Sequence[str | os.PathLike[str]] = (),
+    initial_steps: Sequence[Any] = (),
 ) -> CheckReport:
     """Run the checks on the operator over generated action sequences; raise the first failure, shrunk.
 
@@ -441,6 +443,8 @@ def check_operator(
     example. ``settings``: hypothesis settings to start from (the current profile by default).
     ``shrink``: shrink a failing sequence (removing and simplifying its steps while it fails the same check).
     ``combined``: all the checks in one machine (every fault kind in the same examples), not one machine each.
+    ``logs``: recorded watch-event logs replayed as one of the users' actions; ``initial_steps``: actions done
+    at the start of every example (e.g. ``[ReplayLog("incident.jsonl")]``: a recorded incident as the start).
 
     Returns a :class:`CheckReport`; raises :class:`~pytest_kopf.errors.OperatorCheckFailed`.
     """
@@ -459,7 +463,8 @@ def check_operator(
     try:
         _run_checks(chosen, report, started, machine_options=dict(
             paths=paths, modules=modules, registry=registry, manifests=manifests, resources=resources, specs=specs,
-            names=names, namespace=namespace, mask=mask, quiet=quiet, settle_timeout=settle_timeout),
+            names=names, namespace=namespace, mask=mask, quiet=quiet, settle_timeout=settle_timeout, logs=logs,
+            initial_steps=initial_steps),
             settings=settings, max_examples=max_examples, max_steps=max_steps, shrink=shrink, combined=combined)
     finally:
         gc.set_threshold(*thresholds)

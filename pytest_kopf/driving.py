@@ -19,7 +19,9 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from kopf_sim.apiclient import ApiFailure
 from kopf_sim.faults import RequestInfo
+from kopf_sim.replaying import ReplayError
 from kopf_sim.watching import Change
 
 from .cluster import KopfCluster
@@ -63,12 +65,17 @@ _revivals: weakref.WeakKeyDictionary[KopfOperator, asyncio.Task[None]] = weakref
 async def tolerate(action: Awaitable[_T]) -> _T | None:
     """Do an action on an object, but take "not found" (404) and "already exists"/"conflict" (409) as no-ops.
 
-    Generated sequences meet objects that are not there (deleted, or never created) or already are.
+    Generated sequences meet objects that are not there (deleted, or never created) or already are;
+    so does a replayed log (:class:`kopf_sim.replaying.ReplayError` with such an error is a no-op too).
     """
     try:
         return await action
     except KopfApiError as exc:
         if exc.code in (404, 409, 410):
+            return None
+        raise
+    except ReplayError as exc:  # a replayed change refused the same way (e.g. its object is there already)
+        if isinstance(exc.cause, KopfApiError | ApiFailure) and getattr(exc.cause, "code", None) in (404, 409, 410):
             return None
         raise
 
