@@ -209,3 +209,20 @@ async def test_stray_progress_on_a_handled_object_is_removed(
     obj = await kopf_cluster.get("kopfexamples", "ex1")
     assert obj is not None and "kopf.zalando.org/create_fn" not in obj["metadata"].get("annotations", {})
     assert handled(obj) and calls == ["ex1"]  # handled once; the stray record is only removed
+
+
+def test_the_handling_of_a_deleted_object_never_marks_its_same_named_successor_handled() -> None:
+    """Found by the long run: the operator, its events held back, handled an object already deleted and re-created
+    under the same name; its patches (by name) marked the new one handled, whose child the collector had deleted
+    (it was owned by the old one). kopf's patches now carry the uid as a precondition (409: that object is gone)."""
+    from pytest_kopf.stateful import OperatorMachine
+    from pytest_kopf.strategies import Create, Delete, WithheldEvents
+
+    gallery = Path(__file__).parent / "gallery"
+    machine = OperatorMachine.configured("Recreated", paths=[gallery / "hammering_ok.py"],
+                                         manifests=[gallery / "crd.yaml"], resources=["gadgets.checks.example"],
+                                         checks=["convergence", "idempotence"], names=["obj-0"])
+    body = {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "obj-0", "namespace": "default"},
+            "spec": {}}
+    machine.replay([Create(body), WithheldEvents("gadgets", 1.0, False, 1), Delete("gadgets.checks.example", "obj-0"),
+                    Create(body)])  # OperatorCheckFailed if the new object is left without its child

@@ -516,11 +516,11 @@ def _get_indexing_memory(memory: ResourceMemory) -> indexing.IndexingMemory:
 def _make_patch_sink(context: _Context) -> daemons_.PatchSink:
     """How the daemons & timers patch their object (for their whole life, not only for this event)."""
     resource, settings, vault, logger = context.resource, context.settings, context.vault, context.local_logger
-    namespace, name = context.body.metadata.namespace, context.body.metadata.name
+    namespace, name, uid = context.body.metadata.namespace, context.body.metadata.name, context.body.metadata.uid
 
     async def patch_sink(patch: patches.Patch) -> None:
         await patching.patch_obj(resource=resource, namespace=namespace, name=name, patch=patch,
-                                 settings=settings, logger=logger, vault=vault)
+                                 settings=settings, logger=logger, vault=vault, uid=uid)
 
     return patch_sink
 
@@ -534,6 +534,7 @@ async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bo
     patched = await patching.patch_obj(
         resource=context.resource, namespace=body.metadata.namespace, name=body.metadata.name,
         patch=patch, settings=context.settings, logger=context.local_logger, vault=context.vault,
+        uid=body.metadata.uid,  # not onto an object re-created under this name meanwhile
     )
     if patched is None:
         context.local_logger.debug("Patching failed: the object is already gone; nothing to do.")
