@@ -271,12 +271,16 @@ def _unexpected(records: Iterable[Any], *, faulted: bool = False) -> list[str]:
 def _hammered(requests: Iterable[str]) -> list[str]:
     """Failed requests sent again at least :data:`HAMMERING` times within one virtual second (watches aside).
 
+    A create answered "already exists" (409) is not a failure: operators create-or-patch their children.
+
     ``requests``: lines of :func:`~pytest_kopf.driving.record_requests` (``<time> request <method> <path> <status>``).
     """
     counts: collections.Counter[tuple[int, str]] = collections.Counter()
     for line in requests:
         moment, kind, method, path, status = [*line.split(" "), "", "", ""][:5]
         if kind != "request" or "watch=" in path or not status.isdigit() or 0 < int(status) < 400:
+            continue
+        if method == "POST" and status == "409":  # "already exists": an answer (create-or-patch), not a failure
             continue
         counts[int(float(moment)), f"{method} {path}"] += 1
     return [f"{method_path}: failed {count} times within the second {second}, retried with no back-off"
@@ -297,6 +301,10 @@ def _early_retries(lines: Iterable[str], epoch: datetime.datetime | None) -> lis
         moment, kind, rest = ([*line.split(" ", 2), "", ""])[:3]
         if kind == "fault" and rest.startswith(("stale read", "withhold events")):
             stale = True
+        if kind == "change" and rest.startswith("DELETED "):  # a new object of that name starts from scratch
+            gone = ([*rest.split(" "), "", ""])[2]
+            for stale_key in [pending for pending in due if pending[0] == gone]:
+                del due[stale_key]
         if stale and _restarting(kind, rest):
             # A fresh operator that reads an older state (a stale list, or events held back) cannot know of the
             # delays stored after it: it runs the handlers at once. That is the stale view's doing, not a retry's.

@@ -226,3 +226,32 @@ def test_the_handling_of_a_deleted_object_never_marks_its_same_named_successor_h
             "spec": {}}
     machine.replay([Create(body), WithheldEvents("gadgets", 1.0, False, 1), Delete("gadgets.checks.example", "obj-0"),
                     Create(body)])  # OperatorCheckFailed if the new object is left without its child
+
+
+def test_a_retry_delay_of_a_deleted_object_is_not_held_against_its_successor() -> None:
+    """Found by the long run: an object deleted and re-created under the same name is handled at once."""
+    from kopf_sim.virtualtime import DEFAULT_EPOCH
+    from pytest_kopf.checks import _early_retries
+
+    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    lines = [
+        '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
+        "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1",
+        "2.000000 change DELETED things.x.example default/t1 rv=20",
+        "2.100000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: again",
+    ]
+    assert _early_retries(lines, DEFAULT_EPOCH) == []
+    assert _early_retries([*lines[:2], lines[3]], DEFAULT_EPOCH) != []
+
+
+def test_creates_answered_already_exists_are_not_hammering() -> None:
+    """Found by the long run: create-or-patch of children by several objects and restarts in one second."""
+    from pytest_kopf.checks import _hammered
+
+    creates = [f"35.{i}00000 request POST /api/v1/namespaces/default/configmaps 409" for i in range(5)]
+    assert _hammered(creates) == []
+    failures = [line.replace(" 409", " 503") for line in creates]
+    assert _hammered(failures) == ["POST /api/v1/namespaces/default/configmaps: failed 5 times within the second 35, "
+                                   "retried with no back-off"]
