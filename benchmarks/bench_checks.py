@@ -18,6 +18,7 @@ import argparse
 import pathlib
 import sys
 import time
+import traceback
 
 from pytest_kopf.checks import CHECKS, check_operator
 from pytest_kopf.errors import OperatorCheckFailed
@@ -66,9 +67,10 @@ def long_run(examples: int, *, combined: bool = True, only: str | None = None) -
             failed += 1
             print(f"FAILED {path.name}: {exc}", flush=True)
             continue
-        except Exception as exc:  # e.g. hypothesis' FlakyFailure: reported, and the run goes on
+        except Exception as exc:  # e.g. hypothesis' FlakyFailure: reported with what caused it, and the run goes on
             failed += 1
             print(f"ERROR {path.name}: {type(exc).__name__}: {exc}", flush=True)
+            print("".join(traceback.format_exception(exc))[-20000:], flush=True)
             continue
         print(f"ok {path.name}: {report} ({time.perf_counter() - started:.0f} s)", flush=True)
     return failed

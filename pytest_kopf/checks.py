@@ -271,12 +271,16 @@ def _unexpected(records: Iterable[Any], *, faulted: bool = False) -> list[str]:
 def _hammered(requests: Iterable[str]) -> list[str]:
     """Failed requests sent again at least :data:`HAMMERING` times within one virtual second (watches aside).
 
+    A create answered "already exists" (409) is not a failure: operators create-or-patch their children.
+
     ``requests``: lines of :func:`~pytest_kopf.driving.record_requests` (``<time> request <method> <path> <status>``).
     """
     counts: collections.Counter[tuple[int, str]] = collections.Counter()
     for line in requests:
         moment, kind, method, path, status = [*line.split(" "), "", "", ""][:5]
         if kind != "request" or "watch=" in path or not status.isdigit() or 0 < int(status) < 400:
+            continue
+        if method == "POST" and status == "409":  # "already exists": an answer (create-or-patch), not a failure
             continue
         counts[int(float(moment)), f"{method} {path}"] += 1
     return [f"{method_path}: failed {count} times within the second {second}, retried with no back-off"
@@ -288,21 +292,43 @@ def _early_retries(lines: Iterable[str], epoch: datetime.datetime | None) -> lis
     if epoch is None:
         return []
     due: dict[tuple[str, str], float] = {}  # (namespace/name, handler id) -> the loop time of the delay's end
+    # The delays being written, by the patch's path: they count once the cluster has accepted the patch (a delay
+    # whose write has failed is not stored anywhere; kopf then processes the object again after throttling).
+    writing: dict[str, dict[tuple[str, str], float]] = {}
+    stale = False  # whether the cluster has shown an older state (a stale read, events withheld) in this run
     found: list[str] = []
     for line in lines:
         moment, kind, rest = ([*line.split(" ", 2), "", ""])[:3]
+        if kind == "fault" and rest.startswith(("stale read", "withhold events")):
+            stale = True
+        if kind == "change" and rest.startswith("DELETED "):  # a new object of that name starts from scratch
+            gone = ([*rest.split(" "), "", ""])[2]
+            for stale_key in [pending for pending in due if pending[0] == gone]:
+                del due[stale_key]
+        if stale and _restarting(kind, rest):
+            # A fresh operator that reads an older state (a stale list, or events held back) cannot know of the
+            # delays stored after it: it runs the handlers at once. That is the stale view's doing, not a retry's.
+            due.clear()
+            writing.clear()
         if kind == "request" and rest.startswith("PATCH ") and '"kopf.zalando.org/' in rest:
-            _, path, body = ([*rest.split(" ", 2), ""])[:3]
+            _, path_qs, body = ([*rest.split(" ", 2), ""])[:3]
+            path = path_qs.split("?", 1)[0]
             parts = path.split("/")
             if parts[-1] == "status":
                 parts = parts[:-1]
             where = f"{parts[parts.index('namespaces') + 1]}/{parts[-1]}" if "namespaces" in parts else parts[-1]
+            delays = writing.setdefault(path, {})
             for key, value in _annotations(body).items():
                 record = _json(value) if key.startswith("kopf.zalando.org/") else None
                 if isinstance(record, dict) and record.get("delayed") and not record.get("success") \
                         and not record.get("failure"):
                     delayed = datetime.datetime.fromisoformat(str(record["delayed"]))
-                    due[where, key.split("/", 1)[1]] = (delayed - epoch).total_seconds()
+                    delays[where, key.split("/", 1)[1]] = (delayed - epoch).total_seconds()
+        elif kind == "response" and rest.startswith(tuple("0123456789")):
+            status, method, path = ([*rest.split(" ", 2), "", ""])[:3]
+            delays = writing.pop(path, {}) if method == "PATCH" else {}
+            if status.startswith("2"):
+                due.update(delays)
         elif kind == "log" and "] Handler '" in rest:
             where = rest.split("[", 1)[1].split("]", 1)[0]
             handler = rest.split("Handler '", 1)[1].split("'", 1)[0]
@@ -311,6 +337,13 @@ def _early_retries(lines: Iterable[str], epoch: datetime.datetime | None) -> lis
                 found.append(f"{where}: handler {handler!r} was called again at {float(moment):.3f} s, "
                              f"before its retry delay was over (at {deadline:.3f} s)")
     return found
+
+
+def _restarting(kind: str, rest: str) -> bool:
+    """Whether a trace line tells of the operator being replaced by a fresh one (crashed, or restarted)."""
+    if kind == "fault":
+        return rest.startswith("crash after write")
+    return kind == "action" and ("kopf_operator.restart()" in rest or "kopf_operator.crash()" in rest)
 
 
 def _annotations(body: str) -> dict[str, Any]:
@@ -405,6 +438,8 @@ def check_operator(
     settings: hypothesis.settings | None = None,
     shrink: bool = True,
     combined: bool = False,
+    logs: Sequence[str | os.PathLike[str]] = (),
+    initial_steps: Sequence[Any] = (),
 ) -> CheckReport:
     """Run the checks on the operator over generated action sequences; raise the first failure, shrunk.
 
@@ -416,6 +451,8 @@ def check_operator(
     example. ``settings``: hypothesis settings to start from (the current profile by default).
     ``shrink``: shrink a failing sequence (removing and simplifying its steps while it fails the same check).
     ``combined``: all the checks in one machine (every fault kind in the same examples), not one machine each.
+    ``logs``: recorded watch-event logs replayed as one of the users' actions; ``initial_steps``: actions done
+    at the start of every example (e.g. ``[ReplayLog("incident.jsonl")]``: a recorded incident as the start).
 
     Returns a :class:`CheckReport`; raises :class:`~pytest_kopf.errors.OperatorCheckFailed`.
     """
@@ -434,7 +471,8 @@ def check_operator(
     try:
         _run_checks(chosen, report, started, machine_options=dict(
             paths=paths, modules=modules, registry=registry, manifests=manifests, resources=resources, specs=specs,
-            names=names, namespace=namespace, mask=mask, quiet=quiet, settle_timeout=settle_timeout),
+            names=names, namespace=namespace, mask=mask, quiet=quiet, settle_timeout=settle_timeout, logs=logs,
+            initial_steps=initial_steps),
             settings=settings, max_examples=max_examples, max_steps=max_steps, shrink=shrink, combined=combined)
     finally:
         gc.set_threshold(*thresholds)

@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from kopf_sim.http.faults import RequestInfo
+from kopf_sim.recording.apiclient import ApiFailure
+from kopf_sim.recording.replaying import ReplayError
 from kopf_sim.store.watching import Change
 
 from .cluster import KopfCluster
@@ -63,12 +65,17 @@ _revivals: weakref.WeakKeyDictionary[KopfOperator, asyncio.Task[None]] = weakref
 async def tolerate(action: Awaitable[_T]) -> _T | None:
     """Do an action on an object, but take "not found" (404) and "already exists"/"conflict" (409) as no-ops.
 
-    Generated sequences meet objects that are not there (deleted, or never created) or already are.
+    Generated sequences meet objects that are not there (deleted, or never created) or already are;
+    so does a replayed log (:class:`kopf_sim.recording.replaying.ReplayError` with such an error is a no-op too).
     """
     try:
         return await action
     except KopfApiError as exc:
         if exc.code in (404, 409, 410):
+            return None
+        raise
+    except ReplayError as exc:  # a replayed change refused the same way (e.g. its object is there already)
+        if isinstance(exc.cause, KopfApiError | ApiFailure) and getattr(exc.cause, "code", None) in (404, 409, 410):
             return None
         raise
 
@@ -132,7 +139,8 @@ async def settle(
     """Let virtual time pass until nothing changes for ``quiet`` seconds and ``until()`` (if given) is true.
 
     Returns whether that happened within ``timeout`` virtual seconds. A restart pending after a crash
-    is waited for first. Changes of k8s Events do not count: kopf posts them as handlers run.
+    is waited for first. Changes of k8s Events do not count: kopf posts them as handlers run. Events
+    withheld from a watcher (by a fault) count as changes until they are delivered.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -151,6 +159,8 @@ async def settle(
                 await revived(kopf_operator)
                 last_change = loop.time()
             now = loop.time()
+            if kopf_cluster.sim.store.withheld():  # not quiet while a watcher is kept from the latest changes
+                last_change = now
             if now - last_change >= quiet:
                 condition = until() if until is not None else True
                 if isinstance(condition, Awaitable):

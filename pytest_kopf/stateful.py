@@ -211,6 +211,11 @@ class OperatorMachine(RuleBasedStateMachine):
     settle_timeout: ClassVar[float] = DEFAULT_SETTLE_TIMEOUT
     restart_delay: ClassVar[float] = DEFAULT_RESTART_DELAY
     max_advance: ClassVar[float] = 120
+    #: Recorded watch-event logs, replayed as one of the users' actions (:class:`~pytest_kopf.strategies.ReplayLog`).
+    logs: ClassVar[Sequence[str | os.PathLike[str]]] = ()
+    #: Steps done at the start of every example, in every world (e.g. a recorded incident replayed as the
+    #: starting state: ``[ReplayLog("incident.jsonl", until=30)]``); reproductions begin with them.
+    initial_steps: ClassVar[Sequence[Action]] = ()
     statistics: ClassVar[Statistics | None] = None
 
     _customs: ClassVar[list[CustomResource] | None] = None
@@ -275,7 +280,7 @@ class OperatorMachine(RuleBasedStateMachine):
     def user_strategy(cls) -> st.SearchStrategy[Action]:
         if cls._user_strategy is None:
             cls._user_strategy = user_actions(cls.custom_resources(), names=cls.names, namespace=cls.namespace,
-                                              specs=cls.specs, max_advance=cls.max_advance)
+                                              specs=cls.specs, max_advance=cls.max_advance, logs=cls.logs)
         return cls._user_strategy
 
     @classmethod
@@ -309,6 +314,12 @@ class OperatorMachine(RuleBasedStateMachine):
             raise
         if self.statistics is not None:
             self.statistics.examples += 1
+        try:
+            for step in self.initial_steps:
+                self._apply(step)
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def cluster(self) -> SimKopfCluster:
@@ -324,6 +335,10 @@ class OperatorMachine(RuleBasedStateMachine):
         if self.statistics is not None:
             self.statistics.steps += 1
         self.failed = True  # until the step is done in every world
+        self._apply(action)
+        self.failed = False
+
+    def _apply(self, action: Action) -> None:
         self.world.trace.add("action", action.code())
         outcome = self.world.run(action.apply(self.world))
         if action.user and self.baseline is not None:
@@ -332,7 +347,6 @@ class OperatorMachine(RuleBasedStateMachine):
             if outcome != expected:  # e.g. a create of a name still being deleted in one run only
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
                 self.world.trace.add("diverged", self.diverged)
-        self.failed = False
 
     @hypothesis.stateful.rule(data=st.data())
     def act(self, data: st.DataObject) -> None:
@@ -381,24 +395,47 @@ class OperatorMachine(RuleBasedStateMachine):
         finally:
             machine.close()
 
+    @classmethod
+    def reproduce(cls, steps: Sequence[Action], check: str) -> str:
+        """The reproduction of these steps for this machine's operator, whether they fail the check or not.
+
+        E.g. the steps of another operator's failure (a correct twin's): the test it gives passes for an
+        operator that gets them right. For the comparing checks, the expected end state is that of this
+        operator's own run of the steps with no faults and no crashes.
+        """
+        machine = cls()
+        try:
+            for step in steps:
+                machine.perform(step)
+            expected = machine.expected() if check in COMPARING else None
+            return machine.reproduction(check, expected)
+        finally:
+            machine.close()
+
     def _count(self) -> None:
         if self.statistics is not None:
             self.statistics.faults += len(self.world.cluster.sim.faults.injections)
             self.statistics.crashes += self.world.operator.crashes
             self.statistics.virtual_seconds += self.world.loop.time()
 
+    def _options(self) -> dict[str, Any]:
+        resources = [custom.qualified for custom in self.custom_resources()]
+        return dict(resources=resources, namespace=self.namespace, mask=self.mask, quiet=self.quiet,
+                    settle_timeout=self.settle_timeout)
+
+    def expected(self) -> list[dict[str, Any]] | None:
+        """The end state of the baseline (the same user actions with no faults and no crashes), if comparable."""
+        if self.baseline is None:
+            return None
+        baseline = self.baseline
+        expected = baseline.run(verify(baseline.cluster, baseline.operator, checks=["convergence"],
+                                       records=baseline.trace.records, **self._options()))
+        return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
+
     def verify(self) -> None:
         """The checks' verdict on this example (see :func:`pytest_kopf.checks.verify`)."""
-        expected: list[dict[str, Any]] | None = None
-        resources = [custom.qualified for custom in self.custom_resources()]
-        options: dict[str, Any] = dict(resources=resources, namespace=self.namespace, mask=self.mask,
-                                       quiet=self.quiet, settle_timeout=self.settle_timeout)
-        if self.baseline is not None:
-            baseline = self.baseline
-            expected = baseline.run(verify(baseline.cluster, baseline.operator, checks=["convergence"],
-                                           records=baseline.trace.records, **options))
-            if self.diverged is not None:
-                expected = None  # the same user actions had different outcomes: nothing to compare
+        options = self._options()
+        expected = self.expected()
         try:
             self.world.run(verify(self.world.cluster, self.world.operator, checks=self.checks, expected=expected,
                                   records=self.world.trace.records, requests=self.world.requests,
@@ -409,7 +446,7 @@ class OperatorMachine(RuleBasedStateMachine):
 
     def reproduction(self, check: str, expected: Sequence[Mapping[str, Any]] | None = None) -> str:
         """A pytest test that replays this example's steps with the plugin's fixtures and checks the same."""
-        return reproduction(self.spec(), check=check, steps=self.steps, expected=expected,
+        return reproduction(self.spec(), check=check, steps=[*self.initial_steps, *self.steps], expected=expected,
                             resources=[custom.qualified for custom in self.custom_resources()],
                             mask=self.mask, namespace=self.namespace)
 

@@ -404,6 +404,13 @@ class Cluster:
         """Whether a watch stream follows this resource now (e.g. an operator has started to)."""
         return any(subscription.rtype.storage_key == key for subscription in self._subscriptions)
 
+    def withheld(self) -> int:
+        """How many events are held back from their watchers now (by a withholding fault), not yet delivered.
+
+        A cluster with such events is not quiet yet: its watchers have not seen its latest state.
+        """
+        return sum(subscription.withheld for subscription in self._subscriptions)
+
     def close_watches(self) -> None:
         for subscription in list(self._subscriptions):
             subscription.close()

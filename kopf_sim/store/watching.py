@@ -69,6 +69,13 @@ class Subscription:
         now = _loop_time()
         self._arrivals = collections.deque(now for _ in self.pending)
 
+    @property
+    def withheld(self) -> int:
+        """How many changes this watcher is kept from now (none if its events are not held back; bookmarks aside)."""
+        if self._held is None:
+            return 0
+        return sum(event.type != "BOOKMARK" for queue in (self.pending, self._released) for event in queue)
+
     def matches(self, obj: JsonDict) -> bool:
         metadata = meta(obj)
         if self.namespace is not None and metadata.get("namespace") != self.namespace:

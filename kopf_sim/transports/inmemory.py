@@ -350,6 +350,7 @@ class InMemoryConnector(aiohttp.BaseConnector):
             self._target = app_or_server
         self._start_lock = asyncio.Lock()
         self._ports = itertools.count(FIRST_EPHEMERAL_PORT)
+        self._made: list[ResponseHandler] = []  # in the order made: closed in that order (the same in every run)
 
     async def _create_connection(
         self,
@@ -363,6 +364,9 @@ class InMemoryConnector(aiohttp.BaseConnector):
         except OSError as exc:
             raise aiohttp.ClientConnectorError(req.connection_key, exc) from exc
         _connect_pipe(self._loop, client, server, client_port=client_port, server_port=req.port or 80)
+        if len(self._made) >= 64:
+            self._made = [made for made in self._made if made.is_connected()]
+        self._made.append(client)
         return client
 
     async def _accept(self) -> tuple[asyncio.Protocol, int]:
@@ -376,7 +380,15 @@ class InMemoryConnector(aiohttp.BaseConnector):
         return target.accept()
 
     def close(self, *, abort_ssl: bool = False) -> Awaitable[None]:
-        """Close all connections; also stop the app if it was started by this connector."""
+        """Close all connections; also stop the app if it was started by this connector.
+
+        The connections are closed in the order they were made (aiohttp's own closing goes through a set of
+        them): the server's side sees them go in the same order in every run.
+        """
+        made, self._made = self._made, []
+        for client in made:
+            if client.is_connected():
+                client.close()
         closing = super().close(abort_ssl=abort_ssl)
         owned, self._owned = self._owned, None
         if owned is None:

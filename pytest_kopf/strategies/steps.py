@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
@@ -36,6 +37,7 @@ __all__ = [
     "PatchMeta",
     "PatchSpec",
     "Redeliver",
+    "ReplayLog",
     "Settle",
     "StaleReads",
     "WithheldEvents",
@@ -193,6 +195,27 @@ class Settle(Action):
 
     def code(self) -> str:
         return "await settle(kopf_cluster, kopf_operator)"
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayLog(Action):
+    """The changes of a recorded watch-event log, written into the cluster (each once the operator is quiet).
+
+    A recorded incident as the starting state of every example (a machine's ``initial_steps``), or as one
+    of the users' actions (its ``logs``). ``until``: only the changes up to so many seconds into the log.
+    A change refused as a user's action would be (404/409: e.g. its object is there already) ends the
+    replay there, as a no-op.
+    """
+
+    log: str
+    until: float | None = None
+
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(await tolerate(driver.cluster.replay(self.log, speed=None, until=self.until)))
+
+    def code(self) -> str:
+        until = f", until={self.until!r}" if self.until is not None else ""
+        return f"await tolerate(kopf_cluster.replay({self.log!r}, speed=None{until}))"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -382,8 +405,9 @@ def user_actions(
     namespace: str = "default",
     specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
     max_advance: float = 120,
+    logs: Sequence[str | os.PathLike[str]] = (),
 ) -> st.SearchStrategy[Action]:
-    """Create, patch the spec, patch labels & annotations, delete, advance the time, settle."""
+    """Create, patch the spec, patch labels & annotations, delete, advance the time, settle; replay the ``logs``."""
     specs = specs or {}
     choices: list[st.SearchStrategy[Action]] = []
     for resource in resources:
@@ -399,6 +423,8 @@ def user_actions(
     advance = st.integers(1, max(1, int(max_advance))).map(lambda seconds: Advance(float(seconds)))
     choices.extend([advance, advance])  # time passing between the actions matters: twice as likely
     choices.append(st.just(Settle()))
+    if logs:
+        choices.append(st.sampled_from([ReplayLog(os.path.abspath(os.fspath(log))) for log in logs]))
     return st.one_of(*choices)
 
 
@@ -432,15 +458,17 @@ def actions(
     namespace: str = "default",
     specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
     max_advance: float = 120,
+    logs: Sequence[str | os.PathLike[str]] = (),
 ) -> st.SearchStrategy[Action]:
     """One action: a user's (always), or a perturbation for the checks given (see :data:`PERTURBATIONS`).
 
     ``resource``: a CRD, a :class:`~pytest_kopf.strategies.schemas.CustomResource`, several of them,
-    or a name resolved in ``manifests``.
+    or a name resolved in ``manifests``. ``logs``: recorded watch-event logs replayed as users' actions.
     """
     resources = _resolve(resource, manifests)
     kinds = tuple(kind for check in checks for kind in PERTURBATIONS.get(check, ()))
-    users = user_actions(resources, names=names, namespace=namespace, specs=specs, max_advance=max_advance)
+    users = user_actions(resources, names=names, namespace=namespace, specs=specs, max_advance=max_advance,
+                         logs=logs)
     if not kinds:
         return users
     return mixed(users, perturbations(kinds, resources))

@@ -39,23 +39,26 @@ def trace_of(steps: list[Action]) -> str:
         world.close()
 
 
+#: One of each fault kind, and a crash, amid the users' actions.
+EVERY_FAULT_KIND: list[Action] = [
+    Create({**BODY, "spec": {"size": 1}}),
+    Advance(3),
+    ApiErrors(503, "PATCH", "gadgets", 2),
+    ApiErrors(409, None, "configmaps", 1),
+    PatchSpec(RESOURCE, "obj-0", {"size": 2}),
+    Advance(10),
+    StaleReads(2, 3),
+    WithheldEvents("gadgets", 5.0, True, 1),
+    PatchSpec(RESOURCE, "obj-0", {"size": 3, "mode": "fast"}),
+    CrashAfterWrites(2),
+    Delete(RESOURCE, "obj-0"),
+    Create({**BODY, "spec": {"size": 4}}),
+    Settle(),
+]
+
+
 def test_every_fault_kind_gives_the_same_trace_twice() -> None:
-    steps: list[Action] = [
-        Create({**BODY, "spec": {"size": 1}}),
-        Advance(3),
-        ApiErrors(503, "PATCH", "gadgets", 2),
-        ApiErrors(409, None, "configmaps", 1),
-        PatchSpec(RESOURCE, "obj-0", {"size": 2}),
-        Advance(10),
-        StaleReads(2, 3),
-        WithheldEvents("gadgets", 5.0, True, 1),
-        PatchSpec(RESOURCE, "obj-0", {"size": 3, "mode": "fast"}),
-        CrashAfterWrites(2),
-        Delete(RESOURCE, "obj-0"),
-        Create({**BODY, "spec": {"size": 4}}),
-        Settle(),
-    ]
-    first, second = trace_of(steps), trace_of(steps)
+    first, second = trace_of(EVERY_FAULT_KIND), trace_of(EVERY_FAULT_KIND)
     assert first == second
     for kind in ("request ", "change ", "log ", "fault "):
         assert f" {kind}" in first
@@ -74,3 +77,20 @@ def test_generated_sequences_give_the_same_trace_twice(data: st.DataObject) -> N
 def _crds() -> list[dict[str, object]]:
     import yaml
     return list(yaml.safe_load_all((GALLERY / "crd.yaml").read_text()))
+
+
+def test_the_same_trace_in_two_processes_with_different_hash_seeds() -> None:
+    """Nothing in a trace depends on the process: its hash seed, its history, its ids and addresses."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).parent.parent.parent
+    code = "import sys; from tests.checks.test_determinism import EVERY_FAULT_KIND, trace_of; " \
+           "sys.stdout.write(trace_of(EVERY_FAULT_KIND))"
+    processes = [subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.PIPE, text=True,
+                                  env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")]
+    outputs = [process.communicate(timeout=300)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0]
+    assert outputs[0] == outputs[1] == trace_of(EVERY_FAULT_KIND)  # and the same as in this process
+    assert "fault crash after write" in outputs[0]

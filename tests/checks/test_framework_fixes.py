@@ -119,8 +119,139 @@ def test_a_handler_called_before_its_retry_delay_is_reported() -> None:
     lines = [
         '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
         '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
+        "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1",
         "30.000000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: too early",
     ]
     assert _early_retries(lines, DEFAULT_EPOCH) == [
         "default/t1: handler 'create_fn' was called again at 30.000 s, before its retry delay was over (at 60.000 s)"]
-    assert _early_retries([lines[0], lines[1].replace("30.000000", "60.000000")], DEFAULT_EPOCH) == []
+    assert _early_retries([*lines[:2], lines[2].replace("30.000000", "60.000000")], DEFAULT_EPOCH) == []
+
+
+def test_a_retry_delay_whose_write_has_failed_is_not_held_against_the_handler() -> None:
+    """Found by the long run: a 409 on kopf's patch of the delay; kopf processes the object again after throttling."""
+    from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
+    from pytest_kopf.checks import _early_retries
+
+    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    lines = [
+        '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
+        "0.100000 response 409 PATCH /apis/x.example/v1/namespaces/default/things/t1",
+        "1.100000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: again",
+    ]
+    assert _early_retries(lines, DEFAULT_EPOCH) == []
+
+
+def test_conflicts_on_the_handlers_and_kopfs_patches_pass_the_retries_check() -> None:
+    """The long run's case: the handler's own patch and kopf's patch of its retry delay both get a 409."""
+    from pytest_kopf.checks import verify
+    from pytest_kopf.stateful import OperatorSpec, World
+
+    gallery = Path(__file__).parent / "gallery"
+    world = World(OperatorSpec(paths=(str(gallery / "crash_child_ok.py"),), manifests=(str(gallery / "crd.yaml"),)))
+    try:
+        world.cluster.sim.faults.conflict(method=["PUT", "PATCH"], count=3)
+        world.run(world.cluster.create({"apiVersion": "checks.example/v1", "kind": "Gadget",
+                                        "metadata": {"name": "obj-0", "namespace": "default"}, "spec": {}}))
+        world.run(verify(world.cluster, world.operator, checks=["convergence", "retries"],
+                         resources=["gadgets.checks.example"], requests=world.requests, trace=world.trace.lines))
+        assert "fault conflict 409: PATCH /apis/checks.example" in world.trace.text()
+    finally:
+        world.close()
+
+
+async def test_settling_waits_for_the_events_withheld_from_a_watcher(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    """Found by the long run: events held back longer than the quiet period passed for a quiet operator."""
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=greeting_registry([]))
+    kopf_cluster.sim.faults.withhold_events(45.0, resource="kopfexamples", count=1)
+    kopf_cluster.sim.store.close_watches()
+    await kopf_cluster.create(example("ex1"))
+    assert await settle(kopf_cluster, kopf_operator, quiet=30)
+    assert kopf_cluster.sim.store.withheld() == 0
+    assert handled(await kopf_cluster.get("kopfexamples", "ex1"))
+
+
+def test_a_delay_unseen_by_a_fresh_operator_with_a_stale_view_is_not_held_against_the_handler() -> None:
+    """Found by the long run: the delay stored, a crash, and the fresh operator's list served from an older revision."""
+    from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
+    from pytest_kopf.checks import _early_retries
+
+    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    patch = ('0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+             '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}')
+    accepted = "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1"
+    crash = "0.100000 fault crash after write #3: PATCH /apis/x.example/v1/namespaces/default/things/t1"
+    stale = "1.100000 fault stale read (-2 revisions): GET /apis/x.example/v1/things"
+    early = "1.200000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: again"
+    assert _early_retries([stale, patch, accepted, crash, early], DEFAULT_EPOCH) == []
+    assert _early_retries([patch, accepted, crash, early], DEFAULT_EPOCH) != []  # a fresh view must honour it
+    assert _early_retries([stale, patch, accepted, early], DEFAULT_EPOCH) != []  # the same operator knows it
+
+
+async def test_stray_progress_on_a_handled_object_is_removed(
+        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    """Found by the long run: a restarted operator listed an older revision, ran the creation again, and left its
+    retry record on the object that was handled meanwhile; nothing would ever continue or remove it."""
+    calls: list[str] = []
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=greeting_registry(calls))
+    await kopf_cluster.create(example("ex1"))
+    assert await settle(kopf_cluster, kopf_operator)
+    stray = ('{"started": "2026-01-01T00:00:01+00:00", "delayed": "2026-01-01T00:01:01+00:00", "purpose": "create", '
+             '"retries": 1, "success": false, "failure": false}')
+    annotations = {"kopf.zalando.org/create_fn": stray}
+    await kopf_cluster.patch("kopfexamples", "ex1", {"metadata": {"annotations": annotations}})
+    assert await settle(kopf_cluster, kopf_operator)
+    obj = await kopf_cluster.get("kopfexamples", "ex1")
+    assert obj is not None and "kopf.zalando.org/create_fn" not in obj["metadata"].get("annotations", {})
+    assert handled(obj) and calls == ["ex1"]  # handled once; the stray record is only removed
+
+
+def test_the_handling_of_a_deleted_object_never_marks_its_same_named_successor_handled() -> None:
+    """Found by the long run: the operator, its events held back, handled an object already deleted and re-created
+    under the same name; its patches (by name) marked the new one handled, whose child the collector had deleted
+    (it was owned by the old one). kopf's patches now carry the uid as a precondition (409: that object is gone)."""
+    from pytest_kopf.stateful import OperatorMachine
+    from pytest_kopf.strategies import Create, Delete, WithheldEvents
+
+    gallery = Path(__file__).parent / "gallery"
+    machine = OperatorMachine.configured("Recreated", paths=[gallery / "hammering_ok.py"],
+                                         manifests=[gallery / "crd.yaml"], resources=["gadgets.checks.example"],
+                                         checks=["convergence", "idempotence"], names=["obj-0"])
+    body = {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "obj-0", "namespace": "default"},
+            "spec": {}}
+    machine.replay([Create(body), WithheldEvents("gadgets", 1.0, False, 1), Delete("gadgets.checks.example", "obj-0"),
+                    Create(body)])  # OperatorCheckFailed if the new object is left without its child
+
+
+def test_a_retry_delay_of_a_deleted_object_is_not_held_against_its_successor() -> None:
+    """Found by the long run: an object deleted and re-created under the same name is handled at once."""
+    from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
+    from pytest_kopf.checks import _early_retries
+
+    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    lines = [
+        '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
+        "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1",
+        "2.000000 change DELETED things.x.example default/t1 rv=20",
+        "2.100000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: again",
+    ]
+    assert _early_retries(lines, DEFAULT_EPOCH) == []
+    assert _early_retries([*lines[:2], lines[3]], DEFAULT_EPOCH) != []
+
+
+def test_creates_answered_already_exists_are_not_hammering() -> None:
+    """Found by the long run: create-or-patch of children by several objects and restarts in one second."""
+    from pytest_kopf.checks import _hammered
+
+    creates = [f"35.{i}00000 request POST /api/v1/namespaces/default/configmaps 409" for i in range(5)]
+    assert _hammered(creates) == []
+    failures = [line.replace(" 409", " 503") for line in creates]
+    assert _hammered(failures) == ["POST /api/v1/namespaces/default/configmaps: failed 5 times within the second 35, "
+                                   "retried with no back-off"]

@@ -1,9 +1,10 @@
 """The gallery: operators with planted bugs, each caught by its check, shrunk, and reproduced; their twins pass.
 
 Each ``*_bug.py`` in ``gallery/`` has a correct twin ``*_ok.py``. A bug must be found by the check meant for
-it, shrunk to at most 6 steps, and its reproduction, saved as a test file and run by pytest, must fail with
-the same check. The twins pass every check (a bounded number of examples here; ``benchmarks/bench_checks.py
---long`` runs 500 per check with every fault kind).
+it, shrunk to at most 6 steps, and its reproduction, saved as a test file and run by pytest under --kopf-sim,
+must fail with the same check, while the same steps' reproduction for the correct twin passes. The twins pass
+every check (a bounded number of examples here; ``benchmarks/bench_checks.py --long`` runs 500 examples with
+every fault kind in each).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from pytest_kopf.checks import CHECKS, check_operator
 from pytest_kopf.errors import OperatorCheckFailed
+from pytest_kopf.stateful import OperatorMachine
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
@@ -31,8 +33,8 @@ BUGS = {
     "optional_field": "convergence",
 }
 
-INNER_PYTEST = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:asyncio", "-p", "no:looptime_plugin",
-                "-p", "no:randomly", "-q")
+INNER_PYTEST = ("--kopf-sim", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:asyncio",
+                "-p", "no:looptime_plugin", "-p", "no:randomly", "-q")
 
 
 def check(name: str, checks: list[str], max_examples: int) -> None:
@@ -53,6 +55,16 @@ def test_a_planted_bug_is_caught_shrunk_and_reproduced(bug: str, meant_for: str,
     result = pytester.runpytest_inprocess(*INNER_PYTEST)
     assert result.ret == 1, result.stdout.str()
     result.stdout.fnmatch_lines([f"*The check '{meant_for}' has failed*"])
+
+    # The same steps against the correct twin: its reproduction (the same test but for the operator's file, and
+    # the expected end state of the twin's own fault-free run) passes.
+    twin = OperatorMachine.configured(f"Twin_{bug}", paths=[GALLERY / f"{bug}_ok.py"], manifests=[CRD],
+                                      resources=[RESOURCE], checks=[meant_for], names=["obj-0"], settle_timeout=300)
+    twin_reproduction = twin.reproduce(failure.steps, meant_for)
+    assert f"{bug}_ok.py" in twin_reproduction and f"{bug}_bug.py" not in twin_reproduction
+    pytester.makepyfile(test_reproduction=twin_reproduction)
+    result = pytester.runpytest_inprocess(*INNER_PYTEST)
+    assert result.ret == 0, result.stdout.str()
 
 
 @pytest.mark.parametrize("twin", sorted(BUGS))

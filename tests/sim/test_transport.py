@@ -428,3 +428,23 @@ async def test_a_stopped_simulator_is_not_kept_in_memory() -> None:
     del cluster, app, server, session, response
     gc.collect()
     assert gone() is None
+
+
+async def test_the_servers_side_is_marked_as_serving() -> None:
+    """An operator under test tells its tasks by their context: the server's request handlers run in a copy of the
+    connecting client's context with SERVING set, so that it can leave them alone (found by the checks: the exit
+    waited for the server's idle keep-alive handler as for a hung task of its own)."""
+    from kopf_sim.transports.inmemory import SERVING
+
+    seen: list[bool] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(SERVING.get())
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_get("/", handler)
+    async with in_memory_session(app) as session, session.get("http://sim/") as response:
+        assert response.status == 200
+    assert seen == [True]
+    assert SERVING.get() is False

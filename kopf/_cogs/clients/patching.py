@@ -39,12 +39,18 @@ async def patch_obj(
         settings: OperatorSettings,
         logger: api.Logger | None = None,
         vault: Vault | None = None,
+        uid: str | None = None,
 ) -> RawBody | None:
     """
     Apply a merge-patch to an object; return the patched body, or ``None`` if the object is gone.
 
     The name & namespace can also come from the patch's metadata (if not given explicitly).
     An empty patch makes no changes and returns the current body (as read).
+
+    ``uid``: the object's uid as a precondition (the apiserver refuses the patch with 409 if the object of
+    that name has another uid): a patch meant for an object deleted and re-created under the same name
+    meanwhile (e.g. the operator still processes the old one's events) does not land on the new one;
+    that object is gone as well, and ``None`` is returned.
     """
     meta = patch.get('metadata') or {}
     name = name if name is not None else meta.get('name')
@@ -53,6 +59,9 @@ async def patch_obj(
         raise ValueError("The object's name is needed for patching.")
 
     main_patch, status_patch = split_patch(resource, patch)
+    if uid is not None:
+        main_patch = _with_uid(main_patch, uid) if main_patch else main_patch
+        status_patch = _with_uid(status_patch, uid) if status_patch else status_patch
     body: RawBody | None = None
     try:
         # The status goes first: it carries the handlers' results, the main part marks them as handled
@@ -74,7 +83,22 @@ async def patch_obj(
                                     settings=settings, logger=logger, vault=vault)
     except errors.APINotFoundError:
         return None
+    except errors.APIConflictError as exc:
+        if uid is not None and _uid_precondition_failed(exc):
+            return None
+        raise
     return body
+
+
+def _with_uid(patch: Mapping[str, Any], uid: str) -> dict[str, Any]:
+    metadata = dict(patch.get('metadata') or {})
+    metadata['uid'] = uid
+    return {**patch, 'metadata': metadata}
+
+
+def _uid_precondition_failed(exc: errors.APIConflictError) -> bool:
+    """Whether the apiserver has refused a patch for its uid precondition (in its own words)."""
+    return 'Precondition failed: UID in precondition' in (exc.message or '')
 
 
 async def _apply_fns(

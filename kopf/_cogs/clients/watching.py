@@ -230,9 +230,10 @@ async def streaming_watch(
                 if event is not None:
                     yield event
         finally:
+            # Wait for the interruption waiter to end, but never swallow a cancellation of our own task that comes
+            # meanwhile (suppressing CancelledError around `await watcher` would: the watching would go on forever).
             watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            await asyncio.wait([watcher])
 
 
 def _parse_line(

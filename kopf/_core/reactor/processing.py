@@ -429,6 +429,7 @@ async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, e
 
     if change.reason == Reason.NOOP and in_scope:
         context.local_logger.debug("Something has changed, but we are not interested (the essence is the same).")
+        _purge_stray_progress(context)
 
     if not handlers:
         return in_scope, None
@@ -440,6 +441,24 @@ async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, e
         succeeded, failed = len(outcome.state.succeeded), len(outcome.state.failed)
         context.logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
     return in_scope, outcome
+
+
+def _purge_stray_progress(context: _Context) -> None:
+    """
+    Remove the handlers' progress records from an object whose latest state is handled already.
+
+    They are left by an operator that has acted on an older view of the object (a stale read, or a
+    restart that listed an older revision) after the handling was done and recorded: no cause will
+    ever continue them, and an object that looks forever "in progress" misleads its users.
+    """
+    storage = context.settings.persistence.progress_storage
+    handlers = context.registry.changing.get_resource_handlers(context.resource)
+    stray = [handler for handler in handlers if storage.fetch(key=handler.id, body=context.body) is not None]
+    if stray:
+        context.local_logger.debug(f"Removing the stray progress of {', '.join(repr(h.id) for h in stray)}: "
+                                   f"the latest state is handled already.")
+        state = execution.State.from_storage(body=context.body, storage=storage, handlers=stray)
+        state.purge(body=context.body, patch=context.patch, storage=storage, handlers=stray)
 
 
 def _finish_handling(context: _Context, change: _Change, *, in_scope: bool) -> None:
@@ -497,11 +516,11 @@ def _get_indexing_memory(memory: ResourceMemory) -> indexing.IndexingMemory:
 def _make_patch_sink(context: _Context) -> daemons_.PatchSink:
     """How the daemons & timers patch their object (for their whole life, not only for this event)."""
     resource, settings, vault, logger = context.resource, context.settings, context.vault, context.local_logger
-    namespace, name = context.body.metadata.namespace, context.body.metadata.name
+    namespace, name, uid = context.body.metadata.namespace, context.body.metadata.name, context.body.metadata.uid
 
     async def patch_sink(patch: patches.Patch) -> None:
         await patching.patch_obj(resource=resource, namespace=namespace, name=name, patch=patch,
-                                 settings=settings, logger=logger, vault=vault)
+                                 settings=settings, logger=logger, vault=vault, uid=uid)
 
     return patch_sink
 
@@ -515,6 +534,7 @@ async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bo
     patched = await patching.patch_obj(
         resource=context.resource, namespace=body.metadata.namespace, name=body.metadata.name,
         patch=patch, settings=context.settings, logger=context.local_logger, vault=context.vault,
+        uid=body.metadata.uid,  # not onto an object re-created under this name meanwhile
     )
     if patched is None:
         context.local_logger.debug("Patching failed: the object is already gone; nothing to do.")

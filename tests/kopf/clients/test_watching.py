@@ -271,3 +271,41 @@ async def test_in_stream_errors_other_than_410_reconnect(
 def test_toggle_repr() -> None:
     assert repr(watching.Toggle(True)) == '<Toggle: on>'
     assert watching.Toggle().is_off()
+
+
+async def test_a_cancellation_while_a_stream_ends_is_not_swallowed(
+        cluster: Cluster, vault: Vault, settings: OperatorSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the checks' long run: an operator's graceful stop hung forever (a new watch-stream was started).
+
+    The watcher was cancelled while its ended stream waited for its interruption waiter to finish; that cancellation
+    was suppressed, and the watching went on. Here, the waiter takes a second to finish, to widen that moment.
+    """
+    async def slow_to_finish(stop: Any, paused: Any) -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.sleep(1)
+
+    monkeypatch.setattr(watching, '_interrupted', slow_to_finish)
+    create, _, _ = ops(cluster)
+    create('a', 1)
+    events: list[Any] = []
+
+    async def run() -> None:
+        async for event in watching.infinite_watch(resource=WIDGETS, namespace='default', settings=settings,
+                                                   vault=vault):
+            events.append(event)
+
+    task = asyncio.create_task(run())
+    await asyncio.sleep(5)  # listed, and watching
+    assert [event['object']['metadata']['name'] for event in events] == ['a']
+    cluster.close_watches()  # the stream ends: its waiter is being cancelled for a second
+    await asyncio.sleep(0.5)
+    task.cancel()
+    try:
+        done, _ = await asyncio.wait([task], timeout=10)
+        assert done and task.cancelled()
+    finally:
+        while not task.done():  # with that bug, a second cancellation ends it (the new stream is not ending)
+            task.cancel()
+            await asyncio.wait([task], timeout=1)
