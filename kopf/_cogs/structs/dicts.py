@@ -78,7 +78,7 @@ def _resolve_path(d: Mapping[Any, Any] | None, path: FieldPath, default: Any, *,
     """:func:`resolve` with the path already parsed (for the callers that keep it parsed, e.g. views)."""
     result: Any = d
     for key in path:
-        if isinstance(result, Mapping) and key in result:
+        if (type(result) is dict or isinstance(result, Mapping)) and key in result:  # dicts: no slower ABC check
             result = result[key]
         elif assume_empty:
             return {}
@@ -200,9 +200,20 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
     def __getitem__(self, item: _K) -> _V:
         return self._resolved()[item]
 
+    # The same as Mapping's, but with one resolution of the path per call: views are read a lot.
+    def __contains__(self, item: object) -> bool:
+        return item in self._resolved()
+
+    def get(self, item: _K, default: Any = None) -> Any:
+        resolved = self._resolved()
+        return resolved.get(item, default) if type(resolved) is dict else Mapping.get(resolved, item, default)
+
     def _resolved(self) -> Mapping[_K, _V]:
-        value = _resolve_path(self._src, self._path, {}, assume_empty=True)  # parsed once: views are read a lot
-        return value if isinstance(value, Mapping) else {}
+        # A view of a view (e.g. the metadata of a body): start from the source's own resolved mapping.
+        src = self._src
+        base = src._resolved() if isinstance(src, MappingView) else src
+        value = _resolve_path(base, self._path, {}, assume_empty=True)  # parsed once: views are read a lot
+        return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 class MutableMappingView(MappingView[_K, _V], MutableMapping[_K, _V], Generic[_K, _V]):

@@ -55,7 +55,9 @@ class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
     """
 
     def __init__(self, *, body: Body | Mapping[str, Any], settings: OperatorSettings) -> None:
-        ref: ObjectReference = copy.deepcopy(build_object_reference(body))
+        # A snapshot: the values are usually strings (immutable); anything else is copied deeply.
+        ref = cast(ObjectReference, {key: val if type(val) is str else copy.deepcopy(val)
+                                     for key, val in build_object_reference(body).items()})
         super().__init__(object_logger, dict(
             settings=settings,
             k8s_skip=False,
