@@ -188,6 +188,16 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
         self._src = __src
         self._path = parse_field(__path)
 
+    @property
+    def _src(self) -> Mapping[Any, Any]:
+        return self.__src
+
+    @_src.setter
+    def _src(self, src: Mapping[Any, Any]) -> None:
+        # Checked once here, not on every read (an ABC's isinstance is slow, and views are read a lot).
+        self.__src = src
+        self.__src_view = src if isinstance(src, MappingView) else None
+
     def __repr__(self) -> str:
         return repr(dict(self))
 
@@ -210,9 +220,13 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
 
     def _resolved(self) -> Mapping[_K, _V]:
         # A view of a view (e.g. the metadata of a body): start from the source's own resolved mapping.
-        src = self._src
-        base = src._resolved() if isinstance(src, MappingView) else src
-        value = _resolve_path(base, self._path, {}, assume_empty=True)  # parsed once: views are read a lot
+        view = self.__src_view
+        base = self.__src if view is None else view._resolved()
+        path = self._path
+        if len(path) == 1:  # the most usual case (e.g. the metadata of a body, the labels of the metadata)
+            value = base.get(path[0], {}) if type(base) is dict else _resolve_path(base, path, {}, assume_empty=True)
+        else:
+            value = _resolve_path(base, path, {}, assume_empty=True)  # parsed once: views are read a lot
         return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
