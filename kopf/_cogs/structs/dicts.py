@@ -10,6 +10,7 @@ the latest state of the underlying dict, even if it is replaced as a whole.
 """
 import copy
 import enum
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, Generic, TypeVar, cast, overload
 
@@ -33,6 +34,8 @@ def parse_field(field: FieldSpec) -> FieldPath:
     """
     if field is None or field == '':
         return ()
+    elif type(field) is str:  # the usual case: parsed once per distinct path (asked on every event)
+        return _parse_dotted(field)
     elif isinstance(field, str):
         return tuple(field.split('.'))
     elif isinstance(field, (list, tuple)):
@@ -41,6 +44,12 @@ def parse_field(field: FieldSpec) -> FieldPath:
         return tuple(field)
     else:
         raise ValueError(f"Field must be either a str, or a list/tuple. Got {field!r}")
+
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_dotted(field: str) -> FieldPath:
+    return tuple(field.split('.'))
 
 
 def render_field(field: FieldSpec) -> str:
