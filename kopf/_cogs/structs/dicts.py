@@ -220,12 +220,12 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
         return self._resolved()[item]
 
     # The same as Mapping's, but with one resolution of the path per call: views are read a lot.
-    def __contains__(self, item: object) -> bool:
-        return item in self._resolved()
+    def __contains__(self, key: object) -> bool:
+        return key in self._resolved()
 
-    def get(self, item: _K, default: Any = None) -> Any:
+    def get(self, key: _K, default: Any = None) -> Any:
         resolved = self._resolved()
-        return resolved.get(item, default) if type(resolved) is dict else Mapping.get(resolved, item, default)
+        return resolved.get(key, default) if type(resolved) is dict else Mapping.get(resolved, key, default)
 
     def _resolved(self) -> Mapping[_K, _V]:
         # A view of a view (e.g. the metadata of a body): start from the source's own resolved mapping.
