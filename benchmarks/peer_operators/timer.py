@@ -2,6 +2,6 @@
 import kopf
 
 
-@kopf.timer('kopfexamples', interval=5.0)
+@kopf.timer('kopfexamples', interval=60.0)
 def tick_fn(**_):
     return {'ticked': True}

@@ -358,6 +358,12 @@ def test_unregistered_secrets_are_masked_by_patterns() -> None:
         'x -----BEGIN CERTIFICATE-----*** y'
 
 
+def test_patterns_ignore_case_the_unicode_way() -> None:
+    # A shortcut skips the patterns for ASCII texts without their trigger words; these are not ASCII.
+    assert redact('\u017fecret=abc') == '\u017fecret=***'  # the long s (U+017F) matches 's' when ignoring case
+    assert redact('pa\u017f\u017fword: xyz, caf\u00e9') == 'pa\u017f\u017fword: ***, caf\u00e9'
+    assert redact('TOKEN=abc') == 'TOKEN=***'  # and ASCII in any case
+
 def test_innocent_text_is_kept() -> None:
     texts = [
         'Handler create_fn succeeded.',

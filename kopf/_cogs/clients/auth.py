@@ -39,10 +39,11 @@ SLOTS_KEY = 'request-slots'
 
 #: How many regular (not streaming) requests go to the API at once with one set of credentials.
 #: The others wait for a free slot: unlimited, every request in flight would open a TCP (and TLS)
-#: connection of its own, thousands of them at the start with thousands of objects, where a few
-#: dozen kept-alive connections serve the same requests faster for both the operator and the API.
+#: connection of its own, thousands of them at the start with thousands of objects, where about a
+#: hundred kept-alive connections serve the same requests faster for both the operator and the API
+#: (measured with benchmarks/compare_peer.py at 1,000 objects: 32 slots starve the patches, 256 are slower).
 #: The watch-streams are not limited: they hold their connections for as long as they watch.
-MAX_CONCURRENT_REQUESTS = 32
+MAX_CONCURRENT_REQUESTS = 128
 
 
 def _user_agent() -> str:

@@ -19,6 +19,7 @@ and read, so that the operators of either format see each other's records.
 """
 import base64
 import copy
+import functools
 import hashlib
 import re
 from collections.abc import Collection, Mapping, MutableMapping
@@ -48,6 +49,7 @@ def make_safe_key(key: str) -> str:
     return key.replace('/', '.')
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of the ids, called for every handler on every event
 def make_safe_name(key: str, limit: int = MAX_NAME_LENGTH, *, hashed: str | None = None) -> str:
     """
     Turn an arbitrary id into a valid annotation name of at most ``limit`` chars.

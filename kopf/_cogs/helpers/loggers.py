@@ -158,13 +158,22 @@ def _get_secrets_regex() -> re.Pattern[str] | None:
         return _secrets_regex
 
 
+#: The words without which none of the patterns can match in an ASCII text (lowercase): most texts have
+#: none of them, and are not scanned by the patterns at all (every log line is redacted, so this matters).
+#: Non-ASCII texts are always scanned: the patterns ignore case the Unicode way (e.g. the long s, U+017F, matches 's').
+_PATTERN_TRIGGERS = ('-----begin', 'bearer', 'basic', 'digest', 'negotiate', 'authorization',
+                     'token', 'passw', 'secret', 'key', '://')
+
+
 def redact(text: str) -> str:
     """Mask the registered secrets and the typical secret-looking patterns in the text."""
     regex = _get_secrets_regex()
     if regex is not None:
         text = regex.sub(MASK, text)
-    for pattern in _PATTERNS:
-        text = pattern.sub(lambda m: f'{m.group(1)}{MASK}', text)
+    lowered = text.lower()
+    if not text.isascii() or any(trigger in lowered for trigger in _PATTERN_TRIGGERS):
+        for pattern in _PATTERNS:
+            text = pattern.sub(lambda m: f'{m.group(1)}{MASK}', text)
     return text
 
 

@@ -98,15 +98,19 @@ class Meta(dicts.MappingView[str, Any]):
 
     def __init__(self, __src: 'Body') -> None:
         super().__init__(__src, 'metadata')
-        self._labels = Labels(self)
-        self._annotations = Annotations(self)
+        self._labels: Labels | None = None  # made on the first use: a body is made per event, and rarely asked
+        self._annotations: Annotations | None = None
 
     @property
     def labels(self) -> Mapping[str, str]:
+        if self._labels is None:
+            self._labels = Labels(self)
         return self._labels
 
     @property
     def annotations(self) -> Mapping[str, str]:
+        if self._annotations is None:
+            self._annotations = Annotations(self)
         return self._annotations
 
     @property

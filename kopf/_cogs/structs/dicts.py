@@ -10,6 +10,7 @@ the latest state of the underlying dict, even if it is replaced as a whole.
 """
 import copy
 import enum
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, Generic, TypeVar, cast, overload
 
@@ -33,6 +34,8 @@ def parse_field(field: FieldSpec) -> FieldPath:
     """
     if field is None or field == '':
         return ()
+    elif type(field) is str:  # the usual case: parsed once per distinct path (asked on every event)
+        return _parse_dotted(field)
     elif isinstance(field, str):
         return tuple(field.split('.'))
     elif isinstance(field, (list, tuple)):
@@ -41,6 +44,12 @@ def parse_field(field: FieldSpec) -> FieldPath:
         return tuple(field)
     else:
         raise ValueError(f"Field must be either a str, or a list/tuple. Got {field!r}")
+
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_dotted(field: str) -> FieldPath:
+    return tuple(field.split('.'))
 
 
 def render_field(field: FieldSpec) -> str:
@@ -78,7 +87,7 @@ def _resolve_path(d: Mapping[Any, Any] | None, path: FieldPath, default: Any, *,
     """:func:`resolve` with the path already parsed (for the callers that keep it parsed, e.g. views)."""
     result: Any = d
     for key in path:
-        if isinstance(result, Mapping) and key in result:
+        if (type(result) is dict or isinstance(result, Mapping)) and key in result:  # dicts: no slower ABC check
             result = result[key]
         elif assume_empty:
             return {}
@@ -188,6 +197,16 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
         self._src = __src
         self._path = parse_field(__path)
 
+    @property
+    def _src(self) -> Mapping[Any, Any]:
+        return self.__src
+
+    @_src.setter
+    def _src(self, src: Mapping[Any, Any]) -> None:
+        # Checked once here, not on every read (an ABC's isinstance is slow, and views are read a lot).
+        self.__src = src
+        self.__src_view = src if isinstance(src, MappingView) else None
+
     def __repr__(self) -> str:
         return repr(dict(self))
 
@@ -200,9 +219,24 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
     def __getitem__(self, item: _K) -> _V:
         return self._resolved()[item]
 
+    # The same as Mapping's, but with one resolution of the path per call: views are read a lot.
+    def __contains__(self, key: object) -> bool:
+        return key in self._resolved()
+
+    def get(self, key: _K, default: Any = None) -> Any:
+        resolved = self._resolved()
+        return resolved.get(key, default) if type(resolved) is dict else Mapping.get(resolved, key, default)
+
     def _resolved(self) -> Mapping[_K, _V]:
-        value = _resolve_path(self._src, self._path, {}, assume_empty=True)  # parsed once: views are read a lot
-        return value if isinstance(value, Mapping) else {}
+        # A view of a view (e.g. the metadata of a body): start from the source's own resolved mapping.
+        view = self.__src_view
+        base = self.__src if view is None else view._resolved()
+        path = self._path
+        if len(path) == 1:  # the most usual case (e.g. the metadata of a body, the labels of the metadata)
+            value = base.get(path[0], {}) if type(base) is dict else _resolve_path(base, path, {}, assume_empty=True)
+        else:
+            value = _resolve_path(base, path, {}, assume_empty=True)  # parsed once: views are read a lot
+        return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 class MutableMappingView(MappingView[_K, _V], MutableMapping[_K, _V], Generic[_K, _V]):

@@ -20,7 +20,7 @@ import contextvars
 import copy
 import logging
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import Body, ObjectReference, build_object_reference
@@ -44,6 +44,8 @@ object_logger = logging.getLogger(OBJECTS_LOGGER_NAME)
 EventSink = Callable[[ObjectReference, str, str, str], None]
 event_sink_var: contextvars.ContextVar[EventSink | None] = contextvars.ContextVar('kopf_event_sink', default=None)
 
+_LoggerT = TypeVar('_LoggerT', bound='ObjectLogger')
+
 
 class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
     """
@@ -55,12 +57,24 @@ class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
     """
 
     def __init__(self, *, body: Body | Mapping[str, Any], settings: OperatorSettings) -> None:
-        ref: ObjectReference = copy.deepcopy(build_object_reference(body))
+        # A snapshot: the values are usually strings (immutable); anything else is copied deeply.
+        ref = cast(ObjectReference, {key: val if type(val) is str else copy.deepcopy(val)
+                                     for key, val in build_object_reference(body).items()})
+        self._setup(ref=ref, settings=settings)
+
+    def _setup(self, *, ref: ObjectReference, settings: OperatorSettings) -> None:
         super().__init__(object_logger, dict(
             settings=settings,
             k8s_skip=False,
             k8s_ref=ref,
         ))
+
+    def _sibling(self, cls: type[_LoggerT]) -> _LoggerT:
+        """A logger of another kind for the same object, with the same snapshot of its identity (not made twice)."""
+        extra = self.extra or {}
+        sibling = cls.__new__(cls)
+        sibling._setup(ref=self.k8s_ref, settings=cast(OperatorSettings, extra['settings']))
+        return sibling
 
     def __repr__(self) -> str:
         ref = self.k8s_ref
@@ -108,8 +122,8 @@ class LocalObjectLogger(ObjectLogger):
     would otherwise overload the cluster with too many events.
     """
 
-    def __init__(self, *, body: Body | Mapping[str, Any], settings: OperatorSettings) -> None:
-        super().__init__(body=body, settings=settings)
+    def _setup(self, *, ref: ObjectReference, settings: OperatorSettings) -> None:
+        super()._setup(ref=ref, settings=settings)
         self.extra = {**(self.extra or {}), 'k8s_skip': True}
 
 

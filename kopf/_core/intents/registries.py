@@ -37,6 +37,7 @@ class GenericRegistry(Generic[HandlerT]):
     def __init__(self) -> None:
         super().__init__()
         self._handlers: list[HandlerT] = []
+        self._by_resource: dict[Resource, tuple[HandlerT, ...]] = {}  # selected per resource; reset on changes
 
     def __len__(self) -> int:
         return len(self._handlers)
@@ -64,6 +65,7 @@ class GenericRegistry(Generic[HandlerT]):
             raise ValueError(f"Duplicate handler id {handler.id!r}: it is already used by "
                              f"{existing.fn!r}, cannot be used by {handler.fn!r}. Use id=.")
         self._handlers.append(handler)
+        self._by_resource.clear()
 
     def get_all_handlers(self) -> list[HandlerT]:
         return list(self._handlers)
@@ -98,8 +100,12 @@ class ResourceRegistry(GenericRegistry[ResourceHandlerT]):
         return any(_fits(handler, resource) for handler in self._handlers)
 
     def get_resource_handlers(self, resource: Resource) -> list[ResourceHandlerT]:
-        """The handlers for the resource, regardless of the filters."""
-        return _deduplicated(handler for handler in self._handlers if _fits(handler, resource))
+        """The handlers for the resource, regardless of the filters (selected once per resource: asked per event)."""
+        selected = self._by_resource.get(resource)
+        if selected is None:
+            selected = tuple(_deduplicated(handler for handler in self._handlers if _fits(handler, resource)))
+            self._by_resource[resource] = selected
+        return list(selected)
 
     def get_handlers(
             self,

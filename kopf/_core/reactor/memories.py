@@ -22,7 +22,7 @@ from typing import Any
 from kopf._cogs.structs import ephemera
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)  # one per object: no per-instance __dict__
 class ResourceMemory:
     """Everything the operator remembers about one object while it exists."""
     memo: ephemera.AnyMemo = None

@@ -99,7 +99,7 @@ async def process_resource_event(
 
     # The messages of these loggers are posted as k8s-events by the posting engine (if installed), per settings.
     logger = loggers.ObjectLogger(body=body, settings=settings)
-    local_logger = loggers.LocalObjectLogger(body=body, settings=settings)
+    local_logger = logger._sibling(loggers.LocalObjectLogger)
     context = _Context(resource=resource, registry=registry, settings=settings, memory=memory, vault=vault,
                        body=body, raw_body=raw_body, patch=patch, logger=logger, local_logger=local_logger,
                        stream_pressure=stream_pressure, indices=indices or {}, initial=event_type is None)

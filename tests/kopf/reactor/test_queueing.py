@@ -199,3 +199,34 @@ async def test_one_thousand_objects_with_a_limited_number_of_workers(
         await operator.stop()
     assert max_running == 10
     assert len(operator.memories) == 1000
+
+
+async def test_a_backlog_gives_its_items_in_order_and_wakes_its_waiting_consumer() -> None:
+    from kopf._core.reactor.queueing import EOS, Backlog
+    backlog = Backlog()
+    assert backlog.empty()
+    with pytest.raises(asyncio.QueueEmpty):
+        backlog.get_nowait()
+    getter = asyncio.create_task(backlog.get())
+    await asyncio.sleep(0)
+    assert not getter.done()
+    first: Any = {'type': 'ADDED', 'object': {}}
+    backlog.put_nowait(first)
+    backlog.put_nowait(EOS)
+    assert await getter is first
+    assert backlog.get_nowait() is EOS
+    assert backlog.empty()
+
+
+async def test_a_backlog_keeps_the_item_if_its_consumer_is_cancelled_after_the_wake_up() -> None:
+    from kopf._core.reactor.queueing import Backlog
+    backlog = Backlog()
+    getter = asyncio.create_task(backlog.get())
+    await asyncio.sleep(0)
+    item: Any = {'type': 'MODIFIED', 'object': {}}
+    backlog.put_nowait(item)  # wakes the getter, which is cancelled before it runs: nothing is lost
+    getter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await getter
+    assert not backlog.empty()
+    assert await asyncio.wait_for(backlog.get(), timeout=1) is item
