@@ -12,6 +12,7 @@ the gallery (``tests/checks/gallery``), each with all the checks in one machine 
 examples: API errors, stale reads, withheld events, crashes, re-deliveries), ``--long-examples`` (500)
 examples each; any failure is printed with its shrunk reproduction and fails the run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,16 +41,24 @@ def calibration() -> float:
 def speed(examples: int, steps: int) -> None:
     print(f"calibration before: {calibration() * 1000:.1f} ms")
     wall, cpu = time.perf_counter(), time.process_time()
-    report = check_operator(paths=[ROOT / "examples" / "01-minimal" / "example.py"],
-                            manifests=[ROOT / "examples" / "crd.yaml"], resources=["kopfexamples.kopf.dev"],
-                            checks=["convergence"], max_examples=examples,
-                            max_steps=steps)
+    report = check_operator(
+        paths=[ROOT / "examples" / "01-minimal" / "example.py"],
+        manifests=[ROOT / "examples" / "crd.yaml"],
+        resources=["kopfexamples.kopf.dev"],
+        checks=["convergence"],
+        max_examples=examples,
+        max_steps=steps,
+    )
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(f"calibration after:  {calibration() * 1000:.1f} ms")
-    print(f"check_operator(convergence), minimal operator: {report.examples} examples, {report.steps} steps, "
-          f"{report.virtual_seconds:.0f} virtual s")
-    print(f"  wall {wall:.1f} s, CPU {cpu:.1f} s; {1000 * wall / max(report.steps, 1):.1f} ms wall per step "
-          f"({'within' if wall < TARGET_SECONDS else 'above'} the target of {TARGET_SECONDS:.0f} s)")
+    print(
+        f"check_operator(convergence), minimal operator: {report.examples} examples, {report.steps} steps, "
+        f"{report.virtual_seconds:.0f} virtual s"
+    )
+    print(
+        f"  wall {wall:.1f} s, CPU {cpu:.1f} s; {1000 * wall / max(report.steps, 1):.1f} ms wall per step "
+        f"({'within' if wall < TARGET_SECONDS else 'above'} the target of {TARGET_SECONDS:.0f} s)"
+    )
 
 
 def long_run(examples: int, *, combined: bool = True, only: str | None = None) -> int:
@@ -60,9 +69,15 @@ def long_run(examples: int, *, combined: bool = True, only: str | None = None) -
     for path in operators:
         started = time.perf_counter()
         try:
-            report = check_operator(paths=[path], manifests=[GALLERY / "crd.yaml"],
-                                    resources=["gadgets.checks.example"], checks=list(CHECKS),
-                                    max_examples=examples, max_steps=20, combined=combined)
+            report = check_operator(
+                paths=[path],
+                manifests=[GALLERY / "crd.yaml"],
+                resources=["gadgets.checks.example"],
+                checks=list(CHECKS),
+                max_examples=examples,
+                max_steps=20,
+                combined=combined,
+            )
         except OperatorCheckFailed as exc:
             failed += 1
             print(f"FAILED {path.name}: {exc}", flush=True)

@@ -15,6 +15,7 @@ Then it loads the official ``kubernetes`` client (37.x builds its models lazily,
 freezegun once more: its scan of the modules touches the lazy models, which are then built with freezegun's fake
 ``datetime`` class, and pydantic refuses it -- the start fails (the figure printed is the error).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,9 @@ from kopf_sim.timing import virtualtime
 from pytest_kopf.clocks import virtual_clocks, virtualize_module
 
 TEST_MODULE = types.ModuleType("test_something")
-exec("import datetime, time\nfrom datetime import datetime as dt, timezone\nfrom time import sleep",
-     TEST_MODULE.__dict__)
+exec(
+    "import datetime, time\nfrom datetime import datetime as dt, timezone\nfrom time import sleep", TEST_MODULE.__dict__
+)
 
 
 def per_test_ours(n: int) -> float:
@@ -76,8 +78,10 @@ def main() -> None:
     per_test_ours(10), per_test_freezegun(2)  # warm-up
     ours = per_test_ours(args.tests)
     theirs = per_test_freezegun(max(1, args.tests // 10))
-    print(f"per test: pytest_kopf.clocks {ours * 1e6:8.1f} µs;  freezegun start+stop {theirs * 1e6:8.1f} µs "
-          f"({theirs / ours:,.0f} times as much)")
+    print(
+        f"per test: pytest_kopf.clocks {ours * 1e6:8.1f} µs;  freezegun start+stop {theirs * 1e6:8.1f} µs "
+        f"({theirs / ours:,.0f} times as much)"
+    )
     plain = virtualtime.run(calls(100_000))
     with virtual_clocks():
         undo = virtualize_module(TEST_MODULE)
@@ -93,10 +97,12 @@ def main() -> None:
         if per_time == 0:
             print(f"per call, {name:>18}: not measurable (it freezes time.perf_counter() too)")
         else:
-            print(f"per call, {name:>18}: time.time() {per_time * 1e9:7.0f} ns, "
-                  f"datetime.now(UTC) {per_now * 1e9:7.0f} ns")
+            print(
+                f"per call, {name:>18}: time.time() {per_time * 1e9:7.0f} ns, datetime.now(UTC) {per_now * 1e9:7.0f} ns"
+            )
 
     import kubernetes  # noqa: F401 - as an operator's test session has it
+
     print(f"with the kubernetes client loaded ({len(sys.modules)} modules):")
     print(f"  pytest_kopf.clocks per test {per_test_ours(args.tests) * 1e6:8.1f} µs")
     try:

@@ -7,6 +7,7 @@ The measured memory includes the tasks, their coroutines' frames, the stop-flags
 memories of the daemons, the live bodies (the raw bodies themselves are counted separately),
 and the index entries; the memos are empty.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,10 +29,20 @@ from kopf._core.engines.indexing import IndexingMemory, OperatorIndexers, index_
 from kopf._core.intents.handlers import DaemonHandler, IndexingHandler, TimerHandler
 from kopf_sim.timing import virtualtime
 
-RESOURCE = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True)
-LOGGER = logging.getLogger('bench.daemons')
-COMMON: dict[str, Any] = dict(param=None, timeout=None, retries=None, backoff=60, selector=None, labels=None,
-                              annotations=None, when=None, field=None, value=None)
+RESOURCE = Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample", namespaced=True)
+LOGGER = logging.getLogger("bench.daemons")
+COMMON: dict[str, Any] = dict(
+    param=None,
+    timeout=None,
+    retries=None,
+    backoff=60,
+    selector=None,
+    labels=None,
+    annotations=None,
+    when=None,
+    field=None,
+    value=None,
+)
 
 
 async def daemon_fn(stopped: DaemonStopped, **_: Any) -> None:
@@ -48,10 +59,18 @@ def index_fn(name: str, namespace: str, **_: Any) -> Any:
 
 
 def make_body(i: int) -> dict[str, Any]:
-    return {'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample',
-            'metadata': {'name': f'kex-{i:05d}', 'namespace': f'ns{i % 10}', 'uid': f'uid-{i:05d}',
-                         'resourceVersion': '1', 'labels': {'app': 'bench'}},
-            'spec': {'field': 'value'}}
+    return {
+        "apiVersion": "kopf.dev/v1",
+        "kind": "KopfExample",
+        "metadata": {
+            "name": f"kex-{i:05d}",
+            "namespace": f"ns{i % 10}",
+            "uid": f"uid-{i:05d}",
+            "resourceVersion": "1",
+            "labels": {"app": "bench"},
+        },
+        "spec": {"field": "value"},
+    }
 
 
 async def sink(patch: Patch) -> None:
@@ -61,12 +80,28 @@ async def sink(patch: Patch) -> None:
 async def main(n: int) -> None:
     settings = OperatorSettings()
     handlers = [
-        DaemonHandler(fn=daemon_fn, id=HandlerId('daemon_fn'), errors=ErrorsMode.TEMPORARY, initial_delay=None,
-                      cancellation_backoff=None, cancellation_timeout=None, cancellation_polling=None, **COMMON),
-        TimerHandler(fn=timer_fn, id=HandlerId('timer_fn'), errors=ErrorsMode.TEMPORARY, initial_delay=None,
-                     interval=60, sharp=False, idle=None, **COMMON),
+        DaemonHandler(
+            fn=daemon_fn,
+            id=HandlerId("daemon_fn"),
+            errors=ErrorsMode.TEMPORARY,
+            initial_delay=None,
+            cancellation_backoff=None,
+            cancellation_timeout=None,
+            cancellation_polling=None,
+            **COMMON,
+        ),
+        TimerHandler(
+            fn=timer_fn,
+            id=HandlerId("timer_fn"),
+            errors=ErrorsMode.TEMPORARY,
+            initial_delay=None,
+            interval=60,
+            sharp=False,
+            idle=None,
+            **COMMON,
+        ),
     ]
-    indexer = IndexingHandler(fn=index_fn, id=HandlerId('by_namespace'), errors=ErrorsMode.IGNORED, **COMMON)
+    indexer = IndexingHandler(fn=index_fn, id=HandlerId("by_namespace"), errors=ErrorsMode.IGNORED, **COMMON)
     indexers = OperatorIndexers()
 
     gc.collect()
@@ -80,10 +115,28 @@ async def main(n: int) -> None:
         memo = Memo()
         memory, imemory = DaemonsMemory(), IndexingMemory()
         memories.append((memory, imemory, memo))
-        await spawn_daemons(settings=settings, handlers=handlers, memory=memory, body=body, resource=RESOURCE,
-                            logger=LOGGER, memo=memo, indices=indexers.indices, patch_sink=sink)
-        await index_object(indexers=indexers, handlers=[indexer], body=body, memory=imemory, resource=RESOURCE,
-                           logger=LOGGER, settings=settings, memo=memo, indices=indexers.indices)
+        await spawn_daemons(
+            settings=settings,
+            handlers=handlers,
+            memory=memory,
+            body=body,
+            resource=RESOURCE,
+            logger=LOGGER,
+            memo=memo,
+            indices=indexers.indices,
+            patch_sink=sink,
+        )
+        await index_object(
+            indexers=indexers,
+            handlers=[indexer],
+            body=body,
+            memory=imemory,
+            resource=RESOURCE,
+            logger=LOGGER,
+            settings=settings,
+            memo=memo,
+            indices=indexers.indices,
+        )
     await asyncio.sleep(1)  # all daemons & timers have started and are sleeping now.
     spawned_in = time.perf_counter() - started
     gc.collect()
@@ -96,8 +149,10 @@ async def main(n: int) -> None:
     print(f"tasks running:                    {tasks:>10,}")
     print(f"spawning & indexing took:         {spawned_in:>10.3f} s (real time)")
     print(f"raw bodies (not counted below):   {bodies_size / n:>10,.0f} bytes/object")
-    print(f"daemon + timer + index entry:     {engines / n:>10,.0f} bytes/object "
-          f"({engines / 2**20:,.1f} MiB in total; peak {peak / 2**20:,.1f} MiB with the bodies)")
+    print(
+        f"daemon + timer + index entry:     {engines / n:>10,.0f} bytes/object "
+        f"({engines / 2**20:,.1f} MiB in total; peak {peak / 2**20:,.1f} MiB with the bodies)"
+    )
 
     started = time.perf_counter()
     await stop_all([memory for memory, _, _ in memories], settings=settings)
@@ -105,8 +160,8 @@ async def main(n: int) -> None:
     settings.execution.executor.shutdown(wait=True)
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--objects', type=int, default=10_000)
+    parser.add_argument("--objects", type=int, default=10_000)
     args = parser.parse_args()
     virtualtime.run(main(args.objects))

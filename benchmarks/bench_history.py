@@ -10,6 +10,7 @@ it, the oldest changes are forgotten and watches or continue tokens older than t
 Without ``--window``, the default bound and an unbounded-like window (the number of changes) are
 both measured, each in its own subprocess.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,18 +31,31 @@ def measure(changes: int, window: int | None) -> None:
 
     cluster = Cluster() if window is None else Cluster(history_window=window)
     configmaps = cluster.resource("", "v1", "configmaps")
-    cluster.create(configmaps, "default", {
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "busy", "labels": {"app": "bench"}},
-        "data": {f"key{i}": "x" * 40 for i in range(20)},
-    })
+    cluster.create(
+        configmaps,
+        "default",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "busy", "labels": {"app": "bench"}},
+            "data": {f"key{i}": "x" * 40 for i in range(20)},
+        },
+    )
     before = rss_mb()
     for index in range(changes):
-        cluster.patch(configmaps, "default", "busy", {"data": {"counter": str(index), "stamp": cluster.now()}},
-                      "application/merge-patch+json")
+        cluster.patch(
+            configmaps,
+            "default",
+            "busy",
+            {"data": {"counter": str(index), "stamp": cluster.now()}},
+            "application/merge-patch+json",
+        )
     after = rss_mb()
-    print(f"window={cluster.history_window:>7}: {changes} changes: RSS {before:.1f} MB -> {after:.1f} MB "
-          f"(+{after - before:.1f} MB); history kept: {len(cluster.history)} changes, "
-          f"older versions expire (410) below {cluster.compacted_rv}")
+    print(
+        f"window={cluster.history_window:>7}: {changes} changes: RSS {before:.1f} MB -> {after:.1f} MB "
+        f"(+{after - before:.1f} MB); history kept: {len(cluster.history)} changes, "
+        f"older versions expire (410) below {cluster.compacted_rv}"
+    )
 
 
 def main() -> None:
@@ -53,8 +67,7 @@ def main() -> None:
         measure(args.changes, args.window if args.window > 0 else None)
         return
     for window in (0, args.changes):  # 0: the default bound
-        subprocess.run([sys.executable, __file__, "--changes", str(args.changes), "--window", str(window)],
-                       check=True)
+        subprocess.run([sys.executable, __file__, "--changes", str(args.changes), "--window", str(window)], check=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ to 9**8 nodes) and its relatives (deep, wide, merge keys, as an apply patch), de
 compression bomb, not-a-number values, and absurd continue tokens. ``/healthz`` is asked after each
 body, to see that the server still answers at once.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,12 +63,22 @@ def cases() -> list[tuple[str, str, str, dict[str, str], bytes]]:
         ("YAML nested 100,000 deep", "POST", NS, yaml_h, b"[" * 100_000),
         ("JSON nested 100,000 deep", "POST", NS, json_h, b"[" * 100_000 + b"]" * 100_000),
         ("JSON nested 900 deep", "POST", NS, json_h, b'{"a":' * 900 + b"1" + b"}" * 900),
-        ("gzip bomb (100 MB of zeros)", "POST", NS, {**json_h, "Content-Encoding": "gzip"},
-         gzip.compress(b"0" * 100_000_000)),
+        (
+            "gzip bomb (100 MB of zeros)",
+            "POST",
+            NS,
+            {**json_h, "Content-Encoding": "gzip"},
+            gzip.compress(b"0" * 100_000_000),
+        ),
         ("NaN", "POST", NS, json_h, b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"n"},"data":NaN}'),
         ("continue token of 3,000 brackets", "GET", f"{NS}?continue={token}", json_h, b""),
-        ("continue token with 1e999", "GET", f"{NS}?continue=" + base64.urlsafe_b64encode(
-            b'{"v":"meta.k8s.io/v1","rv":1e999,"start":"a"}').decode(), json_h, b""),
+        (
+            "continue token with 1e999",
+            "GET",
+            f"{NS}?continue=" + base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v1","rv":1e999,"start":"a"}').decode(),
+            json_h,
+            b"",
+        ),
     ]
 
 
@@ -97,17 +108,24 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = os.path.join(tmp, "kubeconfig")
-        server = subprocess.Popen([sys.executable, "-m", "kopf_sim", "serve", "--kubeconfig", kubeconfig],
-                                  stdout=subprocess.PIPE, text=True)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "kopf_sim", "serve", "--kubeconfig", kubeconfig], stdout=subprocess.PIPE, text=True
+        )
         try:
             assert server.stdout is not None
             match = re.search(r"at (http://\S+)", server.stdout.readline())
             assert match is not None
             base = match.group(1)
-            send(f"{base}{NS}", "POST", {"Content-Type": "application/json"},
-                 b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}')
-            print(f"{'case':38} {'bytes':>9} {'status':>6} {'best ms':>8} {'worst ms':>8} {'RSS MB':>16} "
-                  f"{'healthz ms':>10}")
+            send(
+                f"{base}{NS}",
+                "POST",
+                {"Content-Type": "application/json"},
+                b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}',
+            )
+            print(
+                f"{'case':38} {'bytes':>9} {'status':>6} {'best ms':>8} {'worst ms':>8} {'RSS MB':>16} "
+                f"{'healthz ms':>10}"
+            )
             worst_all = 0.0
             for name, method, path, headers, body in cases():
                 before = peak_rss_mb(server.pid)
@@ -119,9 +137,11 @@ def main() -> None:
                 after = peak_rss_mb(server.pid)
                 _, health = send(f"{base}/healthz", "GET", {}, b"")
                 worst_all = max(worst_all, max(timings))
-                print(f"{name:38} {len(body):9} {','.join(map(str, sorted(statuses))):>6} "
-                      f"{min(timings) * 1000:8.1f} {max(timings) * 1000:8.1f} "
-                      f"{before:6.1f} -> {after:6.1f} {health * 1000:10.1f}")
+                print(
+                    f"{name:38} {len(body):9} {','.join(map(str, sorted(statuses))):>6} "
+                    f"{min(timings) * 1000:8.1f} {max(timings) * 1000:8.1f} "
+                    f"{before:6.1f} -> {after:6.1f} {health * 1000:10.1f}"
+                )
             print(f"worst request: {worst_all * 1000:.1f} ms; server peak RSS: {peak_rss_mb(server.pid):.1f} MB")
         finally:
             server.terminate()

@@ -23,6 +23,7 @@ depend on the machine's speed at all (the way to compare two versions of the cod
 ``--profile``, the in-process N tests run under cProfile, and the top functions (by own
 time, and by packages) tell where the time goes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,10 +57,21 @@ async def one_test(cluster: SimKopfCluster, operator: KopfOperator, name: str) -
     """The design's shape of a test."""
     await cluster.apply(str(CRD))
     await operator.start(paths=[EXAMPLE])
-    await cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-                          "metadata": {"name": name, "namespace": "default"}, "spec": {"field": "value"}})
-    await cluster.wait_for("kopfexamples", name, namespace="default",
-                           condition=lambda o: "create_fn" in (o or {}).get("status", {}), timeout=60)
+    await cluster.create(
+        {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfExample",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"field": "value"},
+        }
+    )
+    await cluster.wait_for(
+        "kopfexamples",
+        name,
+        namespace="default",
+        condition=lambda o: "create_fn" in (o or {}).get("status", {}),
+        timeout=60,
+    )
     await cluster.delete("kopfexamples", name, namespace="default")
     await cluster.wait_gone("kopfexamples", name, namespace="default")
     await operator.stop()
@@ -111,13 +123,19 @@ def bench_in_process(n: int, repeat: int, profile: bool) -> float:
         best, mean = min(rounds) / n * 1000, sum(rounds) / len(rounds) / n * 1000
         singles.sort()
         median, p90 = singles[len(singles) // 2] * 1000, singles[int(len(singles) * 0.9)] * 1000
-        print(f"in-process: {n} tests x {len(rounds)} rounds: best round {min(rounds):7.3f} s = "
-              f"{best:6.1f} ms per test ({'within' if best < TARGET_MS else 'over'} the target of {TARGET_MS:.0f} ms)")
+        print(
+            f"in-process: {n} tests x {len(rounds)} rounds: best round {min(rounds):7.3f} s = "
+            f"{best:6.1f} ms per test ({'within' if best < TARGET_MS else 'over'} the target of {TARGET_MS:.0f} ms)"
+        )
         pairs = zip(rounds, speeds, strict=True)
-        print("in-process: each round (ms per test) after the calibration (ms): " +
-              ", ".join(f"{elapsed / n * 1000:.1f} after {speed:.0f}" for elapsed, speed in pairs))
-        print(f"in-process: per test over all rounds: mean {mean:6.1f} ms, median {median:6.1f} ms, "
-              f"90th percentile {p90:6.1f} ms")
+        print(
+            "in-process: each round (ms per test) after the calibration (ms): "
+            + ", ".join(f"{elapsed / n * 1000:.1f} after {speed:.0f}" for elapsed, speed in pairs)
+        )
+        print(
+            f"in-process: per test over all rounds: mean {mean:6.1f} ms, median {median:6.1f} ms, "
+            f"90th percentile {p90:6.1f} ms"
+        )
         gc.unfreeze()
         gc.set_threshold(*thresholds)
         if profiler is not None:
@@ -127,6 +145,7 @@ def bench_in_process(n: int, repeat: int, profile: bool) -> float:
 
 def calibrate(runs: int = 5) -> float:
     """Milliseconds of a fixed pure-Python workload (dicts, strings, calls), best of ``runs``: the machine's speed."""
+
     def work() -> int:
         total = 0
         for i in range(200_000):
@@ -167,7 +186,7 @@ def _package(filename: str) -> str:
     return "stdlib: " + pathlib.Path(filename).name
 
 
-TEST_FILE = '''
+TEST_FILE = """
 import pytest
 
 @pytest.mark.parametrize("n", range({n}))
@@ -183,15 +202,30 @@ async def test_shape(kopf_cluster, kopf_operator, n):
     await kopf_cluster.wait_gone("kopfexamples", f"ex{{n}}", namespace="default")
     await kopf_operator.stop()
     assert kopf_operator.exception is None
-'''
+"""
 
 
 def run_pytest(n: int, directory: pathlib.Path) -> float:
     path = directory / f"test_bench_{n}.py"
     path.write_text(textwrap.dedent(TEST_FILE.format(n=n, crd=str(CRD), example=str(EXAMPLE))))
     (directory / "pytest.ini").write_text("[pytest]\n")
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:asyncio",
-               "-p", "no:looptime_plugin", "-p", "no:hypothesispytest", "-p", "no:randomly", str(path)]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:asyncio",
+        "-p",
+        "no:looptime_plugin",
+        "-p",
+        "no:hypothesispytest",
+        "-p",
+        "no:randomly",
+        str(path),
+    ]
     started = time.perf_counter()
     result = subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=600)
     elapsed = time.perf_counter() - started
@@ -209,8 +243,10 @@ def bench_pytest(n: int, repeat: int) -> float:
     one, many = min(ones), min(manys)
     per_test = (many - one) / (n - 1) * 1000
     print(f"pytest:     1 test (start-up & collection)   {one:9.3f} s (best of {repeat})")
-    print(f"pytest:     {n} tests                    {many:9.3f} s  = {per_test:6.1f} ms per test beyond the first "
-          f"({'within' if per_test < TARGET_MS else 'over'} the target of {TARGET_MS:.0f} ms)")
+    print(
+        f"pytest:     {n} tests                    {many:9.3f} s  = {per_test:6.1f} ms per test beyond the first "
+        f"({'within' if per_test < TARGET_MS else 'over'} the target of {TARGET_MS:.0f} ms)"
+    )
     return per_test
 
 
@@ -231,8 +267,15 @@ def count_instructions(n: int) -> float:
         raise SystemExit("--instructions needs valgrind (callgrind), which is not installed here.")
 
     def collected(tests: int) -> int:
-        command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                   sys.executable, __file__, "--run-quietly", str(tests)]
+        command = [
+            valgrind,
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--run-quietly",
+            str(tests),
+        ]
         result = subprocess.run(command, capture_output=True, text=True, timeout=3600)
         found = re.search(r"Collected : (\d+)", result.stderr)
         if result.returncode != 0 or found is None:
@@ -252,8 +295,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="how many rounds/runs of them (default: 3)")
     parser.add_argument("--profile", action="store_true", help="profile the in-process tests (cProfile, one round)")
     parser.add_argument("--no-subprocess", action="store_true", help="skip the run through pytest")
-    parser.add_argument("--instructions", type=int, default=0, metavar="N",
-                        help="count the CPU instructions of N tests under valgrind instead (e.g. 10)")
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        default=0,
+        metavar="N",
+        help="count the CPU instructions of N tests under valgrind instead (e.g. 10)",
+    )
     parser.add_argument("--run-quietly", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run_quietly is not None:

@@ -15,6 +15,7 @@ loop with a fresh simulated cluster (as a sim-mode test has them):
 Each phase is given in wall time and CPU time; the figures depend on the machine's speed at the
 moment, so compare the phases of one run (ratios), not runs of different days.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,16 @@ def record_log(path: pathlib.Path, *, events: int, objects: int, interval: float
         for index in range(objects):
             name = f"ex{index}"
             if round_ == 0:
-                cluster.create(examples, "default", {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-                                                     "metadata": {"name": name}, "spec": {"field": "0"}})
+                cluster.create(
+                    examples,
+                    "default",
+                    {
+                        "apiVersion": "kopf.dev/v1",
+                        "kind": "KopfExample",
+                        "metadata": {"name": name},
+                        "spec": {"field": "0"},
+                    },
+                )
             elif round_ == per_object - 1:
                 cluster.delete(examples, "default", name)
             else:
@@ -139,15 +148,19 @@ def main() -> None:
         log = tmp / "log.jsonl"
         span = record_log(log, events=args.events, objects=args.objects, interval=args.interval)
         size = log.stat().st_size
-        print(f"log: {args.events:,} events of {args.objects} objects over {span:,.0f} s of recorded time, "
-              f"{size / 1e6:.1f} MB")
+        print(
+            f"log: {args.events:,} events of {args.objects} objects over {span:,.0f} s of recorded time, "
+            f"{size / 1e6:.1f} MB"
+        )
         wall, cpu, parsed = timed("read", lambda: read_log(log))
         print(f"reading & checking: {wall:6.2f} s wall, {cpu:6.2f} s CPU ({len(parsed.events) / wall:,.0f} events/s)")
         phases = [("replay, no operator", False), ("replay into an operator", True)]
         for title, with_operator in phases[1:] if args.operator_only else phases:
             wall, cpu, (virtual, steps) = timed(title, lambda w=with_operator: in_a_test(log, tmp, with_operator=w))
-            print(f"{title}: {wall:6.2f} s wall, {cpu:6.2f} s CPU for {steps:,} changes over {virtual:,.0f} virtual s "
-                  f"({steps / wall:,.0f} changes/s, {virtual / wall:,.0f}x real time)")
+            print(
+                f"{title}: {wall:6.2f} s wall, {cpu:6.2f} s CPU for {steps:,} changes over {virtual:,.0f} virtual s "
+                f"({steps / wall:,.0f} changes/s, {virtual / wall:,.0f}x real time)"
+            )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Run: ``python benchmarks/bench_sim.py [--objects N]``. Prints one line per measu
 Two layers are measured: the store's API (what the pytest plugin's fixtures call) and HTTP
 over the in-memory transport (what an operator's aiohttp client goes through).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,12 @@ MERGE = "application/merge-patch+json"
 
 
 def configmap(index: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": f"cm-{index:05d}", "labels": {"app": "bench", "shard": str(index % 10)}},
-            "data": {"index": str(index), "payload": "x" * 64}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"cm-{index:05d}", "labels": {"app": "bench", "shard": str(index % 10)}},
+        "data": {"index": str(index), "payload": "x" * 64},
+    }
 
 
 def rate(label: str, count: int, seconds: float, unit: str = "ops/s") -> None:
@@ -42,8 +46,15 @@ def bench_store(n: int) -> None:
     rtype = cluster.resource("", "v1", "configmaps")
     rate("store: create", n, timed(lambda: [cluster.create(rtype, "default", configmap(i)) for i in range(n)]))
     rate("store: get", n, timed(lambda: [cluster.get(rtype, "default", f"cm-{i:05d}") for i in range(n)]))
-    rate("store: merge patch", n, timed(lambda: [
-        cluster.patch(rtype, "default", f"cm-{i:05d}", {"data": {"index": f"{i}!"}}, MERGE) for i in range(n)]))
+    rate(
+        "store: merge patch",
+        n,
+        timed(
+            lambda: [
+                cluster.patch(rtype, "default", f"cm-{i:05d}", {"data": {"index": f"{i}!"}}, MERGE) for i in range(n)
+            ]
+        ),
+    )
     runs = 10
     seconds = timed(lambda: [cluster.list(rtype, "default") for _ in range(runs)])
     rate(f"store: list of {n} objects", runs, seconds, "lists/s")

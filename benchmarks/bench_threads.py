@@ -19,6 +19,7 @@ two waits), so the cost is per wake-up: the threads due at one moment wake each 
 switch per wake-up (a bare ring of 10 Python threads passing a pipe's byte on costs ~6 µs of CPU per switch
 here, a lock's ~12 µs); the loop's decisions and the operator's own async work come on top.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,8 +74,9 @@ def registry_of(counts: dict[str, int]) -> kopf.OperatorRegistry:
     return registry
 
 
-async def scenario(cluster: SimKopfCluster, operator: KopfOperator, objects: int, hours: float,
-                   counts: dict[str, int]) -> tuple[float, float]:
+async def scenario(
+    cluster: SimKopfCluster, operator: KopfOperator, objects: int, hours: float, counts: dict[str, int]
+) -> tuple[float, float]:
     settings = kopf.OperatorSettings()
     settings.peering.standalone = True
     settings.execution.max_workers = 3 * objects
@@ -110,9 +112,11 @@ def one_round(objects: int, hours: float) -> None:
             test_loop.close()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     wakes = counts.get("stopped.wait(10)", 0) + counts.get("time.sleep(60)", 0) + counts.get("timer", 0)
-    print(f"  {hours:g} virtual hours: {day_wall:6.2f} s wall, {day_cpu:6.2f} s CPU "
-          f"({wakes / day_wall:,.0f} thread wake-ups per second); the whole test: {wall:6.2f} s wall, "
-          f"{cpu:6.2f} s CPU; counts: {dict(sorted(counts.items()))}")
+    print(
+        f"  {hours:g} virtual hours: {day_wall:6.2f} s wall, {day_cpu:6.2f} s CPU "
+        f"({wakes / day_wall:,.0f} thread wake-ups per second); the whole test: {wall:6.2f} s wall, "
+        f"{cpu:6.2f} s CPU; counts: {dict(sorted(counts.items()))}"
+    )
 
 
 def bare_round(objects: int, hours: float) -> None:
@@ -130,8 +134,9 @@ def bare_round(objects: int, hours: float) -> None:
 
         wall, cpu = time.perf_counter(), time.process_time()
         try:
-            await asyncio.gather(*(loop.run_in_executor(executor, waits, period)
-                                   for period in (10, 60) for _ in range(objects)))
+            await asyncio.gather(
+                *(loop.run_in_executor(executor, waits, period) for period in (10, 60) for _ in range(objects))
+            )
         finally:
             executor.shutdown()
         return time.perf_counter() - wall, time.process_time() - cpu

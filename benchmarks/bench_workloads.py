@@ -7,6 +7,7 @@ the figures are the virtual time it took (what a real cluster of these timings w
 and CPU time it cost, and the number of writes (resource versions) the controllers made. The machine's
 speed varies, so compare runs side by side; the CPU seconds per virtual hour is the telling ratio.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,16 +28,30 @@ JsonDict = dict[str, Any]
 
 
 def deployment(replicas: int, image: str) -> JsonDict:
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
-                     "template": {"metadata": {"labels": {"app": "web"}},
-                                  "spec": {"containers": [{"name": "main", "image": image}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "main", "image": image}]},
+            },
+        },
+    }
 
 
 def job(index: int) -> JsonDict:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": f"job-{index}", "namespace": "default"},
-            "spec": {"template": {"spec": {"restartPolicy": "Never",
-                                           "containers": [{"name": "main", "image": "busybox"}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": f"job-{index}", "namespace": "default"},
+        "spec": {
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}
+        },
+    }
 
 
 async def until(cluster: Cluster, condition: Callable[[Change], bool]) -> None:
@@ -61,14 +76,21 @@ async def rollout(cluster: Cluster, replicas: int) -> None:
         if change.key != deployments.storage_key:
             return False
         status = change.obj.get("status") or {}
-        return bool(status.get("observedGeneration") == change.obj["metadata"]["generation"]
-                    and status.get("updatedReplicas") == status.get("availableReplicas") == replicas
-                    and status.get("replicas") == replicas)
+        return bool(
+            status.get("observedGeneration") == change.obj["metadata"]["generation"]
+            and status.get("updatedReplicas") == status.get("availableReplicas") == replicas
+            and status.get("replicas") == replicas
+        )
 
     cluster.create(deployments, "default", deployment(replicas, "nginx:1"))
     await until(cluster, complete)
-    cluster.patch(deployments, "default", "web", {"spec": {"template": {"spec": {"containers": [
-        {"name": "main", "image": "nginx:2"}]}}}}, "application/strategic-merge-patch+json")
+    cluster.patch(
+        deployments,
+        "default",
+        "web",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}},
+        "application/strategic-merge-patch+json",
+    )
     await until(cluster, complete)
 
 
@@ -108,8 +130,10 @@ def measure(name: str, scenario: Callable[[Cluster], Coroutine[Any, Any, None]],
     if profiler is not None:
         profiler.disable()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(f"{name}: {virtual:,.0f} virtual s in {wall:.2f} s wall ({cpu:.2f} s CPU), {writes:,} writes, "
-          f"{cpu / (virtual / 3600):.2f} CPU s per virtual hour")
+    print(
+        f"{name}: {virtual:,.0f} virtual s in {wall:.2f} s wall ({cpu:.2f} s CPU), {writes:,} writes, "
+        f"{cpu / (virtual / 3600):.2f} CPU s per virtual hour"
+    )
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
 
@@ -120,8 +144,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--profile", action="store_true", help="show where the time goes")
     args = parser.parse_args()
-    measure(f"a {args.replicas}-replica Deployment, created and updated",
-            lambda cluster: rollout(cluster, args.replicas), args.profile)
+    measure(
+        f"a {args.replicas}-replica Deployment, created and updated",
+        lambda cluster: rollout(cluster, args.replicas),
+        args.profile,
+    )
     measure(f"{args.jobs:,} Jobs to completion", lambda cluster: jobs(cluster, args.jobs), args.profile)
 
 

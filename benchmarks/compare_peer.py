@@ -27,6 +27,7 @@ and the CPU seconds (user + system, from ``/proc``) more than the wall seconds.
 * **memory**: N objects with a timer each: the operator's peak RSS once every object has ticked once
   (and a few seconds more, the timers keep running).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,29 +54,30 @@ sys.path.insert(0, str(ROOT))
 
 from tests.compat.peer import PeerUnavailable, ensure_peer  # noqa: E402
 
-OPERATORS = pathlib.Path(__file__).resolve().with_name('peer_operators')
-CRD = ROOT / 'examples' / 'crd.yaml'
-COLLECTION = '/apis/kopf.dev/v1/namespaces/default/kopfexamples'
-CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
-ORDER = ('peer', 'ours')
+OPERATORS = pathlib.Path(__file__).resolve().with_name("peer_operators")
+CRD = ROOT / "examples" / "crd.yaml"
+COLLECTION = "/apis/kopf.dev/v1/namespaces/default/kopfexamples"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+ORDER = ("peer", "ours")
 
 
 # -------------------------------------------------------------------------------------------------
 # The processes: their CPU and memory from /proc.
 # -------------------------------------------------------------------------------------------------
 
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process (all its threads) so far."""
-    with open(f'/proc/{pid}/stat') as f:
-        fields = f.read().rsplit(')', 1)[1].split()
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def memory_kib(pid: int, field: str) -> int:
     """A ``/proc/PID/status`` memory field in KiB: ``VmHWM`` (peak RSS) or ``VmRSS``."""
-    with open(f'/proc/{pid}/status') as f:
+    with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith(field + ':'):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise LookupError(field)
 
@@ -87,42 +89,64 @@ class Framework:
 
 
 def frameworks() -> dict[str, Framework]:
-    ours = pathlib.Path(sys.executable).with_name('kopf')
+    ours = pathlib.Path(sys.executable).with_name("kopf")
     if not ours.exists():
         raise SystemExit(f"Our kopf command is not at {ours}: run this with the project's venv interpreter.")
     try:
         peer = ensure_peer()
     except PeerUnavailable as e:
         raise SystemExit(f"The published Kopf cannot be installed here: {e}") from None
-    return {'peer': Framework('peer', peer.kopf), 'ours': Framework('ours', ours)}
+    return {"peer": Framework("peer", peer.kopf), "ours": Framework("ours", ours)}
 
 
 class Server:
     """A fresh ``kopf-sim serve`` with the example CRD and N objects loaded at its start."""
 
     def __init__(self, workdir: pathlib.Path, objects: int, spec: Mapping[str, Any] | None = None) -> None:
-        self.kubeconfig = workdir / 'kubeconfig'
-        manifest = workdir / 'objects.yaml'
+        self.kubeconfig = workdir / "kubeconfig"
+        manifest = workdir / "objects.yaml"
         spec = dict(spec or {})
-        with open(manifest, 'w') as f:  # JSON documents are YAML documents too
+        with open(manifest, "w") as f:  # JSON documents are YAML documents too
             for index in range(objects):
-                f.write('---\n')
-                json.dump({'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample', 'spec': spec,
-                           'metadata': {'name': f'kex-{index:05d}', 'namespace': 'default'}}, f)
-                f.write('\n')
-        self._log = open(workdir / 'server.log', 'w+')  # noqa: SIM115 - closed in stop()
-        args = [sys.executable, '-m', 'kopf_sim', 'serve', '--host', '127.0.0.1', '--port', '0',
-                '--kubeconfig', str(self.kubeconfig), '--controllers', 'none',
-                '--load', str(CRD), '--load', str(manifest)]
+                f.write("---\n")
+                json.dump(
+                    {
+                        "apiVersion": "kopf.dev/v1",
+                        "kind": "KopfExample",
+                        "spec": spec,
+                        "metadata": {"name": f"kex-{index:05d}", "namespace": "default"},
+                    },
+                    f,
+                )
+                f.write("\n")
+        self._log = open(workdir / "server.log", "w+")  # noqa: SIM115 - closed in stop()
+        args = [
+            sys.executable,
+            "-m",
+            "kopf_sim",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--controllers",
+            "none",
+            "--load",
+            str(CRD),
+            "--load",
+            str(manifest),
+        ]
         self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=str(workdir))
         url = urllib.parse.urlsplit(self._wait_for_url())
-        self.host, self.port = url.hostname or '127.0.0.1', url.port or 80
+        self.host, self.port = url.hostname or "127.0.0.1", url.port or 80
 
     def _wait_for_url(self) -> str:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             self._log.seek(0)
-            match = re.search(r'Serving a simulated Kubernetes API at (\S+)', self._log.read())
+            match = re.search(r"Serving a simulated Kubernetes API at (\S+)", self._log.read())
             if match and self.kubeconfig.exists():
                 return match.group(1)
             if self.process.poll() is not None:
@@ -154,10 +178,11 @@ class Client:
     def __init__(self, server: Server) -> None:
         self.connection = server.connect()
 
-    def request(self, method: str, path: str, body: Any = None,
-                content_type: str = 'application/json') -> tuple[int, Any]:
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
-        self.connection.request(method, path, body=data, headers={'Content-Type': content_type})
+        self.connection.request(method, path, body=data, headers={"Content-Type": content_type})
         response = self.connection.getresponse()
         payload = response.read()
         return response.status, json.loads(payload) if payload else None
@@ -172,26 +197,26 @@ class Watcher:
     def __init__(self, server: Server, observe: Callable[[dict[str, Any], float], None]) -> None:
         self._observe = observe
         client = Client(server)
-        status, listing = client.request('GET', COLLECTION)
+        status, listing = client.request("GET", COLLECTION)
         client.close()
         if status != 200:
             raise RuntimeError(f"Cannot list the objects: {status} {listing}")
         now = time.time()
-        for item in listing['items']:
+        for item in listing["items"]:
             observe(item, now)
         self._connection = server.connect(timeout=None)
-        version = listing['metadata']['resourceVersion']
-        self._connection.request('GET', f'{COLLECTION}?watch=true&resourceVersion={version}&timeoutSeconds=3600')
+        version = listing["metadata"]["resourceVersion"]
+        self._connection.request("GET", f"{COLLECTION}?watch=true&resourceVersion={version}&timeoutSeconds=3600")
         self._response = self._connection.getresponse()
-        self._thread = threading.Thread(target=self._read, name='watcher', daemon=True)
+        self._thread = threading.Thread(target=self._read, name="watcher", daemon=True)
         self._thread.start()
 
     def _read(self) -> None:
         with contextlib.suppress(OSError, ValueError, AttributeError, http.client.HTTPException):
             while line := self._response.readline():
                 event = json.loads(line)
-                if event.get('type') in ('ADDED', 'MODIFIED'):
-                    self._observe(event['object'], time.time())
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    self._observe(event["object"], time.time())
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
@@ -205,11 +230,11 @@ class Operator:
     """``kopf run`` of an operator file under one framework, as a subprocess (its log in the workdir)."""
 
     def __init__(self, framework: Framework, file: str, server: Server, workdir: pathlib.Path) -> None:
-        self.first_call_path = workdir / f'{framework.name}-first-call'
-        env = {key: value for key, value in os.environ.items() if key not in ('PYTHONPATH', 'VIRTUAL_ENV')}
+        self.first_call_path = workdir / f"{framework.name}-first-call"
+        env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
         env.update(KUBECONFIG=str(server.kubeconfig), BENCH_FIRST_CALL=str(self.first_call_path))
-        self._log = open(workdir / f'{framework.name}-operator.log', 'w')  # noqa: SIM115 - closed in stop()
-        args = [str(framework.kopf), 'run', '--standalone', '--namespace', 'default', str(OPERATORS / file)]
+        self._log = open(workdir / f"{framework.name}-operator.log", "w")  # noqa: SIM115 - closed in stop()
+        args = [str(framework.kopf), "run", "--standalone", "--namespace", "default", str(OPERATORS / file)]
         self.spawned = time.time()
         self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=str(workdir))
 
@@ -221,7 +246,7 @@ class Operator:
         return cpu_seconds(self.pid)
 
     def peak_rss_mib(self) -> float:
-        return memory_kib(self.pid, 'VmHWM') / 1024
+        return memory_kib(self.pid, "VmHWM") / 1024
 
     def first_call(self) -> float | None:
         """Seconds from the spawn to the first handler call (as the handler has written it)."""
@@ -278,7 +303,7 @@ class Reached:
         if not self._predicate(body):
             return
         with self._lock:
-            self._names.add(body['metadata']['name'])
+            self._names.add(body["metadata"]["name"])
             if self.first is None:
                 self.first = now
             if len(self._names) >= self.total and not self.done.is_set():
@@ -291,17 +316,17 @@ class Reached:
 
 
 def _in_status(key: str) -> Callable[[dict[str, Any]], bool]:
-    return lambda body: bool((body.get('status') or {}).get(key))
+    return lambda body: bool((body.get("status") or {}).get(key))
 
 
 @contextlib.contextmanager
 def _workdir(label: str) -> Iterator[pathlib.Path]:
-    with tempfile.TemporaryDirectory(prefix=f'compare-peer-{label}-') as path:
+    with tempfile.TemporaryDirectory(prefix=f"compare-peer-{label}-") as path:
         yield pathlib.Path(path)
 
 
 def _fail(what: str, operator: Operator, workdir: pathlib.Path, framework: Framework) -> RuntimeError:
-    log = (workdir / f'{framework.name}-operator.log').read_text()[-3000:]
+    log = (workdir / f"{framework.name}-operator.log").read_text()[-3000:]
     return RuntimeError(f"{framework.name}: {what}; the operator's last output:\n{log}")
 
 
@@ -309,15 +334,16 @@ def _fail(what: str, operator: Operator, workdir: pathlib.Path, framework: Frame
 # The measurements of one framework.
 # -------------------------------------------------------------------------------------------------
 
+
 def measure_throughput(framework: Framework, size: int, timeout: float) -> dict[str, float | None]:
     """A create handler over N pre-existing objects: speed, CPU, memory, start & stop."""
-    with _workdir(f'{framework.name}-a{size}') as workdir:
+    with _workdir(f"{framework.name}-a{size}") as workdir:
         server = Server(workdir, size)
         try:
-            reached = Reached(size, _in_status('create_fn'))
+            reached = Reached(size, _in_status("create_fn"))
             watcher = Watcher(server, reached.observe)
             server_cpu = server.cpu()
-            operator = Operator(framework, 'create.py', server, workdir)
+            operator = Operator(framework, "create.py", server, workdir)
             try:
                 if not reached.done.wait(timeout):
                     raise _fail(f"{reached.count}/{size} objects handled in {timeout}s", operator, workdir, framework)
@@ -338,37 +364,37 @@ def measure_throughput(framework: Framework, size: int, timeout: float) -> dict[
         finally:
             server.stop()
     return {
-        'seconds': seconds,
-        'objects_per_second': size / seconds,
-        'operator_cpu_s': operator_cpu,
-        'operator_cpu_ms_per_object': operator_cpu / size * 1000,
-        'operator_peak_rss_mib': peak,
-        'server_cpu_share': server_cpu / seconds,
-        'start_to_first_handler_s': first,
-        'start_to_first_result_s': first_result,
-        'stop_s': stop,
-        'exit_code': code,
+        "seconds": seconds,
+        "objects_per_second": size / seconds,
+        "operator_cpu_s": operator_cpu,
+        "operator_cpu_ms_per_object": operator_cpu / size * 1000,
+        "operator_peak_rss_mib": peak,
+        "server_cpu_share": server_cpu / seconds,
+        "start_to_first_handler_s": first,
+        "start_to_first_result_s": first_result,
+        "stop_s": stop,
+        "exit_code": code,
     }
 
 
 def measure_latency(framework: Framework, objects: int, rate: float, duration: float) -> dict[str, float | None]:
     """A steady rate of spec patches: the latency from each write to its handler's call & patch."""
-    with _workdir(f'{framework.name}-b') as workdir:
+    with _workdir(f"{framework.name}-b") as workdir:
         server = Server(workdir, objects)
         try:
-            created = Reached(objects, _in_status('create_fn'))
+            created = Reached(objects, _in_status("create_fn"))
             seen: dict[float, tuple[float, float]] = {}  # stamp -> (patch seen, handler called)
             lock = threading.Lock()
 
             def observe(body: dict[str, Any], now: float) -> None:
                 created.observe(body, now)
-                for value in (body.get('status') or {}).values():
-                    if isinstance(value, dict) and isinstance(value.get('stamp'), float):
+                for value in (body.get("status") or {}).values():
+                    if isinstance(value, dict) and isinstance(value.get("stamp"), float):
                         with lock:
-                            seen.setdefault(value['stamp'], (now, float(value.get('called') or now)))
+                            seen.setdefault(value["stamp"], (now, float(value.get("called") or now)))
 
             watcher = Watcher(server, observe)
-            operator = Operator(framework, 'update.py', server, workdir)
+            operator = Operator(framework, "update.py", server, workdir)
             try:
                 if not created.done.wait(120):
                     raise _fail("the objects are not created in 120s", operator, workdir, framework)
@@ -395,14 +421,14 @@ def measure_latency(framework: Framework, objects: int, rate: float, duration: f
     if not to_patch:
         raise RuntimeError(f"{framework.name}: no update was handled")
     return {
-        'writes': len(stamps),
-        'handled_share': len(to_patch) / len(stamps),
-        'p50_write_to_patch_ms': _percentile(to_patch, 50) * 1000,
-        'p99_write_to_patch_ms': _percentile(to_patch, 99) * 1000,
-        'p50_write_to_call_ms': _percentile(to_call, 50) * 1000,
-        'p99_write_to_call_ms': _percentile(to_call, 99) * 1000,
-        'operator_cpu_ms_per_update': operator_cpu / len(stamps) * 1000,
-        'server_cpu_share': server_cpu / duration,
+        "writes": len(stamps),
+        "handled_share": len(to_patch) / len(stamps),
+        "p50_write_to_patch_ms": _percentile(to_patch, 50) * 1000,
+        "p99_write_to_patch_ms": _percentile(to_patch, 99) * 1000,
+        "p50_write_to_call_ms": _percentile(to_call, 50) * 1000,
+        "p99_write_to_call_ms": _percentile(to_call, 99) * 1000,
+        "operator_cpu_ms_per_update": operator_cpu / len(stamps) * 1000,
+        "server_cpu_share": server_cpu / duration,
     }
 
 
@@ -417,8 +443,12 @@ def _write_steadily(server: Server, *, objects: int, rate: float, duration: floa
             if delay > 0:
                 time.sleep(delay)
             stamp = time.time()
-            status, answer = client.request('PATCH', f'{COLLECTION}/kex-{index % objects:05d}',
-                                            {'spec': {'stamp': stamp}}, 'application/merge-patch+json')
+            status, answer = client.request(
+                "PATCH",
+                f"{COLLECTION}/kex-{index % objects:05d}",
+                {"spec": {"stamp": stamp}},
+                "application/merge-patch+json",
+            )
             if status != 200:
                 raise RuntimeError(f"A write has failed: {status} {answer}")
             stamps.append(stamp)
@@ -434,12 +464,12 @@ def _percentile(values: Sequence[float], percent: float) -> float:
 
 def measure_memory(framework: Framework, size: int, timeout: float, linger: float) -> dict[str, float | None]:
     """A timer on every object: the operator's peak RSS once all have ticked (and while they keep ticking)."""
-    with _workdir(f'{framework.name}-c{size}') as workdir:
+    with _workdir(f"{framework.name}-c{size}") as workdir:
         server = Server(workdir, size)
         try:
-            reached = Reached(size, _in_status('tick_fn'))
+            reached = Reached(size, _in_status("tick_fn"))
             watcher = Watcher(server, reached.observe)
-            operator = Operator(framework, 'timer.py', server, workdir)
+            operator = Operator(framework, "timer.py", server, workdir)
             try:
                 if not reached.done.wait(timeout):
                     raise _fail(f"{reached.count}/{size} objects ticked in {timeout}s", operator, workdir, framework)
@@ -447,7 +477,7 @@ def measure_memory(framework: Framework, size: int, timeout: float, linger: floa
                 seconds = reached.when - operator.spawned
                 time.sleep(linger)
                 peak = operator.peak_rss_mib()
-                rss = memory_kib(operator.pid, 'VmRSS') / 1024
+                rss = memory_kib(operator.pid, "VmRSS") / 1024
                 cpu = operator.cpu()
                 operator.stop()
             except BaseException:
@@ -456,7 +486,7 @@ def measure_memory(framework: Framework, size: int, timeout: float, linger: floa
             watcher.stop()
         finally:
             server.stop()
-    return {'seconds': seconds, 'peak_rss_mib': peak, 'rss_mib': rss, 'operator_cpu_s': cpu}
+    return {"seconds": seconds, "peak_rss_mib": peak, "rss_mib": rss, "operator_cpu_s": cpu}
 
 
 # -------------------------------------------------------------------------------------------------
@@ -466,24 +496,29 @@ def measure_memory(framework: Framework, size: int, timeout: float, linger: floa
 Results = dict[str, dict[str, list[float | None]]]  # figure -> framework -> values of the repeats
 
 
-def side_by_side(label: str, repeat: int, fws: Mapping[str, Framework],
-                 measure: Callable[[Framework], Mapping[str, float | None]], results: Results) -> None:
+def side_by_side(
+    label: str,
+    repeat: int,
+    fws: Mapping[str, Framework],
+    measure: Callable[[Framework], Mapping[str, float | None]],
+    results: Results,
+) -> None:
     for round_ in range(repeat):
         order = ORDER if round_ % 2 == 0 else tuple(reversed(ORDER))
         for name in order:
             print(f"  {label}: {name}, round {round_ + 1}/{repeat} ...", file=sys.stderr, flush=True)
             figures = measure(fws[name])
             for key, value in figures.items():
-                results.setdefault(f'{label}: {key}', {}).setdefault(name, []).append(value)
+                results.setdefault(f"{label}: {key}", {}).setdefault(name, []).append(value)
 
 
 def print_table(results: Results) -> None:
     print(f"| {'figure':<58} | {'peer':>19} | {'ours':>19} | {'ours/peer':>15} |")
     print(f"|{'-' * 60}|{'-' * 21}:|{'-' * 21}:|{'-' * 17}:|")
     for figure, by_name in results.items():
-        peer, ours = by_name.get('peer', []), by_name.get('ours', [])
+        peer, ours = by_name.get("peer", []), by_name.get("ours", [])
         ratios = [o / p for o, p in zip(ours, peer, strict=False) if o is not None and p]
-        ratio = f"{statistics.median(ratios):.2f}x" if ratios else '-'
+        ratio = f"{statistics.median(ratios):.2f}x" if ratios else "-"
         if len(ratios) > 1:
             ratio += f" ({min(ratios):.2f}-{max(ratios):.2f})"
         print(f"| {figure:<58} | {_summary(peer):>19} | {_summary(ours):>19} | {ratio:>15} |")
@@ -492,7 +527,7 @@ def print_table(results: Results) -> None:
 def _summary(values: Sequence[float | None]) -> str:
     numbers = [value for value in values if value is not None]
     if not numbers:
-        return '-'
+        return "-"
     median = statistics.median(numbers)
     if len(numbers) == 1:
         return f"{median:.4g}"
@@ -500,35 +535,53 @@ def _summary(values: Sequence[float | None]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0] if __doc__ else None)
-    parser.add_argument('--only', default='throughput,latency,memory',
-                        help="Which parts: throughput (with start & stop), latency, memory.")
-    parser.add_argument('--sizes', default='1000,10000', help="The numbers of pre-existing objects.")
-    parser.add_argument('--repeat', type=int, default=3, help="Rounds of the throughput (others: --repeat-other).")
-    parser.add_argument('--repeat-other', type=int, default=1, help="Rounds of the latency and memory parts.")
-    parser.add_argument('--rate', type=float, default=200.0, help="Updates per second in the latency part.")
-    parser.add_argument('--duration', type=float, default=30.0, help="Seconds of updates in the latency part.")
-    parser.add_argument('--latency-objects', type=int, default=200, help="Objects updated round-robin.")
-    parser.add_argument('--timeout', type=float, default=600.0, help="Seconds for one framework's run.")
-    parser.add_argument('--json', dest='json_path', default=None, help="Also write the raw figures there.")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument(
+        "--only",
+        default="throughput,latency,memory",
+        help="Which parts: throughput (with start & stop), latency, memory.",
+    )
+    parser.add_argument("--sizes", default="1000,10000", help="The numbers of pre-existing objects.")
+    parser.add_argument("--repeat", type=int, default=3, help="Rounds of the throughput (others: --repeat-other).")
+    parser.add_argument("--repeat-other", type=int, default=1, help="Rounds of the latency and memory parts.")
+    parser.add_argument("--rate", type=float, default=200.0, help="Updates per second in the latency part.")
+    parser.add_argument("--duration", type=float, default=30.0, help="Seconds of updates in the latency part.")
+    parser.add_argument("--latency-objects", type=int, default=200, help="Objects updated round-robin.")
+    parser.add_argument("--timeout", type=float, default=600.0, help="Seconds for one framework's run.")
+    parser.add_argument("--json", dest="json_path", default=None, help="Also write the raw figures there.")
     args = parser.parse_args(argv)
-    parts = {part.strip() for part in args.only.split(',') if part.strip()}
-    sizes = [int(size) for size in args.sizes.split(',') if size.strip()]
+    parts = {part.strip() for part in args.only.split(",") if part.strip()}
+    sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
     fws = frameworks()
     results: Results = {}
-    for size in sizes if 'throughput' in parts else []:
-        side_by_side(f'(a) {size} objects, create', args.repeat, fws,
-                     lambda fw, size=size: measure_throughput(fw, size, args.timeout), results)  # type: ignore[misc]
-    if 'latency' in parts:
-        side_by_side(f'(b) {args.rate:g} updates/s', args.repeat_other, fws,
-                     lambda fw: measure_latency(fw, args.latency_objects, args.rate, args.duration), results)
-    for size in sizes if 'memory' in parts else []:
-        side_by_side(f'(c) {size} objects, timer', args.repeat_other, fws,
-                     lambda fw, size=size: measure_memory(fw, size, args.timeout, 5.0), results)  # type: ignore[misc]
+    for size in sizes if "throughput" in parts else []:
+        side_by_side(
+            f"(a) {size} objects, create",
+            args.repeat,
+            fws,
+            lambda fw, size=size: measure_throughput(fw, size, args.timeout),
+            results,
+        )  # type: ignore[misc]
+    if "latency" in parts:
+        side_by_side(
+            f"(b) {args.rate:g} updates/s",
+            args.repeat_other,
+            fws,
+            lambda fw: measure_latency(fw, args.latency_objects, args.rate, args.duration),
+            results,
+        )
+    for size in sizes if "memory" in parts else []:
+        side_by_side(
+            f"(c) {size} objects, timer",
+            args.repeat_other,
+            fws,
+            lambda fw, size=size: measure_memory(fw, size, args.timeout, 5.0),
+            results,
+        )  # type: ignore[misc]
     print_table(results)
     if args.json_path:
         pathlib.Path(args.json_path).write_text(json.dumps(results, indent=1))
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

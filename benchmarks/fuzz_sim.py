@@ -8,6 +8,7 @@ a bounded profile in CI): no 5xx, no request costing more than a second of the s
 of requests tried, the seconds spent, the statuses seen, the costliest request, and the memory before and
 after; exits non-zero on the first failure (hypothesis shrinks it and prints it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,9 @@ def main() -> None:
 
     statuses: collections.Counter[int] = collections.Counter()
     costliest: list[tuple[float, str]] = [(0.0, "")]
-    options = settings(max_examples=args.examples, deadline=None, suppress_health_check=list(HealthCheck),
-                       database=None)
+    options = settings(
+        max_examples=args.examples, deadline=None, suppress_health_check=list(HealthCheck), database=None
+    )
     started, rss_before = time.perf_counter(), rss_mb()
     with ServedSim() as sim:
         for request in hand_written():
@@ -67,10 +69,12 @@ def main() -> None:
         gc.collect()
         steady = rss_mb()
         objects, history = sim.cluster.count(), len(sim.cluster.history)
-    print(f"simulator: {tried} requests in {elapsed:.1f} s ({tried / elapsed:.0f}/s); statuses: "
-          f"{dict(sorted(statuses.items()))}; RSS {rss_before:.0f} -> {rss_after:.0f} MB; then "
-          f"{5 * len(hand_written())} hostile requests more: {steady:.0f} MB; the store: {objects} objects, "
-          f"{history} changes in its history")
+    print(
+        f"simulator: {tried} requests in {elapsed:.1f} s ({tried / elapsed:.0f}/s); statuses: "
+        f"{dict(sorted(statuses.items()))}; RSS {rss_before:.0f} -> {rss_after:.0f} MB; then "
+        f"{5 * len(hand_written())} hostile requests more: {steady:.0f} MB; the store: {objects} objects, "
+        f"{history} changes in its history"
+    )
     print(f"simulator: the costliest request took {costliest[0][0] * 1000:.1f} ms of CPU: {costliest[0][1]}")
 
     webhook_statuses: collections.Counter[int] = collections.Counter()
@@ -78,8 +82,7 @@ def main() -> None:
     with ServedWebhooks() as hooks:
 
         @seed(args.seed)
-        @settings(max_examples=args.webhooks, deadline=None, suppress_health_check=list(HealthCheck),
-                  database=None)
+        @settings(max_examples=args.webhooks, deadline=None, suppress_health_check=list(HealthCheck), database=None)
         @given(request=reviews_requests())
         def fuzz_webhooks(request: object) -> None:
             outcome = hooks.send(request)  # type: ignore[arg-type]
@@ -89,8 +92,10 @@ def main() -> None:
         fuzz_webhooks()
         tried = hooks.requests
     elapsed = time.perf_counter() - started
-    print(f"webhooks: {tried} requests in {elapsed:.1f} s; statuses: {dict(sorted(webhook_statuses.items()))}; "
-          f"RSS now {rss_mb():.0f} MB")
+    print(
+        f"webhooks: {tried} requests in {elapsed:.1f} s; statuses: {dict(sorted(webhook_statuses.items()))}; "
+        f"RSS now {rss_mb():.0f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ each watcher lists once and then watches from the list's version for the whole r
   the history window) resumes from its last version, or relists on 410 Expired: it is then counted,
   and checked only for its final state.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,14 +38,21 @@ URL = "/api/v1/namespaces/default/configmaps"
 @dataclasses.dataclass
 class Watcher:
     events: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)  # (type, name, rv)
-    state: dict[str, int] = dataclasses.field(default_factory=dict)                 # name -> rv
+    state: dict[str, int] = dataclasses.field(default_factory=dict)  # name -> rv
     relists: int = 0
     reconnects: int = 0
     problems: list[str] = dataclasses.field(default_factory=list)
 
 
-async def writer(session: aiohttp.ClientSession, index: int, deadline: float, rng: random.Random,
-                 latencies: list[float], written: set[int], errors: list[str]) -> int:
+async def writer(
+    session: aiohttp.ClientSession,
+    index: int,
+    deadline: float,
+    rng: random.Random,
+    latencies: list[float],
+    written: set[int],
+    errors: list[str],
+) -> int:
     names: dict[str, str] = {}  # name -> last resourceVersion
     requests = 0
     while time.monotonic() < deadline:
@@ -56,11 +64,18 @@ async def writer(session: aiohttp.ClientSession, index: int, deadline: float, rn
         else:
             choice = rng.random()
             if choice < 0.6:
-                response = await session.patch(f"{URL}/{name}", json={"data": {"n": str(rng.random())}},
-                                               headers={"Content-Type": "application/merge-patch+json"})
+                response = await session.patch(
+                    f"{URL}/{name}",
+                    json={"data": {"n": str(rng.random())}},
+                    headers={"Content-Type": "application/merge-patch+json"},
+                )
             elif choice < 0.8:
-                body = {"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": name, "resourceVersion": names[name]}, "data": {"r": "1"}}
+                body = {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": name, "resourceVersion": names[name]},
+                    "data": {"r": "1"},
+                }
                 response = await session.put(f"{URL}/{name}", json=body)
             else:
                 response = await session.delete(f"{URL}/{name}")
@@ -81,14 +96,17 @@ async def watch(session: aiohttp.ClientSession, deadline: float, result: Watcher
     async def relist() -> int:
         async with session.get(URL) as response:
             listing = await response.json()
-        result.state = {item["metadata"]["name"]: int(item["metadata"]["resourceVersion"])
-                        for item in listing["items"]}
+        result.state = {item["metadata"]["name"]: int(item["metadata"]["resourceVersion"]) for item in listing["items"]}
         return int(listing["metadata"]["resourceVersion"])
 
     last = await relist()
     while time.monotonic() < deadline + 2:  # a little longer than the writers: the last events arrive too
-        params = {"watch": "true", "resourceVersion": str(last), "allowWatchBookmarks": "true",
-                  "timeoutSeconds": str(max(1, int(deadline + 2 - time.monotonic())))}
+        params = {
+            "watch": "true",
+            "resourceVersion": str(last),
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(max(1, int(deadline + 2 - time.monotonic()))),
+        }
         async with session.get(URL, params=params, timeout=aiohttp.ClientTimeout(total=None)) as response:
             async for line in response.content:
                 event = json.loads(line)
@@ -135,21 +153,31 @@ async def run(base: str, args: argparse.Namespace, server_pid: int) -> bool:
         deadline = started + args.seconds
         watching = [asyncio.create_task(watch(session, deadline, w)) for w in watchers]
         await asyncio.sleep(0.5)  # the watchers have listed
-        counts = await asyncio.gather(*(writer(session, i, deadline, random.Random(rng.random()), latencies,
-                                                written, errors) for i in range(args.writers)))
+        counts = await asyncio.gather(
+            *(
+                writer(session, i, deadline, random.Random(rng.random()), latencies, written, errors)
+                for i in range(args.writers)
+            )
+        )
         await asyncio.gather(*watching)
         elapsed = time.monotonic() - started
         async with session.get(URL) as response:
-            final = {item["metadata"]["name"]: int(item["metadata"]["resourceVersion"])
-                     for item in (await response.json())["items"]}
+            final = {
+                item["metadata"]["name"]: int(item["metadata"]["resourceVersion"])
+                for item in (await response.json())["items"]
+            }
     requests = sum(counts)
     ordered = sorted(latencies)
-    print(f"{args.writers} writers, {args.watchers} watchers, {elapsed:.0f} s: {requests} writes "
-          f"({requests / args.seconds:.0f}/s), latency p50 {statistics.median(ordered) * 1000:.1f} ms, "
-          f"p99 {ordered[int(len(ordered) * 0.99)] * 1000:.1f} ms, max {ordered[-1] * 1000:.1f} ms; "
-          f"{len(errors)} failed writes (conflicts expected: {sum('modified' in e for e in errors)})")
-    print(f"server peak RSS: {rss_before:.1f} -> {peak_rss_mb(server_pid):.1f} MB; "
-          f"events per watcher: {[len(w.events) for w in watchers]}")
+    print(
+        f"{args.writers} writers, {args.watchers} watchers, {elapsed:.0f} s: {requests} writes "
+        f"({requests / args.seconds:.0f}/s), latency p50 {statistics.median(ordered) * 1000:.1f} ms, "
+        f"p99 {ordered[int(len(ordered) * 0.99)] * 1000:.1f} ms, max {ordered[-1] * 1000:.1f} ms; "
+        f"{len(errors)} failed writes (conflicts expected: {sum('modified' in e for e in errors)})"
+    )
+    print(
+        f"server peak RSS: {rss_before:.1f} -> {peak_rss_mb(server_pid):.1f} MB; "
+        f"events per watcher: {[len(w.events) for w in watchers]}"
+    )
     intact = True
     reference = next((w.events for w in watchers if not w.relists), None)
     for index, w in enumerate(watchers):
@@ -166,8 +194,10 @@ async def run(base: str, args: argparse.Namespace, server_pid: int) -> bool:
         if w.state != final:
             problems.append("its rebuilt state differs from the final list")
         intact = intact and not problems
-        print(f"watcher {index}: {len(w.events)} events, {w.relists} relists, {w.reconnects} streams: "
-              f"{'; '.join(problems) or 'exact'}")
+        print(
+            f"watcher {index}: {len(w.events)} events, {w.relists} relists, {w.reconnects} streams: "
+            f"{'; '.join(problems) or 'exact'}"
+        )
     print(f"integrity: {'every change exactly once, in order, by every watcher' if intact else 'BROKEN'}")
     return intact
 

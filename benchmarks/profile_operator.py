@@ -12,6 +12,7 @@ file of ``benchmarks/peer_operators/``.
 Both parts run against a fresh ``kopf-sim serve`` with N objects loaded at its start (as in ``compare_peer.py``).
 The profiler and the tracer slow the operator down several times: compare the shares, not the seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,40 +36,56 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import compare_peer
 
-KOPF_DIR = str(pathlib.Path(__file__).resolve().parent.parent / 'kopf') + os.sep
+KOPF_DIR = str(pathlib.Path(__file__).resolve().parent.parent / "kopf") + os.sep
 
 
 def _reached(size: int, operator: str) -> compare_peer.Reached:
-    key = 'tick_fn' if operator == 'timer.py' else 'create_fn'
+    key = "tick_fn" if operator == "timer.py" else "create_fn"
     return compare_peer.Reached(size, compare_peer._in_status(key))
 
 
 def profile_cpu(size: int, operator: str, top: int, save: str | None) -> None:
     """cProfile of ``kopf run`` (a subprocess) until every object is handled; the top functions."""
-    with tempfile.TemporaryDirectory(prefix='profile-operator-') as path:
+    with tempfile.TemporaryDirectory(prefix="profile-operator-") as path:
         workdir = pathlib.Path(path)
-        output = save or str(workdir / 'operator.prof')
+        output = save or str(workdir / "operator.prof")
         server = compare_peer.Server(workdir, size)
         try:
             reached = _reached(size, operator)
             watcher = compare_peer.Watcher(server, reached.observe)
-            kopf = pathlib.Path(sys.executable).with_name('kopf')
+            kopf = pathlib.Path(sys.executable).with_name("kopf")
             env = dict(os.environ, KUBECONFIG=str(server.kubeconfig))
             server_cpu = server.cpu()
             started = time.monotonic()
-            with open(workdir / 'operator.log', 'w') as log:
+            with open(workdir / "operator.log", "w") as log:
                 process = subprocess.Popen(
-                    [sys.executable, '-m', 'cProfile', '-o', output, str(kopf), 'run', '--standalone',
-                     '--namespace', 'default', str(compare_peer.OPERATORS / operator)],
-                    env=env, stdout=log, stderr=subprocess.STDOUT)
+                    [
+                        sys.executable,
+                        "-m",
+                        "cProfile",
+                        "-o",
+                        output,
+                        str(kopf),
+                        "run",
+                        "--standalone",
+                        "--namespace",
+                        "default",
+                        str(compare_peer.OPERATORS / operator),
+                    ],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
                 try:
                     if not reached.done.wait(600):
                         raise SystemExit(f"Only {reached.count}/{size} objects handled in 600 s.")
                     seconds = time.monotonic() - started
                     cpu = compare_peer.cpu_seconds(process.pid)
-                    print(f"{size} objects in {seconds:.2f} s (profiled); operator CPU {cpu:.2f} s "
-                          f"({cpu / size * 1000:.2f} ms per object); server CPU share "
-                          f"{(server.cpu() - server_cpu) / seconds:.2f}")
+                    print(
+                        f"{size} objects in {seconds:.2f} s (profiled); operator CPU {cpu:.2f} s "
+                        f"({cpu / size * 1000:.2f} ms per object); server CPU share "
+                        f"{(server.cpu() - server_cpu) / seconds:.2f}"
+                    )
                     time.sleep(1)
                 finally:
                     process.send_signal(signal.SIGTERM)
@@ -77,20 +94,20 @@ def profile_cpu(size: int, operator: str, top: int, save: str | None) -> None:
         finally:
             server.stop()
         stats = pstats.Stats(output)
-        stats.sort_stats('tottime').print_stats(top)
+        stats.sort_stats("tottime").print_stats(top)
 
 
 def profile_memory(size: int, operator: str, top: int, at: float) -> None:
     """tracemalloc of the operator in this process: the memory per object, by line."""
     import kopf  # in-process: our framework (the venv's), never the peer's
 
-    with tempfile.TemporaryDirectory(prefix='profile-operator-') as path:
+    with tempfile.TemporaryDirectory(prefix="profile-operator-") as path:
         workdir = pathlib.Path(path)
         server = compare_peer.Server(workdir, size)
         try:
             reached = _reached(size, operator)
             watcher = compare_peer.Watcher(server, reached.observe)
-            os.environ['KUBECONFIG'] = str(server.kubeconfig)
+            os.environ["KUBECONFIG"] = str(server.kubeconfig)
             logging.basicConfig(level=logging.WARNING)
             runpy.run_path(str(compare_peer.OPERATORS / operator))
             tracemalloc.start(25)
@@ -98,16 +115,18 @@ def profile_memory(size: int, operator: str, top: int, at: float) -> None:
 
             async def run() -> tracemalloc.Snapshot:
                 stop = asyncio.Event()
-                task = asyncio.create_task(kopf.operator(standalone=True, namespaces=['default'], stop_flag=stop))
+                task = asyncio.create_task(kopf.operator(standalone=True, namespaces=["default"], stop_flag=stop))
                 while reached.count < size * at and not reached.done.is_set():  # noqa: ASYNC110 (a thread counts)
                     await asyncio.sleep(0.05)
                 if at >= 1.0:
                     await asyncio.sleep(2)
                 gc.collect()
                 snapshot = tracemalloc.take_snapshot()
-                print(f"The snapshot at {reached.count}/{size} objects handled; "
-                      f"traced now/peak: {tracemalloc.get_traced_memory()[0] / 2**20:.1f}"
-                      f"/{tracemalloc.get_traced_memory()[1] / 2**20:.1f} MiB")
+                print(
+                    f"The snapshot at {reached.count}/{size} objects handled; "
+                    f"traced now/peak: {tracemalloc.get_traced_memory()[0] / 2**20:.1f}"
+                    f"/{tracemalloc.get_traced_memory()[1] / 2**20:.1f} MiB"
+                )
                 stop.set()
                 await task
                 return snapshot
@@ -117,7 +136,7 @@ def profile_memory(size: int, operator: str, top: int, at: float) -> None:
         finally:
             server.stop()
     ignored = [tracemalloc.Filter(False, tracemalloc.__file__)]
-    diff = snapshot.filter_traces(ignored).compare_to(baseline.filter_traces(ignored), 'lineno')
+    diff = snapshot.filter_traces(ignored).compare_to(baseline.filter_traces(ignored), "lineno")
     total = sum(stat.size_diff for stat in diff)
     print(f"Allocated since the start: {total / 2**20:.1f} MiB, {total / size / 1024:.1f} KiB per object.")
     print("\nBy the allocating line (bytes & blocks per object):")
@@ -127,8 +146,14 @@ def profile_memory(size: int, operator: str, top: int, at: float) -> None:
 
     by_kopf: collections.Counter[str] = collections.Counter()
     for trace in snapshot.filter_traces(ignored).traces:
-        where = next((f'{frame.filename}:{frame.lineno}' for frame in reversed(trace.traceback)
-                      if frame.filename.startswith(KOPF_DIR)), '(outside kopf)')
+        where = next(
+            (
+                f"{frame.filename}:{frame.lineno}"
+                for frame in reversed(trace.traceback)
+                if frame.filename.startswith(KOPF_DIR)
+            ),
+            "(outside kopf)",
+        )
         by_kopf[where] += trace.size
     print("\nBy the innermost line of kopf (bytes per object, the imports included):")
     for where, size_ in by_kopf.most_common(top):
@@ -137,13 +162,13 @@ def profile_memory(size: int, operator: str, top: int, at: float) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--objects', type=int, default=1000, help="The number of pre-existing objects.")
-    parser.add_argument('--operator', default='create.py', help="A file of benchmarks/peer_operators/.")
-    parser.add_argument('--cpu', action='store_true', help="Only the CPU profile.")
-    parser.add_argument('--memory', action='store_true', help="Only the memory profile.")
-    parser.add_argument('--top', type=int, default=30, help="How many lines to print per table.")
-    parser.add_argument('--save', default=None, help="Keep the CPU profile in this file.")
-    parser.add_argument('--at', type=float, default=1.0, help="The share of objects handled at the snapshot.")
+    parser.add_argument("--objects", type=int, default=1000, help="The number of pre-existing objects.")
+    parser.add_argument("--operator", default="create.py", help="A file of benchmarks/peer_operators/.")
+    parser.add_argument("--cpu", action="store_true", help="Only the CPU profile.")
+    parser.add_argument("--memory", action="store_true", help="Only the memory profile.")
+    parser.add_argument("--top", type=int, default=30, help="How many lines to print per table.")
+    parser.add_argument("--save", default=None, help="Keep the CPU profile in this file.")
+    parser.add_argument("--at", type=float, default=1.0, help="The share of objects handled at the snapshot.")
     args = parser.parse_args(argv)
     both = not args.cpu and not args.memory
     if args.cpu or both:
@@ -152,5 +177,5 @@ def main(argv: Sequence[str] | None = None) -> None:
         profile_memory(args.objects, args.operator, args.top, args.at)
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

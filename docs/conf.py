@@ -1,4 +1,5 @@
 """Sphinx configuration: Markdown pages (MyST) and the API reference from the docstrings (autodoc)."""
+
 from __future__ import annotations
 
 import pathlib
@@ -6,7 +7,7 @@ import sys
 
 HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE / "_ext"))  # the project's own small extensions (e.g. the CLI options tables)
-sys.path.insert(0, str(HERE.parent))    # the packages themselves, when they are not installed
+sys.path.insert(0, str(HERE.parent))  # the packages themselves, when they are not installed
 
 project = "kopf"
 author = "the kopf developers"
@@ -61,11 +62,14 @@ _EXTERNAL = (
 nitpick_ignore_regex = [
     (r"py:.*", _EXTERNAL + r"(\..*)?"),
     (r"py:.*", r"(kopf|kopf_sim|pytest_kopf)(\.\w+)*\._\w+.*"),  # private modules and names
-    (r"py:.*", r"(None|NoneType|Ellipsis|EllipsisType|bool|int|float|str|bytes|dict|list|tuple|set|frozenset"
-               r"|object|type|Any|Callable|Coroutine|Awaitable|Iterable|Iterator|AsyncIterator|AsyncIterable"
-               r"|Mapping|MutableMapping|Sequence|MutableSequence|Collection|Literal|TypeVar|Self|Generic"
-               r"|Protocol|Exception|BaseException|TimeoutError|OSError|RuntimeError|ValueError|TypeError"
-               r"|KeyError|LookupError|ResourceWarning|Warning|ssl\.SSLContext|T|K|V|_\w+)"),
+    (
+        r"py:.*",
+        r"(None|NoneType|Ellipsis|EllipsisType|bool|int|float|str|bytes|dict|list|tuple|set|frozenset"
+        r"|object|type|Any|Callable|Coroutine|Awaitable|Iterable|Iterator|AsyncIterator|AsyncIterable"
+        r"|Mapping|MutableMapping|Sequence|MutableSequence|Collection|Literal|TypeVar|Self|Generic"
+        r"|Protocol|Exception|BaseException|TimeoutError|OSError|RuntimeError|ValueError|TypeError"
+        r"|KeyError|LookupError|ResourceWarning|Warning|ssl\.SSLContext|T|K|V|_\w+)",
+    ),
 ]
 
 # A short name in an annotation that several modules define (``JsonDict``) resolves to the first of them:

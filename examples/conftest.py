@@ -4,6 +4,7 @@ Shared by the examples' tests: ``kopf run`` as a process of its own, against the
 What it fakes: nothing; the cluster is the plugin's ``kopf_cluster`` (simulated, or real with --kopf-real),
 and the operator is the real ``kopf run`` in a subprocess, with a kubeconfig of that cluster.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -56,14 +57,21 @@ def kopf_run(kopf_cluster: Any) -> Callable[..., contextlib.AbstractAsyncContext
     The test must be marked ``kopf_real_time`` (a process has a real clock). On exit, the operator is
     stopped with SIGINT (as with Ctrl+C) and must exit with 0.
     """
+
     @contextlib.asynccontextmanager
     async def run(path: Path, *, liveness: bool = False) -> AsyncIterator[OperatorProcess]:
         kubeconfig = await kopf_cluster.kubeconfig()  # in sim mode: the simulated cluster served on 127.0.0.1
         url = f"http://127.0.0.1:{_free_port()}/healthz" if liveness else None
         args = ["run", "--standalone", "-n", kopf_cluster.namespace, *(["--liveness", url] if url else []), str(path)]
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "kopf", *args, env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            sys.executable,
+            "-m",
+            "kopf",
+            *args,
+            env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
         operator = OperatorProcess(process, url)
         try:
             yield operator

@@ -1,5 +1,6 @@
 """``python -m kopf``: the same as the ``kopf`` command."""
+
 from kopf.cli import main
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

@@ -9,6 +9,7 @@ so that ``kubectl --kubeconfig <printed path>`` can drive it.
 
 This module is a part of the framework's public interface.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,6 +46,7 @@ REPLAY_WATCH_WAIT = 30
 @dataclasses.dataclass()
 class CLIControls:
     """KopfRunner controls, which are impossible to pass via CLI."""
+
     ready_flag: Flag | None = None
     stop_flag: Flag | None = None
     vault: Vault | None = None
@@ -68,35 +70,70 @@ class LogFormatParamType(click.Choice):  # type: ignore[type-arg]
 
 def logging_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A decorator to configure logging in all commands the same way."""
-    @click.option('-v', '--verbose', is_flag=True, help="Show what the framework is doing (not the low-level).")
-    @click.option('-d', '--debug', is_flag=True, help="Extremely verbose: also asyncio, aiohttp, the API traffic.")
-    @click.option('-q', '--quiet', is_flag=True, help="Only the warnings and errors.")
-    @click.option('--log-format', type=LogFormatParamType(), default='full', show_default=True,
-                  help="The format of the log lines.")
-    @click.option('--log-refkey', type=str, default=None,
-                  help="The top-level key of the object's reference in the JSON logs.")
-    @click.option('--log-prefix/--no-log-prefix', default=None,
-                  help="Whether to prefix the object-related messages with the object's name.")
+
+    @click.option("-v", "--verbose", is_flag=True, help="Show what the framework is doing (not the low-level).")
+    @click.option("-d", "--debug", is_flag=True, help="Extremely verbose: also asyncio, aiohttp, the API traffic.")
+    @click.option("-q", "--quiet", is_flag=True, help="Only the warnings and errors.")
+    @click.option(
+        "--log-format",
+        type=LogFormatParamType(),
+        default="full",
+        show_default=True,
+        help="The format of the log lines.",
+    )
+    @click.option(
+        "--log-refkey", type=str, default=None, help="The top-level key of the object's reference in the JSON logs."
+    )
+    @click.option(
+        "--log-prefix/--no-log-prefix",
+        default=None,
+        help="Whether to prefix the object-related messages with the object's name.",
+    )
     @functools.wraps(fn)
-    def wrapper(verbose: bool, quiet: bool, debug: bool, log_format: loggers.LogFormat,
-                log_prefix: bool | None, log_refkey: str | None, *args: Any, **kwargs: Any) -> Any:
-        loggers.configure(debug=debug, verbose=verbose, quiet=quiet,
-                          log_format=log_format, log_refkey=log_refkey, log_prefix=log_prefix)
+    def wrapper(
+        verbose: bool,
+        quiet: bool,
+        debug: bool,
+        log_format: loggers.LogFormat,
+        log_prefix: bool | None,
+        log_refkey: str | None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        loggers.configure(
+            debug=debug,
+            verbose=verbose,
+            quiet=quiet,
+            log_format=log_format,
+            log_refkey=log_refkey,
+            log_prefix=log_prefix,
+        )
         return fn(*args, **kwargs)
+
     return wrapper
 
 
-@click.group(name='kopf', context_settings=dict(auto_envvar_prefix='KOPF'))
-@click.version_option(prog_name='kopf')
+@click.group(name="kopf", context_settings=dict(auto_envvar_prefix="KOPF"))
+@click.version_option(prog_name="kopf")
 def main() -> None:
     """Kubernetes Operator Pythonic Framework."""
 
 
 def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option('-A', '--all-namespaces', 'clusterwide', is_flag=True,
-                      help="Serve the whole cluster (the cluster-wide API endpoints).")(fn)
-    fn = click.option('-n', '--namespace', 'namespaces', multiple=True,
-                      help="Serve this namespace, or the namespaces matching the pattern (repeatable).")(fn)
+    fn = click.option(
+        "-A",
+        "--all-namespaces",
+        "clusterwide",
+        is_flag=True,
+        help="Serve the whole cluster (the cluster-wide API endpoints).",
+    )(fn)
+    fn = click.option(
+        "-n",
+        "--namespace",
+        "namespaces",
+        multiple=True,
+        help="Serve this namespace, or the namespaces matching the pattern (repeatable).",
+    )(fn)
     return fn
 
 
@@ -107,7 +144,7 @@ def _point_client_libraries_to(kubeconfig: str) -> None:
     ``pykube.KubeConfig.from_env()`` & ``kubernetes.config.load_kube_config()`` read ``$KUBECONFIG``;
     the official client's default configuration is set as by :func:`kopf.login_via_client`.
     """
-    os.environ['KUBECONFIG'] = kubeconfig
+    os.environ["KUBECONFIG"] = kubeconfig
     if piggybacking.has_client():
         piggybacking.login_via_client(logger=logging.getLogger(__name__))
 
@@ -125,48 +162,83 @@ def _check_liveness(ctx: click.Context, param: click.Parameter, value: str | Non
 @main.command()
 @logging_options
 @_scope_options
-@click.option('--standalone', is_flag=True, default=False, help="Disable the peering: run as the only instance.")
-@click.option('--dev', 'dev', is_flag=True, default=False,
-              help=f"The development mode: implies --priority={DEV_PRIORITY}.")
-@click.option('-p', '--priority', 'priority', type=int, default=None,
-              help="The priority of this operator in the peering.")
-@click.option('-P', '--peering', 'peering_name', type=str, default=None, envvar='KOPF_RUN_PEERING',
-              help="The name of the peering object to use (mandatory then).")
-@click.option('-L', '--liveness', 'liveness_endpoint', type=str, default=None, callback=_check_liveness,
-              help="The URL of the liveness endpoint to serve, e.g. http://0.0.0.0:8080/healthz.")
-@click.option('-m', '--module', 'modules', multiple=True, help="Import this module (repeatable).")
-@click.option('--sim', 'sim_manifests', multiple=True, is_flag=False, flag_value='', metavar='[MANIFEST]',
-              help="Run against an embedded simulated cluster with this manifest loaded (repeatable).")
-@click.option('--replay', 'replay_log', type=click.Path(exists=True, dir_okay=False), default=None,
-              help="With --sim: replay this watch-event log into the simulated cluster once the operator is ready.")
-@click.option('--replay-speed', 'replay_speed', type=str, default='1', show_default=True, metavar='X|max',
-              help="The pace of --replay: X times the recorded one, or 'max' (each change once the cluster is quiet).")
-@click.argument('paths', nargs=-1)
+@click.option("--standalone", is_flag=True, default=False, help="Disable the peering: run as the only instance.")
+@click.option(
+    "--dev", "dev", is_flag=True, default=False, help=f"The development mode: implies --priority={DEV_PRIORITY}."
+)
+@click.option(
+    "-p", "--priority", "priority", type=int, default=None, help="The priority of this operator in the peering."
+)
+@click.option(
+    "-P",
+    "--peering",
+    "peering_name",
+    type=str,
+    default=None,
+    envvar="KOPF_RUN_PEERING",
+    help="The name of the peering object to use (mandatory then).",
+)
+@click.option(
+    "-L",
+    "--liveness",
+    "liveness_endpoint",
+    type=str,
+    default=None,
+    callback=_check_liveness,
+    help="The URL of the liveness endpoint to serve, e.g. http://0.0.0.0:8080/healthz.",
+)
+@click.option("-m", "--module", "modules", multiple=True, help="Import this module (repeatable).")
+@click.option(
+    "--sim",
+    "sim_manifests",
+    multiple=True,
+    is_flag=False,
+    flag_value="",
+    metavar="[MANIFEST]",
+    help="Run against an embedded simulated cluster with this manifest loaded (repeatable).",
+)
+@click.option(
+    "--replay",
+    "replay_log",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="With --sim: replay this watch-event log into the simulated cluster once the operator is ready.",
+)
+@click.option(
+    "--replay-speed",
+    "replay_speed",
+    type=str,
+    default="1",
+    show_default=True,
+    metavar="X|max",
+    help="The pace of --replay: X times the recorded one, or 'max' (each change once the cluster is quiet).",
+)
+@click.argument("paths", nargs=-1)
 @click.make_pass_decorator(CLIControls, ensure=True)
 def run(
-        __controls: CLIControls,
-        paths: Sequence[str],
-        modules: Sequence[str],
-        peering_name: str | None,
-        priority: int | None,
-        dev: bool,
-        standalone: bool,
-        namespaces: Sequence[str],
-        clusterwide: bool,
-        liveness_endpoint: str | None,
-        sim_manifests: Sequence[str],
-        replay_log: str | None,
-        replay_speed: str,
+    __controls: CLIControls,
+    paths: Sequence[str],
+    modules: Sequence[str],
+    peering_name: str | None,
+    priority: int | None,
+    dev: bool,
+    standalone: bool,
+    namespaces: Sequence[str],
+    clusterwide: bool,
+    liveness_endpoint: str | None,
+    sim_manifests: Sequence[str],
+    replay_log: str | None,
+    replay_speed: str,
 ) -> None:
     """Start an operator process and handle all the requests."""
     if priority is None and dev:
         priority = DEV_PRIORITY
     sim_enabled = bool(sim_manifests)
-    manifests = [path for path in sim_manifests if path and not path.endswith('.py')]
-    paths = [*(path for path in sim_manifests if path.endswith('.py')), *paths]
+    manifests = [path for path in sim_manifests if path and not path.endswith(".py")]
+    paths = [*(path for path in sim_manifests if path.endswith(".py")), *paths]
 
-    if os.environ.get('KOPF_RUN_NAMESPACE'):  # for the deployments: namespaces via the env
-        namespaces = [*namespaces, *os.environ['KOPF_RUN_NAMESPACE'].split()]
+    if os.environ.get("KOPF_RUN_NAMESPACE"):  # for the deployments: namespaces via the env
+        namespaces = [*namespaces, *os.environ["KOPF_RUN_NAMESPACE"].split()]
     if __controls.registry is not None:
         registries.set_default_registry(__controls.registry)
     preload(paths=paths, modules=modules)
@@ -185,8 +257,8 @@ def run(
         assert sim.url is not None and sim.kubeconfig is not None
         click.echo(f"Simulated cluster: {sim.url}")
         click.echo(f"Kubeconfig: {sim.kubeconfig}")
-        vault = Vault({'kopf-sim': ConnectionInfo(server=sim.url, default_namespace='default')})
-        previous_kubeconfig = os.environ.get('KUBECONFIG')
+        vault = Vault({"kopf-sim": ConnectionInfo(server=sim.url, default_namespace="default")})
+        previous_kubeconfig = os.environ.get("KUBECONFIG")
         _point_client_libraries_to(sim.kubeconfig)
         if not namespaces:
             clusterwide = True
@@ -209,42 +281,62 @@ def run(
         if sim is not None:
             sim.stop()
             if previous_kubeconfig is None:
-                os.environ.pop('KUBECONFIG', None)
+                os.environ.pop("KUBECONFIG", None)
             else:
-                os.environ['KUBECONFIG'] = previous_kubeconfig
+                os.environ["KUBECONFIG"] = previous_kubeconfig
 
 
 @main.command()
 @logging_options
 @_scope_options
-@click.option('-i', '--id', 'identity', type=str, default=None, help="The identity of the freeze (user@host).")
-@click.option('-m', '--message', type=str, default=None, help="Why the operators are frozen.")
-@click.option('-t', '--lifetime', type=int, required=True, help="For how long (seconds) to freeze the operators.")
-@click.option('-P', '--peering', 'peering_name', type=str, default='default', envvar='KOPF_FREEZE_PEERING',
-              show_default=True, help="The name of the peering object.")
-@click.option('--dev', 'dev', is_flag=True, default=False,
-              help=f"The development mode: implies --priority={DEV_PRIORITY}.")
-@click.option('-p', '--priority', type=int, default=None,
-              help="The priority of the freeze: only the operators with lower priorities are frozen [default: 100].")
+@click.option("-i", "--id", "identity", type=str, default=None, help="The identity of the freeze (user@host).")
+@click.option("-m", "--message", type=str, default=None, help="Why the operators are frozen.")
+@click.option("-t", "--lifetime", type=int, required=True, help="For how long (seconds) to freeze the operators.")
+@click.option(
+    "-P",
+    "--peering",
+    "peering_name",
+    type=str,
+    default="default",
+    envvar="KOPF_FREEZE_PEERING",
+    show_default=True,
+    help="The name of the peering object.",
+)
+@click.option(
+    "--dev", "dev", is_flag=True, default=False, help=f"The development mode: implies --priority={DEV_PRIORITY}."
+)
+@click.option(
+    "-p",
+    "--priority",
+    type=int,
+    default=None,
+    help="The priority of the freeze: only the operators with lower priorities are frozen [default: 100].",
+)
 @click.make_pass_decorator(CLIControls, ensure=True)
 def freeze(
-        __controls: CLIControls,
-        identity: str | None,
-        message: str | None,
-        lifetime: int,
-        namespaces: Sequence[str],
-        clusterwide: bool,
-        peering_name: str,
-        dev: bool,
-        priority: int | None,
+    __controls: CLIControls,
+    identity: str | None,
+    message: str | None,
+    lifetime: int,
+    namespaces: Sequence[str],
+    clusterwide: bool,
+    peering_name: str,
+    dev: bool,
+    priority: int | None,
 ) -> None:
     """Pause the resource handling in the operators (of lower priorities) for some time."""
     priority = priority if priority is not None else DEV_PRIORITY if dev else 100
     settings = __controls.settings if __controls.settings is not None else OperatorSettings()
     command = peering.freeze(
-        settings=settings, namespaces=namespaces, clusterwide=clusterwide or not namespaces,
-        identity=identity or peering.detect_own_id(manual=True), priority=priority, lifetime=lifetime,
-        message=message, peering_name=peering_name, vault=__controls.vault,
+        settings=settings,
+        namespaces=namespaces,
+        clusterwide=clusterwide or not namespaces,
+        identity=identity or peering.detect_own_id(manual=True),
+        priority=priority,
+        lifetime=lifetime,
+        message=message,
+        peering_name=peering_name,
+        vault=__controls.vault,
     )
     _run_command(__controls, command, settings=settings, namespaces=namespaces, clusterwide=clusterwide)
 
@@ -252,34 +344,45 @@ def freeze(
 @main.command()
 @logging_options
 @_scope_options
-@click.option('-i', '--id', 'identity', type=str, default=None, help="The identity of the freeze (user@host).")
-@click.option('-P', '--peering', 'peering_name', type=str, default='default', envvar='KOPF_RESUME_PEERING',
-              show_default=True, help="The name of the peering object.")
+@click.option("-i", "--id", "identity", type=str, default=None, help="The identity of the freeze (user@host).")
+@click.option(
+    "-P",
+    "--peering",
+    "peering_name",
+    type=str,
+    default="default",
+    envvar="KOPF_RESUME_PEERING",
+    show_default=True,
+    help="The name of the peering object.",
+)
 @click.make_pass_decorator(CLIControls, ensure=True)
 def resume(
-        __controls: CLIControls,
-        identity: str | None,
-        namespaces: Sequence[str],
-        clusterwide: bool,
-        peering_name: str,
+    __controls: CLIControls,
+    identity: str | None,
+    namespaces: Sequence[str],
+    clusterwide: bool,
+    peering_name: str,
 ) -> None:
     """Resume the resource handling in the operators frozen by ``kopf freeze``."""
     settings = __controls.settings if __controls.settings is not None else OperatorSettings()
     command = peering.resume(
-        settings=settings, namespaces=namespaces, clusterwide=clusterwide or not namespaces,
-        identity=identity or peering.detect_own_id(manual=True), peering_name=peering_name,
+        settings=settings,
+        namespaces=namespaces,
+        clusterwide=clusterwide or not namespaces,
+        identity=identity or peering.detect_own_id(manual=True),
+        peering_name=peering_name,
         vault=__controls.vault,
     )
     _run_command(__controls, command, settings=settings, namespaces=namespaces, clusterwide=clusterwide)
 
 
 def _run_command(
-        controls: CLIControls,
-        command: Any,
-        *,
-        settings: OperatorSettings,
-        namespaces: Sequence[str],
-        clusterwide: bool,
+    controls: CLIControls,
+    command: Any,
+    *,
+    settings: OperatorSettings,
+    namespaces: Sequence[str],
+    clusterwide: bool,
 ) -> None:
     running.run(
         loop=controls.loop,
@@ -299,11 +402,11 @@ def preload(*, paths: Iterable[str], modules: Iterable[str]) -> None:
     """Import the operator's code: the files by their paths, the modules by their names (as ``python -m``)."""
     for idx, path in enumerate(paths):
         if not os.path.isfile(path):
-            raise click.BadParameter(f"No such file: {path}", param_hint='PATHS')
-        name = f'__kopf_script_{idx}__{os.path.splitext(os.path.basename(path))[0]}'
+            raise click.BadParameter(f"No such file: {path}", param_hint="PATHS")
+        name = f"__kopf_script_{idx}__{os.path.splitext(os.path.basename(path))[0]}"
         spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
         if spec is None or spec.loader is None:
-            raise click.BadParameter(f"Cannot import the file: {path}", param_hint='PATHS')
+            raise click.BadParameter(f"Cannot import the file: {path}", param_hint="PATHS")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
@@ -317,7 +420,7 @@ def preload(*, paths: Iterable[str], modules: Iterable[str]) -> None:
 def _uvloop_if_installed() -> asyncio.AbstractEventLoop | None:
     """A new uvloop loop if uvloop is installed (only for the CLI), else None (the default loop)."""
     try:
-        uvloop = importlib.import_module('uvloop')
+        uvloop = importlib.import_module("uvloop")
     except ImportError:
         return None
     loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
@@ -342,7 +445,7 @@ class EmbeddedSim:
         self._error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
-        self._thread = threading.Thread(target=self._serve, name='kopf-sim', daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="kopf-sim", daemon=True)
 
     def start(self) -> None:
         from kopf_sim.kube.errors import ApiError
@@ -357,7 +460,7 @@ class EmbeddedSim:
             raise click.ClickException(str(e)) from None
         except ApiError as e:
             raise click.ClickException(f"Cannot load the manifests: {e.message}") from None
-        handle, self.kubeconfig = tempfile.mkstemp(prefix='kopf-sim-', suffix='.kubeconfig')
+        handle, self.kubeconfig = tempfile.mkstemp(prefix="kopf-sim-", suffix=".kubeconfig")
         os.close(handle)
         self._thread.start()
         self._ready.wait()
@@ -414,9 +517,10 @@ class EmbeddedSim:
             if self.replay_path is not None:  # checked before anything is served: a bad log is an error at once
                 from kopf_sim.recording.apiclient import app_api
                 from kopf_sim.recording.replaying import prepare
-                self._replay = await prepare(self.replay_path, app_api(app, user_agent='kopf-sim-replay'))
+
+                self._replay = await prepare(self.replay_path, app_api(app, user_agent="kopf-sim-replay"))
             controllers = ControllerManager(self._cluster, admission=app[ADMISSION_KEY])  # workloads come alive
-            served = ServedApp(app, host='127.0.0.1', port=0)
+            served = ServedApp(app, host="127.0.0.1", port=0)
             await served.start()
             controllers.start()
         except BaseException as e:
@@ -436,7 +540,7 @@ class EmbeddedSim:
 
 def _replay_speed(value: str) -> float | None:
     """``--replay-speed``: a positive number, or ``max`` (None: each change once the cluster is quiet)."""
-    if value.strip().lower() == 'max':
+    if value.strip().lower() == "max":
         return None
     try:
         speed = float(value)

@@ -4,12 +4,13 @@ Helper tools to test the Kopf-based operators.
 This module is a part of the framework's public interface; the runner's body is a kit
 (:mod:`kopf._kits.runner`), which knows nothing of the command line: it is named here.
 """
+
 from __future__ import annotations
 
 from kopf import cli
 from kopf._kits.runner import ThreadedCliRunner
 
-__all__ = ['KopfRunner']
+__all__ = ["KopfRunner"]
 
 
 class KopfRunner(ThreadedCliRunner):
@@ -34,4 +35,4 @@ class KopfRunner(ThreadedCliRunner):
 
     command = cli.main
     controls = cli.CLIControls
-    stoppable = frozenset({'run', None})
+    stoppable = frozenset({"run", None})

@@ -1,4 +1,5 @@
 """``kopf-sim``: serve a simulated cluster to kubectl and any other Kubernetes client."""
+
 from __future__ import annotations
 
 import asyncio
@@ -54,48 +55,128 @@ class SpeedType(click.ParamType):  # type: ignore[type-arg]
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
 @click.option("--port", default=0, show_default=True, type=int, help="The port (0 picks a free one).")
-@click.option("--kubeconfig", "kubeconfig_path", type=click.Path(dir_okay=False),
-              help="Where to write a kubeconfig for this server (default: a file in the temp dir).")
+@click.option(
+    "--kubeconfig",
+    "kubeconfig_path",
+    type=click.Path(dir_okay=False),
+    help="Where to write a kubeconfig for this server (default: a file in the temp dir).",
+)
 @click.option("--token", default=None, help="Require this bearer token ('auto' generates one).")
 @click.option("--tls", is_flag=True, help="Serve HTTPS with a generated self-signed certificate.")
-@click.option("--load", "manifests", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Create the objects of this manifest at start (repeatable; CRDs first).")
-@click.option("--record", "record_path", type=click.Path(dir_okay=False),
-              help="Append every change to this watch-event log (JSON Lines; see docs/replay.md).")
-@click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False),
-              help="Replay the changes of this watch-event log into the served cluster.")
-@click.option("--speed", type=SpeedType(), default=1.0, show_default=True,
-              help="The pace of --replay: X times the recorded one, or 'max': each change once the cluster "
-                   "has had no writes for a second.")
-@click.option("--replay-delay", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="Seconds to wait before --replay starts (e.g. to start an operator first).")
-@click.option("--history", "history_window", default=HISTORY_WINDOW, show_default=True, type=click.IntRange(min=1),
-              help="How many changes to keep for resuming watches; older versions get 410 Expired.")
-@click.option("--controllers", "controllers", default="all", show_default=True, metavar="SELECTION",
-              help="The built-in controllers to run: all, none, or a list such as 'pods,replicasets,deployments' "
-                   "or 'all,-cronjobs'.")
-@click.option("--nodes", default=3, show_default=True, type=click.IntRange(min=0),
-              help="The number of simulated nodes.")
-@click.option("--pod-start-delay", default=1.0, show_default=True, type=click.FloatRange(min=0),
-              help="Seconds from a pod's scheduling to its containers running.")
-@click.option("--pod-ready-delay", default=1.0, show_default=True, type=click.FloatRange(min=0),
-              help="Seconds from a pod's containers running to their being ready.")
-@click.option("--pod-run-time", default=1.0, show_default=True, type=click.FloatRange(min=0),
-              help="Seconds that pods which run to completion (Jobs' pods) run before they succeed.")
-@click.option("--pod-stop-delay", default=1.0, show_default=True, type=click.FloatRange(min=0),
-              help="Seconds that a deleted pod's containers take to stop (at most its grace period).")
+@click.option(
+    "--load",
+    "manifests",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Create the objects of this manifest at start (repeatable; CRDs first).",
+)
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False),
+    help="Append every change to this watch-event log (JSON Lines; see docs/replay.md).",
+)
+@click.option(
+    "--replay",
+    "replay_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Replay the changes of this watch-event log into the served cluster.",
+)
+@click.option(
+    "--speed",
+    type=SpeedType(),
+    default=1.0,
+    show_default=True,
+    help="The pace of --replay: X times the recorded one, or 'max': each change once the cluster "
+    "has had no writes for a second.",
+)
+@click.option(
+    "--replay-delay",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Seconds to wait before --replay starts (e.g. to start an operator first).",
+)
+@click.option(
+    "--history",
+    "history_window",
+    default=HISTORY_WINDOW,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="How many changes to keep for resuming watches; older versions get 410 Expired.",
+)
+@click.option(
+    "--controllers",
+    "controllers",
+    default="all",
+    show_default=True,
+    metavar="SELECTION",
+    help="The built-in controllers to run: all, none, or a list such as 'pods,replicasets,deployments' "
+    "or 'all,-cronjobs'.",
+)
+@click.option(
+    "--nodes", default=3, show_default=True, type=click.IntRange(min=0), help="The number of simulated nodes."
+)
+@click.option(
+    "--pod-start-delay",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds from a pod's scheduling to its containers running.",
+)
+@click.option(
+    "--pod-ready-delay",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds from a pod's containers running to their being ready.",
+)
+@click.option(
+    "--pod-run-time",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds that pods which run to completion (Jobs' pods) run before they succeed.",
+)
+@click.option(
+    "--pod-stop-delay",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds that a deleted pod's containers take to stop (at most its grace period).",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Log every request.")
-def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, tls: bool,
-          manifests: tuple[str, ...], record_path: str | None, replay_path: str | None, speed: float | None,
-          replay_delay: float, history_window: int, controllers: str, nodes: int,
-          pod_start_delay: float, pod_ready_delay: float, pod_run_time: float, pod_stop_delay: float,
-          verbose: bool) -> None:
+def serve(
+    host: str,
+    port: int,
+    kubeconfig_path: str | None,
+    token: str | None,
+    tls: bool,
+    manifests: tuple[str, ...],
+    record_path: str | None,
+    replay_path: str | None,
+    speed: float | None,
+    replay_delay: float,
+    history_window: int,
+    controllers: str,
+    nodes: int,
+    pod_start_delay: float,
+    pod_ready_delay: float,
+    pod_run_time: float,
+    pod_stop_delay: float,
+    verbose: bool,
+) -> None:
     """Serve the simulated cluster over HTTP(S) until interrupted (Ctrl+C or SIGTERM)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
     try:
-        settings = ControllerSettings(enabled=parse_selection(controllers), nodes=nodes,
-                                      pod_start_delay=pod_start_delay, pod_ready_delay=pod_ready_delay,
-                                      pod_run_time=pod_run_time, pod_stop_delay=pod_stop_delay)
+        settings = ControllerSettings(
+            enabled=parse_selection(controllers),
+            nodes=nodes,
+            pod_start_delay=pod_start_delay,
+            pod_ready_delay=pod_ready_delay,
+            pod_run_time=pod_run_time,
+            pod_stop_delay=pod_stop_delay,
+        )
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'--controllers'") from None
     if token == "auto":
@@ -113,8 +194,9 @@ def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, 
     record_stream: IO[str] | None = None
     if record_path:
         record_stream = open(record_path, "a", encoding="utf-8")  # noqa: SIM115 - closed below
-        cluster.observers.append(ChangeRecorder(record_stream, clock=system_clock,
-                                                source={"recorder": "kopf-sim serve --record"}))
+        cluster.observers.append(
+            ChangeRecorder(record_stream, clock=system_clock, source={"recorder": "kopf-sim serve --record"})
+        )
     if kubeconfig_path is None:
         handle, kubeconfig_path = tempfile.mkstemp(prefix="kopf-sim-", suffix=".kubeconfig")
         os.close(handle)
@@ -140,8 +222,7 @@ def serve(host: str, port: int, kubeconfig_path: str | None, token: str | None, 
             _start_replay(replay, speed=speed, delay=replay_delay)
 
     try:
-        serve_forever(app, host=host, port=port, token=token, tls=tls,
-                      kubeconfig=kubeconfig_path, on_ready=announce)
+        serve_forever(app, host=host, port=port, token=token, tls=tls, kubeconfig=kubeconfig_path, on_ready=announce)
     except OSError as exc:
         raise click.ClickException(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
     finally:
@@ -160,6 +241,7 @@ def _prepare_replay(app: Any, path: str) -> Replay:
 
 def _start_replay(replay: Replay, *, speed: float | None, delay: float) -> None:
     """Replay in the serving loop, saying when it starts, ends, or stops at a line."""
+
     async def run() -> None:
         await asyncio.sleep(delay)
         click.echo(f"Replaying {replay.log.source}: {replay.summary()}.")
@@ -179,34 +261,70 @@ _background: set[asyncio.Task[None]] = set()  # the loop keeps only weak referen
 
 
 @main.command()
-@click.option("--kubeconfig", "kubeconfig_path", type=click.Path(dir_okay=False), default=None,
-              help="The kubeconfig (default: $KUBECONFIG or ~/.kube/config).")
+@click.option(
+    "--kubeconfig",
+    "kubeconfig_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The kubeconfig (default: $KUBECONFIG or ~/.kube/config).",
+)
 @click.option("--context", default=None, help="The kubeconfig context (default: the current one).")
-@click.option("--resource", "-r", "resources", multiple=True,
-              help="Record this resource, named as kubectl names it (repeatable).")
+@click.option(
+    "--resource", "-r", "resources", multiple=True, help="Record this resource, named as kubectl names it (repeatable)."
+)
 @click.option("--all-resources", is_flag=True, help="Record every resource that can be listed and watched.")
-@click.option("--namespace", "-n", "namespaces", multiple=True,
-              help="Record only this namespace (repeatable; default: all namespaces).")
-@click.option("--output", "-o", "output", required=True, type=click.Path(dir_okay=False),
-              help="The log to write (appended to, as a new segment, if it exists).")
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Stop after this many seconds (default: at Ctrl+C or SIGTERM).")
+@click.option(
+    "--namespace",
+    "-n",
+    "namespaces",
+    multiple=True,
+    help="Record only this namespace (repeatable; default: all namespaces).",
+)
+@click.option(
+    "--output",
+    "-o",
+    "output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The log to write (appended to, as a new segment, if it exists).",
+)
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Stop after this many seconds (default: at Ctrl+C or SIGTERM).",
+)
 @click.option("--include-secrets", is_flag=True, help="Keep the values of Secrets (blanked by default).")
-def record(kubeconfig_path: str | None, context: str | None, resources: tuple[str, ...], all_resources: bool,
-           namespaces: tuple[str, ...], output: str, duration: float | None, include_secrets: bool) -> None:
+def record(
+    kubeconfig_path: str | None,
+    context: str | None,
+    resources: tuple[str, ...],
+    all_resources: bool,
+    namespaces: tuple[str, ...],
+    output: str,
+    duration: float | None,
+    include_secrets: bool,
+) -> None:
     """Record a cluster's watch events into a log: the current objects first (as ADDED), then every change."""
     try:
         connection = connect(kubeconfig_path, context, user_agent="kopf-sim-record")
     except CredentialsError as exc:
         raise click.ClickException(str(exc)) from None
-    source = {"recorder": "kopf-sim record", "server": connection.server, "context": connection.context,
-              "resources": [*sorted(resources), *(["*"] if all_resources else [])],
-              "namespaces": sorted(namespaces)}
+    source = {
+        "recorder": "kopf-sim record",
+        "server": connection.server,
+        "context": connection.context,
+        "resources": [*sorted(resources), *(["*"] if all_resources else [])],
+        "namespaces": sorted(namespaces),
+    }
     terminal = sys.stderr.isatty()
 
     def announce(stats: CaptureStats) -> None:
-        click.echo(f"Recording {connection.server} (context {connection.context or '-'}) into {output}: "
-                   f"{count_of(stats.objects, 'object')} there now; Ctrl+C to stop.", err=True)
+        click.echo(
+            f"Recording {connection.server} (context {connection.context or '-'}) into {output}: "
+            f"{count_of(stats.objects, 'object')} there now; Ctrl+C to stop.",
+            err=True,
+        )
 
     def progress(stats: CaptureStats) -> None:
         if terminal:
@@ -222,10 +340,17 @@ def record(kubeconfig_path: str | None, context: str | None, resources: tuple[st
             loop.add_signal_handler(signum, stop.set)
         try:
             writer = LogWriter(stream, started=system_clock(), source=source, secrets=include_secrets)
-            capture = Capture(connection.api, writer, resources=resources, all_resources=all_resources,
-                              namespaces=namespaces, warn=warn)
-            return await record_until_stopped(capture, stop=stop, duration=duration, started=announce,
-                                              progress=progress)
+            capture = Capture(
+                connection.api,
+                writer,
+                resources=resources,
+                all_resources=all_resources,
+                namespaces=namespaces,
+                warn=warn,
+            )
+            return await record_until_stopped(
+                capture, stop=stop, duration=duration, started=announce, progress=progress
+            )
         finally:
             await connection.api.close()
 

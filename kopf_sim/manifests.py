@@ -1,4 +1,5 @@
 """Reading manifests (YAML or JSON, several documents per file) for ``--load`` and for tests."""
+
 from __future__ import annotations
 
 import pathlib
@@ -34,6 +35,7 @@ def parse_manifests(text: str, *, source: str = "<text>") -> list[Any]:
         raise ManifestError(f"{source} is not valid YAML: {str(exc).splitlines()[0]}") from None
     for index, doc in enumerate(documents):
         if not isinstance(doc, dict) or "apiVersion" not in doc or "kind" not in doc:
-            raise ManifestError(f"{source}, document {index + 1}: not a Kubernetes object "
-                                "(apiVersion and kind are required)")
+            raise ManifestError(
+                f"{source}, document {index + 1}: not a Kubernetes object (apiVersion and kind are required)"
+            )
     return documents

@@ -10,6 +10,7 @@ place even if the operator's startup handlers set their own (e.g. ``kopf.Webhook
 their choice is remembered (``requested_server``), restored after the run, and used in
 real mode, where the operator's own webhook settings apply as they are.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,6 +60,7 @@ class InProcessWebhookServer:
         async def endpoint(review: JsonDict) -> JsonDict:
             response = await fn(cast(reviews.Request, review), webhook=webhook, headers={}, sslpeer={})
             return cast(JsonDict, response)
+
         return endpoint
 
 
@@ -68,6 +70,7 @@ class SimAdmissionSettings(AdmissionSettings):
     What the operator assigns is kept in ``requested_server``/``requested_managed`` (the managed
     name is used if given; ``auto.kopf.dev`` otherwise), and put back by :meth:`restore`.
     """
+
     requested_server: WebhookServerLike | None
     requested_managed: str | None
 

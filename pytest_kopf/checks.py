@@ -21,6 +21,7 @@ The checks (see ``docs/checks.md`` for the precise meaning):
   abandoned past its cancellation timeout, and the operator stops with no task or thread left;
 * ``finalizers``: after all objects are deleted, none is held by the operator's finalizer.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -69,8 +70,12 @@ COMPARING = frozenset({"idempotence", "retries", "crash-restart", "stale-reads",
 #: Failed requests of the same method & path within one virtual second that count as hammering the API.
 HAMMERING = 4
 #: The log messages of kopf that tell of an unexpected exception in a handler or in the framework.
-UNEXPECTED = ("failed with an exception", "failed with an unexpected error", "has failed unexpectedly",
-              "A worker has failed unexpectedly")
+UNEXPECTED = (
+    "failed with an exception",
+    "failed with an unexpected error",
+    "has failed unexpectedly",
+    "A worker has failed unexpectedly",
+)
 ABANDONED = "it is abandoned"
 
 
@@ -130,8 +135,11 @@ async def verify(
         for check in checks:
             if check in COMPARING and state != [dict(obj) for obj in expected]:
                 unsettled = "" if settled else f" (and it has not settled in {settle_timeout} s)"
-                raise OperatorCheckFailed(check, f"the end state differs from that of a run with no faults and "
-                                                 f"no crashes{unsettled}:\n{_diff([dict(o) for o in expected], state)}")
+                raise OperatorCheckFailed(
+                    check,
+                    f"the end state differs from that of a run with no faults and "
+                    f"no crashes{unsettled}:\n{_diff([dict(o) for o in expected], state)}",
+                )
     if "retries" in checks and requests is not None:
         hammered = _hammered(requests)
         if hammered:
@@ -145,22 +153,28 @@ async def verify(
         await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=settle_timeout, until=handled)
         again = end_state(kopf_cluster, namespace=namespace, mask=mask)
         if again != state:
-            raise OperatorCheckFailed("idempotence", "re-delivering every object to a fresh operator has changed "
-                                                     f"the end state:\n{_diff(state, again)}")
+            raise OperatorCheckFailed(
+                "idempotence",
+                f"re-delivering every object to a fresh operator has changed the end state:\n{_diff(state, again)}",
+            )
     if "finalizers" in checks or "daemons" in checks:
         await _delete_all(kopf_cluster, kopf_operator, customs, namespace, quiet=quiet, timeout=settle_timeout)
         if "finalizers" in checks:
             blocked = _blocked(kopf_cluster, kopf_operator, customs, namespace)
             if blocked:
-                raise OperatorCheckFailed("finalizers", f"{settle_timeout} s after all objects were deleted, "
-                                                        f"these are still held by the operator's finalizer:\n"
-                                                        f"{_listed(blocked)}")
+                raise OperatorCheckFailed(
+                    "finalizers",
+                    f"{settle_timeout} s after all objects were deleted, "
+                    f"these are still held by the operator's finalizer:\n"
+                    f"{_listed(blocked)}",
+                )
         if "daemons" in checks:
             problems = _alive_daemons(kopf_operator)
             problems.extend(f"{record.getMessage()}" for record in logs if ABANDONED in record.getMessage())
             if problems:
-                raise OperatorCheckFailed("daemons", f"after all objects were deleted and the operator got quiet:\n"
-                                                     f"{_listed(problems)}")
+                raise OperatorCheckFailed(
+                    "daemons", f"after all objects were deleted and the operator got quiet:\n{_listed(problems)}"
+                )
             try:
                 await kopf_operator.stop()
             except KopfLeakError as exc:
@@ -170,8 +184,15 @@ async def verify(
 
 async def _custom(kopf_cluster: KopfCluster, name: str) -> CustomResource:
     info = await kopf_cluster.resolve(name)
-    return CustomResource(group=info.group, version=info.version, plural=info.plural, kind=info.kind,
-                          namespaced=info.namespaced, schema={}, names=frozenset({info.plural}))
+    return CustomResource(
+        group=info.group,
+        version=info.version,
+        plural=info.plural,
+        kind=info.kind,
+        namespaced=info.namespaced,
+        schema={},
+        names=frozenset({info.plural}),
+    )
 
 
 def _objects_of(kopf_cluster: KopfCluster, custom: CustomResource, namespace: str) -> list[dict[str, Any]]:
@@ -180,12 +201,15 @@ def _objects_of(kopf_cluster: KopfCluster, custom: CustomResource, namespace: st
 
 def _kopf_resource(custom: CustomResource) -> Any:
     from kopf._cogs.structs.references import Resource
-    return Resource(group=custom.group, version=custom.version, plural=custom.plural, kind=custom.kind,
-                    namespaced=custom.namespaced)
+
+    return Resource(
+        group=custom.group, version=custom.version, plural=custom.plural, kind=custom.kind, namespaced=custom.namespaced
+    )
 
 
-def _unhandled(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: Sequence[CustomResource],
-               namespace: str) -> list[str]:
+def _unhandled(
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: Sequence[CustomResource], namespace: str
+) -> list[str]:
     """What is not handled yet: objects being deleted, objects not handled in their latest state, pending progress."""
     from kopf._cogs.structs import bodies, diffs
 
@@ -197,8 +221,14 @@ def _unhandled(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: 
     for custom in customs:
         resource = _kopf_resource(custom)
         handlers = registry.changing.get_resource_handlers(resource)
-        unfiltered = any(handler.labels is None and handler.annotations is None and handler.when is None
-                         and handler.field is None and handler.reason is not None for handler in handlers)
+        unfiltered = any(
+            handler.labels is None
+            and handler.annotations is None
+            and handler.when is None
+            and handler.field is None
+            and handler.reason is not None
+            for handler in handlers
+        )
         extra_fields = registry.changing.get_extra_fields(resource)
         for obj in _objects_of(kopf_cluster, custom, namespace):
             metadata = obj.get("metadata") or {}
@@ -208,8 +238,11 @@ def _unhandled(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: 
                 mine = " (the operator's own)" if finalizer in (metadata.get("finalizers") or ()) else ""
                 problems.append(f"{name}: deleted, but still there, held by {holders}{mine}")
                 continue
-            pending = sorted(key for key in metadata.get("annotations") or {}
-                             if key.startswith("kopf.zalando.org/") and not key.endswith("last-handled-configuration"))
+            pending = sorted(
+                key
+                for key in metadata.get("annotations") or {}
+                if key.startswith("kopf.zalando.org/") and not key.endswith("last-handled-configuration")
+            )
             if pending:
                 body = bodies.Body(obj)
                 details = "; ".join(f"{key.split('/', 1)[1]}: {_progress(body, key)}" for key in pending)
@@ -228,8 +261,10 @@ def _unhandled(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: 
             old = progress.clear(essence=stored)
             new = progress.clear(essence=diffbase.build(body=body, extra_fields=extra_fields))
             if diffs.diff(old, new):
-                problems.append(f"{name}: its latest state is not handled (differs from the last handled one in "
-                                f"{', '.join('.'.join(item[1]) or '(root)' for item in diffs.diff(old, new))})")
+                problems.append(
+                    f"{name}: its latest state is not handled (differs from the last handled one in "
+                    f"{', '.join('.'.join(item[1]) or '(root)' for item in diffs.diff(old, new))})"
+                )
     return problems
 
 
@@ -241,8 +276,11 @@ def _progress(body: Any, key: str) -> str:
         return str(raw)[:100]
     if not isinstance(record, dict):
         return str(raw)[:100]
-    parts = [f"{field}={record[field]!r}" for field in ("retries", "message", "failure", "delayed") if
-             record.get(field) not in (None, False, "")]
+    parts = [
+        f"{field}={record[field]!r}"
+        for field in ("retries", "message", "failure", "delayed")
+        if record.get(field) not in (None, False, "")
+    ]
     return ", ".join(parts) or "started"
 
 
@@ -283,8 +321,11 @@ def _hammered(requests: Iterable[str]) -> list[str]:
         if method == "POST" and status == "409":  # "already exists": an answer (create-or-patch), not a failure
             continue
         counts[int(float(moment)), f"{method} {path}"] += 1
-    return [f"{method_path}: failed {count} times within the second {second}, retried with no back-off"
-            for (second, method_path), count in sorted(counts.items()) if count >= HAMMERING]
+    return [
+        f"{method_path}: failed {count} times within the second {second}, retried with no back-off"
+        for (second, method_path), count in sorted(counts.items())
+        if count >= HAMMERING
+    ]
 
 
 def _early_retries(lines: Iterable[str], epoch: datetime.datetime | None) -> list[str]:
@@ -320,8 +361,12 @@ def _early_retries(lines: Iterable[str], epoch: datetime.datetime | None) -> lis
             delays = writing.setdefault(path, {})
             for key, value in _annotations(body).items():
                 record = _json(value) if key.startswith("kopf.zalando.org/") else None
-                if isinstance(record, dict) and record.get("delayed") and not record.get("success") \
-                        and not record.get("failure"):
+                if (
+                    isinstance(record, dict)
+                    and record.get("delayed")
+                    and not record.get("success")
+                    and not record.get("failure")
+                ):
                     delayed = datetime.datetime.fromisoformat(str(record["delayed"]))
                     delays[where, key.split("/", 1)[1]] = (delayed - epoch).total_seconds()
         elif kind == "response" and rest.startswith(tuple("0123456789")):
@@ -334,8 +379,10 @@ def _early_retries(lines: Iterable[str], epoch: datetime.datetime | None) -> lis
             handler = rest.split("Handler '", 1)[1].split("'", 1)[0]
             deadline = due.pop((where, handler), None)
             if deadline is not None and float(moment) < deadline - 0.001:
-                found.append(f"{where}: handler {handler!r} was called again at {float(moment):.3f} s, "
-                             f"before its retry delay was over (at {deadline:.3f} s)")
+                found.append(
+                    f"{where}: handler {handler!r} was called again at {float(moment):.3f} s, "
+                    f"before its retry delay was over (at {deadline:.3f} s)"
+                )
     return found
 
 
@@ -360,32 +407,48 @@ def _json(text: Any) -> Any:
         return None
 
 
-async def _delete_all(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: Sequence[CustomResource],
-                      namespace: str, *, quiet: float, timeout: float) -> None:
+async def _delete_all(
+    kopf_cluster: KopfCluster,
+    kopf_operator: KopfOperator,
+    customs: Sequence[CustomResource],
+    namespace: str,
+    *,
+    quiet: float,
+    timeout: float,
+) -> None:
     for custom in customs:
         for obj in _objects_of(kopf_cluster, custom, namespace):
-            await tolerate(kopf_cluster.delete(custom.qualified, obj["metadata"]["name"],
-                                               obj["metadata"].get("namespace")))
+            await tolerate(
+                kopf_cluster.delete(custom.qualified, obj["metadata"]["name"], obj["metadata"].get("namespace"))
+            )
 
     async def gone() -> bool:
-        return not any(_objects_of(kopf_cluster, custom, namespace) for custom in customs) and \
-            not _alive_daemons(kopf_operator)
+        return not any(_objects_of(kopf_cluster, custom, namespace) for custom in customs) and not _alive_daemons(
+            kopf_operator
+        )
 
     await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout, until=gone)
 
 
-def _blocked(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: Sequence[CustomResource],
-             namespace: str) -> list[str]:
+def _blocked(
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator, customs: Sequence[CustomResource], namespace: str
+) -> list[str]:
     settings = kopf_operator.settings
     finalizer = settings.persistence.finalizer if settings is not None else "kopf.zalando.org/KopfFinalizerMarker"
-    return [f"{custom.plural} {obj['metadata']['name']} (finalizers: {', '.join(obj['metadata']['finalizers'])})"
-            for custom in customs for obj in _objects_of(kopf_cluster, custom, namespace)
-            if finalizer in (obj["metadata"].get("finalizers") or ())]
+    return [
+        f"{custom.plural} {obj['metadata']['name']} (finalizers: {', '.join(obj['metadata']['finalizers'])})"
+        for custom in customs
+        for obj in _objects_of(kopf_cluster, custom, namespace)
+        if finalizer in (obj["metadata"].get("finalizers") or ())
+    ]
 
 
 def _alive_daemons(kopf_operator: KopfOperator) -> list[str]:
-    return [f"{task.get_name()} is still running" for task in kopf_operator._tasks.pending()
-            if task.get_name().startswith(("daemon '", "timer '"))]
+    return [
+        f"{task.get_name()} is still running"
+        for task in kopf_operator._tasks.pending()
+        if task.get_name().startswith(("daemon '", "timer '"))
+    ]
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -399,6 +462,7 @@ def _diff(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> str:
 
 
 # -- check_operator ----------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class CheckReport:
@@ -414,9 +478,11 @@ class CheckReport:
     per_check: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
-        return (f"{', '.join(self.checks)}: {self.examples} examples, {self.steps} steps, {self.faults} faults "
-                f"injected, {self.crashes} crashes, {self.virtual_seconds:.0f} virtual s in "
-                f"{self.wall_seconds:.1f} wall s")
+        return (
+            f"{', '.join(self.checks)}: {self.examples} examples, {self.steps} steps, {self.faults} faults "
+            f"injected, {self.crashes} crashes, {self.virtual_seconds:.0f} virtual s in "
+            f"{self.wall_seconds:.1f} wall s"
+        )
 
 
 def check_operator(
@@ -469,20 +535,49 @@ def check_operator(
     gc.set_threshold(max(thresholds[0], GC_YOUNG_THRESHOLD), *thresholds[1:])
     kopf_level = logging.getLogger("kopf").level
     try:
-        _run_checks(chosen, report, started, machine_options=dict(
-            paths=paths, modules=modules, registry=registry, manifests=manifests, resources=resources, specs=specs,
-            names=names, namespace=namespace, mask=mask, quiet=quiet, settle_timeout=settle_timeout, logs=logs,
-            initial_steps=initial_steps),
-            settings=settings, max_examples=max_examples, max_steps=max_steps, shrink=shrink, combined=combined)
+        _run_checks(
+            chosen,
+            report,
+            started,
+            machine_options=dict(
+                paths=paths,
+                modules=modules,
+                registry=registry,
+                manifests=manifests,
+                resources=resources,
+                specs=specs,
+                names=names,
+                namespace=namespace,
+                mask=mask,
+                quiet=quiet,
+                settle_timeout=settle_timeout,
+                logs=logs,
+                initial_steps=initial_steps,
+            ),
+            settings=settings,
+            max_examples=max_examples,
+            max_steps=max_steps,
+            shrink=shrink,
+            combined=combined,
+        )
     finally:
         gc.set_threshold(*thresholds)
         logging.getLogger("kopf").setLevel(kopf_level)
     return report
 
 
-def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, machine_options: dict[str, Any],
-                settings: hypothesis.settings | None, max_examples: int, max_steps: int, shrink: bool,
-                combined: bool) -> None:
+def _run_checks(
+    chosen: Sequence[str],
+    report: CheckReport,
+    started: float,
+    *,
+    machine_options: dict[str, Any],
+    settings: hypothesis.settings | None,
+    max_examples: int,
+    max_steps: int,
+    shrink: bool,
+    combined: bool,
+) -> None:
     from hypothesis import HealthCheck, Phase
     from hypothesis import settings as hypothesis_settings
     from hypothesis.stateful import run_state_machine_as_test
@@ -494,18 +589,28 @@ def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, m
     groups = [tuple(chosen)] if combined else [(check,) for check in chosen]
     for group in groups:
         check = "+".join(group)
-        machine = OperatorMachine.configured(f"Check_{check.replace('-', '_').replace('+', '_')}", checks=group,
-                                             **machine_options)
+        machine = OperatorMachine.configured(
+            f"Check_{check.replace('-', '_').replace('+', '_')}", checks=group, **machine_options
+        )
         stats = Statistics()
         machine.statistics = stats
         # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
         # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
         phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
         run_settings = hypothesis_settings(
-            base, max_examples=max_examples, stateful_step_count=max_steps, deadline=None, report_multiple_bugs=False,
+            base,
+            max_examples=max_examples,
+            stateful_step_count=max_steps,
+            deadline=None,
+            report_multiple_bugs=False,
             phases=phases,
-            suppress_health_check=[*base.suppress_health_check, HealthCheck.too_slow, HealthCheck.data_too_large,
-                                   HealthCheck.filter_too_much])
+            suppress_health_check=[
+                *base.suppress_health_check,
+                HealthCheck.too_slow,
+                HealthCheck.data_too_large,
+                HealthCheck.filter_too_much,
+            ],
+        )
         try:
             try:
                 with without_local_constants():
@@ -528,8 +633,9 @@ def _run_checks(chosen: Sequence[str], report: CheckReport, started: float, *, m
 SHRINK_BUDGET = 150
 
 
-def shrunk(machine: type[OperatorMachine], failure: OperatorCheckFailed,
-           budget: int = SHRINK_BUDGET) -> OperatorCheckFailed:
+def shrunk(
+    machine: type[OperatorMachine], failure: OperatorCheckFailed, budget: int = SHRINK_BUDGET
+) -> OperatorCheckFailed:
     """The failure of the simplest sequence found that still fails the same check.
 
     Steps are removed (from the last one: later steps depend on earlier ones), then simplified
@@ -556,7 +662,7 @@ def shrunk(machine: type[OperatorMachine], failure: OperatorCheckFailed,
         improved = False
         index = len(steps) - 1
         while index >= 0 and runs < budget:
-            candidate = steps[:index] + steps[index + 1:]
+            candidate = steps[:index] + steps[index + 1 :]
             found = fails(candidate)
             if found is not None:
                 steps, best, improved = candidate, found, True
@@ -565,7 +671,7 @@ def shrunk(machine: type[OperatorMachine], failure: OperatorCheckFailed,
             for simpler in steps[index].simpler():
                 if runs >= budget:
                     break
-                candidate = [*steps[:index], simpler, *steps[index + 1:]]
+                candidate = [*steps[:index], simpler, *steps[index + 1 :]]
                 found = fails(candidate)
                 if found is not None:
                     steps, best, improved = candidate, found, True

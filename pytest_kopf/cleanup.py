@@ -13,6 +13,7 @@ custom resource definition is terminating``) for the next test. So the teardown 
    finalizers of its remaining objects (of any resource) removed. What is still there after the timeout
    fails the teardown by name (not the next test).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,10 +52,15 @@ async def custom_resources(cluster: RealKopfCluster, crd_names: Iterable[str]) -
         storage = next((v for v in versions if v.get("storage")), versions[0] if versions else None)
         if storage is None:
             continue
-        infos.append(ResourceInfo(group=str(spec.get("group") or ""), version=str(storage.get("name")),
-                                  plural=str((spec.get("names") or {}).get("plural")),
-                                  kind=str((spec.get("names") or {}).get("kind")),
-                                  namespaced=spec.get("scope") == "Namespaced"))
+        infos.append(
+            ResourceInfo(
+                group=str(spec.get("group") or ""),
+                version=str(storage.get("name")),
+                plural=str((spec.get("names") or {}).get("plural")),
+                kind=str((spec.get("names") or {}).get("kind")),
+                namespaced=spec.get("scope") == "Namespaced",
+            )
+        )
     return infos
 
 
@@ -85,8 +91,9 @@ async def remove_leftovers(cluster: RealKopfCluster, *, timeout: float = REMOVAL
     stripped_namespace = False
     while True:
         remaining = [path for path in victims if await _get(cluster, path) is not None]
-        remaining_objects = [f"{info.qualified} {obj['metadata']['name']!r}" for info in infos
-                             for obj in await _items(cluster, info)]
+        remaining_objects = [
+            f"{info.qualified} {obj['metadata']['name']!r}" for info in infos for obj in await _items(cluster, info)
+        ]
         if not remaining and not remaining_objects:
             return
         elapsed = time.perf_counter() - started
@@ -95,8 +102,9 @@ async def remove_leftovers(cluster: RealKopfCluster, *, timeout: float = REMOVAL
             stripped_namespace = True
         if elapsed > timeout:
             names = ", ".join([*remaining, *remaining_objects])
-            raise KopfTimeoutError(f"The test's objects are not gone {timeout} s after the teardown began: {names}.",
-                                   seen=True)
+            raise KopfTimeoutError(
+                f"The test's objects are not gone {timeout} s after the teardown began: {names}.", seen=True
+            )
         await asyncio.sleep(_POLL)
 
 
@@ -131,8 +139,9 @@ async def _strip(cluster: RealKopfCluster, info: ResourceInfo, obj: dict[str, An
         return
     metadata = obj["metadata"]
     try:
-        await cluster._request("PATCH", info.path(metadata.get("namespace"), metadata["name"]), body=_STRIP,
-                               content_type=_MERGE_PATCH)
+        await cluster._request(
+            "PATCH", info.path(metadata.get("namespace"), metadata["name"]), body=_STRIP, content_type=_MERGE_PATCH
+        )
     except KopfApiError as exc:
         if exc.code != 404:
             raise

@@ -10,6 +10,7 @@ Resources are named as kubectl names them: plural (``pods``), ``plural.group``
 (``kopfexamples.kopf.dev``), singular, short name, or kind. Namespaced objects given without a
 namespace go to :attr:`Reader.namespace`. API errors raise :class:`~pytest_kopf.errors.KopfApiError`.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,8 +49,14 @@ class Reader(Protocol):
         """The object, or None if it does not exist."""
         ...
 
-    async def list(self, resource: str | ResourceInfo, namespace: str | None = None, *,
-                   labels: Mapping[str, str] | str | None = None, all_namespaces: bool = False) -> JsonList:
+    async def list(
+        self,
+        resource: str | ResourceInfo,
+        namespace: str | None = None,
+        *,
+        labels: Mapping[str, str] | str | None = None,
+        all_namespaces: bool = False,
+    ) -> JsonList:
         """The objects of a resource in a namespace (or in all), optionally selected by labels."""
         ...
 
@@ -57,13 +64,21 @@ class Reader(Protocol):
         """The ``kind: Event`` objects (core/v1) about an object, in the server's order."""
         ...
 
-    async def wait_for(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
-                       condition: Condition | None = None, timeout: float = ...) -> JsonDict | None:
+    async def wait_for(
+        self,
+        resource: str | ResourceInfo,
+        name: str,
+        namespace: str | None = None,
+        *,
+        condition: Condition | None = None,
+        timeout: float = ...,
+    ) -> JsonDict | None:
         """Wait until the condition holds for the object (given None while it is absent); return it."""
         ...
 
-    async def wait_gone(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
-                        timeout: float = ...) -> None:
+    async def wait_gone(
+        self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *, timeout: float = ...
+    ) -> None:
         """Wait until the object does not exist."""
         ...
 
@@ -79,13 +94,25 @@ class Writer(Protocol):
         """Create an object."""
         ...
 
-    async def patch(self, resource: str | ResourceInfo, name: str, patch: Mapping[str, Any],
-                    namespace: str | None = None, subresource: str | None = None) -> JsonDict:
+    async def patch(
+        self,
+        resource: str | ResourceInfo,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> JsonDict:
         """Merge-patch an object (or its ``status`` or ``scale`` subresource); returns the result."""
         ...
 
-    async def delete(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
-                     propagation_policy: str | None = None) -> JsonDict:
+    async def delete(
+        self,
+        resource: str | ResourceInfo,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+    ) -> JsonDict:
         """Request the deletion (finalizers may hold the object)."""
         ...
 
@@ -93,15 +120,29 @@ class Writer(Protocol):
 class Client(Reader, Writer, Protocol):
     """The whole of ``kopf_cluster`` in both modes: reading, writing, replaying logs, serving subprocesses."""
 
-    async def prepare_replay(self, log: str | os.PathLike[str] | WatchLog, *, until: float | None = None,
-                             resources: Iterable[str] | None = None, namespace: str | None = None,
-                             bookkeeping: Bookkeeping = ...) -> Replay:
+    async def prepare_replay(
+        self,
+        log: str | os.PathLike[str] | WatchLog,
+        *,
+        until: float | None = None,
+        resources: Iterable[str] | None = None,
+        namespace: str | None = None,
+        bookkeeping: Bookkeeping = ...,
+    ) -> Replay:
         """Read a watch-event log, check it against the cluster, and plan its changes; nothing is written yet."""
         ...
 
-    async def replay(self, log: str | os.PathLike[str] | WatchLog, *, speed: float | None = 1.0,
-                     until: float | None = None, resources: Iterable[str] | None = None, quiet: float = 1.0,
-                     namespace: str | None = None, bookkeeping: Bookkeeping = ...) -> Replay:
+    async def replay(
+        self,
+        log: str | os.PathLike[str] | WatchLog,
+        *,
+        speed: float | None = 1.0,
+        until: float | None = None,
+        resources: Iterable[str] | None = None,
+        quiet: float = 1.0,
+        namespace: str | None = None,
+        bookkeeping: Bookkeeping = ...,
+    ) -> Replay:
         """Write the changes of a watch-event log into the cluster, at their relative times; return when done."""
         ...
 

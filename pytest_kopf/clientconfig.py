@@ -18,6 +18,7 @@ Everything is restored when the test ends. In real mode (:class:`RealClientDefau
 configuration of the official ``kubernetes`` client is set, from the kubeconfig context of the run, as kopf's
 login through that client leaves it with ``kopf run`` (the plugin logs the operator in by itself).
 """
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,14 @@ class ClientConfig:
         self._swapped: list[tuple[Any, str, Any]] = []
 
     def activate(self) -> None:
-        config = kubeconfig_dict(server=self.server, token=_TOKEN, cluster_name=self.host, context_name=self.host,
-                                 user_name=self.host, namespace="default")
+        config = kubeconfig_dict(
+            server=self.server,
+            token=_TOKEN,
+            cluster_name=self.host,
+            context_name=self.host,
+            user_name=self.host,
+            namespace="default",
+        )
         self.path.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML, and much faster to write
         self._previous_env = os.environ.get(_ENV)
         os.environ[_ENV] = str(self.path)
@@ -79,24 +86,39 @@ class ClientConfig:
         The official clients also read ``KUBECONFIG`` once, at their import, as their default path:
         that default is swapped too.
         """
-        for module_name in ("kubernetes.config.kube_config", "kubernetes.config",
-                            "kubernetes_asyncio.config.kube_config", "kubernetes_asyncio.config"):
+        for module_name in (
+            "kubernetes.config.kube_config",
+            "kubernetes.config",
+            "kubernetes_asyncio.config.kube_config",
+            "kubernetes_asyncio.config",
+        ):
             module = sys.modules.get(module_name)
             if module is not None:
                 # Imported during this test, the module has taken this test's path as its default: after the
                 # test, it gets the default it would have had without the test, not a path that is gone.
                 outside = self._previous_env or "~/.kube/config"
-                self._swap(module, "KUBE_CONFIG_DEFAULT_LOCATION", str(self.path),
-                           original=outside if getattr(module, "KUBE_CONFIG_DEFAULT_LOCATION", None) == str(self.path)
-                           else None)
+                self._swap(
+                    module,
+                    "KUBE_CONFIG_DEFAULT_LOCATION",
+                    str(self.path),
+                    original=outside
+                    if getattr(module, "KUBE_CONFIG_DEFAULT_LOCATION", None) == str(self.path)
+                    else None,
+                )
         kubernetes_config = sys.modules.get("kubernetes.config")
         if kubernetes_config is not None:
-            self._swap(kubernetes_config, "load_incluster_config",
-                       self._loader("kubernetes.client", kubernetes_config.load_incluster_config))
+            self._swap(
+                kubernetes_config,
+                "load_incluster_config",
+                self._loader("kubernetes.client", kubernetes_config.load_incluster_config),
+            )
         asyncio_config = sys.modules.get("kubernetes_asyncio.config")
         if asyncio_config is not None:
-            self._swap(asyncio_config, "load_incluster_config",
-                       self._loader("kubernetes_asyncio.client", asyncio_config.load_incluster_config))
+            self._swap(
+                asyncio_config,
+                "load_incluster_config",
+                self._loader("kubernetes_asyncio.client", asyncio_config.load_incluster_config),
+            )
         for client_module in ("kubernetes.client", "kubernetes_asyncio.client"):
             self._swap_default_configuration(client_module)
         pykube = sys.modules.get("pykube")
@@ -200,8 +222,12 @@ class RealClientDefaults:
             return
         config = configuration_class()
         try:
-            config_module.load_kube_config(config_file=os.pathsep.join(self.paths) or None, context=self.context,
-                                           client_configuration=config, persist_config=False)
+            config_module.load_kube_config(
+                config_file=os.pathsep.join(self.paths) or None,
+                context=self.context,
+                client_configuration=config,
+                persist_config=False,
+            )
         except (config_module.ConfigException, OSError, ValueError):
             return  # the client cannot read this context: handlers configure it themselves, as they would have to
         self._swapped = (configuration_class, configuration_class.__dict__.get("_default"))

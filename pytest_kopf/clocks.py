@@ -39,6 +39,7 @@ dozen attribute assignments; the price is that modules which copied a clock func
 (``from time import time`` at their import) keep the real one -- the operator's own files and modules
 are loaded during the test, so they see these.
 """
+
 from __future__ import annotations
 
 import asyncio.events
@@ -262,10 +263,13 @@ def virtualize_module(module: types.ModuleType) -> Callable[[], None]:
 
 
 _OUR_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-_LIBRARY_DIRS = tuple(os.path.normcase(os.path.realpath(path)) + os.sep for path in {
-    *(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")),
-    *(os.path.join(_OUR_ROOT, package) for package in ("kopf", "kopf_sim", "pytest_kopf")),
-})
+_LIBRARY_DIRS = tuple(
+    os.path.normcase(os.path.realpath(path)) + os.sep
+    for path in {
+        *(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")),
+        *(os.path.join(_OUR_ROOT, package) for package in ("kopf", "kopf_sim", "pytest_kopf")),
+    }
+)
 
 
 def is_operator_code(module: types.ModuleType) -> bool:

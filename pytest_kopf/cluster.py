@@ -10,6 +10,7 @@ in-memory transport). What only the simulator can do is on ``kopf_cluster.sim``
 (:class:`pytest_kopf.simcontrols.SimControls`), which raises :class:`~pytest_kopf.errors.KopfModeError`
 in real mode.
 """
+
 from __future__ import annotations
 
 import abc
@@ -146,9 +147,11 @@ class KopfCluster(Client, abc.ABC):
     @property
     def sim(self) -> SimControls:
         """The simulator's controls (store, faults, virtual time, admission, controllers); sim mode only."""
-        raise KopfModeError("kopf_cluster.sim (the simulator's store, faults, virtual time, admission and "
-                            "controllers) is available only in sim mode (--kopf-sim); this test runs against "
-                            "a real cluster (--kopf-real): mark it @pytest.mark.kopf_sim_only.")
+        raise KopfModeError(
+            "kopf_cluster.sim (the simulator's store, faults, virtual time, admission and "
+            "controllers) is available only in sim mode (--kopf-sim); this test runs against "
+            "a real cluster (--kopf-real): mark it @pytest.mark.kopf_sim_only."
+        )
 
     @abc.abstractmethod
     async def kubeconfig(self) -> pathlib.Path:
@@ -156,9 +159,15 @@ class KopfCluster(Client, abc.ABC):
 
     # -- record & replay (see docs/replay.md) ---------------------------------------------------------
 
-    async def prepare_replay(self, log: str | os.PathLike[str] | WatchLog, *, until: float | None = None,
-                             resources: Iterable[str] | None = None, namespace: str | None = None,
-                             bookkeeping: Bookkeeping = KOPF_BOOKKEEPING) -> Replay:
+    async def prepare_replay(
+        self,
+        log: str | os.PathLike[str] | WatchLog,
+        *,
+        until: float | None = None,
+        resources: Iterable[str] | None = None,
+        namespace: str | None = None,
+        bookkeeping: Bookkeeping = KOPF_BOOKKEEPING,
+    ) -> Replay:
         """Read a watch-event log, check it against this cluster, and plan its changes; nothing is written yet.
 
         Apply them one by one (``for step in replay: await replay.apply(step)``) or all in time
@@ -168,12 +177,27 @@ class KopfCluster(Client, abc.ABC):
         names = None if resources is None else [await self._replay_name(name) for name in resources]
         if namespace is None and self.mode == "real":
             namespace = self.namespace
-        return await prepare_replay(log, exchange_api(self._exchange), resources=names, until=until,
-                                    namespace=namespace, bookkeeping=bookkeeping, on_create=self._replayed)
+        return await prepare_replay(
+            log,
+            exchange_api(self._exchange),
+            resources=names,
+            until=until,
+            namespace=namespace,
+            bookkeeping=bookkeeping,
+            on_create=self._replayed,
+        )
 
-    async def replay(self, log: str | os.PathLike[str] | WatchLog, *, speed: float | None = 1.0,
-                     until: float | None = None, resources: Iterable[str] | None = None, quiet: float = 1.0,
-                     namespace: str | None = None, bookkeeping: Bookkeeping = KOPF_BOOKKEEPING) -> Replay:
+    async def replay(
+        self,
+        log: str | os.PathLike[str] | WatchLog,
+        *,
+        speed: float | None = 1.0,
+        until: float | None = None,
+        resources: Iterable[str] | None = None,
+        quiet: float = 1.0,
+        namespace: str | None = None,
+        bookkeeping: Bookkeeping = KOPF_BOOKKEEPING,
+    ) -> Replay:
         """Write the changes of a watch-event log into the cluster, at their relative times; return when done.
 
         ``speed``: 1.0 is the recorded pace (in virtual time under ``--kopf-sim``), 10.0 is ten times
@@ -184,8 +208,9 @@ class KopfCluster(Client, abc.ABC):
         A bad log raises :class:`kopf_sim.recording.replaying.LogError` before anything is written; a refused
         write raises :class:`kopf_sim.recording.replaying.ReplayError` naming its line.
         """
-        planned = await self.prepare_replay(log, until=until, resources=resources, namespace=namespace,
-                                            bookkeeping=bookkeeping)
+        planned = await self.prepare_replay(
+            log, until=until, resources=resources, namespace=namespace, bookkeeping=bookkeeping
+        )
         try:
             await planned.run(speed=speed, quiet=quiet)
         finally:
@@ -201,8 +226,13 @@ class KopfCluster(Client, abc.ABC):
 
     def _replayed(self, served: Served, obj: JsonDict) -> None:
         """What a replay creates is cleaned up as what the test creates (in real mode: cluster-scoped objects)."""
-        info = ResourceInfo(group=served.group, version=served.version, plural=served.plural, kind=served.kind,
-                            namespaced=served.namespaced)
+        info = ResourceInfo(
+            group=served.group,
+            version=served.version,
+            plural=served.plural,
+            kind=served.kind,
+            namespaced=served.namespaced,
+        )
         self._created(info, obj)
 
     # -- HTTP ---------------------------------------------------------------------------------------
@@ -213,9 +243,17 @@ class KopfCluster(Client, abc.ABC):
             raise RuntimeError("kopf_cluster is not set up (or already torn down).")
         return self._session
 
-    async def _request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                       body: Any = None, content_type: str = _JSON, headers: Mapping[str, str] | None = None,
-                       raw: bool = False) -> Any:
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = _JSON,
+        headers: Mapping[str, str] | None = None,
+        raw: bool = False,
+    ) -> Any:
         headers = {**(headers or {}), **({"Content-Type": content_type} if body is not None else {})}
         data = json.dumps(body).encode() if body is not None else None
         status, reason, content = await self._exchange(method, path, params, data, headers)
@@ -225,11 +263,13 @@ class KopfCluster(Client, abc.ABC):
             return content
         return json.loads(content) if content.strip() else None
 
-    async def _exchange(self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None,
-                        headers: Mapping[str, str]) -> tuple[int, str, bytes]:
+    async def _exchange(
+        self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None, headers: Mapping[str, str]
+    ) -> tuple[int, str, bytes]:
         """One request over HTTP: the response's status code, reason phrase and body."""
-        async with self._http.request(method, self.base_url + path, params=params, data=data, headers=headers,
-                                      timeout=_REQUEST_TIMEOUT) as response:
+        async with self._http.request(
+            method, self.base_url + path, params=params, data=data, headers=headers, timeout=_REQUEST_TIMEOUT
+        ) as response:
             return response.status, response.reason or "", await response.read()
 
     async def _stream(self, path: str, params: Mapping[str, str]) -> AsyncIterator[JsonDict]:
@@ -357,6 +397,7 @@ class KopfCluster(Client, abc.ABC):
 
     async def _await_crd(self, crd: JsonDict) -> None:
         """Wait until a CRD is established and its resource is served in discovery."""
+
         def established(obj: JsonDict | None) -> bool:
             conditions = ((obj or {}).get("status") or {}).get("conditions") or ()
             return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
@@ -385,32 +426,53 @@ class KopfCluster(Client, abc.ABC):
             raise
         return obj
 
-    async def list(self, resource: str | ResourceInfo, namespace: str | None = None, *,
-                   labels: Mapping[str, str] | str | None = None, all_namespaces: bool = False) -> list[JsonDict]:
+    async def list(
+        self,
+        resource: str | ResourceInfo,
+        namespace: str | None = None,
+        *,
+        labels: Mapping[str, str] | str | None = None,
+        all_namespaces: bool = False,
+    ) -> list[JsonDict]:
         """The objects of a resource in a namespace (or in all), optionally selected by labels."""
         info = await self.resolve(resource)
         params: dict[str, str] = {}
         if labels:
-            params["labelSelector"] = labels if isinstance(labels, str) else \
-                ",".join(f"{key}={value}" for key, value in labels.items())
+            params["labelSelector"] = (
+                labels if isinstance(labels, str) else ",".join(f"{key}={value}" for key, value in labels.items())
+            )
         target = None if all_namespaces else self._namespace(info, namespace)
         listing = await self._request("GET", info.path(target), params=params)
         return _items(listing)
 
-    async def patch(self, resource: str | ResourceInfo, name: str, patch: Mapping[str, Any],
-                    namespace: str | None = None, subresource: str | None = None) -> JsonDict:
+    async def patch(
+        self,
+        resource: str | ResourceInfo,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> JsonDict:
         """Merge-patch an object (or its ``status`` or ``scale`` subresource); returns the result."""
         info = await self.resolve(resource)
         return await self._patch(info, name, self._namespace(info, namespace), patch, subresource)
 
-    async def _patch(self, info: ResourceInfo, name: str, namespace: str | None, patch: Mapping[str, Any],
-                     subresource: str | None) -> JsonDict:
-        obj: JsonDict = await self._request("PATCH", info.path(namespace, name, subresource), body=dict(patch),
-                                            content_type=_MERGE_PATCH)
+    async def _patch(
+        self, info: ResourceInfo, name: str, namespace: str | None, patch: Mapping[str, Any], subresource: str | None
+    ) -> JsonDict:
+        obj: JsonDict = await self._request(
+            "PATCH", info.path(namespace, name, subresource), body=dict(patch), content_type=_MERGE_PATCH
+        )
         return obj
 
-    async def delete(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
-                     propagation_policy: str | None = None) -> JsonDict:
+    async def delete(
+        self,
+        resource: str | ResourceInfo,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+    ) -> JsonDict:
         """Request the deletion (finalizers may hold the object; see :meth:`wait_gone`)."""
         info = await self.resolve(resource)
         body = {"propagationPolicy": propagation_policy} if propagation_policy else None
@@ -419,8 +481,15 @@ class KopfCluster(Client, abc.ABC):
             self._discovery.forget(str(((result or {}).get("spec") or {}).get("group") or ""))  # all if unknown
         return result
 
-    async def wait_for(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
-                       condition: Condition | None = None, timeout: float = DEFAULT_TIMEOUT) -> JsonDict | None:
+    async def wait_for(
+        self,
+        resource: str | ResourceInfo,
+        name: str,
+        namespace: str | None = None,
+        *,
+        condition: Condition | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> JsonDict | None:
         """Wait until the condition holds for the object (given None while it is absent); return it.
 
         Without a condition, wait until the object exists. Lookup errors in the condition
@@ -439,13 +508,15 @@ class KopfCluster(Client, abc.ABC):
                 raise  # not ours, e.g. a client's timeout
             raise _timeout_error(info, name, target, condition or _exists, timeout, watching) from None
 
-    async def wait_gone(self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *,
-                        timeout: float = DEFAULT_TIMEOUT) -> None:
+    async def wait_gone(
+        self, resource: str | ResourceInfo, name: str, namespace: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         """Wait until the object does not exist (e.g. after its finalizers are removed)."""
         await self.wait_for(resource, name, namespace, condition=_gone, timeout=timeout)
 
-    async def _watch_until(self, info: ResourceInfo, namespace: str | None, name: str,
-                           watching: _Watching) -> JsonDict | None:
+    async def _watch_until(
+        self, info: ResourceInfo, namespace: str | None, name: str, watching: _Watching
+    ) -> JsonDict | None:
         selector = {"fieldSelector": f"metadata.name={name}"}
         path = info.path(namespace)
         while True:
@@ -479,9 +550,12 @@ class KopfCluster(Client, abc.ABC):
         target = self._namespace(info, namespace)
         path = f"/api/v1/namespaces/{target}/events" if target else "/api/v1/events"
         listing = await self._request("GET", path, params={"fieldSelector": f"involvedObject.name={name}"})
-        return [event for event in _items(listing)
-                if (event.get("involvedObject") or {}).get("kind") in (info.kind, None)
-                and _same_group((event.get("involvedObject") or {}).get("apiVersion"), info.group)]
+        return [
+            event
+            for event in _items(listing)
+            if (event.get("involvedObject") or {}).get("kind") in (info.kind, None)
+            and _same_group((event.get("involvedObject") or {}).get("apiVersion"), info.group)
+        ]
 
 
 class SimKopfCluster(KopfCluster):
@@ -489,8 +563,9 @@ class SimKopfCluster(KopfCluster):
 
     mode = "sim"
 
-    def __init__(self, *, loop: asyncio.AbstractEventLoop, tmp_dir: Callable[[], pathlib.Path],
-                 **options: Unpack[SimOptions]) -> None:
+    def __init__(
+        self, *, loop: asyncio.AbstractEventLoop, tmp_dir: Callable[[], pathlib.Path], **options: Unpack[SimOptions]
+    ) -> None:
         super().__init__(base_url=DEFAULT_BASE_URL, namespace="default", tmp_dir=tmp_dir)
         self._sim = SimControls(loop=loop, tmp_dir=tmp_dir, **options)
         self._direct: DirectClient | None = None
@@ -512,8 +587,13 @@ class SimKopfCluster(KopfCluster):
 
     @property
     def connection(self) -> Connection:
-        return Connection(base_url=DEFAULT_BASE_URL, headers={}, ssl=None, namespace=self.namespace,
-                          connector_factory=self._sim.server.connector)
+        return Connection(
+            base_url=DEFAULT_BASE_URL,
+            headers={},
+            ssl=None,
+            namespace=self.namespace,
+            connector_factory=self._sim.server.connector,
+        )
 
     # The test's own requests go straight into the simulator's logic (the same answers, without the HTTP
     # framing and with no faults injected); the operator's go over HTTP (see :attr:`connection`).
@@ -524,8 +604,9 @@ class SimKopfCluster(KopfCluster):
             raise RuntimeError("kopf_cluster is not set up (or already torn down).")
         return self._direct
 
-    async def _exchange(self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None,
-                        headers: Mapping[str, str]) -> tuple[int, str, bytes]:
+    async def _exchange(
+        self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None, headers: Mapping[str, str]
+    ) -> tuple[int, str, bytes]:
         async with asyncio.timeout(DEFAULT_TIMEOUT):
             response = await self._client.request(method, path, params=params, body=data, headers=headers)
         await response.close()  # only a watch (not asked for here) would need it
@@ -548,6 +629,7 @@ class SimKopfCluster(KopfCluster):
 
 # -- helpers ---------------------------------------------------------------------------------------
 
+
 def is_crd(info: ResourceInfo) -> bool:
     """Whether the resource is the CustomResourceDefinitions (they need waiting for, and cleaning up)."""
     return info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io"
@@ -559,8 +641,14 @@ def _api_error(method: str, url: str, code: int, http_reason: str, raw: bytes) -
     except ValueError:
         status = None
     if isinstance(status, dict) and status.get("kind") == "Status":
-        return KopfApiError(int(status.get("code") or code), str(status.get("reason") or http_reason),
-                            str(status.get("message") or ""), status=status, method=method, url=url)
+        return KopfApiError(
+            int(status.get("code") or code),
+            str(status.get("reason") or http_reason),
+            str(status.get("message") or ""),
+            status=status,
+            method=method,
+            url=url,
+        )
     text = raw.decode("utf-8", "replace").strip()
     return KopfApiError(code, http_reason, text, method=method, url=url)
 
@@ -617,11 +705,17 @@ def _documents(manifests: Manifests) -> list[Mapping[str, Any]]:
     return result
 
 
-def _timeout_error(info: ResourceInfo, name: str, namespace: str | None, condition: Condition,
-                   timeout: float, watching: _Watching) -> KopfTimeoutError:
+def _timeout_error(
+    info: ResourceInfo, name: str, namespace: str | None, condition: Condition, timeout: float, watching: _Watching
+) -> KopfTimeoutError:
     where = f" in namespace {namespace!r}" if namespace else ""
-    what = "to be gone" if condition is _gone else "to exist" if condition is _exists else \
-        f"for the condition {getattr(condition, '__qualname__', None) or condition!r}"
+    what = (
+        "to be gone"
+        if condition is _gone
+        else "to exist"
+        if condition is _exists
+        else f"for the condition {getattr(condition, '__qualname__', None) or condition!r}"
+    )
     lines = [f"Timed out after {timeout} s waiting for {info.qualified} {name!r}{where} {what}."]
     if not watching.seen:
         lines.append("The object was never seen.")

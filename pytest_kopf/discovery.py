@@ -5,6 +5,7 @@ group, version and resource in two responses (``/api`` and ``/apis``), so a test
 its resources with two requests, and one more after each change of CRDs. A server without
 it answers the legacy lists, and those are fetched per group-version as needed.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -69,9 +70,15 @@ class ResourceInfo:
 
     @classmethod
     def from_kopf(cls, resource: Resource) -> ResourceInfo:
-        return cls(group=resource.group, version=resource.version, plural=resource.plural,
-                   kind=resource.kind or "", namespaced=bool(resource.namespaced),
-                   singular=resource.singular or "", short_names=tuple(sorted(resource.shortcuts)))
+        return cls(
+            group=resource.group,
+            version=resource.version,
+            plural=resource.plural,
+            kind=resource.kind or "",
+            namespaced=bool(resource.namespaced),
+            singular=resource.singular or "",
+            short_names=tuple(sorted(resource.shortcuts)),
+        )
 
 
 class Discovery:
@@ -81,9 +88,9 @@ class Discovery:
         self._fetch = fetch
         self._core_aggregated = False
         self._groups_aggregated = False
-        self._preferred: list[str] | None = None                     # "v1", then each group's preferred version
-        self._by_group: dict[str, str] = {}                           # group -> its preferred groupVersion
-        self._served: dict[str, list[ResourceInfo] | None] = {}      # groupVersion -> resources (None: not served)
+        self._preferred: list[str] | None = None  # "v1", then each group's preferred version
+        self._by_group: dict[str, str] = {}  # group -> its preferred groupVersion
+        self._served: dict[str, list[ResourceInfo] | None] = {}  # groupVersion -> resources (None: not served)
 
     def forget(self, group: str | None = None) -> None:
         """Drop what is known of the named API groups (all of them: one document lists them all).
@@ -95,8 +102,7 @@ class Discovery:
         self._groups_aggregated = False
         if group == "" or group is None:
             self._core_aggregated = False
-        self._served = {gv: infos for gv, infos in self._served.items()
-                        if "/" not in gv and self._core_aggregated}
+        self._served = {gv: infos for gv, infos in self._served.items() if "/" not in gv and self._core_aggregated}
 
     async def preferred_versions(self) -> list[str]:
         """The preferred groupVersion of every group, the core ``v1`` first, in the server's order."""
@@ -120,10 +126,14 @@ class Discovery:
             path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
             body = await self._fetch(path, {})
             group, _, version = group_version.rpartition("/")
-            self._served[group_version] = None if body is None else [
-                ResourceInfo.from_kopf(resource)
-                for resource in parse_resource_list(group, version, False, json.loads(body) if body.strip() else {})
-            ]
+            self._served[group_version] = (
+                None
+                if body is None
+                else [
+                    ResourceInfo.from_kopf(resource)
+                    for resource in parse_resource_list(group, version, False, json.loads(body) if body.strip() else {})
+                ]
+            )
         return self._served[group_version]
 
     async def _load(self) -> None:

@@ -9,6 +9,7 @@
 
 Sim mode only (they read the simulated cluster directly, and crashes need its faults).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -56,8 +57,15 @@ EVENT_KEYS = frozenset({("", "events"), ("events.k8s.io", "events")})
 
 #: Annotations that are the framework's bookkeeping, not the operator's outcome.
 BOOKKEEPING_PREFIXES = ("kopf.zalando.org/",)
-VOLATILE_METADATA = ("uid", "resourceVersion", "creationTimestamp", "deletionGracePeriodSeconds", "generation",
-                     "managedFields", "selfLink")
+VOLATILE_METADATA = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "managedFields",
+    "selfLink",
+)
 
 _revivals: weakref.WeakKeyDictionary[KopfOperator, asyncio.Task[None]] = weakref.WeakKeyDictionary()
 
@@ -97,20 +105,29 @@ def record_requests(kopf_cluster: KopfCluster) -> list[str]:
     return lines
 
 
-def crash_after(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, *, writes: int,
-                restart_delay: float = DEFAULT_RESTART_DELAY, **criteria: Any) -> None:
+def crash_after(
+    kopf_cluster: KopfCluster,
+    kopf_operator: KopfOperator,
+    *,
+    writes: int,
+    restart_delay: float = DEFAULT_RESTART_DELAY,
+    **criteria: Any,
+) -> None:
     """Crash the operator right after its ``writes``-th successful write from now on; restart it a bit later.
 
     ``criteria`` narrow the writes that count (as the faults' rules do: ``resource=``, ``method=``...).
     The write itself is done; the operator never learns of it (as when killed between the write and
     the response). The restart, ``restart_delay`` virtual seconds later, starts a fresh operator.
     """
+
     def crash() -> None:
         kopf_operator.crash()
         loop = asyncio.get_running_loop()
-        _revivals[kopf_operator] = loop.create_task(_revive(kopf_operator, restart_delay),
-                                                    name="restart of a crashed kopf operator",
-                                                    context=contextvars.Context())  # not the dead one's task
+        _revivals[kopf_operator] = loop.create_task(
+            _revive(kopf_operator, restart_delay),
+            name="restart of a crashed kopf operator",
+            context=contextvars.Context(),
+        )  # not the dead one's task
 
     kopf_cluster.sim.faults.crash_after(writes, crash, **criteria)
 
@@ -174,8 +191,9 @@ async def settle(
         observers.remove(observe)
 
 
-def end_state(kopf_cluster: KopfCluster, *, namespace: str = "default",
-              mask: Sequence[str] = ()) -> list[dict[str, Any]]:
+def end_state(
+    kopf_cluster: KopfCluster, *, namespace: str = "default", mask: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """The objects of a namespace (k8s Events aside) with the volatile fields masked, sorted by kind & name.
 
     ``mask``: more fields to mask, as dotted paths with ``*`` for any key (``status.*.updated``).
@@ -194,9 +212,14 @@ def end_state(kopf_cluster: KopfCluster, *, namespace: str = "default",
 
 def _sort_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     import json
+
     metadata = obj.get("metadata") or {}
-    return (str(obj.get("apiVersion")), str(obj.get("kind")), str(metadata.get("name")),
-            json.dumps(obj, sort_keys=True))
+    return (
+        str(obj.get("apiVersion")),
+        str(obj.get("kind")),
+        str(metadata.get("name")),
+        json.dumps(obj, sort_keys=True),
+    )
 
 
 def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]:
@@ -211,8 +234,11 @@ def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]
         metadata["deletionTimestamp"] = "<set>"
     for ref in metadata.get("ownerReferences") or ():
         ref.pop("uid", None)
-    annotations = {key: value for key, value in (metadata.get("annotations") or {}).items()
-                   if not key.startswith(BOOKKEEPING_PREFIXES)}
+    annotations = {
+        key: value
+        for key, value in (metadata.get("annotations") or {}).items()
+        if not key.startswith(BOOKKEEPING_PREFIXES)
+    }
     if annotations:
         metadata["annotations"] = annotations
     else:

@@ -1,4 +1,5 @@
 """The exceptions of the plugin: API errors as the apiserver reports them, and the plugin's own."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -96,8 +97,15 @@ class OperatorCheckFailed(KopfError, AssertionError):
     fails the same way (save it as ``test_*.py``); ``details``: what exactly differs or is stuck.
     """
 
-    def __init__(self, check: str, details: str, *, steps: Sequence[Any] = (), trace_tail: Sequence[str] = (),
-                 reproduction: str = "") -> None:
+    def __init__(
+        self,
+        check: str,
+        details: str,
+        *,
+        steps: Sequence[Any] = (),
+        trace_tail: Sequence[str] = (),
+        reproduction: str = "",
+    ) -> None:
         self.check = check
         self.details = details
         self.steps = list(steps)
@@ -109,8 +117,10 @@ class OperatorCheckFailed(KopfError, AssertionError):
         lines = [f"The check {self.check!r} has failed: {self.details}"]
         if self.steps:
             lines.append(f"After {len(self.steps)} step(s):")
-            lines.extend(f"  {index}. {getattr(step, 'code', lambda s=step: str(s))()}"
-                         for index, step in enumerate(self.steps, 1))
+            lines.extend(
+                f"  {index}. {getattr(step, 'code', lambda s=step: str(s))()}"
+                for index, step in enumerate(self.steps, 1)
+            )
         if self.trace_tail:
             lines.append("The trace's last lines:")
             lines.extend(f"  {line}" for line in self.trace_tail)
@@ -119,8 +129,10 @@ class OperatorCheckFailed(KopfError, AssertionError):
             lines.append(self.reproduction)
         return "\n".join(lines)
 
-    def with_context(self, *, steps: Sequence[Any], trace_tail: Sequence[str],
-                     reproduction: str) -> OperatorCheckFailed:
+    def with_context(
+        self, *, steps: Sequence[Any], trace_tail: Sequence[str], reproduction: str
+    ) -> OperatorCheckFailed:
         """The same failure, with the steps that led to it, the trace's tail and a reproduction."""
-        return OperatorCheckFailed(self.check, self.details, steps=steps, trace_tail=trace_tail,
-                                   reproduction=reproduction)
+        return OperatorCheckFailed(
+            self.check, self.details, steps=steps, trace_tail=trace_tail, reproduction=reproduction
+        )

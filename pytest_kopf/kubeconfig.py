@@ -8,6 +8,7 @@ gets it as it is, and the test's own client takes its headers and TLS from it (:
 This module only adds the plugin's wording to the errors (which option to use) and writes the context back
 as a self-contained kubeconfig for the test's subprocesses (:func:`kopf_sim.transports.kubeconfig.write_kubeconfig`).
 """
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,10 @@ def load(paths: Sequence[str | os.PathLike[str]] | None = None, *, context: str 
         try:
             login.info.as_ssl_context()  # the files it names exist, the certificates and keys load
         except (OSError, ssl.SSLError, ValueError) as exc:
-            raise KopfConfigError(f"The TLS settings of the kubeconfig context {login.context!r} are unusable "
-                                  f"({', '.join(login.paths)}): {exc}") from None
+            raise KopfConfigError(
+                f"The TLS settings of the kubeconfig context {login.context!r} are unusable "
+                f"({', '.join(login.paths)}): {exc}"
+            ) from None
     return login
 
 
@@ -74,4 +77,3 @@ def _data(data: str | bytes | None, path: str | os.PathLike[str] | None) -> byte
             return f.read()
     except OSError as exc:
         raise KopfConfigError(f"Cannot read {path} (referred to by the kubeconfig): {exc.strerror or exc}") from None
-

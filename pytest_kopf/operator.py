@@ -11,6 +11,7 @@ fresh settings unless given; files are loaded under a unique module name each ti
 the same file can be loaded by many tests (and by restarts). After a stop, the tasks and
 threads that the operator has left behind fail the test (:class:`KopfLeakError`) by name.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -108,8 +109,9 @@ class _OperatorTasks(Collection["asyncio.Task[Any]"]):
             self.loop.set_task_factory(self.previous)
         self.loop = self.previous = None
 
-    def _factory(self, loop: asyncio.AbstractEventLoop, coro: Any, *,
-                 context: contextvars.Context | None = None) -> asyncio.Future[Any]:
+    def _factory(
+        self, loop: asyncio.AbstractEventLoop, coro: Any, *, context: contextvars.Context | None = None
+    ) -> asyncio.Future[Any]:
         task: asyncio.Future[Any]
         if self.previous is not None:
             task = self.previous(loop, coro) if context is None else self.previous(loop, coro, context=context)
@@ -195,8 +197,9 @@ class _Lifeline:
         connectors, self.connectors = self.connectors, []
         for connector in connectors:
             # The connections are closed at once (in the call); the rest is awaited in a task not of the operator.
-            self.closings.append(asyncio.get_running_loop().create_task(_close(connector),
-                                                                        context=contextvars.Context()))
+            self.closings.append(
+                asyncio.get_running_loop().create_task(_close(connector), context=contextvars.Context())
+            )
 
 
 async def _close(connector: aiohttp.BaseConnector) -> None:
@@ -277,8 +280,10 @@ class KopfOperator:
         if not self.modules:
             raise KopfOperatorError("No operator file or module is loaded (start it with paths=… or modules=…).")
         if len(self.modules) > 1:
-            raise KopfOperatorError(f"Several files or modules are loaded: take one from kopf_operator.modules "
-                                    f"({', '.join(repr(key) for key in self.modules)}).")
+            raise KopfOperatorError(
+                f"Several files or modules are loaded: take one from kopf_operator.modules "
+                f"({', '.join(repr(key) for key in self.modules)})."
+            )
         return next(iter(self.modules.values()))
 
     @property
@@ -321,10 +326,20 @@ class KopfOperator:
             raise KopfOperatorError(
                 "kopf_operator.start() is awaited in another event loop than the test's own. Start it in the test, "
                 "or in an async fixture of the test (function-scoped: the plugin runs it in the test's loop, with "
-                "or without pytest-asyncio), or in a sync fixture with kopf_loop.run(kopf_operator.start(...)).")
-        self._start_kwargs = dict(paths=list(paths), modules=list(modules), registry=registry, settings=settings,
-                                  namespaces=list(namespaces), clusterwide=clusterwide, memo=memo,
-                                  log_level=log_level, check_resources=check_resources, timeout=timeout)
+                "or without pytest-asyncio), or in a sync fixture with kopf_loop.run(kopf_operator.start(...))."
+            )
+        self._start_kwargs = dict(
+            paths=list(paths),
+            modules=list(modules),
+            registry=registry,
+            settings=settings,
+            namespaces=list(namespaces),
+            clusterwide=clusterwide,
+            memo=memo,
+            log_level=log_level,
+            check_resources=check_resources,
+            timeout=timeout,
+        )
         await self._start(**self._start_kwargs)
 
     async def _start(
@@ -370,12 +385,21 @@ class KopfOperator:
         context = contextvars.copy_context()
         context.run(_owner.set, self)
         context.run(os_signals_var.set, False)  # Ctrl+C interrupts pytest, not just the operator
-        self._task = loop.create_task(self._operator(
-            registry=self.registry, settings=self.settings, insights=insights,
-            namespaces=namespaces, clusterwide=clusterwide or not namespaces,
-            stop_flag=self._stop_flag, ready_flag=ready_flag, vault=Vault({"pytest-kopf": credentials}),
-            memo=memo,
-        ), name=f"kopf operator #{next(_counter)}", context=context)
+        self._task = loop.create_task(
+            self._operator(
+                registry=self.registry,
+                settings=self.settings,
+                insights=insights,
+                namespaces=namespaces,
+                clusterwide=clusterwide or not namespaces,
+                stop_flag=self._stop_flag,
+                ready_flag=ready_flag,
+                vault=Vault({"pytest-kopf": credentials}),
+                memo=memo,
+            ),
+            name=f"kopf operator #{next(_counter)}",
+            context=context,
+        )
 
         ready = loop.create_task(ready_flag.wait(), name="kopf operator readiness")
         try:
@@ -390,8 +414,7 @@ class KopfOperator:
             finally:
                 self._task = None
                 self._tasks.uninstall()
-            raise KopfOperatorError(f"The operator has failed to start: {self._describe_exit()}") \
-                from self.exception
+            raise KopfOperatorError(f"The operator has failed to start: {self._describe_exit()}") from self.exception
         if not done:
             await self.stop()
             raise KopfOperatorError(f"The operator has not become ready in {timeout} s.\n{self._log_tail()}")
@@ -423,12 +446,15 @@ class KopfOperator:
 
     def _load_path(self, path: str) -> None:
         if not os.path.isfile(path):
-            raise KopfOperatorError(f"Cannot load the operator from {path!r}: no such file "
-                                    f"(relative paths are relative to {os.getcwd()!r}).")
+            raise KopfOperatorError(
+                f"Cannot load the operator from {path!r}: no such file "
+                f"(relative paths are relative to {os.getcwd()!r})."
+            )
         stem = "".join(char if char.isalnum() else "_" for char in os.path.splitext(os.path.basename(path))[0])
         name = f"__kopf_test_{next(_counter)}__{stem}"
-        spec = importlib.util.spec_from_file_location(name, os.path.abspath(path),
-                                                      loader=_OperatorFileLoader(name, os.path.abspath(path)))
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.abspath(path), loader=_OperatorFileLoader(name, os.path.abspath(path))
+        )
         if spec is None or spec.loader is None:
             raise KopfOperatorError(f"Cannot load the operator from {path!r}: not an importable Python file.")
         module = importlib.util.module_from_spec(spec)
@@ -438,8 +464,10 @@ class KopfOperator:
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:
-            raise KopfOperatorError(f"Cannot load the operator from {path!r}: the file has failed to import "
-                                    f"with {_one_line(exc)}\n{_traceback(exc)}") from exc
+            raise KopfOperatorError(
+                f"Cannot load the operator from {path!r}: the file has failed to import "
+                f"with {_one_line(exc)}\n{_traceback(exc)}"
+            ) from exc
 
     def _load_module(self, name: str) -> None:
         """Import the module (and its package's submodules) afresh; the modules imported before are kept."""
@@ -454,8 +482,10 @@ class KopfOperator:
             self.modules[name] = importlib.import_module(name)
             virtualize_modules(sys.modules[key] for key in set(sys.modules) - known)  # datetime.now() & co.
         except BaseException as exc:
-            raise KopfOperatorError(f"Cannot load the operator's module {name!r}: it has failed to import "
-                                    f"with {_one_line(exc)}\n{_traceback(exc)}") from exc
+            raise KopfOperatorError(
+                f"Cannot load the operator's module {name!r}: it has failed to import "
+                f"with {_one_line(exc)}\n{_traceback(exc)}"
+            ) from exc
         finally:
             if added_path:
                 with contextlib.suppress(ValueError):
@@ -471,12 +501,19 @@ class KopfOperator:
             async with asyncio.timeout(timeout):
                 await insights.ready_resources.wait()
                 await insights.ready_namespaces.wait()
-            await wait_until_ready(cluster=self.cluster, registry=self.registry, settings=self.settings,
-                                   insights=insights, observer=observer, timeout=timeout)
+            await wait_until_ready(
+                cluster=self.cluster,
+                registry=self.registry,
+                settings=self.settings,
+                insights=insights,
+                observer=observer,
+                timeout=timeout,
+            )
         except (TimeoutError, KopfTimeoutError) as exc:
             await self.stop()
-            raise KopfOperatorError(f"The operator has not become ready in {timeout} s: {exc or 'no resources'}\n"
-                                    f"{self._log_tail()}") from None
+            raise KopfOperatorError(
+                f"The operator has not become ready in {timeout} s: {exc or 'no resources'}\n{self._log_tail()}"
+            ) from None
 
     def _credentials(self, observer: RequestObserver) -> ConnectionInfo:
         connection = self.cluster.connection
@@ -521,12 +558,15 @@ class KopfOperator:
                     unserved.setdefault(_describe(selector), []).append(str(handler.id))
         if unserved:
             await self.stop()
-            lines = [f"  - {selector}: handlers {', '.join(repr(id) for id in ids)}" for selector, ids in
-                     unserved.items()]
+            lines = [
+                f"  - {selector}: handlers {', '.join(repr(id) for id in ids)}" for selector, ids in unserved.items()
+            ]
             raise KopfResourceError(
-                "The operator has handlers for resources that the cluster does not serve:\n" + "\n".join(lines) +
-                "\nApply their CRDs before starting the operator (e.g. await kopf_cluster.apply('crd.yaml')), "
-                "or start it with check_resources=False if they appear later.")
+                "The operator has handlers for resources that the cluster does not serve:\n"
+                + "\n".join(lines)
+                + "\nApply their CRDs before starting the operator (e.g. await kopf_cluster.apply('crd.yaml')), "
+                "or start it with check_resources=False if they appear later."
+            )
 
     # -- stopping ----------------------------------------------------------------------------------
 
@@ -554,8 +594,10 @@ class KopfOperator:
                 names = ", ".join(repr(t.get_name()) for t in self._tasks.pending())
                 leftovers = describe_tasks(asyncio.get_running_loop())
                 await self._abandon()
-                raise KopfLeakError(f"The operator has not stopped in {timeout} s after the stop was requested; "
-                                    f"its tasks still running: {names}.\n{leftovers}")
+                raise KopfLeakError(
+                    f"The operator has not stopped in {timeout} s after the stop was requested; "
+                    f"its tasks still running: {names}.\n{leftovers}"
+                )
             await self._finished()
         finally:
             self._task = None
@@ -689,8 +731,9 @@ class KopfOperator:
             victim.cancel()
         self._task = None
         self.exception, self.exit_code = None, CRASH_EXIT_CODE
-        self._burial = loop.create_task(self._bury(), name="burial of a crashed kopf operator",
-                                        context=contextvars.Context())  # not a task of the operator
+        self._burial = loop.create_task(
+            self._bury(), name="burial of a crashed kopf operator", context=contextvars.Context()
+        )  # not a task of the operator
         return self._burial
 
     def _activities_lifecycle(self, handlers: Sequence[Any], **kwargs: Any) -> Sequence[Any]:
@@ -726,8 +769,9 @@ class KopfOperator:
             await self._start(**self._start_kwargs)
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: types.TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: types.TracebackType | None
+    ) -> None:
         await self.stop()
 
     # -- reporting ---------------------------------------------------------------------------------
@@ -750,13 +794,15 @@ def _fresh_settings(reuse_threads: bool) -> kopf.OperatorSettings:
     return settings
 
 
-
 def _describe(selector: Any) -> str:
     """A selector as the handler's decorator has named it: ``kopfexamples``, ``kopf.dev/v1 kind=KopfExample``."""
     group_version = "/".join(part for part in (selector.group, selector.version) if part)
     names = [str(selector.any_name)] if selector.any_name else []
-    names.extend(f"{field}={getattr(selector, field)}" for field in ("kind", "plural", "singular", "shortcut",
-                                                                     "category") if getattr(selector, field))
+    names.extend(
+        f"{field}={getattr(selector, field)}"
+        for field in ("kind", "plural", "singular", "shortcut", "category")
+        if getattr(selector, field)
+    )
     return " ".join(part for part in (group_version, *names) if part) or repr(selector)
 
 
@@ -773,4 +819,3 @@ def _traceback(exc: BaseException) -> str:
 def _coro_name(task: asyncio.Task[Any]) -> str:
     coro = task.get_coro()
     return str(getattr(coro, "__qualname__", None) or coro) + "()"
-

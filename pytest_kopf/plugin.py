@@ -8,6 +8,7 @@ runs in it too, through this plugin's ``pytest_pyfunc_call`` -- with or without
 pytest-asyncio (in its auto mode, pytest-asyncio wraps the test function; the original
 coroutine function is kept at collection time and called here instead).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,7 +48,7 @@ MARKERS = {
     "kopf_real_only": "run the test only in real mode (--kopf-real); skipped with --kopf-sim",
     "kopf_real_time": "run the test in real time even in sim mode (e.g. for kopf_cluster.kubeconfig())",
     "kopf_controllers": "sim mode: which built-in controllers run, and their timings, e.g. "
-                        "kopf_controllers('none'), kopf_controllers('all', '-cronjobs', nodes=5, pod_ready_delay=3)",
+    "kopf_controllers('none'), kopf_controllers('all', '-cronjobs', nodes=5, pod_ready_delay=3)",
 }
 
 
@@ -72,32 +73,72 @@ GC_YOUNG_THRESHOLD = 7000
 
 # -- options & markers -----------------------------------------------------------------------------
 
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kopf", "kopf: operators on a simulated or a real Kubernetes cluster")
-    group.addoption("--kopf-sim", action="store_const", const=SIM, dest="kopf_mode", default=None,
-                    help="run the kopf tests against fresh simulated clusters in virtual time (default)")
-    group.addoption("--kopf-real", action="store_const", const=REAL, dest="kopf_mode",
-                    help="run the kopf tests against the cluster of the kubeconfig context, in real time")
-    group.addoption("--kopf-context", dest="kopf_context", default=None, metavar="NAME",
-                    help="the kubeconfig context for --kopf-real (default: the current context)")
-    group.addoption("--kopf-record", dest="kopf_record", default=None, metavar="DIR",
-                    help="record each test's watch events into DIR, one log per test (docs/replay.md); "
-                         "in real mode, those of the test's namespace")
+    group.addoption(
+        "--kopf-sim",
+        action="store_const",
+        const=SIM,
+        dest="kopf_mode",
+        default=None,
+        help="run the kopf tests against fresh simulated clusters in virtual time (default)",
+    )
+    group.addoption(
+        "--kopf-real",
+        action="store_const",
+        const=REAL,
+        dest="kopf_mode",
+        help="run the kopf tests against the cluster of the kubeconfig context, in real time",
+    )
+    group.addoption(
+        "--kopf-context",
+        dest="kopf_context",
+        default=None,
+        metavar="NAME",
+        help="the kubeconfig context for --kopf-real (default: the current context)",
+    )
+    group.addoption(
+        "--kopf-record",
+        dest="kopf_record",
+        default=None,
+        metavar="DIR",
+        help="record each test's watch events into DIR, one log per test (docs/replay.md); "
+        "in real mode, those of the test's namespace",
+    )
     parser.addini("kopf_mode", "the mode of the kopf tests: sim (default) or real", default=SIM)
     parser.addini("kopf_context", "the kubeconfig context for the real mode", default="")
-    parser.addini("kopf_controllers", "the built-in controllers of the simulated clusters: all (default), none, "
-                  "or a list such as 'pods,replicasets,deployments' or 'all,-cronjobs'", default="all")
-    parser.addini("kopf_time_limit", "virtual seconds a sim-mode test may last before it fails (none by default)",
-                  default="")
-    parser.addini("kopf_thread_timeout", "real seconds that an operator's thread may compute (or wait in a way the "
-                  "virtual clock does not know of) while holding the virtual time, before the test fails with the "
-                  "thread's stack (default: 60; 'none': no limit)", default="60")
-    parser.addini("kopf_gc_freeze", "after the collection, move the objects that exist by then out of the garbage "
-                  "collector's scans, and collect the youngest generation less often (only if kopf tests are "
-                  "collected; default: true)", type="bool", default=True)
-    parser.addini("kopf_reuse_threads", "run the sync handlers of the operators under test on worker threads kept "
-                  "for the whole session, rather than on a new thread pool per test (default: true)",
-                  type="bool", default=True)
+    parser.addini(
+        "kopf_controllers",
+        "the built-in controllers of the simulated clusters: all (default), none, "
+        "or a list such as 'pods,replicasets,deployments' or 'all,-cronjobs'",
+        default="all",
+    )
+    parser.addini(
+        "kopf_time_limit", "virtual seconds a sim-mode test may last before it fails (none by default)", default=""
+    )
+    parser.addini(
+        "kopf_thread_timeout",
+        "real seconds that an operator's thread may compute (or wait in a way the "
+        "virtual clock does not know of) while holding the virtual time, before the test fails with the "
+        "thread's stack (default: 60; 'none': no limit)",
+        default="60",
+    )
+    parser.addini(
+        "kopf_gc_freeze",
+        "after the collection, move the objects that exist by then out of the garbage "
+        "collector's scans, and collect the youngest generation less often (only if kopf tests are "
+        "collected; default: true)",
+        type="bool",
+        default=True,
+    )
+    parser.addini(
+        "kopf_reuse_threads",
+        "run the sync handlers of the operators under test on worker threads kept "
+        "for the whole session, rather than on a new thread pool per test (default: true)",
+        type="bool",
+        default=True,
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -117,8 +158,9 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         thread_timeout = None if thread_text in ("", "none") else float(thread_text)
     except ValueError:
-        raise pytest.UsageError(f"kopf_thread_timeout must be a number of seconds or 'none', got {thread_text!r}.") \
-            from None
+        raise pytest.UsageError(
+            f"kopf_thread_timeout must be a number of seconds or 'none', got {thread_text!r}."
+        ) from None
     config.stash[SETTINGS_KEY] = KopfSettings(
         mode=mode,
         context=context,
@@ -150,11 +192,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mode = settings_of(config).mode
     for item in items:
         if item.get_closest_marker("kopf_sim_only") is not None and mode != SIM:
-            item.add_marker(pytest.mark.skip(reason="kopf_sim_only: runs only with --kopf-sim "
-                                                    "(this run uses --kopf-real)"))
+            item.add_marker(
+                pytest.mark.skip(reason="kopf_sim_only: runs only with --kopf-sim (this run uses --kopf-real)")
+            )
         if item.get_closest_marker("kopf_real_only") is not None and mode != REAL:
-            item.add_marker(pytest.mark.skip(reason="kopf_real_only: runs only with --kopf-real "
-                                                    "(this run uses --kopf-sim)"))
+            item.add_marker(
+                pytest.mark.skip(reason="kopf_real_only: runs only with --kopf-real (this run uses --kopf-sim)")
+            )
         # Keep the original coroutine function: other plugins (pytest-asyncio) may wrap it at run time.
         if isinstance(item, pytest.Function) and uses_kopf(item):
             function = item.obj
@@ -276,6 +320,7 @@ async def _last_of(generator: Any, name: str) -> None:
 
 # -- fixtures --------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def kopf_mode(request: pytest.FixtureRequest) -> str:
     """The mode of this run: ``"sim"`` or ``"real"``."""
@@ -291,12 +336,14 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
     """
     settings = settings_of(request.config)
     virtual = settings.mode == SIM and request.node.get_closest_marker("kopf_real_time") is None
-    test_loop = TestLoop(virtual=virtual, time_limit=settings.time_limit if virtual else None,
-                         thread_timeout=settings.thread_timeout)
+    test_loop = TestLoop(
+        virtual=virtual, time_limit=settings.time_limit if virtual else None, thread_timeout=settings.thread_timeout
+    )
     if isinstance(test_loop.loop, VirtualTimeLoop) and "kopf" in sys.modules:
         # kopf's wall clock (utcnow, for the timestamps in objects) follows the virtual time; kopf_operator
         # pins it too (kopf is not imported for the tests that do not use it).
         from kopf._cogs.aiokits.clock import pin_epoch
+
         pin_epoch(test_loop.loop.now(), test_loop.loop)
     request.node.stash[LOOP_KEY] = test_loop
     module = getattr(request, "module", None) if test_loop.virtual else None
@@ -328,15 +375,17 @@ def kopf_cluster(
     if settings.record_dir is not None:
         record = settings.record_dir / f"{_slug(request.node.nodeid, 200)}.jsonl"
     if settings.mode == SIM:
-        cluster = SimKopfCluster(loop=kopf_loop.loop, tmp_dir=tmp_dir, record_path=record,
-                                 controllers=controller_settings(request))
+        cluster = SimKopfCluster(
+            loop=kopf_loop.loop, tmp_dir=tmp_dir, record_path=record, controllers=controller_settings(request)
+        )
     else:
         try:
             login = kubeconfig.load(context=settings.context)
         except KopfConfigError as exc:
             pytest.fail(str(exc), pytrace=False)
-        cluster = RealKopfCluster(login=login, namespace=_namespace_name(request.node.name), tmp_dir=tmp_dir,
-                                  record_path=record)
+        cluster = RealKopfCluster(
+            login=login, namespace=_namespace_name(request.node.name), tmp_dir=tmp_dir, record_path=record
+        )
     try:
         kopf_loop.run(cluster.setup())
     except (KopfClusterUnreachable, KopfConfigError) as exc:
@@ -364,13 +413,15 @@ def kopf_cluster(
 
 
 @pytest.fixture
-def kopf_operator(pytestconfig: pytest.Config, kopf_loop: TestLoop,
-                  kopf_cluster: KopfCluster) -> Iterator[KopfOperator]:
+def kopf_operator(
+    pytestconfig: pytest.Config, kopf_loop: TestLoop, kopf_cluster: KopfCluster
+) -> Iterator[KopfOperator]:
     """An operator under test (not started): ``await kopf_operator.start(paths=[...])``; stopped after the test.
 
     It runs in the test's loop against ``kopf_cluster``; its leftover tasks or threads fail the test.
     """
     from .operator import KopfOperator
+
     operator = KopfOperator(kopf_cluster, reuse_threads=bool(pytestconfig.getini("kopf_reuse_threads")))
     operator.test_loop = kopf_loop.loop  # start() in another loop is a clear error, not a hang
     yield operator

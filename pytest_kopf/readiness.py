@@ -11,6 +11,7 @@ it is seen by the operator's watch-streams and validated (or mutated) by its adm
 - Webhooks: with admission handlers and ``settings.admission.managed``, the managed validating/mutating
   configurations hold one webhook per handler with served resources (read from the cluster's API).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -85,8 +86,9 @@ def watched_paths(insights: Insights) -> set[str]:
     return {resource.get_url(namespace=namespace) for resource, namespace in watcher_dimensions(insights)}
 
 
-def expected_webhooks(registry: OperatorRegistry, settings: OperatorSettings,
-                      resources: Iterable[Any]) -> dict[str, set[str]]:
+def expected_webhooks(
+    registry: OperatorRegistry, settings: OperatorSettings, resources: Iterable[Any]
+) -> dict[str, set[str]]:
     """The managed configurations (by resource plural) and the names of their webhooks, as the operator makes them."""
     name = settings.admission.managed
     if not name or settings.admission.server is None:  # no server: the operator configures no webhooks
@@ -95,15 +97,23 @@ def expected_webhooks(registry: OperatorRegistry, settings: OperatorSettings,
     expected: dict[str, set[str]] = {}
     for webhook_type, resource in CONFIGURATION_RESOURCES.items():
         handlers = [handler for handler in registry.webhooks.get_all_handlers() if handler.type == webhook_type]
-        names = {str(webhook["name"]) for webhook in build_webhooks(handlers, resources, name_suffix=name,
-                                                                    client_config={})}
+        names = {
+            str(webhook["name"]) for webhook in build_webhooks(handlers, resources, name_suffix=name, client_config={})
+        }
         if names:
             expected[f"{resource.plural}.{resource.group}"] = names
     return expected
 
 
-async def wait_until_ready(*, cluster: KopfCluster, registry: OperatorRegistry, settings: OperatorSettings,
-                           insights: Insights, observer: RequestObserver, timeout: float) -> None:
+async def wait_until_ready(
+    *,
+    cluster: KopfCluster,
+    registry: OperatorRegistry,
+    settings: OperatorSettings,
+    insights: Insights,
+    observer: RequestObserver,
+    timeout: float,
+) -> None:
     """Wait until the operator has listed its resources and its webhook configurations are in place."""
     paths = watched_paths(insights)
     try:
@@ -111,10 +121,15 @@ async def wait_until_ready(*, cluster: KopfCluster, registry: OperatorRegistry, 
             await _first_of(observer.wait_for(paths), insights.paused.wait_for(True))
     except TimeoutError:
         missing = ", ".join(sorted(paths - observer.watched))
-        raise KopfTimeoutError(f"The operator has not listed (and begun to watch) its resources in {timeout} s: "
-                               f"{missing}.", last=None, seen=False) from None
+        raise KopfTimeoutError(
+            f"The operator has not listed (and begun to watch) its resources in {timeout} s: {missing}.",
+            last=None,
+            seen=False,
+        ) from None
     name = settings.admission.managed
     for resource, names in expected_webhooks(registry, settings, insights.resources).items():
+
         def complete(obj: dict[str, Any] | None, names: set[str] = names) -> bool:
             return obj is not None and names <= {webhook.get("name") for webhook in obj.get("webhooks") or ()}
+
         await cluster.wait_for(resource, str(name), condition=complete, timeout=timeout)

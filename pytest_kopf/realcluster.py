@@ -5,6 +5,7 @@ included), and so are the test client's session, headers and TLS (:func:`kopf._c
 the test reaches the cluster exactly as the operator under test does. The set-up creates the test's
 namespace; the teardown removes what the test has made (:mod:`pytest_kopf.cleanup`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,15 +39,29 @@ class RealKopfCluster(KopfCluster):
 
     mode = "real"
 
-    def __init__(self, *, login: kubeconfig.KubeconfigLogin, namespace: str,
-                 tmp_dir: Callable[[], pathlib.Path], record_path: pathlib.Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        login: kubeconfig.KubeconfigLogin,
+        namespace: str,
+        tmp_dir: Callable[[], pathlib.Path],
+        record_path: pathlib.Path | None = None,
+    ) -> None:
         super().__init__(base_url=login.info.server, namespace=namespace, tmp_dir=tmp_dir)
         #: The kubeconfig context as kopf's login has read it (the context's name, its files, the credentials).
         self.login = login
         self._ssl = login.info.as_ssl_context() if self.base_url.lower().startswith("https:") else None
-        self._recorder = None if record_path is None else RealModeRecorder(
-            record_path, server=self.base_url, ssl_context=self._ssl, headers=login.info.as_http_headers,
-            namespace=namespace)
+        self._recorder = (
+            None
+            if record_path is None
+            else RealModeRecorder(
+                record_path,
+                server=self.base_url,
+                ssl_context=self._ssl,
+                headers=login.info.as_http_headers,
+                namespace=namespace,
+            )
+        )
         self._cleanup: list[tuple[ResourceInfo, str]] = []
         self._namespace_created = False
         self._kubeconfig: pathlib.Path | None = None
@@ -66,8 +81,13 @@ class RealKopfCluster(KopfCluster):
 
     @property
     def connection(self) -> Connection:
-        return Connection(base_url=self.base_url, headers=self.login.info.as_http_headers(), ssl=self._ssl,
-                          namespace=self.namespace, connector_factory=self._connector)
+        return Connection(
+            base_url=self.base_url,
+            headers=self.login.info.as_http_headers(),
+            ssl=self._ssl,
+            namespace=self.namespace,
+            connector_factory=self._connector,
+        )
 
     async def setup(self) -> None:
         self._session = auth.make_session(self.login.info, user_agent=USER_AGENT)
@@ -79,16 +99,21 @@ class RealKopfCluster(KopfCluster):
             reason = str(exc) or type(exc).__name__
             raise KopfClusterUnreachable(
                 f"The Kubernetes API at {self.base_url} (kubeconfig context {self.login.context!r}) "
-                f"is unreachable: {reason}") from None
+                f"is unreachable: {reason}"
+            ) from None
         except KopfApiError as exc:
             await self.teardown()
             if exc.code not in (401, 403):
                 raise
             raise KopfConfigError(
                 f"The Kubernetes API at {self.base_url} refuses the credentials of the kubeconfig context "
-                f"{self.login.context!r} ({', '.join(self.login.paths)}): {exc.code} {exc.reason}") from None
-        namespace = {"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": self.namespace, "labels": {"app.kubernetes.io/managed-by": USER_AGENT}}}
+                f"{self.login.context!r} ({', '.join(self.login.paths)}): {exc.code} {exc.reason}"
+            ) from None
+        namespace = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": self.namespace, "labels": {"app.kubernetes.io/managed-by": USER_AGENT}},
+        }
         try:
             await self._request("POST", "/api/v1/namespaces", body=namespace)
         except BaseException:

@@ -22,6 +22,7 @@ apply to them as to the operator's). Other hosts are not touched. A sync client 
 thread (e.g. in an async handler or an async test) would block the loop that must answer it: that is
 an error with a message that says what to do instead.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -141,6 +142,7 @@ def _patch() -> None:
 
 # -- the socket of a sync client ----------------------------------------------------------------------------
 
+
 class _Bridge(asyncio.Protocol):
     """The client's end of the in-memory connection, in the loop: it hands the bytes over to the thread."""
 
@@ -250,7 +252,8 @@ class LoopSocket:
                 f"A sync HTTP client (e.g. the official kubernetes client) was called for the simulated cluster at "
                 f"{self._route.host} in the thread of the event loop that serves it (in an async handler, an async "
                 f"test or fixture): the loop cannot answer while it is blocked. Call the sync client in a sync "
-                f"handler, or as `await asyncio.to_thread(...)`, or use an async client (e.g. kubernetes_asyncio).")
+                f"handler, or as `await asyncio.to_thread(...)`, or use an async client (e.g. kubernetes_asyncio)."
+            )
         job = job_loop()
         if job is loop and isinstance(loop, VirtualTimeLoop):
             done = loop.wait_in_thread(self._timeout, until)
@@ -259,7 +262,8 @@ class LoopSocket:
                 raise SyncClientInLoopError(
                     f"A sync HTTP client was called for the simulated cluster at {self._route.host} while its loop "
                     f"is not running (in a sync test or fixture); call it from the test's loop, e.g. as "
-                    f"`await asyncio.to_thread(...)` in an async test.")
+                    f"`await asyncio.to_thread(...)` in an async test."
+                )
             with self._changed:
                 done = self._changed.wait_for(until, self._timeout)
         if not done:
@@ -269,8 +273,10 @@ class LoopSocket:
         self._call_in_loop(self._connect_in_loop)
         self._wait(lambda: self._transport is not None or self._ended, "connecting")
         if self._transport is None:
-            raise ConnectionRefusedError(f"The simulated cluster at {self._route.host} refused the connection: "
-                                         f"{self._ended_by or 'its server is not running'}")
+            raise ConnectionRefusedError(
+                f"The simulated cluster at {self._route.host} refused the connection: "
+                f"{self._ended_by or 'its server is not running'}"
+            )
 
     def sendall(self, data: Any, flags: int = 0) -> None:
         if self._closed:
@@ -407,4 +413,3 @@ def routes() -> Iterator[Route]:
     """The routes now (for diagnostics)."""
     with _lock:
         return iter(list(_routes.values()))
-

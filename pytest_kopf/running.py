@@ -6,6 +6,7 @@ and the fixtures' async teardown all run in it (``run()`` each time), in one
 ``contextvars`` context, so whatever they start (sessions, servers, operators) belongs
 to the same loop and sees the same time. This is the only place that chooses the loop.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -21,8 +22,12 @@ __all__ = ["TestLoop", "is_virtual", "new_loop"]
 _T = TypeVar("_T")
 
 
-def new_loop(*, virtual: bool, time_limit: float | None = None,
-             thread_timeout: float | None = virtualtime.DEFAULT_EXECUTOR_TIMEOUT) -> asyncio.AbstractEventLoop:
+def new_loop(
+    *,
+    virtual: bool,
+    time_limit: float | None = None,
+    thread_timeout: float | None = virtualtime.DEFAULT_EXECUTOR_TIMEOUT,
+) -> asyncio.AbstractEventLoop:
     """A new loop: virtual-time (sim mode, unless the test wants real time), or a regular one."""
     if virtual:
         return virtualtime.new_virtual_loop(time_limit=time_limit, executor_timeout=thread_timeout)
@@ -38,8 +43,13 @@ class TestLoop:
 
     __test__ = False  # not a test class, despite the name
 
-    def __init__(self, *, virtual: bool, time_limit: float | None = None,
-                 thread_timeout: float | None = virtualtime.DEFAULT_EXECUTOR_TIMEOUT) -> None:
+    def __init__(
+        self,
+        *,
+        virtual: bool,
+        time_limit: float | None = None,
+        thread_timeout: float | None = virtualtime.DEFAULT_EXECUTOR_TIMEOUT,
+    ) -> None:
         self.loop = new_loop(virtual=virtual, time_limit=time_limit, thread_timeout=thread_timeout)
         self.context = contextvars.copy_context()
         self.closed = False

@@ -10,6 +10,7 @@ examples, verdict and trace for the same settings in any process, so they run wi
 The pool lives in hypothesis' internals; if a future hypothesis renames it, this degrades to nothing
 (the checks still work, only less reproducibly across processes).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,6 +28,7 @@ def without_local_constants() -> Iterator[None]:
     """Meanwhile, hypothesis draws only its own global constants, none from the loaded modules' source."""
     try:
         from hypothesis.internal.conjecture import providers
+
         original = providers._get_local_constants
         constants_type: Any = getattr(providers, "Constants")  # noqa: B009 (not re-exported for type checkers)
         cache: Any = providers.CONSTANTS_CACHE

@@ -6,6 +6,7 @@ its real client: the store, the fault injection, virtual time, the in-process ad
 built-in controllers, and the in-memory server that the operator under test connects to. In real mode
 ``kopf_cluster.sim`` raises :class:`~pytest_kopf.errors.KopfModeError` (mark such tests ``kopf_sim_only``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -48,8 +49,9 @@ class SimOptions(TypedDict, total=False):
 class SimControls:
     """A fresh simulated cluster of one test, and its controls (``kopf_cluster.sim``)."""
 
-    def __init__(self, *, loop: asyncio.AbstractEventLoop, tmp_dir: Callable[[], pathlib.Path],
-                 **options: Unpack[SimOptions]) -> None:
+    def __init__(
+        self, *, loop: asyncio.AbstractEventLoop, tmp_dir: Callable[[], pathlib.Path], **options: Unpack[SimOptions]
+    ) -> None:
         self._virtual = is_virtual(loop)
         self._tmp_dir = tmp_dir
         seed = options.get("seed", 0)
@@ -81,8 +83,10 @@ class SimControls:
     async def advance(self, seconds: float) -> None:
         """Let ``seconds`` of virtual time pass (everything else keeps running)."""
         if not is_virtual(asyncio.get_running_loop()):
-            raise KopfModeError("kopf_cluster.sim.advance() needs virtual time, but this test runs in real time "
-                                "(it is marked kopf_real_time); use asyncio.sleep() to let real time pass.")
+            raise KopfModeError(
+                "kopf_cluster.sim.advance() needs virtual time, but this test runs in real time "
+                "(it is marked kopf_real_time); use asyncio.sleep() to let real time pass."
+            )
         await asyncio.sleep(seconds)
 
     def session(self, **kwargs: Any) -> aiohttp.ClientSession:
@@ -96,8 +100,13 @@ class SimControls:
         if self._record_path is not None:
             self._record_path.parent.mkdir(parents=True, exist_ok=True)
             self._record_stream = self._record_path.open("w", encoding="utf-8")
-            self.store.observers.append(ChangeRecorder(self._record_stream, clock=self.store.clock,
-                                                        source={"recorder": "pytest --kopf-record", "mode": "sim"}))
+            self.store.observers.append(
+                ChangeRecorder(
+                    self._record_stream,
+                    clock=self.store.clock,
+                    source={"recorder": "pytest --kopf-record", "mode": "sim"},
+                )
+            )
         await self.server.start()
 
     async def stop(self) -> None:
@@ -121,7 +130,8 @@ class SimControls:
             raise KopfModeError(
                 "kopf_cluster.kubeconfig() serves the simulated cluster on a real socket for other processes "
                 "(kubectl, kopf run), which cannot follow the virtual time of this test; "
-                "mark the test with @pytest.mark.kopf_real_time.")
+                "mark the test with @pytest.mark.kopf_real_time."
+            )
         if self._kubeconfig is None:
             app = build_app(self.store)
             sim_faults.install(app, self.faults)

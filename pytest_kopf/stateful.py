@@ -28,6 +28,7 @@ Async rules and invariants need the decorators of this module (:func:`rule`, :fu
 :func:`initialize`, :func:`precondition` is hypothesis' own): they run the coroutine to completion in
 the example's loop. Sync ones can use hypothesis' decorators as usual.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -111,8 +112,11 @@ class World:
         self.requests = record_requests(self.cluster)
         for manifest in self.spec.manifests:
             await self.cluster.apply(manifest)
-        await self.operator.start(paths=self.spec.paths, modules=self.spec.modules,
-                                  registry=self.spec.registry() if self.spec.registry is not None else None)
+        await self.operator.start(
+            paths=self.spec.paths,
+            modules=self.spec.modules,
+            registry=self.spec.registry() if self.spec.registry is not None else None,
+        )
 
     def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
         """Run a coroutine to its end in this world's loop (its kopf log lines go to this world's trace)."""
@@ -155,6 +159,7 @@ class Statistics:
 
 # -- async rules & invariants ------------------------------------------------------------------------
 
+
 def _in_loop(fn: _F) -> _F:
     """A sync method that runs an async method to completion in the machine's (checked) world."""
     if not inspect.iscoroutinefunction(fn):
@@ -186,6 +191,7 @@ def initialize(**kwargs: Any) -> Callable[[_F], _F]:
 
 
 # -- the machine ------------------------------------------------------------------------------------
+
 
 class OperatorMachine(RuleBasedStateMachine):
     """The base class of state machines that drive an operator; see the module's docs.
@@ -227,16 +233,24 @@ class OperatorMachine(RuleBasedStateMachine):
         cls._customs = cls._user_strategy = cls._step_strategy = None
         for name, value in vars(cls).items():
             target = inspect.unwrap(value) if callable(value) else value
-            if inspect.iscoroutinefunction(target) and not getattr(value, "__kopf_async__", False) and \
-                    any(hasattr(value, marker) for marker in dir(value) if marker.startswith("hypothesis_stateful")):
-                raise TypeError(f"{cls.__name__}.{name} is an async rule or invariant decorated by hypothesis itself; "
-                                f"use the decorators of pytest_kopf.stateful (rule, invariant, initialize) instead.")
+            if (
+                inspect.iscoroutinefunction(target)
+                and not getattr(value, "__kopf_async__", False)
+                and any(hasattr(value, marker) for marker in dir(value) if marker.startswith("hypothesis_stateful"))
+            ):
+                raise TypeError(
+                    f"{cls.__name__}.{name} is an async rule or invariant decorated by hypothesis itself; "
+                    f"use the decorators of pytest_kopf.stateful (rule, invariant, initialize) instead."
+                )
 
     @classmethod
     def configured(cls, name: str, **attributes: Any) -> type[OperatorMachine]:
         """A subclass with these class attributes (e.g. for :func:`~pytest_kopf.checks.check_operator`)."""
-        values: dict[str, Any] = {key: (tuple(value) if isinstance(value, list) else value)
-                                  for key, value in attributes.items() if value is not None}
+        values: dict[str, Any] = {
+            key: (tuple(value) if isinstance(value, list) else value)
+            for key, value in attributes.items()
+            if value is not None
+        }
         if "registry" in values:
             values["registry"] = staticmethod(values["registry"])
         return type(name, (cls,), values)
@@ -251,9 +265,16 @@ class OperatorMachine(RuleBasedStateMachine):
                 registry = klass.__dict__["registry"]
                 break
         factory = registry.__func__ if isinstance(registry, staticmethod) else registry
-        return OperatorSpec(paths=tuple(os.fspath(path) for path in cls.paths), modules=tuple(cls.modules),
-                            registry=factory, manifests=tuple(cls.manifests), namespace=cls.namespace,
-                            quiet=cls.quiet, settle_timeout=cls.settle_timeout, restart_delay=cls.restart_delay)
+        return OperatorSpec(
+            paths=tuple(os.fspath(path) for path in cls.paths),
+            modules=tuple(cls.modules),
+            registry=factory,
+            manifests=tuple(cls.manifests),
+            namespace=cls.namespace,
+            quiet=cls.quiet,
+            settle_timeout=cls.settle_timeout,
+            restart_delay=cls.restart_delay,
+        )
 
     @classmethod
     def custom_resources(cls) -> list[CustomResource]:
@@ -264,8 +285,10 @@ class OperatorMachine(RuleBasedStateMachine):
             for name in cls.resources:
                 match = next((custom for custom in known if name in custom.names), None)
                 if match is None:
-                    raise ValueError(f"{cls.__name__}: no CRD among the manifests defines the resource {name!r}; "
-                                     f"they define: {', '.join(c.qualified for c in known) or 'none'}.")
+                    raise ValueError(
+                        f"{cls.__name__}: no CRD among the manifests defines the resource {name!r}; "
+                        f"they define: {', '.join(c.qualified for c in known) or 'none'}."
+                    )
                 found.append(match)
             if not found:
                 raise ValueError(f"{cls.__name__}: no resources to drive (set resources = ['plural.group']).")
@@ -279,8 +302,14 @@ class OperatorMachine(RuleBasedStateMachine):
     @classmethod
     def user_strategy(cls) -> st.SearchStrategy[Action]:
         if cls._user_strategy is None:
-            cls._user_strategy = user_actions(cls.custom_resources(), names=cls.names, namespace=cls.namespace,
-                                              specs=cls.specs, max_advance=cls.max_advance, logs=cls.logs)
+            cls._user_strategy = user_actions(
+                cls.custom_resources(),
+                names=cls.names,
+                namespace=cls.namespace,
+                specs=cls.specs,
+                max_advance=cls.max_advance,
+                logs=cls.logs,
+            )
         return cls._user_strategy
 
     @classmethod
@@ -360,9 +389,11 @@ class OperatorMachine(RuleBasedStateMachine):
         operator = self.world.operator
         if not operator.running and not operator.crashed and operator.exit_code is not None:
             self.failed = True
-            raise OperatorCheckFailed("convergence", f"the operator has exited (exit code {operator.exit_code}): "
-                                                     f"{operator.exception!r}").with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence"))
+            raise OperatorCheckFailed(
+                "convergence", f"the operator has exited (exit code {operator.exit_code}): {operator.exception!r}"
+            ).with_context(
+                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+            )
 
     def teardown(self) -> None:
         try:
@@ -420,16 +451,28 @@ class OperatorMachine(RuleBasedStateMachine):
 
     def _options(self) -> dict[str, Any]:
         resources = [custom.qualified for custom in self.custom_resources()]
-        return dict(resources=resources, namespace=self.namespace, mask=self.mask, quiet=self.quiet,
-                    settle_timeout=self.settle_timeout)
+        return dict(
+            resources=resources,
+            namespace=self.namespace,
+            mask=self.mask,
+            quiet=self.quiet,
+            settle_timeout=self.settle_timeout,
+        )
 
     def expected(self) -> list[dict[str, Any]] | None:
         """The end state of the baseline (the same user actions with no faults and no crashes), if comparable."""
         if self.baseline is None:
             return None
         baseline = self.baseline
-        expected = baseline.run(verify(baseline.cluster, baseline.operator, checks=["convergence"],
-                                       records=baseline.trace.records, **self._options()))
+        expected = baseline.run(
+            verify(
+                baseline.cluster,
+                baseline.operator,
+                checks=["convergence"],
+                records=baseline.trace.records,
+                **self._options(),
+            )
+        )
         return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
 
     def verify(self) -> None:
@@ -437,23 +480,48 @@ class OperatorMachine(RuleBasedStateMachine):
         options = self._options()
         expected = self.expected()
         try:
-            self.world.run(verify(self.world.cluster, self.world.operator, checks=self.checks, expected=expected,
-                                  records=self.world.trace.records, requests=self.world.requests,
-                                  trace=self.world.trace.lines, **options))
+            self.world.run(
+                verify(
+                    self.world.cluster,
+                    self.world.operator,
+                    checks=self.checks,
+                    expected=expected,
+                    records=self.world.trace.records,
+                    requests=self.world.requests,
+                    trace=self.world.trace.lines,
+                    **options,
+                )
+            )
         except OperatorCheckFailed as exc:
-            raise exc.with_context(steps=self.steps, trace_tail=self.world.trace.tail(),
-                                   reproduction=self.reproduction(exc.check, expected)) from None
+            raise exc.with_context(
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction(exc.check, expected),
+            ) from None
 
     def reproduction(self, check: str, expected: Sequence[Mapping[str, Any]] | None = None) -> str:
         """A pytest test that replays this example's steps with the plugin's fixtures and checks the same."""
-        return reproduction(self.spec(), check=check, steps=[*self.initial_steps, *self.steps], expected=expected,
-                            resources=[custom.qualified for custom in self.custom_resources()],
-                            mask=self.mask, namespace=self.namespace)
+        return reproduction(
+            self.spec(),
+            check=check,
+            steps=[*self.initial_steps, *self.steps],
+            expected=expected,
+            resources=[custom.qualified for custom in self.custom_resources()],
+            mask=self.mask,
+            namespace=self.namespace,
+        )
 
 
-def reproduction(spec: OperatorSpec, *, check: str, steps: Sequence[Action], resources: Sequence[str],
-                 expected: Sequence[Mapping[str, Any]] | None = None, mask: Sequence[str] = (),
-                 namespace: str = "default") -> str:
+def reproduction(
+    spec: OperatorSpec,
+    *,
+    check: str,
+    steps: Sequence[Action],
+    resources: Sequence[str],
+    expected: Sequence[Mapping[str, Any]] | None = None,
+    mask: Sequence[str] = (),
+    namespace: str = "default",
+) -> str:
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
     lines = [
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
@@ -481,8 +549,13 @@ def reproduction(spec: OperatorSpec, *, check: str, steps: Sequence[Action], res
     for step in steps:  # a yield to the loop between steps: as the machine's steps are separate runs of the loop
         lines.append(f"    {step.code()}")
         lines.append("    await asyncio.sleep(0)")
-    options = [f"checks=[{check!r}]", f"resources={list(resources)!r}", "requests=requests",
-               f"quiet={spec.quiet!r}", f"settle_timeout={spec.settle_timeout!r}"]
+    options = [
+        f"checks=[{check!r}]",
+        f"resources={list(resources)!r}",
+        "requests=requests",
+        f"quiet={spec.quiet!r}",
+        f"settle_timeout={spec.settle_timeout!r}",
+    ]
     if namespace != "default":
         options.append(f"namespace={namespace!r}")
     if mask:
@@ -491,14 +564,21 @@ def reproduction(spec: OperatorSpec, *, check: str, steps: Sequence[Action], res
         options.append("expected=EXPECTED")
     lines.append(f"    await verify(kopf_cluster, kopf_operator, {', '.join(options)})")
     if expected is not None:
-        lines.extend(["", "", "# The end state of the same user actions with no faults and no crashes (masked).",
-                      f"EXPECTED = {pprint.pformat(list(expected), width=110, sort_dicts=True)}"])
+        lines.extend(
+            [
+                "",
+                "",
+                "# The end state of the same user actions with no faults and no crashes (masked).",
+                f"EXPECTED = {pprint.pformat(list(expected), width=110, sort_dicts=True)}",
+            ]
+        )
     return "\n".join(lines) + "\n"
 
 
 def _manifest_literal(manifest: Manifests) -> str:
-    if isinstance(manifest, os.PathLike) or (isinstance(manifest, str) and "\n" not in manifest and
-                                             not manifest.lstrip().startswith("{")):
+    if isinstance(manifest, os.PathLike) or (
+        isinstance(manifest, str) and "\n" not in manifest and not manifest.lstrip().startswith("{")
+    ):
         return repr(os.path.abspath(os.fspath(manifest)))
     if isinstance(manifest, str):
         return repr(manifest)

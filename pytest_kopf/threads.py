@@ -9,6 +9,7 @@ After the operator stops, :meth:`LentThreadsExecutor.finish` cancels its jobs th
 waits a little for those that have, and names the threads still busy with them (the test's leaks).
 Such threads are not lent again: the shared pool is replaced.
 """
+
 from __future__ import annotations
 
 import collections
@@ -57,8 +58,13 @@ def shared_threads() -> frozenset[threading.Thread]:
 class _Job:
     __slots__ = ("args", "fn", "future", "kwargs", "thread")
 
-    def __init__(self, future: concurrent.futures.Future[Any], fn: Callable[..., Any],
-                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        future: concurrent.futures.Future[Any],
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> None:
         self.future, self.fn, self.args, self.kwargs = future, fn, args, kwargs
         self.thread: threading.Thread | None = None
 

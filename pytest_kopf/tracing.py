@@ -6,6 +6,7 @@ give the same trace, byte for byte (compared by the determinism tests). The log 
 are told from another's (two runs alternate in one process when a check compares them) by which
 run is :meth:`Trace.active` at the moment.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -94,8 +95,11 @@ class Trace:
         metadata = change.obj.get("metadata") or {}
         group, plural = change.key
         namespace = metadata.get("namespace")
-        self.add("change", f"{change.type} {plural}{'.' + group if group else ''} "
-                           f"{namespace + '/' if namespace else ''}{metadata.get('name')} rv={change.rv}")
+        self.add(
+            "change",
+            f"{change.type} {plural}{'.' + group if group else ''} "
+            f"{namespace + '/' if namespace else ''}{metadata.get('name')} rv={change.rv}",
+        )
 
     def _middleware(self) -> Any:
         @web.middleware

@@ -9,6 +9,7 @@ its settings) and says what it fakes on top; helpers that are plain functions ar
 
 pytest_plugins may only be declared here (not in tests/plugin/conftest.py).
 """
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator

@@ -3,6 +3,7 @@ Helpers shared by the tests (plain functions, imported; the fixtures are in ``te
 
 Bodies of the test resources (``widget``, ``example``) and polling for a condition in the loop's time.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -12,14 +13,22 @@ from typing import Any
 
 def widget(name: str, namespace: str = "default", **spec: Any) -> dict[str, Any]:
     """A ``Widget`` (``acme.example/v1``): the resource of the simulator's and the API clients' tests."""
-    return {"apiVersion": "acme.example/v1", "kind": "Widget",
-            "metadata": {"name": name, "namespace": namespace}, "spec": dict(spec)}
+    return {
+        "apiVersion": "acme.example/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": dict(spec),
+    }
 
 
 def example(name: str, namespace: str = "default", **spec: Any) -> dict[str, Any]:
     """A ``KopfExample`` (``kopf.dev/v1``, ``examples/crd.yaml``): the resource of the operators' tests."""
-    return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-            "metadata": {"name": name, "namespace": namespace}, "spec": dict(spec)}
+    return {
+        "apiVersion": "kopf.dev/v1",
+        "kind": "KopfExample",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": dict(spec),
+    }
 
 
 async def wait_for(predicate: Callable[[], Any], *, timeout: float = 60.0, step: float = 0.1) -> Any:

@@ -1,4 +1,5 @@
 """An event loop in a thread of its own: how synchronous tests (hypothesis) drive an asynchronous server."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,8 +20,9 @@ class LoopThread:
         self.run(self._start())
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             self.run(self._stop())
         finally:

@@ -1,4 +1,5 @@
 """The documentation works: the README starts with the two commands, links resolve, snippets run, the site builds."""
+
 from __future__ import annotations
 
 import importlib
@@ -76,8 +77,14 @@ def test_pages_never_send_users_to_the_reference_seeds() -> None:
 def test_python_snippets_run() -> None:
     pages = {str(path.relative_to(ROOT)): code_blocks(path, "python") for path in DOCS}
     assert sum(len(blocks) for blocks in pages.values()) >= 40  # the framework's pages are full of them
-    result = subprocess.run([sys.executable, "-c", SNIPPET_RUNNER], input=json.dumps(pages), cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", SNIPPET_RUNNER],
+        input=json.dumps(pages),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
 
 
@@ -97,6 +104,7 @@ def test_readme_first_command_runs_an_existing_operator_against_the_sim() -> Non
 # One test builds it and checks the result (a fixture shared by several tests would build it once per
 # xdist worker).
 
+
 def public_modules(package: str) -> list[str]:
     root = importlib.import_module(package)
     names = [package]
@@ -108,9 +116,25 @@ def public_modules(package: str) -> list[str]:
 
 def test_the_site_builds_without_warnings_with_every_page_and_every_public_name(tmp_path: pathlib.Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-q", "-b", "html",
-         "-d", str(tmp_path / ".doctrees"), str(ROOT / "docs"), str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "-n",
+            "--keep-going",
+            "-q",
+            "-b",
+            "html",
+            "-d",
+            str(tmp_path / ".doctrees"),
+            str(ROOT / "docs"),
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, f"the docs do not build cleanly:\n{result.stderr}{result.stdout}"
     assert (tmp_path / "index.html").is_file()

@@ -7,6 +7,7 @@ session runs them all, as a reader would after each step: the tests of a step an
 must pass with the operator of that step. The step "Run it by hand" is run as a reader would: ``kopf run --sim`` in the
 background, then the page's ``kubectl`` commands against the printed kubeconfig.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,7 +42,7 @@ def steps() -> list[tuple[str, str]]:
 def files_until(step_index: int) -> dict[str, str]:
     """The files as they are after the given step (0-based), with the appended parts."""
     files: dict[str, str] = {}
-    for _, text in steps()[:step_index + 1]:
+    for _, text in steps()[: step_index + 1]:
         for caption, content in FILE_BLOCK.findall(text):
             name, continued = caption.removesuffix(" (continued)"), caption.endswith(" (continued)")
             files[name] = files[name].rstrip("\n") + "\n\n\n" + content if continued else content
@@ -75,9 +76,23 @@ def test_the_tests_of_every_step_pass(tmp_path: pathlib.Path) -> None:
 
     report = tmp_path / "report.xml"
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
-         "-W", "ignore::DeprecationWarning", f"--junit-xml={report}", *expected],
-        cwd=tmp_path, capture_output=True, text=True, timeout=240,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--import-mode=importlib",
+            "-W",
+            "ignore::DeprecationWarning",
+            f"--junit-xml={report}",
+            *expected,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     passed: dict[str, int] = {}
@@ -96,8 +111,13 @@ def test_the_operator_runs_by_hand_as_written(tmp_path: pathlib.Path) -> None:
     command = shlex.split(run_block.strip())
     assert command[:3] == ["kopf", "run", "--sim"]
 
-    operator = subprocess.Popen([sys.executable, "-m", "kopf", *command[1:]], cwd=tmp_path, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    operator = subprocess.Popen(
+        [sys.executable, "-m", "kopf", *command[1:]],
+        cwd=tmp_path,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in operator.stdout or ()], daemon=True).start()
     output: list[str] = []
@@ -111,15 +131,21 @@ def test_the_operator_runs_by_hand_as_written(tmp_path: pathlib.Path) -> None:
         for line in kubectl_block.splitlines():
             if line.startswith("kubectl "):
                 args = shlex.split(line.split("#", 1)[0])
-                result = subprocess.run([KUBECTL, *args[1:]], cwd=tmp_path, env=env, capture_output=True,
-                                        text=True, timeout=60)
+                result = subprocess.run(
+                    [KUBECTL, *args[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+                )
                 assert result.returncode == 0, f"{line}: {result.stderr}"
 
         # The handler's result appears in the object's status shortly after (in real time here).
         deadline = time.monotonic() + 60
         while True:
-            result = subprocess.run([KUBECTL, "get", "countdown", "launch", "-o", "jsonpath={.status.start.from}"],
-                                    env=env, capture_output=True, text=True, timeout=60)
+            result = subprocess.run(
+                [KUBECTL, "get", "countdown", "launch", "-o", "jsonpath={.status.start.from}"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             if result.stdout == "30" or time.monotonic() > deadline:
                 break
             time.sleep(0.2)

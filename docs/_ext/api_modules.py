@@ -10,6 +10,7 @@ Modules that are added to a package later appear in the reference without editin
 A module is public when no part of its dotted name starts with an underscore. Each module is documented
 with its members: those in its ``__all__``, or else the public ones defined in it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -50,8 +51,13 @@ def undocumented_data(module_name: str) -> list[str]:
         tree = ast.parse(inspect.getsource(module))
         names = []
         for node in tree.body:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-                node, ast.AnnAssign) and node.value is not None else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign) and node.value is not None
+                else []
+            )
             names += [target.id for target in targets if isinstance(target, ast.Name)]
         names = [name for name in names if not name.startswith("_")]
     result = []
@@ -81,8 +87,13 @@ class ApiModules(SphinxDirective):
                 value = getattr(module, data)
                 if inspect.ismodule(value):  # a module re-exported by name (``kopf.lifecycles``): its summary
                     summary = (inspect.getdoc(value) or "").strip().split("\n\n")[0].replace("\n", " ")
-                    lines += [f".. py:data:: {data}", f"   :module: {name}", "",
-                              f"   The module ``{value.__name__}``. {summary}", ""]
+                    lines += [
+                        f".. py:data:: {data}",
+                        f"   :module: {name}",
+                        "",
+                        f"   The module ``{value.__name__}``. {summary}",
+                        "",
+                    ]
                     continue
                 lines += [f".. autodata:: {name}.{data}"]
                 if len(repr(getattr(module, data))) > 100:

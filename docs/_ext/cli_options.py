@@ -11,6 +11,7 @@ value type, its default and its help text come from the click objects (e.g. ``ko
 With ``:auto-envvar-prefix:``, the options without an environment variable of their own are shown with the
 one that click derives from the prefix and the option's name (``auto_envvar_prefix`` of the command group).
 """
+
 from __future__ import annotations
 
 import importlib

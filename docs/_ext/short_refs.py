@@ -11,6 +11,7 @@ Cross-references in the API reference: short names resolve, private types stay p
 * Autodoc gives a variable the docstring of its type (a ``dict`` constant gets the docstring of ``dict``):
   such borrowed docstrings are dropped.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -27,8 +28,9 @@ from sphinx.util.nodes import make_refnode
 PACKAGES = ("kopf", "kopf_sim", "pytest_kopf")
 
 
-def resolve_short_name(app: Sphinx, env: BuildEnvironment, node: pending_xref,
-                       contnode: nodes.TextElement) -> nodes.reference | None:
+def resolve_short_name(
+    app: Sphinx, env: BuildEnvironment, node: pending_xref, contnode: nodes.TextElement
+) -> nodes.reference | None:
     if node.get("refdomain") != "py":
         return None
     target: str = node["reftarget"].lstrip(".~")
@@ -38,8 +40,11 @@ def resolve_short_name(app: Sphinx, env: BuildEnvironment, node: pending_xref,
     objects = env.get_domain("py").objects  # type: ignore[attr-defined]
     by_last_name = names_by_last_part(env, objects)
     for suffix in ("." + target, "." + target.rsplit(".", 1)[-1]):
-        candidates = [name for name in by_last_name.get(target.rsplit(".", 1)[-1], ())
-                      if name.endswith(suffix) and (not package or name.split(".")[0] == package)]
+        candidates = [
+            name
+            for name in by_last_name.get(target.rsplit(".", 1)[-1], ())
+            if name.endswith(suffix) and (not package or name.split(".")[0] == package)
+        ]
         if len(candidates) == 1:
             entry = objects[candidates[0]]
             return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode, candidates[0])

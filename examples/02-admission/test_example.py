@@ -1,4 +1,5 @@
 """The admission webhooks: a bad object is rejected, a missing duration is defaulted."""
+
 from pathlib import Path
 
 import pytest

@@ -4,6 +4,7 @@ The handler configures the client from the kubeconfig (``KUBECONFIG`` or ``~/.ku
 operator runs on a developer's machine, and adopts the children (owner references, namespace, labels), so that
 they are garbage-collected with their parent.
 """
+
 from typing import Any
 
 import kubernetes

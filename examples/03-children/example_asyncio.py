@@ -2,6 +2,7 @@
 
 The children's manifests are YAML templates here (as the framework's documentation writes them).
 """
+
 from typing import Any
 
 import kubernetes_asyncio

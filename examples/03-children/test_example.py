@@ -1,4 +1,5 @@
 """The children example, with the official sync client and with kubernetes_asyncio: in sim and real modes alike."""
+
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,17 @@ CRD = HERE.parent / "crd.yaml"
 async def test_children_are_made_adopted_and_collected(kopf_cluster, kopf_operator, operator):
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(paths=[HERE / operator])
-    parent = await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-                                        "metadata": {"name": "web"}, "spec": {"image": "nginx:1.27"}})
-    obj = await kopf_cluster.wait_for("kopfexamples", "web", timeout=60,
-                                      condition=lambda o: "create_children" in o.get("status", {}))
+    parent = await kopf_cluster.create(
+        {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfExample",
+            "metadata": {"name": "web"},
+            "spec": {"image": "nginx:1.27"},
+        }
+    )
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "web", timeout=60, condition=lambda o: "create_children" in o.get("status", {})
+    )
     assert obj["status"]["create_children"] == {"deployment": "web", "service": "web"}
 
     for resource in ("deployments", "services"):
@@ -28,7 +36,7 @@ async def test_children_are_made_adopted_and_collected(kopf_cluster, kopf_operat
 
     await kopf_cluster.delete("kopfexamples", "web")
     await kopf_cluster.wait_gone("kopfexamples", "web", timeout=60)
-    await kopf_cluster.wait_gone("deployments", "web", timeout=60)   # garbage-collected with their owner
+    await kopf_cluster.wait_gone("deployments", "web", timeout=60)  # garbage-collected with their owner
     await kopf_cluster.wait_gone("services", "web", timeout=60)
     await kopf_operator.stop()
     assert kopf_operator.exception is None

@@ -1,4 +1,5 @@
 """The example operator under the checks (sim mode), and one plain test (both modes)."""
+
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,15 @@ OPERATOR = HERE / "example.py"
 
 @pytest.mark.kopf_sim_only
 def test_every_check_in_one_line():
-    report = check_operator(paths=[OPERATOR], manifests=[CRD], resources=["kopfexamples.kopf.dev"],
-                            checks=CHECKS, max_examples=3, max_steps=8, names=["ex-0"])
+    report = check_operator(
+        paths=[OPERATOR],
+        manifests=[CRD],
+        resources=["kopfexamples.kopf.dev"],
+        checks=CHECKS,
+        max_examples=3,
+        max_steps=8,
+        names=["ex-0"],
+    )
     assert report.examples >= len(CHECKS)
 
 
@@ -40,13 +48,21 @@ TestExampleMachine.pytestmark = [pytest.mark.kopf_sim_only]
 async def test_the_status_follows_the_spec(kopf_cluster, kopf_operator):
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(paths=[OPERATOR])
-    await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "ex-1"},
-                               "spec": {"field": "a", "items": ["x"]}})
-    await kopf_cluster.wait_for("kopfexamples", "ex-1",
-                                condition=lambda o: o["status"]["create_fn"] == {"field": "a", "items": 1})
+    await kopf_cluster.create(
+        {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfExample",
+            "metadata": {"name": "ex-1"},
+            "spec": {"field": "a", "items": ["x"]},
+        }
+    )
+    await kopf_cluster.wait_for(
+        "kopfexamples", "ex-1", condition=lambda o: o["status"]["create_fn"] == {"field": "a", "items": 1}
+    )
     await kopf_cluster.patch("kopfexamples", "ex-1", {"spec": {"field": None, "items": ["x", "y"]}})
-    await kopf_cluster.wait_for("kopfexamples", "ex-1",
-                                condition=lambda o: o["status"]["create_fn"] == {"field": "", "items": 2})
+    await kopf_cluster.wait_for(
+        "kopfexamples", "ex-1", condition=lambda o: o["status"]["create_fn"] == {"field": "", "items": 2}
+    )
     await kopf_cluster.delete("kopfexamples", "ex-1")
     await kopf_cluster.wait_gone("kopfexamples", "ex-1")
     await kopf_operator.stop()

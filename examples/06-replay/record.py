@@ -4,6 +4,7 @@ Everything runs for real on this machine: ``kopf-sim serve`` as the cluster, ``k
 operator, ``kopf-sim record`` as the recorder, and kubectl as the user. Run it again with
 ``python examples/06-replay/record.py`` (about 15 seconds); it overwrites incident.jsonl.
 """
+
 import os
 import shutil
 import signal
@@ -16,8 +17,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 KUBECTL = shutil.which("kubectl") or "kubectl"
-FLAPPY = '{"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "flappy"}, ' \
-         '"spec": {"field": "blue"}}'
+FLAPPY = (
+    '{"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "flappy"}, "spec": {"field": "blue"}}'
+)
 
 
 def started(command: list[str], env: dict[str, str], ready: str) -> subprocess.Popen[str]:
@@ -36,13 +38,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
         env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
-        server = started([str(BIN / "kopf-sim"), "serve", "--kubeconfig", str(kubeconfig),
-                          "--load", str(HERE.parent / "crd.yaml")], env, "Press Ctrl+C")
-        recorder = started([str(BIN / "kopf-sim"), "record", "-r", "kopfexamples", "-n", "default",
-                            "-o", str(log)], env, "Recording")
-        operator = started([str(BIN / "kopf"), "run", "--standalone", "--verbose", "-n", "default",
-                            str(HERE / "example.py")],
-                           env, "Serving the resource")
+        server = started(
+            [str(BIN / "kopf-sim"), "serve", "--kubeconfig", str(kubeconfig), "--load", str(HERE.parent / "crd.yaml")],
+            env,
+            "Press Ctrl+C",
+        )
+        recorder = started(
+            [str(BIN / "kopf-sim"), "record", "-r", "kopfexamples", "-n", "default", "-o", str(log)], env, "Recording"
+        )
+        operator = started(
+            [str(BIN / "kopf"), "run", "--standalone", "--verbose", "-n", "default", str(HERE / "example.py")],
+            env,
+            "Serving the resource",
+        )
 
         def kubectl(*args: str, pause: float) -> None:
             subprocess.run([KUBECTL, *args], input=FLAPPY, env=env, check=True, text=True)
@@ -50,8 +58,9 @@ def main() -> None:
 
         kubectl("create", "-f", "-", pause=2)
         for colour in ["green", "blue", "green"]:  # the flapping, while the first repaint waits to be retried
-            kubectl("patch", "kopfexamples", "flappy", "--type=merge", "-p", f'{{"spec": {{"field": "{colour}"}}}}',
-                    pause=1)
+            kubectl(
+                "patch", "kopfexamples", "flappy", "--type=merge", "-p", f'{{"spec": {{"field": "{colour}"}}}}', pause=1
+            )
         kubectl("delete", "kopfexamples", "flappy", "--wait=true", pause=1)
         for process in [recorder, operator, server]:
             process.send_signal(signal.SIGINT)

@@ -1,4 +1,5 @@
 """A production incident as a test: the recorded log of a live run, replayed into the operator under test."""
+
 from pathlib import Path
 
 HERE = Path(__file__).parent

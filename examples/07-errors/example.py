@@ -15,36 +15,38 @@ operator's log, and as a Kubernetes event on the object (on failures).
 The delays are short so that the example can be watched (and tested against a real cluster) in
 seconds; an operator in production would wait minutes.
 """
+
 import collections
 import re
 from typing import Any
 
 import kopf
 
-APPROVAL = 'example.kopf.dev/approved'
-APPROVAL_RECHECK = 2    # seconds between the checks for the approval
-APPROVAL_TIMEOUT = 10   # seconds to wait for the approval before giving up
-CATALOGUE_RETRIES = 3   # attempts to register in the catalogue
-CATALOGUE_BACKOFF = 1   # seconds between those attempts
+APPROVAL = "example.kopf.dev/approved"
+APPROVAL_RECHECK = 2  # seconds between the checks for the approval
+APPROVAL_TIMEOUT = 10  # seconds to wait for the approval before giving up
+CATALOGUE_RETRIES = 3  # attempts to register in the catalogue
+CATALOGUE_BACKOFF = 1  # seconds between those attempts
 
-UNITS = {'s': 1, 'm': 60, 'h': 3600}
+UNITS = {"s": 1, "m": 60, "h": 3600}
 
 
-@kopf.on.create('kopfexamples')
+@kopf.on.create("kopfexamples")
 def parse_duration(spec: kopf.Spec, **_: Any) -> dict[str, int]:
-    text = spec.get('duration', '')
-    match = re.fullmatch(r'(\d+)([smh])', str(text))
+    text = spec.get("duration", "")
+    match = re.fullmatch(r"(\d+)([smh])", str(text))
     if match is None:
         raise kopf.PermanentError(f"Cannot parse the duration {text!r}: expected a number and s, m or h.")
-    return {'seconds': int(match[1]) * UNITS[match[2]]}
+    return {"seconds": int(match[1]) * UNITS[match[2]]}
 
 
-@kopf.on.create('kopfexamples', timeout=APPROVAL_TIMEOUT)
+@kopf.on.create("kopfexamples", timeout=APPROVAL_TIMEOUT)
 def wait_for_approval(annotations: kopf.Annotations, retry: int, **_: Any) -> dict[str, Any]:
-    if annotations.get(APPROVAL) != 'true':
-        raise kopf.TemporaryError(f"Not approved yet (check #{retry + 1}): annotate it with {APPROVAL}=true.",
-                                  delay=APPROVAL_RECHECK)
-    return {'approved': True, 'checks': retry + 1}
+    if annotations.get(APPROVAL) != "true":
+        raise kopf.TemporaryError(
+            f"Not approved yet (check #{retry + 1}): annotate it with {APPROVAL}=true.", delay=APPROVAL_RECHECK
+        )
+    return {"approved": True, "checks": retry + 1}
 
 
 class FlakyCatalogue:
@@ -63,7 +65,7 @@ class FlakyCatalogue:
 CATALOGUE = FlakyCatalogue()
 
 
-@kopf.on.create('kopfexamples', retries=CATALOGUE_RETRIES, backoff=CATALOGUE_BACKOFF)
+@kopf.on.create("kopfexamples", retries=CATALOGUE_RETRIES, backoff=CATALOGUE_BACKOFF)
 def register_in_catalogue(spec: kopf.Spec, namespace: str, name: str, retry: int, **_: Any) -> dict[str, Any]:
-    entry = CATALOGUE.register(f"{namespace}/{name}", outage=int(spec.get('outage', 0)))
-    return {'entry': entry, 'attempts': retry + 1}
+    entry = CATALOGUE.register(f"{namespace}/{name}", outage=int(spec.get("outage", 0)))
+    return {"entry": entry, "attempts": retry + 1}

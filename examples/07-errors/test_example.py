@@ -1,4 +1,5 @@
 """Permanent errors are not retried; temporary ones are, until a timeout; ordinary ones until the retries end."""
+
 import asyncio
 from pathlib import Path
 
@@ -9,8 +10,12 @@ APPROVAL = "example.kopf.dev/approved"
 
 def example(name: str, *, approved: bool = True, **spec: object) -> dict:
     annotations = {APPROVAL: "true"} if approved else {}
-    return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-            "metadata": {"name": name, "annotations": annotations}, "spec": spec}
+    return {
+        "apiVersion": "kopf.dev/v1",
+        "kind": "KopfExample",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": spec,
+    }
 
 
 def has_status(*keys: str):
@@ -40,12 +45,18 @@ async def test_permanent_error_is_not_retried(kopf_cluster, kopf_operator):
     await start(kopf_cluster, kopf_operator)
     await kopf_cluster.create(example("malformed", duration="soon"))
 
-    obj = await kopf_cluster.wait_for("kopfexamples", "malformed", timeout=30,
-                                      condition=has_status("wait_for_approval", "register_in_catalogue"))
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "malformed", timeout=30, condition=has_status("wait_for_approval", "register_in_catalogue")
+    )
     await wait_for_log(kopf_operator, "Handler 'parse_duration' failed permanently")
     await asyncio.sleep(3)  # nothing more happens: no retries
-    assert kopf_operator.logs.count("Handler 'parse_duration' failed permanently: Cannot parse the duration "
-                                    "'soon': expected a number and s, m or h.") == 1
+    assert (
+        kopf_operator.logs.count(
+            "Handler 'parse_duration' failed permanently: Cannot parse the duration "
+            "'soon': expected a number and s, m or h."
+        )
+        == 1
+    )
     assert "parse_duration" not in obj["status"]
     events = await kopf_cluster.events("kopfexamples", "malformed")
     assert any("failed permanently" in event["message"] and event["type"] == "Error" for event in events)
@@ -90,8 +101,9 @@ async def test_arbitrary_errors_are_retried_with_backoff(kopf_cluster, kopf_oper
     started = loop.time()
     await kopf_cluster.create(example("flaky", duration="1m", outage=2))
 
-    obj = await kopf_cluster.wait_for("kopfexamples", "flaky", condition=has_status("register_in_catalogue"),
-                                      timeout=30)
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "flaky", condition=has_status("register_in_catalogue"), timeout=30
+    )
     assert loop.time() - started >= 2  # two failures, 1 s of backoff after each
     namespace = kopf_cluster.namespace
     assert obj["status"]["register_in_catalogue"] == {"entry": f"catalogue://{namespace}/flaky", "attempts": 3}
@@ -104,8 +116,11 @@ async def test_retries_run_out(kopf_cluster, kopf_operator):
     await start(kopf_cluster, kopf_operator)
     await kopf_cluster.create(example("down", duration="1m", outage=10))
 
-    await wait_for_log(kopf_operator, "Handler 'register_in_catalogue' failed with an exception and will stop now "
-                                      "(it would exceed 3 retries on the next attempt)")
+    await wait_for_log(
+        kopf_operator,
+        "Handler 'register_in_catalogue' failed with an exception and will stop now "
+        "(it would exceed 3 retries on the next attempt)",
+    )
     obj = await kopf_cluster.get("kopfexamples", "down")
     assert "register_in_catalogue" not in obj["status"]
     assert obj["status"]["parse_duration"] == {"seconds": 60}

@@ -12,13 +12,14 @@ The log lines of the handlers (the ``logger`` kwarg) become events too, from the
 The level filters the explicit events as well: with ``settings.posting.level = logging.WARNING``,
 ``kopf.info`` would post nothing, while ``kopf.warn`` and ``kopf.exception`` would.
 """
+
 from typing import Any
 
 import kopf
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(':')
+    host, sep, port = text.rpartition(":")
     if not sep or not host:
         raise ValueError(f"{text!r} is not host:port")
     number = int(port)
@@ -27,25 +28,25 @@ def parse_endpoint(text: str) -> tuple[str, int]:
     return host, number
 
 
-@kopf.on.create('kopfexamples')
-@kopf.on.update('kopfexamples', field='spec.items')
+@kopf.on.create("kopfexamples")
+@kopf.on.update("kopfexamples", field="spec.items")
 def check_endpoints(body: kopf.Body, spec: kopf.Spec, logger: kopf.Logger, **_: Any) -> None:
-    items = list(spec.get('items', []))
+    items = list(spec.get("items", []))
     logger.debug(f"Checking {len(items)} endpoints.")  # below the posting level: only in the log
 
     duplicates = sorted({item for item in items if items.count(item) > 1})
     if duplicates:
-        kopf.warn(body, reason='DuplicateEndpoints', message=f"Listed more than once: {', '.join(duplicates)}.")
+        kopf.warn(body, reason="DuplicateEndpoints", message=f"Listed more than once: {', '.join(duplicates)}.")
 
     valid = 0
     for item in items:
         try:
             parse_endpoint(item)
         except ValueError as exc:
-            kopf.exception(body, reason='BadEndpoint', message=f"Cannot use the endpoint {item!r}.", exc=exc)
+            kopf.exception(body, reason="BadEndpoint", message=f"Cannot use the endpoint {item!r}.", exc=exc)
         else:
             valid += 1
 
-    kopf.info(body, reason='EndpointsChecked', message=f"{valid} of {len(items)} endpoints are usable.")
+    kopf.info(body, reason="EndpointsChecked", message=f"{valid} of {len(items)} endpoints are usable.")
     if not valid:
         logger.warning("No usable endpoints.")  # at the posting level: an event too

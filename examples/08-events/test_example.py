@@ -1,4 +1,5 @@
 """The operator's findings become events of the object, of the types Normal, Warning and Error."""
+
 import asyncio
 import logging
 from pathlib import Path
@@ -28,14 +29,12 @@ async def wait_for_message(kopf_cluster, name: str, message: str, timeout: float
 
 
 def example(name: str, items: list[str]) -> dict:
-    return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name},
-            "spec": {"items": items}}
+    return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name}, "spec": {"items": items}}
 
 
 async def test_findings_are_reported_as_events(kopf_cluster, kopf_operator):
     await kopf_cluster.apply(CRD)
-    await kopf_operator.start(paths=[HERE / "example.py"], namespaces=[kopf_cluster.namespace],
-                              log_level=logging.DEBUG)
+    await kopf_operator.start(paths=[HERE / "example.py"], namespaces=[kopf_cluster.namespace], log_level=logging.DEBUG)
     await kopf_cluster.create(example("mixed", ["db:5432", "db:5432", "cache", "web:80"]))
 
     events = await wait_for_events(kopf_cluster, "mixed", "EndpointsChecked", "DuplicateEndpoints", "BadEndpoint")

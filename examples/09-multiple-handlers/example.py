@@ -9,34 +9,35 @@ owner). Each concern is a handler of its own, so each is retried, reported and s
 - one function with two update decorators (``param=`` tells them apart): ``remember_change`` keeps
   the last old/new values of ``spec.field`` and ``spec.duration`` in ``status.last_changes``.
 """
+
 from typing import Any
 
 import kopf
 
 
-@kopf.on.create('kopfexamples')
+@kopf.on.create("kopfexamples")
 def count_items(spec: kopf.Spec, **_: Any) -> int:
-    return len(spec.get('items', []))
+    return len(spec.get("items", []))
 
 
-@kopf.on.create('kopfexamples')
+@kopf.on.create("kopfexamples")
 def describe_owner(spec: kopf.Spec, name: str, **_: Any) -> str:
     return f"{name} is owned by {spec.get('field', 'nobody')}"
 
 
-@kopf.on.update('kopfexamples')
+@kopf.on.update("kopfexamples")
 def log_changes(diff: kopf.Diff, logger: kopf.Logger, **_: Any) -> None:
     for operation, field, old, new in diff:
         logger.info(f"{operation} {'.'.join(field)}: {old!r} -> {new!r}")
 
 
-@kopf.on.field('kopfexamples', field='spec.items')
+@kopf.on.field("kopfexamples", field="spec.items")
 def items_changed(old: Any, new: Any, **_: Any) -> dict[str, list[str]]:
     before, after = set(old or []), set(new or [])
-    return {'added': sorted(after - before), 'removed': sorted(before - after)}
+    return {"added": sorted(after - before), "removed": sorted(before - after)}
 
 
-@kopf.on.update('kopfexamples', field='spec.field', param='field')
-@kopf.on.update('kopfexamples', field='spec.duration', param='duration')
+@kopf.on.update("kopfexamples", field="spec.field", param="field")
+@kopf.on.update("kopfexamples", field="spec.duration", param="duration")
 def remember_change(param: str, old: Any, new: Any, patch: kopf.Patch, **_: Any) -> None:
-    patch.status.setdefault('last_changes', {})[param] = {'old': old, 'new': new}
+    patch.status.setdefault("last_changes", {})[param] = {"old": old, "new": new}

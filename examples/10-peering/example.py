@@ -11,6 +11,7 @@ makes it mandatory: without it, the operator fails instead of running unaware of
 started with ``--standalone`` ignores peering altogether (as do the operators in the framework's tests,
 unless given settings). Each handled object records which operator (by priority) has handled it.
 """
+
 from typing import Any
 
 import kopf
@@ -18,11 +19,11 @@ import kopf
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    settings.peering.name = 'example'
+    settings.peering.name = "example"
     settings.peering.mandatory = True
     memo.priority = settings.peering.priority  # e.g. from `kopf run --priority=N`
 
 
-@kopf.on.create('kopfexamples')
+@kopf.on.create("kopfexamples")
 def record_handler(memo: kopf.Memo, **_: Any) -> dict[str, int]:
-    return {'priority': memo.priority}
+    return {"priority": memo.priority}

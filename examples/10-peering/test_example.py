@@ -1,4 +1,5 @@
 """Of two peers, the one with the higher priority works, the other one pauses; a freeze pauses both."""
+
 import asyncio
 from pathlib import Path
 
@@ -29,8 +30,9 @@ def peer(priority: int) -> kopf.OperatorSettings:
 
 async def handled_by(kopf_cluster, name: str) -> int:
     await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name}})
-    obj = await kopf_cluster.wait_for("kopfexamples", name, timeout=30,
-                                      condition=lambda o: "record_handler" in o.get("status", {}))
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", name, timeout=30, condition=lambda o: "record_handler" in o.get("status", {})
+    )
     return obj["status"]["record_handler"]["priority"]
 
 
@@ -71,8 +73,9 @@ async def test_the_peering_object_is_mandatory(kopf_cluster, kopf_operator):
     assert "record_handler" not in (await kopf_cluster.get("kopfexamples", "waiting")).get("status", {})
 
     await kopf_cluster.apply(HERE / "peering.yaml")  # the operator starts working once the object appears
-    obj = await kopf_cluster.wait_for("kopfexamples", "waiting", timeout=30,
-                                      condition=lambda o: "record_handler" in o.get("status", {}))
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "waiting", timeout=30, condition=lambda o: "record_handler" in o.get("status", {})
+    )
     assert obj["status"]["record_handler"] == {"priority": 100}
     await kopf_operator.stop()
     assert kopf_operator.exception is None
@@ -92,8 +95,9 @@ async def test_kopf_freeze_pauses_the_operator(kopf_cluster, kopf_operator):
     kubeconfig = str(await kopf_cluster.kubeconfig())
     common = ["--peering", "example", "-n", kopf_cluster.namespace, "--id", "debugging"]
     # In a thread: this test's loop serves the simulated cluster to the command.
-    await asyncio.to_thread(kopf_command, "freeze", "--lifetime", "600", "--priority", "1000", *common,
-                            kubeconfig=kubeconfig)
+    await asyncio.to_thread(
+        kopf_command, "freeze", "--lifetime", "600", "--priority", "1000", *common, kubeconfig=kubeconfig
+    )
     await wait_for_log(kopf_operator, "Pausing operations in favour of")
 
     await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "frozen"}})
@@ -102,8 +106,9 @@ async def test_kopf_freeze_pauses_the_operator(kopf_cluster, kopf_operator):
 
     await asyncio.to_thread(kopf_command, "resume", *common, kubeconfig=kubeconfig)
     await wait_for_log(kopf_operator, "Resuming operations after the pause")
-    obj = await kopf_cluster.wait_for("kopfexamples", "frozen", timeout=30,
-                                      condition=lambda o: "record_handler" in o.get("status", {}))
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "frozen", timeout=30, condition=lambda o: "record_handler" in o.get("status", {})
+    )
     assert obj["status"]["record_handler"] == {"priority": 100}
     await kopf_operator.stop()
     assert kopf_operator.exception is None

@@ -9,6 +9,7 @@ every cycle until all its sub-handlers are done, so it only declares them: it ha
 
 An item whose name starts with ``slow-`` is "not ready" twice before it succeeds.
 """
+
 import functools
 from typing import Any
 
@@ -18,15 +19,16 @@ RETRY_DELAY = 1
 
 
 def provision(item: str, retry: int, logger: kopf.Logger) -> dict[str, Any]:
-    if item.startswith('slow-') and retry < 2:
+    if item.startswith("slow-") and retry < 2:
         raise kopf.TemporaryError(f"The item {item!r} is not ready yet.", delay=RETRY_DELAY)
     logger.info(f"The item {item!r} is provisioned (attempt {retry + 1}).")
-    return {'item': item, 'attempts': retry + 1}
+    return {"item": item, "attempts": retry + 1}
 
 
-@kopf.on.create('kopfexamples')
+@kopf.on.create("kopfexamples")
 def provision_items(spec: kopf.Spec, **_: Any) -> None:
-    for item in spec.get('items', []):
+    for item in spec.get("items", []):
+
         @kopf.subhandler(id=item)
         def provision_item(retry: int, logger: kopf.Logger, item: str = item, **_: Any) -> dict[str, Any]:
             return provision(item, retry, logger)
@@ -36,7 +38,7 @@ async def provision_added_item(*, item: str, retry: int, logger: kopf.Logger, **
     return provision(item, retry, logger)
 
 
-@kopf.on.update('kopfexamples', field='spec.items')
+@kopf.on.update("kopfexamples", field="spec.items")
 async def provision_added_items(old: Any, new: Any, **_: Any) -> None:
     added = [item for item in new or [] if item not in (old or [])]
     await kopf.execute(fns={item: functools.partial(provision_added_item, item=item) for item in added})

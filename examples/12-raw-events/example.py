@@ -11,27 +11,28 @@ That suits watching objects that belong to someone else. Here:
   run once per object: a patch from an event handler causes one more event, which must not loop);
 - ``watch_settings`` follows the ConfigMaps labelled ``example.kopf.dev/watched``.
 """
+
 from typing import Any
 
 import kopf
 
-FIRST_SEEN = 'example.kopf.dev/first-seen-as'
+FIRST_SEEN = "example.kopf.dev/first-seen-as"
 
 
-@kopf.on.event('kopfexamples')
+@kopf.on.event("kopfexamples")
 def audit(event: kopf.RawEvent, name: str, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-    memo.events = memo.get('events', 0) + 1
-    version = event['object'].get('metadata', {}).get('resourceVersion')
+    memo.events = memo.get("events", 0) + 1
+    version = event["object"].get("metadata", {}).get("resourceVersion")
     logger.info(f"Event #{memo.events} of {name}: {event['type']} at version {version}.")
 
 
-@kopf.on.event('kopfexamples', annotations={FIRST_SEEN: kopf.ABSENT})
+@kopf.on.event("kopfexamples", annotations={FIRST_SEEN: kopf.ABSENT})
 def stamp_first_seen(event: kopf.RawEvent, patch: kopf.Patch, **_: Any) -> None:
-    if event['type'] != 'DELETED':
-        patch.metadata.annotations[FIRST_SEEN] = str(event['type'] or 'listed')
+    if event["type"] != "DELETED":
+        patch.metadata.annotations[FIRST_SEEN] = str(event["type"] or "listed")
 
 
-@kopf.on.event('v1', 'configmaps', labels={'example.kopf.dev/watched': kopf.PRESENT})
+@kopf.on.event("v1", "configmaps", labels={"example.kopf.dev/watched": kopf.PRESENT})
 def watch_settings(event: kopf.RawEvent, body: kopf.Body, name: str, logger: kopf.Logger, **_: Any) -> None:
-    data = body.get('data') or {}
+    data = body.get("data") or {}
     logger.info(f"ConfigMap {name}: {event['type']} with keys {sorted(data)}.")

@@ -1,4 +1,5 @@
 """Event handlers see the listing, additions, modifications and deletions; a patch from them is applied."""
+
 import asyncio
 from pathlib import Path
 
@@ -22,15 +23,17 @@ async def test_listed_added_modified_deleted(kopf_cluster, kopf_operator):
     await kopf_cluster.create(example("before"))  # exists before the operator starts: listed, not added
     await kopf_operator.start(paths=[HERE / "example.py"], namespaces=[kopf_cluster.namespace])
 
-    obj = await kopf_cluster.wait_for("kopfexamples", "before", timeout=30,
-                                      condition=lambda o: FIRST_SEEN in o["metadata"].get("annotations", {}))
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "before", timeout=30, condition=lambda o: FIRST_SEEN in o["metadata"].get("annotations", {})
+    )
     assert obj["metadata"]["annotations"][FIRST_SEEN] == "listed"
     await wait_for_log(kopf_operator, "Event #1 of before: None at version")
     await wait_for_log(kopf_operator, "Event #2 of before: MODIFIED")  # caused by the annotation's patch
 
     await kopf_cluster.create(example("after"))
-    obj = await kopf_cluster.wait_for("kopfexamples", "after", timeout=30,
-                                      condition=lambda o: FIRST_SEEN in o["metadata"].get("annotations", {}))
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "after", timeout=30, condition=lambda o: FIRST_SEEN in o["metadata"].get("annotations", {})
+    )
     assert obj["metadata"]["annotations"][FIRST_SEEN] == "ADDED"
     await wait_for_log(kopf_operator, f"Event #2 of after: MODIFIED at version {obj['metadata']['resourceVersion']}.")
 
@@ -49,11 +52,17 @@ async def test_only_labelled_configmaps(kopf_cluster, kopf_operator):
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(paths=[HERE / "example.py"], namespaces=[kopf_cluster.namespace])
 
-    await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ignored"},
-                               "data": {"a": "1"}})
-    await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
-                               "metadata": {"name": "settings", "labels": {"example.kopf.dev/watched": "yes"}},
-                               "data": {"colour": "blue"}})
+    await kopf_cluster.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ignored"}, "data": {"a": "1"}}
+    )
+    await kopf_cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "settings", "labels": {"example.kopf.dev/watched": "yes"}},
+            "data": {"colour": "blue"},
+        }
+    )
     # ADDED, or None if the operator's watch of ConfigMaps begins after the creation and lists it.
     await wait_for_log(kopf_operator, "with keys ['colour'].")
     await kopf_cluster.patch("configmaps", "settings", {"data": {"size": "XL"}})

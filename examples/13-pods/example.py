@@ -14,28 +14,29 @@ leaves the others alone (it does not even store its state on them):
 
 Pods cannot hold arbitrary status fields, so the handlers return nothing and patch the metadata.
 """
+
 from typing import Any
 
 import kopf
 
-TEAM = 'example.kopf.dev/team'
-CONTACT = 'example.kopf.dev/contact'
-PHASES = 'example.kopf.dev/phases'
-UNTRACKED = 'example.kopf.dev/untracked'
+TEAM = "example.kopf.dev/team"
+CONTACT = "example.kopf.dev/contact"
+PHASES = "example.kopf.dev/phases"
+UNTRACKED = "example.kopf.dev/untracked"
 
 
-@kopf.on.create('v1', 'pods', labels={TEAM: kopf.PRESENT})
+@kopf.on.create("v1", "pods", labels={TEAM: kopf.PRESENT})
 def add_contact(labels: kopf.Labels, patch: kopf.Patch, **_: Any) -> None:
     patch.metadata.annotations[CONTACT] = f"{labels[TEAM]}@example.com"
 
 
-@kopf.on.field('v1', 'pods', field='status.phase', labels={TEAM: kopf.PRESENT}, annotations={UNTRACKED: kopf.ABSENT})
+@kopf.on.field("v1", "pods", field="status.phase", labels={TEAM: kopf.PRESENT}, annotations={UNTRACKED: kopf.ABSENT})
 def track_phase(new: Any, annotations: kopf.Annotations, patch: kopf.Patch, **_: Any) -> None:
-    history = [phase for phase in annotations.get(PHASES, '').split(',') if phase]
+    history = [phase for phase in annotations.get(PHASES, "").split(",") if phase]
     if new and (not history or history[-1] != new):
-        patch.metadata.annotations[PHASES] = ','.join([*history, new])
+        patch.metadata.annotations[PHASES] = ",".join([*history, new])
 
 
-@kopf.on.delete('v1', 'pods', labels={TEAM: kopf.PRESENT})
+@kopf.on.delete("v1", "pods", labels={TEAM: kopf.PRESENT})
 def release_quota(name: str, labels: kopf.Labels, logger: kopf.Logger, **_: Any) -> None:
     logger.info(f"The quota of the pod {name} is returned to the team {labels[TEAM]}.")

@@ -1,4 +1,5 @@
 """The team's pods are annotated and their phases tracked; other pods are left alone."""
+
 import asyncio
 from pathlib import Path
 
@@ -7,9 +8,12 @@ TEAM, CONTACT, PHASES = "example.kopf.dev/team", "example.kopf.dev/contact", "ex
 
 
 def pod(name: str, labels: dict[str, str], annotations: dict[str, str] | None = None) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": labels, "annotations": annotations or {}},
-            "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"]}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels, "annotations": annotations or {}},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"]}]},
+    }
 
 
 def annotation(key: str, value: str):
@@ -26,8 +30,9 @@ async def test_team_pods_are_served(kopf_cluster, kopf_operator):
     await kopf_cluster.create(pod("team-pod", {TEAM: "storage"}))
     await kopf_cluster.create(pod("other-pod", {}))
 
-    obj = await kopf_cluster.wait_for("pods", "team-pod", condition=annotation(CONTACT, "storage@example.com"),
-                                      timeout=30)
+    obj = await kopf_cluster.wait_for(
+        "pods", "team-pod", condition=annotation(CONTACT, "storage@example.com"), timeout=30
+    )
     assert obj["metadata"]["finalizers"] == ["kopf.zalando.org/KopfFinalizerMarker"]  # for the deletion handler
 
     await set_phase(kopf_cluster, "team-pod", "Pending")
@@ -41,8 +46,9 @@ async def test_team_pods_are_served(kopf_cluster, kopf_operator):
     assert "The quota of the pod team-pod is returned to the team storage." in kopf_operator.logs
 
     other = await kopf_cluster.get("pods", "other-pod")
-    assert not any(key.startswith(("example.kopf.dev/", "kopf.zalando.org/"))
-                   for key in other["metadata"].get("annotations") or {})  # not even the operator's own state
+    assert not any(
+        key.startswith(("example.kopf.dev/", "kopf.zalando.org/")) for key in other["metadata"].get("annotations") or {}
+    )  # not even the operator's own state
     await kopf_cluster.delete("pods", "other-pod")
     await kopf_cluster.wait_gone("pods", "other-pod", timeout=30)
     await kopf_operator.stop()
@@ -56,8 +62,9 @@ async def test_untracked_pods_keep_no_phases(kopf_cluster, kopf_operator):
     await set_phase(kopf_cluster, "quiet-pod", "Running")
     await kopf_cluster.patch("pods", "quiet-pod", {"metadata": {"labels": {"touched": "yes"}}})  # one more event
 
-    await kopf_cluster.wait_for("pods", "quiet-pod", timeout=30,
-                                condition=lambda o: o["metadata"]["labels"].get("touched") == "yes")
+    await kopf_cluster.wait_for(
+        "pods", "quiet-pod", timeout=30, condition=lambda o: o["metadata"]["labels"].get("touched") == "yes"
+    )
     await asyncio.sleep(1)
     obj = await kopf_cluster.get("pods", "quiet-pod")
     assert PHASES not in obj["metadata"]["annotations"]

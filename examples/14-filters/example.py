@@ -12,11 +12,12 @@ has run); all the filters given to a handler must pass:
 
 ``summary`` has no filters: it serves all objects, and, declared last, runs after the others.
 """
+
 from typing import Any
 
 import kopf
 
-PAUSED = 'example.kopf.dev/paused'
+PAUSED = "example.kopf.dev/paused"
 
 
 def is_large(value: str | None, **_: Any) -> bool:
@@ -24,49 +25,49 @@ def is_large(value: str | None, **_: Any) -> bool:
 
 
 def has_items(spec: kopf.Spec, **_: Any) -> bool:
-    return bool(spec.get('items'))
+    return bool(spec.get("items"))
 
 
 def is_trial(name: str, **_: Any) -> bool:
-    return name.startswith('trial-')
+    return name.startswith("trial-")
 
 
-@kopf.on.create('kopfexamples', labels={'tier': 'gold'})
+@kopf.on.create("kopfexamples", labels={"tier": "gold"})
 def gold_support(**_: Any) -> str:
     return "a support engineer is assigned"
 
 
-@kopf.on.create('kopfexamples', labels={'size': is_large})
+@kopf.on.create("kopfexamples", labels={"size": is_large})
 def extra_capacity(labels: kopf.Labels, **_: Any) -> str:
     return f"capacity reserved for {labels['size']} units"
 
 
-@kopf.on.create('kopfexamples', annotations={PAUSED: kopf.ABSENT}, when=has_items)
+@kopf.on.create("kopfexamples", annotations={PAUSED: kopf.ABSENT}, when=has_items)
 def process_items(spec: kopf.Spec, **_: Any) -> int:
-    return len(spec['items'])
+    return len(spec["items"])
 
 
-@kopf.on.create('kopfexamples', when=kopf.all_([is_trial, kopf.not_(has_items)]))
+@kopf.on.create("kopfexamples", when=kopf.all_([is_trial, kopf.not_(has_items)]))
 def empty_trial(**_: Any) -> str:
     return "a trial with nothing to do"
 
 
-@kopf.on.create('kopfexamples', field='spec.field', value='special')
+@kopf.on.create("kopfexamples", field="spec.field", value="special")
 def special_field(**_: Any) -> bool:
     return True
 
 
-@kopf.on.update('kopfexamples', field='spec.field', old='draft', new='published')
+@kopf.on.update("kopfexamples", field="spec.field", old="draft", new="published")
 def published(**_: Any) -> str:
     return "announced"
 
 
-@kopf.on.update('kopfexamples', field='spec.field', old=kopf.PRESENT, new=kopf.ABSENT)
+@kopf.on.update("kopfexamples", field="spec.field", old=kopf.PRESENT, new=kopf.ABSENT)
 def field_removed(old: Any, **_: Any) -> str:
     return f"was {old!r}"
 
 
-@kopf.on.create('kopfexamples')
-@kopf.on.update('kopfexamples')
+@kopf.on.create("kopfexamples")
+@kopf.on.update("kopfexamples")
 def summary(reason: kopf.Reason, spec: kopf.Spec, **_: Any) -> str:
     return f"{reason} with field={spec.get('field')!r}"

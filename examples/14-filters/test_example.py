@@ -1,22 +1,35 @@
 """Each handler serves only the objects and changes that pass its filters."""
+
 from pathlib import Path
 
 HERE = Path(__file__).parent
 CRD = HERE.parent / "crd.yaml"
-FILTERED = {"gold_support", "extra_capacity", "process_items", "empty_trial", "special_field/spec.field",
-            "published/spec.field", "field_removed/spec.field"}
+FILTERED = {
+    "gold_support",
+    "extra_capacity",
+    "process_items",
+    "empty_trial",
+    "special_field/spec.field",
+    "published/spec.field",
+    "field_removed/spec.field",
+}
 
 
 def example(name: str, labels=None, annotations=None, **spec: object) -> dict:
-    return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-            "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}}, "spec": spec}
+    return {
+        "apiVersion": "kopf.dev/v1",
+        "kind": "KopfExample",
+        "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
+        "spec": spec,
+    }
 
 
 async def handled(kopf_cluster, name: str, reason: str = "create", field: str | None = None) -> dict:
     """The results of the filtered handlers once the object is handled (``summary`` runs the last)."""
     expected = f"{reason} with field={field!r}"
-    obj = await kopf_cluster.wait_for("kopfexamples", name, timeout=30,
-                                      condition=lambda o: o["status"].get("summary") == expected)
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", name, timeout=30, condition=lambda o: o["status"].get("summary") == expected
+    )
     return {key: value for key, value in obj["status"].items() if key in FILTERED}
 
 
@@ -25,8 +38,9 @@ async def test_creation_filters(kopf_cluster, kopf_operator):
     await kopf_operator.start(paths=[HERE / "example.py"], namespaces=[kopf_cluster.namespace])
     await kopf_cluster.create(example("big-gold", labels={"tier": "gold", "size": "12"}, items=["a", "b"]))
     await kopf_cluster.create(example("small-silver", labels={"tier": "silver", "size": "3"}, field="special"))
-    await kopf_cluster.create(example("paused", labels={"size": "many"}, annotations={"example.kopf.dev/paused": ""},
-                                      items=["a"]))
+    await kopf_cluster.create(
+        example("paused", labels={"size": "many"}, annotations={"example.kopf.dev/paused": ""}, items=["a"])
+    )
     await kopf_cluster.create(example("trial-1"))
 
     assert await handled(kopf_cluster, "big-gold") == {

@@ -10,6 +10,7 @@ the operator meet at two flags (here ``threading.Event``; ``asyncio.Event`` and 
 As a program (``python examples/15-embedding/example.py``), it runs the operator in a thread until
 Ctrl+C or SIGTERM, with the credentials of ``$KUBECONFIG``. With ``kopf run``, only the handlers below are used.
 """
+
 import asyncio
 import signal
 import threading
@@ -19,9 +20,9 @@ from typing import Any
 import kopf
 
 
-@kopf.on.create('kopfexamples')
+@kopf.on.create("kopfexamples")
 def greet(name: str, **_: Any) -> dict[str, str]:
-    return {'message': f"hello from the embedded operator, {name}"}
+    return {"message": f"hello from the embedded operator, {name}"}
 
 
 class OperatorThread:
@@ -33,18 +34,20 @@ class OperatorThread:
         self.ready_flag = threading.Event()
         self.stop_flag = threading.Event()
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name='kopf-operator', daemon=True)
+        self._thread = threading.Thread(target=self._run, name="kopf-operator", daemon=True)
 
     def _run(self) -> None:
         try:
-            asyncio.run(kopf.operator(
-                registry=self.registry,
-                standalone=True,
-                namespaces=self.namespaces,
-                clusterwide=not self.namespaces,
-                ready_flag=self.ready_flag,
-                stop_flag=self.stop_flag,
-            ))
+            asyncio.run(
+                kopf.operator(
+                    registry=self.registry,
+                    standalone=True,
+                    namespaces=self.namespaces,
+                    clusterwide=not self.namespaces,
+                    ready_flag=self.ready_flag,
+                    stop_flag=self.stop_flag,
+                )
+            )
         except BaseException as exc:
             self.error = exc
             self.ready_flag.set()  # do not let start() wait for a dead operator
@@ -78,5 +81,5 @@ def main() -> None:
         operator.stop()
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

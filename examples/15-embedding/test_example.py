@@ -1,4 +1,5 @@
 """The application starts the operator in a thread, the operator handles objects, the application stops it."""
+
 import asyncio
 import importlib.util
 from pathlib import Path
@@ -34,10 +35,12 @@ async def test_operator_in_a_thread(kopf_cluster, monkeypatch):
 
     await asyncio.to_thread(operator.start)  # this loop serves the simulated cluster: never block it
     assert operator.ready_flag.is_set() and operator.error is None
-    await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-                               "metadata": {"name": "embedded"}, "spec": {}})
-    obj = await kopf_cluster.wait_for("kopfexamples", "embedded", timeout=30,
-                                      condition=lambda o: "greet" in o.get("status", {}))
+    await kopf_cluster.create(
+        {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "embedded"}, "spec": {}}
+    )
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "embedded", timeout=30, condition=lambda o: "greet" in o.get("status", {})
+    )
     assert obj["status"]["greet"] == {"message": "hello from the embedded operator, embedded"}
 
     await asyncio.to_thread(operator.stop)

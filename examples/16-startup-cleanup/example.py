@@ -10,6 +10,7 @@
 - ``inventory`` is a probe: ``kopf run --liveness=http://127.0.0.1:8080/healthz`` serves its result.
 - ``close_inventory`` (cleanup) runs when the operator exits (Ctrl+C, SIGTERM, or its stop flag).
 """
+
 import asyncio
 from typing import Any
 
@@ -18,8 +19,8 @@ import kopf
 
 @kopf.on.startup()
 async def open_inventory(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-    settings.execution.max_workers = 4     # threads for the sync handlers
-    settings.posting.level = 30            # only warnings and errors become k8s events (logging.WARNING)
+    settings.execution.max_workers = 4  # threads for the sync handlers
+    settings.posting.level = 30  # only warnings and errors become k8s events (logging.WARNING)
     memo.inventory = {}
     memo.lock = asyncio.Lock()
     logger.info("The inventory is open.")
@@ -27,27 +28,28 @@ async def open_inventory(settings: kopf.OperatorSettings, memo: kopf.Memo, logge
 
 @kopf.on.login()
 def login(logger: kopf.Logger, **kwargs: Any) -> kopf.ConnectionInfo | None:
-    info = kopf.login_with_service_account(logger=logger, **kwargs) or kopf.login_with_kubeconfig(logger=logger,
-                                                                                                  **kwargs)
+    info = kopf.login_with_service_account(logger=logger, **kwargs) or kopf.login_with_kubeconfig(
+        logger=logger, **kwargs
+    )
     if info is not None:
         logger.info(f"Logged in to {info.server}.")
     return info
 
 
-@kopf.on.resume('kopfexamples')
-@kopf.on.create('kopfexamples')
+@kopf.on.resume("kopfexamples")
+@kopf.on.create("kopfexamples")
 async def add_to_inventory(memo: kopf.Memo, namespace: str, name: str, spec: kopf.Spec, **_: Any) -> None:
     async with memo.lock:
-        memo.inventory[f"{namespace}/{name}"] = spec.get('field')
+        memo.inventory[f"{namespace}/{name}"] = spec.get("field")
 
 
-@kopf.on.delete('kopfexamples')
+@kopf.on.delete("kopfexamples")
 async def remove_from_inventory(memo: kopf.Memo, namespace: str, name: str, **_: Any) -> None:
     async with memo.lock:
         memo.inventory.pop(f"{namespace}/{name}", None)
 
 
-@kopf.on.probe(id='inventory')
+@kopf.on.probe(id="inventory")
 def inventory_size(memo: kopf.Memo, **_: Any) -> int:
     return len(memo.inventory)
 

@@ -1,4 +1,5 @@
 """Startup prepares the shared state, handlers use it, the probe reports it, cleanup closes it."""
+
 import asyncio
 from pathlib import Path
 

@@ -13,6 +13,7 @@ Three async daemons run for every KopfExample, and a sync one for those labelled
 - ``sync_monitor`` runs in a thread: a sync daemon must check ``stopped`` (a thread cannot be cancelled)
   and should sleep with ``stopped.wait(...)``.
 """
+
 import asyncio
 from typing import Any
 
@@ -21,7 +22,7 @@ import kopf
 SAMPLE_INTERVAL = 2  # seconds
 
 
-@kopf.daemon('kopfexamples')
+@kopf.daemon("kopfexamples")
 async def monitor(stopped: kopf.DaemonStopped, spec: kopf.Spec, logger: kopf.Logger, **_: Any) -> None:
     samples = 0
     while not stopped:
@@ -31,7 +32,7 @@ async def monitor(stopped: kopf.DaemonStopped, spec: kopf.Spec, logger: kopf.Log
     logger.info(f"The monitoring has stopped after {samples} samples ({stopped.reason.name}).")
 
 
-@kopf.daemon('kopfexamples', cancellation_timeout=5)
+@kopf.daemon("kopfexamples", cancellation_timeout=5)
 async def keep_connection(name: str, logger: kopf.Logger, **_: Any) -> None:
     logger.info(f"A connection for {name} is open.")
     try:
@@ -41,18 +42,17 @@ async def keep_connection(name: str, logger: kopf.Logger, **_: Any) -> None:
         raise
 
 
-@kopf.daemon('kopfexamples', initial_delay=1, when=lambda spec, **_: 'countdown' in spec)
-async def countdown(stopped: kopf.DaemonStopped, spec: kopf.Spec, logger: kopf.Logger,
-                    **_: Any) -> dict[str, Any]:
-    left = int(spec['countdown'])
+@kopf.daemon("kopfexamples", initial_delay=1, when=lambda spec, **_: "countdown" in spec)
+async def countdown(stopped: kopf.DaemonStopped, spec: kopf.Spec, logger: kopf.Logger, **_: Any) -> dict[str, Any]:
+    left = int(spec["countdown"])
     while left > 0 and not stopped:
         logger.info(f"{left}...")
         left -= 1
         await stopped.wait(1)
-    return {'finished': left == 0, 'left': left}
+    return {"finished": left == 0, "left": left}
 
 
-@kopf.daemon('kopfexamples', labels={'example.kopf.dev/sync': 'yes'})
+@kopf.daemon("kopfexamples", labels={"example.kopf.dev/sync": "yes"})
 def sync_monitor(stopped: kopf.DaemonStopped, spec: kopf.Spec, logger: kopf.Logger, **_: Any) -> None:
     samples = 0
     while not stopped:

@@ -1,4 +1,5 @@
 """Daemons run while their object exists, see its changes, and stop (or are cancelled) when it goes."""
+
 import asyncio
 from pathlib import Path
 
@@ -13,8 +14,12 @@ async def wait_for_log(kopf_operator, text: str, timeout: float = 30) -> None:
 
 
 def example(name: str, labels: dict[str, str] | None = None, **spec: object) -> dict:
-    return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-            "metadata": {"name": name, "labels": labels or {}}, "spec": spec}
+    return {
+        "apiVersion": "kopf.dev/v1",
+        "kind": "KopfExample",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+    }
 
 
 async def test_daemons_follow_their_object(kopf_cluster, kopf_operator):
@@ -24,8 +29,9 @@ async def test_daemons_follow_their_object(kopf_cluster, kopf_operator):
     started = loop.time()
     await kopf_cluster.create(example("watched", field="a", countdown=3))
 
-    obj = await kopf_cluster.wait_for("kopfexamples", "watched", timeout=30,
-                                      condition=lambda o: "countdown" in o.get("status", {}))
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "watched", timeout=30, condition=lambda o: "countdown" in o.get("status", {})
+    )
     assert obj["status"]["countdown"] == {"finished": True, "left": 0}
     assert loop.time() - started >= 4  # 1 s of initial delay, then 3 ticks of 1 s
     assert "Sample #1: the field is 'a'." in kopf_operator.logs

@@ -10,28 +10,29 @@
 
 The schedules are short so that the example can be watched in seconds.
 """
+
 import asyncio
 from typing import Any
 
 import kopf
 
 
-@kopf.timer('kopfexamples', interval=3, initial_delay=2)
+@kopf.timer("kopfexamples", interval=3, initial_delay=2)
 def heartbeat(memo: kopf.Memo, name: str, logger: kopf.Logger, **_: Any) -> None:
-    memo.beats = memo.get('beats', 0) + 1
+    memo.beats = memo.get("beats", 0) + 1
     logger.info(f"Heartbeat #{memo.beats} of {name}.")
 
 
-@kopf.timer('kopfexamples', interval=4, sharp=True)
+@kopf.timer("kopfexamples", interval=4, sharp=True)
 async def sync_report(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-    memo.reports = memo.get('reports', 0) + 1
+    memo.reports = memo.get("reports", 0) + 1
     logger.info(f"Report #{memo.reports} is being sent.")
     await asyncio.sleep(1)  # e.g. sending it somewhere
 
 
-@kopf.timer('kopfexamples', idle=5, interval=5)
+@kopf.timer("kopfexamples", idle=5, interval=5)
 def settled(spec: kopf.Spec, status: kopf.Status, logger: kopf.Logger, **_: Any) -> dict[str, Any] | None:
-    if status.get('settled', {}).get('field') == spec.get('field'):
+    if status.get("settled", {}).get("field") == spec.get("field"):
         return None  # nothing new: keep the status (and the object) as it is
     logger.info(f"The field has settled at {spec.get('field')!r}.")
-    return {'field': spec.get('field')}
+    return {"field": spec.get("field")}

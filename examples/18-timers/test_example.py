@@ -1,4 +1,5 @@
 """Timers keep their schedules: initial delay and interval, sharp starts, and idling after changes."""
+
 import asyncio
 import re
 from pathlib import Path
@@ -60,8 +61,9 @@ async def test_sharp_timer_keeps_its_pace(kopf_cluster, kopf_operator, tolerance
 
 async def test_idle_timer_waits_for_quiet(kopf_cluster, kopf_operator, tolerance):
     created = await start(kopf_cluster, kopf_operator, "changing", field="a")
-    obj = await kopf_cluster.wait_for("kopfexamples", "changing", timeout=30,
-                                      condition=lambda o: "settled" in o.get("status", {}))
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "changing", timeout=30, condition=lambda o: "settled" in o.get("status", {})
+    )
     loop = asyncio.get_running_loop()
     assert loop.time() - created == pytest.approx(5, abs=tolerance)
     assert obj["status"]["settled"] == {"field": "a"}
@@ -73,8 +75,9 @@ async def test_idle_timer_waits_for_quiet(kopf_cluster, kopf_operator, tolerance
         await asyncio.sleep(3)
         current = await kopf_cluster.get("kopfexamples", "changing")
         assert current["status"]["settled"] == {"field": "a"}
-    await kopf_cluster.wait_for("kopfexamples", "changing", timeout=30,
-                                condition=lambda o: o["status"]["settled"] == {"field": "d"})
+    await kopf_cluster.wait_for(
+        "kopfexamples", "changing", timeout=30, condition=lambda o: o["status"]["settled"] == {"field": "d"}
+    )
     assert loop.time() - changed == pytest.approx(5, abs=tolerance)
     assert len(re.findall(r"The field has settled", kopf_operator.logs)) == 2  # a, d; not again while the same
     await finish(kopf_cluster, kopf_operator, "changing")

@@ -11,41 +11,49 @@ every index as a kwarg of the same name:
 - ``teams`` is a probe: the liveness endpoint (``kopf run --liveness=URL``) reports the indexed
   ConfigMaps and KopfExamples per team.
 """
+
 from typing import Any
 
 import kopf
 
-TEAM = 'example.kopf.dev/team'
+TEAM = "example.kopf.dev/team"
 
 
-@kopf.index('configmaps', labels={TEAM: kopf.PRESENT})
+@kopf.index("configmaps", labels={TEAM: kopf.PRESENT})
 def configmaps_by_team(name: str, labels: kopf.Labels, **_: Any) -> dict[str, str]:
     return {labels[TEAM]: name}
 
 
-@kopf.index('kopfexamples')
+@kopf.index("kopfexamples")
 def examples_by_team(name: str, spec: kopf.Spec, **_: Any) -> dict[str, str] | None:
-    team = spec.get('field')
+    team = spec.get("field")
     return {team: name} if team else None  # None: not indexed
 
 
-@kopf.on.create('kopfexamples')
-@kopf.on.update('kopfexamples', field='spec.field')
+@kopf.on.create("kopfexamples")
+@kopf.on.update("kopfexamples", field="spec.field")
 def team_settings(spec: kopf.Spec, configmaps_by_team: kopf.Index[str, str], **_: Any) -> list[str]:
-    return sorted(configmaps_by_team.get(str(spec.get('field', '')), []))
+    return sorted(configmaps_by_team.get(str(spec.get("field", "")), []))
 
 
-@kopf.timer('kopfexamples', interval=3, initial_delay=3)
-def refresh_settings(spec: kopf.Spec, status: kopf.Status, configmaps_by_team: kopf.Index[str, str],
-                     patch: kopf.Patch, **_: Any) -> None:
-    names = sorted(configmaps_by_team.get(str(spec.get('field', '')), []))
-    if status.get('team_settings') != names:
-        patch.status['team_settings'] = names
+@kopf.timer("kopfexamples", interval=3, initial_delay=3)
+def refresh_settings(
+    spec: kopf.Spec, status: kopf.Status, configmaps_by_team: kopf.Index[str, str], patch: kopf.Patch, **_: Any
+) -> None:
+    names = sorted(configmaps_by_team.get(str(spec.get("field", "")), []))
+    if status.get("team_settings") != names:
+        patch.status["team_settings"] = names
 
 
 @kopf.on.probe()
-def teams(configmaps_by_team: kopf.Index[str, str], examples_by_team: kopf.Index[str, str],
-          **_: Any) -> dict[str, dict[str, int]]:
+def teams(
+    configmaps_by_team: kopf.Index[str, str], examples_by_team: kopf.Index[str, str], **_: Any
+) -> dict[str, dict[str, int]]:
     names = set(configmaps_by_team) | set(examples_by_team)
-    return {str(team): {'configmaps': len(configmaps_by_team.get(team, [])),
-                        'examples': len(examples_by_team.get(team, []))} for team in sorted(names, key=str)}
+    return {
+        str(team): {
+            "configmaps": len(configmaps_by_team.get(team, [])),
+            "examples": len(examples_by_team.get(team, [])),
+        }
+        for team in sorted(names, key=str)
+    }

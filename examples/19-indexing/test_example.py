@@ -1,4 +1,5 @@
 """The handlers look the team's ConfigMaps up in an index that follows the cluster; a probe reports it."""
+
 from pathlib import Path
 
 import aiohttp
@@ -10,8 +11,12 @@ TEAM = "example.kopf.dev/team"
 
 
 def configmap(name: str, team: str | None) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "labels": {TEAM: team} if team else {}}, "data": {"key": "value"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {TEAM: team} if team else {}},
+        "data": {"key": "value"},
+    }
 
 
 def example(name: str, team: str) -> dict:
@@ -34,8 +39,9 @@ async def test_handlers_use_the_index(kopf_cluster, kopf_operator):
 
     # The index follows the ConfigMaps; the timer notices within its interval (3 s).
     await kopf_cluster.create(configmap("alpha-queue", "alpha"))
-    await kopf_cluster.wait_for("kopfexamples", "svc", timeout=30,
-                                condition=settings_are("alpha-cache", "alpha-db", "alpha-queue"))
+    await kopf_cluster.wait_for(
+        "kopfexamples", "svc", timeout=30, condition=settings_are("alpha-cache", "alpha-db", "alpha-queue")
+    )
     await kopf_cluster.patch("kopfexamples", "svc", {"spec": {"field": "beta"}})
     await kopf_cluster.wait_for("kopfexamples", "svc", condition=settings_are("beta-db"), timeout=30)
     await kopf_cluster.delete("configmaps", "beta-db")
@@ -58,6 +64,10 @@ async def test_probe_reports_the_indices(kopf_cluster, kopf_run):
         # The probes may run before the indices are populated (the resource handlers never do): ask after one.
         await operator.read_until("Handler 'team_settings' succeeded.")
         async with aiohttp.ClientSession() as session, session.get(operator.liveness_url) as response:
-            assert await response.json() == {"teams": {"alpha": {"configmaps": 2, "examples": 1},
-                                                       "beta": {"configmaps": 1, "examples": 0},
-                                                       "gamma": {"configmaps": 0, "examples": 1}}}
+            assert await response.json() == {
+                "teams": {
+                    "alpha": {"configmaps": 2, "examples": 1},
+                    "beta": {"configmaps": 1, "examples": 0},
+                    "gamma": {"configmaps": 0, "examples": 1},
+                }
+            }

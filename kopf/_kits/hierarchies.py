@@ -10,6 +10,7 @@ objects (with their raw dict in ``.obj``); one object or an iterable of them.
 The owner defaults to the object being handled at the moment (when called from
 a handler); it can be passed explicitly as a body, a dict, or a model.
 """
+
 import enum
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
@@ -28,42 +29,42 @@ class _UNSET(enum.Enum):
 
 
 def append_owner_reference(
-        objs: K8sObjects,
-        owner: K8sObject | None = None,
-        *,
-        controller: bool | None = True,
-        block_owner_deletion: bool | None = True,
+    objs: K8sObjects,
+    owner: K8sObject | None = None,
+    *,
+    controller: bool | None = True,
+    block_owner_deletion: bool | None = True,
 ) -> None:
     """Append an owner reference to the object(s), unless they already have one for this owner."""
     body = _guess_owner(owner)
     ref = bodies.build_owner_reference(body, controller=controller, block_owner_deletion=block_owner_deletion)
     for obj in _iter_objects(objs):
-        refs = list(_get_meta_field(obj, 'ownerReferences') or [])
+        refs = list(_get_meta_field(obj, "ownerReferences") or [])
         if not any(_same_owner(existing, ref) for existing in refs):
             refs.append(_convert_owner_reference(obj, ref))
-            _set_meta_field(obj, 'ownerReferences', refs)
+            _set_meta_field(obj, "ownerReferences", refs)
 
 
 def remove_owner_reference(
-        objs: K8sObjects,
-        owner: K8sObject | None = None,
+    objs: K8sObjects,
+    owner: K8sObject | None = None,
 ) -> None:
     """Remove the owner references to this owner from the object(s), if they are there."""
     body = _guess_owner(owner)
     ref = bodies.build_owner_reference(body)
     for obj in _iter_objects(objs):
-        refs = list(_get_meta_field(obj, 'ownerReferences') or [])
+        refs = list(_get_meta_field(obj, "ownerReferences") or [])
         kept = [existing for existing in refs if not _same_owner(existing, ref)]
         if len(kept) != len(refs):
-            _set_meta_field(obj, 'ownerReferences', kept)
+            _set_meta_field(obj, "ownerReferences", kept)
 
 
 def harmonize_naming(
-        objs: K8sObjects,
-        name: str | _UNSET | None = _UNSET.token,
-        *,
-        forced: bool = False,
-        strict: bool = False,
+    objs: K8sObjects,
+    name: str | _UNSET | None = _UNSET.token,
+    *,
+    forced: bool = False,
+    strict: bool = False,
 ) -> None:
     """
     Name the object(s) after the owner (or the specified name), unless they are named already.
@@ -77,21 +78,21 @@ def harmonize_naming(
     if name is None:
         raise LookupError("Name must be set explicitly: the owner has no name.")
     for obj in _iter_objects(objs):
-        named = _get_meta_field(obj, 'name') or _get_meta_field(obj, 'generateName')
+        named = _get_meta_field(obj, "name") or _get_meta_field(obj, "generateName")
         if forced or not named:
             if strict:
-                _set_meta_field(obj, 'name', name)
-                _del_meta_field(obj, 'generateName')
+                _set_meta_field(obj, "name", name)
+                _del_meta_field(obj, "generateName")
             else:
-                _set_meta_field(obj, 'generateName', f'{name}-')
-                _del_meta_field(obj, 'name')
+                _set_meta_field(obj, "generateName", f"{name}-")
+                _del_meta_field(obj, "name")
 
 
 def adjust_namespace(
-        objs: K8sObjects,
-        namespace: str | _UNSET | None = _UNSET.token,
-        *,
-        forced: bool = False,
+    objs: K8sObjects,
+    namespace: str | _UNSET | None = _UNSET.token,
+    *,
+    forced: bool = False,
 ) -> None:
     """
     Put the object(s) into the owner's namespace (or the specified one), unless already set.
@@ -103,17 +104,17 @@ def adjust_namespace(
     if isinstance(namespace, _UNSET):
         namespace = _guess_owner(None).meta.namespace
     for obj in _iter_objects(objs):
-        if forced or not _has_meta_field(obj, 'namespace'):
-            _set_meta_field(obj, 'namespace', namespace)
+        if forced or not _has_meta_field(obj, "namespace"):
+            _set_meta_field(obj, "namespace", namespace)
 
 
 def label(
-        objs: K8sObjects,
-        labels: Mapping[str, str | None] | _UNSET | None = _UNSET.token,
-        *,
-        forced: bool = False,
-        nested: Iterable[dicts.FieldSpec] | str | None = None,
-        force: bool | None = None,
+    objs: K8sObjects,
+    labels: Mapping[str, str | None] | _UNSET | None = _UNSET.token,
+    *,
+    forced: bool = False,
+    nested: Iterable[dicts.FieldSpec] | str | None = None,
+    force: bool | None = None,
 ) -> None:
     """
     Put the labels (by default, the owner's) on the object(s) and on their nested templates.
@@ -130,20 +131,20 @@ def label(
         labels = _guess_owner(None).meta.labels
     assert not isinstance(labels, _UNSET)  # for type-checkers.
     for obj in _walk(objs, nested=nested):
-        existing: Mapping[str, Any] = _get_meta_field(obj, 'labels') or {}
+        existing: Mapping[str, Any] = _get_meta_field(obj, "labels") or {}
         updates = {key: val for key, val in labels.items() if forced or key not in existing}
         changed = any(key not in existing or existing[key] != val for key, val in updates.items())
-        if changed or _get_meta_field(obj, 'labels') is None:
-            _set_meta_field(obj, 'labels', {**existing, **updates})
+        if changed or _get_meta_field(obj, "labels") is None:
+            _set_meta_field(obj, "labels", {**existing, **updates})
 
 
 def adopt(
-        objs: K8sObjects,
-        owner: K8sObject | None = None,
-        *,
-        forced: bool = False,
-        strict: bool = False,
-        nested: Iterable[dicts.FieldSpec] | str | None = None,
+    objs: K8sObjects,
+    owner: K8sObject | None = None,
+    *,
+    forced: bool = False,
+    strict: bool = False,
+    nested: Iterable[dicts.FieldSpec] | str | None = None,
 ) -> None:
     """Make the object(s) the children of the owner: owned, named, namespaced, labelled after it."""
     body = _guess_owner(owner)
@@ -194,8 +195,11 @@ def _iter_objects(objs: K8sObjects) -> Iterator[Any]:
 
 def _walk(objs: K8sObjects, *, nested: Iterable[dicts.FieldSpec] | str | None) -> Iterator[Any]:
     """Iterate over the objects and their existing nested sub-objects (e.g. pod templates)."""
-    paths = [dicts.parse_field(nested)] if isinstance(nested, str) else [
-        dicts.parse_field(field) for field in (nested or [])]
+    paths = (
+        [dicts.parse_field(nested)]
+        if isinstance(nested, str)
+        else [dicts.parse_field(field) for field in (nested or [])]
+    )
     for obj in _iter_objects(objs):
         yield obj
         for path in paths:
@@ -222,6 +226,7 @@ def _resolve_nested(obj: Any, path: dicts.FieldPath) -> Any:
 
 # Access to the metadata fields by their API names, regardless of the object's type.
 
+
 def _raw_dict(obj: Any) -> MutableMapping[str, Any]:
     return cast(MutableMapping[str, Any], obj.obj if thirdparty.is_pykube_object(obj) else obj)
 
@@ -238,43 +243,43 @@ def _model_attr(model: Any, json_name: str) -> str:
 
 def _get_meta_field(obj: Any, field: str) -> Any:
     if thirdparty.is_kubernetes_model(obj):
-        meta = getattr(obj, 'metadata', None)
+        meta = getattr(obj, "metadata", None)
         return None if meta is None else getattr(meta, _model_attr(meta, field), None)
-    return dicts.resolve(_raw_dict(obj), ('metadata', field), None)
+    return dicts.resolve(_raw_dict(obj), ("metadata", field), None)
 
 
 def _has_meta_field(obj: Any, field: str) -> bool:
     """Whether the field is there (for models, not ``None``: they have every field)."""
     if thirdparty.is_kubernetes_model(obj):
         return _get_meta_field(obj, field) is not None
-    metadata = _raw_dict(obj).get('metadata')
+    metadata = _raw_dict(obj).get("metadata")
     return isinstance(metadata, Mapping) and field in metadata
 
 
 def _set_meta_field(obj: Any, field: str, value: Any) -> None:
     if thirdparty.is_kubernetes_model(obj):
-        meta = getattr(obj, 'metadata', None)
+        meta = getattr(obj, "metadata", None)
         if meta is None:
-            meta_class_name = type(obj).openapi_types['metadata']
+            meta_class_name = type(obj).openapi_types["metadata"]
             meta = getattr(thirdparty.get_kubernetes_client(), meta_class_name)()
             obj.metadata = meta
         setattr(meta, _model_attr(meta, field), value)
     else:
-        dicts.ensure(_raw_dict(obj), ('metadata', field), value)
+        dicts.ensure(_raw_dict(obj), ("metadata", field), value)
 
 
 def _del_meta_field(obj: Any, field: str) -> None:
     if thirdparty.is_kubernetes_model(obj):
-        meta = getattr(obj, 'metadata', None)
+        meta = getattr(obj, "metadata", None)
         if meta is not None:
             setattr(meta, _model_attr(meta, field), None)
     else:
-        dicts.remove(_raw_dict(obj), ('metadata', field))
+        dicts.remove(_raw_dict(obj), ("metadata", field))
 
 
 def _same_owner(existing: Any, ref: bodies.OwnerReference) -> bool:
-    uid = existing.get('uid') if isinstance(existing, Mapping) else getattr(existing, 'uid', None)
-    return uid is not None and uid == ref.get('uid')
+    uid = existing.get("uid") if isinstance(existing, Mapping) else getattr(existing, "uid", None)
+    return uid is not None and uid == ref.get("uid")
 
 
 def _convert_owner_reference(obj: Any, ref: bodies.OwnerReference) -> Any:

@@ -6,6 +6,7 @@ the test and the operator. The kit knows nothing of the command line itself (kit
 ``kopf.cli`` in the layers); the public face, :class:`kopf.testing.KopfRunner`, names the command
 (``kopf.cli.main``) and the controls passed to it (``kopf.cli.CLIControls``).
 """
+
 from __future__ import annotations
 
 import abc
@@ -24,7 +25,7 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers import loggers
 from kopf._core.intents.registries import OperatorRegistry
 
-__all__ = ['ThreadedCliRunner']
+__all__ = ["ThreadedCliRunner"]
 
 
 class _AbstractKopfRunner(abc.ABC):
@@ -36,10 +37,10 @@ class _AbstractKopfRunner(abc.ABC):
 
     @abc.abstractmethod
     def __exit__(
-            self,
-            exc_type: type[BaseException] | None,
-            exc_val: BaseException | None,
-            exc_tb: types.TracebackType | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: types.TracebackType | None,
     ) -> bool | None:
         """Stop the operator and collect its outcome."""
 
@@ -64,13 +65,13 @@ class ThreadedCliRunner(_AbstractKopfRunner):
     stoppable: ClassVar[frozenset[str | None]] = frozenset({None})
 
     def __init__(
-            self,
-            *args: Any,
-            reraise: bool = True,
-            timeout: float | None = None,
-            registry: OperatorRegistry | None = None,
-            settings: OperatorSettings | None = None,
-            **kwargs: Any,
+        self,
+        *args: Any,
+        reraise: bool = True,
+        timeout: float | None = None,
+        registry: OperatorRegistry | None = None,
+        settings: OperatorSettings | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__()
         self.args = args
@@ -85,18 +86,17 @@ class ThreadedCliRunner(_AbstractKopfRunner):
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Self:
-        self._thread = threading.Thread(target=self._target, name='kopf-runner', daemon=True)
+        self._thread = threading.Thread(target=self._target, name="kopf-runner", daemon=True)
         self._thread.start()
         waited: list[concurrent.futures.Future[Any]] = [self._ready, self._future]
-        concurrent.futures.wait(waited, timeout=self.timeout,
-                                return_when=concurrent.futures.FIRST_COMPLETED)
+        concurrent.futures.wait(waited, timeout=self.timeout, return_when=concurrent.futures.FIRST_COMPLETED)
         return self
 
     def __exit__(
-            self,
-            exc_type: type[BaseException] | None,
-            exc_val: BaseException | None,
-            exc_tb: types.TracebackType | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: types.TracebackType | None,
     ) -> None:
         if not self._stop.done() and self._subcommand() in self.stoppable:
             self._stop.set_result(None)
@@ -111,17 +111,20 @@ class ThreadedCliRunner(_AbstractKopfRunner):
 
     def _subcommand(self) -> str | None:
         """The subcommand invoked, if it can be seen in the args (the first word that is not an option)."""
-        args = self.args[0] if self.args else self.kwargs.get('args')
+        args = self.args[0] if self.args else self.kwargs.get("args")
         tokens = args.split() if isinstance(args, str) else list(args or [])
-        commands = [token for token in tokens if isinstance(token, str) and not token.startswith('-')]
+        commands = [token for token in tokens if isinstance(token, str) and not token.startswith("-")]
         return commands[0] if commands else None
 
     def _target(self) -> None:
         loop = asyncio.new_event_loop()
         try:
             controls = self.controls(
-                ready_flag=self._ready, stop_flag=self._stop,
-                registry=self.registry, settings=self.settings, loop=loop,
+                ready_flag=self._ready,
+                stop_flag=self._stop,
+                registry=self.registry,
+                settings=self.settings,
+                loop=loop,
             )
             runner = click.testing.CliRunner()
             result = runner.invoke(self.command, *self.args, obj=controls, **self.kwargs)

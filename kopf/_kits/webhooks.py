@@ -14,6 +14,7 @@ tunnels, temporary files) are released even if nobody closes the iterators expli
 The servers are based on aiohttp (an implementation detail). HTTPS is the default; without
 certificates given, a self-signed one is generated (that needs ``pip install kopf[dev]``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,17 +42,17 @@ from kopf._cogs.aiokits import clock
 from kopf._cogs.helpers import certificates
 from kopf._cogs.structs import reviews
 
-logger = logging.getLogger('kopf._kits.webhooks')
+logger = logging.getLogger("kopf._kits.webhooks")
 
 #: The default port to listen for the webhook requests on.
 DEFAULT_PORT = 9443
 
 #: The default address to listen on for the plain servers (only the local machine).
-DEFAULT_ADDR = 'localhost'
+DEFAULT_ADDR = "localhost"
 
 #: The default address to listen on for the servers that are reached via the magic hostnames:
 #: the requests come from the clusters' networks (docker bridges, VMs), not from the loopback.
-ANY_ADDR = '0.0.0.0'
+ANY_ADDR = "0.0.0.0"
 
 PathLike = str | os.PathLike[str]
 
@@ -69,10 +70,10 @@ class WebhookContextManager:
         return self
 
     async def __aexit__(
-            self,
-            exc_type: type[BaseException] | None,
-            exc_val: BaseException | None,
-            exc_tb: TracebackType | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
     ) -> None:
         await self._close_all()
 
@@ -80,16 +81,17 @@ class WebhookContextManager:
     def _generators(self) -> weakref.WeakSet[AsyncGenerator[reviews.WebhookClientConfig, None]]:
         # Not in __init__: the descendants (incl. the users' ones) need not call super().__init__().
         generators: weakref.WeakSet[AsyncGenerator[reviews.WebhookClientConfig, None]]
-        generators = self.__dict__.setdefault('_kopf_generators', weakref.WeakSet())
+        generators = self.__dict__.setdefault("_kopf_generators", weakref.WeakSet())
         return generators
 
     @property
     def _cleanups(self) -> dict[object, Callable[[], Awaitable[None]]]:
-        cleanups: dict[object, Callable[[], Awaitable[None]]] = self.__dict__.setdefault('_kopf_cleanups', {})
+        cleanups: dict[object, Callable[[], Awaitable[None]]] = self.__dict__.setdefault("_kopf_cleanups", {})
         return cleanups
 
     def _track(
-            self, gen: AsyncGenerator[reviews.WebhookClientConfig, None],
+        self,
+        gen: AsyncGenerator[reviews.WebhookClientConfig, None],
     ) -> AsyncIterator[reviews.WebhookClientConfig]:
         """Remember the generator to close it when the context manager exits."""
         self._generators.add(gen)
@@ -107,7 +109,7 @@ class WebhookContextManager:
         for gen in list(self._generators):
             # If it is running in another task (e.g. serving while awaited by a consumer), it cannot be
             # closed from here: its resources are released below, and it ends when its task ends.
-            if not getattr(gen, 'ag_running', False):
+            if not getattr(gen, "ag_running", False):
                 await gen.aclose()
             self._generators.discard(gen)
         while self._cleanups:
@@ -117,31 +119,31 @@ class WebhookContextManager:
 
 def _normalize_path(path: str | None) -> str:
     """A root path as ``/a/b`` (no trailing slash), or an empty string for no root path."""
-    parts = [part for part in (path or '').split('/') if part]
-    return ''.join(f'/{part}' for part in parts)
+    parts = [part for part in (path or "").split("/") if part]
+    return "".join(f"/{part}" for part in parts)
 
 
 def _url_host(host: str) -> str:
     """A hostname as it goes into a URL: IPv6 addresses in brackets."""
     try:
-        ip = ipaddress.ip_address(host.strip('[]'))
+        ip = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return host
-    return f'[{ip}]' if ip.version == 6 else str(ip)
+    return f"[{ip}]" if ip.version == 6 else str(ip)
 
 
 def _read_file(path: PathLike | None) -> bytes | None:
     if path is None:
         return None
     try:
-        with open(path, 'rb') as f:
+        with open(path, "rb") as f:
             return f.read()
     except OSError:
         return None
 
 
 def _write_file(path: PathLike, data: bytes) -> None:
-    with open(path, 'wb') as f:
+    with open(path, "wb") as f:
         f.write(data)
 
 
@@ -156,11 +158,11 @@ def _fingerprint(paths: Iterable[PathLike | None]) -> tuple[str | None, ...]:
 
 def _load_cert_chain(context: ssl.SSLContext, cert: bytes, pkey: bytes, password: str | None) -> None:
     """Load an in-memory certificate & key: the ssl module only reads them from files."""
-    with tempfile.TemporaryDirectory(prefix='kopf-webhook-') as tmpdir:
-        certpath = os.path.join(tmpdir, 'cert.pem')
-        pkeypath = os.path.join(tmpdir, 'pkey.pem')
+    with tempfile.TemporaryDirectory(prefix="kopf-webhook-") as tmpdir:
+        certpath = os.path.join(tmpdir, "cert.pem")
+        pkeypath = os.path.join(tmpdir, "pkey.pem")
         fd = os.open(pkeypath, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'wb') as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(pkey)
         _write_file(certpath, cert)
         context.load_cert_chain(certpath, pkeypath, password=password)
@@ -168,21 +170,34 @@ def _load_cert_chain(context: ssl.SSLContext, cert: bytes, pkey: bytes, password
 
 def _status(code: int, reason: str, message: str) -> web.Response:
     """An error response shaped as a Kubernetes ``Status``, with a human-readable message."""
-    payload = {'apiVersion': 'v1', 'kind': 'Status', 'status': 'Failure',
-               'code': code, 'reason': reason, 'message': message}
+    payload = {
+        "apiVersion": "v1",
+        "kind": "Status",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
     return web.json_response(payload, status=code)
 
 
 def _denial(review: reviews.Request, message: str) -> reviews.Response:
     """A review's response that denies the admission with an internal error (code 500)."""
-    return {'apiVersion': review['apiVersion'], 'kind': reviews.REVIEW_KIND,
-            'response': {'uid': review['request']['uid'], 'allowed': False,
-                         'status': {'code': 500, 'reason': 'InternalError', 'message': message}}}
+    return {
+        "apiVersion": review["apiVersion"],
+        "kind": reviews.REVIEW_KIND,
+        "response": {
+            "uid": review["request"]["uid"],
+            "allowed": False,
+            "status": {"code": 500, "reason": "InternalError", "message": message},
+        },
+    }
 
 
 @dataclasses.dataclass(frozen=True)
 class _Serving:
     """What a server needs to (re)start: decided once per start and per certificate reload."""
+
     context: ssl.SSLContext | None
     cabundle: bytes | None
 
@@ -300,26 +315,27 @@ class WebhookServer(WebhookContextManager):
             hostnames = [host, addr, *self.extra_sans]
             names, ips = certificates.split_hostnames(hostnames)
             if not names and not ips:  # e.g. only 0.0.0.0: usable as localhost at least
-                hostnames.append('localhost')
+                hostnames.append("localhost")
             cert, pkey = self.build_certificate([h for h in hostnames if h], self.password)
             _load_cert_chain(context, cert, pkey, self.password)
             cabundle = cert if cabundle is None else cabundle
 
         verifying = (self.verify_cafile, self.verify_capath, self.verify_cadata)
         if any(value is not None for value in verifying):
-            context.load_verify_locations(cafile=self.verify_cafile, capath=self.verify_capath,
-                                          cadata=self.verify_cadata)
+            context.load_verify_locations(
+                cafile=self.verify_cafile, capath=self.verify_capath, cadata=self.verify_cadata
+            )
             context.verify_mode = ssl.CERT_OPTIONAL
         if self.verify_mode is not None:
             context.verify_mode = self.verify_mode
         return _Serving(context=context, cabundle=cabundle)
 
     def _build_config(self, *, host: str, port: int, serving: _Serving) -> reviews.WebhookClientConfig:
-        scheme = 'http' if serving.context is None else 'https'
-        url = f'{scheme}://{_url_host(host)}:{port}{_normalize_path(self.path)}'
-        config: reviews.WebhookClientConfig = {'url': url}
+        scheme = "http" if serving.context is None else "https"
+        url = f"{scheme}://{_url_host(host)}:{port}{_normalize_path(self.path)}"
+        config: reviews.WebhookClientConfig = {"url": url}
         if serving.cabundle is not None:
-            config['caBundle'] = base64.b64encode(serving.cabundle).decode('ascii')
+            config["caBundle"] = base64.b64encode(serving.cabundle).decode("ascii")
         return config
 
     def _make_app(self, fn: reviews.WebhookFn) -> web.Application:
@@ -329,54 +345,60 @@ class WebhookServer(WebhookContextManager):
             return await self._handle(request, fn=fn, root=root)
 
         app = web.Application(client_max_size=self.MAX_BODY_SIZE)
-        app.router.add_route('*', r'/{tail:[\s\S]*}', handle)
+        app.router.add_route("*", r"/{tail:[\s\S]*}", handle)
         return app
 
     async def _handle(self, request: web.Request, *, fn: reviews.WebhookFn, root: str) -> web.StreamResponse:
         path = request.path
-        if path != root and not path.startswith(f'{root}/'):
-            return _status(404, 'NotFound', f"No webhooks are served at {path!r}; the root is {root or '/'!r}.")
-        webhook = path[len(root):].strip('/') or None
-        if request.method != 'POST':
-            refusal = _status(405, 'MethodNotAllowed', "Admission reviews must be POSTed.")
-            refusal.headers['Allow'] = 'POST'
+        if path != root and not path.startswith(f"{root}/"):
+            return _status(404, "NotFound", f"No webhooks are served at {path!r}; the root is {root or '/'!r}.")
+        webhook = path[len(root) :].strip("/") or None
+        if request.method != "POST":
+            refusal = _status(405, "MethodNotAllowed", "Admission reviews must be POSTed.")
+            refusal.headers["Allow"] = "POST"
             return refusal
 
         if request.content_length is not None and request.content_length > self.MAX_BODY_SIZE:
-            return _status(413, 'RequestEntityTooLarge',
-                           f"The request body is too large: {request.content_length} bytes "
-                           f"while at most {self.MAX_BODY_SIZE} are accepted.")
+            return _status(
+                413,
+                "RequestEntityTooLarge",
+                f"The request body is too large: {request.content_length} bytes "
+                f"while at most {self.MAX_BODY_SIZE} are accepted.",
+            )
         try:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return _status(413, 'RequestEntityTooLarge',
-                           f"The request body is too large: at most {self.MAX_BODY_SIZE} bytes are accepted.")
+            return _status(
+                413,
+                "RequestEntityTooLarge",
+                f"The request body is too large: at most {self.MAX_BODY_SIZE} bytes are accepted.",
+            )
         except (web.HTTPException, ValueError, ConnectionError, RequestPayloadError) as e:  # e.g. a broken gzip
             request.content.feed_eof()  # read no more of it (aiohttp would fail again and log it as unhandled)
             lines = str(e).strip().splitlines()
             reason = lines[-1].strip() if lines else repr(e)
-            refusal = _status(400, 'BadRequest', f"The request body cannot be read: {reason}")
+            refusal = _status(400, "BadRequest", f"The request body cannot be read: {reason}")
             refusal.force_close()
             return refusal
         try:
             payload = json.loads(raw)
         except ValueError as e:  # incl. UnicodeDecodeError
-            return _status(400, 'BadRequest', f"The request body is not valid JSON: {e}")
+            return _status(400, "BadRequest", f"The request body is not valid JSON: {e}")
         except RecursionError:
-            return _status(400, 'BadRequest', "The request body is not valid JSON: it is nested too deeply.")
+            return _status(400, "BadRequest", "The request body is not valid JSON: it is nested too deeply.")
         try:
             review = reviews.check_request(payload)
         except reviews.MalformedReviewError as e:
-            return _status(422, 'Invalid', f"The request body is not an admission review request: {e}")
+            return _status(422, "Invalid", f"The request body is not an admission review request: {e}")
 
         headers = dict(request.headers)
         transport = request.transport
-        peercert = transport.get_extra_info('peercert') if transport is not None else None
+        peercert = transport.get_extra_info("peercert") if transport is not None else None
         sslpeer = peercert or {}  # an empty mapping when the client has no (verified) certificate, as published
         try:
             response = await fn(review, webhook=webhook, headers=headers, sslpeer=sslpeer)
         except reviews.MalformedReviewError as e:
-            return _status(422, 'Invalid', f"The request body is not an admission review request: {e}")
+            return _status(422, "Invalid", f"The request body is not an admission review request: {e}")
         except Exception:
             # A well-formed review that cannot be processed is denied (not an HTTP error, which the apiserver
             # would take for an unreachable webhook); the details stay in the log, not with the clients.
@@ -391,8 +413,13 @@ class WebhookServer(WebhookContextManager):
 
         # Bodies are taken as sent (apiservers never compress them): a compressed one is no review (a 400),
         # and a small compressed body never becomes a huge one.
-        runner = web.AppRunner(self._make_app(fn), handle_signals=False, access_log=None,
-                               shutdown_timeout=self.SHUTDOWN_TIMEOUT, auto_decompress=False)
+        runner = web.AppRunner(
+            self._make_app(fn),
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=self.SHUTDOWN_TIMEOUT,
+            auto_decompress=False,
+        )
         await runner.setup()
         self._add_cleanup(runner, runner.cleanup)
         try:
@@ -457,7 +484,8 @@ class WebhookK3dServer(WebhookServer):
     into the URLs and the self-signed certificate. Unless ``addr`` is given, it listens
     on all interfaces, since the requests come from the cluster's network, not the loopback.
     """
-    DEFAULT_HOST: ClassVar[str | None] = 'host.k3d.internal'
+
+    DEFAULT_HOST: ClassVar[str | None] = "host.k3d.internal"
 
 
 @dataclasses.dataclass(kw_only=True, eq=False)
@@ -469,7 +497,8 @@ class WebhookMinikubeServer(WebhookServer):
     into the URLs and the self-signed certificate. Unless ``addr`` is given, it listens
     on all interfaces, since the requests come from the cluster's network, not the loopback.
     """
-    DEFAULT_HOST: ClassVar[str | None] = 'host.minikube.internal'
+
+    DEFAULT_HOST: ClassVar[str | None] = "host.minikube.internal"
 
 
 @dataclasses.dataclass(kw_only=True, eq=False)
@@ -481,7 +510,8 @@ class WebhookDockerDesktopServer(WebhookServer):
     hostname into the URLs and the self-signed certificate. Unless ``addr`` is given,
     it listens on all interfaces.
     """
-    DEFAULT_HOST: ClassVar[str | None] = 'host.docker.internal'
+
+    DEFAULT_HOST: ClassVar[str | None] = "host.docker.internal"
 
 
 @dataclasses.dataclass(kw_only=True, eq=False)
@@ -512,43 +542,46 @@ class WebhookNgrokTunnel(WebhookContextManager):
 
     async def _serve(self, fn: reviews.WebhookFn) -> AsyncGenerator[reviews.WebhookClientConfig, None]:
         purpose, install = "Tunnelling the webhooks via ngrok", "pip install pyngrok"
-        pyngrok_conf = certificates.import_optional('pyngrok.conf', purpose=purpose, install=install)
-        pyngrok_ngrok = certificates.import_optional('pyngrok.ngrok', purpose=purpose, install=install)
+        pyngrok_conf = certificates.import_optional("pyngrok.conf", purpose=purpose, install=install)
+        pyngrok_ngrok = certificates.import_optional("pyngrok.ngrok", purpose=purpose, install=install)
 
         options: dict[str, Any] = {}
         if self.binary is not None:
-            options['ngrok_path'] = os.fspath(self.binary)
+            options["ngrok_path"] = os.fspath(self.binary)
         if self.token is not None:
-            options['auth_token'] = self.token
+            options["auth_token"] = self.token
         if self.region is not None:
-            options['region'] = self.region
+            options["region"] = self.region
         ngrok_config = pyngrok_conf.PyngrokConfig(**options)
 
         loop = asyncio.get_running_loop()
         server = WebhookServer(addr=self.addr, port=self.port, path=self.path, insecure=True)
         async with server, contextlib.aclosing(server._serve(fn)) as local_configs:
             local_config = await anext(local_configs)  # the local server is started
-            local = urllib.parse.urlsplit(local_config.get('url') or '')
-            target = f'{local.hostname}:{local.port}'
+            local = urllib.parse.urlsplit(local_config.get("url") or "")
+            target = f"{local.hostname}:{local.port}"
             tunnel = await loop.run_in_executor(
-                None, lambda: pyngrok_ngrok.connect(target, bind_tls=True, pyngrok_config=ngrok_config))
-            public_url = str(tunnel.public_url).rstrip('/')
+                None, lambda: pyngrok_ngrok.connect(target, bind_tls=True, pyngrok_config=ngrok_config)
+            )
+            public_url = str(tunnel.public_url).rstrip("/")
             try:
                 logger.info(f"Tunnelling the admission webhooks from {public_url} to {target} via ngrok.")
-                yield {'url': f'{public_url}{_normalize_path(self.path)}'}
+                yield {"url": f"{public_url}{_normalize_path(self.path)}"}
                 await asyncio.Event().wait()  # the local server needs no attention: insecure, no files
             finally:
                 await loop.run_in_executor(
-                    None, lambda: pyngrok_ngrok.disconnect(public_url, pyngrok_config=ngrok_config))
+                    None, lambda: pyngrok_ngrok.disconnect(public_url, pyngrok_config=ngrok_config)
+                )
 
 
 class ClusterKind(enum.Enum):
     """The kinds of clusters that the auto-servers & auto-tunnels recognise."""
-    UNKNOWN = 'unknown'
-    IN_CLUSTER = 'in-cluster'
-    K3D = 'k3d'
-    MINIKUBE = 'minikube'
-    DOCKER_DESKTOP = 'docker-desktop'
+
+    UNKNOWN = "unknown"
+    IN_CLUSTER = "in-cluster"
+    K3D = "k3d"
+    MINIKUBE = "minikube"
+    DOCKER_DESKTOP = "docker-desktop"
 
 
 #: The servers to use for the clusters that are reachable from inside via magic hostnames.
@@ -565,6 +598,7 @@ async def _fetch_from_api(url: str) -> Any:
     # Lazy: the detection is rare, and it is the only place where the webhooks talk to the API.
     from kopf._cogs.clients import api
     from kopf._cogs.configs.configuration import OperatorSettings
+
     settings = OperatorSettings()
     settings.networking.error_backoffs = []  # a guess is not worth waiting for
     settings.networking.request_timeout = 10
@@ -573,27 +607,27 @@ async def _fetch_from_api(url: str) -> Any:
 
 def _classify(version: Mapping[str, Any] | None, nodes: Iterable[Mapping[str, Any]]) -> ClusterKind:
     """Guess the cluster kind from the apiserver's version and the nodes' names, labels, & provider ids."""
-    git_version = str((version or {}).get('gitVersion', ''))
-    if '+k3s' in git_version:
+    git_version = str((version or {}).get("gitVersion", ""))
+    if "+k3s" in git_version:
         return ClusterKind.K3D
     for node in nodes:
-        metadata = node.get('metadata') or {}
-        name = str(metadata.get('name') or '')
-        labels = metadata.get('labels') or {}
-        provider_id = str((node.get('spec') or {}).get('providerID') or '')
-        if provider_id.startswith('k3s://') or labels.get('node.kubernetes.io/instance-type') == 'k3s':
+        metadata = node.get("metadata") or {}
+        name = str(metadata.get("name") or "")
+        labels = metadata.get("labels") or {}
+        provider_id = str((node.get("spec") or {}).get("providerID") or "")
+        if provider_id.startswith("k3s://") or labels.get("node.kubernetes.io/instance-type") == "k3s":
             return ClusterKind.K3D
-        if any(key.startswith('minikube.k8s.io/') for key in labels) or name == 'minikube':
+        if any(key.startswith("minikube.k8s.io/") for key in labels) or name == "minikube":
             return ClusterKind.MINIKUBE
-        if name == 'docker-desktop' or labels.get('kubernetes.io/hostname') == 'docker-desktop':
+        if name == "docker-desktop" or labels.get("kubernetes.io/hostname") == "docker-desktop":
             return ClusterKind.DOCKER_DESKTOP
     return ClusterKind.UNKNOWN
 
 
 async def detect_cluster(
-        *,
-        environ: Mapping[str, str] | None = None,
-        fetch: Fetcher | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    fetch: Fetcher | None = None,
 ) -> ClusterKind:
     """
     Guess what kind of cluster the operator works with, and from where.
@@ -603,22 +637,22 @@ async def detect_cluster(
     Any failure to ask the API (no credentials, no permissions) means an unknown cluster.
     """
     environ = os.environ if environ is None else environ
-    if environ.get('KUBERNETES_SERVICE_HOST'):
+    if environ.get("KUBERNETES_SERVICE_HOST"):
         return ClusterKind.IN_CLUSTER
     fetch = _fetch_from_api if fetch is None else fetch
     try:
-        version = await fetch('/version')
+        version = await fetch("/version")
     except Exception as e:
         logger.debug(f"Cannot detect the cluster kind: {e!r}")
         return ClusterKind.UNKNOWN
-    if '+k3s' in str((version or {}).get('gitVersion', '')):
+    if "+k3s" in str((version or {}).get("gitVersion", "")):
         return ClusterKind.K3D
     try:
-        nodelist = await fetch('/api/v1/nodes')
+        nodelist = await fetch("/api/v1/nodes")
     except Exception as e:
         logger.debug(f"Cannot list the nodes to detect the cluster kind: {e!r}")
         nodelist = None
-    return _classify(version, (nodelist or {}).get('items') or [])
+    return _classify(version, (nodelist or {}).get("items") or [])
 
 
 class ClusterDetector:

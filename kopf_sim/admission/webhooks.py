@@ -8,6 +8,7 @@ the object was re-checked against its schema. Webhooks are reached over HTTP(S) 
 (the ``caBundle`` honoured), or in-process when a handler is registered for their URL or service,
 which is how operators under test get their webhooks called with no sockets and no certificates.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,7 +43,7 @@ class Attributes:
     """What is being admitted: the request as the webhooks' rules see it."""
 
     rtype: ResourceType
-    operation: str            # CREATE, UPDATE, DELETE
+    operation: str  # CREATE, UPDATE, DELETE
     namespace: str | None
     name: str
     subresource: str | None
@@ -110,8 +111,9 @@ class AdmissionControl:
 
     # -- The two phases ----------------------------------------------------------------------------
 
-    async def mutate(self, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None,
-                     warnings: list[str]) -> JsonDict | None:
+    async def mutate(
+        self, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None, warnings: list[str]
+    ) -> JsonDict | None:
         """Run the matching mutating webhooks in order; each sees the previous one's result."""
         if attrs.rtype.storage_key in _EXEMPT:
             return obj
@@ -127,8 +129,9 @@ class AdmissionControl:
                 obj = self._apply_patch(hook, obj, response)
         return obj
 
-    async def validate(self, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None,
-                       warnings: list[str]) -> None:
+    async def validate(
+        self, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None, warnings: list[str]
+    ) -> None:
         """Run the matching validating webhooks (in parallel, as the apiserver); the first denial wins."""
         if attrs.rtype.storage_key in _EXEMPT:
             return
@@ -172,9 +175,18 @@ class AdmissionControl:
         gvk = {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}
         gvr = {"group": rtype.group, "version": rtype.version, "resource": rtype.plural}
         request: JsonDict = {
-            "uid": self.cluster.uids(), "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
-            "name": attrs.name, "operation": attrs.operation, "userInfo": USER_INFO,
-            "object": obj, "oldObject": old, "dryRun": attrs.dry_run, "options": attrs.options,
+            "uid": self.cluster.uids(),
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": gvk,
+            "requestResource": gvr,
+            "name": attrs.name,
+            "operation": attrs.operation,
+            "userInfo": USER_INFO,
+            "object": obj,
+            "oldObject": old,
+            "dryRun": attrs.dry_run,
+            "options": attrs.options,
         }
         if attrs.subresource:
             request["subResource"] = request["requestSubResource"] = attrs.subresource
@@ -182,8 +194,9 @@ class AdmissionControl:
             request["namespace"] = attrs.namespace
         return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
-    async def _call(self, hook: Webhook, attrs: Attributes, obj: JsonDict | None,
-                    old: JsonDict | None) -> JsonDict | None:
+    async def _call(
+        self, hook: Webhook, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None
+    ) -> JsonDict | None:
         """The webhook's ``response``, or None when calling it failed and the failure policy ignores that."""
         review = self._review(attrs, obj, old)
         try:
@@ -193,8 +206,9 @@ class AdmissionControl:
             if not isinstance(response, dict):
                 raise WebhookCallError("the response is not an AdmissionReview with a response")
             if response.get("uid") != review["request"]["uid"]:
-                raise WebhookCallError(f"expected response.uid={review['request']['uid']!r}, "
-                                       f"got {response.get('uid')!r}")
+                raise WebhookCallError(
+                    f"expected response.uid={review['request']['uid']!r}, got {response.get('uid')!r}"
+                )
             return response
         except (WebhookCallError, aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
             if hook.failure_policy == "Ignore":
@@ -202,8 +216,11 @@ class AdmissionControl:
             detail = str(exc) or type(exc).__name__
             if isinstance(exc, TimeoutError):
                 detail = "context deadline exceeded"
-            raise errors.ApiError(500, "InternalError", f'Internal error occurred: failed calling webhook '
-                                  f'"{hook.name}": failed to call webhook: {detail}') from None
+            raise errors.ApiError(
+                500,
+                "InternalError",
+                f'Internal error occurred: failed calling webhook "{hook.name}": failed to call webhook: {detail}',
+            ) from None
 
     async def _send(self, hook: Webhook, review: JsonDict) -> Any:
         url, service_key = hook.endpoint()
@@ -219,8 +236,12 @@ class AdmissionControl:
             ssl_context = ssl.create_default_context()
             if ca_bundle:
                 ssl_context.load_verify_locations(cadata=base64.b64decode(ca_bundle).decode())
-        async with self._session.post(url, json=review, ssl=ssl_context if url.startswith("https") else False,
-                                      headers={"Accept": "application/json"}) as response:
+        async with self._session.post(
+            url,
+            json=review,
+            ssl=ssl_context if url.startswith("https") else False,
+            headers={"Accept": "application/json"},
+        ) as response:
             if response.status != 200:
                 raise WebhookCallError(f"the server responded with HTTP {response.status}")
             return await response.json(content_type=None)
@@ -239,17 +260,28 @@ class AdmissionControl:
 
     def _apply_patch(self, hook: Webhook, obj: JsonDict, response: JsonDict) -> JsonDict:
         if response.get("patchType", "JSONPatch") != "JSONPatch":
-            raise errors.ApiError(500, "InternalError", f'Internal error occurred: admission webhook "{hook.name}" '
-                                  f"returned an unsupported patch type {response.get('patchType')!r}")
+            raise errors.ApiError(
+                500,
+                "InternalError",
+                f'Internal error occurred: admission webhook "{hook.name}" '
+                f"returned an unsupported patch type {response.get('patchType')!r}",
+            )
         try:
             ops = json.loads(base64.b64decode(response["patch"]))
             patched = patching.apply_json_patch(obj, ops)
         except (ValueError, patching.PatchError) as exc:
-            raise errors.ApiError(500, "InternalError", f'Internal error occurred: admission webhook "{hook.name}" '
-                                  f"returned an invalid patch: {exc}") from None
+            raise errors.ApiError(
+                500,
+                "InternalError",
+                f'Internal error occurred: admission webhook "{hook.name}" returned an invalid patch: {exc}',
+            ) from None
         if not isinstance(patched, dict):
-            raise errors.ApiError(500, "InternalError", f'Internal error occurred: admission webhook "{hook.name}" '
-                                  "returned a patch that does not produce an object")
+            raise errors.ApiError(
+                500,
+                "InternalError",
+                f'Internal error occurred: admission webhook "{hook.name}" '
+                "returned a patch that does not produce an object",
+            )
         return patched
 
 

@@ -4,6 +4,7 @@ A :class:`ControllerManager` runs them for one :class:`~kopf_sim.store.cluster.C
 (virtual time under the pytest plugin); each controller can be switched off, and tests steer the
 pods' fates with :class:`Fate` rules. See ``docs/sim.md`` for what is simulated and what is not.
 """
+
 from __future__ import annotations
 
 from .fates import Fate, FateRule

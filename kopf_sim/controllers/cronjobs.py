@@ -7,6 +7,7 @@ is older than ``startingDeadlineSeconds``; ``concurrencyPolicy`` Forbid skips a 
 active, Replace deletes the active ones first. Finished Jobs beyond the history limits are deleted.
 Between two runs there is one timer, for the next scheduled time.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -26,8 +27,15 @@ from .runtime import CRONJOBS, JOBS, Controller, Key, new_owner_ref, owned_by, o
 logger = logging.getLogger("kopf_sim.controllers")
 
 SCHEDULED_AT = "batch.kubernetes.io/cronjob-scheduled-timestamp"
-MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
-          "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 
 
 class ScheduleError(ValueError):
@@ -62,16 +70,23 @@ def next_after(schedule: str, zone: str | None, moment: datetime.datetime) -> da
     """The first scheduled time after the moment."""
     tz = _zone(zone)
     try:
-        return next(iter(cronsim.CronSim(_expression(schedule), moment.astimezone(tz).replace(microsecond=0))))\
-            .astimezone(datetime.UTC)
+        return next(
+            iter(cronsim.CronSim(_expression(schedule), moment.astimezone(tz).replace(microsecond=0)))
+        ).astimezone(datetime.UTC)
     except (cronsim.CronSimError, StopIteration) as exc:
         raise ScheduleError(f"invalid schedule {schedule!r}: {exc}") from exc
 
 
 def _reference(job: JsonDict) -> JsonDict:
     metadata = meta(job)
-    return {"apiVersion": "batch/v1", "kind": "Job", "name": metadata["name"], "namespace": metadata.get("namespace"),
-            "resourceVersion": metadata.get("resourceVersion"), "uid": metadata["uid"]}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": metadata["name"],
+        "namespace": metadata.get("namespace"),
+        "resourceVersion": metadata.get("resourceVersion"),
+        "uid": metadata["uid"],
+    }
 
 
 class CronJobController(Controller):
@@ -89,9 +104,14 @@ class CronJobController(Controller):
             return
         spec = cronjob.get("spec") or {}
         now = self.wall()
-        jobs = sorted((obj for obj in self.cluster.dependents_of(meta(cronjob)["uid"])
-                       if obj.get("kind") == "Job" and owned_by(obj, cronjob)),
-                      key=lambda j: (meta(j).get("creationTimestamp", ""), meta(j)["name"]))
+        jobs = sorted(
+            (
+                obj
+                for obj in self.cluster.dependents_of(meta(cronjob)["uid"])
+                if obj.get("kind") == "Job" and owned_by(obj, cronjob)
+            ),
+            key=lambda j: (meta(j).get("creationTimestamp", ""), meta(j)["name"]),
+        )
         active = [j for j in jobs if finished_condition(j) is None and not meta(j).get("deletionTimestamp")]
         status = dict(cronjob.get("status") or {})
         try:
@@ -115,8 +135,11 @@ class CronJobController(Controller):
                     jobs.append(started)
                 status["lastScheduleTime"] = format_timestamp(due)
         jobs = await self._clean_up(cronjob, jobs)
-        successful = [parse_time((j.get("status") or {}).get("completionTime")) for j in jobs
-                      if (finished_condition(j) or {}).get("type") == "Complete"]
+        successful = [
+            parse_time((j.get("status") or {}).get("completionTime"))
+            for j in jobs
+            if (finished_condition(j) or {}).get("type") == "Complete"
+        ]
         latest = max((t for t in successful if t is not None), default=None)
         if latest is not None:
             status["lastSuccessfulTime"] = format_timestamp(latest)
@@ -147,25 +170,39 @@ class CronJobController(Controller):
         template = spec.get("jobTemplate") or {}
         template_meta = template.get("metadata") or {}
         zone = _zone(spec.get("timeZone"))
-        annotations = {**(template_meta.get("annotations") or {}),
-                       SCHEDULED_AT: scheduled.astimezone(zone).isoformat().replace("+00:00", "Z")}
-        metadata: JsonDict = {"name": f"{meta(cronjob)['name']}-{int(scheduled.timestamp()) // 60}",
-                              "namespace": meta(cronjob).get("namespace"), "annotations": annotations,
-                              "ownerReferences": [new_owner_ref(cronjob)]}
+        annotations = {
+            **(template_meta.get("annotations") or {}),
+            SCHEDULED_AT: scheduled.astimezone(zone).isoformat().replace("+00:00", "Z"),
+        }
+        metadata: JsonDict = {
+            "name": f"{meta(cronjob)['name']}-{int(scheduled.timestamp()) // 60}",
+            "namespace": meta(cronjob).get("namespace"),
+            "annotations": annotations,
+            "ownerReferences": [new_owner_ref(cronjob)],
+        }
         if template_meta.get("labels"):
             metadata["labels"] = dict(template_meta["labels"])
-        body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
-                "spec": clone(template.get("spec") or {})}
+        body = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": metadata,
+            "spec": clone(template.get("spec") or {}),
+        }
         return await self.create(JOBS, meta(cronjob).get("namespace"), body)
 
     async def _clean_up(self, cronjob: JsonDict, jobs: list[JsonDict]) -> list[JsonDict]:
         spec = cronjob.get("spec") or {}
         kept = list(jobs)
-        for type_, limit in (("Complete", spec.get("successfulJobsHistoryLimit", 3)),
-                             ("Failed", spec.get("failedJobsHistoryLimit", 1))):
-            done = [j for j in jobs if (finished_condition(j) or {}).get("type") == type_
-                    and not meta(j).get("deletionTimestamp")]
-            for job in done[:max(len(done) - int(limit), 0)]:
+        for type_, limit in (
+            ("Complete", spec.get("successfulJobsHistoryLimit", 3)),
+            ("Failed", spec.get("failedJobsHistoryLimit", 1)),
+        ):
+            done = [
+                j
+                for j in jobs
+                if (finished_condition(j) or {}).get("type") == type_ and not meta(j).get("deletionTimestamp")
+            ]
+            for job in done[: max(len(done) - int(limit), 0)]:
                 await self.delete(job, propagation="Background")
                 kept.remove(job)
         return kept

@@ -4,6 +4,7 @@ Each pod is pinned to its node by a required node affinity on ``metadata.name`` 
 scheduler, as in a real cluster) and tolerates the node-condition taints. A RollingUpdate replaces
 the pods of an old template within ``maxUnavailable`` (1 by default); OnDelete waits for deletions.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -34,8 +35,9 @@ def target_node(pod: JsonDict) -> str | None:
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
         return str(spec["nodeName"])
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     for term in required.get("nodeSelectorTerms") or []:
         for field in term.get("matchFields") or []:
             if field.get("key") == "metadata.name" and field.get("operator") == "In" and field.get("values"):
@@ -44,13 +46,16 @@ def target_node(pod: JsonDict) -> str | None:
 
 
 def _fits(ds: JsonDict, node: JsonDict) -> bool:
-    template = ((ds.get("spec") or {}).get("template") or {})
+    template = (ds.get("spec") or {}).get("template") or {}
     pod = {"spec": template.get("spec") or {}}
     if meta(node).get("deletionTimestamp") or not affinity_fits(pod, node):
         return False
     tolerations = [*(pod["spec"].get("tolerations") or []), *DEFAULT_TOLERATIONS]
-    return all(tolerates(tolerations, taint) for taint in (node.get("spec") or {}).get("taints") or []
-               if taint.get("effect") in ("NoSchedule", "NoExecute"))
+    return all(
+        tolerates(tolerations, taint)
+        for taint in (node.get("spec") or {}).get("taints") or []
+        if taint.get("effect") in ("NoSchedule", "NoExecute")
+    )
 
 
 class DaemonSetController(Controller):
@@ -79,8 +84,9 @@ class DaemonSetController(Controller):
                 stopping.add(target_node(pod) or "")
             elif is_active(pod):
                 by_node.setdefault(target_node(pod) or "", []).append(pod)
-            elif (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") \
-                    and not meta(pod).get("deletionTimestamp"):
+            elif (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and not meta(pod).get(
+                "deletionTimestamp"
+            ):
                 await self.delete(pod)  # a daemon pod that exited is replaced
         for node in eligible:
             pods = sorted(by_node.get(node, []), key=lambda p: meta(p).get("creationTimestamp", ""))
@@ -103,19 +109,24 @@ class DaemonSetController(Controller):
         pod = pod_from_template((ds.get("spec") or {}).get("template"), ds, labels=labels)
         spec = pod["spec"]
         affinity = dict(spec.get("affinity") or {})
-        affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}
+        affinity["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+            }
+        }
         spec["affinity"] = affinity
         tolerations = list(spec.get("tolerations") or [])
         for toleration in DEFAULT_TOLERATIONS:
-            if not any(t.get("key") == toleration["key"] and t.get("effect") == toleration["effect"]
-                       for t in tolerations):
+            if not any(
+                t.get("key") == toleration["key"] and t.get("effect") == toleration["effect"] for t in tolerations
+            ):
                 tolerations.append(dict(toleration))
         spec["tolerations"] = tolerations
         return pod
 
-    async def _roll(self, ds: JsonDict, eligible: list[str], by_node: dict[str, list[JsonDict]], hash_: str,
-                    rolling: JsonDict) -> None:
+    async def _roll(
+        self, ds: JsonDict, eligible: list[str], by_node: dict[str, list[JsonDict]], hash_: str, rolling: JsonDict
+    ) -> None:
         now = self.wall()
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
         budget = resolve_percent(rolling.get("maxUnavailable"), len(eligible), round_up=False, default="1") or 1
@@ -160,9 +171,13 @@ class DaemonSetController(Controller):
                 updated += 1
         if soonest is not None:
             self.later(soonest, key)
-        status: JsonDict = {"currentNumberScheduled": scheduled, "numberMisscheduled": misscheduled,
-                            "desiredNumberScheduled": len(eligible), "numberReady": ready,
-                            "observedGeneration": meta(ds).get("generation", 1)}
+        status: JsonDict = {
+            "currentNumberScheduled": scheduled,
+            "numberMisscheduled": misscheduled,
+            "desiredNumberScheduled": len(eligible),
+            "numberReady": ready,
+            "observedGeneration": meta(ds).get("generation", 1),
+        }
         if updated:
             status["updatedNumberScheduled"] = updated
         if available_count:

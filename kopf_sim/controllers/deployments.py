@@ -9,6 +9,7 @@ ReplicaSets' replicas; the Available and Progressing conditions say what ``kubec
 and ``kubectl wait --for=condition=Available`` wait for, including ``progressDeadlineSeconds``.
 Proportional scaling of a rollout in flight is simplified: a scale applies to the new ReplicaSet.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -37,8 +38,16 @@ REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
 DESIRED = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 HASH_LABEL = "pod-template-hash"
-_NOT_COPIED = frozenset({"kubectl.kubernetes.io/last-applied-configuration", REVISION, REVISION_HISTORY, DESIRED,
-                         MAX_REPLICAS, "deprecated.deployment.rollback.to"})
+_NOT_COPIED = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        REVISION,
+        REVISION_HISTORY,
+        DESIRED,
+        MAX_REPLICAS,
+        "deprecated.deployment.rollback.to",
+    }
+)
 
 
 def revision_of(rs: JsonDict) -> int:
@@ -106,8 +115,11 @@ class DeploymentController(Controller):
         await self.update_status(deployment, status)
 
     def _replica_sets(self, deployment: JsonDict) -> list[JsonDict]:
-        found = [obj for obj in self.cluster.dependents_of(meta(deployment)["uid"])
-                 if obj.get("kind") == "ReplicaSet" and owned_by(obj, deployment)]
+        found = [
+            obj
+            for obj in self.cluster.dependents_of(meta(deployment)["uid"])
+            if obj.get("kind") == "ReplicaSet" and owned_by(obj, deployment)
+        ]
         return sorted(found, key=_by_age)
 
     def _find_new(self, deployment: JsonDict, replica_sets: list[JsonDict]) -> JsonDict | None:
@@ -129,8 +141,9 @@ class DeploymentController(Controller):
             unavailable = 1
         return replicas, surge, min(unavailable, replicas)
 
-    async def _roll(self, deployment: JsonDict, replica_sets: list[JsonDict],
-                    new_rs: JsonDict | None) -> tuple[JsonDict | None, str | None]:
+    async def _roll(
+        self, deployment: JsonDict, replica_sets: list[JsonDict], new_rs: JsonDict | None
+    ) -> tuple[JsonDict | None, str | None]:
         replicas, surge, max_unavailable = self._limits(deployment)
         old = [rs for rs in replica_sets if rs is not new_rs]
         current = sum(_spec_replicas(rs) for rs in replica_sets)
@@ -178,8 +191,9 @@ class DeploymentController(Controller):
             done += down
         return new_rs, None
 
-    async def _recreate(self, deployment: JsonDict, replica_sets: list[JsonDict],
-                        new_rs: JsonDict | None) -> tuple[JsonDict | None, str | None]:
+    async def _recreate(
+        self, deployment: JsonDict, replica_sets: list[JsonDict], new_rs: JsonDict | None
+    ) -> tuple[JsonDict | None, str | None]:
         replicas = int((deployment.get("spec") or {}).get("replicas", 1))
         old = [rs for rs in replica_sets if rs is not new_rs]
         scaled = False
@@ -220,19 +234,28 @@ class DeploymentController(Controller):
             selector["matchLabels"] = {**(selector.get("matchLabels") or {}), HASH_LABEL: hash_}
             name = f"{meta(deployment)['name']}-{hash_}"
             body: JsonDict = {
-                "apiVersion": "apps/v1", "kind": "ReplicaSet",
-                "metadata": {"name": name, "namespace": meta(deployment).get("namespace"),
-                             "labels": dict(template["metadata"]["labels"]),
-                             "annotations": self._annotations(deployment, revision),
-                             "ownerReferences": [new_owner_ref(deployment)]},
-                "spec": {"replicas": replicas, "minReadySeconds": int(spec.get("minReadySeconds") or 0),
-                         "selector": selector, "template": template},
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {
+                    "name": name,
+                    "namespace": meta(deployment).get("namespace"),
+                    "labels": dict(template["metadata"]["labels"]),
+                    "annotations": self._annotations(deployment, revision),
+                    "ownerReferences": [new_owner_ref(deployment)],
+                },
+                "spec": {
+                    "replicas": replicas,
+                    "minReadySeconds": int(spec.get("minReadySeconds") or 0),
+                    "selector": selector,
+                    "template": template,
+                },
             }
             existing = self.get(REPLICASETS, (meta(deployment).get("namespace", ""), name))
             if existing is None:
                 return await self.create(REPLICASETS, meta(deployment).get("namespace"), body)
             if owned_by(existing, deployment) and without_label(
-                    (existing.get("spec") or {}).get("template"), HASH_LABEL) == spec.get("template"):
+                (existing.get("spec") or {}).get("template"), HASH_LABEL
+            ) == spec.get("template"):
                 return existing
             collisions += 1  # a ReplicaSet of that name but another template: hash again
             status = {**(deployment.get("status") or {}), "collisionCount": collisions}
@@ -250,8 +273,10 @@ class DeploymentController(Controller):
     async def _note_revision(self, deployment: JsonDict, new_rs: JsonDict) -> None:
         """The new ReplicaSet has the highest revision (an old one brought back gets the next one); the
         Deployment carries it as its own."""
-        others = max((revision_of(rs) for rs in self._replica_sets(deployment)
-                      if meta(rs)["uid"] != meta(new_rs)["uid"]), default=0)
+        others = max(
+            (revision_of(rs) for rs in self._replica_sets(deployment) if meta(rs)["uid"] != meta(new_rs)["uid"]),
+            default=0,
+        )
         revision = revision_of(new_rs)
         if revision <= others:
             old_revision, revision = revision, others + 1
@@ -267,8 +292,14 @@ class DeploymentController(Controller):
 
     async def _clean_up(self, deployment: JsonDict, replica_sets: list[JsonDict], new_rs: JsonDict | None) -> None:
         limit = int((deployment.get("spec") or {}).get("revisionHistoryLimit", 10))
-        idle = [rs for rs in replica_sets if rs is not new_rs and _spec_replicas(rs) == 0
-                and _status_count(rs, "replicas") == 0 and not meta(rs).get("deletionTimestamp")]
+        idle = [
+            rs
+            for rs in replica_sets
+            if rs is not new_rs
+            and _spec_replicas(rs) == 0
+            and _status_count(rs, "replicas") == 0
+            and not meta(rs).get("deletionTimestamp")
+        ]
         excess = len(idle) - limit
         if excess <= 0:
             return
@@ -277,8 +308,9 @@ class DeploymentController(Controller):
 
     # -- Status -----------------------------------------------------------------------------------------
 
-    def _status(self, deployment: JsonDict, replica_sets: list[JsonDict], new_rs: JsonDict | None,
-                reason: str | None) -> JsonDict:
+    def _status(
+        self, deployment: JsonDict, replica_sets: list[JsonDict], new_rs: JsonDict | None, reason: str | None
+    ) -> JsonDict:
         spec = deployment.get("spec") or {}
         old_status = deployment.get("status") or {}
         replicas, _, max_unavailable = self._limits(deployment)
@@ -296,17 +328,45 @@ class DeploymentController(Controller):
         now = self.now()
         conditions = [dict(c) for c in old_status.get("conditions") or []]
         if available >= replicas - max_unavailable:
-            conditions = set_condition(conditions, "Available", "True", "MinimumReplicasAvailable",
-                                       "Deployment has minimum availability.", now, update_time=True)
+            conditions = set_condition(
+                conditions,
+                "Available",
+                "True",
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.",
+                now,
+                update_time=True,
+            )
         else:
-            conditions = set_condition(conditions, "Available", "False", "MinimumReplicasUnavailable",
-                                       "Deployment does not have minimum availability.", now, update_time=True)
+            conditions = set_condition(
+                conditions,
+                "Available",
+                "False",
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.",
+                now,
+                update_time=True,
+            )
         conditions = self._progressing(deployment, conditions, status, new_rs, reason, now)
-        failure = next((c for rs in replica_sets for c in (rs.get("status") or {}).get("conditions") or []
-                        if c.get("type") == "ReplicaFailure" and c.get("status") == "True"), None)
+        failure = next(
+            (
+                c
+                for rs in replica_sets
+                for c in (rs.get("status") or {}).get("conditions") or []
+                if c.get("type") == "ReplicaFailure" and c.get("status") == "True"
+            ),
+            None,
+        )
         if failure is not None:  # a ReplicaSet cannot create its pods: the Deployment says so too
-            conditions = set_condition(conditions, "ReplicaFailure", "True", failure.get("reason", ""),
-                                       failure.get("message", ""), now, update_time=True)
+            conditions = set_condition(
+                conditions,
+                "ReplicaFailure",
+                "True",
+                failure.get("reason", ""),
+                failure.get("message", ""),
+                now,
+                update_time=True,
+            )
         else:
             conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
         status["conditions"] = conditions
@@ -318,39 +378,69 @@ class DeploymentController(Controller):
 
     def _complete(self, deployment: JsonDict, status: JsonDict) -> bool:
         replicas = int((deployment.get("spec") or {}).get("replicas", 1))
-        return bool(status.get("updatedReplicas", 0) == replicas and status.get("replicas", 0) == replicas
-                and status.get("availableReplicas", 0) == replicas
-                and status.get("observedGeneration", 0) >= meta(deployment).get("generation", 1))
+        return bool(
+            status.get("updatedReplicas", 0) == replicas
+            and status.get("replicas", 0) == replicas
+            and status.get("availableReplicas", 0) == replicas
+            and status.get("observedGeneration", 0) >= meta(deployment).get("generation", 1)
+        )
 
-    def _progressing(self, deployment: JsonDict, conditions: list[JsonDict], status: JsonDict,
-                     new_rs: JsonDict | None, reason: str | None, now: str) -> list[JsonDict]:
+    def _progressing(
+        self,
+        deployment: JsonDict,
+        conditions: list[JsonDict],
+        status: JsonDict,
+        new_rs: JsonDict | None,
+        reason: str | None,
+        now: str,
+    ) -> list[JsonDict]:
         spec = deployment.get("spec") or {}
         current = condition(conditions, "Progressing")
         rs_name = meta(new_rs)["name"] if new_rs is not None else ""
         if spec.get("paused"):
-            return set_condition(conditions, "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused",
-                                 now, update_time=True)
+            return set_condition(
+                conditions, "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused", now, update_time=True
+            )
         if current is not None and current.get("reason") == "DeploymentPaused":
-            conditions = set_condition(conditions, "Progressing", "Unknown", "DeploymentResumed",
-                                       "Deployment is resumed", now, update_time=True)
+            conditions = set_condition(
+                conditions,
+                "Progressing",
+                "Unknown",
+                "DeploymentResumed",
+                "Deployment is resumed",
+                now,
+                update_time=True,
+            )
             current = condition(conditions, "Progressing")
         if reason == "NewReplicaSetCreated" and new_rs is not None:
             return _progress(conditions, "True", reason, f'Created new replica set "{rs_name}"', now)
         if self._complete(deployment, status):
-            return _progress(conditions, "True", "NewReplicaSetAvailable",
-                             f'ReplicaSet "{rs_name}" has successfully progressed.', now,
-                             touch=current is None or current.get("reason") != "NewReplicaSetAvailable")
+            return _progress(
+                conditions,
+                "True",
+                "NewReplicaSetAvailable",
+                f'ReplicaSet "{rs_name}" has successfully progressed.',
+                now,
+                touch=current is None or current.get("reason") != "NewReplicaSetAvailable",
+            )
         if current is None and new_rs is not None:
             return _progress(conditions, "True", "FoundNewReplicaSet", f'Found new replica set "{rs_name}"', now)
         old = deployment.get("status") or {}
-        moved = any(status.get(f, 0) != old.get(f, 0) for f in ("updatedReplicas", "readyReplicas",
-                                                                  "availableReplicas")) \
-            or status.get("replicas", 0) < old.get("replicas", 0)
+        moved = any(
+            status.get(f, 0) != old.get(f, 0) for f in ("updatedReplicas", "readyReplicas", "availableReplicas")
+        ) or status.get("replicas", 0) < old.get("replicas", 0)
         if moved and new_rs is not None:
             return _progress(conditions, "True", "ReplicaSetUpdated", f'ReplicaSet "{rs_name}" is progressing.', now)
         if current is not None and current.get("status") == "True" and self._timed_out(deployment, current):
-            return set_condition(conditions, "Progressing", "False", "ProgressDeadlineExceeded",
-                                 f'ReplicaSet "{rs_name}" has timed out progressing.', now, update_time=True)
+            return set_condition(
+                conditions,
+                "Progressing",
+                "False",
+                "ProgressDeadlineExceeded",
+                f'ReplicaSet "{rs_name}" has timed out progressing.',
+                now,
+                update_time=True,
+            )
         return conditions
 
     def _timed_out(self, deployment: JsonDict, progressing: JsonDict) -> bool:
@@ -364,8 +454,12 @@ class DeploymentController(Controller):
         """A timer for the progress deadline of a rollout in flight (kubectl rollout status fails then)."""
         progressing = condition(conditions, "Progressing")
         deadline = (deployment.get("spec") or {}).get("progressDeadlineSeconds", 600)
-        if progressing is None or progressing.get("status") != "True" or deadline is None \
-                or progressing.get("reason") == "NewReplicaSetAvailable":
+        if (
+            progressing is None
+            or progressing.get("status") != "True"
+            or deadline is None
+            or progressing.get("reason") == "NewReplicaSetAvailable"
+        ):
             return
         updated = parse_time(progressing.get("lastUpdateTime"))
         if updated is not None:
@@ -373,8 +467,9 @@ class DeploymentController(Controller):
             self.later(max(remaining, 0.0), (meta(deployment).get("namespace", ""), meta(deployment)["name"]))
 
 
-def _progress(conditions: list[JsonDict], status: str, reason: str, message: str, now: str, *,
-              touch: bool = True) -> list[JsonDict]:
+def _progress(
+    conditions: list[JsonDict], status: str, reason: str, message: str, now: str, *, touch: bool = True
+) -> list[JsonDict]:
     """The Progressing condition: its update time moves with every step of progress."""
     result = set_condition(conditions, "Progressing", status, reason, message, now, update_time=True)
     if touch:

@@ -5,6 +5,7 @@ Like the stages of kwok, but declarative and in virtual time: "fail with exit co
 to the containers of every matching pod each time they start; set on running pods, its clock
 starts when it is set. The most recently added fate that matches a pod wins.
 """
+
 from __future__ import annotations
 
 import dataclasses

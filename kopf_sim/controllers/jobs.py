@@ -9,6 +9,7 @@ DeadlineExceeded). A failed pod is replaced after the pod-failure back-off (10 s
 is deleted that long after it finished (the TTL-after-finished controller's job). ``suspend`` stops
 the pods and holds the Job. Pod failure policies and success policies are not simulated.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -35,8 +36,10 @@ def finished_condition(job: JsonDict) -> JsonDict | None:
 
 
 def _finished_at(pod: JsonDict) -> datetime.datetime | None:
-    times = [parse_time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
-             for c in (pod.get("status") or {}).get("containerStatuses") or []]
+    times = [
+        parse_time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+        for c in (pod.get("status") or {}).get("containerStatuses") or []
+    ]
     found = [t for t in times if t is not None]
     return max(found) if found else None
 
@@ -121,8 +124,11 @@ class JobController(Controller):
                     failed += 1
         await self._release(pods)
         active = [p for p in pods if is_active(p)]
-        restarts = sum(int(c.get("restartCount") or 0) for p in pods
-                       for c in (p.get("status") or {}).get("containerStatuses") or [])
+        restarts = sum(
+            int(c.get("restartCount") or 0)
+            for p in pods
+            for c in (p.get("status") or {}).get("containerStatuses") or []
+        )
         backoff_limit = int(spec.get("backoffLimit", 6))
         conditions = [dict(c) for c in status.get("conditions") or []]
         outcome: tuple[str, str, str] | None = None
@@ -130,8 +136,9 @@ class JobController(Controller):
             outcome = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
         elif self._past_deadline(spec, status):
             outcome = ("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
-        elif (completions is not None and succeeded >= int(completions)) or \
-                (completions is None and succeeded >= 1 and not active):
+        elif (completions is not None and succeeded >= int(completions)) or (
+            completions is None and succeeded >= 1 and not active
+        ):
             outcome = ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")
         if outcome is not None:
             type_, reason, message = outcome
@@ -147,14 +154,17 @@ class JobController(Controller):
             for pod in active:
                 await self.delete(pod)
             active = []
-            conditions = set_condition(conditions, "Suspended", "True", "JobSuspended", "Job suspended", now,
-                                       probe=True)
+            conditions = set_condition(
+                conditions, "Suspended", "True", "JobSuspended", "Job suspended", now, probe=True
+            )
         else:
             if condition(conditions, "Suspended") is not None:
-                conditions = set_condition(conditions, "Suspended", "False", "JobResumed", "Job resumed", now,
-                                           probe=True)
-            active = await self._run_pods(job, pods, active, completions, parallelism, succeeded, failed,
-                                          completed_indexes, key)
+                conditions = set_condition(
+                    conditions, "Suspended", "False", "JobResumed", "Job resumed", now, probe=True
+                )
+            active = await self._run_pods(
+                job, pods, active, completions, parallelism, succeeded, failed, completed_indexes, key
+            )
         status.update(succeeded=succeeded, failed=failed, active=len(active))
         status["ready"] = sum(1 for p in active if ready_since(p) is not None)
         status["terminating"] = sum(1 for p in pods if meta(p).get("deletionTimestamp"))
@@ -178,9 +188,18 @@ class JobController(Controller):
                 due = (start - self.wall()).total_seconds() + int(spec["activeDeadlineSeconds"])
                 self.later(max(due, 0.0), key)
 
-    async def _run_pods(self, job: JsonDict, pods: list[JsonDict], active: list[JsonDict], completions: int | None,
-                        parallelism: int, succeeded: int, failed: int, completed: set[int],
-                        key: Key) -> list[JsonDict]:
+    async def _run_pods(
+        self,
+        job: JsonDict,
+        pods: list[JsonDict],
+        active: list[JsonDict],
+        completions: int | None,
+        parallelism: int,
+        succeeded: int,
+        failed: int,
+        completed: set[int],
+        key: Key,
+    ) -> list[JsonDict]:
         spec = job.get("spec") or {}
         indexed = spec.get("completionMode") == "Indexed"
         if completions is not None:
@@ -194,9 +213,14 @@ class JobController(Controller):
             return active[:wanted]
         if len(active) < wanted:
             if failed:
-                last = max((t for t in (_finished_at(p) for p in pods
-                                        if (p.get("status") or {}).get("phase") == "Failed") if t is not None),
-                           default=None)
+                last = max(
+                    (
+                        t
+                        for t in (_finished_at(p) for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+                        if t is not None
+                    ),
+                    default=None,
+                )
                 delay = min(BACKOFF_BASE * 2 ** (failed - 1), BACKOFF_MAX)
                 if last is not None:
                     remaining = (last - self.wall()).total_seconds() + delay
@@ -217,17 +241,26 @@ class JobController(Controller):
 
     def _pod(self, job: JsonDict, index: int | None) -> JsonDict:
         metadata = meta(job)
-        labels = {"batch.kubernetes.io/controller-uid": metadata["uid"],
-                  "batch.kubernetes.io/job-name": metadata["name"],
-                  "controller-uid": metadata["uid"], "job-name": metadata["name"]}
+        labels = {
+            "batch.kubernetes.io/controller-uid": metadata["uid"],
+            "batch.kubernetes.io/job-name": metadata["name"],
+            "controller-uid": metadata["uid"],
+            "job-name": metadata["name"],
+        }
         annotations: dict[str, str] = {}
         generate = f"{metadata['name']}-"
         if index is not None:
             labels[INDEX] = str(index)
             annotations[INDEX] = str(index)
             generate = f"{metadata['name']}-{index}-"
-        pod = pod_from_template((job.get("spec") or {}).get("template"), job, generate_name=generate,
-                                labels=labels, annotations=annotations, finalizers=[TRACKING])
+        pod = pod_from_template(
+            (job.get("spec") or {}).get("template"),
+            job,
+            generate_name=generate,
+            labels=labels,
+            annotations=annotations,
+            finalizers=[TRACKING],
+        )
         if index is not None:
             pod["spec"].setdefault("hostname", f"{metadata['name']}-{index}")
         return pod
@@ -235,8 +268,7 @@ class JobController(Controller):
     def _past_deadline(self, spec: JsonDict, status: JsonDict) -> bool:
         deadline = spec.get("activeDeadlineSeconds")
         start = parse_time(status.get("startTime"))
-        return deadline is not None and start is not None and \
-            (self.wall() - start).total_seconds() >= int(deadline)
+        return deadline is not None and start is not None and (self.wall() - start).total_seconds() >= int(deadline)
 
     async def _release(self, pods: list[JsonDict], *, everything: bool = False) -> None:
         """Remove the tracking finalizer from counted pods (all of them when the Job is done)."""

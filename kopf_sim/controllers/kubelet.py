@@ -7,6 +7,7 @@ kubelet's doubling back-off from 10 s to 5 min) or ``done`` (Succeeded/Failed), 
 ``restartPolicy`` says. The fate (a test's rule, or the default) decides whether and when they exit.
 The status is rendered from this state the way a kubelet reports it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,23 +34,23 @@ class PodRuntime:
     uid: str
     node: str
     state: str = CREATING
-    since: float = 0.0                    # loop time when the current state began
+    since: float = 0.0  # loop time when the current state began
     fate: Fate = dataclasses.field(default_factory=Fate)
-    fate_serial: int = -1                 # which rule decided the fate (0: the default)
+    fate_serial: int = -1  # which rule decided the fate (0: the default)
     fate_since: float = 0.0
     ready: bool = False
     restarts: int = 0
-    exit_code: int | None = None          # of the last exit
+    exit_code: int | None = None  # of the last exit
     ip: str | None = None
-    started_text: str | None = None       # when the current (or last) run started
+    started_text: str | None = None  # when the current (or last) run started
     scheduled_text: str | None = None
-    last_exit: JsonDict | None = None     # the terminated state of the previous run
-    stop_at: float | None = None          # when a deleted pod's containers are stopped
+    last_exit: JsonDict | None = None  # the terminated state of the previous run
+    stop_at: float | None = None  # when a deleted pod's containers are stopped
     pull_backoff: bool = False
 
 
 def backoff_delay(restarts: int) -> float:
-    return float(min(BACKOFF_START * 2 ** restarts, BACKOFF_MAX))
+    return float(min(BACKOFF_START * 2**restarts, BACKOFF_MAX))
 
 
 def restarts_after(policy: str, exit_code: int) -> bool:
@@ -72,8 +73,15 @@ def image_id(image: str) -> str:
 def _container_status(spec: Mapping[str, Any], runtime: PodRuntime, pod_name: str) -> JsonDict:
     name = spec.get("name", "")
     image = spec.get("image", "")
-    status: JsonDict = {"name": name, "image": image, "imageID": "", "ready": False,
-                        "restartCount": runtime.restarts, "started": False, "lastState": {}}
+    status: JsonDict = {
+        "name": name,
+        "image": image,
+        "imageID": "",
+        "ready": False,
+        "restartCount": runtime.restarts,
+        "started": False,
+        "lastState": {},
+    }
     container_id = f"containerd://{_digest(runtime.uid, name, runtime.restarts)[:64]}"
     if runtime.state in (RUNNING, BACKOFF, DONE):
         status["imageID"] = image_id(image)
@@ -81,21 +89,35 @@ def _container_status(spec: Mapping[str, Any], runtime: PodRuntime, pod_name: st
         status["state"] = {"waiting": {"reason": "ContainerCreating"}}
     elif runtime.state == PULL_ERROR:
         if runtime.pull_backoff:
-            status["state"] = {"waiting": {"reason": "ImagePullBackOff",
-                                           "message": f'Back-off pulling image "{image}"'}}
+            status["state"] = {
+                "waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
+            }
         else:
-            status["state"] = {"waiting": {"reason": "ErrImagePull",
-                                           "message": f'failed to pull and unpack image "{image}": '
-                                                      "not found (the fate of this pod)"}}
+            status["state"] = {
+                "waiting": {
+                    "reason": "ErrImagePull",
+                    "message": f'failed to pull and unpack image "{image}": not found (the fate of this pod)',
+                }
+            }
     elif runtime.state == RUNNING:
-        status.update(containerID=container_id, ready=runtime.ready, started=True,
-                      state={"running": {"startedAt": runtime.started_text}})
+        status.update(
+            containerID=container_id,
+            ready=runtime.ready,
+            started=True,
+            state={"running": {"startedAt": runtime.started_text}},
+        )
     elif runtime.state == BACKOFF:
         delay = int(backoff_delay(runtime.restarts))
-        status.update(containerID=container_id, state={"waiting": {
-            "reason": "CrashLoopBackOff",
-            "message": f"back-off {_duration(delay)} restarting failed container={name} pod={pod_name}"
-                       f"({runtime.uid})"}})
+        status.update(
+            containerID=container_id,
+            state={
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": f"back-off {_duration(delay)} restarting failed container={name} pod={pod_name}"
+                    f"({runtime.uid})",
+                }
+            },
+        )
     elif runtime.state == DONE and runtime.last_exit is not None:
         status.update(containerID=container_id, state={"terminated": dict(runtime.last_exit, containerID=container_id)})
     if runtime.last_exit is not None and runtime.state in (RUNNING, BACKOFF):
@@ -125,12 +147,20 @@ def render_status(pod: JsonDict, runtime: PodRuntime, *, host_ip: str | None, no
         phase = "Pending"
     unready = [c.get("name", "") for c in containers if not (runtime.ready and runtime.state == RUNNING)]
     conditions: list[JsonDict] = [dict(c) for c in old.get("conditions") or []]
-    conditions = set_condition(conditions, "PodReadyToStartContainers", "True" if started else "False", "", "",
-                               now, probe=True)
+    conditions = set_condition(
+        conditions, "PodReadyToStartContainers", "True" if started else "False", "", "", now, probe=True
+    )
     if init_containers and not started:
         waiting = " ".join(c.get("name", "") for c in init_containers)
-        conditions = set_condition(conditions, "Initialized", "False", "ContainersNotInitialized",
-                                   f"containers with incomplete status: [{waiting}]", now, probe=True)
+        conditions = set_condition(
+            conditions,
+            "Initialized",
+            "False",
+            "ContainersNotInitialized",
+            f"containers with incomplete status: [{waiting}]",
+            now,
+            probe=True,
+        )
     else:
         conditions = set_condition(conditions, "Initialized", "True", "", "", now, probe=True)
     if runtime.state == DONE:
@@ -163,15 +193,33 @@ def render_status(pod: JsonDict, runtime: PodRuntime, *, host_ip: str | None, no
 
 def _init_status(spec: Mapping[str, Any], runtime: PodRuntime) -> JsonDict:
     name, image = spec.get("name", ""), spec.get("image", "")
-    status: JsonDict = {"name": name, "image": image, "imageID": "", "ready": False, "restartCount": 0,
-                        "started": False, "lastState": {}}
+    status: JsonDict = {
+        "name": name,
+        "image": image,
+        "imageID": "",
+        "ready": False,
+        "restartCount": 0,
+        "started": False,
+        "lastState": {},
+    }
     if runtime.state in (CREATING, PULL_ERROR):
         status["state"] = {"waiting": {"reason": "PodInitializing"}}
     else:
         container_id = f"containerd://{_digest(runtime.uid, 'init', name)[:64]}"
-        status.update(imageID=image_id(image), containerID=container_id, ready=True, state={"terminated": {
-            "exitCode": 0, "reason": "Completed", "startedAt": runtime.scheduled_text,
-            "finishedAt": runtime.scheduled_text, "containerID": container_id}})
+        status.update(
+            imageID=image_id(image),
+            containerID=container_id,
+            ready=True,
+            state={
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": runtime.scheduled_text,
+                    "finishedAt": runtime.scheduled_text,
+                    "containerID": container_id,
+                }
+            },
+        )
     return status
 
 

@@ -9,6 +9,7 @@ Usage (in the cluster's event loop)::
     manager.disable("cronjobs")                         # switch one off (or on again)
     await manager.stop()
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -55,11 +56,19 @@ def _controller_classes() -> dict[str, type[Controller]]:
         statefulsets,
         volumes,
     )
+
     classes: list[type[Controller]] = [
-        nodes.NodeController, namespaces.NamespaceController, volumes.VolumeController, pods.PodController,
-        replicasets.ReplicaSetController, deployments.DeploymentController,
-        statefulsets.StatefulSetController, daemonsets.DaemonSetController, jobs.JobController,
-        cronjobs.CronJobController, services.ServiceController,
+        nodes.NodeController,
+        namespaces.NamespaceController,
+        volumes.VolumeController,
+        pods.PodController,
+        replicasets.ReplicaSetController,
+        deployments.DeploymentController,
+        statefulsets.StatefulSetController,
+        daemonsets.DaemonSetController,
+        jobs.JobController,
+        cronjobs.CronJobController,
+        services.ServiceController,
     ]
     return {cls.name: cls for cls in classes}
 
@@ -67,8 +76,9 @@ def _controller_classes() -> dict[str, type[Controller]]:
 class ControllerManager:
     """The built-in controllers of one cluster, run as one task of the cluster's event loop."""
 
-    def __init__(self, cluster: Cluster, settings: ControllerSettings | None = None, *,
-                 admission: AdmissionControl | None = None) -> None:
+    def __init__(
+        self, cluster: Cluster, settings: ControllerSettings | None = None, *, admission: AdmissionControl | None = None
+    ) -> None:
         self.cluster = cluster
         self.settings = settings or ControllerSettings()
         self._own_admission = admission is None
@@ -259,8 +269,9 @@ class ControllerManager:
             attempt = self._retries.get(item, 0)
             self._retries[item] = attempt + 1
             delay = 0.0 if exc.code == 409 and attempt == 0 else ERROR_BACKOFF[min(attempt, len(ERROR_BACKOFF) - 1)]
-            logger.debug("%s: %s/%s failed (%s %s), retrying in %s s", controller.name, *item[1], exc.code,
-                         exc.message, delay)
+            logger.debug(
+                "%s: %s/%s failed (%s %s), retrying in %s s", controller.name, *item[1], exc.code, exc.message, delay
+            )
             self.schedule(controller.name, item[1], delay)
         except Exception as exc:
             self.failures.append(exc)
@@ -281,8 +292,9 @@ class ControllerManager:
         if len(self._spins) > 10_000:
             self._spins = {k: v for k, v in self._spins.items() if v[0] == now}
         if count > LIVELOCK_LIMIT:
-            logger.warning("%s: %s/%s was reconciled %d times at %s s; pausing it for a second",
-                           item[0], *item[1], count, now)
+            logger.warning(
+                "%s: %s/%s was reconciled %d times at %s s; pausing it for a second", item[0], *item[1], count, now
+            )
             self._spins.pop(item, None)
             self.schedule(item[0], item[1], 1.0)
             return True

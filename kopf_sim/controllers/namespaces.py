@@ -3,6 +3,7 @@
 In a real cluster, the service-account controller and the root-CA publisher of kube-controller-manager
 create them as soon as a namespace appears, and re-create them when they are deleted.
 """
+
 from __future__ import annotations
 
 import functools
@@ -16,9 +17,11 @@ from .runtime import NAMESPACES, Controller, Key, create_bootstrap
 SERVICE_ACCOUNTS = ("", "serviceaccounts")
 CONFIGMAPS = ("", "configmaps")
 ROOT_CA = "kube-root-ca.crt"
-DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
-               "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
-               "guaranteed across distributions of Kubernetes clusters.")
+DESCRIPTION = (
+    "Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
+    "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
+    "guaranteed across distributions of Kubernetes clusters."
+)
 
 
 class NamespaceController(Controller):
@@ -32,8 +35,14 @@ class NamespaceController(Controller):
             for body in self._missing(namespace):
                 key = SERVICE_ACCOUNTS if body["kind"] == "ServiceAccount" else CONFIGMAPS
                 identity = self.manager.settings.root_ca if key == CONFIGMAPS else ""
-                create_bootstrap(self.cluster, self.rtype(key), meta(namespace)["name"], identity,
-                                 functools.partial(dict, body), manager=self.field_manager)
+                create_bootstrap(
+                    self.cluster,
+                    self.rtype(key),
+                    meta(namespace)["name"],
+                    identity,
+                    functools.partial(dict, body),
+                    manager=self.field_manager,
+                )
 
     def initial_keys(self) -> list[Key]:
         return []  # the bootstrap did them all
@@ -64,11 +73,20 @@ class NamespaceController(Controller):
         name = meta(namespace)["name"]
         bodies: list[JsonDict] = []
         if self.cluster.peek(SERVICE_ACCOUNTS, name, "default") is None:
-            bodies.append({"apiVersion": "v1", "kind": "ServiceAccount",
-                           "metadata": {"name": "default", "namespace": name}})
+            bodies.append(
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": name}}
+            )
         if self.cluster.peek(CONFIGMAPS, name, ROOT_CA) is None:
-            bodies.append({"apiVersion": "v1", "kind": "ConfigMap",
-                           "metadata": {"name": ROOT_CA, "namespace": name,
-                                        "annotations": {"kubernetes.io/description": DESCRIPTION}},
-                           "data": {"ca.crt": self.manager.settings.root_ca}})
+            bodies.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": ROOT_CA,
+                        "namespace": name,
+                        "annotations": {"kubernetes.io/description": DESCRIPTION},
+                    },
+                    "data": {"ca.crt": self.manager.settings.root_ca},
+                }
+            )
         return bodies

@@ -6,6 +6,7 @@ kubelet then moves the pod through Pending -> Running -> Ready after the configu
 exits and restarts its containers as its fate and ``restartPolicy`` say, and stops a deleted pod
 within its grace period before removing it. Pods of a node that is gone are deleted (PodGC).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -33,10 +34,10 @@ class PodController(Controller):
 
     def __init__(self, manager: Manager) -> None:
         super().__init__(manager)
-        self._runtimes: dict[str, k.PodRuntime] = {}     # by pod uid
-        self._pods_on: dict[str, set[str]] = {}          # node -> uids of its pods that are not finished
-        self._ips: dict[str, dict[str, str]] = {}        # node -> pod IPs in use -> by which pod uid
-        self._waiting: dict[Key, None] = {}              # pods that fit on no node (yet), oldest first
+        self._runtimes: dict[str, k.PodRuntime] = {}  # by pod uid
+        self._pods_on: dict[str, set[str]] = {}  # node -> uids of its pods that are not finished
+        self._ips: dict[str, dict[str, str]] = {}  # node -> pod IPs in use -> by which pod uid
+        self._waiting: dict[Key, None] = {}  # pods that fit on no node (yet), oldest first
 
     # -- What concerns which pod -------------------------------------------------------------------------
 
@@ -66,8 +67,9 @@ class PodController(Controller):
         keys = self._retry_waiting()
         if change.type == "DELETED":
             node = meta(change.obj)["name"]
-            keys.extend(key_of(pod) for pod in self.cluster.objects(PODS)
-                        if (pod.get("spec") or {}).get("nodeName") == node)
+            keys.extend(
+                key_of(pod) for pod in self.cluster.objects(PODS) if (pod.get("spec") or {}).get("nodeName") == node
+            )
         return keys
 
     def _retry_waiting(self, count: int | None = None) -> list[Key]:
@@ -133,8 +135,7 @@ class PodController(Controller):
         if chosen is None:
             self._waiting[key_of(pod)] = None
             conditions = set_unschedulable(pod, unschedulable_message(len(nodes), problems), self.now())
-            await self.update_status(pod, {**(pod.get("status") or {}), "conditions": conditions},
-                                     manager=SCHEDULER)
+            await self.update_status(pod, {**(pod.get("status") or {}), "conditions": conditions}, manager=SCHEDULER)
             return
         bound = {**pod, "spec": {**pod["spec"], "nodeName": chosen}}
         self._pods_on.setdefault(chosen, set()).add(meta(pod)["uid"])
@@ -151,8 +152,13 @@ class PodController(Controller):
         """The record of a pod first seen on a node: new, or carried on from its status (after a restart)."""
         now = self.loop_time
         status = pod.get("status") or {}
-        runtime = k.PodRuntime(uid=meta(pod)["uid"], node=node, since=now, fate_since=now,
-                               scheduled_text=status.get("startTime") or self.now())
+        runtime = k.PodRuntime(
+            uid=meta(pod)["uid"],
+            node=node,
+            since=now,
+            fate_since=now,
+            scheduled_text=status.get("startTime") or self.now(),
+        )
         phase = status.get("phase")
         containers = status.get("containerStatuses") or []
         if phase in TERMINAL:
@@ -250,8 +256,12 @@ class PodController(Controller):
     def _exit(self, runtime: k.PodRuntime, code: int, when: float) -> None:
         runtime.ready = False
         runtime.exit_code = code
-        runtime.last_exit = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                             "startedAt": runtime.started_text, "finishedAt": self.now()}
+        runtime.last_exit = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": runtime.started_text,
+            "finishedAt": self.now(),
+        }
 
     def _ready_delay(self, pod: JsonDict) -> float:
         delay = self.manager.settings.pod_ready_delay

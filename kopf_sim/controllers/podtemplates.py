@@ -5,6 +5,7 @@ decimal and encoded in the apiserver's name alphabet: the shape of the real ``po
 (``web-5d4b8f7c9``), computed over JSON rather than Go's struct printing, so the values differ from a
 real cluster's but are stable for the same template.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -54,9 +55,16 @@ def without_label(template: Mapping[str, Any] | None, label: str) -> JsonDict:
     return result
 
 
-def pod_from_template(template: Mapping[str, Any] | None, owner: JsonDict, *, name: str | None = None,
-                      generate_name: str | None = None, labels: Mapping[str, str] | None = None,
-                      annotations: Mapping[str, str] | None = None, finalizers: list[str] | None = None) -> JsonDict:
+def pod_from_template(
+    template: Mapping[str, Any] | None,
+    owner: JsonDict,
+    *,
+    name: str | None = None,
+    generate_name: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    finalizers: list[str] | None = None,
+) -> JsonDict:
     """A pod as a controller creates it from a template: its labels, annotations, spec, and an owner reference."""
     template = template or {}
     template_meta = template.get("metadata") or {}
@@ -79,7 +87,9 @@ def pod_from_template(template: Mapping[str, Any] | None, owner: JsonDict, *, na
 def is_active(pod: JsonDict) -> bool:
     """Not being deleted and not finished: a pod that counts towards a controller's replicas."""
     return not meta(pod).get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
-        "Succeeded", "Failed")
+        "Succeeded",
+        "Failed",
+    )
 
 
 def ready_since(pod: JsonDict) -> datetime.datetime | None:

@@ -4,6 +4,7 @@ Missing pods are created (``<replicaset>-<5 chars>``); surplus ones deleted, the
 (unscheduled, then pending, not ready, ready for the shortest time, most restarted, newest), as the
 real controller ranks them.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -23,8 +24,11 @@ _EPOCH = datetime.datetime.min.replace(tzinfo=datetime.UTC)
 
 def owned_pods(controller: Controller, owner: JsonDict) -> list[JsonDict]:
     """The pods that an object controls (by its uid), in name order."""
-    return [obj for obj in controller.cluster.dependents_of(meta(owner)["uid"])
-            if obj.get("kind") == "Pod" and owned_by(obj, owner)]
+    return [
+        obj
+        for obj in controller.cluster.dependents_of(meta(owner)["uid"])
+        if obj.get("kind") == "Pod" and owned_by(obj, owner)
+    ]
 
 
 def deletion_rank(pod: JsonDict) -> tuple[object, ...]:
@@ -48,8 +52,9 @@ def _negate(text: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in text)
 
 
-def count_replicas(controller: Controller, pods: list[JsonDict], template_labels: dict[str, str],
-                   min_ready_seconds: int, key: Key) -> JsonDict:
+def count_replicas(
+    controller: Controller, pods: list[JsonDict], template_labels: dict[str, str], min_ready_seconds: int, key: Key
+) -> JsonDict:
     """The counts of a pod-owning workload's status; a timer for a pod that will become available."""
     now = controller.wall()
     labels = LabelSelector.from_spec({"matchLabels": template_labels})
@@ -99,7 +104,7 @@ class ReplicaSetController(Controller):
                     failure = exc
                     break
         elif len(active) > desired:
-            for pod in sorted(active, key=deletion_rank)[:len(active) - desired]:
+            for pod in sorted(active, key=deletion_rank)[: len(active) - desired]:
                 await self.delete(pod)
         rs = self.get(REPLICASETS, key)
         if rs is None:
@@ -114,8 +119,9 @@ class ReplicaSetController(Controller):
         status["observedGeneration"] = meta(rs).get("generation", 1)
         conditions = [dict(c) for c in (rs.get("status") or {}).get("conditions") or []]
         if failure is not None:
-            conditions = set_condition(conditions, "ReplicaFailure", "True", "FailedCreate", failure.message,
-                                       self.now())
+            conditions = set_condition(
+                conditions, "ReplicaFailure", "True", "FailedCreate", failure.message, self.now()
+            )
         else:
             conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
         if conditions:

@@ -4,6 +4,7 @@ A revision stores the template as a patch (``{"spec": {"template": {..., "$patch
 named ``<owner>-<hash of the patch>``, with an increasing ``revision`` number; a template that
 comes back re-uses its old revision with the next number, as the real controllers do.
 """
+
 from __future__ import annotations
 
 from kopf_sim.kube.objects import JsonDict, clone, meta
@@ -21,8 +22,11 @@ def revision_data(owner: JsonDict) -> JsonDict:
 
 
 def owned_revisions(controller: Controller, owner: JsonDict) -> list[JsonDict]:
-    found = [obj for obj in controller.cluster.dependents_of(meta(owner)["uid"])
-             if obj.get("kind") == "ControllerRevision" and owned_by(obj, owner)]
+    found = [
+        obj
+        for obj in controller.cluster.dependents_of(meta(owner)["uid"])
+        if obj.get("kind") == "ControllerRevision" and owned_by(obj, owner)
+    ]
     return sorted(found, key=lambda r: int(r.get("revision") or 0))
 
 
@@ -37,10 +41,16 @@ async def ensure_revision(controller: Controller, owner: JsonDict) -> tuple[str,
     if existing is None:
         selector = ((owner.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
         body: JsonDict = {
-            "apiVersion": "apps/v1", "kind": "ControllerRevision",
-            "metadata": {"name": name, "namespace": meta(owner).get("namespace"),
-                         "labels": {**selector, HASH_LABEL: hash_}, "ownerReferences": [new_owner_ref(owner)]},
-            "data": data, "revision": highest + 1,
+            "apiVersion": "apps/v1",
+            "kind": "ControllerRevision",
+            "metadata": {
+                "name": name,
+                "namespace": meta(owner).get("namespace"),
+                "labels": {**selector, HASH_LABEL: hash_},
+                "ownerReferences": [new_owner_ref(owner)],
+            },
+            "data": data,
+            "revision": highest + 1,
         }
         await controller.create(REVISIONS, meta(owner).get("namespace"), body)
     elif int(existing.get("revision") or 0) < highest:
@@ -52,5 +62,5 @@ async def prune_revisions(controller: Controller, owner: JsonDict, keep: set[str
     """Delete the oldest revisions beyond ``revisionHistoryLimit`` (never those in use)."""
     limit = int((owner.get("spec") or {}).get("revisionHistoryLimit", 10))
     revisions = [r for r in owned_revisions(controller, owner) if meta(r)["name"] not in keep]
-    for revision in revisions[:max(len(revisions) - limit, 0)]:
+    for revision in revisions[: max(len(revisions) - limit, 0)]:
         await controller.delete(revision)

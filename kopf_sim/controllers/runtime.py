@@ -12,6 +12,7 @@ Writes go through the same store methods as any client's requests (so watchers s
 ``managedFields`` name the writers as in a real cluster), and through admission webhooks when any
 are configured.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -58,8 +59,15 @@ _PREPARED: dict[tuple[str, ...], JsonDict] = {}
 _PREPARED_LIMIT = 256
 
 
-def create_bootstrap(cluster: Cluster, rtype: ResourceType, namespace: str | None, identity: str,
-                     body: Callable[[], JsonDict], *, manager: str) -> JsonDict:
+def create_bootstrap(
+    cluster: Cluster,
+    rtype: ResourceType,
+    namespace: str | None,
+    identity: str,
+    body: Callable[[], JsonDict],
+    *,
+    manager: str,
+) -> JsonDict:
     """Create an object of a fresh cluster's (a node, a namespace's defaults) as the apiserver would.
 
     Every fresh cluster creates the same ones at the same (virtual) moment: the apiserver's work on them
@@ -110,8 +118,14 @@ def owner_key(obj: Mapping[str, Any], kind: str) -> Key | None:
 def new_owner_ref(owner: Mapping[str, Any]) -> JsonDict:
     """An owner reference to a controlling object, as the built-in controllers set them."""
     metadata = meta(owner)
-    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": metadata["name"],
-            "uid": metadata["uid"], "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": metadata["name"],
+        "uid": metadata["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def parse_time(text: str | None) -> datetime.datetime | None:
@@ -130,8 +144,17 @@ def condition(conditions: Iterable[Mapping[str, Any]] | None, type_: str) -> Jso
     return None
 
 
-def set_condition(conditions: list[JsonDict], type_: str, status: str, reason: str, message: str, now: str, *,
-                  probe: bool = False, update_time: bool = False) -> list[JsonDict]:
+def set_condition(
+    conditions: list[JsonDict],
+    type_: str,
+    status: str,
+    reason: str,
+    message: str,
+    now: str,
+    *,
+    probe: bool = False,
+    update_time: bool = False,
+) -> list[JsonDict]:
     """The conditions with one set: its transition time kept unless the status changes, as controllers do."""
     result: list[JsonDict] = []
     found = False
@@ -185,7 +208,7 @@ class Controller:
     """One control loop: which changes concern it, and how it brings an object to its desired state."""
 
     name: ClassVar[str]
-    primary: ClassVar[StorageKey]               # the objects it reconciles (its queue's keys are theirs)
+    primary: ClassVar[StorageKey]  # the objects it reconciles (its queue's keys are theirs)
     watches: ClassVar[tuple[StorageKey, ...]] = ()  # other objects whose changes concern some primary ones
     field_manager: ClassVar[str] = "kube-controller-manager"
 
@@ -241,22 +264,37 @@ class Controller:
 
     # -- Writing (through the apiserver's logic, as this controller's field manager) ---------------------
 
-    async def create(self, key: StorageKey, namespace: str | None, body: JsonDict, *,
-                     manager: str | None = None) -> JsonDict | None:
+    async def create(
+        self, key: StorageKey, namespace: str | None, body: JsonDict, *, manager: str | None = None
+    ) -> JsonDict | None:
         """Create an object; None if it exists already (other failures raise, and are retried later)."""
         rtype = self.rtype(key)
         try:
-            return await admitted_writes.create(self.cluster, self.manager.admission, rtype, namespace, body,
-                                          manager=manager or self.field_manager, warnings=[])
+            return await admitted_writes.create(
+                self.cluster,
+                self.manager.admission,
+                rtype,
+                namespace,
+                body,
+                manager=manager or self.field_manager,
+                warnings=[],
+            )
         except errors.ApiError as exc:
             if exc.code == 409:
-                logger.debug("%s: cannot create %s %s/%s: %s", self.name, rtype.kind, namespace,
-                             meta(body).get("name") or meta(body).get("generateName"), exc.message)
+                logger.debug(
+                    "%s: cannot create %s %s/%s: %s",
+                    self.name,
+                    rtype.kind,
+                    namespace,
+                    meta(body).get("name") or meta(body).get("generateName"),
+                    exc.message,
+                )
                 return None
             raise
 
-    async def update(self, obj: JsonDict, *, subresource: str | None = None,
-                     manager: str | None = None) -> JsonDict | None:
+    async def update(
+        self, obj: JsonDict, *, subresource: str | None = None, manager: str | None = None
+    ) -> JsonDict | None:
         """Store a changed object (or its status); None if it is gone meanwhile."""
         key = self.cluster.storage_key_of_uid(meta(obj).get("uid", ""))
         if key is None:
@@ -266,9 +304,17 @@ class Controller:
         body = dict(obj)
         body["metadata"] = {k: v for k, v in metadata.items() if k != "resourceVersion"}
         try:
-            return await admitted_writes.update(self.cluster, self.manager.admission, rtype, metadata.get("namespace"),
-                                          metadata["name"], body, subresource=subresource,
-                                          manager=manager or self.field_manager, warnings=[])
+            return await admitted_writes.update(
+                self.cluster,
+                self.manager.admission,
+                rtype,
+                metadata.get("namespace"),
+                metadata["name"],
+                body,
+                subresource=subresource,
+                manager=manager or self.field_manager,
+                warnings=[],
+            )
         except errors.ApiError as exc:
             if exc.code == 404:
                 return None
@@ -280,8 +326,9 @@ class Controller:
             return obj
         return await self.update({**obj, "status": status}, subresource="status", manager=manager)
 
-    async def delete(self, obj: JsonDict, *, grace: int | None = None, propagation: str | None = None,
-                     uid_precondition: bool = True) -> None:
+    async def delete(
+        self, obj: JsonDict, *, grace: int | None = None, propagation: str | None = None, uid_precondition: bool = True
+    ) -> None:
         key = self.cluster.storage_key_of_uid(meta(obj).get("uid", ""))
         if key is None:
             return
@@ -295,8 +342,15 @@ class Controller:
         if uid_precondition:
             options["preconditions"] = {"uid": metadata["uid"]}
         try:
-            await admitted_writes.delete(self.cluster, self.manager.admission, rtype, metadata.get("namespace"),
-                                   metadata["name"], options, warnings=[])
+            await admitted_writes.delete(
+                self.cluster,
+                self.manager.admission,
+                rtype,
+                metadata.get("namespace"),
+                metadata["name"],
+                options,
+                warnings=[],
+            )
         except errors.ApiError as exc:
             if exc.code not in (404, 409):
                 raise

@@ -4,6 +4,7 @@ The choice among the nodes that fit is the least loaded one (by the number of ru
 name, so that pods spread evenly and every run places them the same way. Resource requests are not
 accounted (every node has room for ``max pods`` pods of any size).
 """
+
 from __future__ import annotations
 
 import collections
@@ -42,9 +43,9 @@ def _term_matches(term: Mapping[str, Any], node: JsonDict) -> bool:
     fields = term.get("matchFields") or []
     if not expressions and not fields:
         return False  # an empty term matches nothing
-    return (all(_expression_matches(e, labels.get(e.get("key", ""))) for e in expressions)
-            and all(_expression_matches(f, meta(node).get("name") if f.get("key") == "metadata.name" else None)
-                    for f in fields))
+    return all(_expression_matches(e, labels.get(e.get("key", ""))) for e in expressions) and all(
+        _expression_matches(f, meta(node).get("name") if f.get("key") == "metadata.name" else None) for f in fields
+    )
 
 
 def affinity_fits(pod: JsonDict, node: JsonDict) -> bool:
@@ -53,8 +54,9 @@ def affinity_fits(pod: JsonDict, node: JsonDict) -> bool:
     for key, value in (spec.get("nodeSelector") or {}).items():
         if labels.get(key) != value:
             return False
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = required.get("nodeSelectorTerms")
     return not terms or any(_term_matches(term, node) for term in terms)
 
@@ -79,7 +81,8 @@ def _problem(pod: JsonDict, node: JsonDict, load: int) -> str | None:
     if meta(node).get("deletionTimestamp") or not is_ready(node):
         return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
     if (node.get("spec") or {}).get("unschedulable") and not tolerates(
-            tolerations, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
+        tolerations, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    ):
         return "node(s) were unschedulable"
     if not affinity_fits(pod, node):
         return "node(s) didn't match Pod's node affinity/selector"

@@ -7,6 +7,7 @@ serving and terminating conditions). Named target ports are resolved against the
 ports. Services without a selector keep whatever Endpoints their users write. (ClusterIPs are
 allocated by the apiserver on creation.)
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -42,8 +43,9 @@ def _target_port(port: JsonDict, pod: JsonDict) -> int | None:
         return int(target)
     for container in (pod.get("spec") or {}).get("containers") or []:
         for container_port in container.get("ports") or []:
-            if container_port.get("name") == target and \
-                    container_port.get("protocol", "TCP") == port.get("protocol", "TCP"):
+            if container_port.get("name") == target and container_port.get("protocol", "TCP") == port.get(
+                "protocol", "TCP"
+            ):
                 return int(container_port.get("containerPort", 0))
     return None
 
@@ -101,9 +103,13 @@ class ServiceController(Controller):
         selector = _selector(service)
         if selector is None:
             return
-        pods = [p for p in self.cluster.objects(PODS, key[0])
-                if selector.matches(meta(p).get("labels")) and (p.get("status") or {}).get("podIP")
-                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+        pods = [
+            p
+            for p in self.cluster.objects(PODS, key[0])
+            if selector.matches(meta(p).get("labels"))
+            and (p.get("status") or {}).get("podIP")
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
         await self._endpoints(service, pods)
         await self._slice(service, pods)
 
@@ -126,8 +132,11 @@ class ServiceController(Controller):
         labels = dict(meta(service).get("labels") or {})
         if (service.get("spec") or {}).get("clusterIP") == "None":
             labels[HEADLESS] = ""
-        body: JsonDict = {"apiVersion": "v1", "kind": "Endpoints",
-                          "metadata": {"name": meta(service)["name"], "namespace": meta(service).get("namespace")}}
+        body: JsonDict = {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": meta(service)["name"], "namespace": meta(service).get("namespace")},
+        }
         if labels:
             body["metadata"]["labels"] = labels
         if subsets:
@@ -135,8 +144,9 @@ class ServiceController(Controller):
         existing = self.cluster.peek(ENDPOINTS, meta(service).get("namespace"), meta(service)["name"])
         if existing is None:
             await self.create(ENDPOINTS, meta(service).get("namespace"), body)
-        elif existing.get("subsets") != body.get("subsets") or meta(existing).get("labels") != \
-                body["metadata"].get("labels"):
+        elif existing.get("subsets") != body.get("subsets") or meta(existing).get("labels") != body["metadata"].get(
+            "labels"
+        ):
             metadata = {**existing["metadata"]}
             if labels:
                 metadata["labels"] = labels
@@ -154,29 +164,51 @@ class ServiceController(Controller):
         for pod in sorted(pods, key=lambda p: meta(p)["name"]):
             terminating = bool(meta(pod).get("deletionTimestamp"))
             ready = ready_since(pod) is not None
-            endpoint: JsonDict = {"addresses": [pod["status"]["podIP"]],
-                                  "conditions": {"ready": ready and not terminating, "serving": ready,
-                                                 "terminating": terminating},
-                                  "targetRef": _target_ref(pod)}
+            endpoint: JsonDict = {
+                "addresses": [pod["status"]["podIP"]],
+                "conditions": {"ready": ready and not terminating, "serving": ready, "terminating": terminating},
+                "targetRef": _target_ref(pod),
+            }
             if (pod.get("spec") or {}).get("nodeName"):
                 endpoint["nodeName"] = pod["spec"]["nodeName"]
             endpoints.append(endpoint)
             ports = ports or _ports(service, pod)
-        labels = {**(meta(service).get("labels") or {}), SERVICE_NAME: meta(service)["name"],
-                  MANAGED_BY: SLICE_CONTROLLER}
-        existing = next((s for s in self.cluster.objects(SLICES, meta(service).get("namespace"))
-                         if owned_by(s, service)), None)
+        labels = {
+            **(meta(service).get("labels") or {}),
+            SERVICE_NAME: meta(service)["name"],
+            MANAGED_BY: SLICE_CONTROLLER,
+        }
+        existing = next(
+            (s for s in self.cluster.objects(SLICES, meta(service).get("namespace")) if owned_by(s, service)), None
+        )
         if existing is None:
-            body = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
-                    "metadata": {"generateName": f"{meta(service)['name']}-",
-                                 "namespace": meta(service).get("namespace"), "labels": labels,
-                                 "ownerReferences": [new_owner_ref(service)]},
-                    "endpoints": endpoints, "ports": ports}
+            body = {
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "addressType": "IPv4",
+                "metadata": {
+                    "generateName": f"{meta(service)['name']}-",
+                    "namespace": meta(service).get("namespace"),
+                    "labels": labels,
+                    "ownerReferences": [new_owner_ref(service)],
+                },
+                "endpoints": endpoints,
+                "ports": ports,
+            }
             await self.create(SLICES, meta(service).get("namespace"), body)
-        elif existing.get("endpoints") != endpoints or existing.get("ports") != ports or \
-                meta(existing).get("labels") != labels:
-            await self.update({**existing, "metadata": {**existing["metadata"], "labels": labels},
-                               "endpoints": endpoints, "ports": ports})
+        elif (
+            existing.get("endpoints") != endpoints
+            or existing.get("ports") != ports
+            or meta(existing).get("labels") != labels
+        ):
+            await self.update(
+                {
+                    **existing,
+                    "metadata": {**existing["metadata"], "labels": labels},
+                    "endpoints": endpoints,
+                    "ports": ports,
+                }
+            )
 
 
 def _sorted_subset(subset: JsonDict) -> JsonDict:

@@ -1,4 +1,5 @@
 """Which built-in controllers run, and the timings of the simulated machines (virtual seconds under the plugin)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,17 +9,17 @@ __all__ = ["CONTROLLERS", "ControllerSettings", "parse_selection"]
 
 #: Every switchable controller, in the order they start.
 CONTROLLERS = (
-    "nodes",        # the simulated node pool (and the status of nodes added later)
-    "namespaces",   # every namespace's "default" ServiceAccount and "kube-root-ca.crt" ConfigMap
-    "volumes",      # the default StorageClass; PersistentVolumeClaims bound to generated PersistentVolumes
-    "pods",         # the scheduler and the kubelets: pods' phases, readiness, restarts, graceful deletion
+    "nodes",  # the simulated node pool (and the status of nodes added later)
+    "namespaces",  # every namespace's "default" ServiceAccount and "kube-root-ca.crt" ConfigMap
+    "volumes",  # the default StorageClass; PersistentVolumeClaims bound to generated PersistentVolumes
+    "pods",  # the scheduler and the kubelets: pods' phases, readiness, restarts, graceful deletion
     "replicasets",  # ReplicaSets -> Pods
     "deployments",  # Deployments -> ReplicaSets (rollouts, revisions, conditions)
     "statefulsets",  # StatefulSets -> ordered Pods and their PersistentVolumeClaims
-    "daemonsets",   # DaemonSets -> a Pod per node
-    "jobs",         # Jobs -> Pods to completion; finished Jobs deleted after their TTL
-    "cronjobs",     # CronJobs -> Jobs on schedule
-    "services",     # Services -> Endpoints and EndpointSlices of the ready pods
+    "daemonsets",  # DaemonSets -> a Pod per node
+    "jobs",  # Jobs -> Pods to completion; finished Jobs deleted after their TTL
+    "cronjobs",  # CronJobs -> Jobs on schedule
+    "services",  # Services -> Endpoints and EndpointSlices of the ready pods
 )
 
 #: The CA bundle published in every namespace as ``kube-root-ca.crt`` (a fixed, self-signed one by default,
@@ -60,8 +61,9 @@ class ControllerSettings:
     def __post_init__(self) -> None:
         unknown = set(self.enabled) - set(CONTROLLERS)
         if unknown:
-            raise ValueError(f"Unknown controllers: {', '.join(sorted(unknown))}; "
-                             f"known ones are: {', '.join(CONTROLLERS)}.")
+            raise ValueError(
+                f"Unknown controllers: {', '.join(sorted(unknown))}; known ones are: {', '.join(CONTROLLERS)}."
+            )
         if self.nodes < 0 or self.max_pods_per_node < 0:
             raise ValueError("The numbers of nodes and of pods per node cannot be negative.")
         for name in ("pod_start_delay", "pod_ready_delay", "pod_run_time", "pod_stop_delay"):

@@ -8,6 +8,7 @@ A RollingUpdate replaces the pods from the highest ordinal down to the ``partiti
 each only when the others are ready; OnDelete waits for the pods to be deleted. Revisions are
 ControllerRevisions; the status reports the current and the update revisions.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -28,9 +29,9 @@ POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 def _ordinal(sts: JsonDict, pod: JsonDict) -> int | None:
     prefix = f"{meta(sts)['name']}-"
     name = meta(pod)["name"]
-    if not name.startswith(prefix) or not name[len(prefix):].isdigit():
+    if not name.startswith(prefix) or not name[len(prefix) :].isdigit():
         return None
-    return int(name[len(prefix):])
+    return int(name[len(prefix) :])
 
 
 def _healthy(pod: JsonDict) -> bool:
@@ -71,8 +72,9 @@ class StatefulSetController(Controller):
                     blocked = True
                     break
                 continue
-            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and \
-                    not meta(pod).get("deletionTimestamp"):
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and not meta(pod).get(
+                "deletionTimestamp"
+            ):
                 await self.delete(pod)  # recreated with the same identity on the next pass
                 if ordered:
                     blocked = True
@@ -90,8 +92,12 @@ class StatefulSetController(Controller):
                 if ordered:
                     blocked = True
                     break
-        if not blocked and rolling and all(_healthy(pods[o]) for o in wanted if o in pods) \
-                and all(o in pods for o in wanted):
+        if (
+            not blocked
+            and rolling
+            and all(_healthy(pods[o]) for o in wanted if o in pods)
+            and all(o in pods for o in wanted)
+        ):
             for ordinal in sorted(wanted, reverse=True):
                 if ordinal < partition:
                     break
@@ -140,14 +146,21 @@ class StatefulSetController(Controller):
             claims[str(template_meta.get("name"))] = claim_name
             if self.cluster.peek(PVCS, meta(sts).get("namespace"), claim_name) is not None:
                 continue
-            metadata: JsonDict = {"name": claim_name, "namespace": meta(sts).get("namespace"),
-                                  "labels": {**(template_meta.get("labels") or {}), **selector}}
+            metadata: JsonDict = {
+                "name": claim_name,
+                "namespace": meta(sts).get("namespace"),
+                "labels": {**(template_meta.get("labels") or {}), **selector},
+            }
             if template_meta.get("annotations"):
                 metadata["annotations"] = dict(template_meta["annotations"])
             if retention == "Delete":
                 metadata["ownerReferences"] = [new_owner_ref(sts)]
-            body = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata,
-                    "spec": clone(template.get("spec") or {})}
+            body = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": metadata,
+                "spec": clone(template.get("spec") or {}),
+            }
             await self.create(PVCS, meta(sts).get("namespace"), body)
         return claims
 
@@ -177,6 +190,10 @@ class StatefulSetController(Controller):
         for field, value in (("readyReplicas", ready), ("currentReplicas", current), ("updatedReplicas", updated)):
             if value:
                 status[field] = value
-        status.update(currentRevision=current_revision, updateRevision=update_revision, collisionCount=0,
-                      availableReplicas=available_count)
+        status.update(
+            currentRevision=current_revision,
+            updateRevision=update_revision,
+            collisionCount=0,
+            availableReplicas=available_count,
+        )
         await self.update_status(sts, status)

@@ -8,6 +8,7 @@ while in use: a deleted claim stays Terminating until no running pod uses it. A 
 deleted (reclaim policy Delete) or kept as Released (Retain). Growing a bound claim grows its volume
 when the class allows expansion. No data is stored anywhere.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -28,8 +29,11 @@ BETA_CLASS = "volume.beta.kubernetes.io/storage-class"  # the class before spec.
 
 
 def claimed_by(pod: JsonDict) -> list[str]:
-    return [str(v["persistentVolumeClaim"]["claimName"]) for v in (pod.get("spec") or {}).get("volumes") or []
-            if isinstance(v.get("persistentVolumeClaim"), dict) and v["persistentVolumeClaim"].get("claimName")]
+    return [
+        str(v["persistentVolumeClaim"]["claimName"])
+        for v in (pod.get("spec") or {}).get("volumes") or []
+        if isinstance(v.get("persistentVolumeClaim"), dict) and v["persistentVolumeClaim"].get("claimName")
+    ]
 
 
 def _request(claim: JsonDict) -> str:
@@ -46,12 +50,16 @@ class VolumeController(Controller):
             return
         if self.cluster.peek(STORAGE_CLASSES, None, "standard") is not None:
             return
-        body = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-                "metadata": {"name": "standard", "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
-                "provisioner": PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
-                "allowVolumeExpansion": True}
-        create_bootstrap(self.cluster, self.rtype(STORAGE_CLASSES), None, "standard", lambda: body,
-                         manager="kopf-sim")
+        body = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "standard", "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
+            "provisioner": PROVISIONER,
+            "reclaimPolicy": "Delete",
+            "volumeBindingMode": "Immediate",
+            "allowVolumeExpansion": True,
+        }
+        create_bootstrap(self.cluster, self.rtype(STORAGE_CLASSES), None, "standard", lambda: body, manager="kopf-sim")
 
     def initial_keys(self) -> Iterable[Key]:
         return [*(key_of(c) for c in self.cluster.objects(PVCS)), *(key_of(v) for v in self.cluster.objects(PVS))]
@@ -86,8 +94,10 @@ class VolumeController(Controller):
 
     def _in_use(self, claim: JsonDict) -> bool:
         name = meta(claim)["name"]
-        return any(name in claimed_by(pod) and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-                   for pod in self.cluster.objects(PODS, meta(claim).get("namespace")))
+        return any(
+            name in claimed_by(pod) and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            for pod in self.cluster.objects(PODS, meta(claim).get("namespace"))
+        )
 
     async def _claim(self, key: Key) -> None:
         claim = self.get(PVCS, key)
@@ -107,8 +117,9 @@ class VolumeController(Controller):
             await self._bound(claim)
             return
         if "storageClassName" not in spec and (meta(claim).get("annotations") or {}).get(BETA_CLASS):
-            claim = await self.update({**claim, "spec": {**spec, "storageClassName": claim["metadata"]["annotations"][
-                BETA_CLASS]}})
+            claim = await self.update(
+                {**claim, "spec": {**spec, "storageClassName": claim["metadata"]["annotations"][BETA_CLASS]}}
+            )
             return
         if "storageClassName" not in spec:
             default = next((sc for sc in self.cluster.objects(STORAGE_CLASSES) if self._is_default(sc)), None)
@@ -134,11 +145,17 @@ class VolumeController(Controller):
         for volume in self.cluster.objects(PVS):
             vspec = volume.get("spec") or {}
             ref = vspec.get("claimRef") or {}
-            if ref and not (ref.get("name") == meta(claim)["name"] and ref.get("namespace") == meta(claim).get(
-                    "namespace") and ref.get("uid") in (None, meta(claim)["uid"])):
+            if ref and not (
+                ref.get("name") == meta(claim)["name"]
+                and ref.get("namespace") == meta(claim).get("namespace")
+                and ref.get("uid") in (None, meta(claim)["uid"])
+            ):
                 continue
             if meta(volume).get("deletionTimestamp") or (volume.get("status") or {}).get("phase") not in (
-                    None, "Available", "Pending"):
+                None,
+                "Available",
+                "Pending",
+            ):
                 continue
             if vspec.get("storageClassName", "") != spec.get("storageClassName", ""):
                 continue
@@ -163,17 +180,28 @@ class VolumeController(Controller):
             return existing
         metadata = meta(claim)
         body: JsonDict = {
-            "apiVersion": "v1", "kind": "PersistentVolume",
-            "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": storage_class.get(
-                "provisioner", PROVISIONER)}, "finalizers": [PV_PROTECTION]},
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {
+                "name": name,
+                "annotations": {"pv.kubernetes.io/provisioned-by": storage_class.get("provisioner", PROVISIONER)},
+                "finalizers": [PV_PROTECTION],
+            },
             "spec": {
                 "accessModes": list(spec.get("accessModes") or ["ReadWriteOnce"]),
                 "capacity": {"storage": _request(claim)},
-                "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": metadata["name"],
-                             "namespace": metadata.get("namespace"), "uid": metadata["uid"],
-                             "resourceVersion": metadata.get("resourceVersion")},
-                "hostPath": {"path": f"/var/lib/kopf-sim/volumes/{metadata.get('namespace')}/{metadata['name']}",
-                             "type": "DirectoryOrCreate"},
+                "claimRef": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "name": metadata["name"],
+                    "namespace": metadata.get("namespace"),
+                    "uid": metadata["uid"],
+                    "resourceVersion": metadata.get("resourceVersion"),
+                },
+                "hostPath": {
+                    "path": f"/var/lib/kopf-sim/volumes/{metadata.get('namespace')}/{metadata['name']}",
+                    "type": "DirectoryOrCreate",
+                },
                 "persistentVolumeReclaimPolicy": storage_class.get("reclaimPolicy", "Delete"),
                 "storageClassName": class_name,
                 "volumeMode": spec.get("volumeMode", "Filesystem"),
@@ -185,27 +213,42 @@ class VolumeController(Controller):
         return volume
 
     def _scheduled_user(self, claim: JsonDict) -> bool:
-        return any(meta(claim)["name"] in claimed_by(pod) and (pod.get("spec") or {}).get("nodeName")
-                   for pod in self.cluster.objects(PODS, meta(claim).get("namespace")))
+        return any(
+            meta(claim)["name"] in claimed_by(pod) and (pod.get("spec") or {}).get("nodeName")
+            for pod in self.cluster.objects(PODS, meta(claim).get("namespace"))
+        )
 
     async def _bind(self, claim: JsonDict, volume: JsonDict) -> None:
         metadata = meta(claim)
         vspec = volume.get("spec") or {}
         if not vspec.get("claimRef"):
-            ref = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": metadata["name"],
-                   "namespace": metadata.get("namespace"), "uid": metadata["uid"],
-                   "resourceVersion": metadata.get("resourceVersion")}
+            ref = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "name": metadata["name"],
+                "namespace": metadata.get("namespace"),
+                "uid": metadata["uid"],
+                "resourceVersion": metadata.get("resourceVersion"),
+            }
             volume = await self.update({**volume, "spec": {**vspec, "claimRef": ref}}) or volume
         if (volume.get("status") or {}).get("phase") != "Bound":
             volume = await self.update_status(volume, {**(volume.get("status") or {}), "phase": "Bound"}) or volume
         provisioner = (meta(volume).get("annotations") or {}).get("pv.kubernetes.io/provisioned-by")
-        annotations = {**(metadata.get("annotations") or {}), "pv.kubernetes.io/bind-completed": "yes",
-                       "pv.kubernetes.io/bound-by-controller": "yes"}
+        annotations = {
+            **(metadata.get("annotations") or {}),
+            "pv.kubernetes.io/bind-completed": "yes",
+            "pv.kubernetes.io/bound-by-controller": "yes",
+        }
         if provisioner:
             annotations["volume.beta.kubernetes.io/storage-provisioner"] = provisioner
             annotations["volume.kubernetes.io/storage-provisioner"] = provisioner
-        bound = await self.update({**claim, "metadata": {**claim["metadata"], "annotations": annotations},
-                                   "spec": {**(claim.get("spec") or {}), "volumeName": meta(volume)["name"]}})
+        bound = await self.update(
+            {
+                **claim,
+                "metadata": {**claim["metadata"], "annotations": annotations},
+                "spec": {**(claim.get("spec") or {}), "volumeName": meta(volume)["name"]},
+            }
+        )
         if bound is not None:
             await self._bound(bound)
 
@@ -220,13 +263,20 @@ class VolumeController(Controller):
         wanted = _request(claim)
         class_name = vspec.get("storageClassName")
         storage_class = self.cluster.peek(STORAGE_CLASSES, None, class_name) if class_name else None
-        if (parse_quantity(wanted) or 0) > (parse_quantity(capacity) or 0) and storage_class is not None \
-                and storage_class.get("allowVolumeExpansion"):
-            await self.update({**volume, "spec": {**vspec, "capacity": {**(vspec.get("capacity") or {}),
-                                                                         "storage": wanted}}})
+        if (
+            (parse_quantity(wanted) or 0) > (parse_quantity(capacity) or 0)
+            and storage_class is not None
+            and storage_class.get("allowVolumeExpansion")
+        ):
+            await self.update(
+                {**volume, "spec": {**vspec, "capacity": {**(vspec.get("capacity") or {}), "storage": wanted}}}
+            )
             capacity = wanted
-        status = {"phase": "Bound", "accessModes": list(vspec.get("accessModes") or []),
-                  "capacity": {"storage": capacity}}
+        status = {
+            "phase": "Bound",
+            "accessModes": list(vspec.get("accessModes") or []),
+            "capacity": {"storage": capacity},
+        }
         await self.update_status(claim, status)
 
     async def _set_finalizers(self, obj: JsonDict, finalizers: list[str]) -> JsonDict | None:

@@ -6,6 +6,7 @@ and renders results, lists, tables, watch streams and ``Status`` errors on the w
 The logic reads only what :class:`ApiRequest` names of a request, so that a client in the same
 process can call it without the HTTP framing (:mod:`kopf_sim.transports.direct`), and get the same bytes.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -88,8 +89,8 @@ class Target:
 
 @dataclasses.dataclass
 class ServerOptions:
-    bookmark_interval: float = 60.0       # seconds between BOOKMARK events on idle watches
-    aggregated_discovery: bool = True     # serve apidiscovery.k8s.io/v2 when asked (off: as an older apiserver)
+    bookmark_interval: float = 60.0  # seconds between BOOKMARK events on idle watches
+    aggregated_discovery: bool = True  # serve apidiscovery.k8s.io/v2 when asked (off: as an older apiserver)
     default_watch_timeout: float = 1800.0  # when the client gives no timeoutSeconds
 
 
@@ -101,11 +102,12 @@ def encoded_response(body: bytes, status: int = 200, *, content_type: str = JSON
     return web.Response(body=body, status=status, headers={"Content-Type": content_type})
 
 
-def json_response(data: Any, status: int = 200, *, content_type: str = JSON,
-                  warnings: list[str] | None = None) -> web.Response:
+def json_response(
+    data: Any, status: int = 200, *, content_type: str = JSON, warnings: list[str] | None = None
+) -> web.Response:
     response = encoded_response(dumps(data), status, content_type=content_type)
     for warning in warnings or ():
-        response.headers.add("Warning", f'299 - {json.dumps(warning)}')
+        response.headers.add("Warning", f"299 - {json.dumps(warning)}")
     return response
 
 
@@ -205,8 +207,12 @@ class ApiServer:
             return self._swagger(request.headers.get("Accept", ""))
         if head == "openapi":
             return self._openapi(parts)
-        if head in ("api", "apis") and len(parts) == 1 and self.options.aggregated_discovery \
-                and discovery.wants_aggregated(request.headers.get("Accept", "")):
+        if (
+            head in ("api", "apis")
+            and len(parts) == 1
+            and self.options.aggregated_discovery
+            and discovery.wants_aggregated(request.headers.get("Accept", ""))
+        ):
             return self._discovery(parts, aggregated_form=True)
         if head == "api":
             if len(parts) == 1:  # not cached: it names the server's address as the client reached it
@@ -232,8 +238,9 @@ class ApiServer:
         path = tuple(parts)
         body = self._documents.get((aggregated_form, path))
         if body is None:
-            body = self._documents[aggregated_form, path] = _encoded_discovery(catalogue, self._shareable, path,
-                                                                               aggregated_form=aggregated_form)
+            body = self._documents[aggregated_form, path] = _encoded_discovery(
+                catalogue, self._shareable, path, aggregated_form=aggregated_form
+            )
         content_type = discovery.AGGREGATED_CONTENT_TYPE if aggregated_form else JSON
         return encoded_response(body, content_type=content_type)
 
@@ -290,8 +297,9 @@ class ApiServer:
             raise errors.page_not_found()
         return Target(rtype, namespace, name, subresource, legacy_watch)
 
-    async def _resource(self, request: ApiRequest, group: str, version: str,
-                        rest: list[str]) -> web.Response | WatchStream:
+    async def _resource(
+        self, request: ApiRequest, group: str, version: str, rest: list[str]
+    ) -> web.Response | WatchStream:
         target = self._target(group, version, rest)
         query = request.query
         method = request.method
@@ -337,15 +345,19 @@ class ApiServer:
             return json_response(preparing.scale_of(target.rtype, obj))
         if tables.wants_table(request.headers.get("Accept", "")):
             list_meta = {"resourceVersion": meta(obj).get("resourceVersion", "")}
-            table = tables.table(target.rtype, [obj], self.cluster.clock(), list_meta=list_meta,
-                                 include=request.query.get("includeObject", "Metadata"))
+            table = tables.table(
+                target.rtype,
+                [obj],
+                self.cluster.clock(),
+                list_meta=list_meta,
+                include=request.query.get("includeObject", "Metadata"),
+            )
             return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
         return json_response(obj)
 
     def _selectors(self, request: ApiRequest, target: Target) -> tuple[LabelSelector, FieldSelector]:
         labels = LabelSelector.parse(request.query.get("labelSelector"))
-        fields = FieldSelector.parse(request.query.get("fieldSelector"),
-                                     _GENERIC_FIELDS | target.rtype.field_selectors)
+        fields = FieldSelector.parse(request.query.get("fieldSelector"), _GENERIC_FIELDS | target.rtype.field_selectors)
         return labels, fields
 
     def _list(self, request: ApiRequest, target: Target) -> web.Response:
@@ -353,13 +365,23 @@ class ApiServer:
         queries.check_list_options(request.query, watch=False)
         limit = queries.limit(request.query)
         lag = lagging.read_lag.get()
-        listing = self.cluster.list(target.rtype, target.namespace, labels=labels, fields=fields,
-                                    limit=limit, continue_token=request.query.get("continue") or None,
-                                    at_rv=self.cluster.rv - lag if lag > 0 else None)
+        listing = self.cluster.list(
+            target.rtype,
+            target.namespace,
+            labels=labels,
+            fields=fields,
+            limit=limit,
+            continue_token=request.query.get("continue") or None,
+            at_rv=self.cluster.rv - lag if lag > 0 else None,
+        )
         if tables.wants_table(request.headers.get("Accept", "")):
-            table = tables.table(target.rtype, listing["items"], self.cluster.clock(),
-                                 list_meta=listing["metadata"],
-                                 include=request.query.get("includeObject", "Metadata"))
+            table = tables.table(
+                target.rtype,
+                listing["items"],
+                self.cluster.clock(),
+                list_meta=listing["metadata"],
+                include=request.query.get("includeObject", "Metadata"),
+            )
             return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
         return json_response(listing)
 
@@ -367,9 +389,17 @@ class ApiServer:
         namespace = self._namespace_for_write(target)
         body = await _read_object(request, target.rtype)
         warnings = _warnings()
-        obj = await admitted_writes.create(self.cluster, self.admission, target.rtype, namespace, body,
-                                     dry_run=_dry_run(request), manager=_manager(request),
-                                     field_validation=_field_validation(request), warnings=warnings)
+        obj = await admitted_writes.create(
+            self.cluster,
+            self.admission,
+            target.rtype,
+            namespace,
+            body,
+            dry_run=_dry_run(request),
+            manager=_manager(request),
+            field_validation=_field_validation(request),
+            warnings=warnings,
+        )
         return json_response(obj, 201, warnings=warnings)
 
     async def _update(self, request: ApiRequest, target: Target) -> web.Response:
@@ -381,14 +411,30 @@ class ApiServer:
             _check_scale(scale, target.name)
             current = self.cluster.get(target.rtype, namespace, target.name)
             body = preparing.with_scale(target.rtype, current, scale)
-            obj = self.cluster.update(target.rtype, namespace, target.name, body, dry_run=_dry_run(request),
-                                      manager=_manager(request), subresource="scale")
+            obj = self.cluster.update(
+                target.rtype,
+                namespace,
+                target.name,
+                body,
+                dry_run=_dry_run(request),
+                manager=_manager(request),
+                subresource="scale",
+            )
             return json_response(preparing.scale_of(target.rtype, obj))
         body = await _read_object(request, target.rtype)
-        obj = await admitted_writes.update(self.cluster, self.admission, target.rtype, namespace, target.name, body,
-                                     subresource=target.subresource, dry_run=_dry_run(request),
-                                     manager=_manager(request), field_validation=_field_validation(request),
-                                     warnings=warnings)
+        obj = await admitted_writes.update(
+            self.cluster,
+            self.admission,
+            target.rtype,
+            namespace,
+            target.name,
+            body,
+            subresource=target.subresource,
+            dry_run=_dry_run(request),
+            manager=_manager(request),
+            field_validation=_field_validation(request),
+            warnings=warnings,
+        )
         return json_response(obj, warnings=warnings)
 
     async def _patch(self, request: ApiRequest, target: Target) -> web.Response:
@@ -411,17 +457,34 @@ class ApiServer:
                 else:
                     scale = patching.apply_merge_patch(scale, patch)
             except patching.PatchError as exc:
-                raise errors.ApiError(exc.code, "BadRequest" if exc.code == 400 else "Invalid",
-                                      exc.message) from None
+                raise errors.ApiError(exc.code, "BadRequest" if exc.code == 400 else "Invalid", exc.message) from None
             _check_scale(scale, target.name)
             body = preparing.with_scale(target.rtype, current, scale)
-            obj = self.cluster.update(target.rtype, namespace, target.name, body, dry_run=_dry_run(request),
-                                      manager=_manager(request), subresource="scale")
+            obj = self.cluster.update(
+                target.rtype,
+                namespace,
+                target.name,
+                body,
+                dry_run=_dry_run(request),
+                manager=_manager(request),
+                subresource="scale",
+            )
             return json_response(preparing.scale_of(target.rtype, obj))
-        obj = await admitted_writes.patch(self.cluster, self.admission, target.rtype, namespace, target.name, patch,
-                                    content_type, subresource=target.subresource, dry_run=_dry_run(request),
-                                    manager=_manager(request), force=_flag(request.query.get("force")),
-                                    field_validation=_field_validation(request), warnings=warnings)
+        obj = await admitted_writes.patch(
+            self.cluster,
+            self.admission,
+            target.rtype,
+            namespace,
+            target.name,
+            patch,
+            content_type,
+            subresource=target.subresource,
+            dry_run=_dry_run(request),
+            manager=_manager(request),
+            force=_flag(request.query.get("force")),
+            field_validation=_field_validation(request),
+            warnings=warnings,
+        )
         return json_response(obj, 200 if existed else 201, warnings=warnings)
 
     async def _delete(self, request: ApiRequest, target: Target) -> web.Response:
@@ -432,15 +495,24 @@ class ApiServer:
         options = await _read_delete_options(request)
         dry_run = _dry_run(request) or options.get("dryRun") == ["All"]
         warnings = _warnings()
-        result = await admitted_writes.delete(self.cluster, self.admission, target.rtype, namespace, target.name,
-                                              options, dry_run=dry_run, warnings=warnings)
+        result = await admitted_writes.delete(
+            self.cluster,
+            self.admission,
+            target.rtype,
+            namespace,
+            target.name,
+            options,
+            dry_run=dry_run,
+            warnings=warnings,
+        )
         return json_response(result, warnings=warnings)
 
     async def _delete_collection(self, request: ApiRequest, target: Target) -> web.Response:
         labels, fields = self._selectors(request, target)
         options = await _read_delete_options(request)
-        result = self.cluster.delete_collection(target.rtype, target.namespace, labels=labels, fields=fields,
-                                                options=options, dry_run=_dry_run(request))
+        result = self.cluster.delete_collection(
+            target.rtype, target.namespace, labels=labels, fields=fields, options=options, dry_run=_dry_run(request)
+        )
         return json_response(result)
 
     # -- Watching --------------------------------------------------------------------------------
@@ -449,36 +521,58 @@ class ApiServer:
         query = request.query
         labels, fields = self._selectors(request, target)
         if target.name is not None:
-            fields = FieldSelector(fields.requirements + FieldSelector.parse(
-                f"metadata.name={target.name}", _GENERIC_FIELDS).requirements)
+            fields = FieldSelector(
+                fields.requirements + FieldSelector.parse(f"metadata.name={target.name}", _GENERIC_FIELDS).requirements
+            )
         allow_bookmarks = _flag(query.get("allowWatchBookmarks"))
         send_initial = _flag(query.get("sendInitialEvents"))
         queries.check_list_options(query, watch=True)
         timeout = queries.watch_timeout(query, self.options.default_watch_timeout)
-        subscription = self.cluster.watch(target.rtype, target.namespace, labels=labels, fields=fields,
-                                          resource_version=query.get("resourceVersion"),
-                                          send_initial_events=send_initial)
+        subscription = self.cluster.watch(
+            target.rtype,
+            target.namespace,
+            labels=labels,
+            fields=fields,
+            resource_version=query.get("resourceVersion"),
+            send_initial_events=send_initial,
+        )
         held = lagging.withholding.get()
         if held is not None:  # withheld events (an injected fault): late, or coalesced per object
             subscription.withhold(held)
         if send_initial and allow_bookmarks and not subscription.closed:
             subscription.push(self._bookmark(target.rtype, initial_end=True))
         as_table = tables.wants_table(request.headers.get("Accept", ""))
-        return WatchStream(self._stream(subscription, target, allow_bookmarks=allow_bookmarks,
-                                        timeout=timeout,
-                                        as_table=as_table, include=query.get("includeObject", "Metadata")),
-                           subscription, content_type=tables.TABLE_CONTENT_TYPE if as_table else JSON)
+        return WatchStream(
+            self._stream(
+                subscription,
+                target,
+                allow_bookmarks=allow_bookmarks,
+                timeout=timeout,
+                as_table=as_table,
+                include=query.get("includeObject", "Metadata"),
+            ),
+            subscription,
+            content_type=tables.TABLE_CONTENT_TYPE if as_table else JSON,
+        )
 
     def _bookmark(self, rtype: ResourceType, *, initial_end: bool = False) -> WatchEvent:
         metadata: JsonDict = {"resourceVersion": str(self.cluster.rv)}
         if initial_end:
             metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return WatchEvent("BOOKMARK", {"kind": rtype.kind, "apiVersion": rtype.api_version,
-                                       "metadata": metadata}, self.cluster.rv)
+        return WatchEvent(
+            "BOOKMARK", {"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": metadata}, self.cluster.rv
+        )
 
-    async def _stream(self, subscription: Subscription, target: Target, *,
-                      allow_bookmarks: bool, timeout: float, as_table: bool,
-                      include: str) -> AsyncGenerator[bytes, None]:
+    async def _stream(
+        self,
+        subscription: Subscription,
+        target: Target,
+        *,
+        allow_bookmarks: bool,
+        timeout: float,
+        as_table: bool,
+        include: str,
+    ) -> AsyncGenerator[bytes, None]:
         """The watch events as they come, a chunk of lines at a time, until the timeout or the close."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -491,9 +585,14 @@ class ApiServer:
                 if event.type in ("ADDED", "MODIFIED", "DELETED"):
                     obj = self.cluster.present(obj, target.rtype)
                     if as_table:
-                        obj = tables.table(target.rtype, [obj], self.cluster.clock(),
-                                           list_meta={"resourceVersion": meta(obj).get("resourceVersion", "")},
-                                           include=include, with_columns=first_table)
+                        obj = tables.table(
+                            target.rtype,
+                            [obj],
+                            self.cluster.clock(),
+                            list_meta={"resourceVersion": meta(obj).get("resourceVersion", "")},
+                            include=include,
+                            with_columns=first_table,
+                        )
                         first_table = False
                 chunk += dumps({"type": event.type, "object": obj})
             if chunk:
@@ -515,8 +614,7 @@ class ApiServer:
 class WatchStream:
     """An opened watch: its chunks of event lines as they come; closed when the consumer is done."""
 
-    def __init__(self, chunks: AsyncGenerator[bytes, None], subscription: Subscription, *,
-                 content_type: str) -> None:
+    def __init__(self, chunks: AsyncGenerator[bytes, None], subscription: Subscription, *, content_type: str) -> None:
         self.chunks = chunks
         self.content_type = content_type
         self._subscription = subscription
@@ -547,8 +645,9 @@ class WatchStream:
 API_KEY = web.AppKey("kopf_sim.api", ApiServer)
 
 
-def _encoded_discovery(catalogue: Catalogue, types: tuple[ResourceType, ...] | None, path: tuple[str, ...], *,
-                       aggregated_form: bool) -> bytes:
+def _encoded_discovery(
+    catalogue: Catalogue, types: tuple[ResourceType, ...] | None, path: tuple[str, ...], *, aggregated_form: bool
+) -> bytes:
     """A discovery document as sent, shared by the clusters that serve the same resources (fresh ones do).
 
     ``types``: the catalogue's :func:`~.discovery.shareable` key (None if it cannot be shared).
@@ -578,12 +677,20 @@ def openapi_kind(rtype: ResourceType) -> openapi.ServedKind:
     if not rtype.custom:
         for path, strategy in mergekeys.list_strategies(rtype.kind_key).items():
             strategies[path] = (strategy.merge_key, strategy.strategy)
-    return openapi.ServedKind(group=rtype.group, version=rtype.version, kind=rtype.kind, plural=rtype.plural,
-                              namespaced=rtype.namespaced, schema=rtype.schema, list_strategies=strategies,
-                              subresources=tuple(sorted(rtype.subresources)))
+    return openapi.ServedKind(
+        group=rtype.group,
+        version=rtype.version,
+        kind=rtype.kind,
+        plural=rtype.plural,
+        namespaced=rtype.namespaced,
+        schema=rtype.schema,
+        list_strategies=strategies,
+        subresources=tuple(sorted(rtype.subresources)),
+    )
 
 
 # -- Request parsing -------------------------------------------------------------------------------
+
 
 def _warnings() -> list[str]:
     """The warnings of this request (a list shared by its handlers, sent as ``Warning`` headers)."""
@@ -605,8 +712,9 @@ def _dry_run(request: ApiRequest) -> bool:
 def _field_validation(request: ApiRequest) -> str:
     value = request.query.get("fieldValidation", "")
     if value and value not in ("Ignore", "Warn", "Strict"):
-        raise errors.bad_request(f'fieldValidation: Unsupported value: "{value}": supported values: '
-                                 '"Ignore", "Strict", "Warn"')
+        raise errors.bad_request(
+            f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Strict", "Warn"'
+        )
     return value
 
 
@@ -668,22 +776,26 @@ async def _read_object(request: ApiRequest, rtype: ResourceType) -> Any:
         except protobuf.UnknownKindError:
             raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"]) from None
         except protobuf.ProtobufError as exc:
-            raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
-                                     f"{exc.message}") from None
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {rtype.kind}): {exc.message}"
+            ) from None
         try:
             bodies.check_depth(decoded)
         except bodies.BodyError as exc:
-            raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
-                                     f"{exc.message}") from None
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {rtype.kind}): {exc.message}"
+            ) from None
         return bodies.valid_strings(decoded)
     if content_type not in (JSON, "*/*"):
         raise errors.unsupported_media_type(content_type, [JSON, "application/yaml"])
     try:
         return bodies.parse_json(raw)
     except bodies.BodyError as exc:
-        raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind}): "
-                                 f"couldn't get version/kind; json parse error: {exc.message} "
-                                 f"({_summary(raw)})") from None
+        raise errors.bad_request(
+            f"the object provided is unrecognized (must be of type {rtype.kind}): "
+            f"couldn't get version/kind; json parse error: {exc.message} "
+            f"({_summary(raw)})"
+        ) from None
 
 
 async def _read_patch(request: ApiRequest, content_type: str) -> Any:
@@ -719,8 +831,9 @@ async def _read_delete_options(request: ApiRequest) -> Mapping[str, Any]:
         except bodies.BodyError as exc:
             raise errors.bad_request(f"error decoding DeleteOptions: {exc.message}") from None
         if not isinstance(parsed, dict):
-            raise errors.bad_request(f"json: cannot unmarshal {gotypes.json_kind(parsed)} into Go value of type "
-                                     "v1.DeleteOptions")
+            raise errors.bad_request(
+                f"json: cannot unmarshal {gotypes.json_kind(parsed)} into Go value of type v1.DeleteOptions"
+            )
         typecheck.check_delete_options(parsed)
         options.update({key: value for key, value in parsed.items() if value is not None})
     if "propagationPolicy" in request.query:

@@ -6,6 +6,7 @@ finite floats, ints, bools and None, nested at most :data:`MAX_DEPTH` levels dee
 over the body: YAML aliases are counted as they expand (see :mod:`kopf_sim.http.yamlbodies`), deep nesting
 is refused before anything recurses over it, and the JSON parser's own recursion is caught.
 """
+
 from __future__ import annotations
 
 import json

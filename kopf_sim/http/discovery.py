@@ -1,4 +1,5 @@
 """Discovery documents (``/version``, ``/api``, ``/apis``, ``/api/v1``, ``/apis/G/V``) from the catalogue."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,15 +12,24 @@ from kopf_sim.kube.resources import Catalogue, ResourceType
 def version_info(version: str) -> JsonDict:
     major, minor = version.lstrip("v").split(".")[:2]
     return {
-        "major": major, "minor": minor, "gitVersion": version, "gitCommit": "0" * 40,
-        "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0",
-        "compiler": "gc", "platform": "linux/amd64",
+        "major": major,
+        "minor": minor,
+        "gitVersion": version,
+        "gitCommit": "0" * 40,
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.23.0",
+        "compiler": "gc",
+        "platform": "linux/amd64",
     }
 
 
 def core_versions(server_address: str) -> JsonDict:
-    return {"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
 
 
 def _group_entry(group: str, versions: list[str]) -> JsonDict:
@@ -53,8 +63,11 @@ def resource_list(catalogue: Catalogue, group_name: str, version: str) -> JsonDi
     resources: list[JsonDict] = []
     for rtype in rtypes:
         entry: JsonDict = {
-            "name": rtype.plural, "singularName": rtype.singular, "namespaced": rtype.namespaced,
-            "kind": rtype.kind, "verbs": list(rtype.verbs),
+            "name": rtype.plural,
+            "singularName": rtype.singular,
+            "namespaced": rtype.namespaced,
+            "kind": rtype.kind,
+            "verbs": list(rtype.verbs),
         }
         if rtype.short_names:
             entry["shortNames"] = list(rtype.short_names)
@@ -63,15 +76,29 @@ def resource_list(catalogue: Catalogue, group_name: str, version: str) -> JsonDi
         entry["storageVersionHash"] = _storage_hash(rtype)
         resources.append(entry)
         if "status" in rtype.subresources:
-            resources.append({"name": f"{rtype.plural}/status", "singularName": "", "namespaced": rtype.namespaced,
-                              "kind": rtype.kind, "verbs": ["get", "patch", "update"]})
+            resources.append(
+                {
+                    "name": f"{rtype.plural}/status",
+                    "singularName": "",
+                    "namespaced": rtype.namespaced,
+                    "kind": rtype.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
         if "scale" in rtype.subresources:
-            resources.append({"name": f"{rtype.plural}/scale", "singularName": "", "namespaced": rtype.namespaced,
-                              "group": "autoscaling", "version": "v1", "kind": "Scale",
-                              "verbs": ["get", "patch", "update"]})
+            resources.append(
+                {
+                    "name": f"{rtype.plural}/scale",
+                    "singularName": "",
+                    "namespaced": rtype.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
     group_version = f"{group_name}/{version}" if group_name else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
-            "resources": resources}
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
 
 AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
@@ -91,8 +118,11 @@ def wants_aggregated(accept: str) -> bool:
 def _aggregated_resource(rtype: ResourceType) -> JsonDict:
     kind = {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}
     entry: JsonDict = {
-        "resource": rtype.plural, "responseKind": kind, "scope": "Namespaced" if rtype.namespaced else "Cluster",
-        "singularResource": rtype.singular, "verbs": list(rtype.verbs),
+        "resource": rtype.plural,
+        "responseKind": kind,
+        "scope": "Namespaced" if rtype.namespaced else "Cluster",
+        "singularResource": rtype.singular,
+        "verbs": list(rtype.verbs),
     }
     if rtype.short_names:
         entry["shortNames"] = list(rtype.short_names)
@@ -102,8 +132,13 @@ def _aggregated_resource(rtype: ResourceType) -> JsonDict:
     if "status" in rtype.subresources:
         subresources.append({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]})
     if "scale" in rtype.subresources:
-        subresources.append({"subresource": "scale", "verbs": ["get", "patch", "update"],
-                             "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}})
+        subresources.append(
+            {
+                "subresource": "scale",
+                "verbs": ["get", "patch", "update"],
+                "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            }
+        )
     if subresources:
         entry["subresources"] = subresources
     return entry
@@ -118,11 +153,11 @@ def aggregated(catalogue: Catalogue, *, core: bool) -> JsonDict:
         entries = []
         for version in versions:  # the preferred version first, as the apiserver orders them
             rtypes = sorted(catalogue.in_group_version(group_name, version), key=lambda t: t.plural)
-            entries.append({"version": version, "resources": [_aggregated_resource(t) for t in rtypes],
-                            "freshness": "Current"})
+            entries.append(
+                {"version": version, "resources": [_aggregated_resource(t) for t in rtypes], "freshness": "Current"}
+            )
         items.append({"metadata": {"name": group_name} if group_name else {}, "versions": entries})
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
-            "items": items}
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
 
 
 def document(catalogue: Catalogue, path: tuple[str, ...], *, aggregated_form: bool = False) -> JsonDict | None:

@@ -32,6 +32,7 @@ Usage::
 Requests carrying the :data:`EXEMPT_HEADER` header are never faulted (test harnesses use it
 so that their own checks see the cluster as it is).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -87,12 +88,15 @@ _REASONS: Mapping[int, tuple[str, str]] = {
     500: ("InternalError", "an error on the server has prevented the request from succeeding"),
     502: ("InternalError", "an error on the server has prevented the request from succeeding"),
     503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
-    504: ("Timeout", "the server was unable to return a response in the time allotted, but may still be"
-                     " processing the request"),
+    504: (
+        "Timeout",
+        "the server was unable to return a response in the time allotted, but may still be processing the request",
+    ),
 }
 
 
 # -- Effects ---------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class Error:
@@ -165,6 +169,7 @@ _DROP_KEY = web.RequestKey("kopf_sim.http.faults.drop", DropWatch)
 
 # -- Requests --------------------------------------------------------------------------------------
 
+
 @dataclasses.dataclass(frozen=True)
 class RequestInfo:
     """What a request addresses, as far as the URL tells (no lookups in the catalogue)."""
@@ -210,6 +215,7 @@ def classify(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
 
 # -- Rules -----------------------------------------------------------------------------------------
 
+
 @dataclasses.dataclass(eq=False)
 class Rule:
     """Which requests to fault, how often, and how. ``None`` criteria match anything."""
@@ -217,14 +223,14 @@ class Rule:
     effect: Effect
     methods: frozenset[str] | None = None
     path: re.Pattern[str] | None = None
-    resource: str | None = None      # plural, or plural.group
+    resource: str | None = None  # plural, or plural.group
     namespace: str | None = None
     name: str | None = None
     watch: bool | None = None
-    count: int | None = None         # fire at most this many times (None: forever)
+    count: int | None = None  # fire at most this many times (None: forever)
     probability: float = 1.0
-    matched: int = 0                 # requests that met the criteria (while the rule was active)
-    hits: int = 0                    # requests that got the fault
+    matched: int = 0  # requests that met the criteria (while the rule was active)
+    hits: int = 0  # requests that got the fault
 
     @property
     def exhausted(self) -> bool:
@@ -307,8 +313,15 @@ class FaultInjector:
         self.rules.append(rule)
         return rule
 
-    def error(self, code: int = 500, *, reason: str | None = None, message: str | None = None,
-              retry_after: int | None = None, **criteria: Any) -> Rule:
+    def error(
+        self,
+        code: int = 500,
+        *,
+        reason: str | None = None,
+        message: str | None = None,
+        retry_after: int | None = None,
+        **criteria: Any,
+    ) -> Rule:
         return self.add(Error(code, reason, message, retry_after), **criteria)
 
     def latency(self, seconds: float, **criteria: Any) -> Rule:
@@ -413,6 +426,7 @@ def _describe_effect(effect: Effect) -> str:
 
 # -- The middleware --------------------------------------------------------------------------------
 
+
 def install(app: web.Application, injector: FaultInjector) -> None:
     """Add the fault injection to an app that has not started yet."""
     app.middlewares.append(middleware(injector))
@@ -439,8 +453,9 @@ def middleware(injector: FaultInjector) -> Middleware:
     return inject_faults
 
 
-async def _inject(injector: FaultInjector, info: RequestInfo, request: web.Request,
-                  handler: Handler) -> web.StreamResponse:
+async def _inject(
+    injector: FaultInjector, info: RequestInfo, request: web.Request, handler: Handler
+) -> web.StreamResponse:
     """The request's faults (if any rules fire), or the request as it is."""
     if not injector.rules:
         return await handler(request)
@@ -487,8 +502,9 @@ def _dumps(data: Any) -> bytes:
 
 
 def _status_response(error: errors.ApiError) -> web.Response:
-    response = web.Response(body=_dumps(error.to_status()), status=error.code,
-                            headers={"Content-Type": "application/json"})
+    response = web.Response(
+        body=_dumps(error.to_status()), status=error.code, headers={"Content-Type": "application/json"}
+    )
     response.headers.update(error.headers)
     return response
 
@@ -501,10 +517,19 @@ def _error_response(effect: Error, info: RequestInfo) -> web.Response:
         headers["Retry-After"] = str(effect.retry_after)
         details = {"retryAfterSeconds": effect.retry_after}
     if info.name is not None and info.resource is not None:
-        details = {"name": info.name, **({"group": info.group} if info.group else {}),
-                   "kind": info.resource, **(details or {})}
-    error = errors.ApiError(effect.code, effect.reason or default_reason, effect.message or default_message,
-                            details=details, headers=headers)
+        details = {
+            "name": info.name,
+            **({"group": info.group} if info.group else {}),
+            "kind": info.resource,
+            **(details or {}),
+        }
+    error = errors.ApiError(
+        effect.code,
+        effect.reason or default_reason,
+        effect.message or default_message,
+        details=details,
+        headers=headers,
+    )
     return _status_response(error)
 
 

@@ -14,6 +14,7 @@ Clients read them for three things, so the documents are shaped for those:
   PATCH operation accepts ``application/strategic-merge-patch+json``; custom resources get
   a JSON merge patch (they do not accept strategic merge patches).
 """
+
 from __future__ import annotations
 
 import copy
@@ -73,6 +74,7 @@ def schema_name(group: str, version: str, kind: str, *, builtin: bool) -> str:
 
 # --- the index -------------------------------------------------------------------------------------
 
+
 def openapi_index(kinds: Iterable[ServedKind]) -> dict[str, Any]:
     """The ``/openapi/v3`` document: one URL per group-version, with a hash of its content.
 
@@ -95,6 +97,7 @@ def _hash(doc: Any) -> str:
 
 # --- a group-version document ----------------------------------------------------------------------
 
+
 def openapi_group_version(kinds: Iterable[ServedKind], group: str, version: str) -> dict[str, Any] | None:
     """The OpenAPI 3.0 document of one group-version, or None if nothing is served there."""
     selected = sorted((k for k in kinds if k.group == group and k.version == version), key=lambda k: k.plural)
@@ -112,15 +115,21 @@ def openapi_group_version(kinds: Iterable[ServedKind], group: str, version: str)
     builtin = all(k.builtin for k in selected)
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes" if builtin else "Kubernetes CRD Swagger",
-                 "version": "unversioned" if builtin else "v0.1.0"},
+        "info": {
+            "title": "Kubernetes" if builtin else "Kubernetes CRD Swagger",
+            "version": "unversioned" if builtin else "v0.1.0",
+        },
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"BearerToken": {
-                "type": "apiKey", "description": "Bearer Token authentication",
-                "name": "authorization", "in": "header",
-            }},
+            "securitySchemes": {
+                "BearerToken": {
+                    "type": "apiKey",
+                    "description": "Bearer Token authentication",
+                    "name": "authorization",
+                    "in": "header",
+                }
+            },
         },
         "security": [{"BearerToken": []}],
     }
@@ -141,14 +150,14 @@ def _gvk(group: str, version: str, kind: str) -> list[dict[str, str]]:
 
 _API_VERSION = {
     "description": "APIVersion defines the versioned schema of this representation of an object. "
-                   "Servers should convert recognized schemas to the latest internal value, "
-                   "and may reject unrecognized values.",
+    "Servers should convert recognized schemas to the latest internal value, "
+    "and may reject unrecognized values.",
     "type": "string",
 }
 _KIND = {
     "description": "Kind is a string value representing the REST resource this object represents. "
-                   "Servers may infer this from the endpoint the client submits requests to. "
-                   "Cannot be updated. In CamelCase.",
+    "Servers may infer this from the endpoint the client submits requests to. "
+    "Cannot be updated. In CamelCase.",
     "type": "string",
 }
 _METADATA = "Standard object's metadata."
@@ -189,7 +198,7 @@ def _add_list_strategies(schema: dict[str, Any], strategies: Strategies) -> None
             continue
         node = schema
         for depth, key in enumerate(path):
-            prefix = path[:depth + 1]
+            prefix = path[: depth + 1]
             props = node.setdefault("properties", {})
             if prefix in strategies:
                 merge_key, strategy = strategies[prefix]
@@ -220,16 +229,21 @@ def _add_list_strategies(schema: dict[str, Any], strategies: Strategies) -> None
 # "strings" a list of strings.
 _PodFields = dict[tuple[str, ...], str]
 _CONTAINER_FIELDS: _PodFields = {
-    ("command",): "strings", ("args",): "strings",
-    ("resources",): "object", ("resources", "limits"): "object", ("resources", "requests"): "object",
+    ("command",): "strings",
+    ("args",): "strings",
+    ("resources",): "object",
+    ("resources", "limits"): "object",
+    ("resources", "requests"): "object",
 }
 _POD_SPEC_FIELDS: _PodFields = {
-    ("nodeSelector",): "object", ("tolerations",): "array",
+    ("nodeSelector",): "object",
+    ("tolerations",): "array",
     **{("containers", *path): type_ for path, type_ in _CONTAINER_FIELDS.items()},
     **{("initContainers", *path): type_ for path, type_ in _CONTAINER_FIELDS.items()},
 }
 _SELECTOR_FIELDS: _PodFields = {
-    ("spec", "selector"): "object", ("spec", "selector", "matchLabels"): "object",
+    ("spec", "selector"): "object",
+    ("spec", "selector", "matchLabels"): "object",
     ("spec", "selector", "matchExpressions"): "array",
 }
 
@@ -249,8 +263,10 @@ _BUILTIN_NESTED_FIELDS: dict[tuple[str, str], _PodFields] = {
     ("apps", "StatefulSet"): _WORKLOAD_FIELDS,
     ("apps", "DaemonSet"): _WORKLOAD_FIELDS,
     ("batch", "Job"): _WORKLOAD_FIELDS,
-    ("batch", "CronJob"): {("spec", "jobTemplate", "metadata"): "meta",
-                           **_pod_template(("spec", "jobTemplate", "spec", "template"))},
+    ("batch", "CronJob"): {
+        ("spec", "jobTemplate", "metadata"): "meta",
+        **_pod_template(("spec", "jobTemplate", "spec", "template")),
+    },
 }
 
 
@@ -260,7 +276,8 @@ def _add_nested_fields(schema: dict[str, Any], fields: _PodFields) -> None:
         node = schema
         for key in path[:-1]:
             prop = node.setdefault("properties", {}).setdefault(
-                key, {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+                key, {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+            )
             node = prop["items"] if prop.get("type") == "array" else prop
         props = node.setdefault("properties", {})
         if type_ == "meta":
@@ -268,8 +285,9 @@ def _add_nested_fields(schema: dict[str, Any], fields: _PodFields) -> None:
         elif type_ == "strings":
             props.setdefault(path[-1], {"type": "array", "items": {"type": "string", "default": ""}})
         elif type_ == "array":
-            props.setdefault(path[-1], {"type": "array", "items": {
-                "type": "object", "x-kubernetes-preserve-unknown-fields": True}})
+            props.setdefault(
+                path[-1], {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+            )
         else:
             props.setdefault(path[-1], {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
 
@@ -293,54 +311,71 @@ def _list_schema(kind: ServedKind, name: str) -> dict[str, Any]:
 
 _JSON_TYPES = ("application/json", "application/yaml")
 _CRD_PATCH_TYPES = (
-    "application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml",
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
 )
 _BUILTIN_PATCH_TYPES = (*_CRD_PATCH_TYPES, "application/strategic-merge-patch+json")
 
 
 def _query(name: str, description: str, type_: str = "string", **schema: Any) -> dict[str, Any]:
-    return {"name": name, "in": "query", "description": description,
-            "schema": {"type": type_, "uniqueItems": True, **schema}}
+    return {
+        "name": name,
+        "in": "query",
+        "description": description,
+        "schema": {"type": type_, "uniqueItems": True, **schema},
+    }
 
 
 _PRETTY = _query("pretty", "If 'true', then the output is pretty printed.")
-_DRY_RUN = _query("dryRun", "When present, indicates that modifications should not be persisted. "
-                            "Valid values are: - All: all dry run stages will be processed")
-_FIELD_MANAGER = _query("fieldManager", "fieldManager is a name associated with the actor or entity "
-                                        "that is making these changes.")
+_DRY_RUN = _query(
+    "dryRun",
+    "When present, indicates that modifications should not be persisted. "
+    "Valid values are: - All: all dry run stages will be processed",
+)
+_FIELD_MANAGER = _query(
+    "fieldManager", "fieldManager is a name associated with the actor or entity that is making these changes."
+)
 _FIELD_VALIDATION = _query(
     "fieldValidation",
     "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) "
     "containing unknown or duplicate fields. Valid values are: - Ignore - Warn - Strict",
 )
-_FORCE = _query("force", "Force is going to \"force\" Apply requests.", "boolean")
-_GRACE = _query("gracePeriodSeconds", "The duration in seconds before the object should be deleted.",
-                "integer")
+_FORCE = _query("force", 'Force is going to "force" Apply requests.', "boolean")
+_GRACE = _query("gracePeriodSeconds", "The duration in seconds before the object should be deleted.", "integer")
 _ORPHAN = _query("orphanDependents", "Deprecated: please use the PropagationPolicy.", "boolean")
 _PROPAGATION = _query("propagationPolicy", "Whether and how garbage collection will be performed.")
 _LIST_PARAMS = [
-    _query("allowWatchBookmarks", "allowWatchBookmarks requests watch events with type \"BOOKMARK\".",
-           "boolean"),
+    _query("allowWatchBookmarks", 'allowWatchBookmarks requests watch events with type "BOOKMARK".', "boolean"),
     _query("continue", "The continue option should be set when retrieving more results from the server."),
     _query("fieldSelector", "A selector to restrict the list of returned objects by their fields."),
     _query("labelSelector", "A selector to restrict the list of returned objects by their labels."),
     _query("limit", "limit is a maximum number of responses to return for a list call.", "integer"),
-    _query("resourceVersion", "resourceVersion sets a constraint on what resource versions a request may be "
-                              "served from."),
-    _query("resourceVersionMatch",
-           "resourceVersionMatch determines how resourceVersion is applied to list calls."),
+    _query(
+        "resourceVersion", "resourceVersion sets a constraint on what resource versions a request may be served from."
+    ),
+    _query("resourceVersionMatch", "resourceVersionMatch determines how resourceVersion is applied to list calls."),
     _query("sendInitialEvents", "`sendInitialEvents=true` may be set together with `watch=true`.", "boolean"),
     _query("timeoutSeconds", "Timeout for the list/watch call.", "integer"),
-    _query("watch", "Watch for changes to the described resources and return them as a stream of add, "
-                    "update, and remove notifications.", "boolean"),
+    _query(
+        "watch",
+        "Watch for changes to the described resources and return them as a stream of add, "
+        "update, and remove notifications.",
+        "boolean",
+    ),
 ]
 _WRITE_PARAMS = [_DRY_RUN, _FIELD_MANAGER, _FIELD_VALIDATION]
 _DELETE_PARAMS = [_DRY_RUN, _GRACE, _ORPHAN, _PROPAGATION]
 
 
 def _path_param(name: str, description: str) -> dict[str, Any]:
-    return {"name": name, "in": "path", "description": description, "required": True,
-            "schema": {"type": "string", "uniqueItems": True}}
+    return {
+        "name": name,
+        "in": "path",
+        "description": description,
+        "required": True,
+        "schema": {"type": "string", "uniqueItems": True},
+    }
 
 
 _NAME = _path_param("name", "name of the resource")
@@ -353,22 +388,32 @@ def _content(schema_ref: str, types: Iterable[str] = _JSON_TYPES) -> dict[str, A
 
 def _responses(schema_ref: str, *codes: str) -> dict[str, Any]:
     texts = {"200": "OK", "201": "Created", "202": "Accepted"}
-    responses: dict[str, Any] = {code: {"description": texts[code], "content": _content(schema_ref)}
-                                 for code in codes}
+    responses: dict[str, Any] = {code: {"description": texts[code], "content": _content(schema_ref)} for code in codes}
     responses["401"] = {"description": "Unauthorized"}
     return responses
 
 
 def _op_id(verb: str, kind: ServedKind, suffix: str = "") -> str:
     scope = "Namespaced" if kind.namespaced and verb != "list" else ""
-    parts = [p.capitalize() for p in kind.group.split(".") if p] if not kind.builtin else (
-        [kind.group.split(".")[0].capitalize()] if kind.group else ["Core"])
+    parts = (
+        [p.capitalize() for p in kind.group.split(".") if p]
+        if not kind.builtin
+        else ([kind.group.split(".")[0].capitalize()] if kind.group else ["Core"])
+    )
     return f"{verb}{''.join(parts)}{kind.version.capitalize()}{scope}{kind.kind}{suffix}"
 
 
-def _operation(kind: ServedKind, action: str, op_id: str, description: str, *,
-               params: list[dict[str, Any]], responses: dict[str, Any],
-               body: dict[str, Any] | None = None, gvk_kind: str | None = None) -> dict[str, Any]:
+def _operation(
+    kind: ServedKind,
+    action: str,
+    op_id: str,
+    description: str,
+    *,
+    params: list[dict[str, Any]],
+    responses: dict[str, Any],
+    body: dict[str, Any] | None = None,
+    gvk_kind: str | None = None,
+) -> dict[str, Any]:
     tag = (kind.group.split(".")[0] if kind.group else "core") + "_" + kind.version
     operation: dict[str, Any] = {
         "tags": [tag],
@@ -381,7 +426,9 @@ def _operation(kind: ServedKind, action: str, op_id: str, description: str, *,
     operation["responses"] = responses
     operation["x-kubernetes-action"] = action
     operation["x-kubernetes-group-version-kind"] = {
-        "group": kind.group, "kind": gvk_kind or kind.kind, "version": kind.version,
+        "group": kind.group,
+        "kind": gvk_kind or kind.kind,
+        "version": kind.version,
     }
     return operation
 
@@ -397,37 +444,78 @@ def _kind_paths(kind: ServedKind, name: str) -> dict[str, Any]:
     paths: dict[str, Any] = {}
 
     paths[f"{scope}/{kind.plural}"] = {
-        "get": _operation(kind, "list", _op_id("list", kind), f"list or watch objects of kind {k}",
-                          params=_LIST_PARAMS, responses=_responses(name + "List", "200")),
-        "post": _operation(kind, "post", _op_id("create", kind), f"create a {k}",
-                           params=_WRITE_PARAMS, body=_content(name, ("*/*",)),
-                           responses=_responses(name, "200", "201", "202")),
-        "delete": _operation(kind, "deletecollection", _op_id("deletecollection", kind),
-                             f"delete collection of {k}", params=[*_DELETE_PARAMS, *_LIST_PARAMS],
-                             body=_content(f"{META}.DeleteOptions", ("*/*",)),
-                             responses=_responses(status, "200")),
+        "get": _operation(
+            kind,
+            "list",
+            _op_id("list", kind),
+            f"list or watch objects of kind {k}",
+            params=_LIST_PARAMS,
+            responses=_responses(name + "List", "200"),
+        ),
+        "post": _operation(
+            kind,
+            "post",
+            _op_id("create", kind),
+            f"create a {k}",
+            params=_WRITE_PARAMS,
+            body=_content(name, ("*/*",)),
+            responses=_responses(name, "200", "201", "202"),
+        ),
+        "delete": _operation(
+            kind,
+            "deletecollection",
+            _op_id("deletecollection", kind),
+            f"delete collection of {k}",
+            params=[*_DELETE_PARAMS, *_LIST_PARAMS],
+            body=_content(f"{META}.DeleteOptions", ("*/*",)),
+            responses=_responses(status, "200"),
+        ),
         "parameters": [*scope_params, _PRETTY],
     }
     if kind.namespaced:
         paths[f"{prefix}/{kind.plural}"] = {
-            "get": _operation(kind, "list", _op_id("list", kind, "ForAllNamespaces"),
-                              f"list or watch objects of kind {k}",
-                              params=_LIST_PARAMS, responses=_responses(name + "List", "200")),
+            "get": _operation(
+                kind,
+                "list",
+                _op_id("list", kind, "ForAllNamespaces"),
+                f"list or watch objects of kind {k}",
+                params=_LIST_PARAMS,
+                responses=_responses(name + "List", "200"),
+            ),
             "parameters": [_PRETTY],
         }
     item_params = [_NAME, *scope_params, _PRETTY]
     paths[f"{scope}/{kind.plural}/{{name}}"] = {
-        "get": _operation(kind, "get", _op_id("read", kind), f"read the specified {k}",
-                          params=[], responses=_responses(name, "200")),
-        "put": _operation(kind, "put", _op_id("replace", kind), f"replace the specified {k}",
-                          params=_WRITE_PARAMS, body=_content(name, ("*/*",)),
-                          responses=_responses(name, "200", "201")),
-        "delete": _operation(kind, "delete", _op_id("delete", kind), f"delete a {k}",
-                             params=_DELETE_PARAMS, body=_content(f"{META}.DeleteOptions", ("*/*",)),
-                             responses=_responses(status, "200", "202")),
-        "patch": _operation(kind, "patch", _op_id("patch", kind), f"partially update the specified {k}",
-                            params=[*_WRITE_PARAMS, _FORCE], body=_content(f"{META}.Patch", patch_types),
-                            responses=_responses(name, "200", "201")),
+        "get": _operation(
+            kind, "get", _op_id("read", kind), f"read the specified {k}", params=[], responses=_responses(name, "200")
+        ),
+        "put": _operation(
+            kind,
+            "put",
+            _op_id("replace", kind),
+            f"replace the specified {k}",
+            params=_WRITE_PARAMS,
+            body=_content(name, ("*/*",)),
+            responses=_responses(name, "200", "201"),
+        ),
+        "delete": _operation(
+            kind,
+            "delete",
+            _op_id("delete", kind),
+            f"delete a {k}",
+            params=_DELETE_PARAMS,
+            body=_content(f"{META}.DeleteOptions", ("*/*",)),
+            responses=_responses(status, "200", "202"),
+        ),
+        "patch": _operation(
+            kind,
+            "patch",
+            _op_id("patch", kind),
+            f"partially update the specified {k}",
+            params=[*_WRITE_PARAMS, _FORCE],
+            body=_content(f"{META}.Patch", patch_types),
+            responses=_responses(name, "200", "201"),
+        ),
         "parameters": item_params,
     }
     for sub in kind.subresources:
@@ -435,22 +523,42 @@ def _kind_paths(kind: ServedKind, name: str) -> dict[str, Any]:
         if sub not in ("status", "scale"):
             continue
         paths[f"{scope}/{kind.plural}/{{name}}/{sub}"] = {
-            "get": _operation(kind, "get", _op_id("read", kind, suffix), f"read {sub} of the specified {k}",
-                              params=[], responses=_responses(target, "200"), gvk_kind=gvk_kind),
-            "put": _operation(kind, "put", _op_id("replace", kind, suffix),
-                              f"replace {sub} of the specified {k}",
-                              params=_WRITE_PARAMS, body=_content(target, ("*/*",)),
-                              responses=_responses(target, "200", "201"), gvk_kind=gvk_kind),
-            "patch": _operation(kind, "patch", _op_id("patch", kind, suffix),
-                                f"partially update {sub} of the specified {k}",
-                                params=[*_WRITE_PARAMS, _FORCE], body=_content(f"{META}.Patch", patch_types),
-                                responses=_responses(target, "200", "201"), gvk_kind=gvk_kind),
+            "get": _operation(
+                kind,
+                "get",
+                _op_id("read", kind, suffix),
+                f"read {sub} of the specified {k}",
+                params=[],
+                responses=_responses(target, "200"),
+                gvk_kind=gvk_kind,
+            ),
+            "put": _operation(
+                kind,
+                "put",
+                _op_id("replace", kind, suffix),
+                f"replace {sub} of the specified {k}",
+                params=_WRITE_PARAMS,
+                body=_content(target, ("*/*",)),
+                responses=_responses(target, "200", "201"),
+                gvk_kind=gvk_kind,
+            ),
+            "patch": _operation(
+                kind,
+                "patch",
+                _op_id("patch", kind, suffix),
+                f"partially update {sub} of the specified {k}",
+                params=[*_WRITE_PARAMS, _FORCE],
+                body=_content(f"{META}.Patch", patch_types),
+                responses=_responses(target, "200", "201"),
+                gvk_kind=gvk_kind,
+            ),
             "parameters": item_params,
         }
     return paths
 
 
 # --- the shared components -------------------------------------------------------------------------
+
 
 def _string(description: str, **extra: Any) -> dict[str, Any]:
     return {"description": description, "type": "string", **extra}
@@ -462,38 +570,57 @@ def _common_schemas() -> dict[str, Any]:
     return {
         f"{META}.ObjectMeta": {
             "description": "ObjectMeta is metadata that all persisted resources must have, "
-                           "which includes all objects users must create.",
+            "which includes all objects users must create.",
             "type": "object",
             "properties": {
-                "annotations": {"description": "Annotations is an unstructured key value map.",
-                                "type": "object", "additionalProperties": {"type": "string", "default": ""}},
+                "annotations": {
+                    "description": "Annotations is an unstructured key value map.",
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "default": ""},
+                },
                 "creationTimestamp": _typed_ref(time, "The time when this object was created."),
-                "deletionGracePeriodSeconds": {"description": "Seconds allowed for graceful termination.",
-                                               "type": "integer", "format": "int64"},
+                "deletionGracePeriodSeconds": {
+                    "description": "Seconds allowed for graceful termination.",
+                    "type": "integer",
+                    "format": "int64",
+                },
                 "deletionTimestamp": _typed_ref(time, "The time when this resource will be deleted."),
-                "finalizers": {"description": "Must be empty before the object is deleted from the registry.",
-                               "type": "array", "items": {"type": "string", "default": ""},
-                               "x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge"},
+                "finalizers": {
+                    "description": "Must be empty before the object is deleted from the registry.",
+                    "type": "array",
+                    "items": {"type": "string", "default": ""},
+                    "x-kubernetes-list-type": "set",
+                    "x-kubernetes-patch-strategy": "merge",
+                },
                 "generateName": _string("An optional prefix for generating a unique name."),
-                "generation": {"description": "A sequence number representing a specific generation "
-                                              "of the desired state.", "type": "integer", "format": "int64"},
-                "labels": {"description": "Map of string keys and values to organize and categorize objects.",
-                           "type": "object", "additionalProperties": {"type": "string", "default": ""}},
-                "managedFields": {"description": "Which fields are managed by which workflow.",
-                                  "type": "array", "items": {"default": {}, "allOf": [
-                                      _ref(f"{META}.ManagedFieldsEntry")]},
-                                  "x-kubernetes-list-type": "atomic"},
+                "generation": {
+                    "description": "A sequence number representing a specific generation of the desired state.",
+                    "type": "integer",
+                    "format": "int64",
+                },
+                "labels": {
+                    "description": "Map of string keys and values to organize and categorize objects.",
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "default": ""},
+                },
+                "managedFields": {
+                    "description": "Which fields are managed by which workflow.",
+                    "type": "array",
+                    "items": {"default": {}, "allOf": [_ref(f"{META}.ManagedFieldsEntry")]},
+                    "x-kubernetes-list-type": "atomic",
+                },
                 "name": _string("Name must be unique within a namespace."),
                 "namespace": _string("Namespace defines the space within which each name must be unique."),
-                "ownerReferences": {"description": "List of objects depended by this object.",
-                                    "type": "array", "items": {"default": {}, "allOf": [
-                                        _ref(f"{META}.OwnerReference")]},
-                                    "x-kubernetes-list-map-keys": ["uid"],
-                                    "x-kubernetes-list-type": "map",
-                                    "x-kubernetes-patch-merge-key": "uid",
-                                    "x-kubernetes-patch-strategy": "merge"},
-                "resourceVersion": _string("An opaque value that represents the internal version "
-                                           "of this object."),
+                "ownerReferences": {
+                    "description": "List of objects depended by this object.",
+                    "type": "array",
+                    "items": {"default": {}, "allOf": [_ref(f"{META}.OwnerReference")]},
+                    "x-kubernetes-list-map-keys": ["uid"],
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-patch-merge-key": "uid",
+                    "x-kubernetes-patch-strategy": "merge",
+                },
+                "resourceVersion": _string("An opaque value that represents the internal version of this object."),
                 "selfLink": _string("Deprecated: selfLink is a legacy read-only field."),
                 "uid": _string("UID is the unique in time and space value for this object."),
             },
@@ -504,10 +631,11 @@ def _common_schemas() -> dict[str, Any]:
             "required": ["apiVersion", "kind", "name", "uid"],
             "properties": {
                 "apiVersion": _string("API version of the referent.", default=""),
-                "blockOwnerDeletion": {"description": "Whether the owner blocks the deletion.",
-                                       "type": "boolean"},
-                "controller": {"description": "If true, this reference points to the managing controller.",
-                               "type": "boolean"},
+                "blockOwnerDeletion": {"description": "Whether the owner blocks the deletion.", "type": "boolean"},
+                "controller": {
+                    "description": "If true, this reference points to the managing controller.",
+                    "type": "boolean",
+                },
                 "kind": _string("Kind of the referent.", default=""),
                 "name": _string("Name of the referent.", default=""),
                 "uid": _string("UID of the referent.", default=""),
@@ -516,7 +644,7 @@ def _common_schemas() -> dict[str, Any]:
         },
         f"{META}.ManagedFieldsEntry": {
             "description": "ManagedFieldsEntry is a workflow-id, a FieldSet and the group version "
-                           "of the resource that the fieldset applies to.",
+            "of the resource that the fieldset applies to.",
             "type": "object",
             "properties": {
                 "apiVersion": _string("The version of the resource that this field set applies to."),
@@ -532,15 +660,21 @@ def _common_schemas() -> dict[str, Any]:
             "description": "FieldsV1 stores a set of fields in a data structure like a Trie.",
             "type": "object",
         },
-        time: {"description": "Time is a wrapper around time.Time which supports correct marshaling "
-                              "to YAML and JSON.", "type": "string", "format": "date-time"},
+        time: {
+            "description": "Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.",
+            "type": "string",
+            "format": "date-time",
+        },
         f"{META}.ListMeta": {
             "description": "ListMeta describes metadata that synthetic resources must have.",
             "type": "object",
             "properties": {
                 "continue": _string("Set if the user should set more options to get more results."),
-                "remainingItemCount": {"description": "The number of subsequent items in the list.",
-                                       "type": "integer", "format": "int64"},
+                "remainingItemCount": {
+                    "description": "The number of subsequent items in the list.",
+                    "type": "integer",
+                    "format": "int64",
+                },
                 "resourceVersion": _string("The version of the list."),
                 "selfLink": _string("Deprecated."),
             },
@@ -550,15 +684,17 @@ def _common_schemas() -> dict[str, Any]:
             "type": "object",
             "properties": {
                 "apiVersion": dict(_API_VERSION),
-                "code": {"description": "Suggested HTTP return code for this status.",
-                         "type": "integer", "format": "int32"},
+                "code": {
+                    "description": "Suggested HTTP return code for this status.",
+                    "type": "integer",
+                    "format": "int32",
+                },
                 "details": _typed_ref(f"{META}.StatusDetails", "Extended data associated with the reason."),
                 "kind": dict(_KIND),
                 "message": _string("A human-readable description of the status of this operation."),
                 "metadata": _typed_ref(f"{META}.ListMeta", "Standard list metadata.", default={}),
-                "reason": _string("A machine-readable description of why this operation "
-                                  "is in the Failure status."),
-                "status": _string("Status of the operation. One of: \"Success\" or \"Failure\"."),
+                "reason": _string("A machine-readable description of why this operation is in the Failure status."),
+                "status": _string('Status of the operation. One of: "Success" or "Failure".'),
             },
             "x-kubernetes-group-version-kind": _gvk("", "v1", "Status"),
         },
@@ -566,14 +702,20 @@ def _common_schemas() -> dict[str, Any]:
             "description": "StatusDetails is a set of additional properties that MAY be set by the server.",
             "type": "object",
             "properties": {
-                "causes": {"description": "More details associated with the failure.",
-                           "type": "array", "items": {"default": {}, "allOf": [_ref(f"{META}.StatusCause")]},
-                           "x-kubernetes-list-type": "atomic"},
+                "causes": {
+                    "description": "More details associated with the failure.",
+                    "type": "array",
+                    "items": {"default": {}, "allOf": [_ref(f"{META}.StatusCause")]},
+                    "x-kubernetes-list-type": "atomic",
+                },
                 "group": _string("The group attribute of the resource associated with the status."),
                 "kind": _string("The kind attribute of the resource associated with the status."),
                 "name": _string("The name attribute of the resource associated with the status."),
-                "retryAfterSeconds": {"description": "The number of seconds before the client should retry.",
-                                      "type": "integer", "format": "int32"},
+                "retryAfterSeconds": {
+                    "description": "The number of seconds before the client should retry.",
+                    "type": "integer",
+                    "format": "int32",
+                },
                 "uid": _string("UID of the resource."),
             },
         },
@@ -591,14 +733,19 @@ def _common_schemas() -> dict[str, Any]:
             "type": "object",
             "properties": {
                 "apiVersion": dict(_API_VERSION),
-                "dryRun": {"description": "When present, modifications should not be persisted.",
-                           "type": "array", "items": {"type": "string", "default": ""},
-                           "x-kubernetes-list-type": "atomic"},
-                "gracePeriodSeconds": {"description": "The duration in seconds before the object should be "
-                                                      "deleted.", "type": "integer", "format": "int64"},
+                "dryRun": {
+                    "description": "When present, modifications should not be persisted.",
+                    "type": "array",
+                    "items": {"type": "string", "default": ""},
+                    "x-kubernetes-list-type": "atomic",
+                },
+                "gracePeriodSeconds": {
+                    "description": "The duration in seconds before the object should be deleted.",
+                    "type": "integer",
+                    "format": "int64",
+                },
                 "kind": dict(_KIND),
-                "orphanDependents": {"description": "Deprecated: please use the PropagationPolicy.",
-                                     "type": "boolean"},
+                "orphanDependents": {"description": "Deprecated: please use the PropagationPolicy.", "type": "boolean"},
                 "preconditions": _typed_ref(f"{META}.Preconditions", "Must be fulfilled before a deletion."),
                 "propagationPolicy": _string("Whether and how garbage collection will be performed."),
             },
@@ -611,8 +758,10 @@ def _common_schemas() -> dict[str, Any]:
                 "uid": _string("Specifies the target UID."),
             },
         },
-        f"{META}.Patch": {"description": "Patch is provided to give a concrete name and type to the "
-                                         "Kubernetes PATCH request body.", "type": "object"},
+        f"{META}.Patch": {
+            "description": "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.",
+            "type": "object",
+        },
     }
 
 
@@ -633,16 +782,21 @@ def _scale_schemas() -> dict[str, Any]:
         f"{_SCALE}Spec": {
             "description": "ScaleSpec describes the attributes of a scale subresource.",
             "type": "object",
-            "properties": {"replicas": {"description": "The desired number of instances.",
-                                        "type": "integer", "format": "int32"}},
+            "properties": {
+                "replicas": {"description": "The desired number of instances.", "type": "integer", "format": "int32"}
+            },
         },
         f"{_SCALE}Status": {
             "description": "ScaleStatus represents the current status of a scale subresource.",
             "type": "object",
             "required": ["replicas"],
             "properties": {
-                "replicas": {"description": "The actual number of observed instances.",
-                             "type": "integer", "format": "int32", "default": 0},
+                "replicas": {
+                    "description": "The actual number of observed instances.",
+                    "type": "integer",
+                    "format": "int32",
+                    "default": 0,
+                },
                 "selector": _string("A label query over pods that should match the replicas count."),
             },
         },

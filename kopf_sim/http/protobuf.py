@@ -15,6 +15,7 @@ The JSON mirrors Go's encoding of the same object: non-pointer scalars are omitt
 embedded structs are always rendered (``{}`` when empty), a zero ``Time`` is ``null``,
 bytes become base64 strings, quantities are strings, and int-or-strings are either.
 """
+
 from __future__ import annotations
 
 import base64
@@ -24,7 +25,14 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
-    "CONTENT_TYPE", "KINDS", "MAGIC", "SCHEMAS", "ProtobufError", "UnknownKindError", "decode_object", "wire_fields",
+    "CONTENT_TYPE",
+    "KINDS",
+    "MAGIC",
+    "SCHEMAS",
+    "ProtobufError",
+    "UnknownKindError",
+    "decode_object",
+    "wire_fields",
 ]
 
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
@@ -81,13 +89,13 @@ def wire_fields(data: bytes) -> Iterator[tuple[int, int, WireValue]]:
             length, pos = _varint(data, pos)
             if pos + length > len(data):
                 raise ProtobufError(f"field {number}: length {length} exceeds the message")
-            yield number, wire_type, data[pos:pos + length]
+            yield number, wire_type, data[pos : pos + length]
             pos += length
         elif wire_type in (_FIXED64, _FIXED32):
             size = 8 if wire_type == _FIXED64 else 4
             if pos + size > len(data):
                 raise ProtobufError(f"field {number}: truncated fixed-width value")
-            yield number, wire_type, int.from_bytes(data[pos:pos + size], "little")
+            yield number, wire_type, int.from_bytes(data[pos : pos + size], "little")
             pos += size
         else:
             raise ProtobufError(f"field {number}: unsupported wire type {wire_type}")
@@ -102,13 +110,13 @@ TIME, QUANTITY, INT_OR_STRING = "Time", "Quantity", "IntOrString"
 
 @dataclasses.dataclass(frozen=True)
 class Field:
-    name: str                      # the JSON name
-    type: str                      # one of the types above
-    message: str | None = None     # the message name (MESSAGE) or the map's value type (MAP)
+    name: str  # the JSON name
+    type: str  # one of the types above
+    message: str | None = None  # the message name (MESSAGE) or the map's value type (MAP)
     repeated: bool = False
-    pointer: bool = False          # a Go pointer: kept in JSON when present, even if zero
-    inline: bool = False           # an embedded Go struct: its fields are merged into the parent
-    always: bool = False           # not omitempty in Go: rendered even when absent/zero
+    pointer: bool = False  # a Go pointer: kept in JSON when present, even if zero
+    inline: bool = False  # an embedded Go struct: its fields are merged into the parent
+    always: bool = False  # not omitempty in Go: rendered even when absent/zero
 
 
 def _s(name: str, *, ptr: bool = False) -> Field:
@@ -142,15 +150,28 @@ _NAME_REF = _m("", "LocalObjectReference", inline=True)  # `name`, embedded in k
 SCHEMAS: dict[str, dict[int, Field]] = {
     # -- meta/v1 -------------------------------------------------------------------------------
     "ObjectMeta": {
-        1: _s("name"), 2: _s("generateName"), 3: _s("namespace"), 4: _s("selfLink"), 5: _s("uid"),
-        6: _s("resourceVersion"), 7: _i("generation"),
-        8: Field("creationTimestamp", TIME, always=True), 9: Field("deletionTimestamp", TIME, pointer=True),
-        10: _i("deletionGracePeriodSeconds", ptr=True), 11: _map("labels"), 12: _map("annotations"),
-        13: _m("ownerReferences", "OwnerReference", rep=True), 14: _ls("finalizers"),
+        1: _s("name"),
+        2: _s("generateName"),
+        3: _s("namespace"),
+        4: _s("selfLink"),
+        5: _s("uid"),
+        6: _s("resourceVersion"),
+        7: _i("generation"),
+        8: Field("creationTimestamp", TIME, always=True),
+        9: Field("deletionTimestamp", TIME, pointer=True),
+        10: _i("deletionGracePeriodSeconds", ptr=True),
+        11: _map("labels"),
+        12: _map("annotations"),
+        13: _m("ownerReferences", "OwnerReference", rep=True),
+        14: _ls("finalizers"),
     },
     "OwnerReference": {
-        5: _s("apiVersion"), 1: _s("kind"), 3: _s("name"), 4: _s("uid"),
-        6: _b("controller", ptr=True), 7: _b("blockOwnerDeletion", ptr=True),
+        5: _s("apiVersion"),
+        1: _s("kind"),
+        3: _s("name"),
+        4: _s("uid"),
+        6: _b("controller", ptr=True),
+        7: _b("blockOwnerDeletion", ptr=True),
     },
     "LabelSelector": {1: _map("matchLabels"), 2: _m("matchExpressions", "LabelSelectorRequirement", rep=True)},
     "LabelSelectorRequirement": {1: _s("key"), 2: _s("operator"), 3: _ls("values")},
@@ -163,121 +184,205 @@ SCHEMAS: dict[str, dict[int, Field]] = {
     "Pod": {1: _META, 2: _m("spec", "PodSpec"), 3: _m("status", "Empty")},
     "Service": {1: _META, 2: _m("spec", "ServiceSpec"), 3: _m("status", "ServiceStatus")},
     "ServiceSpec": {
-        1: _m("ports", "ServicePort", rep=True), 2: _map("selector"), 3: _s("clusterIP"), 4: _s("type"),
+        1: _m("ports", "ServicePort", rep=True),
+        2: _map("selector"),
+        3: _s("clusterIP"),
+        4: _s("type"),
         10: _s("externalName"),
     },
     "ServicePort": {
-        1: _s("name"), 2: _s("protocol"), 3: _i("port", always=True),
-        4: Field("targetPort", INT_OR_STRING), 5: _i("nodePort"),
+        1: _s("name"),
+        2: _s("protocol"),
+        3: _i("port", always=True),
+        4: Field("targetPort", INT_OR_STRING),
+        5: _i("nodePort"),
     },
     "ServiceStatus": {1: _m("loadBalancer", "Empty")},
     "PodTemplateSpec": {1: _META, 2: _m("spec", "PodSpec")},
     "PodSpec": {
-        1: _m("volumes", "Volume", rep=True), 20: _m("initContainers", "Container", rep=True),
+        1: _m("volumes", "Volume", rep=True),
+        20: _m("initContainers", "Container", rep=True),
         2: _m("containers", "Container", rep=True, always=True),
-        3: _s("restartPolicy"), 4: _i("terminationGracePeriodSeconds", ptr=True),
-        5: _i("activeDeadlineSeconds", ptr=True), 6: _s("dnsPolicy"), 7: _map("nodeSelector"),
-        8: _s("serviceAccountName"), 9: _s("serviceAccount"), 21: _b("automountServiceAccountToken", ptr=True),
-        10: _s("nodeName"), 11: _b("hostNetwork"), 12: _b("hostPID"), 13: _b("hostIPC"),
-        27: _b("shareProcessNamespace", ptr=True), 14: _m("securityContext", "PodSecurityContext"),
-        15: _m("imagePullSecrets", "LocalObjectReference", rep=True), 16: _s("hostname"), 17: _s("subdomain"),
-        19: _s("schedulerName"), 22: _m("tolerations", "Toleration", rep=True),
-        23: _m("hostAliases", "HostAlias", rep=True), 24: _s("priorityClassName"), 25: _i("priority", ptr=True),
-        29: _s("runtimeClassName", ptr=True), 30: _b("enableServiceLinks", ptr=True),
-        31: _s("preemptionPolicy", ptr=True), 35: _b("setHostnameAsFQDN", ptr=True), 37: _b("hostUsers", ptr=True),
+        3: _s("restartPolicy"),
+        4: _i("terminationGracePeriodSeconds", ptr=True),
+        5: _i("activeDeadlineSeconds", ptr=True),
+        6: _s("dnsPolicy"),
+        7: _map("nodeSelector"),
+        8: _s("serviceAccountName"),
+        9: _s("serviceAccount"),
+        21: _b("automountServiceAccountToken", ptr=True),
+        10: _s("nodeName"),
+        11: _b("hostNetwork"),
+        12: _b("hostPID"),
+        13: _b("hostIPC"),
+        27: _b("shareProcessNamespace", ptr=True),
+        14: _m("securityContext", "PodSecurityContext"),
+        15: _m("imagePullSecrets", "LocalObjectReference", rep=True),
+        16: _s("hostname"),
+        17: _s("subdomain"),
+        19: _s("schedulerName"),
+        22: _m("tolerations", "Toleration", rep=True),
+        23: _m("hostAliases", "HostAlias", rep=True),
+        24: _s("priorityClassName"),
+        25: _i("priority", ptr=True),
+        29: _s("runtimeClassName", ptr=True),
+        30: _b("enableServiceLinks", ptr=True),
+        31: _s("preemptionPolicy", ptr=True),
+        35: _b("setHostnameAsFQDN", ptr=True),
+        37: _b("hostUsers", ptr=True),
     },
     "PodSecurityContext": {
-        2: _i("runAsUser", ptr=True), 6: _i("runAsGroup", ptr=True), 3: _b("runAsNonRoot", ptr=True),
-        4: Field("supplementalGroups", INT, repeated=True), 5: _i("fsGroup", ptr=True),
+        2: _i("runAsUser", ptr=True),
+        6: _i("runAsGroup", ptr=True),
+        3: _b("runAsNonRoot", ptr=True),
+        4: Field("supplementalGroups", INT, repeated=True),
+        5: _i("fsGroup", ptr=True),
         9: _s("fsGroupChangePolicy", ptr=True),
     },
     "LocalObjectReference": {1: _s("name")},
     "Toleration": {
-        1: _s("key"), 2: _s("operator"), 3: _s("value"), 4: _s("effect"), 5: _i("tolerationSeconds", ptr=True),
+        1: _s("key"),
+        2: _s("operator"),
+        3: _s("value"),
+        4: _s("effect"),
+        5: _i("tolerationSeconds", ptr=True),
     },
     "HostAlias": {1: _s("ip"), 2: _ls("hostnames")},
     "Volume": {1: _s("name"), 2: _m("", "VolumeSource", inline=True)},
     "VolumeSource": {
-        1: _m("hostPath", "HostPathVolumeSource"), 2: _m("emptyDir", "EmptyDirVolumeSource"),
-        6: _m("secret", "SecretVolumeSource"), 10: _m("persistentVolumeClaim", "PVCVolumeSource"),
+        1: _m("hostPath", "HostPathVolumeSource"),
+        2: _m("emptyDir", "EmptyDirVolumeSource"),
+        6: _m("secret", "SecretVolumeSource"),
+        10: _m("persistentVolumeClaim", "PVCVolumeSource"),
         19: _m("configMap", "ConfigMapVolumeSource"),
     },
     "HostPathVolumeSource": {1: _s("path"), 2: _s("type", ptr=True)},
     "EmptyDirVolumeSource": {1: _s("medium"), 2: Field("sizeLimit", QUANTITY, pointer=True)},
     "SecretVolumeSource": {
-        1: _s("secretName"), 2: _m("items", "KeyToPath", rep=True), 3: _i("defaultMode", ptr=True),
+        1: _s("secretName"),
+        2: _m("items", "KeyToPath", rep=True),
+        3: _i("defaultMode", ptr=True),
         4: _b("optional", ptr=True),
     },
     "PVCVolumeSource": {1: _s("claimName"), 2: _b("readOnly")},
     "ConfigMapVolumeSource": {
-        1: _NAME_REF, 2: _m("items", "KeyToPath", rep=True), 3: _i("defaultMode", ptr=True),
+        1: _NAME_REF,
+        2: _m("items", "KeyToPath", rep=True),
+        3: _i("defaultMode", ptr=True),
         4: _b("optional", ptr=True),
     },
     "KeyToPath": {1: _s("key"), 2: _s("path"), 3: _i("mode", ptr=True)},
     "Container": {
-        1: Field("name", STRING, always=True), 2: _s("image"), 3: _ls("command"), 4: _ls("args"),
-        5: _s("workingDir"), 6: _m("ports", "ContainerPort", rep=True), 19: _m("envFrom", "EnvFromSource", rep=True),
-        7: _m("env", "EnvVar", rep=True), 8: _m("resources", "ResourceRequirements"),
-        9: _m("volumeMounts", "VolumeMount", rep=True), 10: _m("livenessProbe", "Probe"),
-        11: _m("readinessProbe", "Probe"), 22: _m("startupProbe", "Probe"), 12: _m("lifecycle", "Lifecycle"),
-        13: _s("terminationMessagePath"), 20: _s("terminationMessagePolicy"), 14: _s("imagePullPolicy"),
-        15: _m("securityContext", "SecurityContext"), 16: _b("stdin"), 17: _b("stdinOnce"), 18: _b("tty"),
+        1: Field("name", STRING, always=True),
+        2: _s("image"),
+        3: _ls("command"),
+        4: _ls("args"),
+        5: _s("workingDir"),
+        6: _m("ports", "ContainerPort", rep=True),
+        19: _m("envFrom", "EnvFromSource", rep=True),
+        7: _m("env", "EnvVar", rep=True),
+        8: _m("resources", "ResourceRequirements"),
+        9: _m("volumeMounts", "VolumeMount", rep=True),
+        10: _m("livenessProbe", "Probe"),
+        11: _m("readinessProbe", "Probe"),
+        22: _m("startupProbe", "Probe"),
+        12: _m("lifecycle", "Lifecycle"),
+        13: _s("terminationMessagePath"),
+        20: _s("terminationMessagePolicy"),
+        14: _s("imagePullPolicy"),
+        15: _m("securityContext", "SecurityContext"),
+        16: _b("stdin"),
+        17: _b("stdinOnce"),
+        18: _b("tty"),
     },
     "ContainerPort": {
-        1: _s("name"), 2: _i("hostPort"), 3: _i("containerPort", always=True), 4: _s("protocol"), 5: _s("hostIP"),
+        1: _s("name"),
+        2: _i("hostPort"),
+        3: _i("containerPort", always=True),
+        4: _s("protocol"),
+        5: _s("hostIP"),
     },
     "EnvFromSource": {
-        1: _s("prefix"), 2: _m("configMapRef", "ConfigMapEnvSource"), 3: _m("secretRef", "SecretEnvSource"),
+        1: _s("prefix"),
+        2: _m("configMapRef", "ConfigMapEnvSource"),
+        3: _m("secretRef", "SecretEnvSource"),
     },
     "ConfigMapEnvSource": {1: _NAME_REF, 2: _b("optional", ptr=True)},
     "SecretEnvSource": {1: _NAME_REF, 2: _b("optional", ptr=True)},
     "EnvVar": {1: Field("name", STRING, always=True), 2: _s("value"), 3: _m("valueFrom", "EnvVarSource")},
     "EnvVarSource": {
-        1: _m("fieldRef", "ObjectFieldSelector"), 2: _m("resourceFieldRef", "ResourceFieldSelector"),
-        3: _m("configMapKeyRef", "ConfigMapKeySelector"), 4: _m("secretKeyRef", "SecretKeySelector"),
+        1: _m("fieldRef", "ObjectFieldSelector"),
+        2: _m("resourceFieldRef", "ResourceFieldSelector"),
+        3: _m("configMapKeyRef", "ConfigMapKeySelector"),
+        4: _m("secretKeyRef", "SecretKeySelector"),
     },
     "ObjectFieldSelector": {1: _s("apiVersion"), 2: Field("fieldPath", STRING, always=True)},
-    "ResourceFieldSelector": {1: _s("containerName"), 2: Field("resource", STRING, always=True),
-                              3: Field("divisor", QUANTITY)},
+    "ResourceFieldSelector": {
+        1: _s("containerName"),
+        2: Field("resource", STRING, always=True),
+        3: Field("divisor", QUANTITY),
+    },
     "ConfigMapKeySelector": {1: _NAME_REF, 2: Field("key", STRING, always=True), 3: _b("optional", ptr=True)},
     "SecretKeySelector": {1: _NAME_REF, 2: Field("key", STRING, always=True), 3: _b("optional", ptr=True)},
     "ResourceRequirements": {1: _map("limits", QUANTITY), 2: _map("requests", QUANTITY)},
     "VolumeMount": {1: _s("name"), 2: _b("readOnly"), 3: _s("mountPath"), 4: _s("subPath")},
     "Probe": {
-        1: _m("", "ProbeHandler", inline=True), 2: _i("initialDelaySeconds"), 3: _i("timeoutSeconds"),
-        4: _i("periodSeconds"), 5: _i("successThreshold"), 6: _i("failureThreshold"),
+        1: _m("", "ProbeHandler", inline=True),
+        2: _i("initialDelaySeconds"),
+        3: _i("timeoutSeconds"),
+        4: _i("periodSeconds"),
+        5: _i("successThreshold"),
+        6: _i("failureThreshold"),
         7: _i("terminationGracePeriodSeconds", ptr=True),
     },
     "ProbeHandler": {
-        1: _m("exec", "ExecAction"), 2: _m("httpGet", "HTTPGetAction"), 3: _m("tcpSocket", "TCPSocketAction"),
+        1: _m("exec", "ExecAction"),
+        2: _m("httpGet", "HTTPGetAction"),
+        3: _m("tcpSocket", "TCPSocketAction"),
     },
     "Lifecycle": {1: _m("postStart", "ProbeHandler"), 2: _m("preStop", "ProbeHandler")},
     "ExecAction": {1: _ls("command")},
     "HTTPGetAction": {
-        1: _s("path"), 2: Field("port", INT_OR_STRING), 3: _s("host"), 4: _s("scheme"),
+        1: _s("path"),
+        2: Field("port", INT_OR_STRING),
+        3: _s("host"),
+        4: _s("scheme"),
         5: _m("httpHeaders", "HTTPHeader", rep=True),
     },
     "HTTPHeader": {1: Field("name", STRING, always=True), 2: Field("value", STRING, always=True)},
     "TCPSocketAction": {1: Field("port", INT_OR_STRING), 2: _s("host")},
     "SecurityContext": {
-        1: _m("capabilities", "Capabilities"), 2: _b("privileged", ptr=True), 4: _i("runAsUser", ptr=True),
-        8: _i("runAsGroup", ptr=True), 5: _b("runAsNonRoot", ptr=True), 6: _b("readOnlyRootFilesystem", ptr=True),
+        1: _m("capabilities", "Capabilities"),
+        2: _b("privileged", ptr=True),
+        4: _i("runAsUser", ptr=True),
+        8: _i("runAsGroup", ptr=True),
+        5: _b("runAsNonRoot", ptr=True),
+        6: _b("readOnlyRootFilesystem", ptr=True),
         7: _b("allowPrivilegeEscalation", ptr=True),
     },
     "Capabilities": {1: _ls("add"), 2: _ls("drop")},
     # -- apps/v1, batch/v1 ---------------------------------------------------------------------
     "Deployment": {1: _META, 2: _m("spec", "DeploymentSpec"), 3: _m("status", "Empty")},
     "DeploymentSpec": {
-        1: _i("replicas", ptr=True), 2: _m("selector", "LabelSelector"), 3: _m("template", "PodTemplateSpec"),
+        1: _i("replicas", ptr=True),
+        2: _m("selector", "LabelSelector"),
+        3: _m("template", "PodTemplateSpec"),
         4: _m("strategy", "Empty"),
     },
     "Job": {1: _META, 2: _m("spec", "JobSpec"), 3: _m("status", "Empty")},
     "JobSpec": {
-        1: _i("parallelism", ptr=True), 2: _i("completions", ptr=True), 3: _i("activeDeadlineSeconds", ptr=True),
-        7: _i("backoffLimit", ptr=True), 12: _i("backoffLimitPerIndex", ptr=True),
-        13: _i("maxFailedIndexes", ptr=True), 4: _m("selector", "LabelSelector"),
-        5: _b("manualSelector", ptr=True), 6: _m("template", "PodTemplateSpec"),
-        8: _i("ttlSecondsAfterFinished", ptr=True), 9: _s("completionMode", ptr=True), 10: _b("suspend", ptr=True),
+        1: _i("parallelism", ptr=True),
+        2: _i("completions", ptr=True),
+        3: _i("activeDeadlineSeconds", ptr=True),
+        7: _i("backoffLimit", ptr=True),
+        12: _i("backoffLimitPerIndex", ptr=True),
+        13: _i("maxFailedIndexes", ptr=True),
+        4: _m("selector", "LabelSelector"),
+        5: _b("manualSelector", ptr=True),
+        6: _m("template", "PodTemplateSpec"),
+        8: _i("ttlSecondsAfterFinished", ptr=True),
+        9: _s("completionMode", ptr=True),
+        10: _b("suspend", ptr=True),
         14: _s("podReplacementPolicy", ptr=True),
     },
     "CronJob": {1: _META, 2: _m("spec", "CronJobSpec"), 3: _m("status", "Empty")},
@@ -286,17 +391,23 @@ SCHEMAS: dict[str, dict[int, Field]] = {
     # -- rbac.authorization.k8s.io/v1 ----------------------------------------------------------
     "Role": {1: _META, 2: _m("rules", "PolicyRule", rep=True, always=True)},
     "ClusterRole": {
-        1: _META, 2: _m("rules", "PolicyRule", rep=True, always=True),
+        1: _META,
+        2: _m("rules", "PolicyRule", rep=True, always=True),
         3: _m("aggregationRule", "AggregationRule"),
     },
     "AggregationRule": {1: _m("clusterRoleSelectors", "LabelSelector", rep=True)},
     "PolicyRule": {
-        1: _ls("verbs", always=True), 2: _ls("apiGroups"), 3: _ls("resources"), 4: _ls("resourceNames"),
+        1: _ls("verbs", always=True),
+        2: _ls("apiGroups"),
+        3: _ls("resources"),
+        4: _ls("resourceNames"),
         5: _ls("nonResourceURLs"),
     },
     "RoleBinding": {1: _META, 2: _m("subjects", "Subject", rep=True), 3: _m("roleRef", "RoleRef", always=True)},
     "ClusterRoleBinding": {
-        1: _META, 2: _m("subjects", "Subject", rep=True), 3: _m("roleRef", "RoleRef", always=True),
+        1: _META,
+        2: _m("subjects", "Subject", rep=True),
+        3: _m("roleRef", "RoleRef", always=True),
     },
     "Subject": {1: _s("kind"), 2: _s("apiGroup"), 3: _s("name"), 4: _s("namespace")},
     "RoleRef": {1: _s("apiGroup"), 2: _s("kind"), 3: _s("name")},
@@ -326,13 +437,14 @@ _TYPE_META_API_VERSION, _TYPE_META_KIND = 1, 2
 
 # -- Decoding ------------------------------------------------------------------------------------
 
+
 def decode_object(data: bytes) -> dict[str, Any]:
     """Decode a ``application/vnd.kubernetes.protobuf`` body into the object's JSON form."""
     if not data.startswith(MAGIC):
         raise ProtobufError("the body does not start with the Kubernetes protobuf magic number")
     api_version = kind = encoding = content_type = ""
     raw = b""
-    for number, wire_type, value in wire_fields(data[len(MAGIC):]):
+    for number, wire_type, value in wire_fields(data[len(MAGIC) :]):
         if number == _ENVELOPE_TYPE_META:
             for tm_number, tm_type, tm_value in wire_fields(_bytes(value, wire_type, "typeMeta")):
                 if tm_number == _TYPE_META_API_VERSION:

@@ -4,6 +4,7 @@ Integers must parse (and fit int64); ``resourceVersionMatch`` follows the apiser
 rules (a 422 ``ListOptions.meta.k8s.io "" is invalid`` otherwise); a watch's ``timeoutSeconds`` is
 bounded so that no timer overflows, whatever the client asks for.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,7 @@ from kopf_sim.writes.validation import forbidden, not_supported
 
 #: The longest a watch stays open when asked for more (a real apiserver caps it by its request timeout too).
 MAX_WATCH_SECONDS = 7 * 24 * 3600
-_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
 _MATCHES = ("Exact", "NotOlderThan", "")
 _INTEGER = re.compile(r"[-+]?[0-9]{1,20}")
 _VERSION = re.compile(r"[0-9]{1,20}")
@@ -57,8 +58,17 @@ def check_list_options(query: MultiMapping[str], *, watch: bool) -> None:
     match = query.get("resourceVersionMatch", "")
     if watch and query.get("sendInitialEvents") is not None:  # a streamed list: its own rule
         if match != "NotOlderThan":
-            raise errors.invalid("ListOptions", "meta.k8s.io", "", [forbidden(
-                "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")])
+            raise errors.invalid(
+                "ListOptions",
+                "meta.k8s.io",
+                "",
+                [
+                    forbidden(
+                        "resourceVersionMatch",
+                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                    )
+                ],
+            )
         return
     if not match:
         return
@@ -66,14 +76,16 @@ def check_list_options(query: MultiMapping[str], *, watch: bool) -> None:
     if watch:
         causes.append(forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch"))
     if not version:
-        causes.append(forbidden("resourceVersionMatch",
-                                "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        causes.append(
+            forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided")
+        )
     if query.get("continue"):
         causes.append(forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
     if match not in _MATCHES:
         causes.append(not_supported("resourceVersionMatch", match, _MATCHES))
     elif match == "Exact" and version == "0":
-        causes.append(forbidden("resourceVersionMatch",
-                                'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+        causes.append(
+            forbidden("resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+        )
     if causes:
         raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)

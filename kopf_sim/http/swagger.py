@@ -9,6 +9,7 @@ that keep unknown fields (``x-kubernetes-preserve-unknown-fields``, and the buil
 schemas the simulator does not know in full) are published without their properties, so that the
 client-side validation never rejects what the server accepts.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -41,8 +42,14 @@ def swagger_document(kinds: Iterable[ServedKind], version: str) -> dict[str, Any
         "info": {"title": "Kubernetes", "version": version},
         "paths": dict(sorted(paths.items())),
         "definitions": dict(sorted(definitions.items())),
-        "securityDefinitions": {"BearerToken": {"type": "apiKey", "name": "authorization", "in": "header",
-                                                "description": "Bearer Token authentication"}},
+        "securityDefinitions": {
+            "BearerToken": {
+                "type": "apiKey",
+                "name": "authorization",
+                "in": "header",
+                "description": "Bearer Token authentication",
+            }
+        },
         "security": [{"BearerToken": []}],
     }
 

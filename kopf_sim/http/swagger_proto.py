@@ -7,6 +7,7 @@ parts that kubectl reads (definitions with their vendor extensions, paths, opera
 responses, security). Values of free form (defaults, examples, enums, vendor extensions) travel as
 YAML text in ``openapi.v2.Any``, as gnostic encodes them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,6 +27,7 @@ _VARINT, _FIXED64, _BYTES = 0, 1, 2
 
 
 # -- The wire format -------------------------------------------------------------------------------------
+
 
 def _varint(value: int) -> bytes:
     value &= (1 << 64) - 1  # negative int64s as ten bytes of two's complement
@@ -84,8 +86,9 @@ def _any_of_json(text: str) -> bytes:
 
 def _extensions(number: int, obj: Mapping[str, Any]) -> bytes:
     """The ``x-`` keys as repeated ``NamedAny`` (name 1, value 2)."""
-    return b"".join(_message(number, _string(1, k) + _message(2, _any(v))) for k, v in obj.items()
-                    if k.startswith("x-"))
+    return b"".join(
+        _message(number, _string(1, k) + _message(2, _any(v))) for k, v in obj.items() if k.startswith("x-")
+    )
 
 
 def _named(number: int, mapping: Mapping[str, Any], encode: Any) -> bytes:
@@ -95,12 +98,14 @@ def _named(number: int, mapping: Mapping[str, Any], encode: Any) -> bytes:
 
 # -- The messages ----------------------------------------------------------------------------------------
 
+
 def encode_document(doc: Mapping[str, Any]) -> bytes:
     """``openapi.v2.Document``."""
     info = doc.get("info") or {}
     out = _string(1, doc.get("swagger", "2.0"))
-    out += _message(2, _string(1, info.get("title")) + _string(2, info.get("version"))
-                    + _string(3, info.get("description")))
+    out += _message(
+        2, _string(1, info.get("title")) + _string(2, info.get("version")) + _string(3, info.get("description"))
+    )
     out += _message(8, _named(2, doc.get("paths") or {}, _path_item))
     out += _message(9, _named(1, doc.get("definitions") or {}, _schema))
     for requirement in doc.get("security") or []:
@@ -112,15 +117,26 @@ def encode_document(doc: Mapping[str, Any]) -> bytes:
 
 
 def _security_definition(definition: Mapping[str, Any]) -> bytes:
-    api_key = _string(1, definition.get("type")) + _string(2, definition.get("name")) \
-        + _string(3, definition.get("in")) + _string(4, definition.get("description"))
+    api_key = (
+        _string(1, definition.get("type"))
+        + _string(2, definition.get("name"))
+        + _string(3, definition.get("in"))
+        + _string(4, definition.get("description"))
+    )
     return _message(2, api_key)  # the apiKey member of the oneof
 
 
 def _path_item(item: Mapping[str, Any]) -> bytes:
     out = b""
-    for number, method in ((2, "get"), (3, "put"), (4, "post"), (5, "delete"), (6, "options"), (7, "head"),
-                           (8, "patch")):
+    for number, method in (
+        (2, "get"),
+        (3, "put"),
+        (4, "post"),
+        (5, "delete"),
+        (6, "options"),
+        (7, "head"),
+        (8, "patch"),
+    ):
         if method in item:
             out += _message(number, _operation(item[method]))
     out += b"".join(_message(9, _parameters_item(p)) for p in item.get("parameters") or [])
@@ -128,9 +144,14 @@ def _path_item(item: Mapping[str, Any]) -> bytes:
 
 
 def _operation(operation: Mapping[str, Any]) -> bytes:
-    out = _strings(1, operation.get("tags")) + _string(2, operation.get("summary")) \
-        + _string(3, operation.get("description")) + _string(5, operation.get("operationId")) \
-        + _strings(6, operation.get("produces")) + _strings(7, operation.get("consumes"))
+    out = (
+        _strings(1, operation.get("tags"))
+        + _string(2, operation.get("summary"))
+        + _string(3, operation.get("description"))
+        + _string(5, operation.get("operationId"))
+        + _strings(6, operation.get("produces"))
+        + _strings(7, operation.get("consumes"))
+    )
     out += b"".join(_message(8, _parameters_item(p)) for p in operation.get("parameters") or [])
     out += _message(9, _named(1, operation.get("responses") or {}, _response_value))
     out += _strings(10, operation.get("schemes")) + _bool(11, operation.get("deprecated"))
@@ -140,18 +161,35 @@ def _operation(operation: Mapping[str, Any]) -> bytes:
 def _parameters_item(parameter: Mapping[str, Any]) -> bytes:
     """``ParametersItem`` -> ``Parameter`` -> a body parameter, or a query/path parameter."""
     if parameter.get("in") == "body":
-        body = _string(1, parameter.get("description")) + _string(2, parameter.get("name")) \
-            + _string(3, "body") + _bool(4, parameter.get("required")) \
-            + _message(5, _schema(parameter.get("schema") or {})) + _extensions(6, parameter)
+        body = (
+            _string(1, parameter.get("description"))
+            + _string(2, parameter.get("name"))
+            + _string(3, "body")
+            + _bool(4, parameter.get("required"))
+            + _message(5, _schema(parameter.get("schema") or {}))
+            + _extensions(6, parameter)
+        )
         return _message(1, _message(1, body))
     if parameter.get("in") == "path":
-        sub = _bool(1, parameter.get("required")) + _string(2, "path") + _string(3, parameter.get("description")) \
-            + _string(4, parameter.get("name")) + _string(5, parameter.get("type")) \
-            + _bool(19, parameter.get("uniqueItems")) + _extensions(22, parameter)
+        sub = (
+            _bool(1, parameter.get("required"))
+            + _string(2, "path")
+            + _string(3, parameter.get("description"))
+            + _string(4, parameter.get("name"))
+            + _string(5, parameter.get("type"))
+            + _bool(19, parameter.get("uniqueItems"))
+            + _extensions(22, parameter)
+        )
         return _message(1, _message(2, _message(4, sub)))
-    sub = _bool(1, parameter.get("required")) + _string(2, parameter.get("in")) \
-        + _string(3, parameter.get("description")) + _string(4, parameter.get("name")) \
-        + _string(6, parameter.get("type")) + _bool(20, parameter.get("uniqueItems")) + _extensions(23, parameter)
+    sub = (
+        _bool(1, parameter.get("required"))
+        + _string(2, parameter.get("in"))
+        + _string(3, parameter.get("description"))
+        + _string(4, parameter.get("name"))
+        + _string(6, parameter.get("type"))
+        + _bool(20, parameter.get("uniqueItems"))
+        + _extensions(23, parameter)
+    )
     return _message(1, _message(2, _message(3, sub)))
 
 
@@ -165,17 +203,30 @@ def _response_value(response: Mapping[str, Any]) -> bytes:
 
 def _schema(schema: Mapping[str, Any]) -> bytes:
     """``openapi.v2.Schema``."""
-    out = _string(1, schema.get("$ref")) + _string(2, schema.get("format")) + _string(3, schema.get("title")) \
+    out = (
+        _string(1, schema.get("$ref"))
+        + _string(2, schema.get("format"))
+        + _string(3, schema.get("title"))
         + _string(4, schema.get("description"))
+    )
     if "default" in schema:
         out += _message(5, _any(schema["default"]))
-    out += _double(6, schema.get("multipleOf")) + _double(7, schema.get("maximum")) \
-        + _bool(8, schema.get("exclusiveMaximum")) + _double(9, schema.get("minimum")) \
-        + _bool(10, schema.get("exclusiveMinimum")) + _int(11, schema.get("maxLength")) \
-        + _int(12, schema.get("minLength")) + _string(13, schema.get("pattern")) \
-        + _int(14, schema.get("maxItems")) + _int(15, schema.get("minItems")) \
-        + _bool(16, schema.get("uniqueItems")) + _int(17, schema.get("maxProperties")) \
-        + _int(18, schema.get("minProperties")) + _strings(19, schema.get("required"))
+    out += (
+        _double(6, schema.get("multipleOf"))
+        + _double(7, schema.get("maximum"))
+        + _bool(8, schema.get("exclusiveMaximum"))
+        + _double(9, schema.get("minimum"))
+        + _bool(10, schema.get("exclusiveMinimum"))
+        + _int(11, schema.get("maxLength"))
+        + _int(12, schema.get("minLength"))
+        + _string(13, schema.get("pattern"))
+        + _int(14, schema.get("maxItems"))
+        + _int(15, schema.get("minItems"))
+        + _bool(16, schema.get("uniqueItems"))
+        + _int(17, schema.get("maxProperties"))
+        + _int(18, schema.get("minProperties"))
+        + _strings(19, schema.get("required"))
+    )
     out += b"".join(_message(20, _any(value)) for value in schema.get("enum") or [])
     additional = schema.get("additionalProperties")
     if isinstance(additional, Mapping):

@@ -15,6 +15,7 @@ constructor, so that three limits hold while it is read rather than after:
 
 Aliased values are shared, not copied, as PyYAML shares them: the store copies bodies before it changes them.
 """
+
 from __future__ import annotations
 
 import base64
@@ -36,10 +37,11 @@ _TRUE = frozenset({"yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"
 _FALSE = frozenset({"no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"})
 _INT = re.compile(r"[-+]?(?:0b[01_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*)")
 _FLOAT = re.compile(r"[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?")
-_SPECIAL_FLOATS = frozenset({".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
-                             ".nan", ".NaN", ".NAN"})
+_SPECIAL_FLOATS = frozenset(
+    {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN"}
+)
 _NUMERIC_START = frozenset("0123456789+-.")
-_INT64 = (-(2 ** 63), 2 ** 64 - 1)
+_INT64 = (-(2**63), 2**64 - 1)
 
 _TAG = "tag:yaml.org,2002:"
 _MERGE = object()  # the value of a "<<" key
@@ -79,9 +81,9 @@ class _Open:
         self.is_map = is_map
         self.anchor = anchor
         self.tag = tag
-        self.levels = 1            # the levels of collections in this subtree, itself included
-        self.nodes = 1             # the nodes of this subtree, aliases expanded
-        self.key: Any = None       # a map's key waiting for its value
+        self.levels = 1  # the levels of collections in this subtree, itself included
+        self.nodes = 1  # the nodes of this subtree, aliases expanded
+        self.key: Any = None  # a map's key waiting for its value
         self.has_key = False
         self.merges: list[Any] = []
         self.own_keys: set[str] = set()
@@ -92,7 +94,7 @@ class _Builder:
         self.loader = loader
         self.anchors: dict[str, tuple[Any, int, int]] = {}  # name -> (value, nodes, levels)
         self.open_anchors: set[str] = set()
-        self.nodes = 0    # all nodes so far, aliases expanded (Go's "decode count")
+        self.nodes = 0  # all nodes so far, aliases expanded (Go's "decode count")
         self.aliased = 0  # of them, those that came from aliases
 
     def document(self) -> Any:
@@ -203,7 +205,7 @@ class _Builder:
             return valid_string(text)
         if not tag.startswith(_TAG):
             raise BodyError(f"yaml: cannot decode the tag {tag!r}")
-        kind = tag[len(_TAG):]
+        kind = tag[len(_TAG) :]
         if kind == "binary":
             try:
                 return base64.b64decode("".join(text.split()), validate=True).decode("utf-8", "replace")

@@ -1,4 +1,5 @@
 """CustomResourceDefinitions: what a CRD object makes the simulator serve, and the CRD's own status."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -27,15 +28,21 @@ def crd_problems(crd: Mapping[str, Any], old: Mapping[str, Any] | None = None) -
     if not plural:
         cause("spec.names.plural", "Required value", "FieldValueRequired")
     elif plural != plural.lower():
-        cause("spec.names.plural", f'Invalid value: "{plural}": a lowercase RFC 1123 label must consist of '
-                                   "lower case alphanumeric characters or '-'")
+        cause(
+            "spec.names.plural",
+            f'Invalid value: "{plural}": a lowercase RFC 1123 label must consist of '
+            "lower case alphanumeric characters or '-'",
+        )
     if not names.get("kind"):
         cause("spec.names.kind", "Required value", "FieldValueRequired")
     if not names.get("listKind") and names.get("kind"):
         pass  # defaulted to <Kind>List
     if spec.get("scope") not in ("Namespaced", "Cluster"):
-        cause("spec.scope", f'Unsupported value: "{spec.get("scope", "")}": supported values: '
-                            '"Cluster", "Namespaced"', "FieldValueNotSupported")
+        cause(
+            "spec.scope",
+            f'Unsupported value: "{spec.get("scope", "")}": supported values: "Cluster", "Namespaced"',
+            "FieldValueNotSupported",
+        )
     expected = f"{plural}.{group}"
     name = meta(crd).get("name", "")
     if plural and group and name != expected:
@@ -44,8 +51,11 @@ def crd_problems(crd: Mapping[str, Any], old: Mapping[str, Any] | None = None) -
     if not versions:
         cause("spec.versions", "Invalid value: null: must have exactly one version marked as storage version")
     elif sum(1 for v in versions if v.get("storage")) != 1:
-        cause("spec.versions", "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: "
-                               "must have exactly one version marked as storage version")
+        cause(
+            "spec.versions",
+            "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: "
+            "must have exactly one version marked as storage version",
+        )
     if old is not None and (old.get("status") or {}).get("storedVersions"):
         old_spec = old.get("spec") or {}
         for field in ("scope", "group"):
@@ -56,8 +66,11 @@ def crd_problems(crd: Mapping[str, Any], old: Mapping[str, Any] | None = None) -
             cause(f"spec.versions[{index}].name", "Required value", "FieldValueRequired")
         schema = (version.get("schema") or {}).get("openAPIV3Schema")
         if schema is None:
-            cause(f"spec.versions[{index}].schema.openAPIV3Schema", "Required value: schemas are required",
-                  "FieldValueRequired")
+            cause(
+                f"spec.versions[{index}].schema.openAPIV3Schema",
+                "Required value: schemas are required",
+                "FieldValueRequired",
+            )
     return causes
 
 
@@ -74,27 +87,48 @@ def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
         scale_spec = sub.get("scale")
         scale = None
         if scale_spec is not None:
-            scale = ScalePaths(scale_spec.get("specReplicasPath", ".spec.replicas"),
-                               scale_spec.get("statusReplicasPath", ".status.replicas"),
-                               scale_spec.get("labelSelectorPath"))
+            scale = ScalePaths(
+                scale_spec.get("specReplicasPath", ".spec.replicas"),
+                scale_spec.get("statusReplicasPath", ".status.replicas"),
+                scale_spec.get("labelSelectorPath"),
+            )
         columns = tuple(
-            PrinterColumn(c["name"], c.get("type", "string"), c["jsonPath"], c.get("description", ""),
-                          c.get("priority", 0), c.get("format", ""))
+            PrinterColumn(
+                c["name"],
+                c.get("type", "string"),
+                c["jsonPath"],
+                c.get("description", ""),
+                c.get("priority", 0),
+                c.get("format", ""),
+            )
             for c in version.get("additionalPrinterColumns") or ()
         )
         if not any(c.name == "Age" for c in columns):
             columns += (PrinterColumn("Age", "date", ".metadata.creationTimestamp"),)
         subresources = frozenset(k for k in ("status", "scale") if k in sub)
         selectable = frozenset(f["jsonPath"].lstrip(".") for f in version.get("selectableFields") or ())
-        types.append(ResourceType(
-            group=spec["group"], version=version["name"], kind=names["kind"], plural=names["plural"],
-            singular=names.get("singular") or names["kind"].lower(), namespaced=spec["scope"] == "Namespaced",
-            short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
-            subresources=subresources, has_generation=True, custom=True, unconditional_update=False,
-            schema=(version.get("schema") or {}).get("openAPIV3Schema"), printer_columns=columns,
-            field_selectors=selectable, scale=scale, storage_version=storage,
-            preferred=version["name"] == preferred,
-        ))
+        types.append(
+            ResourceType(
+                group=spec["group"],
+                version=version["name"],
+                kind=names["kind"],
+                plural=names["plural"],
+                singular=names.get("singular") or names["kind"].lower(),
+                namespaced=spec["scope"] == "Namespaced",
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                subresources=subresources,
+                has_generation=True,
+                custom=True,
+                unconditional_update=False,
+                schema=(version.get("schema") or {}).get("openAPIV3Schema"),
+                printer_columns=columns,
+                field_selectors=selectable,
+                scale=scale,
+                storage_version=storage,
+                preferred=version["name"] == preferred,
+            )
+        )
     return types
 
 
@@ -157,10 +191,20 @@ def established_status(crd: Mapping[str, Any], now: str, conflict: tuple[str, st
         old = crd.get("status") or {}
         return {
             "conditions": [
-                {"type": "NamesAccepted", "status": "False", "lastTransitionTime": now, "reason": reason,
-                 "message": message},
-                {"type": "Established", "status": "False", "lastTransitionTime": now, "reason": "NotAccepted",
-                 "message": "not all names are accepted"},
+                {
+                    "type": "NamesAccepted",
+                    "status": "False",
+                    "lastTransitionTime": now,
+                    "reason": reason,
+                    "message": message,
+                },
+                {
+                    "type": "Established",
+                    "status": "False",
+                    "lastTransitionTime": now,
+                    "reason": "NotAccepted",
+                    "message": "not all names are accepted",
+                },
             ],
             "acceptedNames": dict(old.get("acceptedNames") or {"plural": "", "kind": ""}),
             "storedVersions": list(old.get("storedVersions") or []),
@@ -173,10 +217,20 @@ def established_status(crd: Mapping[str, Any], now: str, conflict: tuple[str, st
     if storage and storage not in stored:
         stored.append(storage)
     conditions = [
-        {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
-         "reason": "NoConflicts", "message": "no conflicts found"},
-        {"type": "Established", "status": "True", "lastTransitionTime": now,
-         "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"},
+        {
+            "type": "NamesAccepted",
+            "status": "True",
+            "lastTransitionTime": now,
+            "reason": "NoConflicts",
+            "message": "no conflicts found",
+        },
+        {
+            "type": "Established",
+            "status": "True",
+            "lastTransitionTime": now,
+            "reason": "InitialNamesAccepted",
+            "message": "the initial names have been accepted",
+        },
     ]
     previous = {c.get("type"): c for c in old.get("conditions") or ()}
     for condition in conditions:
@@ -186,5 +240,10 @@ def established_status(crd: Mapping[str, Any], now: str, conflict: tuple[str, st
 
 
 def terminating_condition(now: str) -> JsonDict:
-    return {"type": "Terminating", "status": "True", "lastTransitionTime": now,
-            "reason": "InstanceDeletionInProgress", "message": "CustomResource deletion is in progress"}
+    return {
+        "type": "Terminating",
+        "status": "True",
+        "lastTransitionTime": now,
+        "reason": "InstanceDeletionInProgress",
+        "message": "CustomResource deletion is in progress",
+    }

@@ -3,6 +3,7 @@
 Every failure in the simulator is raised as :class:`ApiError` and rendered by the HTTP layer,
 so that clients (kubectl, the official client, kopf) see exactly what a real apiserver sends.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -61,24 +62,30 @@ def _details(plural: str, group: str, name: str | None) -> JsonDict:
 
 
 def not_found(plural: str, group: str, name: str) -> ApiError:
-    return ApiError(404, "NotFound", f'{qualified(plural, group)} "{name}" not found',
-                    details=_details(plural, group, name))
+    return ApiError(
+        404, "NotFound", f'{qualified(plural, group)} "{name}" not found', details=_details(plural, group, name)
+    )
 
 
 def already_exists(plural: str, group: str, name: str) -> ApiError:
-    return ApiError(409, "AlreadyExists", f'{qualified(plural, group)} "{name}" already exists',
-                    details=_details(plural, group, name))
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{qualified(plural, group)} "{name}" already exists',
+        details=_details(plural, group, name),
+    )
 
 
 def conflict(plural: str, group: str, name: str) -> ApiError:
-    message = (f'Operation cannot be fulfilled on {qualified(plural, group)} "{name}": '
-               "the object has been modified; please apply your changes to the latest version and try again")
+    message = (
+        f'Operation cannot be fulfilled on {qualified(plural, group)} "{name}": '
+        "the object has been modified; please apply your changes to the latest version and try again"
+    )
     return ApiError(409, "Conflict", message, details=_details(plural, group, name))
 
 
 def precondition_failed(plural: str, group: str, name: str, what: str) -> ApiError:
-    message = (f'Operation cannot be fulfilled on {qualified(plural, group)} "{name}": '
-               f"Precondition failed: {what}")
+    message = f'Operation cannot be fulfilled on {qualified(plural, group)} "{name}": Precondition failed: {what}'
     return ApiError(409, "Conflict", message, details=_details(plural, group, name))
 
 
@@ -110,14 +117,14 @@ def method_not_allowed() -> ApiError:
 
 
 def unsupported_media_type(content_type: str, accepted: Sequence[str]) -> ApiError:
-    message = ("the body of the request was in an unknown format - accepted media types include: "
-               + ", ".join(accepted))
+    message = "the body of the request was in an unknown format - accepted media types include: " + ", ".join(accepted)
     return ApiError(415, "UnsupportedMediaType", message)
 
 
 def not_acceptable() -> ApiError:
-    return ApiError(406, "NotAcceptable", "the server was unable to respond with a content type "
-                    "that the client supports")
+    return ApiError(
+        406, "NotAcceptable", "the server was unable to respond with a content type that the client supports"
+    )
 
 
 def request_too_large(limit: int) -> ApiError:
@@ -139,5 +146,9 @@ def unauthorized() -> ApiError:
 def internal_error(exc: BaseException, request: str) -> ApiError:
     """A 500 for a failure of the server itself (a bug): the error, and the request it failed on."""
     cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return ApiError(500, "InternalError", f"Internal error occurred: {cause} (while handling {request})",
-                    details={"causes": [{"message": cause}]})
+    return ApiError(
+        500,
+        "InternalError",
+        f"Internal error occurred: {cause} (while handling {request})",
+        details={"causes": [{"message": cause}]},
+    )

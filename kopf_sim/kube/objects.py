@@ -1,4 +1,5 @@
 """Small helpers on JSON objects: cheap copies, metadata access, name and label validation."""
+
 from __future__ import annotations
 
 import json
@@ -13,13 +14,17 @@ _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
-SUBDOMAIN_MESSAGE = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                     "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-                     "regex used for validation is "
-                     r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-LABEL_MESSAGE = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-                 "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-                 "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    "regex used for validation is "
+    r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+LABEL_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
 
 
 #: Compact JSON as the apiserver writes it. JSON data has no cycles to look for: without the check,
@@ -61,8 +66,10 @@ def qualified_name_problems(key: str) -> list[str]:
     """Why a key (of labels, annotations, finalizers) is not a qualified name, in the apiserver's words."""
     parts = key.split("/")
     if len(parts) > 2:
-        return ["a qualified name " + _QUALIFIED_NAME_RULE + " with an optional DNS subdomain prefix and '/' "
-                "(e.g. 'example.com/MyName')"]
+        return [
+            "a qualified name " + _QUALIFIED_NAME_RULE + " with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        ]
     problems = []
     name = parts[-1]
     if len(parts) == 2:
@@ -83,9 +90,11 @@ def qualified_name_problems(key: str) -> list[str]:
     return problems
 
 
-_QUALIFIED_NAME_RULE = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-                        "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                        "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+_QUALIFIED_NAME_RULE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
 
 
 def label_value_problems(value: str) -> list[str]:
@@ -93,10 +102,12 @@ def label_value_problems(value: str) -> list[str]:
     if len(value) > 63:
         problems.append("must be no more than 63 characters")
     if not _LABEL_VALUE.fullmatch(value):
-        problems.append("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
-                        "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
-                        "'my_value',  or '12345', regex used for validation is "
-                        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+        problems.append(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+            "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+            "'my_value',  or '12345', regex used for validation is "
+            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+        )
     return problems
 
 

@@ -4,6 +4,7 @@ Most columns are plain JSON paths; these are the ones that a real server derives
 a pod's READY ``1/1`` and STATUS (``CrashLoopBackOff``, ``Terminating``, ``Completed``), a Job's
 STATUS and DURATION, a Service's PORT(S), a node's STATUS and ROLES, the images of a workload.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -39,6 +40,7 @@ def _spec(obj: Mapping[str, Any]) -> JsonDict:
 
 
 # -- Pods ----------------------------------------------------------------------------------------------
+
 
 def pod_ready(obj: JsonDict, now: datetime.datetime) -> str:
     containers = _spec(obj).get("containers") or []
@@ -79,8 +81,7 @@ def pod_status(obj: JsonDict, now: datetime.datetime) -> str:
             elif container.get("ready") and state.get("running"):
                 running = True
         if reason == "Completed" and running:
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                        for c in status.get("conditions") or [])
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
             reason = "Running" if ready else "NotReady"
     if meta(obj).get("deletionTimestamp"):
         reason = "Unknown" if status.get("reason") == "NodeLost" else "Terminating"
@@ -122,10 +123,11 @@ def pod_gates(obj: JsonDict, now: datetime.datetime) -> str:
 
 # -- Workloads -----------------------------------------------------------------------------------------
 
+
 def _template_containers(obj: JsonDict) -> list[JsonDict]:
     spec = _spec(obj)
     if "jobTemplate" in spec:
-        spec = ((spec.get("jobTemplate") or {}).get("spec") or {})
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
     template = spec.get("template") or {}
     return list((template.get("spec") or {}).get("containers") or [])
 
@@ -213,6 +215,7 @@ def cronjob_suspend(obj: JsonDict, now: datetime.datetime) -> str:
 
 # -- Services & endpoints ------------------------------------------------------------------------------
 
+
 def service_external_ip(obj: JsonDict, now: datetime.datetime) -> str:
     spec, status = _spec(obj), _status(obj)
     kind = spec.get("type", "ClusterIP")
@@ -263,6 +266,7 @@ def slice_endpoints(obj: JsonDict, now: datetime.datetime) -> str:
 
 # -- Nodes & storage -----------------------------------------------------------------------------------
 
+
 def node_status(obj: JsonDict, now: datetime.datetime) -> str:
     ready = next((c for c in _status(obj).get("conditions") or [] if c.get("type") == "Ready"), None)
     text = "Ready" if ready and ready.get("status") == "True" else "NotReady" if ready else "Unknown"
@@ -273,7 +277,7 @@ def node_status(obj: JsonDict, now: datetime.datetime) -> str:
 
 def node_roles(obj: JsonDict, now: datetime.datetime) -> str:
     prefix = "node-role.kubernetes.io/"
-    roles = sorted(k[len(prefix):] for k in (meta(obj).get("labels") or {}) if k.startswith(prefix))
+    roles = sorted(k[len(prefix) :] for k in (meta(obj).get("labels") or {}) if k.startswith(prefix))
     return ",".join(r for r in roles if r) or NONE
 
 

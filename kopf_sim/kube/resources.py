@@ -3,6 +3,7 @@
 A :class:`ResourceType` is one served group/version/plural. Objects of all versions of one
 resource share one storage (keyed by group and plural), as in the real apiserver.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,13 +53,13 @@ class ResourceType:
     subresources: frozenset[str] = frozenset()
     verbs: tuple[str, ...] = ALL_VERBS
     has_generation: bool = False
-    custom: bool = False               # a CRD-defined resource (no strategic merge patch, schema-driven)
+    custom: bool = False  # a CRD-defined resource (no strategic merge patch, schema-driven)
     unconditional_update: bool = True  # may a PUT omit metadata.resourceVersion?
     schema: Mapping[str, Any] | None = None
     printer_columns: tuple[PrinterColumn, ...] = ()
     field_selectors: frozenset[str] = frozenset()
     scale: ScalePaths | None = None
-    storage_version: str = ""          # the version whose apiVersion stored objects carry
+    storage_version: str = ""  # the version whose apiVersion stored objects carry
     preferred: bool = True
 
     def __hash__(self) -> int:

@@ -3,6 +3,7 @@
 Both list and watch use them, and so will admission (``objectSelector``/``namespaceSelector``
 as structured label selectors), hence the structured constructor :meth:`LabelSelector.from_spec`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -124,17 +125,21 @@ def _tokenize(text: str) -> list[str]:
 
 def _check_key(key: str) -> None:
     if not _KEY.fullmatch(key) or len(key.split("/")[-1]) > 63:
-        raise errors.bad_request(f'unable to parse requirement: key: Invalid value: "{key}": '
-                                 "name part must consist of alphanumeric characters, '-', '_' or '.', "
-                                 "and must start and end with an alphanumeric character")
+        raise errors.bad_request(
+            f'unable to parse requirement: key: Invalid value: "{key}": '
+            "name part must consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character"
+        )
 
 
 def _check_value(value: str) -> None:
     if len(value) > 63 or not _VALUE.fullmatch(value):
-        raise errors.bad_request(f'unable to parse requirement: values[0]: Invalid value: "{value}": '
-                                 "a valid label must be an empty string or consist of alphanumeric "
-                                 "characters, '-', '_' or '.', and must start and end with an alphanumeric "
-                                 "character")
+        raise errors.bad_request(
+            f'unable to parse requirement: values[0]: Invalid value: "{value}": '
+            "a valid label must be an empty string or consist of alphanumeric "
+            "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+            "character"
+        )
 
 
 def _parse_requirement(tokens: list[str], pos: int, text: str) -> tuple[Requirement, int]:
@@ -157,8 +162,9 @@ def _parse_requirement(tokens: list[str], pos: int, text: str) -> tuple[Requirem
         return Requirement(key, "!=" if op == "!=" else "=", (value,)), pos + (2 if value else 1)
     if op in {">", "<"}:
         if pos + 1 >= len(tokens) or not tokens[pos + 1].lstrip("-").isdigit():
-            raise errors.bad_request(f"unable to parse requirement: for 'gt', 'lt' operators, "
-                                     f"the value must be an integer in {text!r}")
+            raise errors.bad_request(
+                f"unable to parse requirement: for 'gt', 'lt' operators, the value must be an integer in {text!r}"
+            )
         return Requirement(key, "gt" if op == ">" else "lt", (tokens[pos + 1],)), pos + 2
     if op in {"in", "notin"}:
         if pos + 1 >= len(tokens) or tokens[pos + 1] != "(":
@@ -173,11 +179,11 @@ def _parse_requirement(tokens: list[str], pos: int, text: str) -> tuple[Requirem
         if pos >= len(tokens):
             raise errors.bad_request("unable to parse requirement: found '', expected: ')'")
         if not values:
-            raise errors.bad_request("unable to parse requirement: for 'in', 'notin' operators, "
-                                     "values set can't be empty")
+            raise errors.bad_request(
+                "unable to parse requirement: for 'in', 'notin' operators, values set can't be empty"
+            )
         return Requirement(key, op, tuple(values)), pos + 1
-    raise errors.bad_request(f"unable to parse requirement: found '{op}', expected: "
-                             "in, notin, =, ==, !=, gt, lt")
+    raise errors.bad_request(f"unable to parse requirement: found '{op}', expected: in, notin, =, ==, !=, gt, lt")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,7 +209,7 @@ class FieldSelector:
                 raise errors.bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
             field, op, value = match.group(1), match.group(2), _unescape(match.group(3).strip())
             if field not in supported:
-                raise errors.bad_request(f'field label not supported: {field}')
+                raise errors.bad_request(f"field label not supported: {field}")
             reqs.append(FieldRequirement(field, op == "!=", value))
         return cls(tuple(reqs))
 

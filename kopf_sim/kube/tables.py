@@ -1,4 +1,5 @@
 """Server-side printing: ``meta.k8s.io/v1 Table`` responses that ``kubectl get`` asks for."""
+
 from __future__ import annotations
 
 import datetime
@@ -52,11 +53,25 @@ def human_duration(seconds: float) -> str:
 
 
 def column_definitions(rtype: ResourceType) -> list[JsonDict]:
-    columns = [{"name": "Name", "type": "string", "format": "name", "priority": 0,
-                "description": "Name must be unique within a namespace."}]
+    columns = [
+        {
+            "name": "Name",
+            "type": "string",
+            "format": "name",
+            "priority": 0,
+            "description": "Name must be unique within a namespace.",
+        }
+    ]
     for column in rtype.printer_columns:
-        columns.append({"name": column.name, "type": column.type, "format": column.format,
-                        "priority": column.priority, "description": column.description})
+        columns.append(
+            {
+                "name": column.name,
+                "type": column.type,
+                "format": column.format,
+                "priority": column.priority,
+                "description": column.description,
+            }
+        )
     return columns
 
 
@@ -88,15 +103,23 @@ def row(rtype: ResourceType, obj: JsonDict, now: datetime.datetime, include: str
     if include == "Object":
         result["object"] = obj
     elif include != "None":
-        result["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                            "metadata": meta(obj)}
+        result["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta(obj)}
     return result
 
 
-def table(rtype: ResourceType, objs: Iterable[JsonDict], now: datetime.datetime, *, list_meta: JsonDict,
-          include: str = "Metadata", with_columns: bool = True) -> JsonDict:
+def table(
+    rtype: ResourceType,
+    objs: Iterable[JsonDict],
+    now: datetime.datetime,
+    *,
+    list_meta: JsonDict,
+    include: str = "Metadata",
+    with_columns: bool = True,
+) -> JsonDict:
     return {
-        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
         "columnDefinitions": column_definitions(rtype) if with_columns else [],
         "rows": [row(rtype, obj, now, include) for obj in objs],
     }

@@ -5,6 +5,7 @@ answer back) reaches a simulated apiserver in this process (:func:`app_api`, no 
 any cluster over HTTP(S) (:class:`HttpApi`, which also streams watches). :class:`Discovery` reads
 the legacy discovery lists (``/api/v1``, ``/apis``, ``/apis/G/V``), which every apiserver serves.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,8 +29,15 @@ MERGE_PATCH = "application/merge-patch+json"
 class Api(Protocol):
     """One request to an apiserver: the status code and the parsed JSON answer (None if empty)."""
 
-    async def __call__(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                       body: Any = None, content_type: str = JSON) -> tuple[int, Any]: ...
+    async def __call__(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+    ) -> tuple[int, Any]: ...
 
 
 class ApiFailure(Exception):
@@ -43,8 +51,15 @@ class ApiFailure(Exception):
         super().__init__(f"{method} {path}: {code} {self.reason}: {self.message}".replace(": :", ":"))
 
 
-async def request(api: Api, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                  body: Any = None, content_type: str = JSON) -> Any:
+async def request(
+    api: Api,
+    method: str,
+    path: str,
+    *,
+    params: Mapping[str, str] | None = None,
+    body: Any = None,
+    content_type: str = JSON,
+) -> Any:
     """The answer of a successful request; :class:`ApiFailure` for any other."""
     code, answer = await api(method, path, params=params, body=body, content_type=content_type)
     if code >= 400:
@@ -56,8 +71,9 @@ def app_api(app: web.Application, *, user_agent: str = "kopf-sim") -> Api:
     """Requests straight into a simulated apiserver's app in this process (admission included)."""
     client = DirectClient(app, headers={"User-Agent": user_agent})
 
-    async def call(method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None,
-                   content_type: str = JSON) -> tuple[int, Any]:
+    async def call(
+        method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None, content_type: str = JSON
+    ) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": content_type} if body is not None else {}
         response = await client.request(method, path, params=params, body=data, headers=headers)
@@ -71,8 +87,14 @@ class HttpApi:
     """Requests and watches over HTTP(S) to a cluster's base URL; the headers are asked for on every request,
     so that credentials which expire (e.g. from an exec plugin) are renewed."""
 
-    def __init__(self, base_url: str, *, ssl_context: ssl.SSLContext | None = None,
-                 headers: Callable[[], Mapping[str, str]] = dict, user_agent: str = "kopf-sim") -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        headers: Callable[[], Mapping[str, str]] = dict,
+        user_agent: str = "kopf-sim",
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._ssl = ssl_context
         self._headers = headers
@@ -82,8 +104,11 @@ class HttpApi:
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else True)
-            self._session = aiohttp.ClientSession(connector=connector, headers={"User-Agent": self._user_agent},
-                                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=30))
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"User-Agent": self._user_agent},
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+            )
         return self._session
 
     async def close(self) -> None:
@@ -91,14 +116,27 @@ class HttpApi:
             await self._session.close()
             self._session = None
 
-    async def __call__(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                       body: Any = None, content_type: str = JSON) -> tuple[int, Any]:
+    async def __call__(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+    ) -> tuple[int, Any]:
         headers = dict(self._headers())
         if body is not None:
             headers["Content-Type"] = content_type
         data = json.dumps(body).encode() if body is not None else None
-        async with self._http().request(method, self.base_url + path, params=params, data=data, headers=headers,
-                                        timeout=aiohttp.ClientTimeout(total=60)) as response:
+        async with self._http().request(
+            method,
+            self.base_url + path,
+            params=params,
+            data=data,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=60),
+        ) as response:
             return response.status, _parse(await response.read())
 
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[JsonDict]:
@@ -107,8 +145,12 @@ class HttpApi:
         async with self._http().get(self.base_url + path, params=query, headers=dict(self._headers())) as response:
             if response.status >= 400:
                 answer = _parse(await response.read())
-                yield {"type": "ERROR", "object": answer if isinstance(answer, dict) else
-                       {"kind": "Status", "code": response.status, "message": str(answer)}}
+                yield {
+                    "type": "ERROR",
+                    "object": answer
+                    if isinstance(answer, dict)
+                    else {"kind": "Status", "code": response.status, "message": str(answer)},
+                }
                 return
             buffer = b""
             async for chunk in response.content.iter_any():  # objects may be longer than aiohttp's line limit
@@ -129,8 +171,14 @@ def _parse(body: bytes) -> Any:
         return body.decode("utf-8", "replace").strip()
 
 
-def resource_path(group: str, version: str, plural: str, namespace: str | None = None, name: str | None = None,
-                  subresource: str | None = None) -> str:
+def resource_path(
+    group: str,
+    version: str,
+    plural: str,
+    namespace: str | None = None,
+    name: str | None = None,
+    subresource: str | None = None,
+) -> str:
     parts = [f"/apis/{group}/{version}" if group else f"/api/{version}"]
     if namespace:
         parts.append(f"namespaces/{namespace}")
@@ -162,8 +210,9 @@ class Served:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
     def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
-        return resource_path(self.group, self.version, self.plural, namespace if self.namespaced else None,
-                             name, subresource)
+        return resource_path(
+            self.group, self.version, self.plural, namespace if self.namespaced else None, name, subresource
+        )
 
     def matches(self, name: str) -> bool:
         """Whether kubectl would take ``name`` for this resource: plural, singular, short name or kind,
@@ -213,8 +262,9 @@ class Discovery:
             preferred = {"": "v1"}
             answer = await request(self._api, "GET", "/apis")
             for group in (answer or {}).get("groups") or ():
-                version = (group.get("preferredVersion") or {}).get("version") or \
-                    next((v.get("version") for v in group.get("versions") or ()), None)
+                version = (group.get("preferredVersion") or {}).get("version") or next(
+                    (v.get("version") for v in group.get("versions") or ()), None
+                )
                 if group.get("name") and version:
                     preferred[str(group["name"])] = str(version)
             self._preferred = preferred
@@ -237,10 +287,23 @@ class Discovery:
 
 def _parse_resource_list(group: str, version: str, answer: Any) -> list[Served]:
     entries = [entry for entry in (answer or {}).get("resources") or () if isinstance(entry, dict)]
-    with_status = {str(entry.get("name", "")).partition("/")[0] for entry in entries
-                   if str(entry.get("name", "")).endswith("/status")}
-    return [Served(group=group, version=version, plural=str(entry["name"]), kind=str(entry.get("kind", "")),
-                   namespaced=bool(entry.get("namespaced")), singular=str(entry.get("singularName") or ""),
-                   short_names=tuple(entry.get("shortNames") or ()), verbs=tuple(entry.get("verbs") or ()),
-                   has_status=entry["name"] in with_status)
-            for entry in entries if "/" not in str(entry.get("name", "/"))]
+    with_status = {
+        str(entry.get("name", "")).partition("/")[0]
+        for entry in entries
+        if str(entry.get("name", "")).endswith("/status")
+    }
+    return [
+        Served(
+            group=group,
+            version=version,
+            plural=str(entry["name"]),
+            kind=str(entry.get("kind", "")),
+            namespaced=bool(entry.get("namespaced")),
+            singular=str(entry.get("singularName") or ""),
+            short_names=tuple(entry.get("shortNames") or ()),
+            verbs=tuple(entry.get("verbs") or ()),
+            has_status=entry["name"] in with_status,
+        )
+        for entry in entries
+        if "/" not in str(entry.get("name", "/"))
+    ]

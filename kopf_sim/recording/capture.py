@@ -7,6 +7,7 @@ version; when the cluster says ``410 Gone``, the ``ERROR`` is logged, the resour
 again, and the differences written as the changes they were (marked ``relisted``). With
 ``all_resources``, resources that CRDs define later are discovered and recorded too.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -25,8 +26,8 @@ __all__ = ["Capture", "CaptureError", "CaptureStats", "count_of", "record_until_
 
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 PAGE_SIZE = 500
-WATCH_TIMEOUT = 300      # seconds per watch request; then a new one from the last version
-RETRY_DELAY = 1.0        # after a broken watch or an unreachable server
+WATCH_TIMEOUT = 300  # seconds per watch request; then a new one from the last version
+RETRY_DELAY = 1.0  # after a broken watch or an unreachable server
 
 
 class CaptureError(Exception):
@@ -36,8 +37,8 @@ class CaptureError(Exception):
 @dataclasses.dataclass(frozen=True)
 class _Target:
     resource: Served
-    namespace: str | None    # None: all namespaces (or a cluster-scoped resource)
-    recorded: bool = True    # False: followed only to discover new CRDs
+    namespace: str | None  # None: all namespaces (or a cluster-scoped resource)
+    recorded: bool = True  # False: followed only to discover new CRDs
 
     @property
     def path(self) -> str:
@@ -59,8 +60,10 @@ class CaptureStats:
         return self.events / self.seconds if self.seconds > 0 else 0.0
 
     def line(self) -> str:
-        return (f"{count_of(self.events, 'event')}, {count_of(self.objects, 'object')} in "
-                f"{count_of(self.resources, 'resource')}, {self.rate:.1f} events/s, {_clock(self.seconds)}")
+        return (
+            f"{count_of(self.events, 'event')}, {count_of(self.objects, 'object')} in "
+            f"{count_of(self.resources, 'resource')}, {self.rate:.1f} events/s, {_clock(self.seconds)}"
+        )
 
 
 class Capture:
@@ -71,8 +74,16 @@ class Capture:
     (cluster-scoped resources are then recorded only if named); ``warn``: told about broken watches.
     """
 
-    def __init__(self, api: HttpApi, writer: LogWriter, *, resources: Sequence[str] = (), all_resources: bool = False,
-                 namespaces: Sequence[str] = (), warn: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        api: HttpApi,
+        writer: LogWriter,
+        *,
+        resources: Sequence[str] = (),
+        all_resources: bool = False,
+        namespaces: Sequence[str] = (),
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         if not resources and not all_resources:
             raise CaptureError("Nothing to record: name the resources (--resource R, repeatable) or --all-resources.")
         self.api = api
@@ -97,8 +108,9 @@ class Capture:
             for target in targets:
                 await self._begin(target)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise CaptureError(f"Cannot reach the cluster at {self.api.base_url}: {exc or type(exc).__name__}") \
-                from None
+            raise CaptureError(
+                f"Cannot reach the cluster at {self.api.base_url}: {exc or type(exc).__name__}"
+            ) from None
         except ApiFailure as exc:
             raise CaptureError(f"The cluster at {self.api.base_url} refused to be recorded: {exc}") from None
 
@@ -113,9 +125,12 @@ class Capture:
 
     def stats(self) -> CaptureStats:
         recorded = [target for target in self._known if target.recorded]
-        return CaptureStats(events=self.writer.events, objects=len(self._seen),
-                            resources=len({t.resource for t in recorded}),
-                            seconds=asyncio.get_running_loop().time() - self._origin)
+        return CaptureStats(
+            events=self.writer.events,
+            objects=len(self._seen),
+            resources=len({t.resource for t in recorded}),
+            seconds=asyncio.get_running_loop().time() - self._origin,
+        )
 
     # -- what to record --------------------------------------------------------------------------
 
@@ -129,8 +144,11 @@ class Capture:
                 raise CaptureError(f"The resource {found.qualified} cannot be listed and watched.")
             chosen.append(found)
         if self.all_resources:
-            chosen.extend(info for info in await self.discovery.everything()
-                          if {"list", "watch"} <= set(info.verbs) and (info.namespaced or not self.namespaces))
+            chosen.extend(
+                info
+                for info in await self.discovery.everything()
+                if {"list", "watch"} <= set(info.verbs) and (info.namespaced or not self.namespaces)
+            )
         targets = [target for info in dict.fromkeys(chosen) for target in self._spread(info)]
         if self.all_resources and not any((t.resource.group, t.resource.plural) == CRDS for t in targets):
             crds = await self.discovery.served(CRDS[0], "v1", CRDS[1])
@@ -156,8 +174,7 @@ class Capture:
 
     async def _begin(self, target: _Target) -> None:
         version = await self._relist(target, initial=True)
-        self._tasks[target] = asyncio.create_task(self._follow(target, version),
-                                                  name=f"recording {target.describe()}")
+        self._tasks[target] = asyncio.create_task(self._follow(target, version), name=f"recording {target.describe()}")
 
     async def _relist(self, target: _Target, *, initial: bool = False) -> str:
         """List the objects; write them (initially) or what changed since they were last seen; the list's version."""
@@ -224,8 +241,12 @@ class Capture:
                     known[_key(obj)] = obj
             if target.recorded:
                 self._write(target, str(kind), obj)
-            if self.all_resources and (target.resource.group, target.resource.plural) == CRDS \
-                    and kind in ("ADDED", "MODIFIED") and _established(obj):
+            if (
+                self.all_resources
+                and (target.resource.group, target.resource.plural) == CRDS
+                and kind in ("ADDED", "MODIFIED")
+                and _established(obj)
+            ):
                 await self._discover_new()
         return version
 
@@ -256,10 +277,15 @@ def _clock(seconds: float) -> str:
     return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
-async def record_until_stopped(capture: Capture, *, stop: asyncio.Event, duration: float | None = None,
-                               started: Callable[[CaptureStats], None] | None = None,
-                               progress: Callable[[CaptureStats], None] | None = None,
-                               interval: float = 0.5) -> CaptureStats:
+async def record_until_stopped(
+    capture: Capture,
+    *,
+    stop: asyncio.Event,
+    duration: float | None = None,
+    started: Callable[[CaptureStats], None] | None = None,
+    progress: Callable[[CaptureStats], None] | None = None,
+    interval: float = 0.5,
+) -> CaptureStats:
     """Record until ``stop`` is set or ``duration`` seconds have passed; ``started`` is told once the current
     state is written and the watches begin, ``progress`` every ``interval`` seconds."""
     await capture.start()

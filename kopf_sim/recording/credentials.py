@@ -4,6 +4,7 @@ The kubeconfig is read by the official ``kubernetes`` client's loader (the ``ful
 which knows every way of logging in that kubectl knows: tokens, client certificates, exec
 plugins (EKS, GKE, AKS, OIDC helpers) and their renewals.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,26 +29,33 @@ class ClusterConnection:
     api: HttpApi
 
 
-def connect(kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None,
-            *, user_agent: str = "kopf-sim") -> ClusterConnection:
+def connect(
+    kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None, *, user_agent: str = "kopf-sim"
+) -> ClusterConnection:
     """The API of the kubeconfig's context (the current one by default; ``KUBECONFIG`` or ``~/.kube/config``)."""
     try:
         import kubernetes  # the full-auth extra
     except ImportError:
-        raise CredentialsError("Reading kubeconfigs needs the official client: pip install 'kopf[full-auth]'.") \
-            from None
+        raise CredentialsError(
+            "Reading kubeconfigs needs the official client: pip install 'kopf[full-auth]'."
+        ) from None
     path = os.fspath(kubeconfig) if kubeconfig is not None else None
     configuration = kubernetes.client.Configuration()
     try:
-        kubernetes.config.load_kube_config(config_file=path, context=context, client_configuration=configuration,
-                                           persist_config=False)  # type: ignore[no-untyped-call]
+        kubernetes.config.load_kube_config(
+            config_file=path, context=context, client_configuration=configuration, persist_config=False
+        )  # type: ignore[no-untyped-call]
         _, active = kubernetes.config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
     except (kubernetes.config.ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
         where = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
         raise CredentialsError(f"Cannot use the kubeconfig {where}: {exc}") from None
     name = context or str((active or {}).get("name") or "")
-    api = HttpApi(configuration.host, ssl_context=_ssl_context(configuration),
-                  headers=lambda: _auth_headers(configuration), user_agent=user_agent)
+    api = HttpApi(
+        configuration.host,
+        ssl_context=_ssl_context(configuration),
+        headers=lambda: _auth_headers(configuration),
+        user_agent=user_agent,
+    )
     return ClusterConnection(server=str(configuration.host), context=name, api=api)
 
 
@@ -66,5 +74,8 @@ def _ssl_context(configuration: Any) -> ssl.SSLContext | None:
 def _auth_headers(configuration: Any) -> Mapping[str, str]:
     """The authorization header, asked anew each time: the loader renews tokens that expire."""
     settings = configuration.auth_settings() or {}
-    return {str(entry["key"]): str(entry["value"]) for entry in settings.values()
-            if isinstance(entry, dict) and entry.get("in") == "header" and entry.get("value")}
+    return {
+        str(entry["key"]): str(entry["value"])
+        for entry in settings.values()
+        if isinstance(entry, dict) and entry.get("in") == "header" and entry.get("value")
+    }

@@ -19,6 +19,7 @@ A log is a header line, then one line per watch event, in the order the recorder
 Appending to a log (``kopf-sim serve --record`` does) starts a new segment with a header of its own;
 its times count from its own ``started``. :mod:`kopf_sim.recording.replaying` reads and validates logs.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -57,8 +58,13 @@ def format_started(moment: datetime.datetime) -> str:
 
 
 def header_line(*, started: datetime.datetime, source: Mapping[str, Any], secrets: bool = False) -> str:
-    header = {"format": FORMAT, "version": VERSION, "started": format_started(started),
-              "source": dict(source), "secrets": "included" if secrets else "redacted"}
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "started": format_started(started),
+        "source": dict(source),
+        "secrets": "included" if secrets else "redacted",
+    }
     return json.dumps(header, separators=(",", ":"), sort_keys=True)
 
 
@@ -77,10 +83,23 @@ def redact(group: str, plural: str, obj: JsonDict) -> JsonDict:
     return redacted
 
 
-def event_line(t: float, group: str, version: str, plural: str, event_type: str, obj: JsonDict, *,
-               secrets: bool = False, relisted: bool = False) -> str:
-    event: JsonDict = {"t": round(max(t, 0.0), 6), "resource": {"group": group, "version": version, "plural": plural},
-                       "type": event_type, "object": obj if secrets else redact(group, plural, obj)}
+def event_line(
+    t: float,
+    group: str,
+    version: str,
+    plural: str,
+    event_type: str,
+    obj: JsonDict,
+    *,
+    secrets: bool = False,
+    relisted: bool = False,
+) -> str:
+    event: JsonDict = {
+        "t": round(max(t, 0.0), 6),
+        "resource": {"group": group, "version": version, "plural": plural},
+        "type": event_type,
+        "object": obj if secrets else redact(group, plural, obj),
+    }
     if relisted:
         event["relisted"] = True
     return json.dumps(event, separators=(",", ":"), sort_keys=True)
@@ -117,27 +136,41 @@ class LogEvent:
     def identity(self) -> tuple[str, str, str, str]:
         """The object it is about: group, plural, namespace, name (resource versions are per object)."""
         metadata = meta(self.object)
-        return (self.resource.group, self.resource.plural, str(metadata.get("namespace") or ""),
-                str(metadata.get("name") or ""))
+        return (
+            self.resource.group,
+            self.resource.plural,
+            str(metadata.get("namespace") or ""),
+            str(metadata.get("name") or ""),
+        )
 
     def to_line(self) -> str:
-        return event_line(self.t, self.resource.group, self.resource.version, self.resource.plural, self.type,
-                          self.object, secrets=True, relisted=self.relisted)
+        return event_line(
+            self.t,
+            self.resource.group,
+            self.resource.version,
+            self.resource.plural,
+            self.type,
+            self.object,
+            secrets=True,
+            relisted=self.relisted,
+        )
 
 
 class LogWriter:
     """Writes a log (the header first) into a text stream, flushing each line: a crash loses nothing written."""
 
-    def __init__(self, stream: IO[str], *, started: datetime.datetime, source: Mapping[str, Any],
-                 secrets: bool = False) -> None:
+    def __init__(
+        self, stream: IO[str], *, started: datetime.datetime, source: Mapping[str, Any], secrets: bool = False
+    ) -> None:
         self.stream = stream
         self.started = started
         self.secrets = secrets
         self.events = 0
         self._write(header_line(started=started, source=source, secrets=secrets))
 
-    def write(self, t: float, group: str, version: str, plural: str, event_type: str, obj: JsonDict, *,
-              relisted: bool = False) -> None:
+    def write(
+        self, t: float, group: str, version: str, plural: str, event_type: str, obj: JsonDict, *, relisted: bool = False
+    ) -> None:
         self._write(event_line(t, group, version, plural, event_type, obj, secrets=self.secrets, relisted=relisted))
         self.events += 1
 
@@ -153,8 +186,14 @@ class ChangeRecorder:
     cluster's clock (virtual in a test, the wall clock when served).
     """
 
-    def __init__(self, stream: IO[str], *, clock: Callable[[], datetime.datetime],
-                 source: Mapping[str, Any] | None = None, secrets: bool = False) -> None:
+    def __init__(
+        self,
+        stream: IO[str],
+        *,
+        clock: Callable[[], datetime.datetime],
+        source: Mapping[str, Any] | None = None,
+        secrets: bool = False,
+    ) -> None:
         self.clock = clock
         self.writer = LogWriter(stream, started=clock(), source=source or {"recorder": "kopf-sim"}, secrets=secrets)
 

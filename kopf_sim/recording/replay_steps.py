@@ -8,6 +8,7 @@ which writes its own. Each update is the difference between the object's previou
 and its new one, applied as a JSON merge patch, so that what the operator under test wrote
 meanwhile stays; finalizers are added and removed one by one for the same reason.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,8 +25,17 @@ __all__ = ["KOPF_BOOKKEEPING", "Bookkeeping", "ObjectView", "ReplayStep", "StepW
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACES = ("", "namespaces")
 SERVER_STATUS = frozenset({CRDS, NAMESPACES})  # the apiserver writes their status itself
-_SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
-                    "deletionGracePeriodSeconds", "managedFields", "selfLink", "generateName")
+_SERVER_METADATA = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "generateName",
+)
 _CONFLICT_RETRIES = 10
 
 
@@ -42,31 +52,38 @@ class Bookkeeping:
 
 
 #: What an operator made with Kopf (the framework this simulator is made to test) keeps in its objects.
-KOPF_BOOKKEEPING = Bookkeeping(annotation_prefixes=("kopf.zalando.org/",),
-                               finalizers=("kopf.zalando.org/KopfFinalizerMarker",), status_fields=("kopf",))
+KOPF_BOOKKEEPING = Bookkeeping(
+    annotation_prefixes=("kopf.zalando.org/",),
+    finalizers=("kopf.zalando.org/KopfFinalizerMarker",),
+    status_fields=("kopf",),
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class ObjectView:
     """What a replay writes of one logged state of an object."""
 
-    main: JsonDict                 # apiVersion, kind, metadata (names, labels, annotations, owners), spec & the rest
-    status: Any                    # None when the state has no status
+    main: JsonDict  # apiVersion, kind, metadata (names, labels, annotations, owners), spec & the rest
+    status: Any  # None when the state has no status
     finalizers: tuple[str, ...]
-    deleting: bool                 # the logged state has a deletionTimestamp
+    deleting: bool  # the logged state has a deletionTimestamp
     uid: str
 
     @classmethod
     def of(cls, obj: JsonDict, bookkeeping: Bookkeeping, namespace: str | None) -> ObjectView:
         metadata = meta(obj)
-        kept = {key: clone(value) for key, value in metadata.items()
-                if key not in _SERVER_METADATA and key != "finalizers"}
+        kept = {
+            key: clone(value) for key, value in metadata.items() if key not in _SERVER_METADATA and key != "finalizers"
+        }
         if namespace is not None:
             kept["namespace"] = namespace
         else:
             kept.pop("namespace", None)
-        annotations = {key: value for key, value in (kept.pop("annotations", None) or {}).items()
-                       if bookkeeping.keeps_annotation(key)}
+        annotations = {
+            key: value
+            for key, value in (kept.pop("annotations", None) or {}).items()
+            if bookkeeping.keeps_annotation(key)
+        }
         if annotations:
             kept["annotations"] = annotations
         main = {key: clone(value) for key, value in obj.items() if key not in ("metadata", "status")}
@@ -75,8 +92,13 @@ class ObjectView:
         if isinstance(status, dict) and bookkeeping.status_fields:
             status = {key: clone(value) for key, value in status.items() if key not in bookkeeping.status_fields}
         finalizers = tuple(f for f in metadata.get("finalizers") or () if f not in bookkeeping.finalizers)
-        return cls(main=main, status=clone(status) if status not in (None, {}) else None, finalizers=finalizers,
-                   deleting=bool(metadata.get("deletionTimestamp")), uid=str(metadata.get("uid") or ""))
+        return cls(
+            main=main,
+            status=clone(status) if status not in (None, {}) else None,
+            finalizers=finalizers,
+            deleting=bool(metadata.get("deletionTimestamp")),
+            uid=str(metadata.get("uid") or ""),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +120,7 @@ class ReplayStep:
     status_patch: Any = None
     finalizers_added: tuple[str, ...] = ()
     finalizers_removed: tuple[str, ...] = ()
-    delete: bool = False           # request the deletion (an update may start one, as a delete does)
+    delete: bool = False  # request the deletion (an update may start one, as a delete does)
 
     @property
     def t(self) -> float:
@@ -132,8 +154,13 @@ def merge_diff(old: Any, new: Any) -> Any:
     return patch
 
 
-def plan_steps(events: Iterable[LogEvent], served: Mapping[tuple[str, str, str], Served], *, bookkeeping: Bookkeeping,
-               namespace: str | None = None) -> tuple[list[ReplayStep], list[tuple[LogEvent, str]]]:
+def plan_steps(
+    events: Iterable[LogEvent],
+    served: Mapping[tuple[str, str, str], Served],
+    *,
+    bookkeeping: Bookkeeping,
+    namespace: str | None = None,
+) -> tuple[list[ReplayStep], list[tuple[LogEvent, str]]]:
     """The steps that replay the events (ADDED/MODIFIED/DELETED), and the events that change nothing, with why.
 
     Each object is followed by its resource, namespace and name; an ``ADDED`` of an object that
@@ -150,8 +177,9 @@ def plan_steps(events: Iterable[LogEvent], served: Mapping[tuple[str, str, str],
 class _Planner:
     """Follows each object through the log: alive or not, being deleted or not, its last replayable state."""
 
-    def __init__(self, served: Mapping[tuple[str, str, str], Served], bookkeeping: Bookkeeping,
-                 namespace: str | None) -> None:
+    def __init__(
+        self, served: Mapping[tuple[str, str, str], Served], bookkeeping: Bookkeeping, namespace: str | None
+    ) -> None:
         self.served = served
         self.bookkeeping = bookkeeping
         self.namespace = namespace
@@ -191,18 +219,25 @@ class _Planner:
             return
         deleted = event.type == "DELETED"
         start_deletion = (deleted or view.deleting) and key not in self.deleting
-        update = step("delete" if start_deletion or deleted else "update",
-                      patch=merge_diff(previous.main, view.main),
-                      status_patch=merge_diff(previous.status or {}, view.status or {}),
-                      finalizers_added=tuple(f for f in view.finalizers if f not in previous.finalizers),
-                      finalizers_removed=tuple(f for f in previous.finalizers if f not in view.finalizers),
-                      delete=start_deletion)
+        update = step(
+            "delete" if start_deletion or deleted else "update",
+            patch=merge_diff(previous.main, view.main),
+            status_patch=merge_diff(previous.status or {}, view.status or {}),
+            finalizers_added=tuple(f for f in view.finalizers if f not in previous.finalizers),
+            finalizers_removed=tuple(f for f in previous.finalizers if f not in view.finalizers),
+            delete=start_deletion,
+        )
         if deleted:
             self._forget(key)
         else:
             self._remember(key, view)
-        if update.patch is None and update.status_patch is None and not update.finalizers_added \
-                and not update.finalizers_removed and not update.delete:
+        if (
+            update.patch is None
+            and update.status_patch is None
+            and not update.finalizers_added
+            and not update.finalizers_removed
+            and not update.delete
+        ):
             self.skipped.append((event, "no change but in the server's and the operator's own fields"))
             return
         self.steps.append(update)
@@ -224,8 +259,14 @@ class StepWriter:
     finalizers still held it, e.g. the operator under test was slower than the recorded one).
     """
 
-    def __init__(self, api: Api, discovery: Discovery, *, gone_timeout: float = 60.0,
-                 on_create: Callable[[Served, JsonDict], None] | None = None) -> None:
+    def __init__(
+        self,
+        api: Api,
+        discovery: Discovery,
+        *,
+        gone_timeout: float = 60.0,
+        on_create: Callable[[Served, JsonDict], None] | None = None,
+    ) -> None:
         self.api = api
         self.discovery = discovery
         self.gone_timeout = gone_timeout
@@ -281,9 +322,16 @@ class StepWriter:
             if current is not None and not meta(current).get("deletionTimestamp"):
                 return None
             if current is not None and loop.time() >= deadline:
-                raise ApiFailure("POST", path, code, {
-                    "reason": "AlreadyExists", "message": f"the previous {step.name!r} is still being deleted "
-                    f"after {self.gone_timeout} s (finalizers: {meta(current).get('finalizers')})"})
+                raise ApiFailure(
+                    "POST",
+                    path,
+                    code,
+                    {
+                        "reason": "AlreadyExists",
+                        "message": f"the previous {step.name!r} is still being deleted "
+                        f"after {self.gone_timeout} s (finalizers: {meta(current).get('finalizers')})",
+                    },
+                )
             await asyncio.sleep(0.1)
 
     async def _update(self, step: ReplayStep, *, view_as_patch: bool = False) -> None:
@@ -360,8 +408,9 @@ class StepWriter:
             raise ApiFailure("PATCH", path, code, answer)
         return answer if isinstance(answer, dict) else {}
 
-    async def _patch_finalizers(self, step: ReplayStep, patch: JsonDict | None, added: Iterable[str],
-                                removed: Iterable[str]) -> JsonDict | None:
+    async def _patch_finalizers(
+        self, step: ReplayStep, patch: JsonDict | None, added: Iterable[str], removed: Iterable[str]
+    ) -> JsonDict | None:
         """Merge-patch the object, its finalizers added and removed one by one (the operator under test has its
         own): read, then write at that version, again on a conflict. None if the object does not exist."""
         path = step.resource.path(step.namespace, step.name)
@@ -373,10 +422,14 @@ class StepWriter:
             finalizers = [f for f in had if f not in removed] + [f for f in added if f not in had]
             if finalizers == had:
                 return current if patch is None else await self._patch(step, patch)
-            metadata = {**((patch or {}).get("metadata") or {}), "finalizers": finalizers or None,
-                        "resourceVersion": meta(current).get("resourceVersion")}
-            code, answer = await self.api("PATCH", path, body={**(patch or {}), "metadata": metadata},
-                                          content_type=MERGE_PATCH)
+            metadata = {
+                **((patch or {}).get("metadata") or {}),
+                "finalizers": finalizers or None,
+                "resourceVersion": meta(current).get("resourceVersion"),
+            }
+            code, answer = await self.api(
+                "PATCH", path, body={**(patch or {}), "metadata": metadata}, content_type=MERGE_PATCH
+            )
             if code == 409 and _reason(answer) == "Conflict":
                 continue
             if code == 404 and _reason(answer) == "NotFound":
@@ -413,4 +466,3 @@ def _names_namespace(answer: Any, namespace: str) -> bool:
     """Whether a 404 is about the namespace (not the resource): then the replay creates the namespace."""
     details = answer.get("details") if isinstance(answer, dict) else None
     return isinstance(details, dict) and details.get("kind") == "namespaces" and details.get("name") == namespace
-

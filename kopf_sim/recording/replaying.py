@@ -12,6 +12,7 @@ between them, e.g. generated actions that continue a recorded incident.
 A write that fails stops the replay with a :class:`ReplayError` that names the line, and
 says how many changes were written before it (none after it).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -109,11 +110,14 @@ class ReplayError(RuntimeError):
     def __init__(self, step: ReplayStep, number: int, total: int, cause: Exception) -> None:
         self.step, self.number, self.total, self.cause = step, number, total, cause
         before = f"the {number - 1} before it were written" if number > 1 else "nothing was written before it"
-        super().__init__(f"The replay stopped at {step.where} ({step.describe()}), change {number} of {total}: "
-                         f"{cause}. Of the log's changes, {before}; none after it.")
+        super().__init__(
+            f"The replay stopped at {step.where} ({step.describe()}), change {number} of {total}: "
+            f"{cause}. Of the log's changes, {before}; none after it."
+        )
 
 
 # -- reading -------------------------------------------------------------------------------------
+
 
 def read_log(path: str | os.PathLike[str]) -> WatchLog:
     """Read and validate a log file; :class:`LogError` names every bad line."""
@@ -161,9 +165,15 @@ def parse_log(lines: Iterable[str], *, source: str = "<log>") -> WatchLog:
             continue
         if not headers and not header_known:
             header_known = True
-            problems.append(LogProblem(source, number, f"no header: a log starts with a line like "
-                                       f'{{"format": "{FORMAT}", "version": {VERSION}, …}} '
-                                       f"(logs of older kopf-sim versions cannot be replayed)"))
+            problems.append(
+                LogProblem(
+                    source,
+                    number,
+                    f"no header: a log starts with a line like "
+                    f'{{"format": "{FORMAT}", "version": {VERSION}, …}} '
+                    f"(logs of older kopf-sim versions cannot be replayed)",
+                )
+            )
         event, problem = _parse_event(data, source, number, offset)
         if problem:
             problems.append(LogProblem(source, number, problem))
@@ -196,10 +206,15 @@ def _parse_event(data: JsonDict, source: str, number: int, offset: float) -> tup
     if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0:
         return None, "the event has no time offset: 't' must be the seconds since the log's start"
     resource = data.get("resource")
-    if not isinstance(resource, dict) or not isinstance(resource.get("group"), str) \
-            or not resource.get("version") or not resource.get("plural") \
-            or not isinstance(resource["version"], str) or not isinstance(resource["plural"], str):
-        return None, "the event has no resource: 'resource' must be {\"group\": …, \"version\": …, \"plural\": …}"
+    if (
+        not isinstance(resource, dict)
+        or not isinstance(resource.get("group"), str)
+        or not resource.get("version")
+        or not resource.get("plural")
+        or not isinstance(resource["version"], str)
+        or not isinstance(resource["plural"], str)
+    ):
+        return None, 'the event has no resource: \'resource\' must be {"group": …, "version": …, "plural": …}'
     event_type = data.get("type")
     if event_type not in EVENT_TYPES:
         return None, f"unknown event type {event_type!r} (expected one of {', '.join(EVENT_TYPES)})"
@@ -216,6 +231,7 @@ def _parse_event(data: JsonDict, source: str, number: int, offset: float) -> tup
 
 # -- preparing -----------------------------------------------------------------------------------
 
+
 def select(log: WatchLog, *, resources: Iterable[str] | None = None, until: float | None = None) -> list[LogEvent]:
     """The change events to replay: of the resources named (all but events by default), up to ``until`` seconds."""
     changes = [event for event in log.changes() if until is None or event.t <= until]
@@ -225,8 +241,16 @@ def select(log: WatchLog, *, resources: Iterable[str] | None = None, until: floa
     unmatched = [name for name in wanted if not any(_named(event, name) for event in changes)]
     if unmatched:
         present = sorted({event.resource.qualified for event in changes})
-        raise LogError([LogProblem(log.source, 0, f"no events of {', '.join(map(repr, unmatched))} in the log "
-                                   f"(its resources: {', '.join(present) or 'none'})")])
+        raise LogError(
+            [
+                LogProblem(
+                    log.source,
+                    0,
+                    f"no events of {', '.join(map(repr, unmatched))} in the log "
+                    f"(its resources: {', '.join(present) or 'none'})",
+                )
+            ]
+        )
     return [event for event in changes if any(_named(event, name) for name in wanted)]
 
 
@@ -274,9 +298,15 @@ async def _check_resources(events: Sequence[LogEvent], discovery: Discovery) -> 
         if key not in served:
             info = await discovery.served(*key)
             if info is None:
-                problems.append(LogProblem(event.source, event.line, f"unknown resource {event.resource.qualified} "
-                                           f"(version {event.resource.version}): the cluster does not serve it "
-                                           f"(create its CRD before the replay, or replay only other resources)"))
+                problems.append(
+                    LogProblem(
+                        event.source,
+                        event.line,
+                        f"unknown resource {event.resource.qualified} "
+                        f"(version {event.resource.version}): the cluster does not serve it "
+                        f"(create its CRD before the replay, or replay only other resources)",
+                    )
+                )
                 continue
             served[key] = info
         if (event.resource.group, event.resource.plural) == CRDS and event.type != "DELETED":
@@ -293,31 +323,42 @@ def _crd_resources(crd: JsonDict) -> list[Served]:
     group, plural = str(spec.get("group") or ""), str(names.get("plural") or "")
     if not group or not plural:
         return []
-    return [Served(group=group, version=str(version.get("name")), plural=plural, kind=str(names.get("kind") or ""),
-                   namespaced=spec.get("scope", "Namespaced") == "Namespaced",
-                   singular=str(names.get("singular") or ""), short_names=tuple(names.get("shortNames") or ()),
-                   has_status="status" in (version.get("subresources") or {}))
-            for version in spec.get("versions") or () if isinstance(version, dict) and version.get("served", True)]
+    return [
+        Served(
+            group=group,
+            version=str(version.get("name")),
+            plural=plural,
+            kind=str(names.get("kind") or ""),
+            namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+            singular=str(names.get("singular") or ""),
+            short_names=tuple(names.get("shortNames") or ()),
+            has_status="status" in (version.get("subresources") or {}),
+        )
+        for version in spec.get("versions") or ()
+        if isinstance(version, dict) and version.get("served", True)
+    ]
 
 
 # -- replaying -----------------------------------------------------------------------------------
 
+
 class Replay:
     """The planned changes of a log, written into a cluster all at once (:meth:`run`) or one by one (:meth:`apply`)."""
 
-    def __init__(self, log: WatchLog, steps: list[ReplayStep], skipped: list[tuple[LogEvent, str]],
-                 writer: StepWriter, api: Api) -> None:
+    def __init__(
+        self, log: WatchLog, steps: list[ReplayStep], skipped: list[tuple[LogEvent, str]], writer: StepWriter, api: Api
+    ) -> None:
         self.log = log
         self.steps = steps
         self.skipped = skipped
         self.writer = writer
         self.api = api
-        self.position = 0   # the steps before it are written
+        self.position = 0  # the steps before it are written
         self._index = {id(step): index for index, step in enumerate(steps)}
 
     def __iter__(self) -> Iterator[ReplayStep]:
         """The steps not written yet, in the log's order."""
-        return iter(self.steps[self.position:])
+        return iter(self.steps[self.position :])
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -330,9 +371,11 @@ class Replay:
     def summary(self) -> str:
         objects = {step.event.identity for step in self.steps}
         span = self.steps[-1].t - self.steps[0].t if self.steps else 0.0
-        return (f"{len(self.steps)} change{'s' if len(self.steps) != 1 else ''} of {len(objects)} "
-                f"object{'s' if len(objects) != 1 else ''} over {span:.1f} s of the log "
-                f"({len(self.skipped)} event{'s' if len(self.skipped) != 1 else ''} with nothing to replay)")
+        return (
+            f"{len(self.steps)} change{'s' if len(self.steps) != 1 else ''} of {len(objects)} "
+            f"object{'s' if len(objects) != 1 else ''} over {span:.1f} s of the log "
+            f"({len(self.skipped)} event{'s' if len(self.skipped) != 1 else ''} with nothing to replay)"
+        )
 
     async def apply(self, step: ReplayStep) -> None:
         """Write one step now; :class:`ReplayError` if the cluster refuses it."""

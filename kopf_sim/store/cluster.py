@@ -4,6 +4,7 @@ All operations are synchronous and run to completion without awaiting, so each r
 atomic with respect to others in the same event loop and the order of changes is deterministic.
 Deletion, garbage collection and terminations live in :mod:`kopf_sim.store.lifecycle`.
 """
+
 from __future__ import annotations
 
 import base64
@@ -53,11 +54,14 @@ class Cluster:
         self.observers: list[Observer] = []
         self._objects: dict[StorageKey, dict[ObjectKey, JsonDict]] = {}
         self._by_uid: dict[str, tuple[StorageKey, ObjectKey]] = {}
-        self._dependents: dict[str, set[str]] = {}   # owner uid -> dependent uids
+        self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
         self._subscriptions: list[Subscription] = []
         for name in builtin_types.INITIAL_NAMESPACES:
-            self.create(self.resource("", "v1", "namespaces"), None,
-                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+            self.create(
+                self.resource("", "v1", "namespaces"),
+                None,
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+            )
 
     # -- Lookups ---------------------------------------------------------------------------------
 
@@ -74,9 +78,13 @@ class Cluster:
         rtype = self.catalogue.by_kind(api_version, kind)
         if rtype is None:
             version = api_version.rpartition("/")[2]
-            raise errors.ApiError(404, "NotFound",
-                                  f'no matches for kind "{kind}" in version "{api_version}"'
-                                  if version else f"unknown apiVersion {api_version!r}")
+            raise errors.ApiError(
+                404,
+                "NotFound",
+                f'no matches for kind "{kind}" in version "{api_version}"'
+                if version
+                else f"unknown apiVersion {api_version!r}",
+            )
         return rtype
 
     def peek(self, key: StorageKey, namespace: str | None, name: str) -> JsonDict | None:
@@ -153,8 +161,11 @@ class Cluster:
         label_check = labels if labels is not None and not labels.empty else None
         field_check = fields if fields is not None and not fields.empty else None
         # Later pages come from the first page's snapshot, as etcd serves them at the token's revision.
-        bucket = self._objects.get(rtype.storage_key, {}) if start_after is None and list_rv == self.rv \
+        bucket = (
+            self._objects.get(rtype.storage_key, {})
+            if start_after is None and list_rv == self.rv
             else self._bucket_at(rtype.storage_key, list_rv)
+        )
         keys: Iterable[ObjectKey] = sorted(bucket)
         exact = field_check.exact_name() if field_check is not None else None
         if exact is not None:
@@ -182,8 +193,7 @@ class Cluster:
         if remaining and last_key is not None:
             list_meta["continue"] = self._encode_continue(list_rv, last_key)
             list_meta["remainingItemCount"] = remaining
-        return {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": list_meta,
-                "items": items}
+        return {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": list_meta, "items": items}
 
     def _bucket_at(self, key: StorageKey, rv: int) -> dict[ObjectKey, JsonDict]:
         """The objects of a resource as they were at version ``rv``: the later history undone."""
@@ -219,62 +229,139 @@ class Cluster:
 
     # -- Writes (the HTTP layer calls these; preparing.py computes the new states) ------------------
 
-    def create(self, rtype: ResourceType, namespace: str | None, body: Any, *,
-               dry_run: bool = False, manager: str | None = None, field_validation: str = "",
-               warnings: Warnings = None) -> JsonDict:
-        new = preparing.prepare_create(self, rtype, namespace, body, field_validation=field_validation,
-                                     warnings=warnings, manager=manager)
+    def create(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        manager: str | None = None,
+        field_validation: str = "",
+        warnings: Warnings = None,
+    ) -> JsonDict:
+        new = preparing.prepare_create(
+            self, rtype, namespace, body, field_validation=field_validation, warnings=warnings, manager=manager
+        )
         if dry_run:
             return self.present(new, rtype)
         return self.present(self.commit_new(rtype, new), rtype)
 
-    def update(self, rtype: ResourceType, namespace: str | None, name: str, body: Any, *,
-               subresource: str | None = None, dry_run: bool = False, manager: str | None = None,
-               field_validation: str = "", warnings: Warnings = None) -> JsonDict:
+    def update(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        manager: str | None = None,
+        field_validation: str = "",
+        warnings: Warnings = None,
+    ) -> JsonDict:
         old = self.peek(rtype.storage_key, namespace, name)
         if old is None:
             raise errors.not_found(rtype.plural, rtype.group, name)
-        new = preparing.prepare_update(self, rtype, old, body, subresource=subresource, manager=manager,
-                                     field_validation=field_validation, warnings=warnings)
+        new = preparing.prepare_update(
+            self,
+            rtype,
+            old,
+            body,
+            subresource=subresource,
+            manager=manager,
+            field_validation=field_validation,
+            warnings=warnings,
+        )
         return self.present(self.replace(rtype, old, new, dry_run=dry_run), rtype)
 
-    def patch(self, rtype: ResourceType, namespace: str | None, name: str, patch: Any, content_type: str,
-              *, subresource: str | None = None, dry_run: bool = False, manager: str | None = None,
-              force: bool = False, field_validation: str = "", warnings: Warnings = None) -> JsonDict:
+    def patch(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        content_type: str,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        manager: str | None = None,
+        force: bool = False,
+        field_validation: str = "",
+        warnings: Warnings = None,
+    ) -> JsonDict:
         old = self.peek(rtype.storage_key, namespace, name)
         if content_type == preparing.APPLY_PATCH and old is None and subresource is None:
-            new = preparing.prepare_apply_create(self, rtype, namespace, name, patch, manager=manager,
-                                               field_validation=field_validation, warnings=warnings)
+            new = preparing.prepare_apply_create(
+                self,
+                rtype,
+                namespace,
+                name,
+                patch,
+                manager=manager,
+                field_validation=field_validation,
+                warnings=warnings,
+            )
             if dry_run:
                 return self.present(new, rtype)
             return self.present(self.commit_new(rtype, new), rtype)
         if old is None:
             raise errors.not_found(rtype.plural, rtype.group, name)
-        new = preparing.prepare_patch(self, rtype, old, patch, content_type, subresource=subresource,
-                                    manager=manager, force=force, field_validation=field_validation,
-                                    warnings=warnings)
+        new = preparing.prepare_patch(
+            self,
+            rtype,
+            old,
+            patch,
+            content_type,
+            subresource=subresource,
+            manager=manager,
+            force=force,
+            field_validation=field_validation,
+            warnings=warnings,
+        )
         return self.present(self.replace(rtype, old, new, dry_run=dry_run), rtype)
 
-    def delete(self, rtype: ResourceType, namespace: str | None, name: str,
-               options: Mapping[str, Any] | None = None, *, dry_run: bool = False) -> JsonDict:
+    def delete(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> JsonDict:
         obj = self.peek(rtype.storage_key, namespace, name)
         if obj is None:
             raise errors.not_found(rtype.plural, rtype.group, name)
         result = lifecycle.delete(self, rtype, obj, options or {}, dry_run=dry_run)
         return self.present(result, rtype) if result.get("kind") != "Status" else result
 
-    def delete_collection(self, rtype: ResourceType, namespace: str | None, *,
-                          labels: LabelSelector | None = None, fields: FieldSelector | None = None,
-                          options: Mapping[str, Any] | None = None, dry_run: bool = False) -> JsonDict:
+    def delete_collection(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        *,
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+        options: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> JsonDict:
         listing = self.list(rtype, namespace, labels=labels, fields=fields)
         items = []
         for obj in listing["items"]:
             current = self.peek(rtype.storage_key, obj["metadata"].get("namespace"), obj["metadata"]["name"])
             if current is not None:
-                items.append(self.present(lifecycle.delete(self, rtype, current, options or {},
-                                                           dry_run=dry_run, as_status=False), rtype))
-        return {"kind": rtype.list_kind, "apiVersion": rtype.api_version,
-                "metadata": {"resourceVersion": str(self.rv)}, "items": items}
+                items.append(
+                    self.present(
+                        lifecycle.delete(self, rtype, current, options or {}, dry_run=dry_run, as_status=False), rtype
+                    )
+                )
+        return {
+            "kind": rtype.list_kind,
+            "apiVersion": rtype.api_version,
+            "metadata": {"resourceVersion": str(self.rv)},
+            "items": items,
+        }
 
     # -- Commits: the only places where the stored state changes -----------------------------------
 
@@ -376,8 +463,14 @@ class Cluster:
         An expired version yields a subscription with one ERROR event (410 Expired), as the apiserver
         reports it in-stream rather than as an HTTP error.
         """
-        subscription = Subscription(rtype, namespace, labels or LabelSelector(), fields or FieldSelector(),
-                                    on_close=self._subscriptions.remove, max_pending=self.history_window)
+        subscription = Subscription(
+            rtype,
+            namespace,
+            labels or LabelSelector(),
+            fields or FieldSelector(),
+            on_close=self._subscriptions.remove,
+            max_pending=self.history_window,
+        )
         start: int | None = None
         if resource_version not in (None, "", "0") and not send_initial_events:
             try:
@@ -449,12 +542,15 @@ def _decode_continue_token(token: str) -> tuple[int, str]:
     if not isinstance(data, dict):
         raise errors.bad_request("continue key is not valid: the token is not a JSON object")
     if data.get("v") != "meta.k8s.io/v1":
-        raise errors.bad_request(f"continue key is not valid: server does not recognize this encoded version "
-                                 f"{json.dumps(str(data.get('v', '')))}")
+        raise errors.bad_request(
+            f"continue key is not valid: server does not recognize this encoded version "
+            f"{json.dumps(str(data.get('v', '')))}"
+        )
     rv, start = data.get("rv"), data.get("start")
-    if not isinstance(rv, int) or isinstance(rv, bool) or not 0 < rv < 2 ** 63:
-        raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion "
-                                 "(version meta.k8s.io/v1)")
+    if not isinstance(rv, int) or isinstance(rv, bool) or not 0 < rv < 2**63:
+        raise errors.bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+        )
     if not isinstance(start, str) or not start:
         raise errors.bad_request("continue key is not valid: encoded start key empty (version meta.k8s.io/v1)")
     return rv, start
@@ -463,4 +559,3 @@ def _decode_continue_token(token: str) -> tuple[int, str]:
 def _sort_key(obj: JsonDict) -> tuple[str, str]:
     metadata = meta(obj)
     return (metadata.get("namespace", ""), metadata.get("name", ""))
-

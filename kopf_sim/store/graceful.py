@@ -6,6 +6,7 @@ and then deletes it again with a zero grace period, which removes it. Unbound an
 and a grace period of 0 (``kubectl delete --force --grace-period=0``), remove it at once. A later
 DELETE may shorten the grace period, never extend it. Other kinds have no grace period.
 """
+
 from __future__ import annotations
 
 import datetime

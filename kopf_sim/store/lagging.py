@@ -6,6 +6,7 @@ between. The fault injection (:mod:`kopf_sim.http.faults`) decides which request
 sets it here, for the request being handled (context variables: one request, one task); the
 server's logic (:mod:`kopf_sim.http.app`) reads it when it serves a get, a list or a watch.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -33,5 +34,4 @@ class Withholding:
 read_lag: contextvars.ContextVar[int] = contextvars.ContextVar("kopf_sim_read_lag", default=0)
 
 #: How the current request's watch stream holds its events back (None: not at all).
-withholding: contextvars.ContextVar[Withholding | None] = contextvars.ContextVar("kopf_sim_withholding",
-                                                                               default=None)
+withholding: contextvars.ContextVar[Withholding | None] = contextvars.ContextVar("kopf_sim_withholding", default=None)

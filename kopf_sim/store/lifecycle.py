@@ -4,6 +4,7 @@ In a real cluster the garbage collector and the namespace/CRD controllers act as
 Here they act synchronously, right after the change that triggers them, in a fixed order, so
 that every run sees the same sequence of events while clients still observe the same states.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -57,8 +58,9 @@ def _propagation(options: Mapping[str, Any]) -> str:
         policy = "Orphan"
     policy = policy or "Background"
     if policy not in ("Background", "Foreground", "Orphan"):
-        raise errors.bad_request(f'propagationPolicy: Unsupported value: "{policy}": supported values: '
-                                 '"Foreground", "Background", "Orphan"')
+        raise errors.bad_request(
+            f'propagationPolicy: Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"'
+        )
     return str(policy)
 
 
@@ -67,12 +69,19 @@ def _check_preconditions(rtype: ResourceType, obj: JsonDict, options: Mapping[st
     metadata = meta(obj)
     uid, rv = preconditions.get("uid"), preconditions.get("resourceVersion")
     if uid and uid != metadata.get("uid"):
-        raise errors.precondition_failed(rtype.plural, rtype.group, metadata["name"],
-                                         f"UID in precondition: {uid}, UID in object meta: {metadata.get('uid')}")
+        raise errors.precondition_failed(
+            rtype.plural,
+            rtype.group,
+            metadata["name"],
+            f"UID in precondition: {uid}, UID in object meta: {metadata.get('uid')}",
+        )
     if rv and rv != metadata.get("resourceVersion"):
-        raise errors.precondition_failed(rtype.plural, rtype.group, metadata["name"],
-                                         f"ResourceVersion in precondition: {rv}, ResourceVersion in object "
-                                         f"meta: {metadata.get('resourceVersion')}")
+        raise errors.precondition_failed(
+            rtype.plural,
+            rtype.group,
+            metadata["name"],
+            f"ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {metadata.get('resourceVersion')}",
+        )
 
 
 def _success(rtype: ResourceType, obj: JsonDict) -> JsonDict:
@@ -84,8 +93,15 @@ def _success(rtype: ResourceType, obj: JsonDict) -> JsonDict:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
 
 
-def delete(cluster: Store, rtype: ResourceType, obj: JsonDict, options: Mapping[str, Any], *,
-           dry_run: bool = False, as_status: bool = True) -> JsonDict:
+def delete(
+    cluster: Store,
+    rtype: ResourceType,
+    obj: JsonDict,
+    options: Mapping[str, Any],
+    *,
+    dry_run: bool = False,
+    as_status: bool = True,
+) -> JsonDict:
     """Delete an object as the apiserver does: at once, or mark it and let finalizers hold it."""
     _check_preconditions(rtype, obj, options)
     policy = _propagation(options)
@@ -127,8 +143,9 @@ def delete(cluster: Store, rtype: ResourceType, obj: JsonDict, options: Mapping[
     return cluster.replace(rtype, obj, new)
 
 
-def _shorten_grace(cluster: Store, rtype: ResourceType, obj: JsonDict, grace: int, *, dry_run: bool,
-                   as_status: bool) -> JsonDict:
+def _shorten_grace(
+    cluster: Store, rtype: ResourceType, obj: JsonDict, grace: int, *, dry_run: bool, as_status: bool
+) -> JsonDict:
     """A second DELETE with a shorter grace period (the kubelet's final one is 0): sooner, or at once."""
     new: JsonDict = clone(obj)
     new["metadata"]["deletionGracePeriodSeconds"] = grace
@@ -189,6 +206,7 @@ def after_removal(cluster: Store, key: StorageKey, last: JsonDict) -> None:
 
 
 # -- Garbage collection ----------------------------------------------------------------------------
+
 
 def _collect_dependents(cluster: Store, owner_uid: str) -> None:
     """Dependents whose owners are all gone are deleted; others lose the dangling reference."""
@@ -264,6 +282,7 @@ def _rtype_of(cluster: Store, obj: JsonDict) -> ResourceType:
 
 # -- Namespaces ------------------------------------------------------------------------------------
 
+
 def _namespaced_keys(cluster: Store) -> list[StorageKey]:
     return sorted({t.storage_key for t in cluster.catalogue if t.namespaced})
 
@@ -292,6 +311,7 @@ def _finish_namespace_if_empty(cluster: Store, namespace: str) -> None:
 
 
 # -- CustomResourceDefinitions ---------------------------------------------------------------------
+
 
 def _serve_crd(cluster: Store, crd: JsonDict) -> None:
     if not crds.is_established(crd):  # its names are taken by another CRD: nothing is served for it

@@ -3,6 +3,7 @@
 Feeding at commit time (not from a background task) keeps the order of events identical for
 every watcher and every run, which the determinism guarantees rely on.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -23,14 +24,14 @@ class Change:
 
     rv: int
     key: StorageKey
-    type: str                # ADDED, MODIFIED, DELETED
-    obj: JsonDict            # the state after the change (the last state for DELETED)
-    old: JsonDict | None     # the state before the change (None for ADDED)
+    type: str  # ADDED, MODIFIED, DELETED
+    obj: JsonDict  # the state after the change (the last state for DELETED)
+    old: JsonDict | None  # the state before the change (None for ADDED)
 
 
 @dataclasses.dataclass(frozen=True)
 class WatchEvent:
-    type: str                # ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+    type: str  # ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
     obj: JsonDict
     rv: int
 
@@ -183,8 +184,10 @@ class Subscription:
         if note is not None:
             for event in dropped:
                 metadata = meta(event.obj)
-                note(f"coalesced away: {event.type} {metadata.get('namespace') or ''}/{metadata.get('name')} "
-                     f"rv={event.rv}")
+                note(
+                    f"coalesced away: {event.type} {metadata.get('namespace') or ''}/{metadata.get('name')} "
+                    f"rv={event.rv}"
+                )
 
 
 def _loop_time() -> float:

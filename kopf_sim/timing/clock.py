@@ -3,6 +3,7 @@
 The simulator never reads the wall clock or generates random uids by itself: a test passes
 a virtual clock and a seeded uid generator, a served simulator passes the system ones.
 """
+
 from __future__ import annotations
 
 import datetime

@@ -9,6 +9,7 @@ its loop (:class:`kopf_sim.timing.virtualtime.VirtualTimeLoop`) instead, so an h
 Time is counted in integer ticks, so that moments compare exactly (10,000 sleeps of 0.1 s end at
 exactly 1000.0 s); ``time()`` is the tick count in seconds.
 """
+
 from __future__ import annotations
 
 import abc

@@ -61,6 +61,7 @@ mixin, disabled: harmless, but do not mark tests in these loops with ``@pytest.m
 Pytest-asyncio runs all examples of an async hypothesis test in one loop, so their time adds
 up: decorate such tests with :func:`isolated` (below ``@given``) to give each example its loop.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -215,12 +216,17 @@ class _Job:
 
     @property
     def pending(self) -> bool:
-        cancelled_before_start = (self.thread_id is None and self.concurrent_future is not None
-                                  and self.concurrent_future.cancelled())  # its function will never run
+        cancelled_before_start = (
+            self.thread_id is None and self.concurrent_future is not None and self.concurrent_future.cancelled()
+        )  # its function will never run
         if not self.finished and not cancelled_before_start:
             return True
-        return (self.concurrent_future is None or not self.concurrent_future.done()
-                or self.future is None or not self.future.done())
+        return (
+            self.concurrent_future is None
+            or not self.concurrent_future.done()
+            or self.future is None
+            or not self.future.done()
+        )
 
 
 class _JobMarker(threading.local):
@@ -429,8 +435,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         deadline: int | None = None
         waiting = False
         if self._vt_jobs or self._vt_holds:
-            jobs = self._vt_jobs = [job for job in self._vt_jobs  # (a running job is pending: the cheap check first)
-                                    if (job.thread_id is not None and not job.finished) or job.pending]
+            jobs = self._vt_jobs = [
+                job
+                for job in self._vt_jobs  # (a running job is pending: the cheap check first)
+                if (job.thread_id is not None and not job.finished) or job.pending
+            ]
             busy, waiting, deadline = self._sort_jobs(jobs)
             if busy:
                 return self._sleep_for_threads(busy)  # (the busy threads may have gone idle meanwhile)
@@ -462,7 +471,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             raise DeadlockError(
                 f"Deadlock at loop time {self.time()!r}: nothing can run (no ready callbacks, no timers,"
                 f" no executor jobs at work, no I/O), yet the loop is waiting.{idle}\n{describe_tasks(self)}",
-                loop_time=self.time(), tasks=asyncio.all_tasks(self),
+                loop_time=self.time(),
+                tasks=asyncio.all_tasks(self),
             )
         timer = self._jump_target(when) if when is not None else None
         target = timer if deadline is None or (timer is not None and timer <= deadline) else deadline
@@ -471,7 +481,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             raise TimeLimitError(
                 f"The loop time would pass its limit of {self.time_limit!r} s (the next timer is at"
                 f" {target / TICKS_PER_SECOND!r}); the awaited never came.\n{describe_tasks(self)}",
-                loop_time=self.time(), tasks=asyncio.all_tasks(self),
+                loop_time=self.time(),
+                tasks=asyncio.all_tasks(self),
             )
         self._set_ticks(target)
         if deadline is None or deadline > target:
@@ -623,8 +634,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         bell = None
         with self._vt_lock:
             now = self._vt_clock.ticks
-            due = [(wait.deadline, wait.seq, job) for job in self._vt_soonest
-                   if (wait := job.waiting) is not None and wait.deadline is not None and wait.deadline <= now]
+            due = [
+                (wait.deadline, wait.seq, job)
+                for job in self._vt_soonest
+                if (wait := job.waiting) is not None and wait.deadline is not None and wait.deadline <= now
+            ]
             self._vt_soonest = []
             if due:
                 bell = self._start_line(due, sleep=sleep)
@@ -717,7 +731,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             f"Executor jobs hold the loop time at {self.time()!r} for more than {self.executor_timeout} real"
             f" seconds (a thread that computes, or waits for something the loop does not know of, holds the"
             f" virtual time):\n{stuck}\n{describe_tasks(self)}",
-            loop_time=self.time(), tasks=asyncio.all_tasks(self),
+            loop_time=self.time(),
+            tasks=asyncio.all_tasks(self),
         )
 
     def _real_fds(self) -> list[selectors.SelectorKey]:
@@ -730,7 +745,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             lines.append(f"  - fd {key.fd} ({key.fileobj!r}): reader={reader!r}, writer={writer!r}")
         return (
             f"The loop at time {self.time()!r} has nothing to run but real I/O to wait for, which virtual"
-            f" time cannot do (use the in-memory transport instead of sockets):\n" + "\n".join(lines)
+            f" time cannot do (use the in-memory transport instead of sockets):\n"
+            + "\n".join(lines)
             + f"\n{describe_tasks(self)}"
         )
 
@@ -919,8 +935,11 @@ def describe_threads(jobs: Iterable[_Job], title: str, *, now: float | None = No
     for job in jobs:
         wait = job.waiting
         if wait is not None:
-            state = "waiting" + (f" until loop time {wait.deadline / TICKS_PER_SECOND!r}" if wait.deadline is not None
-                                 else " for a condition")
+            state = "waiting" + (
+                f" until loop time {wait.deadline / TICKS_PER_SECOND!r}"
+                if wait.deadline is not None
+                else " for a condition"
+            )
         elif job.thread_id is None:
             state = "queued (not started)"
         else:
@@ -964,8 +983,11 @@ def new_virtual_loop(
 ) -> VirtualTimeLoop:
     """A new (not running, not set as current) virtual-time loop."""
     return VirtualTimeLoop(
-        start=start, epoch=epoch, noop_cycles=noop_cycles,
-        executor_timeout=executor_timeout, time_limit=time_limit,
+        start=start,
+        epoch=epoch,
+        noop_cycles=noop_cycles,
+        executor_timeout=executor_timeout,
+        time_limit=time_limit,
     )
 
 
@@ -981,8 +1003,12 @@ def run(
 ) -> _T:
     """Like :func:`asyncio.run`, but in a fresh virtual-time loop (so every call starts at ``start``)."""
     factory = functools.partial(
-        new_virtual_loop, start, epoch=epoch, noop_cycles=noop_cycles,
-        executor_timeout=executor_timeout, time_limit=time_limit,
+        new_virtual_loop,
+        start,
+        epoch=epoch,
+        noop_cycles=noop_cycles,
+        executor_timeout=executor_timeout,
+        time_limit=time_limit,
     )
     with asyncio.Runner(debug=debug, loop_factory=factory) as runner:
         return runner.run(main)
@@ -997,9 +1023,11 @@ def isolated(fn: Callable[_P, Coroutine[Any, Any, _T]]) -> Callable[_P, _T]:
         @virtualtime.isolated
         async def test_something(n: int) -> None: ...
     """
+
     @functools.wraps(fn)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
         return run(fn(*args, **kwargs))
+
     return wrapper
 
 
@@ -1041,8 +1069,12 @@ class VirtualTimePolicy(asyncio.DefaultEventLoopPolicy):
     ) -> None:
         super().__init__()
         self._factory = functools.partial(
-            new_virtual_loop, start, epoch=epoch, noop_cycles=noop_cycles,
-            executor_timeout=executor_timeout, time_limit=time_limit,
+            new_virtual_loop,
+            start,
+            epoch=epoch,
+            noop_cycles=noop_cycles,
+            executor_timeout=executor_timeout,
+            time_limit=time_limit,
         )
 
     def new_event_loop(self) -> VirtualTimeLoop:

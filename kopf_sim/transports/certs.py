@@ -13,6 +13,7 @@ job: one self-signed certificate for an operator's webhook server, as kopf's doc
 it (its own CA, a password for the key, ``cryptography`` imported only if needed). The two share
 only ``cryptography``'s builder, the library made for the job.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -86,8 +87,7 @@ def generate_self_signed(
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
-                       critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
 

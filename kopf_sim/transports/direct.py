@@ -10,6 +10,7 @@ What stays with HTTP: the aiohttp middlewares (fault injection, authentication) 
 ``on_response_prepare`` signals. The operator under test keeps talking over the transports of
 :mod:`kopf_sim.transports.inmemory`; this is for the test's side, which faults must not hit anyway.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -77,23 +78,40 @@ class DirectResponse:
 class DirectClient:
     """Requests to one simulated apiserver's app, handled in the caller's task."""
 
-    def __init__(self, app: web.Application, *, host: str = urllib.parse.urlsplit(DEFAULT_BASE_URL).netloc,
-                 headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        app: web.Application,
+        *,
+        host: str = urllib.parse.urlsplit(DEFAULT_BASE_URL).netloc,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self._api = app[API_KEY]
         self._host = host
         self._headers = dict(headers or {})
 
-    async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                      body: bytes | None = None, headers: Mapping[str, str] | None = None) -> DirectResponse:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> DirectResponse:
         """One request; a watch's response must be consumed with :meth:`DirectResponse.chunks` or closed."""
-        request = _Request(method=method.upper(), path=path,
-                           query=MultiDictProxy(MultiDict(params or {})),
-                           headers=CIMultiDictProxy(CIMultiDict({**self._headers, **(headers or {})})),
-                           host=self._host, body=body or b"")
+        request = _Request(
+            method=method.upper(),
+            path=path,
+            query=MultiDictProxy(MultiDict(params or {})),
+            headers=CIMultiDictProxy(CIMultiDict({**self._headers, **(headers or {})})),
+            host=self._host,
+            body=body or b"",
+        )
         outcome = await self._api.handle(request)
         if isinstance(outcome, WatchStream):
             headers_out = CIMultiDictProxy(CIMultiDict({"Content-Type": outcome.content_type}))
             return DirectResponse(200, "OK", headers_out, b"", stream=outcome)
         assert isinstance(outcome.body, bytes)
-        return DirectResponse(outcome.status, outcome.reason, CIMultiDictProxy(CIMultiDict(outcome.headers)),
-                              outcome.body)
+        return DirectResponse(
+            outcome.status, outcome.reason, CIMultiDictProxy(CIMultiDict(outcome.headers)), outcome.body
+        )

@@ -29,6 +29,7 @@ Disconnects behave like TCP: closing one end delivers the pending bytes and then
 ``handler_cancellation=True``, so a request handler (e.g. a watch-stream) is cancelled
 as soon as its client disconnects, and not only when it next writes to the client.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -3,6 +3,7 @@
 One writer for the project: ``kopf-sim serve`` writes its own (a token, its CA), and pytest_kopf writes
 one for the subprocesses of a test (in real mode: the kubeconfig context's credentials, inline).
 """
+
 from __future__ import annotations
 
 import base64

@@ -8,6 +8,7 @@ trust (from the kubeconfig) and bearer-token authentication answered with a Kube
         served.write_kubeconfig("/tmp/kubeconfig")   # for `kubectl --kubeconfig ...`
         print(served.url)                           # e.g. https://127.0.0.1:43567
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -116,9 +117,12 @@ class ServedApp:
         self.ca_pem: bytes | None = None
         self._url: str | None = None
         self._runner = web.AppRunner(
-            app, handler_cancellation=handler_cancellation, shutdown_timeout=shutdown_timeout,
+            app,
+            handler_cancellation=handler_cancellation,
+            shutdown_timeout=shutdown_timeout,
             # As Go's HTTP server of the apiserver: up to 1 MiB of request line & headers (aiohttp: 8 KiB).
-            max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES,
+            max_line_size=MAX_HEADER_BYTES,
+            max_field_size=MAX_HEADER_BYTES,
             # A body left unread (a refused request) closes the connection, rather than being read after the
             # response (aiohttp would log a failure to read it as unhandled).
             lingering_time=0,

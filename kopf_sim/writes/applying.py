@@ -9,6 +9,7 @@ lists are atomic: they are owned as a whole. Maps are always granular.
 
 The functions are pure: they never mutate their inputs and return new objects.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,10 +29,20 @@ BEFORE_FIRST_APPLY: Final = "before-first-apply"
 
 # Fields never tracked: the identity and the server-owned metadata.
 _UNTRACKED_ROOT: Final = frozenset({"apiVersion", "kind"})
-_UNTRACKED_META: Final = frozenset({
-    "name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
-    "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds",
-})
+_UNTRACKED_META: Final = frozenset(
+    {
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "managedFields",
+        "selfLink",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    }
+)
 # Of those, the fields that an applied configuration can never change (name & co. can be set on create).
 _SERVER_META: Final = _UNTRACKED_META - {"name", "namespace"}
 
@@ -153,8 +164,9 @@ def _fields_of(obj: Mapping[str, Any] | None, kind_key: str | None) -> dict[Path
     return out
 
 
-def _diff(old: Any, new: Any, fpath: Path, spath: Path, kind_key: str | None,
-          changed: dict[Path, Any], removed: FieldSet) -> None:
+def _diff(
+    old: Any, new: Any, fpath: Path, spath: Path, kind_key: str | None, changed: dict[Path, Any], removed: FieldSet
+) -> None:
     """Collect the paths added or modified in ``new`` and the (topmost) paths gone from ``old``."""
     if old == new:
         return
@@ -197,6 +209,7 @@ def _diff(old: Any, new: Any, fpath: Path, spath: Path, kind_key: str | None,
 # ----------------------------------------------------------------------------------------------------
 # FieldsV1 encoding, navigation in objects by field paths, conflict messages.
 # ----------------------------------------------------------------------------------------------------
+
 
 def decode_fields(fields_v1: Any) -> FieldSet:
     """Parse a ``fieldsV1`` tree into a set of paths; ``{".": {}}`` marks a node owned by itself."""
@@ -311,8 +324,11 @@ def _step(container: Any, element: str) -> tuple[bool, Any, Any]:
             for index, item in enumerate(container):
                 if kind == "v" and _json(item) == _json(target):
                     return True, item, index
-                if kind == "k" and isinstance(item, dict) and all(
-                        k in item and _json(item[k]) == _json(v) for k, v in target.items()):
+                if (
+                    kind == "k"
+                    and isinstance(item, dict)
+                    and all(k in item and _json(item[k]) == _json(v) for k, v in target.items())
+                ):
                     return True, item, index
     return False, None, None
 
@@ -359,6 +375,7 @@ def _without_subtrees(paths: FieldSet, removed: FieldSet) -> FieldSet:
 # Managed fields entries.
 # ----------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class _Manager:
     manager: str
@@ -388,8 +405,7 @@ class _Manager:
     def render(self) -> dict[str, Any]:
         if self.original is not None and self.fields == self.original_fields:
             return self.original
-        entry: dict[str, Any] = {"manager": self.manager, "operation": self.operation,
-                                 "apiVersion": self.api_version}
+        entry: dict[str, Any] = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
         if self.time is not None:
             entry["time"] = self.time
         entry["fieldsType"] = "FieldsV1"
@@ -405,16 +421,18 @@ def _parse_managers(entries: Any) -> list[_Manager]:
         if not isinstance(entry, dict) or not entry:
             continue
         fields = _decode_cached(entry.get("fieldsV1"))
-        managers.append(_Manager(
-            manager=str(entry.get("manager", "")),
-            operation=str(entry.get("operation", "Update")),
-            api_version=str(entry.get("apiVersion", "")),
-            subresource=entry.get("subresource") or None,
-            time=entry.get("time"),
-            fields=set(fields),
-            original=entry,
-            original_fields=fields,
-        ))
+        managers.append(
+            _Manager(
+                manager=str(entry.get("manager", "")),
+                operation=str(entry.get("operation", "Update")),
+                api_version=str(entry.get("apiVersion", "")),
+                subresource=entry.get("subresource") or None,
+                time=entry.get("time"),
+                fields=set(fields),
+                original=entry,
+                original_fields=fields,
+            )
+        )
     return managers
 
 
@@ -446,16 +464,17 @@ def _managed_fields_of(obj: Mapping[str, Any] | None) -> Any:
 # Updates (create, update, patch): the writer takes over what it has changed.
 # ----------------------------------------------------------------------------------------------------
 
+
 def track_update(
-        old: dict[str, Any] | None,
-        new: dict[str, Any],
-        *,
-        manager: str,
-        kind_key: str | None,
-        api_version: str,
-        now: str,
-        operation: str = "Update",
-        subresource: str | None = None,
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    *,
+    manager: str,
+    kind_key: str | None,
+    api_version: str,
+    now: str,
+    operation: str = "Update",
+    subresource: str | None = None,
 ) -> dict[str, Any]:
     """
     Record a non-apply write: ``manager`` owns what it created or changed, others lose it.
@@ -504,6 +523,7 @@ def track_update(
 # Server-side apply.
 # ----------------------------------------------------------------------------------------------------
 
+
 def _without_nulls(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _without_nulls(v) for k, v in value.items() if v is not None}
@@ -524,11 +544,12 @@ def _validate_keys(value: Any, spath: Path, fpath: Path, kind_key: str | None) -
             if kind == "map" and key:
                 element = _item_element(item, key)
                 if element is None:
-                    raise PatchError(f"{format_path(fpath)}: element {index}: associative list with keys "
-                                     f"has an element that omits key field {json.dumps(key)}")
+                    raise PatchError(
+                        f"{format_path(fpath)}: element {index}: associative list with keys "
+                        f"has an element that omits key field {json.dumps(key)}"
+                    )
                 if element in seen:
-                    raise PatchError(f"{format_path(fpath)}: duplicate entries for key "
-                                     f"{format_path((element,))}")
+                    raise PatchError(f"{format_path(fpath)}: duplicate entries for key {format_path((element,))}")
                 seen.add(element)
                 _validate_keys(item, spath, (*fpath, element), kind_key)
 
@@ -560,8 +581,9 @@ def _merge_into(live: Any, config: Any, spath: Path, kind_key: str | None) -> An
     return clone(config)
 
 
-def _iter_conflicts(managers: list[_Manager], applier: _Manager, applied: dict[Path, Any],
-                    live: Any) -> Iterator[tuple[_Manager, Path]]:
+def _iter_conflicts(
+    managers: list[_Manager], applier: _Manager, applied: dict[Path, Any], live: Any
+) -> Iterator[tuple[_Manager, Path]]:
     """Fields of other managers that the apply would set to a different value."""
     for entry in managers:
         if entry is applier:
@@ -577,8 +599,10 @@ def _iter_conflicts(managers: list[_Manager], applier: _Manager, applied: dict[P
 
 def _conflict_error(conflicts: list[tuple[_Manager, Path]]) -> ApplyConflictError:
     pairs = [(entry.manager, format_path(path)) for entry, path in conflicts]
-    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {entry.describe()}",
-               "field": format_path(path)} for entry, path in conflicts]
+    causes = [
+        {"reason": "FieldManagerConflict", "message": f"conflict with {entry.describe()}", "field": format_path(path)}
+        for entry, path in conflicts
+    ]
     if len(conflicts) == 1:
         entry, path = conflicts[0]
         message = f"Apply failed with 1 conflict: conflict with {entry.describe()}: {format_path(path)}"
@@ -620,14 +644,14 @@ def _prune(obj: dict[str, Any], dropped: FieldSet, keep: FieldSet) -> None:
 
 
 def server_side_apply(
-        live: dict[str, Any] | None,
-        applied: dict[str, Any],
-        *,
-        manager: str,
-        force: bool,
-        kind_key: str | None,
-        api_version: str,
-        now: str,
+    live: dict[str, Any] | None,
+    applied: dict[str, Any],
+    *,
+    manager: str,
+    force: bool,
+    kind_key: str | None,
+    api_version: str,
+    now: str,
 ) -> dict[str, Any]:
     """
     Apply a configuration as ``manager`` (``live=None`` creates) and return the new object.
@@ -675,9 +699,14 @@ def server_side_apply(
         keep = set(applier.fields).union(*(entry.fields for entry in managers if entry is not applier))
         _prune(result, dropped, keep)
 
-    if (live is not None and not conflicts and applier.original is not None
-            and applier.fields == previous and applier.api_version == api_version
-            and _trackable(result) == _trackable(live)):
+    if (
+        live is not None
+        and not conflicts
+        and applier.original is not None
+        and applier.fields == previous
+        and applier.api_version == api_version
+        and _trackable(result) == _trackable(live)
+    ):
         unchanged: dict[str, Any] = clone(live)  # a no-op apply changes nothing, not even the time
         return unchanged
     applier.api_version = api_version

@@ -5,6 +5,7 @@ Clients read them back: ``kubectl rollout status`` refuses a StatefulSet or Daem
 ``spec.strategy`` of objects created without them. Only the workload specs' own fields are
 defaulted here; pod templates are stored as given.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -11,6 +11,7 @@ Go's rules, as followed here: ``null`` is fine anywhere (it leaves the zero valu
 integer fields must be whole and fit the size (else the message names the number); map keys and
 list indices are not part of the field path; the struct named is the innermost one.
 """
+
 from __future__ import annotations
 
 import base64
@@ -31,8 +32,8 @@ _RFC3339 = "2006-01-02T15:04:05Z07:00"
 class Failure:
     """Why a value does not decode: Go's error text, without the struct-field context yet."""
 
-    value: str                  # "number", "string", "number 1.5", ... (Go's UnmarshalTypeError.Value)
-    go_type: str                # "string", "int32", "[]v1.Container", ...
+    value: str  # "number", "string", "number 1.5", ... (Go's UnmarshalTypeError.Value)
+    go_type: str  # "string", "int32", "[]v1.Container", ...
     message: str | None = None  # a complete message instead (base64, time, quantity errors)
 
 
@@ -163,8 +164,8 @@ class _Fault:
 
     def __init__(self, failure: Failure) -> None:
         self.failure = failure
-        self.path: list[str] = []        # the JSON field names, innermost first
-        self.struct: str | None = None   # the innermost struct around the value
+        self.path: list[str] = []  # the JSON field names, innermost first
+        self.struct: str | None = None  # the innermost struct around the value
 
 
 _Checker = Callable[[Any], "_Fault | None"]
@@ -182,9 +183,11 @@ def _checker(kind: GoType, fill_nulls: bool) -> _Checker:
 
 def _compile(kind: GoType, fill_nulls: bool) -> _Checker:
     if isinstance(kind, Recursive):
+
         def recurse(value: Any) -> _Fault | None:
             assert kind.target is not None
             return _checker(kind.target, fill_nulls)(value)
+
         return recurse
     if isinstance(kind, Struct):
         return _compile_struct(kind, fill_nulls)
@@ -194,6 +197,7 @@ def _compile(kind: GoType, fill_nulls: bool) -> _Checker:
     def check_scalar(value: Any) -> _Fault | None:
         failure = kind.failure(value)
         return None if failure is None else _Fault(failure)
+
     return check_scalar
 
 
@@ -223,6 +227,7 @@ def _compile_struct(kind: Struct, fill_nulls: bool) -> _Checker:
                     fault.struct = kind.name
                 return fault
         return None
+
     return check_struct
 
 
@@ -252,6 +257,7 @@ def _compile_collection(kind: ListOf | MapOf, fill_nulls: bool) -> _Checker:
             if item is not None and (fault := checker(item)) is not None:
                 return fault
         return None
+
     return check_collection
 
 
@@ -277,8 +283,10 @@ def _message(failure: Failure, struct: str | None, path: tuple[str, ...]) -> str
         return failure.message
     if struct is None or not path:
         return f"json: cannot unmarshal {failure.value} into Go value of type {failure.go_type}"
-    return (f"json: cannot unmarshal {failure.value} into Go struct field {struct}.{'.'.join(path)} "
-            f"of type {failure.go_type}")
+    return (
+        f"json: cannot unmarshal {failure.value} into Go struct field {struct}.{'.'.join(path)} "
+        f"of type {failure.go_type}"
+    )
 
 
 def json_kind(value: Any) -> str:
@@ -303,6 +311,7 @@ def number_text(value: int | float) -> str:
 
 # --- the scalar types -------------------------------------------------------------------------------
 
+
 def _is_string(value: Any) -> bool:
     return isinstance(value, str)
 
@@ -315,8 +324,8 @@ def named_string(name: str) -> Scalar:
 STRING = Scalar("string", _is_string)
 BOOL = Scalar("bool", lambda v: isinstance(v, bool))
 FLOAT64 = Scalar("float64", lambda v: isinstance(v, int | float) and not isinstance(v, bool))
-INT32 = Integer("int32", -(2 ** 31), 2 ** 31 - 1)
-INT64 = Integer("int64", -(2 ** 63), 2 ** 63 - 1)
+INT32 = Integer("int32", -(2**31), 2**31 - 1)
+INT64 = Integer("int64", -(2**63), 2**63 - 1)
 
 
 def _bytes(value: Any) -> Failure | None:
@@ -342,14 +351,28 @@ def _time(layout: str) -> Callable[[Any], Failure | None]:
         if problem is not None:
             return Failure("", "", f"parsing time {json.dumps(value)} as {json.dumps(layout)}: {problem}")
         return None
+
     return check
 
 
 # The elements of Go's RFC 3339 layout, with what each accepts; the fraction of seconds is optional.
-_TIME_ELEMENTS = tuple((element, re.compile(pattern)) for element, pattern in (
-    ("2006", r"\d{4}"), ("-", "-"), ("01", r"\d{2}"), ("-", "-"), ("02", r"\d{2}"), ("T", "[Tt]"),
-    ("15", r"\d{2}"), (":", ":"), ("04", r"\d{2}"), (":", ":"), ("05", r"\d{2}(?:\.\d+)?"),
-    ("Z07:00", r"(?:[Zz]|[+-]\d{2}:\d{2})")))
+_TIME_ELEMENTS = tuple(
+    (element, re.compile(pattern))
+    for element, pattern in (
+        ("2006", r"\d{4}"),
+        ("-", "-"),
+        ("01", r"\d{2}"),
+        ("-", "-"),
+        ("02", r"\d{2}"),
+        ("T", "[Tt]"),
+        ("15", r"\d{2}"),
+        (":", ":"),
+        ("04", r"\d{2}"),
+        (":", ":"),
+        ("05", r"\d{2}(?:\.\d+)?"),
+        ("Z07:00", r"(?:[Zz]|[+-]\d{2}:\d{2})"),
+    )
+)
 _RFC3339_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
 
 

@@ -10,6 +10,7 @@ items transparent: ``("spec", "template", "spec", "containers", "ports")``.
 The table is used by the strategic merge patch, by server-side apply (lists with a merge key are
 associative, primitive lists with the ``merge`` strategy are sets), and by the OpenAPI annotator.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ class ListStrategy:
     as sets (e.g. finalizers) and for maps with the ``retainKeys`` strategy (e.g. a Deployment's
     ``spec.strategy``), which are not lists at all but share the same annotation in the real API.
     """
+
     merge_key: str | None
     strategy: str
 

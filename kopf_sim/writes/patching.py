@@ -5,6 +5,7 @@ All functions are pure: they never mutate their inputs and return fresh values, 
 keep the old object until the new one is validated. Errors are :class:`PatchError` with a message
 close to the real apiserver's, since API clients show it to users.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,6 +34,7 @@ class PatchError(ValueError):
 # ----------------------------------------------------------------------------------------------------
 # JSON merge patch (RFC 7386)
 # ----------------------------------------------------------------------------------------------------
+
 
 def apply_merge_patch(target: Any, patch: Any) -> Any:
     """Apply an RFC 7386 merge patch: maps merge recursively, ``null`` deletes, the rest replaces."""
@@ -107,8 +109,7 @@ def _apply_json_patch_operation(document: Any, operation: dict[str, Any]) -> Any
         raise PatchError(f"invalid {op} operation: {e}", code=400) from None
     except (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError):
         subject = operation["from"] if op in {"move", "copy"} else path
-        raise PatchError(f'{op} operation does not apply: doc is missing path: "{subject}": missing value'
-                         ) from None
+        raise PatchError(f'{op} operation does not apply: doc is missing path: "{subject}": missing value') from None
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -145,10 +146,10 @@ def apply_strategic_merge_patch(target: Any, patch: Any, kind_key: str | None) -
 
 
 def _smp_map(
-        original: dict[str, Any],
-        patch: dict[str, Any],
-        path: tuple[str, ...],
-        kind_key: str | None,
+    original: dict[str, Any],
+    patch: dict[str, Any],
+    path: tuple[str, ...],
+    kind_key: str | None,
 ) -> dict[str, Any] | _Deleted:
     """Merge ``patch`` into ``original`` (a private copy, mutated in place) at a map's ``path``."""
     directive = patch.get(_PATCH)
@@ -167,7 +168,7 @@ def _smp_map(
 
     for key, values in patch.items():
         if key.startswith(_DELETE_FROM_PRIMITIVE_LIST):
-            field = key[len(_DELETE_FROM_PRIMITIVE_LIST):]
+            field = key[len(_DELETE_FROM_PRIMITIVE_LIST) :]
             if not isinstance(values, list):
                 raise PatchError(f"invalid {key} directive, expected a list: {values}")
             current = original.get(field)
@@ -189,14 +190,15 @@ def _smp_map(
                 original[key] = merged
         elif isinstance(value, list):
             strategy = list_strategy(kind_key, field_path) if kind_key else None
-            original[key] = _smp_list(current if isinstance(current, list) else [], value,
-                                      field_path, kind_key, strategy)
+            original[key] = _smp_list(
+                current if isinstance(current, list) else [], value, field_path, kind_key, strategy
+            )
         else:
             original[key] = value
 
     for key, order in patch.items():
         if key.startswith(_SET_ELEMENT_ORDER):
-            field = key[len(_SET_ELEMENT_ORDER):]
+            field = key[len(_SET_ELEMENT_ORDER) :]
             if not isinstance(order, list):
                 raise PatchError(f"invalid {key} directive, expected a list: {order}")
             current = original.get(field)
@@ -208,11 +210,11 @@ def _smp_map(
 
 
 def _smp_list(
-        original: list[Any],
-        patch: list[Any],
-        path: tuple[str, ...],
-        kind_key: str | None,
-        strategy: ListStrategy | None,
+    original: list[Any],
+    patch: list[Any],
+    path: tuple[str, ...],
+    kind_key: str | None,
+    strategy: ListStrategy | None,
 ) -> list[Any]:
     """Merge a patch list into the original list according to the field's strategy."""
     if strategy is None or not strategy.merges:
@@ -235,11 +237,11 @@ def _smp_primitive_list(original: list[Any], patch: list[Any], path: tuple[str, 
 
 
 def _smp_keyed_list(
-        original: list[Any],
-        patch: list[Any],
-        path: tuple[str, ...],
-        kind_key: str | None,
-        merge_key: str,
+    original: list[Any],
+    patch: list[Any],
+    path: tuple[str, ...],
+    kind_key: str | None,
+    merge_key: str,
 ) -> list[Any]:
     """A ``merge`` list of maps: items are matched by the merge key and merged, or appended."""
     replace = False
@@ -278,8 +280,9 @@ def _smp_keyed_list(
     return result
 
 
-def _smp_item(original: dict[str, Any], item: dict[str, Any], path: tuple[str, ...],
-              kind_key: str | None) -> dict[str, Any]:
+def _smp_item(
+    original: dict[str, Any], item: dict[str, Any], path: tuple[str, ...], kind_key: str | None
+) -> dict[str, Any]:
     merged = _smp_map(original, item, path, kind_key)
     return {} if isinstance(merged, _Deleted) else merged
 

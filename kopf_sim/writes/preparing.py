@@ -3,6 +3,7 @@
 These functions compute and validate the new object; they never store it. The store commits
 the result (:meth:`kopf_sim.store.cluster.Cluster.replace`), so dry runs reuse the very same path.
 """
+
 from __future__ import annotations
 
 import base64
@@ -23,8 +24,15 @@ APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH, STRATEGIC_PATCH)
 OBJECT_SIZE_LIMIT = 1_572_864  # etcd's request size limit, which bounds a stored object
 
-_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                  "generation", "resourceVersion", "selfLink")
+_SERVER_FIELDS = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "resourceVersion",
+    "selfLink",
+)
 _LABEL_NAMED = frozenset({("", "namespaces"), ("", "services")})
 _CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 
@@ -74,8 +82,7 @@ def held(rtype: ResourceType, obj: JsonDict) -> bool:
 
 def _require_mapping(body: Any) -> JsonDict:
     if not isinstance(body, dict):
-        raise errors.bad_request(f"the object provided is unrecognized: expected an object, "
-                                 f"got {type(body).__name__}")
+        raise errors.bad_request(f"the object provided is unrecognized: expected an object, got {type(body).__name__}")
     return body
 
 
@@ -104,12 +111,13 @@ def _check_identity(rtype: ResourceType, body: JsonDict) -> None:
     if api_version != rtype.api_version:
         group = api_version.rpartition("/")[0] if "/" in api_version else ""
         if group != rtype.group or kind != rtype.kind:
-            raise errors.bad_request(f"the API version in the data ({api_version}) does not match the "
-                                     f"expected API version ({rtype.api_version})")
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the "
+                f"expected API version ({rtype.api_version})"
+            )
         body["apiVersion"] = rtype.api_version
     if kind != rtype.kind:
-        raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
-                                 f"({rtype.kind})")
+        raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rtype.kind})")
 
 
 def _check_namespace(rtype: ResourceType, body: JsonDict, namespace: str | None) -> None:
@@ -117,15 +125,17 @@ def _check_namespace(rtype: ResourceType, body: JsonDict, namespace: str | None)
     if rtype.namespaced:
         given = metadata.get("namespace")
         if given and given != namespace:
-            raise errors.bad_request("the namespace of the provided object does not match the namespace "
-                                     "sent on the request")
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         metadata["namespace"] = namespace
     else:
         metadata.pop("namespace", None)
 
 
-def _apply_schema(cluster: StoreView, rtype: ResourceType, obj: JsonDict, *, field_validation: str,
-                  warnings: list[str] | None) -> JsonDict:
+def _apply_schema(
+    cluster: StoreView, rtype: ResourceType, obj: JsonDict, *, field_validation: str, warnings: list[str] | None
+) -> JsonDict:
     """Prune, default and validate a custom resource against its CRD's structural schema."""
     if rtype.schema is None:
         return obj
@@ -183,9 +193,16 @@ def _unused_name(cluster: StoreView, rtype: ResourceType, namespace: str | None,
     return name
 
 
-def prepare_create(cluster: StoreView, rtype: ResourceType, namespace: str | None, body: Any, *,
-                   field_validation: str = "", warnings: list[str] | None = None,
-                   manager: str | None = None) -> JsonDict:
+def prepare_create(
+    cluster: StoreView,
+    rtype: ResourceType,
+    namespace: str | None,
+    body: Any,
+    *,
+    field_validation: str = "",
+    warnings: list[str] | None = None,
+    manager: str | None = None,
+) -> JsonDict:
     """The object as it would be stored on creation (without a resourceVersion yet)."""
     obj = _decoded(rtype, clone(_require_mapping(body)))
     _check_identity(rtype, obj)
@@ -197,13 +214,23 @@ def prepare_create(cluster: StoreView, rtype: ResourceType, namespace: str | Non
         metadata["name"] = _unused_name(cluster, rtype, namespace, metadata["generateName"])
     name = metadata.get("name", "")
     if not name:
-        raise errors.invalid(rtype.kind, rtype.group, "", [{
-            "reason": "FieldValueRequired", "field": "metadata.name",
-            "message": "Required value: name or generateName is required"}])
+        raise errors.invalid(
+            rtype.kind,
+            rtype.group,
+            "",
+            [
+                {
+                    "reason": "FieldValueRequired",
+                    "field": "metadata.name",
+                    "message": "Required value: name or generateName is required",
+                }
+            ],
+        )
     problems = name_problems(name, label=rtype.storage_key in _LABEL_NAMED)
     if problems:
-        raise errors.invalid(rtype.kind, rtype.group, name, [
-            validation.invalid("metadata.name", name, problem) for problem in problems])
+        raise errors.invalid(
+            rtype.kind, rtype.group, name, [validation.invalid("metadata.name", name, problem) for problem in problems]
+        )
     if rtype.namespaced:
         _check_namespace_writable(cluster, rtype, namespace or "", name)
     lifecycle_check_creatable(cluster, rtype)
@@ -219,27 +246,53 @@ def prepare_create(cluster: StoreView, rtype: ResourceType, namespace: str | Non
     obj = _apply_schema(cluster, rtype, obj, field_validation=field_validation, warnings=warnings)
     _validate_common(cluster, rtype, obj)
     if manager:
-        obj = applying.track_update(None, obj, manager=manager, kind_key=_kind_key(rtype),
-                                    api_version=rtype.api_version, now=cluster.now())
+        obj = applying.track_update(
+            None, obj, manager=manager, kind_key=_kind_key(rtype), api_version=rtype.api_version, now=cluster.now()
+        )
     return obj
 
 
-def prepare_apply_create(cluster: StoreView, rtype: ResourceType, namespace: str | None, name: str, patch: Any,
-                         *, manager: str | None, field_validation: str = "",
-                         warnings: list[str] | None = None) -> JsonDict:
+def prepare_apply_create(
+    cluster: StoreView,
+    rtype: ResourceType,
+    namespace: str | None,
+    name: str,
+    patch: Any,
+    *,
+    manager: str | None,
+    field_validation: str = "",
+    warnings: list[str] | None = None,
+) -> JsonDict:
     """Server-side apply on a missing object creates it from the applied configuration."""
     applied = _parse_apply(rtype, patch, name, manager)
-    body = applying.server_side_apply(None, applied, manager=manager or "", force=False,
-                                      kind_key=_kind_key(rtype), api_version=rtype.api_version,
-                                      now=cluster.now())
-    return prepare_create(cluster, rtype, namespace, body, field_validation=field_validation,
-                          warnings=warnings, manager=None)
+    body = applying.server_side_apply(
+        None,
+        applied,
+        manager=manager or "",
+        force=False,
+        kind_key=_kind_key(rtype),
+        api_version=rtype.api_version,
+        now=cluster.now(),
+    )
+    return prepare_create(
+        cluster, rtype, namespace, body, field_validation=field_validation, warnings=warnings, manager=None
+    )
 
 
-def prepare_update(cluster: StoreView, rtype: ResourceType, old: JsonDict, body: Any, *,
-                   subresource: str | None = None, manager: str | None = None, field_validation: str = "",
-                   warnings: list[str] | None = None, track: bool = True, copied: bool = False,
-                   patched: bool = False) -> JsonDict:
+def prepare_update(
+    cluster: StoreView,
+    rtype: ResourceType,
+    old: JsonDict,
+    body: Any,
+    *,
+    subresource: str | None = None,
+    manager: str | None = None,
+    field_validation: str = "",
+    warnings: list[str] | None = None,
+    track: bool = True,
+    copied: bool = False,
+    patched: bool = False,
+) -> JsonDict:
     """The object as it would be stored after a PUT (or a patch, which ends as one).
 
     The body is copied before it is changed, unless the caller says it is a private copy already.
@@ -251,23 +304,34 @@ def prepare_update(cluster: StoreView, rtype: ResourceType, old: JsonDict, body:
     metadata = given.setdefault("metadata", {})
     name = old_meta["name"]
     if metadata.get("name", name) != name:
-        raise errors.bad_request(f"the name of the object ({metadata.get('name')}) does not match the name "
-                                 f"on the URL ({name})")
+        raise errors.bad_request(
+            f"the name of the object ({metadata.get('name')}) does not match the name on the URL ({name})"
+        )
     if rtype.namespaced and metadata.get("namespace", old_meta.get("namespace")) != old_meta.get("namespace"):
-        raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
-                                 "on the request")
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
     given_rv = metadata.get("resourceVersion")
     if given_rv:
         if str(given_rv) != old_meta.get("resourceVersion"):
             raise errors.conflict(rtype.plural, rtype.group, name)
     elif not rtype.unconditional_update:
-        raise errors.invalid(rtype.kind, rtype.group, name, [{
-            "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
-            "message": "Invalid value: 0x0: must be specified for an update"}])
+        raise errors.invalid(
+            rtype.kind,
+            rtype.group,
+            name,
+            [
+                {
+                    "reason": "FieldValueInvalid",
+                    "field": "metadata.resourceVersion",
+                    "message": "Invalid value: 0x0: must be specified for an update",
+                }
+            ],
+        )
     if (given_uid := metadata.get("uid")) and given_uid != old_meta["uid"]:
-        raise errors.precondition_failed(rtype.plural, rtype.group, name,
-                                         f"UID in precondition: {given_uid}, UID in object meta: "
-                                         f"{old_meta['uid']}")
+        raise errors.precondition_failed(
+            rtype.plural, rtype.group, name, f"UID in precondition: {given_uid}, UID in object meta: {old_meta['uid']}"
+        )
 
     # The schema's pruning copies the whole object: until then, the old one's parts need no copies of their own.
     pruned = rtype.schema is not None
@@ -302,19 +366,39 @@ def prepare_update(cluster: StoreView, rtype: ResourceType, old: JsonDict, body:
     if rtype.has_generation and _spec_changed(rtype, old, new):
         new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
     _validate_common(cluster, rtype, new, old)
-    if (rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions") and subresource is None
-            and not new["metadata"].get("deletionTimestamp")):
+    if (
+        rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions")
+        and subresource is None
+        and not new["metadata"].get("deletionTimestamp")
+    ):
         conflict = crds.name_conflict(new, cluster.objects(_CRDS))
         new["status"] = {**(new.get("status") or {}), **crds.established_status(new, cluster.now(), conflict)}
     if manager and track and not same_content(old, new):
-        new = applying.track_update(old, new, manager=manager, kind_key=_kind_key(rtype),
-                                    api_version=rtype.api_version, now=cluster.now(), subresource=subresource)
+        new = applying.track_update(
+            old,
+            new,
+            manager=manager,
+            kind_key=_kind_key(rtype),
+            api_version=rtype.api_version,
+            now=cluster.now(),
+            subresource=subresource,
+        )
     return new
 
 
-def prepare_patch(cluster: StoreView, rtype: ResourceType, old: JsonDict, patch: Any, content_type: str, *,
-                  subresource: str | None = None, manager: str | None = None, force: bool = False,
-                  field_validation: str = "", warnings: list[str] | None = None) -> JsonDict:
+def prepare_patch(
+    cluster: StoreView,
+    rtype: ResourceType,
+    old: JsonDict,
+    patch: Any,
+    content_type: str,
+    *,
+    subresource: str | None = None,
+    manager: str | None = None,
+    force: bool = False,
+    field_validation: str = "",
+    warnings: list[str] | None = None,
+) -> JsonDict:
     current = cluster.present(old, rtype)
     try:
         if content_type == JSON_PATCH:
@@ -328,16 +412,39 @@ def prepare_patch(cluster: StoreView, rtype: ResourceType, old: JsonDict, patch:
         elif content_type == APPLY_PATCH:
             applied = _parse_apply(rtype, patch, meta(old)["name"], manager)
             try:
-                patched = applying.server_side_apply(current, applied, manager=manager or "", force=force,
-                                                     kind_key=_kind_key(rtype), api_version=rtype.api_version,
-                                                     now=cluster.now())
+                patched = applying.server_side_apply(
+                    current,
+                    applied,
+                    manager=manager or "",
+                    force=force,
+                    kind_key=_kind_key(rtype),
+                    api_version=rtype.api_version,
+                    now=cluster.now(),
+                )
             except applying.ApplyConflictError as exc:
-                raise errors.ApiError(409, "Conflict", exc.message, details={
-                    "causes": [{"reason": "FieldManagerConflict", "message": f'conflict with "{m}"',
-                                "field": f} for m, f in exc.conflicts]}) from None
-            return prepare_update(cluster, rtype, old, patched, subresource=subresource, manager=manager,
-                                  field_validation=field_validation, warnings=warnings, track=False,
-                                  patched=True)
+                raise errors.ApiError(
+                    409,
+                    "Conflict",
+                    exc.message,
+                    details={
+                        "causes": [
+                            {"reason": "FieldManagerConflict", "message": f'conflict with "{m}"', "field": f}
+                            for m, f in exc.conflicts
+                        ]
+                    },
+                ) from None
+            return prepare_update(
+                cluster,
+                rtype,
+                old,
+                patched,
+                subresource=subresource,
+                manager=manager,
+                field_validation=field_validation,
+                warnings=warnings,
+                track=False,
+                patched=True,
+            )
         else:
             raise errors.unsupported_media_type(content_type, PATCH_TYPES)
     except patching.PatchError as exc:
@@ -347,9 +454,18 @@ def prepare_patch(cluster: StoreView, rtype: ResourceType, old: JsonDict, patch:
     if not isinstance(patched, dict):
         raise errors.bad_request("the patch produced something other than an object")
     # A merge patch's result shares nothing with the old object or the patch: it need not be copied again.
-    return prepare_update(cluster, rtype, old, patched, subresource=subresource, manager=manager,
-                          field_validation=field_validation, warnings=warnings,
-                          copied=content_type == MERGE_PATCH, patched=True)
+    return prepare_update(
+        cluster,
+        rtype,
+        old,
+        patched,
+        subresource=subresource,
+        manager=manager,
+        field_validation=field_validation,
+        warnings=warnings,
+        copied=content_type == MERGE_PATCH,
+        patched=True,
+    )
 
 
 def _parse_apply(rtype: ResourceType, patch: Any, name: str, manager: str | None) -> JsonDict:
@@ -363,8 +479,7 @@ def _parse_apply(rtype: ResourceType, patch: Any, name: str, manager: str | None
     _check_identity(rtype, applied)
     given_name = meta(applied).get("name")
     if given_name and given_name != name:
-        raise errors.bad_request(f"the name of the object ({given_name}) does not match the name on the URL "
-                                 f"({name})")
+        raise errors.bad_request(f"the name of the object ({given_name}) does not match the name on the URL ({name})")
     applied.setdefault("metadata", {})["name"] = name
     return applied
 
@@ -385,10 +500,19 @@ def _check_finalizers(rtype: ResourceType, old_meta: JsonDict, new_meta: JsonDic
     added = [f for f in new_meta.get("finalizers") or () if f not in (old_meta.get("finalizers") or ())]
     if added:
         listed = ", ".join(json.dumps(f) for f in added)
-        raise errors.invalid(rtype.kind, rtype.group, old_meta["name"], [{
-            "reason": "FieldValueForbidden", "field": "metadata.finalizers",
-            "message": "Forbidden: no new finalizers can be added if the object is being deleted, "
-                       f"found new finalizers []string{{{listed}}}"}])
+        raise errors.invalid(
+            rtype.kind,
+            rtype.group,
+            old_meta["name"],
+            [
+                {
+                    "reason": "FieldValueForbidden",
+                    "field": "metadata.finalizers",
+                    "message": "Forbidden: no new finalizers can be added if the object is being deleted, "
+                    f"found new finalizers []string{{{listed}}}",
+                }
+            ],
+        )
 
 
 def _check_namespace_writable(cluster: StoreView, rtype: ResourceType, namespace: str, name: str) -> None:
@@ -396,20 +520,23 @@ def _check_namespace_writable(cluster: StoreView, rtype: ResourceType, namespace
     if ns is None:
         raise errors.not_found("namespaces", "", namespace)
     if meta(ns).get("deletionTimestamp"):
-        raise errors.forbidden(rtype.plural, rtype.group, name,
-                               f"unable to create new content in namespace {namespace} because it is being "
-                               "terminated")
+        raise errors.forbidden(
+            rtype.plural,
+            rtype.group,
+            name,
+            f"unable to create new content in namespace {namespace} because it is being terminated",
+        )
 
 
 def lifecycle_check_creatable(cluster: StoreView, rtype: ResourceType) -> None:
     """Instances of a CRD that is being deleted cannot be created."""
     if not rtype.custom:
         return
-    crd = cluster.peek(("apiextensions.k8s.io", "customresourcedefinitions"), None,
-                       f"{rtype.plural}.{rtype.group}")
+    crd = cluster.peek(("apiextensions.k8s.io", "customresourcedefinitions"), None, f"{rtype.plural}.{rtype.group}")
     if crd is not None and meta(crd).get("deletionTimestamp"):
-        raise errors.ApiError(405, "MethodNotAllowed",
-                              "create not allowed while custom resource definition is terminating")
+        raise errors.ApiError(
+            405, "MethodNotAllowed", "create not allowed while custom resource definition is terminating"
+        )
 
 
 def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> None:
@@ -424,8 +551,14 @@ def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> No
         _label_namespace_name(obj)
     elif key == ("", "pods"):
         obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
-    elif key in {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"),
-                 ("apps", "daemonsets"), ("batch", "jobs"), ("batch", "cronjobs")}:
+    elif key in {
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+    }:
         obj["status"] = {}
     elif key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         finalizers = obj["metadata"].setdefault("finalizers", [])
@@ -494,9 +627,13 @@ def scale_of(rtype: ResourceType, obj: JsonDict) -> JsonDict:
     assert rtype.scale is not None
     metadata = meta(obj)
     scale: JsonDict = {
-        "kind": "Scale", "apiVersion": "autoscaling/v1",
-        "metadata": {k: metadata[k] for k in ("name", "namespace", "uid", "resourceVersion",
-                                              "creationTimestamp") if k in metadata},
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: metadata[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in metadata
+        },
         "spec": {"replicas": resolve_path(obj, rtype.scale.spec_replicas) or 0},
         "status": {"replicas": resolve_path(obj, rtype.scale.status_replicas) or 0},
     }
@@ -527,8 +664,15 @@ def with_scale(rtype: ResourceType, obj: JsonDict, scale: Any) -> JsonDict:
     return new
 
 
-def after_mutation(cluster: StoreView, rtype: ResourceType, before: JsonDict, mutated: JsonDict,
-                   old: JsonDict | None, *, subresource: str | None = None) -> JsonDict:
+def after_mutation(
+    cluster: StoreView,
+    rtype: ResourceType,
+    before: JsonDict,
+    mutated: JsonDict,
+    old: JsonDict | None,
+    *,
+    subresource: str | None = None,
+) -> JsonDict:
     """Re-apply the server's rules to what mutating webhooks returned, as the apiserver does after them.
 
     Webhooks cannot change identity or server-managed fields, nor the status through the main

@@ -8,6 +8,7 @@ they never mutate their arguments, and they return the apiserver's texts verbati
 Field paths follow the apiserver: ``spec.items[0].name`` for objects and arrays,
 ``spec.labels.key`` for additionalProperties (that is how its validator names them).
 """
+
 from __future__ import annotations
 
 import base64
@@ -40,11 +41,25 @@ __all__ = [
 Schema = Mapping[str, Any]
 
 # The fields of ObjectMeta: anything else in `metadata` is dropped like unknown fields.
-OBJECT_META_FIELDS = frozenset({
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-    "labels", "annotations", "ownerReferences", "finalizers", "managedFields",
-})
+OBJECT_META_FIELDS = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
 
 _TYPES = ("array", "boolean", "integer", "number", "object", "string")
 
@@ -53,9 +68,9 @@ _TYPES = ("array", "boolean", "integer", "number", "object", "string")
 class FieldCause:
     """One entry of ``Status.details.causes``: the apiserver's ``field.Error`` in wire form."""
 
-    reason: str   # the cause type, e.g. "FieldValueInvalid"
+    reason: str  # the cause type, e.g. "FieldValueInvalid"
     message: str  # the error body, e.g. 'Invalid value: "x": ...', 'Required value'
-    field: str    # e.g. "spec.items[0].name"; "<nil>" for errors not bound to a field
+    field: str  # e.g. "spec.items[0].name"; "<nil>" for errors not bound to a field
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}"
@@ -66,6 +81,7 @@ class FieldCause:
 
 
 # --- how the apiserver renders values and errors --------------------------------------------------
+
 
 def _go_number(value: float | int) -> str:
     """A number as Go's ``%v`` prints float64/int64 (``2`` not ``2.0``, ``1e+21``)."""
@@ -123,8 +139,9 @@ def _duplicate(path: str, value: Any) -> FieldCause:
 def _not_supported(path: str, value: Any, allowed: Iterable[Any]) -> FieldCause:
     texts = [v if isinstance(v, str) else json.dumps(v, separators=(",", ":")) for v in allowed]
     detail = ", ".join(json.dumps(t, ensure_ascii=False) for t in texts)
-    return FieldCause("FieldValueNotSupported",
-                      f"Unsupported value: {_go_value(value)}: supported values: {detail}", _field(path))
+    return FieldCause(
+        "FieldValueNotSupported", f"Unsupported value: {_go_value(value)}: supported values: {detail}", _field(path)
+    )
 
 
 def _too_long(path: str, limit: int) -> FieldCause:
@@ -161,11 +178,11 @@ def unknown_field_warning(path: str) -> str:
 def strict_decoding_message(kind: str, version: str, paths: Sequence[str]) -> str:
     """The message of the 400 BadRequest for ``?fieldValidation=Strict`` with unknown fields."""
     fields = ", ".join(unknown_field_warning(path) for path in paths)
-    return (f"{kind} in version {json.dumps(version)} cannot be handled as a {kind}: "
-            f"strict decoding error: {fields}")
+    return f"{kind} in version {json.dumps(version)} cannot be handled as a {kind}: strict decoding error: {fields}"
 
 
 # --- paths -----------------------------------------------------------------------------------------
+
 
 def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
@@ -176,6 +193,7 @@ def _index(path: str, index: int) -> str:
 
 
 # --- pruning ---------------------------------------------------------------------------------------
+
 
 def prune(obj: dict[str, Any], schema: Schema) -> dict[str, Any]:
     """A copy of the object without the fields that the schema does not specify."""
@@ -224,8 +242,9 @@ def _prune_value(value: Any, schema: Schema, path: str, dropped: list[str]) -> A
     return value
 
 
-def _prune_object(value: dict[str, Any], schema: Schema, path: str, dropped: list[str], *,
-                  embedded: bool) -> dict[str, Any]:
+def _prune_object(
+    value: dict[str, Any], schema: Schema, path: str, dropped: list[str], *, embedded: bool
+) -> dict[str, Any]:
     properties: Mapping[str, Any] = schema.get("properties") or {}
     additional = schema.get("additionalProperties")
     preserve = schema.get("x-kubernetes-preserve-unknown-fields") is True
@@ -259,6 +278,7 @@ def _prune_metadata(meta: dict[str, Any], path: str, dropped: list[str]) -> dict
 
 
 # --- defaulting ------------------------------------------------------------------------------------
+
 
 def apply_defaults(obj: dict[str, Any], schema: Schema) -> dict[str, Any]:
     """A copy of the object with the schema's defaults for absent fields, at all levels.
@@ -300,6 +320,7 @@ def _default(value: Any, schema: Schema) -> None:
 
 
 # --- validation ------------------------------------------------------------------------------------
+
 
 def validate(obj: dict[str, Any], schema: Schema) -> list[FieldCause]:
     """All violations of the schema by the object, as the apiserver reports them.
@@ -549,9 +570,7 @@ def _validate_number(value: float | int, schema: Schema, path: str) -> list[Fiel
 
 # --- string formats (those the apiserver checks for CRDs; others are accepted as-is) ---------------
 
-_DATE_TIME = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})?$"
-)
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})?$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?$")
@@ -592,6 +611,7 @@ def _is_ip(version: int) -> Any:
             return ipaddress.ip_address(value).version == version
         except ValueError:
             return False
+
     return check
 
 
@@ -621,8 +641,10 @@ _FORMATS: dict[str, Any] = {
 
 # --- CRD schema checks -----------------------------------------------------------------------------
 
+
 def validate_crd_schema(
-        schema: Any, path: str = "spec.versions[0].schema.openAPIV3Schema",
+    schema: Any,
+    path: str = "spec.versions[0].schema.openAPIV3Schema",
 ) -> list[FieldCause]:
     """The basic structural checks of a CRD version's schema, with the apiserver's messages."""
     if schema is None:
@@ -639,11 +661,12 @@ def validate_crd_schema(
     if isinstance(metadata, Mapping):
         extra = set(metadata.get("properties") or {}) - {"name", "generateName"}
         if extra or set(metadata) - {"type", "properties", "description"}:
-            causes.append(_forbidden(
-                f"{path}.properties[metadata]",
-                "must not specify anything other than name and generateName, "
-                "but metadata is implicitly specified",
-            ))
+            causes.append(
+                _forbidden(
+                    f"{path}.properties[metadata]",
+                    "must not specify anything other than name and generateName, but metadata is implicitly specified",
+                )
+            )
     causes += _check_node(schema, path)
     return causes
 
@@ -654,8 +677,9 @@ def _check_node(schema: Schema, path: str, *, in_junctor: bool = False) -> list[
     if kind is not None and kind not in _TYPES:
         causes.append(_not_supported(_child(path, "type"), kind, _TYPES))
     if schema.get("x-kubernetes-preserve-unknown-fields") is False:
-        causes.append(_invalid(_child(path, "x-kubernetes-preserve-unknown-fields"), False,
-                               "must be true or undefined"))
+        causes.append(
+            _invalid(_child(path, "x-kubernetes-preserve-unknown-fields"), False, "must be true or undefined")
+        )
     if schema.get("uniqueItems") is True:
         detail = "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
         causes.append(_forbidden(_child(path, "uniqueItems"), detail))
@@ -664,8 +688,9 @@ def _check_node(schema: Schema, path: str, *, in_junctor: bool = False) -> list[
     properties = schema.get("properties")
     additional = schema.get("additionalProperties")
     if properties and additional not in (None, False):
-        causes.append(_forbidden(_child(path, "additionalProperties"),
-                                 "additionalProperties and properties are mutual exclusive"))
+        causes.append(
+            _forbidden(_child(path, "additionalProperties"), "additionalProperties and properties are mutual exclusive")
+        )
     if isinstance(properties, Mapping):
         for key, sub in properties.items():
             sub_path = f"{path}.properties[{key}]"
@@ -686,8 +711,11 @@ def _check_node(schema: Schema, path: str, *, in_junctor: bool = False) -> list[
         causes += _check_node(items, _child(path, "items"), in_junctor=in_junctor)
     if isinstance(additional, Mapping):
         if not in_junctor and not additional.get("type") and not _is_type_exempt(additional):
-            causes.append(_required(_child(path, "additionalProperties.type"),
-                                    "must not be empty for specified additionalProperties"))
+            causes.append(
+                _required(
+                    _child(path, "additionalProperties.type"), "must not be empty for specified additionalProperties"
+                )
+            )
         causes += _check_node(additional, _child(path, "additionalProperties"), in_junctor=in_junctor)
     for junctor in ("allOf", "anyOf", "oneOf"):
         for i, sub in enumerate(schema.get(junctor) or ()):
@@ -700,5 +728,4 @@ def _check_node(schema: Schema, path: str, *, in_junctor: bool = False) -> list[
 
 def _is_type_exempt(schema: Schema) -> bool:
     """Nodes that may go without a type in a structural schema."""
-    return bool(schema.get("x-kubernetes-int-or-string")
-                or schema.get("x-kubernetes-preserve-unknown-fields"))
+    return bool(schema.get("x-kubernetes-int-or-string") or schema.get("x-kubernetes-preserve-unknown-fields"))

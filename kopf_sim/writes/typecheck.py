@@ -4,6 +4,7 @@ Objects sent whole (create, update) fail as ``ConfigMap in version "v1" cannot b
 json: cannot unmarshal ...``; the results of patches fail with Go's bare message, as the apiserver
 decodes them in another place. See :mod:`kopf_sim.writes.kinds` for the types.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,14 +25,15 @@ def check_object(rtype: ResourceType, body: Any, *, patched: bool = False) -> No
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {rtype.kind}): couldn't get version/kind; "
                 f"json parse error: json: cannot unmarshal {gotypes.json_kind(value)} into Go struct field "
-                f".{field} of type string")
-    message = gotypes.first_error(body, kinds.struct_of(rtype.group, rtype.kind, custom=rtype.custom),
-                                   fill_nulls=True)
+                f".{field} of type string"
+            )
+    message = gotypes.first_error(body, kinds.struct_of(rtype.group, rtype.kind, custom=rtype.custom), fill_nulls=True)
     if message is not None:
         if patched:
             raise errors.bad_request(message)
-        raise errors.bad_request(f'{rtype.kind} in version "{rtype.version}" cannot be handled as a '
-                                 f"{rtype.kind}: {message}")
+        raise errors.bad_request(
+            f'{rtype.kind} in version "{rtype.version}" cannot be handled as a {rtype.kind}: {message}'
+        )
 
 
 def check_scale(body: Any) -> None:

@@ -5,6 +5,7 @@ kinds have their own rules on top (config keys, immutable ConfigMaps and Secrets
 containers, leases, events). Custom resources are validated against their CRD's schema elsewhere
 (:mod:`kopf_sim.writes.schemas`). Values are already of the right types here (:mod:`kopf_sim.writes.typecheck`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,18 +23,20 @@ Cause = dict[str, str]
 ANNOTATIONS_SIZE_LIMIT = 262_144
 STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-_CONFIG_KEY_MESSAGE = ("a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
-                       "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
-                       "'[-._a-zA-Z0-9]+')")
+_CONFIG_KEY_MESSAGE = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+    "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+    "'[-._a-zA-Z0-9]+')"
+)
 _IANA_SVC_NAME = re.compile(r"^[-a-z0-9]*[a-z][-a-z0-9]*$")
 _PORT_RANGE = "must be between 1 and 65535, inclusive"
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
 _WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")})
-_TEMPLATED = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"),
-                        ("apps", "DaemonSet"), ("batch", "Job")})
+_TEMPLATED = frozenset(
+    {("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("batch", "Job")}
+)
 # The groups whose kinds validate their metadata with the core rules (not apiextensions, webhooks, CRs).
-_CORE_VALIDATED = frozenset({"", "apps", "batch", "coordination.k8s.io", "events.k8s.io",
-                             "rbac.authorization.k8s.io"})
+_CORE_VALIDATED = frozenset({"", "apps", "batch", "coordination.k8s.io", "events.k8s.io", "rbac.authorization.k8s.io"})
 _IMMUTABLE_WHEN_SET = "field is immutable when `immutable` is set"
 
 
@@ -69,8 +72,11 @@ def invalid(field: str, value: Any, detail: str) -> Cause:
 
 
 def required(field: str, detail: str = "") -> Cause:
-    return {"reason": "FieldValueRequired", "message": f"Required value: {detail}" if detail else "Required value",
-            "field": field}
+    return {
+        "reason": "FieldValueRequired",
+        "message": f"Required value: {detail}" if detail else "Required value",
+        "field": field,
+    }
 
 
 def forbidden(field: str, detail: str) -> Cause:
@@ -79,8 +85,11 @@ def forbidden(field: str, detail: str) -> Cause:
 
 def not_supported(field: str, value: Any, supported: tuple[str, ...]) -> Cause:
     listed = ", ".join(json.dumps(s) for s in supported)
-    return {"reason": "FieldValueNotSupported",
-            "message": f"Unsupported value: {go_value(value)}: supported values: {listed}", "field": field}
+    return {
+        "reason": "FieldValueNotSupported",
+        "message": f"Unsupported value: {go_value(value)}: supported values: {listed}",
+        "field": field,
+    }
 
 
 def causes(rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> list[Cause]:
@@ -93,6 +102,7 @@ def causes(rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> l
 
 # --- metadata --------------------------------------------------------------------------------------------
 
+
 def metadata_causes(rtype: ResourceType, metadata: JsonDict) -> list[Cause]:
     found: list[Cause] = []
     found.extend(label_causes(metadata.get("labels") or {}, "metadata.labels"))
@@ -104,8 +114,13 @@ def metadata_causes(rtype: ResourceType, metadata: JsonDict) -> list[Cause]:
             found.append(invalid(f"metadata.annotations.{key}", value, "must be a string"))
     size = sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str))
     if size > ANNOTATIONS_SIZE_LIMIT:
-        found.append({"reason": "FieldValueTooLong", "field": "metadata.annotations",
-                      "message": f"Too long: may not be more than {ANNOTATIONS_SIZE_LIMIT} bytes"})
+        found.append(
+            {
+                "reason": "FieldValueTooLong",
+                "field": "metadata.annotations",
+                "message": f"Too long: may not be more than {ANNOTATIONS_SIZE_LIMIT} bytes",
+            }
+        )
     finalizers = metadata.get("finalizers") or ()
     for finalizer in finalizers:
         for problem in qualified_name_problems(str(finalizer)):
@@ -113,8 +128,13 @@ def metadata_causes(rtype: ResourceType, metadata: JsonDict) -> list[Cause]:
     if rtype.group in _CORE_VALIDATED:  # the in-tree kinds' own rule: a finalizer is standard or has a domain
         for index, finalizer in enumerate(finalizers):
             if "/" not in finalizer and finalizer not in STANDARD_FINALIZERS:
-                found.append(invalid(f"metadata.finalizers[{index}]", finalizer,
-                                     "name is neither a standard finalizer name nor is it fully qualified"))
+                found.append(
+                    invalid(
+                        f"metadata.finalizers[{index}]",
+                        finalizer,
+                        "name is neither a standard finalizer name nor is it fully qualified",
+                    )
+                )
     found.extend(_owner_causes(metadata.get("ownerReferences") or ()))
     return found
 
@@ -142,18 +162,25 @@ def _owner_causes(references: Any) -> list[Cause]:
             found.append(invalid("metadata.ownerReferences.apiVersion", api_version, "version must not be empty"))
         for field, what in (("kind", "kind"), ("name", "name"), ("uid", "uid")):
             if not ref.get(field):
-                found.append(invalid(f"metadata.ownerReferences.{field}", ref.get(field) or "",
-                                     f"{what} must not be empty"))
+                found.append(
+                    invalid(f"metadata.ownerReferences.{field}", ref.get(field) or "", f"{what} must not be empty")
+                )
         if ref.get("controller"):
             controllers.append(f"{ref.get('kind', '')}/{ref.get('name', '')}")
     if len(controllers) > 1:
-        found.append(invalid("metadata.ownerReferences", references,
-                             "Only one reference can have Controller set to true. Found \"true\" in references "
-                             f"for {' and '.join(controllers)}"))
+        found.append(
+            invalid(
+                "metadata.ownerReferences",
+                references,
+                'Only one reference can have Controller set to true. Found "true" in references '
+                f"for {' and '.join(controllers)}",
+            )
+        )
     return found
 
 
 # --- the built-in kinds -----------------------------------------------------------------------------------
+
 
 def _kind_causes(rtype: ResourceType, obj: JsonDict, old: JsonDict | None) -> Iterator[Cause]:
     key = (rtype.group, rtype.kind)
@@ -181,8 +208,9 @@ def _kind_causes(rtype: ResourceType, obj: JsonDict, old: JsonDict | None) -> It
     if key in _TEMPLATED:
         template = spec.get("template")
         if template:
-            yield from label_causes((template.get("metadata") or {}).get("labels") or {},
-                                    "spec.template.metadata.labels")
+            yield from label_causes(
+                (template.get("metadata") or {}).get("labels") or {}, "spec.template.metadata.labels"
+            )
             yield from pod_spec_causes(template.get("spec") or {}, "spec.template.spec")
             yield from _selector_causes(spec.get("selector"), template)
     if key == ("batch", "Job"):
@@ -237,8 +265,11 @@ def pod_spec_causes(spec: JsonDict, path: str) -> Iterator[Cause]:
             if not name:
                 yield required(f"{where}.name")
             elif name in names:
-                yield {"reason": "FieldValueDuplicate", "message": f"Duplicate value: {go_value(name)}",
-                       "field": f"{where}.name"}
+                yield {
+                    "reason": "FieldValueDuplicate",
+                    "message": f"Duplicate value: {go_value(name)}",
+                    "field": f"{where}.name",
+                }
             names.add(name or "")
             if not container.get("image"):
                 yield required(f"{where}.image")
@@ -271,9 +302,13 @@ def _service_causes(spec: JsonDict) -> Iterator[Cause]:
         if isinstance(target, int) and not 1 <= target <= 65535:
             yield invalid(f"{where}.targetPort", target, _PORT_RANGE)
         elif isinstance(target, str) and target and (len(target) > 15 or not _IANA_SVC_NAME.fullmatch(target)):
-            yield invalid(f"{where}.targetPort", target, "must contain only alpha-numeric characters (a-z, 0-9), "
-                                                         "and hyphens (-)" if len(target) <= 15
-                          else "must be no more than 15 characters")
+            yield invalid(
+                f"{where}.targetPort",
+                target,
+                "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"
+                if len(target) <= 15
+                else "must be no more than 15 characters",
+            )
         node_port = port.get("nodePort")
         if isinstance(node_port, int) and node_port and not 1 <= node_port <= 65535:
             yield invalid(f"{where}.nodePort", node_port, _PORT_RANGE)

@@ -1,5 +1,6 @@
 """Hypothesis strategies for testing operators: objects from CRD schemas, actions and their sequences, and
 mutations of recorded watch-event logs."""
+
 from __future__ import annotations
 
 from .logs import MUTATIONS, coalesce_event, delay_event, drop_event, duplicate_event, mutated_logs

@@ -6,6 +6,7 @@ variants of a log with such mutations; each keeps the order of every object's ow
 order of its resourceVersions), as any real watch does, and shrinks towards fewer mutations.
 The four mutations are also plain functions, for a test that wants one particular variant.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -57,7 +58,8 @@ def coalesce_event(log: WatchLog, index: int) -> WatchLog:
         del events[following]
     else:
         merged_type = {("ADDED", "MODIFIED"): "ADDED", ("DELETED", "ADDED"): "MODIFIED"}.get(
-            (first.type, second.type), second.type)
+            (first.type, second.type), second.type
+        )
         events[following] = dataclasses.replace(second, type=merged_type)
     del events[index]
     return log.with_events(events)
@@ -72,8 +74,14 @@ def _next_of_same_object(events: Sequence[LogEvent], index: int) -> int | None:
 
 
 @st.composite
-def mutated_logs(draw: st.DrawFn, log: WatchLog | str | os.PathLike[str], *,
-                 mutations: Sequence[str] = MUTATIONS, max_mutations: int = 3, max_delay: float = 10.0) -> WatchLog:
+def mutated_logs(
+    draw: st.DrawFn,
+    log: WatchLog | str | os.PathLike[str],
+    *,
+    mutations: Sequence[str] = MUTATIONS,
+    max_mutations: int = 3,
+    max_delay: float = 10.0,
+) -> WatchLog:
     """Variants of a log (a :class:`~kopf_sim.recording.replaying.WatchLog` or a path) with up to ``max_mutations``
     of the ``mutations`` (``drop``, ``duplicate``, ``delay`` by up to ``max_delay`` seconds, ``coalesce``),
     applied to its change events; replay one with ``kopf_cluster.replay(variant)``."""

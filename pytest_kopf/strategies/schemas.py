@@ -5,6 +5,7 @@ minimum/maximum, lengths, required fields); ``x-kubernetes-preserve-unknown-fiel
 properties becomes a small dict of scalars; optional fields come and go, so that handlers meet
 their absence. Values shrink towards the simplest ones: empty optional fields, zeros, short strings.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -62,8 +63,12 @@ def _from_schema(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
         low = int(schema.get("minItems", 0))
         high = int(schema.get("maxItems", max(low, MAX_ITEMS)))
         unique = bool(schema.get("uniqueItems")) or schema.get("x-kubernetes-list-type") == "set"
-        return st.lists(from_schema(items), min_size=low, max_size=min(high, max(low, MAX_ITEMS)),
-                        unique_by=_json_key if unique else None)
+        return st.lists(
+            from_schema(items),
+            min_size=low,
+            max_size=min(high, max(low, MAX_ITEMS)),
+            unique_by=_json_key if unique else None,
+        )
     if kind == "string":
         return _strings(schema)
     if kind == "integer":
@@ -81,6 +86,7 @@ def _from_schema(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
 
 def _json_key(value: Any) -> str:
     import json
+
     return json.dumps(value, sort_keys=True)
 
 
@@ -109,8 +115,9 @@ def _strings(schema: Mapping[str, Any]) -> st.SearchStrategy[str]:
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         return st.from_regex(pattern, fullmatch=True).filter(lambda text: low <= len(text) <= high)
-    return st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=low,
-                   max_size=min(high, max(low, MAX_STRING)))
+    return st.text(
+        alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=low, max_size=min(high, max(low, MAX_STRING))
+    )
 
 
 def _bounds(schema: Mapping[str, Any], *, integer: bool) -> tuple[int, int]:
@@ -156,19 +163,36 @@ class CustomResource:
         versions = [v for v in spec.get("versions") or () if v.get("served", True)]
         if not versions:
             raise ValueError(f"The CRD {crd.get('metadata', {}).get('name')!r} serves no versions.")
-        chosen = next((v for v in versions if v.get("name") == version), None) if version else \
-            next((v for v in versions if v.get("storage")), versions[0])
+        chosen = (
+            next((v for v in versions if v.get("name") == version), None)
+            if version
+            else next((v for v in versions if v.get("storage")), versions[0])
+        )
         if chosen is None:
             raise ValueError(f"The CRD {crd.get('metadata', {}).get('name')!r} does not serve the version {version!r}.")
-        schema = ((chosen.get("schema") or {}).get("openAPIV3Schema")) or \
-            ((spec.get("validation") or {}).get("openAPIV3Schema")) or {"type": "object"}
+        schema = (
+            ((chosen.get("schema") or {}).get("openAPIV3Schema"))
+            or ((spec.get("validation") or {}).get("openAPIV3Schema"))
+            or {"type": "object"}
+        )
         plural, group = str(names.get("plural", "")), str(spec.get("group", ""))
-        aliases = {plural, f"{plural}.{group}", str(names.get("singular") or ""), str(names.get("kind") or ""),
-                   *(str(name) for name in names.get("shortNames") or ()),
-                   f"{plural}.{chosen['name']}.{group}"}
-        return cls(group=group, version=str(chosen["name"]), plural=plural, kind=str(names.get("kind", "")),
-                   namespaced=spec.get("scope", "Namespaced") == "Namespaced", schema=schema,
-                   names=frozenset(alias for alias in aliases if alias))
+        aliases = {
+            plural,
+            f"{plural}.{group}",
+            str(names.get("singular") or ""),
+            str(names.get("kind") or ""),
+            *(str(name) for name in names.get("shortNames") or ()),
+            f"{plural}.{chosen['name']}.{group}",
+        }
+        return cls(
+            group=group,
+            version=str(chosen["name"]),
+            plural=plural,
+            kind=str(names.get("kind", "")),
+            namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+            schema=schema,
+            names=frozenset(alias for alias in aliases if alias),
+        )
 
     def spec_strategy(self) -> st.SearchStrategy[Any]:
         """The ``spec`` of the objects, valid for the schema (an empty dict if the schema says nothing)."""
@@ -180,9 +204,12 @@ class CustomResource:
 
 def resources_in(documents: Iterable[Mapping[str, Any]]) -> list[CustomResource]:
     """The custom resources of the CRDs among manifest documents."""
-    return [CustomResource.from_crd(doc) for doc in documents
-            if doc.get("kind") == "CustomResourceDefinition" and str(doc.get("apiVersion", "")).startswith(
-                "apiextensions.k8s.io/")]
+    return [
+        CustomResource.from_crd(doc)
+        for doc in documents
+        if doc.get("kind") == "CustomResourceDefinition"
+        and str(doc.get("apiVersion", "")).startswith("apiextensions.k8s.io/")
+    ]
 
 
 def objects(

@@ -9,6 +9,7 @@ User actions (create, patch the spec, patch labels & annotations, delete, advanc
 settle) happen in every run of a check; perturbations (API faults, stale reads, withheld events,
 crashes) only in the runs that test the operator's robustness against them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -128,8 +129,9 @@ class PatchSpec(Action):
     def simpler(self) -> list[Action]:
         if len(self.spec) <= 1:
             return []
-        return [PatchSpec(self.resource, self.name, {k: v for k, v in self.spec.items() if k != key})
-                for key in self.spec]
+        return [
+            PatchSpec(self.resource, self.name, {k: v for k, v in self.spec.items() if k != key}) for key in self.spec
+        ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -296,14 +298,17 @@ class WithheldEvents(Action):
     count: int = 1
 
     async def apply(self, driver: Driver) -> str | None:
-        driver.cluster.sim.faults.withhold_events(self.delay, coalesce=self.coalesce, resource=self.resource,
-                                              count=self.count)
+        driver.cluster.sim.faults.withhold_events(
+            self.delay, coalesce=self.coalesce, resource=self.resource, count=self.count
+        )
         driver.cluster.sim.store.close_watches()  # the operator watches again, and gets the lagging view
         return None
 
     def code(self) -> str:
-        return (f"kopf_cluster.sim.faults.withhold_events({self.delay!r}, coalesce={self.coalesce!r}, "
-                f"resource={self.resource!r}, count={self.count}); kopf_cluster.sim.store.close_watches()")
+        return (
+            f"kopf_cluster.sim.faults.withhold_events({self.delay!r}, coalesce={self.coalesce!r}, "
+            f"resource={self.resource!r}, count={self.count}); kopf_cluster.sim.store.close_watches()"
+        )
 
     def simpler(self) -> list[Action]:
         options: list[Action] = []
@@ -387,15 +392,25 @@ def spec_patches(resource: CustomResource, spec: st.SearchStrategy[Any] | None =
     properties: Mapping[str, Any] = spec_schema.get("properties") or {}
     required = set(spec_schema.get("required") or ())
     if properties:
-        values = {name: from_schema(sub) if name in required else st.one_of(st.none(), from_schema(sub))
-                  for name, sub in properties.items()}
+        values = {
+            name: from_schema(sub) if name in required else st.one_of(st.none(), from_schema(sub))
+            for name, sub in properties.items()
+        }
         # Never empty (no filtering, which costs draws): one field for sure, the others maybe.
-        return st.one_of(*(st.fixed_dictionaries({name: value},
-                                                 optional={other: v for other, v in values.items() if other != name})
-                           for name, value in values.items()))
-    return st.dictionaries(st.sampled_from(["a", "b", "c"]),
-                           st.one_of(st.none(), st.integers(0, 9), st.sampled_from(["x", "y"])),
-                           min_size=1, max_size=2)
+        return st.one_of(
+            *(
+                st.fixed_dictionaries(
+                    {name: value}, optional={other: v for other, v in values.items() if other != name}
+                )
+                for name, value in values.items()
+            )
+        )
+    return st.dictionaries(
+        st.sampled_from(["a", "b", "c"]),
+        st.one_of(st.none(), st.integers(0, 9), st.sampled_from(["x", "y"])),
+        min_size=1,
+        max_size=2,
+    )
 
 
 def user_actions(
@@ -414,11 +429,15 @@ def user_actions(
         spec = next((specs[alias] for alias in resource.names if alias in specs), None)
         ref = resource.qualified
         choices.append(objects(resource, names=names, namespace=namespace, spec=spec).map(Create))
-        choices.append(st.builds(PatchSpec, st.just(ref), st.sampled_from(list(names)),
-                                 spec_patches(resource, spec)))
-        choices.append(st.builds(PatchMeta, st.just(ref), st.sampled_from(list(names)),
-                                 st.dictionaries(st.sampled_from(_LABEL_KEYS), _LABEL_VALUES, min_size=1,
-                                                 max_size=2)))
+        choices.append(st.builds(PatchSpec, st.just(ref), st.sampled_from(list(names)), spec_patches(resource, spec)))
+        choices.append(
+            st.builds(
+                PatchMeta,
+                st.just(ref),
+                st.sampled_from(list(names)),
+                st.dictionaries(st.sampled_from(_LABEL_KEYS), _LABEL_VALUES, min_size=1, max_size=2),
+            )
+        )
         choices.append(st.builds(Delete, st.just(ref), st.sampled_from(list(names))))
     advance = st.integers(1, max(1, int(max_advance))).map(lambda seconds: Advance(float(seconds)))
     choices.extend([advance, advance])  # time passing between the actions matters: twice as likely
@@ -433,14 +452,27 @@ def perturbations(kinds: Sequence[str], resources: Sequence[CustomResource]) -> 
     choices: list[st.SearchStrategy[Action]] = []
     plurals = [None, *(resource.plural for resource in resources)]
     if "api-errors" in kinds:
-        choices.append(st.builds(ApiErrors, st.sampled_from([500, 503, 429, 409]),
-                                 st.sampled_from([None, "GET", "POST", "PATCH", "DELETE"]),
-                                 st.sampled_from(plurals), st.integers(1, 5)))  # transient: a few in a row
+        choices.append(
+            st.builds(
+                ApiErrors,
+                st.sampled_from([500, 503, 429, 409]),
+                st.sampled_from([None, "GET", "POST", "PATCH", "DELETE"]),
+                st.sampled_from(plurals),
+                st.integers(1, 5),
+            )
+        )  # transient: a few in a row
     if "stale-reads" in kinds:
         choices.append(st.builds(StaleReads, st.integers(1, 3), st.integers(1, 10)))
     if "withheld-events" in kinds:
-        choices.append(st.builds(WithheldEvents, st.sampled_from([resource.plural for resource in resources]),
-                                 st.integers(1, 60).map(float), st.booleans(), st.integers(1, 3)))
+        choices.append(
+            st.builds(
+                WithheldEvents,
+                st.sampled_from([resource.plural for resource in resources]),
+                st.integers(1, 60).map(float),
+                st.booleans(),
+                st.integers(1, 3),
+            )
+        )
     if "crashes" in kinds:
         choices.append(st.builds(CrashAfterWrites, st.integers(1, 12)))
         choices.append(st.just(CrashRestart()))
@@ -467,8 +499,7 @@ def actions(
     """
     resources = _resolve(resource, manifests)
     kinds = tuple(kind for check in checks for kind in PERTURBATIONS.get(check, ()))
-    users = user_actions(resources, names=names, namespace=namespace, specs=specs, max_advance=max_advance,
-                         logs=logs)
+    users = user_actions(resources, names=names, namespace=namespace, specs=specs, max_advance=max_advance, logs=logs)
     if not kinds:
         return users
     return mixed(users, perturbations(kinds, resources))
@@ -490,8 +521,10 @@ def action_sequences(
     return st.lists(actions(resource, **kwargs), min_size=min_steps, max_size=max_steps)
 
 
-def _resolve(resource: str | CustomResource | Mapping[str, Any] | Sequence[CustomResource],
-             manifests: Sequence[Mapping[str, Any]]) -> list[CustomResource]:
+def _resolve(
+    resource: str | CustomResource | Mapping[str, Any] | Sequence[CustomResource],
+    manifests: Sequence[Mapping[str, Any]],
+) -> list[CustomResource]:
     from .schemas import resources_in
 
     if isinstance(resource, CustomResource):
@@ -502,8 +535,10 @@ def _resolve(resource: str | CustomResource | Mapping[str, Any] | Sequence[Custo
         found = [custom for custom in resources_in(manifests) if resource in custom.names]
         if not found:
             known = sorted(custom.qualified for custom in resources_in(manifests))
-            raise ValueError(f"No CRD among the manifests defines the resource {resource!r}; "
-                             f"they define: {', '.join(known) or 'none'}.")
+            raise ValueError(
+                f"No CRD among the manifests defines the resource {resource!r}; "
+                f"they define: {', '.join(known) or 'none'}."
+            )
         return found[:1]
     return list(resource)
 
@@ -515,5 +550,4 @@ def describe(steps: Sequence[Action]) -> str:
 
 def canonical(steps: Sequence[Action]) -> str:
     """The steps as JSON-ish text, the same for the same steps (e.g. to compare two runs' inputs)."""
-    return json.dumps([[type(step).__name__, dataclasses.asdict(step)] for step in steps], sort_keys=True,
-                      default=str)
+    return json.dumps([[type(step).__name__, dataclasses.asdict(step)] for step in steps], sort_keys=True, default=str)

@@ -1,4 +1,5 @@
 """``kopf_operator.crash()``: killed as by SIGKILL (no cleanup, nothing written after), then restarted afresh."""
+
 from __future__ import annotations
 
 import asyncio
@@ -38,7 +39,8 @@ def slow_registry(calls: list[str], cleanups: list[str]) -> kopf.OperatorRegistr
 
 
 async def test_a_crash_abandons_the_handlers_in_flight_and_a_restart_redoes_them(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     calls: list[str] = []
     cleanups: list[str] = []
     await kopf_cluster.apply(CRD)
@@ -65,7 +67,8 @@ async def test_a_crash_abandons_the_handlers_in_flight_and_a_restart_redoes_them
 
 
 async def test_a_crash_after_the_kth_write_leaves_that_write_done(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     calls: list[str] = []
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=slow_registry(calls, []))
@@ -84,7 +87,8 @@ async def test_a_crash_after_the_kth_write_leaves_that_write_done(
 
 
 async def test_a_crash_while_stopping_ends_the_stop_and_the_restart_starts_afresh(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     from kopf._cogs.clients import api, errors
     from pytest_kopf.driving import crash_after
 

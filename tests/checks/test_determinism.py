@@ -1,4 +1,5 @@
 """Same seed, same trace: API requests, watch events (changes), handler calls (logs) and faults, byte for byte."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -69,13 +70,21 @@ def test_every_fault_kind_gives_the_same_trace_twice() -> None:
 @hypothesis.settings(max_examples=5, stateful_step_count=10, deadline=None)
 @hypothesis.given(st.data())
 def test_generated_sequences_give_the_same_trace_twice(data: st.DataObject) -> None:
-    steps = data.draw(action_sequences(RESOURCE, manifests=_crds(), max_steps=8, names=["obj-0", "obj-1"],
-                                       checks=["retries", "crash-restart", "stale-reads", "withheld-events"]))
+    steps = data.draw(
+        action_sequences(
+            RESOURCE,
+            manifests=_crds(),
+            max_steps=8,
+            names=["obj-0", "obj-1"],
+            checks=["retries", "crash-restart", "stale-reads", "withheld-events"],
+        )
+    )
     assert trace_of(steps) == trace_of(steps)
 
 
 def _crds() -> list[dict[str, object]]:
     import yaml
+
     return list(yaml.safe_load_all((GALLERY / "crd.yaml").read_text()))
 
 
@@ -86,10 +95,20 @@ def test_the_same_trace_in_two_processes_with_different_hash_seeds() -> None:
     import sys
 
     root = Path(__file__).parent.parent.parent
-    code = "import sys; from tests.checks.test_determinism import EVERY_FAULT_KIND, trace_of; " \
-           "sys.stdout.write(trace_of(EVERY_FAULT_KIND))"
-    processes = [subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.PIPE, text=True,
-                                  env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")]
+    code = (
+        "import sys; from tests.checks.test_determinism import EVERY_FAULT_KIND, trace_of; "
+        "sys.stdout.write(trace_of(EVERY_FAULT_KIND))"
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        for seed in ("1", "2")
+    ]
     outputs = [process.communicate(timeout=300)[0] for process in processes]
     assert [process.returncode for process in processes] == [0, 0]
     assert outputs[0] == outputs[1] == trace_of(EVERY_FAULT_KIND)  # and the same as in this process

@@ -1,4 +1,5 @@
 """Regression tests of the framework & simulator weaknesses that the checks have found (see docs/checks.md)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -34,7 +35,8 @@ def handled(obj: dict[str, Any] | None) -> bool:
 
 
 async def test_a_crash_between_the_two_patches_never_loses_the_results(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     calls: list[str] = []
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=greeting_registry(calls))
@@ -59,7 +61,8 @@ async def test_a_conflict_on_kopfs_own_patch_is_retried(kopf_cluster: KopfCluste
 
 
 async def test_server_errors_beyond_the_clients_retries_are_retried_later(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     calls: list[str] = []
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=greeting_registry(calls))
@@ -93,7 +96,8 @@ async def test_a_hung_async_daemon_is_cancelled_on_exit(kopf_cluster: KopfCluste
 
 
 async def test_events_of_a_ticking_timer_do_not_keep_the_operator_from_being_quiet(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     registry = kopf.OperatorRegistry()
 
     @kopf.timer("kopfexamples", interval=1, registry=registry)
@@ -114,16 +118,19 @@ def test_a_handler_called_before_its_retry_delay_is_reported() -> None:
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
     from pytest_kopf.checks import _early_retries
 
-    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
-              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    record = (
+        '{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+        '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}'
+    )
     lines = [
-        '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+        "0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 "
         '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
         "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1",
         "30.000000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: too early",
     ]
     assert _early_retries(lines, DEFAULT_EPOCH) == [
-        "default/t1: handler 'create_fn' was called again at 30.000 s, before its retry delay was over (at 60.000 s)"]
+        "default/t1: handler 'create_fn' was called again at 30.000 s, before its retry delay was over (at 60.000 s)"
+    ]
     assert _early_retries([*lines[:2], lines[2].replace("30.000000", "60.000000")], DEFAULT_EPOCH) == []
 
 
@@ -132,10 +139,12 @@ def test_a_retry_delay_whose_write_has_failed_is_not_held_against_the_handler() 
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
     from pytest_kopf.checks import _early_retries
 
-    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
-              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    record = (
+        '{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+        '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}'
+    )
     lines = [
-        '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+        "0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 "
         '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
         "0.100000 response 409 PATCH /apis/x.example/v1/namespaces/default/things/t1",
         "1.100000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: again",
@@ -152,17 +161,34 @@ def test_conflicts_on_the_handlers_and_kopfs_patches_pass_the_retries_check() ->
     world = World(OperatorSpec(paths=(str(gallery / "crash_child_ok.py"),), manifests=(str(gallery / "crd.yaml"),)))
     try:
         world.cluster.sim.faults.conflict(method=["PUT", "PATCH"], count=3)
-        world.run(world.cluster.create({"apiVersion": "checks.example/v1", "kind": "Gadget",
-                                        "metadata": {"name": "obj-0", "namespace": "default"}, "spec": {}}))
-        world.run(verify(world.cluster, world.operator, checks=["convergence", "retries"],
-                         resources=["gadgets.checks.example"], requests=world.requests, trace=world.trace.lines))
+        world.run(
+            world.cluster.create(
+                {
+                    "apiVersion": "checks.example/v1",
+                    "kind": "Gadget",
+                    "metadata": {"name": "obj-0", "namespace": "default"},
+                    "spec": {},
+                }
+            )
+        )
+        world.run(
+            verify(
+                world.cluster,
+                world.operator,
+                checks=["convergence", "retries"],
+                resources=["gadgets.checks.example"],
+                requests=world.requests,
+                trace=world.trace.lines,
+            )
+        )
         assert "fault conflict 409: PATCH /apis/checks.example" in world.trace.text()
     finally:
         world.close()
 
 
 async def test_settling_waits_for_the_events_withheld_from_a_watcher(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     """Found by the long run: events held back longer than the quiet period passed for a quiet operator."""
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=greeting_registry([]))
@@ -179,10 +205,14 @@ def test_a_delay_unseen_by_a_fresh_operator_with_a_stale_view_is_not_held_agains
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
     from pytest_kopf.checks import _early_retries
 
-    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
-              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
-    patch = ('0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
-             '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}')
+    record = (
+        '{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+        '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}'
+    )
+    patch = (
+        "0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 "
+        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}'
+    )
     accepted = "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1"
     crash = "0.100000 fault crash after write #3: PATCH /apis/x.example/v1/namespaces/default/things/t1"
     stale = "1.100000 fault stale read (-2 revisions): GET /apis/x.example/v1/things"
@@ -193,7 +223,8 @@ def test_a_delay_unseen_by_a_fresh_operator_with_a_stale_view_is_not_held_agains
 
 
 async def test_stray_progress_on_a_handled_object_is_removed(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     """Found by the long run: a restarted operator listed an older revision, ran the creation again, and left its
     retry record on the object that was handled meanwhile; nothing would ever continue or remove it."""
     calls: list[str] = []
@@ -201,8 +232,10 @@ async def test_stray_progress_on_a_handled_object_is_removed(
     await kopf_operator.start(registry=greeting_registry(calls))
     await kopf_cluster.create(example("ex1"))
     assert await settle(kopf_cluster, kopf_operator)
-    stray = ('{"started": "2026-01-01T00:00:01+00:00", "delayed": "2026-01-01T00:01:01+00:00", "purpose": "create", '
-             '"retries": 1, "success": false, "failure": false}')
+    stray = (
+        '{"started": "2026-01-01T00:00:01+00:00", "delayed": "2026-01-01T00:01:01+00:00", "purpose": "create", '
+        '"retries": 1, "success": false, "failure": false}'
+    )
     annotations = {"kopf.zalando.org/create_fn": stray}
     await kopf_cluster.patch("kopfexamples", "ex1", {"metadata": {"annotations": annotations}})
     assert await settle(kopf_cluster, kopf_operator)
@@ -219,13 +252,28 @@ def test_the_handling_of_a_deleted_object_never_marks_its_same_named_successor_h
     from pytest_kopf.strategies import Create, Delete, WithheldEvents
 
     gallery = Path(__file__).parent / "gallery"
-    machine = OperatorMachine.configured("Recreated", paths=[gallery / "hammering_ok.py"],
-                                         manifests=[gallery / "crd.yaml"], resources=["gadgets.checks.example"],
-                                         checks=["convergence", "idempotence"], names=["obj-0"])
-    body = {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "obj-0", "namespace": "default"},
-            "spec": {}}
-    machine.replay([Create(body), WithheldEvents("gadgets", 1.0, False, 1), Delete("gadgets.checks.example", "obj-0"),
-                    Create(body)])  # OperatorCheckFailed if the new object is left without its child
+    machine = OperatorMachine.configured(
+        "Recreated",
+        paths=[gallery / "hammering_ok.py"],
+        manifests=[gallery / "crd.yaml"],
+        resources=["gadgets.checks.example"],
+        checks=["convergence", "idempotence"],
+        names=["obj-0"],
+    )
+    body = {
+        "apiVersion": "checks.example/v1",
+        "kind": "Gadget",
+        "metadata": {"name": "obj-0", "namespace": "default"},
+        "spec": {},
+    }
+    machine.replay(
+        [
+            Create(body),
+            WithheldEvents("gadgets", 1.0, False, 1),
+            Delete("gadgets.checks.example", "obj-0"),
+            Create(body),
+        ]
+    )  # OperatorCheckFailed if the new object is left without its child
 
 
 def test_a_retry_delay_of_a_deleted_object_is_not_held_against_its_successor() -> None:
@@ -233,10 +281,12 @@ def test_a_retry_delay_of_a_deleted_object_is_not_held_against_its_successor() -
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
     from pytest_kopf.checks import _early_retries
 
-    record = ('{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
-              '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}')
+    record = (
+        '{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
+        '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}'
+    )
     lines = [
-        '0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 '
+        "0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 "
         '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
         "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1",
         "2.000000 change DELETED things.x.example default/t1 rv=20",
@@ -253,5 +303,6 @@ def test_creates_answered_already_exists_are_not_hammering() -> None:
     creates = [f"35.{i}00000 request POST /api/v1/namespaces/default/configmaps 409" for i in range(5)]
     assert _hammered(creates) == []
     failures = [line.replace(" 409", " 503") for line in creates]
-    assert _hammered(failures) == ["POST /api/v1/namespaces/default/configmaps: failed 5 times within the second 35, "
-                                   "retried with no back-off"]
+    assert _hammered(failures) == [
+        "POST /api/v1/namespaces/default/configmaps: failed 5 times within the second 35, retried with no back-off"
+    ]

@@ -6,6 +6,7 @@ must fail with the same check, while the same steps' reproduction for the correc
 every check (a bounded number of examples here; ``benchmarks/bench_checks.py --long`` runs 500 examples with
 every fault kind in each).
 """
+
 from __future__ import annotations
 
 import os
@@ -33,13 +34,33 @@ BUGS = {
     "optional_field": "convergence",
 }
 
-INNER_PYTEST = ("--kopf-sim", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:asyncio",
-                "-p", "no:looptime_plugin", "-p", "no:randomly", "-q")
+INNER_PYTEST = (
+    "--kopf-sim",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:hypothesispytest",
+    "-p",
+    "no:asyncio",
+    "-p",
+    "no:looptime_plugin",
+    "-p",
+    "no:randomly",
+    "-q",
+)
 
 
 def check(name: str, checks: list[str], max_examples: int) -> None:
-    check_operator(paths=[GALLERY / f"{name}.py"], manifests=[CRD], resources=[RESOURCE], checks=checks,
-                   max_examples=max_examples, max_steps=8, names=["obj-0"], settle_timeout=300)
+    check_operator(
+        paths=[GALLERY / f"{name}.py"],
+        manifests=[CRD],
+        resources=[RESOURCE],
+        checks=checks,
+        max_examples=max_examples,
+        max_steps=8,
+        names=["obj-0"],
+        settle_timeout=300,
+    )
 
 
 @pytest.mark.parametrize(("bug", "meant_for"), sorted(BUGS.items()))
@@ -58,8 +79,15 @@ def test_a_planted_bug_is_caught_shrunk_and_reproduced(bug: str, meant_for: str,
 
     # The same steps against the correct twin: its reproduction (the same test but for the operator's file, and
     # the expected end state of the twin's own fault-free run) passes.
-    twin = OperatorMachine.configured(f"Twin_{bug}", paths=[GALLERY / f"{bug}_ok.py"], manifests=[CRD],
-                                      resources=[RESOURCE], checks=[meant_for], names=["obj-0"], settle_timeout=300)
+    twin = OperatorMachine.configured(
+        f"Twin_{bug}",
+        paths=[GALLERY / f"{bug}_ok.py"],
+        manifests=[CRD],
+        resources=[RESOURCE],
+        checks=[meant_for],
+        names=["obj-0"],
+        settle_timeout=300,
+    )
     twin_reproduction = twin.reproduce(failure.steps, meant_for)
     assert f"{bug}_ok.py" in twin_reproduction and f"{bug}_bug.py" not in twin_reproduction
     pytester.makepyfile(test_reproduction=twin_reproduction)

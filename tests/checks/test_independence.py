@@ -6,6 +6,7 @@ tables) changed the examples. Here the same check runs in a fresh process and in
 work first (imported modules full of constants, made garbage and tuned the collector, run another check); and
 twice in this process with such work in between: the same failure, shrunk steps, trace and report each time.
 """
+
 from __future__ import annotations
 
 import gc
@@ -27,14 +28,30 @@ RESOURCE = "gadgets.checks.example"
 
 def failure_of(name: str, check: str) -> OperatorCheckFailed:
     with pytest.raises(OperatorCheckFailed) as info:
-        check_operator(paths=[GALLERY / f"{name}.py"], manifests=[CRD], resources=[RESOURCE], checks=[check],
-                       max_examples=100, max_steps=8, names=["obj-0"], settle_timeout=300)
+        check_operator(
+            paths=[GALLERY / f"{name}.py"],
+            manifests=[CRD],
+            resources=[RESOURCE],
+            checks=[check],
+            max_examples=100,
+            max_steps=8,
+            names=["obj-0"],
+            settle_timeout=300,
+        )
     return info.value
 
 
 def report_of(name: str, check: str, *, examples: int = 8) -> CheckReport:
-    return check_operator(paths=[GALLERY / f"{name}.py"], manifests=[CRD], resources=[RESOURCE], checks=[check],
-                          max_examples=examples, max_steps=8, names=["obj-0"], settle_timeout=300)
+    return check_operator(
+        paths=[GALLERY / f"{name}.py"],
+        manifests=[CRD],
+        resources=[RESOURCE],
+        checks=[check],
+        max_examples=examples,
+        max_steps=8,
+        names=["obj-0"],
+        settle_timeout=300,
+    )
 
 
 def figures(report: CheckReport) -> tuple[int, int, int, int, float]:
@@ -45,8 +62,10 @@ def unrelated_work(tmp_path: Path) -> None:
     """What other tests of a session do: import modules (full of constants), make garbage, tune the collector."""
     module = tmp_path / "unrelated_constants.py"
     draw = random.Random(42)
-    module.write_text(f"NUMBERS = {[draw.randrange(10 ** draw.randrange(1, 7)) for _ in range(400)]!r}\n"
-                      f"WORDS = {[''.join(draw.choices('abcdefghijklmnopqrstuvwxyz-', k=6)) for _ in range(100)]!r}\n")
+    module.write_text(
+        f"NUMBERS = {[draw.randrange(10 ** draw.randrange(1, 7)) for _ in range(400)]!r}\n"
+        f"WORDS = {[''.join(draw.choices('abcdefghijklmnopqrstuvwxyz-', k=6)) for _ in range(100)]!r}\n"
+    )
     sys.path.insert(0, str(tmp_path))
     try:
         importlib.import_module("unrelated_constants")
@@ -90,7 +109,20 @@ def test_a_planted_bug_is_found_with_other_test_modules_collected_first() -> Non
     """The session that missed the bug, in small: the protobuf and swagger tests collected before the gallery."""
     root = Path(__file__).parents[2]
     gallery = "tests/checks/test_gallery.py::test_a_planted_bug_is_caught_shrunk_and_reproduced[stale_read-stale-reads]"
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-               "tests/sim/test_protobuf.py", "tests/sim/test_swagger.py", gallery, "-k", "stale_read or not gallery"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "tests/sim/test_protobuf.py",
+        "tests/sim/test_swagger.py",
+        gallery,
+        "-k",
+        "stale_read or not gallery",
+    ]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:]

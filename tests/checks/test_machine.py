@@ -1,4 +1,5 @@
 """OperatorMachine subclassed by users: their own (async) rules and invariants, under plain pytest."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +25,16 @@ class OptionalField(OperatorMachine):
     @rule()
     async def sized(self) -> None:
         calls.append("rule")
-        await tolerate(self.cluster.create({"apiVersion": "checks.example/v1", "kind": "Gadget",
-                                            "metadata": {"name": "sized"}, "spec": {"size": 3}}))
+        await tolerate(
+            self.cluster.create(
+                {
+                    "apiVersion": "checks.example/v1",
+                    "kind": "Gadget",
+                    "metadata": {"name": "sized"},
+                    "spec": {"size": 3},
+                }
+            )
+        )
         await self.cluster.sim.advance(5)
 
     @invariant()
@@ -49,6 +58,7 @@ def test_async_rules_decorated_by_hypothesis_itself_are_refused() -> None:
     import hypothesis.stateful
 
     with pytest.raises(TypeError, match=r"decorators of pytest_kopf\.stateful"):
+
         class Wrong(OperatorMachine):
             @hypothesis.stateful.rule()
             async def bad(self) -> None:

@@ -4,6 +4,7 @@ As the starting state of every example (``initial_steps=[ReplayLog(...)]``), or 
 (``logs=[...]``): the checks then continue the incident with crashes, faults and more changes; a failure's
 reproduction replays the log too. The operator & log: ``examples/06-replay`` (a real recorded incident).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,23 +27,47 @@ MID_INCIDENT = ReplayLog(str(INCIDENT), until=4.5)
 
 
 def test_a_recorded_incident_as_the_starting_state_continued_by_crashes_and_changes() -> None:
-    report = check_operator(paths=[OPERATOR], manifests=[CRD], resources=[RESOURCE],
-                            checks=["convergence", "crash-restart"], initial_steps=[MID_INCIDENT],
-                            names=["flappy"], max_examples=4, max_steps=5)
+    report = check_operator(
+        paths=[OPERATOR],
+        manifests=[CRD],
+        resources=[RESOURCE],
+        checks=["convergence", "crash-restart"],
+        initial_steps=[MID_INCIDENT],
+        names=["flappy"],
+        max_examples=4,
+        max_steps=5,
+    )
     assert report.examples >= 8  # 4 examples per check, each starting from the incident
 
 
 def test_a_recorded_incident_as_one_of_the_users_actions() -> None:
-    report = check_operator(paths=[OPERATOR], manifests=[CRD], resources=[RESOURCE], checks=["convergence"],
-                            logs=[INCIDENT], names=["flappy"], max_examples=6, max_steps=5)
+    report = check_operator(
+        paths=[OPERATOR],
+        manifests=[CRD],
+        resources=[RESOURCE],
+        checks=["convergence"],
+        logs=[INCIDENT],
+        names=["flappy"],
+        max_examples=6,
+        max_steps=5,
+    )
     assert report.examples >= 6
 
 
 def test_the_reproduction_replays_the_incident_and_passes_for_a_correct_operator(pytester: pytest.Pytester) -> None:
-    machine = OperatorMachine.configured("Incident", paths=[OPERATOR], manifests=[CRD], resources=[RESOURCE],
-                                         checks=["crash-restart"], initial_steps=[MID_INCIDENT], names=["flappy"])
-    steps = [PatchSpec(RESOURCE, "flappy", {"field": "red"}),
-             Create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "flappy"}})]
+    machine = OperatorMachine.configured(
+        "Incident",
+        paths=[OPERATOR],
+        manifests=[CRD],
+        resources=[RESOURCE],
+        checks=["crash-restart"],
+        initial_steps=[MID_INCIDENT],
+        names=["flappy"],
+    )
+    steps = [
+        PatchSpec(RESOURCE, "flappy", {"field": "red"}),
+        Create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "flappy"}}),
+    ]
     text = machine.reproduce(steps, "crash-restart")
     assert f"await tolerate(kopf_cluster.replay({str(INCIDENT)!r}, speed=None, until=4.5))" in text
     assert "EXPECTED = " in text and "'red'" in text  # the incident's object, repainted red in the fault-free run

@@ -1,4 +1,5 @@
 """Objects from CRD schemas are valid for the schema (the simulated apiserver accepts them); actions write code."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -33,11 +34,15 @@ SCHEMA: dict[str, Any] = {
     },
 }
 CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
     "metadata": {"name": "things.example.com"},
-    "spec": {"group": "example.com", "scope": "Namespaced",
-             "names": {"plural": "things", "singular": "thing", "kind": "Thing", "shortNames": ["th"]},
-             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": SCHEMA}}]},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "things", "singular": "thing", "kind": "Thing", "shortNames": ["th"]},
+        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": SCHEMA}}],
+    },
 }
 
 
@@ -54,8 +59,9 @@ def test_generated_objects_are_accepted_by_the_apiserver(cluster: Cluster, obj: 
     spec = obj["spec"]
     assert 1 <= spec["replicas"] <= 5 and spec["image"]
     assert spec.get("mode", "a") in ("a", "b")
-    cluster.create(cluster.resource("example.com", "v1", "things"), "default", obj, dry_run=True,
-                   field_validation="Strict")
+    cluster.create(
+        cluster.resource("example.com", "v1", "things"), "default", obj, dry_run=True, field_validation="Strict"
+    )
 
 
 @hypothesis.settings(max_examples=60)
@@ -85,16 +91,21 @@ def test_a_user_strategy_replaces_the_schema() -> None:
 
 
 def test_bad_schemas_values_are_refused_by_the_apiserver_too(cluster: Cluster) -> None:
-    bad = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "bad"},
-           "spec": {"replicas": 9, "image": "x:1"}}
+    bad = {
+        "apiVersion": "example.com/v1",
+        "kind": "Thing",
+        "metadata": {"name": "bad"},
+        "spec": {"replicas": 9, "image": "x:1"},
+    }
     with pytest.raises(errors.ApiError):
         cluster.create(cluster.resource("example.com", "v1", "things"), "default", bad, dry_run=True)
 
 
 def test_from_schema_of_scalars() -> None:
     @hypothesis.settings(max_examples=30)
-    @hypothesis.given(from_schema({"type": "integer", "minimum": 3, "maximum": 3}),
-                      from_schema({"type": "string", "enum": ["only"]}))
+    @hypothesis.given(
+        from_schema({"type": "integer", "minimum": 3, "maximum": 3}), from_schema({"type": "string", "enum": ["only"]})
+    )
     def check(number: int, text: str) -> None:
         assert number == 3 and text == "only"
 

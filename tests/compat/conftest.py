@@ -6,6 +6,7 @@ The differential scenarios (marked ``compat``) take minutes of real time: they r
 
 What it fakes: nothing; both frameworks run as processes against a cluster served by ``kopf-sim serve``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,16 +21,16 @@ FINDINGS: dict[str, list[Difference]] = {}
 RERUNS: list[str] = []
 
 
-@pytest.fixture(scope='session')
+@pytest.fixture(scope="session")
 def peer_env() -> peer.PeerEnv:
     return peer.ensure_peer()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if 'compat' in (config.getoption('-m') or ''):
+    if "compat" in (config.getoption("-m") or ""):
         return
-    selected = [item for item in items if item.get_closest_marker('compat') is None]
-    deselected = [item for item in items if item.get_closest_marker('compat') is not None]
+    selected = [item for item in items if item.get_closest_marker("compat") is None]
+    deselected = [item for item in items if item.get_closest_marker("compat") is not None]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
@@ -42,10 +43,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     explained = [difference for difference in found if difference.reason is not None]
     unexplained = [difference for difference in found if difference.reason is None]
     write = terminalreporter.write_line
-    terminalreporter.section('compatibility with the published Kopf')
+    terminalreporter.section("compatibility with the published Kopf")
     write(f"scenarios compared: {len(FINDINGS)} ({', '.join(sorted(FINDINGS))})")
-    write(f"differences found: {len(found)}; intentional (listed in docs/kopf.md): {len(explained)}; "
-          f"unexplained: {len(unexplained)}")
+    write(
+        f"differences found: {len(found)}; intentional (listed in docs/kopf.md): {len(explained)}; "
+        f"unexplained: {len(unexplained)}"
+    )
     for reason in sorted({difference.reason for difference in explained if difference.reason}):
         count = sum(1 for difference in explained if difference.reason == reason)
         write(f"  intentional x{count}: {reason}")

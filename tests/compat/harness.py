@@ -11,6 +11,7 @@ status and finalizers, the ``kind: Event`` objects posted, the log lines, the ex
 (timestamps, uids, versions, ports) masked; :data:`INTENTIONAL` explains the differences we keep.
 Both frameworks run at once (each with its own cluster), so a scenario costs one run's time.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,10 +31,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 HERE = pathlib.Path(__file__).parent
-OPERATORS = HERE / 'operators'
+OPERATORS = HERE / "operators"
 ROOT = HERE.parent.parent
-CRD = ROOT / 'examples' / 'crd.yaml'
-PEERING_CRDS = ROOT / 'peering.yaml'
+CRD = ROOT / "examples" / "crd.yaml"
+PEERING_CRDS = ROOT / "peering.yaml"
 
 #: Real time, real processes: generous for a loaded 2-core machine, yet bounded.
 SETTLE_TIMEOUT = 30.0
@@ -44,16 +45,27 @@ EXIT_TIMEOUT = 20.0
 # The served cluster and the actions against it.
 # -------------------------------------------------------------------------------------------------
 
+
 class Cluster:
     """A ``kopf-sim serve`` subprocess and a tiny JSON client of it (plain HTTP on loopback)."""
 
     def __init__(self, workdir: pathlib.Path, manifests: Sequence[pathlib.Path]) -> None:
-        self.kubeconfig = workdir / 'kubeconfig'
-        self._output = open(workdir / 'sim.log', 'w+')  # noqa: SIM115 - closed in stop()
-        args = [sys.executable, '-m', 'kopf_sim', 'serve', '--host', '127.0.0.1', '--port', '0',
-                '--kubeconfig', str(self.kubeconfig)]
+        self.kubeconfig = workdir / "kubeconfig"
+        self._output = open(workdir / "sim.log", "w+")  # noqa: SIM115 - closed in stop()
+        args = [
+            sys.executable,
+            "-m",
+            "kopf_sim",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(self.kubeconfig),
+        ]
         for manifest in manifests:
-            args += ['--load', str(manifest)]
+            args += ["--load", str(manifest)]
         self._process = subprocess.Popen(args, stdout=self._output, stderr=subprocess.STDOUT, cwd=str(ROOT))
         self.url = self._wait_for_url()
 
@@ -61,7 +73,7 @@ class Cluster:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             self._output.seek(0)
-            match = re.search(r'Serving a simulated Kubernetes API at (\S+)', self._output.read())
+            match = re.search(r"Serving a simulated Kubernetes API at (\S+)", self._output.read())
             if match and self.kubeconfig.exists():
                 return match.group(1)
             if self._process.poll() is not None:
@@ -80,38 +92,45 @@ class Cluster:
                 self._process.wait()
         self._output.close()
 
-    def request(self, method: str, path: str, body: Any = None, *,
-                content_type: str = 'application/json') -> tuple[int, Any]:
+    def request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={'Content-Type': content_type, 'Accept': 'application/json'})
+        request = urllib.request.Request(
+            self.url + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": content_type, "Accept": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
-                return response.status, json.loads(response.read() or b'null')
+                return response.status, json.loads(response.read() or b"null")
         except urllib.error.HTTPError as e:
             payload = e.read()
             try:
                 return e.code, json.loads(payload)
             except ValueError:
-                return e.code, payload.decode(errors='replace')
+                return e.code, payload.decode(errors="replace")
 
     def get(self, path: str) -> Any:
-        status, body = self.request('GET', path)
+        status, body = self.request("GET", path)
         return body if status == 200 else None
 
 
-def kex_path(namespace: str = 'default', name: str | None = None, *, plural: str = 'kopfexamples') -> str:
-    base = f'/apis/kopf.dev/v1/namespaces/{namespace}/{plural}'
-    return f'{base}/{name}' if name else base
+def kex_path(namespace: str = "default", name: str | None = None, *, plural: str = "kopfexamples") -> str:
+    base = f"/apis/kopf.dev/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
 
 
 # -------------------------------------------------------------------------------------------------
 # Scenarios: steps of actions and waits.
 # -------------------------------------------------------------------------------------------------
 
+
 @dataclasses.dataclass
 class Context:
     """What the steps see: the cluster, the calls recorded so far, the running operator."""
+
     cluster: Cluster
     calls_path: pathlib.Path
     run: OperatorRun | None = None
@@ -127,8 +146,11 @@ class Context:
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
     def called(self, fn: str, count: int = 1, **match: Any) -> bool:
-        found = [call for call in self.calls
-                 if call.get('fn') == fn and all(call.get(key) == value for key, value in match.items())]
+        found = [
+            call
+            for call in self.calls
+            if call.get("fn") == fn and all(call.get(key) == value for key, value in match.items())
+        ]
         return len(found) >= count
 
 
@@ -138,6 +160,7 @@ Step = Callable[[Context], Any]
 @dataclasses.dataclass(frozen=True)
 class Wait:
     """A step that waits (in real time, bounded) until the condition holds."""
+
     condition: Callable[[Context], bool]
     what: str
     timeout: float = SETTLE_TIMEOUT
@@ -146,6 +169,7 @@ class Wait:
 @dataclasses.dataclass(frozen=True)
 class Pause:
     """A step that gives the frameworks a moment (for the things that must not happen, or to settle)."""
+
     seconds: float
 
 
@@ -165,8 +189,8 @@ class Scenario:
     operator: str
     steps: Sequence[Step | Wait | Pause | Start | Stop]
     objects: Sequence[str] = ()  # the paths of the objects to look at in the end
-    namespaces: Sequence[str] = ('default',)
-    args: Sequence[str] = ('--standalone', '--all-namespaces')
+    namespaces: Sequence[str] = ("default",)
+    args: Sequence[str] = ("--standalone", "--all-namespaces")
     manifests: Sequence[pathlib.Path] = (CRD,)
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     setup: Callable[[pathlib.Path], Mapping[str, str]] | None = None  # per run: e.g. certificates, ports
@@ -176,6 +200,7 @@ class Scenario:
 # -------------------------------------------------------------------------------------------------
 # Running a scenario under one framework.
 # -------------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class Framework:
@@ -187,14 +212,18 @@ class OperatorRun:
     """``kopf run`` as a subprocess, with its output collected into a file."""
 
     def __init__(self, framework: Framework, scenario: Scenario, workdir: pathlib.Path, context: Context) -> None:
-        self.log_path = workdir / 'operator.log'
-        self._log = open(self.log_path, 'a')  # noqa: SIM115 - closed in stop(); appended on restarts
-        env = {**os.environ, **scenario.env, **context.extra_env,
-               'KUBECONFIG': str(context.cluster.kubeconfig),
-               'COMPAT_CALLS': str(context.calls_path),
-               'PYTHONPATH': str(OPERATORS),
-               'PYTHONUNBUFFERED': '1'}
-        args = [str(framework.kopf), 'run', '--verbose', *scenario.args, str(OPERATORS / scenario.operator)]
+        self.log_path = workdir / "operator.log"
+        self._log = open(self.log_path, "a")  # noqa: SIM115 - closed in stop(); appended on restarts
+        env = {
+            **os.environ,
+            **scenario.env,
+            **context.extra_env,
+            "KUBECONFIG": str(context.cluster.kubeconfig),
+            "COMPAT_CALLS": str(context.calls_path),
+            "PYTHONPATH": str(OPERATORS),
+            "PYTHONUNBUFFERED": "1",
+        }
+        args = [str(framework.kopf), "run", "--verbose", *scenario.args, str(OPERATORS / scenario.operator)]
         self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=str(workdir))
         self.exit_code: int | str | None = None
 
@@ -208,7 +237,7 @@ class OperatorRun:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-            self.exit_code = 'hung'
+            self.exit_code = "hung"
         self._log.close()
 
 
@@ -227,8 +256,11 @@ class Observation:
 def run_scenario(framework: Framework, scenario: Scenario, workdir: pathlib.Path) -> Observation:
     workdir.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(workdir, scenario.manifests)
-    context = Context(cluster=cluster, calls_path=workdir / 'calls.jsonl',
-                      extra_env=scenario.setup(workdir) if scenario.setup is not None else {})
+    context = Context(
+        cluster=cluster,
+        calls_path=workdir / "calls.jsonl",
+        extra_env=scenario.setup(workdir) if scenario.setup is not None else {},
+    )
     failures: list[str] = []
     try:
         steps = list(scenario.steps)
@@ -262,7 +294,7 @@ def run_scenario(framework: Framework, scenario: Scenario, workdir: pathlib.Path
         responses=[mask_value(response) for response in context.responses if response is not None],
         objects=objects,
         events=events,
-        logs=parse_logs(context.run.log_path.read_text(errors='replace')),
+        logs=parse_logs(context.run.log_path.read_text(errors="replace")),
         exit_code=context.run.exit_code,
         failures=failures,
     )
@@ -281,34 +313,39 @@ def _wait(step: Wait, context: Context) -> bool:
 
 def _final_state(body: Any) -> Any:
     if not isinstance(body, Mapping):
-        return 'absent'
-    metadata = body.get('metadata', {})
-    annotations = {key: mask_annotation(value) for key, value in (metadata.get('annotations') or {}).items()
-                   if key != 'kubectl.kubernetes.io/last-applied-configuration'}
+        return "absent"
+    metadata = body.get("metadata", {})
+    annotations = {
+        key: mask_annotation(value)
+        for key, value in (metadata.get("annotations") or {}).items()
+        if key != "kubectl.kubernetes.io/last-applied-configuration"
+    }
     return {
-        'annotations': annotations,
-        'labels': metadata.get('labels') or {},
-        'finalizers': metadata.get('finalizers') or [],
-        'status': mask_value(body.get('status') or {}),
-        'spec': body.get('spec') or {},
+        "annotations": annotations,
+        "labels": metadata.get("labels") or {},
+        "finalizers": metadata.get("finalizers") or [],
+        "status": mask_value(body.get("status") or {}),
+        "spec": body.get("spec") or {},
     }
 
 
 def _events(cluster: Cluster, namespaces: Iterable[str]) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for namespace in namespaces:
-        listing = cluster.get(f'/api/v1/namespaces/{namespace}/events') or {}
-        for item in listing.get('items', []):
-            involved = item.get('involvedObject') or {}
-            events.append({
-                'object': f"{involved.get('kind')}/{involved.get('name')}",
-                'type': item.get('type'),
-                'reason': item.get('reason'),
-                'message': mask_text(item.get('message') or ''),
-                'source': (item.get('source') or {}).get('component'),
-                'reportingComponent': item.get('reportingComponent'),
-                'name_prefix': re.sub(r'[a-z0-9]{5}$', '*', (item.get('metadata') or {}).get('name', '')),
-            })
+        listing = cluster.get(f"/api/v1/namespaces/{namespace}/events") or {}
+        for item in listing.get("items", []):
+            involved = item.get("involvedObject") or {}
+            events.append(
+                {
+                    "object": f"{involved.get('kind')}/{involved.get('name')}",
+                    "type": item.get("type"),
+                    "reason": item.get("reason"),
+                    "message": mask_text(item.get("message") or ""),
+                    "source": (item.get("source") or {}).get("component"),
+                    "reportingComponent": item.get("reportingComponent"),
+                    "name_prefix": re.sub(r"[a-z0-9]{5}$", "*", (item.get("metadata") or {}).get("name", "")),
+                }
+            )
     return events
 
 
@@ -317,14 +354,14 @@ def _events(cluster: Cluster, namespaces: Iterable[str]) -> list[dict[str, Any]]
 # -------------------------------------------------------------------------------------------------
 
 _MASKS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r'\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?'), '<time>'),
-    (re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'), '<uid>'),
+    (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"), "<time>"),
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uid>"),
     (re.compile(r"'resourceVersion': '\d+'"), "'resourceVersion': '<rv>'"),
     (re.compile(r'"resourceVersion": ?"\d+"'), '"resourceVersion":"<rv>"'),
-    (re.compile(r'127\.0\.0\.1:\d+'), '127.0.0.1:<port>'),
-    (re.compile(r' at 0x[0-9a-f]+'), ' at 0x<addr>'),
-    (re.compile(r'\b\d+\.\d+(?= ?s(?:ec(?:ond)?s?)?\b)'), '<seconds>'),
-    (re.compile(r'/tmp/[\w./-]+'), '<tmp>'),
+    (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<port>"),
+    (re.compile(r" at 0x[0-9a-f]+"), " at 0x<addr>"),
+    (re.compile(r"\b\d+\.\d+(?= ?s(?:ec(?:ond)?s?)?\b)"), "<seconds>"),
+    (re.compile(r"/tmp/[\w./-]+"), "<tmp>"),
 ]
 
 
@@ -342,7 +379,7 @@ def mask_value(value: Any) -> Any:
     if isinstance(value, str):
         return mask_text(value)
     if isinstance(value, float):
-        return '<float>'
+        return "<float>"
     return value
 
 
@@ -352,10 +389,10 @@ def mask_annotation(value: str) -> Any:
         parsed = json.loads(value)
     except ValueError:
         return mask_text(value)
-    return {'json': mask_value(parsed), 'trailing_newline': value.endswith('\n')}
+    return {"json": mask_value(parsed), "trailing_newline": value.endswith("\n")}
 
 
-_LOG_LINE = re.compile(r'^\[[^\]]+\] (?P<logger>\S+)\s+\[(?P<level>[A-Z]+)\s*\] (?P<message>.*)$')
+_LOG_LINE = re.compile(r"^\[[^\]]+\] (?P<logger>\S+)\s+\[(?P<level>[A-Z]+)\s*\] (?P<message>.*)$")
 
 
 def parse_logs(text: str) -> list[tuple[str, str, str]]:
@@ -364,7 +401,7 @@ def parse_logs(text: str) -> list[tuple[str, str, str]]:
     for line in text.splitlines():
         match = _LOG_LINE.match(line)
         if match:
-            records.append((match['logger'], match['level'], mask_text(match['message'])))
+            records.append((match["logger"], match["level"], mask_text(match["message"])))
     return records
 
 
@@ -387,7 +424,7 @@ COMPARED_DEBUG = [
 ]
 
 #: The loggers of the low-level libraries (not the frameworks' business).
-_FOREIGN_LOGGERS = re.compile(r'^(urllib3|asyncio|aiohttp|kubernetes|concurrent|pykube)')
+_FOREIGN_LOGGERS = re.compile(r"^(urllib3|asyncio|aiohttp|kubernetes|concurrent|pykube)")
 
 
 def compared_logs(logs: Iterable[tuple[str, str, str]]) -> set[tuple[str, str]]:
@@ -396,7 +433,7 @@ def compared_logs(logs: Iterable[tuple[str, str, str]]) -> set[tuple[str, str]]:
     for logger, level, message in logs:
         if _FOREIGN_LOGGERS.match(logger):
             continue
-        if level == 'DEBUG' and not any(pattern.search(message) for pattern in COMPARED_DEBUG):
+        if level == "DEBUG" and not any(pattern.search(message) for pattern in COMPARED_DEBUG):
             continue
         result.add((level, message))
     return result
@@ -417,6 +454,7 @@ class Difference:
 @dataclasses.dataclass(frozen=True)
 class Intentional:
     """A difference that we keep, with the reason (also listed in docs/kopf.md)."""
+
     aspect: str
     pattern: str  # a regex searched in the difference's detail
     reason: str
@@ -426,42 +464,51 @@ class Intentional:
 #: The differences we keep on purpose. Each is listed in docs/kopf.md ("Compatibility") with its reason.
 INTENTIONAL: list[Intentional] = [
     Intentional(
-        'events', r'^only ours: .*"reason": "Logging"',
+        "events",
+        r'^only ours: .*"reason": "Logging"',
         "the objects' log messages are posted as k8s-events by default (settings.posting.loggers=True), as the "
         "published framework's documentation describes; the published 1.45 has it off by default",
     ),
     Intentional(
-        'events', r'^only peer: .*"reason": "Warned"', scenario='events-disabled',
+        "events",
+        r'^only peer: .*"reason": "Warned"',
+        scenario="events-disabled",
         reason="with settings.posting.enabled=False, no k8s-events are posted, those of kopf.warn() included, "
-               "as the published framework's documentation says; the published 1.45 still posts kopf.warn()'s",
+        "as the published framework's documentation says; the published 1.45 still posts kopf.warn()'s",
     ),
     Intentional(
-        'logs', r"^only ours: \[ERROR\] (Startup has failed: |Root task '.*' has failed with an exception)",
+        "logs",
+        r"^only ours: \[ERROR\] (Startup has failed: |Root task '.*' has failed with an exception)",
         "a failed startup is also reported in the log, not only as the traceback at exit",
     ),
     Intentional(
-        'logs', r'^only peer: \[WARNING\] .*Merge-patching finished with inconsistencies: .*'
-                r"\('remove', \('metadata', 'annotations'\)",
+        "logs",
+        r"^only peer: \[WARNING\] .*Merge-patching finished with inconsistencies: .*"
+        r"\('remove', \('metadata', 'annotations'\)",
         "the published framework warns when the last annotation is removed (the API drops the empty map): "
         "a false alarm, not repeated",
     ),
     Intentional(
-        'logs', r"^only peer: \[WARNING\] Unprocessed streams left for ",
+        "logs",
+        r"^only peer: \[WARNING\] Unprocessed streams left for ",
         "at exit, the objects sleeping out their handlers' delays are woken and exit at once; the published "
         "framework waits out settings.batching.exit_timeout for them and then warns about the streams left",
     ),
     Intentional(
-        'logs', r"^only peer: \[DEBUG\] .*Daemon '[^']+' is still exiting\. The next check is in ",
+        "logs",
+        r"^only peer: \[DEBUG\] .*Daemon '[^']+' is still exiting\. The next check is in ",
         "when the objects are deleted, the deletion goes on as soon as their daemons exit; "
         "the published framework checks every `cancellation_polling` (60 s by default)",
     ),
     Intentional(
-        'logs', r"^only ours: \[DEBUG\] .*Daemon '[^']+' has exited gracefully\.",
+        "logs",
+        r"^only ours: \[DEBUG\] .*Daemon '[^']+' has exited gracefully\.",
         "the published framework may abandon a sync daemon at exit although the daemon has seen its stop-flag "
         "(a race with the thread's exit); ours waits for it and reports it as exited",
     ),
     Intentional(
-        'logs', r"^only peer: \[WARNING\] .*Daemon '[^']+' did not exit in time\. Leaving it orphaned\.",
+        "logs",
+        r"^only peer: \[WARNING\] .*Daemon '[^']+' did not exit in time\. Leaving it orphaned\.",
         "the published framework warns about the daemons that have already exited when the operator exits",
     ),
 ]
@@ -494,46 +541,51 @@ def compare(scenario: str, peer: Observation, ours: Observation) -> list[Differe
         differences.append(explain(Difference(scenario, aspect, detail)))
 
     for failure in peer.failures:
-        add('steps', f"peer: {failure}")
+        add("steps", f"peer: {failure}")
     for failure in ours.failures:
-        add('steps', f"ours: {failure}")
+        add("steps", f"ours: {failure}")
 
     peer_calls, our_calls = _calls_by_object(peer.calls), _calls_by_object(ours.calls)
     for key in sorted(set(peer_calls) | set(our_calls)):
         if peer_calls.get(key, []) != our_calls.get(key, []):
-            add('calls', f"{key}: peer={peer_calls.get(key, [])} ours={our_calls.get(key, [])}")
+            add("calls", f"{key}: peer={peer_calls.get(key, [])} ours={our_calls.get(key, [])}")
 
     for path in sorted(set(peer.objects) | set(ours.objects)):
         peer_obj, our_obj = peer.objects.get(path), ours.objects.get(path)
         if peer_obj == our_obj:
             continue
         if not isinstance(peer_obj, Mapping) or not isinstance(our_obj, Mapping):
-            add('objects', f"{path}: peer={peer_obj} ours={our_obj}")
+            add("objects", f"{path}: peer={peer_obj} ours={our_obj}")
             continue
         for field in sorted(set(peer_obj) | set(our_obj)):
             if peer_obj.get(field) != our_obj.get(field):
-                add('objects', f"{path} {field}: peer={json.dumps(peer_obj.get(field), sort_keys=True)} "
-                               f"ours={json.dumps(our_obj.get(field), sort_keys=True)}")
+                add(
+                    "objects",
+                    f"{path} {field}: peer={json.dumps(peer_obj.get(field), sort_keys=True)} "
+                    f"ours={json.dumps(our_obj.get(field), sort_keys=True)}",
+                )
 
     peer_events = {json.dumps(event, sort_keys=True) for event in peer.events}
     our_events = {json.dumps(event, sort_keys=True) for event in ours.events}
     for event in sorted(peer_events - our_events):
-        add('events', f"only peer: {event}")
+        add("events", f"only peer: {event}")
     for event in sorted(our_events - peer_events):
-        add('events', f"only ours: {event}")
+        add("events", f"only ours: {event}")
 
     peer_logs, our_logs = compared_logs(peer.logs), compared_logs(ours.logs)
     for level, message in sorted(peer_logs - our_logs):
-        add('logs', f"only peer: [{level}] {message}")
+        add("logs", f"only peer: [{level}] {message}")
     for level, message in sorted(our_logs - peer_logs):
-        add('logs', f"only ours: [{level}] {message}")
+        add("logs", f"only ours: [{level}] {message}")
 
     if peer.responses != ours.responses:
-        add('responses', f"peer={json.dumps(peer.responses, sort_keys=True)} "
-                         f"ours={json.dumps(ours.responses, sort_keys=True)}")
+        add(
+            "responses",
+            f"peer={json.dumps(peer.responses, sort_keys=True)} ours={json.dumps(ours.responses, sort_keys=True)}",
+        )
 
     if peer.exit_code != ours.exit_code:
-        add('exit_code', f"peer={peer.exit_code} ours={ours.exit_code}")
+        add("exit_code", f"peer={peer.exit_code} ours={ours.exit_code}")
     return differences
 
 
@@ -541,22 +593,28 @@ def compare(scenario: str, peer: Observation, ours: Observation) -> list[Differe
 # Both frameworks side by side.
 # -------------------------------------------------------------------------------------------------
 
+
 def our_framework() -> Framework:
-    return Framework('ours', pathlib.Path(sys.executable).with_name('kopf'))
+    return Framework("ours", pathlib.Path(sys.executable).with_name("kopf"))
 
 
 def peer_framework() -> Framework:
     from tests.compat import peer
-    return Framework('peer', peer.ensure_peer().kopf)
+
+    return Framework("peer", peer.ensure_peer().kopf)
 
 
-def run_side_by_side(scenario: Scenario, *, workdir: pathlib.Path | None = None,
-                     peer: Framework | None = None, ours: Framework | None = None,
-                     ) -> tuple[Observation, Observation, list[Difference]]:
+def run_side_by_side(
+    scenario: Scenario,
+    *,
+    workdir: pathlib.Path | None = None,
+    peer: Framework | None = None,
+    ours: Framework | None = None,
+) -> tuple[Observation, Observation, list[Difference]]:
     """Run the scenario under both frameworks at once (each with its own cluster) and compare."""
     peer = peer if peer is not None else peer_framework()
     ours = ours if ours is not None else our_framework()
-    base = workdir if workdir is not None else pathlib.Path(tempfile.mkdtemp(prefix=f'kopf-compat-{scenario.name}-'))
+    base = workdir if workdir is not None else pathlib.Path(tempfile.mkdtemp(prefix=f"kopf-compat-{scenario.name}-"))
     results: dict[str, Observation] = {}
     errors: list[BaseException] = []
 
@@ -573,4 +631,4 @@ def run_side_by_side(scenario: Scenario, *, workdir: pathlib.Path | None = None,
         thread.join()
     if errors:
         raise errors[0]
-    return results['peer'], results['ours'], compare(scenario.name, results['peer'], results['ours'])
+    return results["peer"], results["ours"], compare(scenario.name, results["peer"], results["ours"])

@@ -1,4 +1,5 @@
 """A kopf vault with one set of credentials that reach a simulated apiserver's app in memory."""
+
 from __future__ import annotations
 
 import contextlib
@@ -15,5 +16,5 @@ async def vault_over(app: web.Application) -> AsyncIterator[Vault]:
     """Serve the app in memory for as long as the vault is used (its startup & cleanup included)."""
     async with InMemoryServer(app) as server:
         info = ConnectionInfo(server=DEFAULT_BASE_URL).with_connector_factory(server.connector)
-        async with Vault({'sim': info}) as vault:
+        async with Vault({"sim": info}) as vault:
             yield vault

@@ -4,6 +4,7 @@ The daemons engine, driven directly: spawning, kwargs, stop-flags, termination s
 Async tests run in virtual time (looptime); the sync daemons (threads) are tested in real time
 with short timeouts, since the threads cannot be fast-forwarded.
 """
+
 import asyncio
 import logging
 import threading
@@ -35,17 +36,32 @@ from .spawning_helpers import LOGGER, RESOURCE, PatchSink, daemon_handler, make_
 looptime = pytest.mark.looptime
 
 
-async def spawn(handlers: list[Any], memory: DaemonsMemory, body: dict[str, Any] | None = None,
-                sink: PatchSink | None = None, settings: OperatorSettings | None = None,
-                memo: Any = None, indices: dict[str, Any] | None = None) -> None:
-    await spawn_daemons(settings=settings or OperatorSettings(), handlers=handlers, memory=memory,
-                        body=body if body is not None else make_body(), resource=RESOURCE, logger=LOGGER,
-                        memo=memo if memo is not None else Memo(), indices=indices, patch_sink=sink)
+async def spawn(
+    handlers: list[Any],
+    memory: DaemonsMemory,
+    body: dict[str, Any] | None = None,
+    sink: PatchSink | None = None,
+    settings: OperatorSettings | None = None,
+    memo: Any = None,
+    indices: dict[str, Any] | None = None,
+) -> None:
+    await spawn_daemons(
+        settings=settings or OperatorSettings(),
+        handlers=handlers,
+        memory=memory,
+        body=body if body is not None else make_body(),
+        resource=RESOURCE,
+        logger=LOGGER,
+        memo=memo if memo is not None else Memo(),
+        indices=indices,
+        patch_sink=sink,
+    )
 
 
 # -------------------------------------------------------------------------------------------------
 # The stop-flag.
 # -------------------------------------------------------------------------------------------------
+
 
 async def test_reasons_are_documented_flags() -> None:
     assert DaemonStoppingReason.DONE.value == 1
@@ -111,30 +127,49 @@ async def test_sync_flag_wakes_up_threads_at_once() -> None:
 # Spawning & kwargs.
 # -------------------------------------------------------------------------------------------------
 
+
 @looptime
 async def test_async_daemon_gets_the_documented_kwargs() -> None:
     seen: dict[str, Any] = {}
 
     async def fn(**kwargs: Any) -> None:
         seen.update(kwargs)
-        await kwargs['stopped'].wait()
+        await kwargs["stopped"].wait()
 
     memory = DaemonsMemory()
     memo = Memo()
     handler = daemon_handler(fn, param=123)
-    await spawn([handler], memory, memo=memo, indices={'my_idx': {'k': ['v']}})
+    await spawn([handler], memory, memo=memo, indices={"my_idx": {"k": ["v"]}})
     await wait_for(lambda: bool(seen))
-    expected = {'body', 'spec', 'meta', 'status', 'uid', 'name', 'namespace', 'labels', 'annotations',
-                'patch', 'logger', 'memo', 'param', 'resource', 'stopped', 'retry', 'started', 'runtime',
-                'my_idx'}
+    expected = {
+        "body",
+        "spec",
+        "meta",
+        "status",
+        "uid",
+        "name",
+        "namespace",
+        "labels",
+        "annotations",
+        "patch",
+        "logger",
+        "memo",
+        "param",
+        "resource",
+        "stopped",
+        "retry",
+        "started",
+        "runtime",
+        "my_idx",
+    }
     assert expected <= set(seen)
-    assert isinstance(seen['stopped'], AsyncDaemonStopped)
-    assert isinstance(seen['body'], Body)
-    assert seen['name'] == 'kex1' and seen['namespace'] == 'ns1' and seen['uid'] == 'uid-kex1'
-    assert seen['param'] == 123 and seen['retry'] == 0
-    assert seen['memo'] is memo
-    assert seen['resource'] == RESOURCE
-    assert seen['my_idx'] == {'k': ['v']}
+    assert isinstance(seen["stopped"], AsyncDaemonStopped)
+    assert isinstance(seen["body"], Body)
+    assert seen["name"] == "kex1" and seen["namespace"] == "ns1" and seen["uid"] == "uid-kex1"
+    assert seen["param"] == 123 and seen["retry"] == 0
+    assert seen["memo"] is memo
+    assert seen["resource"] == RESOURCE
+    assert seen["my_idx"] == {"k": ["v"]}
 
     assert await stop_daemons(settings=OperatorSettings(), memory=memory) is None
     assert not memory.running
@@ -146,16 +181,16 @@ async def test_daemon_sees_the_live_body() -> None:
 
     async def fn(stopped: DaemonStopped, spec: Any, body: Any, **_: Any) -> None:
         while not stopped:
-            fields.append((spec['field'], body['spec']['field']))
+            fields.append((spec["field"], body["spec"]["field"]))
             await asyncio.sleep(10)
 
     memory = DaemonsMemory()
     handler = daemon_handler(fn)
-    await spawn([handler], memory, body=make_body(spec={'field': 'a'}))
+    await spawn([handler], memory, body=make_body(spec={"field": "a"}))
     await asyncio.sleep(15)
-    await spawn([handler], memory, body=make_body(spec={'field': 'b'}))
+    await spawn([handler], memory, body=make_body(spec={"field": "b"}))
     await asyncio.sleep(10)
-    assert fields == [('a', 'a'), ('a', 'a'), ('b', 'b')]
+    assert fields == [("a", "a"), ("a", "a"), ("b", "b")]
     assert len(memory.running) == 1  # not re-spawned on the next event.
     await stop_all([memory], settings=OperatorSettings())
 
@@ -198,6 +233,7 @@ async def test_daemon_stopped_during_the_initial_delay_is_never_called() -> None
 # Results, exits, restarts, errors.
 # -------------------------------------------------------------------------------------------------
 
+
 @looptime
 async def test_result_goes_to_status_and_exited_daemon_is_not_restarted() -> None:
     calls: list[int] = []
@@ -205,14 +241,14 @@ async def test_result_goes_to_status_and_exited_daemon_is_not_restarted() -> Non
     async def fn(**_: Any) -> dict[str, Any]:
         calls.append(1)
         await asyncio.sleep(10)
-        return {'finished': True}
+        return {"finished": True}
 
     memory = DaemonsMemory()
     sink = PatchSink()
     handler = daemon_handler(fn)
     await spawn([handler], memory, sink=sink)
     await asyncio.sleep(11)
-    assert sink.statuses == [{'daemon_fn': {'finished': True}}]
+    assert sink.statuses == [{"daemon_fn": {"finished": True}}]
     assert not memory.running
     assert handler.id in memory.exhausted
 
@@ -224,13 +260,13 @@ async def test_result_goes_to_status_and_exited_daemon_is_not_restarted() -> Non
 @looptime
 async def test_daemon_patch_is_applied_after_it_exits() -> None:
     async def fn(patch: kopf.Patch, **_: Any) -> None:
-        patch.status['seen'] = 'yes'
+        patch.status["seen"] = "yes"
 
     memory = DaemonsMemory()
     sink = PatchSink()
     await spawn([daemon_handler(fn)], memory, sink=sink)
     await wait_for(lambda: bool(sink.patches))
-    assert sink.patches == [{'status': {'seen': 'yes'}}]
+    assert sink.patches == [{"status": {"seen": "yes"}}]
 
 
 @looptime
@@ -255,7 +291,7 @@ async def test_temporary_error_restarts_after_its_delay() -> None:
 
 @looptime
 async def test_arbitrary_error_restarts_after_backoff_until_retries_exceeded(
-        caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     loop = asyncio.get_running_loop()
     times: list[float] = []
@@ -269,8 +305,8 @@ async def test_arbitrary_error_restarts_after_backoff_until_retries_exceeded(
     await spawn([daemon_handler(fn, backoff=5, retries=3)], memory)
     await asyncio.sleep(100)
     assert [t - start for t in times] == [pytest.approx(0), pytest.approx(5), pytest.approx(10)]
-    assert not memory.running and 'daemon_fn' in memory.exhausted
-    assert 'will stop now (it would exceed 3 retries on the next attempt)' in caplog.text
+    assert not memory.running and "daemon_fn" in memory.exhausted
+    assert "will stop now (it would exceed 3 retries on the next attempt)" in caplog.text
 
 
 @looptime
@@ -278,26 +314,27 @@ async def test_permanent_errors_stop_the_daemon_forever() -> None:
     calls: list[str] = []
 
     async def fn1(**_: Any) -> None:
-        calls.append('fn1')
+        calls.append("fn1")
         raise kopf.PermanentError("Bye-bye!")
 
     async def fn2(**_: Any) -> None:
-        calls.append('fn2')
+        calls.append("fn2")
         raise ValueError("Bye!")
 
     memory = DaemonsMemory()
-    handlers = [daemon_handler(fn1, id='fn1'), daemon_handler(fn2, id='fn2', errors=kopf.ErrorsMode.PERMANENT)]
+    handlers = [daemon_handler(fn1, id="fn1"), daemon_handler(fn2, id="fn2", errors=kopf.ErrorsMode.PERMANENT)]
     await spawn(handlers, memory)
     await asyncio.sleep(100)
     await spawn(handlers, memory)
     await asyncio.sleep(100)
-    assert sorted(calls) == ['fn1', 'fn2']
-    assert memory.exhausted == {'fn1', 'fn2'}
+    assert sorted(calls) == ["fn1", "fn2"]
+    assert memory.exhausted == {"fn1", "fn2"}
 
 
 # -------------------------------------------------------------------------------------------------
 # Termination: graceful, cancelled, abandoned, polled forever.
 # -------------------------------------------------------------------------------------------------
+
 
 @looptime
 async def test_graceful_exit_on_deletion_touches_the_object() -> None:
@@ -372,7 +409,7 @@ async def test_async_daemon_cancelled_at_once_with_timeout_and_no_backoff() -> N
 
 @looptime
 async def test_async_daemon_resisting_cancellation_is_abandoned_after_timeout(
-        caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     loop = asyncio.get_running_loop()
     release = asyncio.Event()
@@ -389,18 +426,19 @@ async def test_async_daemon_resisting_cancellation_is_abandoned_after_timeout(
     sink = PatchSink()
     settings = OperatorSettings()
     caplog.set_level(logging.WARNING)
-    await spawn([daemon_handler(fn, cancellation_backoff=1, cancellation_timeout=5)], memory,
-                sink=sink, settings=settings)
+    await spawn(
+        [daemon_handler(fn, cancellation_backoff=1, cancellation_timeout=5)], memory, sink=sink, settings=settings
+    )
     await asyncio.sleep(1)
     start = loop.time()
     assert await stop_daemons(settings=settings, memory=memory, patch_sink=sink) == pytest.approx(6)
     await asyncio.sleep(5.9)
     assert not memory.stopped
-    with pytest.warns(ResourceWarning, match='abandoned'):
+    with pytest.warns(ResourceWarning, match="abandoned"):
         await asyncio.sleep(0.2)
     assert memory.stopped  # abandoned: counts as stopped, the object can be released.
     assert await stop_daemons(settings=settings, memory=memory, patch_sink=sink) is None
-    assert 'abandoned' in caplog.text
+    assert "abandoned" in caplog.text
     assert sink.touches == 1
     assert loop.time() - start < 7
     assert reasons and DaemonStoppingReason.DAEMON_CANCELLED in reasons[0]
@@ -459,7 +497,7 @@ async def test_sync_daemon_exits_on_the_flag() -> None:
 
 
 async def test_sync_daemon_ignoring_the_flag_is_abandoned_and_does_not_block_the_exit(
-        caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     release = threading.Event()
     entered = threading.Event()
@@ -474,11 +512,11 @@ async def test_sync_daemon_ignoring_the_flag_is_abandoned_and_does_not_block_the
     await spawn([daemon_handler(fn, cancellation_backoff=0.05, cancellation_timeout=0.1)], memory, settings=settings)
     await asyncio.to_thread(entered.wait, 1)
     started = time.monotonic()
-    with pytest.warns(ResourceWarning, match='abandoned'):
+    with pytest.warns(ResourceWarning, match="abandoned"):
         await stop_all([memory], settings=settings)
     elapsed = time.monotonic() - started
     assert 0.14 <= elapsed < 1.0  # backoff + timeout (0.15 s), not the daemon's 5 s (a margin for loaded machines)
-    assert 'abandoned' in caplog.text
+    assert "abandoned" in caplog.text
     assert memory.stopped and not memory.running  # the thread runs on; its task is released.
 
     release.set()
@@ -537,6 +575,7 @@ async def test_terminating_daemon_is_not_respawned_until_it_exits() -> None:
 # The operator-level stopping.
 # -------------------------------------------------------------------------------------------------
 
+
 @looptime
 async def test_daemon_killer_stops_on_pausing_and_on_exit() -> None:
     from kopf._cogs.aiokits.toggles import ToggleSet
@@ -550,17 +589,18 @@ async def test_daemon_killer_stops_on_pausing_and_on_exit() -> None:
     memories = [DaemonsMemory() for _ in range(3)]
     paused = ToggleSet(any)
     toggle = await paused.make_toggle(False)
-    killer = asyncio.create_task(daemon_killer(settings=OperatorSettings(), memories=lambda: memories,
-                                               operator_paused=paused))
+    killer = asyncio.create_task(
+        daemon_killer(settings=OperatorSettings(), memories=lambda: memories, operator_paused=paused)
+    )
     for i, memory in enumerate(memories):
-        await spawn([daemon_handler(fn)], memory, body=make_body(f'kex{i}'))
+        await spawn([daemon_handler(fn)], memory, body=make_body(f"kex{i}"))
     await asyncio.sleep(1)
     await toggle.turn_to(True)
     await asyncio.sleep(1)
     assert reasons == [DaemonStoppingReason.OPERATOR_PAUSING] * 3
     await toggle.turn_to(False)
     for i, memory in enumerate(memories):
-        await spawn([daemon_handler(fn)], memory, body=make_body(f'kex{i}'))
+        await spawn([daemon_handler(fn)], memory, body=make_body(f"kex{i}"))
     await asyncio.sleep(1)
     killer.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -601,7 +641,7 @@ async def test_thousand_objects_start_and_stop_cleanly() -> None:
     memories = [DaemonsMemory() for _ in range(1000)]
     handler = daemon_handler(fn)
     for i, memory in enumerate(memories):
-        await spawn([handler], memory, body=make_body(f'kex{i}'))
+        await spawn([handler], memory, body=make_body(f"kex{i}"))
     await asyncio.sleep(1)
     assert len(started) == 1000
     assert len(asyncio.all_tasks() - before) == 1000
@@ -622,21 +662,21 @@ def test_soak_of_create_delete_cycles_leaves_nothing_behind() -> None:
     from .spawning_helpers import index_handler, timer_handler
 
     memos: list[weakref.ref[Memo]] = []
-    counts = {'daemon': 0, 'timer': 0}
+    counts = {"daemon": 0, "timer": 0}
 
     async def daemon_fn(stopped: DaemonStopped, **_: Any) -> None:
-        counts['daemon'] += 1
+        counts["daemon"] += 1
         while not stopped:
             await stopped.wait(60)
 
     async def timer_fn(**_: Any) -> None:
-        counts['timer'] += 1
+        counts["timer"] += 1
 
     def index_fn(name: str, **_: Any) -> Any:
         return {name[-1]: name}
 
     handlers = [daemon_handler(daemon_fn), timer_handler(timer_fn, interval=1)]
-    indexer = index_handler(index_fn, id='by_suffix')
+    indexer = index_handler(index_fn, id="by_suffix")
     indexers = OperatorIndexers()
     sink = PatchSink()
     settings = OperatorSettings()
@@ -647,11 +687,29 @@ def test_soak_of_create_delete_cycles_leaves_nothing_behind() -> None:
         memos.append(weakref.ref(memo))
         memory = DaemonsMemory()
         imemory = IndexingMemory()
-        body = make_body(f'kex{i}')
-        await spawn_daemons(settings=settings, handlers=handlers, memory=memory, body=body, resource=RESOURCE,
-                            logger=LOGGER, memo=memo, indices=indexers.indices, patch_sink=sink)
-        await index_object(indexers=indexers, handlers=[indexer], body=body, memory=imemory, resource=RESOURCE,
-                           logger=LOGGER, settings=settings, memo=memo, indices=indexers.indices)
+        body = make_body(f"kex{i}")
+        await spawn_daemons(
+            settings=settings,
+            handlers=handlers,
+            memory=memory,
+            body=body,
+            resource=RESOURCE,
+            logger=LOGGER,
+            memo=memo,
+            indices=indexers.indices,
+            patch_sink=sink,
+        )
+        await index_object(
+            indexers=indexers,
+            handlers=[indexer],
+            body=body,
+            memory=imemory,
+            resource=RESOURCE,
+            logger=LOGGER,
+            settings=settings,
+            memo=memo,
+            indices=indexers.indices,
+        )
         await asyncio.sleep(0.5)
         assert await stop_daemons(settings=settings, memory=memory, patch_sink=sink) is None
         discard_object(indexers=indexers, body=body, memory=imemory)
@@ -660,13 +718,13 @@ def test_soak_of_create_delete_cycles_leaves_nothing_behind() -> None:
         tasks_before = asyncio.all_tasks()
         for batch in range(100):
             await asyncio.gather(*(cycle(batch * 100 + i) for i in range(100)))
-            assert len(indexers.indices['by_suffix']) == 0
+            assert len(indexers.indices["by_suffix"]) == 0
         await asyncio.sleep(0)
         assert asyncio.all_tasks() == tasks_before
 
     virtualtime.run(main())
-    assert counts == {'daemon': 10_000, 'timer': 10_000}
-    assert len(indexers['by_suffix']) == 0 and len(indexers.indices['by_suffix']) == 0
+    assert counts == {"daemon": 10_000, "timer": 10_000}
+    assert len(indexers["by_suffix"]) == 0 and len(indexers.indices["by_suffix"]) == 0
     assert len(sink.patches) == 10_000  # one touch per deleted object, when all its daemons are gone.
     gc.collect()
     assert len(memos) == 10_000

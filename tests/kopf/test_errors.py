@@ -6,7 +6,9 @@ from kopf._core.actions.errors import DEFAULT_RETRY_DELAY
 
 def test_errors_mode_values() -> None:
     assert [(mode.name, mode.value) for mode in kopf.ErrorsMode] == [
-        ('IGNORED', 1), ('TEMPORARY', 2), ('PERMANENT', 3),
+        ("IGNORED", 1),
+        ("TEMPORARY", 2),
+        ("PERMANENT", 3),
     ]
 
 
@@ -34,7 +36,7 @@ def test_temporary_error_without_message() -> None:
     assert error.args == (None,)
 
 
-@pytest.mark.parametrize('delay', [0, 1.5, None])
+@pytest.mark.parametrize("delay", [0, 1.5, None])
 def test_temporary_error_delays(delay: float | None) -> None:
     assert kopf.TemporaryError("boo", delay=delay).delay == delay
     assert kopf.TemporaryError("boo", delay).delay == delay
@@ -45,7 +47,7 @@ def test_temporary_error_message_is_positional_as_documented() -> None:
     assert kopf.TemporaryError(_TemporaryError__msg="boo").args == ("boo",)
 
 
-@pytest.mark.parametrize('cls', [kopf.HandlerTimeoutError, kopf.HandlerRetriesError])
+@pytest.mark.parametrize("cls", [kopf.HandlerTimeoutError, kopf.HandlerRetriesError])
 def test_handler_limit_errors_are_permanent(cls: type[Exception]) -> None:
     error = cls("boo")
     assert isinstance(error, kopf.PermanentError)
@@ -55,7 +57,7 @@ def test_handler_limit_errors_are_permanent(cls: type[Exception]) -> None:
 def test_admission_error_defaults() -> None:
     error = kopf.AdmissionError()
     assert isinstance(error, kopf.PermanentError)
-    assert error.message == ''
+    assert error.message == ""
     assert error.code == 500
 
 

@@ -2,6 +2,7 @@
 Executing the handlers in handling cycles: outcomes, errors, retries, delays, persisted progress,
 results, sub-handlers, and multi-cycle simulations in virtual time (the body updated by the patches).
 """
+
 import asyncio
 import copy
 import datetime
@@ -54,18 +55,19 @@ from kopf._core.intents.subexecution import SUBHANDLING
 # Virtual time everywhere: the delays of the retries are slept through instantly.
 pytestmark = pytest.mark.looptime
 
-LOGGER = logging.getLogger('tests.execution')
-RESOURCE = Resource('kopf.dev', 'v1', 'kopfexamples')
+LOGGER = logging.getLogger("tests.execution")
+RESOURCE = Resource("kopf.dev", "v1", "kopfexamples")
 BODY: dict[str, Any] = {
-    'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample',
-    'metadata': {'name': 'kex', 'namespace': 'ns', 'uid': 'uid-1', 'labels': {'app': 'demo'}},
-    'spec': {'field': 'value', 'items': ['item1', 'item2']},
+    "apiVersion": "kopf.dev/v1",
+    "kind": "KopfExample",
+    "metadata": {"name": "kex", "namespace": "ns", "uid": "uid-1", "labels": {"app": "demo"}},
+    "spec": {"field": "value", "items": ["item1", "item2"]},
 }
 
 STORAGES: dict[str, Callable[[], ProgressStorage]] = {
-    'annotations': AnnotationsProgressStorage,
-    'status': StatusProgressStorage,
-    'smart': SmartProgressStorage,
+    "annotations": AnnotationsProgressStorage,
+    "status": StatusProgressStorage,
+    "smart": SmartProgressStorage,
 }
 
 
@@ -83,23 +85,32 @@ def _default_lifecycle() -> Any:
 
 
 def make_handler(
-        fn: Callable[..., Any],
-        id: str | None = None,
-        *,
-        param: Any = None,
-        errors: kopf.ErrorsMode | None = None,
-        timeout: float | None = None,
-        retries: int | None = None,
-        backoff: float | None = None,
-        field: str | None = None,
-        labels: Any = None,
-        reason: Reason | None = Reason.CREATE,
+    fn: Callable[..., Any],
+    id: str | None = None,
+    *,
+    param: Any = None,
+    errors: kopf.ErrorsMode | None = None,
+    timeout: float | None = None,
+    retries: int | None = None,
+    backoff: float | None = None,
+    field: str | None = None,
+    labels: Any = None,
+    reason: Reason | None = Reason.CREATE,
 ) -> ChangingHandler:
     return ChangingHandler(
-        fn=fn, id=HandlerId(id or fn.__name__), param=param, errors=errors, timeout=timeout,
-        retries=retries, backoff=backoff, selector=None,
-        labels=filters.normalize_meta_filter(labels, what='labels'),
-        annotations=None, when=None, field=dicts.parse_field(field) if field else None, value=None,
+        fn=fn,
+        id=HandlerId(id or fn.__name__),
+        param=param,
+        errors=errors,
+        timeout=timeout,
+        retries=retries,
+        backoff=backoff,
+        selector=None,
+        labels=filters.normalize_meta_filter(labels, what="labels"),
+        annotations=None,
+        when=None,
+        field=dicts.parse_field(field) if field else None,
+        value=None,
         reason=reason,
     )
 
@@ -117,43 +128,59 @@ def merge(body: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def make_cause(body: Mapping[str, Any], patch: Patch | None = None, *, reason: str = Reason.CREATE,
-               old: Any = None, new: Any = None) -> ChangingCause:
+def make_cause(
+    body: Mapping[str, Any],
+    patch: Patch | None = None,
+    *,
+    reason: str = Reason.CREATE,
+    old: Any = None,
+    new: Any = None,
+) -> ChangingCause:
     return ChangingCause(
-        logger=LOGGER, resource=RESOURCE, patch=patch if patch is not None else Patch(), body=Body(body),
-        reason=reason, old=old, new=new, diff=diff(old, new),
+        logger=LOGGER,
+        resource=RESOURCE,
+        patch=patch if patch is not None else Patch(),
+        body=Body(body),
+        reason=reason,
+        old=old,
+        new=new,
+        diff=diff(old, new),
     )
 
 
 def progress(body: Mapping[str, Any]) -> dict[str, Any]:
     """All the progress records on the object, wherever they are stored."""
-    annotations = body.get('metadata', {}).get('annotations', {})
-    found = {key: json.loads(value) for key, value in annotations.items()
-             if key.startswith('kopf.zalando.org/') and not key.endswith('touch-dummy')}
-    found.update(dicts.resolve(body, ('status', 'kopf', 'progress'), {}))
+    annotations = body.get("metadata", {}).get("annotations", {})
+    found = {
+        key: json.loads(value)
+        for key, value in annotations.items()
+        if key.startswith("kopf.zalando.org/") and not key.endswith("touch-dummy")
+    }
+    found.update(dicts.resolve(body, ("status", "kopf", "progress"), {}))
     return found
 
 
 async def cycle(
-        handlers: Sequence[ChangingHandler],
-        body: Mapping[str, Any],
-        settings: OperatorSettings,
-        **kwargs: Any,
+    handlers: Sequence[ChangingHandler],
+    body: Mapping[str, Any],
+    settings: OperatorSettings,
+    **kwargs: Any,
 ) -> tuple[dict[str, Any], Patch, Execution]:
     patch = Patch()
-    cause = make_cause(body, patch, reason=kwargs.pop('reason', Reason.CREATE))
-    execution = await execute_handlers_once(handlers=handlers, cause=cause, settings=settings,
-                                            subhandling=SUBHANDLING, **kwargs)
+    cause = make_cause(body, patch, reason=kwargs.pop("reason", Reason.CREATE))
+    execution = await execute_handlers_once(
+        handlers=handlers, cause=cause, settings=settings, subhandling=SUBHANDLING, **kwargs
+    )
     return merge(body, patch), patch, execution
 
 
 async def simulate(
-        handlers: Sequence[ChangingHandler],
-        settings: OperatorSettings,
-        body: Mapping[str, Any] = BODY,
-        *,
-        max_cycles: int = 100,
-        **kwargs: Any,
+    handlers: Sequence[ChangingHandler],
+    settings: OperatorSettings,
+    body: Mapping[str, Any] = BODY,
+    *,
+    max_cycles: int = 100,
+    **kwargs: Any,
 ) -> tuple[dict[str, Any], list[Execution]]:
     """Run the cycles until done, applying the patches and sleeping the delays (in virtual time)."""
     executions: list[Execution] = []
@@ -196,6 +223,7 @@ async def calls() -> Calls:
 
 # Single cycles: results, records, purging.
 
+
 async def test_a_sync_handler_succeeds_and_its_result_goes_to_the_status(settings: OperatorSettings) -> None:
     def fn(**_: Any) -> int:
         return 100
@@ -203,18 +231,18 @@ async def test_a_sync_handler_succeeds_and_its_result_goes_to_the_status(setting
     body, _, execution = await cycle([make_handler(fn)], BODY, settings)
     assert execution.done
     assert execution.delay is None
-    assert execution.outcomes == {'fn': HandlerOutcome(final=True, result=100)}
-    assert body['status']['fn'] == 100
+    assert execution.outcomes == {"fn": HandlerOutcome(final=True, result=100)}
+    assert body["status"]["fn"] == 100
     assert progress(body) == {}  # stored & purged in the same cycle: nothing remains.
 
 
-@pytest.mark.parametrize('result', [{'r1': 66, 'r2': 666}, 'a string', 0, False, [1, 2]])
+@pytest.mark.parametrize("result", [{"r1": 66, "r2": 666}, "a string", 0, False, [1, 2]])
 async def test_results_are_stored_as_they_are(settings: OperatorSettings, result: Any) -> None:
     async def fn(**_: Any) -> Any:
         return result
 
     body, _, _ = await cycle([make_handler(fn)], BODY, settings)
-    assert body['status']['fn'] == result
+    assert body["status"]["fn"] == result
 
 
 async def test_none_results_store_nothing(settings: OperatorSettings) -> None:
@@ -223,7 +251,7 @@ async def test_none_results_store_nothing(settings: OperatorSettings) -> None:
 
     body, _, execution = await cycle([make_handler(fn)], BODY, settings)
     assert execution.done
-    assert 'fn' not in body.get('status', {})
+    assert "fn" not in body.get("status", {})
 
 
 async def test_no_handlers_is_done_at_once(settings: OperatorSettings) -> None:
@@ -235,77 +263,75 @@ async def test_no_handlers_is_done_at_once(settings: OperatorSettings) -> None:
 
 async def test_one_handler_per_cycle_by_default(settings: OperatorSettings, calls: Calls) -> None:
     async def fn1(**kwargs: Any) -> str:
-        calls('fn1', kwargs)
-        return 'one'
+        calls("fn1", kwargs)
+        return "one"
 
     async def fn2(**kwargs: Any) -> str:
-        calls('fn2', kwargs)
-        return 'two'
+        calls("fn2", kwargs)
+        return "two"
 
     handlers = [make_handler(fn1), make_handler(fn2)]
     body, _, execution = await cycle(handlers, BODY, settings)
-    assert calls.ids() == ['fn1']
+    assert calls.ids() == ["fn1"]
     assert not execution.done
     assert execution.delay == 0
-    assert body['status']['fn1'] == 'one'
+    assert body["status"]["fn1"] == "one"
     records = progress(body)
     # The executed handler is done; the pending one is recorded as started (its runtime counts from now).
-    assert set(records) <= {'kopf.zalando.org/fn1', 'fn1', 'kopf.zalando.org/fn2', 'fn2'}
+    assert set(records) <= {"kopf.zalando.org/fn1", "fn1", "kopf.zalando.org/fn2", "fn2"}
     for key, record in records.items():
-        assert record['success'] is key.endswith('fn1')
-        assert record['retries'] == (1 if key.endswith('fn1') else 0)
-        assert record['purpose'] == 'create'
+        assert record["success"] is key.endswith("fn1")
+        assert record["retries"] == (1 if key.endswith("fn1") else 0)
+        assert record["purpose"] == "create"
 
     body, _, execution = await cycle(handlers, body, settings)
-    assert calls.ids() == ['fn1', 'fn2']
+    assert calls.ids() == ["fn1", "fn2"]
     assert execution.done
-    assert (body['status']['fn1'], body['status']['fn2']) == ('one', 'two')
+    assert (body["status"]["fn1"], body["status"]["fn2"]) == ("one", "two")
     assert progress(body) == {}
 
 
 async def test_all_at_once_lifecycle(settings: OperatorSettings, calls: Calls) -> None:
-    handlers = [make_handler(lambda **kw: calls('a', kw), id='a'),
-                make_handler(lambda **kw: calls('b', kw), id='b')]
+    handlers = [make_handler(lambda **kw: calls("a", kw), id="a"), make_handler(lambda **kw: calls("b", kw), id="b")]
     _, _, execution = await cycle(handlers, BODY, settings, lifecycle=lifecycles.all_at_once)
-    assert calls.ids() == ['a', 'b']
+    assert calls.ids() == ["a", "b"]
     assert execution.done
 
 
 async def test_default_lifecycle_can_be_changed(settings: OperatorSettings, calls: Calls) -> None:
     lifecycles.set_default_lifecycle(lifecycles.all_at_once)
-    handlers = [make_handler(lambda **kw: calls('a', kw), id='a'),
-                make_handler(lambda **kw: calls('b', kw), id='b')]
+    handlers = [make_handler(lambda **kw: calls("a", kw), id="a"), make_handler(lambda **kw: calls("b", kw), id="b")]
     _, _, execution = await cycle(handlers, BODY, settings)
-    assert calls.ids() == ['a', 'b']
+    assert calls.ids() == ["a", "b"]
     assert execution.done
 
 
 async def test_finished_handlers_are_not_executed_again(settings: OperatorSettings, calls: Calls) -> None:
     """Continuity: an operator restarted in the middle of a cycle continues where it stopped."""
+
     async def fn1(**kwargs: Any) -> None:
-        calls('fn1', kwargs)
+        calls("fn1", kwargs)
 
     async def fn2(**kwargs: Any) -> None:
-        calls('fn2', kwargs)
+        calls("fn2", kwargs)
 
     handlers = [make_handler(fn1), make_handler(fn2)]
     body, _, _ = await cycle(handlers, BODY, settings)
     body, _, _ = await cycle(handlers, body, settings, reason=Reason.CREATE)
-    assert calls.ids() == ['fn1', 'fn2']
+    assert calls.ids() == ["fn1", "fn2"]
 
 
 async def test_records_of_another_purpose_are_ignored(settings: OperatorSettings, calls: Calls) -> None:
     async def fn(**kwargs: Any) -> None:
-        calls('fn', kwargs)
+        calls("fn", kwargs)
 
     async def other(**kwargs: Any) -> None:
-        calls('other', kwargs)
+        calls("other", kwargs)
 
     body, _, _ = await cycle([make_handler(fn), make_handler(other)], BODY, settings)
-    assert calls.ids() == ['fn']
-    body, _, execution = await cycle([make_handler(fn, reason=Reason.DELETE)], body, settings,
-                                     reason=Reason.DELETE)
-    assert calls.ids() == ['fn', 'fn']
+    assert calls.ids() == ["fn"]
+    body, _, execution = await cycle([make_handler(fn, reason=Reason.DELETE)], body, settings, reason=Reason.DELETE)
+    assert calls.ids() == ["fn", "fn"]
     assert execution.done
 
 
@@ -317,21 +343,21 @@ async def test_the_progress_records_in_the_annotations(calls: Calls) -> None:
         raise kopf.TemporaryError("not yet", delay=30)
 
     _, patch, execution = await cycle([make_handler(fn)], BODY, settings)
-    record = json.loads(patch['metadata']['annotations']['kopf.zalando.org/fn'])
-    assert set(record) == {'started', 'delayed', 'purpose', 'retries', 'success', 'failure', 'message'}
-    assert record['retries'] == 1
-    assert record['success'] is False and record['failure'] is False
-    assert record['message'] == 'not yet'
-    assert record['purpose'] == 'create'
-    started = datetime.datetime.fromisoformat(record['started'])
-    delayed = datetime.datetime.fromisoformat(record['delayed'])
+    record = json.loads(patch["metadata"]["annotations"]["kopf.zalando.org/fn"])
+    assert set(record) == {"started", "delayed", "purpose", "retries", "success", "failure", "message"}
+    assert record["retries"] == 1
+    assert record["success"] is False and record["failure"] is False
+    assert record["message"] == "not yet"
+    assert record["purpose"] == "create"
+    started = datetime.datetime.fromisoformat(record["started"])
+    delayed = datetime.datetime.fromisoformat(record["delayed"])
     assert (delayed - started).total_seconds() == pytest.approx(30, abs=0.1)
     assert execution.delay == pytest.approx(30, abs=0.1)
 
 
 async def test_the_progress_records_in_the_status() -> None:
     settings = OperatorSettings()
-    settings.persistence.progress_storage = StatusProgressStorage(field='status.my-op')
+    settings.persistence.progress_storage = StatusProgressStorage(field="status.my-op")
 
     async def fn(**_: Any) -> None:
         raise kopf.PermanentError("never")
@@ -340,18 +366,18 @@ async def test_the_progress_records_in_the_status() -> None:
         pass
 
     body, patch, execution = await cycle([make_handler(fn), make_handler(fn2)], BODY, settings)
-    record = patch['status']['my-op']['fn']
-    assert record['failure'] is True
-    assert record['success'] is False
-    assert record['message'] == 'never'
-    assert record['stopped'] is not None
-    assert record['delayed'] is None  # kept as None in the status: it removes the stale values.
-    assert 'metadata' not in patch
+    record = patch["status"]["my-op"]["fn"]
+    assert record["failure"] is True
+    assert record["success"] is False
+    assert record["message"] == "never"
+    assert record["stopped"] is not None
+    assert record["delayed"] is None  # kept as None in the status: it removes the stale values.
+    assert "metadata" not in patch
 
     body, patch, execution = await cycle([make_handler(fn), make_handler(fn2)], body, settings)
     assert execution.done
-    assert patch['status']['my-op']['fn'] is None  # purged.
-    assert body['status']['my-op'] == {}
+    assert patch["status"]["my-op"]["fn"] is None  # purged.
+    assert body["status"]["my-op"] == {}
 
 
 async def test_failed_handlers_count_as_finished(settings: OperatorSettings) -> None:
@@ -360,18 +386,23 @@ async def test_failed_handlers_count_as_finished(settings: OperatorSettings) -> 
 
     body, _, execution = await cycle([make_handler(fn)], BODY, settings)
     assert execution.done
-    assert execution.state.failed == ['fn']
+    assert execution.state.failed == ["fn"]
     assert execution.state.succeeded == []
     assert progress(body) == {}
 
 
 # Errors & retries: the outcomes.
 
-async def run_once(handler: ChangingHandler, state: HandlerState | None = None,
-                   body: Mapping[str, Any] = BODY) -> HandlerOutcome:
+
+async def run_once(
+    handler: ChangingHandler, state: HandlerState | None = None, body: Mapping[str, Any] = BODY
+) -> HandlerOutcome:
     return await execute_handler_once(
-        handler=handler, state=state or HandlerState.from_scratch(purpose='create'),
-        cause=make_cause(body), settings=OperatorSettings(), subhandling=SUBHANDLING,
+        handler=handler,
+        state=state or HandlerState.from_scratch(purpose="create"),
+        cause=make_cause(body),
+        settings=OperatorSettings(),
+        subhandling=SUBHANDLING,
     )
 
 
@@ -411,15 +442,19 @@ async def test_permanent_error() -> None:
     assert isinstance(outcome.exception, kopf.PermanentError)
 
 
-@pytest.mark.parametrize(('errors', 'backoff', 'final', 'delay'), [
-    (None, None, False, 60),
-    (kopf.ErrorsMode.TEMPORARY, None, False, 60),
-    (kopf.ErrorsMode.TEMPORARY, 30, False, 30),
-    (None, 5.5, False, 5.5),
-    (kopf.ErrorsMode.PERMANENT, 30, True, None),
-])
-async def test_arbitrary_errors_by_the_errors_mode(errors: kopf.ErrorsMode | None, backoff: float | None,
-                                                   final: bool, delay: float | None) -> None:
+@pytest.mark.parametrize(
+    ("errors", "backoff", "final", "delay"),
+    [
+        (None, None, False, 60),
+        (kopf.ErrorsMode.TEMPORARY, None, False, 60),
+        (kopf.ErrorsMode.TEMPORARY, 30, False, 30),
+        (None, 5.5, False, 5.5),
+        (kopf.ErrorsMode.PERMANENT, 30, True, None),
+    ],
+)
+async def test_arbitrary_errors_by_the_errors_mode(
+    errors: kopf.ErrorsMode | None, backoff: float | None, final: bool, delay: float | None
+) -> None:
     def fn(**_: Any) -> None:
         raise ValueError("boom")
 
@@ -438,8 +473,8 @@ async def test_arbitrary_errors_ignored(settings: OperatorSettings) -> None:
 
     body, _, execution = await cycle([make_handler(fn, errors=kopf.ErrorsMode.IGNORED)], BODY, settings)
     assert execution.done
-    assert execution.state.succeeded == ['fn']
-    assert 'fn' not in body.get('status', {})
+    assert execution.state.succeeded == ["fn"]
+    assert "fn" not in body.get("status", {})
 
 
 async def test_cancellation_is_not_an_outcome() -> None:
@@ -451,7 +486,7 @@ async def test_cancellation_is_not_an_outcome() -> None:
 
 
 async def test_errors_are_logged(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger='tests.execution')
+    caplog.set_level(logging.DEBUG, logger="tests.execution")
 
     async def ok(**_: Any) -> None: ...
 
@@ -471,9 +506,11 @@ async def test_errors_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     assert (logging.INFO, "Handler 'ok' succeeded.") in messages
     assert (logging.ERROR, "Handler 'temp' failed temporarily: temp-msg") in messages
     assert (logging.ERROR, "Handler 'perm' failed permanently: perm-msg") in messages
-    assert (logging.ERROR, "Handler 'arbitrary' failed with an exception and will try again in 60 seconds: "
-                           "arbitrary-msg") in messages
-    assert any(record.exc_info for record in caplog.records if 'arbitrary' in record.getMessage())
+    assert (
+        logging.ERROR,
+        "Handler 'arbitrary' failed with an exception and will try again in 60 seconds: arbitrary-msg",
+    ) in messages
+    assert any(record.exc_info for record in caplog.records if "arbitrary" in record.getMessage())
 
 
 async def test_retries_limit_before_the_call() -> None:
@@ -482,8 +519,8 @@ async def test_retries_limit_before_the_call() -> None:
     def fn(retry: int, **_: Any) -> None:
         fn_calls.append(retry)
 
-    state = HandlerState.from_scratch(purpose='create')
-    state = HandlerState(started=state.started, purpose='create', retries=3)
+    state = HandlerState.from_scratch(purpose="create")
+    state = HandlerState(started=state.started, purpose="create", retries=3)
     outcome = await run_once(make_handler(fn, retries=3), state=state)
     assert outcome.final
     assert isinstance(outcome.exception, kopf.HandlerRetriesError)
@@ -494,12 +531,12 @@ async def test_the_last_allowed_attempt_fails_at_once() -> None:
     def fn(**_: Any) -> None:
         raise ValueError("boom")
 
-    state = HandlerState(started=utcnow(), purpose='create', retries=2)
+    state = HandlerState(started=utcnow(), purpose="create", retries=2)
     outcome = await run_once(make_handler(fn, retries=3), state=state)
     assert outcome.final
     assert isinstance(outcome.exception, kopf.HandlerRetriesError)
     assert isinstance(outcome.exception.__cause__, ValueError)
-    assert 'boom' in str(outcome.exception)
+    assert "boom" in str(outcome.exception)
 
 
 async def test_timeout_before_the_call() -> None:
@@ -508,7 +545,7 @@ async def test_timeout_before_the_call() -> None:
     def fn(retry: int, **_: Any) -> None:
         fn_calls.append(retry)
 
-    state = HandlerState(started=utcnow() - datetime.timedelta(seconds=100), purpose='create', retries=1)
+    state = HandlerState(started=utcnow() - datetime.timedelta(seconds=100), purpose="create", retries=1)
     outcome = await run_once(make_handler(fn, timeout=99), state=state)
     assert outcome.final
     assert isinstance(outcome.exception, kopf.HandlerTimeoutError)
@@ -527,7 +564,7 @@ async def test_timeout_of_a_running_async_handler() -> None:
 
     loop = asyncio.get_running_loop()
     start = loop.time()
-    state = HandlerState(started=utcnow() - datetime.timedelta(seconds=4), purpose='create')
+    state = HandlerState(started=utcnow() - datetime.timedelta(seconds=4), purpose="create")
     outcome = await run_once(make_handler(fn, timeout=10), state=state)
     assert outcome.final
     assert isinstance(outcome.exception, kopf.HandlerTimeoutError)
@@ -548,20 +585,21 @@ async def test_handlers_own_timeout_errors_are_regular_errors() -> None:
 
 # The kwargs of the handlers.
 
+
 async def test_retrying_kwargs_across_cycles(settings: OperatorSettings, calls: Calls) -> None:
     async def fn(retry: int, **kwargs: Any) -> None:
-        calls('fn', kwargs)
+        calls("fn", kwargs)
         if retry < 2:
             raise kopf.TemporaryError("again", delay=10)
 
-    _, _ = await simulate([make_handler(fn, param={'p': 1})], settings)
-    kwargs = calls.kwargs('fn')
+    _, _ = await simulate([make_handler(fn, param={"p": 1})], settings)
+    kwargs = calls.kwargs("fn")
     assert len(kwargs) == 3
-    assert [kw['param'] for kw in kwargs] == [{'p': 1}] * 3
-    assert len({kw['started'] for kw in kwargs}) == 1
-    assert isinstance(kwargs[0]['started'], datetime.datetime)
-    assert [kw['runtime'].total_seconds() for kw in kwargs] == pytest.approx([0, 10, 20], abs=0.01)
-    assert calls.times('fn') == [0, 10, 20]
+    assert [kw["param"] for kw in kwargs] == [{"p": 1}] * 3
+    assert len({kw["started"] for kw in kwargs}) == 1
+    assert isinstance(kwargs[0]["started"], datetime.datetime)
+    assert [kw["runtime"].total_seconds() for kw in kwargs] == pytest.approx([0, 10, 20], abs=0.01)
+    assert calls.times("fn") == [0, 10, 20]
 
 
 async def test_all_kwargs_of_the_change_detecting_handlers() -> None:
@@ -570,20 +608,39 @@ async def test_all_kwargs_of_the_change_detecting_handlers() -> None:
     async def fn(**kwargs: Any) -> None:
         seen.update(kwargs)
 
-    old = {**BODY, 'spec': {'field': 'old'}}
+    old = {**BODY, "spec": {"field": "old"}}
     cause = make_cause(BODY, old=old, new=BODY, reason=Reason.UPDATE)
-    await execute_handler_once(handler=make_handler(fn, param='x'), state=HandlerState.from_scratch(),
-                               cause=cause, settings=OperatorSettings())
+    await execute_handler_once(
+        handler=make_handler(fn, param="x"), state=HandlerState.from_scratch(), cause=cause, settings=OperatorSettings()
+    )
     assert set(seen) == {
-        'logger', 'memo', 'resource', 'patch', 'body', 'spec', 'meta', 'status', 'uid', 'name',
-        'namespace', 'labels', 'annotations', 'reason', 'diff', 'old', 'new',
-        'param', 'retry', 'started', 'runtime',
+        "logger",
+        "memo",
+        "resource",
+        "patch",
+        "body",
+        "spec",
+        "meta",
+        "status",
+        "uid",
+        "name",
+        "namespace",
+        "labels",
+        "annotations",
+        "reason",
+        "diff",
+        "old",
+        "new",
+        "param",
+        "retry",
+        "started",
+        "runtime",
     }
-    assert seen['body'] is cause.body
-    assert seen['patch'] is cause.patch
-    assert seen['reason'] == 'update'
-    assert seen['old'] is old and seen['new'] is BODY
-    assert seen['retry'] == 0
+    assert seen["body"] is cause.body
+    assert seen["patch"] is cause.patch
+    assert seen["reason"] == "update"
+    assert seen["old"] is old and seen["new"] is BODY
+    assert seen["retry"] == 0
 
 
 async def test_field_handlers_get_the_field_values() -> None:
@@ -592,15 +649,18 @@ async def test_field_handlers_get_the_field_values() -> None:
     async def fn(old: Any, new: Any, diff: Any, param: Any, **_: Any) -> None:
         seen.append((old, new, list(diff), param))
 
-    old = {**BODY, 'spec': {'field': 'old'}}
+    old = {**BODY, "spec": {"field": "old"}}
     cause = make_cause(BODY, old=old, new=BODY, reason=Reason.UPDATE)
-    for handler in [make_handler(fn, id='fn/spec.field', field='spec.field', param=10),
-                    make_handler(fn, id='fn/spec', field='spec', param=1)]:
-        await execute_handler_once(handler=handler, state=HandlerState.from_scratch(), cause=cause,
-                                   settings=OperatorSettings())
-    assert seen[0] == ('old', 'value', [('change', (), 'old', 'value')], 10)
-    assert seen[1][0] == {'field': 'old'}
-    assert seen[1][1] == BODY['spec']
+    for handler in [
+        make_handler(fn, id="fn/spec.field", field="spec.field", param=10),
+        make_handler(fn, id="fn/spec", field="spec", param=1),
+    ]:
+        await execute_handler_once(
+            handler=handler, state=HandlerState.from_scratch(), cause=cause, settings=OperatorSettings()
+        )
+    assert seen[0] == ("old", "value", [("change", (), "old", "value")], 10)
+    assert seen[1][0] == {"field": "old"}
+    assert seen[1][1] == BODY["spec"]
     assert seen[1][3] == 1
 
 
@@ -616,198 +676,206 @@ async def test_the_object_is_current_in_sync_and_async_handlers(settings: Operat
     await cycle([make_handler(sfn), make_handler(afn)], BODY, settings, lifecycle=lifecycles.all_at_once)
     assert seen[0][0] != threading.get_ident()
     assert seen[1][0] == threading.get_ident()
-    assert all(body is not None and body['metadata']['name'] == 'kex' for _, body in seen)
+    assert all(body is not None and body["metadata"]["name"] == "kex" for _, body in seen)
     assert current.get_current_body() is None
 
 
 async def test_sync_handlers_use_the_executor_of_the_settings(settings: OperatorSettings) -> None:
     import concurrent.futures
+
     names: list[str] = []
-    with concurrent.futures.ThreadPoolExecutor(thread_name_prefix='handlers-pool') as executor:
+    with concurrent.futures.ThreadPoolExecutor(thread_name_prefix="handlers-pool") as executor:
         settings.execution.executor = executor
-        await cycle([make_handler(lambda **_: names.append(threading.current_thread().name), id='fn')],
-                    BODY, settings)
-    assert names[0].startswith('handlers-pool')
+        await cycle([make_handler(lambda **_: names.append(threading.current_thread().name), id="fn")], BODY, settings)
+    assert names[0].startswith("handlers-pool")
 
 
 async def test_handlers_can_patch_the_object(settings: OperatorSettings) -> None:
     def fn(patch: Patch, **_: Any) -> None:
-        patch.metadata.labels['handled'] = 'yes'
-        patch.status['custom'] = {'x': 1}
+        patch.metadata.labels["handled"] = "yes"
+        patch.status["custom"] = {"x": 1}
 
     body, _, _ = await cycle([make_handler(fn)], BODY, settings)
-    assert body['metadata']['labels'] == {'app': 'demo', 'handled': 'yes'}
-    assert body['status']['custom'] == {'x': 1}
+    assert body["metadata"]["labels"] == {"app": "demo", "handled": "yes"}
+    assert body["status"]["custom"] == {"x": 1}
 
 
 # Multi-cycle simulations in virtual time.
 
+
 async def test_simulation_with_retries_delays_and_failures(settings: OperatorSettings, calls: Calls) -> None:
     async def create_pvc(**kwargs: Any) -> dict[str, str]:
-        calls('create_pvc', kwargs)
-        return {'name': 'pvc-1'}
+        calls("create_pvc", kwargs)
+        return {"name": "pvc-1"}
 
     async def create_job(status: Mapping[str, Any], **kwargs: Any) -> dict[str, str]:
-        calls('create_job', kwargs)
-        if not status.get('create_pvc'):
+        calls("create_job", kwargs)
+        if not status.get("create_pvc"):
             raise kopf.TemporaryError("PVC is not created yet.", delay=10)
-        return {'name': 'job-for-' + status['create_pvc']['name']}
+        return {"name": "job-for-" + status["create_pvc"]["name"]}
 
     def flaky(retry: int, **kwargs: Any) -> None:
-        calls('flaky', kwargs)
+        calls("flaky", kwargs)
         if retry < 2:
             raise ValueError("environment is not ready")
 
     def fatal(**kwargs: Any) -> None:
-        calls('fatal', kwargs)
+        calls("fatal", kwargs)
         raise kopf.PermanentError("cannot do it")
 
-    handlers = [make_handler(create_job), make_handler(create_pvc), make_handler(flaky, backoff=30),
-                make_handler(fatal)]
+    handlers = [
+        make_handler(create_job),
+        make_handler(create_pvc),
+        make_handler(flaky, backoff=30),
+        make_handler(fatal),
+    ]
     body, executions = await simulate(handlers, settings)
 
-    assert calls.times('create_job') == [0, 10]
-    assert calls.times('create_pvc') == [0]
-    assert calls.times('flaky') == [0, 30, 60]
-    assert calls.times('fatal') == [0]
+    assert calls.times("create_job") == [0, 10]
+    assert calls.times("create_pvc") == [0]
+    assert calls.times("flaky") == [0, 30, 60]
+    assert calls.times("fatal") == [0]
     assert asyncio.get_running_loop().time() == pytest.approx(60)
-    assert body['status']['create_pvc'] == {'name': 'pvc-1'}
-    assert body['status']['create_job'] == {'name': 'job-for-pvc-1'}
-    assert 'flaky' not in body['status'] and 'fatal' not in body['status']
+    assert body["status"]["create_pvc"] == {"name": "pvc-1"}
+    assert body["status"]["create_job"] == {"name": "job-for-pvc-1"}
+    assert "flaky" not in body["status"] and "fatal" not in body["status"]
     assert progress(body) == {}
-    assert executions[-1].state.failed == ['fatal']
-    assert sorted(executions[-1].state.succeeded) == ['create_job', 'create_pvc', 'flaky']
+    assert executions[-1].state.failed == ["fatal"]
+    assert sorted(executions[-1].state.succeeded) == ["create_job", "create_pvc", "flaky"]
 
 
 async def test_simulation_of_exhausted_retries(settings: OperatorSettings, calls: Calls) -> None:
     def fn(**kwargs: Any) -> None:
-        calls('fn', kwargs)
+        calls("fn", kwargs)
         raise ValueError("boom")
 
     body, executions = await simulate([make_handler(fn, retries=3, backoff=5)], settings)
-    assert calls.times('fn') == [0, 5, 10]
-    assert isinstance(executions[-1].outcomes['fn'].exception, kopf.HandlerRetriesError)
-    assert executions[-1].state['fn'].failure
-    assert executions[-1].state['fn'].retries == 3
+    assert calls.times("fn") == [0, 5, 10]
+    assert isinstance(executions[-1].outcomes["fn"].exception, kopf.HandlerRetriesError)
+    assert executions[-1].state["fn"].failure
+    assert executions[-1].state["fn"].retries == 3
     assert progress(body) == {}
 
 
 async def test_simulation_of_an_exceeded_timeout(settings: OperatorSettings, calls: Calls) -> None:
     def fn(**kwargs: Any) -> None:
-        calls('fn', kwargs)
+        calls("fn", kwargs)
         raise kopf.TemporaryError("later", delay=60)
 
     _, executions = await simulate([make_handler(fn, timeout=100)], settings)
-    assert calls.times('fn') == [0, 60]
-    assert isinstance(executions[-1].outcomes['fn'].exception, kopf.HandlerTimeoutError)
+    assert calls.times("fn") == [0, 60]
+    assert isinstance(executions[-1].outcomes["fn"].exception, kopf.HandlerTimeoutError)
     assert asyncio.get_running_loop().time() == pytest.approx(60)  # no waiting for a retry beyond the timeout
 
 
 async def test_simulation_of_immediate_retries(settings: OperatorSettings, calls: Calls) -> None:
     async def fn(retry: int, **kwargs: Any) -> None:
-        calls('fn', kwargs)
+        calls("fn", kwargs)
         if retry < 4:
             raise kopf.TemporaryError("again", delay=None)
 
     _, executions = await simulate([make_handler(fn)], settings)
-    assert calls.times('fn') == [0, 0, 0, 0, 0]
+    assert calls.times("fn") == [0, 0, 0, 0, 0]
     assert len(executions) == 5
 
 
 async def test_simulation_asap_runs_the_fresh_handlers_before_the_retried_ones(
-        settings: OperatorSettings, calls: Calls) -> None:
+    settings: OperatorSettings, calls: Calls
+) -> None:
     async def fn1(retry: int, **kwargs: Any) -> None:
-        calls('fn1', kwargs)
+        calls("fn1", kwargs)
         if retry < 1:
             raise kopf.TemporaryError("again", delay=None)
 
     async def fn2(**kwargs: Any) -> None:
-        calls('fn2', kwargs)
+        calls("fn2", kwargs)
 
     await simulate([make_handler(fn1), make_handler(fn2)], settings)
-    assert calls.ids() == ['fn1', 'fn2', 'fn1']
+    assert calls.ids() == ["fn1", "fn2", "fn1"]
 
 
 async def test_simulation_one_by_one_keeps_the_order(settings: OperatorSettings, calls: Calls) -> None:
     async def fn1(retry: int, **kwargs: Any) -> None:
-        calls('fn1', kwargs)
+        calls("fn1", kwargs)
         if retry < 1:
             raise kopf.TemporaryError("again", delay=None)
 
     async def fn2(**kwargs: Any) -> None:
-        calls('fn2', kwargs)
+        calls("fn2", kwargs)
 
     await simulate([make_handler(fn1), make_handler(fn2)], settings, lifecycle=lifecycles.one_by_one)
-    assert calls.ids() == ['fn1', 'fn1', 'fn2']
+    assert calls.ids() == ["fn1", "fn1", "fn2"]
 
 
 # Sub-handlers.
 
-@pytest.mark.parametrize(('lifecycle', 'entries'), [(lifecycles.asap, 10), (lifecycles.all_at_once, 7)])
-async def test_idempotence_example(settings: OperatorSettings, calls: Calls,
-                                   lifecycle: lifecycles.LifeCycleFn, entries: int) -> None:
+
+@pytest.mark.parametrize(("lifecycle", "entries"), [(lifecycles.asap, 10), (lifecycles.all_at_once, 7)])
+async def test_idempotence_example(
+    settings: OperatorSettings, calls: Calls, lifecycle: lifecycles.LifeCycleFn, entries: int
+) -> None:
     async def create_a(retry: int, **kwargs: Any) -> None:
-        calls('a', kwargs)
+        calls("a", kwargs)
         if retry < 2:
             raise kopf.TemporaryError("Not ready yet.", delay=10)
 
     async def create_b(retry: int, **kwargs: Any) -> None:
-        calls('b', kwargs)
+        calls("b", kwargs)
         if retry < 6:
             raise kopf.TemporaryError("Not ready yet.", delay=10)
 
     async def create(**kwargs: Any) -> None:
-        calls('entering', kwargs)
-        await execute(fns={'a': create_a, 'b': create_b})
-        calls('leaving', kwargs)
+        calls("entering", kwargs)
+        await execute(fns={"a": create_a, "b": create_b})
+        calls("leaving", kwargs)
 
     body, executions = await simulate([make_handler(create)], settings, lifecycle=lifecycle)
-    assert len(calls.times('entering')) == entries
-    assert calls.times('leaving') == [60]
-    assert len(calls.times('a')) == 3 and calls.times('a')[-1] == 20
-    assert len(calls.times('b')) == 7 and calls.times('b')[-1] == 60
-    assert executions[-1].state.succeeded == ['create']
-    assert executions[-1].state['create'].subrefs == ('create/a', 'create/b')
+    assert len(calls.times("entering")) == entries
+    assert calls.times("leaving") == [60]
+    assert len(calls.times("a")) == 3 and calls.times("a")[-1] == 20
+    assert len(calls.times("b")) == 7 and calls.times("b")[-1] == 60
+    assert executions[-1].state.succeeded == ["create"]
+    assert executions[-1].state["create"].subrefs == ("create/a", "create/b")
     assert progress(body) == {}  # incl. the sub-handlers' records.
 
 
 async def test_subhandlers_via_the_decorator_in_a_sync_parent(settings: OperatorSettings, calls: Calls) -> None:
     def create_fn(spec: Mapping[str, Any], **kwargs: Any) -> str:
-        calls('parent', kwargs)
-        for item in spec.get('items', []):
+        calls("parent", kwargs)
+        for item in spec.get("items", []):
 
             @kopf.subhandler(id=item)
             def handle_item(item: str = item, **kwargs: Any) -> str:
                 calls(item, kwargs)
-                if kwargs['retry'] < 1:
+                if kwargs["retry"] < 1:
                     raise kopf.TemporaryError("again", delay=5)
-                return f'done-{item}'
+                return f"done-{item}"
 
-        return 'parent result'
+        return "parent result"
 
     body, _ = await simulate([make_handler(create_fn)], settings, lifecycle=lifecycles.all_at_once)
-    assert calls.times('item1') == [0, 5]
-    assert calls.times('item2') == [0, 5]
-    assert calls.times('parent') == [0, 5]
-    assert body['status']['create_fn/item1'] == 'done-item1'
-    assert body['status']['create_fn/item2'] == 'done-item2'
+    assert calls.times("item1") == [0, 5]
+    assert calls.times("item2") == [0, 5]
+    assert calls.times("parent") == [0, 5]
+    assert body["status"]["create_fn/item1"] == "done-item1"
+    assert body["status"]["create_fn/item2"] == "done-item2"
     # The parent's result is only from its last call, when its sub-handlers are all done.
-    assert body['status']['create_fn'] == 'parent result'
+    assert body["status"]["create_fn"] == "parent result"
     assert progress(body) == {}
 
 
 async def test_subhandlers_via_register(settings: OperatorSettings, calls: Calls) -> None:
     async def create_it(spec: Mapping[str, Any], **kwargs: Any) -> None:
-        calls('parent', kwargs)
-        for task in spec.get('items', []):
+        calls("parent", kwargs)
+        for task in spec.get("items", []):
             kopf.register(id=task, fn=functools.partial(record_task, task=task))
 
     async def record_task(task: str, **kwargs: Any) -> None:
         calls(task, kwargs)
 
     body, executions = await simulate([make_handler(create_it)], settings)
-    assert calls.ids() == ['parent', 'item1', 'parent', 'item2']
-    assert executions[-1].state['create_it'].subrefs == ('create_it/item1', 'create_it/item2')
+    assert calls.ids() == ["parent", "item1", "parent", "item2"]
+    assert executions[-1].state["create_it"].subrefs == ("create_it/item1", "create_it/item2")
     assert progress(body) == {}
 
 
@@ -815,40 +883,41 @@ async def test_subhandlers_get_their_own_kwargs(settings: OperatorSettings) -> N
     seen: dict[str, Any] = {}
 
     async def parent(**_: Any) -> None:
-        @kopf.subhandler(id='child', param='child-param')
+        @kopf.subhandler(id="child", param="child-param")
         async def child(**kwargs: Any) -> None:
             seen.update(kwargs)
 
-    await simulate([make_handler(parent, param='parent-param')], settings, lifecycle=lifecycles.all_at_once)
-    assert seen['param'] == 'child-param'
-    assert seen['retry'] == 0
-    assert seen['body']['metadata']['name'] == 'kex'
+    await simulate([make_handler(parent, param="parent-param")], settings, lifecycle=lifecycles.all_at_once)
+    assert seen["param"] == "child-param"
+    assert seen["retry"] == 0
+    assert seen["body"]["metadata"]["name"] == "kex"
 
 
 async def test_nested_subhandlers(settings: OperatorSettings, calls: Calls) -> None:
     async def parent(**_: Any) -> None:
-        @kopf.subhandler(id='child')
+        @kopf.subhandler(id="child")
         async def child(**_: Any) -> None:
-            @kopf.subhandler(id='grandchild')
+            @kopf.subhandler(id="grandchild")
             async def grandchild(**kwargs: Any) -> str:
-                calls('grandchild', kwargs)
-                return 'deep'
+                calls("grandchild", kwargs)
+                return "deep"
 
     body, executions = await simulate([make_handler(parent)], settings, lifecycle=lifecycles.all_at_once)
     assert len(executions) == 1
-    assert calls.ids() == ['grandchild']
-    assert body['status']['parent/child/grandchild'] == 'deep'
+    assert calls.ids() == ["grandchild"]
+    assert body["status"]["parent/child/grandchild"] == "deep"
     assert progress(body) == {}
 
 
 async def test_nested_subhandlers_purged_across_cycles(settings: OperatorSettings) -> None:
     async def parent(**_: Any) -> None:
-        for child_id in ['child1', 'child2']:
+        for child_id in ["child1", "child2"]:
+
             @kopf.subhandler(id=child_id)
             async def child(**_: Any) -> None:
-                @kopf.subhandler(id='grandchild')
+                @kopf.subhandler(id="grandchild")
                 async def grandchild(**_: Any) -> str:
-                    return 'deep'
+                    return "deep"
 
     body, _, execution = await cycle([make_handler(parent)], BODY, settings)
     assert not execution.done  # one child (with its grandchild) per cycle.
@@ -856,93 +925,93 @@ async def test_nested_subhandlers_purged_across_cycles(settings: OperatorSetting
     assert len(progress(body)) == 4
     body, _, execution = await cycle([make_handler(parent)], body, settings)
     assert execution.done
-    assert body['status']['parent/child1/grandchild'] == 'deep'
-    assert body['status']['parent/child2/grandchild'] == 'deep'
+    assert body["status"]["parent/child1/grandchild"] == "deep"
+    assert body["status"]["parent/child2/grandchild"] == "deep"
     assert progress(body) == {}
 
 
 async def test_execute_with_a_list_of_fns(settings: OperatorSettings, calls: Calls) -> None:
     async def first(**kwargs: Any) -> None:
-        calls('first', kwargs)
+        calls("first", kwargs)
 
     async def second(**kwargs: Any) -> None:
-        calls('second', kwargs)
+        calls("second", kwargs)
 
     async def parent(**_: Any) -> None:
         await execute(fns=[first, second], lifecycle=lifecycles.all_at_once)
 
     _, executions = await simulate([make_handler(parent)], settings)
-    assert calls.ids() == ['first', 'second']
+    assert calls.ids() == ["first", "second"]
     assert len(executions) == 1
-    assert executions[-1].state['parent'].subrefs == ('parent/first', 'parent/second')
+    assert executions[-1].state["parent"].subrefs == ("parent/first", "parent/second")
 
 
 async def test_execute_with_handlers_and_registry(settings: OperatorSettings, calls: Calls) -> None:
     registry = OperatorRegistry()
 
-    @kopf.on.create('kopfexamples', registry=registry)
+    @kopf.on.create("kopfexamples", registry=registry)
     async def from_registry(**kwargs: Any) -> None:
-        calls('from_registry', kwargs)
+        calls("from_registry", kwargs)
 
-    @kopf.on.update('kopfexamples', registry=registry)
+    @kopf.on.update("kopfexamples", registry=registry)
     async def not_for_creation(**kwargs: Any) -> None:
-        calls('not_for_creation', kwargs)
+        calls("not_for_creation", kwargs)
 
-    explicit = make_handler(lambda **kw: calls('explicit', kw), id='explicit', reason=None)
+    explicit = make_handler(lambda **kw: calls("explicit", kw), id="explicit", reason=None)
 
     async def parent(**_: Any) -> None:
         await execute(handlers=[explicit])
         await execute(registry=registry)
 
     await simulate([make_handler(parent)], settings)
-    assert calls.ids() == ['explicit', 'from_registry']
+    assert calls.ids() == ["explicit", "from_registry"]
 
 
 async def test_subhandlers_are_filtered(settings: OperatorSettings, calls: Calls) -> None:
     async def parent(**_: Any) -> None:
-        @kopf.subhandler(id='matching', labels={'app': 'demo'})
+        @kopf.subhandler(id="matching", labels={"app": "demo"})
         async def matching(**kwargs: Any) -> None:
-            calls('matching', kwargs)
+            calls("matching", kwargs)
 
-        @kopf.subhandler(id='mismatching', labels={'app': 'other'})
+        @kopf.subhandler(id="mismatching", labels={"app": "other"})
         async def mismatching(**kwargs: Any) -> None:
-            calls('mismatching', kwargs)
+            calls("mismatching", kwargs)
 
     await simulate([make_handler(parent)], settings)
-    assert calls.ids() == ['matching']
+    assert calls.ids() == ["matching"]
 
 
 async def test_failed_subhandlers_fail_the_parent(settings: OperatorSettings, calls: Calls) -> None:
     async def parent(**kwargs: Any) -> None:
-        calls('entering', kwargs)
-        await execute(fns={'bad': bad})
-        calls('leaving', kwargs)
+        calls("entering", kwargs)
+        await execute(fns={"bad": bad})
+        calls("leaving", kwargs)
 
     async def bad(**_: Any) -> None:
         raise kopf.PermanentError("bad child")
 
     body, executions = await simulate([make_handler(parent)], settings)
-    assert calls.ids() == ['entering']  # the child fails at once, and so does the parent.
-    assert executions[-1].state.failed == ['parent']
-    assert "'parent/bad'" in (executions[-1].state['parent'].message or '')
+    assert calls.ids() == ["entering"]  # the child fails at once, and so does the parent.
+    assert executions[-1].state.failed == ["parent"]
+    assert "'parent/bad'" in (executions[-1].state["parent"].message or "")
     assert progress(body) == {}
 
 
 async def test_parents_waiting_for_children_do_not_consume_their_retries(settings: OperatorSettings) -> None:
     async def parent(**_: Any) -> None:
-        await execute(fns={'a': child, 'b': child, 'c': child})
+        await execute(fns={"a": child, "b": child, "c": child})
 
     async def child(**_: Any) -> None:
         pass
 
     _, executions = await simulate([make_handler(parent, retries=1)], settings)
-    assert executions[-1].state.succeeded == ['parent']
+    assert executions[-1].state.succeeded == ["parent"]
     assert len(executions) == 3  # one child per cycle; the parent is re-entered every time.
 
 
 async def test_execute_outside_of_handlers_fails() -> None:
     with pytest.raises(RuntimeError, match="inside of the change-detecting handlers"):
-        await execute(fns={'a': lambda **_: None})
+        await execute(fns={"a": lambda **_: None})
 
 
 async def test_execute_with_several_sources_fails(settings: OperatorSettings) -> None:
@@ -955,41 +1024,41 @@ async def test_execute_with_several_sources_fails(settings: OperatorSettings) ->
 
 async def test_declaring_subhandlers_outside_of_handlers_fails() -> None:
     with pytest.raises(subhandlers.NoParentHandlerError):
-        kopf.register(lambda **_: None, id='x')
+        kopf.register(lambda **_: None, id="x")
 
 
 async def test_without_the_subhandling_hooks_only_explicit_handlers_work() -> None:
     seen: list[str] = []
-    child = make_handler(lambda **_: seen.append('child'), id='child', reason=None)
+    child = make_handler(lambda **_: seen.append("child"), id="child", reason=None)
 
     async def explicit(**_: Any) -> None:
         await execute(handlers=[child], lifecycle=lifecycles.all_at_once)
 
     async def by_fns(**_: Any) -> None:
-        await execute(fns={'x': lambda **_: None})
+        await execute(fns={"x": lambda **_: None})
 
     def declaring(**_: Any) -> None:
-        kopf.register(lambda **_: None, id='x')
+        kopf.register(lambda **_: None, id="x")
 
     settings = OperatorSettings()
     outcomes = {}
     for fn in [explicit, by_fns, declaring]:
         outcomes[fn.__name__] = await execute_handler_once(
-            handler=make_handler(fn), state=HandlerState.from_scratch(), cause=make_cause(BODY),
-            settings=settings)
-    assert outcomes['explicit'] == HandlerOutcome(final=True, subrefs=('child',))
-    assert seen == ['child']
-    assert isinstance(outcomes['by_fns'].exception, RuntimeError)
-    assert isinstance(outcomes['declaring'].exception, subhandlers.NoParentHandlerError)
+            handler=make_handler(fn), state=HandlerState.from_scratch(), cause=make_cause(BODY), settings=settings
+        )
+    assert outcomes["explicit"] == HandlerOutcome(final=True, subrefs=("child",))
+    assert seen == ["child"]
+    assert isinstance(outcomes["by_fns"].exception, RuntimeError)
+    assert isinstance(outcomes["declaring"].exception, subhandlers.NoParentHandlerError)
 
 
 async def test_execute_with_an_explicit_cause_outside_of_handlers(settings: OperatorSettings) -> None:
     seen: list[str] = []
-    handler = make_handler(lambda **_: seen.append('x'), id='x', reason=None)
+    handler = make_handler(lambda **_: seen.append("x"), id="x", reason=None)
     patch = Patch()
     await execute(handlers=[handler], cause=make_cause(BODY, patch))
-    assert seen == ['x']
-    assert 'kopf.zalando.org/x' in patch['metadata']['annotations']
+    assert seen == ["x"]
+    assert "kopf.zalando.org/x" in patch["metadata"]["annotations"]
 
     async def fail(**_: Any) -> None:
         raise kopf.TemporaryError("again", delay=7)
@@ -1004,7 +1073,7 @@ async def test_subregistry_is_isolated_per_handler_call() -> None:
 
     def fn(**_: Any) -> None:
         registries_seen.append(subhandlers.get_current_subregistry())
-        assert subhandlers.get_current_handler_id() == 'fn'
+        assert subhandlers.get_current_handler_id() == "fn"
 
     for _ in range(2):
         await run_once(make_handler(fn))
@@ -1015,49 +1084,71 @@ async def test_subregistry_is_isolated_per_handler_call() -> None:
 
 async def test_other_causes_with_in_memory_states(calls: Calls) -> None:
     """E.g. the activities: the same errors' semantics, but no persistence and no sub-handlers."""
+
     async def startup(retry: int, settings: OperatorSettings, **kwargs: Any) -> None:
-        calls('startup', kwargs)
+        calls("startup", kwargs)
         if retry < 2:
             raise ValueError("not yet")
 
     async def declaring(**_: Any) -> None:
-        kopf.register(lambda **_: None, id='x')
+        kopf.register(lambda **_: None, id="x")
 
     settings = OperatorSettings()
-    cause = ActivityCause(logger=LOGGER, activity='startup', settings=settings)
+    cause = ActivityCause(logger=LOGGER, activity="startup", settings=settings)
     handlers = [make_handler(startup, backoff=3), make_handler(declaring, errors=kopf.ErrorsMode.PERMANENT)]
     state = State({handler.id: HandlerState.from_scratch() for handler in handlers})
     for _ in range(10):
         if state.done:
             break
-        outcomes = await run_handlers(handlers=handlers, state=state, cause=cause, settings=settings,
-                                      subhandling=SUBHANDLING, lifecycle=lifecycles.all_at_once)
+        outcomes = await run_handlers(
+            handlers=handlers,
+            state=state,
+            cause=cause,
+            settings=settings,
+            subhandling=SUBHANDLING,
+            lifecycle=lifecycles.all_at_once,
+        )
         state = state.with_outcomes(outcomes)
         await asyncio.sleep(state.delay() or 0)
-    assert calls.times('startup') == [0, 3, 6]
-    assert state['startup'].success
-    assert state['declaring'].failure
-    assert 'inside of a change-detecting handler' in (state['declaring'].message or '')
+    assert calls.times("startup") == [0, 3, 6]
+    assert state["startup"].success
+    assert state["declaring"].failure
+    assert "inside of a change-detecting handler" in (state["declaring"].message or "")
 
 
 # The states & the storage.
 
+
 def test_handler_state_round_trip() -> None:
     now = datetime.datetime(2020, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
-    state = HandlerState(started=now, stopped=now, delayed=None, purpose='update', retries=3,
-                         success=True, failure=False, message=None, subrefs=(HandlerId('a/b'),))
+    state = HandlerState(
+        started=now,
+        stopped=now,
+        delayed=None,
+        purpose="update",
+        retries=3,
+        success=True,
+        failure=False,
+        message=None,
+        subrefs=(HandlerId("a/b"),),
+    )
     record = state.as_record()
     assert record == {
-        'started': '2020-01-02T03:04:05+00:00', 'stopped': '2020-01-02T03:04:05+00:00', 'delayed': None,
-        'purpose': 'update', 'retries': 3, 'success': True, 'failure': False, 'message': None,
-        'subrefs': ['a/b'],
+        "started": "2020-01-02T03:04:05+00:00",
+        "stopped": "2020-01-02T03:04:05+00:00",
+        "delayed": None,
+        "purpose": "update",
+        "retries": 3,
+        "success": True,
+        "failure": False,
+        "message": None,
+        "subrefs": ["a/b"],
     }
     assert HandlerState.from_record(record) == state
 
 
 def test_handler_state_from_older_records() -> None:
-    state = HandlerState.from_record({'started': '2020-01-02T03:04:05.123456', 'retries': None,
-                                      'delayed': 'garbage'})
+    state = HandlerState.from_record({"started": "2020-01-02T03:04:05.123456", "retries": None, "delayed": "garbage"})
     assert state.started == datetime.datetime(2020, 1, 2, 3, 4, 5, 123456, tzinfo=datetime.UTC)
     assert state.retries == 0
     assert state.delayed is None
@@ -1078,102 +1169,145 @@ def test_handler_state_timing() -> None:
 
 def test_handler_state_with_outcomes() -> None:
     now = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
-    state = HandlerState.from_scratch(purpose='create', now=now)
+    state = HandlerState.from_scratch(purpose="create", now=now)
     assert not state.dirty
-    state = state.with_outcome(HandlerOutcome(final=False, delay=5, exception=ValueError('x')), now=now)
+    state = state.with_outcome(HandlerOutcome(final=False, delay=5, exception=ValueError("x")), now=now)
     assert (state.retries, state.delayed, state.message, state.dirty) == (
-        1, now + datetime.timedelta(seconds=5), 'x', True)
-    state = state.with_outcome(HandlerOutcome(final=False, delay=None, subrefs=('a',)), now=now)
-    assert (state.retries, state.delayed, state.subrefs) == (1, None, ('a',))
-    state = state.with_outcome(HandlerOutcome(final=True, result=1, subrefs=('a', 'b')), now=now)
+        1,
+        now + datetime.timedelta(seconds=5),
+        "x",
+        True,
+    )
+    state = state.with_outcome(HandlerOutcome(final=False, delay=None, subrefs=("a",)), now=now)
+    assert (state.retries, state.delayed, state.subrefs) == (1, None, ("a",))
+    state = state.with_outcome(HandlerOutcome(final=True, result=1, subrefs=("a", "b")), now=now)
     assert (state.retries, state.success, state.failure, state.stopped, state.subrefs, state.message) == (
-        2, True, False, now, ('a', 'b'), None)
+        2,
+        True,
+        False,
+        now,
+        ("a", "b"),
+        None,
+    )
     failed = HandlerState().with_outcome(HandlerOutcome(final=True, exception=kopf.PermanentError()), now=now)
-    assert failed.failure and not failed.success and failed.message == 'PermanentError'
+    assert failed.failure and not failed.success and failed.message == "PermanentError"
 
 
 def test_state_store_writes_only_the_changed_states() -> None:
     storage = AnnotationsProgressStorage()
-    body = Body({'metadata': {'annotations': {
-        'kopf.zalando.org/old': json.dumps({'started': '2020-01-01T00:00:00', 'retries': 1, 'purpose': 'create'}),
-    }}})
-    handlers = [make_handler(lambda **_: None, id='old'), make_handler(lambda **_: None, id='new')]
-    state = State.from_storage(body=body, storage=storage, handlers=handlers, purpose='create')
-    assert state['old'].retries == 1
-    assert state['new'].retries == 0
+    body = Body(
+        {
+            "metadata": {
+                "annotations": {
+                    "kopf.zalando.org/old": json.dumps(
+                        {"started": "2020-01-01T00:00:00", "retries": 1, "purpose": "create"}
+                    ),
+                }
+            }
+        }
+    )
+    handlers = [make_handler(lambda **_: None, id="old"), make_handler(lambda **_: None, id="new")]
+    state = State.from_storage(body=body, storage=storage, handlers=handlers, purpose="create")
+    assert state["old"].retries == 1
+    assert state["new"].retries == 0
     patch = Patch()
     state.store(body=body, patch=patch, storage=storage)
-    assert set(patch['metadata']['annotations']) == {'kopf.zalando.org/new'}  # the new one is stored at once
-    record = json.loads(patch['metadata']['annotations']['kopf.zalando.org/new'])
-    assert record['retries'] == 0 and record['purpose'] == 'create' and 'started' in record  # not yet executed
-    stored = Body({'metadata': {'annotations': {**body.metadata.annotations, **patch['metadata']['annotations']}}})
-    state = State.from_storage(body=stored, storage=storage, handlers=handlers, purpose='create')
+    assert set(patch["metadata"]["annotations"]) == {"kopf.zalando.org/new"}  # the new one is stored at once
+    record = json.loads(patch["metadata"]["annotations"]["kopf.zalando.org/new"])
+    assert record["retries"] == 0 and record["purpose"] == "create" and "started" in record  # not yet executed
+    stored = Body({"metadata": {"annotations": {**body.metadata.annotations, **patch["metadata"]["annotations"]}}})
+    state = State.from_storage(body=stored, storage=storage, handlers=handlers, purpose="create")
     patch = Patch()
     state.store(body=stored, patch=patch, storage=storage)
     assert patch == {}  # nothing has changed since fetched: nothing is written
-    state = state.with_outcomes({HandlerId('new'): HandlerOutcome(final=True)})
+    state = state.with_outcomes({HandlerId("new"): HandlerOutcome(final=True)})
     state.store(body=stored, patch=patch, storage=storage)
-    assert set(patch['metadata']['annotations']) == {'kopf.zalando.org/new'}
+    assert set(patch["metadata"]["annotations"]) == {"kopf.zalando.org/new"}
 
 
 def test_state_purge_follows_the_subrefs_in_the_body_and_in_the_patch() -> None:
     storage = StatusProgressStorage()
-    body = Body({'status': {'kopf': {'progress': {
-        'p': {'success': True, 'subrefs': ['p/c']},
-        'p/c': {'success': True, 'subrefs': ['p/c/g']},
-        'unrelated': {'success': True},
-    }}}})
-    patch = Patch({'status': {'kopf': {'progress': {'p/c/g': {'success': True, 'subrefs': ['p/c/g/x']},
-                                                    'p/c/g/x': {'success': True}}}}})
-    state = State.from_storage(body=body, storage=storage, handlers=[make_handler(lambda **_: None, id='p')])
+    body = Body(
+        {
+            "status": {
+                "kopf": {
+                    "progress": {
+                        "p": {"success": True, "subrefs": ["p/c"]},
+                        "p/c": {"success": True, "subrefs": ["p/c/g"]},
+                        "unrelated": {"success": True},
+                    }
+                }
+            }
+        }
+    )
+    patch = Patch(
+        {
+            "status": {
+                "kopf": {"progress": {"p/c/g": {"success": True, "subrefs": ["p/c/g/x"]}, "p/c/g/x": {"success": True}}}
+            }
+        }
+    )
+    state = State.from_storage(body=body, storage=storage, handlers=[make_handler(lambda **_: None, id="p")])
     state.purge(body=body, patch=patch, storage=storage)
-    assert patch == {'status': {'kopf': {'progress': {'p': None, 'p/c': None}}}}
+    assert patch == {"status": {"kopf": {"progress": {"p": None, "p/c": None}}}}
 
 
 def test_deliver_results() -> None:
     patch = Patch()
-    deliver_results(patch=patch, outcomes={
-        HandlerId('a'): HandlerOutcome(final=True, result={'x': 1}),
-        HandlerId('b'): HandlerOutcome(final=True, result=None),
-        HandlerId('c'): HandlerOutcome(final=False, result='ignored', exception=ValueError()),
-        HandlerId('d/e'): HandlerOutcome(final=True, result='nested id'),
-    })
-    assert patch == {'status': {'a': {'x': 1}, 'd/e': 'nested id'}}
+    deliver_results(
+        patch=patch,
+        outcomes={
+            HandlerId("a"): HandlerOutcome(final=True, result={"x": 1}),
+            HandlerId("b"): HandlerOutcome(final=True, result=None),
+            HandlerId("c"): HandlerOutcome(final=False, result="ignored", exception=ValueError()),
+            HandlerId("d/e"): HandlerOutcome(final=True, result="nested id"),
+        },
+    )
+    assert patch == {"status": {"a": {"x": 1}, "d/e": "nested id"}}
 
 
 def test_apply_merge_patch() -> None:
-    body = {'a': {'b': 1, 'c': 2}, 'd': [1], 'e': 'x'}
-    result = apply_merge_patch(body, {'a': {'b': None, 'f': {'g': 3}}, 'd': [2], 'e': None})
-    assert result == {'a': {'c': 2, 'f': {'g': 3}}, 'd': [2]}
-    assert body == {'a': {'b': 1, 'c': 2}, 'd': [1], 'e': 'x'}
+    body = {"a": {"b": 1, "c": 2}, "d": [1], "e": "x"}
+    result = apply_merge_patch(body, {"a": {"b": None, "f": {"g": 3}}, "d": [2], "e": None})
+    assert result == {"a": {"c": 2, "f": {"g": 3}}, "d": [2]}
+    assert body == {"a": {"b": 1, "c": 2}, "d": [1], "e": "x"}
 
 
 def test_apply_merge_patch_copies_the_patch_and_shares_the_untouched_body() -> None:
-    body = {'metadata': {'labels': {'x': '1'}}, 'spec': {'items': [1, 2]}}
-    patch = {'status': {'list': [1]}, 'metadata': {'annotations': {'a': 'b'}}}
+    body = {"metadata": {"labels": {"x": "1"}}, "spec": {"items": [1, 2]}}
+    patch = {"status": {"list": [1]}, "metadata": {"annotations": {"a": "b"}}}
     result = apply_merge_patch(body, patch)
-    patch['status']['list'].append(2)
-    assert result['status'] == {'list': [1]}
-    assert result['spec'] is body['spec']                                 # never patched: not copied
-    assert result['metadata'] is not body['metadata']                     # patched: a new mapping
-    assert result['metadata']['labels'] is body['metadata']['labels']
-    assert body == {'metadata': {'labels': {'x': '1'}}, 'spec': {'items': [1, 2]}}
+    patch["status"]["list"].append(2)
+    assert result["status"] == {"list": [1]}
+    assert result["spec"] is body["spec"]  # never patched: not copied
+    assert result["metadata"] is not body["metadata"]  # patched: a new mapping
+    assert result["metadata"]["labels"] is body["metadata"]["labels"]
+    assert body == {"metadata": {"labels": {"x": "1"}}, "spec": {"items": [1, 2]}}
 
 
 # Lifecycles.
 
+
 def test_lifecycles() -> None:
-    handlers = [make_handler(lambda **_: None, id=id) for id in ['a', 'b', 'c']]
-    state = {HandlerId('a'): HandlerState(retries=2), HandlerId('b'): HandlerState(retries=1),
-             HandlerId('c'): HandlerState(retries=1)}
-    assert [h.id for h in lifecycles.all_at_once(handlers)] == ['a', 'b', 'c']
-    assert [h.id for h in lifecycles.one_by_one(handlers)] == ['a']
-    assert [h.id for h in lifecycles.asap(handlers, state=state)] == ['b']
-    assert [h.id for h in lifecycles.asap(handlers)] == ['a']
+    handlers = [make_handler(lambda **_: None, id=id) for id in ["a", "b", "c"]]
+    state = {
+        HandlerId("a"): HandlerState(retries=2),
+        HandlerId("b"): HandlerState(retries=1),
+        HandlerId("c"): HandlerState(retries=1),
+    }
+    assert [h.id for h in lifecycles.all_at_once(handlers)] == ["a", "b", "c"]
+    assert [h.id for h in lifecycles.one_by_one(handlers)] == ["a"]
+    assert [h.id for h in lifecycles.asap(handlers, state=state)] == ["b"]
+    assert [h.id for h in lifecycles.asap(handlers)] == ["a"]
     assert len(lifecycles.randomized(handlers)) == 1
-    assert sorted(h.id for h in lifecycles.shuffled(handlers)) == ['a', 'b', 'c']
-    for lifecycle in [lifecycles.all_at_once, lifecycles.one_by_one, lifecycles.asap,
-                      lifecycles.randomized, lifecycles.shuffled]:
+    assert sorted(h.id for h in lifecycles.shuffled(handlers)) == ["a", "b", "c"]
+    for lifecycle in [
+        lifecycles.all_at_once,
+        lifecycles.one_by_one,
+        lifecycles.asap,
+        lifecycles.randomized,
+        lifecycles.shuffled,
+    ]:
         assert list(lifecycle([], state={})) == []
 
 
@@ -1192,19 +1326,20 @@ async def test_lifecycles_get_the_kwargs(settings: OperatorSettings) -> None:
         seen.update(kwargs, handlers=handlers)
         return []
 
-    handler = make_handler(lambda **_: None, id='a')
+    handler = make_handler(lambda **_: None, id="a")
     _, patch, execution = await cycle([handler], BODY, settings, lifecycle=lifecycle)
-    assert seen['handlers'] == [handler]
-    assert isinstance(seen['state'], State)
-    assert seen['body']['metadata']['name'] == 'kex'
+    assert seen["handlers"] == [handler]
+    assert isinstance(seen["state"], State)
+    assert seen["body"]["metadata"]["name"] == "kex"
     assert not execution.done
     assert execution.outcomes == {}
     records = progress(patch)  # only the start of the pending handler is recorded: no results, no retries
-    assert records and all(record['retries'] == 0 and not record['success'] for record in records.values())
-    assert set(patch.get('status', {})) <= {'kopf'}
+    assert records and all(record["retries"] == 0 and not record["success"] for record in records.values())
+    assert set(patch.get("status", {})) <= {"kopf"}
 
 
 # Applying: delays & touches.
+
 
 def test_get_delay() -> None:
     assert get_delay([]) is None
@@ -1237,17 +1372,17 @@ async def test_touch(settings: OperatorSettings) -> None:
 
 async def test_simulation_of_the_default_backoff_from_settings(settings: OperatorSettings, calls: Calls) -> None:
     def fn(retry: int, **kwargs: Any) -> None:
-        calls('fn', kwargs)
+        calls("fn", kwargs)
         if retry < 2:
             raise ValueError("again")
 
     settings.execution.default_backoff = 7  # the handler sets no backoff=: the settings' one is used
     await simulate([make_handler(fn)], settings)
-    assert calls.times('fn') == [0, 7, 14]
+    assert calls.times("fn") == [0, 7, 14]
 
 
 async def test_messages_of_the_final_failures_as_published(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger='tests.execution')
+    caplog.set_level(logging.DEBUG, logger="tests.execution")
 
     async def temp(**_: Any) -> None:
         raise kopf.TemporaryError("temp-msg", delay=10)
@@ -1255,7 +1390,7 @@ async def test_messages_of_the_final_failures_as_published(caplog: pytest.LogCap
     async def arbitrary(**_: Any) -> None:
         raise ValueError("arbitrary-msg")
 
-    state = HandlerState.from_scratch(purpose='create')
+    state = HandlerState.from_scratch(purpose="create")
     await run_once(make_handler(temp, retries=1), state=state)
     await run_once(make_handler(arbitrary, retries=1), state=state)
     await run_once(make_handler(arbitrary, errors=kopf.ErrorsMode.PERMANENT), state=state)
@@ -1264,10 +1399,14 @@ async def test_messages_of_the_final_failures_as_published(caplog: pytest.LogCap
     await run_once(make_handler(arbitrary, timeout=5, backoff=10), state=state)
     messages = [record.getMessage() for record in caplog.records]
     assert "Handler 'temp' failed temporarily but will exceed 1 retries: temp-msg" in messages
-    assert ("Handler 'arbitrary' failed with an exception and will stop now "
-            "(it would exceed 1 retries on the next attempt): arbitrary-msg") in messages
+    assert (
+        "Handler 'arbitrary' failed with an exception and will stop now "
+        "(it would exceed 1 retries on the next attempt): arbitrary-msg"
+    ) in messages
     assert "Handler 'arbitrary' failed with an exception and will stop now: arbitrary-msg" in messages
     assert "Handler 'arbitrary' failed with an exception and will ignore it: arbitrary-msg" in messages
     assert "Handler 'temp' failed temporarily but will time out after 5 seconds: temp-msg" in messages
-    assert ("Handler 'arbitrary' failed with an exception and will stop now "
-            "(it would time out in 5 seconds on the next attempt): arbitrary-msg") in messages
+    assert (
+        "Handler 'arbitrary' failed with an exception and will stop now "
+        "(it would time out in 5 seconds on the next attempt): arbitrary-msg"
+    ) in messages

@@ -15,11 +15,11 @@ def test_memo_is_a_dict() -> None:
 def test_attributes_are_keys_and_vice_versa() -> None:
     memo = Memo()
     memo.f1 = 100
-    memo['f2'] = 200
-    assert memo['f1'] == 100
+    memo["f2"] = 200
+    assert memo["f1"] == 100
     assert memo.f2 == 200
-    assert set(memo.keys()) == {'f1', 'f2'}
-    assert memo.get('f3', 'dflt') == 'dflt'
+    assert set(memo.keys()) == {"f1", "f2"}
+    assert memo.get("f3", "dflt") == "dflt"
 
 
 def test_missing_attributes_raise_attribute_errors() -> None:
@@ -28,8 +28,8 @@ def test_missing_attributes_raise_attribute_errors() -> None:
         _ = memo.absent
     with pytest.raises(AttributeError):
         del memo.absent
-    assert getattr(memo, 'absent', 'dflt') == 'dflt'
-    assert not hasattr(memo, 'absent')
+    assert getattr(memo, "absent", "dflt") == "dflt"
+    assert not hasattr(memo, "absent")
 
 
 def test_attribute_deletion() -> None:
@@ -40,16 +40,16 @@ def test_attribute_deletion() -> None:
 
 def test_dict_methods_are_not_shadowed_by_default() -> None:
     memo = Memo()
-    memo['keys'] = 'a value'
+    memo["keys"] = "a value"
     assert callable(memo.keys)
-    assert memo['keys'] == 'a value'
+    assert memo["keys"] == "a value"
 
 
 def test_repr() -> None:
     assert repr(Memo(a=1)) == "Memo({'a': 1})"
 
 
-@pytest.mark.parametrize('copier', [copy.copy, Memo.copy, fork_memo])
+@pytest.mark.parametrize("copier", [copy.copy, Memo.copy, fork_memo])
 def test_copies_are_shallow_and_of_the_same_class(copier: object) -> None:
     shared = Memo()
     memo = Memo(values=[1], nested=shared)
@@ -57,11 +57,11 @@ def test_copies_are_shallow_and_of_the_same_class(copier: object) -> None:
     assert type(clone) is Memo
     assert clone == memo
     assert clone is not memo
-    clone.own = 'x'
-    assert 'own' not in memo
-    clone['values'].append(2)
+    clone.own = "x"
+    assert "own" not in memo
+    clone["values"].append(2)
     clone.nested.seen = True
-    assert memo['values'] == [1, 2]
+    assert memo["values"] == [1, 2]
     assert shared.seen is True
 
 
@@ -77,7 +77,7 @@ def test_custom_memo_classes_decide_on_copying() -> None:
     class Global:
         value: int = 0
 
-        def __copy__(self) -> 'Global':
+        def __copy__(self) -> "Global":
             return self
 
     memo = Global()

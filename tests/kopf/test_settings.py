@@ -29,24 +29,24 @@ from kopf._cogs.configs.progress import (
 )
 
 SECTIONS = {
-    'process': ProcessSettings,
-    'posting': PostingSettings,
-    'peering': PeeringSettings,
-    'watching': WatchingSettings,
-    'batching': BatchingSettings,
-    'scanning': ScanningSettings,
-    'admission': AdmissionSettings,
-    'execution': ExecutionSettings,
-    'background': BackgroundSettings,
-    'networking': NetworkingSettings,
-    'persistence': PersistenceSettings,
+    "process": ProcessSettings,
+    "posting": PostingSettings,
+    "peering": PeeringSettings,
+    "watching": WatchingSettings,
+    "batching": BatchingSettings,
+    "scanning": ScanningSettings,
+    "admission": AdmissionSettings,
+    "execution": ExecutionSettings,
+    "background": BackgroundSettings,
+    "networking": NetworkingSettings,
+    "persistence": PersistenceSettings,
 }
 
 
 def test_operator_settings_signature() -> None:
     params = inspect.signature(OperatorSettings).parameters
     # The constructor's argument keeps the older name `queueing` (as in the published framework).
-    assert list(params) == [name.replace('batching', 'queueing') for name in SECTIONS]
+    assert list(params) == [name.replace("batching", "queueing") for name in SECTIONS]
     assert all(param.kind is param.POSITIONAL_OR_KEYWORD for param in params.values())
     assert all(field.default_factory is not dataclasses.MISSING for field in dataclasses.fields(OperatorSettings))
 
@@ -74,7 +74,7 @@ def test_queueing_is_an_alias_of_batching() -> None:
     assert settings.batching is new
 
 
-@pytest.mark.parametrize(('section', 'cls'), list(SECTIONS.items()))
+@pytest.mark.parametrize(("section", "cls"), list(SECTIONS.items()))
 def test_unknown_settings_are_refused_with_the_valid_ones_listed(section: str, cls: type) -> None:
     settings = OperatorSettings()
     with pytest.raises(AttributeError) as info:
@@ -83,7 +83,7 @@ def test_unknown_settings_are_refused_with_the_valid_ones_listed(section: str, c
     assert f"settings.{section} has no setting 'no_such_setting'" in message
     valid = {field.name for field in dataclasses.fields(cls)}
     assert all(name in message for name in valid)
-    assert not hasattr(getattr(settings, section), 'no_such_setting')
+    assert not hasattr(getattr(settings, section), "no_such_setting")
 
 
 def test_unknown_sections_are_refused() -> None:
@@ -113,8 +113,8 @@ def test_the_published_frameworks_settings_exist() -> None:
     assert settings.posting.logging_backoffs == (1, 1, 2, 3, 5)
     assert settings.posting.worker_limit is None
     assert settings.posting.idle_timeout == 1.0
-    assert (settings.posting.reporting_component, settings.posting.reporting_instance) == ('kopf', 'dev')
-    assert settings.posting.event_name_prefix == 'kopf-event-'
+    assert (settings.posting.reporting_component, settings.posting.reporting_instance) == ("kopf", "dev")
+    assert settings.posting.event_name_prefix == "kopf-event-"
     assert settings.watching.chunk_size is None
     assert settings.watching.initial_streaming is False
     assert dict(settings.watching.label_selectors) == {}
@@ -134,7 +134,7 @@ def test_posting_defaults() -> None:
 
 def test_peering_defaults() -> None:
     settings = PeeringSettings()
-    assert settings.name == 'default'
+    assert settings.name == "default"
     assert settings.mandatory is False
     assert settings.standalone is False
     assert settings.stealth is False
@@ -190,8 +190,8 @@ def test_admission_accepts_servers() -> None:
 
     settings = AdmissionSettings()
     settings.server = Server()  # type: ignore[assignment]
-    settings.managed = 'auto.kopf.dev'
-    assert settings.managed == 'auto.kopf.dev'
+    settings.managed = "auto.kopf.dev"
+    assert settings.managed == "auto.kopf.dev"
 
 
 def test_execution_defaults() -> None:
@@ -243,13 +243,16 @@ def test_networking_defaults() -> None:
     assert 45 <= sum(backoffs) <= 75  # "roughly a minute of attempts".
 
 
-@pytest.mark.parametrize(('value', 'expected'), [
-    (1.0, (1.0,)),
-    (2, (2,)),
-    ([10, 20, 30], [10, 20, 30]),
-    ((), ()),
-    ([], []),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (1.0, (1.0,)),
+        (2, (2,)),
+        ([10, 20, 30], [10, 20, 30]),
+        ((), ()),
+        ([], []),
+    ],
+)
 def test_backoffs_and_delays_accept_single_numbers(value: Any, expected: Any) -> None:
     networking = NetworkingSettings()
     networking.error_backoffs = value
@@ -274,21 +277,21 @@ def test_backoffs_accept_reiterable_objects() -> None:
 
 def test_persistence_defaults() -> None:
     settings = PersistenceSettings()
-    assert settings.finalizer == 'kopf.zalando.org/KopfFinalizerMarker'
+    assert settings.finalizer == "kopf.zalando.org/KopfFinalizerMarker"
     assert settings.consistency_timeout == 5.0
     assert isinstance(settings.progress_storage, SmartProgressStorage)
     assert isinstance(settings.diffbase_storage, AnnotationsDiffBaseStorage)
-    assert settings.diffbase_storage.prefix == 'kopf.zalando.org'
-    assert settings.diffbase_storage.key == 'last-handled-configuration'
+    assert settings.diffbase_storage.prefix == "kopf.zalando.org"
+    assert settings.diffbase_storage.key == "last-handled-configuration"
 
 
 def test_persistence_storages_can_be_replaced() -> None:
     settings = OperatorSettings()
-    settings.persistence.finalizer = 'my-operator.example.com/kopf-finalizer'
-    settings.persistence.progress_storage = AnnotationsProgressStorage(prefix='my-op.example.com')
-    settings.persistence.progress_storage = StatusProgressStorage(field='status.my-operator')
-    settings.persistence.diffbase_storage = StatusDiffBaseStorage(field='status.diff-base')
-    assert settings.persistence.finalizer == 'my-operator.example.com/kopf-finalizer'
+    settings.persistence.finalizer = "my-operator.example.com/kopf-finalizer"
+    settings.persistence.progress_storage = AnnotationsProgressStorage(prefix="my-op.example.com")
+    settings.persistence.progress_storage = StatusProgressStorage(field="status.my-operator")
+    settings.persistence.diffbase_storage = StatusDiffBaseStorage(field="status.diff-base")
+    assert settings.persistence.finalizer == "my-operator.example.com/kopf-finalizer"
 
 
 def test_documented_startup_configuration() -> None:
@@ -303,26 +306,45 @@ def test_documented_startup_configuration() -> None:
     settings.networking.request_timeout = 60
     settings.batching.error_delays = [10, 20, 30]
     settings.peering.priority = 100
-    settings.peering.name = 'example'
+    settings.peering.name = "example"
     settings.peering.mandatory = True
     settings.peering.standalone = True
     settings.peering.stealth = True
-    settings.admission.managed = 'auto.kopf.dev'
+    settings.admission.managed = "auto.kopf.dev"
     assert settings.watching.server_timeout == 600
     assert settings.batching.error_delays == [10, 20, 30]
 
 
-@pytest.mark.parametrize('path', [  # every setting that the reference documentation's configuration chapter names
-    'admission.managed', 'admission.server', 'batching.error_delays', 'execution.executor',
-    'execution.max_workers', 'networking.connect_timeout', 'networking.error_backoffs',
-    'networking.request_timeout', 'peering.mandatory', 'peering.name', 'peering.priority', 'peering.standalone',
-    'peering.stealth', 'persistence.diffbase_storage', 'persistence.finalizer', 'persistence.progress_storage',
-    'posting.enabled', 'posting.level', 'watching.client_timeout', 'watching.connect_timeout',
-    'watching.reconnect_backoff', 'watching.server_timeout',
-])
+@pytest.mark.parametrize(
+    "path",
+    [  # every setting that the reference documentation's configuration chapter names
+        "admission.managed",
+        "admission.server",
+        "batching.error_delays",
+        "execution.executor",
+        "execution.max_workers",
+        "networking.connect_timeout",
+        "networking.error_backoffs",
+        "networking.request_timeout",
+        "peering.mandatory",
+        "peering.name",
+        "peering.priority",
+        "peering.standalone",
+        "peering.stealth",
+        "persistence.diffbase_storage",
+        "persistence.finalizer",
+        "persistence.progress_storage",
+        "posting.enabled",
+        "posting.level",
+        "watching.client_timeout",
+        "watching.connect_timeout",
+        "watching.reconnect_backoff",
+        "watching.server_timeout",
+    ],
+)
 def test_every_documented_setting_exists_and_is_settable(path: str) -> None:
     settings = OperatorSettings()
-    section_name, name = path.split('.')
+    section_name, name = path.split(".")
     section = getattr(settings, section_name)
     value = getattr(section, name)
     setattr(section, name, value)  # accepted: it is a known setting

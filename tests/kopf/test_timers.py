@@ -1,4 +1,5 @@
 """The timers (via the daemons engine), driven directly in virtual time: schedules, sharpness, idling, errors."""
+
 import asyncio
 import time
 from typing import Any
@@ -37,11 +38,19 @@ class Recorder:
         return self.result
 
 
-async def spawn(handlers: list[Any], memory: DaemonsMemory, *, body: dict[str, Any] | None = None,
-                sink: PatchSink | None = None) -> None:
-    await spawn_daemons(settings=OperatorSettings(), handlers=handlers, memory=memory,
-                        body=body if body is not None else make_body(), resource=RESOURCE, logger=LOGGER,
-                        memo=Memo(), patch_sink=sink)
+async def spawn(
+    handlers: list[Any], memory: DaemonsMemory, *, body: dict[str, Any] | None = None, sink: PatchSink | None = None
+) -> None:
+    await spawn_daemons(
+        settings=OperatorSettings(),
+        handlers=handlers,
+        memory=memory,
+        body=body if body is not None else make_body(),
+        resource=RESOURCE,
+        logger=LOGGER,
+        memo=Memo(),
+        patch_sink=sink,
+    )
 
 
 async def test_interval_between_the_calls() -> None:
@@ -103,7 +112,7 @@ async def test_idle_timer_does_not_fire_while_the_object_keeps_changing() -> Non
     await spawn([handler], memory)  # the creation is a change too.
     for i in range(10):
         await asyncio.sleep(10)
-        await spawn([handler], memory, body=make_body(spec={'field': i}))  # changes every 10s.
+        await spawn([handler], memory, body=make_body(spec={"field": i}))  # changes every 10s.
     assert fn.times == []
     await asyncio.sleep(29)
     assert fn.times == []
@@ -174,7 +183,7 @@ async def test_permanent_error_stops_the_timer_forever() -> None:
     await spawn([handler], memory)
     await asyncio.sleep(100)
     assert calls == [1]
-    assert 'timer_fn' in memory.exhausted and not memory.running
+    assert "timer_fn" in memory.exhausted and not memory.running
 
 
 async def test_results_go_to_status() -> None:
@@ -183,7 +192,7 @@ async def test_results_go_to_status() -> None:
     sink = PatchSink()
     await spawn([timer_handler(fn, interval=10)], memory, sink=sink)
     await asyncio.sleep(25)
-    assert sink.statuses == [{'timer_fn': 42}] * 3
+    assert sink.statuses == [{"timer_fn": 42}] * 3
     await stop_all([memory], settings=OperatorSettings())
 
 
@@ -193,13 +202,13 @@ async def test_timer_patches_are_applied_per_call() -> None:
     async def fn(patch: kopf.Patch, **_: Any) -> None:
         nonlocal count
         count += 1
-        patch.spec['field'] = count
+        patch.spec["field"] = count
 
     memory = DaemonsMemory()
     sink = PatchSink()
     await spawn([timer_handler(fn, interval=10)], memory, sink=sink)
     await asyncio.sleep(15)
-    assert sink.patches == [{'spec': {'field': 1}}, {'spec': {'field': 2}}]
+    assert sink.patches == [{"spec": {"field": 1}}, {"spec": {"field": 2}}]
     await stop_all([memory], settings=OperatorSettings())
 
 

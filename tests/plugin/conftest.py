@@ -5,6 +5,7 @@ What they fake: the real cluster of ``--kopf-real``, by a simulator served on 12
 in a thread, or ``kopf-sim serve`` in a process of its own) with a kubeconfig for it. The inner runs do not
 see tests/conftest.py: they get only the plugin's fixtures, as a user's project would.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -78,9 +79,23 @@ def served_cluster(tmp_path: Path) -> Iterator[ServedCluster]:
 @contextlib.contextmanager
 def kopf_sim_subprocess(kubeconfig: Path, *options: str) -> Iterator[Path]:
     """``kopf-sim serve`` on 127.0.0.1 (a free port) in a process of its own, its kubeconfig; stopped at the end."""
-    process = subprocess.Popen([sys.executable, "-m", "kopf_sim", "serve", "--host", "127.0.0.1", "--port", "0",
-                                "--kubeconfig", str(kubeconfig), *options],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kopf_sim",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(kubeconfig),
+            *options,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (kubeconfig.exists() and yaml.safe_load(kubeconfig.read_text() or "null")):

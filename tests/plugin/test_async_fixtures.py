@@ -1,4 +1,5 @@
 """Users' async fixtures that start the operator: in the test's loop, with or without pytest-asyncio (strict, auto)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +10,7 @@ from .conftest import BASE, CONFIGS, NO_ASYNCIO
 
 ROOT = Path(__file__).parent.parent.parent
 
-OPERATOR = '''
+OPERATOR = """
 import kopf
 
 class NotReadyYet(kopf.TemporaryError):
@@ -20,9 +21,9 @@ def create_fn(spec, **_):
     if spec.get("fail"):
         raise NotReadyYet("not yet", delay=1)
     return {"message": "created"}
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import asyncio
 import pytest
 import pytest_kopf
@@ -66,7 +67,7 @@ def other_loop():
 def test_starting_in_another_loop_is_a_clear_error(kopf_cluster, kopf_operator, other_loop):
     with pytest.raises(pytest_kopf.errors.KopfOperatorError, match="in another event loop than the test's own"):
         other_loop.run_until_complete(kopf_operator.start(paths=["operator.py"]))
-'''
+"""
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
@@ -80,7 +81,7 @@ def test_async_fixtures_that_start_the_operator(pytester: pytest.Pytester, confi
     result.assert_outcomes(passed=4)
 
 
-STARTUP = '''
+STARTUP = """
 import kopf
 
 class BadConfig(Exception):
@@ -89,7 +90,7 @@ class BadConfig(Exception):
 @kopf.on.create("kopfexamples")
 def create_fn(**_):
     raise BadConfig("the configuration is bad")
-'''
+"""
 
 EXCEPTIONS = '''
 import asyncio

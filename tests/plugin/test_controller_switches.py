@@ -1,4 +1,5 @@
 """The built-in controllers per test: on by default, switched by the ini file and by the kopf_controllers marker."""
+
 from __future__ import annotations
 
 import textwrap
@@ -7,7 +8,7 @@ import pytest
 
 from .conftest import BASE, NO_ASYNCIO
 
-TESTS = '''
+TESTS = """
 import asyncio
 import pytest
 
@@ -49,7 +50,7 @@ async def test_switched_in_the_test(kopf_cluster):
     kopf_cluster.sim.controllers.enable("replicasets")
     await asyncio.sleep(10)
     assert len(await names(kopf_cluster, "pods")) == 1
-'''
+"""
 
 
 def test_the_switches(pytester: pytest.Pytester) -> None:
@@ -60,7 +61,8 @@ def test_the_switches(pytester: pytest.Pytester) -> None:
 
 def test_the_ini_option_and_the_marker_on_top(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nkopf_controllers = none\n")
-    pytester.makepyfile(test_ini=textwrap.dedent('''
+    pytester.makepyfile(
+        test_ini=textwrap.dedent("""
         import pytest
 
         async def test_none_by_the_ini(kopf_cluster):
@@ -69,13 +71,15 @@ def test_the_ini_option_and_the_marker_on_top(pytester: pytest.Pytester) -> None
         @pytest.mark.kopf_controllers("nodes")
         async def test_the_marker_wins(kopf_cluster):
             assert len(await kopf_cluster.list("nodes")) == 3
-    '''))
+    """)
+    )
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
     result.assert_outcomes(passed=2)
 
 
 def test_a_bad_selection_is_named(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_bad=textwrap.dedent('''
+    pytester.makepyfile(
+        test_bad=textwrap.dedent("""
         import pytest
 
         @pytest.mark.kopf_controllers("deploy")
@@ -85,9 +89,14 @@ def test_a_bad_selection_is_named(pytester: pytest.Pytester) -> None:
         @pytest.mark.kopf_controllers(nodez=1)
         async def test_bad_setting(kopf_cluster):
             pass
-    '''))
+    """)
+    )
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
     result.assert_outcomes(errors=2)
-    result.stdout.fnmatch_lines(["*Bad kopf_controllers selection: Unknown controller 'deploy'; known ones are: "
-                                 "all, none, nodes, namespaces*",
-                                 "*Bad kopf_controllers selection: *unexpected keyword argument 'nodez'*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*Bad kopf_controllers selection: Unknown controller 'deploy'; known ones are: "
+            "all, none, nodes, namespaces*",
+            "*Bad kopf_controllers selection: *unexpected keyword argument 'nodez'*",
+        ]
+    )

@@ -1,4 +1,5 @@
 """The shape of a test from the design, unchanged, under --kopf-sim and under --kopf-real (a served simulator)."""
+
 from __future__ import annotations
 
 import shutil
@@ -14,7 +15,7 @@ from .conftest import BASE, CONFIGS, NO_ASYNCIO, ServedCluster
 ROOT = Path(__file__).parent.parent.parent
 
 # Verbatim from DESIGN.md ("Shape of a test"); the example's create_fn writes status.create_fn.message.
-DESIGN_SHAPE = '''
+DESIGN_SHAPE = """
 async def test_example(kopf_cluster, kopf_operator):
     await kopf_cluster.apply("examples/crd.yaml")
     await kopf_operator.start(paths=["examples/01-minimal/example.py"])
@@ -28,10 +29,10 @@ async def test_example(kopf_cluster, kopf_operator):
     await kopf_cluster.wait_gone("kopfexamples", "ex1", namespace="default")
     await kopf_operator.stop()
     assert kopf_operator.exception is None
-'''
+"""
 
 # The same, and what it has seen: the handler's result, its log line, no leftovers.
-DETAILS = '''
+DETAILS = """
 import kopf
 
 async def test_details(kopf_cluster, kopf_operator, kopf_mode):
@@ -51,7 +52,7 @@ async def test_details(kopf_cluster, kopf_operator, kopf_mode):
     assert "A new example 'ex2' with spec={'a': 1}. And here we are!" in kopf_operator.logs
     assert any(r.name == "kopf.objects" and "Handler 'create_fn' succeeded" in r.getMessage()
                for r in kopf_operator.records)
-'''
+"""
 
 
 def make_project(pytester: pytest.Pytester, ini: str) -> None:
@@ -75,8 +76,9 @@ def test_design_shape_in_sim_mode(pytester: pytest.Pytester, config: str) -> Non
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
-def test_design_shape_in_real_mode(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                   served_cluster: ServedCluster, config: str) -> None:
+def test_design_shape_in_real_mode(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, served_cluster: ServedCluster, config: str
+) -> None:
     args, ini = CONFIGS[config]
     make_project(pytester, ini)
     monkeypatch.setenv("KUBECONFIG", str(served_cluster.kubeconfig))
@@ -86,14 +88,18 @@ def test_design_shape_in_real_mode(pytester: pytest.Pytester, monkeypatch: pytes
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*kopf: real mode*"])
     # The operator has worked on the served cluster: its handler's results are stored there.
-    statuses = {change.obj["metadata"]["name"]: change.obj["status"]["create_fn"] for change in changes
-                if change.obj.get("kind") == "KopfExample" and "create_fn" in change.obj.get("status", {})}
+    statuses = {
+        change.obj["metadata"]["name"]: change.obj["status"]["create_fn"]
+        for change in changes
+        if change.obj.get("kind") == "KopfExample" and "create_fn" in change.obj.get("status", {})
+    }
     assert statuses == {"ex1": {"message": "hello, ex1"}, "ex2": {"message": "hello, ex2"}}
 
 
 def test_the_same_example_file_in_many_tests(pytester: pytest.Pytester) -> None:
     make_project(pytester, "")
-    pytester.makepyfile(test_many='''
+    pytester.makepyfile(
+        test_many="""
 import pytest
 
 @pytest.mark.parametrize("n", range(5))
@@ -104,6 +110,7 @@ async def test_loaded_again(kopf_cluster, kopf_operator, n):
     assert await kopf_cluster.list("kopfexamples") == []   # no objects of the other tests
     await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": f"e{n}"}})
     await kopf_cluster.wait_for("kex", f"e{n}", condition=lambda o: o["status"]["create_fn"])
-''')
+"""
+    )
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "test_many.py")
     result.assert_outcomes(passed=5)

@@ -1,4 +1,5 @@
 """kopf_cluster's discovery: aggregated (two requests) or legacy (per group-version), the same answers."""
+
 from __future__ import annotations
 
 import copy
@@ -46,8 +47,15 @@ async def fetcher(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIter
         yield Fetcher(session, aggregated=request.param)
 
 
-KEX = ResourceInfo(group="kopf.dev", version="v1", plural="kopfexamples", kind="KopfExample", namespaced=True,
-                   singular="kopfexample", short_names=("kex",))
+KEX = ResourceInfo(
+    group="kopf.dev",
+    version="v1",
+    plural="kopfexamples",
+    kind="KopfExample",
+    namespaced=True,
+    singular="kopfexample",
+    short_names=("kex",),
+)
 
 
 async def test_the_same_resources_either_way(fetcher: Fetcher) -> None:
@@ -56,13 +64,22 @@ async def test_the_same_resources_either_way(fetcher: Fetcher) -> None:
     assert await discovery.preferred_of("kopf.dev") == "kopf.dev/v1"
     assert await discovery.group_version("kopf.dev/v1") == [KEX]
     core = await discovery.group_version("v1") or []
-    assert ResourceInfo(group="", version="v1", plural="events", kind="Event", namespaced=True,
-                        singular="event", short_names=("ev",)) in core
+    assert (
+        ResourceInfo(
+            group="",
+            version="v1",
+            plural="events",
+            kind="Event",
+            namespaced=True,
+            singular="event",
+            short_names=("ev",),
+        )
+        in core
+    )
     assert await discovery.group_version("kopf.dev/v2") is None
 
 
-async def test_aggregated_discovery_takes_two_requests_and_one_per_change(
-        fetcher: Fetcher, cluster: Cluster) -> None:
+async def test_aggregated_discovery_takes_two_requests_and_one_per_change(fetcher: Fetcher, cluster: Cluster) -> None:
     discovery = Discovery(fetcher)
     await discovery.group_version("kopf.dev/v1")
     await discovery.group_version("v1")

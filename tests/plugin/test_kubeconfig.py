@@ -1,4 +1,5 @@
 """The kubeconfig context of --kopf-real: kopf's own login read with the plugin's wording, and written back."""
+
 from __future__ import annotations
 
 import base64
@@ -28,13 +29,19 @@ def write(path: Path, doc: dict[str, Any]) -> Path:
     return path
 
 
-def config(context: str, cluster: dict[str, Any], user: dict[str, Any], current: str | None = None,
-           namespace: str | None = None) -> dict[str, Any]:
+def config(
+    context: str,
+    cluster: dict[str, Any],
+    user: dict[str, Any],
+    current: str | None = None,
+    namespace: str | None = None,
+) -> dict[str, Any]:
     ctx: dict[str, Any] = {"cluster": f"{context}-cluster", "user": f"{context}-user"}
     if namespace:
         ctx["namespace"] = namespace
     doc: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Config",
+        "apiVersion": "v1",
+        "kind": "Config",
         "clusters": [{"name": f"{context}-cluster", "cluster": cluster}],
         "users": [{"name": f"{context}-user", "user": user}],
         "contexts": [{"name": context, "context": ctx}],
@@ -45,13 +52,24 @@ def config(context: str, cluster: dict[str, Any], user: dict[str, Any], current:
 
 
 def test_token_and_inline_ca(tmp_path: Path) -> None:
-    path = write(tmp_path / "config", config("one", {"server": "https://127.0.0.1:6443/",
-                                                     "certificate-authority-data": b64(BUNDLE.ca_pem)},
-                                             {"token": "abc"}, current="one", namespace="ns1"))
+    path = write(
+        tmp_path / "config",
+        config(
+            "one",
+            {"server": "https://127.0.0.1:6443/", "certificate-authority-data": b64(BUNDLE.ca_pem)},
+            {"token": "abc"},
+            current="one",
+            namespace="ns1",
+        ),
+    )
     login = kubeconfig.load([path])
     info = login.info
-    assert (info.server, login.context, info.default_namespace, info.token) == \
-        ("https://127.0.0.1:6443/", "one", "ns1", "abc")
+    assert (info.server, login.context, info.default_namespace, info.token) == (
+        "https://127.0.0.1:6443/",
+        "one",
+        "ns1",
+        "abc",
+    )
     assert info.as_http_headers() == {"Authorization": "Bearer abc"}
     assert info.ca_data == BUNDLE.ca_pem
     assert info.as_ssl_context().verify_mode == ssl.CERT_REQUIRED
@@ -63,19 +81,35 @@ def test_files_relative_to_the_kubeconfig(tmp_path: Path) -> None:
     (tmp_path / "sub" / "client.crt").write_bytes(BUNDLE.cert_pem)
     (tmp_path / "sub" / "client.key").write_bytes(BUNDLE.key_pem)
     (tmp_path / "sub" / "token").write_text("from-file\n")
-    path = write(tmp_path / "sub" / "config", config(
-        "one", {"server": "https://127.0.0.1:6443", "certificate-authority": "ca.crt"},
-        {"client-certificate": "client.crt", "client-key": "client.key", "tokenFile": "token"}, current="one"))
+    path = write(
+        tmp_path / "sub" / "config",
+        config(
+            "one",
+            {"server": "https://127.0.0.1:6443", "certificate-authority": "ca.crt"},
+            {"client-certificate": "client.crt", "client-key": "client.key", "tokenFile": "token"},
+            current="one",
+        ),
+    )
     info = kubeconfig.load([path]).info
-    assert (info.ca_path, info.certificate_path, info.private_key_path, info.token) == \
-        (str(tmp_path / "sub" / "ca.crt"), str(tmp_path / "sub" / "client.crt"), str(tmp_path / "sub" / "client.key"),
-         "from-file")
+    assert (info.ca_path, info.certificate_path, info.private_key_path, info.token) == (
+        str(tmp_path / "sub" / "ca.crt"),
+        str(tmp_path / "sub" / "client.crt"),
+        str(tmp_path / "sub" / "client.key"),
+        "from-file",
+    )
     assert info.as_ssl_context() is not None  # the client certificate & key load
 
 
 def test_basic_auth_and_insecure(tmp_path: Path) -> None:
-    path = write(tmp_path / "config", config("one", {"server": "https://h:1", "insecure-skip-tls-verify": True},
-                                             {"username": "u", "password": "p"}, current="one"))
+    path = write(
+        tmp_path / "config",
+        config(
+            "one",
+            {"server": "https://h:1", "insecure-skip-tls-verify": True},
+            {"username": "u", "password": "p"},
+            current="one",
+        ),
+    )
     info = kubeconfig.load([path]).info
     assert info.as_http_headers() == {"Authorization": f"Basic {b64(b'u:p')}"}
     context = info.as_ssl_context()
@@ -103,21 +137,32 @@ EXEC_PLUGIN = textwrap.dedent("""
 
 def test_exec_plugins_run(tmp_path: Path) -> None:
     (tmp_path / "plugin.py").write_text(EXEC_PLUGIN)
-    exec_spec = {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
-                 "args": [str(tmp_path / "plugin.py"), "exec"], "interactiveMode": "Never"}
+    exec_spec = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": sys.executable,
+        "args": [str(tmp_path / "plugin.py"), "exec"],
+        "interactiveMode": "Never",
+    }
     path = write(tmp_path / "config", config("one", {"server": "https://h"}, {"exec": exec_spec}, current="one"))
     assert kubeconfig.load([path]).info.token == "from-exec"
 
 
-@pytest.mark.parametrize(("doc", "message"), [
-    (config("one", {"server": "https://h"}, {"token": "t"}), "no current context"),
-    (config("one", {"server": "https://h"}, {"token": "t"}, current="two"),
-     "current context 'two' is not defined (known: one)"),
-    (config("one", {}, {"token": "t"}, current="one"), "has no server"),
-    (config("one", {"server": "https://h", "certificate-authority": "nope.crt"}, {}, current="one"),
-     "TLS settings of the kubeconfig context 'one' are unusable"),
-    ({"contexts": [{"name": "x", "context": {"cluster": "c"}}], "current-context": "x"}, "cluster 'c'"),
-])
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (config("one", {"server": "https://h"}, {"token": "t"}), "no current context"),
+        (
+            config("one", {"server": "https://h"}, {"token": "t"}, current="two"),
+            "current context 'two' is not defined (known: one)",
+        ),
+        (config("one", {}, {"token": "t"}, current="one"), "has no server"),
+        (
+            config("one", {"server": "https://h", "certificate-authority": "nope.crt"}, {}, current="one"),
+            "TLS settings of the kubeconfig context 'one' are unusable",
+        ),
+        ({"contexts": [{"name": "x", "context": {"cluster": "c"}}], "current-context": "x"}, "cluster 'c'"),
+    ],
+)
 def test_errors(tmp_path: Path, doc: dict[str, Any], message: str) -> None:
     path = write(tmp_path / "config", doc)
     with pytest.raises(KopfConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -140,10 +185,16 @@ def test_not_yaml_and_not_found(tmp_path: Path) -> None:
 
 def test_write_and_read_back(tmp_path: Path) -> None:
     (tmp_path / "ca.crt").write_bytes(BUNDLE.ca_pem)
-    original = write(tmp_path / "original", config(
-        "ctx", {"server": "https://127.0.0.1:6443", "certificate-authority": str(tmp_path / "ca.crt")},
-        {"token": "tok", "client-certificate-data": b64(BUNDLE.cert_pem), "client-key-data": b64(BUNDLE.key_pem)},
-        current="ctx", namespace="ns0"))
+    original = write(
+        tmp_path / "original",
+        config(
+            "ctx",
+            {"server": "https://127.0.0.1:6443", "certificate-authority": str(tmp_path / "ca.crt")},
+            {"token": "tok", "client-certificate-data": b64(BUNDLE.cert_pem), "client-key-data": b64(BUNDLE.key_pem)},
+            current="ctx",
+            namespace="ns0",
+        ),
+    )
     path = tmp_path / "written"
     kubeconfig.write(path, kubeconfig.load([original]), namespace="ns1")
     assert path.stat().st_mode & 0o777 == 0o600
@@ -151,5 +202,8 @@ def test_write_and_read_back(tmp_path: Path) -> None:
     assert (login.context, login.paths) == ("ctx", (str(path),))
     info = login.info
     assert (info.server, info.default_namespace, info.token) == ("https://127.0.0.1:6443", "ns1", "tok")
-    assert (info.ca_data, info.certificate_data, info.private_key_data) == (BUNDLE.ca_pem, BUNDLE.cert_pem,
-                                                                          BUNDLE.key_pem)
+    assert (info.ca_data, info.certificate_data, info.private_key_data) == (
+        BUNDLE.ca_pem,
+        BUNDLE.cert_pem,
+        BUNDLE.key_pem,
+    )

@@ -1,4 +1,5 @@
 """Loading the operator's files: compiled once per content, executed afresh in every test."""
+
 from __future__ import annotations
 
 import importlib.util

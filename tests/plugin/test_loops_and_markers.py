@@ -1,4 +1,5 @@
 """The test loop (virtual or real time), the markers, the options, and serving the sim to subprocesses."""
+
 from __future__ import annotations
 
 import gc
@@ -87,13 +88,16 @@ def test_loops_and_markers(pytester: pytest.Pytester, config: str) -> None:
 
 def test_markers_are_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.kopf_sim_only: *", "@pytest.mark.kopf_real_only: *",
-                                 "@pytest.mark.kopf_real_time: *"])
-    pytester.makepyfile(textwrap.dedent('''
+    result.stdout.fnmatch_lines(
+        ["@pytest.mark.kopf_sim_only: *", "@pytest.mark.kopf_real_only: *", "@pytest.mark.kopf_real_time: *"]
+    )
+    pytester.makepyfile(
+        textwrap.dedent("""
         import pytest
         @pytest.mark.kopf_real_time
         def test_strict(): pass
-    '''))
+    """)
+    )
     pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--strict-markers").assert_outcomes(passed=1)
 
 
@@ -108,21 +112,25 @@ def test_invalid_mode_in_the_ini_file(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize(("ini", "frozen"), [("", True), ("kopf_gc_freeze = false\n", False)])
 def test_gc_freeze_after_the_collection(pytester: pytest.Pytester, ini: str, frozen: bool) -> None:
     pytester.makeini(f"[pytest]\n{ini}")
-    pytester.makeconftest(textwrap.dedent('''
+    pytester.makeconftest(
+        textwrap.dedent("""
         import gc
         before = []
         def pytest_collection_modifyitems(items):
             before.append((gc.get_freeze_count(), gc.get_threshold()))
-    '''))
+    """)
+    )
     # (Compared with the state before the inner session: the outer one may have tuned the collector already.)
-    pytester.makepyfile(textwrap.dedent(f'''
+    pytester.makepyfile(
+        textwrap.dedent(f"""
         import gc
         from conftest import before
         async def test_kopf(kopf_cluster):
             frozen_count, thresholds = before[0]
             assert (gc.get_freeze_count() > frozen_count) is {frozen}
             assert gc.get_threshold()[0] >= 7000 if {frozen} else gc.get_threshold() == thresholds
-    '''))
+    """)
+    )
     thresholds = gc.get_threshold()
     # The interpreter's default, whatever this (outer) session has set: it raises the threshold too
     # when it runs kopf tests itself (the examples' tests, in the whole suite).
@@ -138,12 +146,14 @@ def test_gc_freeze_after_the_collection(pytester: pytest.Pytester, ini: str, fro
 
 def test_time_limit_of_virtual_time(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nkopf_time_limit = 100\n")
-    pytester.makepyfile(textwrap.dedent('''
+    pytester.makepyfile(
+        textwrap.dedent("""
         import asyncio
         async def test_forever(kopf_cluster):
             while True:
                 await asyncio.sleep(10)
-    '''))
+    """)
+    )
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*TimeLimitError: The loop time would pass its limit of 100.0 s*"])
@@ -152,7 +162,8 @@ def test_time_limit_of_virtual_time(pytester: pytest.Pytester) -> None:
 def test_explicit_asyncio_marker_still_runs_in_the_kopf_loop(pytester: pytest.Pytester) -> None:
     args, ini = CONFIGS["asyncio-strict"]
     pytester.makeini(f"[pytest]\n{ini}")
-    pytester.makepyfile(textwrap.dedent('''
+    pytester.makepyfile(
+        textwrap.dedent("""
         import asyncio, pytest
         from kopf_sim.timing import virtualtime
 
@@ -165,5 +176,6 @@ def test_explicit_asyncio_marker_still_runs_in_the_kopf_loop(pytester: pytest.Py
         @pytest.mark.asyncio
         async def test_plain_asyncio():
             assert not isinstance(asyncio.get_running_loop(), virtualtime.VirtualTimeLoop)
-    '''))
+    """)
+    )
     pytester.runpytest_inprocess(*args, *BASE).assert_outcomes(passed=2)

@@ -1,4 +1,5 @@
 """The official clients, configured the documented ways, reach the test's simulated cluster in memory."""
+
 from __future__ import annotations
 
 import asyncio
@@ -27,8 +28,9 @@ def example(name: str) -> dict[str, Any]:
     return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name}, "spec": {}}
 
 
-async def run_handler(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, registry: kopf.OperatorRegistry,
-                      seconds: float = 1) -> None:
+async def run_handler(
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator, registry: kopf.OperatorRegistry, seconds: float = 1
+) -> None:
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=registry)
     await kopf_cluster.create(example("ex1"))
@@ -38,7 +40,8 @@ async def run_handler(kopf_cluster: KopfCluster, kopf_operator: KopfOperator, re
 
 
 async def test_the_sync_client_pykube_and_in_cluster_configs_in_a_sync_handler(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     registry = kopf.OperatorRegistry()
     seen: dict[str, Any] = {}
 
@@ -48,12 +51,16 @@ async def test_the_sync_client_pykube_and_in_cluster_configs_in_a_sync_handler(
         core = kubernetes.client.CoreV1Api()
         core.create_namespaced_config_map(namespace, {"metadata": {"name": f"{name}-sync"}})
         kubernetes.config.load_incluster_config()
-        seen["in-cluster"] = [cm.metadata.name for cm in kubernetes.client.CoreV1Api()
-                              .list_namespaced_config_map(namespace).items if cm.metadata.name != ROOT_CA]
+        seen["in-cluster"] = [
+            cm.metadata.name
+            for cm in kubernetes.client.CoreV1Api().list_namespaced_config_map(namespace).items
+            if cm.metadata.name != ROOT_CA
+        ]
         api = pykube.HTTPClient(pykube.KubeConfig.from_env())  # the service account first, then KUBECONFIG
         pykube.ConfigMap(api, {"metadata": {"name": f"{name}-pykube", "namespace": namespace}}).create()
-        seen["pykube"] = sorted(cm.name for cm in pykube.ConfigMap.objects(api).filter(namespace=namespace)
-                                if cm.name != ROOT_CA)
+        seen["pykube"] = sorted(
+            cm.name for cm in pykube.ConfigMap.objects(api).filter(namespace=namespace) if cm.name != ROOT_CA
+        )
 
     await run_handler(kopf_cluster, kopf_operator, registry)
     assert seen == {"in-cluster": ["ex1-sync"], "pykube": ["ex1-pykube", "ex1-sync"]}
@@ -62,7 +69,8 @@ async def test_the_sync_client_pykube_and_in_cluster_configs_in_a_sync_handler(
 
 
 async def test_the_default_configuration_as_kopfs_login_leaves_it(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.create("kopfexamples", registry=registry)
@@ -98,15 +106,17 @@ async def test_kubernetes_asyncio_in_an_async_handler(kopf_cluster: KopfCluster,
 
 
 async def test_a_watch_in_a_sync_daemon_waits_in_virtual_time(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     registry = kopf.OperatorRegistry()
     events: list[tuple[str, str, float]] = []
 
     @kopf.daemon("kopfexamples", registry=registry)
     def watcher(namespace: str, **_: Any) -> None:
         kubernetes.config.load_kube_config()
-        stream = kubernetes.watch.Watch().stream(kubernetes.client.CoreV1Api().list_namespaced_config_map,
-                                                 namespace, timeout_seconds=7200)
+        stream = kubernetes.watch.Watch().stream(
+            kubernetes.client.CoreV1Api().list_namespaced_config_map, namespace, timeout_seconds=7200
+        )
         for event in stream:
             if event["object"].metadata.name != ROOT_CA:
                 events.append((event["type"], event["object"].metadata.name, time.monotonic()))
@@ -146,8 +156,9 @@ async def test_a_sync_client_in_the_loops_thread_is_a_clear_error(kopf_cluster: 
     kubernetes.config.load_kube_config()
     with pytest.raises(SyncClientInLoopError, match="in the thread of the event loop that serves it"):
         kubernetes.client.CoreV1Api().list_namespace()
-    names = await asyncio.to_thread(lambda: [ns.metadata.name for ns in kubernetes.client.CoreV1Api()
-                                             .list_namespace().items])
+    names = await asyncio.to_thread(
+        lambda: [ns.metadata.name for ns in kubernetes.client.CoreV1Api().list_namespace().items]
+    )
     assert "default" in names
 
 

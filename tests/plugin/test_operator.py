@@ -1,4 +1,5 @@
 """The kopf_operator fixture: virtual time, isolation, lifecycle, admission, and the errors it makes clear."""
+
 from __future__ import annotations
 
 import shutil
@@ -14,7 +15,7 @@ from .conftest import BASE, NO_ASYNCIO, ServedCluster
 
 ROOT = Path(__file__).parent.parent.parent
 
-HEADER = '''
+HEADER = """
 import asyncio
 import threading
 import time
@@ -25,9 +26,11 @@ from pytest_kopf.errors import KopfApiError, KopfLeakError, KopfOperatorError, K
 
 def example(name, **spec):
     return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name}, "spec": spec}
-'''
+"""
 
-VIRTUAL_TIME = HEADER + '''
+VIRTUAL_TIME = (
+    HEADER
+    + """
 async def test_a_60s_timer_for_an_hour(kopf_cluster, kopf_operator):
     registry = kopf.OperatorRegistry()
     calls = []
@@ -133,9 +136,12 @@ async def test_a_slow_sync_handler_holds_the_virtual_time(kopf_cluster, kopf_ope
     await kopf_cluster.create(example("ex1"))
     obj = await kopf_cluster.wait_for("kex", "ex1", condition=lambda o: o["status"]["create_fn"], timeout=10)
     assert obj["status"]["create_fn"] == "slow but in time"
-'''
+"""
+)
 
-LIFECYCLE = HEADER + '''
+LIFECYCLE = (
+    HEADER
+    + """
 @pytest.fixture
 def registry():
     registry = kopf.OperatorRegistry()
@@ -254,9 +260,10 @@ async def test_isolation_second(kopf_cluster, kopf_operator):
     assert await kopf_cluster.list("kex") == []
     await kopf_operator.start(paths=["ops/handlers.py"])
     assert len(kopf_operator.registry.changing.get_all_handlers()) == 2
-'''
+"""
+)
 
-HANDLERS_MODULE = '''
+HANDLERS_MODULE = """
 import kopf
 
 @kopf.on.create("kopfexamples")
@@ -266,9 +273,11 @@ def from_module(**_):
 @kopf.on.delete("kopfexamples")
 def bye(**_):
     pass
-'''
+"""
 
-ADMISSION = HEADER + '''
+ADMISSION = (
+    HEADER
+    + """
 import kopf_sim
 
 @pytest.fixture
@@ -315,7 +324,8 @@ async def test_admission_in_process(kopf_cluster, kopf_operator, registry):
     configs = await kopf_cluster.get("validatingwebhookconfigurations", "auto.kopf.dev")
     assert configs is None or not configs.get("webhooks")   # the non-persistent webhooks are removed on exit
     assert (await kopf_cluster.create(example("bad", field="bad")))["spec"] == {"field": "bad"}
-'''
+"""
+)
 
 
 def make_project(pytester: pytest.Pytester) -> None:
@@ -351,6 +361,7 @@ def test_admission_in_sim_mode(pytester: pytest.Pytester) -> None:
 
 # -- clear errors --------------------------------------------------------------------------------
 
+
 def run_one(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
     make_project(pytester)
     pytester.makepyfile(test_it=HEADER + source)
@@ -358,12 +369,15 @@ def run_one(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunRes
 
 
 def test_deadlock_is_reported(pytester: pytest.Pytester) -> None:
-    result = run_one(pytester, '''
+    result = run_one(
+        pytester,
+        """
 async def test_stuck(kopf_cluster, kopf_operator):
     await kopf_operator.start(registry=kopf.OperatorRegistry())
     await kopf_operator.stop()
     await asyncio.Event().wait()
-''')
+""",
+    )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*DeadlockError: Deadlock at loop time*", "*at test_stuck*"])
 
@@ -371,18 +385,22 @@ async def test_stuck(kopf_cluster, kopf_operator):
 def test_a_stuck_test_under_a_running_operator_hits_the_time_limit(pytester: pytest.Pytester) -> None:
     # A running operator always has timers ahead, so the virtual time flies; the ini's limit stops it.
     pytester.makeini("[pytest]\nkopf_time_limit = 3600\n")
-    result = run_one(pytester, '''
+    result = run_one(
+        pytester,
+        """
 async def test_stuck(kopf_cluster, kopf_operator):
     await kopf_operator.start(registry=kopf.OperatorRegistry())
     await asyncio.Event().wait()
-''')
+""",
+    )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*TimeLimitError: The loop time would pass its limit of 3600.0 s*",
-                                 "*at test_stuck*"])
+    result.stdout.fnmatch_lines(["*TimeLimitError: The loop time would pass its limit of 3600.0 s*", "*at test_stuck*"])
 
 
 def test_leaked_tasks_and_threads_are_named(pytester: pytest.Pytester) -> None:
-    result = run_one(pytester, '''
+    result = run_one(
+        pytester,
+        """
 async def test_a_stubborn_task(kopf_cluster, kopf_operator):
     registry = kopf.OperatorRegistry()
 
@@ -428,47 +446,65 @@ async def test_left_running_at_the_end(kopf_cluster, kopf_operator):
         threading.Thread(target=release_at_last.wait, name="leaky-thread-2", daemon=True).start()
 
     await kopf_operator.start(registry=registry)
-''')
+""",
+    )
     result.assert_outcomes(failed=2, passed=1, errors=1)
-    result.stdout.fnmatch_lines([
-        "*KopfLeakError: The operator has not stopped in 60.0 s after the stop was requested; "
-        "its tasks still running: 'kopf operator #*', 'stubborn-task'.",
-        "*Task 'stubborn-task' running test_a_stubborn_task.<locals>.spawn.<locals>.stubborn():",
-    ])
-    result.stdout.fnmatch_lines(["*KopfLeakError: The operator has left tasks or threads behind after it has stopped:",
-                                 "*- thread 'leaky-thread' (daemon)"])
-    result.stdout.fnmatch_lines(["*ERROR at teardown of test_left_running_at_the_end*",
-                                 "*- thread 'leaky-thread-2' (daemon)"])
+    result.stdout.fnmatch_lines(
+        [
+            "*KopfLeakError: The operator has not stopped in 60.0 s after the stop was requested; "
+            "its tasks still running: 'kopf operator #*', 'stubborn-task'.",
+            "*Task 'stubborn-task' running test_a_stubborn_task.<locals>.spawn.<locals>.stubborn():",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*KopfLeakError: The operator has left tasks or threads behind after it has stopped:",
+            "*- thread 'leaky-thread' (daemon)",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*ERROR at teardown of test_left_running_at_the_end*", "*- thread 'leaky-thread-2' (daemon)"]
+    )
 
 
 def test_unserved_resources_are_named(pytester: pytest.Pytester) -> None:
-    result = run_one(pytester, '''
+    result = run_one(
+        pytester,
+        """
 async def test_no_crd(kopf_cluster, kopf_operator):
     await kopf_operator.start(paths=["ops/handlers.py"])
-''')
+""",
+    )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*KopfResourceError: The operator has handlers for resources that the cluster does not serve:",
-        "*  - kopfexamples: handlers 'from_module', 'bye'",
-        "*Apply their CRDs before starting the operator (e.g. await kopf_cluster.apply('crd.yaml')), "
-        "or start it with check_resources=False if they appear later.",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*KopfResourceError: The operator has handlers for resources that the cluster does not serve:",
+            "*  - kopfexamples: handlers 'from_module', 'bye'",
+            "*Apply their CRDs before starting the operator (e.g. await kopf_cluster.apply('crd.yaml')), "
+            "or start it with check_resources=False if they appear later.",
+        ]
+    )
 
 
 def test_unserved_resources_can_be_allowed(pytester: pytest.Pytester) -> None:
-    result = run_one(pytester, '''
+    result = run_one(
+        pytester,
+        """
 async def test_crd_later(kopf_cluster, kopf_operator):
     await kopf_operator.start(paths=["ops/handlers.py"], check_resources=False)
     await kopf_cluster.apply("crd.yaml")
     await kopf_cluster.create(example("ex1"))
     await kopf_cluster.wait_for("kex", "ex1", condition=lambda o: o["status"]["from_module"])
-''')
+""",
+    )
     result.assert_outcomes(passed=1)
 
 
 def test_a_module_that_fails_to_import(pytester: pytest.Pytester) -> None:
     (pytester.path / "broken.py").write_text("import kopf\nimport no_such_module_here\n")
-    result = run_one(pytester, '''
+    result = run_one(
+        pytester,
+        """
 async def test_broken_file(kopf_cluster, kopf_operator):
     await kopf_operator.start(paths=["broken.py"])
 
@@ -477,16 +513,23 @@ async def test_broken_module(kopf_cluster, kopf_operator):
 
 async def test_missing_file(kopf_cluster, kopf_operator):
     await kopf_operator.start(paths=["nowhere.py"])
-''')
+""",
+    )
     result.assert_outcomes(failed=3)
-    result.stdout.fnmatch_lines([
-        "*KopfOperatorError: Cannot load the operator from 'broken.py': the file has failed to import "
-        "with ModuleNotFoundError: No module named 'no_such_module_here'",
-        "*broken.py*line 2*",
-    ])
-    result.stdout.fnmatch_lines(["*KopfOperatorError: Cannot load the operator's module 'broken': "
-                                 "it has failed to import with ModuleNotFoundError: No module named "
-                                 "'no_such_module_here'"])
+    result.stdout.fnmatch_lines(
+        [
+            "*KopfOperatorError: Cannot load the operator from 'broken.py': the file has failed to import "
+            "with ModuleNotFoundError: No module named 'no_such_module_here'",
+            "*broken.py*line 2*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*KopfOperatorError: Cannot load the operator's module 'broken': "
+            "it has failed to import with ModuleNotFoundError: No module named "
+            "'no_such_module_here'"
+        ]
+    )
     result.stdout.fnmatch_lines(["*KopfOperatorError: Cannot load the operator from 'nowhere.py': no such file*"])
 
 
@@ -497,23 +540,33 @@ def free_port() -> int:
         return port
 
 
-def test_an_unreachable_cluster_in_real_mode(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                             tmp_path: Path) -> None:
+def test_an_unreachable_cluster_in_real_mode(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     port = free_port()
     write_kubeconfig(kubeconfig, server=f"http://127.0.0.1:{port}", token="x")
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    result = run_one(pytester, '''
+    result = run_one(
+        pytester,
+        """
 async def test_it(kopf_cluster, kopf_operator):
     await kopf_operator.start(paths=["ops/handlers.py"])
-''', "--kopf-real")
+""",
+        "--kopf-real",
+    )
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([f"*The Kubernetes API at http://127.0.0.1:{port} (kubeconfig context 'kopf-sim')"
-                                 " is unreachable: Cannot connect to host 127.0.0.1:*"])
+    result.stdout.fnmatch_lines(
+        [
+            f"*The Kubernetes API at http://127.0.0.1:{port} (kubeconfig context 'kopf-sim')"
+            " is unreachable: Cannot connect to host 127.0.0.1:*"
+        ]
+    )
 
 
-def test_lifecycle_in_real_mode(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                served_cluster: ServedCluster) -> None:
+def test_lifecycle_in_real_mode(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, served_cluster: ServedCluster
+) -> None:
     make_project(pytester)
     pytester.makepyfile(test_lifecycle=LIFECYCLE)
     monkeypatch.setenv("KUBECONFIG", str(served_cluster.kubeconfig))

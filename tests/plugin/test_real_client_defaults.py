@@ -1,4 +1,5 @@
 """Real mode: the official client's default configuration follows the run's kubeconfig context during a test."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,17 @@ from pytest_kopf.clientconfig import RealClientDefaults, refresh_active
 
 def test_the_default_is_the_contexts_while_active_and_restored_after(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "kubeconfig"
-    path.write_text(json.dumps(kubeconfig_dict(server="https://cluster.example:6443", token="t0ken",
-                                               cluster_name="c", context_name="ctx", user_name="u")))
+    path.write_text(
+        json.dumps(
+            kubeconfig_dict(
+                server="https://cluster.example:6443",
+                token="t0ken",
+                cluster_name="c",
+                context_name="ctx",
+                user_name="u",
+            )
+        )
+    )
     previous = kubernetes.client.Configuration.get_default_copy().host
     defaults = RealClientDefaults(paths=[str(path)], context="ctx")
     defaults.activate()

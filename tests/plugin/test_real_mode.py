@@ -1,4 +1,5 @@
 """--kopf-real: the same fixture against a cluster of a kubeconfig (here: a simulator served on loopback)."""
+
 from __future__ import annotations
 
 import socket
@@ -13,7 +14,7 @@ from kopf_sim.transports.kubeconfig import write_kubeconfig
 from .conftest import BASE, CONFIGS, NO_ASYNCIO, ServedCluster
 from .test_sim_mode import CRD_YAML
 
-REAL_TESTS = '''
+REAL_TESTS = """
 import asyncio
 import pytest
 import yaml
@@ -63,18 +64,21 @@ async def test_sim_only(kopf_cluster):
 @pytest.mark.kopf_real_only
 async def test_real_only(kopf_cluster):
     assert kopf_cluster.mode == "real"
-'''
+"""
 
 
 def namespaces(served: ServedCluster) -> list[tuple[str, bool]]:
     rtype = served.cluster.resource("", "v1", "namespaces")
-    return [(ns["metadata"]["name"], "deletionTimestamp" in ns["metadata"])
-            for ns in served.cluster.list(rtype, None)["items"]]
+    return [
+        (ns["metadata"]["name"], "deletionTimestamp" in ns["metadata"])
+        for ns in served.cluster.list(rtype, None)["items"]
+    ]
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
-def test_real_mode_against_a_served_cluster(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                             served_cluster: ServedCluster, config: str) -> None:
+def test_real_mode_against_a_served_cluster(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, served_cluster: ServedCluster, config: str
+) -> None:
     args, ini = CONFIGS[config]
     pytester.makeini(f"[pytest]\n{ini}")
     pytester.makefile(".yaml", crd=CRD_YAML)
@@ -82,8 +86,9 @@ def test_real_mode_against_a_served_cluster(pytester: pytest.Pytester, monkeypat
     monkeypatch.setenv("KUBECONFIG", str(served_cluster.kubeconfig))
     result = pytester.runpytest_inprocess(*args, *BASE, "--kopf-real", "-rs")
     result.assert_outcomes(passed=4, skipped=1)
-    result.stdout.fnmatch_lines(["*kopf: real mode*",
-                                 "SKIPPED*kopf_sim_only: runs only with --kopf-sim (this run uses --kopf-real)"])
+    result.stdout.fnmatch_lines(
+        ["*kopf: real mode*", "SKIPPED*kopf_sim_only: runs only with --kopf-sim (this run uses --kopf-real)"]
+    )
     # The test namespaces are being deleted, the CRDs are deleted (at least, requested to be).
     left = [(name, deleting) for name, deleting in namespaces(served_cluster) if name.startswith("kopf-")]
     assert len(left) <= 4 and all(deleting for _, deleting in left)
@@ -91,21 +96,25 @@ def test_real_mode_against_a_served_cluster(pytester: pytest.Pytester, monkeypat
     assert all("deletionTimestamp" in crd["metadata"] for crd in served_cluster.cluster.list(crds, None)["items"])
 
 
-def test_real_mode_from_the_ini_file(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                     served_cluster: ServedCluster) -> None:
+def test_real_mode_from_the_ini_file(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, served_cluster: ServedCluster
+) -> None:
     pytester.makeini("[pytest]\nkopf_mode = real\n")
-    pytester.makepyfile(textwrap.dedent('''
+    pytester.makepyfile(
+        textwrap.dedent("""
         async def test_mode(kopf_cluster, kopf_mode):
             assert kopf_mode == "real"
             assert kopf_cluster.namespace.startswith("kopf-test-mode-")
-    '''))
+    """)
+    )
     monkeypatch.setenv("KUBECONFIG", str(served_cluster.kubeconfig))
     pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE).assert_outcomes(passed=1)
     pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-sim").assert_outcomes(failed=1)
 
 
-def test_the_named_context(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                           served_cluster: ServedCluster, tmp_path: Path) -> None:
+def test_the_named_context(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, served_cluster: ServedCluster, tmp_path: Path
+) -> None:
     config = yaml.safe_load(served_cluster.kubeconfig.read_text())
     config["contexts"].append({"name": "broken", "context": {"cluster": "nowhere", "user": "kopf-sim"}})
     config["clusters"].append({"name": "nowhere", "cluster": {"server": "https://127.0.0.1:1"}})
@@ -115,8 +124,7 @@ def test_the_named_context(pytester: pytest.Pytester, monkeypatch: pytest.Monkey
     pytester.makeini("[pytest]\nkopf_context = broken\n")
     pytester.makepyfile("async def test_it(kopf_cluster):\n    pass\n")
     monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{kubeconfig}")
-    result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-real",
-                                          "--kopf-context", "kopf-sim")
+    result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-real", "--kopf-context", "kopf-sim")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*kopf: real mode (context: kopf-sim)*"])
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-real")
@@ -130,8 +138,9 @@ def free_port() -> int:
         return port
 
 
-def test_unreachable_cluster_fails_clearly(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                           tmp_path: Path) -> None:
+def test_unreachable_cluster_fails_clearly(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     port = free_port()
     write_kubeconfig(kubeconfig, server=f"http://127.0.0.1:{port}", token="x")
@@ -139,13 +148,18 @@ def test_unreachable_cluster_fails_clearly(pytester: pytest.Pytester, monkeypatc
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-real")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([f"*The Kubernetes API at http://127.0.0.1:{port} (kubeconfig context 'kopf-sim')"
-                                 " is unreachable: Cannot connect to host 127.0.0.1:*"])
+    result.stdout.fnmatch_lines(
+        [
+            f"*The Kubernetes API at http://127.0.0.1:{port} (kubeconfig context 'kopf-sim')"
+            " is unreachable: Cannot connect to host 127.0.0.1:*"
+        ]
+    )
     assert "aiohttp/connector.py" not in result.stdout.str()
 
 
-def test_missing_kubeconfig_fails_clearly(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                          tmp_path: Path) -> None:
+def test_missing_kubeconfig_fails_clearly(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     pytester.makepyfile("async def test_it(kopf_cluster):\n    pass\n")
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "nothing-here"))
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-real")

@@ -4,6 +4,7 @@ The served cluster (``kopf-sim serve --tls --token T``) accepts only that token;
 token, only an exec plugin (a small script printing an ``ExecCredential``). The test's own client, the
 operator under test, and a subprocess given ``kopf_cluster.kubeconfig()`` all reach the cluster with it.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -20,23 +21,23 @@ from .test_sim_mode import CRD_YAML
 
 TOKEN = "exec-issued-token"
 
-PLUGIN = textwrap.dedent(f'''
+PLUGIN = textwrap.dedent(f"""
     import json, sys
     with open(sys.argv[1], "a") as calls:
         calls.write("called\\n")
     print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
                       "status": {{"token": {TOKEN!r}}}}}))
-''')
+""")
 
-OPERATOR = '''
+OPERATOR = """
 import kopf
 
 @kopf.on.create("kopfexamples")
 def create_fn(**_):
     return {"created": True}
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import subprocess
 import yaml
 
@@ -58,7 +59,7 @@ async def test_everyone_logs_in_with_the_plugins_token(kopf_cluster, kopf_operat
         names = subprocess.run(["%(kubectl)s", "--kubeconfig", str(path), "get", "kopfexamples", "-o", "name"],
                                capture_output=True, text=True, timeout=60, check=True).stdout.split()
         assert names == ["kopfexample.kopf.dev/ex1"]
-'''
+"""
 
 
 @pytest.fixture
@@ -68,15 +69,20 @@ def served_with_token(tmp_path: Path) -> Iterator[Path]:
         yield kubeconfig
 
 
-def test_an_exec_plugin_user(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                             served_with_token: Path, tmp_path: Path) -> None:
+def test_an_exec_plugin_user(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, served_with_token: Path, tmp_path: Path
+) -> None:
     calls = tmp_path / "calls"
     (tmp_path / "plugin.py").write_text(PLUGIN)
     config = yaml.safe_load(served_with_token.read_text())
-    config["users"][0]["user"] = {"exec": {
-        "apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable, "interactiveMode": "Never",
-        "args": [str(tmp_path / "plugin.py"), str(calls)],
-    }}
+    config["users"][0]["user"] = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "interactiveMode": "Never",
+            "args": [str(tmp_path / "plugin.py"), str(calls)],
+        }
+    }
     kubeconfig = tmp_path / "exec-kubeconfig"
     kubeconfig.write_text(yaml.safe_dump(config))
 
@@ -88,8 +94,9 @@ def test_an_exec_plugin_user(pytester: pytest.Pytester, monkeypatch: pytest.Monk
     assert calls.read_text().count("called") >= 1
 
 
-def test_a_token_that_the_cluster_refuses(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                          served_with_token: Path, tmp_path: Path) -> None:
+def test_a_token_that_the_cluster_refuses(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, served_with_token: Path, tmp_path: Path
+) -> None:
     config = yaml.safe_load(served_with_token.read_text())
     config["users"][0]["user"] = {"token": "wrong"}
     kubeconfig = tmp_path / "wrong-kubeconfig"
@@ -98,6 +105,10 @@ def test_a_token_that_the_cluster_refuses(pytester: pytest.Pytester, monkeypatch
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-real")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*The Kubernetes API at https://127.0.0.1:* refuses the credentials of the "
-                                 "kubeconfig context 'kopf-sim' (*wrong-kubeconfig): 401 Unauthorized"])
+    result.stdout.fnmatch_lines(
+        [
+            "*The Kubernetes API at https://127.0.0.1:* refuses the credentials of the "
+            "kubeconfig context 'kopf-sim' (*wrong-kubeconfig): 401 Unauthorized"
+        ]
+    )
     assert "Traceback" not in result.stdout.str() and "realcluster.py" not in result.stdout.str()

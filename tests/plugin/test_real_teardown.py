@@ -2,6 +2,7 @@
 
 Also: ``start()`` returns when the operator is ready for admission, in real mode too.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,14 +16,14 @@ from .conftest import BASE, NO_ASYNCIO, kopf_sim_subprocess
 
 ROOT = Path(__file__).parent.parent.parent
 
-CONFTEST = '''
+CONFTEST = """
 import random
 
 def pytest_collection_modifyitems(items):
     random.Random(13).shuffle(items)   # a fixed shuffled order, not the order of the file
-'''
+"""
 
-OPERATOR = '''
+OPERATOR = """
 import kopf
 
 @kopf.on.create("kopfexamples")
@@ -32,9 +33,9 @@ def create_fn(**_):
 @kopf.on.delete("kopfexamples")   # its finalizer holds the objects until it has run
 def delete_fn(**_):
     pass
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import pytest
 
 def example(name):
@@ -53,7 +54,7 @@ async def test_leaves_objects_with_finalizers(kopf_cluster, kopf_operator, n, st
                                     condition=lambda o: FINALIZER in o["metadata"].get("finalizers", ()))
     if stop:
         await kopf_operator.stop()   # the finalizers stay: nobody will release them
-'''
+"""
 
 
 @pytest.fixture
@@ -64,7 +65,8 @@ def kopf_sim_serve(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_twenty_real_tests_leaving_finalizers_pass_in_a_shuffled_order(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kopf_sim_serve: Path) -> None:
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kopf_sim_serve: Path
+) -> None:
     monkeypatch.setenv("KUBECONFIG", str(kopf_sim_serve))
     pytester.makeconftest(CONFTEST)
     (pytester.path / "crd.yaml").write_text((ROOT / "examples" / "crd.yaml").read_text())
@@ -75,13 +77,14 @@ def test_twenty_real_tests_leaving_finalizers_pass_in_a_shuffled_order(
 
     # Nothing is left: no test namespaces, no CRDs, no objects.
     env = {**os.environ, "KUBECONFIG": str(kopf_sim_serve)}
-    left = subprocess.run(["kubectl", "get", "namespaces,crds", "-o", "name"], env=env, capture_output=True,
-                          text=True, timeout=60)
+    left = subprocess.run(
+        ["kubectl", "get", "namespaces,crds", "-o", "name"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert left.returncode == 0, left.stderr
     assert [line for line in left.stdout.split() if "kopf-" in line or "kopfexamples" in line] == []
 
 
-ADMISSION = '''
+ADMISSION = """
 import asyncio
 import pytest
 from pytest_kopf.errors import KopfApiError
@@ -96,12 +99,13 @@ async def test_validated_right_after_start(kopf_cluster, kopf_operator):
     obj = await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
                                      "metadata": {"name": "good"}, "spec": {}})
     assert obj["spec"]["duration"] == "1m"   # mutated
-'''
+"""
 
 
 @pytest.mark.parametrize("mode", ["--kopf-sim", "--kopf-real"])
 def test_an_object_created_right_after_start_is_validated(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kopf_sim_serve: Path, mode: str) -> None:
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kopf_sim_serve: Path, mode: str
+) -> None:
     monkeypatch.setenv("KUBECONFIG", str(kopf_sim_serve))
     (pytester.path / "crd.yaml").write_text((ROOT / "examples" / "crd.yaml").read_text())
     (pytester.path / "admission.py").write_text((ROOT / "examples" / "02-admission" / "example.py").read_text())

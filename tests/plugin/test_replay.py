@@ -1,4 +1,5 @@
 """``kopf_cluster.replay`` and ``prepare_replay`` in a test; ``--kopf-record`` in real mode writes the same logs."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,8 +36,11 @@ def log(tmp_path: Path) -> Path:
     stream = io.StringIO()
     cluster.observers.append(ChangeRecorder(stream, clock=clock))
     examples = cluster.resource("kopf.dev", "v1", "kopfexamples")
-    cluster.create(examples, "default", {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-                                         "metadata": {"name": "ex1"}, "spec": {"field": "a"}})
+    cluster.create(
+        examples,
+        "default",
+        {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "ex1"}, "spec": {"field": "a"}},
+    )
     clock.advance(10)
     cluster.patch(examples, "default", "ex1", {"spec": {"field": "b"}, "metadata": {"labels": {"l": "1"}}}, MERGE)
     cluster.create(cluster.resource("", "v1", "configmaps"), "default", {"metadata": {"name": "cm"}})
@@ -55,26 +59,38 @@ async def test_a_replay_in_virtual_time(kopf_cluster: KopfCluster, log: Path) ->
     seen: list[tuple[float, str, str]] = []
     loop = asyncio.get_running_loop()
     kopf_cluster.sim.store.observers.append(
-        lambda change: seen.append((loop.time(), change.type, change.obj["metadata"]["name"])))
+        lambda change: seen.append((loop.time(), change.type, change.obj["metadata"]["name"]))
+    )
     start = loop.time()
     replay = await kopf_cluster.replay(log, resources=["kex"])  # a short name, as kubectl takes it
     assert [(t - start, kind, name) for t, kind, name in seen] == [
-        (0.0, "ADDED", "ex1"), (10.0, "MODIFIED", "ex1"), (20.0, "MODIFIED", "ex1"), (30.0, "DELETED", "ex1")]
+        (0.0, "ADDED", "ex1"),
+        (10.0, "MODIFIED", "ex1"),
+        (20.0, "MODIFIED", "ex1"),
+        (30.0, "DELETED", "ex1"),
+    ]
     assert len(replay.steps) == 4
     assert await own_configmaps(kopf_cluster) == []  # not asked for
 
     seen.clear()
     await kopf_cluster.replay(log, speed=10.0, until=15.0)
     assert [(round(t - seen[0][0], 6), kind, name) for t, kind, name in seen] == [
-        (0.0, "ADDED", "ex1"), (1.0, "MODIFIED", "ex1"), (1.0, "ADDED", "cm")]
+        (0.0, "ADDED", "ex1"),
+        (1.0, "MODIFIED", "ex1"),
+        (1.0, "ADDED", "cm"),
+    ]
 
 
 async def test_step_by_step(kopf_cluster: KopfCluster, log: Path) -> None:
     await kopf_cluster.apply(CRD)
     replay = await kopf_cluster.prepare_replay(log)
     assert [(step.action, step.resource.plural, step.t) for step in replay] == [
-        ("create", "kopfexamples", 0.0), ("update", "kopfexamples", 10.0), ("create", "configmaps", 10.0),
-        ("update", "kopfexamples", 20.0), ("delete", "kopfexamples", 30.0)]
+        ("create", "kopfexamples", 0.0),
+        ("update", "kopfexamples", 10.0),
+        ("create", "configmaps", 10.0),
+        ("update", "kopfexamples", 20.0),
+        ("delete", "kopfexamples", 30.0),
+    ]
     fields = []
     for step in replay:
         if step.action == "delete":
@@ -94,13 +110,15 @@ async def test_step_by_step(kopf_cluster: KopfCluster, log: Path) -> None:
 async def test_a_log_that_does_not_fit_the_cluster(kopf_cluster: KopfCluster, log: Path) -> None:
     with pytest.raises(LogError) as info:
         await kopf_cluster.replay(log)  # no CRD applied
-    assert str(info.value).splitlines()[1] == \
-        f"  {log}:2: unknown resource kopfexamples.kopf.dev (version v1): the cluster does not serve it " \
+    assert (
+        str(info.value).splitlines()[1]
+        == f"  {log}:2: unknown resource kopfexamples.kopf.dev (version v1): the cluster does not serve it "
         f"(create its CRD before the replay, or replay only other resources)"
+    )
     assert await own_configmaps(kopf_cluster) == []  # nothing was written
 
 
-REAL_TEST = textwrap.dedent('''
+REAL_TEST = textwrap.dedent("""
     async def test_recorded(kopf_cluster):
         await kopf_cluster.apply(CRD)
         await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}})
@@ -109,9 +127,9 @@ REAL_TEST = textwrap.dedent('''
         await kopf_cluster.patch("configmaps", "cm", {"data": {"k": "v"}})
         await kopf_cluster.patch("kopfexamples", "ex1", {"spec": {"field": "b"}})
         await kopf_cluster.delete("configmaps", "cm")
-''')
+""")
 
-SIM_TEST = textwrap.dedent('''
+SIM_TEST = textwrap.dedent("""
     async def test_replayed(kopf_cluster):
         await kopf_cluster.apply(CRD)
         seen = []
@@ -121,12 +139,12 @@ SIM_TEST = textwrap.dedent('''
             ("ADDED", "configmaps", "cm"), ("MODIFIED", "configmaps", "cm"), ("DELETED", "configmaps", "cm")]
         obj = await kopf_cluster.get("kopfexamples", "ex1", namespace=NAMESPACE)  # the log's namespace, made for it
         assert obj["spec"]["field"] == "b"
-''')
+""")
 
 
 def test_recording_in_real_mode_and_replaying_in_sim_mode(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, served_cluster: ServedCluster,
-        tmp_path: Path) -> None:
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, served_cluster: ServedCluster, tmp_path: Path
+) -> None:
     records = tmp_path / "records"
     pytester.makepyfile(test_real=f"CRD = {str(CRD)!r}\n" + REAL_TEST)
     monkeypatch.setenv("KUBECONFIG", str(served_cluster.kubeconfig))
@@ -136,12 +154,22 @@ def test_recording_in_real_mode_and_replaying_in_sim_mode(
     [path] = records.iterdir()
     log = read_log(path)
     [namespace] = log.headers[0]["source"]["namespaces"]
-    assert log.headers[0]["source"] == {"recorder": "pytest --kopf-record", "mode": "real",
-                                        "server": served_cluster.url, "namespaces": [namespace]}
-    changes = [(e.type, e.resource.plural, e.object["metadata"]["name"]) for e in log.changes()
-               if e.resource.plural in ("configmaps", "kopfexamples")]
+    assert log.headers[0]["source"] == {
+        "recorder": "pytest --kopf-record",
+        "mode": "real",
+        "server": served_cluster.url,
+        "namespaces": [namespace],
+    }
+    changes = [
+        (e.type, e.resource.plural, e.object["metadata"]["name"])
+        for e in log.changes()
+        if e.resource.plural in ("configmaps", "kopfexamples")
+    ]
     assert [change for change in changes if change[1:] == ("configmaps", "cm")] == [
-        ("ADDED", "configmaps", "cm"), ("MODIFIED", "configmaps", "cm"), ("DELETED", "configmaps", "cm")]
+        ("ADDED", "configmaps", "cm"),
+        ("MODIFIED", "configmaps", "cm"),
+        ("DELETED", "configmaps", "cm"),
+    ]
     assert ("ADDED", "kopfexamples", "ex1") in changes  # a resource that a CRD defined during the test
     assert {e.object["metadata"].get("namespace") for e in log.changes()} == {namespace}
 

@@ -5,6 +5,7 @@ The live run is real: a served simulator (127.0.0.1, HTTPS, a token), the operat
 the recorder as ``kopf-sim record``, the changes made by kubectl, each after the operator has
 handled the previous one (as people would make them, seconds apart, not all in one instant).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 BIN = Path(sys.executable).parent
 CRD = Path(__file__).resolve().parents[2] / "examples" / "crd.yaml"
 
-OPERATOR = textwrap.dedent('''
+OPERATOR = textwrap.dedent("""
     import json, os
     import kopf
 
@@ -53,9 +54,9 @@ OPERATOR = textwrap.dedent('''
     @kopf.on.delete("kopfexamples")
     def deleted(name, spec, **_):
         note("delete", name, spec.get("field"))
-''')
+""")
 
-REPLAY_TEST = textwrap.dedent('''
+REPLAY_TEST = textwrap.dedent("""
     import asyncio, os
 
     async def test_replayed(kopf_cluster, kopf_operator):
@@ -67,12 +68,18 @@ REPLAY_TEST = textwrap.dedent('''
         assert kopf_operator.exception is None
         assert [step.action for step in replay.steps].count("create") == 2
         assert await kopf_cluster.list("kopfexamples") == []
-''')
+""")
 
 
 def example(name: str, field: str, **labels: str) -> str:
-    return json.dumps({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-                       "metadata": {"name": name, "labels": labels}, "spec": {"field": field}})
+    return json.dumps(
+        {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfExample",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"field": field},
+        }
+    )
 
 
 class Live:
@@ -81,12 +88,12 @@ class Live:
     def __init__(self, kubeconfig: Path, calls: Path) -> None:
         self.kubeconfig = kubeconfig
         self.calls = calls
-        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig), "KOPF_TEST_CALLS": str(calls),
-                    "PYTHONUNBUFFERED": "1"}
+        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig), "KOPF_TEST_CALLS": str(calls), "PYTHONUNBUFFERED": "1"}
 
     def kubectl(self, *args: str, input: str | None = None) -> None:
-        subprocess.run([KUBECTL, *args], input=input, env=self.env, check=True, capture_output=True, text=True,
-                       timeout=30)
+        subprocess.run(
+            [KUBECTL, *args], input=input, env=self.env, check=True, capture_output=True, text=True, timeout=30
+        )
 
     def handled(self) -> list[list[str]]:
         lines = self.calls.read_text().splitlines() if self.calls.exists() else []
@@ -127,17 +134,31 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
 
 
 def test_a_recorded_run_replays_with_the_same_handler_calls(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, served_cluster: ServedCluster,
-        processes: list[subprocess.Popen[str]], tmp_path: Path) -> None:
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    served_cluster: ServedCluster,
+    processes: list[subprocess.Popen[str]],
+    tmp_path: Path,
+) -> None:
     operator, log = tmp_path / "operator.py", tmp_path / "live.jsonl"
     operator.write_text(OPERATOR)
     live = Live(served_cluster.kubeconfig, tmp_path / "live-calls.jsonl")
     live.kubectl("apply", "-f", str(CRD))
 
-    processes.append(start([str(BIN / "kopf-sim"), "record", "-r", "kopfexamples", "-n", "default", "-o", str(log)],
-                           live.env, ready="Recording"))
-    processes.append(start([str(BIN / "kopf"), "run", "--standalone", "--verbose", "-n", "default", str(operator)],
-                           live.env, ready="Serving the resource kopfexamples"))
+    processes.append(
+        start(
+            [str(BIN / "kopf-sim"), "record", "-r", "kopfexamples", "-n", "default", "-o", str(log)],
+            live.env,
+            ready="Recording",
+        )
+    )
+    processes.append(
+        start(
+            [str(BIN / "kopf"), "run", "--standalone", "--verbose", "-n", "default", str(operator)],
+            live.env,
+            ready="Serving the resource kopfexamples",
+        )
+    )
     live.kubectl("create", "-f", "-", input=example("ex1", "a"))
     live.wait_for_calls(1)
     live.kubectl("create", "-f", "-", input=example("ex2", "x", tier="web"))
@@ -163,14 +184,26 @@ def test_a_recorded_run_replays_with_the_same_handler_calls(
     assert [event.type for event in recorded.changes()][-1] == "DELETED"
 
     replayed_calls = tmp_path / "replayed-calls.jsonl"
-    for name, value in {"KOPF_TEST_CALLS": replayed_calls, "KOPF_TEST_CRD": CRD, "KOPF_TEST_LOG": log,
-                        "KOPF_TEST_OPERATOR": operator}.items():
+    for name, value in {
+        "KOPF_TEST_CALLS": replayed_calls,
+        "KOPF_TEST_CRD": CRD,
+        "KOPF_TEST_LOG": log,
+        "KOPF_TEST_OPERATOR": operator,
+    }.items():
         monkeypatch.setenv(name, str(value))
     pytester.makepyfile(test_replayed=REPLAY_TEST)
     pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE).assert_outcomes(passed=1)
 
     replayed = [json.loads(line) for line in replayed_calls.read_text().splitlines()]
     assert replayed == live.handled()
-    assert replayed == [["create", "ex1", "a"], ["create", "ex2", "x"], ["tier", "ex2", None, "web"],
-                        ["update", "ex1", "a", "b"], ["update", "ex2", "x", "x"], ["tier", "ex2", "web", "db"],
-                        ["delete", "ex1", "b"], ["update", "ex2", "x", "y"], ["delete", "ex2", "y"]]
+    assert replayed == [
+        ["create", "ex1", "a"],
+        ["create", "ex2", "x"],
+        ["tier", "ex2", None, "web"],
+        ["update", "ex1", "a", "b"],
+        ["update", "ex2", "x", "x"],
+        ["tier", "ex2", "web", "db"],
+        ["delete", "ex1", "b"],
+        ["update", "ex2", "x", "y"],
+        ["delete", "ex2", "y"],
+    ]

@@ -1,4 +1,5 @@
 """The kopf_cluster fixture in sim mode, run through inner pytest sessions (pytester)."""
+
 from __future__ import annotations
 
 import json
@@ -197,7 +198,8 @@ def test_report_header(pytester: pytest.Pytester) -> None:
 
 
 def test_deadlock_fails_fast_and_tears_down(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(textwrap.dedent('''
+    pytester.makepyfile(
+        textwrap.dedent("""
         import asyncio
         async def test_stuck(kopf_cluster):
             await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}})
@@ -205,14 +207,16 @@ def test_deadlock_fails_fast_and_tears_down(pytester: pytest.Pytester) -> None:
 
         async def test_next(kopf_cluster):
             assert await kopf_cluster.get("configmaps", "cm") is None
-    '''))
+    """)
+    )
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*DeadlockError: Deadlock at loop time*", "*at test_stuck*"])
 
 
 def test_faults_hit_the_operator_side_only(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(textwrap.dedent('''
+    pytester.makepyfile(
+        textwrap.dedent("""
         import asyncio
 
         async def test_faults(kopf_cluster):
@@ -240,13 +244,15 @@ def test_faults_hit_the_operator_side_only(pytester: pytest.Pytester) -> None:
                 async with session.get("/api/v1/namespaces") as response:
                     names = [ns["metadata"]["name"] for ns in (await response.json())["items"]]
             assert "default" in names
-    '''))
+    """)
+    )
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE)
     result.assert_outcomes(passed=2)
 
 
 def test_recording_watch_events(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    pytester.makepyfile(test_rec=textwrap.dedent('''
+    pytester.makepyfile(
+        test_rec=textwrap.dedent("""
         import pytest
 
         @pytest.mark.parametrize("name", ["a", "b"])
@@ -254,7 +260,8 @@ def test_recording_watch_events(pytester: pytest.Pytester, tmp_path: Path) -> No
             await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
             await kopf_cluster.patch("configmaps", name, {"data": {"k": "v"}})
             await kopf_cluster.delete("configmaps", name)
-    '''))
+    """)
+    )
     records = tmp_path / "records"
     result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-record", str(records))
     result.assert_outcomes(passed=2)
@@ -262,13 +269,17 @@ def test_recording_watch_events(pytester: pytest.Pytester, tmp_path: Path) -> No
     assert files == ["test_rec.py_test_records_a.jsonl", "test_rec.py_test_records_b.jsonl"]
     header, *lines = [json.loads(line) for line in (records / files[1]).read_text().splitlines()]
     assert header["source"] == {"recorder": "pytest --kopf-record", "mode": "sim"}
-    assert [(line["type"], line["object"]["metadata"]["name"]) for line in lines] == \
-        [("ADDED", "b"), ("MODIFIED", "b"), ("DELETED", "b")]
+    assert [(line["type"], line["object"]["metadata"]["name"]) for line in lines] == [
+        ("ADDED", "b"),
+        ("MODIFIED", "b"),
+        ("DELETED", "b"),
+    ]
     assert {line["resource"]["plural"] for line in lines} == {"configmaps"}
 
 
 def test_xdist_workers_have_their_own_clusters(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    pytester.makepyfile(test_many=textwrap.dedent('''
+    pytester.makepyfile(
+        test_many=textwrap.dedent("""
         import asyncio, os, pytest
 
         @pytest.mark.parametrize("n", range(8))
@@ -278,9 +289,9 @@ def test_xdist_workers_have_their_own_clusters(pytester: pytest.Pytester, tmp_pa
             await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "same"}})
             await asyncio.sleep(60)
             assert os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw")
-    '''))
+    """)
+    )
     records = tmp_path / "records"
-    result = pytester.runpytest_subprocess(*NO_ASYNCIO, *BASE, "-n", "2",
-                                           "--kopf-record", str(records), timeout=300)
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO, *BASE, "-n", "2", "--kopf-record", str(records), timeout=300)
     result.assert_outcomes(passed=8)
     assert len(list(records.iterdir())) == 8

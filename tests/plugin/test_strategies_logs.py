@@ -1,4 +1,5 @@
 """``pytest_kopf.strategies``: recorded logs mutated as flaky watches would tell them, each still replayable."""
+
 from __future__ import annotations
 
 import io
@@ -56,13 +57,18 @@ LOG = incident()
 
 
 def story(log: WatchLog) -> list[tuple[float, str, str, str]]:
-    return [(event.t, event.type, event.object["metadata"]["name"], event.object["spec"]["field"])
-            for event in log.events]
+    return [
+        (event.t, event.type, event.object["metadata"]["name"], event.object["spec"]["field"]) for event in log.events
+    ]
 
 
 def test_each_mutation() -> None:
-    assert story(LOG)[:4] == [(0.0, "ADDED", "a", "1"), (1.0, "ADDED", "b", "1"), (2.0, "MODIFIED", "a", "2"),
-                              (2.0, "MODIFIED", "b", "2")]
+    assert story(LOG)[:4] == [
+        (0.0, "ADDED", "a", "1"),
+        (1.0, "ADDED", "b", "1"),
+        (2.0, "MODIFIED", "a", "2"),
+        (2.0, "MODIFIED", "b", "2"),
+    ]
     assert story(drop_event(LOG, 0))[0] == (1.0, "ADDED", "b", "1")
     assert story(duplicate_event(LOG, 1))[1:3] == [(1.0, "ADDED", "b", "1")] * 2
     delayed = story(delay_event(LOG, 2, 30.0))  # a's MODIFIED at 2.0: not after a's next event (at 3.0)

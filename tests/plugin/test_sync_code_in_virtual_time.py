@@ -3,6 +3,7 @@
 These run in the suite's own session (sim mode): a day of virtual time with sync daemons on ten objects
 costs a second or two of CPU (``benchmarks/bench_threads.py`` measures it).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,7 +40,8 @@ def settings_for(workers: int) -> kopf.OperatorSettings:
 
 
 async def test_a_day_of_sync_daemons_timers_and_sleeping_handlers_on_ten_objects(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     registry = kopf.OperatorRegistry()
     loop = asyncio.get_running_loop()
     lock = threading.Lock()
@@ -101,13 +103,15 @@ async def test_a_day_of_sync_daemons_timers_and_sleeping_handlers_on_ten_objects
     stopping = loop.time()
     await kopf_operator.stop(timeout=120)  # the sleeping daemons finish their sleep (60 s) first
     assert kopf_operator.exception is None
-    assert {key for key in exits if key[1] != "ex0"} == {(kind, name) for kind in ("waiting", "sleeping")
-                                                        for name in names[1:]}
+    assert {key for key in exits if key[1] != "ex0"} == {
+        (kind, name) for kind in ("waiting", "sleeping") for name in names[1:]
+    }
     assert all(moment - stopping <= 60 for key, moment in exits.items() if key[1] != "ex0")
 
 
 async def test_wall_clocks_in_handlers_follow_the_virtual_clock(
-        kopf_cluster: KopfCluster, kopf_operator: KopfOperator) -> None:
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     registry = kopf.OperatorRegistry()
     seen: dict[str, Any] = {}
 
@@ -148,7 +152,7 @@ def test_the_clocks_are_real_outside_of_the_test_loop() -> None:
     assert datetime.datetime is type(before)
 
 
-CPU_LOOP = '''
+CPU_LOOP = """
 import time
 import kopf
 import pytest
@@ -166,7 +170,7 @@ async def test_a_stuck_handler(kopf_cluster, kopf_operator):
     await kopf_operator.start(registry=registry)
     await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "ex1"}})
     await kopf_cluster.wait_for("kopfexamples", "ex1", condition=lambda o: "spinning_handler" in o.get("status", {}))
-'''
+"""
 
 
 def test_a_handler_stuck_in_a_cpu_loop_fails_the_test_with_its_name_and_stack(pytester: pytest.Pytester) -> None:
@@ -175,10 +179,12 @@ def test_a_handler_stuck_in_a_cpu_loop_fails_the_test_with_its_name_and_stack(py
     (pytester.path / "crd.yaml").write_text(Path(CRD).read_text())
     result = pytester.runpytest_subprocess(*BASE, *NO_ASYNCIO)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*DeadlockError: Executor jobs hold the loop time at * for more than 0.3 real seconds*",
-        "*Threads at work:*",
-        "*spinning_handler, at work for *",
-        "*in spinning_handler*",
-        "*while time.perf_counter() < until:*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*DeadlockError: Executor jobs hold the loop time at * for more than 0.3 real seconds*",
+            "*Threads at work:*",
+            "*spinning_handler, at work for *",
+            "*in spinning_handler*",
+            "*while time.perf_counter() < until:*",
+        ]
+    )

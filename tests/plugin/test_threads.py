@@ -1,4 +1,5 @@
 """The operators' executor on the session's threads: a thread pool's behaviour, the threads kept between tests."""
+
 from __future__ import annotations
 
 import threading
@@ -98,7 +99,7 @@ def test_a_stuck_job_names_its_thread_which_is_lent_no_more() -> None:
         release.set()
 
 
-FILES = '''
+FILES = """
 import threading
 import kopf
 from pytest_kopf.threads import shared_threads
@@ -127,7 +128,7 @@ def test_three():
     # kept: still alive among the session's threads (which idle one takes a job is up to the pool)
     assert all(thread.is_alive() and thread in shared_threads() for thread in THREADS) == REUSED
     assert any(thread.is_alive() for thread in THREADS) == REUSED  # otherwise joined at each stop
-'''
+"""
 
 
 @pytest.mark.parametrize("reuse", [True, False])

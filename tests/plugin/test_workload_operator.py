@@ -4,6 +4,7 @@ The object is Ready when its Deployment is Available, and Degraded when it was a
 its pods steered into a crash loop). All of it in virtual time: the pods' delays, the kubelet's
 back-offs, the controllers' reactions and the operator's handlers.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -28,10 +29,18 @@ def registry_of_the_operator() -> kopf.OperatorRegistry:
     async def run_a_deployment(body: kopf.Body, name: str, memo: kopf.Memo, **_: Any) -> None:
         labels = {"kopf-example": name}
         deployment: dict[str, Any] = {
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"{name}-app", "labels": labels},
-            "spec": {"replicas": 2, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels},
-                                  "spec": {"containers": [{"name": "app", "image": "example/app:1"}]}}}}
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": f"{name}-app", "labels": labels},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "app", "image": "example/app:1"}]},
+                },
+            },
+        }
         kopf.adopt(deployment, owner=body)
         await memo.cluster.create(deployment)
 
@@ -50,8 +59,9 @@ def registry_of_the_operator() -> kopf.OperatorRegistry:
         else:
             phase = "Progressing"
         if phase != was:
-            await memo.cluster.patch("kopfexamples", owner, {"status": {"phase": phase}}, namespace,
-                                     subresource="status")
+            await memo.cluster.patch(
+                "kopfexamples", owner, {"status": {"phase": phase}}, namespace, subresource="status"
+            )
 
     return registry
 
@@ -60,13 +70,15 @@ def phase(obj: dict[str, Any] | None) -> Any:
     return ((obj or {}).get("status") or {}).get("phase")
 
 
-async def test_ready_when_available_and_degraded_when_crash_looping(kopf_cluster: KopfCluster,
-                                                                    kopf_operator: KopfOperator) -> None:
+async def test_ready_when_available_and_degraded_when_crash_looping(
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
     loop = asyncio.get_running_loop()
     await kopf_cluster.apply(str(CRD))
     await kopf_operator.start(registry=registry_of_the_operator(), memo=kopf.Memo(cluster=kopf_cluster))
-    await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "shop"},
-                               "spec": {}})
+    await kopf_cluster.create(
+        {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "shop"}, "spec": {}}
+    )
     await kopf_cluster.wait_for("kopfexamples", "shop", condition=lambda o: phase(o) == "Progressing")
     await kopf_cluster.wait_for("kopfexamples", "shop", condition=lambda o: phase(o) == "Ready")
     assert loop.time() < 3  # the pods' start and readiness delays, and nothing else

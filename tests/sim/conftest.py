@@ -4,6 +4,7 @@ with a Widget CRD (a schema with defaults, and the scale subresource), and an HT
 
 What they fake on top of the shared ones: nothing; the HTTP client is aiohttp's, over the in-memory transport.
 """
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
@@ -22,23 +23,34 @@ CRD = {
         "group": "acme.example",
         "scope": "Namespaced",
         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
-                                                     "statusReplicasPath": ".status.replicas"}},
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {"type": "object", "properties": {
-                        "size": {"type": "integer", "minimum": 0},
-                        "color": {"type": "string", "default": "blue"},
-                        "replicas": {"type": "integer"},
-                        "tags": {"type": "array", "items": {"type": "string"}},
-                    }},
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {
+                    "status": {},
+                    "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
                 },
-            }},
-        }],
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "size": {"type": "integer", "minimum": 0},
+                                    "color": {"type": "string", "default": "blue"},
+                                    "replicas": {"type": "integer"},
+                                    "tags": {"type": "array", "items": {"type": "string"}},
+                                },
+                            },
+                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    }
+                },
+            }
+        ],
     },
 }
 

@@ -1,4 +1,5 @@
 """The simulated apiserver's dynamic admission: webhook matching, mutation, validation, failures, dispatch."""
+
 from __future__ import annotations
 
 import base64
@@ -24,24 +25,47 @@ Review = dict[str, Any]
 
 def configuration(kind: str, name: str, *, url: str = HOOK_URL, **hook: Any) -> dict[str, Any]:
     webhook = {
-        "name": name, "clientConfig": {"url": url}, "sideEffects": "None", "admissionReviewVersions": ["v1"],
-        "rules": [{"apiGroups": ["acme.example"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                   "resources": ["widgets"], "scope": "*"}],
+        "name": name,
+        "clientConfig": {"url": url},
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "rules": [
+            {
+                "apiGroups": ["acme.example"],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["widgets"],
+                "scope": "*",
+            }
+        ],
         **hook,
     }
-    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": f"{kind}WebhookConfiguration",
-            "metadata": {"name": name}, "webhooks": [webhook]}
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": f"{kind}WebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [webhook],
+    }
 
 
 def allow(review: Review, **extra: Any) -> Review:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "response": {"uid": review["request"]["uid"], "allowed": True, **extra}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": review["request"]["uid"], "allowed": True, **extra},
+    }
 
 
 def deny(review: Review, message: str, code: int = 400, **status: Any) -> Review:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "response": {"uid": review["request"]["uid"], "allowed": False,
-                         "status": {"message": message, "code": code, **status}}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {
+            "uid": review["request"]["uid"],
+            "allowed": False,
+            "status": {"message": message, "code": code, **status},
+        },
+    }
 
 
 def json_patch(*ops: dict[str, Any]) -> dict[str, str]:
@@ -97,7 +121,8 @@ async def test_denial_without_message_or_code(setup: Any) -> None:
     async with session.post(WIDGETS, json=widget("w1")) as response:
         assert response.status == 403
         assert (await response.json())["message"] == (
-            'admission webhook "check.acme.example" denied the request without explanation')
+            'admission webhook "check.acme.example" denied the request without explanation'
+        )
 
 
 async def test_go_style_invalid_status_passes_through(setup: Any) -> None:
@@ -105,9 +130,14 @@ async def test_go_style_invalid_status_passes_through(setup: Any) -> None:
     causes = [{"reason": "FieldValueInvalid", "message": "Invalid value: 100: too big", "field": "spec.size"}]
 
     async def hook(review: Review) -> Review:
-        return deny(review, 'Widget.acme.example "w1" is invalid: spec.size: Invalid value: 100: too big', 422,
-                    reason="Invalid", status="Failure",
-                    details={"name": "w1", "group": "acme.example", "kind": "Widget", "causes": causes})
+        return deny(
+            review,
+            'Widget.acme.example "w1" is invalid: spec.size: Invalid value: 100: too big',
+            422,
+            reason="Invalid",
+            status="Failure",
+            details={"name": "w1", "group": "acme.example", "kind": "Widget", "causes": causes},
+        )
 
     control.register(HOOK_URL, hook)
     await install(session, configuration("Validating", "check.acme.example"))
@@ -135,9 +165,14 @@ async def test_mutation_is_applied_and_revalidated(setup: Any) -> None:
 
     async def hook(review: Review) -> Review:
         views.append(review)
-        return allow(review, **json_patch({"op": "add", "path": "/spec/size", "value": 7},
-                                          {"op": "add", "path": "/spec/junk", "value": 1},
-                                          {"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}))
+        return allow(
+            review,
+            **json_patch(
+                {"op": "add", "path": "/spec/size", "value": 7},
+                {"op": "add", "path": "/spec/junk", "value": 1},
+                {"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}},
+            ),
+        )
 
     control.register(HOOK_URL, hook)
     await install(session, configuration("Mutating", "defaults.acme.example"))
@@ -169,18 +204,22 @@ async def test_mutation_that_breaks_the_schema_is_rejected(setup: Any) -> None:
 
 async def test_failure_policies(setup: Any) -> None:
     session, _control, _cluster = setup
-    await install(session, configuration("Validating", "strict.acme.example", url="https://127.0.0.1:9/x",
-                                         timeoutSeconds=1))
+    await install(
+        session, configuration("Validating", "strict.acme.example", url="https://127.0.0.1:9/x", timeoutSeconds=1)
+    )
     async with session.post(WIDGETS, json=widget("w1")) as response:
         status = await response.json()
         assert response.status == 500
     assert status["message"].startswith(
-        'Internal error occurred: failed calling webhook "strict.acme.example": failed to call webhook: ')
-    async with session.delete("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/"
-                              "strict.acme.example") as response:
+        'Internal error occurred: failed calling webhook "strict.acme.example": failed to call webhook: '
+    )
+    async with session.delete(
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/strict.acme.example"
+    ) as response:
         assert response.status == 200
-    await install(session, configuration("Validating", "lax.acme.example", url="https://127.0.0.1:9/x",
-                                         failurePolicy="Ignore"))
+    await install(
+        session, configuration("Validating", "lax.acme.example", url="https://127.0.0.1:9/x", failurePolicy="Ignore")
+    )
     async with session.post(WIDGETS, json=widget("w1")) as response:
         assert response.status == 201
 
@@ -194,8 +233,10 @@ async def test_rules_operations_and_selectors(setup: Any) -> None:
         return allow(review)
 
     control.register(HOOK_URL, hook)
-    await install(session, configuration("Validating", "labelled.acme.example",
-                                         objectSelector={"matchLabels": {"checked": "yes"}}))
+    await install(
+        session,
+        configuration("Validating", "labelled.acme.example", objectSelector={"matchLabels": {"checked": "yes"}}),
+    )
     body = widget("a")
     async with session.post(WIDGETS, json=body) as response:
         assert response.status == 201
@@ -224,8 +265,9 @@ async def test_status_subresource_needs_its_own_rule(setup: Any) -> None:
     await install(session, config)
     async with session.post(WIDGETS, json=widget("w1")) as response:
         assert response.status == 201
-    async with session.patch(f"{WIDGETS}/w1/status", json={"status": {"ok": True}},
-                             headers={"Content-Type": "application/merge-patch+json"}) as response:
+    async with session.patch(
+        f"{WIDGETS}/w1/status", json={"status": {"ok": True}}, headers={"Content-Type": "application/merge-patch+json"}
+    ) as response:
         assert response.status == 200
     assert calls == ["status"]
 
@@ -268,5 +310,6 @@ async def test_dispatch_over_https_with_the_ca_bundle(crd_cluster: Cluster) -> N
             async with session.post(WIDGETS, json=widget("w1")) as response:
                 assert response.status == 400
                 assert (await response.json())["message"] == (
-                    'admission webhook "remote.acme.example" denied the request: nope')
+                    'admission webhook "remote.acme.example" denied the request: nope'
+                )
     assert received[0]["kind"] == "AdmissionReview"

@@ -20,33 +20,51 @@ CM = "v1/ConfigMap"
 
 
 def _deployment(**spec: Any) -> dict[str, Any]:
-    obj: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "Deployment",
-                           "metadata": {"name": "d", "namespace": "ns"}}
+    obj: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ns"}}
     if spec:
         obj["spec"] = spec
     return obj
 
 
 def _configmap(data: dict[str, Any] | None = None, **metadata: Any) -> dict[str, Any]:
-    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
-                           "metadata": {"name": "cm", "namespace": "ns", **metadata}}
+    obj: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "ns", **metadata},
+    }
     if data is not None:
         obj["data"] = data
     return obj
 
 
-def _apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str = "kubectl", *,
-           force: bool = False, kind_key: str | None = DEPLOY, api_version: str = "apps/v1",
-           now: str = "2024-01-01T00:00:00Z") -> dict[str, Any]:
-    return server_side_apply(live, applied, manager=manager, force=force, kind_key=kind_key,
-                             api_version=api_version, now=now)
+def _apply(
+    live: dict[str, Any] | None,
+    applied: dict[str, Any],
+    manager: str = "kubectl",
+    *,
+    force: bool = False,
+    kind_key: str | None = DEPLOY,
+    api_version: str = "apps/v1",
+    now: str = "2024-01-01T00:00:00Z",
+) -> dict[str, Any]:
+    return server_side_apply(
+        live, applied, manager=manager, force=force, kind_key=kind_key, api_version=api_version, now=now
+    )
 
 
-def _update(old: dict[str, Any] | None, new: dict[str, Any], manager: str = "ctl", *,
-            kind_key: str | None = DEPLOY, api_version: str = "apps/v1", now: str = "2024-01-02T00:00:00Z",
-            subresource: str | None = None) -> dict[str, Any]:
-    return track_update(old, new, manager=manager, kind_key=kind_key, api_version=api_version, now=now,
-                        subresource=subresource)
+def _update(
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    manager: str = "ctl",
+    *,
+    kind_key: str | None = DEPLOY,
+    api_version: str = "apps/v1",
+    now: str = "2024-01-02T00:00:00Z",
+    subresource: str | None = None,
+) -> dict[str, Any]:
+    return track_update(
+        old, new, manager=manager, kind_key=kind_key, api_version=api_version, now=now, subresource=subresource
+    )
 
 
 def _managers(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -64,8 +82,12 @@ def _fields(obj: dict[str, Any], manager: str) -> set[str]:
 
 
 def test_encode_fields_uses_dots_for_owned_nodes_with_children() -> None:
-    paths = {("f:spec", "f:replicas"), ("f:spec", "f:containers", 'k:{"name":"a"}'),
-             ("f:spec", "f:containers", 'k:{"name":"a"}', "f:image"), ("f:metadata", "f:finalizers", 'v:"x"')}
+    paths = {
+        ("f:spec", "f:replicas"),
+        ("f:spec", "f:containers", 'k:{"name":"a"}'),
+        ("f:spec", "f:containers", 'k:{"name":"a"}', "f:image"),
+        ("f:metadata", "f:finalizers", 'v:"x"'),
+    }
     assert encode_fields(paths) == {
         "f:metadata": {"f:finalizers": {'v:"x"': {}}},
         "f:spec": {"f:containers": {'k:{"name":"a"}': {".": {}, "f:image": {}}}, "f:replicas": {}},
@@ -87,14 +109,17 @@ def test_fields_encoding_roundtrips(paths: set[tuple[str, ...]]) -> None:
     assert decode_fields(encode_fields(paths)) == paths
 
 
-@pytest.mark.parametrize(("path", "text"), [
-    (("f:spec", "f:replicas"), ".spec.replicas"),
-    (("f:spec", "f:containers", 'k:{"name":"c"}', "f:image"), '.spec.containers[name="c"].image'),
-    (("f:ports", 'k:{"containerPort":80,"protocol":"TCP"}'), '.ports[containerPort=80,protocol="TCP"]'),
-    (("f:metadata", "f:finalizers", 'v:"x"'), '.metadata.finalizers[="x"]'),
-    (("f:data", "f:.dockerconfigjson"), ".data..dockerconfigjson"),
-    (("f:items", "i:3"), ".items[3]"),
-])
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        (("f:spec", "f:replicas"), ".spec.replicas"),
+        (("f:spec", "f:containers", 'k:{"name":"c"}', "f:image"), '.spec.containers[name="c"].image'),
+        (("f:ports", 'k:{"containerPort":80,"protocol":"TCP"}'), '.ports[containerPort=80,protocol="TCP"]'),
+        (("f:metadata", "f:finalizers", 'v:"x"'), '.metadata.finalizers[="x"]'),
+        (("f:data", "f:.dockerconfigjson"), ".data..dockerconfigjson"),
+        (("f:items", "i:3"), ".items[3]"),
+    ],
+)
 def test_format_path(path: tuple[str, ...], text: str) -> None:
     assert format_path(path) == text
 
@@ -105,9 +130,16 @@ def test_format_path(path: tuple[str, ...], text: str) -> None:
 
 
 def test_apply_creates_with_an_apply_entry() -> None:
-    applied = _deployment(replicas=2, template={"spec": {"containers": [
-        {"name": "c", "image": "i", "ports": [{"containerPort": 80}]},
-    ]}})
+    applied = _deployment(
+        replicas=2,
+        template={
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "i", "ports": [{"containerPort": 80}]},
+                ]
+            }
+        },
+    )
     applied["metadata"]["labels"] = {"app": "x"}
     applied["metadata"]["finalizers"] = ["f"]
     result = _apply(None, applied)
@@ -115,29 +147,40 @@ def test_apply_creates_with_an_apply_entry() -> None:
     assert result["metadata"]["name"] == "d"
     assert result["metadata"]["namespace"] == "ns"
     assert result["apiVersion"] == "apps/v1"
-    assert result["metadata"]["managedFields"] == [{
-        "manager": "kubectl",
-        "operation": "Apply",
-        "apiVersion": "apps/v1",
-        "time": "2024-01-01T00:00:00Z",
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {
-            "f:metadata": {"f:finalizers": {'v:"f"': {}}, "f:labels": {"f:app": {}}},
-            "f:spec": {
-                "f:replicas": {},
-                "f:template": {"f:spec": {"f:containers": {'k:{"name":"c"}': {
-                    ".": {}, "f:image": {}, "f:name": {},
-                    "f:ports": {'k:{"containerPort":80}': {".": {}, "f:containerPort": {}}},
-                }}}},
+    assert result["metadata"]["managedFields"] == [
+        {
+            "manager": "kubectl",
+            "operation": "Apply",
+            "apiVersion": "apps/v1",
+            "time": "2024-01-01T00:00:00Z",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {
+                "f:metadata": {"f:finalizers": {'v:"f"': {}}, "f:labels": {"f:app": {}}},
+                "f:spec": {
+                    "f:replicas": {},
+                    "f:template": {
+                        "f:spec": {
+                            "f:containers": {
+                                'k:{"name":"c"}': {
+                                    ".": {},
+                                    "f:image": {},
+                                    "f:name": {},
+                                    "f:ports": {'k:{"containerPort":80}': {".": {}, "f:containerPort": {}}},
+                                }
+                            }
+                        }
+                    },
+                },
             },
-        },
-    }]
+        }
+    ]
 
 
 def test_apply_does_not_track_identity_and_server_fields() -> None:
     applied = _deployment(replicas=1)
-    applied["metadata"].update(uid="u", resourceVersion="5", generation=3, creationTimestamp="x",
-                               managedFields=[{"manager": "evil"}])
+    applied["metadata"].update(
+        uid="u", resourceVersion="5", generation=3, creationTimestamp="x", managedFields=[{"manager": "evil"}]
+    )
     result = _apply(None, applied)
     assert "uid" not in result["metadata"]
     assert "resourceVersion" not in result["metadata"]
@@ -204,8 +247,13 @@ def test_apply_removes_dropped_maps_emptied_by_that() -> None:
 
 def test_apply_keeps_maps_with_others_fields_when_dropping() -> None:
     live = _apply(None, _configmap({"a": "1"}), "one", kind_key=CM, api_version="v1")
-    live = _update(live, _configmap({"a": "1", "b": "2"}, managedFields=live["metadata"]["managedFields"]),
-                   "two", kind_key=CM, api_version="v1")
+    live = _update(
+        live,
+        _configmap({"a": "1", "b": "2"}, managedFields=live["metadata"]["managedFields"]),
+        "two",
+        kind_key=CM,
+        api_version="v1",
+    )
     result = _apply(live, _configmap(), "one", kind_key=CM, api_version="v1")
     assert result["data"] == {"b": "2"}
     assert list(_managers(result)) == ["two"]
@@ -232,8 +280,9 @@ def test_apply_by_two_managers_with_different_values_conflicts() -> None:
         _apply(live, _deployment(replicas=3), "two")
     assert err.value.message == 'Apply failed with 1 conflict: conflict with "one": .spec.replicas'
     assert err.value.conflicts == [("one", ".spec.replicas")]
-    assert err.value.causes == [{"reason": "FieldManagerConflict", "message": 'conflict with "one"',
-                                 "field": ".spec.replicas"}]
+    assert err.value.causes == [
+        {"reason": "FieldManagerConflict", "message": 'conflict with "one"', "field": ".spec.replicas"}
+    ]
 
 
 def test_apply_conflicts_with_an_updater() -> None:
@@ -243,14 +292,13 @@ def test_apply_conflicts_with_an_updater() -> None:
     with pytest.raises(ApplyConflictError) as err:
         _apply(live, _deployment(replicas=1))
     assert str(err.value) == (
-        'Apply failed with 1 conflict: '
-        'conflict with "kubectl-client-side-apply" using apps/v1: .spec.replicas')
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using apps/v1: .spec.replicas'
+    )
 
 
 def test_apply_conflicts_message_for_many() -> None:
     live = _update(None, _deployment(replicas=1, paused=True, minReadySeconds=1), "alpha")
-    live = _update(live, {**live, "spec": {**live["spec"], "revisionHistoryLimit": 1}}, "beta",
-                   subresource="scale")
+    live = _update(live, {**live, "spec": {**live["spec"], "revisionHistoryLimit": 1}}, "beta", subresource="scale")
     with pytest.raises(ApplyConflictError) as err:
         _apply(live, _deployment(replicas=2, paused=False, minReadySeconds=1, revisionHistoryLimit=2))
     assert err.value.message == (
@@ -260,8 +308,11 @@ def test_apply_conflicts_message_for_many() -> None:
         'conflicts with "beta" with subresource "scale" using apps/v1:\n'
         "- .spec.revisionHistoryLimit"
     )
-    assert err.value.conflicts == [("alpha", ".spec.paused"), ("alpha", ".spec.replicas"),
-                                   ("beta", ".spec.revisionHistoryLimit")]
+    assert err.value.conflicts == [
+        ("alpha", ".spec.paused"),
+        ("alpha", ".spec.replicas"),
+        ("beta", ".spec.revisionHistoryLimit"),
+    ]
 
 
 def test_apply_conflict_does_not_happen_for_equal_values() -> None:
@@ -289,7 +340,8 @@ def test_apply_on_objects_without_managed_fields_conflicts_with_before_first_app
     with pytest.raises(ApplyConflictError) as err:
         _apply(live, _deployment(replicas=2))
     assert err.value.message == (
-        'Apply failed with 1 conflict: conflict with "before-first-apply" using apps/v1: .spec.replicas')
+        'Apply failed with 1 conflict: conflict with "before-first-apply" using apps/v1: .spec.replicas'
+    )
     result = _apply(live, _deployment(replicas=1, paused=True))
     assert set(_managers(result)) == {"kubectl", "before-first-apply"}
     assert _fields(result, "before-first-apply") == {".spec.replicas"}
@@ -314,10 +366,11 @@ def test_apply_never_changes_identity_and_server_fields() -> None:
 def test_apply_entries_are_sorted_appliers_first() -> None:
     live = _update(None, _deployment(paused=True), "zeta", now="2024-01-01T00:00:00Z")
     live = _apply(live, _deployment(replicas=1), "alpha", now="2024-01-03T00:00:00Z")
-    live = _update(live, {**live, "spec": {**live["spec"], "minReadySeconds": 1}}, "beta",
-                   now="2024-01-02T00:00:00Z")
+    live = _update(live, {**live, "spec": {**live["spec"], "minReadySeconds": 1}}, "beta", now="2024-01-02T00:00:00Z")
     assert [(e["manager"], e["operation"]) for e in live["metadata"]["managedFields"]] == [
-        ("alpha", "Apply"), ("zeta", "Update"), ("beta", "Update"),  # updaters by time
+        ("alpha", "Apply"),
+        ("zeta", "Update"),
+        ("beta", "Update"),  # updaters by time
     ]
 
 
@@ -339,9 +392,11 @@ def test_apply_associative_lists_merge_by_key_across_managers() -> None:
     live = _apply(None, _containers({"name": "a", "image": "a:1"}), "one")
     live = _apply(live, _containers({"name": "b", "image": "b:1"}), "two")
     assert _live_containers(live) == [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]
-    assert _fields(live, "two") == {'.spec.template.spec.containers[name="b"]',
-                                    '.spec.template.spec.containers[name="b"].name',
-                                    '.spec.template.spec.containers[name="b"].image'}
+    assert _fields(live, "two") == {
+        '.spec.template.spec.containers[name="b"]',
+        '.spec.template.spec.containers[name="b"].name',
+        '.spec.template.spec.containers[name="b"].image',
+    }
 
     live = _apply(live, _containers({"name": "a", "image": "a:2"}), "one")
     assert _live_containers(live) == [{"name": "a", "image": "a:2"}, {"name": "b", "image": "b:1"}]
@@ -395,8 +450,12 @@ def test_apply_atomic_lists_are_owned_and_replaced_whole() -> None:
 
 
 def test_apply_without_kind_metadata_treats_lists_as_atomic() -> None:
-    thing = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"},
-             "spec": {"items": [{"name": "a"}]}}
+    thing = {
+        "apiVersion": "example.com/v1",
+        "kind": "Thing",
+        "metadata": {"name": "t"},
+        "spec": {"items": [{"name": "a"}]},
+    }
     result = _apply(None, thing, kind_key=None, api_version="example.com/v1")
     assert _fields(result, "kubectl") == {".spec.items"}
 
@@ -404,8 +463,10 @@ def test_apply_without_kind_metadata_treats_lists_as_atomic() -> None:
 def test_apply_rejects_items_without_keys() -> None:
     with pytest.raises(PatchError) as err:
         _apply(None, _containers({"image": "x"}))
-    assert err.value.message == ('.spec.template.spec.containers: element 0: associative list with keys has '
-                                 'an element that omits key field "name"')
+    assert err.value.message == (
+        ".spec.template.spec.containers: element 0: associative list with keys has "
+        'an element that omits key field "name"'
+    )
 
 
 def test_apply_rejects_duplicate_keys() -> None:
@@ -429,17 +490,28 @@ def test_update_on_create_owns_everything() -> None:
     obj = _deployment(replicas=1, template={"spec": {"containers": [{"name": "a"}]}})
     obj["metadata"].update(uid="u", labels={"x": "1"}, finalizers=["f"])
     result = _update(None, obj, "creator")
-    assert result["metadata"]["managedFields"] == [{
-        "manager": "creator", "operation": "Update", "apiVersion": "apps/v1", "time": "2024-01-02T00:00:00Z",
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {
-            "f:metadata": {"f:finalizers": {'v:"f"': {}}, "f:labels": {"f:x": {}}},
-            "f:spec": {"f:replicas": {},
-                       "f:template": {"f:spec": {"f:containers": {
-                           'k:{"name":"a"}': {".": {}, "f:name": {}},
-                       }}}},
-        },
-    }]
+    assert result["metadata"]["managedFields"] == [
+        {
+            "manager": "creator",
+            "operation": "Update",
+            "apiVersion": "apps/v1",
+            "time": "2024-01-02T00:00:00Z",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {
+                "f:metadata": {"f:finalizers": {'v:"f"': {}}, "f:labels": {"f:x": {}}},
+                "f:spec": {
+                    "f:replicas": {},
+                    "f:template": {
+                        "f:spec": {
+                            "f:containers": {
+                                'k:{"name":"a"}': {".": {}, "f:name": {}},
+                            }
+                        }
+                    },
+                },
+            },
+        }
+    ]
     assert result["spec"] == obj["spec"]
     assert "managedFields" not in obj["metadata"]  # not mutated
 
@@ -498,9 +570,16 @@ def test_update_with_an_empty_entry_resets_managed_fields() -> None:
 def test_update_honours_managed_fields_sent_by_the_client() -> None:
     live = _apply(None, _deployment(replicas=1))
     new = _deployment(replicas=1, paused=True)
-    new["metadata"]["managedFields"] = [{"manager": "someone", "operation": "Update", "apiVersion": "apps/v1",
-                                         "time": "t", "fieldsType": "FieldsV1",
-                                         "fieldsV1": {"f:spec": {"f:replicas": {}}}}]
+    new["metadata"]["managedFields"] = [
+        {
+            "manager": "someone",
+            "operation": "Update",
+            "apiVersion": "apps/v1",
+            "time": "t",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:replicas": {}}},
+        }
+    ]
     result = _update(live, new, "ctl")
     assert set(_managers(result)) == {"someone", "ctl"}
     assert _managers(result)["someone"] == new["metadata"]["managedFields"][0]
@@ -510,10 +589,10 @@ def test_update_entries_per_api_version_and_subresource() -> None:
     live = _update(None, _deployment(replicas=1), "ctl", api_version="apps/v1")
     live = _update(live, {**live, "spec": {"replicas": 1, "paused": True}}, "ctl", api_version="apps/v1beta2")
     live = _update(live, {**live, "status": {"replicas": 1}}, "ctl", subresource="status")
-    entries = [(e["manager"], e["apiVersion"], e.get("subresource"))
-               for e in live["metadata"]["managedFields"]]
-    assert sorted(entries, key=str) == sorted([("ctl", "apps/v1", None), ("ctl", "apps/v1beta2", None),
-                                               ("ctl", "apps/v1", "status")], key=str)
+    entries = [(e["manager"], e["apiVersion"], e.get("subresource")) for e in live["metadata"]["managedFields"]]
+    assert sorted(entries, key=str) == sorted(
+        [("ctl", "apps/v1", None), ("ctl", "apps/v1beta2", None), ("ctl", "apps/v1", "status")], key=str
+    )
     status_entry = next(e for e in live["metadata"]["managedFields"] if e.get("subresource"))
     assert status_entry["fieldsV1"] == {"f:status": {"f:replicas": {}}}
 
@@ -524,9 +603,11 @@ def test_update_of_a_list_item_field_moves_only_that_field() -> None:
     _live_containers(changed)[0]["image"] = "a:2"
     _live_containers(changed).append({"name": "b"})
     result = _update(live, changed, "ctl")
-    assert _fields(result, "ctl") == {'.spec.template.spec.containers[name="a"].image',
-                                      '.spec.template.spec.containers[name="b"]',
-                                      '.spec.template.spec.containers[name="b"].name'}
+    assert _fields(result, "ctl") == {
+        '.spec.template.spec.containers[name="a"].image',
+        '.spec.template.spec.containers[name="b"]',
+        '.spec.template.spec.containers[name="b"].name',
+    }
     assert '.spec.template.spec.containers[name="a"]' in _fields(result, "kubectl")
 
 
@@ -598,12 +679,18 @@ def test_apply_of_an_empty_map_owns_the_map() -> None:
 
 
 def test_apply_on_custom_resources_knows_the_metadata_lists() -> None:
-    thing = {"apiVersion": "example.com/v1", "kind": "Thing",
-             "metadata": {"name": "t", "finalizers": ["a"], "ownerReferences": [{"uid": "u", "name": "o"}]}}
+    thing = {
+        "apiVersion": "example.com/v1",
+        "kind": "Thing",
+        "metadata": {"name": "t", "finalizers": ["a"], "ownerReferences": [{"uid": "u", "name": "o"}]},
+    }
     result = _apply(None, thing, kind_key=None, api_version="example.com/v1")
-    assert _fields(result, "kubectl") == {'.metadata.finalizers[="a"]', '.metadata.ownerReferences[uid="u"]',
-                                          '.metadata.ownerReferences[uid="u"].uid',
-                                          '.metadata.ownerReferences[uid="u"].name'}
+    assert _fields(result, "kubectl") == {
+        '.metadata.finalizers[="a"]',
+        '.metadata.ownerReferences[uid="u"]',
+        '.metadata.ownerReferences[uid="u"].uid',
+        '.metadata.ownerReferences[uid="u"].name',
+    }
     changed = copy.deepcopy(result)
     changed["metadata"]["finalizers"].append("kopf.zalando.org/KopfFinalizerMarker")
     result = _update(result, changed, "kopf", kind_key=None, api_version="example.com/v1")

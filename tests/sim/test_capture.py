@@ -3,6 +3,7 @@
 The cluster is a simulator served on 127.0.0.1 by the test itself (HTTPS and a token, as a real one);
 the recorder talks to it as to any cluster. These tests run in real time: a few tenths of a second.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -47,8 +48,9 @@ class Served:
         return HttpApi(self.served.url, ssl_context=trusted, headers=lambda: {"Authorization": f"Bearer {token}"})
 
     def configmap(self, name: str, namespace: str = "default", **data: str) -> None:
-        self.cluster.create(self.cluster.resource("", "v1", "configmaps"), namespace,
-                            {"metadata": {"name": name}, "data": data})
+        self.cluster.create(
+            self.cluster.resource("", "v1", "configmaps"), namespace, {"metadata": {"name": name}, "data": data}
+        )
 
 
 @pytest.fixture
@@ -77,8 +79,9 @@ def recorded(stream: io.StringIO) -> list[LogEvent]:
 
 
 def summary(events: list[LogEvent]) -> list[tuple[str, str, bool]]:
-    return [(event.type, event.object["metadata"]["name"], event.relisted) for event in events
-            if event.type != "BOOKMARK"]
+    return [
+        (event.type, event.object["metadata"]["name"], event.relisted) for event in events if event.type != "BOOKMARK"
+    ]
 
 
 async def test_the_current_state_first_then_the_changes(served: Served) -> None:
@@ -93,8 +96,13 @@ async def test_the_current_state_first_then_the_changes(served: Served) -> None:
     assert summary(recorded(stream)) == [("ADDED", "before", False), ("ADDED", "creds", False)]
 
     served.configmap("after")
-    served.cluster.patch(served.cluster.resource("", "v1", "configmaps"), "default", "before", {"data": {"a": "2"}},
-                         "application/merge-patch+json")
+    served.cluster.patch(
+        served.cluster.resource("", "v1", "configmaps"),
+        "default",
+        "before",
+        {"data": {"a": "2"}},
+        "application/merge-patch+json",
+    )
     served.cluster.delete(served.cluster.resource("", "v1", "configmaps"), "default", "before")
     served.configmap("not-recorded", namespace="other")
     await until(lambda: len(summary(recorded(stream))) == 5)
@@ -104,11 +112,18 @@ async def test_the_current_state_first_then_the_changes(served: Served) -> None:
     await capture.api.close()
 
     events = recorded(stream)
-    assert summary(events) == [("ADDED", "before", False), ("ADDED", "creds", False), ("ADDED", "after", False),
-                               ("MODIFIED", "before", False), ("DELETED", "before", False)]
+    assert summary(events) == [
+        ("ADDED", "before", False),
+        ("ADDED", "creds", False),
+        ("ADDED", "after", False),
+        ("MODIFIED", "before", False),
+        ("DELETED", "before", False),
+    ]
     assert [event.t for event in events] == sorted(event.t for event in events)
     assert {(e.resource.group, e.resource.version, e.resource.plural) for e in events} == {
-        ("", "v1", "configmaps"), ("", "v1", "secrets")}
+        ("", "v1", "configmaps"),
+        ("", "v1", "secrets"),
+    }
     assert events[1].object["data"] == {"pw": ""}  # redacted
     assert events[0].object["apiVersion"] == "v1" and events[0].object["kind"] == "ConfigMap"  # as lists omit them
 
@@ -132,20 +147,23 @@ async def test_a_410_is_logged_and_the_missed_changes_are_found_by_a_relist(serv
     events = [event for event in recorded(stream) if event.type != "BOOKMARK"]
     assert [(event.type, event.object.get("code")) for event in events if event.type == "ERROR"] == [("ERROR", 410)]
     assert summary([event for event in events if event.type != "ERROR"]) == [
-        ("ADDED", "gone", False), ("ADDED", "kept", False),
-        ("ADDED", "new", True), ("DELETED", "gone", True),
-        ("ADDED", "later", False)]
+        ("ADDED", "gone", False),
+        ("ADDED", "kept", False),
+        ("ADDED", "new", True),
+        ("DELETED", "gone", True),
+        ("ADDED", "later", False),
+    ]
 
 
 async def test_resources_defined_later_are_recorded_with_all_resources(served: Served) -> None:
     served.configmap("config")
     stream = io.StringIO()
-    capture = Capture(served.api(), LogWriter(stream, started=system_clock(), source={}), all_resources=True,
-                      namespaces=["default"])
+    capture = Capture(
+        served.api(), LogWriter(stream, started=system_clock(), source={}), all_resources=True, namespaces=["default"]
+    )
     await capture.start()
     assert {event.resource.plural for event in recorded(stream) if event.type != "BOOKMARK"} == {"configmaps"}
-    served.cluster.create(served.cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
-                          None, CRD)
+    served.cluster.create(served.cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"), None, CRD)
     await until(lambda: served.cluster.watched(("acme.example", "widgets")))
     served.cluster.create(served.cluster.resource("acme.example", "v1", "widgets"), "default", widget("w1"))
     await until(lambda: any(event.resource.plural == "widgets" for event in recorded(stream)))
@@ -174,16 +192,30 @@ async def test_what_cannot_be_recorded_is_said_clearly(served: Served) -> None:
 
 # -- the command line ----------------------------------------------------------------------------------
 
+
 async def test_kopf_sim_record_for_a_duration(served: Served, tmp_path: Path) -> None:
     served.configmap("first")
     log = tmp_path / "log.jsonl"
     process = await asyncio.create_subprocess_exec(
-        str(KOPF_SIM), "record", "--kubeconfig", str(served.kubeconfig), "-r", "configmaps", "-n", "default",
-        "-o", str(log), "--duration", "1", stderr=asyncio.subprocess.PIPE)
+        str(KOPF_SIM),
+        "record",
+        "--kubeconfig",
+        str(served.kubeconfig),
+        "-r",
+        "configmaps",
+        "-n",
+        "default",
+        "-o",
+        str(log),
+        "--duration",
+        "1",
+        stderr=asyncio.subprocess.PIPE,
+    )
     assert process.stderr is not None
     announced = await asyncio.wait_for(process.stderr.readline(), 20)
-    assert announced.decode().startswith(f"Recording {served.served.url} (context kopf-sim) into {log}: "
-                                         f"1 object there now")
+    assert announced.decode().startswith(
+        f"Recording {served.served.url} (context kopf-sim) into {log}: 1 object there now"
+    )
     served.configmap("second")
     rest = (await asyncio.wait_for(process.stderr.read(), 20)).decode()
     assert await process.wait() == 0
@@ -191,18 +223,34 @@ async def test_kopf_sim_record_for_a_duration(served: Served, tmp_path: Path) ->
     assert re.match(r"Recorded \d+ events, 2 objects in 1 resource, ", rest)  # bookmarks every 0.2 s count too
     recorded_log = read_log(log)
     assert recorded_log.headers[0]["source"] == {
-        "recorder": "kopf-sim record", "server": served.served.url, "context": "kopf-sim",
-        "resources": ["configmaps"], "namespaces": ["default"]}
+        "recorder": "kopf-sim record",
+        "server": served.served.url,
+        "context": "kopf-sim",
+        "resources": ["configmaps"],
+        "namespaces": ["default"],
+    }
     assert [(e.type, e.object["metadata"]["name"]) for e in recorded_log.changes()] == [
-        ("ADDED", "first"), ("ADDED", "second")]
+        ("ADDED", "first"),
+        ("ADDED", "second"),
+    ]
 
 
 async def test_a_progress_line_on_a_terminal(served: Served, tmp_path: Path) -> None:
     controller, terminal = pty.openpty()
     try:
         process = await asyncio.create_subprocess_exec(
-            str(KOPF_SIM), "record", "--kubeconfig", str(served.kubeconfig), "-r", "configmaps",
-            "-o", str(tmp_path / "log.jsonl"), "--duration", "1.2", stderr=terminal)
+            str(KOPF_SIM),
+            "record",
+            "--kubeconfig",
+            str(served.kubeconfig),
+            "-r",
+            "configmaps",
+            "-o",
+            str(tmp_path / "log.jsonl"),
+            "--duration",
+            "1.2",
+            stderr=terminal,
+        )
         assert await process.wait() == 0
         output = b""
         while chunk := await asyncio.to_thread(_read_available, controller):
@@ -227,12 +275,15 @@ def test_command_line_mistakes(tmp_path: Path) -> None:
     assert f"Error: Cannot use the kubeconfig {tmp_path / 'none'}:" in result.output
     (tmp_path / "kubeconfig").write_text(
         "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
-        "users: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n")
-    result = runner.invoke(main, ["record", "-o", str(tmp_path / "x.jsonl"), "--kubeconfig",
-                                  str(tmp_path / "kubeconfig")])
+        "users: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+    )
+    result = runner.invoke(
+        main, ["record", "-o", str(tmp_path / "x.jsonl"), "--kubeconfig", str(tmp_path / "kubeconfig")]
+    )
     assert result.exit_code == 1 and "Error: Nothing to record: name the resources" in result.output
-    result = runner.invoke(main, ["record", "-r", "pods", "-o", str(tmp_path / "x.jsonl"), "--kubeconfig",
-                                  str(tmp_path / "kubeconfig")])
+    result = runner.invoke(
+        main, ["record", "-r", "pods", "-o", str(tmp_path / "x.jsonl"), "--kubeconfig", str(tmp_path / "kubeconfig")]
+    )
     assert result.exit_code == 1 and "Error: Cannot reach the cluster at http://127.0.0.1:9" in result.output
     result = runner.invoke(main, ["record", "-r", "pods"])
     assert result.exit_code == 2 and "Missing option '--output'" in result.output

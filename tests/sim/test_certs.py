@@ -1,4 +1,5 @@
 """Throw-away certificates: shapes that both OpenSSL (Python) and strict verifiers accept."""
+
 from __future__ import annotations
 
 import datetime
@@ -32,7 +33,8 @@ def test_ca_and_server_certificate_shapes(bundle: CertificateBundle) -> None:
     sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert sans.get_values_for_type(x509.DNSName) == ["localhost", "kopf-sim.local"]
     assert sans.get_values_for_type(x509.IPAddress) == [
-        ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"),
+        ipaddress.ip_address("127.0.0.1"),
+        ipaddress.ip_address("::1"),
     ]
     eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert ExtendedKeyUsageOID.SERVER_AUTH in eku
@@ -41,12 +43,15 @@ def test_ca_and_server_certificate_shapes(bundle: CertificateBundle) -> None:
     assert b"PRIVATE KEY" in bundle.key_pem
 
 
-@pytest.mark.parametrize("subject", [
-    x509.DNSName("localhost"),
-    x509.DNSName("kopf-sim.local"),
-    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-    x509.IPAddress(ipaddress.ip_address("::1")),
-])
+@pytest.mark.parametrize(
+    "subject",
+    [
+        x509.DNSName("localhost"),
+        x509.DNSName("kopf-sim.local"),
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        x509.IPAddress(ipaddress.ip_address("::1")),
+    ],
+)
 def test_strict_webpki_verification(bundle: CertificateBundle, subject: verification.Subject) -> None:
     # cryptography's verifier follows the CA/B & RFC 5280 profile, as strict as Go's crypto/x509.
     store = verification.Store([x509.load_pem_x509_certificate(bundle.ca_pem)])
@@ -57,8 +62,7 @@ def test_strict_webpki_verification(bundle: CertificateBundle, subject: verifica
 
 def test_strict_verification_rejects_other_names(bundle: CertificateBundle) -> None:
     store = verification.Store([x509.load_pem_x509_certificate(bundle.ca_pem)])
-    verifier = verification.PolicyBuilder().store(store).build_server_verifier(
-        x509.DNSName("example.com"))
+    verifier = verification.PolicyBuilder().store(store).build_server_verifier(x509.DNSName("example.com"))
     with pytest.raises(verification.VerificationError):
         verifier.verify(x509.load_pem_x509_certificate(bundle.cert_pem), [])
 

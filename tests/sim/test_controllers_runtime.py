@@ -1,4 +1,5 @@
 """The controller manager: switches, settings, determinism, watches, admission, errors, livelocks."""
+
 from __future__ import annotations
 
 import asyncio
@@ -18,16 +19,26 @@ from kopf_sim.timing.clock import SeededUids
 JsonDict = dict[str, Any]
 
 DEPLOYMENT = {
-    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
-    "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-             "template": {"metadata": {"labels": {"app": "web"}},
-                          "spec": {"containers": [{"name": "main", "image": "nginx"}]}}},
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {
+        "replicas": 3,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "main", "image": "nginx"}]},
+        },
+    },
 }
 
 
 def fresh_cluster(seed: int = 0, *, virtual: bool = True) -> Cluster:
-    return Cluster(clock=virtualtime.loop_clock(None), uids=SeededUids(seed)) if virtual else \
-        Cluster(uids=SeededUids(seed))
+    return (
+        Cluster(clock=virtualtime.loop_clock(None), uids=SeededUids(seed))
+        if virtual
+        else Cluster(uids=SeededUids(seed))
+    )
 
 
 def create(cluster: Cluster, body: JsonDict) -> JsonDict:
@@ -37,18 +48,22 @@ def create(cluster: Cluster, body: JsonDict) -> JsonDict:
 
 # -- Selections & settings ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("spec", "expected"), [
-    ("all", set(CONTROLLERS)),
-    (True, set(CONTROLLERS)),
-    (None, set(CONTROLLERS)),
-    ("none", set()),
-    (False, set()),
-    ("", set(CONTROLLERS)),
-    ("pods,replicasets", {"pods", "replicasets"}),
-    ("all,-cronjobs,-jobs", set(CONTROLLERS) - {"cronjobs", "jobs"}),
-    ("-namespaces", set(CONTROLLERS) - {"namespaces"}),
-    (["none", "nodes"], {"nodes"}),
-])
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("all", set(CONTROLLERS)),
+        (True, set(CONTROLLERS)),
+        (None, set(CONTROLLERS)),
+        ("none", set()),
+        (False, set()),
+        ("", set(CONTROLLERS)),
+        ("pods,replicasets", {"pods", "replicasets"}),
+        ("all,-cronjobs,-jobs", set(CONTROLLERS) - {"cronjobs", "jobs"}),
+        ("-namespaces", set(CONTROLLERS) - {"namespaces"}),
+        (["none", "nodes"], {"nodes"}),
+    ],
+)
 def test_selections(spec: Any, expected: set[str]) -> None:
     assert parse_selection(spec) == expected
 
@@ -70,19 +85,26 @@ def test_bad_selections_and_settings_say_what_is_wrong() -> None:
 
 # -- Determinism & visibility -----------------------------------------------------------------------------
 
+
 def trace_of_a_rollout(seed: int) -> list[tuple[str, str, str, str]]:
     async def main() -> list[tuple[str, str, str, str]]:
         cluster = fresh_cluster(seed)
         events: list[tuple[str, str, str, str]] = []
-        cluster.observers.append(lambda c: events.append((c.type, c.key[1], c.obj["metadata"]["name"],
-                                                          c.obj["metadata"]["resourceVersion"])))
+        cluster.observers.append(
+            lambda c: events.append((c.type, c.key[1], c.obj["metadata"]["name"], c.obj["metadata"]["resourceVersion"]))
+        )
         manager = ControllerManager(cluster)
         manager.start()
         create(cluster, DEPLOYMENT)
         manager.fate("app=web", Fate.crash_loop(after=5))
         await asyncio.sleep(100)
-        cluster.patch(cluster.resource("apps", "v1", "deployments"), "default", "web",
-                      {"spec": {"replicas": 5}}, "application/merge-patch+json")
+        cluster.patch(
+            cluster.resource("apps", "v1", "deployments"),
+            "default",
+            "web",
+            {"spec": {"replicas": 5}},
+            "application/merge-patch+json",
+        )
         await asyncio.sleep(100)
         await manager.stop()
         assert manager.failures == []
@@ -105,8 +127,15 @@ def test_the_controllers_writes_are_watch_events() -> None:
         manager.start()
         pods = cluster.resource("", "v1", "pods")
         subscription = cluster.watch(pods, "default")
-        create(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
-                         "spec": {"containers": [{"name": "c", "image": "x"}]}})
+        create(
+            cluster,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        )
         await asyncio.sleep(5)
         phases = []
         while (event := subscription.pop()) is not None:
@@ -114,9 +143,13 @@ def test_the_controllers_writes_are_watch_events() -> None:
             phases.append((event.type, event.obj["status"]["phase"], managers[-1] if managers else None))
         subscription.close()
         await manager.stop()
-        assert phases == [("ADDED", "Pending", None), ("MODIFIED", "Pending", "kube-scheduler"),
-                          ("MODIFIED", "Pending", "kubelet"), ("MODIFIED", "Running", "kubelet"),
-                          ("MODIFIED", "Running", "kubelet")]
+        assert phases == [
+            ("ADDED", "Pending", None),
+            ("MODIFIED", "Pending", "kube-scheduler"),
+            ("MODIFIED", "Pending", "kubelet"),
+            ("MODIFIED", "Running", "kubelet"),
+            ("MODIFIED", "Running", "kubelet"),
+        ]
 
     virtualtime.run(main())
 
@@ -139,6 +172,7 @@ def test_nothing_happens_while_nothing_changes() -> None:
 
 
 # -- Switches ------------------------------------------------------------------------------------------------
+
 
 def test_controllers_switched_off_and_on_at_run_time() -> None:
     async def main() -> None:
@@ -181,6 +215,7 @@ def test_a_bare_or_nodeless_cluster(settings: ControllerSettings) -> None:
 
 # -- Admission, errors, livelocks ---------------------------------------------------------------------------
 
+
 def test_the_controllers_writes_pass_the_admission_webhooks() -> None:
     async def main() -> None:
         cluster = fresh_cluster()
@@ -189,18 +224,32 @@ def test_the_controllers_writes_pass_the_admission_webhooks() -> None:
 
         async def deny(review: JsonDict) -> JsonDict:
             reviewed.append(review["request"]["userInfo"]["username"])
-            return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                    "response": {"uid": review["request"]["uid"], "allowed": False,
-                                 "status": {"message": "no pods today"}}}
+            return {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {"uid": review["request"]["uid"], "allowed": False, "status": {"message": "no pods today"}},
+            }
 
         admission.register("https://hooks.example/pods", deny)
-        create(cluster, {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-                         "metadata": {"name": "pods"},
-                         "webhooks": [{"name": "pods.hooks.example", "sideEffects": "None",
-                                       "admissionReviewVersions": ["v1"],
-                                       "clientConfig": {"url": "https://hooks.example/pods"},
-                                       "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                                                  "resources": ["pods"]}]}]})
+        create(
+            cluster,
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "pods"},
+                "webhooks": [
+                    {
+                        "name": "pods.hooks.example",
+                        "sideEffects": "None",
+                        "admissionReviewVersions": ["v1"],
+                        "clientConfig": {"url": "https://hooks.example/pods"},
+                        "rules": [
+                            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+                        ],
+                    }
+                ],
+            },
+        )
         manager = ControllerManager(cluster, admission=admission)
         manager.start()
         create(cluster, DEPLOYMENT)
@@ -219,8 +268,9 @@ def test_the_controllers_writes_pass_the_admission_webhooks() -> None:
     virtualtime.run(main())
 
 
-def test_a_crashing_controller_is_retried_and_its_failure_kept(monkeypatch: pytest.MonkeyPatch,
-                                                                caplog: pytest.LogCaptureFixture) -> None:
+def test_a_crashing_controller_is_retried_and_its_failure_kept(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     calls: list[float] = []
 
     async def broken(self: PodController, key: Any) -> None:
@@ -233,8 +283,15 @@ def test_a_crashing_controller_is_retried_and_its_failure_kept(monkeypatch: pyte
         cluster = fresh_cluster()
         manager = ControllerManager(cluster)
         manager.start()
-        create(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
-                         "spec": {"containers": [{"name": "c", "image": "x"}]}})
+        create(
+            cluster,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        )
         await asyncio.sleep(10)
         assert calls == [0.0, 0.5, 1.5, 3.5, 8.5]  # a growing back-off
         assert [str(e) for e in manager.failures[:2]] == ["boom", "boom"]
@@ -258,8 +315,15 @@ def test_a_livelock_is_broken_up(monkeypatch: pytest.MonkeyPatch, caplog: pytest
         cluster = fresh_cluster()
         manager = ControllerManager(cluster)
         manager.start()
-        create(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
-                         "spec": {"containers": [{"name": "c", "image": "x"}]}})
+        create(
+            cluster,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        )
         await asyncio.sleep(2.5)
         await manager.stop()
 

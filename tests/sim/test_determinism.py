@@ -11,6 +11,7 @@ configmaps, widgets), the lines of a :class:`ChangeRecorder` of every committed 
 outcome (object or error Status) of every operation. A run in a separate interpreter with another
 hash seed must give the same logs too (no dependency on the order of sets or dicts of strings).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,13 +53,23 @@ CRD = {
         "group": "example.com",
         "scope": "Namespaced",
         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            }}},
-        }],
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    }
+                },
+            }
+        ],
     },
 }
 COLORS = ["red", "green", "blue", "black"]
@@ -72,8 +83,7 @@ class Logs:
     outcomes: str
 
     def digest(self) -> str:
-        parts = [*(self.streams[name] for name in sorted(self.streams)),
-                 self.recorded.encode(), self.outcomes.encode()]
+        parts = [*(self.streams[name] for name in sorted(self.streams)), self.recorded.encode(), self.outcomes.encode()]
         return hashlib.sha256(b"\0".join(parts)).hexdigest()
 
 
@@ -107,8 +117,11 @@ class Script:
         return objs
 
     def active_namespace(self) -> str:
-        names = [ns["metadata"]["name"] for ns in self.live(self.namespaces, terminating=False)
-                 if ns["metadata"]["name"] not in ("kube-system", "kube-public", "kube-node-lease")]
+        names = [
+            ns["metadata"]["name"]
+            for ns in self.live(self.namespaces, terminating=False)
+            if ns["metadata"]["name"] not in ("kube-system", "kube-public", "kube-node-lease")
+        ]
         return self.rng.choice(names)
 
     def labels(self) -> dict[str, str]:
@@ -121,13 +134,25 @@ class Script:
         return self.rng.sample(FINALIZERS, self.rng.choice([0, 0, 1, 2]))
 
     def owner_references(self, namespace: str) -> list[JsonDict]:
-        owners = [o for rtype in (self.deployments, self.widgets) for o in self.live(rtype)
-                  if o["metadata"]["namespace"] == namespace]
+        owners = [
+            o
+            for rtype in (self.deployments, self.widgets)
+            for o in self.live(rtype)
+            if o["metadata"]["namespace"] == namespace
+        ]
         if not owners or self.rng.random() < 0.4:
             return []
         chosen = self.rng.sample(owners, min(len(owners), self.rng.choice([1, 1, 2])))
-        return [{"apiVersion": o["apiVersion"], "kind": o["kind"], "name": o["metadata"]["name"],
-                 "uid": o["metadata"]["uid"], "blockOwnerDeletion": True} for o in chosen]
+        return [
+            {
+                "apiVersion": o["apiVersion"],
+                "kind": o["kind"],
+                "name": o["metadata"]["name"],
+                "uid": o["metadata"]["uid"],
+                "blockOwnerDeletion": True,
+            }
+            for o in chosen
+        ]
 
     def pick(self, *rtypes: ResourceType) -> tuple[ResourceType, JsonDict] | None:
         candidates = [(rtype, obj) for rtype in rtypes for obj in self.live(rtype)]
@@ -142,31 +167,52 @@ class Script:
     def create_namespace(self) -> Any:
         if len(self.live(self.namespaces, terminating=False)) >= 8:
             return self.create_configmap()
-        return self.cluster.create(self.namespaces, None, {"metadata": {"name": self.name("ns"),
-                                                                        "labels": self.labels()}})
+        return self.cluster.create(
+            self.namespaces, None, {"metadata": {"name": self.name("ns"), "labels": self.labels()}}
+        )
 
     def create_configmap(self) -> Any:
         namespace = self.active_namespace()
-        body = {"metadata": {"name": self.name("cm"), "labels": self.labels(), "finalizers": self.finalizers(),
-                             "ownerReferences": self.owner_references(namespace)},
-                "data": {"value": str(self.rng.random())}}
+        body = {
+            "metadata": {
+                "name": self.name("cm"),
+                "labels": self.labels(),
+                "finalizers": self.finalizers(),
+                "ownerReferences": self.owner_references(namespace),
+            },
+            "data": {"value": str(self.rng.random())},
+        }
         return self.cluster.create(self.configmaps, namespace, body, manager=self.rng.choice(["alice", "bob"]))
 
     def create_deployment(self) -> Any:
         namespace = self.active_namespace()
         name = self.name("deploy")
-        body = {"metadata": {"name": name, "labels": self.labels(), "finalizers": self.finalizers()},
-                "spec": {"replicas": self.rng.randint(1, 3), "selector": {"matchLabels": {"app": name}},
-                         "template": {"metadata": {"labels": {"app": name}},
-                                      "spec": {"containers": [{"name": "main", "image": "nginx:1"}]}}}}
+        body = {
+            "metadata": {"name": name, "labels": self.labels(), "finalizers": self.finalizers()},
+            "spec": {
+                "replicas": self.rng.randint(1, 3),
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "main", "image": "nginx:1"}]},
+                },
+            },
+        }
         return self.cluster.create(self.deployments, namespace, body, manager="alice")
 
     def create_widget(self) -> Any:
         namespace = self.active_namespace()
-        body = {"apiVersion": "example.com/v1", "kind": "Widget",
-                "metadata": {"name": self.name("widget"), "labels": self.labels(), "finalizers": self.finalizers(),
-                             "ownerReferences": self.owner_references(namespace)},
-                "spec": {"size": self.rng.randint(1, 9)}}
+        body = {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {
+                "name": self.name("widget"),
+                "labels": self.labels(),
+                "finalizers": self.finalizers(),
+                "ownerReferences": self.owner_references(namespace),
+            },
+            "spec": {"size": self.rng.randint(1, 9)},
+        }
         return self.cluster.create(self.widgets, namespace, body, manager="bob")
 
     def update(self) -> Any:
@@ -228,8 +274,13 @@ class Script:
         rtype, obj = picked
         if rtype is self.deployments:
             replicas = obj["spec"].get("replicas", 1)
-            status = {"status": {"replicas": replicas, "readyReplicas": self.rng.randint(0, replicas),
-                                 "observedGeneration": obj["metadata"]["generation"]}}
+            status = {
+                "status": {
+                    "replicas": replicas,
+                    "readyReplicas": self.rng.randint(0, replicas),
+                    "observedGeneration": obj["metadata"]["generation"],
+                }
+            }
             return self.cluster.patch(rtype, *self.where(obj), status, preparing.MERGE_PATCH, subresource="status")
         body = json.loads(json.dumps(obj))
         body["status"] = {"phase": self.rng.choice(["Pending", "Ready", "Failed"])}
@@ -254,28 +305,47 @@ class Script:
         return self.cluster.delete(rtype, *self.where(obj), options)
 
     def remove_finalizer(self) -> Any:
-        held = [(rtype, obj) for rtype in (self.configmaps, self.deployments, self.widgets)
-                for obj in self.live(rtype) if obj["metadata"].get("finalizers")]
+        held = [
+            (rtype, obj)
+            for rtype in (self.configmaps, self.deployments, self.widgets)
+            for obj in self.live(rtype)
+            if obj["metadata"].get("finalizers")
+        ]
         if not held:
             return None
         rtype, obj = self.rng.choice(held)
         finalizers = obj["metadata"]["finalizers"]
         index = self.rng.randrange(len(finalizers))
-        ops = [{"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizers[index]},
-               {"op": "remove", "path": f"/metadata/finalizers/{index}"}]
+        ops = [
+            {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizers[index]},
+            {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+        ]
         return self.cluster.patch(rtype, *self.where(obj), ops, preparing.JSON_PATCH)
 
     def delete_namespace(self) -> Any:
-        names = [ns["metadata"]["name"] for ns in self.live(self.namespaces, terminating=False)
-                 if ns["metadata"]["name"].startswith("ns-")]
+        names = [
+            ns["metadata"]["name"]
+            for ns in self.live(self.namespaces, terminating=False)
+            if ns["metadata"]["name"].startswith("ns-")
+        ]
         if not names:
             return None
         return self.cluster.delete(self.namespaces, None, self.rng.choice(names))
 
     OPS = {
-        "create_namespace": 3, "create_configmap": 14, "create_deployment": 6, "create_widget": 8,
-        "update": 8, "merge_patch": 8, "json_patch": 6, "strategic_patch": 6, "status": 8, "relabel": 8,
-        "delete": 9, "remove_finalizer": 9, "delete_namespace": 1,
+        "create_namespace": 3,
+        "create_configmap": 14,
+        "create_deployment": 6,
+        "create_widget": 8,
+        "update": 8,
+        "merge_patch": 8,
+        "json_patch": 6,
+        "strategic_patch": 6,
+        "status": 8,
+        "relabel": 8,
+        "delete": 9,
+        "remove_finalizer": 9,
+        "delete_namespace": 1,
     }
 
     def step(self) -> None:
@@ -352,8 +422,10 @@ async def test_same_seed_same_logs() -> None:
         assert {event["type"] for event in events} == {"ADDED", "MODIFIED", "DELETED"}, name
     # The selector of the widgets' stream turns label changes into ADDED/DELETED of the selection.
     widget_events = [json.loads(line) for line in first.streams["widgets"].splitlines()]
-    assert all(event["object"]["metadata"]["labels"].get("color") != "black" or event["type"] == "DELETED"
-               for event in widget_events)
+    assert all(
+        event["object"]["metadata"]["labels"].get("color") != "black" or event["type"] == "DELETED"
+        for event in widget_events
+    )
 
 
 async def test_another_seed_other_logs() -> None:
@@ -362,9 +434,17 @@ async def test_another_seed_other_logs() -> None:
 
 def test_same_logs_in_another_interpreter_with_another_hash_seed() -> None:
     here = asyncio.run(run(SEED)).digest()
-    code = ("import asyncio, sys; sys.path.insert(0, sys.argv[1]); import test_determinism as t; "
-            "print(asyncio.run(t.run(t.SEED)).digest())")
+    code = (
+        "import asyncio, sys; sys.path.insert(0, sys.argv[1]); import test_determinism as t; "
+        "print(asyncio.run(t.run(t.SEED)).digest())"
+    )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    result = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], env=env,
-                            capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert result.stdout.strip() == here

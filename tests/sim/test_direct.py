@@ -1,4 +1,5 @@
 """Direct calls into the simulated apiserver: the same answers as over HTTP, without the HTTP framing."""
+
 from __future__ import annotations
 
 import asyncio
@@ -29,20 +30,20 @@ EXCHANGES: list[tuple[str, str, dict[str, str], Any, dict[str, str]]] = [
     ("GET", "/apis", {}, None, {"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}),
     ("GET", "/apis/acme.example/v1", {}, None, {}),
     ("POST", WIDGETS, {}, widget("w1", size=1), JSON),
-    ("POST", WIDGETS, {}, widget("w1", size=1), JSON),                               # 409 AlreadyExists
+    ("POST", WIDGETS, {}, widget("w1", size=1), JSON),  # 409 AlreadyExists
     ("POST", WIDGETS, {"fieldValidation": "Warn"}, {**widget("w2"), "spec": {"size": 2, "oops": 1}}, JSON),
-    ("POST", WIDGETS, {}, widget("w3", size=-1), JSON),                              # 422 Invalid
-    ("POST", WIDGETS, {}, "not json", {"Content-Type": "application/json"}),         # 400 BadRequest
+    ("POST", WIDGETS, {}, widget("w3", size=-1), JSON),  # 422 Invalid
+    ("POST", WIDGETS, {}, "not json", {"Content-Type": "application/json"}),  # 400 BadRequest
     ("GET", f"{WIDGETS}/w1", {}, None, {}),
     ("PATCH", f"{WIDGETS}/w1", {}, {"metadata": {"labels": {"a": "b"}}, "spec": {"size": 3}}, MERGE),
     ("PATCH", f"{WIDGETS}/w1/status", {}, {"status": {"phase": "Up"}}, MERGE),
     ("GET", WIDGETS, {"labelSelector": "a=b"}, None, {}),
-    ("GET", WIDGETS, {"limit": "many"}, None, {}),                                   # 400: not an integer
+    ("GET", WIDGETS, {"limit": "many"}, None, {}),  # 400: not an integer
     ("GET", "/api/v1/namespaces/default/configmaps", {}, None, {"Accept": TABLE}),
     ("DELETE", f"{WIDGETS}/w1", {}, None, {}),
-    ("GET", f"{WIDGETS}/w1", {}, None, {}),                                          # 404 NotFound
-    ("GET", "/apis/nowhere.example/v1/things", {}, None, {}),                        # 404 page not found
-    ("PUT", WIDGETS, {}, None, {}),                                                  # 405
+    ("GET", f"{WIDGETS}/w1", {}, None, {}),  # 404 NotFound
+    ("GET", "/apis/nowhere.example/v1/things", {}, None, {}),  # 404 page not found
+    ("PUT", WIDGETS, {}, None, {}),  # 405
 ]
 
 
@@ -64,20 +65,45 @@ async def test_the_same_statuses_headers_and_bytes_as_over_http() -> None:
     async with server, server.session(headers=AGENT) as session:
         for method, path, query, body, headers in EXCHANGES:
             async with session.request(method, path, params=query, data=encoded(body), headers=headers) as response:
-                over_http.append((response.status, response.headers.get("Content-Type", ""),
-                                  response.headers.getall("Warning", []), await response.read()))
+                over_http.append(
+                    (
+                        response.status,
+                        response.headers.get("Content-Type", ""),
+                        response.headers.getall("Warning", []),
+                        await response.read(),
+                    )
+                )
 
     direct: list[tuple[int, str, list[str], bytes]] = []
     app = build_app(fresh_cluster())
     client = DirectClient(app, headers=AGENT)
     for method, path, query, body, headers in EXCHANGES:
         answer = await client.request(method, path, params=query, body=encoded(body), headers=headers)
-        direct.append((answer.status, answer.headers.get("Content-Type", ""), answer.headers.getall("Warning", []),
-                       answer.body))
+        direct.append(
+            (answer.status, answer.headers.get("Content-Type", ""), answer.headers.getall("Warning", []), answer.body)
+        )
 
-    assert [status for status, *_ in direct] == \
-        [200, 200, 200, 201, 409, 201, 422, 400, 200, 200, 200, 200, 400, 200, 200, 404, 404, 405]
-    assert direct[5][2] and "unknown field" in direct[5][2][0]   # the warning is there, as a header
+    assert [status for status, *_ in direct] == [
+        200,
+        200,
+        200,
+        201,
+        409,
+        201,
+        422,
+        400,
+        200,
+        200,
+        200,
+        200,
+        400,
+        200,
+        200,
+        404,
+        404,
+        405,
+    ]
+    assert direct[5][2] and "unknown field" in direct[5][2][0]  # the warning is there, as a header
     assert direct == over_http
 
 

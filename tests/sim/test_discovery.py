@@ -1,4 +1,5 @@
 """Discovery: the legacy lists, and aggregated discovery (apidiscovery.k8s.io/v2) when a client asks for it."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,8 +30,9 @@ async def test_legacy_discovery_by_default(client: aiohttp.ClientSession) -> Non
 
 async def test_aggregated_discovery_of_named_groups(client: aiohttp.ClientSession) -> None:
     async with client.get("/apis", headers={"Accept": AGGREGATED}) as response:
-        assert response.headers["Content-Type"] == ("application/json;g=apidiscovery.k8s.io;v=v2;"
-                                                    "as=APIGroupDiscoveryList")
+        assert response.headers["Content-Type"] == (
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        )
         doc = await response.json()
     assert (doc["kind"], doc["apiVersion"]) == ("APIGroupDiscoveryList", "apidiscovery.k8s.io/v2")
     groups = {item["metadata"]["name"]: item for item in doc["items"]}
@@ -104,8 +106,9 @@ async def test_discovery_follows_crds_updated(bare_client: aiohttp.ClientSession
     [resource] = (await _aggregated_groups(bare_client))["acme.example"]["versions"][0]["resources"]
     assert resource["shortNames"] == ["wd"]
     patch = {"spec": {"names": {"shortNames": ["wd", "wdg"]}}}
-    async with bare_client.patch(f"{CRDS_URL}/widgets.acme.example", json=patch,
-                                 headers={"Content-Type": "application/merge-patch+json"}) as response:
+    async with bare_client.patch(
+        f"{CRDS_URL}/widgets.acme.example", json=patch, headers={"Content-Type": "application/merge-patch+json"}
+    ) as response:
         assert response.status == 200
     [resource] = (await _aggregated_groups(bare_client))["acme.example"]["versions"][0]["resources"]
     assert resource["shortNames"] == ["wd", "wdg"]
@@ -121,9 +124,11 @@ async def test_clusters_with_other_crds_get_their_own_documents(client: aiohttp.
 
 
 async def test_cached_documents_are_the_built_ones(crd_cluster: Cluster, client: aiohttp.ClientSession) -> None:
-    for path, doc in [("/apis", discovery.group_list(crd_cluster.catalogue)),
-                      ("/apis/acme.example", discovery.group(crd_cluster.catalogue, "acme.example")),
-                      ("/api/v1", discovery.resource_list(crd_cluster.catalogue, "", "v1"))]:
+    for path, doc in [
+        ("/apis", discovery.group_list(crd_cluster.catalogue)),
+        ("/apis/acme.example", discovery.group(crd_cluster.catalogue, "acme.example")),
+        ("/api/v1", discovery.resource_list(crd_cluster.catalogue, "", "v1")),
+    ]:
         for _ in range(2):
             async with client.get(path) as response:
                 assert await response.read() == dumps(doc)
@@ -139,8 +144,9 @@ async def test_legacy_core_versions_name_the_address_as_reached(client: aiohttp.
         assert entry["serverAddress"] == host
 
 
-async def test_malformed_crd_names_are_served_but_not_shared(crd_cluster: Cluster,
-                                                             client: aiohttp.ClientSession) -> None:
+async def test_malformed_crd_names_are_served_but_not_shared(
+    crd_cluster: Cluster, client: aiohttp.ClientSession
+) -> None:
     [widgets] = [rtype for rtype in crd_cluster.catalogue if rtype.plural == "widgets"]
     assert discovery.shareable(crd_cluster.catalogue) is not None
     crd_cluster.catalogue.add(dataclasses.replace(widgets, short_names=(True,)))  # type: ignore[arg-type]

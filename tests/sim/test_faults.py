@@ -1,4 +1,5 @@
 """Fault injection in the simulated apiserver: status codes, latency, dropped & expired watches, conflicts."""
+
 from __future__ import annotations
 
 import asyncio
@@ -34,8 +35,9 @@ def make_cluster() -> Cluster:
 Session = tuple[aiohttp.ClientSession, FaultInjector, Cluster]
 
 
-async def with_faults(fn: Callable[[aiohttp.ClientSession, FaultInjector, Cluster], Awaitable[Any]],
-                      seed: int = 0) -> Any:
+async def with_faults(
+    fn: Callable[[aiohttp.ClientSession, FaultInjector, Cluster], Awaitable[Any]], seed: int = 0
+) -> Any:
     cluster = make_cluster()
     injector = FaultInjector(seed)
     app = build_app(cluster)
@@ -69,8 +71,15 @@ async def watch_lines(session: aiohttp.ClientSession, path: str, **params: str) 
 
 def test_classify_paths() -> None:
     info = faults.classify("patch", "/apis/acme.example/v1/namespaces/ns1/widgets/w1/status", {})
-    assert (info.method, info.group, info.version, info.resource, info.namespace, info.name, info.subresource) == \
-        ("PATCH", "acme.example", "v1", "widgets", "ns1", "w1", "status")
+    assert (info.method, info.group, info.version, info.resource, info.namespace, info.name, info.subresource) == (
+        "PATCH",
+        "acme.example",
+        "v1",
+        "widgets",
+        "ns1",
+        "w1",
+        "status",
+    )
     assert info.qualified_resource == "widgets.acme.example"
     info = faults.classify("GET", "/api/v1/namespaces/ns1", {})
     assert (info.resource, info.name, info.namespace) == ("namespaces", "ns1", None)
@@ -133,16 +142,20 @@ async def test_conflict_on_writes_only(env: Session) -> None:
     session, injector, cluster = env
     rule = injector.conflict(resource="widgets", count=1)
     assert await status_of(session, "GET", f"{WIDGETS}/w1") == 200
-    async with session.patch(f"{WIDGETS}/w1", json={"spec": {"size": 5}},
-                             headers={"Content-Type": "application/merge-patch+json"}) as response:
+    async with session.patch(
+        f"{WIDGETS}/w1", json={"spec": {"size": 5}}, headers={"Content-Type": "application/merge-patch+json"}
+    ) as response:
         assert response.status == 409
         status = await response.json()
     assert status["reason"] == "Conflict"
-    assert status["message"] == ('Operation cannot be fulfilled on widgets.acme.example "w1": the object has been'
-                                 " modified; please apply your changes to the latest version and try again")
+    assert status["message"] == (
+        'Operation cannot be fulfilled on widgets.acme.example "w1": the object has been'
+        " modified; please apply your changes to the latest version and try again"
+    )
     assert cluster.get(cluster.resource("acme.example", "v1", "widgets"), "default", "w1")["spec"]["size"] == 1
-    async with session.patch(f"{WIDGETS}/w1", json={"spec": {"size": 5}},
-                             headers={"Content-Type": "application/merge-patch+json"}) as response:
+    async with session.patch(
+        f"{WIDGETS}/w1", json={"spec": {"size": 5}}, headers={"Content-Type": "application/merge-patch+json"}
+    ) as response:
         assert response.status == 200
     assert rule.hits == 1
 

@@ -6,6 +6,7 @@ request (4xx) must leave the store as it was; no request may cost the server mor
 must not grow by more than a bounded amount over the run. CI runs a bounded profile (a few seconds);
 ``benchmarks/fuzz_sim.py`` runs the same checks for longer.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -68,8 +69,11 @@ def test_a_non_utf8_authorization_header_is_unauthorized(sim: ServedSim) -> None
     async def raw_request() -> bytes:
         host, port = sim.url.removeprefix("http://").split(":")
         reader, writer = await asyncio.open_connection(host, int(port))
-        writer.write(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe" +
-                     TOKEN.encode() + b"\r\nConnection: close\r\n\r\n")
+        writer.write(
+            b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe"
+            + TOKEN.encode()
+            + b"\r\nConnection: close\r\n\r\n"
+        )
         await writer.drain()
         data = await reader.read()
         writer.close()

@@ -5,6 +5,7 @@ namespace or unique names, so the tests do not depend on each other or on their 
 apiserver itself, so its built-in controllers are off (a bare apiserver, as in envtest: a Deployment stays as it
 is created); tests/sim/test_kubectl_workloads.py drives kubectl against the controllers.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -76,14 +77,17 @@ spec:
 
 
 class Kubectl(Protocol):
-    def __call__(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 20,
-                 quiet: bool = True) -> str: ...
+    def __call__(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 20, quiet: bool = True
+    ) -> str: ...
 
 
 class KubectlError(AssertionError):
     def __init__(self, args: tuple[str, ...], result: subprocess.CompletedProcess[str]) -> None:
-        super().__init__(f"kubectl {' '.join(args)} exited with {result.returncode}\n"
-                         f"stdout: {result.stdout}\nstderr: {result.stderr}")
+        super().__init__(
+            f"kubectl {' '.join(args)} exited with {result.returncode}\n"
+            f"stdout: {result.stdout}\nstderr: {result.stderr}"
+        )
         self.stdout = result.stdout
         self.stderr = result.stderr
         self.returncode = result.returncode
@@ -116,12 +120,29 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     log_path = tmp / "server.log"
     with open(log_path, "wb") as log:  # a file, not a pipe: a chatty server can never block on a full pipe
         process = subprocess.Popen(
-            [sys.executable, "-m", "kopf_sim", "serve", "--host", "127.0.0.1", "--port", "0",
-             "--kubeconfig", str(kubeconfig), "--controllers", "none",
-             "--load", str(EXAMPLES / "crd.yaml"), "--load", str(EXAMPLES / "objects.yaml")],
-            stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "kopf_sim",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--controllers",
+                "none",
+                "--load",
+                str(EXAMPLES / "crd.yaml"),
+                "--load",
+                str(EXAMPLES / "objects.yaml"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     try:
+
         def announced_url() -> str | None:
             assert process.poll() is None, log_path.read_text()
             for line in log_path.read_text().splitlines():
@@ -148,8 +169,7 @@ def kubectl(server: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory) 
     _, kubeconfig = server
     cache = tmp_path_factory.mktemp("kubectl-cache")
 
-    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 20,
-            quiet: bool = True) -> str:
+    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 20, quiet: bool = True) -> str:
         """Run kubectl; by default, a success must also be silent on stderr (no warnings), as with a real server."""
         command = [KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={cache}", "--request-timeout=10s", *args]
         result = subprocess.run(command, input=input, capture_output=True, text=True, timeout=timeout)
@@ -163,8 +183,9 @@ def kubectl(server: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture(scope="module")
-def kubectl_popen(server: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory
-                  ) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+def kubectl_popen(
+    server: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     """Start kubectl in the background (watches, waiting deletes); killed at the end if still running."""
     _, kubeconfig = server
     cache = tmp_path_factory.mktemp("kubectl-cache-bg")
@@ -200,8 +221,9 @@ class Api:
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
 
@@ -267,8 +289,12 @@ def get_json(kubectl: Kubectl, *args: str) -> Any:
 
 def kex(name: str, **extra_metadata: Any) -> str:
     """A KopfExample manifest (the kind of examples/crd.yaml)."""
-    body = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-            "metadata": {"name": name, **extra_metadata}, "spec": {"duration": "1m", "field": "value"}}
+    body = {
+        "apiVersion": "kopf.dev/v1",
+        "kind": "KopfExample",
+        "metadata": {"name": name, **extra_metadata},
+        "spec": {"duration": "1m", "field": "value"},
+    }
     return yaml.safe_dump(body)
 
 
@@ -287,6 +313,7 @@ def containers(api: Api, name: str, ns: str) -> list[dict[str, Any]]:
 
 # -- 1. CRDs --
 
+
 def test_apply_crd_and_wait_for_established(kubectl: Kubectl, ns: str) -> None:
     output = kubectl("apply", "-f", "-", input=WIDGETS_CRD)
     assert output.strip() == "customresourcedefinition.apiextensions.k8s.io/gizmos.kubectl.example created"
@@ -299,8 +326,14 @@ def test_apply_crd_and_wait_for_established(kubectl: Kubectl, ns: str) -> None:
     assert crd["status"]["acceptedNames"]["kind"] == "Gizmo"
 
     # The new type is usable at once, with its printer column and short name.
-    kubectl("apply", "-n", ns, "-f", "-", input="apiVersion: kubectl.example/v1\nkind: Gizmo\n"
-                                                "metadata: {name: g1}\nspec: {size: 3}\n")
+    kubectl(
+        "apply",
+        "-n",
+        ns,
+        "-f",
+        "-",
+        input="apiVersion: kubectl.example/v1\nkind: Gizmo\nmetadata: {name: g1}\nspec: {size: 3}\n",
+    )
     rows = table(kubectl("get", "gz", "-n", ns))
     assert rows[0] == ["NAME", "SIZE", "AGE"]
     assert rows[1][:2] == ["g1", "3"]
@@ -308,14 +341,14 @@ def test_apply_crd_and_wait_for_established(kubectl: Kubectl, ns: str) -> None:
 
 # -- 2. discovery --
 
+
 def test_api_resources_and_versions(kubectl: Kubectl) -> None:
     by_name = {(row[0], row[-3]): row for row in table(kubectl("api-resources"))[1:]}
     assert by_name["configmaps", "v1"] == ["configmaps", "cm", "v1", "true", "ConfigMap"]
     assert by_name["namespaces", "v1"] == ["namespaces", "ns", "v1", "false", "Namespace"]
     assert by_name["deployments", "apps/v1"] == ["deployments", "deploy", "apps/v1", "true", "Deployment"]
     assert by_name["customresourcedefinitions", "apiextensions.k8s.io/v1"][1] == "crd,crds"
-    assert by_name["kopfexamples", "kopf.dev/v1"] == ["kopfexamples", "kex,kexs", "kopf.dev/v1", "true",
-                                                      "KopfExample"]
+    assert by_name["kopfexamples", "kopf.dev/v1"] == ["kopfexamples", "kex,kexs", "kopf.dev/v1", "true", "KopfExample"]
     assert ("secrets", "v1") in by_name
 
     wide = table(kubectl("api-resources", "--api-group=kopf.dev", "-o", "wide"))
@@ -333,11 +366,21 @@ def test_api_resources_and_versions(kubectl: Kubectl) -> None:
 
 # -- 3. get in all forms --
 
+
 def test_get_custom_objects_in_all_forms(kubectl: Kubectl, api: Api, ns: str) -> None:
     name = unique("kex")
     assert kubectl("apply", "-n", ns, "-f", "-", input=kex(name)).strip() == f"kopfexample.kopf.dev/{name} created"
-    kubectl("patch", "-n", ns, "kex", name, "--subresource=status", "--type=merge",
-            "-p", '{"status": {"create_fn": {"message": "hi there", "children": 2}}}')
+    kubectl(
+        "patch",
+        "-n",
+        ns,
+        "kex",
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status": {"create_fn": {"message": "hi there", "children": 2}}}',
+    )
 
     rows = table(kubectl("get", "kopfexamples", "-n", ns))
     assert rows[0] == ["NAME", "DURATION", "CHILDREN", "MESSAGE", "AGE"]
@@ -372,8 +415,13 @@ def test_get_custom_objects_in_all_forms(kubectl: Kubectl, api: Api, ns: str) ->
 
 
 def test_get_builtins_in_all_forms(kubectl: Kubectl, ns: str) -> None:
-    manifest = DEPLOYMENT.format(name="web") + "---\n" + yaml.safe_dump(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "1", "b": "2"}})
+    manifest = (
+        DEPLOYMENT.format(name="web")
+        + "---\n"
+        + yaml.safe_dump(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "1", "b": "2"}}
+        )
+    )
     output = kubectl("apply", "-n", ns, "-f", "-", input=manifest)
     assert output.splitlines() == ["deployment.apps/web created", "configmap/settings created"]
 
@@ -383,8 +431,10 @@ def test_get_builtins_in_all_forms(kubectl: Kubectl, ns: str) -> None:
     assert rows[2][0] == "NAME"  # a second table for the second type
     assert rows[3][0] == "configmap/settings"
 
-    forms = "cm,configmap,ConfigMap,configmaps,configmaps.v1.,deploy,deployment,Deployment,deployments.apps," \
-            "deployments.v1.apps,Deployment.apps"
+    forms = (
+        "cm,configmap,ConfigMap,configmaps,configmaps.v1.,deploy,deployment,Deployment,deployments.apps,"
+        "deployments.v1.apps,Deployment.apps"
+    )
     assert kubectl("get", forms, "-n", ns, "-o", "name").split() == ["configmap/settings", "deployment.apps/web"]
 
     items = json.loads(kubectl("get", "cm/settings", "deploy/web", "-n", ns, "-o", "json"))["items"]
@@ -408,11 +458,15 @@ def test_get_builtins_in_all_forms(kubectl: Kubectl, ns: str) -> None:
 
 # -- 4. selectors --
 
+
 def test_label_and_field_selectors(kubectl: Kubectl, api: Api, ns: str) -> None:
-    for name, labels in [("red", {"color": "red", "tier": "a"}), ("blue", {"color": "blue"}),
-                         ("plain", {}), ("green", {"color": "green", "tier": "b"})]:
-        api.create("cm", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}},
-                   ns)
+    for name, labels in [
+        ("red", {"color": "red", "tier": "a"}),
+        ("blue", {"color": "blue"}),
+        ("plain", {}),
+        ("green", {"color": "green", "tier": "b"}),
+    ]:
+        api.create("cm", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}}, ns)
 
     def names(*args: str) -> list[str]:
         return sorted(kubectl("get", "cm", "-n", ns, "-o", "jsonpath={.items[*].metadata.name}", *args).split())
@@ -431,19 +485,24 @@ def test_label_and_field_selectors(kubectl: Kubectl, api: Api, ns: str) -> None:
     custom_name = unique("kex")
     api.create("kex", kex_body(custom_name, labels={"x": "one"}), ns)
     api.create("kex", kex_body(custom_name + "-other"), ns)
-    output = kubectl("get", "kex", "-n", ns, "-o", "name", "-l", "x in (one,two)",
-                     "--field-selector", f"metadata.name={custom_name}")
+    output = kubectl(
+        "get", "kex", "-n", ns, "-o", "name", "-l", "x in (one,two)", "--field-selector", f"metadata.name={custom_name}"
+    )
     assert output.split() == [f"kopfexample.kopf.dev/{custom_name}"]
-    assert kubectl("get", "kex", "-n", ns, "-o", "name", "-l", "!x").split() == \
-        [f"kopfexample.kopf.dev/{custom_name}-other"]
+    assert kubectl("get", "kex", "-n", ns, "-o", "name", "-l", "!x").split() == [
+        f"kopfexample.kopf.dev/{custom_name}-other"
+    ]
 
     with pytest.raises(KubectlError) as error:
         kubectl("get", "cm", "-n", ns, "--field-selector", "data.a=1")
-    assert '"data.a" is not a known field selector' in error.value.stderr \
+    assert (
+        '"data.a" is not a known field selector' in error.value.stderr
         or "field label not supported: data.a" in error.value.stderr
+    )
 
 
 # -- 5. patches --
+
 
 def test_merge_json_and_strategic_patches(kubectl: Kubectl, api: Api, ns: str) -> None:
     name = unique("kex")
@@ -453,9 +512,17 @@ def test_merge_json_and_strategic_patches(kubectl: Kubectl, api: Api, ns: str) -
     assert output.strip() == f"kopfexample.kopf.dev/{name} patched"
     assert api.get("kex", name, ns)["spec"] == {"duration": "1m", "new": 1}
 
-    kubectl("patch", "-n", ns, "kex", name, "--type=json",
-            "-p", '[{"op": "replace", "path": "/spec/duration", "value": "2m"},'
-                  ' {"op": "add", "path": "/spec/items", "value": ["x"]}]')
+    kubectl(
+        "patch",
+        "-n",
+        ns,
+        "kex",
+        name,
+        "--type=json",
+        "-p",
+        '[{"op": "replace", "path": "/spec/duration", "value": "2m"},'
+        ' {"op": "add", "path": "/spec/items", "value": ["x"]}]',
+    )
     obj = api.get("kex", name, ns)
     assert obj["spec"] == {"duration": "2m", "new": 1, "items": ["x"]}
     assert obj["metadata"]["generation"] == 3
@@ -464,8 +531,9 @@ def test_merge_json_and_strategic_patches(kubectl: Kubectl, api: Api, ns: str) -
     assert output.strip() == f"kopfexample.kopf.dev/{name} patched (no change)"
 
     with pytest.raises(KubectlError) as error:
-        kubectl("patch", "-n", ns, "kex", name, "--type=json",
-                "-p", '[{"op": "test", "path": "/spec/new", "value": 2}]')
+        kubectl(
+            "patch", "-n", ns, "kex", name, "--type=json", "-p", '[{"op": "test", "path": "/spec/new", "value": 2}]'
+        )
     assert error.value.stderr.strip() == "The request is invalid: testing value /spec/new failed: test failed"
 
     with pytest.raises(KubectlError) as error:  # custom resources do not support strategic merge patches
@@ -478,33 +546,55 @@ def test_merge_json_and_strategic_patches(kubectl: Kubectl, api: Api, ns: str) -
 
     # Strategic merge patches on a Deployment: containers are merged by name, not replaced as a list.
     api.create("deploy", yaml.safe_load(DEPLOYMENT.format(name="web")), ns)
-    kubectl("patch", "-n", ns, "deploy", "web", "--type=strategic",
-            "-p", '{"spec": {"template": {"spec": {"containers": [{"name": "side", "image": "busybox:2"}]}}}}')
-    assert [(c["name"], c["image"]) for c in containers(api, "web", ns)] == [("main", "nginx:1"),
-                                                                             ("side", "busybox:2")]
+    kubectl(
+        "patch",
+        "-n",
+        ns,
+        "deploy",
+        "web",
+        "--type=strategic",
+        "-p",
+        '{"spec": {"template": {"spec": {"containers": [{"name": "side", "image": "busybox:2"}]}}}}',
+    )
+    assert [(c["name"], c["image"]) for c in containers(api, "web", ns)] == [("main", "nginx:1"), ("side", "busybox:2")]
     assert containers(api, "web", ns)[0]["ports"][0]["containerPort"] == 80
 
     # The default patch type for built-ins is strategic; $patch: delete removes one container by its name.
-    kubectl("patch", "-n", ns, "deploy", "web",
-            "-p", '{"spec": {"template": {"spec": {"containers": [{"name": "main", "$patch": "delete"},'
-                  ' {"name": "extra", "image": "alpine"}]}}}}')
+    kubectl(
+        "patch",
+        "-n",
+        ns,
+        "deploy",
+        "web",
+        "-p",
+        '{"spec": {"template": {"spec": {"containers": [{"name": "main", "$patch": "delete"},'
+        ' {"name": "extra", "image": "alpine"}]}}}}',
+    )
     assert sorted(c["name"] for c in containers(api, "web", ns)) == ["extra", "side"]
 
     # A merge patch of the same list replaces it.
-    kubectl("patch", "-n", ns, "deploy", "web", "--type=merge",
-            "-p", '{"spec": {"template": {"spec": {"containers": [{"name": "only", "image": "alpine"}]}}}}')
+    kubectl(
+        "patch",
+        "-n",
+        ns,
+        "deploy",
+        "web",
+        "--type=merge",
+        "-p",
+        '{"spec": {"template": {"spec": {"containers": [{"name": "only", "image": "alpine"}]}}}}',
+    )
     assert [c["name"] for c in containers(api, "web", ns)] == ["only"]
 
 
 # -- 6. label & annotate --
+
 
 def test_label_and_annotate(kubectl: Kubectl, api: Api, ns: str) -> None:
     name = unique("kex")
     api.create("kex", kex_body(name), ns)
 
     assert kubectl("label", "-n", ns, "kex", name, "a=1", "b=2").strip() == f"kopfexample.kopf.dev/{name} labeled"
-    assert kubectl("annotate", "-n", ns, "kex", name, "note=hello").strip() == \
-        f"kopfexample.kopf.dev/{name} annotated"
+    assert kubectl("annotate", "-n", ns, "kex", name, "note=hello").strip() == f"kopfexample.kopf.dev/{name} annotated"
     meta = api.get("kex", name, ns)["metadata"]
     assert meta["labels"] == {"a": "1", "b": "2"}
     assert meta["annotations"] == {"note": "hello"}
@@ -514,8 +604,10 @@ def test_label_and_annotate(kubectl: Kubectl, api: Api, ns: str) -> None:
     assert "'a' already has a value (1), and --overwrite is false" in error.value.stderr
     with pytest.raises(KubectlError) as error:
         kubectl("annotate", "-n", ns, "kex", name, "note=bye")
-    assert "--overwrite is false but found the following declared annotation(s): 'note' already has a value " \
-           "(hello)" in error.value.stderr
+    assert (
+        "--overwrite is false but found the following declared annotation(s): 'note' already has a value "
+        "(hello)" in error.value.stderr
+    )
 
     kubectl("label", "-n", ns, "kex", name, "a=3", "--overwrite")
     kubectl("annotate", "-n", ns, "kex", name, "note=bye", "other=x", "--overwrite")
@@ -532,12 +624,15 @@ def test_label_and_annotate(kubectl: Kubectl, api: Api, ns: str) -> None:
     # Built-ins, and all the objects of a type at once.
     api.create("cm", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1"}}, ns)
     api.create("cm", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c2"}}, ns)
-    assert kubectl("label", "-n", ns, "cm", "--all", "stage=test").splitlines() == ["configmap/c1 labeled",
-                                                                                   "configmap/c2 labeled"]
+    assert kubectl("label", "-n", ns, "cm", "--all", "stage=test").splitlines() == [
+        "configmap/c1 labeled",
+        "configmap/c2 labeled",
+    ]
     assert api.get("cm", "c2", ns)["metadata"]["labels"] == {"stage": "test"}
 
 
 # -- 7. optimistic concurrency --
+
 
 def test_replace_with_stale_resource_version_conflicts(kubectl: Kubectl, api: Api, ns: str, tmp_path: Path) -> None:
     name = unique("kex")
@@ -565,12 +660,22 @@ def test_replace_with_stale_resource_version_conflicts(kubectl: Kubectl, api: Ap
 
 # -- 8. status subresource --
 
+
 def test_status_subresource_patches(kubectl: Kubectl, api: Api, ns: str) -> None:
     name = unique("kex")
     generation = api.create("kex", kex_body(name), ns)["metadata"]["generation"]
 
-    output = kubectl("patch", "-n", ns, "kex", name, "--subresource=status", "--type=merge",
-                     "-p", '{"status": {"create_fn": {"message": "done"}}, "spec": {"field": "ignored"}}')
+    output = kubectl(
+        "patch",
+        "-n",
+        ns,
+        "kex",
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status": {"create_fn": {"message": "done"}}, "spec": {"field": "ignored"}}',
+    )
     assert output.strip() == f"kopfexample.kopf.dev/{name} patched"
     obj = api.get("kex", name, ns)
     assert obj["status"] == {"create_fn": {"message": "done"}}
@@ -587,15 +692,20 @@ def test_status_subresource_patches(kubectl: Kubectl, api: Api, ns: str) -> None
 
 # -- 9. client-side apply --
 
+
 def test_client_side_apply_removes_dropped_fields_of_a_custom_resource(kubectl: Kubectl, api: Api, ns: str) -> None:
     name = unique("kex")
-    first = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-             "metadata": {"name": name, "labels": {"keep": "1", "drop": "2"}},
-             "spec": {"duration": "1m", "field": "value", "items": ["a", "b"]}}
-    assert kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(first)).strip() == \
-        f"kopfexample.kopf.dev/{name} created"
-    annotation = api.get("kex", name, ns)["metadata"]["annotations"][
-        "kubectl.kubernetes.io/last-applied-configuration"]
+    first = {
+        "apiVersion": "kopf.dev/v1",
+        "kind": "KopfExample",
+        "metadata": {"name": name, "labels": {"keep": "1", "drop": "2"}},
+        "spec": {"duration": "1m", "field": "value", "items": ["a", "b"]},
+    }
+    assert (
+        kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(first)).strip()
+        == f"kopfexample.kopf.dev/{name} created"
+    )
+    annotation = api.get("kex", name, ns)["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
     assert json.loads(annotation)["spec"] == first["spec"]
 
     # Someone else adds a field: the three-way merge keeps it.
@@ -605,19 +715,25 @@ def test_client_side_apply_removes_dropped_fields_of_a_custom_resource(kubectl: 
     del second["spec"]["field"]
     del second["metadata"]["labels"]["drop"]
     second["spec"]["items"] = ["c"]
-    assert kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == \
-        f"kopfexample.kopf.dev/{name} configured"
+    assert (
+        kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip()
+        == f"kopfexample.kopf.dev/{name} configured"
+    )
     obj = api.get("kex", name, ns)
     assert obj["spec"] == {"duration": "1m", "items": ["c"], "foreign": True}
     assert obj["metadata"]["labels"] == {"keep": "1"}
     assert {entry["manager"] for entry in obj["metadata"]["managedFields"]} >= {"kubectl-client-side-apply"}
-    assert kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == \
-        f"kopfexample.kopf.dev/{name} unchanged"
+    assert (
+        kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip()
+        == f"kopfexample.kopf.dev/{name} unchanged"
+    )
 
 
 def test_client_side_apply_removes_dropped_fields_of_a_builtin(kubectl: Kubectl, api: Api, ns: str) -> None:
-    assert kubectl("apply", "-n", ns, "-f", "-", input=DEPLOYMENT.format(name="web")).strip() == \
-        "deployment.apps/web created"
+    assert (
+        kubectl("apply", "-n", ns, "-f", "-", input=DEPLOYMENT.format(name="web")).strip()
+        == "deployment.apps/web created"
+    )
     # Someone else sets an env var on the main container: the strategic three-way merge keeps it.
     kubectl("set", "env", "-n", ns, "deploy/web", "-c", "main", "FOO=bar")
 
@@ -629,8 +745,9 @@ def test_client_side_apply_removes_dropped_fields_of_a_builtin(kubectl: Kubectl,
     pod_spec["containers"][0]["args"] = ["--verbose"]
     pod_spec["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
     second["spec"]["template"]["metadata"]["labels"]["tier"] = "front"
-    assert kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == \
-        "deployment.apps/web configured"
+    assert (
+        kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == "deployment.apps/web configured"
+    )
     result = containers(api, "web", ns)
     assert len(result) == 1
     assert result[0]["name"] == "main"
@@ -643,16 +760,20 @@ def test_client_side_apply_removes_dropped_fields_of_a_builtin(kubectl: Kubectl,
     pod_spec["containers"][0]["resources"] = {"limits": {"cpu": "2"}, "requests": {"cpu": "1"}}
     second["spec"]["template"]["metadata"]["labels"]["tier"] = "back"
     second["spec"]["selector"]["matchLabels"]["tier"] = "back"
-    assert kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == \
-        "deployment.apps/web configured"
+    assert (
+        kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == "deployment.apps/web configured"
+    )
     deploy = api.get("deploy", "web", ns)
     assert deploy["spec"]["selector"]["matchLabels"] == {"app": "web", "tier": "back"}
     assert deploy["spec"]["template"]["metadata"]["labels"] == {"app": "web", "tier": "back"}
     assert deploy["spec"]["template"]["spec"]["containers"][0]["args"] == ["--quiet"]
     assert deploy["spec"]["template"]["spec"]["containers"][0]["resources"] == {
-        "limits": {"cpu": "2"}, "requests": {"cpu": "1"}}
-    assert kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == \
-        "deployment.apps/web unchanged"
+        "limits": {"cpu": "2"},
+        "requests": {"cpu": "1"},
+    }
+    assert (
+        kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == "deployment.apps/web unchanged"
+    )
 
     # A ConfigMap's data: a changed key is updated, a dropped key is removed.
     def configmap(**data: str) -> str:
@@ -665,13 +786,17 @@ def test_client_side_apply_removes_dropped_fields_of_a_builtin(kubectl: Kubectl,
 
 # -- 10. server-side apply --
 
+
 def test_server_side_apply_with_conflicts_and_force(kubectl: Kubectl, api: Api, ns: str) -> None:
     def manifest(value: str) -> str:
-        return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"},
-                               "data": {"key": value}})
+        return yaml.safe_dump(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"key": value}}
+        )
 
-    assert kubectl("apply", "--server-side", "-n", ns, "-f", "-", input=manifest("one")).strip() == \
-        "configmap/ssa serverside-applied"
+    assert (
+        kubectl("apply", "--server-side", "-n", ns, "-f", "-", input=manifest("one")).strip()
+        == "configmap/ssa serverside-applied"
+    )
     obj = api.get("cm", "ssa", ns)
     assert obj["data"] == {"key": "one"}
     assert [(e["manager"], e["operation"]) for e in obj["metadata"]["managedFields"]] == [("kubectl", "Apply")]
@@ -683,8 +808,17 @@ def test_server_side_apply_with_conflicts_and_force(kubectl: Kubectl, api: Api, 
     assert "--force-conflicts" in error.value.stderr
     assert api.get("cm", "ssa", ns)["data"] == {"key": "one"}
 
-    output = kubectl("apply", "--server-side", "--field-manager=other", "--force-conflicts", "-n", ns, "-f", "-",
-                     input=manifest("two"))
+    output = kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=other",
+        "--force-conflicts",
+        "-n",
+        ns,
+        "-f",
+        "-",
+        input=manifest("two"),
+    )
     assert output.strip() == "configmap/ssa serverside-applied"
     obj = api.get("cm", "ssa", ns)
     assert obj["data"] == {"key": "two"}
@@ -693,15 +827,19 @@ def test_server_side_apply_with_conflicts_and_force(kubectl: Kubectl, api: Api, 
 
     # Server-side apply of a custom resource creates it, too.
     name = unique("kex")
-    assert kubectl("apply", "--server-side", "-n", ns, "-f", "-", input=kex(name)).strip() == \
-        f"kopfexample.kopf.dev/{name} serverside-applied"
+    assert (
+        kubectl("apply", "--server-side", "-n", ns, "-f", "-", input=kex(name)).strip()
+        == f"kopfexample.kopf.dev/{name} serverside-applied"
+    )
     assert api.get("kex", name, ns)["spec"] == {"duration": "1m", "field": "value"}
 
 
 # -- 11. watching --
 
-def test_get_watch_streams_new_objects(kubectl: Kubectl, api: Api, kubectl_popen: Callable[..., subprocess.Popen[str]],
-                                       ns: str) -> None:
+
+def test_get_watch_streams_new_objects(
+    kubectl: Kubectl, api: Api, kubectl_popen: Callable[..., subprocess.Popen[str]], ns: str
+) -> None:
     api.create("cm", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "before"}}, ns)
     watcher = kubectl_popen("get", "cm", "-n", ns, "--watch", "-o", "name")
     assert watcher.stdout is not None
@@ -734,8 +872,9 @@ def test_get_watch_streams_new_objects(kubectl: Kubectl, api: Api, kubectl_popen
 REMOVE_FINALIZERS = '[{"op": "remove", "path": "/metadata/finalizers"}]'
 
 
-def test_delete_with_a_finalizer(kubectl: Kubectl, api: Api, kubectl_popen: Callable[..., subprocess.Popen[str]],
-                                 ns: str) -> None:
+def test_delete_with_a_finalizer(
+    kubectl: Kubectl, api: Api, kubectl_popen: Callable[..., subprocess.Popen[str]], ns: str
+) -> None:
     name = unique("kex")
     api.create("kex", kex_body(name, finalizers=["example.com/hold"]), ns)
 
@@ -775,12 +914,17 @@ def test_delete_with_a_finalizer(kubectl: Kubectl, api: Api, kubectl_popen: Call
 
 # -- 13. garbage collection --
 
+
 def _owner_and_child(api: Api, ns: str, child_finalizers: list[str] | None = None) -> tuple[str, str]:
     owner = unique("owner")
     uid = api.create("kex", kex_body(owner), ns)["metadata"]["uid"]
     child = f"{owner}-child"
-    metadata: dict[str, Any] = {"name": child, "ownerReferences": [
-        {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "name": owner, "uid": uid, "blockOwnerDeletion": True}]}
+    metadata: dict[str, Any] = {
+        "name": child,
+        "ownerReferences": [
+            {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "name": owner, "uid": uid, "blockOwnerDeletion": True}
+        ],
+    }
     if child_finalizers:
         metadata["finalizers"] = child_finalizers
     api.create("cm", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}, ns)
@@ -819,6 +963,7 @@ def test_garbage_collection_in_foreground(kubectl: Kubectl, api: Api, ns: str) -
 
 # -- 14. namespaces --
 
+
 def test_namespace_deletion_removes_its_contents(kubectl: Kubectl, api: Api, ns: str) -> None:
     api.create("cm", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1"}}, ns)
     api.create("deploy", yaml.safe_load(DEPLOYMENT.format(name="web")), ns)
@@ -848,6 +993,7 @@ def test_namespace_deletion_removes_its_contents(kubectl: Kubectl, api: Api, ns:
 
 # -- 15. explain --
 
+
 def test_explain(kubectl: Kubectl) -> None:
     output = kubectl("explain", "kex.spec")
     assert output.startswith("GROUP:      kopf.dev\nKIND:       KopfExample\nVERSION:    v1\n\nFIELD: spec <Object>\n")
@@ -876,6 +1022,7 @@ def test_explain(kubectl: Kubectl) -> None:
 
 # -- 16. the rest of the everyday commands --
 
+
 def test_scale(kubectl: Kubectl, api: Api, ns: str) -> None:
     api.create("deploy", yaml.safe_load(DEPLOYMENT.format(name="web")), ns)
     assert kubectl("scale", "-n", ns, "deploy/web", "--replicas=3").strip() == "deployment.apps/web scaled"
@@ -886,8 +1033,10 @@ def test_scale(kubectl: Kubectl, api: Api, ns: str) -> None:
     with pytest.raises(KubectlError) as error:
         kubectl("scale", "-n", ns, "deploy/web", "--replicas=5", "--current-replicas=1")
     assert "Expected replicas to be 1, was 3" in error.value.stderr
-    assert kubectl("scale", "-n", ns, "deploy/web", "--replicas=0", "--current-replicas=3").strip() == \
-        "deployment.apps/web scaled"
+    assert (
+        kubectl("scale", "-n", ns, "deploy/web", "--replicas=0", "--current-replicas=3").strip()
+        == "deployment.apps/web scaled"
+    )
     assert api.get("deploy", "web", ns)["spec"]["replicas"] == 0
 
 
@@ -909,8 +1058,9 @@ def test_get_all_and_all_namespaces(kubectl: Kubectl, api: Api, ns: str) -> None
 
 def test_create_and_delete_from_files(kubectl: Kubectl, api: Api, ns: str, tmp_path: Path) -> None:
     path = tmp_path / "objects.yaml"
-    path.write_text(kex("from-file") + "---\n" + "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-file}\n"
-                    "data: {a: b}\n")
+    path.write_text(
+        kex("from-file") + "---\n" + "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-file}\ndata: {a: b}\n"
+    )
     output = kubectl("create", "-n", ns, "-f", str(path))
     assert output.splitlines() == ["kopfexample.kopf.dev/from-file created", "configmap/from-file created"]
     assert api.get("cm", "from-file", ns)["data"] == {"a": "b"}
@@ -931,6 +1081,8 @@ def test_create_and_delete_from_files(kubectl: Kubectl, api: Api, ns: str, tmp_p
 
     with pytest.raises(KubectlError) as error:
         kubectl("delete", "-n", ns, "-f", str(path))
-    assert f'Error from server (NotFound): error when deleting "{path}": kopfexamples.kopf.dev "from-file" ' \
-           f'not found' in error.value.stderr
+    assert (
+        f'Error from server (NotFound): error when deleting "{path}": kopfexamples.kopf.dev "from-file" '
+        f"not found" in error.value.stderr
+    )
     assert kubectl("delete", "-n", ns, "-f", str(path), "--ignore-not-found").strip() == ""

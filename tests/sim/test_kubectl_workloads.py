@@ -4,6 +4,7 @@ One ``kopf-sim serve`` subprocess (127.0.0.1, a free port, quick simulated pods)
 test works in a namespace of its own. Time is real here (kubectl waits in real time), so the pods'
 delays are short.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -54,8 +55,10 @@ spec:
 
 class KubectlError(AssertionError):
     def __init__(self, args: tuple[str, ...], result: subprocess.CompletedProcess[str]) -> None:
-        super().__init__(f"kubectl {' '.join(args)} exited with {result.returncode}\n"
-                         f"stdout: {result.stdout}\nstderr: {result.stderr}")
+        super().__init__(
+            f"kubectl {' '.join(args)} exited with {result.returncode}\n"
+            f"stdout: {result.stdout}\nstderr: {result.stderr}"
+        )
         self.stderr = result.stderr
 
 
@@ -75,11 +78,31 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path, log_path = tmp / "kubeconfig", tmp / "server.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "kopf_sim", "serve", "--host", "127.0.0.1", "--port", "0",
-             "--kubeconfig", str(path), "--load", str(EXAMPLES / "crd.yaml"),
-             "--pod-start-delay", "0.2", "--pod-ready-delay", "0.2", "--pod-stop-delay", "0.2",
-             "--pod-run-time", "0.5"],
-            stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "kopf_sim",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--kubeconfig",
+                str(path),
+                "--load",
+                str(EXAMPLES / "crd.yaml"),
+                "--pod-start-delay",
+                "0.2",
+                "--pod-ready-delay",
+                "0.2",
+                "--pod-stop-delay",
+                "0.2",
+                "--pod-run-time",
+                "0.5",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_until(lambda: "Serving a simulated Kubernetes API" in log_path.read_text() or process.poll() is not None)
         assert process.poll() is None, log_path.read_text()
@@ -121,28 +144,49 @@ def rows(output: str) -> list[list[str]]:
 
 def test_a_deployments_whole_life(kubectl: Kubectl, ns: str) -> None:
     n = ("-n", ns)
-    assert kubectl("create", "deployment", "web", "--image=nginx", "--replicas=3", *n).strip() == \
-        "deployment.apps/web created"
-    assert kubectl("rollout", "status", "deployment/web", "--timeout=30s", *n).strip().endswith(
-        'deployment "web" successfully rolled out')
+    assert (
+        kubectl("create", "deployment", "web", "--image=nginx", "--replicas=3", *n).strip()
+        == "deployment.apps/web created"
+    )
+    assert (
+        kubectl("rollout", "status", "deployment/web", "--timeout=30s", *n)
+        .strip()
+        .endswith('deployment "web" successfully rolled out')
+    )
     assert "condition met" in kubectl("wait", "--for=condition=Available", "deployment/web", "--timeout=30s", *n)
     table = rows(kubectl("get", "pods", "-o", "wide", *n))
-    assert table[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED", "NODE",
-                        "READINESS", "GATES"]
+    assert table[0] == [
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "AGE",
+        "IP",
+        "NODE",
+        "NOMINATED",
+        "NODE",
+        "READINESS",
+        "GATES",
+    ]
     assert len(table) == 4
     for row in table[1:]:
         assert row[1:4] == ["1/1", "Running", "0"]
         assert row[5].startswith("10.244.") and row[6].startswith("node-")
     assert rows(kubectl("get", "deployment", "web", *n))[1][:4] == ["web", "3/3", "3", "3"]
 
-    assert kubectl("set", "image", "deployment/web", "nginx=nginx:1.27", *n).strip() == \
-        "deployment.apps/web image updated"
+    assert (
+        kubectl("set", "image", "deployment/web", "nginx=nginx:1.27", *n).strip() == "deployment.apps/web image updated"
+    )
     assert "successfully rolled out" in kubectl("rollout", "status", "deployment/web", "--timeout=30s", *n)
     sets = json.loads(kubectl("get", "replicasets", "-o", "json", *n))["items"]
     assert sorted(rs["spec"]["replicas"] for rs in sets) == [0, 3]
     images = kubectl("get", "pods", "-o", "jsonpath={.items[*].spec.containers[0].image}", *n).split()
-    wait_until(lambda: set(kubectl("get", "pods", "-o", "jsonpath={.items[*].spec.containers[0].image}",
-                                   *n).split()) == {"nginx:1.27"})
+    wait_until(
+        lambda: (
+            set(kubectl("get", "pods", "-o", "jsonpath={.items[*].spec.containers[0].image}", *n).split())
+            == {"nginx:1.27"}
+        )
+    )
     assert images  # some pods were there all along
     history = kubectl("rollout", "history", "deployment/web", *n)
     assert [row[0] for row in rows(history)[2:]] == ["1", "2"]
@@ -160,8 +204,10 @@ def test_a_deployments_whole_life(kubectl: Kubectl, ns: str) -> None:
 
 def test_a_job_to_completion(kubectl: Kubectl, ns: str) -> None:
     assert kubectl("create", "job", "once", "--image=busybox", "-n", ns).strip() == "job.batch/once created"
-    assert kubectl("wait", "--for=condition=complete", "job/once", "--timeout=30s", "-n", ns).strip() == \
-        "job.batch/once condition met"
+    assert (
+        kubectl("wait", "--for=condition=complete", "job/once", "--timeout=30s", "-n", ns).strip()
+        == "job.batch/once condition met"
+    )
     assert rows(kubectl("get", "job", "once", "-n", ns))[1][:3] == ["once", "Complete", "1/1"]
     [pod] = rows(kubectl("get", "pods", "-n", ns))[1:]
     assert pod[1:3] == ["0/1", "Completed"]
@@ -169,22 +215,47 @@ def test_a_job_to_completion(kubectl: Kubectl, ns: str) -> None:
 
 def test_statefulset_and_daemonset_rollouts(kubectl: Kubectl, ns: str) -> None:
     manifests = [
-        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
-         "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
-                  "template": {"metadata": {"labels": {"app": "db"}},
-                               "spec": {"containers": [{"name": "db", "image": "postgres"}]}},
-                  "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
-                      "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}},
-        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
-         "spec": {"selector": {"matchLabels": {"app": "agent"}},
-                  "template": {"metadata": {"labels": {"app": "agent"}},
-                               "spec": {"containers": [{"name": "agent", "image": "agent"}]}}}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db"},
+            "spec": {
+                "replicas": 2,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {
+                    "metadata": {"labels": {"app": "db"}},
+                    "spec": {"containers": [{"name": "db", "image": "postgres"}]},
+                },
+                "volumeClaimTemplates": [
+                    {
+                        "metadata": {"name": "data"},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": {
+                    "metadata": {"labels": {"app": "agent"}},
+                    "spec": {"containers": [{"name": "agent", "image": "agent"}]},
+                },
+            },
+        },
     ]
     kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump_all(manifests))
-    assert kubectl("rollout", "status", "sts/db", "--timeout=30s", "-n", ns).splitlines()[-1] == \
-        "partitioned roll out complete: 2 new pods have been updated..."  # (the partition is defaulted to 0)
-    assert 'daemon set "agent" successfully rolled out' in kubectl("rollout", "status", "ds/agent", "--timeout=30s",
-                                                                    "-n", ns)
+    assert (
+        kubectl("rollout", "status", "sts/db", "--timeout=30s", "-n", ns).splitlines()[-1]
+        == "partitioned roll out complete: 2 new pods have been updated..."
+    )  # (the partition is defaulted to 0)
+    assert 'daemon set "agent" successfully rolled out' in kubectl(
+        "rollout", "status", "ds/agent", "--timeout=30s", "-n", ns
+    )
     claims = rows(kubectl("get", "pvc", "-n", ns))
     assert [row[:2] for row in claims[1:]] == [["data-db-0", "Bound"], ["data-db-1", "Bound"]]
     assert claims[1][3:6] == ["1Gi", "RWO", "standard"]
@@ -193,22 +264,43 @@ def test_statefulset_and_daemonset_rollouts(kubectl: Kubectl, ns: str) -> None:
 def test_lists_and_their_client_side_validation(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
     items = [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "1"}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "listed"},
-         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "listed"}},
-                  "template": {"metadata": {"labels": {"app": "listed"}},
-                               "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "listed"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "listed"}},
+                "template": {
+                    "metadata": {"labels": {"app": "listed"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+                },
+            },
+        },
         {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "listed"}, "spec": {"field": "x"}},
     ]
     path = tmp_path / "list.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     assert kubectl("apply", "-n", ns, "-f", str(path)).splitlines() == [
-        "configmap/settings created", "deployment.apps/listed created", "kopfexample.kopf.dev/listed created"]
+        "configmap/settings created",
+        "deployment.apps/listed created",
+        "kopfexample.kopf.dev/listed created",
+    ]
 
     kubectl("apply", "-f", "-", input=STRICT_CRD)
     wait_until(lambda: "Gadget" in kubectl("api-resources", "--api-group=workloads.example"))
-    bad = {"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "workloads.example/v1", "kind": "Gadget", "metadata": {"name": "g"},
-         "spec": {"size": 1, "colour": "red"}}]}
+    bad = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": "workloads.example/v1",
+                "kind": "Gadget",
+                "metadata": {"name": "g"},
+                "spec": {"size": 1, "colour": "red"},
+            }
+        ],
+    }
     with pytest.raises(KubectlError) as error:
         kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(bad))
     assert 'unknown field "colour"' in error.value.stderr

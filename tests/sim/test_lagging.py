@@ -1,5 +1,6 @@
 """A lagging apiserver as faults: stale reads, withheld & coalesced watch events, a crash after the k-th write;
 and the garbage collection of dependents whose owners were gone before them."""
+
 from __future__ import annotations
 
 import asyncio
@@ -172,8 +173,12 @@ def test_a_dependent_of_an_owner_gone_before_it_was_created_is_collected() -> No
     widgets = cluster.resource("acme.example", "v1", "widgets")
     configmaps = cluster.resource("", "v1", "configmaps")
     owner = cluster.get(widgets, "default", "w1")
-    ref: dict[str, Any] = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": "w1",
-                           "uid": owner["metadata"]["uid"]}
+    ref: dict[str, Any] = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": "w1",
+        "uid": owner["metadata"]["uid"],
+    }
     cluster.delete(widgets, "default", "w1")
     created = cluster.create(configmaps, "default", {"metadata": {"name": "late", "ownerReferences": [ref]}})
     assert created["metadata"]["name"] == "late"
@@ -190,12 +195,17 @@ def test_a_dependent_pointed_at_a_gone_owner_later_is_collected_but_one_live_own
     cluster.delete(widgets, "default", "w1")
 
     def ref(obj: dict[str, Any]) -> dict[str, Any]:
-        return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"],
-                "uid": obj["metadata"]["uid"]}
+        return {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"],
+        }
 
     cluster.create(configmaps, "default", {"metadata": {"name": "both", "ownerReferences": [ref(gone), ref(alive)]}})
     assert cluster.peek(configmaps.storage_key, "default", "both") is not None
     cluster.create(configmaps, "default", {"metadata": {"name": "plain"}})
-    cluster.patch(configmaps, "default", "plain", {"metadata": {"ownerReferences": [ref(gone)]}},
-                  "application/merge-patch+json")
+    cluster.patch(
+        configmaps, "default", "plain", {"metadata": {"ownerReferences": [ref(gone)]}}, "application/merge-patch+json"
+    )
     assert cluster.peek(configmaps.storage_key, "default", "plain") is None

@@ -1,4 +1,5 @@
 """Deletion semantics: finalizers, garbage collection by owner references, namespace and CRD termination."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,8 +21,13 @@ def rt(cluster: Cluster, plural: str) -> ResourceType:
 
 
 def owned_configmap(name: str, owner: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
-           "uid": owner["metadata"]["uid"], **extra}
+    ref = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        **extra,
+    }
     return {"metadata": {"name": name, "ownerReferences": [ref]}}
 
 
@@ -46,8 +52,10 @@ def test_finalizers_hold_the_object(crd_cluster: Cluster) -> None:
     with pytest.raises(errors.ApiError) as err:
         crd_cluster.patch(rtype, "default", "w1", {"metadata": {"finalizers": ["x.io/hold", "y.io/new"]}}, MERGE)
     assert err.value.code == 422
-    assert ('Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers '
-            '[]string{"y.io/new"}') in err.value.message
+    assert (
+        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers "
+        '[]string{"y.io/new"}'
+    ) in err.value.message
     crd_cluster.patch(rtype, "default", "w1", {"metadata": {"finalizers": None}}, MERGE)
     assert crd_cluster.peek(("acme.example", "widgets"), "default", "w1") is None
     kinds = [kind for kind, name in events_of(crd_cluster) if name == "w1"]
@@ -102,8 +110,11 @@ def test_namespace_deletion_removes_contents(crd_cluster: Cluster) -> None:
     namespaces = rt(crd_cluster, "namespaces")
     crd_cluster.create(namespaces, None, {"metadata": {"name": "tmp"}})
     crd_cluster.create(rt(crd_cluster, "configmaps"), "tmp", {"metadata": {"name": "c"}})
-    crd_cluster.create(rt(crd_cluster, "widgets"), "tmp",
-                       {**widget("w", namespace="tmp"), "metadata": {"name": "w", "finalizers": ["x.io/hold"]}})
+    crd_cluster.create(
+        rt(crd_cluster, "widgets"),
+        "tmp",
+        {**widget("w", namespace="tmp"), "metadata": {"name": "w", "finalizers": ["x.io/hold"]}},
+    )
     crd_cluster.delete(namespaces, None, "tmp")
     ns = crd_cluster.peek(("", "namespaces"), None, "tmp")
     assert ns is not None and ns["status"]["phase"] == "Terminating"
@@ -111,8 +122,9 @@ def test_namespace_deletion_removes_contents(crd_cluster: Cluster) -> None:
     with pytest.raises(errors.ApiError) as err:
         crd_cluster.create(rt(crd_cluster, "configmaps"), "tmp", {"metadata": {"name": "new"}})
     assert err.value.code == 403
-    assert err.value.message == ('configmaps "new" is forbidden: unable to create new content in namespace tmp '
-                                 "because it is being terminated")
+    assert err.value.message == (
+        'configmaps "new" is forbidden: unable to create new content in namespace tmp because it is being terminated'
+    )
     crd_cluster.patch(rt(crd_cluster, "widgets"), "tmp", "w", {"metadata": {"finalizers": None}}, MERGE)
     assert crd_cluster.peek(("", "namespaces"), None, "tmp") is None
 

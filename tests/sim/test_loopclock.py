@@ -1,4 +1,5 @@
 """The clock interface of the virtual-time loop: the loop reads and moves its clock, and nothing else does."""
+
 from __future__ import annotations
 
 import asyncio
@@ -18,11 +19,11 @@ def test_a_fresh_clock_stands_at_its_start() -> None:
 
 def test_timers_fall_due_on_the_nearest_tick_or_the_next_one_never_now() -> None:
     clock = VirtualClock(start=1.0)
-    assert clock.tick_of(1.0 + 0.1) == 1_100_000           # float noise: the nearest tick
-    assert clock.tick_of(1.0 + 1e-9) == 1_000_001          # a sub-tick delay: the next tick
-    assert clock.tick_of(0.5) == 1_000_001                 # a timer in the past: the next tick, not now
+    assert clock.tick_of(1.0 + 0.1) == 1_100_000  # float noise: the nearest tick
+    assert clock.tick_of(1.0 + 1e-9) == 1_000_001  # a sub-tick delay: the next tick
+    assert clock.tick_of(0.5) == 1_000_001  # a timer in the past: the next tick, not now
     assert clock.ticks_of(0.1) == TICKS_PER_SECOND // 10
-    assert clock.ticks_of(0.0) == 1                        # a wait reaches at least one tick
+    assert clock.ticks_of(0.0) == 1  # a wait reaches at least one tick
 
 
 def test_the_clock_moves_only_forward() -> None:

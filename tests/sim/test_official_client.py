@@ -4,6 +4,7 @@ The client is synchronous (urllib3), so the simulator is served by :class:`Serve
 of its own, in a background thread; the tests call the client from the main thread. Whatever the tests
 do to the cluster directly (e.g. compacting the history) runs in that loop's thread too.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -126,8 +127,10 @@ def error_body(exc: pytest.ExceptionInfo[ApiException]) -> dict[str, Any]:
 
 # -- Configuration and authentication --------------------------------------------------------------
 
-def test_kubeconfig_written_by_the_simulator(kubeconfig_path: Path, core: kubernetes.client.CoreV1Api,
-                                             server: ServerThread) -> None:
+
+def test_kubeconfig_written_by_the_simulator(
+    kubeconfig_path: Path, core: kubernetes.client.CoreV1Api, server: ServerThread
+) -> None:
     configuration = kubernetes.client.Configuration()
     kubernetes.config.load_kube_config(config_file=str(kubeconfig_path), client_configuration=configuration)
     assert configuration.host == server.served.url
@@ -161,6 +164,7 @@ def test_unauthenticated_client_gets_401(server: ServerThread, tmp_path: Path, t
 
 
 # -- CoreV1Api -------------------------------------------------------------------------------------
+
 
 def test_namespaces(core: kubernetes.client.CoreV1Api) -> None:
     created = core.create_namespace({"metadata": {"name": "ns1", "labels": {"team": "a"}}})
@@ -201,8 +205,9 @@ def test_configmaps_crud(core: kubernetes.client.CoreV1Api) -> None:
     assert patched.data == {"key": "v2", "other": "o"}
     patched = core.patch_namespaced_config_map("cm1", "default", [{"op": "remove", "path": "/data/key"}])
     assert patched.data == {"other": "o"}
-    patched = core.patch_namespaced_config_map("cm1", "default", {"data": {"other": None}},
-                                               _content_type="application/merge-patch+json")
+    patched = core.patch_namespaced_config_map(
+        "cm1", "default", {"data": {"other": None}}, _content_type="application/merge-patch+json"
+    )
     assert not patched.data
 
     status = core.delete_namespaced_config_map("cm1", "default")
@@ -213,8 +218,11 @@ def test_configmaps_crud(core: kubernetes.client.CoreV1Api) -> None:
 
 
 def test_secret_string_data_is_write_only(core: kubernetes.client.CoreV1Api) -> None:
-    body = {"metadata": {"name": "creds"}, "data": {"user": "b2xk", "token": "dG9rZW4="},
-            "stringData": {"user": "admin"}}
+    body = {
+        "metadata": {"name": "creds"},
+        "data": {"user": "b2xk", "token": "dG9rZW4="},
+        "stringData": {"user": "admin"},
+    }
     created = core.create_namespaced_secret("default", body)
     assert created.string_data is None
     assert created.data == {"user": "YWRtaW4=", "token": "dG9rZW4="}  # stringData wins, base64-encoded
@@ -226,8 +234,12 @@ def test_secret_string_data_is_write_only(core: kubernetes.client.CoreV1Api) -> 
 
 
 def test_list_with_label_selectors(core: kubernetes.client.CoreV1Api) -> None:
-    for name, labels in [("a", {"tier": "web", "env": "prod"}), ("b", {"tier": "db", "env": "prod"}),
-                         ("c", {"tier": "web", "env": "dev"}), ("d", {})]:
+    for name, labels in [
+        ("a", {"tier": "web", "env": "prod"}),
+        ("b", {"tier": "db", "env": "prod"}),
+        ("c", {"tier": "web", "env": "dev"}),
+        ("d", {}),
+    ]:
         core.create_namespaced_config_map("default", configmap(name, labels))
 
     def names(selector: str) -> list[str]:
@@ -302,7 +314,8 @@ def test_deployment(api_client: kubernetes.client.ApiClient) -> None:
 
     # A strategic merge patch: containers merge by name, the image changes, the ports stay.
     patched = apps.patch_namespaced_deployment(
-        "web", "default", {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.28"}]}}}})
+        "web", "default", {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.28"}]}}}}
+    )
     containers = patched.spec.template.spec.containers
     assert [(c.name, c.image, c.ports[0].container_port) for c in containers] == [("main", "nginx:1.28", 80)]
     assert patched.metadata.generation == 2
@@ -343,37 +356,49 @@ CRD = {
         "group": "example.com",
         "scope": "Namespaced",
         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wg"]},
-        "versions": [{
-            "name": "v1",
-            "served": True,
-            "storage": True,
-            "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {"type": "object", "properties": {
-                        "size": {"type": "integer", "minimum": 1},
-                        "color": {"type": "string"},
-                    }},
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "size": {"type": "integer", "minimum": 1},
+                                    "color": {"type": "string"},
+                                },
+                            },
+                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    }
                 },
-            }},
-        }],
+            }
+        ],
     },
 }
 
 
 def widget(name: str, size: int, **labels: str) -> dict[str, Any]:
-    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name, "labels": labels},
-            "spec": {"size": size, "color": "red"}}
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"size": size, "color": "red"},
+    }
 
 
 def test_custom_objects(api_client: kubernetes.client.ApiClient) -> None:
     extensions = kubernetes.client.ApiextensionsV1Api(api_client)
     crd = extensions.create_custom_resource_definition(CRD)
     assert crd.metadata.name == "widgets.example.com"
-    conditions = {c.type: c.status for c in extensions.read_custom_resource_definition(crd.metadata.name)
-                  .status.conditions}
+    conditions = {
+        c.type: c.status for c in extensions.read_custom_resource_definition(crd.metadata.name).status.conditions
+    }
     assert conditions["Established"] == "True"
 
     custom = kubernetes.client.CustomObjectsApi(api_client)
@@ -406,8 +431,10 @@ def test_custom_objects(api_client: kubernetes.client.ApiClient) -> None:
     with pytest.raises(ApiException) as exc:
         custom.patch_namespaced_custom_object(*args, "w1", {"spec": {"size": 0}})
     assert exc.value.status == 422
-    assert "spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1" \
+    assert (
+        "spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1"
         in error_body(exc)["message"]
+    )
 
     deleted = custom.delete_namespaced_custom_object(*args, "w1")
     assert deleted["status"] == "Success"
@@ -419,15 +446,23 @@ def test_custom_objects(api_client: kubernetes.client.ApiClient) -> None:
 
 # -- Errors ----------------------------------------------------------------------------------------
 
+
 def test_errors_are_api_exceptions_with_the_status_in_the_body(core: kubernetes.client.CoreV1Api) -> None:
     with pytest.raises(ApiException) as exc:
         core.read_namespaced_config_map("missing", "default")
     assert exc.value.status == 404
     assert exc.value.reason == "Not Found"
     body = error_body(exc)
-    assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                    "message": 'configmaps "missing" not found', "reason": "NotFound",
-                    "details": {"name": "missing", "kind": "configmaps"}, "code": 404}
+    assert body == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'configmaps "missing" not found',
+        "reason": "NotFound",
+        "details": {"name": "missing", "kind": "configmaps"},
+        "code": 404,
+    }
 
     core.create_namespaced_config_map("default", configmap("dup"))
     with pytest.raises(ApiException) as exc:
@@ -442,16 +477,20 @@ def test_errors_are_api_exceptions_with_the_status_in_the_body(core: kubernetes.
         core.replace_namespaced_config_map("dup", "default", stale)
     assert exc.value.status == 409
     assert error_body(exc)["reason"] == "Conflict"
-    assert error_body(exc)["message"] == ('Operation cannot be fulfilled on configmaps "dup": the object has been '
-                                          'modified; please apply your changes to the latest version and try again')
+    assert error_body(exc)["message"] == (
+        'Operation cannot be fulfilled on configmaps "dup": the object has been '
+        "modified; please apply your changes to the latest version and try again"
+    )
 
     with pytest.raises(ApiException) as exc:
         core.create_namespaced_config_map("default", configmap("Not_Valid"))
     assert exc.value.status == 422
     body = error_body(exc)
     assert body["reason"] == "Invalid"
-    assert body["message"].startswith('ConfigMap "Not_Valid" is invalid: metadata.name: Invalid value: "Not_Valid": '
-                                      "a lowercase RFC 1123 subdomain must consist of")
+    assert body["message"].startswith(
+        'ConfigMap "Not_Valid" is invalid: metadata.name: Invalid value: "Not_Valid": '
+        "a lowercase RFC 1123 subdomain must consist of"
+    )
 
     with pytest.raises(ApiException) as exc:
         core.create_namespaced_config_map("nowhere", configmap("cm"))
@@ -461,8 +500,10 @@ def test_errors_are_api_exceptions_with_the_status_in_the_body(core: kubernetes.
 
 # -- Watching --------------------------------------------------------------------------------------
 
-def events_of(stream: Iterator[dict[str, Any]], count: int | None = None,
-              watch: kubernetes.watch.Watch | None = None) -> list[tuple[str, str, str]]:
+
+def events_of(
+    stream: Iterator[dict[str, Any]], count: int | None = None, watch: kubernetes.watch.Watch | None = None
+) -> list[tuple[str, str, str]]:
     """(type, name, resourceVersion) of the events, stopping the watch after ``count`` of them."""
     seen = []
     for event in stream:
@@ -503,7 +544,7 @@ def test_watch_resumes_from_the_middle_of_the_history(core: kubernetes.client.Co
     # From every point of the history: exactly the events after it, in order, none missed or repeated.
     for start in range(len(history)):
         watch = kubernetes.watch.Watch()
-        expected = history[start + 1:]
+        expected = history[start + 1 :]
         if not expected:
             continue
         stream = watch.stream(core.list_namespaced_config_map, "default", resource_version=history[start][2])
@@ -511,12 +552,14 @@ def test_watch_resumes_from_the_middle_of_the_history(core: kubernetes.client.Co
 
     # Two watchers in a row, the second one from where the first one stopped, see everything once.
     watch = kubernetes.watch.Watch()
-    first_half = events_of(watch.stream(core.list_namespaced_config_map, "default",
-                                        resource_version=history[0][2]), 3, watch)
+    first_half = events_of(
+        watch.stream(core.list_namespaced_config_map, "default", resource_version=history[0][2]), 3, watch
+    )
     assert watch.resource_version == first_half[-1][2]
     resumed = kubernetes.watch.Watch()
-    second_half = events_of(resumed.stream(core.list_namespaced_config_map, "default",
-                                           resource_version=watch.resource_version), 4, resumed)
+    second_half = events_of(
+        resumed.stream(core.list_namespaced_config_map, "default", resource_version=watch.resource_version), 4, resumed
+    )
     assert first_half + second_half == history[1:]
 
 
@@ -530,11 +573,11 @@ def test_watch_of_custom_objects_with_a_label_selector(api_client: kubernetes.cl
     custom.patch_namespaced_custom_object(*args, "w1", {"metadata": {"labels": {"watched": "no"}}})
     custom.patch_namespaced_custom_object(*args, "w2", {"metadata": {"labels": {"watched": "yes"}}})
     watch = kubernetes.watch.Watch()
-    stream = watch.stream(custom.list_namespaced_custom_object, *args, label_selector="watched=yes",
-                          resource_version=start)
+    stream = watch.stream(
+        custom.list_namespaced_custom_object, *args, label_selector="watched=yes", resource_version=start
+    )
     # Leaving and entering the selection is seen as deletion and creation.
-    assert [(t, n) for t, n, _ in events_of(stream, 3, watch)] == [("ADDED", "w1"), ("DELETED", "w1"),
-                                                                   ("ADDED", "w2")]
+    assert [(t, n) for t, n, _ in events_of(stream, 3, watch)] == [("ADDED", "w1"), ("DELETED", "w1"), ("ADDED", "w2")]
 
 
 def test_watch_from_a_compacted_version_raises_410(core: kubernetes.client.CoreV1Api, server: ServerThread) -> None:
@@ -544,8 +587,11 @@ def test_watch_from_a_compacted_version_raises_410(core: kubernetes.client.CoreV
 
     # With a timeout, the client does not retry: the in-stream ERROR event becomes an ApiException.
     with pytest.raises(ApiException) as exc:
-        list(kubernetes.watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                             resource_version=old, timeout_seconds=5))
+        list(
+            kubernetes.watch.Watch().stream(
+                core.list_namespaced_config_map, "default", resource_version=old, timeout_seconds=5
+            )
+        )
     assert exc.value.status == 410
     assert exc.value.reason.startswith("Expired: too old resource version: ")
 
@@ -557,8 +603,9 @@ def test_watch_from_a_compacted_version_raises_410(core: kubernetes.client.CoreV
     # The recovery: list, then watch from the list's version.
     listing = core.list_namespaced_config_map("default")
     watch = kubernetes.watch.Watch()
-    stream = watch.stream(core.list_namespaced_config_map, "default",
-                          resource_version=listing.metadata.resource_version)
+    stream = watch.stream(
+        core.list_namespaced_config_map, "default", resource_version=listing.metadata.resource_version
+    )
     core.create_namespaced_config_map("default", configmap("newest"))
     assert [(t, n) for t, n, _ in events_of(stream, 1, watch)] == [("ADDED", "newest")]
 
@@ -573,14 +620,27 @@ def test_watch_ends_after_timeout_seconds(core: kubernetes.client.CoreV1Api) -> 
 
 # -- The command line: `kopf-sim serve --token T --tls` in a process of its own --------------------
 
+
 def test_kopf_sim_serve_in_a_subprocess(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     record = tmp_path / "changes.jsonl"
     executable = Path(sys.executable).parent / "kopf-sim"
-    command = [str(executable), "serve", "--host", "127.0.0.1", "--token", TOKEN, "--tls",
-               "--kubeconfig", str(kubeconfig), "--record", str(record)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    command = [
+        str(executable),
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--token",
+        TOKEN,
+        "--tls",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--record",
+        str(record),
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
     try:
         assert process.stdout is not None
         ready, _, _ = select.select([process.stdout], [], [], 30)

@@ -1,4 +1,5 @@
 """The OpenAPI v3 documents: what kubectl explain, kubectl's validation detection and SMP read in them."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,27 +17,59 @@ from kopf_sim.http.openapi import ServedKind, gv_path, openapi_group_version, op
 CRD_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "spec": {"type": "object", "description": "The desired state.",
-                 "properties": {"replicas": {"type": "integer", "description": "How many."}}},
+        "spec": {
+            "type": "object",
+            "description": "The desired state.",
+            "properties": {"replicas": {"type": "integer", "description": "How many."}},
+        },
         "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
     },
 }
-NAMESPACE = ServedKind("", "v1", "Namespace", "namespaces", False, None,
-                       {("spec", "finalizers"): (None, "merge")}, ("status",))
-POD = ServedKind("", "v1", "Pod", "pods", True, None, {
-    ("spec", "containers"): ("name", "merge"),
-    ("spec", "containers", "env"): ("name", "merge"),
-    ("spec", "volumes"): ("name", "merge,retainKeys"),
-    ("metadata", "ownerReferences"): ("uid", "merge"),
-}, ("status",))
-DEPLOYMENT = ServedKind("apps", "v1", "Deployment", "deployments", True, None, {
-    ("spec", "template", "spec", "containers"): ("name", "merge"),
-    ("spec", "strategy"): (None, "retainKeys"),
-}, ("status", "scale"))
-CRD = ServedKind("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-                 False, None, {}, ("status",))
-EXAMPLE = ServedKind("kopf.dev", "v1", "KopfExample", "kopfexamples", True, CRD_SCHEMA, {}, ("status",),
-                     description="An example resource.")
+NAMESPACE = ServedKind(
+    "", "v1", "Namespace", "namespaces", False, None, {("spec", "finalizers"): (None, "merge")}, ("status",)
+)
+POD = ServedKind(
+    "",
+    "v1",
+    "Pod",
+    "pods",
+    True,
+    None,
+    {
+        ("spec", "containers"): ("name", "merge"),
+        ("spec", "containers", "env"): ("name", "merge"),
+        ("spec", "volumes"): ("name", "merge,retainKeys"),
+        ("metadata", "ownerReferences"): ("uid", "merge"),
+    },
+    ("status",),
+)
+DEPLOYMENT = ServedKind(
+    "apps",
+    "v1",
+    "Deployment",
+    "deployments",
+    True,
+    None,
+    {
+        ("spec", "template", "spec", "containers"): ("name", "merge"),
+        ("spec", "strategy"): (None, "retainKeys"),
+    },
+    ("status", "scale"),
+)
+CRD = ServedKind(
+    "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False, None, {}, ("status",)
+)
+EXAMPLE = ServedKind(
+    "kopf.dev",
+    "v1",
+    "KopfExample",
+    "kopfexamples",
+    True,
+    CRD_SCHEMA,
+    {},
+    ("status",),
+    description="An example resource.",
+)
 KINDS = [NAMESPACE, POD, DEPLOYMENT, CRD, EXAMPLE]
 
 
@@ -56,14 +89,16 @@ def operations(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]
 def schema_by_gvk(doc: dict[str, Any], group: str, version: str, kind: str) -> dict[str, Any]:
     """What kubectl explain does: find the component whose x-kubernetes-group-version-kind matches."""
     wanted = {"group": group, "version": version, "kind": kind}
-    found: list[dict[str, Any]] = [s for s in doc["components"]["schemas"].values()
-             if wanted in s.get("x-kubernetes-group-version-kind", [])]
+    found: list[dict[str, Any]] = [
+        s for s in doc["components"]["schemas"].values() if wanted in s.get("x-kubernetes-group-version-kind", [])
+    ]
     assert len(found) == 1
     return found[0]
 
 
-def supports_field_validation(kinds: list[ServedKind], group: str, version: str, kind: str, *,
-                              is_crd: bool = False) -> bool:
+def supports_field_validation(
+    kinds: list[ServedKind], group: str, version: str, kind: str, *, is_crd: bool = False
+) -> bool:
     """What kubectl 1.32 checks before ``?fieldValidation=Strict`` (else it validates client-side).
 
     The PATCH operation with the kind's x-kubernetes-group-version-kind must list a query parameter
@@ -79,17 +114,20 @@ def supports_field_validation(kinds: list[ServedKind], group: str, version: str,
     assert doc is not None
     for _, verb, op in operations(doc):
         if verb == "patch" and op["x-kubernetes-group-version-kind"] == {
-                "group": group, "version": version, "kind": kind}:
+            "group": group,
+            "version": version,
+            "kind": kind,
+        }:
             return any(p["name"] == "fieldValidation" and p["in"] == "query" for p in op["parameters"])
     return False
 
 
 # --- the index -------------------------------------------------------------------------------------
 
+
 def test_index_lists_each_group_version_with_a_content_hash() -> None:
     index = openapi_index(KINDS)
-    assert sorted(index["paths"]) == [
-        "api/v1", "apis/apiextensions.k8s.io/v1", "apis/apps/v1", "apis/kopf.dev/v1"]
+    assert sorted(index["paths"]) == ["api/v1", "apis/apiextensions.k8s.io/v1", "apis/apps/v1", "apis/kopf.dev/v1"]
     for key, entry in index["paths"].items():
         pattern = rf"/openapi/v3/{re.escape(key)}\?hash=[0-9A-F]{{128}}"
         assert re.fullmatch(pattern, entry["serverRelativeURL"])
@@ -124,15 +162,23 @@ def test_documents_are_json() -> None:
 
 # --- component schemas (kubectl explain) -----------------------------------------------------------
 
-@pytest.mark.parametrize(("group", "kind", "builtin", "name"), [
-    ("", "Pod", True, "io.k8s.api.core.v1.Pod"),
-    ("apps", "Deployment", True, "io.k8s.api.apps.v1.Deployment"),
-    ("rbac.authorization.k8s.io", "Role", True, "io.k8s.api.rbac.v1.Role"),
-    ("apiextensions.k8s.io", "CustomResourceDefinition", True,
-     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"),
-    ("kopf.dev", "KopfExample", False, "dev.kopf.v1.KopfExample"),
-    ("zalando.org", "KopfPeering", False, "org.zalando.v1.KopfPeering"),
-])
+
+@pytest.mark.parametrize(
+    ("group", "kind", "builtin", "name"),
+    [
+        ("", "Pod", True, "io.k8s.api.core.v1.Pod"),
+        ("apps", "Deployment", True, "io.k8s.api.apps.v1.Deployment"),
+        ("rbac.authorization.k8s.io", "Role", True, "io.k8s.api.rbac.v1.Role"),
+        (
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            True,
+            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+        ),
+        ("kopf.dev", "KopfExample", False, "dev.kopf.v1.KopfExample"),
+        ("zalando.org", "KopfPeering", False, "org.zalando.v1.KopfPeering"),
+    ],
+)
 def test_schema_names(group: str, kind: str, builtin: bool, name: str) -> None:
     assert schema_name(group, "v1", kind, builtin=builtin) == name
 
@@ -147,7 +193,8 @@ def test_crd_kind_schema_is_the_crd_schema_with_resource_fields() -> None:
     assert schema["properties"]["apiVersion"]["type"] == "string"
     assert schema["properties"]["kind"]["type"] == "string"
     assert schema["properties"]["metadata"]["allOf"] == [
-        {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]
+        {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+    ]
     assert "apiVersion" not in CRD_SCHEMA["properties"]  # the CRD's schema is not modified
 
 
@@ -186,6 +233,7 @@ def test_object_meta_patch_metadata() -> None:
 
 # --- list strategies (strategic merge patches of built-ins) ----------------------------------------
 
+
 def test_list_strategies_annotate_lists_along_paths() -> None:
     spec = schema_by_gvk(doc_of(POD), "", "v1", "Pod")["properties"]["spec"]
     containers = spec["properties"]["containers"]
@@ -195,7 +243,10 @@ def test_list_strategies_annotate_lists_along_paths() -> None:
     assert containers["items"]["type"] == "object"
     env = containers["items"]["properties"]["env"]  # a path through a list goes into its items
     assert (env["type"], env["x-kubernetes-patch-merge-key"], env["x-kubernetes-patch-strategy"]) == (
-        "array", "name", "merge")
+        "array",
+        "name",
+        "merge",
+    )
     volumes = spec["properties"]["volumes"]
     assert volumes["x-kubernetes-patch-strategy"] == "merge,retainKeys"
 
@@ -222,7 +273,8 @@ def test_list_strategies_of_scalar_lists() -> None:
 def test_list_strategies_in_metadata_are_left_to_object_meta() -> None:
     pod = schema_by_gvk(doc_of(POD), "", "v1", "Pod")
     assert pod["properties"]["metadata"]["allOf"] == [
-        {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]
+        {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+    ]
 
 
 def test_strategic_merge_patch_is_accepted_by_builtins_only() -> None:
@@ -239,15 +291,18 @@ def test_strategic_merge_patch_is_accepted_by_builtins_only() -> None:
 
 # --- paths and operations --------------------------------------------------------------------------
 
+
 def test_namespaced_paths() -> None:
     paths = doc_of(EXAMPLE)["paths"]
     base = "/apis/kopf.dev/v1"
-    assert sorted(paths) == sorted([
-        f"{base}/kopfexamples",
-        f"{base}/namespaces/{{namespace}}/kopfexamples",
-        f"{base}/namespaces/{{namespace}}/kopfexamples/{{name}}",
-        f"{base}/namespaces/{{namespace}}/kopfexamples/{{name}}/status",
-    ])
+    assert sorted(paths) == sorted(
+        [
+            f"{base}/kopfexamples",
+            f"{base}/namespaces/{{namespace}}/kopfexamples",
+            f"{base}/namespaces/{{namespace}}/kopfexamples/{{name}}",
+            f"{base}/namespaces/{{namespace}}/kopfexamples/{{name}}/status",
+        ]
+    )
     item = paths[f"{base}/namespaces/{{namespace}}/kopfexamples/{{name}}"]
     assert sorted(item) == ["delete", "get", "parameters", "patch", "put"]
     assert [p["name"] for p in item["parameters"]] == ["name", "namespace", "pretty"]
@@ -269,7 +324,8 @@ def test_scale_subresource() -> None:
     gvk = scale["get"]["x-kubernetes-group-version-kind"]
     assert gvk == {"group": "apps", "kind": "Scale", "version": "v1"}
     assert scale["get"]["responses"]["200"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"}
+        "$ref": "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"
+    }
     assert schema_by_gvk(doc, "autoscaling", "v1", "Scale")["properties"]["spec"]
 
 
@@ -318,6 +374,7 @@ def test_kubectl_detects_field_validation_of_an_unpublished_crd_via_namespaces()
 
 # --- with the real kubectl -------------------------------------------------------------------------
 
+
 @pytest.fixture
 async def fake_apiserver(tmp_path: Any) -> AsyncIterator[tuple[str, list[str]]]:
     """Discovery, the OpenAPI documents, and a create endpoint that records its query strings."""
@@ -330,17 +387,41 @@ async def fake_apiserver(tmp_path: Any) -> AsyncIterator[tuple[str, list[str]]]:
 
     async def apis(_: web.Request) -> web.Response:
         groups = sorted({k.group for k in KINDS if k.group})
-        return web.json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-            {"name": g, "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
-             "preferredVersion": {"groupVersion": f"{g}/v1", "version": "v1"}} for g in groups]})
+        return web.json_response(
+            {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [
+                    {
+                        "name": g,
+                        "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
+                        "preferredVersion": {"groupVersion": f"{g}/v1", "version": "v1"},
+                    }
+                    for g in groups
+                ],
+            }
+        )
 
     async def resources(request: web.Request) -> web.Response:
         group = request.match_info.get("group", "")
-        return web.json_response({"kind": "APIResourceList", "apiVersion": "v1",
-                                  "groupVersion": f"{group}/v1" if group else "v1", "resources": [
-            {"name": k.plural, "singularName": k.kind.lower(), "namespaced": k.namespaced, "kind": k.kind,
-             "verbs": ["create", "get", "list", "patch", "update", "delete"]}
-            for k in KINDS if k.group == group]})
+        return web.json_response(
+            {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": f"{group}/v1" if group else "v1",
+                "resources": [
+                    {
+                        "name": k.plural,
+                        "singularName": k.kind.lower(),
+                        "namespaced": k.namespaced,
+                        "kind": k.kind,
+                        "verbs": ["create", "get", "list", "patch", "update", "delete"],
+                    }
+                    for k in KINDS
+                    if k.group == group
+                ],
+            }
+        )
 
     async def index(_: web.Request) -> web.Response:
         return web.json_response(openapi_index(KINDS))
@@ -375,8 +456,13 @@ async def fake_apiserver(tmp_path: Any) -> AsyncIterator[tuple[str, list[str]]]:
 
 async def kubectl(server: str, home: Any, *args: str, stdin: bytes = b"") -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
-        KUBECTL, "--server", server, *args, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        KUBECTL,
+        "--server",
+        server,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
         env={"HOME": str(home), "KUBECONFIG": str(home / "none"), "PATH": "/usr/bin:/bin"},
     )
     out, _ = await asyncio.wait_for(proc.communicate(stdin), timeout=30)
@@ -402,8 +488,14 @@ async def test_kubectl_explain_reads_the_documents(fake_apiserver: tuple[str, li
 @pytest.mark.kubectl
 async def test_kubectl_leaves_validation_to_the_server(fake_apiserver: tuple[str, list[str]], tmp_path: Any) -> None:
     server, posted = fake_apiserver
-    manifest = json.dumps({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-                           "metadata": {"name": "ex1", "namespace": "default"}, "spec": {"unknown": 1}})
+    manifest = json.dumps(
+        {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfExample",
+            "metadata": {"name": "ex1", "namespace": "default"},
+            "spec": {"unknown": 1},
+        }
+    )
     code, out = await kubectl(server, tmp_path, "create", "-f", "-", stdin=manifest.encode())
     assert code == 0, out
     assert len(posted) == 1

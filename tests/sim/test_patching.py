@@ -22,10 +22,23 @@ DEPLOYMENT = "apps/v1/Deployment"
 
 
 def test_known_kinds_include_the_served_builtins() -> None:
-    expected = {"v1/Pod", "v1/Service", "v1/ConfigMap", "v1/Secret", "v1/Namespace", "v1/ServiceAccount",
-                "v1/PersistentVolumeClaim", "v1/PersistentVolume", "v1/Node", "apps/v1/Deployment",
-                "apps/v1/ReplicaSet", "apps/v1/StatefulSet", "apps/v1/DaemonSet", "batch/v1/Job",
-                "coordination.k8s.io/v1/Lease"}
+    expected = {
+        "v1/Pod",
+        "v1/Service",
+        "v1/ConfigMap",
+        "v1/Secret",
+        "v1/Namespace",
+        "v1/ServiceAccount",
+        "v1/PersistentVolumeClaim",
+        "v1/PersistentVolume",
+        "v1/Node",
+        "apps/v1/Deployment",
+        "apps/v1/ReplicaSet",
+        "apps/v1/StatefulSet",
+        "apps/v1/DaemonSet",
+        "batch/v1/Job",
+        "coordination.k8s.io/v1/Lease",
+    }
     assert expected <= known_kind_keys()
 
 
@@ -35,37 +48,45 @@ def test_metadata_is_common_to_all_kinds(kind_key: str) -> None:
     assert list_strategy(kind_key, ("metadata", "finalizers")) == ListStrategy(None, "merge")
 
 
-@pytest.mark.parametrize(("kind_key", "path", "expected"), [
-    (POD, ("spec", "containers"), ListStrategy("name", "merge")),
-    (POD, ("spec", "initContainers", "env"), ListStrategy("name", "merge")),
-    (POD, ("spec", "ephemeralContainers", "volumeMounts"), ListStrategy("mountPath", "merge")),
-    (POD, ("spec", "containers", "ports"), ListStrategy("containerPort", "merge")),
-    (POD, ("spec", "containers", "volumeDevices"), ListStrategy("devicePath", "merge")),
-    (POD, ("spec", "volumes"), ListStrategy("name", "merge,retainKeys")),
-    (POD, ("spec", "imagePullSecrets"), ListStrategy("name", "merge")),
-    (POD, ("spec", "hostAliases"), ListStrategy("ip", "merge")),
-    (POD, ("status", "conditions"), ListStrategy("type", "merge")),
-    (POD, ("spec", "tolerations"), None),
-    ("v1/Service", ("spec", "ports"), ListStrategy("port", "merge")),
-    ("v1/ServiceAccount", ("secrets",), ListStrategy("name", "merge")),
-    ("v1/ServiceAccount", ("imagePullSecrets",), None),
-    ("v1/ConfigMap", ("data",), None),
-    (DEPLOYMENT, ("spec", "template", "spec", "containers", "ports"), ListStrategy("containerPort", "merge")),
-    (DEPLOYMENT, ("spec", "template", "metadata", "finalizers"), ListStrategy(None, "merge")),
-    (DEPLOYMENT, ("spec", "strategy"), ListStrategy(None, "retainKeys")),
-    (DEPLOYMENT, ("status", "conditions"), ListStrategy("type", "merge")),
-    ("apps/v1/StatefulSet", ("spec", "template", "spec", "volumes"),
-     ListStrategy("name", "merge,retainKeys")),
-    ("apps/v1/DaemonSet", ("spec", "template", "spec", "containers"), ListStrategy("name", "merge")),
-    ("batch/v1/Job", ("spec", "template", "spec", "containers", "env"), ListStrategy("name", "merge")),
-    ("batch/v1/CronJob", ("spec", "jobTemplate", "spec", "template", "spec", "containers"),
-     ListStrategy("name", "merge")),
-    ("v1/Node", ("spec", "podCIDRs"), ListStrategy(None, "merge")),
-    ("coordination.k8s.io/v1/Lease", ("spec", "holderIdentity"), None),
-    ("admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration", ("webhooks",),
-     ListStrategy("name", "merge")),
-    ("rbac.authorization.k8s.io/v1/Role", ("rules",), None),
-])
+@pytest.mark.parametrize(
+    ("kind_key", "path", "expected"),
+    [
+        (POD, ("spec", "containers"), ListStrategy("name", "merge")),
+        (POD, ("spec", "initContainers", "env"), ListStrategy("name", "merge")),
+        (POD, ("spec", "ephemeralContainers", "volumeMounts"), ListStrategy("mountPath", "merge")),
+        (POD, ("spec", "containers", "ports"), ListStrategy("containerPort", "merge")),
+        (POD, ("spec", "containers", "volumeDevices"), ListStrategy("devicePath", "merge")),
+        (POD, ("spec", "volumes"), ListStrategy("name", "merge,retainKeys")),
+        (POD, ("spec", "imagePullSecrets"), ListStrategy("name", "merge")),
+        (POD, ("spec", "hostAliases"), ListStrategy("ip", "merge")),
+        (POD, ("status", "conditions"), ListStrategy("type", "merge")),
+        (POD, ("spec", "tolerations"), None),
+        ("v1/Service", ("spec", "ports"), ListStrategy("port", "merge")),
+        ("v1/ServiceAccount", ("secrets",), ListStrategy("name", "merge")),
+        ("v1/ServiceAccount", ("imagePullSecrets",), None),
+        ("v1/ConfigMap", ("data",), None),
+        (DEPLOYMENT, ("spec", "template", "spec", "containers", "ports"), ListStrategy("containerPort", "merge")),
+        (DEPLOYMENT, ("spec", "template", "metadata", "finalizers"), ListStrategy(None, "merge")),
+        (DEPLOYMENT, ("spec", "strategy"), ListStrategy(None, "retainKeys")),
+        (DEPLOYMENT, ("status", "conditions"), ListStrategy("type", "merge")),
+        ("apps/v1/StatefulSet", ("spec", "template", "spec", "volumes"), ListStrategy("name", "merge,retainKeys")),
+        ("apps/v1/DaemonSet", ("spec", "template", "spec", "containers"), ListStrategy("name", "merge")),
+        ("batch/v1/Job", ("spec", "template", "spec", "containers", "env"), ListStrategy("name", "merge")),
+        (
+            "batch/v1/CronJob",
+            ("spec", "jobTemplate", "spec", "template", "spec", "containers"),
+            ListStrategy("name", "merge"),
+        ),
+        ("v1/Node", ("spec", "podCIDRs"), ListStrategy(None, "merge")),
+        ("coordination.k8s.io/v1/Lease", ("spec", "holderIdentity"), None),
+        (
+            "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration",
+            ("webhooks",),
+            ListStrategy("name", "merge"),
+        ),
+        ("rbac.authorization.k8s.io/v1/Role", ("rules",), None),
+    ],
+)
 def test_list_strategy_lookup(kind_key: str, path: tuple[str, ...], expected: ListStrategy | None) -> None:
     assert list_strategy(kind_key, path) == expected
 
@@ -94,23 +115,26 @@ def test_list_strategies_table_is_read_only() -> None:
 # ----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("target", "patch", "expected"), [  # the examples of RFC 7386, appendix A
-    ({"a": "b"}, {"a": "c"}, {"a": "c"}),
-    ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
-    ({"a": "b"}, {"a": None}, {}),
-    ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
-    ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
-    ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
-    ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
-    ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
-    (["a", "b"], ["c", "d"], ["c", "d"]),
-    ({"a": "b"}, ["c"], ["c"]),
-    ({"a": "foo"}, None, None),
-    ({"a": "foo"}, "bar", "bar"),
-    ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
-    ([1, 2], {"a": "b", "c": None}, {"a": "b"}),
-    ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
-])
+@pytest.mark.parametrize(
+    ("target", "patch", "expected"),
+    [  # the examples of RFC 7386, appendix A
+        ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+        ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+        ({"a": "b"}, {"a": None}, {}),
+        ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
+        ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
+        ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
+        ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+        ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
+        (["a", "b"], ["c", "d"], ["c", "d"]),
+        ({"a": "b"}, ["c"], ["c"]),
+        ({"a": "foo"}, None, None),
+        ({"a": "foo"}, "bar", "bar"),
+        ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+        ([1, 2], {"a": "b", "c": None}, {"a": "b"}),
+        ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
+    ],
+)
 def test_merge_patch_rfc_examples(target: Any, patch: Any, expected: Any) -> None:
     assert apply_merge_patch(target, patch) == expected
 
@@ -128,8 +152,7 @@ def test_merge_patch_does_not_mutate_inputs() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=3),
-    lambda children: (st.lists(children, max_size=3)
-                      | st.dictionaries(st.text(max_size=2), children, max_size=3)),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=2), children, max_size=3),
     max_leaves=10,
 )
 json_objects = st.dictionaries(st.text(max_size=2), json_values, max_size=4)
@@ -203,28 +226,43 @@ def test_json_patch_empty_is_a_copy() -> None:
 
 def test_json_patch_failed_test() -> None:
     with pytest.raises(PatchError) as err:
-        apply_json_patch({"metadata": {"resourceVersion": "1"}},
-                         [{"op": "test", "path": "/metadata/resourceVersion", "value": "2"}])
+        apply_json_patch(
+            {"metadata": {"resourceVersion": "1"}}, [{"op": "test", "path": "/metadata/resourceVersion", "value": "2"}]
+        )
     assert err.value.code == 422
     assert str(err.value) == "testing value /metadata/resourceVersion failed: test failed"
 
 
-@pytest.mark.parametrize(("operation", "message"), [
-    ({"op": "remove", "path": "/x"},
-     'remove operation does not apply: doc is missing path: "/x": missing value'),
-    ({"op": "replace", "path": "/x", "value": 1},
-     'replace operation does not apply: doc is missing path: "/x": missing value'),
-    ({"op": "add", "path": "/x/y", "value": 1},
-     'add operation does not apply: doc is missing path: "/x/y": missing value'),
-    ({"op": "add", "path": "/l/9", "value": 1},
-     'add operation does not apply: doc is missing path: "/l/9": missing value'),
-    ({"op": "move", "from": "/x", "path": "/y"},
-     'move operation does not apply: doc is missing path: "/x": missing value'),
-    ({"op": "copy", "from": "/x", "path": "/y"},
-     'copy operation does not apply: doc is missing path: "/x": missing value'),
-    ({"op": "add", "path": "/a/b/c", "value": 1},
-     'add operation does not apply: doc is missing path: "/a/b/c": missing value'),
-])
+@pytest.mark.parametrize(
+    ("operation", "message"),
+    [
+        ({"op": "remove", "path": "/x"}, 'remove operation does not apply: doc is missing path: "/x": missing value'),
+        (
+            {"op": "replace", "path": "/x", "value": 1},
+            'replace operation does not apply: doc is missing path: "/x": missing value',
+        ),
+        (
+            {"op": "add", "path": "/x/y", "value": 1},
+            'add operation does not apply: doc is missing path: "/x/y": missing value',
+        ),
+        (
+            {"op": "add", "path": "/l/9", "value": 1},
+            'add operation does not apply: doc is missing path: "/l/9": missing value',
+        ),
+        (
+            {"op": "move", "from": "/x", "path": "/y"},
+            'move operation does not apply: doc is missing path: "/x": missing value',
+        ),
+        (
+            {"op": "copy", "from": "/x", "path": "/y"},
+            'copy operation does not apply: doc is missing path: "/x": missing value',
+        ),
+        (
+            {"op": "add", "path": "/a/b/c", "value": 1},
+            'add operation does not apply: doc is missing path: "/a/b/c": missing value',
+        ),
+    ],
+)
 def test_json_patch_bad_paths(operation: dict[str, Any], message: str) -> None:
     with pytest.raises(PatchError) as err:
         apply_json_patch({"a": {"b": 1}, "l": [1]}, [operation])
@@ -232,17 +270,20 @@ def test_json_patch_bad_paths(operation: dict[str, Any], message: str) -> None:
     assert err.value.message == message
 
 
-@pytest.mark.parametrize(("patch", "message"), [
-    ({"op": "add"}, "json: cannot unmarshal object into Go value of type jsonpatch.Patch"),
-    ("text", "json: cannot unmarshal str into Go value of type jsonpatch.Patch"),
-    ([1], "json: cannot unmarshal int into a patch operation"),
-    ([{"op": "frobnicate", "path": "/a"}], "Unexpected kind: frobnicate"),
-    ([{"path": "/a"}], "Unexpected kind: None"),
-    ([{"op": "add", "value": 1}], "add operation is missing a path"),
-    ([{"op": "add", "path": "/a"}], "add operation is missing a value"),
-    ([{"op": "test", "path": "/a"}], "test operation is missing a value"),
-    ([{"op": "move", "path": "/a"}], "move operation is missing a from path"),
-])
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"op": "add"}, "json: cannot unmarshal object into Go value of type jsonpatch.Patch"),
+        ("text", "json: cannot unmarshal str into Go value of type jsonpatch.Patch"),
+        ([1], "json: cannot unmarshal int into a patch operation"),
+        ([{"op": "frobnicate", "path": "/a"}], "Unexpected kind: frobnicate"),
+        ([{"path": "/a"}], "Unexpected kind: None"),
+        ([{"op": "add", "value": 1}], "add operation is missing a path"),
+        ([{"op": "add", "path": "/a"}], "add operation is missing a value"),
+        ([{"op": "test", "path": "/a"}], "test operation is missing a value"),
+        ([{"op": "move", "path": "/a"}], "move operation is missing a from path"),
+    ],
+)
 def test_json_patch_undecodable(patch: Any, message: str) -> None:
     with pytest.raises(PatchError) as err:
         apply_json_patch({"a": 1}, patch)
@@ -268,15 +309,19 @@ def test_smp_maps_merge_and_null_deletes() -> None:
     target = {"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"x": 1}}
     patch = {"metadata": {"labels": {"a": None, "c": "3"}}, "spec": {"y": {"z": 1}}}
     assert apply_strategic_merge_patch(target, patch, POD) == {
-        "metadata": {"labels": {"b": "2", "c": "3"}}, "spec": {"x": 1, "y": {"z": 1}},
+        "metadata": {"labels": {"b": "2", "c": "3"}},
+        "spec": {"x": 1, "y": {"z": 1}},
     }
 
 
 def test_smp_does_not_mutate_inputs() -> None:
     target = _pod(containers=[{"name": "a", "image": "x", "env": [{"name": "E", "value": "1"}]}])
-    patch = {"spec": {"containers": [{"name": "a", "env": [{"name": "F", "value": "2"}]},
-                                     {"name": "b", "args": ["x"]}],
-                      "tolerations": [{"key": "k"}]}}
+    patch = {
+        "spec": {
+            "containers": [{"name": "a", "env": [{"name": "F", "value": "2"}]}, {"name": "b", "args": ["x"]}],
+            "tolerations": [{"key": "k"}],
+        }
+    }
     target_copy, patch_copy = copy.deepcopy(target), copy.deepcopy(patch)
     result = apply_strategic_merge_patch(target, patch, POD)
     result["spec"]["containers"][1]["args"].append("y")
@@ -287,36 +332,70 @@ def test_smp_does_not_mutate_inputs() -> None:
 
 
 def test_smp_merges_lists_by_key() -> None:
-    target = _pod(containers=[
-        {"name": "a", "image": "a:1", "ports": [{"containerPort": 80, "name": "http"}]},
-        {"name": "b", "image": "b:1"},
-    ])
-    patch = {"spec": {"containers": [
-        {"name": "b", "image": "b:2"},
-        {"name": "a", "ports": [{"containerPort": 80, "protocol": "TCP"}, {"containerPort": 443}]},
-        {"name": "c", "image": "c:1"},
-    ]}}
+    target = _pod(
+        containers=[
+            {"name": "a", "image": "a:1", "ports": [{"containerPort": 80, "name": "http"}]},
+            {"name": "b", "image": "b:1"},
+        ]
+    )
+    patch = {
+        "spec": {
+            "containers": [
+                {"name": "b", "image": "b:2"},
+                {"name": "a", "ports": [{"containerPort": 80, "protocol": "TCP"}, {"containerPort": 443}]},
+                {"name": "c", "image": "c:1"},
+            ]
+        }
+    }
     assert apply_strategic_merge_patch(target, patch, POD)["spec"]["containers"] == [
-        {"name": "a", "image": "a:1", "ports": [{"containerPort": 80, "name": "http", "protocol": "TCP"},
-                                               {"containerPort": 443}]},
+        {
+            "name": "a",
+            "image": "a:1",
+            "ports": [{"containerPort": 80, "name": "http", "protocol": "TCP"}, {"containerPort": 443}],
+        },
         {"name": "b", "image": "b:2"},
         {"name": "c", "image": "c:1"},
     ]
 
 
 def test_smp_merges_deployment_template_containers() -> None:
-    target = {"spec": {"template": {"spec": {"containers": [
-        {"name": "a", "env": [{"name": "X", "value": "1"}],
-         "volumeMounts": [{"mountPath": "/m", "name": "v"}]},
-    ]}}}}
-    patch = {"spec": {"template": {"spec": {"containers": [
-        {"name": "a", "env": [{"name": "Y", "value": "2"}],
-         "volumeMounts": [{"mountPath": "/m", "readOnly": True}]},
-    ]}}}}
+    target = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "a",
+                            "env": [{"name": "X", "value": "1"}],
+                            "volumeMounts": [{"mountPath": "/m", "name": "v"}],
+                        },
+                    ]
+                }
+            }
+        }
+    }
+    patch = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "a",
+                            "env": [{"name": "Y", "value": "2"}],
+                            "volumeMounts": [{"mountPath": "/m", "readOnly": True}],
+                        },
+                    ]
+                }
+            }
+        }
+    }
     result = apply_strategic_merge_patch(target, patch, DEPLOYMENT)
     assert result["spec"]["template"]["spec"]["containers"] == [
-        {"name": "a", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}],
-         "volumeMounts": [{"mountPath": "/m", "name": "v", "readOnly": True}]},
+        {
+            "name": "a",
+            "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}],
+            "volumeMounts": [{"mountPath": "/m", "name": "v", "readOnly": True}],
+        },
     ]
 
 
@@ -330,10 +409,8 @@ def test_smp_replaces_lists_without_strategy() -> None:
 
 @pytest.mark.parametrize("kind_key", [None, "example.com/v1/Thing"])
 def test_smp_without_metadata_replaces_lists_and_merges_maps(kind_key: str | None) -> None:
-    target = {"metadata": {"finalizers": ["a"], "labels": {"x": "1"}},
-              "spec": {"containers": [{"name": "a"}]}}
-    patch = {"metadata": {"finalizers": ["b"], "labels": {"y": "2"}},
-             "spec": {"containers": [{"name": "b"}]}}
+    target = {"metadata": {"finalizers": ["a"], "labels": {"x": "1"}}, "spec": {"containers": [{"name": "a"}]}}
+    patch = {"metadata": {"finalizers": ["b"], "labels": {"y": "2"}}, "spec": {"containers": [{"name": "b"}]}}
     assert apply_strategic_merge_patch(target, patch, kind_key) == {
         "metadata": {"finalizers": ["b"], "labels": {"x": "1", "y": "2"}},
         "spec": {"containers": [{"name": "b"}]},
@@ -353,8 +430,7 @@ def test_smp_primitive_merge_list_rejects_maps() -> None:
 
 def test_smp_owner_references_by_uid() -> None:
     target = {"metadata": {"ownerReferences": [{"uid": "1", "name": "a"}, {"uid": "2", "name": "b"}]}}
-    patch = {"metadata": {"ownerReferences": [{"uid": "2", "controller": True},
-                                              {"uid": "1", "$patch": "delete"}]}}
+    patch = {"metadata": {"ownerReferences": [{"uid": "2", "controller": True}, {"uid": "1", "$patch": "delete"}]}}
     assert apply_strategic_merge_patch(target, patch, "v1/ConfigMap") == {
         "metadata": {"ownerReferences": [{"uid": "2", "name": "b", "controller": True}]},
     }
@@ -364,7 +440,8 @@ def test_smp_service_ports_by_port() -> None:
     target = {"spec": {"ports": [{"port": 80, "targetPort": 8080}]}}
     patch = {"spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443}]}}
     assert apply_strategic_merge_patch(target, patch, "v1/Service")["spec"]["ports"] == [
-        {"port": 80, "targetPort": 8080, "name": "http"}, {"port": 443},
+        {"port": 80, "targetPort": 8080, "name": "http"},
+        {"port": 443},
     ]
 
 
@@ -372,7 +449,8 @@ def test_smp_status_conditions_by_type() -> None:
     target = {"status": {"conditions": [{"type": "Ready", "status": "False"}, {"type": "Scheduled"}]}}
     patch = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     assert apply_strategic_merge_patch(target, patch, POD)["status"]["conditions"] == [
-        {"type": "Ready", "status": "True"}, {"type": "Scheduled"},
+        {"type": "Ready", "status": "True"},
+        {"type": "Scheduled"},
     ]
 
 
@@ -449,7 +527,9 @@ def test_smp_patch_delete_in_list() -> None:
     target = _pod(containers=[{"name": "a"}, {"name": "b"}, {"name": "c"}])
     patch = {"spec": {"containers": [{"name": "b", "$patch": "delete"}, {"name": "d"}]}}
     assert apply_strategic_merge_patch(target, patch, POD)["spec"]["containers"] == [
-        {"name": "a"}, {"name": "c"}, {"name": "d"},
+        {"name": "a"},
+        {"name": "c"},
+        {"name": "d"},
     ]
 
 
@@ -470,8 +550,17 @@ def test_smp_unknown_patch_directive_in_list() -> None:
 
 
 def test_smp_directives_in_new_items_are_processed() -> None:
-    patch = {"spec": {"containers": [{"name": "a", "resources": {"$patch": "replace", "limits": {"cpu": "1"}},
-                                      "env": [{"name": "X", "value": None}]}]}}
+    patch = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "a",
+                    "resources": {"$patch": "replace", "limits": {"cpu": "1"}},
+                    "env": [{"name": "X", "value": None}],
+                }
+            ]
+        }
+    }
     assert apply_strategic_merge_patch(_pod(), patch, POD)["spec"]["containers"] == [
         {"name": "a", "resources": {"limits": {"cpu": "1"}}, "env": [{"name": "X"}]},
     ]
@@ -489,11 +578,16 @@ def test_smp_retain_keys_on_map() -> None:
 
 def test_smp_retain_keys_in_list_items() -> None:
     target = _pod(volumes=[{"name": "v", "emptyDir": {}}, {"name": "w", "secret": {"secretName": "s"}}])
-    patch = {"spec": {"volumes": [
-        {"name": "v", "$retainKeys": ["name", "configMap"], "configMap": {"name": "c"}},
-    ]}}
+    patch = {
+        "spec": {
+            "volumes": [
+                {"name": "v", "$retainKeys": ["name", "configMap"], "configMap": {"name": "c"}},
+            ]
+        }
+    }
     assert apply_strategic_merge_patch(target, patch, POD)["spec"]["volumes"] == [
-        {"name": "v", "configMap": {"name": "c"}}, {"name": "w", "secret": {"secretName": "s"}},
+        {"name": "v", "configMap": {"name": "c"}},
+        {"name": "w", "secret": {"secretName": "s"}},
     ]
 
 
@@ -534,18 +628,25 @@ def test_smp_set_element_order_of_maps() -> None:
     target = _pod(containers=[{"name": "a"}, {"name": "b"}, {"name": "c"}])
     patch = {"spec": {"$setElementOrder/containers": [{"name": "c"}, {"name": "a"}, {"name": "b"}]}}
     assert apply_strategic_merge_patch(target, patch, POD)["spec"]["containers"] == [
-        {"name": "c"}, {"name": "a"}, {"name": "b"},
+        {"name": "c"},
+        {"name": "a"},
+        {"name": "b"},
     ]
 
 
 def test_smp_set_element_order_with_new_items_and_server_only_items() -> None:
     target = _pod(containers=[{"name": "a"}, {"name": "server"}, {"name": "b"}])
-    patch = {"spec": {
-        "$setElementOrder/containers": [{"name": "new"}, {"name": "b"}, {"name": "a"}],
-        "containers": [{"name": "new", "image": "n"}],
-    }}
+    patch = {
+        "spec": {
+            "$setElementOrder/containers": [{"name": "new"}, {"name": "b"}, {"name": "a"}],
+            "containers": [{"name": "new", "image": "n"}],
+        }
+    }
     assert apply_strategic_merge_patch(target, patch, POD)["spec"]["containers"] == [
-        {"name": "new", "image": "n"}, {"name": "server"}, {"name": "b"}, {"name": "a"},
+        {"name": "new", "image": "n"},
+        {"name": "server"},
+        {"name": "b"},
+        {"name": "a"},
     ]
 
 
@@ -575,12 +676,18 @@ def test_smp_set_element_order_must_be_a_list() -> None:
 
 def test_smp_directives_never_leak_into_the_result() -> None:
     target = _pod(containers=[{"name": "a"}], volumes=[{"name": "v", "emptyDir": {}}])
-    patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x"], "$setElementOrder/finalizers": ["y"],
-                          "finalizers": ["y"]},
-             "spec": {"$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
-                      "containers": [{"name": "b"}],
-                      "volumes": [{"name": "v", "$retainKeys": ["name", "hostPath"],
-                                   "hostPath": {"path": "/"}}]}}
+    patch = {
+        "metadata": {
+            "$deleteFromPrimitiveList/finalizers": ["x"],
+            "$setElementOrder/finalizers": ["y"],
+            "finalizers": ["y"],
+        },
+        "spec": {
+            "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+            "containers": [{"name": "b"}],
+            "volumes": [{"name": "v", "$retainKeys": ["name", "hostPath"], "hostPath": {"path": "/"}}],
+        },
+    }
     result = apply_strategic_merge_patch(target, patch, POD)
     assert "$" not in repr(result)
     assert result["spec"]["containers"] == [{"name": "b"}, {"name": "a"}]

@@ -3,6 +3,7 @@
 The bodies below were captured from kubectl v1.32 (``kubectl create ...`` against a server that dumped
 the raw POST bodies); the expected objects are what ``kubectl ... --dry-run=client -o json`` prints.
 """
+
 from __future__ import annotations
 
 import json
@@ -110,30 +111,40 @@ JOB_FROM_RICH_CRONJOB = bytes.fromhex(
 
 # -- The decoder on captured bodies ------------------------------------------------------------------
 
+
 def test_namespace() -> None:
     assert decode_object(NAMESPACE) == {
-        "kind": "Namespace", "apiVersion": "v1",
-        "metadata": {"name": "ns-marker2", "creationTimestamp": None}, "spec": {}, "status": {},
+        "kind": "Namespace",
+        "apiVersion": "v1",
+        "metadata": {"name": "ns-marker2", "creationTimestamp": None},
+        "spec": {},
+        "status": {},
     }
 
 
 def test_secret_data_is_base64_and_type_is_kept() -> None:
     assert decode_object(SECRET_GENERIC) == {
-        "kind": "Secret", "apiVersion": "v1", "metadata": {"name": "sec-gen", "creationTimestamp": None},
-        "data": {"seckey": "c2VjdmFs"}, "type": "mytype-marker",
+        "kind": "Secret",
+        "apiVersion": "v1",
+        "metadata": {"name": "sec-gen", "creationTimestamp": None},
+        "data": {"seckey": "c2VjdmFs"},
+        "type": "mytype-marker",
     }
 
 
 def test_configmap_data() -> None:
     assert decode_object(CONFIGMAP_FROM_ENV) == {
-        "kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "cm-env", "creationTimestamp": None},
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {"name": "cm-env", "creationTimestamp": None},
         "data": {"envk1": "envv1", "envk2": "envv2"},
     }
 
 
 def test_service_ports_with_int_and_string_target_ports() -> None:
     assert decode_object(SERVICE_CLUSTERIP) == {
-        "kind": "Service", "apiVersion": "v1",
+        "kind": "Service",
+        "apiVersion": "v1",
         "metadata": {"name": "svc-c", "creationTimestamp": None, "labels": {"app": "svc-c"}},
         "spec": {
             "ports": [
@@ -150,7 +161,8 @@ def test_service_ports_with_int_and_string_target_ports() -> None:
 def test_role_rules_keep_empty_api_group() -> None:
     rule = {"verbs": ["get", "list"], "resources": ["pods"], "resourceNames": ["rn-marker"]}
     assert decode_object(ROLE) == {
-        "kind": "Role", "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
         "metadata": {"name": "role-marker", "creationTimestamp": None},
         "rules": [{**rule, "apiGroups": [""]}, {**rule, "apiGroups": ["apps"], "resources": ["deployments"]}],
     }
@@ -158,7 +170,8 @@ def test_role_rules_keep_empty_api_group() -> None:
 
 def test_aggregated_clusterrole_has_null_rules() -> None:
     assert decode_object(CLUSTERROLE_AGGREGATED) == {
-        "kind": "ClusterRole", "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
         "metadata": {"name": "crole-marker", "creationTimestamp": None},
         "rules": None,
         "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"agg": "true"}}]},
@@ -168,7 +181,8 @@ def test_aggregated_clusterrole_has_null_rules() -> None:
 def test_clusterrolebinding_subjects_and_role_ref() -> None:
     group = "rbac.authorization.k8s.io"
     assert decode_object(CLUSTERROLEBINDING) == {
-        "kind": "ClusterRoleBinding", "apiVersion": f"{group}/v1",
+        "kind": "ClusterRoleBinding",
+        "apiVersion": f"{group}/v1",
         "metadata": {"name": "crb-marker", "creationTimestamp": None},
         "subjects": [
             {"kind": "User", "apiGroup": group, "name": "cuser"},
@@ -182,15 +196,24 @@ def test_clusterrolebinding_subjects_and_role_ref() -> None:
 def test_deployment() -> None:
     labels = {"app": "dep-marker"}
     assert decode_object(DEPLOYMENT) == {
-        "kind": "Deployment", "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "apiVersion": "apps/v1",
         "metadata": {"name": "dep-marker", "creationTimestamp": None, "labels": labels},
         "spec": {
             "replicas": 7,
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"creationTimestamp": None, "labels": labels},
-                "spec": {"containers": [{"name": "img-marker", "image": "img-marker:1",
-                                         "ports": [{"containerPort": 8081}], "resources": {}}]},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "img-marker",
+                            "image": "img-marker:1",
+                            "ports": [{"containerPort": 8081}],
+                            "resources": {},
+                        }
+                    ]
+                },
             },
             "strategy": {},
         },
@@ -204,18 +227,50 @@ def test_job_from_a_rich_cronjob() -> None:
     assert job["metadata"]["annotations"] == {"cronjob.kubernetes.io/instantiate": "manual", "jta": "jtav"}
     assert job["metadata"]["ownerReferences"][0]["controller"] is True
     spec = job["spec"]
-    assert {k: spec[k] for k in ("parallelism", "completions", "backoffLimit", "completionMode", "suspend",
-                                 "manualSelector", "podReplacementPolicy")} == {
-        "parallelism": 1011, "completions": 1012, "backoffLimit": 1014, "completionMode": "Indexed",
-        "suspend": True, "manualSelector": True, "podReplacementPolicy": "Failed"}
+    assert {
+        k: spec[k]
+        for k in (
+            "parallelism",
+            "completions",
+            "backoffLimit",
+            "completionMode",
+            "suspend",
+            "manualSelector",
+            "podReplacementPolicy",
+        )
+    } == {
+        "parallelism": 1011,
+        "completions": 1012,
+        "backoffLimit": 1014,
+        "completionMode": "Indexed",
+        "suspend": True,
+        "manualSelector": True,
+        "podReplacementPolicy": "Failed",
+    }
     assert spec["selector"]["matchExpressions"] == [{"key": "exkey", "operator": "In", "values": ["exv1", "exv2"]}]
     assert spec["template"]["metadata"] == {
-        "name": "tmplname", "generateName": "tmplgen-", "namespace": "tmplns", "selfLink": "/self-marker",
-        "uid": "tmpl-uid-marker", "resourceVersion": "rv-marker", "generation": 1070,
-        "creationTimestamp": "2020-01-02T03:04:05Z", "deletionTimestamp": "2021-02-03T04:05:06Z",
-        "deletionGracePeriodSeconds": 1071, "labels": {"sel": "selv"}, "annotations": {"tann": "tannv"},
-        "ownerReferences": [{"apiVersion": "own/v1", "kind": "OwnKind", "name": "ownname", "uid": "own-uid-marker",
-                             "controller": True, "blockOwnerDeletion": False}],
+        "name": "tmplname",
+        "generateName": "tmplgen-",
+        "namespace": "tmplns",
+        "selfLink": "/self-marker",
+        "uid": "tmpl-uid-marker",
+        "resourceVersion": "rv-marker",
+        "generation": 1070,
+        "creationTimestamp": "2020-01-02T03:04:05Z",
+        "deletionTimestamp": "2021-02-03T04:05:06Z",
+        "deletionGracePeriodSeconds": 1071,
+        "labels": {"sel": "selv"},
+        "annotations": {"tann": "tannv"},
+        "ownerReferences": [
+            {
+                "apiVersion": "own/v1",
+                "kind": "OwnKind",
+                "name": "ownname",
+                "uid": "own-uid-marker",
+                "controller": True,
+                "blockOwnerDeletion": False,
+            }
+        ],
         "finalizers": ["fin.example/marker"],
     }
     pod = spec["template"]["spec"]
@@ -225,35 +280,71 @@ def test_job_from_a_rich_cronjob() -> None:
     assert pod["securityContext"]["supplementalGroups"] == [1033, 1034]
     assert pod["volumes"][:3] == [
         {"name": "v-empty", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
-        {"name": "v-cm", "configMap": {"name": "cmref", "items": [{"key": "ik", "path": "ip", "mode": 256}],
-                                       "defaultMode": 420, "optional": True}},
-        {"name": "v-sec", "secret": {"secretName": "secref", "items": [{"key": "sik", "path": "sip", "mode": 257}],
-                                     "defaultMode": 384, "optional": False}},
+        {
+            "name": "v-cm",
+            "configMap": {
+                "name": "cmref",
+                "items": [{"key": "ik", "path": "ip", "mode": 256}],
+                "defaultMode": 420,
+                "optional": True,
+            },
+        },
+        {
+            "name": "v-sec",
+            "secret": {
+                "secretName": "secref",
+                "items": [{"key": "sik", "path": "sip", "mode": 257}],
+                "defaultMode": 384,
+                "optional": False,
+            },
+        },
     ]
     container = pod["containers"][0]
-    assert container["resources"] == {"limits": {"cpu": "1500m", "memory": "2Gi"},
-                                      "requests": {"cpu": "250m", "memory": "64Mi"}}
+    assert container["resources"] == {
+        "limits": {"cpu": "1500m", "memory": "2Gi"},
+        "requests": {"cpu": "250m", "memory": "64Mi"},
+    }
     assert container["livenessProbe"] == {
-        "httpGet": {"path": "/hz-marker", "port": 1050, "host": "hzhost", "scheme": "HTTP",
-                    "httpHeaders": [{"name": "hhn", "value": "hhv"}]},
-        "initialDelaySeconds": 1051, "timeoutSeconds": 1052, "periodSeconds": 1053, "successThreshold": 1054,
-        "failureThreshold": 1055, "terminationGracePeriodSeconds": 1056,
+        "httpGet": {
+            "path": "/hz-marker",
+            "port": 1050,
+            "host": "hzhost",
+            "scheme": "HTTP",
+            "httpHeaders": [{"name": "hhn", "value": "hhv"}],
+        },
+        "initialDelaySeconds": 1051,
+        "timeoutSeconds": 1052,
+        "periodSeconds": 1053,
+        "successThreshold": 1054,
+        "failureThreshold": 1055,
+        "terminationGracePeriodSeconds": 1056,
     }
     assert container["startupProbe"] == {"tcpSocket": {"port": "tcpportname", "host": "tcphost"}}
     assert container["securityContext"] == {
-        "capabilities": {"add": ["NET_ADMIN"], "drop": ["ALL"]}, "privileged": True, "runAsUser": 1060,
-        "runAsGroup": 1061, "runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
+        "capabilities": {"add": ["NET_ADMIN"], "drop": ["ALL"]},
+        "privileged": True,
+        "runAsUser": 1060,
+        "runAsGroup": 1061,
+        "runAsNonRoot": True,
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
     }
     assert container["env"][2:] == [
         {"name": "ENV3", "valueFrom": {"secretKeyRef": {"name": "skrname", "key": "skrkey", "optional": True}}},
         {"name": "ENV4", "valueFrom": {"configMapKeyRef": {"name": "cmkrname", "key": "cmkrkey"}}},
-        {"name": "ENV5", "valueFrom": {"resourceFieldRef": {"containerName": "rfcname", "resource": "limits.cpu",
-                                                            "divisor": "1m"}}},
+        {
+            "name": "ENV5",
+            "valueFrom": {"resourceFieldRef": {"containerName": "rfcname", "resource": "limits.cpu", "divisor": "1m"}},
+        },
     ]
-    assert container["envFrom"] == [{"prefix": "PFX_", "configMapRef": {"name": "efcm", "optional": True}},
-                                     {"secretRef": {"name": "efsec"}}]
-    assert container["lifecycle"] == {"postStart": {"httpGet": {"path": "/ps", "port": 1057}},
-                                      "preStop": {"exec": {"command": ["prestopcmd"]}}}
+    assert container["envFrom"] == [
+        {"prefix": "PFX_", "configMapRef": {"name": "efcm", "optional": True}},
+        {"secretRef": {"name": "efsec"}},
+    ]
+    assert container["lifecycle"] == {
+        "postStart": {"httpGet": {"path": "/ps", "port": 1057}},
+        "preStop": {"exec": {"command": ["prestopcmd"]}},
+    }
     assert (container["stdin"], container["stdinOnce"], container["tty"]) == (True, True, True)
 
 
@@ -269,19 +360,23 @@ def test_negative_ints_and_unknown_fields() -> None:
     raw = b"\x0a" + bytes([len(meta)]) + meta
     envelope = b"\x0a\x14\x0a\x02v1\x12\x0eServiceAccount" + b"\x12" + bytes([len(raw)]) + raw
     assert decode_object(b"k8s\x00" + envelope) == {
-        "apiVersion": "v1", "kind": "ServiceAccount",
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
         "metadata": {"name": "sa", "generation": -1, "creationTimestamp": None},
     }
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    (b"{}", "magic"),
-    (b"k8s\x00\x0a", "truncated"),
-    (b"k8s\x00\x0a\x05\x0a\x02v1", "exceeds"),
-    (b"k8s\x00\x0b", "wire type"),
-    (b"k8s\x00\x12\x00", "apiVersion/kind"),
-    (b"k8s\x00\x0a\x0f\x0a\x02v1\x12\x09Namespace\x12\x03\x1a\x01\x08", "truncated varint"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{}", "magic"),
+        (b"k8s\x00\x0a", "truncated"),
+        (b"k8s\x00\x0a\x05\x0a\x02v1", "exceeds"),
+        (b"k8s\x00\x0b", "wire type"),
+        (b"k8s\x00\x12\x00", "apiVersion/kind"),
+        (b"k8s\x00\x0a\x0f\x0a\x02v1\x12\x09Namespace\x12\x03\x1a\x01\x08", "truncated varint"),
+    ],
+)
 def test_malformed_bodies(body: bytes, message: str) -> None:
     with pytest.raises(ProtobufError, match=message):
         decode_object(body)
@@ -300,6 +395,7 @@ def test_unknown_kind() -> None:
 
 
 # -- kubectl's generator commands against `kopf-sim serve` ----------------------------------------
+
 
 @pytest.fixture(scope="module")
 def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
@@ -324,8 +420,9 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def kubectl(kubeconfig: Path, *args: str, cwd: Path | None = None) -> str:
-    result = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), *args], capture_output=True, text=True,
-                            timeout=30, cwd=cwd)
+    result = subprocess.run(
+        [KUBECTL, "--kubeconfig", str(kubeconfig), *args], capture_output=True, text=True, timeout=30, cwd=cwd
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -337,11 +434,30 @@ def get(kubeconfig: Path, *args: str) -> Any:
 def test_kubectl_create_namespace_configmap_secret_serviceaccount(kubeconfig: Path, tmp_path: Path) -> None:
     (tmp_path / "blob").write_bytes(b"\x00\xffbinary")
     kubectl(kubeconfig, "create", "namespace", "pb-ns")
-    kubectl(kubeconfig, "create", "configmap", "pb-cm", "-n", "pb-ns", "--from-literal=a=b",
-            "--from-file=blob=blob", cwd=tmp_path)
+    kubectl(
+        kubeconfig,
+        "create",
+        "configmap",
+        "pb-cm",
+        "-n",
+        "pb-ns",
+        "--from-literal=a=b",
+        "--from-file=blob=blob",
+        cwd=tmp_path,
+    )
     kubectl(kubeconfig, "create", "secret", "generic", "pb-secret", "-n", "pb-ns", "--from-literal=k=v")
-    kubectl(kubeconfig, "create", "secret", "docker-registry", "pb-reg", "-n", "pb-ns", "--docker-server=srv",
-            "--docker-username=u", "--docker-password=p")
+    kubectl(
+        kubeconfig,
+        "create",
+        "secret",
+        "docker-registry",
+        "pb-reg",
+        "-n",
+        "pb-ns",
+        "--docker-server=srv",
+        "--docker-username=u",
+        "--docker-password=p",
+    )
     kubectl(kubeconfig, "create", "serviceaccount", "pb-sa", "-n", "pb-ns")
     assert get(kubeconfig, "namespace", "pb-ns")["metadata"]["name"] == "pb-ns"
     cm = get(kubeconfig, "configmap", "pb-cm", "-n", "pb-ns")
@@ -389,7 +505,8 @@ def test_kubectl_create_rbac(kubeconfig: Path) -> None:
     kubectl(kubeconfig, "create", "rolebinding", "pb-rb", "--role=pb-role", "--serviceaccount=default:builder")
     kubectl(kubeconfig, "create", "clusterrolebinding", "pb-crb", "--clusterrole=pb-crole", "--group=devs")
     assert get(kubeconfig, "role", "pb-role")["rules"] == [
-        {"verbs": ["get", "list"], "apiGroups": ["apps"], "resources": ["deployments"]}]
+        {"verbs": ["get", "list"], "apiGroups": ["apps"], "resources": ["deployments"]}
+    ]
     assert get(kubeconfig, "clusterrole", "pb-crole")["rules"] == [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]
     rb = get(kubeconfig, "rolebinding", "pb-rb")
     assert rb["subjects"] == [{"kind": "ServiceAccount", "name": "builder", "namespace": "default"}]
@@ -400,20 +517,38 @@ def test_kubectl_create_rbac(kubeconfig: Path) -> None:
 
 def test_kubectl_debug_copy_to(kubeconfig: Path) -> None:
     kubectl(kubeconfig, "run", "pb-pod", "--image=nginx", "--labels=app=pb")
-    kubectl(kubeconfig, "debug", "pb-pod", "--copy-to=pb-pod-copy", "--image=busybox", "--container=dbg",
-            "--attach=false", "--profile=general", "--", "sleep", "1")
+    kubectl(
+        kubeconfig,
+        "debug",
+        "pb-pod",
+        "--copy-to=pb-pod-copy",
+        "--image=busybox",
+        "--container=dbg",
+        "--attach=false",
+        "--profile=general",
+        "--",
+        "sleep",
+        "1",
+    )
     copy = get(kubeconfig, "pod", "pb-pod-copy")
     assert [c["name"] for c in copy["spec"]["containers"]] == ["pb-pod", "dbg"]
 
 
-@pytest.mark.parametrize(("body", "code", "reason"), [
-    (b"k8s\x00\x0a\xff", 400, "BadRequest"),
-    (b"k8s\x00\x0a\x0f\x0a\x02v1\x12\x09Endpoints\x12\x00", 415, "UnsupportedMediaType"),
-])
+@pytest.mark.parametrize(
+    ("body", "code", "reason"),
+    [
+        (b"k8s\x00\x0a\xff", 400, "BadRequest"),
+        (b"k8s\x00\x0a\x0f\x0a\x02v1\x12\x09Endpoints\x12\x00", 415, "UnsupportedMediaType"),
+    ],
+)
 def test_undecodable_and_unsupported_bodies(kubeconfig: Path, body: bytes, code: int, reason: str) -> None:
     server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-    request = urllib.request.Request(f"{server}/api/v1/namespaces/default/configmaps", data=body, method="POST",
-                                     headers={"Content-Type": "application/vnd.kubernetes.protobuf"})
+    request = urllib.request.Request(
+        f"{server}/api/v1/namespaces/default/configmaps",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+    )
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(request, timeout=10)
     status = json.loads(info.value.read())

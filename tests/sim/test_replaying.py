@@ -2,6 +2,7 @@
 
 The replays run in virtual time (each async test in a fresh virtual-time loop): their timing is exact.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,6 +40,7 @@ HEADER = '{"format": "kopf-sim-watch-log", "version": 1, "started": "2026-01-01T
 
 def in_virtual_time(test: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], None]:
     """A sync test that runs the async one in a fresh virtual-time loop (plain: pytest-asyncio leaves it alone)."""
+
     def run_in_virtual_time() -> None:
         virtualtime.run(test())
 
@@ -68,15 +70,19 @@ class Target:
     def __init__(self, *, crd: bool = True) -> None:
         self.cluster = Cluster(clock=virtualtime.loop_clock(None), uids=SeededUids(99))
         if crd:
-            self.cluster.create(self.cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
-                                None, CRD)
+            self.cluster.create(
+                self.cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"), None, CRD
+            )
         self.changes: list[tuple[float, Change]] = []
         self.cluster.observers.append(lambda change: self.changes.append((asyncio.get_running_loop().time(), change)))
         self.api = app_api(build_app(self.cluster))
 
     def seen(self, plural: str = "widgets") -> list[tuple[str, str, Any, Any]]:
-        return [(change.type, change.obj["metadata"]["name"], change.obj.get("spec"), change.obj.get("status"))
-                for _, change in self.changes if change.key[1] == plural]
+        return [
+            (change.type, change.obj["metadata"]["name"], change.obj.get("spec"), change.obj.get("status"))
+            for _, change in self.changes
+            if change.key[1] == plural
+        ]
 
 
 def flapping(cluster: Cluster, clock: ManualClock) -> None:
@@ -92,24 +98,40 @@ def flapping(cluster: Cluster, clock: ManualClock) -> None:
 
 # -- the format ------------------------------------------------------------------------------------
 
+
 def test_the_recorded_format() -> None:
     header, *events = [json.loads(line) for line in record(flapping).splitlines()]
-    assert header == {"format": "kopf-sim-watch-log", "version": 1, "started": "2026-01-01T00:00:00.000000Z",
-                      "source": {"recorder": "test"}, "secrets": "redacted"}
+    assert header == {
+        "format": "kopf-sim-watch-log",
+        "version": 1,
+        "started": "2026-01-01T00:00:00.000000Z",
+        "source": {"recorder": "test"},
+        "secrets": "redacted",
+    }
     assert [(e["t"], e["type"], e["resource"]) for e in events] == [
         (t, kind, {"group": "acme.example", "version": "v1", "plural": "widgets"})
-        for t, kind in [(1.0, "ADDED"), (3.0, "MODIFIED"), (6.0, "MODIFIED"), (10.0, "DELETED")]]
+        for t, kind in [(1.0, "ADDED"), (3.0, "MODIFIED"), (6.0, "MODIFIED"), (10.0, "DELETED")]
+    ]
     assert events[1]["object"]["spec"] == {"size": 2, "color": "blue"}  # as stored: defaulted by the schema
 
 
 def test_secrets_are_redacted_unless_asked_for() -> None:
-    secret = {"apiVersion": "v1", "kind": "Secret", "data": {"token": "c2VjcmV0"}, "stringData": {"pw": "x"},
-              "metadata": {"name": "s", "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{…}",
-                                                        "other": "kept"}}}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "data": {"token": "c2VjcmV0"},
+        "stringData": {"pw": "x"},
+        "metadata": {
+            "name": "s",
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{…}", "other": "kept"},
+        },
+    }
     redacted = redact("", "secrets", secret)
     assert redacted["data"] == {"token": ""} and redacted["stringData"] == {"pw": ""}
-    assert redacted["metadata"]["annotations"] == {"kubectl.kubernetes.io/last-applied-configuration": "",
-                                                   "other": "kept"}
+    assert redacted["metadata"]["annotations"] == {
+        "kubectl.kubernetes.io/last-applied-configuration": "",
+        "other": "kept",
+    }
     assert secret["data"] == {"token": "c2VjcmV0"}  # the original is untouched
     assert redact("", "configmaps", {"data": {"a": "b"}}) == {"data": {"a": "b"}}
 
@@ -122,21 +144,26 @@ def test_secrets_are_redacted_unless_asked_for() -> None:
 
 def test_appended_segments_count_from_their_own_start(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    path.write_text("\n".join([
-        HEADER,
-        '{"t": 5, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED",'
-        ' "object": {"metadata": {"name": "a"}}}',
-        '{"format": "kopf-sim-watch-log", "version": 1, "started": "2026-01-01T00:01:00Z"}',
-        '{"t": 2.5, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "DELETED",'
-        ' "object": {"metadata": {"name": "a"}}}',
-        "",
-    ]))
+    path.write_text(
+        "\n".join(
+            [
+                HEADER,
+                '{"t": 5, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED",'
+                ' "object": {"metadata": {"name": "a"}}}',
+                '{"format": "kopf-sim-watch-log", "version": 1, "started": "2026-01-01T00:01:00Z"}',
+                '{"t": 2.5, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "DELETED",'
+                ' "object": {"metadata": {"name": "a"}}}',
+                "",
+            ]
+        )
+    )
     log = read_log(path)
     assert [(event.line, event.t, event.type) for event in log.events] == [(2, 5.0, "ADDED"), (4, 62.5, "DELETED")]
     assert parse_log(log.dumps()).events[1].t == 62.5  # written back, read again: the same times
 
 
 # -- the checks of every line ------------------------------------------------------------------------
+
 
 def problems(text: str) -> list[str]:
     with pytest.raises(LogError) as info:
@@ -146,41 +173,45 @@ def problems(text: str) -> list[str]:
 
 
 def test_every_bad_line_is_named() -> None:
-    good = '{"t": 0, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED", ' \
-           '"object": {"metadata": {"name": "a"}}}'
-    text = "\n".join([
-        HEADER,
-        good,
-        "{not json",
-        "[1, 2]",
-        '{"t": 1, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED"}',
-        '{"t": 1, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED", '
-        '"object": {"metadata": {}}}',
-        '{"t": -1, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED", '
-        '"object": {}}',
-        '{"t": 1, "resource": "configmaps", "type": "ADDED", "object": {}}',
-        '{"t": 1, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "CHANGED", '
-        '"object": {}}',
-        good,
-    ])
+    good = (
+        '{"t": 0, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED", '
+        '"object": {"metadata": {"name": "a"}}}'
+    )
+    text = "\n".join(
+        [
+            HEADER,
+            good,
+            "{not json",
+            "[1, 2]",
+            '{"t": 1, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED"}',
+            '{"t": 1, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED", '
+            '"object": {"metadata": {}}}',
+            '{"t": -1, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED", '
+            '"object": {}}',
+            '{"t": 1, "resource": "configmaps", "type": "ADDED", "object": {}}',
+            '{"t": 1, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "CHANGED", '
+            '"object": {}}',
+            good,
+        ]
+    )
     assert problems(text) == [
         "incident.jsonl:3: not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))",
         "incident.jsonl:4: expected a JSON object, got list",
         "incident.jsonl:5: the event has no object",
         "incident.jsonl:6: the event's object has no metadata.name",
         "incident.jsonl:7: the event has no time offset: 't' must be the seconds since the log's start",
-        "incident.jsonl:8: the event has no resource: 'resource' must be {\"group\": …, \"version\": …, "
-        "\"plural\": …}",
+        'incident.jsonl:8: the event has no resource: \'resource\' must be {"group": …, "version": …, "plural": …}',
         "incident.jsonl:9: unknown event type 'CHANGED' (expected one of ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)",
     ]
 
 
 def test_headers_are_checked() -> None:
     assert problems('{"format": "kopf-sim-watch-log", "version": 2}') == [
-        "incident.jsonl:1: unknown log version 2 (this kopf-sim reads version 1)"]
+        "incident.jsonl:1: unknown log version 2 (this kopf-sim reads version 1)"
+    ]
     assert problems('{"format": "something-else", "version": 1}') == [
-        "incident.jsonl:1: not a watch-event log of kopf-sim: the format is 'something-else', "
-        "not 'kopf-sim-watch-log'"]
+        "incident.jsonl:1: not a watch-event log of kopf-sim: the format is 'something-else', not 'kopf-sim-watch-log'"
+    ]
     old_style = '{"type": "ADDED", "object": {"metadata": {"name": "a"}}}'
     assert problems(old_style)[0].startswith("incident.jsonl:1: no header: a log starts with a line like")
     assert problems("") == ["incident.jsonl: the log is empty (not even a header)"]
@@ -200,7 +231,9 @@ async def test_unknown_resources_are_named_and_nothing_is_written() -> None:
         await prepare(log, target.api)
     assert [str(p) for p in info.value.problems] == [
         f"incident.jsonl:{line}: unknown resource widgets.acme.example (version v1): the cluster does not serve it "
-        f"(create its CRD before the replay, or replay only other resources)" for line in (2, 3, 4, 5)]
+        f"(create its CRD before the replay, or replay only other resources)"
+        for line in (2, 3, 4, 5)
+    ]
     assert target.cluster.rv == before
 
 
@@ -218,21 +251,31 @@ async def test_a_crd_earlier_in_the_log_defines_its_resource() -> None:
 
 # -- replaying -------------------------------------------------------------------------------------
 
+
 @in_virtual_time
 async def test_the_changes_are_replayed_at_their_relative_times() -> None:
     target = Target()
     replay = await prepare(parse_log(record(flapping)), target.api)
     assert [(step.where, step.action) for step in replay.steps] == [
-        ("<log>:2", "create"), ("<log>:3", "update"), ("<log>:4", "update"), ("<log>:5", "delete")]
+        ("<log>:2", "create"),
+        ("<log>:3", "update"),
+        ("<log>:4", "update"),
+        ("<log>:5", "delete"),
+    ]
     start = asyncio.get_running_loop().time()
     await replay.run()
-    assert [(t - start, kind) for t, (kind, *_) in zip([t for t, c in target.changes], target.seen(),
-                                                        strict=True)] == [
-        (0.0, "ADDED"), (2.0, "MODIFIED"), (5.0, "MODIFIED"), (9.0, "DELETED")]
-    assert target.seen() == [("ADDED", "w1", {"size": 1, "color": "blue"}, None),
-                             ("MODIFIED", "w1", {"size": 2, "color": "blue"}, None),
-                             ("MODIFIED", "w1", {"size": 2, "color": "blue"}, {"phase": "Ready"}),
-                             ("DELETED", "w1", {"size": 2, "color": "blue"}, {"phase": "Ready"})]
+    assert [(t - start, kind) for t, (kind, *_) in zip([t for t, c in target.changes], target.seen(), strict=True)] == [
+        (0.0, "ADDED"),
+        (2.0, "MODIFIED"),
+        (5.0, "MODIFIED"),
+        (9.0, "DELETED"),
+    ]
+    assert target.seen() == [
+        ("ADDED", "w1", {"size": 1, "color": "blue"}, None),
+        ("MODIFIED", "w1", {"size": 2, "color": "blue"}, None),
+        ("MODIFIED", "w1", {"size": 2, "color": "blue"}, {"phase": "Ready"}),
+        ("DELETED", "w1", {"size": 2, "color": "blue"}, {"phase": "Ready"}),
+    ]
 
 
 @in_virtual_time
@@ -253,8 +296,13 @@ async def test_as_fast_as_the_cluster_quiesces() -> None:
     def echo(change: Change) -> None:  # a "controller": each change of a widget makes a change of a configmap
         if change.key[1] == "widgets" and change.type != "DELETED":
             loop = asyncio.get_running_loop()
-            loop.call_later(0.5, target.cluster.create, target.cluster.resource("", "v1", "configmaps"), "default",
-                            {"metadata": {"name": f"echo-{change.rv}"}})
+            loop.call_later(
+                0.5,
+                target.cluster.create,
+                target.cluster.resource("", "v1", "configmaps"),
+                "default",
+                {"metadata": {"name": f"echo-{change.rv}"}},
+            )
 
     target.cluster.observers.append(echo)
     replay = await prepare(parse_log(record(flapping)), target.api)
@@ -262,8 +310,15 @@ async def test_as_fast_as_the_cluster_quiesces() -> None:
     await replay.run(speed=None, quiet=1.0)
     times = [(round(t - start, 3), change.key[1]) for t, change in target.changes]
     # Each widget change, its echo 0.5 s later, then 1 s of quiet before the next change (and after the last).
-    assert times == [(0.0, "widgets"), (0.5, "configmaps"), (1.5, "widgets"), (2.0, "configmaps"),
-                     (3.0, "widgets"), (3.5, "configmaps"), (4.5, "widgets")]
+    assert times == [
+        (0.0, "widgets"),
+        (0.5, "configmaps"),
+        (1.5, "widgets"),
+        (2.0, "configmaps"),
+        (3.0, "widgets"),
+        (3.5, "configmaps"),
+        (4.5, "widgets"),
+    ]
     assert asyncio.get_running_loop().time() - start == 5.5
 
 
@@ -288,26 +343,42 @@ async def test_the_operators_bookkeeping_is_left_to_the_operator_under_test() ->
     def kopf_like(cluster: Cluster, clock: ManualClock) -> None:
         cluster.create(widgets(cluster), "default", widget("w1", size=1))
         clock.advance(1)
-        cluster.patch(widgets(cluster), "default", "w1", {"metadata": {
-            "finalizers": ["kopf.zalando.org/KopfFinalizerMarker", "acme.example/protect"],
-            "annotations": {"kopf.zalando.org/last-handled-configuration": "{}", "team": "a"}}}, MERGE)
-        cluster.patch(widgets(cluster), "default", "w1", {"status": {"kopf": {"progress": {}}}}, MERGE,
-                      subresource="status")
+        cluster.patch(
+            widgets(cluster),
+            "default",
+            "w1",
+            {
+                "metadata": {
+                    "finalizers": ["kopf.zalando.org/KopfFinalizerMarker", "acme.example/protect"],
+                    "annotations": {"kopf.zalando.org/last-handled-configuration": "{}", "team": "a"},
+                }
+            },
+            MERGE,
+        )
+        cluster.patch(
+            widgets(cluster), "default", "w1", {"status": {"kopf": {"progress": {}}}}, MERGE, subresource="status"
+        )
         clock.advance(1)
         cluster.delete(widgets(cluster), "default", "w1")
         clock.advance(1)
-        cluster.patch(widgets(cluster), "default", "w1", {"metadata": {"finalizers": [
-            "acme.example/protect"]}}, MERGE)  # the recorded operator let it go; another finalizer holds it
+        cluster.patch(
+            widgets(cluster), "default", "w1", {"metadata": {"finalizers": ["acme.example/protect"]}}, MERGE
+        )  # the recorded operator let it go; another finalizer holds it
         clock.advance(1)
         cluster.patch(widgets(cluster), "default", "w1", {"metadata": {"finalizers": None}}, MERGE)
 
     target = Target()
     replay = await prepare(parse_log(record(kopf_like)), target.api)
     assert [(step.action, step.event.line) for step in replay.steps] == [
-        ("create", 2), ("update", 3), ("delete", 5), ("delete", 7)]
+        ("create", 2),
+        ("update", 3),
+        ("delete", 5),
+        ("delete", 7),
+    ]
     assert [(event.line, why) for event, why in replay.skipped] == [
         (4, "no change but in the server's and the operator's own fields"),
-        (6, "no change but in the server's and the operator's own fields")]
+        (6, "no change but in the server's and the operator's own fields"),
+    ]
     await replay.apply(replay.steps[0])
     await replay.apply(replay.steps[1])
     obj = target.cluster.get(widgets(target.cluster), "default", "w1")
@@ -326,8 +397,11 @@ async def test_owner_references_follow_the_new_uids() -> None:
         owner = cluster.create(widgets(cluster), "default", widget("w1"))
         ref = {"apiVersion": "acme.example/v1", "kind": "Widget", "name": "w1", "uid": owner["metadata"]["uid"]}
         stranger = {**ref, "name": "w0", "uid": "00000000-0000-4000-8000-000000000000"}
-        cluster.create(cluster.resource("", "v1", "configmaps"), "default",
-                       {"metadata": {"name": "child", "ownerReferences": [ref, stranger]}})
+        cluster.create(
+            cluster.resource("", "v1", "configmaps"),
+            "default",
+            {"metadata": {"name": "child", "ownerReferences": [ref, stranger]}},
+        )
 
     target = Target()
     replay = await prepare(parse_log(record(owned)), target.api)
@@ -335,8 +409,10 @@ async def test_owner_references_follow_the_new_uids() -> None:
     owner = target.cluster.get(widgets(target.cluster), "default", "w1")
     child = target.cluster.get(target.cluster.resource("", "v1", "configmaps"), "default", "child")
     assert [ref["uid"] for ref in child["metadata"]["ownerReferences"]] == [owner["metadata"]["uid"]]
-    assert replay.uids == {replay.steps[0].view.uid: owner["metadata"]["uid"],
-                           replay.steps[1].view.uid: child["metadata"]["uid"]}
+    assert replay.uids == {
+        replay.steps[0].view.uid: owner["metadata"]["uid"],
+        replay.steps[1].view.uid: child["metadata"]["uid"],
+    }
     target.cluster.delete(widgets(target.cluster), "default", "w1")  # the garbage collector follows the new owner
     assert target.cluster.count(("", "configmaps")) == 0
 
@@ -367,15 +443,15 @@ async def test_a_recreation_waits_until_the_old_object_is_gone() -> None:
     target = Target()
     replay = await prepare(parse_log(record(recreated)), target.api)
     await replay.apply(replay.steps[0])
-    target.cluster.patch(widgets(target.cluster), "default", "w1", {"metadata": {"finalizers": ["test/stuck"]}},
-                         MERGE)
+    target.cluster.patch(widgets(target.cluster), "default", "w1", {"metadata": {"finalizers": ["test/stuck"]}}, MERGE)
     with pytest.raises(ReplayError) as info:
         await replay.run(speed=None)
     assert str(info.value) == (
         "The replay stopped at <log>:4 (create widgets.acme.example default/w1), change 3 of 3: POST "
         "/apis/acme.example/v1/namespaces/default/widgets: 409 AlreadyExists: the previous 'w1' is still being "
         "deleted after 60.0 s (finalizers: ['test/stuck']). Of the log's changes, the 2 before it were written; "
-        "none after it.")
+        "none after it."
+    )
     assert replay.position == 2
 
 
@@ -390,9 +466,12 @@ async def test_a_refused_write_says_how_far_the_replay_got() -> None:
     events[1] = type(events[1])(**{**events[1].__dict__, "object": {**events[1].object, "spec": {"size": -1}}})
     target = Target()
     replay = await prepare(log.with_events(events), target.api)
-    with pytest.raises(ReplayError, match=r"The replay stopped at <log>:3 \(create widgets.acme.example default/w2\)"
-                                          r", change 2 of 2: POST .*: 422 Invalid: .*spec.size.*Of the log's "
-                                          r"changes, the 1 before it were written; none after it."):
+    with pytest.raises(
+        ReplayError,
+        match=r"The replay stopped at <log>:3 \(create widgets.acme.example default/w2\)"
+        r", change 2 of 2: POST .*: 422 Invalid: .*spec.size.*Of the log's "
+        r"changes, the 1 before it were written; none after it.",
+    ):
         await replay.run(speed=None)
 
 
@@ -412,7 +491,8 @@ async def test_namespaces_are_made_or_mapped() -> None:
     target = Target()
     replay = await prepare(parse_log(text), target.api, namespace="mine")
     assert [(event.line, why) for event, why in replay.skipped] == [
-        (2, "namespaces are not replayed into the namespace 'mine'")]
+        (2, "namespaces are not replayed into the namespace 'mine'")
+    ]
     await replay.run(speed=None)
     assert target.cluster.get(widgets(target.cluster), "mine", "w1")
 
@@ -422,8 +502,11 @@ async def test_until_and_resources_select_events() -> None:
     log = parse_log(record(flapping))
     assert len((await prepare(log, Target().api, until=3.0)).steps) == 2
     assert len((await prepare(log, Target().api, resources=["Widget"])).steps) == 4
-    with pytest.raises(LogError, match=r"<log>: no events of 'pods' in the log \(its resources: "
-                                       r"widgets.acme.example\)"):
+    with pytest.raises(
+        LogError,
+        match=r"<log>: no events of 'pods' in the log \(its resources: "
+        r"widgets.acme.example\)",
+    ):
         await prepare(log, Target().api, resources=["pods"])
 
 

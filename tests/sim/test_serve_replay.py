@@ -1,4 +1,5 @@
 """``kopf-sim serve --replay LOG [--speed X]``: a recorded log replayed into a served cluster (and recorded again)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -19,9 +20,25 @@ CRD = ROOT / "examples" / "crd.yaml"
 
 def test_a_served_replay_is_recorded_as_the_same_changes(tmp_path: Path) -> None:
     again = tmp_path / "again.jsonl"
-    process = subprocess.Popen([str(KOPF_SIM), "serve", "--kubeconfig", str(tmp_path / "kubeconfig"),
-                                "--load", str(CRD), "--replay", str(INCIDENT), "--speed", "20",
-                                "--record", str(again)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            str(KOPF_SIM),
+            "serve",
+            "--kubeconfig",
+            str(tmp_path / "kubeconfig"),
+            "--load",
+            str(CRD),
+            "--replay",
+            str(INCIDENT),
+            "--speed",
+            "20",
+            "--record",
+            str(again),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert process.stdout is not None
         lines = []
@@ -32,16 +49,23 @@ def test_a_served_replay_is_recorded_as_the_same_changes(tmp_path: Path) -> None
     finally:
         process.terminate()
         process.wait(30)
-    assert lines[-2] == f"Replaying {INCIDENT}: 6 changes of 1 object over 5.3 s of the log " \
-                        f"(5 events with nothing to replay)."
+    assert (
+        lines[-2] == f"Replaying {INCIDENT}: 6 changes of 1 object over 5.3 s of the log "
+        f"(5 events with nothing to replay)."
+    )
     assert lines[-1] == "Replayed 6 changes; still serving."
 
     log = read_log(again)  # the format of --record: the same as kopf-sim record's
     assert log.headers[0]["source"] == {"recorder": "kopf-sim serve --record"}
     changes = [e for e in log.changes() if e.resource.plural == "kopfexamples"]  # not the controllers' objects
     assert [(e.type, e.object["spec"]["field"]) for e in changes] == [
-        ("ADDED", "blue"), ("MODIFIED", "blue"), ("MODIFIED", "green"), ("MODIFIED", "blue"), ("MODIFIED", "green"),
-        ("DELETED", "green")]  # no operator here: nothing held the object at its deletion
+        ("ADDED", "blue"),
+        ("MODIFIED", "blue"),
+        ("MODIFIED", "green"),
+        ("MODIFIED", "blue"),
+        ("MODIFIED", "green"),
+        ("DELETED", "green"),
+    ]  # no operator here: nothing held the object at its deletion
     assert changes[1].object["status"] == {"paint": {"colour": "blue"}}  # the recorded operator's result, replayed
     span = changes[-1].t - changes[0].t
     assert 5.3 / 20 <= span < 5.3 / 20 + 2.0  # at 20 times the recorded pace (plus some slack for a busy machine)
@@ -50,15 +74,16 @@ def test_a_served_replay_is_recorded_as_the_same_changes(tmp_path: Path) -> None
 def test_a_bad_log_is_refused_before_serving(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"format": "kopf-sim-watch-log", "version": 1}\nnot json\n')
-    result = subprocess.run([str(KOPF_SIM), "serve", "--replay", str(bad)], capture_output=True, text=True,
-                            timeout=30)
+    result = subprocess.run([str(KOPF_SIM), "serve", "--replay", str(bad)], capture_output=True, text=True, timeout=30)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         "Error: The log cannot be replayed (1 problem; nothing was written):",
-        f"  {bad}:2: not JSON (Expecting value: line 1 column 1 (char 0))"]
+        f"  {bad}:2: not JSON (Expecting value: line 1 column 1 (char 0))",
+    ]
     assert result.stdout == ""
-    result = subprocess.run([str(KOPF_SIM), "serve", "--replay", str(INCIDENT)], capture_output=True, text=True,
-                            timeout=30)  # without the CRD
+    result = subprocess.run(
+        [str(KOPF_SIM), "serve", "--replay", str(INCIDENT)], capture_output=True, text=True, timeout=30
+    )  # without the CRD
     assert result.returncode == 1 and f"{INCIDENT}:2: unknown resource kopfexamples.kopf.dev" in result.stderr
 
 

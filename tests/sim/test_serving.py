@@ -1,4 +1,5 @@
 """Serving an app over HTTP(S) on loopback, with tokens, for kubectl and other real clients."""
+
 from __future__ import annotations
 
 import asyncio
@@ -64,14 +65,27 @@ def client_ssl(ca_pem: bytes | None) -> ssl.SSLContext:
 
 # -- kubeconfig --
 
+
 def test_kubeconfig_dict_with_everything() -> None:
-    config = kubeconfig_dict(server="https://127.0.0.1:1234", token="abc", ca_pem=b"PEM", namespace="ns1",
-                             cluster_name="c", context_name="x", user_name="u")
+    config = kubeconfig_dict(
+        server="https://127.0.0.1:1234",
+        token="abc",
+        ca_pem=b"PEM",
+        namespace="ns1",
+        cluster_name="c",
+        context_name="x",
+        user_name="u",
+    )
     assert config["current-context"] == "x"
-    assert config["clusters"] == [{"name": "c", "cluster": {
-        "server": "https://127.0.0.1:1234",
-        "certificate-authority-data": base64.b64encode(b"PEM").decode(),
-    }}]
+    assert config["clusters"] == [
+        {
+            "name": "c",
+            "cluster": {
+                "server": "https://127.0.0.1:1234",
+                "certificate-authority-data": base64.b64encode(b"PEM").decode(),
+            },
+        }
+    ]
     assert config["users"] == [{"name": "u", "user": {"token": "abc"}}]
     assert config["contexts"] == [{"name": "x", "context": {"cluster": "c", "user": "u", "namespace": "ns1"}}]
 
@@ -94,6 +108,7 @@ def test_kubeconfig_file_is_private(tmp_path: Path) -> None:
 
 # -- ServedApp --
 
+
 async def test_plain_http_without_token() -> None:
     lifecycle: list[str] = []
     async with ServedApp(make_app(lifecycle)) as served:
@@ -110,16 +125,19 @@ async def test_url_is_unavailable_before_start() -> None:
         ServedApp(web.Application()).url  # noqa: B018
 
 
-@pytest.mark.parametrize(("authorization", "status"), [
-    (f"Bearer {TOKEN}", 200),
-    (f"bearer {TOKEN} and more", 200),  # the apiserver ignores what follows the token
-    (f"bearer  {TOKEN} ", 401),  # two spaces: an empty token (the apiserver reads it so)
-    (None, 401),
-    ("Bearer", 401),
-    ("Bearer wrong", 401),
-    (f"Basic {TOKEN}", 401),
-    (f"Bearer {TOKEN}x", 401),
-])
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [
+        (f"Bearer {TOKEN}", 200),
+        (f"bearer {TOKEN} and more", 200),  # the apiserver ignores what follows the token
+        (f"bearer  {TOKEN} ", 401),  # two spaces: an empty token (the apiserver reads it so)
+        (None, 401),
+        ("Bearer", 401),
+        ("Bearer wrong", 401),
+        (f"Basic {TOKEN}", 401),
+        (f"Bearer {TOKEN}x", 401),
+    ],
+)
 async def test_https_with_token(authorization: str | None, status: int) -> None:
     async with ServedApp(make_app([]), tls=True, token=TOKEN) as served:
         assert served.url.startswith("https://127.0.0.1:")
@@ -141,12 +159,12 @@ async def test_https_certificate_covers_hostnames() -> None:
     served = ServedApp(make_app([]), tls=True, extra_hostnames=["kopf-sim.test"])
     async with served, aiohttp.ClientSession() as session:
         for hostname in ["localhost", "kopf-sim.test"]:
-            async with session.get(f"{served.url}/healthz", ssl=client_ssl(served.ca_pem),
-                                   server_hostname=hostname) as resp:
+            async with session.get(
+                f"{served.url}/healthz", ssl=client_ssl(served.ca_pem), server_hostname=hostname
+            ) as resp:
                 assert resp.status == 200
         with pytest.raises(aiohttp.ClientConnectorCertificateError):
-            await session.get(f"{served.url}/healthz", ssl=client_ssl(served.ca_pem),
-                              server_hostname="example.com")
+            await session.get(f"{served.url}/healthz", ssl=client_ssl(served.ca_pem), server_hostname="example.com")
         with pytest.raises(aiohttp.ClientConnectorCertificateError):
             await session.get(f"{served.url}/healthz")  # the system CAs do not know ours
 
@@ -179,10 +197,15 @@ async def test_open_streams_end_on_stop() -> None:
 
 # -- kubectl (Go's TLS and client-go's auth) --
 
+
 async def run_kubectl(tmp_path: Path, kubeconfig: Path, *args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        KUBECTL, "--kubeconfig", str(kubeconfig), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        KUBECTL,
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
     )
     stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout=60)
@@ -210,6 +233,7 @@ async def test_kubectl_trusts_the_ca_and_sends_the_token(tmp_path: Path) -> None
 
 # -- serve_forever --
 
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_serve_forever_until_signalled(tmp_path: Path, signum: signal.Signals) -> None:
     lifecycle: list[str] = []
@@ -230,8 +254,15 @@ def test_serve_forever_until_signalled(tmp_path: Path, signum: signal.Signals) -
         assert kubeconfig.exists()
         threading.Thread(target=query_then_signal, args=(served,)).start()
 
-    serve_forever(make_app(lifecycle), host="127.0.0.1", port=0, token=TOKEN, tls=True,
-                  kubeconfig=str(kubeconfig), on_ready=on_ready)
+    serve_forever(
+        make_app(lifecycle),
+        host="127.0.0.1",
+        port=0,
+        token=TOKEN,
+        tls=True,
+        kubeconfig=str(kubeconfig),
+        on_ready=on_ready,
+    )
     assert results == ["ready", "ok"]
     assert lifecycle == ["startup", "cleanup"]
     config = yaml.safe_load(kubeconfig.read_text())

@@ -1,4 +1,5 @@
 """The store's write semantics: versions, generations, concurrency, subresources, dry runs, CRDs."""
+
 from __future__ import annotations
 
 import pytest
@@ -54,9 +55,15 @@ def test_get_missing_is_not_found(crd_cluster: Cluster) -> None:
     with pytest.raises(errors.ApiError) as err:
         crd_cluster.get(widgets(crd_cluster), "default", "x")
     assert err.value.to_status() == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": 'widgets.acme.example "x" not found', "reason": "NotFound",
-        "details": {"name": "x", "group": "acme.example", "kind": "widgets"}, "code": 404}
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'widgets.acme.example "x" not found',
+        "reason": "NotFound",
+        "details": {"name": "x", "group": "acme.example", "kind": "widgets"},
+        "code": 404,
+    }
 
 
 def test_stale_update_is_a_conflict(crd_cluster: Cluster) -> None:
@@ -66,8 +73,10 @@ def test_stale_update_is_a_conflict(crd_cluster: Cluster) -> None:
     with pytest.raises(errors.ApiError) as err:
         crd_cluster.update(widgets(crd_cluster), "default", "w1", stale)
     assert err.value.code == 409
-    assert err.value.message == ('Operation cannot be fulfilled on widgets.acme.example "w1": the object has been '
-                                 "modified; please apply your changes to the latest version and try again")
+    assert err.value.message == (
+        'Operation cannot be fulfilled on widgets.acme.example "w1": the object has been '
+        "modified; please apply your changes to the latest version and try again"
+    )
 
 
 def test_custom_resources_need_a_resource_version_on_update(crd_cluster: Cluster) -> None:
@@ -87,10 +96,16 @@ def test_builtins_allow_unconditional_updates(crd_cluster: Cluster) -> None:
 def test_generation_bumps_only_on_spec_changes(crd_cluster: Cluster) -> None:
     rtype = widgets(crd_cluster)
     crd_cluster.create(rtype, "default", widget("w1", size=1))
-    assert crd_cluster.patch(rtype, "default", "w1", {"metadata": {"labels": {"a": "b"}}}, MERGE)[
-        "metadata"]["generation"] == 1
-    assert crd_cluster.patch(rtype, "default", "w1", {"status": {"x": 1}}, MERGE,
-                             subresource="status")["metadata"]["generation"] == 1
+    assert (
+        crd_cluster.patch(rtype, "default", "w1", {"metadata": {"labels": {"a": "b"}}}, MERGE)["metadata"]["generation"]
+        == 1
+    )
+    assert (
+        crd_cluster.patch(rtype, "default", "w1", {"status": {"x": 1}}, MERGE, subresource="status")["metadata"][
+            "generation"
+        ]
+        == 1
+    )
     assert crd_cluster.patch(rtype, "default", "w1", {"spec": {"size": 2}}, MERGE)["metadata"]["generation"] == 2
 
 
@@ -107,8 +122,9 @@ def test_status_subresource_separation(crd_cluster: Cluster) -> None:
     assert "status" not in created
     main = crd_cluster.patch(rtype, "default", "w1", {"spec": {"size": 2}, "status": {"x": 1}}, MERGE)
     assert "status" not in main and main["spec"]["size"] == 2
-    status = crd_cluster.patch(rtype, "default", "w1", {"spec": {"size": 9}, "status": {"x": 1}}, MERGE,
-                               subresource="status")
+    status = crd_cluster.patch(
+        rtype, "default", "w1", {"spec": {"size": 9}, "status": {"x": 1}}, MERGE, subresource="status"
+    )
     assert status["status"] == {"x": 1} and status["spec"]["size"] == 2
 
 
@@ -162,8 +178,9 @@ def test_expired_continue_token(crd_cluster: Cluster) -> None:
 
 
 def test_crd_becomes_served_and_established(crd_cluster: Cluster) -> None:
-    crd = crd_cluster.get(crd_cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"), None,
-                          "widgets.acme.example")
+    crd = crd_cluster.get(
+        crd_cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"), None, "widgets.acme.example"
+    )
     conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
     assert conditions == {"NamesAccepted": "True", "Established": "True"}
     assert crd["status"]["acceptedNames"]["listKind"] == "WidgetList"
@@ -172,10 +189,17 @@ def test_crd_becomes_served_and_established(crd_cluster: Cluster) -> None:
 
 def test_invalid_crd_is_rejected(cluster: Cluster) -> None:
     rtype = cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-    body = {"metadata": {"name": "wrong.name"}, "spec": {"group": "acme.example", "scope": "Namespaced",
+    body = {
+        "metadata": {"name": "wrong.name"},
+        "spec": {
+            "group": "acme.example",
+            "scope": "Namespaced",
             "names": {"plural": "things", "kind": "Thing"},
-            "versions": [{"name": "v1", "served": True, "storage": True,
-                          "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+            "versions": [
+                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
+            ],
+        },
+    }
     with pytest.raises(errors.ApiError) as err:
         cluster.create(rtype, None, body)
     assert err.value.code == 422
@@ -185,10 +209,22 @@ def test_invalid_crd_is_rejected(cluster: Cluster) -> None:
 def test_multiple_versions_share_storage(cluster: Cluster) -> None:
     rtype = cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    cluster.create(rtype, None, {"metadata": {"name": "things.acme.example"}, "spec": {
-        "group": "acme.example", "scope": "Cluster", "names": {"plural": "things", "kind": "Thing"},
-        "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema},
-                     {"name": "v2beta1", "served": True, "storage": False, "schema": schema}]}})
+    cluster.create(
+        rtype,
+        None,
+        {
+            "metadata": {"name": "things.acme.example"},
+            "spec": {
+                "group": "acme.example",
+                "scope": "Cluster",
+                "names": {"plural": "things", "kind": "Thing"},
+                "versions": [
+                    {"name": "v1", "served": True, "storage": True, "schema": schema},
+                    {"name": "v2beta1", "served": True, "storage": False, "schema": schema},
+                ],
+            },
+        },
+    )
     v1 = cluster.resource("acme.example", "v1", "things")
     v2 = cluster.resource("acme.example", "v2beta1", "things")
     cluster.create(v2, None, {"apiVersion": "acme.example/v2beta1", "kind": "Thing", "metadata": {"name": "t"}})
@@ -242,14 +278,14 @@ def test_generated_names_that_are_taken_are_generated_again() -> None:
     cms = cluster.resource("", "v1", "configmaps")
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cm-"}}
     same, other = "00000000-0000-0000-0000-000000000007", "00000000-0000-0000-0000-000000000008"
-    script[:] = [same, "uid-1"]                     # the name's source, then the object's uid
+    script[:] = [same, "uid-1"]  # the name's source, then the object's uid
     first = cluster.create(cms, "default", body)
-    script[:] = [same, other, "uid-2"]              # the same name at first, then another one
+    script[:] = [same, other, "uid-2"]  # the same name at first, then another one
     second = cluster.create(cms, "default", body)
     assert first["metadata"]["name"] != second["metadata"]["name"]
     assert first["metadata"]["name"].startswith("cm-") and second["metadata"]["name"].startswith("cm-")
     assert not script
-    script[:] = [same] * 8 + ["uid-3"]              # every attempt is taken: a conflict, as in the apiserver
+    script[:] = [same] * 8 + ["uid-3"]  # every attempt is taken: a conflict, as in the apiserver
     with pytest.raises(errors.ApiError) as info:
         cluster.create(cms, "default", body)
     assert info.value.code == 409 and info.value.reason == "AlreadyExists"

@@ -1,4 +1,5 @@
 """``/openapi/v2``: the Swagger 2.0 document (JSON, and the protobuf that kubectl asks for)."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,10 @@ async def test_the_json_document(client: aiohttp.ClientSession) -> None:
     assert "properties" not in deployment  # open: the simulator does not know all the fields of built-ins
     widget = doc["definitions"]["example.acme.v1.Widget"]  # the CRD of the test cluster
     assert widget["properties"]["spec"]["properties"]["size"] == {"type": "integer", "minimum": 0}
-    assert widget["properties"]["metadata"] == {"description": "Standard object's metadata.",
-                                                "$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+    assert widget["properties"]["metadata"] == {
+        "description": "Standard object's metadata.",
+        "$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+    }
     assert "properties" not in widget["properties"]["status"]  # x-kubernetes-preserve-unknown-fields
     get = doc["paths"]["/apis/acme.example/v1/namespaces/{namespace}/widgets/{name}"]["get"]
     assert get["operationId"] == "readAcmeExampleV1NamespacedWidget"
@@ -50,8 +53,12 @@ def test_v3_only_keywords_are_left_out() -> None:
             "port": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]},
             "note": {"type": "string", "nullable": True},
             "ref": {"allOf": [{"$ref": "#/components/schemas/X"}], "description": "An X."},
-            "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
-                     "properties": {"a": {"type": "string"}}, "required": ["a"]},
+            "open": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "properties": {"a": {"type": "string"}},
+                "required": ["a"],
+            },
         },
     }
     assert to_v2_schema(schema)["properties"] == {
@@ -83,8 +90,9 @@ async def test_the_protobuf_document_for_kubectl(client: aiohttp.ClientSession) 
     assert fields(widget[22][0]) == {1: [b"object"]}  # type: TypeItem
     [extension] = [fields(e) for e in widget[31]]
     assert extension[1] == [b"x-kubernetes-group-version-kind"]
-    assert yaml.safe_load(fields(extension[2][0])[2][0]) == [{"group": "acme.example", "kind": "Widget",
-                                                               "version": "v1"}]
+    assert yaml.safe_load(fields(extension[2][0])[2][0]) == [
+        {"group": "acme.example", "kind": "Widget", "version": "v1"}
+    ]
     properties = {fields(p)[1][0].decode(): fields(fields(p)[2][0]) for p in fields(widget[25][0])[1]}
     assert properties["metadata"][1] == [b"#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]
     assert len(fields(document[8][0])[2]) > 20  # the paths

@@ -1,4 +1,5 @@
 """The in-memory transport: aiohttp clients talking to aiohttp apps with no sockets."""
+
 from __future__ import annotations
 
 import asyncio
@@ -46,13 +47,15 @@ def make_app(probe: Probe) -> web.Application:
 
     async def info(request: web.Request) -> web.Response:
         peername = request.transport.get_extra_info("peername") if request.transport else None
-        return web.json_response({
-            "remote": request.remote,
-            "peername": list(peername) if peername else None,
-            "secure": request.secure,
-            "host": request.host,
-            "headers": [[k.decode(), v.decode()] for k, v in request.raw_headers],
-        })
+        return web.json_response(
+            {
+                "remote": request.remote,
+                "peername": list(peername) if peername else None,
+                "secure": request.secure,
+                "host": request.host,
+                "headers": [[k.decode(), v.decode()] for k, v in request.raw_headers],
+            }
+        )
 
     async def echo(request: web.Request) -> web.Response:
         body = await request.read()
@@ -246,9 +249,7 @@ async def test_client_read_timeouts_run_in_loop_time(app: web.Application, probe
 
 
 @pytest.mark.looptime
-async def test_without_handler_cancellation_the_next_write_fails(
-    app: web.Application, probe: Probe
-) -> None:
+async def test_without_handler_cancellation_the_next_write_fails(app: web.Application, probe: Probe) -> None:
     async with InMemoryServer(app, handler_cancellation=False) as server, server.session() as session:
         async with session.get("/watch") as resp:
             await resp.content.readline()
@@ -421,8 +422,11 @@ async def test_a_stopped_simulator_is_not_kept_in_memory() -> None:
     cluster = Cluster()
     app = build_app(cluster)
     faults.install(app, faults.FaultInjector())  # a middleware, as in the plugin's clusters
-    async with InMemoryServer(app) as server, server.session() as session, \
-            session.get("/api/v1/namespaces") as response:
+    async with (
+        InMemoryServer(app) as server,
+        server.session() as session,
+        session.get("/api/v1/namespaces") as response,
+    ):
         assert response.status == 200
     gone = weakref.ref(cluster)
     del cluster, app, server, session, response

@@ -9,6 +9,7 @@ status codes, all response headers but ``Date``, and the bodies (a watch's whole
 The only normalized field is ``serverAddressByClientCIDRs[].serverAddress`` of ``/api``: the apiserver
 puts the address by which the client reached it there, which differs between the two transports.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,20 +41,37 @@ CRD = {
         "group": "example.com",
         "scope": "Namespaced",
         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "properties": {"size": {"type": "integer", "minimum": 1}}},
-                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            }}},
-        }],
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "properties": {"size": {"type": "integer", "minimum": 1}}},
+                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    }
+                },
+            }
+        ],
     },
 }
 DEPLOYMENT = {
-    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-    "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-             "template": {"metadata": {"labels": {"app": "web"}},
-                          "spec": {"containers": [{"name": "main", "image": "nginx"}]}}},
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web"},
+    "spec": {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "main", "image": "nginx"}]},
+        },
+    },
 }
 
 
@@ -71,11 +89,17 @@ class Exchange:
 Send = Callable[..., Awaitable[Exchange]]
 
 
-def recorder(session: aiohttp.ClientSession, base: str, clock: ManualClock,
-             transcript: list[Exchange]) -> Send:
-    async def send(method: str, path: str, *, json_body: Any = None, data: str | bytes | None = None,
-                   content_type: str | None = None, accept: str | None = None,
-                   params: dict[str, str] | None = None) -> Exchange:
+def recorder(session: aiohttp.ClientSession, base: str, clock: ManualClock, transcript: list[Exchange]) -> Send:
+    async def send(
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        data: str | bytes | None = None,
+        content_type: str | None = None,
+        accept: str | None = None,
+        params: dict[str, str] | None = None,
+    ) -> Exchange:
         headers = {}
         if content_type is not None:
             headers["Content-Type"] = content_type
@@ -86,8 +110,12 @@ def recorder(session: aiohttp.ClientSession, base: str, clock: ManualClock,
             headers.setdefault("Content-Type", "application/json")
         async with session.request(method, base + path, data=data, headers=headers, params=params) as resp:
             body = await resp.read()
-            exchange = Exchange(f"{method} {path} {params or ''}", resp.status,
-                                tuple((k, v) for k, v in resp.headers.items() if k != "Date"), body)
+            exchange = Exchange(
+                f"{method} {path} {params or ''}",
+                resp.status,
+                tuple((k, v) for k, v in resp.headers.items() if k != "Date"),
+                body,
+            )
         transcript.append(exchange)
         clock.advance(7)  # the same virtual time passes between requests on both sides
         return exchange
@@ -105,8 +133,9 @@ async def script(send: Send) -> None:
 
     # Creations, reads, lists in pages and with selectors.
     await send("POST", "/api/v1/namespaces", json_body={"metadata": {"name": "ns1"}})
-    first = await send("POST", CM, json_body={"metadata": {"name": "cm-a", "labels": {"tier": "web"}},
-                                              "data": {"k": "v"}})
+    first = await send(
+        "POST", CM, json_body={"metadata": {"name": "cm-a", "labels": {"tier": "web"}}, "data": {"k": "v"}}
+    )
     watch_from = first.json()["metadata"]["resourceVersion"]
     for name, tier in [("cm-b", "db"), ("cm-c", "web"), ("cm-d", "db")]:
         await send("POST", CM, json_body={"metadata": {"name": name, "labels": {"tier": tier}}})
@@ -120,13 +149,25 @@ async def script(send: Send) -> None:
 
     # Patches of all types, an update, a stale update.
     await send("PATCH", f"{CM}/cm-a", data='{"data": {"m": "merge"}}', content_type="application/merge-patch+json")
-    await send("PATCH", f"{CM}/cm-a", data='[{"op": "add", "path": "/data/j", "value": "json"}]',
-               content_type="application/json-patch+json")
-    await send("PATCH", f"{CM}/cm-a", data='{"data": {"s": "strategic"}}',
-               content_type="application/strategic-merge-patch+json")
-    await send("PATCH", f"{CM}/cm-b", params={"fieldManager": "tester"},
-               data="apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-b\ndata:\n  a: applied\n",
-               content_type="application/apply-patch+yaml")
+    await send(
+        "PATCH",
+        f"{CM}/cm-a",
+        data='[{"op": "add", "path": "/data/j", "value": "json"}]',
+        content_type="application/json-patch+json",
+    )
+    await send(
+        "PATCH",
+        f"{CM}/cm-a",
+        data='{"data": {"s": "strategic"}}',
+        content_type="application/strategic-merge-patch+json",
+    )
+    await send(
+        "PATCH",
+        f"{CM}/cm-b",
+        params={"fieldManager": "tester"},
+        data="apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-b\ndata:\n  a: applied\n",
+        content_type="application/apply-patch+yaml",
+    )
     current = await send("GET", f"{CM}/cm-a")
     stale = current.json()
     await send("PUT", f"{CM}/cm-a", json_body={**stale, "data": {"only": "this"}})
@@ -134,33 +175,59 @@ async def script(send: Send) -> None:
 
     # A deployment: its status and scale subresources.
     await send("POST", "/apis/apps/v1/namespaces/ns1/deployments", json_body=DEPLOYMENT)
-    await send("PATCH", "/apis/apps/v1/namespaces/ns1/deployments/web/status",
-               data='{"status": {"replicas": 1, "readyReplicas": 1}}', content_type="application/merge-patch+json")
-    await send("PATCH", "/apis/apps/v1/namespaces/ns1/deployments/web/scale",
-               data='{"spec": {"replicas": 3}}', content_type="application/merge-patch+json")
+    await send(
+        "PATCH",
+        "/apis/apps/v1/namespaces/ns1/deployments/web/status",
+        data='{"status": {"replicas": 1, "readyReplicas": 1}}',
+        content_type="application/merge-patch+json",
+    )
+    await send(
+        "PATCH",
+        "/apis/apps/v1/namespaces/ns1/deployments/web/scale",
+        data='{"spec": {"replicas": 3}}',
+        content_type="application/merge-patch+json",
+    )
     await send("GET", "/apis/apps/v1/namespaces/ns1/deployments/web")
 
     # A CRD and a custom object with a finalizer: deletion, then the finalizer's removal.
     await send("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json_body=CRD)
     await send("GET", "/apis/example.com/v1")
-    await send("POST", WIDGETS, json_body={"apiVersion": "example.com/v1", "kind": "Widget",
-                                           "metadata": {"name": "w1", "finalizers": ["example.com/hold"]},
-                                           "spec": {"size": 2}})
-    await send("PATCH", f"{WIDGETS}/w1/status", data='{"status": {"phase": "Ready"}}',
-               content_type="application/merge-patch+json")
+    await send(
+        "POST",
+        WIDGETS,
+        json_body={
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w1", "finalizers": ["example.com/hold"]},
+            "spec": {"size": 2},
+        },
+    )
+    await send(
+        "PATCH",
+        f"{WIDGETS}/w1/status",
+        data='{"status": {"phase": "Ready"}}',
+        content_type="application/merge-patch+json",
+    )
     await send("DELETE", f"{WIDGETS}/w1")
-    await send("PATCH", f"{WIDGETS}/w1", data='{"metadata": {"finalizers": null}}',
-               content_type="application/merge-patch+json")
-    await send("DELETE", f"{CM}/cm-c", json_body={"kind": "DeleteOptions", "apiVersion": "v1",
-                                                   "propagationPolicy": "Foreground"})
+    await send(
+        "PATCH", f"{WIDGETS}/w1", data='{"metadata": {"finalizers": null}}', content_type="application/merge-patch+json"
+    )
+    await send(
+        "DELETE",
+        f"{CM}/cm-c",
+        json_body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"},
+    )
 
     # Errors: 404, 409, 422, 400, 415, 405.
     await send("GET", f"{WIDGETS}/w1")
     await send("GET", "/api/v1/nowhere")
     await send("POST", CM, json_body={"metadata": {"name": "cm-a"}})
     await send("POST", CM, json_body={"metadata": {"name": "Not_Valid"}})
-    await send("POST", WIDGETS, json_body={"apiVersion": "example.com/v1", "kind": "Widget",
-                                           "metadata": {"name": "w2"}, "spec": {"size": 0}})
+    await send(
+        "POST",
+        WIDGETS,
+        json_body={"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w2"}, "spec": {"size": 0}},
+    )
     await send("POST", CM, data="{not json", content_type="application/json")
     await send("PATCH", f"{CM}/cm-a", data='{"data": {}}', content_type="text/plain")
     await send("GET", CM, params={"limit": "x"})
@@ -169,10 +236,14 @@ async def script(send: Send) -> None:
     # The namespace's deletion (its contents go with it), then a watch replaying all of that history.
     await send("DELETE", "/api/v1/namespaces/ns1")
     await send("GET", "/api/v1/namespaces/ns1")
-    await send("GET", "/api/v1/configmaps", params={"watch": "true", "resourceVersion": watch_from,
-                                                    "timeoutSeconds": "3"})
-    await send("GET", "/apis/example.com/v1/widgets", params={"watch": "1", "resourceVersion": "1",
-                                                              "timeoutSeconds": "2", "allowWatchBookmarks": "true"})
+    await send(
+        "GET", "/api/v1/configmaps", params={"watch": "true", "resourceVersion": watch_from, "timeoutSeconds": "3"}
+    )
+    await send(
+        "GET",
+        "/apis/example.com/v1/widgets",
+        params={"watch": "1", "resourceVersion": "1", "timeoutSeconds": "2", "allowWatchBookmarks": "true"},
+    )
 
 
 def normalized(exchange: Exchange) -> Exchange:

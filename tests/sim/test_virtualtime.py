@@ -3,6 +3,7 @@
 Async tests here run in a virtual-time loop through :class:`VirtualTimePolicy` (the module's
 ``event_loop_policy`` fixture, as pytest-asyncio>=1.0 takes it); sync tests use ``virtualtime.run``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,7 +31,7 @@ EPOCH = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)
 # pytest-asyncio 1.5 deprecates overriding ``event_loop_policy`` in favour of the
 # ``pytest_asyncio_loop_factories`` hook (see the last test), but a hook is for conftests & plugins,
 # and applies to whole directories; the fixture is the only per-module way, and it still works.
-pytestmark = pytest.mark.filterwarnings("ignore:Overriding the \"event_loop_policy\" fixture is deprecated")
+pytestmark = pytest.mark.filterwarnings('ignore:Overriding the "event_loop_policy" fixture is deprecated')
 pytest_plugins = ["pytester"]
 
 
@@ -258,8 +259,9 @@ def test_an_executor_job_waiting_for_the_loops_timers_is_reported() -> None:
 
     with pytest.raises(DeadlockError) as err:
         virtualtime.run(main(), executor_timeout=0.2)
-    assert "test_an_executor_job_waiting_for_the_loops_timers_is_reported.<locals>.main.<locals>.sync_handler" \
-        in str(err.value)
+    assert "test_an_executor_job_waiting_for_the_loops_timers_is_reported.<locals>.main.<locals>.sync_handler" in str(
+        err.value
+    )
     assert "Executor jobs hold the loop time at 0.0" in str(err.value)
 
 
@@ -290,10 +292,11 @@ def test_two_tasks_awaiting_each_other_is_a_deadlock() -> None:
     message = str(err.value)
     assert message.startswith("Deadlock at loop time 60.0: nothing can run")
     assert "Pending tasks (3):" in message
-    assert "Task 'alice' running test_two_tasks_awaiting_each_other_is_a_deadlock.<locals>.main.<locals>.alice()" \
+    assert (
+        "Task 'alice' running test_two_tasks_awaiting_each_other_is_a_deadlock.<locals>.main.<locals>.alice()"
         in message
-    assert "Task 'bob' running test_two_tasks_awaiting_each_other_is_a_deadlock.<locals>.main.<locals>.bob()" \
-        in message
+    )
+    assert "Task 'bob' running test_two_tasks_awaiting_each_other_is_a_deadlock.<locals>.main.<locals>.bob()" in message
     assert f"({__file__}:" in message  # where they wait
     assert err.value.loop_time == 60.0
     assert {task.get_name() for task in err.value.tasks} >= {"alice", "bob"}
@@ -309,8 +312,7 @@ def test_waiting_for_an_event_nobody_sets_is_a_deadlock() -> None:
     with pytest.raises(DeadlockError) as err:
         virtualtime.run(main())
     message = str(err.value)
-    assert "Task 'the-waiter' running test_waiting_for_an_event_nobody_sets_is_a_deadlock.<locals>.waiter():" \
-        in message
+    assert "Task 'the-waiter' running test_waiting_for_an_event_nobody_sets_is_a_deadlock.<locals>.waiter():" in message
     assert "at Event.wait (" in message
     assert f"<locals>.waiter ({__file__}:" in message
 
@@ -341,8 +343,10 @@ def test_timers_that_never_bring_the_awaited_pass_the_time_limit() -> None:
         virtualtime.run(main(), time_limit=3600)
     assert err.value.loop_time == 3600.0
     assert ticks == [60.0 * i for i in range(1, 61)]
-    assert "Task 'ticker' running test_timers_that_never_bring_the_awaited_pass_the_time_limit.<locals>.ticker()" \
+    assert (
+        "Task 'ticker' running test_timers_that_never_bring_the_awaited_pass_the_time_limit.<locals>.ticker()"
         in str(err.value)
+    )
 
 
 def test_waiting_on_real_sockets_is_reported() -> None:

@@ -1,4 +1,5 @@
 """Executor jobs that wait in ways the virtual-time loop knows of: idle, woken at their virtual deadlines."""
+
 from __future__ import annotations
 
 import asyncio
@@ -55,12 +56,21 @@ def test_threads_and_timers_interleave_in_virtual_time() -> None:
                 events.append(("timer", loop.time()))
 
         executor = concurrent.futures.ThreadPoolExecutor(2)
-        await asyncio.gather(loop.run_in_executor(executor, job, "a", 10), loop.run_in_executor(executor, job, "b", 15),
-                             ticker())
+        await asyncio.gather(
+            loop.run_in_executor(executor, job, "a", 10), loop.run_in_executor(executor, job, "b", 15), ticker()
+        )
         return sorted(events, key=lambda event: (event[1], event[0]))
 
-    assert virtualtime.run(main()) == [("a", 10.0), ("b", 15.0), ("a", 20.0), ("timer", 25.0), ("a", 30.0),
-                                       ("b", 30.0), ("b", 45.0), ("timer", 50.0)]
+    assert virtualtime.run(main()) == [
+        ("a", 10.0),
+        ("b", 15.0),
+        ("a", 20.0),
+        ("timer", 25.0),
+        ("a", 30.0),
+        ("b", 30.0),
+        ("b", 45.0),
+        ("timer", 50.0),
+    ]
 
 
 def test_a_condition_set_by_the_loop_wakes_the_thread_at_once() -> None:
@@ -210,8 +220,9 @@ class LateFreeingExecutor(concurrent.futures.Executor):
     def __init__(self, loop: virtualtime.VirtualTimeLoop) -> None:
         self._max_workers = 1
         self._loop = loop
-        self._queue: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]] | None] = \
+        self._queue: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]] | None] = (
             queue.SimpleQueue()
+        )
         self._thread = threading.Thread(target=self._work, daemon=True)
         self._thread.start()
 
@@ -259,6 +270,7 @@ def test_only_the_queued_jobs_that_can_start_are_waited_for() -> None:
 
 def test_threads_due_at_one_moment_go_on_together_if_the_first_waits_for_another() -> None:
     """The threads due at one moment run one at a time, but not if the one whose turn it is waits for another."""
+
     async def main() -> list[str]:
         loop = asyncio.get_running_loop()
         assert isinstance(loop, virtualtime.VirtualTimeLoop)
@@ -291,6 +303,7 @@ def test_threads_due_at_one_moment_go_on_together_if_the_first_waits_for_another
 
 def test_a_condition_may_call_the_loop_thread_safely() -> None:
     """The loop checks the waits' conditions under its lock; a thread-safe call in one must not deadlock."""
+
     async def main() -> float:
         loop = asyncio.get_running_loop()
         assert isinstance(loop, virtualtime.VirtualTimeLoop)

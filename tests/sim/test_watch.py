@@ -1,4 +1,5 @@
 """Watch semantics over HTTP: initial state, resumption, 410, bookmarks, selector transitions, timeouts."""
+
 from __future__ import annotations
 
 import asyncio
@@ -60,16 +61,18 @@ async def test_resume_from_a_version_has_no_loss_and_no_duplicates(client: aioht
     await create(client, "b")
     async with client.patch(f"{WIDGETS}/a", json={"spec": {"size": 1}}, headers=MERGE) as response:
         assert response.status == 200
-    events = await read_events(client, WIDGETS, timeoutSeconds="1",
-                               resourceVersion=first["metadata"]["resourceVersion"])
+    events = await read_events(
+        client, WIDGETS, timeoutSeconds="1", resourceVersion=first["metadata"]["resourceVersion"]
+    )
     assert summary(events) == [("ADDED", "b"), ("MODIFIED", "a")]
     versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert versions == sorted(versions) and versions[0] > int(first["metadata"]["resourceVersion"])
 
 
 @pytest.mark.looptime
-async def test_compacted_version_gets_an_expired_error_event(client: aiohttp.ClientSession,
-                                                             crd_cluster: Cluster) -> None:
+async def test_compacted_version_gets_an_expired_error_event(
+    client: aiohttp.ClientSession, crd_cluster: Cluster
+) -> None:
     first = await create(client, "a")
     await create(client, "b")
     crd_cluster.compact()
@@ -94,11 +97,15 @@ async def test_history_window_compacts_by_itself(crd_cluster: Cluster, client: a
 async def test_bookmarks_on_idle_watches(client: aiohttp.ClientSession, crd_cluster: Cluster) -> None:
     loop = asyncio.get_running_loop()
     start = loop.time()
-    events = await read_events(client, WIDGETS, timeoutSeconds="150", allowWatchBookmarks="true",
-                               resourceVersion=str(crd_cluster.rv))
+    events = await read_events(
+        client, WIDGETS, timeoutSeconds="150", allowWatchBookmarks="true", resourceVersion=str(crd_cluster.rv)
+    )
     assert [e["type"] for e in events] == ["BOOKMARK", "BOOKMARK"]
-    assert events[0]["object"] == {"kind": "Widget", "apiVersion": "acme.example/v1",
-                                   "metadata": {"resourceVersion": str(crd_cluster.rv)}}
+    assert events[0]["object"] == {
+        "kind": "Widget",
+        "apiVersion": "acme.example/v1",
+        "metadata": {"resourceVersion": str(crd_cluster.rv)},
+    }
     assert round(loop.time() - start) == 150
 
 
@@ -111,8 +118,14 @@ async def test_no_bookmarks_unless_allowed(client: aiohttp.ClientSession, crd_cl
 @pytest.mark.looptime
 async def test_send_initial_events_ends_with_a_marked_bookmark(client: aiohttp.ClientSession) -> None:
     await create(client, "a")
-    events = await read_events(client, WIDGETS, timeoutSeconds="1", allowWatchBookmarks="true",
-                               sendInitialEvents="true", resourceVersionMatch="NotOlderThan")
+    events = await read_events(
+        client,
+        WIDGETS,
+        timeoutSeconds="1",
+        allowWatchBookmarks="true",
+        sendInitialEvents="true",
+        resourceVersionMatch="NotOlderThan",
+    )
     assert summary(events)[0] == ("ADDED", "a")
     assert events[1]["type"] == "BOOKMARK"
     assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
@@ -120,8 +133,9 @@ async def test_send_initial_events_ends_with_a_marked_bookmark(client: aiohttp.C
 
 @pytest.mark.looptime
 async def test_label_selector_transitions(client: aiohttp.ClientSession) -> None:
-    reader = asyncio.create_task(read_events(client, WIDGETS, timeoutSeconds="30", resourceVersion="0",
-                                             labelSelector="tier=front"))
+    reader = asyncio.create_task(
+        read_events(client, WIDGETS, timeoutSeconds="30", resourceVersion="0", labelSelector="tier=front")
+    )
     await asyncio.sleep(1)
     await create(client, "a", tier="back")
     for tier in ("front", "front", "back"):
@@ -144,8 +158,9 @@ async def test_table_watch(client: aiohttp.ClientSession) -> None:
     await create(client, "a")
     await create(client, "b")
     accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
-    async with client.get(WIDGETS, params={"watch": "1", "timeoutSeconds": "1"},
-                          headers={"Accept": accept}) as response:
+    async with client.get(
+        WIDGETS, params={"watch": "1", "timeoutSeconds": "1"}, headers={"Accept": accept}
+    ) as response:
         events = [json.loads(line) async for line in response.content]
     assert [e["object"]["kind"] for e in events] == ["Table", "Table"]
     assert events[0]["object"]["columnDefinitions"][0]["name"] == "Name"

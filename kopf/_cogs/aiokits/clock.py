@@ -5,6 +5,7 @@ Intervals everywhere come from ``loop.time()``. Timestamps that go into objects 
 as the base (unless a base was pinned with :func:`pin_epoch`), later calls add the loop's
 elapsed time. So a virtual-time loop moves the wall clock too, and nothing drifts apart.
 """
+
 from __future__ import annotations
 
 import asyncio

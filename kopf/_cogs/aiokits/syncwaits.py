@@ -5,6 +5,7 @@ another notion of time (e.g. a test plugin with a virtual-time event loop, where
 blocked in a known wait must count as idle and wake at its virtual deadline) installs its
 own waiter with :func:`set_event_waiter`; the framework knows nothing of such harnesses.
 """
+
 from __future__ import annotations
 
 import threading

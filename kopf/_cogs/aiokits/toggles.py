@@ -1,4 +1,5 @@
 """On/off flags that tasks can wait for, and sets of them: e.g. "the operator is paused"."""
+
 from __future__ import annotations
 
 import abc

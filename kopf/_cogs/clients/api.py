@@ -12,6 +12,7 @@ is repeated with the next credentials, with no back-off.
 The URLs are usually paths (``/api/v1/namespaces/default/pods``) that are resolved
 against the server of the credentials used; absolute URLs are used as is.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,9 +30,9 @@ from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 
 Logger: TypeAlias = logging.Logger | logging.LoggerAdapter[Any]
 
-_T = TypeVar('_T')
+_T = TypeVar("_T")
 
-default_logger = logging.getLogger('kopf._cogs.clients')
+default_logger = logging.getLogger("kopf._cogs.clients")
 
 #: The errors that are presumed to be temporary, and so are retried.
 RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
@@ -42,8 +43,8 @@ RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
     asyncio.TimeoutError,
 )
 
-JSON_CONTENT_TYPE = 'application/json'
-MERGE_PATCH_CONTENT_TYPE = 'application/merge-patch+json'
+JSON_CONTENT_TYPE = "application/json"
+MERGE_PATCH_CONTENT_TYPE = "application/merge-patch+json"
 
 
 def regular_timeout(settings: OperatorSettings) -> aiohttp.ClientTimeout:
@@ -54,11 +55,11 @@ def regular_timeout(settings: OperatorSettings) -> aiohttp.ClientTimeout:
 
 
 async def retrying(
-        fn: Callable[[], Awaitable[_T]],
-        *,
-        settings: OperatorSettings,
-        logger: Logger | None = None,
-        what: str = 'API request',
+    fn: Callable[[], Awaitable[_T]],
+    *,
+    settings: OperatorSettings,
+    logger: Logger | None = None,
+    what: str = "API request",
 ) -> _T:
     """Call ``fn`` until it succeeds, retrying the temporary errors with the configured back-offs."""
     logger = logger if logger is not None else default_logger
@@ -89,9 +90,9 @@ def _describe(exc: BaseException) -> str:
 
 
 def _build_headers(headers: Mapping[str, str] | None, content_type: str | None) -> dict[str, str]:
-    result = {'Accept': JSON_CONTENT_TYPE}
+    result = {"Accept": JSON_CONTENT_TYPE}
     if content_type is not None:
-        result['Content-Type'] = content_type
+        result["Content-Type"] = content_type
     result.update(headers or {})
     return result
 
@@ -99,22 +100,22 @@ def _build_headers(headers: Mapping[str, str] | None, content_type: str | None) 
 def _encode(payload: Any) -> bytes | None:
     if payload is None:
         return None
-    return json.dumps(payload).encode('utf-8')
+    return json.dumps(payload).encode("utf-8")
 
 
 async def request(
-        method: str,
-        url: str,
-        *,
-        settings: OperatorSettings,
-        payload: Any = None,
-        params: Mapping[str, str] | None = None,
-        headers: Mapping[str, str] | None = None,
-        content_type: str | None = None,
-        timeout: aiohttp.ClientTimeout | None = None,
-        logger: Logger | None = None,
-        vault: Vault | None = None,
-        decode: Callable[[bytes], Any] | None = None,
+    method: str,
+    url: str,
+    *,
+    settings: OperatorSettings,
+    payload: Any = None,
+    params: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    content_type: str | None = None,
+    timeout: aiohttp.ClientTimeout | None = None,
+    logger: Logger | None = None,
+    vault: Vault | None = None,
+    decode: Callable[[bytes], Any] | None = None,
 ) -> Any:
     """
     Make a regular (non-streaming) request and return the parsed JSON response (or None if empty).
@@ -127,8 +128,9 @@ async def request(
     client_timeout = timeout if timeout is not None else regular_timeout(settings)
 
     async def attempt(info: ConnectionInfo, session: aiohttp.ClientSession) -> Any:
-        async with session.request(method, auth.make_url(info, url), params=params, data=data,
-                                   headers=all_headers, timeout=client_timeout) as response:
+        async with session.request(
+            method, auth.make_url(info, url), params=params, data=data, headers=all_headers, timeout=client_timeout
+        ) as response:
             await errors.check_response(response)
             body = await response.read()
         if decode is not None:
@@ -142,32 +144,32 @@ async def request(
 
 
 async def get(url: str, **kwargs: Any) -> Any:
-    return await request('GET', url, **kwargs)
+    return await request("GET", url, **kwargs)
 
 
 async def post(url: str, *, payload: Any, **kwargs: Any) -> Any:
-    return await request('POST', url, payload=payload, **kwargs)
+    return await request("POST", url, payload=payload, **kwargs)
 
 
 async def patch(url: str, *, payload: Any, content_type: str = MERGE_PATCH_CONTENT_TYPE, **kwargs: Any) -> Any:
-    return await request('PATCH', url, payload=payload, content_type=content_type, **kwargs)
+    return await request("PATCH", url, payload=payload, content_type=content_type, **kwargs)
 
 
 async def delete(url: str, *, payload: Any = None, **kwargs: Any) -> Any:
-    return await request('DELETE', url, payload=payload, **kwargs)
+    return await request("DELETE", url, payload=payload, **kwargs)
 
 
 @contextlib.asynccontextmanager
 async def stream(
-        url: str,
-        *,
-        settings: OperatorSettings,
-        method: str = 'GET',
-        params: Mapping[str, str] | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: aiohttp.ClientTimeout | None = None,
-        logger: Logger | None = None,
-        vault: Vault | None = None,
+    url: str,
+    *,
+    settings: OperatorSettings,
+    method: str = "GET",
+    params: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: aiohttp.ClientTimeout | None = None,
+    logger: Logger | None = None,
+    vault: Vault | None = None,
 ) -> AsyncIterator[aiohttp.ClientResponse]:
     """
     Open a streaming response (e.g. a watch) and keep it open within the context.
@@ -180,8 +182,9 @@ async def stream(
     all_headers = _build_headers(headers, None)
 
     async def opener(info: ConnectionInfo, session: aiohttp.ClientSession) -> aiohttp.ClientResponse:
-        response = await session.request(method, auth.make_url(info, url), params=params,
-                                         headers=all_headers, timeout=client_timeout)
+        response = await session.request(
+            method, auth.make_url(info, url), params=params, headers=all_headers, timeout=client_timeout
+        )
         try:
             await errors.check_response(response)
         except BaseException:
@@ -191,12 +194,12 @@ async def stream(
 
     @contextlib.asynccontextmanager
     async def open_once() -> AsyncIterator[aiohttp.ClientResponse]:
-        async with auth.authenticated_response(opener, vault=vault,
-                                               trust_env=settings.networking.trust_env) as response:
+        async with auth.authenticated_response(
+            opener, vault=vault, trust_env=settings.networking.trust_env
+        ) as response:
             yield response
 
-    async def enter() -> tuple[contextlib.AbstractAsyncContextManager[aiohttp.ClientResponse],
-                               aiohttp.ClientResponse]:
+    async def enter() -> tuple[contextlib.AbstractAsyncContextManager[aiohttp.ClientResponse], aiohttp.ClientResponse]:
         cm = open_once()
         response = await cm.__aenter__()
         return cm, response
@@ -214,8 +217,10 @@ async def stream(
 def watching_timeout(settings: OperatorSettings) -> aiohttp.ClientTimeout:
     """The timeouts of the watch-streams: the whole stream's life and the TCP handshake."""
     connect_timeout = (
-        settings.watching.connect_timeout if settings.watching.connect_timeout is not None else
-        settings.networking.connect_timeout if settings.networking.connect_timeout is not None else
-        settings.networking.request_timeout
+        settings.watching.connect_timeout
+        if settings.watching.connect_timeout is not None
+        else settings.networking.connect_timeout
+        if settings.networking.connect_timeout is not None
+        else settings.networking.request_timeout
     )
     return aiohttp.ClientTimeout(total=settings.watching.client_timeout, sock_connect=connect_timeout)

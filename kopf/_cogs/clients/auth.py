@@ -11,6 +11,7 @@ are dropped from the vault and no request uses it anymore.
 On HTTP 401, the credentials are reported to the vault as invalid, and the same request
 is retried with the next credentials (or after a re-login). Nothing here logs the secrets.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,13 +30,13 @@ from kopf._cogs.structs.credentials import AccessError, AiohttpSession, Connecti
 
 logger = logging.getLogger(__name__)
 
-_T = TypeVar('_T')
+_T = TypeVar("_T")
 
 #: The vault of the current operator, for the API calls that are not given one explicitly.
-vault_var: contextvars.ContextVar[Vault] = contextvars.ContextVar('vault_var')
+vault_var: contextvars.ContextVar[Vault] = contextvars.ContextVar("vault_var")
 
-SESSION_KEY = 'aiohttp-session'
-SLOTS_KEY = 'request-slots'
+SESSION_KEY = "aiohttp-session"
+SLOTS_KEY = "request-slots"
 
 #: How many regular (not streaming) requests go to the API at once with one set of credentials.
 #: The others wait for a free slot: unlimited, every request in flight would open a TCP (and TLS)
@@ -48,9 +49,9 @@ MAX_CONCURRENT_REQUESTS = 128
 
 def _user_agent() -> str:
     try:
-        return f'kopf/{importlib.metadata.version("kopf")}'
+        return f"kopf/{importlib.metadata.version('kopf')}"
     except importlib.metadata.PackageNotFoundError:
-        return 'kopf/unknown'
+        return "kopf/unknown"
 
 
 USER_AGENT = _user_agent()
@@ -68,7 +69,7 @@ def get_vault(vault: Vault | None = None) -> Vault:
 
 def build_headers(info: ConnectionInfo, *, user_agent: str = USER_AGENT) -> dict[str, str]:
     """The headers of every request with these credentials: the client's name, the token or the basic auth."""
-    return {'User-Agent': user_agent, **info.as_http_headers()}
+    return {"User-Agent": user_agent, **info.as_http_headers()}
 
 
 def build_ssl_context(info: ConnectionInfo) -> ssl.SSLContext:
@@ -77,16 +78,16 @@ def build_ssl_context(info: ConnectionInfo) -> ssl.SSLContext:
 
 
 def make_session(
-        info: ConnectionInfo,
-        *,
-        trust_env: bool = False,
-        user_agent: str = USER_AGENT,
+    info: ConnectionInfo,
+    *,
+    trust_env: bool = False,
+    user_agent: str = USER_AGENT,
 ) -> aiohttp.ClientSession:
     """A new HTTP session for these credentials (the caller closes it); also for other tools (pytest_kopf)."""
     connector: aiohttp.BaseConnector
     if info.connector_factory is not None:
         connector = info.connector_factory()
-    elif info.server.lower().startswith('https:'):
+    elif info.server.lower().startswith("https:"):
         connector = aiohttp.TCPConnector(limit=0, ssl=build_ssl_context(info))
     else:
         connector = aiohttp.TCPConnector(limit=0)
@@ -121,16 +122,16 @@ def get_slots(context: VaultContext) -> asyncio.Semaphore:
 
 def make_url(info: ConnectionInfo, url: str) -> str:
     """Absolute URLs stay as they are; paths (``/api/v1/...``) go to the credentials' server."""
-    if '://' in url:
+    if "://" in url:
         return url
-    return info.server.rstrip('/') + '/' + url.lstrip('/')
+    return info.server.rstrip("/") + "/" + url.lstrip("/")
 
 
 async def authenticated(
-        fn: Callable[[ConnectionInfo, aiohttp.ClientSession], Awaitable[_T]],
-        *,
-        vault: Vault | None = None,
-        trust_env: bool = False,
+    fn: Callable[[ConnectionInfo, aiohttp.ClientSession], Awaitable[_T]],
+    *,
+    vault: Vault | None = None,
+    trust_env: bool = False,
 ) -> _T:
     """
     Call ``fn`` with the best credentials and their session; on HTTP 401, try the next ones.
@@ -156,10 +157,10 @@ async def authenticated(
 
 @contextlib.asynccontextmanager
 async def authenticated_response(
-        opener: Callable[[ConnectionInfo, aiohttp.ClientSession], Awaitable[aiohttp.ClientResponse]],
-        *,
-        vault: Vault | None = None,
-        trust_env: bool = False,
+    opener: Callable[[ConnectionInfo, aiohttp.ClientSession], Awaitable[aiohttp.ClientResponse]],
+    *,
+    vault: Vault | None = None,
+    trust_env: bool = False,
 ) -> AsyncIterator[aiohttp.ClientResponse]:
     """
     Like :func:`authenticated`, but keep the response open for streaming within the context.

@@ -1,4 +1,5 @@
 """Creating the objects."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -12,14 +13,14 @@ from kopf._cogs.structs.references import Resource
 
 
 async def create_obj(
-        *,
-        resource: Resource,
-        body: Mapping[str, Any],
-        settings: OperatorSettings,
-        namespace: str | None = None,
-        name: str | None = None,
-        logger: api.Logger | None = None,
-        vault: Vault | None = None,
+    *,
+    resource: Resource,
+    body: Mapping[str, Any],
+    settings: OperatorSettings,
+    namespace: str | None = None,
+    name: str | None = None,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
 ) -> RawBody:
     """
     Create an object and return it as stored by the server.
@@ -29,16 +30,16 @@ async def create_obj(
     and other errors escalate as :mod:`.errors` exceptions.
     """
     payload: dict[str, Any] = dict(body)
-    metadata: dict[str, Any] = dict(payload.get('metadata') or {})
+    metadata: dict[str, Any] = dict(payload.get("metadata") or {})
     if name is not None:
-        metadata.setdefault('name', name)
+        metadata.setdefault("name", name)
     if namespace is not None and resource.namespaced is not False:
-        metadata.setdefault('namespace', namespace)
-    namespace = metadata.get('namespace') if resource.namespaced is not False else None
-    payload['metadata'] = metadata
-    payload.setdefault('apiVersion', resource.api_version)
+        metadata.setdefault("namespace", namespace)
+    namespace = metadata.get("namespace") if resource.namespaced is not False else None
+    payload["metadata"] = metadata
+    payload.setdefault("apiVersion", resource.api_version)
     if resource.kind is not None:
-        payload.setdefault('kind', resource.kind)
+        payload.setdefault("kind", resource.kind)
     url = resource.get_url(namespace=namespace)
     created: RawBody = await api.post(url, payload=payload, settings=settings, logger=logger, vault=vault)
     return created

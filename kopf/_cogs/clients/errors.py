@@ -6,6 +6,7 @@ The Kubernetes API reports failures as ``kind: Status`` objects with ``code``, `
 are picked by the HTTP status code, so that callers can catch e.g. only the 404s or only
 the 5xx errors.
 """
+
 import json
 from collections.abc import Mapping
 from typing import Any, TypedDict, cast
@@ -37,20 +38,20 @@ class APIError(Exception):
     """An HTTP error of the Kubernetes API (any status code of 400+)."""
 
     def __init__(
-            self,
-            payload: RawStatus | None = None,
-            *,
-            status: int,
-            method: str | None = None,
-            url: str | None = None,
-            headers: Mapping[str, str] | None = None,
+        self,
+        payload: RawStatus | None = None,
+        *,
+        status: int,
+        method: str | None = None,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._payload: RawStatus = payload if payload is not None else RawStatus()
         self._status = status
         self._method = method
         self._url = url
         self._headers = dict(headers or {})
-        message = self._payload.get('message') or f"HTTP {status}"
+        message = self._payload.get("message") or f"HTTP {status}"
         where = f" ({method} {url})" if method and url else ""
         super().__init__(f"{message}{where}", self._payload)
 
@@ -62,19 +63,19 @@ class APIError(Exception):
     @property
     def code(self) -> int | None:
         """The ``code`` of the Status object, if any (normally the same as the HTTP status)."""
-        return self._payload.get('code')
+        return self._payload.get("code")
 
     @property
     def message(self) -> str | None:
-        return self._payload.get('message')
+        return self._payload.get("message")
 
     @property
     def reason(self) -> str | None:
-        return self._payload.get('reason')
+        return self._payload.get("reason")
 
     @property
     def details(self) -> RawStatusDetails | None:
-        return self._payload.get('details')
+        return self._payload.get("details")
 
     @property
     def payload(self) -> RawStatus:
@@ -95,14 +96,14 @@ class APIError(Exception):
     @property
     def retry_after(self) -> float | None:
         """The server's advice on when to retry: ``Retry-After`` or ``details.retryAfterSeconds``."""
-        header = self._headers.get('Retry-After')
+        header = self._headers.get("Retry-After")
         if header is not None:
             try:
                 return max(0.0, float(header))
             except ValueError:
                 pass  # an HTTP-date: not used by the Kubernetes API; fall back to the details.
         details = self.details or {}
-        seconds = details.get('retryAfterSeconds')
+        seconds = details.get("retryAfterSeconds")
         return float(seconds) if isinstance(seconds, (int, float)) else None
 
 
@@ -162,19 +163,19 @@ def parse_status(data: bytes | str | Mapping[str, Any] | None) -> RawStatus | No
             data = json.loads(data)
         except ValueError:
             return None
-    if isinstance(data, Mapping) and data.get('kind') == 'Status':
+    if isinstance(data, Mapping) and data.get("kind") == "Status":
         return cast(RawStatus, dict(data))
     return None
 
 
 def make_error(
-        status: int,
-        payload: RawStatus | None = None,
-        *,
-        method: str | None = None,
-        url: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        text: str | None = None,
+    status: int,
+    payload: RawStatus | None = None,
+    *,
+    method: str | None = None,
+    url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    text: str | None = None,
 ) -> APIError:
     """Build the most specific exception for an HTTP status code."""
     cls = _CLASSES.get(status)
@@ -192,9 +193,14 @@ async def check_response(response: aiohttp.ClientResponse) -> None:
     try:
         body = await response.read()
     except (aiohttp.ClientError, OSError):
-        body = b''
+        body = b""
     payload = parse_status(body)
-    text = body.decode('utf-8', errors='replace') if payload is None and body else None
-    raise make_error(response.status, payload,
-                     method=response.method, url=str(response.url.with_query(None)),
-                     headers=dict(response.headers), text=text)
+    text = body.decode("utf-8", errors="replace") if payload is None and body else None
+    raise make_error(
+        response.status,
+        payload,
+        method=response.method,
+        url=str(response.url.with_query(None)),
+        headers=dict(response.headers),
+        text=text,
+    )

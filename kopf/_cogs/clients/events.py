@@ -6,6 +6,7 @@ breaks the handling of the object. Events about events are silently skipped (to 
 the "event explosions" when the events themselves are handled). The messages are
 truncated to a size that the API server accepts.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -23,14 +24,14 @@ from kopf._cogs.structs.credentials import LoginError, Vault
 from kopf._cogs.structs.references import Resource
 
 #: The core v1 events: where the k8s-events are posted.
-EVENTS_RESOURCE = Resource('', 'v1', 'events', kind='Event', namespaced=True)
+EVENTS_RESOURCE = Resource("", "v1", "events", kind="Event", namespaced=True)
 
 #: The maximum length of a message, including the truncation suffix.
 MAX_MESSAGE_LENGTH = 1024
-CUT_MESSAGE_INFIX = '...'
+CUT_MESSAGE_INFIX = "..."
 
 #: The name of the component as seen in ``kubectl describe`` ("From").
-REPORTING_COMPONENT = 'kopf'
+REPORTING_COMPONENT = "kopf"
 
 #: Not an object's logger: posting failures must not be posted as events again (recursively).
 logger = logging.getLogger(__name__)
@@ -43,60 +44,60 @@ def truncate_message(message: str, limit: int = MAX_MESSAGE_LENGTH) -> str:
     keep = limit - len(CUT_MESSAGE_INFIX)
     head = keep // 2
     tail = keep - head
-    return message[:head] + CUT_MESSAGE_INFIX + (message[-tail:] if tail else '')
+    return message[:head] + CUT_MESSAGE_INFIX + (message[-tail:] if tail else "")
 
 
 def build_event(
-        *,
-        ref: ObjectReference,
-        type: str,
-        reason: str,
-        message: str = '',
-        instance: str | None = None,
-        component: str = REPORTING_COMPONENT,
-        name_prefix: str = 'kopf-event-',
+    *,
+    ref: ObjectReference,
+    type: str,
+    reason: str,
+    message: str = "",
+    instance: str | None = None,
+    component: str = REPORTING_COMPONENT,
+    name_prefix: str = "kopf-event-",
 ) -> dict[str, Any]:
     """The body of a core v1 Event about the referenced object."""
-    now = clock.utcnow().isoformat(timespec='microseconds').replace('+00:00', 'Z')
-    namespace = ref.get('namespace') or 'default'
+    now = clock.utcnow().isoformat(timespec="microseconds").replace("+00:00", "Z")
+    namespace = ref.get("namespace") or "default"
     full_ref = {key: val for key, val in ref.items() if val is not None}
     return {
-        'apiVersion': 'v1',
-        'kind': 'Event',
-        'metadata': {
-            'namespace': namespace,
-            'generateName': name_prefix,
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "namespace": namespace,
+            "generateName": name_prefix,
         },
-        'action': 'Action',
-        'type': type,
-        'reason': reason,
-        'message': truncate_message(message or ''),
-        'reportingComponent': component,
-        'reportingInstance': instance or 'dev',
-        'source': {'component': component},
-        'firstTimestamp': now,
-        'lastTimestamp': now,
-        'eventTime': None,
-        'count': 1,
-        'involvedObject': full_ref,
+        "action": "Action",
+        "type": type,
+        "reason": reason,
+        "message": truncate_message(message or ""),
+        "reportingComponent": component,
+        "reportingInstance": instance or "dev",
+        "source": {"component": component},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "eventTime": None,
+        "count": 1,
+        "involvedObject": full_ref,
     }
 
 
 def is_event(ref: ObjectReference) -> bool:
-    return ref.get('apiVersion') in ('v1', 'events.k8s.io/v1', 'events.k8s.io/v1beta1') and ref.get('kind') == 'Event'
+    return ref.get("apiVersion") in ("v1", "events.k8s.io/v1", "events.k8s.io/v1beta1") and ref.get("kind") == "Event"
 
 
 async def post_event(
-        *,
-        ref: ObjectReference,
-        type: str,
-        reason: str,
-        message: str = '',
-        settings: OperatorSettings,
-        resource: Resource = EVENTS_RESOURCE,
-        instance: str | None = None,
-        vault: Vault | None = None,
-        backoffs: Iterable[float] = (),
+    *,
+    ref: ObjectReference,
+    type: str,
+    reason: str,
+    message: str = "",
+    settings: OperatorSettings,
+    resource: Resource = EVENTS_RESOURCE,
+    instance: str | None = None,
+    vault: Vault | None = None,
+    backoffs: Iterable[float] = (),
 ) -> None:
     """
     Post a k8s-event about the referenced object; never fail (only log the failures).
@@ -109,10 +110,16 @@ async def post_event(
     if is_event(ref):
         return  # no events for events
     posting = settings.posting
-    body = build_event(ref=ref, type=type, reason=reason, message=message,
-                       instance=instance or posting.reporting_instance,
-                       component=posting.reporting_component, name_prefix=posting.event_name_prefix)
-    url = resource.get_url(namespace=body['metadata']['namespace'])
+    body = build_event(
+        ref=ref,
+        type=type,
+        reason=reason,
+        message=message,
+        instance=instance or posting.reporting_instance,
+        component=posting.reporting_component,
+        name_prefix=posting.event_name_prefix,
+    )
+    url = resource.get_url(namespace=body["metadata"]["namespace"])
     delays = iter(backoffs)
     while True:
         try:
@@ -122,7 +129,9 @@ async def post_event(
             permanent = isinstance(e, errors.APIClientError) and not isinstance(e, errors.APITooManyRequests)
             delay = None if permanent else next(delays, None)
             if delay is None:
-                logger.warning(f"Failed to post an event. Ignoring and continuing. "
-                               f"Event: type={type!r}, reason={reason!r}, message={message!r}. Error: {e!r}")
+                logger.warning(
+                    f"Failed to post an event. Ignoring and continuing. "
+                    f"Event: type={type!r}, reason={reason!r}, message={message!r}. Error: {e!r}"
+                )
                 return
             await asyncio.sleep(delay)

@@ -10,6 +10,7 @@ token expires midway (HTTP 410), the listing starts over.
 The items of the lists have no ``apiVersion`` & ``kind`` in the API responses;
 they are added here, so that the items look the same as the objects from watching.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
@@ -41,14 +42,14 @@ def build_label_selector(selector: LabelSelector | None) -> str | None:
     parts: list[str] = []
     for key, value in selector.items():
         if isinstance(value, str):
-            parts.append(f'{key}={value}')
+            parts.append(f"{key}={value}")
         elif value is True:
             parts.append(key)
         elif value is False or value is None:
-            parts.append(f'!{key}')
+            parts.append(f"!{key}")
         else:
-            parts.append(f'{key} in ({",".join(sorted(value))})')
-    return ','.join(parts) or None
+            parts.append(f"{key} in ({','.join(sorted(value))})")
+    return ",".join(parts) or None
 
 
 #: How many times to restart a listing if its continue token expires midway.
@@ -56,13 +57,13 @@ MAX_LISTING_RESTARTS = 5
 
 
 async def read_obj(
-        *,
-        resource: Resource,
-        namespace: str | None,
-        name: str,
-        settings: OperatorSettings,
-        logger: api.Logger | None = None,
-        vault: Vault | None = None,
+    *,
+    resource: Resource,
+    namespace: str | None,
+    name: str,
+    settings: OperatorSettings,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
 ) -> RawBody | None:
     """Read one object; ``None`` if it does not exist."""
     url = resource.get_url(namespace=namespace, name=name)
@@ -74,15 +75,15 @@ async def read_obj(
 
 
 async def list_objs(
-        *,
-        resource: Resource,
-        namespace: str | None,
-        settings: OperatorSettings,
-        label_selector: LabelSelector | None = None,
-        field_selector: str | None = None,
-        chunk_size: int | None = DEFAULT_CHUNK_SIZE,
-        logger: api.Logger | None = None,
-        vault: Vault | None = None,
+    *,
+    resource: Resource,
+    namespace: str | None,
+    settings: OperatorSettings,
+    label_selector: LabelSelector | None = None,
+    field_selector: str | None = None,
+    chunk_size: int | None = DEFAULT_CHUNK_SIZE,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
 ) -> tuple[list[RawBody], str]:
     """
     List all objects of a resource (in a namespace or cluster-wide), chunk by chunk.
@@ -99,22 +100,23 @@ async def list_objs(
             while True:
                 params: dict[str, str] = {}
                 if labels:
-                    params['labelSelector'] = labels
+                    params["labelSelector"] = labels
                 if field_selector:
-                    params['fieldSelector'] = field_selector
+                    params["fieldSelector"] = field_selector
                 if chunk_size:
-                    params['limit'] = str(chunk_size)
+                    params["limit"] = str(chunk_size)
                 if token:
-                    params['continue'] = token
-                rsp: Mapping[str, Any] = await api.get(url, params=params, settings=settings,
-                                                       logger=logger, vault=vault)
+                    params["continue"] = token
+                rsp: Mapping[str, Any] = await api.get(
+                    url, params=params, settings=settings, logger=logger, vault=vault
+                )
                 kind = _item_kind(resource, rsp)
-                for item in rsp.get('items') or []:
+                for item in rsp.get("items") or []:
                     items.append(_complete(item, resource, kind))
-                metadata = rsp.get('metadata') or {}
-                token = metadata.get('continue') or None
+                metadata = rsp.get("metadata") or {}
+                token = metadata.get("continue") or None
                 if token is None:
-                    return items, str(metadata.get('resourceVersion') or '')
+                    return items, str(metadata.get("resourceVersion") or "")
         except errors.APIGoneError:
             # The continue token has expired (the snapshot is compacted): start over, if it was a token.
             if token is None or restarts >= MAX_LISTING_RESTARTS:
@@ -127,17 +129,17 @@ async def list_objs(
 def _item_kind(resource: Resource, rsp: Mapping[str, Any]) -> str | None:
     if resource.kind is not None:
         return resource.kind
-    list_kind = rsp.get('kind')
-    if isinstance(list_kind, str) and list_kind.endswith('List'):
+    list_kind = rsp.get("kind")
+    if isinstance(list_kind, str) and list_kind.endswith("List"):
         return list_kind[:-4]
     return None
 
 
 def _complete(item: Any, resource: Resource, kind: str | None) -> RawBody:
-    if not isinstance(item, dict) or ('apiVersion' in item and 'kind' in item):
+    if not isinstance(item, dict) or ("apiVersion" in item and "kind" in item):
         return cast(RawBody, item)
-    head: dict[str, Any] = {'apiVersion': item.get('apiVersion', resource.api_version)}
-    if kind is not None or 'kind' in item:
-        head['kind'] = item.get('kind', kind)
+    head: dict[str, Any] = {"apiVersion": item.get("apiVersion", resource.api_version)}
+    if kind is not None or "kind" in item:
+        head["kind"] = item.get("kind", kind)
     body: RawBody = {**head, **item}  # type: ignore[typeddict-item]
     return body

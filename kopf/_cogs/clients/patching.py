@@ -7,6 +7,7 @@ So, the patch is split: the ``status`` part goes to ``/status`` first, then the 
 An object that is gone by the time of patching (HTTP 404) is not an error: there is
 nothing to patch anymore, and ``None`` is returned instead of the patched body.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -19,27 +20,27 @@ from kopf._cogs.structs.bodies import RawBody
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.references import Resource
 
-JSON_PATCH_CONTENT_TYPE = 'application/json-patch+json'
+JSON_PATCH_CONTENT_TYPE = "application/json-patch+json"
 
 
 def split_patch(resource: Resource, patch: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split a patch into the main part and the status part (empty unless there is a status subresource)."""
-    if 'status' in resource.subresources and 'status' in patch:
-        main = {key: val for key, val in patch.items() if key != 'status'}
-        return main, {'status': patch['status']}
+    if "status" in resource.subresources and "status" in patch:
+        main = {key: val for key, val in patch.items() if key != "status"}
+        return main, {"status": patch["status"]}
     return dict(patch), {}
 
 
 async def patch_obj(
-        *,
-        resource: Resource,
-        namespace: str | None,
-        name: str | None,
-        patch: Mapping[str, Any],
-        settings: OperatorSettings,
-        logger: api.Logger | None = None,
-        vault: Vault | None = None,
-        uid: str | None = None,
+    *,
+    resource: Resource,
+    namespace: str | None,
+    name: str | None,
+    patch: Mapping[str, Any],
+    settings: OperatorSettings,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
+    uid: str | None = None,
 ) -> RawBody | None:
     """
     Apply a merge-patch to an object; return the patched body, or ``None`` if the object is gone.
@@ -52,9 +53,9 @@ async def patch_obj(
     meanwhile (e.g. the operator still processes the old one's events) does not land on the new one;
     that object is gone as well, and ``None`` is returned.
     """
-    meta = patch.get('metadata') or {}
-    name = name if name is not None else meta.get('name')
-    namespace = namespace if namespace is not None else meta.get('namespace')
+    meta = patch.get("metadata") or {}
+    name = name if name is not None else meta.get("name")
+    namespace = namespace if namespace is not None else meta.get("namespace")
     if name is None:
         raise ValueError("The object's name is needed for patching.")
 
@@ -69,7 +70,7 @@ async def patch_obj(
         # handled with its results or not handled at all (and the handlers run again), never handled
         # with its results lost.
         if status_patch:
-            url = resource.get_url(namespace=namespace, name=name, subresource='status')
+            url = resource.get_url(namespace=namespace, name=name, subresource="status")
             body = await api.patch(url, payload=status_patch, settings=settings, logger=logger, vault=vault)
         if main_patch or not status_patch:
             url = resource.get_url(namespace=namespace, name=name)
@@ -77,10 +78,18 @@ async def patch_obj(
                 body = await api.patch(url, payload=main_patch, settings=settings, logger=logger, vault=vault)
             else:
                 body = await api.get(url, settings=settings, logger=logger, vault=vault)
-        fns: Sequence[patches.PatchFn] = getattr(patch, 'fns', None) or ()
+        fns: Sequence[patches.PatchFn] = getattr(patch, "fns", None) or ()
         if fns:
-            body = await _apply_fns(resource=resource, namespace=namespace, name=name, fns=fns, body=body,
-                                    settings=settings, logger=logger, vault=vault)
+            body = await _apply_fns(
+                resource=resource,
+                namespace=namespace,
+                name=name,
+                fns=fns,
+                body=body,
+                settings=settings,
+                logger=logger,
+                vault=vault,
+            )
     except errors.APINotFoundError:
         return None
     except errors.APIConflictError as exc:
@@ -91,27 +100,27 @@ async def patch_obj(
 
 
 def _with_uid(patch: Mapping[str, Any], uid: str) -> dict[str, Any]:
-    metadata = dict(patch.get('metadata') or {})
-    metadata['uid'] = uid
-    return {**patch, 'metadata': metadata}
+    metadata = dict(patch.get("metadata") or {})
+    metadata["uid"] = uid
+    return {**patch, "metadata": metadata}
 
 
 def _uid_precondition_failed(exc: errors.APIConflictError) -> bool:
     """Whether the apiserver has refused a patch for its uid precondition (in its own words)."""
-    return 'Precondition failed: UID in precondition' in (exc.message or '')
+    return "Precondition failed: UID in precondition" in (exc.message or "")
 
 
 async def _apply_fns(
-        *,
-        resource: Resource,
-        namespace: str | None,
-        name: str,
-        fns: Sequence[patches.PatchFn],
-        body: RawBody | None,
-        settings: OperatorSettings,
-        logger: api.Logger | None,
-        vault: Vault | None,
-        attempts: int = 5,
+    *,
+    resource: Resource,
+    namespace: str | None,
+    name: str,
+    fns: Sequence[patches.PatchFn],
+    body: RawBody | None,
+    settings: OperatorSettings,
+    logger: api.Logger | None,
+    vault: Vault | None,
+    attempts: int = 5,
 ) -> RawBody | None:
     """
     Apply the patch's functions to the freshest body, as a JSON-patch guarded by its resourceVersion.
@@ -129,16 +138,21 @@ async def _apply_fns(
             return body
         main_ops = [op for op in operations if not _is_status_op(resource, op)]
         status_ops = [op for op in operations if _is_status_op(resource, op)]
-        version = body.get('metadata', {}).get('resourceVersion')
-        guard = [{'op': 'test', 'path': '/metadata/resourceVersion', 'value': version}] if version else []
+        version = body.get("metadata", {}).get("resourceVersion")
+        guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
         try:
-            for ops, subresource in ((main_ops, None), (status_ops, 'status')):
+            for ops, subresource in ((main_ops, None), (status_ops, "status")):
                 if ops:
-                    body = await api.patch(resource.get_url(namespace=namespace, name=name, subresource=subresource),
-                                           payload=guard + ops, content_type=JSON_PATCH_CONTENT_TYPE,
-                                           settings=settings, logger=logger, vault=vault)
-                    version = (body or {}).get('metadata', {}).get('resourceVersion')
-                    guard = [{'op': 'test', 'path': '/metadata/resourceVersion', 'value': version}] if version else []
+                    body = await api.patch(
+                        resource.get_url(namespace=namespace, name=name, subresource=subresource),
+                        payload=guard + ops,
+                        content_type=JSON_PATCH_CONTENT_TYPE,
+                        settings=settings,
+                        logger=logger,
+                        vault=vault,
+                    )
+                    version = (body or {}).get("metadata", {}).get("resourceVersion")
+                    guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
             return body
         except errors.APIError as e:
             if e.status not in (409, 422) or attempt == attempts - 1:
@@ -147,4 +161,4 @@ async def _apply_fns(
 
 
 def _is_status_op(resource: Resource, op: Mapping[str, Any]) -> bool:
-    return 'status' in resource.subresources and str(op.get('path', '')).startswith('/status')
+    return "status" in resource.subresources and str(op.get("path", "")).startswith("/status")

@@ -19,6 +19,7 @@ without the permissions for that, only the exact namespace names are used.
 Whether to scan at all (``settings.scanning.disabled``) is honoured for the namespaces;
 for the resources, it is up to the callers (they may not be able to do without it).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,8 +42,9 @@ from kopf._cogs.structs.references import (
     select_specific_namespaces,
 )
 
-NAMESPACES_RESOURCE = Resource('', 'v1', 'namespaces', kind='Namespace', namespaced=False,
-                               verbs=frozenset({'list', 'watch', 'get'}))
+NAMESPACES_RESOURCE = Resource(
+    "", "v1", "namespaces", kind="Namespace", namespaced=False, verbs=frozenset({"list", "watch", "get"})
+)
 
 #: The errors of one group-version that are skipped in the discovery (other ones escalate).
 SKIPPABLE_ERRORS: tuple[type[BaseException], ...] = (
@@ -55,11 +57,11 @@ SKIPPABLE_ERRORS: tuple[type[BaseException], ...] = (
 
 
 async def discover(
-        *,
-        settings: OperatorSettings,
-        groups: Collection[str] | None = None,
-        logger: api.Logger | None = None,
-        vault: Vault | None = None,
+    *,
+    settings: OperatorSettings,
+    groups: Collection[str] | None = None,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
 ) -> list[Resource]:
     """
     Discover all the served resources (of all versions), optionally only of some API groups.
@@ -71,30 +73,32 @@ async def discover(
     group_versions: list[tuple[str, str, bool]] = []
     aggregated: list[Resource] = []
 
-    if groups is None or '' in groups:
-        core: DiscoveryDocument = await api.get('/api', settings=settings, logger=logger, vault=vault,
-                                                headers=AGGREGATED_ACCEPT, decode=decode_discovery)
+    if groups is None or "" in groups:
+        core: DiscoveryDocument = await api.get(
+            "/api", settings=settings, logger=logger, vault=vault, headers=AGGREGATED_ACCEPT, decode=decode_discovery
+        )
         aggregated.extend(resource for resource in core.resources if groups is None or resource.group in groups)
-        for version in core.doc.get('versions') or []:
-            group_versions.append(('', version, True))  # the core API has one version, which is preferred.
+        for version in core.doc.get("versions") or []:
+            group_versions.append(("", version, True))  # the core API has one version, which is preferred.
 
     if groups is None or any(group for group in groups):
-        rsp: DiscoveryDocument = await api.get('/apis', settings=settings, logger=logger, vault=vault,
-                                               headers=AGGREGATED_ACCEPT, decode=decode_discovery)
+        rsp: DiscoveryDocument = await api.get(
+            "/apis", settings=settings, logger=logger, vault=vault, headers=AGGREGATED_ACCEPT, decode=decode_discovery
+        )
         aggregated.extend(resource for resource in rsp.resources if groups is None or resource.group in groups)
-        for group_info in rsp.doc.get('groups') or []:
-            group = group_info.get('name', '')
+        for group_info in rsp.doc.get("groups") or []:
+            group = group_info.get("name", "")
             if groups is not None and group not in groups:
                 continue
-            preferred = (group_info.get('preferredVersion') or {}).get('version')
-            versions = [v.get('version') for v in group_info.get('versions') or [] if v.get('version')]
+            preferred = (group_info.get("preferredVersion") or {}).get("version")
+            versions = [v.get("version") for v in group_info.get("versions") or [] if v.get("version")]
             if preferred is None and versions:
                 preferred = versions[0]
             for version in versions:
                 group_versions.append((group, version, version == preferred))
 
     async def fetch(group: str, version: str, preferred: bool) -> list[Resource]:
-        url = f'/apis/{group}/{version}' if group else f'/api/{version}'
+        url = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:
             rsp = await api.get(url, settings=settings, logger=logger, vault=vault) or {}
         except SKIPPABLE_ERRORS as e:
@@ -107,9 +111,8 @@ async def discover(
 
 
 #: Aggregated discovery (one response for all groups) first; servers without it answer the legacy lists.
-AGGREGATED_KIND = 'APIGroupDiscoveryList'
-AGGREGATED_ACCEPT = {'Accept': 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,'
-                               'application/json'}
+AGGREGATED_KIND = "APIGroupDiscoveryList"
+AGGREGATED_ACCEPT = {"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -119,8 +122,9 @@ class DiscoveryDocument:
     The documents are shared by everyone who got the same bytes (see :func:`decode_discovery`):
     read them, never change them. They compare & hash by identity.
     """
-    resources: tuple[Resource, ...]     # of an aggregated document (APIGroupDiscoveryList), else empty
-    doc: Mapping[str, Any]              # of a legacy document (APIVersions, APIGroupList), else empty
+
+    resources: tuple[Resource, ...]  # of an aggregated document (APIGroupDiscoveryList), else empty
+    doc: Mapping[str, Any]  # of a legacy document (APIVersions, APIGroupList), else empty
 
 
 @functools.lru_cache(maxsize=32)
@@ -129,7 +133,7 @@ def decode_discovery(body: bytes) -> DiscoveryDocument:
     rsp = json.loads(body) if body.strip() else {}
     if not isinstance(rsp, Mapping):
         return DiscoveryDocument(resources=(), doc={})
-    if rsp.get('kind') == AGGREGATED_KIND:
+    if rsp.get("kind") == AGGREGATED_KIND:
         return DiscoveryDocument(resources=tuple(parse_aggregated(rsp, None)), doc={})
     return DiscoveryDocument(resources=(), doc=rsp)
 
@@ -137,59 +141,66 @@ def decode_discovery(body: bytes) -> DiscoveryDocument:
 def parse_aggregated(rsp: Mapping[str, Any], groups: Collection[str] | None) -> list[Resource]:
     """Convert an ``apidiscovery.k8s.io/v2 APIGroupDiscoveryList`` into resources (preferred version first)."""
     resources: list[Resource] = []
-    for item in rsp.get('items') or []:
-        group = str((item.get('metadata') or {}).get('name') or '')
+    for item in rsp.get("items") or []:
+        group = str((item.get("metadata") or {}).get("name") or "")
         if groups is not None and group not in groups:
             continue
-        for index, version_info in enumerate(item.get('versions') or []):
-            version = str(version_info.get('version') or '')
-            for entry in version_info.get('resources') or []:
-                if not isinstance(entry, Mapping) or not entry.get('resource'):
+        for index, version_info in enumerate(item.get("versions") or []):
+            version = str(version_info.get("version") or "")
+            for entry in version_info.get("resources") or []:
+                if not isinstance(entry, Mapping) or not entry.get("resource"):
                     continue
-                resources.append(Resource(
-                    group=group,
-                    version=version,
-                    plural=str(entry['resource']),
-                    kind=(entry.get('responseKind') or {}).get('kind') or None,
-                    singular=entry.get('singularResource') or None,
-                    shortcuts=frozenset(entry.get('shortNames') or ()),
-                    categories=frozenset(entry.get('categories') or ()),
-                    subresources=frozenset(str(sub.get('subresource')) for sub in entry.get('subresources') or ()
-                                           if isinstance(sub, Mapping) and sub.get('subresource')),
-                    namespaced=entry.get('scope') == 'Namespaced',
-                    preferred=index == 0,
-                    verbs=frozenset(entry.get('verbs') or ()),
-                ))
+                resources.append(
+                    Resource(
+                        group=group,
+                        version=version,
+                        plural=str(entry["resource"]),
+                        kind=(entry.get("responseKind") or {}).get("kind") or None,
+                        singular=entry.get("singularResource") or None,
+                        shortcuts=frozenset(entry.get("shortNames") or ()),
+                        categories=frozenset(entry.get("categories") or ()),
+                        subresources=frozenset(
+                            str(sub.get("subresource"))
+                            for sub in entry.get("subresources") or ()
+                            if isinstance(sub, Mapping) and sub.get("subresource")
+                        ),
+                        namespaced=entry.get("scope") == "Namespaced",
+                        preferred=index == 0,
+                        verbs=frozenset(entry.get("verbs") or ()),
+                    )
+                )
     return resources
 
 
 def parse_resource_list(group: str, version: str, preferred: bool, rsp: Mapping[str, Any]) -> list[Resource]:
     """Convert an ``APIResourceList`` into resources (with the subresources folded into them)."""
-    entries = [entry for entry in rsp.get('resources') or [] if isinstance(entry, Mapping)]
+    entries = [entry for entry in rsp.get("resources") or [] if isinstance(entry, Mapping)]
     subresources: dict[str, set[str]] = {}
     for entry in entries:
-        name = entry.get('name', '')
-        if '/' in name:
-            plural, _, subresource = name.partition('/')
+        name = entry.get("name", "")
+        if "/" in name:
+            plural, _, subresource = name.partition("/")
             subresources.setdefault(plural, set()).add(subresource)
     resources: list[Resource] = []
     for entry in entries:
-        name = entry.get('name', '')
-        if not name or '/' in name:
+        name = entry.get("name", "")
+        if not name or "/" in name:
             continue
-        resources.append(Resource(
-            group=group,
-            version=version,
-            plural=name,
-            kind=entry.get('kind') or None,
-            singular=entry.get('singularName') or None,
-            shortcuts=frozenset(entry.get('shortNames') or ()),
-            categories=frozenset(entry.get('categories') or ()),
-            subresources=frozenset(subresources.get(name, ())),
-            namespaced=bool(entry.get('namespaced', False)),
-            preferred=preferred,
-            verbs=frozenset(entry.get('verbs') or ()),
-        ))
+        resources.append(
+            Resource(
+                group=group,
+                version=version,
+                plural=name,
+                kind=entry.get("kind") or None,
+                singular=entry.get("singularName") or None,
+                shortcuts=frozenset(entry.get("shortNames") or ()),
+                categories=frozenset(entry.get("categories") or ()),
+                subresources=frozenset(subresources.get(name, ())),
+                namespaced=bool(entry.get("namespaced", False)),
+                preferred=preferred,
+                verbs=frozenset(entry.get("verbs") or ()),
+            )
+        )
     return resources
 
 
@@ -229,12 +240,12 @@ class DiscoveryCache:
         self._resources = None
 
     async def get(
-            self,
-            *,
-            settings: OperatorSettings,
-            refresh: bool = False,
-            logger: api.Logger | None = None,
-            vault: Vault | None = None,
+        self,
+        *,
+        settings: OperatorSettings,
+        refresh: bool = False,
+        logger: api.Logger | None = None,
+        vault: Vault | None = None,
     ) -> list[Resource]:
         async with self._lock:
             if refresh or self._resources is None:
@@ -243,12 +254,12 @@ class DiscoveryCache:
 
 
 async def scan_resources(
-        selectors: Iterable[Selector],
-        *,
-        settings: OperatorSettings,
-        cache: DiscoveryCache | None = None,
-        logger: api.Logger | None = None,
-        vault: Vault | None = None,
+    selectors: Iterable[Selector],
+    *,
+    settings: OperatorSettings,
+    cache: DiscoveryCache | None = None,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
 ) -> dict[Selector, frozenset[Resource]]:
     """Discover the resources (only the needed groups, if possible) and resolve the selectors."""
     selectors = list(selectors)
@@ -260,11 +271,11 @@ async def scan_resources(
 
 
 async def scan_namespaces(
-        patterns: Iterable[NamespacePattern],
-        *,
-        settings: OperatorSettings,
-        logger: api.Logger | None = None,
-        vault: Vault | None = None,
+    patterns: Iterable[NamespacePattern],
+    *,
+    settings: OperatorSettings,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
 ) -> set[str]:
     """
     The existing namespaces that match the patterns.
@@ -277,11 +288,13 @@ async def scan_namespaces(
     if settings.scanning.disabled:
         return set(select_specific_namespaces(patterns))
     try:
-        items, _ = await fetching.list_objs(resource=NAMESPACES_RESOURCE, namespace=None,
-                                            settings=settings, logger=logger, vault=vault)
+        items, _ = await fetching.list_objs(
+            resource=NAMESPACES_RESOURCE, namespace=None, settings=settings, logger=logger, vault=vault
+        )
     except errors.APIForbiddenError:
-        logger.warning("Not enough permissions to list the namespaces; "
-                       "only the exact namespace names are used, with no globs.")
+        logger.warning(
+            "Not enough permissions to list the namespaces; only the exact namespace names are used, with no globs."
+        )
         return set(select_specific_namespaces(patterns))
-    names = {str(item.get('metadata', {}).get('name')) for item in items if item.get('metadata', {}).get('name')}
+    names = {str(item.get("metadata", {}).get("name")) for item in items if item.get("metadata", {}).get("name")}
     return {name for name in names if match_namespaces(name, patterns)}

@@ -22,6 +22,7 @@ Three levels, each built on the previous one:
 
 The yielded events are raw: ``{"type": ..., "object": ...}``. Bookmarks are not yielded.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -61,7 +62,8 @@ class WatchStreamError(Exception):
 
 class Bookmark(enum.Enum):
     """Special markers in the stream of events (only if requested with ``markers=True``)."""
-    LISTED = 'LISTED'  # the initial listing is over: all objects that existed are yielded.
+
+    LISTED = "LISTED"  # the initial listing is over: all objects that existed are yielded.
 
 
 class PauseFlag(Protocol):
@@ -80,7 +82,7 @@ class Toggle:
         self._changed = asyncio.Condition()
 
     def __repr__(self) -> str:
-        return f'<{type(self).__name__}: {"on" if self._value else "off"}>'
+        return f"<{type(self).__name__}: {'on' if self._value else 'off'}>"
 
     def is_on(self) -> bool:
         return self._value
@@ -101,6 +103,7 @@ class Toggle:
 @dataclasses.dataclass
 class WatchState:
     """What a watcher remembers between the streams: where to resume, and what was seen."""
+
     resource_version: str | None = None
     listed: bool = False
     known: dict[str, tuple[str | None, RawBody]] = dataclasses.field(default_factory=dict)
@@ -111,7 +114,7 @@ class WatchState:
         rv = _rv(body)
         if uid is None:
             return True
-        if event_type == 'DELETED':
+        if event_type == "DELETED":
             self.known.pop(uid, None)
             return True
         previous = self.known.get(uid)
@@ -122,16 +125,16 @@ class WatchState:
 
 
 def _uid(body: Any) -> str | None:
-    meta = body.get('metadata') if isinstance(body, dict) else None
-    uid = meta.get('uid') if isinstance(meta, dict) else None
-    if uid is None and isinstance(meta, dict) and meta.get('name') is not None:
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    uid = meta.get("uid") if isinstance(meta, dict) else None
+    if uid is None and isinstance(meta, dict) and meta.get("name") is not None:
         return f"{meta.get('namespace') or ''}/{meta['name']}"
     return uid if isinstance(uid, str) else None
 
 
 def _rv(body: Any) -> str | None:
-    meta = body.get('metadata') if isinstance(body, dict) else None
-    rv = meta.get('resourceVersion') if isinstance(meta, dict) else None
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
     return str(rv) if rv is not None else None
 
 
@@ -165,17 +168,17 @@ async def _sleep_unless(delay: float, stop: asyncio.Event | None, paused: PauseF
 
 
 async def streaming_watch(
-        *,
-        resource: Resource,
-        namespace: str | None,
-        settings: OperatorSettings,
-        resource_version: str | None = None,
-        label_selector: fetching.LabelSelector | None = None,
-        field_selector: str | None = None,
-        stop: asyncio.Event | None = None,
-        operator_paused: PauseFlag | None = None,
-        logger: api.Logger | None = None,
-        vault: Vault | None = None,
+    *,
+    resource: Resource,
+    namespace: str | None,
+    settings: OperatorSettings,
+    resource_version: str | None = None,
+    label_selector: fetching.LabelSelector | None = None,
+    field_selector: str | None = None,
+    stop: asyncio.Event | None = None,
+    operator_paused: PauseFlag | None = None,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """
     One watch-request: yield the raw watch-events (incl. ``BOOKMARK``) until the stream ends.
@@ -185,16 +188,16 @@ async def streaming_watch(
     Disconnects and timeouts simply end the stream (the caller resumes).
     """
     logger = logger if logger is not None else default_logger
-    params: dict[str, str] = {'watch': 'true', 'allowWatchBookmarks': 'true'}
+    params: dict[str, str] = {"watch": "true", "allowWatchBookmarks": "true"}
     if resource_version:
-        params['resourceVersion'] = resource_version
+        params["resourceVersion"] = resource_version
     labels = fetching.build_label_selector(label_selector)
     if labels:
-        params['labelSelector'] = labels
+        params["labelSelector"] = labels
     if field_selector:
-        params['fieldSelector'] = field_selector
+        params["fieldSelector"] = field_selector
     if settings.watching.server_timeout is not None:
-        params['timeoutSeconds'] = str(max(1, int(settings.watching.server_timeout)))
+        params["timeoutSeconds"] = str(max(1, int(settings.watching.server_timeout)))
 
     url = resource.get_url(namespace=namespace)
     inactivity = settings.watching.inactivity_timeout
@@ -202,7 +205,7 @@ async def streaming_watch(
         watcher = asyncio.create_task(_interrupted(stop, operator_paused))
         watcher.add_done_callback(lambda _: response.close())
         try:
-            buffer = b''
+            buffer = b""
             chunks = response.content.iter_any().__aiter__()
             while True:
                 try:
@@ -218,7 +221,7 @@ async def streaming_watch(
                         logger.debug(f"The watch-stream of {resource} was broken: {e!r}")
                     break
                 buffer += chunk
-                *lines, buffer = buffer.split(b'\n')
+                *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     event = _parse_line(line, resource=resource, logger=logger)
                     if event is not None:
@@ -237,11 +240,11 @@ async def streaming_watch(
 
 
 def _parse_line(
-        line: bytes,
-        *,
-        resource: Resource,
-        logger: api.Logger,
-        tail: bool = False,
+    line: bytes,
+    *,
+    resource: Resource,
+    logger: api.Logger,
+    tail: bool = False,
 ) -> dict[str, Any] | None:
     line = line.strip()
     if not line:
@@ -252,13 +255,16 @@ def _parse_line(
         what = "truncated" if tail else "malformed"
         logger.error(f"Skipping a {what} watch-event of {resource}: {line[:200]!r}")
         return None
-    if not isinstance(event, dict) or not isinstance(event.get('type'), str) \
-            or not isinstance(event.get('object'), dict):
+    if (
+        not isinstance(event, dict)
+        or not isinstance(event.get("type"), str)
+        or not isinstance(event.get("object"), dict)
+    ):
         logger.error(f"Skipping an unexpected watch-event of {resource}: {line[:200]!r}")
         return None
-    if event['type'] == 'ERROR':
-        status = errors.parse_status(event['object'])
-        code = (status or {}).get('code') or 500
+    if event["type"] == "ERROR":
+        status = errors.parse_status(event["object"])
+        code = (status or {}).get("code") or 500
         error = errors.make_error(code, status)
         if isinstance(error, errors.APIGoneError):
             raise error
@@ -267,11 +273,11 @@ def _parse_line(
 
 
 def _selectors(
-        resource: Resource,
-        settings: OperatorSettings,
-        label_selector: fetching.LabelSelector | None,
-        field_selector: str | None,
-        logger: api.Logger,
+    resource: Resource,
+    settings: OperatorSettings,
+    label_selector: fetching.LabelSelector | None,
+    field_selector: str | None,
+    logger: api.Logger,
 ) -> tuple[fetching.LabelSelector | None, str | None]:
     """The explicit selectors, else those of ``settings.watching.{label,field}_selectors`` for this resource."""
     watching = settings.watching
@@ -288,18 +294,18 @@ def _selectors(
 
 
 async def continuous_watch(
-        *,
-        resource: Resource,
-        namespace: str | None,
-        settings: OperatorSettings,
-        label_selector: fetching.LabelSelector | None = None,
-        field_selector: str | None = None,
-        stop: asyncio.Event | None = None,
-        operator_paused: PauseFlag | None = None,
-        markers: bool = False,
-        state: WatchState | None = None,
-        logger: api.Logger | None = None,
-        vault: Vault | None = None,
+    *,
+    resource: Resource,
+    namespace: str | None,
+    settings: OperatorSettings,
+    label_selector: fetching.LabelSelector | None = None,
+    field_selector: str | None = None,
+    stop: asyncio.Event | None = None,
+    operator_paused: PauseFlag | None = None,
+    markers: bool = False,
+    state: WatchState | None = None,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
 ) -> AsyncGenerator[RawEvent | Bookmark, None]:
     """
     List and watch until stopped (or paused, if the pause flag is given); see the module's docs.
@@ -314,9 +320,15 @@ async def continuous_watch(
     while not _must_stop(stop, operator_paused):
         if needs_listing:
             items, rv = await fetching.list_objs(
-                resource=resource, namespace=namespace, settings=settings,
-                label_selector=label_selector, field_selector=field_selector, chunk_size=chunk_size,
-                logger=logger, vault=vault)
+                resource=resource,
+                namespace=namespace,
+                settings=settings,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                chunk_size=chunk_size,
+                logger=logger,
+                vault=vault,
+            )
             for event in _relist(state, items):
                 yield event
             state.resource_version = rv or None
@@ -328,17 +340,24 @@ async def continuous_watch(
 
         try:
             async for raw_event in streaming_watch(
-                    resource=resource, namespace=namespace, settings=settings,
-                    resource_version=state.resource_version,
-                    label_selector=label_selector, field_selector=field_selector,
-                    stop=stop, operator_paused=operator_paused, logger=logger, vault=vault):
-                event_type = raw_event['type']
-                body = raw_event['object']
+                resource=resource,
+                namespace=namespace,
+                settings=settings,
+                resource_version=state.resource_version,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                stop=stop,
+                operator_paused=operator_paused,
+                logger=logger,
+                vault=vault,
+            ):
+                event_type = raw_event["type"]
+                body = raw_event["object"]
                 event_rv = _rv(body)
-                if event_type == 'BOOKMARK':
+                if event_type == "BOOKMARK":
                     state.resource_version = event_rv or state.resource_version
                     continue
-                if event_type not in ('ADDED', 'MODIFIED', 'DELETED'):
+                if event_type not in ("ADDED", "MODIFIED", "DELETED"):
                     logger.warning(f"Ignoring an unknown watch-event type {event_type!r} of {resource}.")
                     continue
                 if event_rv is not None:
@@ -373,29 +392,29 @@ def _relist(state: WatchState, items: list[RawBody]) -> list[RawEvent]:
             present.add(uid)
         previous = state.known.get(uid) if uid is not None else None
         if previous is None:
-            state.remember('ADDED', item)
-            events.append(RawEvent(type='ADDED', object=item))
+            state.remember("ADDED", item)
+            events.append(RawEvent(type="ADDED", object=item))
         elif previous[0] != _rv(item):
-            state.remember('MODIFIED', item)
-            events.append(RawEvent(type='MODIFIED', object=item))
+            state.remember("MODIFIED", item)
+            events.append(RawEvent(type="MODIFIED", object=item))
     for gone in [key for key in state.known if key not in present]:
         _, body = state.known.pop(gone)
-        events.append(RawEvent(type='DELETED', object=body))
+        events.append(RawEvent(type="DELETED", object=body))
     return events
 
 
 async def infinite_watch(
-        *,
-        resource: Resource,
-        namespace: str | None,
-        settings: OperatorSettings,
-        label_selector: fetching.LabelSelector | None = None,
-        field_selector: str | None = None,
-        stop: asyncio.Event | None = None,
-        operator_paused: PauseFlag | None = None,
-        markers: bool = False,
-        logger: api.Logger | None = None,
-        vault: Vault | None = None,
+    *,
+    resource: Resource,
+    namespace: str | None,
+    settings: OperatorSettings,
+    label_selector: fetching.LabelSelector | None = None,
+    field_selector: str | None = None,
+    stop: asyncio.Event | None = None,
+    operator_paused: PauseFlag | None = None,
+    markers: bool = False,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
 ) -> AsyncGenerator[RawEvent | Bookmark, None]:
     """
     Watch forever (until ``stop`` is set): pause the streaming while the operator is paused.
@@ -412,8 +431,7 @@ async def infinite_watch(
             waiter = asyncio.create_task(operator_paused.wait_for(False))
             stopper = asyncio.create_task(stop.wait()) if stop is not None else None
             try:
-                await asyncio.wait([t for t in (waiter, stopper) if t is not None],
-                                   return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait([t for t in (waiter, stopper) if t is not None], return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for task in (waiter, stopper):
                     if task is not None:
@@ -421,10 +439,18 @@ async def infinite_watch(
             logger.debug(f"Resuming the watching of {resource}.")
             continue
         stream = continuous_watch(
-            resource=resource, namespace=namespace, settings=settings,
-            label_selector=label_selector, field_selector=field_selector,
-            stop=stop, operator_paused=operator_paused, markers=markers, state=state,
-            logger=logger, vault=vault)
+            resource=resource,
+            namespace=namespace,
+            settings=settings,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            stop=stop,
+            operator_paused=operator_paused,
+            markers=markers,
+            state=state,
+            logger=logger,
+            vault=vault,
+        )
         async with contextlib.aclosing(stream):
             async for event in stream:
                 yield event

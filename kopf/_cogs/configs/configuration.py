@@ -7,6 +7,7 @@ are grouped by topic into sub-settings; all of them are plain mutable
 dataclasses, so they can be changed at any time, though most of them are
 read by the framework only at startup or at the beginning of an activity.
 """
+
 import concurrent.futures
 import dataclasses
 import logging
@@ -16,7 +17,7 @@ from typing import Any, ClassVar
 from kopf._cogs.configs import diffbase, progress
 
 #: The default finalizer name, as hard-coded in the older versions of the framework.
-DEFAULT_FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'
+DEFAULT_FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
 
 #: Fibonacci numbers from 1 second to ~10 minutes: ~27 minutes of throttling before staying at the max.
 DEFAULT_ERROR_DELAYS: tuple[float, ...] = (1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610)
@@ -38,12 +39,13 @@ class _StrictSection:
 
     Without this, ``settings.execution.defualt_backoff = 5`` adds an attribute that nothing reads.
     """
-    _section: ClassVar[str] = ''
+
+    _section: ClassVar[str] = ""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if not name.startswith('_') and name not in self._valid_names():
-            valid = ', '.join(sorted(self._valid_names()))
-            where = f'settings.{self._section}' if self._section else 'settings'
+        if not name.startswith("_") and name not in self._valid_names():
+            valid = ", ".join(sorted(self._valid_names()))
+            where = f"settings.{self._section}" if self._section else "settings"
             raise AttributeError(f"{where} has no setting {name!r}. The valid ones are: {valid}.")
         super().__setattr__(name, value)
 
@@ -51,10 +53,18 @@ class _StrictSection:
     def _valid_names(cls) -> set[str]:
         """The fields, the settable properties, and what the subclasses declare (e.g. in the test tools)."""
         fields = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        properties = {name for klass in cls.__mro__ for name, value in vars(klass).items()
-                      if isinstance(value, property) and value.fset is not None}
-        declared = {name for klass in cls.__mro__ for name in vars(klass).get('__annotations__', {})
-                    if name not in ('_section',)}
+        properties = {
+            name
+            for klass in cls.__mro__
+            for name, value in vars(klass).items()
+            if isinstance(value, property) and value.fset is not None
+        }
+        declared = {
+            name
+            for klass in cls.__mro__
+            for name in vars(klass).get("__annotations__", {})
+            if name not in ("_section",)
+        }
         return fields | properties | declared
 
 
@@ -67,16 +77,16 @@ class SelectorMapping(dict[str, str]):
     """
 
     def __setitem__(self, key: str | tuple[str, ...], value: str) -> None:
-        super().__setitem__('/'.join(key) if isinstance(key, tuple) else key, value)
+        super().__setitem__("/".join(key) if isinstance(key, tuple) else key, value)
 
     def __getitem__(self, key: str | tuple[str, ...]) -> str:
-        return super().__getitem__('/'.join(key) if isinstance(key, tuple) else key)
+        return super().__getitem__("/".join(key) if isinstance(key, tuple) else key)
 
     def lookup(self, *, group: str, names: Iterable[str | None]) -> str | None:
         """The value for a resource known by these names in this group (the grouped keys first)."""
         candidates = [name for name in names if name]
         for name in candidates:
-            for key in (f'{group}/{name}', name) if group else (name,):
+            for key in (f"{group}/{name}", name) if group else (name,):
                 if key in self:
                     return super().__getitem__(key)
         return None
@@ -85,7 +95,8 @@ class SelectorMapping(dict[str, str]):
 @dataclasses.dataclass
 class ProcessSettings(_StrictSection):
     """Settings of the operator's process as a whole."""
-    _section = 'process'
+
+    _section = "process"
 
     #: How long to wait (seconds) for the graceful exit on termination signals before exiting anyway.
     ultimate_exiting_timeout: float | None = 10 * 60
@@ -94,7 +105,8 @@ class ProcessSettings(_StrictSection):
 @dataclasses.dataclass
 class PostingSettings(_StrictSection):
     """Which log messages of the objects' loggers are also posted as Kubernetes events, and how."""
-    _section = 'posting'
+
+    _section = "posting"
 
     #: Whether to post the events at all (it also affects ``kopf.event()``, ``kopf.info()``, etc).
     enabled: bool = True
@@ -119,26 +131,27 @@ class PostingSettings(_StrictSection):
     idle_timeout: float = 1.0
 
     #: The ``reportingComponent`` of the posted events (and ``source.component``).
-    reporting_component: str = 'kopf'
+    reporting_component: str = "kopf"
 
     #: The ``reportingInstance`` of the posted events.
-    reporting_instance: str = 'dev'
+    reporting_instance: str = "dev"
 
     #: The prefix of the generated names of the posted events.
-    event_name_prefix: str = 'kopf-event-'
+    event_name_prefix: str = "kopf-event-"
 
     def __setattr__(self, name: str, value: Any) -> None:
-        normalized = name in ('default_backoffs', 'logging_backoffs')
+        normalized = name in ("default_backoffs", "logging_backoffs")
         super().__setattr__(name, _normalize_delays(value) if normalized else value)
 
 
 @dataclasses.dataclass
 class PeeringSettings(_StrictSection):
     """How the operators see each other to avoid handling the same objects at the same time."""
-    _section = 'peering'
+
+    _section = "peering"
 
     #: The name of the peering object (``ClusterKopfPeering`` or ``KopfPeering``).
-    name: str = 'default'
+    name: str = "default"
 
     #: Whether the peering object must exist (if absent, the operator pauses until it appears).
     mandatory: bool = False
@@ -170,7 +183,8 @@ class PeeringSettings(_StrictSection):
 @dataclasses.dataclass
 class WatchingSettings(_StrictSection):
     """The streams of the watch-requests to the Kubernetes API."""
-    _section = 'watching'
+
+    _section = "watching"
 
     #: The server-side timeout (seconds) of a watch-request (``?timeoutSeconds=``); ``None`` for the server's.
     server_timeout: float | None = None
@@ -212,7 +226,8 @@ class BatchingSettings(_StrictSection):
     The events arriving in quick succession are batched: only the latest one is
     processed, since only the latest state of an object matters.
     """
-    _section = 'batching'
+
+    _section = "batching"
 
     #: The maximum number of workers (objects processed concurrently); ``None`` for unlimited.
     worker_limit: int | None = None
@@ -230,13 +245,14 @@ class BatchingSettings(_StrictSection):
     error_delays: Iterable[float] = DEFAULT_ERROR_DELAYS
 
     def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, _normalize_delays(value) if name == 'error_delays' else value)
+        super().__setattr__(name, _normalize_delays(value) if name == "error_delays" else value)
 
 
 @dataclasses.dataclass
 class ScanningSettings(_StrictSection):
     """The discovery of the served resources and namespaces in the cluster."""
-    _section = 'scanning'
+
+    _section = "scanning"
 
     #: Whether to skip the scanning (e.g. without the permissions for the cluster-wide discovery).
     disabled: bool = False
@@ -248,7 +264,8 @@ WebhookServerLike = Callable[[Any], AsyncIterator[Any]]
 @dataclasses.dataclass
 class AdmissionSettings(_StrictSection):
     """The admission webhooks: where they are served and how they are registered."""
-    _section = 'admission'
+
+    _section = "admission"
 
     #: A webhook server or tunnel (e.g. ``kopf.WebhookServer()``); ``None`` to serve no webhooks.
     server: WebhookServerLike | None = None
@@ -260,17 +277,17 @@ class AdmissionSettings(_StrictSection):
 @dataclasses.dataclass
 class ExecutionSettings(_StrictSection):
     """The executor of the synchronous handlers and daemons (a thread pool by default)."""
-    _section = 'execution'
 
-    executor: concurrent.futures.Executor = dataclasses.field(
-        default_factory=concurrent.futures.ThreadPoolExecutor)
+    _section = "execution"
+
+    executor: concurrent.futures.Executor = dataclasses.field(default_factory=concurrent.futures.ThreadPoolExecutor)
 
     #: The delay (seconds) before retrying a failed handler, if its decorator sets no ``backoff=``.
     default_backoff: float = 60
 
     @property
     def max_workers(self) -> int | None:
-        return getattr(self.executor, '_max_workers', None)
+        return getattr(self.executor, "_max_workers", None)
 
     @max_workers.setter
     def max_workers(self, value: int) -> None:
@@ -286,7 +303,8 @@ class ExecutionSettings(_StrictSection):
 @dataclasses.dataclass
 class BackgroundSettings(_StrictSection):
     """The daemons and timers running in the background of the objects."""
-    _section = 'background'
+
+    _section = "background"
 
     #: How often (seconds) to check if a daemon has exited after being cancelled (without a timeout).
     cancellation_polling: float = 60
@@ -301,7 +319,8 @@ class BackgroundSettings(_StrictSection):
 @dataclasses.dataclass
 class NetworkingSettings(_StrictSection):
     """The requests to the Kubernetes API (except the watch-streams for the timeouts)."""
-    _section = 'networking'
+
+    _section = "networking"
 
     #: The timeout (seconds) of a whole regular request.
     request_timeout: float | None = 5 * 60
@@ -319,24 +338,23 @@ class NetworkingSettings(_StrictSection):
     trust_env: bool = False
 
     def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, _normalize_delays(value) if name == 'error_backoffs' else value)
+        super().__setattr__(name, _normalize_delays(value) if name == "error_backoffs" else value)
 
 
 @dataclasses.dataclass
 class PersistenceSettings(_StrictSection):
     """Where and how the framework keeps its state on the objects."""
-    _section = 'persistence'
+
+    _section = "persistence"
 
     #: The finalizer that blocks the deletion of the objects until the deletion handlers succeed.
     finalizer: str = DEFAULT_FINALIZER
 
     #: The storage of the handlers' progress (retries, delays, successes, failures).
-    progress_storage: progress.ProgressStorage = dataclasses.field(
-        default_factory=progress.SmartProgressStorage)
+    progress_storage: progress.ProgressStorage = dataclasses.field(default_factory=progress.SmartProgressStorage)
 
     #: The storage of the last handled state of the objects, for the change detection.
-    diffbase_storage: diffbase.DiffBaseStorage = dataclasses.field(
-        default_factory=diffbase.AnnotationsDiffBaseStorage)
+    diffbase_storage: diffbase.DiffBaseStorage = dataclasses.field(default_factory=diffbase.AnnotationsDiffBaseStorage)
 
     #: How long (seconds) to wait for the object's version that follows the framework's own patch.
     consistency_timeout: float = 5.0

@@ -17,6 +17,7 @@ V1 (legacy) limited the whole key, prefix included, to 63 characters, so long
 ids were hashed earlier. With ``v1=True`` (the default), both keys are written
 and read, so that the operators of either format see each other's records.
 """
+
 import base64
 import copy
 import functools
@@ -29,8 +30,8 @@ from kopf._cogs.structs import bodies, dicts, patches
 
 MAX_NAME_LENGTH = 63
 
-_INVALID_CHARS = re.compile(r'[^A-Za-z0-9_.-]')
-_EDGE_CHARS = '-_.'
+_INVALID_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+_EDGE_CHARS = "-_."
 
 
 def make_suffix(key: str) -> str:
@@ -39,14 +40,14 @@ def make_suffix(key: str) -> str:
 
     4 bytes of BLAKE2b in base64 without the padding, with ``/`` and ``+`` made valid (``.`` and ``-``).
     """
-    digest = hashlib.blake2b(key.encode('utf-8'), digest_size=4).digest()
-    encoded = base64.b64encode(digest).decode('ascii').rstrip('=')
-    return '-' + encoded.replace('/', '.').replace('+', '-')
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=4).digest()
+    encoded = base64.b64encode(digest).decode("ascii").rstrip("=")
+    return "-" + encoded.replace("/", ".").replace("+", "-")
 
 
 def make_safe_key(key: str) -> str:
     """The id with its ``/`` (sub-handlers, field handlers) turned into ``.``, valid in annotation names."""
-    return key.replace('/', '.')
+    return key.replace("/", ".")
 
 
 @functools.lru_cache(maxsize=4096)  # a pure function of the ids, called for every handler on every event
@@ -64,10 +65,10 @@ def make_safe_name(key: str, limit: int = MAX_NAME_LENGTH, *, hashed: str | None
         return dotted
     suffix = make_suffix(key if hashed is None else hashed)
     if valid:  # only too long (or with a trailing '-_.'): cut and suffixed, as the published framework does it
-        head = dotted[:max(0, limit - len(suffix))]
+        head = dotted[: max(0, limit - len(suffix))]
     else:
-        head = _INVALID_CHARS.sub('-', dotted).strip(_EDGE_CHARS)[:max(0, limit - len(suffix))]
-    return f'{head}{suffix}' if head else suffix.lstrip('-')
+        head = _INVALID_CHARS.sub("-", dotted).strip(_EDGE_CHARS)[: max(0, limit - len(suffix))]
+    return f"{head}{suffix}" if head else suffix.lstrip("-")
 
 
 class StorageKeyFormingConvention:
@@ -109,7 +110,7 @@ class StorageKeyFormingConvention:
         return key
 
     def _join(self, name: str) -> str:
-        return f'{self.prefix}/{name}' if self.prefix else name
+        return f"{self.prefix}/{name}" if self.prefix else name
 
 
 class StorageKeyMarkingConvention:
@@ -123,21 +124,26 @@ class StorageKeyMarkingConvention:
 
     #: Annotations written by well-known tools (incl. the default diff-base of this framework,
     #: which can remain on the objects after switching to other storages), never meaningful for handlers.
-    GARBAGE_ANNOTATIONS: frozenset[str] = frozenset({
-        'kubectl.kubernetes.io/last-applied-configuration',
-        'kopf.zalando.org/last-handled-configuration',
-    })
+    GARBAGE_ANNOTATIONS: frozenset[str] = frozenset(
+        {
+            "kubectl.kubernetes.io/last-applied-configuration",
+            "kopf.zalando.org/last-handled-configuration",
+        }
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
 
     @classmethod
-    def _drop_annotations(cls, essence: bodies.BodyEssence, keys: set[str] | frozenset[str],
-                          ) -> bodies.BodyEssence:
+    def _drop_annotations(
+        cls,
+        essence: bodies.BodyEssence,
+        keys: set[str] | frozenset[str],
+    ) -> bodies.BodyEssence:
         """Remove the specified annotations from a copy of the essence, with their empty parents."""
         result = cast(dict[str, Any], copy.deepcopy(dict(essence)))
         for key in keys:
-            dicts.remove(result, ('metadata', 'annotations', key), prune=True)
+            dicts.remove(result, ("metadata", "annotations", key), prune=True)
         return cast(bodies.BodyEssence, result)
 
 
@@ -150,7 +156,7 @@ class StorageStanzaCleaner:
     @staticmethod
     def remove_annotations(essence: MutableMapping[str, Any], keys_to_remove: Collection[str]) -> None:
         """Remove these annotations from the essence in place (for the custom storages' ``clear()``)."""
-        annotations = essence.get('metadata', {}).get('annotations')
+        annotations = essence.get("metadata", {}).get("annotations")
         if isinstance(annotations, MutableMapping):
             for key in keys_to_remove:
                 annotations.pop(key, None)
@@ -158,12 +164,12 @@ class StorageStanzaCleaner:
     @staticmethod
     def remove_empty_stanzas(essence: MutableMapping[str, Any]) -> None:
         """Remove the empty labels, annotations, metadata, status from the essence in place (not the spec)."""
-        metadata = essence.get('metadata')
+        metadata = essence.get("metadata")
         if isinstance(metadata, MutableMapping):
-            for name in ('annotations', 'labels'):
+            for name in ("annotations", "labels"):
                 if name in metadata and not metadata[name]:
                     del metadata[name]
-        for name in ('metadata', 'status'):
+        for name in ("metadata", "status"):
             if name in essence and not essence[name]:
                 del essence[name]
 

@@ -12,6 +12,7 @@ essential has changed, and to build the ``diff``/``old``/``new`` kwargs.
 * :class:`StatusDiffBaseStorage` -- a JSON string in the status;
 * :class:`MultiDiffBaseStorage` -- several storages in sync, e.g. for migrations.
 """
+
 import abc
 import copy
 import json
@@ -22,12 +23,10 @@ from kopf._cogs.configs import conventions
 from kopf._cogs.structs import bodies, dicts, patches
 
 #: Top-level fields that never tell anything about the object's desired state.
-_SKIPPED_TOP_LEVEL_FIELDS = frozenset({'apiVersion', 'kind', 'metadata', 'status'})
+_SKIPPED_TOP_LEVEL_FIELDS = frozenset({"apiVersion", "kind", "metadata", "status"})
 
 
-class DiffBaseStorage(conventions.StorageKeyMarkingConvention,
-                      conventions.StorageStanzaCleaner,
-                      metaclass=abc.ABCMeta):
+class DiffBaseStorage(conventions.StorageKeyMarkingConvention, conventions.StorageStanzaCleaner, metaclass=abc.ABCMeta):
     """
     The interface of all diff-base storages, and the definition of an essence.
 
@@ -44,24 +43,25 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention,
         ]
 
     def build(
-            self,
-            *,
-            body: bodies.Body,
-            extra_fields: Iterable[dicts.FieldSpec] | None = None,
+        self,
+        *,
+        body: bodies.Body,
+        extra_fields: Iterable[dicts.FieldSpec] | None = None,
     ) -> bodies.BodyEssence:
         essence: dict[str, Any] = {
             key: copy.deepcopy(value) for key, value in body.items() if key not in _SKIPPED_TOP_LEVEL_FIELDS
         }
-        metadata: Mapping[str, Any] = body.get('metadata') or {}
-        labels: Mapping[str, Any] = metadata.get('labels') or {}
+        metadata: Mapping[str, Any] = body.get("metadata") or {}
+        labels: Mapping[str, Any] = metadata.get("labels") or {}
         annotations = {
-            key: value for key, value in (metadata.get('annotations') or {}).items()
+            key: value
+            for key, value in (metadata.get("annotations") or {}).items()
             if key not in self.GARBAGE_ANNOTATIONS
         }
         if labels:
-            dicts.ensure(essence, ('metadata', 'labels'), copy.deepcopy(dict(labels)))
+            dicts.ensure(essence, ("metadata", "labels"), copy.deepcopy(dict(labels)))
         if annotations:
-            dicts.ensure(essence, ('metadata', 'annotations'), copy.deepcopy(annotations))
+            dicts.ensure(essence, ("metadata", "annotations"), copy.deepcopy(annotations))
         dicts.cherrypick(body, essence, extra_fields)
         for field in self.ignored_fields:
             dicts.remove(essence, field, prune=True)
@@ -84,21 +84,21 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
     """The essence as a JSON annotation: ``{prefix}/{key}``."""
 
     def __init__(
-            self,
-            *,
-            prefix: str = 'kopf.zalando.org',
-            key: str = 'last-handled-configuration',
-            ignored_fields: Iterable[dicts.FieldSpec] | None = None,
-            v1: bool = True,
+        self,
+        *,
+        prefix: str = "kopf.zalando.org",
+        key: str = "last-handled-configuration",
+        ignored_fields: Iterable[dicts.FieldSpec] | None = None,
+        v1: bool = True,
     ) -> None:
         super().__init__(prefix=prefix, v1=v1, ignored_fields=ignored_fields)
         self.key = key
 
     def build(
-            self,
-            *,
-            body: bodies.Body,
-            extra_fields: Iterable[dicts.FieldSpec] | None = None,
+        self,
+        *,
+        body: bodies.Body,
+        extra_fields: Iterable[dicts.FieldSpec] | None = None,
     ) -> bodies.BodyEssence:
         return super().build(body=body, extra_fields=extra_fields)
 
@@ -113,7 +113,7 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
         return None
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
-        encoded = _encode_essence(essence) + '\n'  # byte for byte as the published framework writes it
+        encoded = _encode_essence(essence) + "\n"  # byte for byte as the published framework writes it
         for full_key in self.make_keys(self.key):
             patch.metadata.annotations[full_key] = encoded
 
@@ -127,11 +127,11 @@ class StatusDiffBaseStorage(DiffBaseStorage):
     """
 
     def __init__(
-            self,
-            *,
-            name: str = 'kopf',
-            field: dicts.FieldSpec = 'status.{name}.last-handled-configuration',
-            ignored_fields: Iterable[dicts.FieldSpec] | None = None,
+        self,
+        *,
+        name: str = "kopf",
+        field: dicts.FieldSpec = "status.{name}.last-handled-configuration",
+        ignored_fields: Iterable[dicts.FieldSpec] | None = None,
     ) -> None:
         super().__init__(ignored_fields=ignored_fields)
         self._name = name
@@ -146,10 +146,10 @@ class StatusDiffBaseStorage(DiffBaseStorage):
         self._field = tuple(key.format(name=self._name) for key in dicts.parse_field(field))
 
     def build(
-            self,
-            *,
-            body: bodies.Body,
-            extra_fields: Iterable[dicts.FieldSpec] | None = None,
+        self,
+        *,
+        body: bodies.Body,
+        extra_fields: Iterable[dicts.FieldSpec] | None = None,
     ) -> bodies.BodyEssence:
         return super().build(body=body, extra_fields=extra_fields)
 
@@ -171,10 +171,10 @@ class MultiDiffBaseStorage(DiffBaseStorage):
         self.storages = storages
 
     def build(
-            self,
-            *,
-            body: bodies.Body,
-            extra_fields: Iterable[dicts.FieldSpec] | None = None,
+        self,
+        *,
+        body: bodies.Body,
+        extra_fields: Iterable[dicts.FieldSpec] | None = None,
     ) -> bodies.BodyEssence:
         return super().build(body=body, extra_fields=extra_fields)
 
@@ -196,7 +196,7 @@ class MultiDiffBaseStorage(DiffBaseStorage):
 
 
 def _encode_essence(essence: bodies.BodyEssence) -> str:
-    return json.dumps(essence, separators=(',', ':'))
+    return json.dumps(essence, separators=(",", ":"))
 
 
 def _parse_essence(value: Any) -> bodies.BodyEssence | None:

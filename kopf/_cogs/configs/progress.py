@@ -18,6 +18,7 @@ patch: the framework applies the patch to the object later.
 Besides the records, the storages keep a "touch" value: a dummy field that the
 framework changes to cause a new event for the object (e.g. after a delay).
 """
+
 import abc
 import copy
 import json
@@ -30,6 +31,7 @@ from kopf._cogs.structs import bodies, dicts, ids, patches
 
 class ProgressRecord(TypedDict, total=False):
     """The persisted state of one handler; the timestamps are ISO-formatted strings."""
+
     started: str | None
     stopped: str | None
     delayed: str | None
@@ -44,7 +46,7 @@ class ProgressRecord(TypedDict, total=False):
 PROGRESS_RECORD_FIELDS = frozenset(ProgressRecord.__annotations__)
 
 #: The dummy annotation of the custom storages that do not touch the objects their own way.
-DEFAULT_TOUCH_ANNOTATION = 'kopf.zalando.org/touch-dummy'
+DEFAULT_TOUCH_ANNOTATION = "kopf.zalando.org/touch-dummy"
 
 
 class ProgressStorage(conventions.StorageStanzaCleaner, metaclass=abc.ABCMeta):
@@ -64,8 +66,7 @@ class ProgressStorage(conventions.StorageStanzaCleaner, metaclass=abc.ABCMeta):
         """The handler's stored progress record, if any."""
 
     @abc.abstractmethod
-    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body,
-              patch: patches.Patch) -> None:
+    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body, patch: patches.Patch) -> None:
         """Put the handler's progress record into the patch."""
 
     @abc.abstractmethod
@@ -79,15 +80,15 @@ class ProgressStorage(conventions.StorageStanzaCleaner, metaclass=abc.ABCMeta):
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
         """Remove this storage's own data from the essence, so that it is not seen as a change."""
-        return self._remove_field(essence, ('metadata', 'annotations', DEFAULT_TOUCH_ANNOTATION))
+        return self._remove_field(essence, ("metadata", "annotations", DEFAULT_TOUCH_ANNOTATION))
 
     def flush(self) -> None:
         pass
 
 
-class AnnotationsProgressStorage(conventions.StorageKeyFormingConvention,
-                                 conventions.StorageKeyMarkingConvention,
-                                 ProgressStorage):
+class AnnotationsProgressStorage(
+    conventions.StorageKeyFormingConvention, conventions.StorageKeyMarkingConvention, ProgressStorage
+):
     """
     The progress in the annotations, one JSON-serialised record per handler.
 
@@ -96,12 +97,12 @@ class AnnotationsProgressStorage(conventions.StorageKeyFormingConvention,
     """
 
     def __init__(
-            self,
-            *,
-            prefix: str = 'kopf.zalando.org',
-            verbose: bool = False,
-            touch_key: str = 'touch-dummy',
-            v1: bool = True,
+        self,
+        *,
+        prefix: str = "kopf.zalando.org",
+        verbose: bool = False,
+        touch_key: str = "touch-dummy",
+        v1: bool = True,
     ) -> None:
         super().__init__(prefix=prefix, v1=v1)
         self.verbose = verbose
@@ -114,16 +115,15 @@ class AnnotationsProgressStorage(conventions.StorageKeyFormingConvention,
                 return record
         return None
 
-    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body,
-              patch: patches.Patch) -> None:
+    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body, patch: patches.Patch) -> None:
         content = record if self.verbose else {k: v for k, v in record.items() if v is not None}
-        encoded = json.dumps(content, separators=(',', ':'), default=list)
+        encoded = json.dumps(content, separators=(",", ":"), default=list)
         for full_key in self.make_keys(key):
             patch.metadata.annotations[full_key] = encoded
 
     def purge(self, *, key: ids.HandlerId, body: bodies.Body, patch: patches.Patch) -> None:
         for full_key in self.make_keys(key):
-            self._purge_field(body, patch, ('metadata', 'annotations', full_key))
+            self._purge_field(body, patch, ("metadata", "annotations", full_key))
 
     def touch(self, *, body: bodies.Body, patch: patches.Patch, value: str | None) -> None:
         for full_key in self.make_keys(self.touch_key):
@@ -131,11 +131,12 @@ class AnnotationsProgressStorage(conventions.StorageKeyFormingConvention,
                 patch.metadata.annotations[full_key] = value
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
-        annotations: Mapping[str, Any] = essence.get('metadata', {}).get('annotations', {})
+        annotations: Mapping[str, Any] = essence.get("metadata", {}).get("annotations", {})
         touch_keys = set(self.make_keys(self.touch_key))
-        prefix = f'{self.prefix}/' if self.prefix else ''
+        prefix = f"{self.prefix}/" if self.prefix else ""
         marked = {
-            key for key, value in annotations.items()
+            key
+            for key, value in annotations.items()
             if key in touch_keys or (key.startswith(prefix) and _parse_record(value) is not None)
         }
         return self._drop_annotations(essence, marked)
@@ -150,11 +151,11 @@ class StatusProgressStorage(ProgressStorage):
     """
 
     def __init__(
-            self,
-            *,
-            name: str = 'kopf',
-            field: dicts.FieldSpec = 'status.{name}.progress',
-            touch_field: dicts.FieldSpec = 'status.{name}.dummy',
+        self,
+        *,
+        name: str = "kopf",
+        field: dicts.FieldSpec = "status.{name}.progress",
+        touch_field: dicts.FieldSpec = "status.{name}.dummy",
     ) -> None:
         super().__init__()
         self._name = name
@@ -181,8 +182,7 @@ class StatusProgressStorage(ProgressStorage):
         value = dicts.resolve(body, (*self.field, key), None)
         return cast(ProgressRecord, dict(value)) if isinstance(value, Mapping) else None
 
-    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body,
-              patch: patches.Patch) -> None:
+    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body, patch: patches.Patch) -> None:
         # The None values are kept: in a merge-patch, they remove the stale fields of older records.
         dicts.ensure(patch, (*self.field, key), copy.deepcopy(dict(record)))
 
@@ -213,8 +213,7 @@ class MultiProgressStorage(ProgressStorage):
                 return record
         return None
 
-    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body,
-              patch: patches.Patch) -> None:
+    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body, patch: patches.Patch) -> None:
         for storage in self.storages:
             storage.store(key=key, record=record, body=body, patch=patch)
 
@@ -244,8 +243,7 @@ class ReadOnlyStatusProgressStorage(StatusProgressStorage):
     framework does it), so the status keeps only what the handlers return.
     """
 
-    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body,
-              patch: patches.Patch) -> None:
+    def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body, patch: patches.Patch) -> None:
         pass
 
     def touch(self, *, body: bodies.Body, patch: patches.Patch, value: str | None) -> None:
@@ -256,20 +254,22 @@ class SmartProgressStorage(MultiProgressStorage):
     """The default: the annotations first, the status second (only read: the older operators' records)."""
 
     def __init__(
-            self,
-            *,
-            name: str = 'kopf',
-            field: dicts.FieldSpec = 'status.{name}.progress',
-            touch_key: str = 'touch-dummy',
-            touch_field: dicts.FieldSpec = 'status.{name}.dummy',
-            prefix: str = 'kopf.zalando.org',
-            v1: bool = True,
-            verbose: bool = False,
+        self,
+        *,
+        name: str = "kopf",
+        field: dicts.FieldSpec = "status.{name}.progress",
+        touch_key: str = "touch-dummy",
+        touch_field: dicts.FieldSpec = "status.{name}.dummy",
+        prefix: str = "kopf.zalando.org",
+        v1: bool = True,
+        verbose: bool = False,
     ) -> None:
-        super().__init__([
-            AnnotationsProgressStorage(prefix=prefix, verbose=verbose, touch_key=touch_key, v1=v1),
-            ReadOnlyStatusProgressStorage(name=name, field=field, touch_field=touch_field),
-        ])
+        super().__init__(
+            [
+                AnnotationsProgressStorage(prefix=prefix, verbose=verbose, touch_key=touch_key, v1=v1),
+                ReadOnlyStatusProgressStorage(name=name, field=field, touch_field=touch_field),
+            ]
+        )
 
 
 def _format_field(field: dicts.FieldSpec, *, name: str) -> dicts.FieldPath:

@@ -18,6 +18,7 @@ The simulator's is a CA and a server certificate for loopback HTTPS, trusted by 
 client-go through a kubeconfig, with ``cryptography`` a plain import. What they share is only
 ``cryptography``'s builder, which is the library made for the job.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -33,7 +34,7 @@ CLOCK_SKEW = datetime.timedelta(hours=1)
 VALIDITY = datetime.timedelta(days=365)
 
 #: Addresses that are for listening only, never for connecting, so they are useless in certificates.
-_WILDCARD_IPS = frozenset({ipaddress.ip_address('0.0.0.0'), ipaddress.ip_address('::')})
+_WILDCARD_IPS = frozenset({ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::")})
 
 
 class MissingDependencyError(ImportError):
@@ -54,14 +55,14 @@ def import_optional(module: str, *, purpose: str, install: str) -> ModuleType:
 def require_cryptography() -> None:
     """Fail early (at startup) with an explanation if the certificates cannot be generated."""
     import_optional(
-        'cryptography',
+        "cryptography",
         purpose="Generating self-signed certificates for webhook servers",
         install="pip install kopf[dev]  (or provide certfile= & pkeyfile=, or use insecure=True)",
     )
 
 
 def split_hostnames(
-        hostnames: Iterable[str | None],
+    hostnames: Iterable[str | None],
 ) -> tuple[list[str], list[ipaddress.IPv4Address | ipaddress.IPv6Address]]:
     """
     Split the names into DNS names & IP addresses, normalised and deduplicated, in their order.
@@ -75,12 +76,12 @@ def split_hostnames(
         if not hostname:
             continue
         candidate = hostname.strip()
-        if candidate.startswith('[') and candidate.endswith(']'):
+        if candidate.startswith("[") and candidate.endswith("]"):
             candidate = candidate[1:-1]
         try:
             ip = ipaddress.ip_address(candidate)
         except ValueError:
-            name = candidate.lower().rstrip('.')
+            name = candidate.lower().rstrip(".")
             if name and name not in names:
                 names.append(name)
         else:
@@ -90,10 +91,10 @@ def split_hostnames(
 
 
 def build_self_signed(
-        hostnames: Iterable[str | None],
-        *,
-        now: datetime.datetime,
-        password: str | None = None,
+    hostnames: Iterable[str | None],
+    *,
+    now: datetime.datetime,
+    password: str | None = None,
 ) -> tuple[bytes, bytes]:
     """
     Build a self-signed certificate (also usable as its own CA) with the hostnames as SANs.
@@ -118,9 +119,15 @@ def build_self_signed(
     sans += [x509.IPAddress(ip) for ip in ips]
     ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
     key_usage = x509.KeyUsage(
-        digital_signature=True, content_commitment=False, key_encipherment=False,
-        data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-        encipher_only=False, decipher_only=False,
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=True,
+        crl_sign=True,
+        encipher_only=False,
+        decipher_only=False,
     )
     # Usable as a server certificate; also as a client one (e.g. for testing the client verification).
     usages = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
@@ -143,8 +150,7 @@ def build_self_signed(
     )
 
     encryption: serialization.KeySerializationEncryption = (
-        serialization.BestAvailableEncryption(password.encode('utf-8')) if password
-        else serialization.NoEncryption()
+        serialization.BestAvailableEncryption(password.encode("utf-8")) if password else serialization.NoEncryption()
     )
     cert_pem: bytes = cert.public_bytes(serialization.Encoding.PEM)
     pkey_pem: bytes = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)

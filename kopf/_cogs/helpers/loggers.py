@@ -14,6 +14,7 @@ tracebacks or in structured extras). The values to mask are registered with
 patterns (HTTP authorization headers, PEM blocks, ``password=…``) are masked
 without registration.
 """
+
 import base64
 import contextlib
 import copy
@@ -29,33 +30,33 @@ from typing import Any
 from pythonjsonlogger.json import JsonFormatter
 
 __all__ = [
-    'DEFAULT_REFKEY',
-    'MASK',
-    'LogFormat',
-    'ObjectJsonFormatter',
-    'ObjectTextFormatter',
-    'SecretsFilter',
-    'configure',
-    'forget_secrets',
-    'make_formatter',
-    'redact',
-    'register_secret',
+    "DEFAULT_REFKEY",
+    "MASK",
+    "LogFormat",
+    "ObjectJsonFormatter",
+    "ObjectTextFormatter",
+    "SecretsFilter",
+    "configure",
+    "forget_secrets",
+    "make_formatter",
+    "redact",
+    "register_secret",
 ]
 
 #: What replaces the secrets in the log output.
-MASK = '***'
+MASK = "***"
 
 #: The default top-level key of the object reference in JSON records.
-DEFAULT_REFKEY = 'object'
+DEFAULT_REFKEY = "object"
 
 #: The record attributes that are ours and never go to the output as such.
-INTERNAL_ATTRS = frozenset({'k8s_ref', 'k8s_skip', 'settings'})
+INTERNAL_ATTRS = frozenset({"k8s_ref", "k8s_skip", "settings"})
 
 #: The standard attributes of the log records (all others are the extras).
-_STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({})).keys()) | {'message', 'asctime', 'taskName'}
+_STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime", "taskName"}
 
 #: The 3rd-party loggers that are only shown in the debug mode.
-LOW_LEVEL_LOGGERS = ('asyncio', 'aiohttp', 'urllib3', 'kubernetes')
+LOW_LEVEL_LOGGERS = ("asyncio", "aiohttp", "urllib3", "kubernetes")
 
 #: Registered secrets shorter than this are not masked verbatim: they would mask
 #: innocent fragments of the text everywhere (the patterns still catch them in context).
@@ -67,9 +68,10 @@ MAX_SECRETS = 1000
 
 class LogFormat(enum.Enum):
     """The log formats, as specified on the command line (``--log-format``)."""
-    PLAIN = '%(message)s'
-    FULL = '[%(asctime)s] %(name)-20.20s [%(levelname)-8.8s] %(message)s'
-    JSON = '-json-'
+
+    PLAIN = "%(message)s"
+    FULL = "[%(asctime)s] %(name)-20.20s [%(levelname)-8.8s] %(message)s"
+    JSON = "-json-"
 
 
 # -------------------------------------------------------------------------------------------------
@@ -83,17 +85,17 @@ _secrets_regex: re.Pattern[str] | None = None
 # The patterns are applied after the verbatim secrets. Each keeps the group 1 and masks the rest.
 _PATTERNS: list[re.Pattern[str]] = [
     # PEM blocks: private keys, certificates, requests; also with the escaped newlines (in reprs & JSON).
-    re.compile(r'(-----BEGIN [A-Z0-9 ]+-----).*?-----END [A-Z0-9 ]+-----', re.DOTALL),
+    re.compile(r"(-----BEGIN [A-Z0-9 ]+-----).*?-----END [A-Z0-9 ]+-----", re.DOTALL),
     # The authorization headers & schemes: "Authorization: Bearer xyz", "'Authorization': 'Basic xyz'".
-    re.compile(r'(?i)(\b(?:bearer|basic|digest|negotiate)\s+)[A-Za-z0-9._~+/=:-]+'),
-    re.compile(r'''(?i)(\bauthorization['"]?\s*[:=]\s*+['"]?+)(?!(?:bearer|basic|digest|negotiate)\s)[^'"\s,;}]+'''),
+    re.compile(r"(?i)(\b(?:bearer|basic|digest|negotiate)\s+)[A-Za-z0-9._~+/=:-]+"),
+    re.compile(r"""(?i)(\bauthorization['"]?\s*[:=]\s*+['"]?+)(?!(?:bearer|basic|digest|negotiate)\s)[^'"\s,;}]+"""),
     # Key-value pairs in reprs, JSON, YAML, or URLs: token=xyz, "password": "xyz", client-key-data: xyz.
     re.compile(
-        r'''(?i)(\b(?:[a-z]+[_-])?(?:token|password|passwd|secret|api[_-]?key|private[_-]?key(?:[_-]data)?'''
-        r'''|client[_-]key(?:[_-]data)?)['"]?\s*[:=]\s*+(?:b?['"])?+)(?!None\b|null\b|\*\*\*)[^'"\s,;}&)]+'''
+        r"""(?i)(\b(?:[a-z]+[_-])?(?:token|password|passwd|secret|api[_-]?key|private[_-]?key(?:[_-]data)?"""
+        r"""|client[_-]key(?:[_-]data)?)['"]?\s*[:=]\s*+(?:b?['"])?+)(?!None\b|null\b|\*\*\*)[^'"\s,;}&)]+"""
     ),
     # Credentials in URLs: https://user:password@host/.
-    re.compile(r'(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(?=@)'),
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(?=@)"),
 ]
 
 
@@ -102,10 +104,10 @@ def _variants(value: str) -> Iterable[str]:
     yield value
     yield repr(value)[1:-1]
     yield json.dumps(value)[1:-1]
-    if '\n' in value:  # multi-line secrets (e.g. PEM) can be logged line by line
+    if "\n" in value:  # multi-line secrets (e.g. PEM) can be logged line by line
         yield from (line.strip() for line in value.splitlines() if len(line.strip()) >= 16)
     with contextlib.suppress(UnicodeError):  # the kubeconfig-style base64 form, as in `client-key-data`
-        yield base64.b64encode(value.encode('utf-8')).decode('ascii')
+        yield base64.b64encode(value.encode("utf-8")).decode("ascii")
 
 
 def register_secret(value: str | bytes | None) -> None:
@@ -120,9 +122,9 @@ def register_secret(value: str | bytes | None) -> None:
         return
     if isinstance(value, bytes):
         try:
-            text = value.decode('utf-8')
+            text = value.decode("utf-8")
         except UnicodeDecodeError:
-            text = base64.b64encode(value).decode('ascii')
+            text = base64.b64encode(value).decode("ascii")
     else:
         text = value
     if len(text.strip()) < MIN_SECRET_LENGTH:
@@ -154,15 +156,26 @@ def _get_secrets_regex() -> re.Pattern[str] | None:
         if _secrets_regex is None and _secrets:
             # The longest first, so that a secret containing another one is masked as a whole.
             ordered = sorted(_secrets, key=len, reverse=True)
-            _secrets_regex = re.compile('|'.join(re.escape(secret) for secret in ordered))
+            _secrets_regex = re.compile("|".join(re.escape(secret) for secret in ordered))
         return _secrets_regex
 
 
 #: The words without which none of the patterns can match in an ASCII text (lowercase): most texts have
 #: none of them, and are not scanned by the patterns at all (every log line is redacted, so this matters).
 #: Non-ASCII texts are always scanned: the patterns ignore case the Unicode way (e.g. the long s, U+017F, matches 's').
-_PATTERN_TRIGGERS = ('-----begin', 'bearer', 'basic', 'digest', 'negotiate', 'authorization',
-                     'token', 'passw', 'secret', 'key', '://')
+_PATTERN_TRIGGERS = (
+    "-----begin",
+    "bearer",
+    "basic",
+    "digest",
+    "negotiate",
+    "authorization",
+    "token",
+    "passw",
+    "secret",
+    "key",
+    "://",
+)
 
 
 def redact(text: str) -> str:
@@ -173,7 +186,7 @@ def redact(text: str) -> str:
     lowered = text.lower()
     if not text.isascii() or any(trigger in lowered for trigger in _PATTERN_TRIGGERS):
         for pattern in _PATTERNS:
-            text = pattern.sub(lambda m: f'{m.group(1)}{MASK}', text)
+            text = pattern.sub(lambda m: f"{m.group(1)}{MASK}", text)
     return text
 
 
@@ -181,7 +194,7 @@ def _redact_value(value: Any) -> Any:
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, bytes):
-        return redact(value.decode('utf-8', errors='replace'))
+        return redact(value.decode("utf-8", errors="replace"))
     if isinstance(value, Mapping):
         return {key: _redact_value(val) for key, val in value.items()}
     if isinstance(value, list | tuple):
@@ -202,7 +215,7 @@ class SecretsFilter(logging.Filter):
         try:
             message = record.getMessage()
         except Exception:  # a broken format: let the handler report it as usual, but masked
-            message = f'{record.msg!r} % {record.args!r}'
+            message = f"{record.msg!r} % {record.args!r}"
         record.msg = redact(message)
         record.args = None
         if record.exc_info and not record.exc_text:
@@ -217,20 +230,20 @@ class SecretsFilter(logging.Filter):
         return True
 
 
-
 # -------------------------------------------------------------------------------------------------
 # Formatters.
 # -------------------------------------------------------------------------------------------------
 
+
 def _object_prefix(ref: Any) -> str | None:
     if not isinstance(ref, Mapping):
         return None
-    name = ref.get('name')
-    namespace = ref.get('namespace')
+    name = ref.get("name")
+    namespace = ref.get("namespace")
     if namespace and name:
-        return f'[{namespace}/{name}]'
+        return f"[{namespace}/{name}]"
     elif name:
-        return f'[{name}]'
+        return f"[{name}]"
     return None
 
 
@@ -238,9 +251,9 @@ def _prefixed(record: logging.LogRecord, prefix: bool) -> logging.LogRecord:
     """A copy of the record with the message rendered (and prefixed with the object if needed)."""
     message = record.getMessage()
     if prefix:
-        object_prefix = _object_prefix(getattr(record, 'k8s_ref', None))
+        object_prefix = _object_prefix(getattr(record, "k8s_ref", None))
         if object_prefix:
-            message = f'{object_prefix} {message}'
+            message = f"{object_prefix} {message}"
     clone = copy.copy(record)
     clone.msg = message
     clone.args = None
@@ -269,7 +282,7 @@ class ObjectJsonFormatter(JsonFormatter):
 
     def __init__(self, *, refkey: str | None = None, prefix: bool = False) -> None:
         super().__init__(
-            '%(message)s',
+            "%(message)s",
             reserved_attrs=tuple(_STANDARD_ATTRS | INTERNAL_ATTRS),
         )
         self.refkey = refkey or DEFAULT_REFKEY
@@ -279,19 +292,19 @@ class ObjectJsonFormatter(JsonFormatter):
         return redact(super().format(_prefixed(record, self.log_prefix)))
 
     def add_fields(
-            self,
-            log_data: dict[str, Any],
-            record: logging.LogRecord,
-            message_dict: dict[str, Any],
+        self,
+        log_data: dict[str, Any],
+        record: logging.LogRecord,
+        message_dict: dict[str, Any],
     ) -> None:
         super().add_fields(log_data, record, message_dict)
         for key in INTERNAL_ATTRS:
             log_data.pop(key, None)
-        ref = getattr(record, 'k8s_ref', None)
+        ref = getattr(record, "k8s_ref", None)
         if isinstance(ref, Mapping):
             log_data[self.refkey] = dict(ref)
-        log_data['severity'] = record.levelname.lower()
-        log_data['timestamp'] = _iso_timestamp(record.created)
+        log_data["severity"] = record.levelname.lower()
+        log_data["timestamp"] = _iso_timestamp(record.created)
 
 
 def _iso_timestamp(created: float) -> str:
@@ -300,10 +313,10 @@ def _iso_timestamp(created: float) -> str:
 
 
 def make_formatter(
-        log_format: LogFormat = LogFormat.FULL,
-        *,
-        log_prefix: bool | None = None,
-        log_refkey: str | None = None,
+    log_format: LogFormat = LogFormat.FULL,
+    *,
+    log_prefix: bool | None = None,
+    log_refkey: str | None = None,
 ) -> logging.Formatter:
     """
     A formatter for the format. ``log_prefix=None`` means the format's default:
@@ -319,17 +332,18 @@ def make_formatter(
 # Configuration.
 # -------------------------------------------------------------------------------------------------
 
+
 class _KopfStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """A marker class: the handlers installed by us, to be replaced on re-configuration."""
 
 
 def configure(
-        debug: bool | None = None,
-        verbose: bool | None = None,
-        quiet: bool | None = None,
-        log_format: LogFormat = LogFormat.FULL,
-        log_prefix: bool | None = False,
-        log_refkey: str | None = None,
+    debug: bool | None = None,
+    verbose: bool | None = None,
+    quiet: bool | None = None,
+    log_format: LogFormat = LogFormat.FULL,
+    log_prefix: bool | None = False,
+    log_refkey: str | None = None,
 ) -> None:
     """
     Configure the logging of the process: the levels, the format, and the output to stderr.

@@ -6,6 +6,7 @@ they are never imported eagerly. An object can only be a model of a library
 if that library is already imported by the operator's code, so the detection
 looks at the object's class and ``sys.modules`` instead of importing anything.
 """
+
 import datetime
 import importlib
 import sys
@@ -18,9 +19,9 @@ def is_kubernetes_model(obj: Any) -> bool:
     """Whether the object is a model of the official client (e.g. ``kubernetes.client.V1Pod``)."""
     cls = type(obj)
     return (
-        cls.__module__.startswith('kubernetes.')
-        and isinstance(getattr(cls, 'openapi_types', None), Mapping)
-        and isinstance(getattr(cls, 'attribute_map', None), Mapping)
+        cls.__module__.startswith("kubernetes.")
+        and isinstance(getattr(cls, "openapi_types", None), Mapping)
+        and isinstance(getattr(cls, "attribute_map", None), Mapping)
     )
 
 
@@ -33,16 +34,16 @@ def is_pykube_object(obj: Any) -> bool:
     """
     if isinstance(obj, Mapping):
         return False
-    pykube = sys.modules.get('pykube')
-    base = getattr(getattr(pykube, 'objects', None), 'APIObject', None)
+    pykube = sys.modules.get("pykube")
+    base = getattr(getattr(pykube, "objects", None), "APIObject", None)
     if isinstance(base, type) and isinstance(obj, base):
         return True
-    return isinstance(getattr(obj, 'obj', None), MutableMapping)
+    return isinstance(getattr(obj, "obj", None), MutableMapping)
 
 
 def get_kubernetes_client() -> ModuleType:
     """The ``kubernetes.client`` module, for constructing the models (only when the models are used)."""
-    return importlib.import_module('kubernetes.client')
+    return importlib.import_module("kubernetes.client")
 
 
 def kubernetes_model_to_dict(obj: Any) -> Any:

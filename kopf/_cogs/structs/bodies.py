@@ -8,6 +8,7 @@ changes go to patches, never to the bodies) and live, i.e. they show the latest
 state of the object even after the framework replaces the underlying dict with
 a newer version of the object (important for long-running daemons and timers).
 """
+
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, cast
 
@@ -42,7 +43,7 @@ class RawBody(TypedDict, total=False):
 
 
 #: The types of the watch-events (``None`` for the objects of the initial listing).
-RawEventType = Literal[None, 'ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK']
+RawEventType = Literal[None, "ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 
 
 class RawEvent(TypedDict):
@@ -57,6 +58,7 @@ class MetaEssence(TypedDict, total=False):
 
 class BodyEssence(TypedDict, total=False):
     """The meaningful part of an object, as tracked for the change detection."""
+
     metadata: MetaEssence
     spec: Mapping[str, Any]
     status: Mapping[str, Any]
@@ -83,21 +85,21 @@ class Labels(dicts.MappingView[str, str]):
     """A live read-only view of ``metadata.labels``; empty if there are none."""
 
     def __init__(self, __src: Mapping[str, Any]) -> None:
-        super().__init__(__src, 'labels')
+        super().__init__(__src, "labels")
 
 
 class Annotations(dicts.MappingView[str, str]):
     """A live read-only view of ``metadata.annotations``; empty if there are none."""
 
     def __init__(self, __src: Mapping[str, Any]) -> None:
-        super().__init__(__src, 'annotations')
+        super().__init__(__src, "annotations")
 
 
 class Meta(dicts.MappingView[str, Any]):
     """A live read-only view of ``metadata``, with shortcuts to its common fields."""
 
-    def __init__(self, __src: 'Body') -> None:
-        super().__init__(__src, 'metadata')
+    def __init__(self, __src: "Body") -> None:
+        super().__init__(__src, "metadata")
         self._labels: Labels | None = None  # made on the first use: a body is made per event, and rarely asked
         self._annotations: Annotations | None = None
 
@@ -115,38 +117,38 @@ class Meta(dicts.MappingView[str, Any]):
 
     @property
     def uid(self) -> str | None:
-        return cast(str | None, self.get('uid'))
+        return cast(str | None, self.get("uid"))
 
     @property
     def name(self) -> str | None:
-        return cast(str | None, self.get('name'))
+        return cast(str | None, self.get("name"))
 
     @property
     def namespace(self) -> NamespaceName | None:
-        namespace = self.get('namespace')
+        namespace = self.get("namespace")
         return None if namespace is None else NamespaceName(namespace)
 
     @property
     def creation_timestamp(self) -> str | None:
-        return cast(str | None, self.get('creationTimestamp'))
+        return cast(str | None, self.get("creationTimestamp"))
 
     @property
     def deletion_timestamp(self) -> str | None:
-        return cast(str | None, self.get('deletionTimestamp'))
+        return cast(str | None, self.get("deletionTimestamp"))
 
 
 class Spec(dicts.MappingView[str, Any]):
     """A live read-only view of ``spec``; empty if there is none."""
 
-    def __init__(self, __src: 'Body') -> None:
-        super().__init__(__src, 'spec')
+    def __init__(self, __src: "Body") -> None:
+        super().__init__(__src, "spec")
 
 
 class Status(dicts.MappingView[str, Any]):
     """A live read-only view of ``status``; empty if there is none."""
 
-    def __init__(self, __src: 'Body') -> None:
-        super().__init__(__src, 'status')
+    def __init__(self, __src: "Body") -> None:
+        super().__init__(__src, "status")
 
 
 class Body(dicts.ReplaceableMappingView[str, Any]):
@@ -193,20 +195,20 @@ def build_object_reference(body: Mapping[str, Any]) -> ObjectReference:
     """
     body = _as_body(body)
     fields: dict[str, Any] = {
-        'apiVersion': body.get('apiVersion'),
-        'kind': body.get('kind'),
-        'name': body.meta.name,
-        'uid': body.meta.uid,
-        'namespace': body.meta.namespace,
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "name": body.meta.name,
+        "uid": body.meta.uid,
+        "namespace": body.meta.namespace,
     }
     return cast(ObjectReference, {key: val for key, val in fields.items() if val is not None})
 
 
 def build_owner_reference(
-        body: Mapping[str, Any],
-        *,
-        controller: bool | None = True,
-        block_owner_deletion: bool | None = True,
+    body: Mapping[str, Any],
+    *,
+    controller: bool | None = True,
+    block_owner_deletion: bool | None = True,
 ) -> OwnerReference:
     """
     Build an owner reference to the object, to be put into its children.
@@ -216,11 +218,11 @@ def build_owner_reference(
     """
     body = _as_body(body)
     fields: dict[str, Any] = {
-        'controller': controller,
-        'blockOwnerDeletion': block_owner_deletion,
-        'apiVersion': body.get('apiVersion'),
-        'kind': body.get('kind'),
-        'name': body.meta.name,
-        'uid': body.meta.uid,
+        "controller": controller,
+        "blockOwnerDeletion": block_owner_deletion,
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "name": body.meta.name,
+        "uid": body.meta.uid,
     }
     return cast(OwnerReference, {key: val for key, val in fields.items() if val is not None})

@@ -22,6 +22,7 @@ not one of the documented constructor arguments, so it is attached by a method::
 
 The hook takes no part in equality, hashing, or ``repr()``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,12 +45,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-VaultKey = NewType('VaultKey', str)
+VaultKey = NewType("VaultKey", str)
 
-ConnectorFactory = Callable[[], 'aiohttp.BaseConnector']
+ConnectorFactory = Callable[[], "aiohttp.BaseConnector"]
 
-_SECRET_FIELDS = frozenset({'password', 'token', 'certificate_data', 'private_key_data'})
-_BULKY_FIELDS = frozenset({'ca_data'})
+_SECRET_FIELDS = frozenset({"password", "token", "certificate_data", "private_key_data"})
+_BULKY_FIELDS = frozenset({"ca_data"})
 
 
 class LoginError(Exception):
@@ -63,6 +64,7 @@ class AccessError(Exception):
 @dataclasses.dataclass(frozen=True, repr=False)
 class ConnectionInfo:
     """A single endpoint with specific credentials and connection flags to use."""
+
     server: str
     ca_path: str | os.PathLike[str] | None = None
     ca_data: str | bytes | None = None
@@ -83,26 +85,30 @@ class ConnectionInfo:
 
     # Not a constructor argument (the documented signature stays as is): see `with_connector_factory()`.
     connector_factory: ConnectorFactory | None = dataclasses.field(
-        default=None, init=False, repr=False, compare=False, hash=False,
+        default=None,
+        init=False,
+        repr=False,
+        compare=False,
+        hash=False,
     )
 
     def __repr__(self) -> str:
         parts: list[str] = []
         for field in dataclasses.fields(self):
-            if field.name == 'connector_factory':
+            if field.name == "connector_factory":
                 continue
             value = getattr(self, field.name)
-            if value is None or (field.name in ('priority', 'trust_env') and not value):
+            if value is None or (field.name in ("priority", "trust_env") and not value):
                 continue
             if field.name in _SECRET_FIELDS:
-                parts.append(f'{field.name}=<hidden>')
+                parts.append(f"{field.name}=<hidden>")
             elif field.name in _BULKY_FIELDS:
-                parts.append(f'{field.name}=<{len(value)} bytes>')
+                parts.append(f"{field.name}=<{len(value)} bytes>")
             else:
-                parts.append(f'{field.name}={value!r}')
+                parts.append(f"{field.name}={value!r}")
         if self.connector_factory is not None:
-            parts.append('connector_factory=<custom>')
-        return f'{type(self).__name__}({", ".join(parts)})'
+            parts.append("connector_factory=<custom>")
+        return f"{type(self).__name__}({', '.join(parts)})"
 
     __str__ = __repr__
 
@@ -110,12 +116,12 @@ class ConnectionInfo:
         """The ``Authorization`` header of these credentials (the token, else the basic auth), if any."""
         headers: dict[str, str] = {}
         if self.token is not None:
-            headers['Authorization'] = f'{self.scheme or "Bearer"} {self.token}'
+            headers["Authorization"] = f"{self.scheme or 'Bearer'} {self.token}"
         elif self.username is not None or self.password is not None:
-            userpass = f'{self.username or ""}:{self.password or ""}'.encode()
-            headers['Authorization'] = f'Basic {base64.b64encode(userpass).decode("ascii")}'
+            userpass = f"{self.username or ''}:{self.password or ''}".encode()
+            headers["Authorization"] = f"Basic {base64.b64encode(userpass).decode('ascii')}"
         elif self.scheme is not None:
-            headers['Authorization'] = self.scheme
+            headers["Authorization"] = self.scheme
         return headers
 
     def as_aiohttp_basic_auth(self) -> aiohttp.BasicAuth | None:
@@ -140,17 +146,18 @@ class ConnectionInfo:
         if has_cert:
             # The ssl module loads the client certificates only from files: put the data into
             # private temporary files for the time of loading (readable only by this user).
-            with tempfile.TemporaryDirectory(prefix='kopf-') as tmpdir:
-                certfile = _materialize(tmpdir, 'cert.pem', self.certificate_path, self.certificate_data)
-                keyfile = _materialize(tmpdir, 'key.pem', self.private_key_path, self.private_key_data) \
-                    if has_key else None
+            with tempfile.TemporaryDirectory(prefix="kopf-") as tmpdir:
+                certfile = _materialize(tmpdir, "cert.pem", self.certificate_path, self.certificate_data)
+                keyfile = (
+                    _materialize(tmpdir, "key.pem", self.private_key_path, self.private_key_data) if has_key else None
+                )
                 context.load_cert_chain(certfile=certfile, keyfile=keyfile)
         return context
 
     def with_connector_factory(self, factory: ConnectorFactory | None) -> ConnectionInfo:
         """A copy of this connection info whose sessions use connectors made by ``factory``."""
         clone = copy.copy(self)
-        object.__setattr__(clone, 'connector_factory', factory)
+        object.__setattr__(clone, "connector_factory", factory)
         return clone
 
     @property
@@ -177,51 +184,52 @@ class AiohttpSession(ConnectionInfo):
     The requests go to ``server`` via this session as it is (its headers, auth, TLS);
     the framework never closes it: its creator does.
     """
+
     aiohttp_session: aiohttp.ClientSession = dataclasses.field(kw_only=True, compare=False)
 
     def __repr__(self) -> str:
-        return f'{type(self).__name__}(server={self.server!r}, priority={self.priority!r})'
+        return f"{type(self).__name__}(server={self.server!r}, priority={self.priority!r})"
 
     __str__ = __repr__
 
 
 def _as_bytes(data: str | bytes) -> bytes:
     """The certificates' data as bytes: login handlers may give text (PEM, or base64 as in kubeconfigs)."""
-    return data.encode('utf-8') if isinstance(data, str) else data
+    return data.encode("utf-8") if isinstance(data, str) else data
 
 
 def _ca_data(data: str | bytes) -> str | bytes:
     """PEM as text, DER as bytes; tolerate base64-encoded PEM as in kubeconfigs."""
     data = _as_bytes(data)
     stripped = data.strip()
-    if stripped.startswith(b'-----'):
-        return stripped.decode('ascii')
+    if stripped.startswith(b"-----"):
+        return stripped.decode("ascii")
     try:
         decoded = base64.b64decode(stripped, validate=True)
     except (binascii.Error, ValueError):
         return data
-    if decoded.strip().startswith(b'-----'):
-        return decoded.strip().decode('ascii')
+    if decoded.strip().startswith(b"-----"):
+        return decoded.strip().decode("ascii")
     return data
 
 
 def _pem(data: str | bytes) -> bytes:
     data = _as_bytes(data)
     stripped = data.strip()
-    if stripped.startswith(b'-----'):
+    if stripped.startswith(b"-----"):
         return stripped
     try:
         decoded = base64.b64decode(stripped, validate=True)
     except (binascii.Error, ValueError):
         return data
-    return decoded if decoded.strip().startswith(b'-----') else data
+    return decoded if decoded.strip().startswith(b"-----") else data
 
 
 def _materialize(tmpdir: str, name: str, path: str | os.PathLike[str] | None, data: str | bytes | None) -> str:
     if data is not None:
         filename = os.path.join(tmpdir, name)
         fd = os.open(filename, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'wb') as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(_pem(data))
         return filename
     assert path is not None
@@ -246,8 +254,10 @@ class VaultContext:
         self._closed = False
 
     def __repr__(self) -> str:
-        return f'<{type(self).__name__} objects={sorted(self._objects)} users={self._users} ' \
-               f'retired={self._retired} closed={self._closed}>'
+        return (
+            f"<{type(self).__name__} objects={sorted(self._objects)} users={self._users} "
+            f"retired={self._retired} closed={self._closed}>"
+        )
 
     @property
     def retired(self) -> bool:
@@ -323,8 +333,8 @@ class Vault:
         self._counter = 0
         self._failure: BaseException | None = None
         self._last_error: BaseException | None = None
-        self._ready = asyncio.Event()     # has usable credentials
-        self._empty = asyncio.Event()     # needs a login
+        self._ready = asyncio.Event()  # has usable credentials
+        self._empty = asyncio.Event()  # needs a login
         self._changed = asyncio.Condition()
         if src is not None:
             for key, info in src.items():
@@ -332,8 +342,8 @@ class Vault:
         self._update_flags()
 
     def __repr__(self) -> str:
-        keys = ', '.join(f'{key}:{item.info.priority}' for key, item in self._current.items())
-        return f'<{type(self).__name__}: [{keys}]>'
+        keys = ", ".join(f"{key}:{item.info.priority}" for key, item in self._current.items())
+        return f"<{type(self).__name__}: [{keys}]>"
 
     # -- state ---------------------------------------------------------------------------------------------
 
@@ -400,8 +410,9 @@ class Vault:
             self._add(vkey, info)
             added += 1
         if self.is_empty():
-            self._failure = LoginError("Ran out of valid credentials. Consider installing "
-                                       "an API client library or adding a login handler.")
+            self._failure = LoginError(
+                "Ran out of valid credentials. Consider installing an API client library or adding a login handler."
+            )
             if self._last_error is not None:
                 self._failure.__cause__ = self._last_error
         else:
@@ -455,11 +466,11 @@ class Vault:
                 await self._changed.wait_for(lambda: bool(self._current) or self._failure is not None)
 
     async def invalidate(
-            self,
-            key: str,
-            info: ConnectionInfo | None = None,
-            *,
-            exc: BaseException | None = None,
+        self,
+        key: str,
+        info: ConnectionInfo | None = None,
+        *,
+        exc: BaseException | None = None,
     ) -> None:
         """
         Mark the credentials under ``key`` as invalid (e.g. after HTTP 401) and drop them.

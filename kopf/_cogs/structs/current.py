@@ -6,6 +6,7 @@ Some helpers for operator developers, such as the hierarchy kit, default to
 The framework's core sets it around each handler invocation (contextvars follow
 the asyncio tasks, and are copied into the executor threads of sync handlers).
 """
+
 import contextlib
 import contextvars
 from collections.abc import Iterator, Mapping
@@ -13,7 +14,7 @@ from typing import Any
 
 from kopf._cogs.structs import bodies
 
-current_body: contextvars.ContextVar[bodies.Body] = contextvars.ContextVar('current_body')
+current_body: contextvars.ContextVar[bodies.Body] = contextvars.ContextVar("current_body")
 
 
 def get_current_body() -> bodies.Body | None:

@@ -8,6 +8,7 @@ and resolves, ensures, removes and copies the values they point to; it also
 provides read-only "views" that follow a path lazily, so that they always show
 the latest state of the underlying dict, even if it is replaced as a whole.
 """
+
 import copy
 import enum
 import functools
@@ -17,9 +18,9 @@ from typing import Any, Generic, TypeVar, cast, overload
 FieldPath = tuple[str, ...]
 FieldSpec = None | str | FieldPath | list[str]
 
-_K = TypeVar('_K')
-_V = TypeVar('_V')
-_T = TypeVar('_T')
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+_T = TypeVar("_T")
 
 
 class _UNSET(enum.Enum):
@@ -32,12 +33,12 @@ def parse_field(field: FieldSpec) -> FieldPath:
 
     ``None`` and an empty string mean the root (an empty tuple).
     """
-    if field is None or field == '':
+    if field is None or field == "":
         return ()
     elif type(field) is str:  # the usual case: parsed once per distinct path (asked on every event)
         return _parse_dotted(field)
     elif isinstance(field, str):
-        return tuple(field.split('.'))
+        return tuple(field.split("."))
     elif isinstance(field, (list, tuple)):
         if not all(isinstance(key, str) for key in field):
             raise ValueError(f"Field path keys must be strings: {field!r}")
@@ -46,15 +47,14 @@ def parse_field(field: FieldSpec) -> FieldPath:
         raise ValueError(f"Field must be either a str, or a list/tuple. Got {field!r}")
 
 
-
 @functools.lru_cache(maxsize=1024)
 def _parse_dotted(field: str) -> FieldPath:
-    return tuple(field.split('.'))
+    return tuple(field.split("."))
 
 
 def render_field(field: FieldSpec) -> str:
     """Render a field path as a dotted string (e.g. for handler ids and logs)."""
-    return '.'.join(parse_field(field))
+    return ".".join(parse_field(field))
 
 
 @overload
@@ -62,16 +62,15 @@ def resolve(d: Mapping[Any, Any] | None, field: FieldSpec) -> Any: ...
 
 
 @overload
-def resolve(d: Mapping[Any, Any] | None, field: FieldSpec, default: _T, *,
-            assume_empty: bool = False) -> Any | _T: ...
+def resolve(d: Mapping[Any, Any] | None, field: FieldSpec, default: _T, *, assume_empty: bool = False) -> Any | _T: ...
 
 
 def resolve(
-        d: Mapping[Any, Any] | None,
-        field: FieldSpec,
-        default: Any = _UNSET.token,
-        *,
-        assume_empty: bool = False,
+    d: Mapping[Any, Any] | None,
+    field: FieldSpec,
+    default: Any = _UNSET.token,
+    *,
+    assume_empty: bool = False,
 ) -> Any:
     """
     Get a value at the field path, or the default if any part is missing.
@@ -146,11 +145,11 @@ def remove(d: MutableMapping[Any, Any], field: FieldSpec, *, prune: bool = False
 
 
 def cherrypick(
-        src: Mapping[Any, Any],
-        dst: MutableMapping[Any, Any],
-        fields: Iterable[FieldSpec] | None,
-        *,
-        picker: Callable[[Any], Any] = copy.deepcopy,
+    src: Mapping[Any, Any],
+    dst: MutableMapping[Any, Any],
+    fields: Iterable[FieldSpec] | None,
+    *,
+    picker: Callable[[Any], Any] = copy.deepcopy,
 ) -> None:
     """Copy the existing values of the specified fields from one dict to another."""
     missing = object()
@@ -162,9 +161,9 @@ def cherrypick(
 
 
 def walk(
-        objs: MutableMapping[Any, Any] | Iterable[MutableMapping[Any, Any]],
-        *,
-        nested: Iterable[FieldSpec] | str | None = None,
+    objs: MutableMapping[Any, Any] | Iterable[MutableMapping[Any, Any]],
+    *,
+    nested: Iterable[FieldSpec] | str | None = None,
 ) -> Iterator[MutableMapping[Any, Any]]:
     """
     Iterate over one or several mappings and over their nested sub-mappings.
@@ -173,8 +172,9 @@ def walk(
     object, the sub-objects at the ``nested`` paths are yielded too, but only if
     they exist (absent nested structures are ignored, not created).
     """
-    nested_paths = [parse_field(nested)] if isinstance(nested, str) else [
-        parse_field(field) for field in (nested or [])]
+    nested_paths = (
+        [parse_field(nested)] if isinstance(nested, str) else [parse_field(field) for field in (nested or [])]
+    )
     items: Iterable[Any] = [objs] if isinstance(objs, Mapping) else cast(Iterable[Any], objs)
     for obj in items:
         yield obj
@@ -270,7 +270,7 @@ class ReplaceableMappingView(MappingView[_K, _V], Generic[_K, _V]):
     were derived from this one (e.g. spec, status) see the new content at once.
     """
 
-    def _replace_from(self, __src: 'ReplaceableMappingView[_K, _V]') -> None:
+    def _replace_from(self, __src: "ReplaceableMappingView[_K, _V]") -> None:
         self._src = __src._src
 
     def _replace_with(self, __src: Mapping[Any, Any]) -> None:

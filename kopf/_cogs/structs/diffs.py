@@ -10,6 +10,7 @@ The dicts are compared key by key, recursively; everything else (scalars, lists)
 is compared as a whole value. A diff compares equal to plain tuples/lists of
 plain tuples, so handlers and tests can write the expected diffs literally.
 """
+
 import enum
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, overload
@@ -18,9 +19,9 @@ from kopf._cogs.structs import dicts
 
 
 class DiffOperation(enum.StrEnum):
-    ADD = 'add'
-    CHANGE = 'change'
-    REMOVE = 'remove'
+    ADD = "add"
+    CHANGE = "change"
+    REMOVE = "remove"
 
     def __repr__(self) -> str:
         return repr(self.value)
@@ -45,9 +46,7 @@ class Diff(Sequence[DiffItem]):
 
     def __init__(self, __items: Iterable[DiffItem]) -> None:
         super().__init__()
-        self._items = tuple(
-            DiffItem(DiffOperation(op), tuple(field), old, new) for op, field, old, new in __items
-        )
+        self._items = tuple(DiffItem(DiffOperation(op), tuple(field), old, new) for op, field, old, new in __items)
 
     def __repr__(self) -> str:
         return repr(self._items)
@@ -110,10 +109,10 @@ def reduce_iter(d: Diff, path: dicts.FieldSpec) -> Iterator[DiffItem]:
     """
     prefix = dicts.parse_field(path)
     for op, field, old, new in d:
-        if field[:len(prefix)] == prefix:
-            yield DiffItem(op, field[len(prefix):], old, new)
-        elif prefix[:len(field)] == field:
-            tail = prefix[len(field):]
+        if field[: len(prefix)] == prefix:
+            yield DiffItem(op, field[len(prefix) :], old, new)
+        elif prefix[: len(field)] == field:
+            tail = prefix[len(field) :]
             yield from diff_iter(dicts.resolve(old, tail, None), dicts.resolve(new, tail, None))
 
 

@@ -6,12 +6,13 @@ and one per individual resource object, the latter being a shallow copy of the
 former (so that the operator-level values are seen by all objects, while the
 per-object values are not shared between objects).
 """
+
 import copy
 from typing import Any, TypeVar
 
 AnyMemo = Any  # any class can be used as a memo in embedded operators, if it supports copy.copy().
 
-_MemoT = TypeVar('_MemoT', bound='Memo')
+_MemoT = TypeVar("_MemoT", bound="Memo")
 
 
 class Memo(dict[Any, Any]):
@@ -23,7 +24,7 @@ class Memo(dict[Any, Any]):
     """
 
     def __repr__(self) -> str:
-        return f'{type(self).__name__}({dict.__repr__(self)})'
+        return f"{type(self).__name__}({dict.__repr__(self)})"
 
     def __getattr__(self, key: str) -> Any:
         try:

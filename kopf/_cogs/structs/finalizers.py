@@ -7,6 +7,7 @@ as a list, which a merge-patch can only replace as a whole: the edits rewrite th
 as the object has it now, with the operator's own name added or removed, and leave
 the names of other controllers in place.
 """
+
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,8 +15,8 @@ from kopf._cogs.structs import bodies, patches
 
 
 def _names(body: bodies.Body | Mapping[str, Any]) -> Sequence[str]:
-    metadata = body.get('metadata') or {}
-    names: Sequence[str] = metadata.get('finalizers') or ()
+    metadata = body.get("metadata") or {}
+    names: Sequence[str] = metadata.get("finalizers") or ()
     return names
 
 
@@ -33,11 +34,11 @@ def block_deletion(*, body: bodies.Body, patch: patches.Patch, finalizer: str) -
     """Add the operator's finalizer to the patch (unless the object has it already)."""
     names = _names(body)
     if finalizer not in names:
-        patch.metadata['finalizers'] = [*names, finalizer]
+        patch.metadata["finalizers"] = [*names, finalizer]
 
 
 def allow_deletion(*, body: bodies.Body, patch: patches.Patch, finalizer: str) -> None:
     """Remove the operator's finalizer in the patch (if the object has it), keeping those of others."""
     names = _names(body)
     if finalizer in names:
-        patch.metadata['finalizers'] = [name for name in names if name != finalizer]
+        patch.metadata["finalizers"] = [name for name in names if name != finalizer]

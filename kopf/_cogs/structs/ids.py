@@ -8,15 +8,16 @@ published framework names them, so that same-named methods of different classes 
 field handlers add the field (``fn/spec.field``); sub-handlers are prefixed with their parent
 (``parent/child``).
 """
+
 import functools
 from collections.abc import Callable
 from typing import Any, NewType
 
 from kopf._cogs.structs import dicts
 
-HandlerId = NewType('HandlerId', str)
+HandlerId = NewType("HandlerId", str)
 
-SUBHANDLER_SEPARATOR = '/'
+SUBHANDLER_SEPARATOR = "/"
 
 
 def get_callable_id(fn: Callable[..., Any] | None) -> str:
@@ -33,25 +34,25 @@ def get_callable_id(fn: Callable[..., Any] | None) -> str:
         fn = fn.func
     if fn is None:
         raise ValueError("Cannot build an id for a missing callable.")
-    name = getattr(fn, '__name__', None)
+    name = getattr(fn, "__name__", None)
     if name is None:
         name = type(fn).__name__
-    if name == '<lambda>':
-        code = getattr(fn, '__code__', None)
+    if name == "<lambda>":
+        code = getattr(fn, "__code__", None)
         if code is not None:
-            return f'lambda:{code.co_filename}:{code.co_firstlineno}'
-    qualname = getattr(fn, '__qualname__', None)
-    if isinstance(qualname, str) and qualname.endswith(f'.{name}'):
-        return qualname.rsplit('<locals>.', 1)[-1]
+            return f"lambda:{code.co_filename}:{code.co_firstlineno}"
+    qualname = getattr(fn, "__qualname__", None)
+    if isinstance(qualname, str) and qualname.endswith(f".{name}"):
+        return qualname.rsplit("<locals>.", 1)[-1]
     return str(name)
 
 
 def build_handler_id(
-        fn: Callable[..., Any] | None,
-        *,
-        id: str | None = None,
-        field: dicts.FieldSpec = None,
-        prefix: str | None = None,
+    fn: Callable[..., Any] | None,
+    *,
+    id: str | None = None,
+    field: dicts.FieldSpec = None,
+    prefix: str | None = None,
 ) -> HandlerId:
     """
     Compose a handler id from an explicit id or the function, a field, a parent id.
@@ -64,12 +65,12 @@ def build_handler_id(
     else:
         real_id = get_callable_id(fn)
         if field:
-            real_id = f'{real_id}{SUBHANDLER_SEPARATOR}{dicts.render_field(field)}'
+            real_id = f"{real_id}{SUBHANDLER_SEPARATOR}{dicts.render_field(field)}"
     if prefix:
-        real_id = f'{prefix}{SUBHANDLER_SEPARATOR}{real_id}'
+        real_id = f"{prefix}{SUBHANDLER_SEPARATOR}{real_id}"
     return HandlerId(real_id)
 
 
 # Namespaces are plain strings in the API, but a distinct type in the framework's
 # signatures helps to tell them apart from names and other strings.
-NamespaceName = NewType('NamespaceName', str)
+NamespaceName = NewType("NamespaceName", str)

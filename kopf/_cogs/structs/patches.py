@@ -10,6 +10,7 @@ For admission mutations, the same patch is rendered as a JSON-patch (RFC 6902)
 against the object in the admission request: it tells ``add`` from ``replace``
 by what the object already has, and drops removals of what is not there.
 """
+
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal, NotRequired, TypedDict, cast
@@ -21,7 +22,7 @@ from kopf._cogs.structs.bodies import RawBody
 
 
 class JSONPatchItem(TypedDict):
-    op: Literal['add', 'replace', 'remove', 'move', 'copy', 'test']
+    op: Literal["add", "replace", "remove", "move", "copy", "test"]
     path: str
     value: NotRequired[Any]
 
@@ -35,30 +36,30 @@ PatchFn = Callable[[RawBody], None]
 class MetaPatch(dicts.MutableMappingView[str, Any]):
     """A writable view of ``metadata`` in a patch, with ``labels`` & ``annotations`` views."""
 
-    def __init__(self, __src: 'Patch') -> None:
-        super().__init__(__src, 'metadata')
+    def __init__(self, __src: "Patch") -> None:
+        super().__init__(__src, "metadata")
 
     @property
     def labels(self) -> dicts.MutableMappingView[str, str | None]:
-        return dicts.MutableMappingView(self, 'labels')
+        return dicts.MutableMappingView(self, "labels")
 
     @property
     def annotations(self) -> dicts.MutableMappingView[str, str | None]:
-        return dicts.MutableMappingView(self, 'annotations')
+        return dicts.MutableMappingView(self, "annotations")
 
 
 class SpecPatch(dicts.MutableMappingView[str, Any]):
     """A writable view of ``spec`` in a patch."""
 
-    def __init__(self, __src: 'Patch') -> None:
-        super().__init__(__src, 'spec')
+    def __init__(self, __src: "Patch") -> None:
+        super().__init__(__src, "spec")
 
 
 class StatusPatch(dicts.MutableMappingView[str, Any]):
     """A writable view of ``status`` in a patch."""
 
-    def __init__(self, __src: 'Patch') -> None:
-        super().__init__(__src, 'status')
+    def __init__(self, __src: "Patch") -> None:
+        super().__init__(__src, "status")
 
 
 class Patch(dict[str, Any]):
@@ -70,11 +71,11 @@ class Patch(dict[str, Any]):
     """
 
     def __init__(
-            self,
-            src: Mapping[str, Any] | None = None,
-            /,
-            body: Mapping[str, Any] | None = None,
-            fns: Iterable[PatchFn] = (),
+        self,
+        src: Mapping[str, Any] | None = None,
+        /,
+        body: Mapping[str, Any] | None = None,
+        fns: Iterable[PatchFn] = (),
     ) -> None:
         super().__init__(src or {})
         self._body = body
@@ -86,7 +87,7 @@ class Patch(dict[str, Any]):
         return bool(len(self)) or bool(self.fns)
 
     def __repr__(self) -> str:
-        return f'{dict(self)!r} + fns={self.fns!r}' if self.fns else dict.__repr__(self)
+        return f"{dict(self)!r} + fns={self.fns!r}" if self.fns else dict.__repr__(self)
 
     @property
     def body(self) -> Mapping[str, Any] | None:
@@ -134,12 +135,13 @@ def _iter_json_patch(patch: Mapping[str, Any], body: Any, path: dicts.FieldPath)
         exists = isinstance(body, Mapping) and key in body
         if value is None:
             if exists:
-                yield JSONPatchItem(op='remove', path=_render_pointer(field))
+                yield JSONPatchItem(op="remove", path=_render_pointer(field))
         elif isinstance(value, Mapping) and exists and isinstance(body[key], Mapping):
             yield from _iter_json_patch(value, body[key], field)
         else:
-            yield JSONPatchItem(op='replace' if exists else 'add', path=_render_pointer(field),
-                                value=_without_nones(value))
+            yield JSONPatchItem(
+                op="replace" if exists else "add", path=_render_pointer(field), value=_without_nones(value)
+            )
 
 
 def _without_nones(value: Any) -> Any:
@@ -151,4 +153,4 @@ def _without_nones(value: Any) -> Any:
 
 def _render_pointer(field: dicts.FieldPath) -> str:
     """Render a JSON pointer (RFC 6901), escaping the special characters of the keys."""
-    return ''.join('/' + str(key).replace('~', '~0').replace('/', '~1') for key in field)
+    return "".join("/" + str(key).replace("~", "~0").replace("/", "~1") for key in field)

@@ -8,6 +8,7 @@ either a ``url`` or a ``service``, optionally with a ``caBundle`` (base64 of PEM
 
 All of these are plain JSON-compatible dicts; the typed dicts only give hints.
 """
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -20,24 +21,25 @@ Headers: TypeAlias = Mapping[str, str]
 SSLPeer: TypeAlias = Mapping[str, Any]
 
 #: The operations of admission requests.
-Operation: TypeAlias = Literal['CREATE', 'UPDATE', 'DELETE', 'CONNECT']
+Operation: TypeAlias = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 
 #: The operations of admission handlers: ``None`` or ``"*"`` for all of them.
-OperationSpec: TypeAlias = Operation | Literal['*'] | None
+OperationSpec: TypeAlias = Operation | Literal["*"] | None
 
 #: The subresources of admission handlers: ``None`` for the main body only, ``"*"`` for all.
 SubResource: TypeAlias = str | None
 
 #: All known operations, in the order as the Kubernetes documentation lists them.
-OPERATIONS: tuple[Operation, ...] = ('CREATE', 'UPDATE', 'DELETE', 'CONNECT')
+OPERATIONS: tuple[Operation, ...] = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 #: The API versions of the reviews as sent by apiservers (``v1`` since Kubernetes 1.16).
-REVIEW_API_VERSIONS: tuple[str, ...] = ('admission.k8s.io/v1', 'admission.k8s.io/v1beta1')
-REVIEW_KIND = 'AdmissionReview'
+REVIEW_API_VERSIONS: tuple[str, ...] = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+REVIEW_KIND = "AdmissionReview"
 
 
 class WebhookClientConfigService(TypedDict, total=False):
     """A reference to an in-cluster service that serves the webhooks."""
+
     namespace: str | None
     name: str | None
     path: str | None
@@ -51,6 +53,7 @@ class WebhookClientConfig(TypedDict, total=False):
     The dict goes into the managed webhook configurations "as is". The framework adds
     the handler ids as the last path component to ``url`` and to ``service.path``.
     """
+
     caBundle: str | None  # base64-encoded PEM
     url: str | None
     service: WebhookClientConfigService | None
@@ -58,6 +61,7 @@ class WebhookClientConfig(TypedDict, total=False):
 
 class UserInfo(TypedDict):
     """The identity of the requester (e.g. the user of ``kubectl``) who triggered the admission."""
+
     username: str
     uid: str
     groups: list[str]
@@ -77,6 +81,7 @@ class RequestResource(TypedDict):
 
 class RequestPayload(TypedDict):
     """The ``request`` field of an admission review as sent by apiservers."""
+
     uid: str
     kind: RequestKind
     resource: RequestResource
@@ -96,6 +101,7 @@ class RequestPayload(TypedDict):
 
 class Request(TypedDict):
     """A whole admission review with a request, as POSTed to the webhook servers."""
+
     apiVersion: str
     kind: str
     request: RequestPayload
@@ -103,6 +109,7 @@ class Request(TypedDict):
 
 class ResponseStatus(TypedDict, total=False):
     """The reason of a rejection (a shortened ``kind: Status``)."""
+
     code: int
     message: str
     reason: str
@@ -110,16 +117,18 @@ class ResponseStatus(TypedDict, total=False):
 
 class ResponsePayload(TypedDict):
     """The ``response`` field of an admission review as returned to apiservers."""
+
     uid: str
     allowed: bool
     warnings: NotRequired[list[str]]
     status: NotRequired[ResponseStatus]  # on the wire, the rejection reason is "status" (not "result")
     patch: NotRequired[str]  # base64-encoded JSON-patch
-    patchType: NotRequired[Literal['JSONPatch']]
+    patchType: NotRequired[Literal["JSONPatch"]]
 
 
 class Response(TypedDict):
     """A whole admission review with a response, as returned by the webhook servers."""
+
     apiVersion: str
     kind: str
     response: ResponsePayload
@@ -135,12 +144,12 @@ class WebhookFn(Protocol):
     """
 
     def __call__(
-            self,
-            request: Request,
-            *,
-            webhook: str | None = None,
-            headers: Headers | None = None,
-            sslpeer: SSLPeer | None = None,
+        self,
+        request: Request,
+        *,
+        webhook: str | None = None,
+        headers: Headers | None = None,
+        sslpeer: SSLPeer | None = None,
     ) -> Awaitable[Response]: ...
 
 
@@ -156,16 +165,16 @@ def check_request(payload: Any) -> Request:
     """Make sure that a parsed JSON payload looks like an admission review request, and return it typed."""
     if not isinstance(payload, Mapping):
         raise MalformedReviewError(f"An {REVIEW_KIND} must be a JSON object, got {type(payload).__name__}.")
-    kind = payload.get('kind')
+    kind = payload.get("kind")
     if kind != REVIEW_KIND:
         raise MalformedReviewError(f"The kind must be {REVIEW_KIND!r}, got {kind!r}.")
-    api_version = payload.get('apiVersion')
-    if not isinstance(api_version, str) or not api_version.startswith('admission.k8s.io/'):
+    api_version = payload.get("apiVersion")
+    if not isinstance(api_version, str) or not api_version.startswith("admission.k8s.io/"):
         raise MalformedReviewError(f"The apiVersion must be admission.k8s.io/*, got {api_version!r}.")
-    request = payload.get('request')
+    request = payload.get("request")
     if not isinstance(request, Mapping):
         raise MalformedReviewError(f"An {REVIEW_KIND} must have a 'request' object.")
-    uid = request.get('uid')
+    uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise MalformedReviewError(f"An {REVIEW_KIND}'s request must have a 'uid' string.")
     _check_fields(request)
@@ -173,34 +182,42 @@ def check_request(payload: Any) -> Request:
 
 
 # The fields of a review's request and their JSON types, as apiservers send them (absent or null is fine).
-_STRING_FIELDS = ('subResource', 'requestSubResource', 'name', 'namespace', 'operation')
-_OBJECT_FIELDS = ('object', 'oldObject', 'options', 'userInfo')
-_GVK_FIELDS = {'kind': ('group', 'version', 'kind'), 'requestKind': ('group', 'version', 'kind'),
-               'resource': ('group', 'version', 'resource'), 'requestResource': ('group', 'version', 'resource')}
+_STRING_FIELDS = ("subResource", "requestSubResource", "name", "namespace", "operation")
+_OBJECT_FIELDS = ("object", "oldObject", "options", "userInfo")
+_GVK_FIELDS = {
+    "kind": ("group", "version", "kind"),
+    "requestKind": ("group", "version", "kind"),
+    "resource": ("group", "version", "resource"),
+    "requestResource": ("group", "version", "resource"),
+}
 
 
 def _check_fields(request: Mapping[str, Any]) -> None:
     """Make sure that the request's fields have the types that the framework relies on."""
+
     def refuse(field: str, what: str) -> MalformedReviewError:
-        return MalformedReviewError(f"An {REVIEW_KIND}'s request.{field} must be {what}, "
-                                    f"got {type(request[field]).__name__}.")
+        return MalformedReviewError(
+            f"An {REVIEW_KIND}'s request.{field} must be {what}, got {type(request[field]).__name__}."
+        )
 
     for field in _STRING_FIELDS:
         if request.get(field) is not None and not isinstance(request[field], str):
-            raise refuse(field, 'a string')
+            raise refuse(field, "a string")
     for field in _OBJECT_FIELDS:
         if request.get(field) is not None and not isinstance(request[field], Mapping):
-            raise refuse(field, 'an object')
+            raise refuse(field, "an object")
     for field, parts in _GVK_FIELDS.items():
         value = request.get(field)
         if value is None:
             continue
-        if not isinstance(value, Mapping) or any(not isinstance(value.get(part, ''), str) for part in parts):
-            raise MalformedReviewError(f"An {REVIEW_KIND}'s request.{field} must be an object with the strings "
-                                       f"{', '.join(parts)}.")
-    if request.get('dryRun') is not None and not isinstance(request['dryRun'], bool):
-        raise refuse('dryRun', 'a boolean')
-    user = request.get('userInfo') or {}
-    if not isinstance(user.get('username', ''), str) or not isinstance(user.get('groups') or [], list):
-        raise MalformedReviewError(f"An {REVIEW_KIND}'s request.userInfo must have a string username "
-                                   f"and a list of groups.")
+        if not isinstance(value, Mapping) or any(not isinstance(value.get(part, ""), str) for part in parts):
+            raise MalformedReviewError(
+                f"An {REVIEW_KIND}'s request.{field} must be an object with the strings {', '.join(parts)}."
+            )
+    if request.get("dryRun") is not None and not isinstance(request["dryRun"], bool):
+        raise refuse("dryRun", "a boolean")
+    user = request.get("userInfo") or {}
+    if not isinstance(user.get("username", ""), str) or not isinstance(user.get("groups") or [], list):
+        raise MalformedReviewError(
+            f"An {REVIEW_KIND}'s request.userInfo must have a string username and a list of groups."
+        )

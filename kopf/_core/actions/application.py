@@ -7,6 +7,7 @@ handlers are still due (e.g. after a delay), the framework "touches" the object:
 it changes a dummy field of the progress storage, which causes a new event.
 When the handling is done, the dummy field is removed (if it is there).
 """
+
 import asyncio
 from collections.abc import Iterable
 
@@ -22,10 +23,10 @@ def get_delay(delays: Iterable[float | None]) -> float | None:
 
 
 def get_remaining_delay(
-        delay: float | None,
-        *,
-        since: float,
-        loop: asyncio.AbstractEventLoop | None = None,
+    delay: float | None,
+    *,
+    since: float,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> float | None:
     """
     The rest of a delay that was calculated at the loop's time ``since`` (e.g. before patching).

@@ -5,6 +5,7 @@ The execution machinery interprets these errors: temporary ones are retried afte
 permanent ones stop the handler for the current change-set, and arbitrary errors are
 treated according to the handler's ``errors=`` mode.
 """
+
 import enum
 
 # The documented default delay of retries: both for `TemporaryError` and for `backoff=`.
@@ -13,6 +14,7 @@ DEFAULT_RETRY_DELAY = 60
 
 class ErrorsMode(enum.Enum):
     """How arbitrary (non-temporary/non-permanent) exceptions are treated."""
+
     IGNORED = 1
     TEMPORARY = 2
     PERMANENT = 3
@@ -26,9 +28,9 @@ class TemporaryError(Exception):
     """A potentially recoverable error, should be retried."""
 
     def __init__(
-            self,
-            __msg: str | None = None,
-            delay: float | None = DEFAULT_RETRY_DELAY,
+        self,
+        __msg: str | None = None,
+        delay: float | None = DEFAULT_RETRY_DELAY,
     ) -> None:
         super().__init__(__msg)
         self.delay = delay

@@ -24,6 +24,7 @@ The errors of the handlers are interpreted as documented:
   the retrying: the handler fails with :class:`kopf.HandlerTimeoutError` or
   :class:`kopf.HandlerRetriesError` respectively.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -84,14 +85,13 @@ class Subhandling(Protocol):
     a getter of the handlers registered there so far.
     """
 
-    def activate(self, handler: Handler) -> contextlib.AbstractContextManager[Callable[[], Sequence[Handler]]]:
-        ...
+    def activate(self, handler: Handler) -> contextlib.AbstractContextManager[Callable[[], Sequence[Handler]]]: ...
 
     def from_fns(
-            self,
-            fns: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]],
-            *,
-            prefix: HandlerId | None,
+        self,
+        fns: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]],
+        *,
+        prefix: HandlerId | None,
     ) -> Sequence[Handler]:
         """Make handlers of functions (named by the mapping's keys, or by the functions)."""
         ...
@@ -118,6 +118,7 @@ class HandlerOutcome:
     Non-final outcomes are retried after ``delay`` seconds (``None`` for no delay);
     those without an exception are the parents waiting for their sub-handlers.
     """
+
     final: bool
     delay: float | None = None
     result: Any = None
@@ -148,6 +149,7 @@ class HandlerState:
     ``stopped`` is when the handler finished, ``delayed`` is when it is due again,
     ``retries`` is the number of attempts made, ``purpose`` is the reason of the cycle.
     """
+
     started: datetime.datetime | None = None
     stopped: datetime.datetime | None = None
     delayed: datetime.datetime | None = None
@@ -165,17 +167,17 @@ class HandlerState:
 
     @classmethod
     def from_record(cls, record: ProgressRecord) -> HandlerState:
-        retries = record.get('retries')
+        retries = record.get("retries")
         return cls(
-            started=_parse_time(record.get('started')),
-            stopped=_parse_time(record.get('stopped')),
-            delayed=_parse_time(record.get('delayed')),
-            purpose=record.get('purpose'),
+            started=_parse_time(record.get("started")),
+            stopped=_parse_time(record.get("stopped")),
+            delayed=_parse_time(record.get("delayed")),
+            purpose=record.get("purpose"),
             retries=retries if isinstance(retries, int) else 0,
-            success=bool(record.get('success')),
-            failure=bool(record.get('failure')),
-            message=record.get('message'),
-            subrefs=tuple(HandlerId(ref) for ref in record.get('subrefs') or ()),
+            success=bool(record.get("success")),
+            failure=bool(record.get("failure")),
+            message=record.get("message"),
+            subrefs=tuple(HandlerId(ref) for ref in record.get("subrefs") or ()),
         )
 
     def as_record(self) -> ProgressRecord:
@@ -225,8 +227,15 @@ class HandlerState:
         if outcome.final:
             failed = outcome.exception is not None
             return dataclasses.replace(
-                self, started=started, stopped=now, delayed=None, retries=self.retries + 1,
-                success=not failed, failure=failed, subrefs=subrefs, dirty=True,
+                self,
+                started=started,
+                stopped=now,
+                delayed=None,
+                retries=self.retries + 1,
+                success=not failed,
+                failure=failed,
+                subrefs=subrefs,
+                dirty=True,
                 message=_describe(outcome.exception) if outcome.exception is not None else None,
             )
         elif outcome.exception is None:
@@ -236,8 +245,13 @@ class HandlerState:
         else:
             delayed = now + datetime.timedelta(seconds=outcome.delay) if outcome.delay else None
             return dataclasses.replace(
-                self, started=started, delayed=delayed, retries=self.retries + 1, subrefs=subrefs,
-                message=_describe(outcome.exception), dirty=True,
+                self,
+                started=started,
+                delayed=delayed,
+                retries=self.retries + 1,
+                subrefs=subrefs,
+                message=_describe(outcome.exception),
+                dirty=True,
             )
 
 
@@ -247,16 +261,16 @@ def _describe(exc: BaseException) -> str:
 
 def handler_title(handler: Handler) -> str:
     """How the logs name a handler: "Activity", "Daemon", "Timer", or "Handler" (by their distinct fields)."""
-    if getattr(handler, 'activity', None) is not None:
-        kind = 'Activity'
-    elif type(handler).__name__ == 'IndexingHandler':  # the intents are above this layer: no isinstance()
-        kind = 'Indexer'
-    elif hasattr(handler, 'interval'):
-        kind = 'Timer'
-    elif hasattr(handler, 'cancellation_polling'):
-        kind = 'Daemon'
+    if getattr(handler, "activity", None) is not None:
+        kind = "Activity"
+    elif type(handler).__name__ == "IndexingHandler":  # the intents are above this layer: no isinstance()
+        kind = "Indexer"
+    elif hasattr(handler, "interval"):
+        kind = "Timer"
+    elif hasattr(handler, "cancellation_polling"):
+        kind = "Daemon"
     else:
-        kind = 'Handler'
+        kind = "Handler"
     return f"{kind} {handler.id!r}"
 
 
@@ -293,7 +307,7 @@ class State(Mapping[str, HandlerState]):
         self.purpose = purpose
 
     def __repr__(self) -> str:
-        return f'{type(self).__name__}({self._states!r})'
+        return f"{type(self).__name__}({self._states!r})"
 
     def __len__(self) -> int:
         return len(self._states)
@@ -306,13 +320,13 @@ class State(Mapping[str, HandlerState]):
 
     @classmethod
     def from_storage(
-            cls,
-            *,
-            body: bodies.Body,
-            storage: ProgressStorage,
-            handlers: Iterable[Handler],
-            purpose: str | None = None,
-            now: datetime.datetime | None = None,
+        cls,
+        *,
+        body: bodies.Body,
+        storage: ProgressStorage,
+        handlers: Iterable[Handler],
+        purpose: str | None = None,
+        now: datetime.datetime | None = None,
     ) -> State:
         """
         Fetch the states of the handlers from the object; the absent ones start from scratch.
@@ -336,8 +350,7 @@ class State(Mapping[str, HandlerState]):
                 states[handler.id] = recorded
         return cls(states, purpose=purpose)
 
-    def with_outcomes(self, outcomes: Mapping[str, HandlerOutcome],
-                      now: datetime.datetime | None = None) -> State:
+    def with_outcomes(self, outcomes: Mapping[str, HandlerOutcome], now: datetime.datetime | None = None) -> State:
         now = now if now is not None else utcnow()
         states = dict(self._states)
         for handler_id, outcome in outcomes.items():
@@ -351,8 +364,9 @@ class State(Mapping[str, HandlerState]):
             if state.dirty:
                 storage.store(key=HandlerId(handler_id), record=state.as_record(), body=body, patch=patch)
 
-    def purge(self, *, body: bodies.Body, patch: patches.Patch, storage: ProgressStorage,
-              handlers: Iterable[Handler] = ()) -> None:
+    def purge(
+        self, *, body: bodies.Body, patch: patches.Patch, storage: ProgressStorage, handlers: Iterable[Handler] = ()
+    ) -> None:
         """
         Remove the records of the handlers and of all their sub-handlers (recursively, via ``subrefs``).
 
@@ -369,7 +383,7 @@ class State(Mapping[str, HandlerState]):
             refs: list[str] = list(self._states[key].subrefs) if key in self._states else []
             record = storage.fetch(key=HandlerId(key), body=patched)
             if record is not None:
-                refs.extend(record.get('subrefs') or ())
+                refs.extend(record.get("subrefs") or ())
             queue.extend(ref for ref in refs if ref not in seen)
             storage.purge(key=HandlerId(key), body=body, patch=patch)
 
@@ -420,12 +434,13 @@ def deliver_results(*, outcomes: Mapping[str, HandlerOutcome], patch: patches.Pa
     """Put the handlers' results into ``status.<handler id>`` (``None`` results put nothing)."""
     for handler_id, outcome in outcomes.items():
         if outcome.final and outcome.exception is None and outcome.result is not None:
-            dicts.ensure(patch, ('status', handler_id), outcome.result)
+            dicts.ensure(patch, ("status", handler_id), outcome.result)
 
 
 @dataclasses.dataclass
 class _Invocation:
     """The context of one handler's call, for ``kopf.execute()`` inside of it."""
+
     handler: Handler
     cause: invocation.BaseCause
     settings: OperatorSettings
@@ -436,7 +451,7 @@ class _Invocation:
     subrefs: list[HandlerId] = dataclasses.field(default_factory=list)
 
 
-_invocation_var: contextvars.ContextVar[_Invocation] = contextvars.ContextVar('_invocation_var')
+_invocation_var: contextvars.ContextVar[_Invocation] = contextvars.ContextVar("_invocation_var")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -447,6 +462,7 @@ class Execution:
     ``delay`` is when the next handler is due (seconds; 0 for "immediately"),
     or ``None`` if all handlers are finished (``done``).
     """
+
     outcomes: Mapping[str, HandlerOutcome]
     state: State
     delay: float | None
@@ -457,13 +473,13 @@ class Execution:
 
 
 async def execute_handlers_once(
-        *,
-        handlers: Sequence[Handler],
-        cause: invocation.ChangingCause,
-        settings: OperatorSettings,
-        lifecycle: lifecycles.LifeCycleFn | None = None,
-        subhandling: Subhandling | None = None,
-        purge: bool = True,
+    *,
+    handlers: Sequence[Handler],
+    cause: invocation.ChangingCause,
+    settings: OperatorSettings,
+    lifecycle: lifecycles.LifeCycleFn | None = None,
+    subhandling: Subhandling | None = None,
+    purge: bool = True,
 ) -> Execution:
     """
     Run one handling cycle for the cause's object: execute the due handlers, persist the progress.
@@ -474,26 +490,29 @@ async def execute_handlers_once(
     The caller applies the patch, and repeats the cycle after the returned delay
     (or on the next event of the object) as long as the execution is not done.
     """
-    execution = await _execute_cycle(handlers=handlers, cause=cause, settings=settings,
-                                     lifecycle=lifecycle, subhandling=subhandling)
+    execution = await _execute_cycle(
+        handlers=handlers, cause=cause, settings=settings, lifecycle=lifecycle, subhandling=subhandling
+    )
     if execution.done and purge:
-        execution.state.purge(body=cause.body, patch=cause.patch, handlers=handlers,
-                              storage=settings.persistence.progress_storage)
+        execution.state.purge(
+            body=cause.body, patch=cause.patch, handlers=handlers, storage=settings.persistence.progress_storage
+        )
     return execution
 
 
 async def _execute_cycle(
-        *,
-        handlers: Sequence[Handler],
-        cause: invocation.ChangingCause,
-        settings: OperatorSettings,
-        lifecycle: lifecycles.LifeCycleFn | None,
-        subhandling: Subhandling | None,
+    *,
+    handlers: Sequence[Handler],
+    cause: invocation.ChangingCause,
+    settings: OperatorSettings,
+    lifecycle: lifecycles.LifeCycleFn | None,
+    subhandling: Subhandling | None,
 ) -> Execution:
     storage = settings.persistence.progress_storage
     state = State.from_storage(body=cause.body, storage=storage, handlers=handlers, purpose=cause.reason)
-    outcomes = await run_handlers(handlers=handlers, state=state, cause=cause, settings=settings,
-                                  lifecycle=lifecycle, subhandling=subhandling)
+    outcomes = await run_handlers(
+        handlers=handlers, state=state, cause=cause, settings=settings, lifecycle=lifecycle, subhandling=subhandling
+    )
     now = utcnow()
     state = state.with_outcomes(outcomes, now=now)
     state.store(body=cause.body, patch=cause.patch, storage=storage)
@@ -502,13 +521,13 @@ async def _execute_cycle(
 
 
 async def run_handlers(
-        *,
-        handlers: Sequence[Handler],
-        state: State,
-        cause: invocation.BaseCause,
-        settings: OperatorSettings,
-        lifecycle: lifecycles.LifeCycleFn | None = None,
-        subhandling: Subhandling | None = None,
+    *,
+    handlers: Sequence[Handler],
+    state: State,
+    cause: invocation.BaseCause,
+    settings: OperatorSettings,
+    lifecycle: lifecycles.LifeCycleFn | None = None,
+    subhandling: Subhandling | None = None,
 ) -> dict[str, HandlerOutcome]:
     """
     Execute the due handlers as planned by the lifecycle, one at a time; no persistence here.
@@ -522,22 +541,26 @@ async def run_handlers(
     plan: Sequence[Handler] = real_lifecycle(handlers=due, state=state, **cause.kwargs()) if due else []
     outcomes: dict[str, HandlerOutcome] = {}
     for handler in plan:
-        handler_state = state.get(handler.id) or HandlerState.from_scratch(purpose=getattr(cause, 'reason', None))
+        handler_state = state.get(handler.id) or HandlerState.from_scratch(purpose=getattr(cause, "reason", None))
         outcomes[handler.id] = await execute_handler_once(
-            handler=handler, state=handler_state, cause=cause, settings=settings,
-            lifecycle=real_lifecycle, subhandling=subhandling,
+            handler=handler,
+            state=handler_state,
+            cause=cause,
+            settings=settings,
+            lifecycle=real_lifecycle,
+            subhandling=subhandling,
         )
     return outcomes
 
 
 async def execute_handler_once(
-        *,
-        handler: Handler,
-        state: HandlerState,
-        cause: invocation.BaseCause,
-        settings: OperatorSettings,
-        lifecycle: lifecycles.LifeCycleFn | None = None,
-        subhandling: Subhandling | None = None,
+    *,
+    handler: Handler,
+    state: HandlerState,
+    cause: invocation.BaseCause,
+    settings: OperatorSettings,
+    lifecycle: lifecycles.LifeCycleFn | None = None,
+    subhandling: Subhandling | None = None,
 ) -> HandlerOutcome:
     """
     Make one attempt of a handler (if its timeout & retries allow) and interpret its errors.
@@ -554,7 +577,10 @@ async def execute_handler_once(
     errors_mode = handler.errors if handler.errors is not None else ErrorsMode.TEMPORARY
     backoff = handler.backoff if handler.backoff is not None else settings.execution.default_backoff
     context = _Invocation(
-        handler=handler, cause=cause, settings=settings, subhandling=subhandling,
+        handler=handler,
+        cause=cause,
+        settings=settings,
+        subhandling=subhandling,
         lifecycle=lifecycle if lifecycle is not None else lifecycles.get_default_lifecycle(),
     )
     outcome: HandlerOutcome
@@ -577,8 +603,7 @@ async def execute_handler_once(
             logger.error(f"{name} failed temporarily but will exceed {handler.retries} retries: {_describe(e)}")
             outcome = HandlerOutcome(final=True, exception=_retries_error(name, state, e))
         elif _exceeds_timeout(handler, state, delay):
-            logger.error(f"{name} failed temporarily but will time out after {handler.timeout} seconds: "
-                         f"{_describe(e)}")
+            logger.error(f"{name} failed temporarily but will time out after {handler.timeout} seconds: {_describe(e)}")
             outcome = HandlerOutcome(final=True, exception=_timeout_error(name, state, e))
         else:
             logger.error(f"{name} failed temporarily: {_describe(e)}")
@@ -594,16 +619,19 @@ async def execute_handler_once(
             logger.exception(f"{name} failed with an exception and will stop now: {_describe(e)}")
             outcome = HandlerOutcome(final=True, exception=e)
         elif _exceeds_retries(handler, state):
-            logger.exception(f"{name} failed with an exception and will stop now "
-                             f"(it would exceed {handler.retries} retries on the next attempt): {_describe(e)}")
+            logger.exception(
+                f"{name} failed with an exception and will stop now "
+                f"(it would exceed {handler.retries} retries on the next attempt): {_describe(e)}"
+            )
             outcome = HandlerOutcome(final=True, exception=_retries_error(name, state, e))
         elif _exceeds_timeout(handler, state, backoff):
-            logger.exception(f"{name} failed with an exception and will stop now "
-                             f"(it would time out in {handler.timeout} seconds on the next attempt): {_describe(e)}")
+            logger.exception(
+                f"{name} failed with an exception and will stop now "
+                f"(it would time out in {handler.timeout} seconds on the next attempt): {_describe(e)}"
+            )
             outcome = HandlerOutcome(final=True, exception=_timeout_error(name, state, e))
         else:
-            logger.exception(f"{name} failed with an exception and will try again in {backoff} seconds: "
-                             f"{_describe(e)}")
+            logger.exception(f"{name} failed with an exception and will try again in {backoff} seconds: {_describe(e)}")
             outcome = HandlerOutcome(final=False, exception=e, delay=backoff)
     else:
         logger.info(f"{name} succeeded.")
@@ -613,20 +641,20 @@ async def execute_handler_once(
 
 
 async def _invoke_handler(
-        *,
-        handler: Handler,
-        state: HandlerState,
-        cause: invocation.BaseCause,
-        context: _Invocation,
-        now: datetime.datetime,
+    *,
+    handler: Handler,
+    state: HandlerState,
+    cause: invocation.BaseCause,
+    context: _Invocation,
+    now: datetime.datetime,
 ) -> Any:
     """Call the handler with the per-handler kwargs and the sub-handlers' context; run the sub-handlers."""
     started = state.started if state.started is not None else now
     extra: dict[str, Any] = dict(param=handler.param, retry=state.retries, started=started, runtime=now - started)
-    field = getattr(handler, 'field', None)
+    field = getattr(handler, "field", None)
     if field and isinstance(cause, invocation.ChangingCause):
         reduced = invocation.reduce_to_field(cause.framework_kwargs(), field)
-        extra.update(old=reduced['old'], new=reduced['new'], diff=reduced['diff'])
+        extra.update(old=reduced["old"], new=reduced["new"], diff=reduced["diff"])
 
     activation: contextlib.AbstractContextManager[Callable[[], Sequence[Handler]]]
     if context.subhandling is not None and isinstance(cause, invocation.ChangingCause):
@@ -638,19 +666,21 @@ async def _invoke_handler(
         context.subhandlers = subhandlers
         token = _invocation_var.set(context)
         try:
-            if not handler_title(handler).startswith('Indexer'):  # too many: as the published framework, silent
+            if not handler_title(handler).startswith("Indexer"):  # too many: as the published framework, silent
                 context.cause.logger.debug(f"{handler_title(handler)} is invoked.")
             timeout = handler.timeout
             if timeout is not None and invocation.is_async_fn(handler.fn):
                 remaining = max(0.0, timeout - (now - started).total_seconds())
                 try:
                     async with asyncio.timeout(remaining) as timer:
-                        result = await invocation.invoke(handler.fn, cause=cause, kwargs=extra,
-                                                         settings=context.settings)
+                        result = await invocation.invoke(
+                            handler.fn, cause=cause, kwargs=extra, settings=context.settings
+                        )
                 except TimeoutError:
                     if timer.expired():
-                        raise HandlerTimeoutError(f"Handler {handler.id!r} has timed out after "
-                                                  f"{datetime.timedelta(seconds=timeout)}.") from None
+                        raise HandlerTimeoutError(
+                            f"Handler {handler.id!r} has timed out after {datetime.timedelta(seconds=timeout)}."
+                        ) from None
                     raise
             else:
                 result = await invocation.invoke(handler.fn, cause=cause, kwargs=extra, settings=context.settings)
@@ -664,12 +694,12 @@ async def _invoke_handler(
 
 
 async def execute(
-        *,
-        fns: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]] | None = None,
-        handlers: Iterable[Handler] | None = None,
-        registry: Any | None = None,
-        lifecycle: lifecycles.LifeCycleFn | None = None,
-        cause: invocation.ChangingCause | None = None,
+    *,
+    fns: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]] | None = None,
+    handlers: Iterable[Handler] | None = None,
+    registry: Any | None = None,
+    lifecycle: lifecycles.LifeCycleFn | None = None,
+    cause: invocation.ChangingCause | None = None,
 ) -> None:
     """
     Execute the sub-handlers of the current handler in place; return when all of them are finished.
@@ -692,17 +722,25 @@ async def execute(
 
     real_cause = cause if cause is not None else context.cause if context is not None else None
     if real_cause is None:
-        raise RuntimeError("kopf.execute() can be used only inside of the change-detecting handlers "
-                           "(or with an explicit cause=).")
+        raise RuntimeError(
+            "kopf.execute() can be used only inside of the change-detecting handlers (or with an explicit cause=)."
+        )
     if not isinstance(real_cause, invocation.ChangingCause):
-        raise RuntimeError("Sub-handlers are supported only for the change-detecting handlers "
-                           "(others have neither retries nor progress to track).")
+        raise RuntimeError(
+            "Sub-handlers are supported only for the change-detecting handlers "
+            "(others have neither retries nor progress to track)."
+        )
 
     subhandling = context.subhandling if context is not None else None
     settings = context.settings if context is not None else OperatorSettings()
     prefix = context.handler.id if context is not None else None
-    real_lifecycle = (lifecycle if lifecycle is not None else
-                      context.lifecycle if context is not None else lifecycles.get_default_lifecycle())
+    real_lifecycle = (
+        lifecycle
+        if lifecycle is not None
+        else context.lifecycle
+        if context is not None
+        else lifecycles.get_default_lifecycle()
+    )
 
     candidates: Sequence[Handler]
     if handlers is not None:
@@ -723,10 +761,11 @@ async def execute(
         context.executed = True
         context.subrefs.extend(handler.id for handler in selected if handler.id not in context.subrefs)
 
-    execution = await _execute_cycle(handlers=selected, cause=real_cause, settings=settings,
-                                     lifecycle=real_lifecycle, subhandling=subhandling)
+    execution = await _execute_cycle(
+        handlers=selected, cause=real_cause, settings=settings, lifecycle=real_lifecycle, subhandling=subhandling
+    )
     if not execution.done:
         raise HandlerChildrenRetry("Some sub-handlers are not finished yet.", delay=execution.delay)
     if execution.state.failed:
-        failed = ', '.join(repr(handler_id) for handler_id in execution.state.failed)
+        failed = ", ".join(repr(handler_id) for handler_id in execution.state.failed)
         raise PermanentError(f"Some sub-handlers have failed: {failed}.")

@@ -11,6 +11,7 @@ pool by default), in a copy of the current context: so the context variables tha
 framework sets around the call (the current object, the sub-handlers' registry) are
 visible to the sync handlers in their threads too.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,6 +43,7 @@ class BaseCause:
     An index overrides the framework's kwarg of the same name, the per-handler ones too (``retry``,
     ``param``, …): so a kwarg added by a later version never changes what an operator's handlers get.
     """
+
     logger: LoggerLike
     memo: ephemera.AnyMemo = None
     indices: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -52,22 +54,24 @@ class BaseCause:
 
     def framework_kwargs(self) -> dict[str, Any]:
         """The framework's own kwargs of this cause, without the indices (the subclasses add theirs)."""
-        return {'logger': self.logger, 'memo': self.memo}
+        return {"logger": self.logger, "memo": self.memo}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ActivityCause(BaseCause):
     """An operator-level activity: startup, cleanup, authentication, probing."""
+
     activity: str
     settings: OperatorSettings
 
     def framework_kwargs(self) -> dict[str, Any]:
-        return {**super().framework_kwargs(), 'activity': self.activity, 'settings': self.settings}
+        return {**super().framework_kwargs(), "activity": self.activity, "settings": self.settings}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ResourceCause(BaseCause):
     """Any occasion related to one resource object: its body and its patch to fill."""
+
     resource: references.Resource
     patch: patches.Patch
     body: bodies.Body
@@ -76,28 +80,29 @@ class ResourceCause(BaseCause):
         body = self.body
         return {
             **super().framework_kwargs(),
-            'resource': self.resource,
-            'patch': self.patch,
-            'body': body,
-            'spec': body.spec,
-            'meta': body.metadata,
-            'status': body.status,
-            'uid': body.metadata.uid,
-            'name': body.metadata.name,
-            'namespace': body.metadata.namespace,
-            'labels': body.metadata.labels,
-            'annotations': body.metadata.annotations,
+            "resource": self.resource,
+            "patch": self.patch,
+            "body": body,
+            "spec": body.spec,
+            "meta": body.metadata,
+            "status": body.status,
+            "uid": body.metadata.uid,
+            "name": body.metadata.name,
+            "namespace": body.metadata.namespace,
+            "labels": body.metadata.labels,
+            "annotations": body.metadata.annotations,
         }
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class WatchingCause(ResourceCause):
     """A raw watch-event of an object (``@kopf.on.event``)."""
+
     type: str | None
     event: Mapping[str, Any]
 
     def framework_kwargs(self) -> dict[str, Any]:
-        return {**super().framework_kwargs(), 'type': self.type, 'event': self.event}
+        return {**super().framework_kwargs(), "type": self.type, "event": self.event}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -109,6 +114,7 @@ class ChangingCause(ResourceCause):
     ``old``/``new``/``diff`` are of the whole object; they are reduced to the field
     of the field-handlers for each handler individually (see :func:`reduce_to_field`).
     """
+
     reason: str
     initial: bool = False
     diff: diffs.Diff = dataclasses.field(default_factory=lambda: diffs.Diff([]))
@@ -116,19 +122,26 @@ class ChangingCause(ResourceCause):
     new: Any = None
 
     def framework_kwargs(self) -> dict[str, Any]:
-        return {**super().framework_kwargs(),
-                'reason': self.reason, 'diff': self.diff, 'old': self.old, 'new': self.new}
+        return {
+            **super().framework_kwargs(),
+            "reason": self.reason,
+            "diff": self.diff,
+            "old": self.old,
+            "new": self.new,
+        }
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SpawningCause(ResourceCause):
     """The background tasks of an object: daemons & timers (``stopped`` is added per daemon)."""
+
     reset: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class WebhookCause(ResourceCause):
     """An admission request for an object (validating or mutating)."""
+
     dryrun: bool = False
     warnings: MutableSequence[str] = dataclasses.field(default_factory=list)
     subresource: str | None = None
@@ -143,16 +156,16 @@ class WebhookCause(ResourceCause):
     def framework_kwargs(self) -> dict[str, Any]:
         return {
             **super().framework_kwargs(),
-            'dryrun': self.dryrun,
-            'warnings': self.warnings,
-            'subresource': self.subresource,
-            'userinfo': self.userinfo,
-            'headers': self.headers,
-            'sslpeer': self.sslpeer,
-            'operation': self.operation,
-            'old': self.old,
-            'new': self.new,
-            'diff': self.diff,
+            "dryrun": self.dryrun,
+            "warnings": self.warnings,
+            "subresource": self.subresource,
+            "userinfo": self.userinfo,
+            "headers": self.headers,
+            "sslpeer": self.sslpeer,
+            "operation": self.operation,
+            "old": self.old,
+            "new": self.new,
+            "diff": self.diff,
         }
 
 
@@ -167,12 +180,12 @@ def reduce_to_field(kwargs: Mapping[str, Any], field: dicts.FieldSpec) -> dict[s
     if not path:
         return dict(kwargs)
     result = dict(kwargs)
-    if 'old' in result:
-        result['old'] = dicts.resolve(result['old'], path, None)
-    if 'new' in result:
-        result['new'] = dicts.resolve(result['new'], path, None)
-    if isinstance(result.get('diff'), diffs.Diff):
-        result['diff'] = diffs.reduce(result['diff'], path)
+    if "old" in result:
+        result["old"] = dicts.resolve(result["old"], path, None)
+    if "new" in result:
+        result["new"] = dicts.resolve(result["new"], path, None)
+    if isinstance(result.get("diff"), diffs.Diff):
+        result["diff"] = diffs.reduce(result["diff"], path)
     return result
 
 
@@ -208,12 +221,12 @@ def _focused(cause: BaseCause | None) -> Iterator[None]:
 
 
 async def invoke(
-        fn: Callable[..., Any],
-        *,
-        cause: BaseCause | None = None,
-        settings: OperatorSettings | None = None,
-        executor: concurrent.futures.Executor | None = None,
-        kwargs: Mapping[str, Any] | None = None,
+    fn: Callable[..., Any],
+    *,
+    cause: BaseCause | None = None,
+    settings: OperatorSettings | None = None,
+    executor: concurrent.futures.Executor | None = None,
+    kwargs: Mapping[str, Any] | None = None,
 ) -> Any:
     """
     Call a handler or a callback with the kwargs of its cause (and extra ones), sync or async.
@@ -229,8 +242,9 @@ async def invoke(
         else:
             loop = asyncio.get_running_loop()
             context = contextvars.copy_context()
-            real_executor = executor if executor is not None else (
-                settings.execution.executor if settings is not None else None)
+            real_executor = (
+                executor if executor is not None else (settings.execution.executor if settings is not None else None)
+            )
             call = functools.partial(context.run, functools.partial(fn, **all_kwargs))
             result = await loop.run_in_executor(real_executor, call)
             if inspect.isawaitable(result):  # e.g. a sync lambda that returns a coroutine.
@@ -239,10 +253,10 @@ async def invoke(
 
 
 def invoke_sync(
-        fn: Callable[..., Any],
-        *,
-        cause: BaseCause | None = None,
-        kwargs: Mapping[str, Any] | None = None,
+    fn: Callable[..., Any],
+    *,
+    cause: BaseCause | None = None,
+    kwargs: Mapping[str, Any] | None = None,
 ) -> Any:
     """
     Call a sync callable in place, in the current thread (e.g. the filters, which must be quick).

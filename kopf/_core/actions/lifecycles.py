@@ -11,6 +11,7 @@ re-triggers the handling as long as there are unfinished handlers.
 The default lifecycle is :func:`asap`: one handler per cycle, so that every
 handler's progress and result is persisted before the next handler starts.
 """
+
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -26,7 +27,7 @@ class _HasRetries(Protocol):
     def retries(self) -> int: ...
 
 
-_HandlerT = TypeVar('_HandlerT', bound=_HasId)
+_HandlerT = TypeVar("_HandlerT", bound=_HasId)
 
 #: The signature of the lifecycles: ``(*, handlers, state, **kwargs) -> handlers``.
 LifeCycleFn = Callable[..., Sequence[Any]]
@@ -53,19 +54,21 @@ def shuffled(handlers: Sequence[_HandlerT], **_: Any) -> Sequence[_HandlerT]:
 
 
 def asap(
-        handlers: Sequence[_HandlerT],
-        *,
-        state: Mapping[Any, _HasRetries] | None = None,
-        **_: Any,
+    handlers: Sequence[_HandlerT],
+    *,
+    state: Mapping[Any, _HasRetries] | None = None,
+    **_: Any,
 ) -> Sequence[_HandlerT]:
     """
     Execute one handler per cycle: the one with the fewest retries, then in the order of declaration.
 
     So the handlers that fail and are retried do not block the others that are not tried yet.
     """
+
     def retries(handler: _HandlerT) -> int:
         handler_state = state.get(handler.id) if state is not None else None
         return handler_state.retries if handler_state is not None else 0
+
     return sorted(handlers, key=retries)[:1]  # sorting is stable: the declaration order for ties.
 
 

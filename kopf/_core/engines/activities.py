@@ -12,6 +12,7 @@ and whenever the credentials are depleted (expired or rejected by the API).
 The login handlers declared by the operator are used; if none are declared,
 the fallback ones (the piggybacked client libraries or the rudimentary login).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,14 +41,14 @@ class ActivityError(Exception):
 
 
 async def run_activity(
-        *,
-        lifecycle: lifecycles.LifeCycleFn | None = None,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        activity: Activity,
-        handlers: Sequence[ActivityHandler] | None = None,
-        indices: Mapping[str, Any] | None = None,
-        memo: AnyMemo = None,
+    *,
+    lifecycle: lifecycles.LifeCycleFn | None = None,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    activity: Activity,
+    handlers: Sequence[ActivityHandler] | None = None,
+    indices: Mapping[str, Any] | None = None,
+    memo: AnyMemo = None,
 ) -> dict[str, Any]:
     """
     Run all the handlers of the activity until they are finished; return their results by their ids.
@@ -57,16 +58,20 @@ async def run_activity(
     real_handlers = list(handlers) if handlers is not None else registry.activities.get_handlers(activity)
     if not real_handlers:
         return {}
-    activity_logger = logging.getLogger(f'kopf.activities.{activity.value}')
-    cause = invocation.ActivityCause(logger=activity_logger, memo=memo, indices=dict(indices or {}),
-                                     activity=activity.value, settings=settings)
+    activity_logger = logging.getLogger(f"kopf.activities.{activity.value}")
+    cause = invocation.ActivityCause(
+        logger=activity_logger, memo=memo, indices=dict(indices or {}), activity=activity.value, settings=settings
+    )
     now = utcnow()
-    state = execution.State({handler.id: execution.HandlerState.from_scratch(purpose=activity.value, now=now)
-                             for handler in real_handlers}, purpose=activity.value)
+    state = execution.State(
+        {handler.id: execution.HandlerState.from_scratch(purpose=activity.value, now=now) for handler in real_handlers},
+        purpose=activity.value,
+    )
     outcomes: dict[str, execution.HandlerOutcome] = {}
     while True:
-        new_outcomes = await execution.run_handlers(handlers=real_handlers, state=state, cause=cause,
-                                                    settings=settings, lifecycle=lifecycle)
+        new_outcomes = await execution.run_handlers(
+            handlers=real_handlers, state=state, cause=cause, settings=settings, lifecycle=lifecycle
+        )
         outcomes.update(new_outcomes)
         now = utcnow()
         state = state.with_outcomes(new_outcomes, now=now)
@@ -80,37 +85,45 @@ async def run_activity(
 
     failed = [handler_id for handler_id, outcome in outcomes.items() if outcome.exception is not None]
     if failed:
-        errors = '; '.join(f'{handler_id}: {outcomes[handler_id].exception}' for handler_id in failed)
+        errors = "; ".join(f"{handler_id}: {outcomes[handler_id].exception}" for handler_id in failed)
         raise ActivityError(f"One or more {activity.value} handlers have failed: {errors}", outcomes=outcomes)
     return {handler_id: outcome.result for handler_id, outcome in outcomes.items()}
 
 
 async def authenticate(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        vault: Vault,
-        indices: Mapping[str, Any] | None = None,
-        memo: AnyMemo = None,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    vault: Vault,
+    indices: Mapping[str, Any] | None = None,
+    memo: AnyMemo = None,
 ) -> None:
     """Run the login handlers (declared or fallback) once and put their results into the vault."""
     handlers: Sequence[ActivityHandler] = registry.activities.get_handlers(Activity.AUTHENTICATION)
     if not handlers:
         handlers = piggybacking.get_fallback_login_handlers()
     try:
-        results = await run_activity(registry=registry, settings=settings, activity=Activity.AUTHENTICATION,
-                                     handlers=handlers, indices=indices, memo=memo)
+        results = await run_activity(
+            registry=registry,
+            settings=settings,
+            activity=Activity.AUTHENTICATION,
+            handlers=handlers,
+            indices=indices,
+            memo=memo,
+        )
     except ActivityError as e:
-        succeeded = {handler_id: outcome.result for handler_id, outcome in e.outcomes.items()
-                     if outcome.exception is None}
+        succeeded = {
+            handler_id: outcome.result for handler_id, outcome in e.outcomes.items() if outcome.exception is None
+        }
         await vault.populate(_only_credentials(succeeded))
         if vault.is_empty():
             raise LoginError(f"Ran out of valid credentials: {e}") from e
         return
     await vault.populate(_only_credentials(results))
     if vault.is_empty():
-        raise LoginError("Ran out of valid credentials. Consider installing an API client library "
-                         "or adding a login handler.")
+        raise LoginError(
+            "Ran out of valid credentials. Consider installing an API client library or adding a login handler."
+        )
 
 
 def _only_credentials(results: Mapping[str, Any]) -> dict[str, ConnectionInfo | None]:
@@ -119,18 +132,19 @@ def _only_credentials(results: Mapping[str, Any]) -> dict[str, ConnectionInfo | 
         if result is None or isinstance(result, ConnectionInfo):
             credentials[handler_id] = result
         else:
-            logger.warning(f"Login handler {handler_id!r} returned {type(result).__name__}, "
-                           f"not a ConnectionInfo; ignoring it.")
+            logger.warning(
+                f"Login handler {handler_id!r} returned {type(result).__name__}, not a ConnectionInfo; ignoring it."
+            )
     return credentials
 
 
 async def authenticator(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        vault: Vault,
-        indices: Mapping[str, Any] | None = None,
-        memo: AnyMemo = None,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    vault: Vault,
+    indices: Mapping[str, Any] | None = None,
+    memo: AnyMemo = None,
 ) -> None:
     """Keep the vault populated: log in initially and every time the vault runs out of credentials."""
     first = True

@@ -23,6 +23,7 @@ The servers/tunnels are above the core (in the kits), so they are used here only
 a callable that accepts the callback and returns an async iterator of client configs, optionally
 an async context manager (which may return a substitute server to use).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -55,17 +56,27 @@ logger = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_SECONDS = 30
 
 #: The resources of the managed webhook configurations.
-VALIDATING_CONFIGURATIONS = Resource('admissionregistration.k8s.io', 'v1', 'validatingwebhookconfigurations',
-                                     kind='ValidatingWebhookConfiguration', namespaced=False)
-MUTATING_CONFIGURATIONS = Resource('admissionregistration.k8s.io', 'v1', 'mutatingwebhookconfigurations',
-                                   kind='MutatingWebhookConfiguration', namespaced=False)
+VALIDATING_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    kind="ValidatingWebhookConfiguration",
+    namespaced=False,
+)
+MUTATING_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    kind="MutatingWebhookConfiguration",
+    namespaced=False,
+)
 CONFIGURATION_RESOURCES: Mapping[WebhookType, Resource] = {
     WebhookType.VALIDATING: VALIDATING_CONFIGURATIONS,
     WebhookType.MUTATING: MUTATING_CONFIGURATIONS,
 }
 
 #: A label on the managed configurations (informational: they are found by their names).
-MANAGED_LABEL = 'kopf.zalando.org/managed'
+MANAGED_LABEL = "kopf.zalando.org/managed"
 
 
 class WebhookServerNotConfiguredError(Exception):
@@ -75,6 +86,7 @@ class WebhookServerNotConfiguredError(Exception):
 # -------------------------------------------------------------------------------------------------
 # Duck-typed collaborators from the layers above (the reactor's memories & insights).
 # -------------------------------------------------------------------------------------------------
+
 
 class MemoryLike(Protocol):
     memo: ephemera.AnyMemo
@@ -110,19 +122,20 @@ ReviewHandler = Callable[[Mapping[str, Any]], Awaitable[reviews.Response]]
 # Serving the admission reviews.
 # -------------------------------------------------------------------------------------------------
 
+
 async def serve_admission_request(
-        request: reviews.Request | Mapping[str, Any],
-        *,
-        webhook: str | None = None,
-        headers: reviews.Headers | None = None,
-        sslpeer: reviews.SSLPeer | None = None,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        insights: InsightsLike | None = None,
-        resources: Collection[Resource] | None = None,
-        memories: MemoriesLike | None = None,
-        memobase: ephemera.AnyMemo = None,
-        indices: Mapping[str, Any] | None = None,
+    request: reviews.Request | Mapping[str, Any],
+    *,
+    webhook: str | None = None,
+    headers: reviews.Headers | None = None,
+    sslpeer: reviews.SSLPeer | None = None,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    insights: InsightsLike | None = None,
+    resources: Collection[Resource] | None = None,
+    memories: MemoriesLike | None = None,
+    memobase: ephemera.AnyMemo = None,
+    indices: Mapping[str, Any] | None = None,
 ) -> reviews.Response:
     """
     Serve one admission review: invoke the relevant handlers and build the review's response.
@@ -139,18 +152,32 @@ async def serve_admission_request(
     A malformed review raises :class:`reviews.MalformedReviewError` (the servers answer 4xx).
     """
     review = reviews.check_request(request)
-    payload = review['request']
+    payload = review["request"]
     known = resources if resources is not None else (insights.resources if insights is not None else None)
     resource = _find_resource(payload, registry=registry, resources=known)
     refusal = _refuse_unserved(review, resource=resource, webhook=webhook, registry=registry)
     if refusal is not None or resource is None:
         return refusal if refusal is not None else _respond(review, allowed=False, code=404)
 
-    cause = _build_cause(payload, resource=resource, settings=settings, headers=headers, sslpeer=sslpeer,
-                         memories=memories, memobase=memobase, indices=indices)
+    cause = _build_cause(
+        payload,
+        resource=resource,
+        settings=settings,
+        headers=headers,
+        sslpeer=sslpeer,
+        memories=memories,
+        memobase=memobase,
+        indices=indices,
+    )
     candidates = registry.webhooks.get_handlers(
-        resource, body=cause.body, old=cause.old, new=cause.new, kwargs=cause.kwargs(),
-        id=webhook, operation=cause.operation, subresource=cause.subresource,
+        resource,
+        body=cause.body,
+        old=cause.old,
+        new=cause.new,
+        kwargs=cause.kwargs(),
+        id=webhook,
+        operation=cause.operation,
+        subresource=cause.subresource,
     )
     failures = await _invoke_handlers(candidates, cause=cause, settings=settings)
     if failures:
@@ -160,39 +187,49 @@ async def serve_admission_request(
 
 
 def _refuse_unserved(
-        review: reviews.Request,
-        *,
-        resource: Resource | None,
-        webhook: str | None,
-        registry: registries.OperatorRegistry,
+    review: reviews.Request,
+    *,
+    resource: Resource | None,
+    webhook: str | None,
+    registry: registries.OperatorRegistry,
 ) -> reviews.Response | None:
     """The denial (404) of a review of a resource or a webhook id that no admission handler serves, if so."""
     if resource is None:
-        gvr = review['request'].get('resource') or {}
-        text = '.'.join(str(part) for part in (gvr.get('resource'), gvr.get('version'), gvr.get('group')) if part)
-        return _respond(review, allowed=False, code=404, reason='NotFound',
-                        message=f"No admission handlers serve the resource {text or '(unspecified)'!r}.")
+        gvr = review["request"].get("resource") or {}
+        text = ".".join(str(part) for part in (gvr.get("resource"), gvr.get("version"), gvr.get("group")) if part)
+        return _respond(
+            review,
+            allowed=False,
+            code=404,
+            reason="NotFound",
+            message=f"No admission handlers serve the resource {text or '(unspecified)'!r}.",
+        )
     if webhook is not None and not any(h.id == webhook for h in registry.webhooks.get_resource_handlers(resource)):
-        return _respond(review, allowed=False, code=404, reason='NotFound',
-                        message=f"No admission handler {webhook!r} serves the resource {resource.name!r}.")
+        return _respond(
+            review,
+            allowed=False,
+            code=404,
+            reason="NotFound",
+            message=f"No admission handler {webhook!r} serves the resource {resource.name!r}.",
+        )
     return None
 
 
 def _build_cause(
-        payload: reviews.RequestPayload,
-        *,
-        resource: Resource,
-        settings: OperatorSettings,
-        headers: reviews.Headers | None,
-        sslpeer: reviews.SSLPeer | None,
-        memories: MemoriesLike | None,
-        memobase: ephemera.AnyMemo,
-        indices: Mapping[str, Any] | None,
+    payload: reviews.RequestPayload,
+    *,
+    resource: Resource,
+    settings: OperatorSettings,
+    headers: reviews.Headers | None,
+    sslpeer: reviews.SSLPeer | None,
+    memories: MemoriesLike | None,
+    memobase: ephemera.AnyMemo,
+    indices: Mapping[str, Any] | None,
 ) -> invocation.WebhookCause:
     """The handlers' kwargs for the review: the object (new, else old), the patch to fill, the request's details."""
-    operation = payload.get('operation')
-    new: Mapping[str, Any] | None = _as_mapping(payload.get('object'))
-    old: Mapping[str, Any] | None = _as_mapping(payload.get('oldObject'))
+    operation = payload.get("operation")
+    new: Mapping[str, Any] | None = _as_mapping(payload.get("object"))
+    old: Mapping[str, Any] | None = _as_mapping(payload.get("oldObject"))
     raw_body: Mapping[str, Any] = new if new is not None else (old if old is not None else {})
     return invocation.WebhookCause(
         logger=loggers.LocalObjectLogger(body=raw_body, settings=settings),
@@ -201,29 +238,29 @@ def _build_cause(
         resource=resource,
         patch=patches.Patch(body=raw_body),
         body=bodies.Body(raw_body),
-        dryrun=bool(payload.get('dryRun', False)),
+        dryrun=bool(payload.get("dryRun", False)),
         warnings=[],
-        subresource=payload.get('subResource') or None,
-        userinfo=payload.get('userInfo') or {},
+        subresource=payload.get("subResource") or None,
+        userinfo=payload.get("userInfo") or {},
         headers=headers if headers is not None else {},
         sslpeer=sslpeer if sslpeer is not None else {},  # an empty mapping when unverified, as published
         operation=operation,
         old=old,
         new=new,
-        diff=diffs.diff(old, new) if operation == 'UPDATE' else None,
+        diff=diffs.diff(old, new) if operation == "UPDATE" else None,
     )
 
 
 async def _invoke_handlers(
-        handlers: Iterable[handlers_.WebhookHandler],
-        *,
-        cause: invocation.WebhookCause,
-        settings: OperatorSettings,
+    handlers: Iterable[handlers_.WebhookHandler],
+    *,
+    cause: invocation.WebhookCause,
+    settings: OperatorSettings,
 ) -> list[tuple[handlers_.WebhookHandler, Exception]]:
     """Invoke every handler once; the failures that deny the admission (not of ``ignore_failures``) are returned."""
     failures: list[tuple[handlers_.WebhookHandler, Exception]] = []
     for handler in handlers:
-        kwargs: dict[str, Any] = {'param': handler.param}
+        kwargs: dict[str, Any] = {"param": handler.param}
         if handler.field:
             kwargs.update(invocation.reduce_to_field(cause.framework_kwargs(), handler.field))
         # The messages are worded as in the published framework: the operators' tests wait for them.
@@ -236,8 +273,9 @@ async def _invoke_handlers(
                 cause.logger.error(f"Webhook {handler.id!r} failed permanently: {e}")
                 failures.append((handler, e))
             else:
-                cause.logger.error(f"Webhook {handler.id!r} failed with an exception and will stop now: {e}",
-                                   exc_info=True)
+                cause.logger.error(
+                    f"Webhook {handler.id!r} failed with an exception and will stop now: {e}", exc_info=True
+                )
                 failures.append((handler, e))
         else:
             cause.logger.info(f"Webhook {handler.id!r} succeeded.")
@@ -249,7 +287,7 @@ def _deny(review: reviews.Request, *, errors: Collection[Exception], warnings: I
     error = min(errors, key=_error_priority)
     if isinstance(error, AdmissionError):
         code = error.code if error.code is not None else 500
-        message = error.message if error.message is not None else ''
+        message = error.message if error.message is not None else ""
     else:
         code, message = 500, str(error) or type(error).__name__
     return _respond(review, allowed=False, code=code, message=message, warnings=warnings)
@@ -271,31 +309,31 @@ def _as_mapping(value: Any) -> Mapping[str, Any] | None:
 
 
 def _find_resource(
-        payload: Mapping[str, Any],
-        *,
-        registry: registries.OperatorRegistry,
-        resources: Collection[Resource] | None,
+    payload: Mapping[str, Any],
+    *,
+    registry: registries.OperatorRegistry,
+    resources: Collection[Resource] | None,
 ) -> Resource | None:
     """The served resource of the review (as discovered, if known), if any admission handler serves it."""
-    gvr = payload.get('resource')
-    if not isinstance(gvr, Mapping) or not gvr.get('resource') or not gvr.get('version'):
+    gvr = payload.get("resource")
+    if not isinstance(gvr, Mapping) or not gvr.get("resource") or not gvr.get("version"):
         return None
-    group, version, plural = str(gvr.get('group') or ''), str(gvr['version']), str(gvr['resource'])
+    group, version, plural = str(gvr.get("group") or ""), str(gvr["version"]), str(gvr["resource"])
     for resource in resources or ():
         if (resource.group, resource.version, resource.plural) == (group, version, plural):
             return resource if registry.webhooks.has_handlers(resource) else None
-    gvk = payload.get('kind')
-    kind = str(gvk['kind']) if isinstance(gvk, Mapping) and gvk.get('kind') else None
-    resource = Resource(group, version, plural, kind=kind, namespaced=True if payload.get('namespace') else None)
+    gvk = payload.get("kind")
+    kind = str(gvk["kind"]) if isinstance(gvk, Mapping) and gvk.get("kind") else None
+    resource = Resource(group, version, plural, kind=kind, namespaced=True if payload.get("namespace") else None)
     return resource if registry.webhooks.has_handlers(resource) else None
 
 
 def _get_memo(
-        operation: str | None,
-        raw_body: Mapping[str, Any],
-        *,
-        memories: MemoriesLike | None,
-        memobase: ephemera.AnyMemo,
+    operation: str | None,
+    raw_body: Mapping[str, Any],
+    *,
+    memories: MemoriesLike | None,
+    memobase: ephemera.AnyMemo,
 ) -> ephemera.AnyMemo:
     """
     The memo of the object: the object's own one if the operator knows it, a throwaway one otherwise.
@@ -305,78 +343,86 @@ def _get_memo(
     The memories are never created here: the reactor creates them on the first sight of the objects
     (with the knowledge whether they existed before the operator's start, which is unknown here).
     """
-    if memories is not None and operation != 'CREATE' and raw_body in memories:
+    if memories is not None and operation != "CREATE" and raw_body in memories:
         return memories.recall(raw_body, memo=memobase).memo
     return ephemera.fork_memo(memobase) if memobase is not None else ephemera.Memo()
 
 
 def _respond(
-        review: reviews.Request,
-        *,
-        allowed: bool,
-        code: int | None = None,
-        message: str | None = None,
-        reason: str | None = None,
-        warnings: Iterable[str] = (),
-        json_patch: patches.JSONPatch | None = None,
+    review: reviews.Request,
+    *,
+    allowed: bool,
+    code: int | None = None,
+    message: str | None = None,
+    reason: str | None = None,
+    warnings: Iterable[str] = (),
+    json_patch: patches.JSONPatch | None = None,
 ) -> reviews.Response:
-    response: reviews.ResponsePayload = {'uid': review['request']['uid'], 'allowed': allowed}
+    response: reviews.ResponsePayload = {"uid": review["request"]["uid"], "allowed": allowed}
     warnings = [str(warning) for warning in warnings]
     if warnings:
-        response['warnings'] = warnings
+        response["warnings"] = warnings
     if not allowed:
-        status: reviews.ResponseStatus = {'code': code if code is not None else 500}
+        status: reviews.ResponseStatus = {"code": code if code is not None else 500}
         if message:
-            status['message'] = message
+            status["message"] = message
         if reason:
-            status['reason'] = reason
-        response['status'] = status
+            status["reason"] = reason
+        response["status"] = status
     if allowed and json_patch:
-        response['patch'] = base64.b64encode(json.dumps(json_patch).encode('utf-8')).decode('ascii')
-        response['patchType'] = 'JSONPatch'
-    api_version = review.get('apiVersion') or reviews.REVIEW_API_VERSIONS[0]
-    return {'apiVersion': api_version, 'kind': reviews.REVIEW_KIND, 'response': response}
+        response["patch"] = base64.b64encode(json.dumps(json_patch).encode("utf-8")).decode("ascii")
+        response["patchType"] = "JSONPatch"
+    api_version = review.get("apiVersion") or reviews.REVIEW_API_VERSIONS[0]
+    return {"apiVersion": api_version, "kind": reviews.REVIEW_KIND, "response": response}
 
 
 def make_webhook_fn(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        insights: InsightsLike | None = None,
-        resources: Collection[Resource] | None = None,
-        memories: MemoriesLike | None = None,
-        memobase: ephemera.AnyMemo = None,
-        indices: Mapping[str, Any] | None = None,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    insights: InsightsLike | None = None,
+    resources: Collection[Resource] | None = None,
+    memories: MemoriesLike | None = None,
+    memobase: ephemera.AnyMemo = None,
+    indices: Mapping[str, Any] | None = None,
 ) -> reviews.WebhookFn:
     """The framework's callback for the webhook servers/tunnels (:class:`kopf.WebhookFn`)."""
 
     async def fn(
-            request: reviews.Request,
-            *,
-            webhook: str | None = None,
-            headers: reviews.Headers | None = None,
-            sslpeer: reviews.SSLPeer | None = None,
+        request: reviews.Request,
+        *,
+        webhook: str | None = None,
+        headers: reviews.Headers | None = None,
+        sslpeer: reviews.SSLPeer | None = None,
     ) -> reviews.Response:
         return await serve_admission_request(
-            request, webhook=webhook, headers=headers, sslpeer=sslpeer,
-            registry=registry, settings=settings, insights=insights, resources=resources,
-            memories=memories, memobase=memobase, indices=indices,
+            request,
+            webhook=webhook,
+            headers=headers,
+            sslpeer=sslpeer,
+            registry=registry,
+            settings=settings,
+            insights=insights,
+            resources=resources,
+            memories=memories,
+            memobase=memobase,
+            indices=indices,
         )
 
     return fn
 
 
 def in_process_handler(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        webhook: str | None = None,
-        headers: reviews.Headers | None = None,
-        insights: InsightsLike | None = None,
-        resources: Collection[Resource] | None = None,
-        memories: MemoriesLike | None = None,
-        memobase: ephemera.AnyMemo = None,
-        indices: Mapping[str, Any] | None = None,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    webhook: str | None = None,
+    headers: reviews.Headers | None = None,
+    insights: InsightsLike | None = None,
+    resources: Collection[Resource] | None = None,
+    memories: MemoriesLike | None = None,
+    memobase: ephemera.AnyMemo = None,
+    indices: Mapping[str, Any] | None = None,
 ) -> ReviewHandler:
     """
     A coroutine function that serves one webhook's reviews with no server: review in, review out.
@@ -386,8 +432,15 @@ def in_process_handler(
     see :func:`in_process_endpoints` to get them all for the URLs of the managed configurations.
     """
 
-    fn = make_webhook_fn(registry=registry, settings=settings, insights=insights, resources=resources,
-                         memories=memories, memobase=memobase, indices=indices)
+    fn = make_webhook_fn(
+        registry=registry,
+        settings=settings,
+        insights=insights,
+        resources=resources,
+        memories=memories,
+        memobase=memobase,
+        indices=indices,
+    )
 
     async def handle(review: Mapping[str, Any]) -> reviews.Response:
         return await fn(cast(reviews.Request, review), webhook=webhook, headers=headers, sslpeer=None)
@@ -396,15 +449,15 @@ def in_process_handler(
 
 
 def in_process_endpoints(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        client_config: reviews.WebhookClientConfig,
-        insights: InsightsLike | None = None,
-        resources: Collection[Resource] | None = None,
-        memories: MemoriesLike | None = None,
-        memobase: ephemera.AnyMemo = None,
-        indices: Mapping[str, Any] | None = None,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    client_config: reviews.WebhookClientConfig,
+    insights: InsightsLike | None = None,
+    resources: Collection[Resource] | None = None,
+    memories: MemoriesLike | None = None,
+    memobase: ephemera.AnyMemo = None,
+    indices: Mapping[str, Any] | None = None,
 ) -> dict[str, ReviewHandler]:
     """
     The in-process handlers of all admission handlers by their URLs as in the managed configurations.
@@ -414,17 +467,24 @@ def in_process_endpoints(
     endpoints: dict[str, ReviewHandler] = {}
     for handler in registry.webhooks.get_all_handlers():
         config = inject_handler_id(client_config, handler.id)
-        service = config.get('service')
-        if config.get('url'):
-            key = str(config['url'])
+        service = config.get("service")
+        if config.get("url"):
+            key = str(config["url"])
         elif service:
-            port = service.get('port') or 443
+            port = service.get("port") or 443
             key = f"service:{service.get('namespace')}/{service.get('name')}:{port}{service.get('path') or '/'}"
         else:
             raise ValueError(f"The client config has neither a URL nor a service: {client_config!r}")
         endpoints[key] = in_process_handler(
-            registry=registry, settings=settings, webhook=handler.id, insights=insights, resources=resources,
-            memories=memories, memobase=memobase, indices=indices)
+            registry=registry,
+            settings=settings,
+            webhook=handler.id,
+            insights=insights,
+            resources=resources,
+            memories=memories,
+            memobase=memobase,
+            indices=indices,
+        )
     return endpoints
 
 
@@ -432,27 +492,27 @@ def in_process_endpoints(
 # The webhook configurations.
 # -------------------------------------------------------------------------------------------------
 
+
 def inject_handler_id(config: reviews.WebhookClientConfig, id: str) -> reviews.WebhookClientConfig:
     """Add the handler id as the last path component of the URL or of the service's path."""
-    quoted = urllib.parse.quote(id, safe='')
+    quoted = urllib.parse.quote(id, safe="")
     result: reviews.WebhookClientConfig = {}
-    if config.get('caBundle'):
-        result['caBundle'] = config['caBundle']
-    url = config.get('url')
+    if config.get("caBundle"):
+        result["caBundle"] = config["caBundle"]
+    url = config.get("url")
     if url:
         parts = urllib.parse.urlsplit(url)
         path = f"{parts.path.rstrip('/')}/{quoted}"
-        result['url'] = urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, '', ''))
-    service = config.get('service')
+        result["url"] = urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    service = config.get("service")
     if service:
-        new_service: reviews.WebhookClientConfigService = {
-            key: val for key, val in service.items() if val is not None}  # type: ignore[assignment]
-        new_service['path'] = f"{(service.get('path') or '').rstrip('/')}/{quoted}"
-        result['service'] = new_service
+        new_service: reviews.WebhookClientConfigService = {key: val for key, val in service.items() if val is not None}  # type: ignore[assignment]
+        new_service["path"] = f"{(service.get('path') or '').rstrip('/')}/{quoted}"
+        result["service"] = new_service
     return result
 
 
-_INVALID_NAME_CHARS = re.compile(r'[^a-z0-9.-]+')
+_INVALID_NAME_CHARS = re.compile(r"[^a-z0-9.-]+")
 
 
 def build_webhook_name(id: str, name_suffix: str, *, disambiguate: bool = False) -> str:
@@ -462,10 +522,10 @@ def build_webhook_name(id: str, name_suffix: str, *, disambiguate: bool = False)
     E.g. ``check_numbers`` becomes ``check-numbers.auto.kopf.dev``. If two ids are sanitised
     into the same name (e.g. ``a_b`` & ``a-b``), the latter is disambiguated with a hash of the id.
     """
-    prefix = _INVALID_NAME_CHARS.sub('-', id.lower()).strip('.-') or 'webhook'
+    prefix = _INVALID_NAME_CHARS.sub("-", id.lower()).strip(".-") or "webhook"
     if disambiguate:
         prefix = f"{prefix}-{hashlib.sha256(id.encode('utf-8')).hexdigest()[:8]}"
-    return f'{prefix}.{name_suffix}'
+    return f"{prefix}.{name_suffix}"
 
 
 def build_object_selector(labels: filters.MetaFilter | None) -> dict[str, Any] | None:
@@ -474,49 +534,51 @@ def build_object_selector(labels: filters.MetaFilter | None) -> dict[str, Any] |
     match_expressions: list[dict[str, Any]] = []
     for key, criterion in (labels or {}).items():
         if criterion is filters.PRESENT:
-            match_expressions.append({'key': key, 'operator': 'Exists'})
+            match_expressions.append({"key": key, "operator": "Exists"})
         elif criterion is filters.ABSENT:
-            match_expressions.append({'key': key, 'operator': 'DoesNotExist'})
+            match_expressions.append({"key": key, "operator": "DoesNotExist"})
         elif isinstance(criterion, str):
             match_labels[key] = criterion
         # callbacks are evaluated when the reviews arrive.
     selector: dict[str, Any] = {}
     if match_labels:
-        selector['matchLabels'] = match_labels
+        selector["matchLabels"] = match_labels
     if match_expressions:
-        selector['matchExpressions'] = match_expressions
+        selector["matchExpressions"] = match_expressions
     return selector or None
 
 
 def _build_rules(handler: handlers_.WebhookHandler, resources: Iterable[Resource]) -> list[dict[str, Any]]:
-    operations = sorted(handler.operations) if handler.operations is not None else ['*']
+    operations = sorted(handler.operations) if handler.operations is not None else ["*"]
     rules: list[dict[str, Any]] = []
     for resource in sorted(resources, key=lambda r: (r.group, r.version, r.plural)):
         if handler.selector is not None and not handler.selector.check_resource(resource):
             continue
         if handler.subresource is None:
             names = [resource.plural]
-        elif handler.subresource == '*':
-            names = [resource.plural, f'{resource.plural}/*']
+        elif handler.subresource == "*":
+            names = [resource.plural, f"{resource.plural}/*"]
         else:
-            names = [f'{resource.plural}/{handler.subresource}']
-        rules.append({
-            'apiGroups': [resource.group],
-            'apiVersions': [resource.version],
-            'resources': names,
-            'operations': list(operations),
-            'scope': '*',
-        })
+            names = [f"{resource.plural}/{handler.subresource}"]
+        rules.append(
+            {
+                "apiGroups": [resource.group],
+                "apiVersions": [resource.version],
+                "resources": names,
+                "operations": list(operations),
+                "scope": "*",
+            }
+        )
     return rules
 
 
 def build_webhooks(
-        handlers: Iterable[handlers_.WebhookHandler],
-        resources: Iterable[Resource],
-        *,
-        name_suffix: str,
-        client_config: reviews.WebhookClientConfig,
-        persistent_only: bool = False,
+    handlers: Iterable[handlers_.WebhookHandler],
+    resources: Iterable[Resource],
+    *,
+    name_suffix: str,
+    client_config: reviews.WebhookClientConfig,
+    persistent_only: bool = False,
 ) -> list[dict[str, Any]]:
     """
     The ``.webhooks`` of a validating/mutating webhook configuration: one webhook per handler id.
@@ -538,35 +600,35 @@ def build_webhooks(
             name = build_webhook_name(handler.id, name_suffix, disambiguate=True)
         ids[name] = handler.id
         if name in webhooks:  # the same handler via several decorators: merge the rules.
-            existing_rules = webhooks[name]['rules']
+            existing_rules = webhooks[name]["rules"]
             existing_rules.extend(rule for rule in rules if rule not in existing_rules)
             continue
         webhook: dict[str, Any] = {
-            'name': name,
-            'clientConfig': inject_handler_id(client_config, handler.id),
-            'rules': rules,
-            'sideEffects': 'NoneOnDryRun' if handler.side_effects else 'None',
-            'failurePolicy': 'Ignore' if handler.ignore_failures else 'Fail',
-            'matchPolicy': 'Equivalent',
-            'timeoutSeconds': DEFAULT_TIMEOUT_SECONDS,
-            'admissionReviewVersions': ['v1', 'v1beta1'],
+            "name": name,
+            "clientConfig": inject_handler_id(client_config, handler.id),
+            "rules": rules,
+            "sideEffects": "NoneOnDryRun" if handler.side_effects else "None",
+            "failurePolicy": "Ignore" if handler.ignore_failures else "Fail",
+            "matchPolicy": "Equivalent",
+            "timeoutSeconds": DEFAULT_TIMEOUT_SECONDS,
+            "admissionReviewVersions": ["v1", "v1beta1"],
         }
         selector = build_object_selector(handler.labels)
         if selector is not None:
-            webhook['objectSelector'] = selector
+            webhook["objectSelector"] = selector
         webhooks[name] = webhook
     return list(webhooks.values())
 
 
 async def _apply_configuration(
-        *,
-        type: WebhookType,
-        name: str,
-        webhooks: list[dict[str, Any]],
-        settings: OperatorSettings,
-        vault: Vault | None,
-        create: bool,
-        remove_if_empty: bool = False,
+    *,
+    type: WebhookType,
+    name: str,
+    webhooks: list[dict[str, Any]],
+    settings: OperatorSettings,
+    vault: Vault | None,
+    create: bool,
+    remove_if_empty: bool = False,
 ) -> None:
     """Overwrite the webhooks of a managed configuration; create it if absent (and if allowed).
 
@@ -574,30 +636,33 @@ async def _apply_configuration(
     """
     resource = CONFIGURATION_RESOURCES[type]
     if remove_if_empty and not webhooks:
-        await deleting.delete_obj(resource=resource, namespace=None, name=name, settings=settings,
-                                  logger=logger, vault=vault)
+        await deleting.delete_obj(
+            resource=resource, namespace=None, name=name, settings=settings, logger=logger, vault=vault
+        )
         return
-    patch = {'webhooks': webhooks}
-    patched = await patching.patch_obj(resource=resource, namespace=None, name=name, patch=patch,
-                                       settings=settings, logger=logger, vault=vault)
+    patch = {"webhooks": webhooks}
+    patched = await patching.patch_obj(
+        resource=resource, namespace=None, name=name, patch=patch, settings=settings, logger=logger, vault=vault
+    )
     if patched is not None or not create:
         return
-    body = {'metadata': {'name': name, 'labels': {MANAGED_LABEL: 'kopf'}}, 'webhooks': webhooks}
+    body = {"metadata": {"name": name, "labels": {MANAGED_LABEL: "kopf"}}, "webhooks": webhooks}
     try:
         await creating.create_obj(resource=resource, body=body, settings=settings, logger=logger, vault=vault)
     except clients_errors.APIConflictError:  # created by someone meanwhile: overwrite theirs.
-        await patching.patch_obj(resource=resource, namespace=None, name=name, patch=patch,
-                                 settings=settings, logger=logger, vault=vault)
+        await patching.patch_obj(
+            resource=resource, namespace=None, name=name, patch=patch, settings=settings, logger=logger, vault=vault
+        )
 
 
 async def configure_webhooks(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        resources: Collection[Resource],
-        client_config: reviews.WebhookClientConfig,
-        vault: Vault | None = None,
-        persistent_only: bool = False,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    resources: Collection[Resource],
+    client_config: reviews.WebhookClientConfig,
+    vault: Vault | None = None,
+    persistent_only: bool = False,
 ) -> None:
     """Put the current webhooks into the managed configurations (if ``settings.admission.managed``)."""
     name = settings.admission.managed
@@ -607,24 +672,32 @@ async def configure_webhooks(
         logger.info(f"Cleaning up the admission webhook {name}.")  # as the published framework words it
     for type, resource in CONFIGURATION_RESOURCES.items():
         handlers = [h for h in registry.webhooks.get_all_handlers() if h.type == type]
-        webhooks = build_webhooks(handlers, resources, name_suffix=name, client_config=client_config,
-                                  persistent_only=persistent_only)
+        webhooks = build_webhooks(
+            handlers, resources, name_suffix=name, client_config=client_config, persistent_only=persistent_only
+        )
         # No handlers of this type: do not create the configuration, but clean an existing one.
         if not persistent_only and webhooks:
             logger.info(f"Reconfiguring the {type.value} webhook {name}.")  # as the published framework words it
-        await _apply_configuration(type=type, name=name, webhooks=webhooks, settings=settings, vault=vault,
-                                   create=bool(webhooks), remove_if_empty=persistent_only)
+        await _apply_configuration(
+            type=type,
+            name=name,
+            webhooks=webhooks,
+            settings=settings,
+            vault=vault,
+            create=bool(webhooks),
+            remove_if_empty=persistent_only,
+        )
         logger.debug(f"The {resource.kind} {name!r} is configured with {len(webhooks)} webhook(s).")
 
 
 async def configuration_manager(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        client_configs: AsyncIterator[reviews.WebhookClientConfig],
-        insights: InsightsLike | None = None,
-        resources: Collection[Resource] | None = None,
-        vault: Vault | None = None,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    client_configs: AsyncIterator[reviews.WebhookClientConfig],
+    insights: InsightsLike | None = None,
+    resources: Collection[Resource] | None = None,
+    vault: Vault | None = None,
 ) -> None:
     """
     Keep the managed webhook configurations in line with the client configs & the served resources.
@@ -660,8 +733,10 @@ async def configuration_manager(
             revision = await insights.wait_for_revision(revision)
             changed.set()
 
-    followers = [asyncio.create_task(follow_configs(), name='admission client configs'),
-                 asyncio.create_task(follow_insights(), name='admission resources')]
+    followers = [
+        asyncio.create_task(follow_configs(), name="admission client configs"),
+        asyncio.create_task(follow_insights(), name="admission resources"),
+    ]
     try:
         while True:
             waiter = asyncio.create_task(changed.wait())
@@ -677,15 +752,25 @@ async def configuration_manager(
             if latest is None or (insights is not None and not insights.ready_resources.is_set()):
                 continue
             if settings.admission.managed:
-                await configure_webhooks(registry=registry, settings=settings, resources=current_resources(),
-                                         client_config=latest, vault=vault)
+                await configure_webhooks(
+                    registry=registry,
+                    settings=settings,
+                    resources=current_resources(),
+                    client_config=latest,
+                    vault=vault,
+                )
                 configured = latest
     finally:
         # Remove the webhooks while the server still serves: the apiservers can call it meanwhile.
         try:
             if configured is not None and settings.admission.managed:
-                await _cleanup(registry=registry, settings=settings, resources=current_resources(),
-                               client_config=configured, vault=vault)
+                await _cleanup(
+                    registry=registry,
+                    settings=settings,
+                    resources=current_resources(),
+                    client_config=configured,
+                    vault=vault,
+                )
         finally:
             for follower in followers:
                 follower.cancel()
@@ -693,17 +778,23 @@ async def configuration_manager(
 
 
 async def _cleanup(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        resources: Collection[Resource],
-        client_config: reviews.WebhookClientConfig,
-        vault: Vault | None,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    resources: Collection[Resource],
+    client_config: reviews.WebhookClientConfig,
+    vault: Vault | None,
 ) -> None:
     """Remove the non-persistent webhooks; unless the exit is forced (then, they stay as they are)."""
     try:
-        await configure_webhooks(registry=registry, settings=settings, resources=resources,
-                                 client_config=client_config, vault=vault, persistent_only=True)
+        await configure_webhooks(
+            registry=registry,
+            settings=settings,
+            resources=resources,
+            client_config=client_config,
+            vault=vault,
+            persistent_only=True,
+        )
     except asyncio.CancelledError:
         logger.warning("The removal of the non-persistent webhooks is interrupted; they may remain.")
         raise
@@ -733,15 +824,15 @@ def check_server(*, registry: registries.OperatorRegistry, settings: OperatorSet
 
 
 async def admission_webhook_server(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        insights: InsightsLike | None = None,
-        resources: Collection[Resource] | None = None,
-        memories: MemoriesLike | None = None,
-        memobase: ephemera.AnyMemo = None,
-        indices: Mapping[str, Any] | None = None,
-        vault: Vault | None = None,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    insights: InsightsLike | None = None,
+    resources: Collection[Resource] | None = None,
+    memories: MemoriesLike | None = None,
+    memobase: ephemera.AnyMemo = None,
+    indices: Mapping[str, Any] | None = None,
+    vault: Vault | None = None,
 ) -> None:
     """
     Run the configured webhook server/tunnel and manage the webhook configurations by its client configs.
@@ -754,14 +845,27 @@ async def admission_webhook_server(
         return
     check_server(registry=registry, settings=settings)
     server: Any = settings.admission.server
-    fn = make_webhook_fn(registry=registry, settings=settings, insights=insights, resources=resources,
-                         memories=memories, memobase=memobase, indices=indices)
+    fn = make_webhook_fn(
+        registry=registry,
+        settings=settings,
+        insights=insights,
+        resources=resources,
+        memories=memories,
+        memobase=memobase,
+        indices=indices,
+    )
 
     async with contextlib.AsyncExitStack() as stack:
-        if hasattr(server, '__aenter__') and hasattr(server, '__aexit__'):
+        if hasattr(server, "__aenter__") and hasattr(server, "__aexit__"):
             server = await stack.enter_async_context(server)
         configs: AsyncIterator[reviews.WebhookClientConfig] = server(fn)
-        if hasattr(configs, 'aclose'):
+        if hasattr(configs, "aclose"):
             stack.push_async_callback(configs.aclose)
-        await configuration_manager(registry=registry, settings=settings, client_configs=configs,
-                                    insights=insights, resources=resources, vault=vault)
+        await configuration_manager(
+            registry=registry,
+            settings=settings,
+            client_configs=configs,
+            insights=insights,
+            resources=resources,
+            vault=vault,
+        )

@@ -4,6 +4,7 @@ The error type for admission handlers to reject an API request with a message an
 It lives with the admission engine (not with the generic errors of the actions layer),
 since only the admission webhooks know what to do with the code and the message.
 """
+
 from kopf._core.actions.errors import PermanentError
 
 
@@ -16,9 +17,9 @@ class AdmissionError(PermanentError):
     """
 
     def __init__(
-            self,
-            message: str | None = '',
-            code: int | None = 500,
+        self,
+        message: str | None = "",
+        code: int | None = 500,
     ) -> None:
         super().__init__(message)
         self.message = message

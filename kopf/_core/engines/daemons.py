@@ -37,6 +37,7 @@ a timer's schedule is overridden by the delay. A daemon that exits on its own (s
 or failing permanently) is not restarted for this object while the operator runs.
 The results are put into ``status.<handler id>`` via the patch sink (as are the handlers' patches).
 """
+
 from __future__ import annotations
 
 import abc
@@ -68,12 +69,13 @@ _EMPTY: Mapping[str, Any] = {}
 #: How long (seconds) the operator's exit waits for the daemons & timers to stop before cancelling them.
 EXITING_TIMEOUT = 5.0
 
+
 def _termination_time(handler: SpawningHandler) -> float:
     """How long a daemon's own stages of termination may take: its cancellation backoff and timeout (if any)."""
-    timeout = getattr(handler, 'cancellation_timeout', None)
+    timeout = getattr(handler, "cancellation_timeout", None)
     if timeout is None:
         return 0.0
-    return float(getattr(handler, 'cancellation_backoff', None) or 0.0) + float(timeout)
+    return float(getattr(handler, "cancellation_backoff", None) or 0.0) + float(timeout)
 
 
 #: Guards the lazy creation of the stop-flags' thread events (set in the loop, waited in the threads).
@@ -93,6 +95,7 @@ class DaemonStoppingReason(enum.Flag):
     The daemon's ``stopped`` flag is one for all reasons; the daemons that care
     can check ``stopped.reason`` to see why they are asked to exit.
     """
+
     NONE = 0
     DONE = 1
     FILTERS_MISMATCH = 2
@@ -112,7 +115,8 @@ class DaemonStopper:
     A "wake-up" resolves the async waiters without raising the flag: e.g. on the object's
     changes, the idling timers re-check their schedule.
     """
-    __slots__ = ('_event', '_flag', '_loop', '_waiters', 'reason', 'when')
+
+    __slots__ = ("_event", "_flag", "_loop", "_waiters", "reason", "when")
 
     def __init__(self) -> None:
         super().__init__()
@@ -218,7 +222,8 @@ class DaemonStopped(abc.ABC):
     (``await stopped.wait(timeout)``; ``await stopped`` waits with no timeout).
     ``wait()`` returns the flag, so it can be used as ``while not stopped.wait(10): ...``.
     """
-    __slots__ = ('_stopper',)
+
+    __slots__ = ("_stopper",)
 
     def __init__(self, stopper: DaemonStopper) -> None:
         super().__init__()
@@ -244,6 +249,7 @@ class DaemonStopped(abc.ABC):
 
 class SyncDaemonStopped(DaemonStopped):
     """The stop-flag for the sync daemons: ``stopped.wait(10)`` instead of ``time.sleep(10)``."""
+
     __slots__ = ()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -252,6 +258,7 @@ class SyncDaemonStopped(DaemonStopped):
 
 class AsyncDaemonStopped(DaemonStopped):
     """The stop-flag for the async daemons: ``await stopped.wait(10)`` instead of ``asyncio.sleep(10)``."""
+
     __slots__ = ()
 
     async def wait(self, timeout: float | None = None) -> bool:
@@ -264,15 +271,17 @@ class AsyncDaemonStopped(DaemonStopped):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DaemonCause(invocation.SpawningCause):
     """The kwargs of a daemon: as of all resource handlers, plus the ``stopped`` flag."""
+
     stopped: DaemonStopped
 
     def framework_kwargs(self) -> dict[str, Any]:
-        return {**super().framework_kwargs(), 'stopped': self.stopped}
+        return {**super().framework_kwargs(), "stopped": self.stopped}
 
 
 @dataclasses.dataclass(slots=True, eq=False)
 class Daemon:
     """One running daemon or timer of one object."""
+
     handler: SpawningHandler
     stopper: DaemonStopper
     logger: invocation.LoggerLike
@@ -295,6 +304,7 @@ class DaemonsMemory:
     ``idle_reset_time`` is the loop time of the object's last change (for the idling timers).
     ``exhausted`` are the daemons & timers that exited on their own: never respawned for this object.
     """
+
     live_body: bodies.Body | None = None
     idle_reset_time: float | None = None
     running: dict[HandlerId, Daemon] = dataclasses.field(default_factory=dict)
@@ -335,17 +345,17 @@ def _refresh_body(memory: DaemonsMemory, body: Mapping[str, Any]) -> None:
 
 
 async def spawn_daemons(
-        *,
-        settings: OperatorSettings,
-        handlers: Sequence[SpawningHandler],
-        memory: DaemonsMemory,
-        body: Mapping[str, Any],
-        resource: Resource,
-        logger: invocation.LoggerLike,
-        memo: ephemera.AnyMemo = None,
-        indices: Mapping[str, Any] | None = None,
-        patch_sink: PatchSink | None = None,
-        changed: bool = True,
+    *,
+    settings: OperatorSettings,
+    handlers: Sequence[SpawningHandler],
+    memory: DaemonsMemory,
+    body: Mapping[str, Any],
+    resource: Resource,
+    logger: invocation.LoggerLike,
+    memo: ephemera.AnyMemo = None,
+    indices: Mapping[str, Any] | None = None,
+    patch_sink: PatchSink | None = None,
+    changed: bool = True,
 ) -> None:
     """
     Bring the object's daemons & timers in line with the handlers that match the object now.
@@ -368,8 +378,9 @@ async def spawn_daemons(
     for handler_id, daemon in list(memory.running.items()):
         if handler_id not in wanted and not daemon.stopper.is_set():
             daemon.logger.debug(f"{_title(daemon.handler)} {handler_id!r} does not match the filters; stopping it.")
-            _request_stop(daemon, DaemonStoppingReason.FILTERS_MISMATCH, settings=settings,
-                          memory=memory, patch_sink=patch_sink)
+            _request_stop(
+                daemon, DaemonStoppingReason.FILTERS_MISMATCH, settings=settings, memory=memory, patch_sink=patch_sink
+            )
 
     loop = asyncio.get_running_loop()
     for handler in handlers:
@@ -378,22 +389,36 @@ async def spawn_daemons(
         daemon = Daemon(handler=handler, stopper=DaemonStopper(), logger=logger)
         coro: Awaitable[None]
         if isinstance(handler, TimerHandler):
-            coro = _run_timer(daemon=daemon, memory=memory, settings=settings, resource=resource,
-                              memo=memo, indices=indices or _EMPTY, patch_sink=patch_sink)
+            coro = _run_timer(
+                daemon=daemon,
+                memory=memory,
+                settings=settings,
+                resource=resource,
+                memo=memo,
+                indices=indices or _EMPTY,
+                patch_sink=patch_sink,
+            )
         else:
-            coro = _run_daemon(daemon=daemon, memory=memory, settings=settings, resource=resource,
-                               memo=memo, indices=indices or _EMPTY, patch_sink=patch_sink)
+            coro = _run_daemon(
+                daemon=daemon,
+                memory=memory,
+                settings=settings,
+                resource=resource,
+                memo=memo,
+                indices=indices or _EMPTY,
+                patch_sink=patch_sink,
+            )
         name = f"{_title(handler).lower()} {handler.id!r} of {_describe_body(live_body)}"
         daemon.task = loop.create_task(_guard(daemon, memory, coro), name=name)
         memory.running[handler.id] = daemon
 
 
 async def stop_daemons(
-        *,
-        settings: OperatorSettings,
-        memory: DaemonsMemory,
-        reason: DaemonStoppingReason = DaemonStoppingReason.RESOURCE_DELETED,
-        patch_sink: PatchSink | None = None,
+    *,
+    settings: OperatorSettings,
+    memory: DaemonsMemory,
+    reason: DaemonStoppingReason = DaemonStoppingReason.RESOURCE_DELETED,
+    patch_sink: PatchSink | None = None,
 ) -> float | None:
     """
     Request all daemons & timers of the object to stop; the termination goes on in the background.
@@ -429,10 +454,10 @@ async def stop_daemons(
 
 
 async def stop_all(
-        memories: Iterable[DaemonsMemory],
-        *,
-        settings: OperatorSettings,
-        reason: DaemonStoppingReason = DaemonStoppingReason.OPERATOR_EXITING,
+    memories: Iterable[DaemonsMemory],
+    *,
+    settings: OperatorSettings,
+    reason: DaemonStoppingReason = DaemonStoppingReason.OPERATOR_EXITING,
 ) -> None:
     """
     Stop all daemons & timers of all objects; return when all of them are gone or abandoned.
@@ -472,8 +497,7 @@ async def _stop_all(daemons: list[tuple[Daemon, DaemonsMemory]], *, settings: Op
                 await asyncio.wait(tasks, timeout=timeout)
         for daemon, memory in daemons:
             _ensure_terminator(daemon, settings=settings, memory=memory, patch_sink=None)
-        terminators = [daemon.terminator for daemon, _ in daemons
-                       if daemon.terminator is not None and not daemon.done]
+        terminators = [daemon.terminator for daemon, _ in daemons if daemon.terminator is not None and not daemon.done]
         if terminators:
             await asyncio.wait(terminators)
     except asyncio.CancelledError:
@@ -485,10 +509,10 @@ async def _stop_all(daemons: list[tuple[Daemon, DaemonsMemory]], *, settings: Op
 
 
 async def daemon_killer(
-        *,
-        settings: OperatorSettings,
-        memories: Callable[[], Iterable[DaemonsMemory]],
-        operator_paused: Pausable | None = None,
+    *,
+    settings: OperatorSettings,
+    memories: Callable[[], Iterable[DaemonsMemory]],
+    operator_paused: Pausable | None = None,
 ) -> None:
     """
     An operator-level root task: stop all daemons when the operator pauses or exits.
@@ -513,16 +537,22 @@ async def daemon_killer(
         # The daemons with a cancellation timeout get their own stages first (backoff, then timeout), and then
         # the few seconds of the hung tasks.
         known = list(memories())
-        limit = EXITING_TIMEOUT + max((_termination_time(daemon.handler) for memory in known
-                                       for daemon in memory.running.values()), default=0.0)
+        limit = EXITING_TIMEOUT + max(
+            (_termination_time(daemon.handler) for memory in known for daemon in memory.running.values()), default=0.0
+        )
         try:
             async with asyncio.timeout(limit):
                 await stop_all(known, settings=settings, reason=DaemonStoppingReason.OPERATOR_EXITING)
         except TimeoutError:
-            logger.warning(f"Some daemons have not exited in {limit}s after the operator's exit "
-                           f"began; they are cancelled.")
-            leftovers = [daemon.task for memory in known for daemon in memory.running.values()
-                         if daemon.task is not None and not daemon.task.done()]
+            logger.warning(
+                f"Some daemons have not exited in {limit}s after the operator's exit began; they are cancelled."
+            )
+            leftovers = [
+                daemon.task
+                for memory in known
+                for daemon in memory.running.values()
+                if daemon.task is not None and not daemon.task.done()
+            ]
             for task in leftovers:
                 task.cancel()
             await asyncio.wait(leftovers, timeout=EXITING_TIMEOUT) if leftovers else None
@@ -533,23 +563,28 @@ async def daemon_killer(
 # The internals: stopping, running, sleeping.
 # -------------------------------------------------------------------------------------------------
 
-def _termination_options(handler: SpawningHandler, settings: OperatorSettings) -> tuple[
-        float | None, float | None, float]:
+
+def _termination_options(
+    handler: SpawningHandler, settings: OperatorSettings
+) -> tuple[float | None, float | None, float]:
     if isinstance(handler, DaemonHandler):
         polling = handler.cancellation_polling
-        return (handler.cancellation_backoff, handler.cancellation_timeout,
-                polling if polling is not None else settings.background.cancellation_polling)
+        return (
+            handler.cancellation_backoff,
+            handler.cancellation_timeout,
+            polling if polling is not None else settings.background.cancellation_polling,
+        )
     return None, None, settings.background.cancellation_polling
 
 
 def _request_stop(
-        daemon: Daemon,
-        reason: DaemonStoppingReason,
-        *,
-        settings: OperatorSettings,
-        memory: DaemonsMemory,
-        patch_sink: PatchSink | None,
-        terminate: bool = True,
+    daemon: Daemon,
+    reason: DaemonStoppingReason,
+    *,
+    settings: OperatorSettings,
+    memory: DaemonsMemory,
+    patch_sink: PatchSink | None,
+    terminate: bool = True,
 ) -> None:
     """
     Raise the daemon's stop-flag; start its terminator (once) if the daemon is not gone yet.
@@ -564,25 +599,26 @@ def _request_stop(
 
 
 def _ensure_terminator(
-        daemon: Daemon,
-        *,
-        settings: OperatorSettings,
-        memory: DaemonsMemory,
-        patch_sink: PatchSink | None,
+    daemon: Daemon,
+    *,
+    settings: OperatorSettings,
+    memory: DaemonsMemory,
+    patch_sink: PatchSink | None,
 ) -> None:
     if daemon.done or daemon.terminator is not None:
         return
     name = f"terminator of {daemon.task.get_name() if daemon.task is not None else daemon.handler.id}"
     daemon.terminator = asyncio.get_running_loop().create_task(
-        _terminate(daemon, settings=settings, memory=memory, patch_sink=patch_sink), name=name)
+        _terminate(daemon, settings=settings, memory=memory, patch_sink=patch_sink), name=name
+    )
 
 
 async def _terminate(
-        daemon: Daemon,
-        *,
-        settings: OperatorSettings,
-        memory: DaemonsMemory,
-        patch_sink: PatchSink | None,
+    daemon: Daemon,
+    *,
+    settings: OperatorSettings,
+    memory: DaemonsMemory,
+    patch_sink: PatchSink | None,
 ) -> None:
     """Terminate one daemon in stages (see the module's docs); the stop-flag is already raised."""
     task = daemon.task
@@ -621,8 +657,10 @@ async def _terminate(
 
         daemon.abandoned = True
         daemon.stopper.set(DaemonStoppingReason.DAEMON_ABANDONED)
-        message = (f"{title} did not exit in {(backoff or 0) + timeout}s after the stop request; "
-                   f"it is abandoned and left to itself (the object is released).")
+        message = (
+            f"{title} did not exit in {(backoff or 0) + timeout}s after the stop request; "
+            f"it is abandoned and left to itself (the object is released)."
+        )
         daemon.logger.warning(message)
         warnings.warn(message, ResourceWarning, stacklevel=1)
         if not is_async:
@@ -655,14 +693,14 @@ async def _guard(daemon: Daemon, memory: DaemonsMemory, coro: Awaitable[None]) -
 
 
 async def _run_daemon(
-        *,
-        daemon: Daemon,
-        memory: DaemonsMemory,
-        settings: OperatorSettings,
-        resource: Resource,
-        memo: ephemera.AnyMemo,
-        indices: Mapping[str, Any],
-        patch_sink: PatchSink | None,
+    *,
+    daemon: Daemon,
+    memory: DaemonsMemory,
+    settings: OperatorSettings,
+    resource: Resource,
+    memo: ephemera.AnyMemo,
+    indices: Mapping[str, Any],
+    patch_sink: PatchSink | None,
 ) -> None:
     """Call the daemon function until it exits on its own; restart it after the retriable errors."""
     handler = daemon.handler
@@ -678,21 +716,29 @@ async def _run_daemon(
 
         while not stopper.is_set():
             patch = patches.Patch(body=body)
-            cause = DaemonCause(logger=daemon.logger, memo=memo, indices=indices, resource=resource,
-                                patch=patch, body=body, stopped=stopped)
-            outcome = await execution.execute_handler_once(handler=handler, state=state, cause=cause,
-                                                           settings=settings)
+            cause = DaemonCause(
+                logger=daemon.logger,
+                memo=memo,
+                indices=indices,
+                resource=resource,
+                patch=patch,
+                body=body,
+                stopped=stopped,
+            )
+            outcome = await execution.execute_handler_once(handler=handler, state=state, cause=cause, settings=settings)
             state = state.with_outcome(outcome)
             execution.deliver_results(outcomes={handler.id: outcome}, patch=patch)
             await _sink(patch, patch_sink=patch_sink, logger=daemon.logger)
             if outcome.final:
                 if not stopper.is_set():
-                    daemon.logger.debug(f"Daemon {handler.id!r} has exited on its own "
-                                        f"and will not be retried or restarted.")
+                    daemon.logger.debug(
+                        f"Daemon {handler.id!r} has exited on its own and will not be retried or restarted."
+                    )
                     memory.exhausted.add(handler.id)
                 else:
-                    daemon.logger.debug(f"Daemon {handler.id!r} has exited on request "
-                                        f"and will not be retried or restarted.")
+                    daemon.logger.debug(
+                        f"Daemon {handler.id!r} has exited on request and will not be retried or restarted."
+                    )
                 break
             await stopper.wait_async(outcome.delay or 0)
     finally:
@@ -700,14 +746,14 @@ async def _run_daemon(
 
 
 async def _run_timer(
-        *,
-        daemon: Daemon,
-        memory: DaemonsMemory,
-        settings: OperatorSettings,
-        resource: Resource,
-        memo: ephemera.AnyMemo,
-        indices: Mapping[str, Any],
-        patch_sink: PatchSink | None,
+    *,
+    daemon: Daemon,
+    memory: DaemonsMemory,
+    settings: OperatorSettings,
+    resource: Resource,
+    memo: ephemera.AnyMemo,
+    indices: Mapping[str, Any],
+    patch_sink: PatchSink | None,
 ) -> None:
     """Call the timer function by its schedule (interval, sharpness, idling) until stopped."""
     handler = daemon.handler
@@ -740,10 +786,16 @@ async def _run_timer(
             phase = started if phase is None else phase
             changes = memory.changes
             patch = patches.Patch(body=body)
-            cause = DaemonCause(logger=daemon.logger, memo=memo, indices=indices, resource=resource,
-                                patch=patch, body=body, stopped=stopped)  # timers get `stopped` too, as published
-            outcome = await execution.execute_handler_once(handler=handler, state=state, cause=cause,
-                                                           settings=settings)
+            cause = DaemonCause(
+                logger=daemon.logger,
+                memo=memo,
+                indices=indices,
+                resource=resource,
+                patch=patch,
+                body=body,
+                stopped=stopped,
+            )  # timers get `stopped` too, as published
+            outcome = await execution.execute_handler_once(handler=handler, state=state, cause=cause, settings=settings)
             execution.deliver_results(outcomes={handler.id: outcome}, patch=patch)
             await _sink(patch, patch_sink=patch_sink, logger=daemon.logger)
 
@@ -774,17 +826,20 @@ async def _run_timer(
 
 
 async def _after_stop(
-        daemon: Daemon,
-        *,
-        memory: DaemonsMemory,
-        settings: OperatorSettings,
-        patch_sink: PatchSink | None,
+    daemon: Daemon,
+    *,
+    memory: DaemonsMemory,
+    settings: OperatorSettings,
+    patch_sink: PatchSink | None,
 ) -> None:
     """
     When the last daemon exits while its object is being deleted, touch the object to re-check its finalizer.
     """
-    if patch_sink is not None and daemon.stopper.reason & DaemonStoppingReason.RESOURCE_DELETED \
-            and not daemon.abandoned:  # the abandoned ones have touched the object already.
+    if (
+        patch_sink is not None
+        and daemon.stopper.reason & DaemonStoppingReason.RESOURCE_DELETED
+        and not daemon.abandoned
+    ):  # the abandoned ones have touched the object already.
         if memory.running.get(daemon.handler.id) is daemon:
             del memory.running[daemon.handler.id]
         if memory.stopped:
@@ -792,11 +847,11 @@ async def _after_stop(
 
 
 async def _touch(
-        memory: DaemonsMemory,
-        *,
-        settings: OperatorSettings,
-        patch_sink: PatchSink,
-        logger: invocation.LoggerLike,
+    memory: DaemonsMemory,
+    *,
+    settings: OperatorSettings,
+    patch_sink: PatchSink,
+    logger: invocation.LoggerLike,
 ) -> None:
     if memory.live_body is not None:
         patch = application.build_touch_patch(body=memory.live_body, settings=settings)
@@ -816,10 +871,10 @@ async def _sink(patch: patches.Patch, *, patch_sink: PatchSink | None, logger: i
 
 
 def _title(handler: SpawningHandler) -> str:
-    return 'Timer' if isinstance(handler, TimerHandler) else 'Daemon'
+    return "Timer" if isinstance(handler, TimerHandler) else "Daemon"
 
 
 def _describe_body(body: bodies.Body) -> str:
-    metadata: Mapping[str, Any] = body._src.get('metadata') or {}  # raw: faster than the views.
-    namespace, name = metadata.get('namespace'), metadata.get('name')
+    metadata: Mapping[str, Any] = body._src.get("metadata") or {}  # raw: faster than the views.
+    namespace, name = metadata.get("namespace"), metadata.get("name")
     return f"{namespace}/{name}" if namespace else f"{name}"

@@ -29,6 +29,7 @@ declares every indexed resource as pending with :meth:`OperatorIndexers.expect` 
 populated after the initial listing with :meth:`OperatorIndexers.mark_populated`; the handlers'
 processing awaits :meth:`OperatorIndexers.wait_populated` (the indexing itself does not wait).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -47,8 +48,8 @@ from kopf._core.intents.handlers import IndexingHandler
 
 logger = logging.getLogger(__name__)
 
-_K = TypeVar('_K')
-_V = TypeVar('_V')
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 #: The identity of an indexed object: its uid (or its namespace & name if there is no uid).
 ObjectKey = str
@@ -74,7 +75,8 @@ class Index(Mapping[_K, Store[_V]], Generic[_K, _V]):
 
 class MemoryStore(Store[_V], Generic[_V]):
     """The values under one key, by the objects that produced them (O(1) updates & removals)."""
-    __slots__ = ('_items',)
+
+    __slots__ = ("_items",)
 
     def __init__(self) -> None:
         super().__init__()
@@ -112,7 +114,8 @@ def _count(collection: Iterable[Any], value: Any) -> int:
 
 class MemoryIndex(Index[_K, _V], Generic[_K, _V]):
     """The keys of one index with their stores; the empty stores are removed at once."""
-    __slots__ = ('_stores',)
+
+    __slots__ = ("_stores",)
 
     def __init__(self) -> None:
         super().__init__()
@@ -154,7 +157,8 @@ class OperatorIndexer:
     """
     One index with the knowledge of which keys every object has there (to replace/remove them).
     """
-    __slots__ = ('_keys', 'index', 'name')
+
+    __slots__ = ("_keys", "index", "name")
 
     def __init__(self, name: str) -> None:
         super().__init__()
@@ -271,30 +275,31 @@ class IndexingMemory:
 
     The excluded indices (``forever``) never call their functions for this object again.
     """
+
     states: dict[HandlerId, execution.HandlerState] = dataclasses.field(default_factory=dict)
     forever: set[HandlerId] = dataclasses.field(default_factory=set)
 
 
 def get_object_key(body: Mapping[str, Any]) -> ObjectKey:
     """The identity of an object in the indices: its uid, or its namespace & name if there is no uid."""
-    metadata: Mapping[str, Any] = body.get('metadata') or {}
-    uid = metadata.get('uid')
+    metadata: Mapping[str, Any] = body.get("metadata") or {}
+    uid = metadata.get("uid")
     if uid:
         return str(uid)
     return f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
 
 
 async def index_object(
-        *,
-        indexers: OperatorIndexers,
-        handlers: Sequence[IndexingHandler],
-        body: Mapping[str, Any],
-        memory: IndexingMemory,
-        resource: Resource,
-        logger: invocation.LoggerLike,
-        settings: OperatorSettings | None = None,
-        memo: ephemera.AnyMemo = None,
-        indices: Mapping[str, Any] | None = None,
+    *,
+    indexers: OperatorIndexers,
+    handlers: Sequence[IndexingHandler],
+    body: Mapping[str, Any],
+    memory: IndexingMemory,
+    resource: Resource,
+    logger: invocation.LoggerLike,
+    settings: OperatorSettings | None = None,
+    memo: ephemera.AnyMemo = None,
+    indices: Mapping[str, Any] | None = None,
 ) -> None:
     """
     Index one object (on every watch-event of it, except deletion) by the handlers that match it now.
@@ -323,12 +328,18 @@ async def index_object(
             continue  # temporarily excluded: the values are already removed.
 
         cause = invocation.ResourceCause(
-            logger=logger, memo=memo, indices=indices if indices is not None else indexers.indices,
-            resource=resource, patch=patches.Patch(body=real_body), body=real_body,
+            logger=logger,
+            memo=memo,
+            indices=indices if indices is not None else indexers.indices,
+            resource=resource,
+            patch=patches.Patch(body=real_body),
+            body=real_body,
         )
         outcome = await execution.execute_handler_once(
-            handler=handler, state=state if state is not None else execution.HandlerState.from_scratch(),
-            cause=cause, settings=settings,
+            handler=handler,
+            state=state if state is not None else execution.HandlerState.from_scratch(),
+            cause=cause,
+            settings=settings,
         )
         if outcome.final and outcome.exception is None:
             memory.states.pop(handler.id, None)  # the success resets the retrying state.
@@ -344,10 +355,10 @@ async def index_object(
 
 
 def discard_object(
-        *,
-        indexers: OperatorIndexers,
-        body: Mapping[str, Any],
-        memory: IndexingMemory | None = None,
+    *,
+    indexers: OperatorIndexers,
+    body: Mapping[str, Any],
+    memory: IndexingMemory | None = None,
 ) -> None:
     """Remove the object's values from all indices (when it is deleted); forget its errors' state."""
     indexers.discard(get_object_key(body))

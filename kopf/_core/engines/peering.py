@@ -20,6 +20,7 @@ peering, e.g. with ``--peering=NAME``), or runs as if standalone (for the auto-d
 and starts peering if the object appears later. The ``kopf.zalando.org`` API group of the
 older framework's versions is used if the ``kopf.dev`` resources are not served in the cluster.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,13 +46,13 @@ from kopf._cogs.structs.bodies import RawBody
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.references import Resource
 
-logger = logging.getLogger('kopf.engines.peering')
+logger = logging.getLogger("kopf.engines.peering")
 
 #: An operator's identity among its peers (a key in the peering object's status).
-Identity = NewType('Identity', str)
+Identity = NewType("Identity", str)
 
 #: The API groups of the peering resources: the current one first, then the legacy one.
-PEERING_GROUPS = ('kopf.dev', 'kopf.zalando.org')
+PEERING_GROUPS = ("kopf.dev", "kopf.zalando.org")
 
 #: The errors of the API requests that are only logged (and retried later), not escalated.
 _RECOVERABLE_ERRORS: tuple[type[Exception], ...] = (errors.APIError, aiohttp.ClientError, asyncio.TimeoutError)
@@ -65,14 +66,14 @@ ERROR_RETRY_DELAY = 5.0
 
 def cluster_peering_resource(group: str = PEERING_GROUPS[0]) -> Resource:
     """The resource of the cluster-scoped peering objects (for the cluster-wide operators)."""
-    return Resource(group, 'v1', 'clusterkopfpeerings', kind='ClusterKopfPeering',
-                    singular='clusterkopfpeering', namespaced=False)
+    return Resource(
+        group, "v1", "clusterkopfpeerings", kind="ClusterKopfPeering", singular="clusterkopfpeering", namespaced=False
+    )
 
 
 def namespaced_peering_resource(group: str = PEERING_GROUPS[0]) -> Resource:
     """The resource of the namespace-scoped peering objects (for the namespaced operators)."""
-    return Resource(group, 'v1', 'kopfpeerings', kind='KopfPeering',
-                    singular='kopfpeering', namespaced=True)
+    return Resource(group, "v1", "kopfpeerings", kind="KopfPeering", singular="kopfpeering", namespaced=True)
 
 
 CLUSTER_PEERING_RESOURCE = cluster_peering_resource()
@@ -86,6 +87,7 @@ class PeeringNotFoundError(LookupError):
 @dataclasses.dataclass(frozen=True)
 class Peer:
     """One record in the peering object: a running operator, or a freeze (a fake operator)."""
+
     identity: str
     priority: int = 0
     lifetime: float = 60
@@ -111,11 +113,11 @@ class Peer:
 
     def as_dict(self) -> dict[str, Any]:
         lifetime: float = int(self.lifetime) if float(self.lifetime).is_integer() else self.lifetime
-        data: dict[str, Any] = {'priority': self.priority, 'lifetime': lifetime}
+        data: dict[str, Any] = {"priority": self.priority, "lifetime": lifetime}
         if self.lastseen is not None:
-            data['lastseen'] = self.lastseen.isoformat()
+            data["lastseen"] = self.lastseen.isoformat()
         if self.message is not None:
-            data['message'] = self.message
+            data["message"] = self.message
         return data
 
     @classmethod
@@ -124,14 +126,19 @@ class Peer:
         if not isinstance(raw, Mapping):
             return None
         try:
-            priority = int(raw.get('priority', 0))
-            lifetime = float(raw.get('lifetime', 60))
+            priority = int(raw.get("priority", 0))
+            lifetime = float(raw.get("lifetime", 60))
         except (TypeError, ValueError):
             return None
-        lastseen = _parse_timestamp(raw.get('lastseen'))
-        message = raw.get('message')
-        return cls(identity=identity, priority=priority, lifetime=lifetime, lastseen=lastseen,
-                   message=str(message) if message is not None else None)
+        lastseen = _parse_timestamp(raw.get("lastseen"))
+        message = raw.get("message")
+        return cls(
+            identity=identity,
+            priority=priority,
+            lifetime=lifetime,
+            lastseen=lastseen,
+            message=str(message) if message is not None else None,
+        )
 
 
 def _parse_timestamp(value: Any) -> datetime.datetime | None:
@@ -146,7 +153,7 @@ def _parse_timestamp(value: Any) -> datetime.datetime | None:
 
 def parse_peers(body: Mapping[str, Any] | None) -> list[Peer]:
     """All peers' records of a peering object (the malformed records are ignored)."""
-    status = (body or {}).get('status')
+    status = (body or {}).get("status")
     if not isinstance(status, Mapping):
         return []
     peers = [Peer.parse(str(identity), raw) for identity, raw in status.items()]
@@ -165,19 +172,19 @@ def detect_own_id(*, manual: bool = False) -> Identity:
     try:
         user = getpass.getuser()
     except Exception:  # no such user in the containers with arbitrary uids, etc.
-        user = f'uid{os.getuid()}' if hasattr(os, 'getuid') else 'unknown'
+        user = f"uid{os.getuid()}" if hasattr(os, "getuid") else "unknown"
     host = _descriptive_hostname()
     if manual:
-        return Identity(f'{user}@{host}')
-    suffix = ''.join(random.choices(string.ascii_lowercase + string.digits, k=4))
-    return Identity(f'{user}@{host}/{os.getpid()}/{suffix}')
+        return Identity(f"{user}@{host}")
+    suffix = "".join(random.choices(string.ascii_lowercase + string.digits, k=4))
+    return Identity(f"{user}@{host}/{os.getpid()}/{suffix}")
 
 
 def _descriptive_hostname() -> str:
-    host = os.environ.get('POD_NAME') or socket.gethostname() or 'localhost'
-    for tail in ('.local', '.localdomain'):
+    host = os.environ.get("POD_NAME") or socket.gethostname() or "localhost"
+    for tail in (".local", ".localdomain"):
         if host.endswith(tail) and host != tail:
-            host = host[:-len(tail)]
+            host = host[: -len(tail)]
     return host
 
 
@@ -187,11 +194,11 @@ def keepalive_interval(lifetime: float) -> float:
 
 
 async def discover_peering_resource(
-        *,
-        settings: OperatorSettings,
-        clusterwide: bool,
-        namespace: str | None,
-        vault: Vault | None = None,
+    *,
+    settings: OperatorSettings,
+    clusterwide: bool,
+    namespace: str | None,
+    vault: Vault | None = None,
 ) -> Resource | None:
     """
     Which of the peering resources is served in the cluster: ``kopf.dev`` or the legacy group.
@@ -201,16 +208,18 @@ async def discover_peering_resource(
     for group in PEERING_GROUPS:
         resource = cluster_peering_resource(group) if clusterwide else namespaced_peering_resource(group)
         try:
-            discovery = await api.get(f'/apis/{group}/{resource.version}',
-                                      settings=settings, logger=logger, vault=vault)
+            discovery = await api.get(
+                f"/apis/{group}/{resource.version}", settings=settings, logger=logger, vault=vault
+            )
         except errors.APINotFoundError:
             continue
-        names = {str(item.get('name')) for item in (discovery or {}).get('resources') or []
-                 if isinstance(item, Mapping)}
+        names = {
+            str(item.get("name")) for item in (discovery or {}).get("resources") or [] if isinstance(item, Mapping)
+        }
         if resource.plural not in names:
             continue
-        if f'{resource.plural}/status' in names:
-            resource = dataclasses.replace(resource, subresources=frozenset({'status'}))
+        if f"{resource.plural}/status" in names:
+            resource = dataclasses.replace(resource, subresources=frozenset({"status"}))
         return resource
     return None
 
@@ -222,6 +231,7 @@ def _where(clusterwide: bool, namespace: str | None, name: str) -> str:
 @dataclasses.dataclass
 class _View:
     """What the watcher knows about the peering object so far."""
+
     known: bool = False  # is the first listing (or the absence of the resource) known yet?
     served: bool = True  # is the peering resource served in the cluster at all?
     body: RawBody | None = None  # the latest state of the peering object, if it exists.
@@ -231,14 +241,14 @@ class _Peering:
     """One operator's peering in one peering object (cluster-wide, or in one namespace)."""
 
     def __init__(
-            self,
-            *,
-            settings: OperatorSettings,
-            identity: str,
-            namespace: str | None,
-            clusterwide: bool,
-            toggle: Toggle,
-            vault: Vault | None,
+        self,
+        *,
+        settings: OperatorSettings,
+        identity: str,
+        namespace: str | None,
+        clusterwide: bool,
+        toggle: Toggle,
+        vault: Vault | None,
     ) -> None:
         self.settings = settings
         self.identity = identity
@@ -262,8 +272,8 @@ class _Peering:
         while True:
             try:
                 resource = await discover_peering_resource(
-                    settings=self.settings, clusterwide=self.clusterwide, namespace=self.namespace,
-                    vault=self.vault)
+                    settings=self.settings, clusterwide=self.clusterwide, namespace=self.namespace, vault=self.vault
+                )
                 if resource is None:
                     self._update(served=False, body=None)
                     await asyncio.sleep(ABSENCE_RETRY_DELAY)
@@ -279,17 +289,22 @@ class _Peering:
     async def _stream(self, resource: Resource) -> None:
         present: RawBody | None = None
         async for event in watching.infinite_watch(
-                resource=resource, namespace=self.namespace, settings=self.settings,
-                markers=True, logger=logger, vault=self.vault):
+            resource=resource,
+            namespace=self.namespace,
+            settings=self.settings,
+            markers=True,
+            logger=logger,
+            vault=self.vault,
+        ):
             if event is watching.Bookmark.LISTED:
                 self._update(served=True, body=present)
                 continue
             if isinstance(event, watching.Bookmark):
                 continue
-            body = event['object']
-            if body.get('metadata', {}).get('name') != self.name:
+            body = event["object"]
+            if body.get("metadata", {}).get("name") != self.name:
                 continue
-            present = None if event['type'] == 'DELETED' else body
+            present = None if event["type"] == "DELETED" else body
             if self.view.known:
                 self._update(served=True, body=present)
 
@@ -324,13 +339,22 @@ class _Peering:
         """Refresh the own record in the peering object (a keep-alive); return whether it succeeded."""
         if self.resource is None:
             return False
-        own = Peer(identity=self.identity, priority=self.settings.peering.priority,
-                   lifetime=self.settings.peering.lifetime, lastseen=clock.utcnow())
+        own = Peer(
+            identity=self.identity,
+            priority=self.settings.peering.priority,
+            lifetime=self.settings.peering.lifetime,
+            lastseen=clock.utcnow(),
+        )
         try:
             body = await patching.patch_obj(
-                resource=self.resource, namespace=self.namespace, name=self.name,
-                patch={'status': {self.identity: own.as_dict()}},
-                settings=self.settings, logger=logger, vault=self.vault)
+                resource=self.resource,
+                namespace=self.namespace,
+                name=self.name,
+                patch={"status": {self.identity: own.as_dict()}},
+                settings=self.settings,
+                logger=logger,
+                vault=self.vault,
+            )
         except _RECOVERABLE_ERRORS as e:
             logger.error(f"Failed to send a keep-alive to the peering {self.where}: {e}")
             return False
@@ -351,14 +375,18 @@ class _Peering:
         if not view.served or view.body is None:
             what = "resource is not served" if not view.served else "object is not found"
             if mandatory:
-                self._report(('absent', what), logging.ERROR,
-                             f"The mandatory peering {self.where} is absent (the {what}); "
-                             f"pausing until it appears.")
+                self._report(
+                    ("absent", what),
+                    logging.ERROR,
+                    f"The mandatory peering {self.where} is absent (the {what}); pausing until it appears.",
+                )
                 await self._turn(True, "the mandatory peering is absent")
             else:
-                self._report(('absent', what), logging.WARNING,
-                             f"The peering {self.where} is absent (the {what}); "
-                             f"falling back to the standalone mode.")
+                self._report(
+                    ("absent", what),
+                    logging.WARNING,
+                    f"The peering {self.where} is absent (the {what}); falling back to the standalone mode.",
+                )
                 await self._turn(False, "the peering is absent, running standalone")
             return None
 
@@ -375,21 +403,28 @@ class _Peering:
 
         conflicts = frozenset(peer.identity for peer in same)
         if conflicts and conflicts != self._conflicts:
-            logger.warning(f"Possibly conflicting operators with the same priority {own_priority} "
-                           f"in the peering {self.where}: {same}; all of them pause.")
+            logger.warning(
+                f"Possibly conflicting operators with the same priority {own_priority} "
+                f"in the peering {self.where}: {same}; all of them pause."
+            )
         self._conflicts = conflicts
 
         if higher:
-            self._report(('higher', frozenset(peer.identity for peer in higher)), logging.INFO,
-                         f"Pausing operations in favour of {higher}.")
+            self._report(
+                ("higher", frozenset(peer.identity for peer in higher)),
+                logging.INFO,
+                f"Pausing operations in favour of {higher}.",
+            )
             await self._turn(True, "a peer with a higher priority is alive")
         elif same:
-            self._report(('same', conflicts), logging.INFO,
-                         f"Pausing operations because of the same-priority peers {same} "
-                         f"in the peering {self.where}.")
+            self._report(
+                ("same", conflicts),
+                logging.INFO,
+                f"Pausing operations because of the same-priority peers {same} in the peering {self.where}.",
+            )
             await self._turn(True, "peers with the same priority are alive")
         else:
-            self._report(('clear',), logging.DEBUG, f"No higher or same priority peers in the peering {self.where}.")
+            self._report(("clear",), logging.DEBUG, f"No higher or same priority peers in the peering {self.where}.")
             await self._turn(False, "no peers with the higher or same priorities are alive")
 
         deadlines = [peer.deadline for peer in alive if peer.deadline is not None]
@@ -410,8 +445,10 @@ class _Peering:
             logger.debug(f"Pausing the operator: {reason} (the peering {self.where}).")
         else:
             logger.debug(f"Resuming the operator: {reason} (the peering {self.where}).")
-            logger.info("Resuming operations after the pause. "  # as the published framework words it
-                        "Conflicting operators with the same priority are gone.")
+            logger.info(
+                "Resuming operations after the pause. "  # as the published framework words it
+                "Conflicting operators with the same priority are gone."
+            )
         await self.toggle.turn_to(paused)
 
     def _report(self, situation: tuple[Any, ...], level: int, message: str) -> None:
@@ -425,9 +462,14 @@ class _Peering:
         logger.info(f"Cleaning up the dead peers from the peering {self.where}: {dead}")
         try:
             await patching.patch_obj(
-                resource=self.resource, namespace=self.namespace, name=self.name,
-                patch={'status': {peer.identity: None for peer in dead}},
-                settings=self.settings, logger=logger, vault=self.vault)
+                resource=self.resource,
+                namespace=self.namespace,
+                name=self.name,
+                patch={"status": {peer.identity: None for peer in dead}},
+                settings=self.settings,
+                logger=logger,
+                vault=self.vault,
+            )
         except _RECOVERABLE_ERRORS as e:
             logger.warning(f"Failed to clean up the dead peers from the peering {self.where}: {e}")
 
@@ -437,9 +479,14 @@ class _Peering:
             return
         try:
             await patching.patch_obj(
-                resource=self.resource, namespace=self.namespace, name=self.name,
-                patch={'status': {self.identity: None}},
-                settings=self.settings, logger=logger, vault=self.vault)
+                resource=self.resource,
+                namespace=self.namespace,
+                name=self.name,
+                patch={"status": {self.identity: None}},
+                settings=self.settings,
+                logger=logger,
+                vault=self.vault,
+            )
         except _RECOVERABLE_ERRORS as e:
             logger.warning(f"Failed to remove the own record from the peering {self.where}: {e}")
         else:
@@ -447,13 +494,13 @@ class _Peering:
 
 
 async def run_peering(
-        *,
-        settings: OperatorSettings,
-        identity: str,
-        namespace: str | None,
-        clusterwide: bool,
-        operator_paused: ToggleSet,
-        vault: Vault | None = None,
+    *,
+    settings: OperatorSettings,
+    identity: str,
+    namespace: str | None,
+    clusterwide: bool,
+    operator_paused: ToggleSet,
+    vault: Vault | None = None,
 ) -> None:
     """
     Keep this operator in the peering (cluster-wide or in one namespace) until cancelled.
@@ -473,8 +520,9 @@ async def run_peering(
 
     where = _where(clusterwide, namespace, settings.peering.name)
     toggle = await operator_paused.make_toggle(True, name=f"peering {where}")
-    peering = _Peering(settings=settings, identity=identity, namespace=namespace, clusterwide=clusterwide,
-                       toggle=toggle, vault=vault)
+    peering = _Peering(
+        settings=settings, identity=identity, namespace=namespace, clusterwide=clusterwide, toggle=toggle, vault=vault
+    )
     try:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(peering.watch(), name=f"peering watcher of {where}")
@@ -495,16 +543,16 @@ def _targets(namespaces: Iterable[str] | None, clusterwide: bool) -> list[str | 
 
 
 async def freeze(
-        *,
-        settings: OperatorSettings,
-        namespaces: Iterable[str] | None,
-        clusterwide: bool,
-        identity: str,
-        priority: int,
-        lifetime: float,
-        message: str | None,
-        peering_name: str,
-        vault: Vault | None = None,
+    *,
+    settings: OperatorSettings,
+    namespaces: Iterable[str] | None,
+    clusterwide: bool,
+    identity: str,
+    priority: int,
+    lifetime: float,
+    message: str | None,
+    peering_name: str,
+    vault: Vault | None = None,
 ) -> None:
     """
     Pause the operators of a peering for a lifetime: add a fake peer with the given priority.
@@ -516,34 +564,48 @@ async def freeze(
     """
     record = Peer(identity=identity, priority=priority, lifetime=lifetime, lastseen=clock.utcnow(), message=message)
     missing: list[str] = []
-    patched = _patch_peerings(settings=settings, namespaces=namespaces, clusterwide=clusterwide,
-                              peering_name=peering_name, status={identity: record.as_dict()}, vault=vault)
+    patched = _patch_peerings(
+        settings=settings,
+        namespaces=namespaces,
+        clusterwide=clusterwide,
+        peering_name=peering_name,
+        status={identity: record.as_dict()},
+        vault=vault,
+    )
     async for where, body in patched:
         if body is None:
             missing.append(where)
         else:
-            logger.info(f"Freezing the operators in the peering {where} for {lifetime:g}s "
-                        f"with priority {priority}" + (f": {message}" if message else "."))
+            logger.info(
+                f"Freezing the operators in the peering {where} for {lifetime:g}s "
+                f"with priority {priority}" + (f": {message}" if message else ".")
+            )
     if missing:
         raise PeeringNotFoundError(f"The peering objects are not found: {', '.join(missing)}.")
 
 
 async def resume(
-        *,
-        settings: OperatorSettings,
-        namespaces: Iterable[str] | None,
-        clusterwide: bool,
-        identity: str,
-        peering_name: str,
-        vault: Vault | None = None,
+    *,
+    settings: OperatorSettings,
+    namespaces: Iterable[str] | None,
+    clusterwide: bool,
+    identity: str,
+    peering_name: str,
+    vault: Vault | None = None,
 ) -> None:
     """
     Resume the operators frozen by :func:`freeze` with the same identity: remove that fake peer.
 
     The absent peering objects are only warned about: there is nothing frozen there.
     """
-    patched = _patch_peerings(settings=settings, namespaces=namespaces, clusterwide=clusterwide,
-                              peering_name=peering_name, status={identity: None}, vault=vault)
+    patched = _patch_peerings(
+        settings=settings,
+        namespaces=namespaces,
+        clusterwide=clusterwide,
+        peering_name=peering_name,
+        status={identity: None},
+        vault=vault,
+    )
     async for where, body in patched:
         if body is None:
             logger.warning(f"The peering {where} is not found; nothing to resume there.")
@@ -552,40 +614,47 @@ async def resume(
 
 
 async def _patch_peerings(
-        *,
-        settings: OperatorSettings,
-        namespaces: Iterable[str] | None,
-        clusterwide: bool,
-        peering_name: str,
-        status: Mapping[str, Any],
-        vault: Vault | None,
+    *,
+    settings: OperatorSettings,
+    namespaces: Iterable[str] | None,
+    clusterwide: bool,
+    peering_name: str,
+    status: Mapping[str, Any],
+    vault: Vault | None,
 ) -> AsyncIterator[tuple[str, RawBody | None]]:
     """Patch the status of every targeted peering object; yield where, and the body (None if absent)."""
     for namespace in _targets(namespaces, clusterwide):
         is_cluster = namespace is None
-        resource = await discover_peering_resource(settings=settings, clusterwide=is_cluster,
-                                                   namespace=namespace, vault=vault)
+        resource = await discover_peering_resource(
+            settings=settings, clusterwide=is_cluster, namespace=namespace, vault=vault
+        )
         body = None
         if resource is not None:
-            body = await patching.patch_obj(resource=resource, namespace=namespace, name=peering_name,
-                                            patch={'status': dict(status)}, settings=settings, logger=logger,
-                                            vault=vault)
+            body = await patching.patch_obj(
+                resource=resource,
+                namespace=namespace,
+                name=peering_name,
+                patch={"status": dict(status)},
+                settings=settings,
+                logger=logger,
+                vault=vault,
+            )
         yield _where(is_cluster, namespace, peering_name), body
 
 
 __all__ = [
-    'CLUSTER_PEERING_RESOURCE',
-    'NAMESPACED_PEERING_RESOURCE',
-    'Identity',
-    'Peer',
-    'PeeringNotFoundError',
-    'cluster_peering_resource',
-    'detect_own_id',
-    'discover_peering_resource',
-    'freeze',
-    'keepalive_interval',
-    'namespaced_peering_resource',
-    'parse_peers',
-    'resume',
-    'run_peering',
+    "CLUSTER_PEERING_RESOURCE",
+    "NAMESPACED_PEERING_RESOURCE",
+    "Identity",
+    "Peer",
+    "PeeringNotFoundError",
+    "cluster_peering_resource",
+    "detect_own_id",
+    "discover_peering_resource",
+    "freeze",
+    "keepalive_interval",
+    "namespaced_peering_resource",
+    "parse_peers",
+    "resume",
+    "run_peering",
 ]

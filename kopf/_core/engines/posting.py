@@ -12,6 +12,7 @@ Besides the explicit events, the messages of the per-object loggers that qualify
 for posting (see ``settings.posting``) are queued by :func:`queue_logged_event`, the sink that
 the operator gives to the loggers (regardless of the logging levels and handlers).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,6 +34,7 @@ logger = logging.getLogger(__name__)
 @dataclasses.dataclass(frozen=True)
 class K8sEvent:
     """One event to be posted: about whom, of which type, for which reason, with which message."""
+
     ref: ObjectReference
     type: str
     reason: str
@@ -45,6 +47,7 @@ class K8sEvent:
 @dataclasses.dataclass(frozen=True)
 class EventQueue:
     """The operator's queue of events and the loop it belongs to (to put into it from other threads)."""
+
     queue: asyncio.Queue[K8sEvent]
     loop: asyncio.AbstractEventLoop
 
@@ -60,7 +63,7 @@ class EventQueue:
 
 
 #: The events queue of the current operator (set by the operator for all its tasks & threads).
-event_queue_var: contextvars.ContextVar[EventQueue] = contextvars.ContextVar('event_queue_var')
+event_queue_var: contextvars.ContextVar[EventQueue] = contextvars.ContextVar("event_queue_var")
 
 
 def make_event_queue() -> EventQueue:
@@ -71,16 +74,16 @@ def _as_mapping(obj: Any) -> Mapping[str, Any]:
     """The raw body of a dict-like object, or of a 3rd-party client's object (kubernetes, pykube)."""
     if isinstance(obj, Mapping):
         return obj
-    raw = getattr(obj, 'obj', None)  # pykube-ng objects
+    raw = getattr(obj, "obj", None)  # pykube-ng objects
     if isinstance(raw, Mapping):
         return raw
-    to_dict = getattr(obj, 'to_dict', None)  # the official client's models
+    to_dict = getattr(obj, "to_dict", None)  # the official client's models
     if callable(to_dict):
         data = to_dict()
         if isinstance(data, Mapping):
             data = dict(data)
-            if 'api_version' in data and 'apiVersion' not in data:
-                data['apiVersion'] = data.pop('api_version')
+            if "api_version" in data and "apiVersion" not in data:
+                data["apiVersion"] = data.pop("api_version")
             return data
     raise TypeError(f"Cannot post events about {type(obj).__name__}: it is not an object body.")
 
@@ -93,21 +96,30 @@ def _iter_objs(objs: Any) -> Iterator[Mapping[str, Any]]:
             yield _as_mapping(obj)
 
 
-def enqueue(*, ref: ObjectReference, type: str, reason: str, message: str = '',
-            backoffs: float | Iterable[float] | None = None, level: int | None = None) -> None:
+def enqueue(
+    *,
+    ref: ObjectReference,
+    type: str,
+    reason: str,
+    message: str = "",
+    backoffs: float | Iterable[float] | None = None,
+    level: int | None = None,
+) -> None:
     """Queue an event for posting by the current operator (or warn that there is no operator)."""
     try:
         queue = event_queue_var.get()
     except LookupError:
-        logger.warning(f"An event cannot be posted outside of an operator: "
-                       f"type={type!r}, reason={reason!r}, message={message!r}")
+        logger.warning(
+            f"An event cannot be posted outside of an operator: type={type!r}, reason={reason!r}, message={message!r}"
+        )
         return
     delays = (backoffs,) if isinstance(backoffs, (int, float)) else tuple(backoffs) if backoffs is not None else None
     queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message, backoffs=delays, level=level))
 
 
-def event(objs: Any, *, type: str, reason: str, message: str = '',
-          backoffs: float | Iterable[float] | None = None) -> None:
+def event(
+    objs: Any, *, type: str, reason: str, message: str = "", backoffs: float | Iterable[float] | None = None
+) -> None:
     """
     Post a k8s-event about the object(s), in the background (retried with ``backoffs`` on failures).
 
@@ -117,31 +129,39 @@ def event(objs: Any, *, type: str, reason: str, message: str = '',
     _post(objs, type=type, reason=reason, message=message, backoffs=backoffs, level=None)
 
 
-def _post(objs: Any, *, type: str, reason: str, message: str,
-          backoffs: float | Iterable[float] | None, level: int | None) -> None:
+def _post(
+    objs: Any, *, type: str, reason: str, message: str, backoffs: float | Iterable[float] | None, level: int | None
+) -> None:
     for obj in _iter_objs(objs):
-        enqueue(ref=build_object_reference(obj), type=type, reason=reason, message=message, backoffs=backoffs,
-                level=level)
+        enqueue(
+            ref=build_object_reference(obj), type=type, reason=reason, message=message, backoffs=backoffs, level=level
+        )
 
 
-def info(objs: Any, *, reason: str, message: str = '', backoffs: float | Iterable[float] | None = None) -> None:
+def info(objs: Any, *, reason: str, message: str = "", backoffs: float | Iterable[float] | None = None) -> None:
     """Post a ``Normal`` k8s-event about the object(s), unless ``settings.posting.level`` is above INFO."""
-    _post(objs, type='Normal', reason=reason, message=message, backoffs=backoffs, level=logging.INFO)
+    _post(objs, type="Normal", reason=reason, message=message, backoffs=backoffs, level=logging.INFO)
 
 
-def warn(objs: Any, *, reason: str, message: str = '', backoffs: float | Iterable[float] | None = None) -> None:
+def warn(objs: Any, *, reason: str, message: str = "", backoffs: float | Iterable[float] | None = None) -> None:
     """Post a ``Warning`` k8s-event about the object(s), unless ``settings.posting.level`` is above WARNING."""
-    _post(objs, type='Warning', reason=reason, message=message, backoffs=backoffs, level=logging.WARNING)
+    _post(objs, type="Warning", reason=reason, message=message, backoffs=backoffs, level=logging.WARNING)
 
 
-def exception(objs: Any, *, reason: str = '', message: str = '', exc: BaseException | None = None,
-              backoffs: float | Iterable[float] | None = None) -> None:
+def exception(
+    objs: Any,
+    *,
+    reason: str = "",
+    message: str = "",
+    exc: BaseException | None = None,
+    backoffs: float | Iterable[float] | None = None,
+) -> None:
     """Post an ``Error`` k8s-event about the object(s), with the current (or given) exception's text."""
     if exc is None:
         exc = sys.exc_info()[1]
-    exc_text = f"{exc}" if exc is not None else ''
+    exc_text = f"{exc}" if exc is not None else ""
     full_message = f"{message} {exc_text}".strip() if message else exc_text
-    _post(objs, type='Error', reason=reason, message=full_message, backoffs=backoffs, level=logging.ERROR)
+    _post(objs, type="Error", reason=reason, message=full_message, backoffs=backoffs, level=logging.ERROR)
 
 
 def queue_logged_event(ref: ObjectReference, type: str, reason: str, message: str) -> None:
@@ -154,10 +174,10 @@ def queue_logged_event(ref: ObjectReference, type: str, reason: str, message: st
 
 
 async def poster(
-        *,
-        event_queue: EventQueue,
-        settings: OperatorSettings,
-        vault: Vault | None = None,
+    *,
+    event_queue: EventQueue,
+    settings: OperatorSettings,
+    vault: Vault | None = None,
 ) -> None:
     """
     Post the queued events one by one, forever (until cancelled); never fail on posting errors.
@@ -172,5 +192,12 @@ async def poster(
         backoffs = posted.backoffs
         if backoffs is None:
             backoffs = tuple(settings.posting.logging_backoffs if posted.logged else settings.posting.default_backoffs)
-        await events.post_event(ref=posted.ref, type=posted.type, reason=posted.reason,
-                                message=posted.message, settings=settings, vault=vault, backoffs=backoffs)
+        await events.post_event(
+            ref=posted.ref,
+            type=posted.type,
+            reason=posted.reason,
+            message=posted.message,
+            settings=settings,
+            vault=vault,
+            backoffs=backoffs,
+        )

@@ -10,6 +10,7 @@ the response an HTTP 500 with the errors, at once: each request makes one attemp
 handler (the next request is the retry), since a liveness probe times out within seconds while
 a retried handler would wait out its back-off (60 seconds by default). Failures are not cached.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,28 +40,29 @@ DEFAULT_CACHE_PERIOD = 10.0
 def parse_endpoint(endpoint: str) -> tuple[str, int, str]:
     """The host, port, and path of the liveness URL (only ``http://`` is supported); ValueError if bad."""
     parsed = urllib.parse.urlsplit(endpoint)
-    if parsed.scheme != 'http':
-        raise ValueError(f"Only http:// liveness endpoints are supported (e.g. http://0.0.0.0:8080/healthz), "
-                         f"got {endpoint!r}.")
+    if parsed.scheme != "http":
+        raise ValueError(
+            f"Only http:// liveness endpoints are supported (e.g. http://0.0.0.0:8080/healthz), got {endpoint!r}."
+        )
     try:
         port = parsed.port if parsed.port is not None else 80
     except ValueError:
         raise ValueError(f"The liveness endpoint has an invalid port: {endpoint!r}.") from None
-    host = parsed.hostname or '0.0.0.0'
-    path = parsed.path or '/'
+    host = parsed.hostname or "0.0.0.0"
+    path = parsed.path or "/"
     return host, port, path
 
 
 async def health_reporter(
-        endpoint: str,
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        indices: Mapping[str, Any] | None = None,
-        memo: AnyMemo = None,
-        ready_flag: asyncio.Future[Any] | None = None,  # resolved with the bound (host, port) when serving
-        cache_period: float = DEFAULT_CACHE_PERIOD,
-        on_ready: Callable[[str, int], None] | None = None,
+    endpoint: str,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    indices: Mapping[str, Any] | None = None,
+    memo: AnyMemo = None,
+    ready_flag: asyncio.Future[Any] | None = None,  # resolved with the bound (host, port) when serving
+    cache_period: float = DEFAULT_CACHE_PERIOD,
+    on_ready: Callable[[str, int], None] | None = None,
 ) -> None:
     """Serve the liveness endpoint until cancelled."""
     host, port, path = parse_endpoint(endpoint)
@@ -76,12 +78,20 @@ async def health_reporter(
                 try:
                     handlers = [_one_attempt(handler) for handler in registry.activities.get_handlers(Activity.PROBE)]
                     results = await activities.run_activity(
-                        registry=registry, settings=settings, activity=Activity.PROBE, handlers=handlers,
-                        indices=indices, memo=memo)
+                        registry=registry,
+                        settings=settings,
+                        activity=Activity.PROBE,
+                        handlers=handlers,
+                        indices=indices,
+                        memo=memo,
+                    )
                 except activities.ActivityError as e:
-                    errors = {handler_id: _describe(outcome.exception) for handler_id, outcome in e.outcomes.items()
-                              if outcome.exception is not None}
-                    return web.json_response({'errors': errors}, status=500, dumps=_dumps)
+                    errors = {
+                        handler_id: _describe(outcome.exception)
+                        for handler_id, outcome in e.outcomes.items()
+                        if outcome.exception is not None
+                    }
+                    return web.json_response({"errors": errors}, status=500, dumps=_dumps)
                 cached = (now, results)
             data = cached[1]
         return web.json_response(data, dumps=_dumps)

@@ -4,6 +4,7 @@ The types of the user-provided callables: handlers of every kind and filter call
 All handlers accept keyword arguments only (with ``**kwargs`` for forward compatibility),
 so their types are loose: any callable that returns a value or a coroutine of it.
 """
+
 from collections.abc import Callable, Coroutine
 from typing import Any
 

@@ -8,6 +8,7 @@ The callback helpers (``not_``, ``all_``, ``any_``, ``none_``) combine callbacks
 of either kind — whole-body ``when=`` callbacks or per-value callbacks — since they
 pass all positional and keyword arguments through.
 """
+
 import enum
 import warnings
 from collections.abc import Callable, Collection, Mapping
@@ -19,11 +20,12 @@ from kopf._core.intents.callbacks import MetaFilterFn, WhenFilterFn
 
 class MetaFilterToken(enum.Enum):
     """Markers for the presence or absence of a value (labels, annotations, fields)."""
+
     PRESENT = enum.auto()
     ABSENT = enum.auto()
 
     def __repr__(self) -> str:
-        return f'kopf.{self.name}'
+        return f"kopf.{self.name}"
 
 
 PRESENT = MetaFilterToken.PRESENT
@@ -35,34 +37,42 @@ ValueFilter = Any | MetaFilterToken | MetaFilterFn | None
 # Criteria for labels/annotations by their keys.
 MetaFilter = Mapping[str, str | MetaFilterToken | MetaFilterFn]
 
-_FnT = TypeVar('_FnT', bound=Callable[..., bool])
+_FnT = TypeVar("_FnT", bound=Callable[..., bool])
 
 
 def not_(fn: _FnT) -> _FnT:
     """A callback that passes when the wrapped one fails."""
+
     def not_fn(*args: Any, **kwargs: Any) -> bool:
         return not fn(*args, **kwargs)
+
     return cast(_FnT, not_fn)
 
 
 def all_(fns: Collection[_FnT]) -> _FnT:
     """A callback that passes when all of the wrapped ones pass (short-circuiting)."""
+
     def all_fn(*args: Any, **kwargs: Any) -> bool:
         return all(fn(*args, **kwargs) for fn in fns)
+
     return cast(_FnT, all_fn)
 
 
 def any_(fns: Collection[_FnT]) -> _FnT:
     """A callback that passes when at least one of the wrapped ones passes (short-circuiting)."""
+
     def any_fn(*args: Any, **kwargs: Any) -> bool:
         return any(fn(*args, **kwargs) for fn in fns)
+
     return cast(_FnT, any_fn)
 
 
 def none_(fns: Collection[_FnT]) -> _FnT:
     """A callback that passes when none of the wrapped ones pass (short-circuiting)."""
+
     def none_fn(*args: Any, **kwargs: Any) -> bool:
         return not any(fn(*args, **kwargs) for fn in fns)
+
     return cast(_FnT, none_fn)
 
 
@@ -80,8 +90,9 @@ def normalize_meta_filter(meta_filter: Mapping[str, Any] | None, *, what: str) -
     normalized: dict[str, str | MetaFilterToken | MetaFilterFn] = {}
     for key, criterion in meta_filter.items():
         if criterion is None:
-            warnings.warn(f"{what}={{{key!r}: None}} is deprecated; use kopf.PRESENT instead.",
-                          DeprecationWarning, stacklevel=4)
+            warnings.warn(
+                f"{what}={{{key!r}: None}} is deprecated; use kopf.PRESENT instead.", DeprecationWarning, stacklevel=4
+            )
             criterion = PRESENT
         normalized[key] = criterion
     return normalized
@@ -102,25 +113,23 @@ def match_value(criterion: ValueFilter, value: Any, kwargs: Mapping[str, Any]) -
 
 
 def match_meta(
-        meta_filter: MetaFilter | None,
-        values: Mapping[str, str] | None,
-        kwargs: Mapping[str, Any],
+    meta_filter: MetaFilter | None,
+    values: Mapping[str, str] | None,
+    kwargs: Mapping[str, Any],
 ) -> bool:
     """Check the labels or annotations of an object against their criteria (all must pass)."""
     if not meta_filter:
         return True
     actual = values if values is not None else {}
-    return all(match_value(criterion, actual.get(key), kwargs)
-               for key, criterion in meta_filter.items())
+    return all(match_value(criterion, actual.get(key), kwargs) for key, criterion in meta_filter.items())
 
 
 def match_labels(meta_filter: MetaFilter | None, body: Mapping[str, Any], kwargs: Mapping[str, Any]) -> bool:
-    return match_meta(meta_filter, dicts.resolve(body, ('metadata', 'labels'), None), kwargs)
+    return match_meta(meta_filter, dicts.resolve(body, ("metadata", "labels"), None), kwargs)
 
 
-def match_annotations(meta_filter: MetaFilter | None, body: Mapping[str, Any],
-                      kwargs: Mapping[str, Any]) -> bool:
-    return match_meta(meta_filter, dicts.resolve(body, ('metadata', 'annotations'), None), kwargs)
+def match_annotations(meta_filter: MetaFilter | None, body: Mapping[str, Any], kwargs: Mapping[str, Any]) -> bool:
+    return match_meta(meta_filter, dicts.resolve(body, ("metadata", "annotations"), None), kwargs)
 
 
 def match_when(when: WhenFilterFn | None, kwargs: Mapping[str, Any]) -> bool:
@@ -129,10 +138,10 @@ def match_when(when: WhenFilterFn | None, kwargs: Mapping[str, Any]) -> bool:
 
 
 def match_field_state(
-        field: dicts.FieldPath | None,
-        value: ValueFilter,
-        body: Mapping[str, Any] | None,
-        kwargs: Mapping[str, Any],
+    field: dicts.FieldPath | None,
+    value: ValueFilter,
+    body: Mapping[str, Any] | None,
+    kwargs: Mapping[str, Any],
 ) -> bool:
     """
     Check a field of the current (and the only) state of an object.
@@ -146,13 +155,13 @@ def match_field_state(
 
 
 def match_field_change(
-        field: dicts.FieldPath | None,
-        value: ValueFilter,
-        old_criterion: ValueFilter,
-        new_criterion: ValueFilter,
-        old: Mapping[str, Any] | None,
-        new: Mapping[str, Any] | None,
-        kwargs: Mapping[str, Any],
+    field: dicts.FieldPath | None,
+    value: ValueFilter,
+    old_criterion: ValueFilter,
+    new_criterion: ValueFilter,
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any] | None,
+    kwargs: Mapping[str, Any],
 ) -> bool:
     """
     Check a field in the transition from the old to the new state (for the update handlers).
@@ -165,7 +174,6 @@ def match_field_change(
     new_value = dicts.resolve(new, field or (), None)
     if field is not None and old_value == new_value:
         return False
-    if value is not None and not (match_value(value, old_value, kwargs) or
-                                  match_value(value, new_value, kwargs)):
+    if value is not None and not (match_value(value, old_value, kwargs) or match_value(value, new_value, kwargs)):
         return False
     return match_value(old_criterion, old_value, kwargs) and match_value(new_criterion, new_value, kwargs)

@@ -6,6 +6,7 @@ activities (operator-level), event-watching, change-detecting, daemons & timers
 (resource-spawning), indexing, and admission webhooks. The values are resolved
 to the documented defaults at registration, so the engines need no more defaults.
 """
+
 import dataclasses
 from collections.abc import Collection
 from typing import Any, Literal
@@ -18,13 +19,14 @@ from kopf._core.intents import callbacks
 from kopf._core.intents.causes import Activity, Reason, WebhookType
 from kopf._core.intents.filters import MetaFilter, ValueFilter
 
-Operation = Literal['CREATE', 'UPDATE', 'DELETE', 'CONNECT']
-OPERATIONS: frozenset[str] = frozenset({'CREATE', 'UPDATE', 'DELETE', 'CONNECT'})
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+OPERATIONS: frozenset[str] = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
 
 @dataclasses.dataclass(frozen=True)
 class BaseHandler:
     """What all handlers have: the function, its id, its parameter, and the retrying options."""
+
     fn: callbacks.AnyCallable
     id: HandlerId
     param: Any
@@ -34,18 +36,20 @@ class BaseHandler:
     backoff: float | None
 
     def __str__(self) -> str:
-        return f'Handler {self.id!r}'
+        return f"Handler {self.id!r}"
 
 
 @dataclasses.dataclass(frozen=True)
 class ActivityHandler(BaseHandler):
     """An operator-level handler: startup, cleanup, login, probe."""
+
     activity: Activity | None
 
 
 @dataclasses.dataclass(frozen=True)
 class ResourceHandler(BaseHandler):
     """A resource-level handler: served for the resources of its selector, when the filters match."""
+
     selector: Selector | None  # None for sub-handlers: they inherit the parent's resource.
     labels: MetaFilter | None
     annotations: MetaFilter | None
@@ -76,6 +80,7 @@ class ChangingHandler(ResourceHandler):
 
     ``reason=None`` means any reason: used by field handlers and by sub-handlers.
     """
+
     reason: Reason | None
     old: ValueFilter = None
     new: ValueFilter = None
@@ -94,6 +99,7 @@ class ChangingHandler(ResourceHandler):
 @dataclasses.dataclass(frozen=True)
 class SpawningHandler(ResourceHandler):
     """A handler with background tasks per object: daemons and timers."""
+
     initial_delay: float | None
 
     @property
@@ -104,6 +110,7 @@ class SpawningHandler(ResourceHandler):
 @dataclasses.dataclass(frozen=True)
 class DaemonHandler(SpawningHandler):
     """A long-running background function per object (``@kopf.daemon``)."""
+
     cancellation_backoff: float | None
     cancellation_timeout: float | None
     cancellation_polling: float | None
@@ -112,6 +119,7 @@ class DaemonHandler(SpawningHandler):
 @dataclasses.dataclass(frozen=True)
 class TimerHandler(SpawningHandler):
     """A regularly scheduled function per object (``@kopf.timer``)."""
+
     interval: float | None
     sharp: bool
     idle: float | None
@@ -125,6 +133,7 @@ class IndexingHandler(ResourceHandler):
 @dataclasses.dataclass(frozen=True)
 class WebhookHandler(ResourceHandler):
     """An admission handler (``@kopf.on.validate``/``@kopf.on.mutate``); its id is its endpoint."""
+
     type: WebhookType
     operations: Collection[str] | None  # None means all operations.
     subresource: str | None  # None means the main body only; '*' means everything.
@@ -136,4 +145,4 @@ class WebhookHandler(ResourceHandler):
         return self.operations is None or operation is None or operation in self.operations
 
     def check_subresource(self, subresource: str | None) -> bool:
-        return self.subresource == '*' or self.subresource == subresource
+        return self.subresource == "*" or self.subresource == subresource

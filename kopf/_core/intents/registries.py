@@ -7,6 +7,7 @@ which resources are served, and which handlers apply to an object now. A handler
 applies several times on one occasion (e.g. via overlapping selectors) is used once:
 the handlers are deduplicated by their function and their id.
 """
+
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -27,8 +28,8 @@ from kopf._core.intents.handlers import (
     WebhookHandler,
 )
 
-HandlerT = TypeVar('HandlerT', bound=BaseHandler)
-ResourceHandlerT = TypeVar('ResourceHandlerT', bound=ResourceHandler)
+HandlerT = TypeVar("HandlerT", bound=BaseHandler)
+ResourceHandlerT = TypeVar("ResourceHandlerT", bound=ResourceHandler)
 
 
 class GenericRegistry(Generic[HandlerT]):
@@ -62,8 +63,10 @@ class GenericRegistry(Generic[HandlerT]):
             if _same_source(existing.fn, handler.fn):
                 self._handlers.remove(existing)
                 continue
-            raise ValueError(f"Duplicate handler id {handler.id!r}: it is already used by "
-                             f"{existing.fn!r}, cannot be used by {handler.fn!r}. Use id=.")
+            raise ValueError(
+                f"Duplicate handler id {handler.id!r}: it is already used by "
+                f"{existing.fn!r}, cannot be used by {handler.fn!r}. Use id=."
+            )
         self._handlers.append(handler)
         self._by_resource.clear()
 
@@ -108,28 +111,33 @@ class ResourceRegistry(GenericRegistry[ResourceHandlerT]):
         return list(selected)
 
     def get_handlers(
-            self,
-            resource: Resource,
-            *,
-            body: Mapping[str, Any],
-            old: Mapping[str, Any] | None = None,
-            new: Mapping[str, Any] | None = None,
-            kwargs: Mapping[str, Any] | None = None,
+        self,
+        resource: Resource,
+        *,
+        body: Mapping[str, Any],
+        old: Mapping[str, Any] | None = None,
+        new: Mapping[str, Any] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
     ) -> list[ResourceHandlerT]:
         """The handlers for the resource whose filters match the object now."""
-        return [handler for handler in self.get_resource_handlers(resource)
-                if matching.match(handler, body=body, old=old, new=new, kwargs=kwargs)]
+        return [
+            handler
+            for handler in self.get_resource_handlers(resource)
+            if matching.match(handler, body=body, old=old, new=new, kwargs=kwargs)
+        ]
 
     def requires_finalizer(
-            self,
-            resource: Resource,
-            *,
-            body: Mapping[str, Any],
-            kwargs: Mapping[str, Any] | None = None,
+        self,
+        resource: Resource,
+        *,
+        body: Mapping[str, Any],
+        kwargs: Mapping[str, Any] | None = None,
     ) -> bool:
         """Whether any handler that blocks deletion is relevant to the object in its state."""
-        return any(handler.requires_finalizer and matching.prematch(handler, body=body, kwargs=kwargs)
-                   for handler in self.get_resource_handlers(resource))
+        return any(
+            handler.requires_finalizer and matching.prematch(handler, body=body, kwargs=kwargs)
+            for handler in self.get_resource_handlers(resource)
+        )
 
     def _share_scope(self, a: ResourceHandlerT, b: ResourceHandlerT) -> bool:
         return a.selector == b.selector
@@ -143,15 +151,15 @@ class ChangingRegistry(ResourceRegistry[ChangingHandler]):
     """Change-detecting handlers (``@kopf.on.create/update/delete/resume/field``) & sub-handlers."""
 
     def get_handlers(
-            self,
-            resource: Resource,
-            *,
-            body: Mapping[str, Any],
-            old: Mapping[str, Any] | None = None,
-            new: Mapping[str, Any] | None = None,
-            kwargs: Mapping[str, Any] | None = None,
-            reason: Reason | None = None,
-            resumed: bool = False,
+        self,
+        resource: Resource,
+        *,
+        body: Mapping[str, Any],
+        old: Mapping[str, Any] | None = None,
+        new: Mapping[str, Any] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        reason: Reason | None = None,
+        resumed: bool = False,
     ) -> list[ChangingHandler]:
         """
         The handlers for a detected cause of an object.
@@ -162,7 +170,7 @@ class ChangingRegistry(ResourceRegistry[ChangingHandler]):
         then, the resuming handlers are mixed into the creation/update cycles, and into
         the deletion cycle for those declared with ``deleted=True``.
         """
-        being_deleted = bool(dicts.resolve(body, ('metadata', 'deletionTimestamp'), None))
+        being_deleted = bool(dicts.resolve(body, ("metadata", "deletionTimestamp"), None))
         if old is None and new is None and reason in (Reason.RESUME, Reason.DELETE, Reason.NOOP):
             old = new = body
         handlers: list[ChangingHandler] = []
@@ -186,8 +194,7 @@ class ChangingRegistry(ResourceRegistry[ChangingHandler]):
 
     def get_extra_fields(self, resource: Resource) -> frozenset[dicts.FieldPath]:
         """The fields that the handlers track (e.g. for keeping them in the diff-base essence)."""
-        return frozenset(handler.field for handler in self.get_resource_handlers(resource)
-                         if handler.field is not None)
+        return frozenset(handler.field for handler in self.get_resource_handlers(resource) if handler.field is not None)
 
     def _share_scope(self, a: ChangingHandler, b: ChangingHandler) -> bool:
         # Handlers of different causes never run in one cycle, so their progress never clashes.
@@ -197,9 +204,11 @@ class ChangingRegistry(ResourceRegistry[ChangingHandler]):
 def _run_together(a: ChangingHandler, b: ChangingHandler) -> bool:
     """Whether two change-detecting handlers can be executed in one handling cycle."""
     return (
-        a.reason is None or b.reason is None or a.reason == b.reason or
-        (a.reason == Reason.RESUME and b.reason == Reason.UPDATE) or
-        (a.reason == Reason.RESUME and b.reason == Reason.DELETE and a.deleted)
+        a.reason is None
+        or b.reason is None
+        or a.reason == b.reason
+        or (a.reason == Reason.RESUME and b.reason == Reason.UPDATE)
+        or (a.reason == Reason.RESUME and b.reason == Reason.DELETE and a.deleted)
     )
 
 
@@ -233,21 +242,22 @@ class WebhooksRegistry(ResourceRegistry[WebhookHandler]):
     """Admission handlers; their ids are their endpoints, so they must be unique globally."""
 
     def get_handlers(
-            self,
-            resource: Resource,
-            *,
-            body: Mapping[str, Any],
-            old: Mapping[str, Any] | None = None,
-            new: Mapping[str, Any] | None = None,
-            kwargs: Mapping[str, Any] | None = None,
-            type: WebhookType | None = None,
-            id: str | None = None,
-            operation: str | None = None,
-            subresource: str | None = None,
+        self,
+        resource: Resource,
+        *,
+        body: Mapping[str, Any],
+        old: Mapping[str, Any] | None = None,
+        new: Mapping[str, Any] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        type: WebhookType | None = None,
+        id: str | None = None,
+        operation: str | None = None,
+        subresource: str | None = None,
     ) -> list[WebhookHandler]:
         """The admission handlers for a request (optionally, only for one webhook endpoint)."""
         return [
-            handler for handler in self.get_resource_handlers(resource)
+            handler
+            for handler in self.get_resource_handlers(resource)
             if (type is None or handler.type == type)
             and (id is None or handler.id == id)
             and handler.check_operation(operation)
@@ -326,15 +336,16 @@ class OperatorRegistry:
         return any(registry.has_handlers(resource) for registry in self.resource_registries)
 
     def requires_finalizer(
-            self,
-            resource: Resource,
-            *,
-            body: Mapping[str, Any],
-            kwargs: Mapping[str, Any] | None = None,
+        self,
+        resource: Resource,
+        *,
+        body: Mapping[str, Any],
+        kwargs: Mapping[str, Any] | None = None,
     ) -> bool:
         """Whether the object must be blocked from deletion: deletion handlers, daemons, timers."""
-        return (self._changing.requires_finalizer(resource, body=body, kwargs=kwargs) or
-                self._spawning.requires_finalizer(resource, body=body, kwargs=kwargs))
+        return self._changing.requires_finalizer(
+            resource, body=body, kwargs=kwargs
+        ) or self._spawning.requires_finalizer(resource, body=body, kwargs=kwargs)
 
 
 def _fits(handler: ResourceHandler, resource: Resource) -> bool:
@@ -357,15 +368,18 @@ def _same_source(fn1: object, fn2: object) -> bool:
     Closures and functions with different defaults (e.g. created in a loop) are not the same:
     they are different functions from the same source, and they must have different ids.
     """
-    code1, code2 = getattr(fn1, '__code__', None), getattr(fn2, '__code__', None)
+    code1, code2 = getattr(fn1, "__code__", None), getattr(fn2, "__code__", None)
     return (
-        code1 is not None and code2 is not None and
-        getattr(fn1, '__closure__', None) is None and getattr(fn2, '__closure__', None) is None and
-        getattr(fn1, '__defaults__', None) == getattr(fn2, '__defaults__', None) and
-        getattr(fn1, '__kwdefaults__', None) == getattr(fn2, '__kwdefaults__', None) and
-        getattr(fn1, '__module__', None) == getattr(fn2, '__module__', None) and
-        getattr(fn1, '__qualname__', None) == getattr(fn2, '__qualname__', None) and
-        code1.co_filename == code2.co_filename and code1.co_firstlineno == code2.co_firstlineno
+        code1 is not None
+        and code2 is not None
+        and getattr(fn1, "__closure__", None) is None
+        and getattr(fn2, "__closure__", None) is None
+        and getattr(fn1, "__defaults__", None) == getattr(fn2, "__defaults__", None)
+        and getattr(fn1, "__kwdefaults__", None) == getattr(fn2, "__kwdefaults__", None)
+        and getattr(fn1, "__module__", None) == getattr(fn2, "__module__", None)
+        and getattr(fn1, "__qualname__", None) == getattr(fn2, "__qualname__", None)
+        and code1.co_filename == code2.co_filename
+        and code1.co_firstlineno == code2.co_firstlineno
     )
 
 

@@ -9,6 +9,7 @@ plain functions for ``kopf.execute(fns=...)``, and the filters of the sub-handle
 
 The reactor passes :data:`SUBHANDLING` to the execution of the change-detecting handlers.
 """
+
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
@@ -36,10 +37,10 @@ class ChangingSubhandling:
             subhandlers.subregistry_var.reset(registry_token)
 
     def from_fns(
-            self,
-            fns: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]],
-            *,
-            prefix: ids.HandlerId | None,
+        self,
+        fns: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]],
+        *,
+        prefix: ids.HandlerId | None,
     ) -> Sequence[execution.Handler]:
         pairs: Iterable[tuple[str | None, Callable[..., Any]]]
         if isinstance(fns, Mapping):
@@ -50,12 +51,24 @@ class ChangingSubhandling:
             raise TypeError(f"fns= must be a mapping of ids to functions, or an iterable of functions; got {fns!r}")
         registry = registries.ChangingRegistry()
         for id, fn in pairs:
-            registry.append(ChangingHandler(
-                fn=fn, id=ids.build_handler_id(fn, id=id, prefix=prefix), param=None,
-                errors=ErrorsMode.TEMPORARY, timeout=None, retries=None, backoff=DEFAULT_RETRY_DELAY,
-                selector=None, labels=None, annotations=None, when=None, field=None, value=None,
-                reason=None,
-            ))
+            registry.append(
+                ChangingHandler(
+                    fn=fn,
+                    id=ids.build_handler_id(fn, id=id, prefix=prefix),
+                    param=None,
+                    errors=ErrorsMode.TEMPORARY,
+                    timeout=None,
+                    retries=None,
+                    backoff=DEFAULT_RETRY_DELAY,
+                    selector=None,
+                    labels=None,
+                    annotations=None,
+                    when=None,
+                    field=None,
+                    value=None,
+                    reason=None,
+                )
+            )
         return registry.get_all_handlers()
 
     def from_registry(self, registry: Any) -> Sequence[execution.Handler]:
@@ -66,10 +79,10 @@ class ChangingSubhandling:
         raise TypeError(f"registry= must be a registry of handlers; got {registry!r}")
 
     def select(
-            self,
-            handlers: Sequence[execution.Handler],
-            *,
-            cause: invocation.ChangingCause,
+        self,
+        handlers: Sequence[execution.Handler],
+        *,
+        cause: invocation.ChangingCause,
     ) -> Sequence[execution.Handler]:
         """The handlers that match the cause (the non-change-detecting ones are taken as is)."""
         changing = [handler for handler in handlers if isinstance(handler, ChangingHandler)]
@@ -77,10 +90,10 @@ class ChangingSubhandling:
         for handler in changing:
             registry.append(handler)
         reason = Reason(cause.reason) if cause.reason in Reason.__members__.values() else None
-        matching = registry.get_handlers(cause.resource, body=cause.body, old=cause.old, new=cause.new,
-                                         kwargs=cause.kwargs(), reason=reason)
-        return [handler for handler in handlers
-                if not isinstance(handler, ChangingHandler) or handler in matching]
+        matching = registry.get_handlers(
+            cause.resource, body=cause.body, old=cause.old, new=cause.new, kwargs=cause.kwargs(), reason=reason
+        )
+        return [handler for handler in handlers if not isinstance(handler, ChangingHandler) or handler in matching]
 
 
 #: The hooks to pass to the execution of the change-detecting handlers.

@@ -6,6 +6,7 @@ for the duration of the call (they are isolated per asyncio task and copied into
 the threads of sync handlers); ``@kopf.subhandler``/``kopf.register`` use them
 to put the sub-handlers into the parent's own registry, with the parent's id as a prefix.
 """
+
 import contextvars
 
 from kopf._cogs.structs.ids import HandlerId
@@ -13,10 +14,10 @@ from kopf._core.intents.handlers import BaseHandler
 from kopf._core.intents.registries import ChangingRegistry
 
 # The registry to collect the sub-handlers of the currently executed handler.
-subregistry_var: contextvars.ContextVar[ChangingRegistry] = contextvars.ContextVar('subregistry_var')
+subregistry_var: contextvars.ContextVar[ChangingRegistry] = contextvars.ContextVar("subregistry_var")
 
 # The currently executed handler itself: its id is the prefix of the sub-handlers' ids.
-handler_var: contextvars.ContextVar[BaseHandler] = contextvars.ContextVar('handler_var')
+handler_var: contextvars.ContextVar[BaseHandler] = contextvars.ContextVar("handler_var")
 
 
 class NoParentHandlerError(RuntimeError):

@@ -13,6 +13,7 @@ Every object has its memory (by its uid, or by its namespace & name if there is 
 
 The memory is forgotten when the object is gone (deleted from the cluster).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,6 +26,7 @@ from kopf._cogs.structs import ephemera
 @dataclasses.dataclass(slots=True)  # one per object: no per-instance __dict__
 class ResourceMemory:
     """Everything the operator remembers about one object while it exists."""
+
     memo: ephemera.AnyMemo = None
     noticed_by_listing: bool = False
     fully_handled_once: bool = False
@@ -47,8 +49,8 @@ class ResourceMemory:
 
 def get_memory_key(raw_body: Mapping[str, Any]) -> str:
     """The identity of an object: its uid, or its namespace & name if there is no uid (e.g. in tests)."""
-    metadata: Mapping[str, Any] = raw_body.get('metadata') or {}
-    uid = metadata.get('uid')
+    metadata: Mapping[str, Any] = raw_body.get("metadata") or {}
+    uid = metadata.get("uid")
     if uid:
         return str(uid)
     return f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
@@ -71,11 +73,11 @@ class ResourceMemories:
         return iter(list(self._items.values()))
 
     def recall(
-            self,
-            raw_body: Mapping[str, Any],
-            *,
-            memo: ephemera.AnyMemo = None,
-            noticed_by_listing: bool = False,
+        self,
+        raw_body: Mapping[str, Any],
+        *,
+        memo: ephemera.AnyMemo = None,
+        noticed_by_listing: bool = False,
     ) -> ResourceMemory:
         """
         Get the memory of the object; create it on the first sight.

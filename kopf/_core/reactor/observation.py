@@ -16,6 +16,7 @@ to start & stop the watchers as the "dimensions" (resources by namespaces) chang
   Without the permissions to list/watch them, the exact names of the patterns are
   served as they are (assuming they exist); globs and negations do not work then.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,13 +39,15 @@ from kopf._core.intents import registries
 
 logger = logging.getLogger(__name__)
 
-CRDS_RESOURCE = Resource('apiextensions.k8s.io', 'v1', 'customresourcedefinitions',
-                         kind='CustomResourceDefinition', namespaced=False)
+CRDS_RESOURCE = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", kind="CustomResourceDefinition", namespaced=False
+)
 
 
 @dataclasses.dataclass
 class Insights:
     """What the operator knows about the cluster: the resources to serve and the namespaces to serve them in."""
+
     resources: set[Resource] = dataclasses.field(default_factory=set)
     namespaces: set[str | None] = dataclasses.field(default_factory=set)
     ready_resources: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
@@ -55,10 +58,10 @@ class Insights:
     paused: ToggleSet = dataclasses.field(default_factory=lambda: ToggleSet(any))
 
     async def revise(
-            self,
-            *,
-            resources: Iterable[Resource] | None = None,
-            namespaces: Iterable[str | None] | None = None,
+        self,
+        *,
+        resources: Iterable[Resource] | None = None,
+        namespaces: Iterable[str | None] | None = None,
     ) -> None:
         """Replace the resources and/or namespaces; wake up the followers if anything has changed."""
         changed = False
@@ -87,32 +90,31 @@ class Insights:
 
 
 def is_watchable(resource: Resource) -> bool:
-    return {'list', 'watch'} <= set(resource.verbs) if resource.verbs else True
+    return {"list", "watch"} <= set(resource.verbs) if resource.verbs else True
 
 
 async def scan_resources(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        cache: scanning.DiscoveryCache,
-        vault: Vault | None = None,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    cache: scanning.DiscoveryCache,
+    vault: Vault | None = None,
 ) -> set[Resource]:
     """Discover the served resources of the handlers' selectors (only the watchable ones)."""
     discovered = await cache.get(settings=settings, refresh=True, vault=vault)
     for selector, ambiguous in registry.get_ambiguities(discovered).items():
-        names = ', '.join(sorted(str(resource) for resource in ambiguous))
-        logger.warning(f"Ambiguous resources will not be served (try specifying the API group): "
-                       f"{selector} => {names}")
+        names = ", ".join(sorted(str(resource) for resource in ambiguous))
+        logger.warning(f"Ambiguous resources will not be served (try specifying the API group): {selector} => {names}")
     served = registry.get_resources(discovered)
     return {resource for resource in served if is_watchable(resource)}
 
 
 async def resource_observer(
-        *,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        insights: Insights,
-        vault: Vault | None = None,
+    *,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    insights: Insights,
+    vault: Vault | None = None,
 ) -> None:
     """Discover the resources initially, and again on every change of the CRDs (forever)."""
     cache = scanning.DiscoveryCache()
@@ -129,8 +131,9 @@ async def resource_observer(
     # appears meanwhile is either in the scan or comes later as a watch event (and a new scan).
     listed = False
     try:
-        stream = watching.infinite_watch(resource=CRDS_RESOURCE, namespace=None, settings=settings,
-                                         markers=True, vault=vault)
+        stream = watching.infinite_watch(
+            resource=CRDS_RESOURCE, namespace=None, settings=settings, markers=True, vault=vault
+        )
         async with contextlib.aclosing(stream):
             async for event in stream:
                 if event is watching.Bookmark.LISTED:
@@ -139,8 +142,9 @@ async def resource_observer(
                     continue  # the initial listing: covered by the scan after it.
                 await rescan()
     except (errors.APIForbiddenError, errors.APINotFoundError) as e:
-        logger.warning(f"Cannot watch the custom resource definitions; the resources are not re-scanned "
-                       f"when they change: {e}")
+        logger.warning(
+            f"Cannot watch the custom resource definitions; the resources are not re-scanned when they change: {e}"
+        )
         if not listed:
             await rescan()
     await asyncio.Event().wait()
@@ -155,12 +159,12 @@ def _log_resources(old: Collection[Resource], new: Collection[Resource]) -> None
 
 
 async def namespace_observer(
-        *,
-        clusterwide: bool,
-        namespaces: Collection[NamespacePattern],
-        settings: OperatorSettings,
-        insights: Insights,
-        vault: Vault | None = None,
+    *,
+    clusterwide: bool,
+    namespaces: Collection[NamespacePattern],
+    settings: OperatorSettings,
+    insights: Insights,
+    vault: Vault | None = None,
 ) -> None:
     """Keep the served namespaces up to date with the existing namespaces (forever)."""
     if clusterwide:
@@ -175,17 +179,18 @@ async def namespace_observer(
     existing: set[str] = set()
     listed = False
     try:
-        stream = watching.infinite_watch(resource=scanning.NAMESPACES_RESOURCE, namespace=None,
-                                         settings=settings, markers=True, vault=vault)
+        stream = watching.infinite_watch(
+            resource=scanning.NAMESPACES_RESOURCE, namespace=None, settings=settings, markers=True, vault=vault
+        )
         async with contextlib.aclosing(stream):
             async for event in stream:
                 if event is watching.Bookmark.LISTED:
                     listed = True
                 else:
-                    name = (event['object'].get('metadata') or {}).get('name')
+                    name = (event["object"].get("metadata") or {}).get("name")
                     if not name:
                         continue
-                    if event['type'] == 'DELETED':
+                    if event["type"] == "DELETED":
                         existing.discard(name)
                     else:
                         existing.add(name)
@@ -194,8 +199,10 @@ async def namespace_observer(
                     _log_namespaces(insights.namespaces, served)
                     await insights.revise(namespaces=served)
     except errors.APIForbiddenError:
-        logger.warning("Not enough permissions to watch the namespaces: serving only the exact namespace "
-                       "names as they are, with no globs or negations.")
+        logger.warning(
+            "Not enough permissions to watch the namespaces: serving only the exact namespace "
+            "names as they are, with no globs or negations."
+        )
         await insights.revise(namespaces=select_specific_namespaces(patterns))
     await asyncio.Event().wait()
 

@@ -8,6 +8,7 @@ are watched once, cluster-wide, regardless of the namespaces; the namespaced one
 watched in every served namespace (or cluster-wide for the cluster-wide operators).
 On exit (cancellation), all the tasks are stopped.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +21,7 @@ from kopf._core.reactor.observation import Insights
 
 logger = logging.getLogger(__name__)
 
-K = TypeVar('K', bound=Hashable)
+K = TypeVar("K", bound=Hashable)
 
 #: Makes a coroutine to serve one dimension (e.g. a watcher of a resource in a namespace).
 Spawner = Callable[[K], Coroutine[Any, Any, None]]
@@ -39,11 +40,11 @@ def watcher_dimensions(insights: Insights) -> set[tuple[Any, str | None]]:
 
 
 async def reconcile(
-        tasks: MutableMapping[K, asyncio.Task[None]],
-        desired: set[K],
-        spawner: Spawner[K],
-        *,
-        name: Callable[[K], str] = str,
+    tasks: MutableMapping[K, asyncio.Task[None]],
+    desired: set[K],
+    spawner: Spawner[K],
+    *,
+    name: Callable[[K], str] = str,
 ) -> None:
     """Start the tasks for the new keys, stop the tasks of the gone keys; forget the finished tasks."""
     for key, task in list(tasks.items()):
@@ -68,12 +69,12 @@ async def stop_tasks(tasks: list[asyncio.Task[None]]) -> None:
 
 
 async def orchestrator(
-        *,
-        insights: Insights,
-        spawn_watcher: Spawner[tuple[Any, str | None]],
-        spawn_peering: Spawner[str | None] | None = None,
-        clusterwide: bool,
-        wait_for_namespaces: bool = True,
+    *,
+    insights: Insights,
+    spawn_watcher: Spawner[tuple[Any, str | None]],
+    spawn_peering: Spawner[str | None] | None = None,
+    clusterwide: bool,
+    wait_for_namespaces: bool = True,
 ) -> None:
     """Keep the watchers (and the per-namespace peerings) in line with the insights, until cancelled."""
     watchers: dict[tuple[Any, str | None], asyncio.Task[None]] = {}
@@ -87,11 +88,20 @@ async def orchestrator(
             seen = insights.revision
             if spawn_peering is not None:
                 desired_peerings: set[str | None] = {None} if clusterwide else set(insights.namespaces)
-                await reconcile(peerings, desired_peerings, spawn_peering,
-                                name=lambda ns: f"peering in {ns!r}" if ns else "cluster-wide peering")
-            await reconcile(watchers, watcher_dimensions(insights), spawn_watcher,
-                            name=lambda dim: f"watcher of {dim[0]} in {dim[1]!r}" if dim[1] else
-                            f"watcher of {dim[0]} cluster-wide")
+                await reconcile(
+                    peerings,
+                    desired_peerings,
+                    spawn_peering,
+                    name=lambda ns: f"peering in {ns!r}" if ns else "cluster-wide peering",
+                )
+            await reconcile(
+                watchers,
+                watcher_dimensions(insights),
+                spawn_watcher,
+                name=lambda dim: (
+                    f"watcher of {dim[0]} in {dim[1]!r}" if dim[1] else f"watcher of {dim[0]} cluster-wide"
+                ),
+            )
             with contextlib.suppress(TimeoutError):  # re-check the failed tasks from time to time.
                 await asyncio.wait_for(insights.wait_for_revision(seen), timeout=60)
     finally:

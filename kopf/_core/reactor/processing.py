@@ -29,6 +29,7 @@ to the objects' workers, so not limited by ``settings.batching.worker_limit``). 
 indexers given, :func:`process_resource_event` waits until all the indexed resources
 are listed and indexed at least once before calling any handlers.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -54,25 +55,25 @@ from kopf._core.reactor.memories import ResourceMemories, ResourceMemory
 
 #: How the causes are named in the logs: "Creation is in progress", "Updating is processed", etc.
 TITLES: Mapping[str, str] = {
-    Reason.CREATE: 'creation',
-    Reason.UPDATE: 'updating',
-    Reason.DELETE: 'deletion',
-    Reason.RESUME: 'resuming',
+    Reason.CREATE: "creation",
+    Reason.UPDATE: "updating",
+    Reason.DELETE: "deletion",
+    Reason.RESUME: "resuming",
 }
 
 
 async def process_resource_event(
-        *,
-        raw_event: bodies.RawEvent,
-        stream_pressure: asyncio.Event | None,
-        resource: Resource,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        memories: ResourceMemories,
-        memo: ephemera.AnyMemo,
-        vault: Vault | None = None,
-        indices: Mapping[str, Any] | None = None,
-        indexers: indexing.OperatorIndexers | None = None,
+    *,
+    raw_event: bodies.RawEvent,
+    stream_pressure: asyncio.Event | None,
+    resource: Resource,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    memories: ResourceMemories,
+    memo: ephemera.AnyMemo,
+    vault: Vault | None = None,
+    indices: Mapping[str, Any] | None = None,
+    indexers: indexing.OperatorIndexers | None = None,
 ) -> None:
     """
     Process one watch-event of one object: call the handlers, patch the object (see the module's docs).
@@ -90,8 +91,8 @@ async def process_resource_event(
         if not indexers.is_populated():
             await indexers.wait_populated()
 
-    raw_body = raw_event['object']
-    event_type = raw_event['type']
+    raw_body = raw_event["object"]
+    event_type = raw_event["type"]
     body = bodies.Body(raw_body)
     patch = patches.Patch(body=body)
     memory = memories.recall(raw_body, memo=memo, noticed_by_listing=event_type is None)
@@ -100,14 +101,26 @@ async def process_resource_event(
     # The messages of these loggers are posted as k8s-events by the posting engine (if installed), per settings.
     logger = loggers.ObjectLogger(body=body, settings=settings)
     local_logger = logger._sibling(loggers.LocalObjectLogger)
-    context = _Context(resource=resource, registry=registry, settings=settings, memory=memory, vault=vault,
-                       body=body, raw_body=raw_body, patch=patch, logger=logger, local_logger=local_logger,
-                       stream_pressure=stream_pressure, indices=indices or {}, initial=event_type is None)
+    context = _Context(
+        resource=resource,
+        registry=registry,
+        settings=settings,
+        memory=memory,
+        vault=vault,
+        body=body,
+        raw_body=raw_body,
+        patch=patch,
+        logger=logger,
+        local_logger=local_logger,
+        stream_pressure=stream_pressure,
+        indices=indices or {},
+        initial=event_type is None,
+    )
 
     # The silent handlers of the raw events: for every event, even for the gone objects.
     await _process_watching(context, raw_event=raw_event)
 
-    if event_type == 'DELETED':
+    if event_type == "DELETED":
         local_logger.debug("Deleted, really deleted, and we are notified.")
         # The daemons & timers of the gone object (if any are left, e.g. the finalizer was removed by others).
         await daemons_.stop_daemons(settings=settings, memory=_get_daemons_memory(memory))
@@ -123,14 +136,14 @@ async def process_resource_event(
 
 
 async def index_resource_event(
-        *,
-        raw_event: bodies.RawEvent,
-        resource: Resource,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        memories: ResourceMemories,
-        memo: ephemera.AnyMemo,
-        indexers: indexing.OperatorIndexers,
+    *,
+    raw_event: bodies.RawEvent,
+    resource: Resource,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    memories: ResourceMemories,
+    memo: ephemera.AnyMemo,
+    indexers: indexing.OperatorIndexers,
 ) -> None:
     """
     Index one watch-event of one object by the indexing handlers of its resource (if any).
@@ -141,48 +154,63 @@ async def index_resource_event(
     The per-object state of the failed indexing lives in the object's memory (``extras['indexing']``)
     and is forgotten with the object.
     """
-    raw_body = raw_event['object']
-    if raw_event['type'] == 'DELETED':
+    raw_body = raw_event["object"]
+    if raw_event["type"] == "DELETED":
         known = memories.recall(raw_body) if raw_body in memories else None
-        imemory = known.extras.pop('indexing', None) if known is not None else None
-        indexing.discard_object(indexers=indexers, body=raw_body,
-                                memory=imemory if isinstance(imemory, indexing.IndexingMemory) else None)
+        imemory = known.extras.pop("indexing", None) if known is not None else None
+        indexing.discard_object(
+            indexers=indexers, body=raw_body, memory=imemory if isinstance(imemory, indexing.IndexingMemory) else None
+        )
         return
 
     resource_handlers = registry.indexing.get_resource_handlers(resource)
     if not resource_handlers:
         return
-    memory = memories.recall(raw_body, memo=memo, noticed_by_listing=raw_event['type'] is None)
+    memory = memories.recall(raw_body, memo=memo, noticed_by_listing=raw_event["type"] is None)
     body = bodies.Body(raw_body)
     # Not posted as k8s-events (as in the published framework): an index of many objects would flood the cluster.
     logger = loggers.LocalObjectLogger(body=body, settings=settings)
-    cause = invocation.ResourceCause(logger=logger, memo=memory.memo, indices=indexers.indices,
-                                     resource=resource, patch=patches.Patch(body=body), body=body)
+    cause = invocation.ResourceCause(
+        logger=logger,
+        memo=memory.memo,
+        indices=indexers.indices,
+        resource=resource,
+        patch=patches.Patch(body=body),
+        body=body,
+    )
     handlers = registry.indexing.get_handlers(resource, body=body, kwargs=cause.kwargs())
-    await indexing.index_object(indexers=indexers, handlers=handlers, body=body, memory=_get_indexing_memory(memory),
-                                resource=resource, logger=logger, settings=settings, memo=memory.memo,
-                                indices=indexers.indices)
+    await indexing.index_object(
+        indexers=indexers,
+        handlers=handlers,
+        body=body,
+        memory=_get_indexing_memory(memory),
+        resource=resource,
+        logger=logger,
+        settings=settings,
+        memo=memory.memo,
+        indices=indexers.indices,
+    )
 
 
 class _Context:
     """Everything about the current event, to not pass a dozen of arguments around."""
 
     def __init__(
-            self,
-            *,
-            resource: Resource,
-            registry: registries.OperatorRegistry,
-            settings: OperatorSettings,
-            memory: ResourceMemory,
-            vault: Vault | None,
-            body: bodies.Body,
-            raw_body: bodies.RawBody,
-            patch: patches.Patch,
-            logger: loggers.ObjectLogger,
-            local_logger: loggers.ObjectLogger,
-            stream_pressure: asyncio.Event | None,
-            indices: Mapping[str, Any],
-            initial: bool,
+        self,
+        *,
+        resource: Resource,
+        registry: registries.OperatorRegistry,
+        settings: OperatorSettings,
+        memory: ResourceMemory,
+        vault: Vault | None,
+        body: bodies.Body,
+        raw_body: bodies.RawBody,
+        patch: patches.Patch,
+        logger: loggers.ObjectLogger,
+        local_logger: loggers.ObjectLogger,
+        stream_pressure: asyncio.Event | None,
+        indices: Mapping[str, Any],
+        initial: bool,
     ) -> None:
         super().__init__()
         self.initial = initial
@@ -205,18 +233,26 @@ class _Context:
 async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) -> None:
     """Call the event-watching handlers: fire-and-forget, no retries, no progress; errors are ignored."""
     cause = invocation.WatchingCause(  # their logger posts no k8s-events (as in the published framework)
-        logger=context.local_logger, memo=context.memory.memo, indices=context.indices,
-        resource=context.resource, patch=context.patch, body=context.body,
-        type=raw_event['type'], event=raw_event,
+        logger=context.local_logger,
+        memo=context.memory.memo,
+        indices=context.indices,
+        resource=context.resource,
+        patch=context.patch,
+        body=context.body,
+        type=raw_event["type"],
+        event=raw_event,
     )
     handlers = context.registry.watching.get_handlers(context.resource, body=context.body, kwargs=cause.kwargs())
     for handler in handlers:
         # Not posted as k8s-events (too many); worded as in the published framework.
         context.local_logger.debug(f"Handler {handler.id!r} is invoked.")
         try:  # the per-handler kwargs as of the other handlers (as in the published framework): no retries here
-            await invocation.invoke(handler.fn, cause=cause, settings=context.settings,
-                                    kwargs=dict(param=handler.param, retry=0, started=clock.utcnow(),
-                                                runtime=datetime.timedelta(0)))
+            await invocation.invoke(
+                handler.fn,
+                cause=cause,
+                settings=context.settings,
+                kwargs=dict(param=handler.param, retry=0, started=clock.utcnow(), runtime=datetime.timedelta(0)),
+            )
         except Exception:
             context.local_logger.exception(f"Handler {handler.id!r} failed with an exception. Will ignore.")
         else:
@@ -234,7 +270,7 @@ async def _ensure_consistency(context: _Context) -> bool:
     expected = memory.expected_version
     if expected is None:
         return True
-    actual = context.body.metadata.get('resourceVersion')
+    actual = context.body.metadata.get("resourceVersion")
     if actual is not None and _is_not_older(str(actual), expected):
         memory.expected_version = memory.expected_deadline = None
         return True
@@ -242,12 +278,14 @@ async def _ensure_consistency(context: _Context) -> bool:
     deadline = memory.expected_deadline if memory.expected_deadline is not None else context.loop.time()
     remaining = deadline - context.loop.time()
     if remaining > 0:
-        context.local_logger.debug(f"Waiting for the version {expected!r} (got {actual!r}) "
-                                   f"for {remaining:.3f}s at most.")
+        context.local_logger.debug(
+            f"Waiting for the version {expected!r} (got {actual!r}) for {remaining:.3f}s at most."
+        )
         if await _sleep(remaining, context.stream_pressure):
             return False
-    context.local_logger.warning(f"The patched version {expected!r} has not arrived in time; "
-                                 f"processing the version {actual!r}.")
+    context.local_logger.warning(
+        f"The patched version {expected!r} has not arrived in time; processing the version {actual!r}."
+    )
     memory.expected_version = memory.expected_deadline = None
     return True
 
@@ -265,6 +303,7 @@ def _is_not_older(actual: str, expected: str) -> bool:
 @dataclasses.dataclass(frozen=True)
 class _Change:
     """What this event changes for the state-changing handlers: detected once, used by every step."""
+
     reason: Reason
     cause: invocation.ChangingCause
     kwargs: Mapping[str, Any]
@@ -290,24 +329,40 @@ def _detect_change(context: _Context) -> _Change:
     blocking = finalizers.is_deletion_blocked(body, finalizer=settings.persistence.finalizer)
     reason = _detect_reason(deleting=deleting, blocking=blocking, old=old, diff=diff, resumed=memory.resumed)
     cause = invocation.ChangingCause(
-        logger=context.logger, memo=memory.memo, indices=context.indices,
-        resource=context.resource, patch=context.patch, body=body,
-        reason=reason, initial=context.initial,
-        diff=diff, old=old, new=new,
+        logger=context.logger,
+        memo=memory.memo,
+        indices=context.indices,
+        resource=context.resource,
+        patch=context.patch,
+        body=body,
+        reason=reason,
+        initial=context.initial,
+        diff=diff,
+        old=old,
+        new=new,
     )
     kwargs = cause.kwargs()
     requires_finalizer = context.registry.requires_finalizer(context.resource, body=body, kwargs=kwargs)
-    return _Change(reason=reason, cause=cause, kwargs=kwargs, old=old, new=new, resumed=memory.resumed,
-                   deleting=deleting, blocking=blocking, requires_finalizer=requires_finalizer)
+    return _Change(
+        reason=reason,
+        cause=cause,
+        kwargs=kwargs,
+        old=old,
+        new=new,
+        resumed=memory.resumed,
+        deleting=deleting,
+        blocking=blocking,
+        requires_finalizer=requires_finalizer,
+    )
 
 
 def _detect_reason(
-        *,
-        deleting: bool,
-        blocking: bool,
-        old: bodies.BodyEssence | None,
-        diff: diffs.Diff,
-        resumed: bool,
+    *,
+    deleting: bool,
+    blocking: bool,
+    old: bodies.BodyEssence | None,
+    diff: diffs.Diff,
+    resumed: bool,
 ) -> Reason:
     if deleting:
         return Reason.DELETE if blocking else Reason.FREE
@@ -355,8 +410,9 @@ def _process_finalizer_first(context: _Context, change: _Change) -> bool:
         return True
     if not change.deleting and change.requires_finalizer and not change.blocking:
         context.local_logger.debug("Adding the finalizer, thus preventing the actual deletion.")
-        finalizers.block_deletion(body=context.body, patch=context.patch,
-                                  finalizer=context.settings.persistence.finalizer)
+        finalizers.block_deletion(
+            body=context.body, patch=context.patch, finalizer=context.settings.persistence.finalizer
+        )
         return True
     return False
 
@@ -371,19 +427,28 @@ async def _process_daemons(context: _Context, change: _Change) -> bool:
     daemons_memory = _get_daemons_memory(context.memory)
     if change.deleting:
         if daemons_memory.running:
-            delay = await daemons_.stop_daemons(settings=context.settings, memory=daemons_memory,
-                                                patch_sink=_make_patch_sink(context))
+            delay = await daemons_.stop_daemons(
+                settings=context.settings, memory=daemons_memory, patch_sink=_make_patch_sink(context)
+            )
             if delay is not None and change.reason == Reason.DELETE:
-                context.local_logger.debug(f"The daemons are still running; "
-                                           f"the deletion waits for them (~{delay:.3f}s).")
+                context.local_logger.debug(
+                    f"The daemons are still running; the deletion waits for them (~{delay:.3f}s)."
+                )
                 return True
     elif change.blocking or not change.requires_finalizer:
         spawning = context.registry.spawning.get_handlers(context.resource, body=context.body, kwargs=change.kwargs)
         if spawning or daemons_memory.running:
-            await daemons_.spawn_daemons(settings=context.settings, handlers=spawning, memory=daemons_memory,
-                                         body=context.raw_body, resource=context.resource, logger=context.logger,
-                                         memo=context.memory.memo, indices=context.indices,
-                                         patch_sink=_make_patch_sink(context))
+            await daemons_.spawn_daemons(
+                settings=context.settings,
+                handlers=spawning,
+                memory=daemons_memory,
+                body=context.raw_body,
+                resource=context.resource,
+                logger=context.logger,
+                memo=context.memory.memo,
+                indices=context.indices,
+                patch_sink=_make_patch_sink(context),
+            )
     return False
 
 
@@ -399,13 +464,17 @@ async def _release_unneeded_finalizer(context: _Context, change: _Change) -> flo
     stopping_delay: float | None = None
     daemons_memory = _get_daemons_memory(context.memory)
     if daemons_memory.running:
-        stopping_delay = await daemons_.stop_daemons(settings=context.settings, memory=daemons_memory,
-                                                     reason=daemons_.DaemonStoppingReason.FILTERS_MISMATCH,
-                                                     patch_sink=_make_patch_sink(context))
+        stopping_delay = await daemons_.stop_daemons(
+            settings=context.settings,
+            memory=daemons_memory,
+            reason=daemons_.DaemonStoppingReason.FILTERS_MISMATCH,
+            patch_sink=_make_patch_sink(context),
+        )
     if stopping_delay is None:
         context.local_logger.debug("Removing the finalizer, as there are no handlers requiring it.")
-        finalizers.allow_deletion(body=context.body, patch=context.patch,
-                                  finalizer=context.settings.persistence.finalizer)
+        finalizers.allow_deletion(
+            body=context.body, patch=context.patch, finalizer=context.settings.persistence.finalizer
+        )
     else:
         context.local_logger.debug(f"Keeping the finalizer while the daemons are stopping (~{stopping_delay:.3f}s).")
     return stopping_delay
@@ -419,13 +488,22 @@ async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, e
     the objects out of scope are not touched), and the outcome of the cycle (``None`` if nothing ran).
     """
     registry, resource, body = context.registry, context.resource, context.body
-    in_scope = any(matching.prematch(handler, body=body, kwargs=change.kwargs)
-                   for handler in registry.changing.get_resource_handlers(resource))
+    in_scope = any(
+        matching.prematch(handler, body=body, kwargs=change.kwargs)
+        for handler in registry.changing.get_resource_handlers(resource)
+    )
 
     handlers: list[ChangingHandler] = []
     if change.reason in TITLES and (in_scope or change.reason == Reason.DELETE):
-        handlers = registry.changing.get_handlers(resource, body=body, old=change.old, new=change.new,
-                                                  kwargs=change.kwargs, reason=change.reason, resumed=change.resumed)
+        handlers = registry.changing.get_handlers(
+            resource,
+            body=body,
+            old=change.old,
+            new=change.new,
+            kwargs=change.kwargs,
+            reason=change.reason,
+            resumed=change.resumed,
+        )
 
     if change.reason == Reason.NOOP and in_scope:
         context.local_logger.debug("Something has changed, but we are not interested (the essence is the same).")
@@ -436,7 +514,8 @@ async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, e
     title = TITLES[change.reason]
     context.local_logger.debug("%s is in progress: %r", title.capitalize(), context.raw_body)  # lazy: bodies are big
     outcome = await execution.execute_handlers_once(
-        handlers=handlers, cause=change.cause, settings=context.settings, subhandling=SUBHANDLING)
+        handlers=handlers, cause=change.cause, settings=context.settings, subhandling=SUBHANDLING
+    )
     if outcome.done:
         succeeded, failed = len(outcome.state.succeeded), len(outcome.state.failed)
         context.logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
@@ -455,8 +534,10 @@ def _purge_stray_progress(context: _Context) -> None:
     handlers = context.registry.changing.get_resource_handlers(context.resource)
     stray = [handler for handler in handlers if storage.fetch(key=handler.id, body=context.body) is not None]
     if stray:
-        context.local_logger.debug(f"Removing the stray progress of {', '.join(repr(h.id) for h in stray)}: "
-                                   f"the latest state is handled already.")
+        context.local_logger.debug(
+            f"Removing the stray progress of {', '.join(repr(h.id) for h in stray)}: "
+            f"the latest state is handled already."
+        )
         state = execution.State.from_storage(body=context.body, storage=storage, handlers=stray)
         state.purge(body=context.body, patch=context.patch, storage=storage, handlers=stray)
 
@@ -499,17 +580,17 @@ async def _continue_handling(context: _Context, outcome: execution.Execution, *,
 
 def _get_daemons_memory(memory: ResourceMemory) -> daemons_.DaemonsMemory:
     """The object's daemons & timers (kept in the object's memory for the engine)."""
-    daemons_memory = memory.extras.get('daemons')
+    daemons_memory = memory.extras.get("daemons")
     if not isinstance(daemons_memory, daemons_.DaemonsMemory):
-        daemons_memory = memory.extras['daemons'] = daemons_.DaemonsMemory()
+        daemons_memory = memory.extras["daemons"] = daemons_.DaemonsMemory()
     return daemons_memory
 
 
 def _get_indexing_memory(memory: ResourceMemory) -> indexing.IndexingMemory:
     """The object's state of the failed indexing (kept in the object's memory for the engine)."""
-    indexing_memory = memory.extras.get('indexing')
+    indexing_memory = memory.extras.get("indexing")
     if not isinstance(indexing_memory, indexing.IndexingMemory):
-        indexing_memory = memory.extras['indexing'] = indexing.IndexingMemory()
+        indexing_memory = memory.extras["indexing"] = indexing.IndexingMemory()
     return indexing_memory
 
 
@@ -519,8 +600,16 @@ def _make_patch_sink(context: _Context) -> daemons_.PatchSink:
     namespace, name, uid = context.body.metadata.namespace, context.body.metadata.name, context.body.metadata.uid
 
     async def patch_sink(patch: patches.Patch) -> None:
-        await patching.patch_obj(resource=resource, namespace=namespace, name=name, patch=patch,
-                                 settings=settings, logger=logger, vault=vault, uid=uid)
+        await patching.patch_obj(
+            resource=resource,
+            namespace=namespace,
+            name=name,
+            patch=patch,
+            settings=settings,
+            logger=logger,
+            vault=vault,
+            uid=uid,
+        )
 
     return patch_sink
 
@@ -532,14 +621,19 @@ async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bo
     body = context.body
     context.local_logger.debug("Patching with: %r", dict(patch))  # lazy: formatted only if logged
     patched = await patching.patch_obj(
-        resource=context.resource, namespace=body.metadata.namespace, name=body.metadata.name,
-        patch=patch, settings=context.settings, logger=context.local_logger, vault=context.vault,
+        resource=context.resource,
+        namespace=body.metadata.namespace,
+        name=body.metadata.name,
+        patch=patch,
+        settings=context.settings,
+        logger=context.local_logger,
+        vault=context.vault,
         uid=body.metadata.uid,  # not onto an object re-created under this name meanwhile
     )
     if patched is None:
         context.local_logger.debug("Patching failed: the object is already gone; nothing to do.")
         return False
-    version = (patched.get('metadata') or {}).get('resourceVersion')
+    version = (patched.get("metadata") or {}).get("resourceVersion")
     if version is not None:
         context.memory.expected_version = str(version)
         context.memory.expected_deadline = context.loop.time() + context.settings.persistence.consistency_timeout
@@ -557,8 +651,11 @@ async def _wait_for_daemons(memory: daemons_.DaemonsMemory, delay: float, pressu
             remaining = deadline - loop.time()
             if not pending or remaining <= 0:
                 return False
-            await asyncio.wait([*pending, *([waiter] if waiter is not None else [])],
-                               timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                [*pending, *([waiter] if waiter is not None else [])],
+                timeout=remaining,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
         return True
     finally:
         if waiter is not None:

@@ -28,6 +28,7 @@ On exit (cancellation, or the end of the stream), the workers are allowed to fin
 their current processing for ``settings.batching.exit_timeout`` seconds, and are cancelled
 after that. No tasks are left behind.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -68,6 +69,7 @@ class PauseFlag(Protocol):
 
 class _EndOfStream(enum.Enum):
     """A marker in the objects' queues: no more events will come, the worker must exit."""
+
     EOS = enum.auto()
 
 
@@ -83,7 +85,8 @@ class Backlog:
     Lighter than :class:`asyncio.Queue` (four deques and an event, ~3 KB per object): a list and,
     only while the worker waits, a future. The objects are many, and their queues are short.
     """
-    __slots__ = ('_items', '_waiter')
+
+    __slots__ = ("_items", "_waiter")
 
     def __init__(self) -> None:
         self._items: list[QueueItem] = []
@@ -116,6 +119,7 @@ class Backlog:
 @dataclasses.dataclass(slots=True)
 class Stream:
     """The queue of one object's events, and the flag of new events arriving while processing."""
+
     backlog: Backlog = dataclasses.field(default_factory=Backlog)
     pressure: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     worker: asyncio.Task[None] | None = None
@@ -130,17 +134,17 @@ class Streams(dict[str, Stream]):
 
 
 async def watcher(
-        *,
-        namespace: str | None,
-        resource: Resource,
-        settings: OperatorSettings,
-        processor: ObjectProcessor,
-        operator_paused: PauseFlag | None = None,
-        label_selector: fetching.LabelSelector | None = None,
-        vault: Vault | None = None,
-        stop: asyncio.Event | None = None,
-        preprocessor: ObjectPreprocessor | None = None,
-        on_listed: Callable[[], None] | None = None,
+    *,
+    namespace: str | None,
+    resource: Resource,
+    settings: OperatorSettings,
+    processor: ObjectProcessor,
+    operator_paused: PauseFlag | None = None,
+    label_selector: fetching.LabelSelector | None = None,
+    vault: Vault | None = None,
+    stop: asyncio.Event | None = None,
+    preprocessor: ObjectPreprocessor | None = None,
+    on_listed: Callable[[], None] | None = None,
 ) -> None:
     """
     Watch the resource (in the namespace, or cluster-wide if ``None``) and process its objects' events.
@@ -154,9 +158,14 @@ async def watcher(
     limiter = _make_limiter(settings.batching.worker_limit)
     try:
         stream = watching.infinite_watch(
-            resource=resource, namespace=namespace, settings=settings,
-            label_selector=label_selector, stop=stop, operator_paused=operator_paused,
-            vault=vault, markers=on_listed is not None,
+            resource=resource,
+            namespace=namespace,
+            settings=settings,
+            label_selector=label_selector,
+            stop=stop,
+            operator_paused=operator_paused,
+            vault=vault,
+            markers=on_listed is not None,
         )
         async with contextlib.aclosing(stream):
             async for raw_event in stream:
@@ -185,33 +194,33 @@ def _make_limiter(worker_limit: int | None) -> asyncio.Semaphore | None:
 
 
 def _route(
-        raw_event: RawEvent,
-        *,
-        streams: Streams,
-        processor: ObjectProcessor,
-        settings: OperatorSettings,
-        limiter: asyncio.Semaphore | None,
+    raw_event: RawEvent,
+    *,
+    streams: Streams,
+    processor: ObjectProcessor,
+    settings: OperatorSettings,
+    limiter: asyncio.Semaphore | None,
 ) -> None:
     """Put the event into its object's queue; start a worker for the object if there is none."""
-    key = get_memory_key(raw_event['object'])
+    key = get_memory_key(raw_event["object"])
     stream = streams.get(key)
     if stream is None:
         stream = streams[key] = Stream()
         stream.worker = asyncio.create_task(
             _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter),
-            name=f'kopf worker for {key}',
+            name=f"kopf worker for {key}",
         )
     stream.backlog.put_nowait(raw_event)
     stream.pressure.set()
 
 
 async def _worker(
-        *,
-        key: str,
-        streams: Streams,
-        processor: ObjectProcessor,
-        settings: OperatorSettings,
-        limiter: asyncio.Semaphore | None,
+    *,
+    key: str,
+    streams: Streams,
+    processor: ObjectProcessor,
+    settings: OperatorSettings,
+    limiter: asyncio.Semaphore | None,
 ) -> None:
     """Process the events of one object, one at a time (the latest of each batch); exit when idle."""
     stream = streams[key]
@@ -273,14 +282,14 @@ async def _worker(
 
 
 def _object_logger(raw_event: RawEvent, settings: OperatorSettings) -> loggers.ObjectLogger:
-    return loggers.ObjectLogger(body=Body(raw_event['object']), settings=settings)
+    return loggers.ObjectLogger(body=Body(raw_event["object"]), settings=settings)
 
 
 async def _batch(
-        backlog: Backlog,
-        item: RawEvent,
-        *,
-        window: float,
+    backlog: Backlog,
+    item: RawEvent,
+    *,
+    window: float,
 ) -> tuple[RawEvent, bool]:
     """Take the latest of the events coming within the batching window after each other."""
     latest = item
@@ -303,9 +312,9 @@ async def _batch(
 
 
 def _describe(raw_event: RawEvent) -> str:
-    metadata = raw_event['object'].get('metadata') or {}
-    namespace = metadata.get('namespace')
-    name = metadata.get('name')
+    metadata = raw_event["object"].get("metadata") or {}
+    namespace = metadata.get("namespace")
+    name = metadata.get("name")
     return f"{namespace}/{name}" if namespace else f"{name}"
 
 

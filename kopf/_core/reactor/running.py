@@ -21,6 +21,7 @@ Nothing talks to the Kubernetes API until all the startup handlers have succeede
 The stop & ready flags can be asyncio or ``concurrent.futures`` futures, or asyncio or
 ``threading`` events: the operator can be controlled from other threads this way.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -55,7 +56,7 @@ from kopf._core.reactor import observation, orchestration, processing, queueing
 
 logger = logging.getLogger(__name__)
 
-Flag: TypeAlias = 'asyncio.Future[Any] | asyncio.Event | concurrent.futures.Future[Any] | threading.Event'
+Flag: TypeAlias = "asyncio.Future[Any] | asyncio.Event | concurrent.futures.Future[Any] | threading.Event"
 
 #: How long (seconds) the tasks left after the root tasks are stopped can finish by themselves (as documented).
 HUNG_TASKS_TIMEOUT = 5.0
@@ -70,6 +71,7 @@ _vaults: weakref.WeakKeyDictionary[asyncio.Task[None], Vault] = weakref.WeakKeyD
 # -------------------------------------------------------------------------------------------------
 # Flags: futures or events, asyncio or threading.
 # -------------------------------------------------------------------------------------------------
+
 
 async def wait_flag(flag: Flag | None) -> Any:
     """Wait until the flag is raised (forever if there is no flag)."""
@@ -124,28 +126,29 @@ def _resolve_async_future(flag: asyncio.Future[Any]) -> None:
 # The public entry points.
 # -------------------------------------------------------------------------------------------------
 
+
 def run(
-        *,
-        loop: asyncio.AbstractEventLoop | None = None,
-        lifecycle: lifecycles.LifeCycleFn | None = None,
-        indexers: indexing.OperatorIndexers | None = None,
-        registry: registries.OperatorRegistry | None = None,
-        settings: OperatorSettings | None = None,
-        memories: memories_.ResourceMemories | None = None,
-        insights: observation.Insights | None = None,
-        identity: str | None = None,
-        standalone: bool | None = None,
-        priority: int | None = None,
-        peering_name: str | None = None,
-        liveness_endpoint: str | None = None,
-        clusterwide: bool = False,
-        namespaces: Collection[str | Pattern[str]] = (),
-        namespace: str | Pattern[str] | None = None,
-        stop_flag: Flag | None = None,
-        ready_flag: Flag | None = None,
-        vault: Vault | None = None,
-        memo: object | None = None,
-        _command: Coroutine[None, None, None] | None = None,
+    *,
+    loop: asyncio.AbstractEventLoop | None = None,
+    lifecycle: lifecycles.LifeCycleFn | None = None,
+    indexers: indexing.OperatorIndexers | None = None,
+    registry: registries.OperatorRegistry | None = None,
+    settings: OperatorSettings | None = None,
+    memories: memories_.ResourceMemories | None = None,
+    insights: observation.Insights | None = None,
+    identity: str | None = None,
+    standalone: bool | None = None,
+    priority: int | None = None,
+    peering_name: str | None = None,
+    liveness_endpoint: str | None = None,
+    clusterwide: bool = False,
+    namespaces: Collection[str | Pattern[str]] = (),
+    namespace: str | Pattern[str] | None = None,
+    stop_flag: Flag | None = None,
+    ready_flag: Flag | None = None,
+    vault: Vault | None = None,
+    memo: object | None = None,
+    _command: Coroutine[None, None, None] | None = None,
 ) -> None:
     """
     Run the whole operator synchronously (until it exits).
@@ -154,11 +157,25 @@ def run(
     policy) and closed at the end, as :func:`asyncio.run` does.
     """
     coro = operator(
-        lifecycle=lifecycle, indexers=indexers, registry=registry, settings=settings,
-        memories=memories, insights=insights, identity=identity, standalone=standalone,
-        priority=priority, peering_name=peering_name, liveness_endpoint=liveness_endpoint,
-        clusterwide=clusterwide, namespaces=namespaces, namespace=namespace,
-        stop_flag=stop_flag, ready_flag=ready_flag, vault=vault, memo=memo, _command=_command,
+        lifecycle=lifecycle,
+        indexers=indexers,
+        registry=registry,
+        settings=settings,
+        memories=memories,
+        insights=insights,
+        identity=identity,
+        standalone=standalone,
+        priority=priority,
+        peering_name=peering_name,
+        liveness_endpoint=liveness_endpoint,
+        clusterwide=clusterwide,
+        namespaces=namespaces,
+        namespace=namespace,
+        stop_flag=stop_flag,
+        ready_flag=ready_flag,
+        vault=vault,
+        memo=memo,
+        _command=_command,
     )
     try:
         if loop is not None:
@@ -170,26 +187,26 @@ def run(
 
 
 async def operator(
-        *,
-        lifecycle: lifecycles.LifeCycleFn | None = None,
-        indexers: indexing.OperatorIndexers | None = None,
-        registry: registries.OperatorRegistry | None = None,
-        settings: OperatorSettings | None = None,
-        memories: memories_.ResourceMemories | None = None,
-        insights: observation.Insights | None = None,
-        identity: str | None = None,
-        standalone: bool | None = None,
-        priority: int | None = None,
-        peering_name: str | None = None,
-        liveness_endpoint: str | None = None,
-        clusterwide: bool = False,
-        namespaces: Collection[str | Pattern[str]] = (),
-        namespace: str | Pattern[str] | None = None,
-        stop_flag: Flag | None = None,
-        ready_flag: Flag | None = None,
-        vault: Vault | None = None,
-        memo: object | None = None,
-        _command: Coroutine[None, None, None] | None = None,
+    *,
+    lifecycle: lifecycles.LifeCycleFn | None = None,
+    indexers: indexing.OperatorIndexers | None = None,
+    registry: registries.OperatorRegistry | None = None,
+    settings: OperatorSettings | None = None,
+    memories: memories_.ResourceMemories | None = None,
+    insights: observation.Insights | None = None,
+    identity: str | None = None,
+    standalone: bool | None = None,
+    priority: int | None = None,
+    peering_name: str | None = None,
+    liveness_endpoint: str | None = None,
+    clusterwide: bool = False,
+    namespaces: Collection[str | Pattern[str]] = (),
+    namespace: str | Pattern[str] | None = None,
+    stop_flag: Flag | None = None,
+    ready_flag: Flag | None = None,
+    vault: Vault | None = None,
+    memo: object | None = None,
+    _command: Coroutine[None, None, None] | None = None,
 ) -> None:
     """
     Run the whole operator asynchronously: :func:`spawn_tasks` and :func:`run_tasks` together.
@@ -198,36 +215,50 @@ async def operator(
     """
     existing_tasks = asyncio.all_tasks()
     operator_tasks = await spawn_tasks(
-        lifecycle=lifecycle, indexers=indexers, registry=registry, settings=settings,
-        memories=memories, insights=insights, identity=identity, standalone=standalone,
-        priority=priority, peering_name=peering_name, liveness_endpoint=liveness_endpoint,
-        clusterwide=clusterwide, namespaces=namespaces, namespace=namespace,
-        stop_flag=stop_flag, ready_flag=ready_flag, vault=vault, memo=memo, _command=_command,
+        lifecycle=lifecycle,
+        indexers=indexers,
+        registry=registry,
+        settings=settings,
+        memories=memories,
+        insights=insights,
+        identity=identity,
+        standalone=standalone,
+        priority=priority,
+        peering_name=peering_name,
+        liveness_endpoint=liveness_endpoint,
+        clusterwide=clusterwide,
+        namespaces=namespaces,
+        namespace=namespace,
+        stop_flag=stop_flag,
+        ready_flag=ready_flag,
+        vault=vault,
+        memo=memo,
+        _command=_command,
     )
     await run_tasks(operator_tasks, ignored=existing_tasks)
 
 
 async def spawn_tasks(
-        *,
-        lifecycle: lifecycles.LifeCycleFn | None = None,
-        indexers: indexing.OperatorIndexers | None = None,
-        registry: registries.OperatorRegistry | None = None,
-        settings: OperatorSettings | None = None,
-        memories: memories_.ResourceMemories | None = None,
-        insights: observation.Insights | None = None,
-        identity: str | None = None,
-        standalone: bool | None = None,
-        priority: int | None = None,
-        peering_name: str | None = None,
-        liveness_endpoint: str | None = None,
-        clusterwide: bool = False,
-        namespaces: Collection[str | Pattern[str]] = (),
-        namespace: str | Pattern[str] | None = None,
-        stop_flag: Flag | None = None,
-        ready_flag: Flag | None = None,
-        vault: Vault | None = None,
-        memo: object | None = None,
-        _command: Coroutine[None, None, None] | None = None,
+    *,
+    lifecycle: lifecycles.LifeCycleFn | None = None,
+    indexers: indexing.OperatorIndexers | None = None,
+    registry: registries.OperatorRegistry | None = None,
+    settings: OperatorSettings | None = None,
+    memories: memories_.ResourceMemories | None = None,
+    insights: observation.Insights | None = None,
+    identity: str | None = None,
+    standalone: bool | None = None,
+    priority: int | None = None,
+    peering_name: str | None = None,
+    liveness_endpoint: str | None = None,
+    clusterwide: bool = False,
+    namespaces: Collection[str | Pattern[str]] = (),
+    namespace: str | Pattern[str] | None = None,
+    stop_flag: Flag | None = None,
+    ready_flag: Flag | None = None,
+    vault: Vault | None = None,
+    memo: object | None = None,
+    _command: Coroutine[None, None, None] | None = None,
 ) -> Collection[asyncio.Task[None]]:
     """
     Spawn all the root tasks of the operator, inter-connected with the synchronisation primitives.
@@ -243,31 +274,43 @@ async def spawn_tasks(
     indexers = indexers if indexers is not None else indexing.OperatorIndexers()
     indexers.ensure(registry.indexing.get_all_handlers())
     clusterwide, patterns = _namespace_scope(clusterwide=clusterwide, namespaces=namespaces, namespace=namespace)
-    _apply_peering_options(settings, standalone=standalone, priority=priority, peering_name=peering_name,
-                           clusterwide=clusterwide)
+    _apply_peering_options(
+        settings, standalone=standalone, priority=priority, peering_name=peering_name, clusterwide=clusterwide
+    )
 
     root = _RootTasks(
-        registry=registry, settings=settings, vault=vault, indexers=indexers,
+        registry=registry,
+        settings=settings,
+        vault=vault,
+        indexers=indexers,
         memo=memo if memo is not None else Memo(),
         memories=memories if memories is not None else memories_.ResourceMemories(),
         insights=insights if insights is not None else observation.Insights(),
         event_queue=posting.make_event_queue(),
     )
     signal_flag: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    root.spawn(_stop_flag_checker(signal_flag=signal_flag, stop_flag=stop_flag, settings=settings),
-               name="stop-flag checker")
-    root.spawn(activities.authenticator(registry=registry, settings=settings, vault=vault,
-                                        indices=indexers.indices, memo=root.memo),
-               name="credentials retriever", after_startup=_command is None)
-    root.spawn(posting.poster(event_queue=root.event_queue, settings=settings, vault=vault),
-               name="poster of events")
+    root.spawn(
+        _stop_flag_checker(signal_flag=signal_flag, stop_flag=stop_flag, settings=settings), name="stop-flag checker"
+    )
+    root.spawn(
+        activities.authenticator(
+            registry=registry, settings=settings, vault=vault, indices=indexers.indices, memo=root.memo
+        ),
+        name="credentials retriever",
+        after_startup=_command is None,
+    )
+    root.spawn(posting.poster(event_queue=root.event_queue, settings=settings, vault=vault), name="poster of events")
     if _command is not None:
         root.spawn(_command_runner(_command, ready_flag=ready_flag, vault=vault), name="the command")
     else:
         _spawn_operator_tasks(
-            root, lifecycle=lifecycle, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint,
+            root,
+            lifecycle=lifecycle,
+            ready_flag=ready_flag,
+            liveness_endpoint=liveness_endpoint,
             identity=identity if identity is not None else peering.detect_own_id(manual=False),
-            clusterwide=clusterwide, patterns=patterns,
+            clusterwide=clusterwide,
+            patterns=patterns,
         )
 
     for task in root.tasks:
@@ -276,29 +319,33 @@ async def spawn_tasks(
 
 
 def _namespace_scope(
-        *,
-        clusterwide: bool,
-        namespaces: Collection[str | Pattern[str]],
-        namespace: str | Pattern[str] | None,
+    *,
+    clusterwide: bool,
+    namespaces: Collection[str | Pattern[str]],
+    namespace: str | Pattern[str] | None,
 ) -> tuple[bool, list[str | Pattern[str]]]:
     """Whether the operator serves the whole cluster, and the namespaces' patterns otherwise."""
     patterns: list[str | Pattern[str]] = list(namespaces)
     if namespace is not None:
         patterns.append(namespace)
     if not clusterwide and not patterns:
-        warnings.warn("Neither --namespace nor --all-namespaces is specified; serving the whole cluster "
-                      "as with --all-namespaces.", FutureWarning, stacklevel=3)  # the caller of spawn_tasks()
+        warnings.warn(
+            "Neither --namespace nor --all-namespaces is specified; serving the whole cluster "
+            "as with --all-namespaces.",
+            FutureWarning,
+            stacklevel=3,
+        )  # the caller of spawn_tasks()
         clusterwide = True
     return clusterwide, patterns
 
 
 def _apply_peering_options(
-        settings: OperatorSettings,
-        *,
-        standalone: bool | None,
-        priority: int | None,
-        peering_name: str | None,
-        clusterwide: bool,
+    settings: OperatorSettings,
+    *,
+    standalone: bool | None,
+    priority: int | None,
+    peering_name: str | None,
+    clusterwide: bool,
 ) -> None:
     """The command line's (or the embedder's) peering options override those in the settings."""
     if standalone is not None:
@@ -314,6 +361,7 @@ def _apply_peering_options(
 @dataclasses.dataclass
 class _RootTasks:
     """The root tasks of one operator as they are spawned, and the state & primitives they share."""
+
     registry: registries.OperatorRegistry
     settings: OperatorSettings
     vault: Vault
@@ -342,53 +390,111 @@ class _RootTasks:
 
 
 def _spawn_operator_tasks(
-        root: _RootTasks,
-        *,
-        lifecycle: lifecycles.LifeCycleFn | None,
-        ready_flag: Flag | None,
-        liveness_endpoint: str | None,
-        identity: str,
-        clusterwide: bool,
-        patterns: Collection[str | Pattern[str]],
+    root: _RootTasks,
+    *,
+    lifecycle: lifecycles.LifeCycleFn | None,
+    ready_flag: Flag | None,
+    liveness_endpoint: str | None,
+    identity: str,
+    clusterwide: bool,
+    patterns: Collection[str | Pattern[str]],
 ) -> None:
     """The tasks of the operator proper: activities, observers, watchers, daemons, webhooks, probes."""
     registry, settings, vault, memo = root.registry, root.settings, root.vault, root.memo
     indices = root.indexers.indices
-    root.spawn(_startup_cleanup_activities(
-        lifecycle=lifecycle, registry=registry, settings=settings, indices=indices, memo=memo,
-        vault=vault, started=root.started, ready_flag=ready_flag,
-    ), name="startup/cleanup activities")
+    root.spawn(
+        _startup_cleanup_activities(
+            lifecycle=lifecycle,
+            registry=registry,
+            settings=settings,
+            indices=indices,
+            memo=memo,
+            vault=vault,
+            started=root.started,
+            ready_flag=ready_flag,
+        ),
+        name="startup/cleanup activities",
+    )
     if liveness_endpoint:
-        root.spawn(probing.health_reporter(
-            liveness_endpoint, registry=registry, settings=settings, indices=indices, memo=memo,
-        ), name="health reporter", after_startup=True)
-    root.spawn(observation.resource_observer(
-        registry=registry, settings=settings, insights=root.insights, vault=vault,
-    ), name="resource observer", after_startup=True)
-    root.spawn(observation.namespace_observer(
-        clusterwide=clusterwide, namespaces=patterns, settings=settings, insights=root.insights, vault=vault,
-    ), name="namespace observer", after_startup=True)
-    root.spawn(_orchestrate(
-        lifecycle=lifecycle, registry=registry, settings=settings, memories=root.memories, insights=root.insights,
-        identity=identity, clusterwide=clusterwide, operator_paused=root.insights.paused,
-        memo=memo, vault=vault, event_queue=root.event_queue, indexers=root.indexers,
-    ), name="orchestrator", after_startup=True)
-    root.spawn(daemons.daemon_killer(
-        settings=settings, memories=functools.partial(_daemons_memories, root.memories),
-        operator_paused=root.insights.paused,
-    ), name="daemon killer")
+        root.spawn(
+            probing.health_reporter(
+                liveness_endpoint,
+                registry=registry,
+                settings=settings,
+                indices=indices,
+                memo=memo,
+            ),
+            name="health reporter",
+            after_startup=True,
+        )
+    root.spawn(
+        observation.resource_observer(
+            registry=registry,
+            settings=settings,
+            insights=root.insights,
+            vault=vault,
+        ),
+        name="resource observer",
+        after_startup=True,
+    )
+    root.spawn(
+        observation.namespace_observer(
+            clusterwide=clusterwide,
+            namespaces=patterns,
+            settings=settings,
+            insights=root.insights,
+            vault=vault,
+        ),
+        name="namespace observer",
+        after_startup=True,
+    )
+    root.spawn(
+        _orchestrate(
+            lifecycle=lifecycle,
+            registry=registry,
+            settings=settings,
+            memories=root.memories,
+            insights=root.insights,
+            identity=identity,
+            clusterwide=clusterwide,
+            operator_paused=root.insights.paused,
+            memo=memo,
+            vault=vault,
+            event_queue=root.event_queue,
+            indexers=root.indexers,
+        ),
+        name="orchestrator",
+        after_startup=True,
+    )
+    root.spawn(
+        daemons.daemon_killer(
+            settings=settings,
+            memories=functools.partial(_daemons_memories, root.memories),
+            operator_paused=root.insights.paused,
+        ),
+        name="daemon killer",
+    )
     if registry.webhooks.get_all_handlers():
-        root.spawn(admission.admission_webhook_server(
-            registry=registry, settings=settings, insights=root.insights, memories=root.memories,
-            memobase=memo, indices=indices, vault=vault,
-        ), name="admission webhook server", after_startup=True)
+        root.spawn(
+            admission.admission_webhook_server(
+                registry=registry,
+                settings=settings,
+                insights=root.insights,
+                memories=root.memories,
+                memobase=memo,
+                indices=indices,
+                vault=vault,
+            ),
+            name="admission webhook server",
+            after_startup=True,
+        )
 
 
 async def run_tasks(
-        root_tasks: Collection[asyncio.Task[Any]],
-        *,
-        ignored: Collection[asyncio.Task[Any]] = frozenset(),
-        return_when: str = asyncio.FIRST_COMPLETED,
+    root_tasks: Collection[asyncio.Task[Any]],
+    *,
+    ignored: Collection[asyncio.Task[Any]] = frozenset(),
+    return_when: str = asyncio.FIRST_COMPLETED,
 ) -> None:
     """
     Orchestrate the root tasks: once any of them exits, stop all others gracefully.
@@ -402,8 +508,10 @@ async def run_tasks(
     the root tasks is re-raised (the errors of the stopping are only logged).
     """
     if return_when != asyncio.FIRST_COMPLETED:
-        raise ValueError(f"The root tasks are stopped when the first of them exits: return_when must be "
-                         f"asyncio.FIRST_COMPLETED, got {return_when!r}.")
+        raise ValueError(
+            f"The root tasks are stopped when the first of them exits: return_when must be "
+            f"asyncio.FIRST_COMPLETED, got {return_when!r}."
+        )
     root_tasks = list(root_tasks)
     if not root_tasks:
         return
@@ -416,11 +524,14 @@ async def run_tasks(
     # The "... are stopped" lines are worded as in the published framework: the operators' tests wait for them.
     try:
         await _stop_tasks_shielded(root_tasks)
-        why = 'cancelled from outside' if cancelled_from_outside else 'finishing normally'
+        why = "cancelled from outside" if cancelled_from_outside else "finishing normally"
         logger.debug(f"Root tasks are stopped: {why}; tasks left: {set()!r}")
         current = asyncio.current_task()
-        hung = [task for task in asyncio.all_tasks()
-                if task is not current and task not in ignored and task not in root_tasks and not task.done()]
+        hung = [
+            task
+            for task in asyncio.all_tasks()
+            if task is not current and task not in ignored and task not in root_tasks and not task.done()
+        ]
         if hung:
             _, still_hung = await asyncio.wait(hung, timeout=HUNG_TASKS_TIMEOUT)
             if still_hung:
@@ -465,6 +576,7 @@ def _reraise(root_tasks: Iterable[asyncio.Task[Any]]) -> None:
 # The root tasks.
 # -------------------------------------------------------------------------------------------------
 
+
 async def _guarded(coro: Coroutine[Any, Any, None], *, name: str) -> None:
     """Run a root task; log its unexpected errors (they stop the operator anyway)."""
     try:
@@ -490,14 +602,14 @@ async def _after(flag: asyncio.Event, coro: Coroutine[Any, Any, None]) -> None:
 
 #: Whether the operator takes SIGINT/SIGTERM (in the main thread) as its stop signal. An embedder that
 #: owns the process's signals, such as a test runner whose Ctrl+C must interrupt the tests, turns it off.
-os_signals_var: contextvars.ContextVar[bool] = contextvars.ContextVar('kopf_os_signals', default=True)
+os_signals_var: contextvars.ContextVar[bool] = contextvars.ContextVar("kopf_os_signals", default=True)
 
 
 async def _stop_flag_checker(
-        *,
-        signal_flag: asyncio.Future[Any],
-        stop_flag: Flag | None,
-        settings: OperatorSettings,
+    *,
+    signal_flag: asyncio.Future[Any],
+    stop_flag: Flag | None,
+    settings: OperatorSettings,
 ) -> None:
     """Exit when the stop-flag is raised or a termination signal arrives (in the main thread only)."""
     loop = asyncio.get_running_loop()
@@ -545,20 +657,26 @@ def _ultimate_termination() -> None:
 
 
 async def _startup_cleanup_activities(
-        *,
-        lifecycle: lifecycles.LifeCycleFn | None,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        indices: indexing.OperatorIndices,
-        memo: AnyMemo,
-        vault: Vault,
-        started: asyncio.Event,
-        ready_flag: Flag | None,
+    *,
+    lifecycle: lifecycles.LifeCycleFn | None,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    indices: indexing.OperatorIndices,
+    memo: AnyMemo,
+    vault: Vault,
+    started: asyncio.Event,
+    ready_flag: Flag | None,
 ) -> None:
     """Run the startup handlers, let the operator go; on exit, run the cleanup handlers."""
     try:
-        await activities.run_activity(lifecycle=lifecycle, registry=registry, settings=settings,
-                                      activity=Activity.STARTUP, indices=indices, memo=memo)
+        await activities.run_activity(
+            lifecycle=lifecycle,
+            registry=registry,
+            settings=settings,
+            activity=Activity.STARTUP,
+            indices=indices,
+            memo=memo,
+        )
     except activities.ActivityError as e:
         logger.error(f"Startup has failed: {e}")
         raise
@@ -569,18 +687,24 @@ async def _startup_cleanup_activities(
         await asyncio.Event().wait()
     except asyncio.CancelledError:
         try:
-            await activities.run_activity(lifecycle=lifecycle, registry=registry, settings=settings,
-                                          activity=Activity.CLEANUP, indices=indices, memo=memo)
+            await activities.run_activity(
+                lifecycle=lifecycle,
+                registry=registry,
+                settings=settings,
+                activity=Activity.CLEANUP,
+                indices=indices,
+                memo=memo,
+            )
         except activities.ActivityError as e:
             logger.error(f"Cleanup has failed: {e}")
         raise
 
 
 async def _command_runner(
-        command: Coroutine[None, None, None],
-        *,
-        ready_flag: Flag | None,
-        vault: Vault,
+    command: Coroutine[None, None, None],
+    *,
+    ready_flag: Flag | None,
+    vault: Vault,
 ) -> None:
     raise_flag(ready_flag)
     await command
@@ -588,24 +712,27 @@ async def _command_runner(
 
 def _daemons_memories(memories: memories_.ResourceMemories) -> list[daemons.DaemonsMemory]:
     """The daemons & timers of all objects known now (kept in the objects' memories by the processing)."""
-    return [daemons_memory for memory in memories.iter_all_memories()
-            if isinstance(daemons_memory := memory.extras.get('daemons'), daemons.DaemonsMemory)]
+    return [
+        daemons_memory
+        for memory in memories.iter_all_memories()
+        if isinstance(daemons_memory := memory.extras.get("daemons"), daemons.DaemonsMemory)
+    ]
 
 
 async def _orchestrate(
-        *,
-        lifecycle: lifecycles.LifeCycleFn | None,
-        registry: registries.OperatorRegistry,
-        settings: OperatorSettings,
-        memories: memories_.ResourceMemories,
-        insights: observation.Insights,
-        identity: str,
-        clusterwide: bool,
-        operator_paused: ToggleSet,
-        memo: AnyMemo,
-        vault: Vault,
-        event_queue: posting.EventQueue,
-        indexers: indexing.OperatorIndexers,
+    *,
+    lifecycle: lifecycles.LifeCycleFn | None,
+    registry: registries.OperatorRegistry,
+    settings: OperatorSettings,
+    memories: memories_.ResourceMemories,
+    insights: observation.Insights,
+    identity: str,
+    clusterwide: bool,
+    operator_paused: ToggleSet,
+    memo: AnyMemo,
+    vault: Vault,
+    event_queue: posting.EventQueue,
+    indexers: indexing.OperatorIndexers,
 ) -> None:
     """Spawn & stop the watchers (and peerings) as the resources & namespaces come and go."""
 
@@ -620,27 +747,53 @@ async def _orchestrate(
         resource, namespace = dimension
         processor = functools.partial(
             processing.process_resource_event,
-            resource=resource, registry=registry, settings=settings,
-            memories=memories, memo=memo, vault=vault, indexers=indexers,
+            resource=resource,
+            registry=registry,
+            settings=settings,
+            memories=memories,
+            memo=memo,
+            vault=vault,
+            indexers=indexers,
         )
-        preprocessor = functools.partial(
-            processing.index_resource_event,
-            resource=resource, registry=registry, settings=settings,
-            memories=memories, memo=memo, indexers=indexers,
-        ) if indexed else None
+        preprocessor = (
+            functools.partial(
+                processing.index_resource_event,
+                resource=resource,
+                registry=registry,
+                settings=settings,
+                memories=memories,
+                memo=memo,
+                indexers=indexers,
+            )
+            if indexed
+            else None
+        )
         on_listed = functools.partial(indexers.mark_populated, dimension) if indexed else None
         try:
-            await queueing.watcher(namespace=namespace, resource=resource, settings=settings,
-                                   processor=processor, operator_paused=operator_paused, vault=vault,
-                                   preprocessor=preprocessor, on_listed=on_listed)
+            await queueing.watcher(
+                namespace=namespace,
+                resource=resource,
+                settings=settings,
+                processor=processor,
+                operator_paused=operator_paused,
+                vault=vault,
+                preprocessor=preprocessor,
+                on_listed=on_listed,
+            )
         finally:
             # A stopped (or failed) watcher must not block the others' handlers forever; a re-spawned one re-expects.
             if indexed:
                 indexers.mark_populated(dimension)
 
     async def spawn_peering(namespace: str | None) -> None:
-        await peering.run_peering(settings=settings, identity=identity, namespace=namespace,
-                                  clusterwide=clusterwide, operator_paused=operator_paused, vault=vault)
+        await peering.run_peering(
+            settings=settings,
+            identity=identity,
+            namespace=namespace,
+            clusterwide=clusterwide,
+            operator_paused=operator_paused,
+            vault=vault,
+        )
 
     # The settings could have been changed by the startup handlers: decide only now.
     await orchestration.orchestrator(

@@ -1,4 +1,5 @@
 """The correct twin of crash_child_bug.py: the child has a fixed name; if it is there already, it is updated."""
+
 import kopf
 from kopf._cogs.clients import api, errors
 
@@ -6,14 +7,19 @@ SETTINGS = kopf.OperatorSettings()
 
 
 async def ensure_child(name, namespace, spec, body):
-    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"},
-             "data": {"size": str(spec.get("size", 0))}}
+    child = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{name}-data"},
+        "data": {"size": str(spec.get("size", 0))},
+    }
     kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
     try:
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
     except errors.APIConflictError:  # made by an earlier run of this handler, cut short by a crash
-        await api.patch(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload={"data": child["data"]},
-                        settings=SETTINGS)
+        await api.patch(
+            f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload={"data": child["data"]}, settings=SETTINGS
+        )
 
 
 @kopf.on.create("gadgets")

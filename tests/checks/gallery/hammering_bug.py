@@ -1,4 +1,5 @@
 """BUG (retries): the handler retries its failed request at once, again and again: it hammers the API."""
+
 import kopf
 from kopf._cogs.clients import api, errors
 

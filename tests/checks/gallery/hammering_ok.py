@@ -1,4 +1,5 @@
 """The correct twin of hammering_bug.py: the failed request is left to the retries with back-offs."""
+
 import kopf
 from kopf._cogs.clients import api, errors
 

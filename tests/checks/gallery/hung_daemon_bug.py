@@ -1,4 +1,5 @@
 """BUG (daemons): the daemon ignores its stop-flag (and has no cancellation timeout): it never ends."""
+
 import asyncio
 
 import kopf

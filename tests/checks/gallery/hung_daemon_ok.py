@@ -1,4 +1,5 @@
 """The correct twin of hung_daemon_bug.py: the daemon sleeps on its stop-flag, so it ends when asked to."""
+
 import kopf
 
 

@@ -1,4 +1,5 @@
 """The correct twin of missed_state_bug.py: level-triggered: the child follows the object's state, owned by it."""
+
 import kopf
 from kopf._cogs.clients import api, errors
 
@@ -6,14 +7,19 @@ SETTINGS = kopf.OperatorSettings()
 
 
 async def ensure_child(name, namespace, spec, body):
-    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"},
-             "data": {"size": str(spec.get("size", 0))}}
+    child = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{name}-data"},
+        "data": {"size": str(spec.get("size", 0))},
+    }
     kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
     try:
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
     except errors.APIConflictError:
-        await api.patch(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload={"data": child["data"]},
-                        settings=SETTINGS)
+        await api.patch(
+            f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload={"data": child["data"]}, settings=SETTINGS
+        )
 
 
 @kopf.on.create("gadgets")

@@ -1,4 +1,5 @@
 """BUG (convergence): the update handler breaks when the optional field ``size`` is removed."""
+
 import kopf
 
 

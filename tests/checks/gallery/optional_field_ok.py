@@ -1,4 +1,5 @@
 """The correct twin of optional_field_bug.py: a missing optional field has its default."""
+
 import kopf
 
 

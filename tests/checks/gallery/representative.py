@@ -1,4 +1,5 @@
 """A representative operator: create/update/delete handlers, a daemon, a timer, an index; sync & async handlers."""
+
 import contextlib
 
 import kopf
@@ -13,14 +14,19 @@ def by_mode(name, spec, **_):
 
 
 async def ensure_child(name, namespace, spec, body):
-    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"},
-             "data": {"size": str(spec.get("size", 0)), "mode": str(spec.get("mode", "none"))}}
+    child = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{name}-data"},
+        "data": {"size": str(spec.get("size", 0)), "mode": str(spec.get("mode", "none"))},
+    }
     kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
     try:
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
     except errors.APIConflictError:
-        await api.patch(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload={"data": child["data"]},
-                        settings=SETTINGS)
+        await api.patch(
+            f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload={"data": child["data"]}, settings=SETTINGS
+        )
 
 
 @kopf.on.create("gadgets")

@@ -1,4 +1,5 @@
 """BUG (stale-reads): the handlers read the object again and trust that read over the event they were given."""
+
 import kopf
 from kopf._cogs.clients import api
 

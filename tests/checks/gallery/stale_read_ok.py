@@ -1,4 +1,5 @@
 """The correct twin of stale_read_bug.py: the handlers use the state they were given (the event's)."""
+
 import kopf
 
 

@@ -1,4 +1,5 @@
 """BUG (finalizers): the deletion waits for the children to go, but they go only after their owner is gone."""
+
 import contextlib
 
 import kopf

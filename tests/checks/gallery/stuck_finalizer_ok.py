@@ -1,4 +1,5 @@
 """The correct twin of stuck_finalizer_bug.py: the deletion removes the child itself."""
+
 import contextlib
 
 import kopf

@@ -5,6 +5,7 @@ and a recorder of the requests that the clients send.
 What they fake on top of the shared ones: failures, when a test asks for them; the recorder is a middleware
 in front of the simulated apiserver that can answer a request with an injected response instead.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,11 +19,10 @@ from kopf._cogs.structs.references import Resource
 
 from ..crds import permissive_crd
 
-CRD = permissive_crd('acme.example', 'widgets', 'widget', 'Widget', short_names=('wd',), categories=('acme',))
+CRD = permissive_crd("acme.example", "widgets", "widget", "Widget", short_names=("wd",), categories=("acme",))
 
-WIDGETS = Resource('acme.example', 'v1', 'widgets', kind='Widget', namespaced=True,
-                   subresources=frozenset({'status'}))
-CONFIGMAPS = Resource('', 'v1', 'configmaps', kind='ConfigMap', namespaced=True)
+WIDGETS = Resource("acme.example", "v1", "widgets", kind="Widget", namespaced=True, subresources=frozenset({"status"}))
+CONFIGMAPS = Resource("", "v1", "configmaps", kind="ConfigMap", namespaced=True)
 
 
 class Recorder:
@@ -33,15 +33,20 @@ class Recorder:
         self.headers: list[dict[str, str]] = []
         self.faults: list[tuple[Callable[[web.Request], bool], Callable[[], web.StreamResponse]]] = []
 
-    def fail(self, times: int, response: Callable[[], web.StreamResponse],
-             when: Callable[[web.Request], bool] = lambda _: True) -> None:
+    def fail(
+        self,
+        times: int,
+        response: Callable[[], web.StreamResponse],
+        when: Callable[[web.Request], bool] = lambda _: True,
+    ) -> None:
         for _ in range(times):
             self.faults.append((when, response))
 
     @web.middleware
     async def middleware(
-            self, request: web.Request,
-            handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+        self,
+        request: web.Request,
+        handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
     ) -> web.StreamResponse:
         self.requests.append((request.method, request.path, request.query_string))
         self.headers.append(dict(request.headers))
@@ -73,15 +78,21 @@ def app(app: web.Application, recorder: Recorder) -> web.Application:
 
 @pytest.fixture
 def logger() -> logging.Logger:
-    return logging.getLogger('kopf.tests.clients')
+    return logging.getLogger("kopf.tests.clients")
 
 
-def status_response(code: int, reason: str = 'Failure', headers: dict[str, str] | None = None
-                    ) -> Callable[[], web.StreamResponse]:
+def status_response(
+    code: int, reason: str = "Failure", headers: dict[str, str] | None = None
+) -> Callable[[], web.StreamResponse]:
     def make() -> web.StreamResponse:
-        payload = {'apiVersion': 'v1', 'kind': 'Status', 'status': 'Failure',
-                   'message': f'injected {code}', 'reason': reason, 'code': code}
+        payload = {
+            "apiVersion": "v1",
+            "kind": "Status",
+            "status": "Failure",
+            "message": f"injected {code}",
+            "reason": reason,
+            "code": code,
+        }
         return web.json_response(payload, status=code, headers=headers)
+
     return make
-
-

@@ -1,4 +1,5 @@
 """Discovery against an apiserver without aggregated discovery: the legacy lists of every group-version."""
+
 import pytest
 
 from kopf._cogs.clients import scanning
@@ -16,19 +17,17 @@ def server_options() -> ServerOptions:
 
 
 async def test_legacy_discovery_of_builtins_and_crds(
-        vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
+    vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
     resources = by_name(await scanning.discover(settings=settings, vault=vault))
-    assert {'/api', '/apis', '/api/v1', '/apis/apps/v1', '/apis/acme.example/v1'} <= set(recorder.paths())
-    assert resources['pods.v1'].subresources == {'status'}
-    assert resources['widgets.v1.acme.example'].kind == 'Widget'
+    assert {"/api", "/apis", "/api/v1", "/apis/apps/v1", "/apis/acme.example/v1"} <= set(recorder.paths())
+    assert resources["pods.v1"].subresources == {"status"}
+    assert resources["widgets.v1.acme.example"].kind == "Widget"
 
 
-async def test_broken_group_versions_are_skipped(
-        vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
+async def test_broken_group_versions_are_skipped(vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
     settings.networking.error_backoffs = []
-    recorder.fail(1, status_response(503, 'ServiceUnavailable'), when=lambda r: r.path == '/apis/acme.example/v1')
+    recorder.fail(1, status_response(503, "ServiceUnavailable"), when=lambda r: r.path == "/apis/acme.example/v1")
     resources = by_name(await scanning.discover(settings=settings, vault=vault))
-    assert 'widgets.v1.acme.example' not in resources
-    assert 'pods.v1' in resources
-
-
+    assert "widgets.v1.acme.example" not in resources
+    assert "pods.v1" in resources

@@ -16,7 +16,7 @@ from .conftest import WIDGETS, Recorder, status_response
 
 pytestmark = pytest.mark.looptime
 
-MERGE = 'application/merge-patch+json'
+MERGE = "application/merge-patch+json"
 
 
 class Collector:
@@ -34,9 +34,12 @@ class Collector:
             self.arrived.notify_all()
 
     def summary(self) -> list[Any]:
-        return [event if isinstance(event, watching.Bookmark) else
-                (event['type'], event['object']['metadata']['name'], event['object'].get('spec', {}).get('size'))
-                for event in self.events]
+        return [
+            event
+            if isinstance(event, watching.Bookmark)
+            else (event["type"], event["object"]["metadata"]["name"], event["object"].get("spec", {}).get("size"))
+            for event in self.events
+        ]
 
     async def wait_for(self, count: int, timeout: float = 100) -> None:
         async with asyncio.timeout(timeout), self.arrived:
@@ -44,14 +47,20 @@ class Collector:
 
 
 @contextlib.asynccontextmanager
-async def watching_in_background(vault: Vault, settings: OperatorSettings, **kwargs: Any
-                                 ) -> AsyncIterator[Collector]:
+async def watching_in_background(vault: Vault, settings: OperatorSettings, **kwargs: Any) -> AsyncIterator[Collector]:
     collector = Collector()
 
     async def run() -> None:
         async for event in watching.infinite_watch(
-                resource=WIDGETS, namespace='default', settings=settings, vault=vault, markers=True,
-                stop=collector.stop, operator_paused=collector.paused, **kwargs):
+            resource=WIDGETS,
+            namespace="default",
+            settings=settings,
+            vault=vault,
+            markers=True,
+            stop=collector.stop,
+            operator_paused=collector.paused,
+            **kwargs,
+        ):
             await collector.add(event)
 
     task = asyncio.create_task(run())
@@ -63,104 +72,115 @@ async def watching_in_background(vault: Vault, settings: OperatorSettings, **kwa
 
 
 def ops(cluster: Cluster) -> tuple[Callable[..., None], Callable[..., None], Callable[..., None]]:
-    rtype = cluster.resource('acme.example', 'v1', 'widgets')
+    rtype = cluster.resource("acme.example", "v1", "widgets")
 
     def create(name: str, size: int = 0, **kwargs: Any) -> None:
         body = widget(name, size=size)
-        body['metadata'].update(kwargs)
-        cluster.create(rtype, 'default', body)
+        body["metadata"].update(kwargs)
+        cluster.create(rtype, "default", body)
 
     def modify(name: str, size: int) -> None:
-        cluster.patch(rtype, 'default', name, {'spec': {'size': size}}, MERGE)
+        cluster.patch(rtype, "default", name, {"spec": {"size": size}}, MERGE)
 
     def delete(name: str) -> None:
-        cluster.delete(rtype, 'default', name)
+        cluster.delete(rtype, "default", name)
 
     return create, modify, delete
 
 
 async def test_listing_then_watching(cluster: Cluster, vault: Vault, settings: OperatorSettings) -> None:
     create, modify, delete = ops(cluster)
-    create('a', 1)
-    create('b', 2)
+    create("a", 1)
+    create("b", 2)
     async with watching_in_background(vault, settings) as collector:
         await collector.wait_for(3)
-        create('c', 3)
-        modify('a', 10)
-        delete('b')
+        create("c", 3)
+        modify("a", 10)
+        delete("b")
         await collector.wait_for(6)
     assert collector.summary() == [
-        (None, 'a', 1), (None, 'b', 2), watching.Bookmark.LISTED,
-        ('ADDED', 'c', 3), ('MODIFIED', 'a', 10), ('DELETED', 'b', 2),
+        (None, "a", 1),
+        (None, "b", 2),
+        watching.Bookmark.LISTED,
+        ("ADDED", "c", 3),
+        ("MODIFIED", "a", 10),
+        ("DELETED", "b", 2),
     ]
 
 
 async def test_resuming_after_dropped_streams_without_losses_or_duplicates(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
     create, modify, _ = ops(cluster)
-    create('a', 1)
+    create("a", 1)
     async with watching_in_background(vault, settings) as collector:
         await collector.wait_for(2)
         await asyncio.sleep(1)  # let the first watch-stream start
         for round in range(5):
-            modify('a', round)
-            cluster.close_watches()   # drop the stream server-side
-            create(f'x{round}', round)  # changed while disconnected
+            modify("a", round)
+            cluster.close_watches()  # drop the stream server-side
+            create(f"x{round}", round)  # changed while disconnected
             await asyncio.sleep(1)
         await collector.wait_for(12)
         await asyncio.sleep(10)
-    assert collector.summary() == [(None, 'a', 1), watching.Bookmark.LISTED] + [
-        event for round in range(5) for event in (('MODIFIED', 'a', round), ('ADDED', f'x{round}', round))
+    assert collector.summary() == [(None, "a", 1), watching.Bookmark.LISTED] + [
+        event for round in range(5) for event in (("MODIFIED", "a", round), ("ADDED", f"x{round}", round))
     ]
-    lists = [q for m, p, q in recorder.requests if p.endswith('/widgets') and 'watch' not in q]
-    watches = [q for m, p, q in recorder.requests if p.endswith('/widgets') and 'watch=true' in q]
+    lists = [q for m, p, q in recorder.requests if p.endswith("/widgets") and "watch" not in q]
+    watches = [q for m, p, q in recorder.requests if p.endswith("/widgets") and "watch=true" in q]
     assert len(lists) == 1
     assert len(watches) == 6
-    assert all('resourceVersion=' in q and 'allowWatchBookmarks=true' in q for q in watches)
+    assert all("resourceVersion=" in q and "allowWatchBookmarks=true" in q for q in watches)
 
 
 async def test_expired_version_in_stream_leads_to_a_relisting_with_differences(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
     create, modify, delete = ops(cluster)
-    create('keep', 1)
-    create('change', 2)
-    create('gone', 3)
+    create("keep", 1)
+    create("change", 2)
+    create("gone", 3)
     async with watching_in_background(vault, settings) as collector:
         await collector.wait_for(4)
         await collector.paused.turn_to(True)
         await asyncio.sleep(1)
-        modify('change', 20)
-        delete('gone')
-        create('new', 4)
+        modify("change", 20)
+        delete("gone")
+        create("new", 4)
         cluster.compact()  # the watcher's last version is now expired: an in-stream ERROR 410
         await collector.paused.turn_to(False)
         await collector.wait_for(7)
-        create('after', 5)
+        create("after", 5)
         await collector.wait_for(8)
     assert collector.summary()[4:] == [
-        ('MODIFIED', 'change', 20), ('ADDED', 'new', 4), ('DELETED', 'gone', 3), ('ADDED', 'after', 5),
+        ("MODIFIED", "change", 20),
+        ("ADDED", "new", 4),
+        ("DELETED", "gone", 3),
+        ("ADDED", "after", 5),
     ]
-    lists = [q for m, p, q in recorder.requests if p.endswith('/widgets') and 'watch' not in q]
+    lists = [q for m, p, q in recorder.requests if p.endswith("/widgets") and "watch" not in q]
     assert len(lists) == 2
 
 
 async def test_expired_version_as_http_410_leads_to_a_relisting(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
     create, _, _ = ops(cluster)
-    create('a', 1)
-    recorder.fail(1, status_response(410, 'Expired'), when=lambda r: r.query.get('watch') == 'true')
+    create("a", 1)
+    recorder.fail(1, status_response(410, "Expired"), when=lambda r: r.query.get("watch") == "true")
     async with watching_in_background(vault, settings) as collector:
         await collector.wait_for(2)
         await asyncio.sleep(1)
-        create('b', 2)
+        create("b", 2)
         await collector.wait_for(3)
-    assert collector.summary() == [(None, 'a', 1), watching.Bookmark.LISTED, ('ADDED', 'b', 2)]
-    lists = [q for m, p, q in recorder.requests if p.endswith('/widgets') and 'watch' not in q]
+    assert collector.summary() == [(None, "a", 1), watching.Bookmark.LISTED, ("ADDED", "b", 2)]
+    lists = [q for m, p, q in recorder.requests if p.endswith("/widgets") and "watch" not in q]
     assert len(lists) == 2
 
 
 async def test_server_timeout_and_reconnect_backoff(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
     settings.watching.server_timeout = 100
     settings.watching.reconnect_backoff = 5
     loop = asyncio.get_running_loop()
@@ -168,68 +188,72 @@ async def test_server_timeout_and_reconnect_backoff(
     async with watching_in_background(vault, settings) as collector:
         await collector.wait_for(1)
         await asyncio.sleep(330)
-    watches = [q for m, p, q in recorder.requests if 'watch=true' in q]
-    assert all('timeoutSeconds=100' in q for q in watches)
+    watches = [q for m, p, q in recorder.requests if "watch=true" in q]
+    assert all("timeoutSeconds=100" in q for q in watches)
     assert len(watches) == 4  # at 0, 105, 210, 315
     assert loop.time() - start >= 330
 
 
 async def test_inactivity_timeout_restarts_the_stream(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
     settings.watching.inactivity_timeout = 30  # the simulator's bookmarks come every 60 s
     settings.watching.reconnect_backoff = 0
     async with watching_in_background(vault, settings) as collector:
         await collector.wait_for(1)
         await asyncio.sleep(100)
-    watches = [q for m, p, q in recorder.requests if 'watch=true' in q]
+    watches = [q for m, p, q in recorder.requests if "watch=true" in q]
     assert len(watches) == 4  # at 0, 30, 60, 90
 
 
 async def test_client_timeout_restarts_the_stream(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
     settings.watching.client_timeout = 45
     settings.watching.reconnect_backoff = 0
     create, _, _ = ops(cluster)
     async with watching_in_background(vault, settings) as collector:
         await collector.wait_for(1)
         await asyncio.sleep(100)
-        create('late', 1)
+        create("late", 1)
         await collector.wait_for(2)
-    watches = [q for m, p, q in recorder.requests if 'watch=true' in q]
+    watches = [q for m, p, q in recorder.requests if "watch=true" in q]
     assert len(watches) == 3  # at 0, 45, 90
-    assert collector.summary()[-1] == ('ADDED', 'late', 1)
+    assert collector.summary()[-1] == ("ADDED", "late", 1)
 
 
 async def test_label_selectors_are_pushed_to_the_server(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
     create, _, _ = ops(cluster)
-    create('red', 1, labels={'color': 'red'})
-    create('blue', 2, labels={'color': 'blue'})
-    async with watching_in_background(vault, settings, label_selector={'color': 'red'}) as collector:
+    create("red", 1, labels={"color": "red"})
+    create("blue", 2, labels={"color": "blue"})
+    async with watching_in_background(vault, settings, label_selector={"color": "red"}) as collector:
         await collector.wait_for(2)
-        create('red2', 3, labels={'color': 'red'})
-        create('blue2', 4, labels={'color': 'blue'})
+        create("red2", 3, labels={"color": "red"})
+        create("blue2", 4, labels={"color": "blue"})
         await collector.wait_for(3)
         await asyncio.sleep(1)
-    assert collector.summary() == [(None, 'red', 1), watching.Bookmark.LISTED, ('ADDED', 'red2', 3)]
-    widget_requests = [q for m, p, q in recorder.requests if p.endswith('/widgets')]
-    assert all('labelSelector=color%3Dred' in q for q in widget_requests)
+    assert collector.summary() == [(None, "red", 1), watching.Bookmark.LISTED, ("ADDED", "red2", 3)]
+    widget_requests = [q for m, p, q in recorder.requests if p.endswith("/widgets")]
+    assert all("labelSelector=color%3Dred" in q for q in widget_requests)
 
 
 async def test_pausing_closes_the_stream_and_resumes_without_relisting(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
     create, _, _ = ops(cluster)
     async with watching_in_background(vault, settings) as collector:
         await collector.wait_for(1)
         await collector.paused.turn_to(True)
         await asyncio.sleep(10)
-        create('during', 1)
+        create("during", 1)
         await asyncio.sleep(10)
         assert len(collector.events) == 1
         await collector.paused.turn_to(False)
         await collector.wait_for(2)
-    assert collector.summary() == [watching.Bookmark.LISTED, ('ADDED', 'during', 1)]
-    lists = [q for m, p, q in recorder.requests if p.endswith('/widgets') and 'watch' not in q]
+    assert collector.summary() == [watching.Bookmark.LISTED, ("ADDED", "during", 1)]
+    lists = [q for m, p, q in recorder.requests if p.endswith("/widgets") and "watch" not in q]
     assert len(lists) == 1
 
 
@@ -242,63 +266,70 @@ async def test_stop_flag_ends_the_watch_promptly(cluster: Cluster, vault: Vault,
 
 
 async def test_api_errors_of_watching_escalate(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder) -> None:
-    recorder.fail(1, status_response(403, 'Forbidden'), when=lambda r: r.query.get('watch') == 'true')
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
+    recorder.fail(1, status_response(403, "Forbidden"), when=lambda r: r.query.get("watch") == "true")
     with pytest.raises(errors.APIForbiddenError):
-        async for _ in watching.infinite_watch(resource=WIDGETS, namespace='default',
-                                               settings=settings, vault=vault):
+        async for _ in watching.infinite_watch(resource=WIDGETS, namespace="default", settings=settings, vault=vault):
             pass
 
 
 async def test_in_stream_errors_other_than_410_reconnect(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder,
-        caplog: pytest.LogCaptureFixture) -> None:
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder, caplog: pytest.LogCaptureFixture
+) -> None:
     from aiohttp import web
+
     line = b'{"type": "ERROR", "object": {"kind": "Status", "code": 500, "message": "etcd hiccup"}}\n'
-    recorder.fail(1, lambda: web.Response(body=line, content_type='application/json'),
-                  when=lambda r: r.query.get('watch') == 'true')
+    recorder.fail(
+        1,
+        lambda: web.Response(body=line, content_type="application/json"),
+        when=lambda r: r.query.get("watch") == "true",
+    )
     create, _, _ = ops(cluster)
     caplog.set_level(logging.WARNING)
     async with watching_in_background(vault, settings) as collector:
         await collector.wait_for(1)
         await asyncio.sleep(1)
-        create('a', 1)
+        create("a", 1)
         await collector.wait_for(2)
-    assert collector.summary() == [watching.Bookmark.LISTED, ('ADDED', 'a', 1)]
-    assert 'etcd hiccup' in caplog.text
+    assert collector.summary() == [watching.Bookmark.LISTED, ("ADDED", "a", 1)]
+    assert "etcd hiccup" in caplog.text
 
 
 def test_toggle_repr() -> None:
-    assert repr(watching.Toggle(True)) == '<Toggle: on>'
+    assert repr(watching.Toggle(True)) == "<Toggle: on>"
     assert watching.Toggle().is_off()
 
 
 async def test_a_cancellation_while_a_stream_ends_is_not_swallowed(
-        cluster: Cluster, vault: Vault, settings: OperatorSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Found by the checks' long run: an operator's graceful stop hung forever (a new watch-stream was started).
 
     The watcher was cancelled while its ended stream waited for its interruption waiter to finish; that cancellation
     was suppressed, and the watching went on. Here, the waiter takes a second to finish, to widen that moment.
     """
+
     async def slow_to_finish(stop: Any, paused: Any) -> None:
         try:
             await asyncio.Event().wait()
         finally:
             await asyncio.sleep(1)
 
-    monkeypatch.setattr(watching, '_interrupted', slow_to_finish)
+    monkeypatch.setattr(watching, "_interrupted", slow_to_finish)
     create, _, _ = ops(cluster)
-    create('a', 1)
+    create("a", 1)
     events: list[Any] = []
 
     async def run() -> None:
-        async for event in watching.infinite_watch(resource=WIDGETS, namespace='default', settings=settings,
-                                                   vault=vault):
+        async for event in watching.infinite_watch(
+            resource=WIDGETS, namespace="default", settings=settings, vault=vault
+        ):
             events.append(event)
 
     task = asyncio.create_task(run())
     await asyncio.sleep(5)  # listed, and watching
-    assert [event['object']['metadata']['name'] for event in events] == ['a']
+    assert [event["object"]["metadata"]["name"] for event in events] == ["a"]
     cluster.close_watches()  # the stream ends: its waiter is being cancelled for a second
     await asyncio.sleep(0.5)
     task.cancel()

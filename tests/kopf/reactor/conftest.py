@@ -5,6 +5,7 @@ an "operator" made of the reactor's watcher & processor (with no orchestration),
 What they fake on top of the shared ones: nothing; the operator is kopf's own watcher and processor, only
 without the orchestration of ``kopf.operator()``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -27,14 +28,15 @@ from kopf_sim.store.cluster import Cluster
 
 from ..crds import KOPFEXAMPLES_CRD
 
-MERGE = 'application/merge-patch+json'
-FINALIZER = 'kopf.zalando.org/KopfFinalizerMarker'
-DIFFBASE = 'kopf.zalando.org/last-handled-configuration'
+MERGE = "application/merge-patch+json"
+FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
+DIFFBASE = "kopf.zalando.org/last-handled-configuration"
 
 CRD = KOPFEXAMPLES_CRD
 
-KEX = Resource('kopf.dev', 'v1', 'kopfexamples', kind='KopfExample', namespaced=True,
-               subresources=frozenset({'status'}))
+KEX = Resource(
+    "kopf.dev", "v1", "kopfexamples", kind="KopfExample", namespaced=True, subresources=frozenset({"status"})
+)
 
 
 class Objects:
@@ -42,52 +44,66 @@ class Objects:
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.rtype = cluster.resource('kopf.dev', 'v1', 'kopfexamples')
+        self.rtype = cluster.resource("kopf.dev", "v1", "kopfexamples")
 
-    def create(self, name: str, namespace: str = 'default', *,
-               labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
-               **spec: Any) -> dict[str, Any]:
-        metadata: dict[str, Any] = {'name': name, 'namespace': namespace}
+    def create(
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        **spec: Any,
+    ) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
         if labels:
-            metadata['labels'] = labels
+            metadata["labels"] = labels
         if annotations:
-            metadata['annotations'] = annotations
-        body = {'apiVersion': 'kopf.dev/v1', 'kind': 'KopfExample', 'metadata': metadata, 'spec': spec}
+            metadata["annotations"] = annotations
+        body = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": metadata, "spec": spec}
         return self.cluster.create(self.rtype, namespace, body)
 
-    def patch(self, name: str, patch: dict[str, Any], namespace: str = 'default') -> dict[str, Any]:
+    def patch(self, name: str, patch: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
         return self.cluster.patch(self.rtype, namespace, name, patch, MERGE)
 
-    def delete(self, name: str, namespace: str = 'default') -> None:
+    def delete(self, name: str, namespace: str = "default") -> None:
         self.cluster.delete(self.rtype, namespace, name)
 
-    def get(self, name: str, namespace: str = 'default') -> dict[str, Any] | None:
+    def get(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
         obj = self.cluster.peek(self.rtype.storage_key, namespace, name)
         return None if obj is None else dict(obj)
 
-    def annotations(self, name: str, namespace: str = 'default') -> dict[str, str]:
+    def annotations(self, name: str, namespace: str = "default") -> dict[str, str]:
         obj = self.get(name, namespace) or {}
-        return dict(obj.get('metadata', {}).get('annotations') or {})
+        return dict(obj.get("metadata", {}).get("annotations") or {})
 
-    def finalizers(self, name: str, namespace: str = 'default') -> list[str]:
+    def finalizers(self, name: str, namespace: str = "default") -> list[str]:
         obj = self.get(name, namespace) or {}
-        return list(obj.get('metadata', {}).get('finalizers') or [])
+        return list(obj.get("metadata", {}).get("finalizers") or [])
 
-    def status(self, name: str, namespace: str = 'default') -> dict[str, Any]:
+    def status(self, name: str, namespace: str = "default") -> dict[str, Any]:
         obj = self.get(name, namespace) or {}
-        return dict(obj.get('status') or {})
+        return dict(obj.get("status") or {})
 
-    def results(self, name: str, namespace: str = 'default') -> dict[str, Any]:
+    def results(self, name: str, namespace: str = "default") -> dict[str, Any]:
         """The status without the framework's own (progress) stanza: only the handlers' results."""
-        return {key: val for key, val in self.status(name, namespace).items() if key != 'kopf'}
+        return {key: val for key, val in self.status(name, namespace).items() if key != "kopf"}
 
 
 class Operator:
     """A minimal operator: one watcher of the resource with the real processor; restartable."""
 
-    def __init__(self, *, vault: Vault, settings: OperatorSettings, registry: OperatorRegistry,
-                 resource: Resource = KEX, namespace: str | None = 'default',
-                 memo: Any = None, **watcher_kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        vault: Vault,
+        settings: OperatorSettings,
+        registry: OperatorRegistry,
+        resource: Resource = KEX,
+        namespace: str | None = "default",
+        memo: Any = None,
+        **watcher_kwargs: Any,
+    ) -> None:
         self.vault = vault
         self.settings = settings
         self.registry = registry
@@ -102,13 +118,24 @@ class Operator:
         if fresh:  # as after a restart of the operator's process: nothing is remembered.
             self.memories = ResourceMemories()
         processor = functools.partial(
-            process_resource_event, resource=self.resource, registry=self.registry,
-            settings=self.settings, memories=self.memories, memo=self.memo, vault=self.vault,
+            process_resource_event,
+            resource=self.resource,
+            registry=self.registry,
+            settings=self.settings,
+            memories=self.memories,
+            memo=self.memo,
+            vault=self.vault,
         )
-        self.task = asyncio.create_task(watcher(
-            namespace=self.namespace, resource=self.resource, settings=self.settings,
-            processor=processor, vault=self.vault, **self.watcher_kwargs,
-        ))
+        self.task = asyncio.create_task(
+            watcher(
+                namespace=self.namespace,
+                resource=self.resource,
+                settings=self.settings,
+                processor=processor,
+                vault=self.vault,
+                **self.watcher_kwargs,
+            )
+        )
 
     async def stop(self) -> None:
         if self.task is not None:
@@ -140,8 +167,7 @@ def settings(settings: OperatorSettings) -> OperatorSettings:
 
 
 @pytest.fixture
-async def operator(vault: Vault, settings: OperatorSettings, registry: OperatorRegistry
-                   ) -> AsyncIterator[Operator]:
+async def operator(vault: Vault, settings: OperatorSettings, registry: OperatorRegistry) -> AsyncIterator[Operator]:
     operator = Operator(vault=vault, settings=settings, registry=registry)
     try:
         yield operator
@@ -151,4 +177,4 @@ async def operator(vault: Vault, settings: OperatorSettings, registry: OperatorR
 
 @pytest.fixture(autouse=True)
 def _verbose_logs(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger='kopf')
+    caplog.set_level(logging.DEBUG, logger="kopf")

@@ -1,4 +1,5 @@
 """The processor directly (no watcher): consistency after own patches, stale events, the touch-dummy."""
+
 import asyncio
 import copy
 from typing import Any
@@ -18,114 +19,137 @@ from .conftest import DIFFBASE, KEX, Objects
 pytestmark = pytest.mark.looptime
 
 
-async def process(raw_body: Any, *, event_type: str | None = 'MODIFIED', pressure: asyncio.Event | None = None,
-                  registry: OperatorRegistry, settings: OperatorSettings, memories: ResourceMemories,
-                  vault: Vault) -> None:
+async def process(
+    raw_body: Any,
+    *,
+    event_type: str | None = "MODIFIED",
+    pressure: asyncio.Event | None = None,
+    registry: OperatorRegistry,
+    settings: OperatorSettings,
+    memories: ResourceMemories,
+    vault: Vault,
+) -> None:
     await process_resource_event(
-        raw_event={'type': event_type, 'object': copy.deepcopy(raw_body)},  # type: ignore[typeddict-item]
-        stream_pressure=pressure, resource=KEX, registry=registry, settings=settings,
-        memories=memories, memo=Memo(), vault=vault,
+        raw_event={"type": event_type, "object": copy.deepcopy(raw_body)},  # type: ignore[typeddict-item]
+        stream_pressure=pressure,
+        resource=KEX,
+        registry=registry,
+        settings=settings,
+        memories=memories,
+        memo=Memo(),
+        vault=vault,
     )
 
 
 async def test_stale_versions_do_not_run_the_handlers_again(
-        vault: Vault, settings: OperatorSettings, registry: OperatorRegistry, objects: Objects,
-        caplog: pytest.LogCaptureFixture,
+    vault: Vault,
+    settings: OperatorSettings,
+    registry: OperatorRegistry,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     loop = asyncio.get_running_loop()
     calls: list[str] = []
 
-    @kopf.on.create('kopfexamples', registry=registry)
+    @kopf.on.create("kopfexamples", registry=registry)
     def create_fn(**_: Any) -> None:
-        calls.append('create')
+        calls.append("create")
 
     memories = ResourceMemories()
-    stale = objects.create('kex1')
+    stale = objects.create("kex1")
     await process(stale, registry=registry, settings=settings, memories=memories, vault=vault)
-    assert calls == ['create']
-    assert DIFFBASE in objects.annotations('kex1')
+    assert calls == ["create"]
+    assert DIFFBASE in objects.annotations("kex1")
 
     # The old version arrives again (e.g. a delayed event): not processed while waiting for the patched one.
     pressure = asyncio.Event()
-    task = asyncio.create_task(process(stale, pressure=pressure, registry=registry, settings=settings,
-                                       memories=memories, vault=vault))
+    task = asyncio.create_task(
+        process(stale, pressure=pressure, registry=registry, settings=settings, memories=memories, vault=vault)
+    )
     await asyncio.sleep(1)
     assert not task.done()
     pressure.set()  # a newer event has arrived: the stale one is abandoned.
     await task
-    assert calls == ['create']
+    assert calls == ["create"]
 
     # The patched version arrives: consistent, nothing to do (no changes since the handling).
-    fresh = objects.get('kex1')
+    fresh = objects.get("kex1")
     await process(fresh, registry=registry, settings=settings, memories=memories, vault=vault)
-    assert calls == ['create']
+    assert calls == ["create"]
 
     # Without the expected version and no newer events, the stale version is processed after the timeout.
     memory = memories.recall(stale)
-    memory.expected_version = '999999'
+    memory.expected_version = "999999"
     memory.expected_deadline = loop.time() + settings.persistence.consistency_timeout
     started = loop.time()
     await process(fresh, registry=registry, settings=settings, memories=memories, vault=vault)
     assert loop.time() - started == pytest.approx(settings.persistence.consistency_timeout, abs=0.5)
     assert "has not arrived in time" in caplog.text
-    assert calls == ['create']  # the diff-base is there anyway: no repeated creation.
+    assert calls == ["create"]  # the diff-base is there anyway: no repeated creation.
 
 
 async def test_newer_versions_than_expected_are_consistent(
-        vault: Vault, settings: OperatorSettings, registry: OperatorRegistry, objects: Objects,
+    vault: Vault,
+    settings: OperatorSettings,
+    registry: OperatorRegistry,
+    objects: Objects,
 ) -> None:
     calls: list[Any] = []
 
-    @kopf.on.create('kopfexamples', registry=registry)
+    @kopf.on.create("kopfexamples", registry=registry)
     def create_fn(**_: Any) -> None:
         pass
 
-    @kopf.on.update('kopfexamples', registry=registry)
+    @kopf.on.update("kopfexamples", registry=registry)
     def update_fn(new: Any, **_: Any) -> None:
-        calls.append(new['spec'])
+        calls.append(new["spec"])
 
     memories = ResourceMemories()
-    await process(objects.create('kex1'), registry=registry, settings=settings, memories=memories, vault=vault)
-    newer = objects.patch('kex1', {'spec': {'x': 1}})  # the patched version is never seen on its own.
+    await process(objects.create("kex1"), registry=registry, settings=settings, memories=memories, vault=vault)
+    newer = objects.patch("kex1", {"spec": {"x": 1}})  # the patched version is never seen on its own.
     loop = asyncio.get_running_loop()
     started = loop.time()
     await process(newer, registry=registry, settings=settings, memories=memories, vault=vault)
     assert loop.time() - started < 1
-    assert calls == [{'x': 1}]
+    assert calls == [{"x": 1}]
 
 
 async def test_delays_are_slept_then_touched(
-        vault: Vault, settings: OperatorSettings, registry: OperatorRegistry, objects: Objects,
+    vault: Vault,
+    settings: OperatorSettings,
+    registry: OperatorRegistry,
+    objects: Objects,
 ) -> None:
-    @kopf.on.create('kopfexamples', registry=registry)
+    @kopf.on.create("kopfexamples", registry=registry)
     def create_fn(retry: int, **_: Any) -> None:
         if not retry:
             raise kopf.TemporaryError("later", delay=30)
 
     memories = ResourceMemories()
     loop = asyncio.get_running_loop()
-    body = objects.create('kex1')
-    await process(body, registry=registry, settings=settings, memories=memories, vault=vault,
-                  pressure=asyncio.Event())
+    body = objects.create("kex1")
+    await process(body, registry=registry, settings=settings, memories=memories, vault=vault, pressure=asyncio.Event())
     # The progress is stored, then 30s are slept out, then the object is touched to cause a new event.
     assert loop.time() == pytest.approx(30, abs=1)
-    assert 'kopf.zalando.org/touch-dummy' in objects.annotations('kex1')
-    assert 'kopf.zalando.org/create_fn' in objects.annotations('kex1')
+    assert "kopf.zalando.org/touch-dummy" in objects.annotations("kex1")
+    assert "kopf.zalando.org/create_fn" in objects.annotations("kex1")
 
     # The touch's event continues the handling; when done, the dummy is removed.
-    await process(objects.get('kex1'), registry=registry, settings=settings, memories=memories, vault=vault)
-    assert DIFFBASE in objects.annotations('kex1')
-    assert 'kopf.zalando.org/touch-dummy' not in objects.annotations('kex1')
-    assert 'kopf.zalando.org/create_fn' not in objects.annotations('kex1')
+    await process(objects.get("kex1"), registry=registry, settings=settings, memories=memories, vault=vault)
+    assert DIFFBASE in objects.annotations("kex1")
+    assert "kopf.zalando.org/touch-dummy" not in objects.annotations("kex1")
+    assert "kopf.zalando.org/create_fn" not in objects.annotations("kex1")
 
 
 async def test_gone_objects_are_forgotten(
-        vault: Vault, settings: OperatorSettings, registry: OperatorRegistry, objects: Objects,
+    vault: Vault,
+    settings: OperatorSettings,
+    registry: OperatorRegistry,
+    objects: Objects,
 ) -> None:
     memories = ResourceMemories()
-    body = objects.create('kex1')
+    body = objects.create("kex1")
     await process(body, event_type=None, registry=registry, settings=settings, memories=memories, vault=vault)
     assert len(memories) == 1
-    await process(body, event_type='DELETED', registry=registry, settings=settings, memories=memories,
-                  vault=vault)
+    await process(body, event_type="DELETED", registry=registry, settings=settings, memories=memories, vault=vault)
     assert len(memories) == 0

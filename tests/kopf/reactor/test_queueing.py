@@ -1,4 +1,5 @@
 """The per-object queueing: routing, batching, concurrency limits, idling, exiting, stream pressure."""
+
 import asyncio
 import logging
 from typing import Any
@@ -31,11 +32,11 @@ class Recorder:
         self.running += 1
         self.max_running = max(self.max_running, self.running)
         try:
-            name = raw_event['object']['metadata']['name']
+            name = raw_event["object"]["metadata"]["name"]
             self.pressures[name] = stream_pressure
             if self.delay:
                 await asyncio.sleep(self.delay)
-            self.events.append((raw_event['type'], name, raw_event['object'].get('spec', {}).get('x')))
+            self.events.append((raw_event["type"], name, raw_event["object"].get("spec", {}).get("x")))
         finally:
             self.running -= 1
 
@@ -44,8 +45,9 @@ class Recorder:
 
 
 async def start(vault: Vault, settings: OperatorSettings, processor: Any) -> asyncio.Task[None]:
-    task = asyncio.create_task(watcher(namespace='default', resource=KEX, settings=settings,
-                                       processor=processor, vault=vault))
+    task = asyncio.create_task(
+        watcher(namespace="default", resource=KEX, settings=settings, processor=processor, vault=vault)
+    )
     await asyncio.sleep(0.5)
     return task
 
@@ -56,67 +58,75 @@ async def stop(task: asyncio.Task[None]) -> None:
 
 
 def own_tasks() -> set[asyncio.Task[Any]]:
-    return {task for task in asyncio.all_tasks() if task.get_name().startswith('kopf worker')}
+    return {task for task in asyncio.all_tasks() if task.get_name().startswith("kopf worker")}
 
 
 async def test_bursts_are_batched_and_the_latest_event_wins(
-        vault: Vault, settings: OperatorSettings, objects: Objects,
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
 ) -> None:
     settings.batching.batch_window = 1.0
     recorder = Recorder()
     task = await start(vault, settings, recorder)
     try:
-        objects.create('kex1', x=0)
+        objects.create("kex1", x=0)
         for i in range(1, 6):
-            objects.patch('kex1', {'spec': {'x': i}})
+            objects.patch("kex1", {"spec": {"x": i}})
         await wait_for(lambda: recorder.events)
         await asyncio.sleep(5)
-        assert recorder.events == [('MODIFIED', 'kex1', 5)]
+        assert recorder.events == [("MODIFIED", "kex1", 5)]
     finally:
         await stop(task)
 
 
 async def test_objects_are_processed_in_parallel_and_each_in_order(
-        vault: Vault, settings: OperatorSettings, objects: Objects,
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
 ) -> None:
     settings.batching.batch_window = 0
     recorder = Recorder(delay=10)
     task = await start(vault, settings, recorder)
     try:
-        objects.create('a', x=1)
-        objects.create('b', x=1)
+        objects.create("a", x=1)
+        objects.create("b", x=1)
         await asyncio.sleep(1)
-        objects.patch('a', {'spec': {'x': 2}})  # queued while the 1st event of "a" is being processed.
+        objects.patch("a", {"spec": {"x": 2}})  # queued while the 1st event of "a" is being processed.
         await asyncio.sleep(0.5)
-        assert recorder.pressures['a'].is_set()  # the processor of "a" is notified.
-        assert not recorder.pressures['b'].is_set()
+        assert recorder.pressures["a"].is_set()  # the processor of "a" is notified.
+        assert not recorder.pressures["b"].is_set()
         await wait_for(lambda: len(recorder.events) == 3)
         assert recorder.max_running == 2
-        assert [e for e in recorder.events if e[1] == 'a'] == [('ADDED', 'a', 1), ('MODIFIED', 'a', 2)]
+        assert [e for e in recorder.events if e[1] == "a"] == [("ADDED", "a", 1), ("MODIFIED", "a", 2)]
     finally:
         await stop(task)
 
 
 async def test_workers_exit_when_idle(
-        vault: Vault, settings: OperatorSettings, objects: Objects,
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
 ) -> None:
     settings.batching.idle_timeout = 30
     recorder = Recorder()
     task = await start(vault, settings, recorder)
     try:
-        objects.create('a', x=1)
+        objects.create("a", x=1)
         await wait_for(lambda: recorder.events)
         assert len(own_tasks()) == 1
         await asyncio.sleep(31)
         assert own_tasks() == set()
-        objects.patch('a', {'spec': {'x': 2}})  # a new worker for the new event.
+        objects.patch("a", {"spec": {"x": 2}})  # a new worker for the new event.
         await wait_for(lambda: len(recorder.events) == 2)
     finally:
         await stop(task)
 
 
 async def test_exiting_waits_for_the_workers_then_cancels_them(
-        vault: Vault, settings: OperatorSettings, objects: Objects,
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
 ) -> None:
     loop = asyncio.get_running_loop()
     settings.batching.exit_timeout = 7
@@ -124,40 +134,43 @@ async def test_exiting_waits_for_the_workers_then_cancels_them(
     cancelled: list[str] = []
 
     async def processor(*, raw_event: Any, stream_pressure: asyncio.Event) -> None:
-        name = raw_event['object']['metadata']['name']
+        name = raw_event["object"]["metadata"]["name"]
         try:
-            await asyncio.sleep(5 if name == 'quick' else 100)
+            await asyncio.sleep(5 if name == "quick" else 100)
             finished.append(name)
         except asyncio.CancelledError:
             cancelled.append(name)
             raise
 
     task = await start(vault, settings, processor)
-    objects.create('quick')
-    objects.create('slow')
+    objects.create("quick")
+    objects.create("slow")
     await asyncio.sleep(1)
     started = loop.time()
     await stop(task)
     assert 6.9 <= loop.time() - started <= 7.5
-    assert finished == ['quick']
-    assert cancelled == ['slow']
+    assert finished == ["quick"]
+    assert cancelled == ["slow"]
     assert own_tasks() == set()
 
 
 async def test_processing_errors_do_not_stop_the_watcher(
-        vault: Vault, settings: OperatorSettings, objects: Objects, caplog: pytest.LogCaptureFixture,
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     settings.batching.error_delays = []  # no throttling.
     calls: list[str] = []
 
     async def processor(*, raw_event: Any, stream_pressure: asyncio.Event) -> None:
-        calls.append(raw_event['object']['metadata']['name'])
+        calls.append(raw_event["object"]["metadata"]["name"])
         raise RuntimeError("boom")
 
     task = await start(vault, settings, processor)
     try:
-        objects.create('a')
-        objects.create('b')
+        objects.create("a")
+        objects.create("b")
         await wait_for(lambda: len(calls) == 2)
         assert not task.done()
         assert "Processing has failed with an unexpected error: RuntimeError('boom')" in caplog.text  # per object
@@ -166,16 +179,19 @@ async def test_processing_errors_do_not_stop_the_watcher(
 
 
 async def test_one_thousand_objects_with_a_limited_number_of_workers(
-        vault: Vault, settings: OperatorSettings, registry: OperatorRegistry, objects: Objects,
-        caplog: pytest.LogCaptureFixture,
+    vault: Vault,
+    settings: OperatorSettings,
+    registry: OperatorRegistry,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger='kopf')  # the debug logs of 1000 objects are too costly.
+    caplog.set_level(logging.WARNING, logger="kopf")  # the debug logs of 1000 objects are too costly.
     settings.batching.worker_limit = 10
     running = 0
     max_running = 0
     handled: set[str] = set()
 
-    @kopf.on.create('kopfexamples', registry=registry)
+    @kopf.on.create("kopfexamples", registry=registry)
     async def create_fn(name: str, **_: Any) -> None:
         nonlocal running, max_running
         running += 1
@@ -187,14 +203,15 @@ async def test_one_thousand_objects_with_a_limited_number_of_workers(
             running -= 1
 
     for i in range(1000):
-        objects.create(f'kex{i:04d}', index=i)
+        objects.create(f"kex{i:04d}", index=i)
 
     operator = Operator(vault=vault, settings=settings, registry=registry)
     operator.start()
     try:
         await wait_for(lambda: len(handled) == 1000, timeout=1000)
-        await wait_for(lambda: all(DIFFBASE in objects.annotations(f'kex{i:04d}') for i in range(1000)),
-                       timeout=100, step=1)
+        await wait_for(
+            lambda: all(DIFFBASE in objects.annotations(f"kex{i:04d}") for i in range(1000)), timeout=100, step=1
+        )
     finally:
         await operator.stop()
     assert max_running == 10
@@ -203,6 +220,7 @@ async def test_one_thousand_objects_with_a_limited_number_of_workers(
 
 async def test_a_backlog_gives_its_items_in_order_and_wakes_its_waiting_consumer() -> None:
     from kopf._core.reactor.queueing import EOS, Backlog
+
     backlog = Backlog()
     assert backlog.empty()
     with pytest.raises(asyncio.QueueEmpty):
@@ -210,7 +228,7 @@ async def test_a_backlog_gives_its_items_in_order_and_wakes_its_waiting_consumer
     getter = asyncio.create_task(backlog.get())
     await asyncio.sleep(0)
     assert not getter.done()
-    first: Any = {'type': 'ADDED', 'object': {}}
+    first: Any = {"type": "ADDED", "object": {}}
     backlog.put_nowait(first)
     backlog.put_nowait(EOS)
     assert await getter is first
@@ -220,10 +238,11 @@ async def test_a_backlog_gives_its_items_in_order_and_wakes_its_waiting_consumer
 
 async def test_a_backlog_keeps_the_item_if_its_consumer_is_cancelled_after_the_wake_up() -> None:
     from kopf._core.reactor.queueing import Backlog
+
     backlog = Backlog()
     getter = asyncio.create_task(backlog.get())
     await asyncio.sleep(0)
-    item: Any = {'type': 'MODIFIED', 'object': {}}
+    item: Any = {"type": "MODIFIED", "object": {}}
     backlog.put_nowait(item)  # wakes the getter, which is cancelled before it runs: nothing is lost
     getter.cancel()
     with pytest.raises(asyncio.CancelledError):

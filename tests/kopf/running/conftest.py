@@ -4,6 +4,7 @@ Fixtures for running whole operators (``kopf.operator()``, ``kopf run``): the sh
 
 What they fake on top of the shared ones: nothing; peering is off (standalone), as for a single operator.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,7 +23,7 @@ ROOT = pathlib.Path(__file__).parent.parent.parent.parent
 
 @pytest.fixture
 def crds() -> list[dict[str, Any]]:
-    return read_manifests([ROOT / 'examples' / 'crd.yaml'])
+    return read_manifests([ROOT / "examples" / "crd.yaml"])
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def settings(settings: kopf.OperatorSettings) -> kopf.OperatorSettings:
 
 
 def kex(cluster: Cluster) -> Any:
-    return cluster.resource('kopf.dev', 'v1', 'kopfexamples')
+    return cluster.resource("kopf.dev", "v1", "kopfexamples")
 
 
 def peek(cluster: Cluster, namespace: str | None, name: str) -> dict[str, Any] | None:

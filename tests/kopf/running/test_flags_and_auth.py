@@ -1,4 +1,5 @@
 """Stop & ready flags of all supported kinds; kopf.run() synchronously; re-authentication on HTTP 401."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,12 +22,16 @@ from tests.helpers import example, wait_for
 from .conftest import kex, peek
 
 
-@pytest.mark.parametrize('make_flag', [
-    lambda: asyncio.get_running_loop().create_future(),
-    lambda: asyncio.Event(),
-    lambda: concurrent.futures.Future(),
-    lambda: threading.Event(),
-], ids=['asyncio-future', 'asyncio-event', 'concurrent-future', 'threading-event'])
+@pytest.mark.parametrize(
+    "make_flag",
+    [
+        lambda: asyncio.get_running_loop().create_future(),
+        lambda: asyncio.Event(),
+        lambda: concurrent.futures.Future(),
+        lambda: threading.Event(),
+    ],
+    ids=["asyncio-future", "asyncio-event", "concurrent-future", "threading-event"],
+)
 async def test_flags_are_raised_and_awaited(make_flag: Any) -> None:
     flag = make_flag()
     waiter = asyncio.create_task(running.wait_flag(flag))
@@ -51,15 +56,15 @@ def test_sync_run_with_a_threading_stop_flag(registry: kopf.OperatorRegistry) ->
 
     @kopf.on.startup()
     def startup_fn(**_: Any) -> None:
-        calls.append('startup')
+        calls.append("startup")
 
     @kopf.on.login()
     def login_fn(**_: Any) -> ConnectionInfo:
-        return ConnectionInfo(server='http://127.0.0.1:9')  # nothing listens there: never reached anyway.
+        return ConnectionInfo(server="http://127.0.0.1:9")  # nothing listens there: never reached anyway.
 
     @kopf.on.cleanup()
     def cleanup_fn(**_: Any) -> None:
-        calls.append('cleanup')
+        calls.append("cleanup")
 
     def stop_when_ready() -> None:
         ready_flag.result(timeout=10)
@@ -71,12 +76,11 @@ def test_sync_run_with_a_threading_stop_flag(registry: kopf.OperatorRegistry) ->
     settings.peering.standalone = True
     kopf.run(registry=registry, settings=settings, clusterwide=True, stop_flag=stop_flag, ready_flag=ready_flag)
     stopper.join()
-    assert calls == ['startup', 'cleanup']
+    assert calls == ["startup", "cleanup"]
 
 
-@pytest.mark.parametrize('os_signals', [True, False])
-def test_os_signals_are_taken_unless_the_embedder_keeps_them(registry: kopf.OperatorRegistry,
-                                                            os_signals: bool) -> None:
+@pytest.mark.parametrize("os_signals", [True, False])
+def test_os_signals_are_taken_unless_the_embedder_keeps_them(registry: kopf.OperatorRegistry, os_signals: bool) -> None:
     handlers: list[Any] = []
     original = signal.getsignal(signal.SIGTERM)  # asyncio.run() takes SIGINT itself; only kopf takes SIGTERM
 
@@ -86,7 +90,7 @@ def test_os_signals_are_taken_unless_the_embedder_keeps_them(registry: kopf.Oper
 
     @kopf.on.login()
     def login_fn(**_: Any) -> ConnectionInfo:
-        return ConnectionInfo(server='http://127.0.0.1:9')  # nothing listens there: never reached anyway.
+        return ConnectionInfo(server="http://127.0.0.1:9")  # nothing listens there: never reached anyway.
 
     stop_flag = threading.Event()
     ready_flag: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -106,10 +110,11 @@ def test_os_signals_are_taken_unless_the_embedder_keeps_them(registry: kopf.Oper
 
 @pytest.mark.looptime
 async def test_re_login_when_the_credentials_are_rejected(
-        registry: kopf.OperatorRegistry, settings: kopf.OperatorSettings, cluster: Cluster) -> None:
+    registry: kopf.OperatorRegistry, settings: kopf.OperatorSettings, cluster: Cluster
+) -> None:
     app = build_app(cluster)
-    app.middlewares.insert(0, bearer_token_middleware('good-token'))
-    tokens = iter(['bad-token', 'good-token'])
+    app.middlewares.insert(0, bearer_token_middleware("good-token"))
+    tokens = iter(["bad-token", "good-token"])
     logins: list[str] = []
 
     async with InMemoryServer(app) as server:
@@ -120,15 +125,16 @@ async def test_re_login_when_the_credentials_are_rejected(
             logins.append(token)
             return ConnectionInfo(server=DEFAULT_BASE_URL, token=token).with_connector_factory(server.connector)
 
-        @kopf.on.create('kopfexamples')
+        @kopf.on.create("kopfexamples")
         def create_fn(**_: Any) -> str:
-            return 'done'
+            return "done"
 
         stop_flag = asyncio.Event()
-        task = asyncio.create_task(kopf.operator(registry=registry, settings=settings, vault=Vault(),
-                                                 clusterwide=True, stop_flag=stop_flag))
-        cluster.create(kex(cluster), 'default', example('ex1'))
-        await wait_for(lambda: (peek(cluster, 'default', 'ex1') or {}).get('status', {}).get('create_fn'))
-        assert logins == ['bad-token', 'good-token']
+        task = asyncio.create_task(
+            kopf.operator(registry=registry, settings=settings, vault=Vault(), clusterwide=True, stop_flag=stop_flag)
+        )
+        cluster.create(kex(cluster), "default", example("ex1"))
+        await wait_for(lambda: (peek(cluster, "default", "ex1") or {}).get("status", {}).get("create_fn"))
+        assert logins == ["bad-token", "good-token"]
         stop_flag.set()
         await asyncio.wait_for(task, timeout=30)

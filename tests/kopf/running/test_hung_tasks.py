@@ -1,4 +1,5 @@
 """At exit, the tasks left after the root tasks (e.g. spawned by the handlers) get 5 seconds, then are cancelled."""
+
 import asyncio
 
 import pytest

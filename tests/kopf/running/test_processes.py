@@ -3,6 +3,7 @@ The acceptance: ``kopf run`` as a process, ``kopf run --sim``, and ``KopfRunner`
 
 These tests use real processes, sockets (loopback only) and time, so they poll with short timeouts.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,10 +25,10 @@ import kopf
 from kopf.testing import KopfRunner
 
 ROOT = pathlib.Path(__file__).parent.parent.parent.parent
-CRD = str(ROOT / 'examples' / 'crd.yaml')
-OBJECTS = str(ROOT / 'examples' / 'objects.yaml')
-EXAMPLE = str(ROOT / 'examples' / '01-minimal' / 'example.py')
-KUBECTL = shutil.which('kubectl') or '/usr/bin/kubectl'
+CRD = str(ROOT / "examples" / "crd.yaml")
+OBJECTS = str(ROOT / "examples" / "objects.yaml")
+EXAMPLE = str(ROOT / "examples" / "01-minimal" / "example.py")
+KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 
 pytestmark = pytest.mark.kubectl
 
@@ -43,7 +44,7 @@ class Lines:
 
     def _read(self, stream: IO[str]) -> None:
         for line in stream:
-            self._queue.put(line.rstrip('\n'))
+            self._queue.put(line.rstrip("\n"))
         self._queue.put(None)
 
     def wait_for(self, prefix: str, timeout: float = 30) -> str:
@@ -62,7 +63,7 @@ class Lines:
 
 
 def kubectl(kubeconfig: str, *args: str) -> str:
-    result = subprocess.run([KUBECTL, '--kubeconfig', kubeconfig, *args], capture_output=True, text=True, timeout=30)
+    result = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -78,9 +79,9 @@ def poll(fn: Callable[[], Any], timeout: float = 30.0) -> Any:
         time.sleep(0.2)
 
 
-def message_of(kubeconfig: str, name: str = 'kopf-example-1') -> str | None:
-    obj = json.loads(kubectl(kubeconfig, 'get', 'kopfexample', name, '-n', 'default', '-o', 'json'))
-    return ((obj.get('status') or {}).get('create_fn') or {}).get('message')
+def message_of(kubeconfig: str, name: str = "kopf-example-1") -> str | None:
+    obj = json.loads(kubectl(kubeconfig, "get", "kopfexample", name, "-n", "default", "-o", "json"))
+    return ((obj.get("status") or {}).get("create_fn") or {}).get("message")
 
 
 def stop(proc: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = 30) -> int:
@@ -96,33 +97,55 @@ def stop(proc: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float =
 
 @pytest.fixture
 def env() -> dict[str, str]:
-    return {**os.environ, 'PYTHONUNBUFFERED': '1'}
+    return {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
 @pytest.fixture
 def served(tmp_path: pathlib.Path, env: dict[str, str]) -> Iterator[str]:
     """A simulated cluster served by ``kopf-sim serve`` (a process) with the CRD; yields its kubeconfig."""
-    kubeconfig = str(tmp_path / 'kubeconfig')
-    proc = subprocess.Popen([sys.executable, '-m', 'kopf_sim', 'serve', '--host', '127.0.0.1', '--port', '0',
-                             '--kubeconfig', kubeconfig, '--load', CRD],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    kubeconfig = str(tmp_path / "kubeconfig")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kopf_sim",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--kubeconfig",
+            kubeconfig,
+            "--load",
+            CRD,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     assert proc.stdout is not None
     try:
-        Lines(proc.stdout).wait_for('Kubeconfig:')
+        Lines(proc.stdout).wait_for("Kubeconfig:")
         yield kubeconfig
     finally:
         stop(proc)
 
 
 def test_kopf_run_process_against_a_served_sim(served: str, env: dict[str, str], tmp_path: pathlib.Path) -> None:
-    log = open(tmp_path / 'operator.log', 'w+')  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, '-m', 'kopf', 'run', '-A', '--standalone', '--verbose', EXAMPLE],
-                            stdout=log, stderr=subprocess.STDOUT, text=True, env={**env, 'KUBECONFIG': served})
+    log = open(tmp_path / "operator.log", "w+")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kopf", "run", "-A", "--standalone", "--verbose", EXAMPLE],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**env, "KUBECONFIG": served},
+    )
     try:
-        kubectl(served, 'create', '-f', OBJECTS)
-        assert poll(lambda: message_of(served)) == 'hello, kopf-example-1'
-        events = json.loads(kubectl(served, 'get', 'events', '-n', 'default', '-o', 'json'))['items']
-        assert any("And here we are!" in event['message'] for event in events)
+        kubectl(served, "create", "-f", OBJECTS)
+        assert poll(lambda: message_of(served)) == "hello, kopf-example-1"
+        events = json.loads(kubectl(served, "get", "events", "-n", "default", "-o", "json"))["items"]
+        assert any("And here we are!" in event["message"] for event in events)
     finally:
         returncode = stop(proc)
         log.seek(0)
@@ -134,11 +157,15 @@ def test_kopf_run_process_against_a_served_sim(served: str, env: dict[str, str],
 
 
 def test_kopf_run_process_stops_on_sigterm(served: str, env: dict[str, str]) -> None:
-    proc = subprocess.Popen([sys.executable, '-m', 'kopf', 'run', '-A', '--standalone', EXAMPLE],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**env, 'KUBECONFIG': served})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kopf", "run", "-A", "--standalone", EXAMPLE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**env, "KUBECONFIG": served},
+    )
     try:
-        kubectl(served, 'create', '-f', OBJECTS)
+        kubectl(served, "create", "-f", OBJECTS)
         poll(lambda: message_of(served))
     finally:
         returncode = stop(proc, signal.SIGTERM)
@@ -150,19 +177,24 @@ def test_kopf_run_process_stops_on_sigterm(served: str, env: dict[str, str]) -> 
 
 
 def test_kopf_run_with_the_embedded_sim(env: dict[str, str]) -> None:
-    proc = subprocess.Popen([sys.executable, '-m', 'kopf', 'run', '--sim', CRD, EXAMPLE],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kopf", "run", "--sim", CRD, EXAMPLE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     assert proc.stdout is not None
     try:
         lines = Lines(proc.stdout)
-        url = lines.wait_for('Simulated cluster: ').split(': ', 1)[1]
-        kubeconfig = lines.wait_for('Kubeconfig: ').split(': ', 1)[1]
-        assert url.startswith('http://127.0.0.1:')
+        url = lines.wait_for("Simulated cluster: ").split(": ", 1)[1]
+        kubeconfig = lines.wait_for("Kubeconfig: ").split(": ", 1)[1]
+        assert url.startswith("http://127.0.0.1:")
         assert os.path.exists(kubeconfig)
-        kubectl(kubeconfig, 'create', '-f', OBJECTS)
-        assert poll(lambda: message_of(kubeconfig)) == 'hello, kopf-example-1'
-        table = kubectl(kubeconfig, 'get', 'kopfexamples', '-A')
-        assert 'hello, kopf-example-1' in table
+        kubectl(kubeconfig, "create", "-f", OBJECTS)
+        assert poll(lambda: message_of(kubeconfig)) == "hello, kopf-example-1"
+        table = kubectl(kubeconfig, "get", "kopfexamples", "-A")
+        assert "hello, kopf-example-1" in table
     finally:
         returncode = stop(proc)
     proc.stdout.close()
@@ -171,17 +203,17 @@ def test_kopf_run_with_the_embedded_sim(env: dict[str, str]) -> None:
 
 
 def test_kopf_runner_against_a_served_sim(served: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv('KUBECONFIG', served)
+    monkeypatch.setenv("KUBECONFIG", served)
     registry = kopf.OperatorRegistry()
-    with KopfRunner(['run', '-A', '--standalone', '--verbose', EXAMPLE], registry=registry, timeout=30) as runner:
-        kubectl(served, 'create', '-f', OBJECTS)
-        assert poll(lambda: message_of(served)) == 'hello, kopf-example-1'
-        kubectl(served, 'delete', '-f', OBJECTS)
+    with KopfRunner(["run", "-A", "--standalone", "--verbose", EXAMPLE], registry=registry, timeout=30) as runner:
+        kubectl(served, "create", "-f", OBJECTS)
+        assert poll(lambda: message_of(served)) == "hello, kopf-example-1"
+        kubectl(served, "delete", "-f", OBJECTS)
     assert runner.exit_code == 0
     assert runner.exception is None
-    assert 'And here we are!' in runner.stdout
-    assert 'Stop-flag is raised' in runner.output
-    assert [handler.id for handler in registry.changing] == ['create_fn']
+    assert "And here we are!" in runner.stdout
+    assert "Stop-flag is raised" in runner.output
+    assert [handler.id for handler in registry.changing] == ["create_fn"]
     # The lines that the operators' tests written for the published framework wait for:
     assert "Handler 'create_fn' is invoked." in runner.output
     assert "Handler 'create_fn' succeeded." in runner.output
@@ -190,45 +222,53 @@ def test_kopf_runner_against_a_served_sim(served: str, monkeypatch: pytest.Monke
     assert "Hung tasks stopping is skipped: no tasks given." in runner.output
 
 
-def test_kopf_runner_lets_freeze_and_resume_finish(served: str, monkeypatch: pytest.MonkeyPatch,
-                                                  tmp_path: pathlib.Path) -> None:
+def test_kopf_runner_lets_freeze_and_resume_finish(
+    served: str, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
     # As in the published framework: exiting the block waits for the command, it does not stop it.
-    monkeypatch.setenv('KUBECONFIG', served)
-    kubectl(served, 'apply', '-f', str(ROOT / 'peering.yaml'))
-    (tmp_path / 'peering.yaml').write_text("apiVersion: kopf.dev/v1\nkind: ClusterKopfPeering\n"
-                                           "metadata: {name: default}\n")
-    kubectl(served, 'apply', '-f', str(tmp_path / 'peering.yaml'))
+    monkeypatch.setenv("KUBECONFIG", served)
+    kubectl(served, "apply", "-f", str(ROOT / "peering.yaml"))
+    (tmp_path / "peering.yaml").write_text(
+        "apiVersion: kopf.dev/v1\nkind: ClusterKopfPeering\nmetadata: {name: default}\n"
+    )
+    kubectl(served, "apply", "-f", str(tmp_path / "peering.yaml"))
 
     def peers() -> dict[str, Any]:
-        return json.loads(kubectl(served, 'get', 'clusterkopfpeering', 'default', '-o', 'json')).get('status') or {}
+        return json.loads(kubectl(served, "get", "clusterkopfpeering", "default", "-o", "json")).get("status") or {}
 
-    with KopfRunner(['freeze', '-A', '-t', '600', '-P', 'default', '-p', '100', '-i', 'maintenance'],
-                    timeout=30) as runner:
+    with KopfRunner(
+        ["freeze", "-A", "-t", "600", "-P", "default", "-p", "100", "-i", "maintenance"], timeout=30
+    ) as runner:
         pass
     assert runner.exit_code == 0
-    assert peers()['maintenance']['priority'] == 100
-    with KopfRunner(['resume', '-A', '-P', 'default', '-i', 'maintenance'], timeout=30) as runner:
+    assert peers()["maintenance"]["priority"] == 100
+    with KopfRunner(["resume", "-A", "-P", "default", "-i", "maintenance"], timeout=30) as runner:
         pass
     assert runner.exit_code == 0
-    assert 'maintenance' not in peers()
+    assert "maintenance" not in peers()
 
 
 def test_kopf_runner_reraises_a_usage_error_as_the_exit() -> None:
-    with pytest.raises(SystemExit) as e, KopfRunner(['run', '--no-such-option'], timeout=30):
+    with pytest.raises(SystemExit) as e, KopfRunner(["run", "--no-such-option"], timeout=30):
         pass
     assert e.value.code == 2
 
 
 def test_kopf_runner_reraises_the_operator_errors(tmp_path: pathlib.Path) -> None:
-    path = tmp_path / 'failing.py'
-    path.write_text("import kopf\n\n@kopf.on.startup(errors=kopf.ErrorsMode.PERMANENT)\n"
-                    "def startup_fn(**_):\n    raise ValueError('no start')\n")
-    with pytest.raises(Exception, match='no start'), \
-            KopfRunner(['run', '-A', '--standalone', str(path)], registry=kopf.OperatorRegistry(), timeout=30):
+    path = tmp_path / "failing.py"
+    path.write_text(
+        "import kopf\n\n@kopf.on.startup(errors=kopf.ErrorsMode.PERMANENT)\n"
+        "def startup_fn(**_):\n    raise ValueError('no start')\n"
+    )
+    with (
+        pytest.raises(Exception, match="no start"),
+        KopfRunner(["run", "-A", "--standalone", str(path)], registry=kopf.OperatorRegistry(), timeout=30),
+    ):
         pass
 
-    with KopfRunner(['run', '-A', '--standalone', str(path)], registry=kopf.OperatorRegistry(),
-                    reraise=False, timeout=30) as runner:
+    with KopfRunner(
+        ["run", "-A", "--standalone", str(path)], registry=kopf.OperatorRegistry(), reraise=False, timeout=30
+    ) as runner:
         pass
     assert runner.exit_code != 0
-    assert 'no start' in str(runner.exception)
+    assert "no start" in str(runner.exception)

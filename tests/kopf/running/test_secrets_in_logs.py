@@ -1,4 +1,5 @@
 """Secrets stay secret: a full operator run at ``--debug`` over HTTPS with a bearer token never logs the token."""
+
 from __future__ import annotations
 
 import os
@@ -18,18 +19,39 @@ TOKEN = "s3cr3t-t0ken-that-must-never-be-logged"
 def test_debug_log_of_a_full_run_has_no_token(tmp_path: pathlib.Path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     kubeconfig = str(tmp_path / "kubeconfig")
-    server = subprocess.Popen([sys.executable, "-m", "kopf_sim", "serve", "--port", "0", "--tls", "--token", TOKEN,
-                               "--kubeconfig", kubeconfig, "--load", CRD],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kopf_sim",
+            "serve",
+            "--port",
+            "0",
+            "--tls",
+            "--token",
+            TOKEN,
+            "--kubeconfig",
+            kubeconfig,
+            "--load",
+            CRD,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     assert server.stdout is not None
     log_path = tmp_path / "operator.log"
     try:
         Lines(server.stdout).wait_for("Kubeconfig:")
         with open(log_path, "w") as log:
-            operator = subprocess.Popen([sys.executable, "-m", "kopf", "run", "-A", "--standalone", "--debug",
-                                         "--log-format=full", EXAMPLE],
-                                        stdout=log, stderr=subprocess.STDOUT, text=True,
-                                        env={**env, "KUBECONFIG": kubeconfig})
+            operator = subprocess.Popen(
+                [sys.executable, "-m", "kopf", "run", "-A", "--standalone", "--debug", "--log-format=full", EXAMPLE],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env={**env, "KUBECONFIG": kubeconfig},
+            )
             try:
                 kubectl(kubeconfig, "create", "-f", OBJECTS)
                 assert poll(lambda: message_of(kubeconfig)) == "hello, kopf-example-1"

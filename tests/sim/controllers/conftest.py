@@ -4,6 +4,7 @@ The built-in controllers' tests: a fresh simulated cluster per test (``kopf_clus
 What it fakes on top of the plugin's cluster: nothing; the controllers (and the kubelets of simulated
 nodes, which fake the pods' containers) are started for every test here, as ``kopf-sim serve`` starts them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,4 +1,5 @@
 """Jobs and CronJobs: pods to completion, back-off limits, indexes, deadlines, TTLs, schedules."""
+
 from __future__ import annotations
 
 import asyncio
@@ -67,16 +68,19 @@ async def test_the_back_off_limit(kopf_cluster: KopfCluster, controllers: Contro
     assert finished(obj) == "Failed"
     assert obj["status"]["failed"] == 3
     failed = next(c for c in obj["status"]["conditions"] if c["type"] == "Failed")
-    assert (failed["reason"], failed["message"]) == ("BackoffLimitExceeded",
-                                                     "Job has reached the specified backoff limit")
+    assert (failed["reason"], failed["message"]) == (
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    )
     # Each failed pod is replaced after the pod-failure back-off: 10 s, then 20 s.
     starts = sorted(p["metadata"]["creationTimestamp"] for p in await kopf_cluster.list("pods"))
     assert starts == ["2026-01-01T00:00:00Z", "2026-01-01T00:00:12Z", "2026-01-01T00:00:34Z"]
     assert job_status(obj, kopf_cluster.sim.now) == "Failed"
 
 
-async def test_restarts_count_against_the_limit_with_on_failure(kopf_cluster: KopfCluster,
-                                                                 controllers: ControllerManager) -> None:
+async def test_restarts_count_against_the_limit_with_on_failure(
+    kopf_cluster: KopfCluster, controllers: ControllerManager
+) -> None:
     controllers.fate("job=restarty", Fate.crash_loop())
     body = job("restarty", backoffLimit=1)
     body["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
@@ -126,9 +130,16 @@ async def test_a_suspended_job_runs_no_pods(kopf_cluster: KopfCluster) -> None:
 
 
 def cronjob(name: str, schedule: str, **spec: Any) -> JsonDict:
-    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name},
-            "spec": {"schedule": schedule, "jobTemplate": {"metadata": {"labels": {"from": name}},
-                                                          "spec": job(name)["spec"]}, **spec}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name},
+        "spec": {
+            "schedule": schedule,
+            "jobTemplate": {"metadata": {"labels": {"from": name}}, "spec": job(name)["spec"]},
+            **spec,
+        },
+    }
 
 
 async def jobs_of(kopf_cluster: KopfCluster) -> list[str]:
@@ -150,17 +161,22 @@ async def test_jobs_on_schedule_in_virtual_time(kopf_cluster: KopfCluster) -> No
     newest = await kopf_cluster.get("jobs", f"tick-{minute + 60}")
     assert newest is not None
     assert newest["metadata"]["labels"] == {"from": "tick"}
-    assert newest["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"] == \
-        "2026-01-01T01:00:00Z"
+    assert (
+        newest["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"] == "2026-01-01T01:00:00Z"
+    )
     assert newest["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
 
 
-@pytest.mark.parametrize(("deadline", "minutes"), [
-    (None, [1, 2, 4]),  # a run missed while another is active starts when that one finishes
-    (10, [1, 3, 5]),    # ... unless that is later than the starting deadline: then it is skipped
-])
-async def test_forbidden_concurrency(kopf_cluster: KopfCluster, controllers: ControllerManager,
-                                     deadline: int | None, minutes: list[int]) -> None:
+@pytest.mark.parametrize(
+    ("deadline", "minutes"),
+    [
+        (None, [1, 2, 4]),  # a run missed while another is active starts when that one finishes
+        (10, [1, 3, 5]),  # ... unless that is later than the starting deadline: then it is skipped
+    ],
+)
+async def test_forbidden_concurrency(
+    kopf_cluster: KopfCluster, controllers: ControllerManager, deadline: int | None, minutes: list[int]
+) -> None:
     controllers.fate("job=slow", Fate.succeed(after=90))
     spec: dict[str, Any] = {"concurrencyPolicy": "Forbid"}
     if deadline is not None:
@@ -170,8 +186,9 @@ async def test_forbidden_concurrency(kopf_cluster: KopfCluster, controllers: Con
     assert await jobs_of(kopf_cluster) == [f"slow-{29453760 + m}" for m in minutes]
 
 
-async def test_replacing_concurrency_deletes_the_active_run(kopf_cluster: KopfCluster,
-                                                            controllers: ControllerManager) -> None:
+async def test_replacing_concurrency_deletes_the_active_run(
+    kopf_cluster: KopfCluster, controllers: ControllerManager
+) -> None:
     controllers.fate("job=busy", Fate.run())
     await kopf_cluster.create(cronjob("busy", "*/10 * * * *", concurrencyPolicy="Replace"))
     await asyncio.sleep(25 * 60)
@@ -179,8 +196,9 @@ async def test_replacing_concurrency_deletes_the_active_run(kopf_cluster: KopfCl
     assert await jobs_of(kopf_cluster) == [f"busy-{minute + 20}"]
 
 
-@pytest.mark.parametrize(("zone", "expected"), [("UTC", "2026-01-01T02:00:00Z"),
-                                             ("Europe/Berlin", "2026-01-01T02:00:00+01:00")])
+@pytest.mark.parametrize(
+    ("zone", "expected"), [("UTC", "2026-01-01T02:00:00Z"), ("Europe/Berlin", "2026-01-01T02:00:00+01:00")]
+)
 async def test_schedules_in_time_zones(kopf_cluster: KopfCluster, zone: str, expected: str) -> None:
     await kopf_cluster.create(cronjob("zoned", "0 2 * * *", timeZone=zone))
     await kopf_cluster.wait_for("jobs", f"zoned-{29453760 + 120 - (60 if zone != 'UTC' else 0)}", timeout=3 * 3600)

@@ -1,4 +1,5 @@
 """Deployments and ReplicaSets: rollouts, surge and unavailability limits, revisions, status and conditions."""
+
 from __future__ import annotations
 
 import asyncio
@@ -27,11 +28,13 @@ def complete(obj: JsonDict | None) -> bool:
     """What ``kubectl rollout status`` waits for."""
     spec, status = (obj or {}).get("spec") or {}, (obj or {}).get("status") or {}
     progressing = next((c for c in status.get("conditions") or [] if c["type"] == "Progressing"), {})
-    return bool(status.get("observedGeneration", 0) >= (obj or {})["metadata"]["generation"]
-                and status.get("updatedReplicas", 0) == spec["replicas"]
-                and status.get("replicas", 0) == spec["replicas"]
-                and status.get("availableReplicas", 0) == spec["replicas"]
-                and progressing.get("reason") == "NewReplicaSetAvailable")
+    return bool(
+        status.get("observedGeneration", 0) >= (obj or {})["metadata"]["generation"]
+        and status.get("updatedReplicas", 0) == spec["replicas"]
+        and status.get("replicas", 0) == spec["replicas"]
+        and status.get("availableReplicas", 0) == spec["replicas"]
+        and progressing.get("reason") == "NewReplicaSetAvailable"
+    )
 
 
 async def replica_sets(kopf_cluster: KopfCluster) -> dict[str, JsonDict]:
@@ -44,21 +47,35 @@ async def test_a_rollout_names_things_as_a_real_cluster(kopf_cluster: KopfCluste
     assert now() == 2.0
     assert obj["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
     assert {k: v for k, v in obj["status"].items() if k != "conditions"} == {
-        "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3}
+        "observedGeneration": 1,
+        "replicas": 3,
+        "updatedReplicas": 3,
+        "readyReplicas": 3,
+        "availableReplicas": 3,
+    }
     assert [(c["type"], c["status"], c["reason"]) for c in obj["status"]["conditions"]] == [
-        ("Available", "True", "MinimumReplicasAvailable"), ("Progressing", "True", "NewReplicaSetAvailable")]
+        ("Available", "True", "MinimumReplicasAvailable"),
+        ("Progressing", "True", "NewReplicaSetAvailable"),
+    ]
     [rs] = (await replica_sets(kopf_cluster)).values()
     template_hash = rs["metadata"]["labels"]["pod-template-hash"]
     assert HASH.match(template_hash)
     assert rs["metadata"]["name"] == f"web-{template_hash}"
     assert rs["spec"]["selector"]["matchLabels"] == {"app": "web", "pod-template-hash": template_hash}
-    assert rs["metadata"]["annotations"] == {"deployment.kubernetes.io/desired-replicas": "3",
-                                             "deployment.kubernetes.io/max-replicas": "4",
-                                             "deployment.kubernetes.io/revision": "1"}
+    assert rs["metadata"]["annotations"] == {
+        "deployment.kubernetes.io/desired-replicas": "3",
+        "deployment.kubernetes.io/max-replicas": "4",
+        "deployment.kubernetes.io/revision": "1",
+    }
     assert rs["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
     assert rs["metadata"]["ownerReferences"][0]["controller"] is True
-    assert rs["status"] == {"replicas": 3, "fullyLabeledReplicas": 3, "readyReplicas": 3, "availableReplicas": 3,
-                            "observedGeneration": 1}
+    assert rs["status"] == {
+        "replicas": 3,
+        "fullyLabeledReplicas": 3,
+        "readyReplicas": 3,
+        "availableReplicas": 3,
+        "observedGeneration": 1,
+    }
     pods = await kopf_cluster.list("pods")
     assert len(pods) == 3
     for pod in pods:
@@ -82,16 +99,21 @@ async def test_a_rolling_update_stays_within_surge_and_unavailability(kopf_clust
             seen.append((len(pods), sum(1 for p in pods if ready(p))))
 
     cluster.observers.append(observe)
-    await kopf_cluster.patch("deployments", "web", {"spec": {"template": {"spec": {"containers": [
-        {"name": "main", "image": "nginx:1.28"}]}}}})
+    await kopf_cluster.patch(
+        "deployments",
+        "web",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.28"}]}}}},
+    )
     obj = await kopf_cluster.wait_for("deployments", "web", condition=complete)
     cluster.observers.remove(observe)
     assert max(total for total, _ in seen) == 12  # replicas + maxSurge, reached
     assert min(up for _, up in seen) == 9  # replicas - maxUnavailable, never fewer
     assert obj["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
     sets = await replica_sets(kopf_cluster)
-    assert sorted((rs["spec"]["replicas"], rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"])
-                  for rs in sets.values()) == [(0, "1"), (10, "2")]
+    assert sorted(
+        (rs["spec"]["replicas"], rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"])
+        for rs in sets.values()
+    ) == [(0, "1"), (10, "2")]
     images = {p["spec"]["containers"][0]["image"] for p in await kopf_cluster.list("pods")}
     assert images == {"nginx:1.28"}
 
@@ -131,21 +153,27 @@ async def test_the_recreate_strategy_stops_all_before_starting_any(kopf_cluster:
         overlaps.append(len(images))
 
     cluster.observers.append(observe)
-    await kopf_cluster.patch("deployments", "db", {"spec": {"template": {"spec": {"containers": [
-        {"name": "main", "image": "postgres:17"}]}}}})
+    await kopf_cluster.patch(
+        "deployments",
+        "db",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "postgres:17"}]}}}},
+    )
     await kopf_cluster.wait_for("deployments", "db", condition=complete)
     cluster.observers.remove(observe)
     assert max(overlaps) == 1  # never old and new pods at once
-    assert [rs["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"]
-            for rs in (await replica_sets(kopf_cluster)).values()] == ["3", "3"]
+    assert [
+        rs["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"]
+        for rs in (await replica_sets(kopf_cluster)).values()
+    ] == ["3", "3"]
 
 
 async def test_undo_brings_the_old_replica_set_back_with_the_next_revision(kopf_cluster: KopfCluster) -> None:
     await kopf_cluster.create(deployment("web", replicas=2, image="nginx:1"))
     first = await kopf_cluster.wait_for("deployments", "web", condition=complete)
     original = first["spec"]["template"]
-    await kopf_cluster.patch("deployments", "web", {"spec": {"template": {"spec": {"containers": [
-        {"name": "main", "image": "nginx:2"}]}}}})
+    await kopf_cluster.patch(
+        "deployments", "web", {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}}
+    )
     await kopf_cluster.wait_for("deployments", "web", condition=complete)
     # What `kubectl rollout undo` does: the previous revision's template back into the Deployment.
     await kopf_cluster.patch("deployments", "web", {"spec": {"template": original}})
@@ -163,24 +191,31 @@ async def test_old_replica_sets_beyond_the_history_limit_go(kopf_cluster: KopfCl
     await kopf_cluster.create(deployment("web", replicas=1, revisionHistoryLimit=1))
     for version in range(2, 6):
         await kopf_cluster.wait_for("deployments", "web", condition=complete)
-        await kopf_cluster.patch("deployments", "web", {"spec": {"template": {"spec": {"containers": [
-            {"name": "main", "image": f"nginx:{version}"}]}}}})
+        await kopf_cluster.patch(
+            "deployments",
+            "web",
+            {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": f"nginx:{version}"}]}}}},
+        )
     await kopf_cluster.wait_for("deployments", "web", condition=complete)
     await asyncio.sleep(1)
-    revisions = sorted(rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
-                       for rs in (await replica_sets(kopf_cluster)).values())
+    revisions = sorted(
+        rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+        for rs in (await replica_sets(kopf_cluster)).values()
+    )
     assert revisions == ["4", "5"]
 
 
-async def test_a_stuck_rollout_exceeds_its_progress_deadline(kopf_cluster: KopfCluster,
-                                                             controllers: ControllerManager) -> None:
+async def test_a_stuck_rollout_exceeds_its_progress_deadline(
+    kopf_cluster: KopfCluster, controllers: ControllerManager
+) -> None:
     await kopf_cluster.create(deployment("web", replicas=2, progressDeadlineSeconds=30))
     await kopf_cluster.wait_for("deployments", "web", condition=complete)
     controllers.fate("app=web", Fate.never_ready())  # the new pods never pass their probes
     await kopf_cluster.patch("deployments", "web", {"spec": {"template": {"metadata": {"labels": {"v": "2"}}}}})
     start = now()
-    obj = await kopf_cluster.wait_for("deployments", "web", timeout=120, condition=lambda d: (
-        condition(d, "Progressing") == "False"))
+    obj = await kopf_cluster.wait_for(
+        "deployments", "web", timeout=120, condition=lambda d: condition(d, "Progressing") == "False"
+    )
     progressing = next(c for c in obj["status"]["conditions"] if c["type"] == "Progressing")
     assert progressing["reason"] == "ProgressDeadlineExceeded"
     assert progressing["message"].endswith("has timed out progressing.")
@@ -212,11 +247,23 @@ async def test_a_deleted_deployment_takes_its_replica_sets_and_pods(kopf_cluster
 
 
 async def test_a_replica_set_replaces_lost_pods_and_drops_the_unready_first(
-        kopf_cluster: KopfCluster, controllers: ControllerManager) -> None:
-    await kopf_cluster.create({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs"},
-                               "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "rs"}},
-                                        "template": {"metadata": {"labels": {"app": "rs"}},
-                                                     "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    kopf_cluster: KopfCluster, controllers: ControllerManager
+) -> None:
+    await kopf_cluster.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "rs"},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "rs"}},
+                "template": {
+                    "metadata": {"labels": {"app": "rs"}},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]},
+                },
+            },
+        }
+    )
     await kopf_cluster.wait_for("replicasets", "rs", condition=lambda r: r["status"].get("readyReplicas") == 3)
     victim = (await kopf_cluster.list("pods"))[0]["metadata"]["name"]
     await kopf_cluster.delete("pods", victim)
@@ -229,7 +276,8 @@ async def test_a_replica_set_replaces_lost_pods_and_drops_the_unready_first(
     await kopf_cluster.wait_for("pods", unready, condition=lambda p: not ready(p))
     await kopf_cluster.patch("replicasets", "rs", {"spec": {"replicas": 2}})
     await asyncio.sleep(0.5)
-    deleting = [p["metadata"]["name"] for p in await kopf_cluster.list("pods")
-                if p["metadata"].get("deletionTimestamp")]
+    deleting = [
+        p["metadata"]["name"] for p in await kopf_cluster.list("pods") if p["metadata"].get("deletionTimestamp")
+    ]
     assert deleting == [unready]
     assert obj["status"]["observedGeneration"] == 1

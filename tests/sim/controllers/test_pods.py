@@ -1,4 +1,5 @@
 """Pods on the simulated nodes: scheduling, phases in virtual time, fates, restarts, graceful deletion."""
+
 from __future__ import annotations
 
 import asyncio
@@ -62,8 +63,13 @@ async def test_pending_running_ready_after_the_delays(kopf_cluster: KopfCluster)
     status = obj["status"]["containerStatuses"][0]
     assert status["ready"] and status["started"] and status["restartCount"] == 0
     assert status["imageID"].startswith("docker.io/library/nginx@sha256:")
-    assert [c["type"] for c in obj["status"]["conditions"]] == \
-        ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+    assert [c["type"] for c in obj["status"]["conditions"]] == [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ]
     managers = {(m["manager"], m.get("subresource")) for m in obj["metadata"]["managedFields"]}
     assert managers == {("pytest-kopf", None), ("kube-scheduler", None), ("kubelet", "status")}
 
@@ -95,7 +101,8 @@ async def test_selectors_taints_and_cordons_are_honoured(kopf_cluster: KopfClust
     scheduled = next(c for c in obj["status"]["conditions"] if c["type"] == "PodScheduled")
     assert scheduled["reason"] == "Unschedulable"
     assert scheduled["message"].startswith(
-        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.")
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    )
     assert obj["status"]["phase"] == "Pending"
 
     await kopf_cluster.patch("nodes", "node-1", {"spec": {"unschedulable": True}})  # kubectl cordon
@@ -112,9 +119,14 @@ async def test_selectors_taints_and_cordons_are_honoured(kopf_cluster: KopfClust
 async def test_a_node_added_later_takes_the_waiting_pods(kopf_cluster: KopfCluster) -> None:
     await kopf_cluster.create(pod("waiting", nodeSelector={"pool": "gpu"}))
     await asyncio.sleep(5)
-    await kopf_cluster.create({"apiVersion": "v1", "kind": "Node",
-                               "metadata": {"name": "gpu-1", "labels": {"pool": "gpu"}},
-                               "spec": {"podCIDR": "10.244.9.0/24"}})
+    await kopf_cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "gpu-1", "labels": {"pool": "gpu"}},
+            "spec": {"podCIDR": "10.244.9.0/24"},
+        }
+    )
     node = await kopf_cluster.wait_for("nodes", "gpu-1", condition=lambda n: condition(n, "Ready") == "True")
     assert node["status"]["nodeInfo"]["operatingSystem"] == "linux"  # its "kubelet" registered it
     obj = await kopf_cluster.wait_for("pods", "waiting", condition=ready)
@@ -123,8 +135,9 @@ async def test_a_node_added_later_takes_the_waiting_pods(kopf_cluster: KopfClust
 
 
 @pytest.mark.parametrize(("policy", "phase", "restarts"), [("Never", "Failed", 0), ("OnFailure", "Running", 1)])
-async def test_a_failing_container(kopf_cluster: KopfCluster, controllers: ControllerManager,
-                                   policy: str, phase: str, restarts: int) -> None:
+async def test_a_failing_container(
+    kopf_cluster: KopfCluster, controllers: ControllerManager, policy: str, phase: str, restarts: int
+) -> None:
     controllers.fate("app=job", Fate.fail(exit_code=3, after=4))
     await kopf_cluster.create(pod("runner", {"app": "job"}, restartPolicy=policy))
     await asyncio.sleep(16)  # started at 1, exited at 5; OnFailure: restarted at 15 (a 10 s back-off)
@@ -157,8 +170,12 @@ async def test_crash_loop_with_the_kubelets_back_off(kopf_cluster: KopfCluster, 
     await kopf_cluster.create(pod("crashy"))
     restarts_at: list[float] = []
     for expected in range(1, 5):
-        await kopf_cluster.wait_for("pods", "crashy", timeout=600, condition=lambda p, n=expected: (
-            p["status"]["containerStatuses"][0]["restartCount"] == n))
+        await kopf_cluster.wait_for(
+            "pods",
+            "crashy",
+            timeout=600,
+            condition=lambda p, n=expected: p["status"]["containerStatuses"][0]["restartCount"] == n,
+        )
         restarts_at.append(now())
     # Running at 1, exits at 3; back-offs of 10, 20, 40, 80 s between an exit and the next start.
     assert restarts_at == [13.0, 35.0, 77.0, 159.0]
@@ -179,15 +196,18 @@ async def test_never_ready_and_back(kopf_cluster: KopfCluster, controllers: Cont
     obj = await get_pod(kopf_cluster, "shy")
     assert obj["status"]["phase"] == "Running"
     assert not ready(obj)
-    assert next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")["message"] == \
-        "containers with unready status: [main]"
+    assert (
+        next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")["message"]
+        == "containers with unready status: [main]"
+    )
     controllers.fates.remove(rule)
     await kopf_cluster.wait_for("pods", "shy", condition=ready)
     assert now() == 101.0  # a ready delay after the fate changed
 
 
-async def test_a_fate_set_on_running_pods_starts_when_set(kopf_cluster: KopfCluster,
-                                                           controllers: ControllerManager) -> None:
+async def test_a_fate_set_on_running_pods_starts_when_set(
+    kopf_cluster: KopfCluster, controllers: ControllerManager
+) -> None:
     await kopf_cluster.create(pod("steady"))
     await kopf_cluster.wait_for("pods", "steady", condition=ready)
     await asyncio.sleep(50)
@@ -210,8 +230,9 @@ async def test_image_pull_errors(kopf_cluster: KopfCluster, controllers: Control
     assert pod_status(obj, kopf_cluster.sim.now) == "ImagePullBackOff"
 
 
-async def test_graceful_deletion_within_the_grace_period(kopf_cluster: KopfCluster,
-                                                         controllers: ControllerManager) -> None:
+async def test_graceful_deletion_within_the_grace_period(
+    kopf_cluster: KopfCluster, controllers: ControllerManager
+) -> None:
     controllers.fate("app=stubborn", Fate(stop_delay=1000))  # ignores SIGTERM: killed when the grace period ends
     await kopf_cluster.create(pod("stubborn", terminationGracePeriodSeconds=45))
     await kopf_cluster.create(pod("quick"))
@@ -243,8 +264,9 @@ async def test_forced_and_unscheduled_deletions_are_immediate(kopf_cluster: Kopf
     assert await kopf_cluster.get("pods", "nowhere") is None
 
 
-async def test_a_second_deletion_shortens_the_grace_period(kopf_cluster: KopfCluster,
-                                                           controllers: ControllerManager) -> None:
+async def test_a_second_deletion_shortens_the_grace_period(
+    kopf_cluster: KopfCluster, controllers: ControllerManager
+) -> None:
     controllers.fate("app=slow", Fate(stop_delay=1000))
     await kopf_cluster.create(pod("slow"))
     await kopf_cluster.wait_for("pods", "slow", condition=ready)

@@ -1,4 +1,5 @@
 """Manifests of workloads for the controllers' tests."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,20 +19,32 @@ def pod_template(labels: dict[str, str], *, restart_policy: str | None = None, *
 
 
 def pod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> JsonDict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels or {"app": name}},
-            "spec": {"containers": [container()], **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {"app": name}},
+        "spec": {"containers": [container()], **spec},
+    }
 
 
 def deployment(name: str, replicas: int = 3, image: str = "nginx:1.27", **spec: Any) -> JsonDict:
     template = pod_template({"app": name})
     template["spec"]["containers"][0]["image"] = image
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template, **spec}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template, **spec},
+    }
 
 
 def job(name: str, **spec: Any) -> JsonDict:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"template": pod_template({"job": name}, restart_policy="Never"), **spec}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"template": pod_template({"job": name}, restart_policy="Never"), **spec},
+    }
 
 
 def ready(obj: JsonDict | None) -> bool:
