@@ -11,19 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kopf_sim.http.app import build_app
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.transports.serving import ServedApp
+from tests.serving import served_simulator
 
 # The pytester plugin is enabled in tests/conftest.py (pytest_plugins is not allowed in nested conftests).
 
@@ -79,34 +76,5 @@ def served_cluster(tmp_path: Path) -> Iterator[ServedCluster]:
 @contextlib.contextmanager
 def kopf_sim_subprocess(kubeconfig: Path, *options: str) -> Iterator[Path]:
     """``kopf-sim serve`` on 127.0.0.1 (a free port) in a process of its own, its kubeconfig; stopped at the end."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kopf_sim",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--kubeconfig",
-            str(kubeconfig),
-            *options,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not (kubeconfig.exists() and yaml.safe_load(kubeconfig.read_text() or "null")):
-            assert process.poll() is None, process.stderr.read().decode() if process.stderr else "it has exited"
-            assert time.monotonic() < deadline, "kopf-sim serve has not started in 60 s"
-            time.sleep(0.05)
-        yield kubeconfig
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with served_simulator(kubeconfig, *options) as served:
+        yield served.kubeconfig

@@ -13,9 +13,7 @@ import json
 import os
 import queue
 import shutil
-import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -26,6 +24,8 @@ from typing import IO, Any, Protocol
 
 import pytest
 import yaml
+
+from tests.serving import served_simulator
 
 pytestmark = pytest.mark.kubectl
 
@@ -116,52 +116,10 @@ def poll_until(condition: Callable[[], Any], timeout: float = 5.0, interval: flo
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A served simulator (``kopf-sim serve``) with the example CRD and objects loaded; its URL and kubeconfig."""
     tmp = tmp_path_factory.mktemp("kubectl")
-    kubeconfig = tmp / "kubeconfig"
-    log_path = tmp / "server.log"
-    with open(log_path, "wb") as log:  # a file, not a pipe: a chatty server can never block on a full pipe
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kopf_sim",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--kubeconfig",
-                str(kubeconfig),
-                "--controllers",
-                "none",
-                "--load",
-                str(EXAMPLES / "crd.yaml"),
-                "--load",
-                str(EXAMPLES / "objects.yaml"),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-
-        def announced_url() -> str | None:
-            assert process.poll() is None, log_path.read_text()
-            for line in log_path.read_text().splitlines():
-                if line.startswith("Serving a simulated Kubernetes API at "):
-                    return line.rsplit(" ", 1)[-1]
-            return None
-
-        url = poll_until(announced_url, timeout=20)
-        assert url.startswith("http://127.0.0.1:")
-        assert kubeconfig.exists()
-        yield url, kubeconfig
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    assert process.returncode == 0, log_path.read_text()
+    manifests = ("--load", str(EXAMPLES / "crd.yaml"), "--load", str(EXAMPLES / "objects.yaml"))
+    with served_simulator(tmp / "kubeconfig", "--controllers", "none", *manifests) as served:
+        assert served.url.startswith("http://127.0.0.1:")
+        yield served.url, served.kubeconfig
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,7 @@ import itertools
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +19,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.serving import served_simulator
 
 pytestmark = pytest.mark.kubectl
 
@@ -75,46 +75,18 @@ def wait_until(condition: Callable[[], Any], timeout: float = 20.0) -> Any:
 @pytest.fixture(scope="module")
 def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("kubectl-workloads")
-    path, log_path = tmp / "kubeconfig", tmp / "server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kopf_sim",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--kubeconfig",
-                str(path),
-                "--load",
-                str(EXAMPLES / "crd.yaml"),
-                "--pod-start-delay",
-                "0.2",
-                "--pod-ready-delay",
-                "0.2",
-                "--pod-stop-delay",
-                "0.2",
-                "--pod-run-time",
-                "0.5",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        wait_until(lambda: "Serving a simulated Kubernetes API" in log_path.read_text() or process.poll() is not None)
-        assert process.poll() is None, log_path.read_text()
-        yield path
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    assert process.returncode == 0, log_path.read_text()
+    delays = (
+        "--pod-start-delay",
+        "0.2",
+        "--pod-ready-delay",
+        "0.2",
+        "--pod-stop-delay",
+        "0.2",
+        "--pod-run-time",
+        "0.5",
+    )
+    with served_simulator(tmp / "kubeconfig", "--load", str(EXAMPLES / "crd.yaml"), *delays) as served:
+        yield served.kubeconfig
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ import pytest
 
 import kopf
 from kopf.testing import KopfRunner
+from tests.serving import served_simulator
 
 ROOT = pathlib.Path(__file__).parent.parent.parent.parent
 CRD = str(ROOT / "examples" / "crd.yaml")
@@ -103,33 +104,8 @@ def env() -> dict[str, str]:
 @pytest.fixture
 def served(tmp_path: pathlib.Path, env: dict[str, str]) -> Iterator[str]:
     """A simulated cluster served by ``kopf-sim serve`` (a process) with the CRD; yields its kubeconfig."""
-    kubeconfig = str(tmp_path / "kubeconfig")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kopf_sim",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--kubeconfig",
-            kubeconfig,
-            "--load",
-            CRD,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    try:
-        Lines(proc.stdout).wait_for("Kubeconfig:")
-        yield kubeconfig
-    finally:
-        stop(proc)
+    with served_simulator(tmp_path / "kubeconfig", "--load", CRD, env=env) as served:
+        yield str(served.kubeconfig)
 
 
 def test_kopf_run_process_against_a_served_sim(served: str, env: dict[str, str], tmp_path: pathlib.Path) -> None:
