@@ -586,26 +586,28 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         earliest: int | None = None
         soonest: list[_Job] = []  # the waits at the earliest deadline
         started: dict[int, int] | None = None  # the jobs started & not finished, per executor (if any is queued)
-        now = self._vt_ticks
+        now = self._vt_clock.ticks
         due: list[tuple[int, int, _Job]] = []  # (deadline or now, start of the wait, job): the order of wake-ups
         with self._vt_lock:
-            for job in jobs:
+            for job in jobs:  # (the hot loop of every decision: the common case first, few lookups)
                 wait = job.waiting
                 if wait is not None:
-                    deadline, until = wait.deadline, wait.until
+                    deadline = wait.deadline
                     if deadline is not None and deadline <= now:
                         due.append((deadline, wait.seq, job))
-                    elif until is not None and until():
+                        continue
+                    until = wait.until
+                    if until is not None and until():
                         due.append((now, wait.seq, job))
-                    else:
-                        waiting = True
-                        if deadline is None:
-                            pass
-                        elif earliest is None or deadline < earliest:
-                            earliest = deadline
-                            soonest = [job]
-                        elif deadline == earliest:
-                            soonest.append(job)
+                        continue
+                    waiting = True
+                    if deadline is None:
+                        pass
+                    elif deadline == earliest:
+                        soonest.append(job)
+                    elif earliest is None or deadline < earliest:
+                        earliest = deadline
+                        soonest = [job]
                 elif job.reported:
                     pass
                 elif job.thread_id is None:

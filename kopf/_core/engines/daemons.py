@@ -165,12 +165,14 @@ class DaemonStopper:
 
     def wait_sync(self, timeout: float | None = None) -> bool:
         """Block the thread until the flag is raised or the timeout is reached; return the flag."""
-        with _EVENTS_LOCK:
-            if self._event is None:
-                self._event = threading.Event()
-                if self._flag:
-                    self._event.set()
-            event = self._event
+        event = self._event  # made once, never replaced: the lock only for the first wait
+        if event is None:
+            with _EVENTS_LOCK:
+                if self._event is None:
+                    self._event = threading.Event()
+                    if self._flag:
+                        self._event.set()
+                event = self._event
         return syncwaits.wait_event(event, timeout)
 
     async def wait_async(self, timeout: float | None = None, *, wakeable: bool = False) -> bool:
