@@ -23,6 +23,10 @@ SCRIPT = textwrap.dedent(
     imported_by_login = "kubernetes" in sys.modules
     pykube_imported = "pykube" in sys.modules
     pending = clientdefaults.pending()
+    import importlib.util
+    assert importlib.util.find_spec("kubernetes") is not None  # looking does not consume the hook
+    assert "kubernetes" not in sys.modules or not pending
+    from kubernetes import client as _
     import kubernetes.client
     default = kubernetes.client.Configuration.get_default_copy()
     default_auth = default.get_api_key_with_prefix("authorization") or default.api_key

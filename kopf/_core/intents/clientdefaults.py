@@ -28,9 +28,10 @@ MODULE_NAME = "kubernetes"
 class _ConfiguringLoader(importlib.abc.Loader):
     """Wraps the library's loader: the module is initialised as usual, then configured."""
 
-    def __init__(self, loader: Any, configure: Callable[[ModuleType], None]) -> None:
+    def __init__(self, loader: Any, configure: Callable[[ModuleType], None], hook: "_ImportHook") -> None:
         self._loader = loader
         self._configure = configure
+        self._hook = hook
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         create: Callable[[importlib.machinery.ModuleSpec], ModuleType | None] | None
@@ -39,6 +40,7 @@ class _ConfiguringLoader(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
+        _uninstall(self._hook)  # only now: a mere find_spec() (e.g. "is it installed?") must not consume it
         try:
             self._configure(module)
         except Exception as e:  # a failure to configure must never break the operator's import
@@ -49,7 +51,7 @@ class _ConfiguringLoader(importlib.abc.Loader):
 
 
 class _ImportHook(importlib.abc.MetaPathFinder):
-    """A one-shot finder: it wraps the loader of the first ``kubernetes`` import, then leaves."""
+    """A one-shot finder: it wraps the loader of the first ``kubernetes`` import, and leaves once it loads."""
 
     def __init__(self, configure: Callable[[ModuleType], None]) -> None:
         self._configure = configure
@@ -62,16 +64,17 @@ class _ImportHook(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != MODULE_NAME:
             return None
-        _uninstall(self)
         spec: importlib.machinery.ModuleSpec | None = None
         for finder in list(sys.meta_path):  # the usual finders, without this one
+            if isinstance(finder, _ImportHook):
+                continue
             find = getattr(finder, "find_spec", None)
             spec = find(fullname, path, target) if find is not None else None
             if spec is not None:
                 break
         if spec is None or spec.loader is None:
             return None
-        spec.loader = _ConfiguringLoader(spec.loader, self._configure)
+        spec.loader = _ConfiguringLoader(spec.loader, self._configure, self)
         return spec
 
 
