@@ -2,7 +2,8 @@
 Side by side with the published Kopf: the same operator files under both frameworks, as black boxes.
 
 Run: ``python benchmarks/compare_peer.py`` (every figure, about 10-15 minutes on 2 cores), or a part:
-``--only throughput,latency,memory``, ``--sizes 1000,10000``, ``--repeat 3``, ``--json results.json``.
+``--only throughput,latency,memory``, ``--sizes 1000,10000``, ``--repeat 3``, ``--json results.json``,
+``--baseline OTHER/venv/bin/kopf`` (a column more: another checkout, before/after a change, in one run).
 
 The published Kopf (``kopf==1.45.2``) is installed into a throwaway virtual environment of its own
 (``tests/compat/peer.py``: our distribution is also named ``kopf``, so never into ours) and is only
@@ -88,7 +89,7 @@ class Framework:
     kopf: pathlib.Path
 
 
-def frameworks() -> dict[str, Framework]:
+def frameworks(baseline: str | None = None) -> dict[str, Framework]:
     ours = pathlib.Path(sys.executable).with_name("kopf")
     if not ours.exists():
         raise SystemExit(f"Our kopf command is not at {ours}: run this with the project's venv interpreter.")
@@ -96,7 +97,13 @@ def frameworks() -> dict[str, Framework]:
         peer = ensure_peer()
     except PeerUnavailable as e:
         raise SystemExit(f"The published Kopf cannot be installed here: {e}") from None
-    return {"peer": Framework("peer", peer.kopf), "ours": Framework("ours", ours)}
+    fws = {"peer": Framework("peer", peer.kopf), "ours": Framework("ours", ours)}
+    if baseline:  # e.g. the kopf command of another checkout's venv: before/after a change, in one run
+        base = pathlib.Path(baseline)
+        if not base.exists():
+            raise SystemExit(f"The baseline kopf command is not at {base}.")
+        fws["base"] = Framework("base", base)
+    return fws
 
 
 class Server:
@@ -504,7 +511,8 @@ def side_by_side(
     results: Results,
 ) -> None:
     for round_ in range(repeat):
-        order = ORDER if round_ % 2 == 0 else tuple(reversed(ORDER))
+        names = [name for name in (*ORDER, "base") if name in fws]
+        order = names if round_ % 2 == 0 else list(reversed(names))
         for name in order:
             print(f"  {label}: {name}, round {round_ + 1}/{repeat} ...", file=sys.stderr, flush=True)
             figures = measure(fws[name])
@@ -513,15 +521,23 @@ def side_by_side(
 
 
 def print_table(results: Results) -> None:
-    print(f"| {'figure':<58} | {'peer':>19} | {'ours':>19} | {'ours/peer':>15} |")
-    print(f"|{'-' * 60}|{'-' * 21}:|{'-' * 21}:|{'-' * 17}:|")
+    with_base = any("base" in by_name for by_name in results.values())
+    extra_head = f" {'base':>19} | {'ours/base':>15} |" if with_base else ""
+    extra_rule = f"{'-' * 21}:|{'-' * 17}:|" if with_base else ""
+    print(f"| {'figure':<58} | {'peer':>19} | {'ours':>19} | {'ours/peer':>15} |{extra_head}")
+    print(f"|{'-' * 60}|{'-' * 21}:|{'-' * 21}:|{'-' * 17}:|{extra_rule}")
     for figure, by_name in results.items():
-        peer, ours = by_name.get("peer", []), by_name.get("ours", [])
-        ratios = [o / p for o, p in zip(ours, peer, strict=False) if o is not None and p]
-        ratio = f"{statistics.median(ratios):.2f}x" if ratios else "-"
-        if len(ratios) > 1:
-            ratio += f" ({min(ratios):.2f}-{max(ratios):.2f})"
-        print(f"| {figure:<58} | {_summary(peer):>19} | {_summary(ours):>19} | {ratio:>15} |")
+        peer, ours, base = by_name.get("peer", []), by_name.get("ours", []), by_name.get("base", [])
+        extra = f" {_summary(base):>19} | {_ratio(ours, base):>15} |" if with_base else ""
+        print(f"| {figure:<58} | {_summary(peer):>19} | {_summary(ours):>19} | {_ratio(ours, peer):>15} |{extra}")
+
+
+def _ratio(ours: Sequence[float | None], other: Sequence[float | None]) -> str:
+    ratios = [o / p for o, p in zip(ours, other, strict=False) if o is not None and p]
+    ratio = f"{statistics.median(ratios):.2f}x" if ratios else "-"
+    if len(ratios) > 1:
+        ratio += f" ({min(ratios):.2f}-{max(ratios):.2f})"
+    return ratio
 
 
 def _summary(values: Sequence[float | None]) -> str:
@@ -549,10 +565,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--latency-objects", type=int, default=200, help="Objects updated round-robin.")
     parser.add_argument("--timeout", type=float, default=600.0, help="Seconds for one framework's run.")
     parser.add_argument("--json", dest="json_path", default=None, help="Also write the raw figures there.")
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="Another kopf command to run too (e.g. main's venv/bin/kopf): before/after a change, in one run.",
+    )
     args = parser.parse_args(argv)
     parts = {part.strip() for part in args.only.split(",") if part.strip()}
     sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
-    fws = frameworks()
+    fws = frameworks(args.baseline)
     results: Results = {}
     for size in sizes if "throughput" in parts else []:
         side_by_side(

@@ -33,10 +33,10 @@ import urllib.parse
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from aiohttp import web
-from aiohttp.web_protocol import RequestPayloadError
+if TYPE_CHECKING:  # imported when serving: the server side of aiohttp is not needed without webhooks
+    from aiohttp import web
 
 from kopf._cogs.aiokits import clock
 from kopf._cogs.helpers import certificates
@@ -170,6 +170,8 @@ def _load_cert_chain(context: ssl.SSLContext, cert: bytes, pkey: bytes, password
 
 def _status(code: int, reason: str, message: str) -> web.Response:
     """An error response shaped as a Kubernetes ``Status``, with a human-readable message."""
+    from aiohttp import web
+
     payload = {
         "apiVersion": "v1",
         "kind": "Status",
@@ -339,6 +341,8 @@ class WebhookServer(WebhookContextManager):
         return config
 
     def _make_app(self, fn: reviews.WebhookFn) -> web.Application:
+        from aiohttp import web
+
         root = _normalize_path(self.path)
 
         async def handle(request: web.Request) -> web.StreamResponse:
@@ -349,6 +353,9 @@ class WebhookServer(WebhookContextManager):
         return app
 
     async def _handle(self, request: web.Request, *, fn: reviews.WebhookFn, root: str) -> web.StreamResponse:
+        from aiohttp import web
+        from aiohttp.web_protocol import RequestPayloadError
+
         path = request.path
         if path != root and not path.startswith(f"{root}/"):
             return _status(404, "NotFound", f"No webhooks are served at {path!r}; the root is {root or '/'!r}.")
@@ -407,6 +414,8 @@ class WebhookServer(WebhookContextManager):
         return web.json_response(response)
 
     async def _serve(self, fn: reviews.WebhookFn) -> AsyncGenerator[reviews.WebhookClientConfig, None]:
+        from aiohttp import web
+
         host, addr = await self._endpoint()
         serving = self._prepare(host=host, addr=addr)  # fails at startup if misconfigured
         fingerprint = _fingerprint(self._watched_files())

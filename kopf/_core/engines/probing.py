@@ -19,9 +19,7 @@ import json
 import logging
 import urllib.parse
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any
 
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.ephemera import AnyMemo
@@ -30,6 +28,9 @@ from kopf._core.engines import activities
 from kopf._core.intents import registries
 from kopf._core.intents.causes import Activity
 from kopf._core.intents.handlers import ActivityHandler
+
+if TYPE_CHECKING:  # imported when serving: the server side of aiohttp is not needed without probes
+    from aiohttp import web
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,8 @@ async def health_reporter(
     on_ready: Callable[[str, int], None] | None = None,
 ) -> None:
     """Serve the liveness endpoint until cancelled."""
+    from aiohttp import web
+
     host, port, path = parse_endpoint(endpoint)
     loop = asyncio.get_running_loop()
     cached: tuple[float, dict[str, Any]] | None = None

@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Any
@@ -41,6 +42,7 @@ from kopf._cogs.helpers import loggers
 from kopf._cogs.structs.credentials import ConnectionInfo, LoginError
 from kopf._cogs.structs.ids import HandlerId
 from kopf._core.actions.errors import DEFAULT_RETRY_DELAY, ErrorsMode
+from kopf._core.intents import clientdefaults
 from kopf._core.intents.causes import Activity
 from kopf._core.intents.handlers import ActivityHandler
 
@@ -583,7 +585,62 @@ def login_via_client(*, logger: LoggerLike, **_: Any) -> ConnectionInfo | None:
     if the library cannot configure itself in either way. On success, the configuration
     also becomes the library's default, so that the handlers' ``kubernetes.client.CoreV1Api()``
     (with no configuration loading of their own) reach the same cluster as the operator.
+
+    The library is heavy (~17 MiB, tenths of a second to import): if nothing has imported it yet,
+    the same service account or kubeconfig context is read without it whenever the built-in
+    reader understands those credentials fully (all but the refreshing auth providers),
+    and the library's default configuration is set when (if ever) the operator imports it.
     """
+    if MODULE_NAME_CLIENT not in sys.modules and has_client():
+        info = _login_before_the_client_is_imported(logger)
+        if info is not None:
+            clientdefaults.configure_when_imported(_set_client_default_configuration)
+            return info
+    return _login_via_imported_client(logger=logger)
+
+
+MODULE_NAME_CLIENT = clientdefaults.MODULE_NAME
+
+
+def _login_before_the_client_is_imported(logger: LoggerLike) -> ConnectionInfo | None:
+    """The same credentials as the client would get, if the built-in reader understands them; else None."""
+    try:
+        info = login_with_service_account()
+        if info is not None:
+            logger.debug("The credentials are the service account's (the client library is not imported).")
+            return info
+        paths = kubeconfig_paths()
+        config, found = _load_kubeconfig(paths)
+        if not found or _needs_the_client_library(config):
+            return None
+        info = login_with_kubeconfig()
+    except LoginError:
+        return None  # the library tries on its own and explains its failures in its own terms
+    if info is not None:
+        logger.debug("The credentials are the kubeconfig's (the client library is not imported).")
+    return info
+
+
+def _needs_the_client_library(config: _MergedConfig) -> bool:
+    """Whether the current context's user authenticates in a way that only the library implements."""
+    context = config.contexts.get(config.current_context or "")
+    user_name = context.data.get("user") if context is not None else None
+    user = config.users.get(str(user_name)) if user_name else None
+    return user is not None and user.data.get("auth-provider") is not None
+
+
+def _set_client_default_configuration(kubernetes: Any) -> None:
+    """Load the library's configuration as the login via it does, and make it the library's default."""
+    config = kubernetes.client.Configuration()
+    try:
+        kubernetes.config.load_incluster_config(client_configuration=config)
+    except kubernetes.config.ConfigException:
+        config_file = os.environ.get("KUBECONFIG", "").strip() or DEFAULT_KUBECONFIG
+        kubernetes.config.load_kube_config(config_file=config_file, client_configuration=config, persist_config=False)
+    kubernetes.client.Configuration.set_default(config)
+
+
+def _login_via_imported_client(*, logger: LoggerLike) -> ConnectionInfo | None:
     try:
         kubernetes = importlib.import_module("kubernetes")
     except ImportError:
@@ -750,7 +807,40 @@ def login_via_pykube(*, logger: LoggerLike, **_: Any) -> ConnectionInfo | None:
     Returns ``None`` if the library is not installed (it is not a dependency of the framework:
     install it explicitly or via ``kopf[full-auth]``). Fails with :class:`LoginError` if the
     library cannot configure itself in either way.
+
+    Pykube imports ``requests`` (~7 MiB, tenths of a second): if nothing has imported pykube yet,
+    the same service account or kubeconfig file (the first of ``$KUBECONFIG``, as pykube reads it)
+    is read without it whenever the built-in reader understands those credentials fully.
     """
+    if "pykube" not in sys.modules and has_pykube():
+        info = _login_before_pykube_is_imported(logger)
+        if info is not None:
+            return info
+    return _login_via_imported_pykube(logger=logger)
+
+
+def _login_before_pykube_is_imported(logger: LoggerLike) -> ConnectionInfo | None:
+    """The same credentials as pykube would get, if the built-in reader understands them; else None."""
+    try:
+        info = login_with_service_account()
+        if info is not None:
+            logger.debug("The credentials are the service account's (pykube is not imported).")
+            return info
+        config_file = os.environ.get("KUBECONFIG", "").strip() or DEFAULT_KUBECONFIG
+        paths = [os.path.expanduser(config_file.split(os.pathsep)[0])]
+        config, found = _load_kubeconfig(paths)
+        if not found or _needs_the_client_library(config):
+            return None
+        login = login_with_kubeconfig_context(paths)
+    except LoginError:
+        return None  # pykube tries on its own and explains its failures in its own terms
+    if login is None:
+        return None
+    logger.debug("The credentials are the kubeconfig's (pykube is not imported).")
+    return login.info
+
+
+def _login_via_imported_pykube(*, logger: LoggerLike) -> ConnectionInfo | None:
     try:
         pykube = importlib.import_module("pykube")
     except ImportError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import pathlib
 from collections.abc import AsyncIterator
@@ -18,6 +19,10 @@ from kopf._cogs.structs.credentials import Vault
 from kopf_sim.http.app import build_app
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.transports.serving import ServedApp
+
+# The libraries' own logins are tested here: once imported, they are used instead of the built-in reader.
+for _library in ("kubernetes", "pykube"):
+    importlib.import_module(_library)
 
 
 class ForwardProxy:

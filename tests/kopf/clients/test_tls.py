@@ -2,6 +2,7 @@
 
 import asyncio
 import base64
+import importlib
 import logging
 import pathlib
 import ssl
@@ -18,6 +19,10 @@ from kopf_sim.http.app import build_app
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.transports.certs import generate_self_signed
 from kopf_sim.transports.serving import ServedApp
+
+# The libraries' own logins are tested here: once imported, they are used instead of the built-in reader.
+for _library in ("kubernetes",):
+    importlib.import_module(_library)
 
 NS_URL = "/api/v1/namespaces/default"
 
