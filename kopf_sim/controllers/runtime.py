@@ -15,6 +15,7 @@ are configured.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import datetime
 import json
@@ -204,7 +205,7 @@ class Manager(Protocol):
     def schedule(self, name: str, key: Key, delay: float) -> None: ...
 
 
-class Controller:
+class Controller(abc.ABC):
     """One control loop: which changes concern it, and how it brings an object to its desired state."""
 
     name: ClassVar[str]
@@ -218,7 +219,7 @@ class Controller:
 
     # -- What the manager calls ------------------------------------------------------------------------
 
-    def bootstrap(self) -> None:
+    def bootstrap(self) -> None:  # noqa: B027 - an optional hook: nothing by default
         """Create what exists in a fresh cluster (synchronously, at start, before any client's request)."""
 
     def initial_keys(self) -> Iterable[Key]:
@@ -234,10 +235,11 @@ class Controller:
     def related_keys(self, change: Change) -> Iterable[Key]:
         return ()
 
+    @abc.abstractmethod
     async def reconcile(self, key: Key) -> None:
-        raise NotImplementedError  # every controller defines it
+        """Bring the object of the key (or its absence) to its desired state."""
 
-    def stopped(self) -> None:
+    def stopped(self) -> None:  # noqa: B027 - an optional hook: nothing by default
         """Forget the in-memory state (the controller is switched off, or the manager stops)."""
 
     # -- Reading -----------------------------------------------------------------------------------------
