@@ -14,6 +14,7 @@ Both frameworks run at once (each with its own cluster), so a scenario costs one
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -29,6 +30,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from tests.serving import served_simulator
 
 HERE = pathlib.Path(__file__).parent
 OPERATORS = HERE / "operators"
@@ -50,47 +53,13 @@ class Cluster:
     """A ``kopf-sim serve`` subprocess and a tiny JSON client of it (plain HTTP on loopback)."""
 
     def __init__(self, workdir: pathlib.Path, manifests: Sequence[pathlib.Path]) -> None:
-        self.kubeconfig = workdir / "kubeconfig"
-        self._output = open(workdir / "sim.log", "w+")  # noqa: SIM115 - closed in stop()
-        args = [
-            sys.executable,
-            "-m",
-            "kopf_sim",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--kubeconfig",
-            str(self.kubeconfig),
-        ]
-        for manifest in manifests:
-            args += ["--load", str(manifest)]
-        self._process = subprocess.Popen(args, stdout=self._output, stderr=subprocess.STDOUT, cwd=str(ROOT))
-        self.url = self._wait_for_url()
-
-    def _wait_for_url(self) -> str:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            self._output.seek(0)
-            match = re.search(r"Serving a simulated Kubernetes API at (\S+)", self._output.read())
-            if match and self.kubeconfig.exists():
-                return match.group(1)
-            if self._process.poll() is not None:
-                break
-            time.sleep(0.05)
-        self._output.seek(0)
-        raise RuntimeError(f"kopf-sim serve did not start:\n{self._output.read()}")
+        self._stack = contextlib.ExitStack()
+        loads = [arg for manifest in manifests for arg in ("--load", str(pathlib.Path(ROOT, manifest)))]
+        served = self._stack.enter_context(served_simulator(workdir / "kubeconfig", *loads, timeout=30))
+        self.kubeconfig, self.url = served.kubeconfig, served.url
 
     def stop(self) -> None:
-        if self._process.poll() is None:
-            self._process.send_signal(signal.SIGTERM)
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        self._output.close()
+        self._stack.close()
 
     def request(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
