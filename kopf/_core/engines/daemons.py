@@ -557,7 +557,8 @@ async def daemon_killer(
             ]
             for task in leftovers:
                 task.cancel()
-            await asyncio.wait(leftovers, timeout=EXITING_TIMEOUT) if leftovers else None
+            if leftovers:
+                await asyncio.wait(leftovers, timeout=EXITING_TIMEOUT)
         raise
 
 
