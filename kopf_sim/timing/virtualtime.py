@@ -82,6 +82,7 @@ import types
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar, TypeVarTuple
 
+from kopf_sim.timing import affinity
 from kopf_sim.timing.loopclock import TICKS_PER_SECOND, VirtualClock
 
 __all__ = [
@@ -213,6 +214,8 @@ class _Job:
     waiting: _ThreadWait | None = None  # set while its thread waits in a known way (it is idle then)
     reported: bool = False  # reported as stuck: it holds the time no more (until it waits & wakes again)
     bell: _Bell | None = None  # made at its thread's first known wait, closed when its function returns
+    pinned: bool = False  # its thread was put on the loop's CPU (at a known wait), or tried to be
+    affinity: set[int] | None = None  # its thread's CPUs before it was pinned: put back when its function returns
 
     @property
     def pending(self) -> bool:
@@ -266,6 +269,8 @@ def _run_job(loop: VirtualTimeLoop, job: _Job, func: Callable[..., _T], *args: A
         _marker.loop, _marker.job = previous
         if job.bell is not None:
             job.bell.close()
+        if job.affinity is not None:
+            affinity.unpin_current_thread(job.affinity)
 
 
 class _RecordingExecutor(concurrent.futures.Executor):
@@ -331,6 +336,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         reported as stuck (e.g. a thread waiting for a timer of the loop); ``None``: wait forever.
     :param time_limit: the loop time (seconds) that the clock must not pass; a jump beyond it
         raises :class:`TimeLimitError` naming the pending tasks; ``None``: no limit.
+    :param one_cpu: once executor jobs wait in virtual time, run the loop's thread and theirs on one CPU
+        (Linux): they take turns anyway, and a turn costs a third there (:mod:`kopf_sim.timing.affinity`).
     """
 
     # Internals of asyncio.BaseEventLoop: read to know whether anything can run; only the
@@ -350,11 +357,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         noop_cycles: int = DEFAULT_NOOP_CYCLES,
         executor_timeout: float | None = DEFAULT_EXECUTOR_TIMEOUT,
         time_limit: float | None = None,
+        one_cpu: bool = True,
     ) -> None:
         # Guards the jobs' waits (threads start them, the loop & the threads due end them) and the loop's sleep.
         # Reentrant: the waits' conditions run under it, and a thread-safe call from one would take it again.
         self._vt_lock = threading.RLock()
         self._vt_closed = False
+        self._vt_pinnable = one_cpu and affinity.available()  # not yet pinned, but may be
+        self._vt_cpu: int | None = None  # the CPU of the threads that take turns (once the loop's thread is pinned)
+        self._vt_loop_pin: tuple[int, set[int]] | None = None  # the loop thread's native id & its CPUs before
         self._vt_jobs: list[_Job] = []
         self._vt_awaited: set[_Job] = set()  # the busy jobs that the loop waits for (it is woken when none is left)
         self._vt_seq = 0  # counts the waits' starts (their order)
@@ -505,6 +516,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         Real I/O is left in the (level-triggered) selector for the iteration to process.
         """
         timeout = self._thread_timeout(busy)
+        if self._vt_pinnable:
+            self._pin_loop_thread()
         with self._vt_lock:
             if self._vt_sleep == _AWAKE and not self._ready and self._vt_awaited:
                 self._vt_sleep = _DROWSY
@@ -556,6 +569,29 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             else:
                 real_io = True
         return real_io
+
+    def _pin_loop_thread(self) -> None:
+        """Keep the loop's thread on the CPU it runs on now; the jobs' threads follow it at their next known wait."""
+        native_id = threading.get_native_id()
+        if self._vt_loop_pin is not None:
+            if self._vt_loop_pin[0] == native_id:
+                return
+            affinity.unpin_thread(*self._vt_loop_pin)  # the loop runs in another thread now: that one moves
+            self._vt_loop_pin = None
+        cpu = affinity.current_cpu()
+        previous = None if cpu is None else affinity.pin_current_thread(cpu)
+        if previous is None:
+            self._vt_pinnable = False  # no way here: never tried again
+            self._vt_cpu = None
+        else:
+            self._vt_loop_pin = native_id, previous
+            self._vt_cpu = cpu
+
+    def _unpin_loop_thread(self) -> None:
+        if self._vt_loop_pin is not None:
+            affinity.unpin_thread(*self._vt_loop_pin)
+            self._vt_loop_pin = None
+            self._vt_cpu = None
 
     def _wake_up(self) -> bool:
         """The loop's sleep ends; the turn of the threads due goes back to it. Whether to write into the self-pipe.
@@ -815,6 +851,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                         ring_loop = self._wake_up()
         if closed:
             return _wait_in_real_time(timeout, until)
+        if not job.pinned and self._vt_cpu is not None:
+            job.pinned = True
+            job.affinity = affinity.pin_current_thread(self._vt_cpu)
         if following is not None:
             following.ring()
         elif ring_loop:
@@ -847,6 +886,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                 if wait is not None and job.bell is not None:
                     wait.orphaned = True
                     job.bell.ring()
+        self._unpin_loop_thread()
         super().close()
 
     def set_default_executor(self, executor: concurrent.futures.ThreadPoolExecutor) -> None:  # type: ignore[override]
