@@ -53,6 +53,9 @@ __all__ = ["InMemoryConnector", "InMemoryServer", "ProtocolFactory", "in_memory_
 DEFAULT_BASE_URL = "http://kopf-sim.local"
 LOOPBACK = "127.0.0.1"
 FIRST_EPHEMERAL_PORT = 49152
+IDLE_CONNECTIONS_KEPT = (
+    3600.0  # seconds an idle in-memory connection stays in a client's pool (the server may close it sooner)
+)
 
 # Flow control: the bytes a writer may have in flight before it is asked to pause.
 HIGH_WATER = 256 * 1024
@@ -342,6 +345,10 @@ class InMemoryConnector(aiohttp.BaseConnector):
         loop: asyncio.AbstractEventLoop | None = None,
         **kwargs: Any,
     ) -> None:
+        if not kwargs.get("force_close"):
+            # An idle connection in memory holds nothing real; aiohttp's pool clean-up, every 15 s by default,
+            # is a timer that makes an idle virtual-time loop jump (~6,000 jumps per simulated day).
+            kwargs.setdefault("keepalive_timeout", IDLE_CONNECTIONS_KEPT)
         super().__init__(loop=loop, **kwargs)
         self._owned: InMemoryServer | None = None
         self._target: InMemoryServer | ProtocolFactory
