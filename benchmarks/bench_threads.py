@@ -16,8 +16,9 @@ the same waits with no operator (``wait_in_thread()`` in bare executor jobs: the
 a fixed pure-Python workload (``calibration``) timed before each round, since the machine's speed varies.
 Every wake-up of a thread is a real switch of threads (the thread runs the operator's code between
 two waits), so the cost is per wake-up: the threads due at one moment wake each other through pipes, one
-switch per wake-up (a bare ring of 10 Python threads passing a pipe's byte on costs ~6 µs of CPU per switch
-here, a lock's ~12 µs); the loop's decisions and the operator's own async work come on top.
+switch per wake-up, on one CPU (a bare ring of 10 Python threads passing a pipe's byte on costs ~5 µs of
+CPU per switch on one CPU of these machines, 10-13 µs across two; ``--any-cpu`` runs each day both ways);
+the loop's decisions and the operator's own async work come on top.
 """
 
 from __future__ import annotations
@@ -94,11 +95,13 @@ async def scenario(
     return wall, cpu
 
 
-def one_round(objects: int, hours: float) -> None:
+def one_round(objects: int, hours: float, *, one_cpu: bool = True) -> None:
     counts: dict[str, int] = {}
     wall, cpu = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory() as tmp, virtual_clocks():
         test_loop = TestLoop(virtual=True)
+        assert isinstance(test_loop.loop, virtualtime.VirtualTimeLoop)
+        test_loop.loop.one_cpu = one_cpu
         try:
             cluster = SimKopfCluster(loop=test_loop.loop, tmp_dir=lambda: pathlib.Path(tmp))
             test_loop.run(cluster.setup())
@@ -113,7 +116,8 @@ def one_round(objects: int, hours: float) -> None:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     wakes = counts.get("stopped.wait(10)", 0) + counts.get("time.sleep(60)", 0) + counts.get("timer", 0)
     print(
-        f"  {hours:g} virtual hours: {day_wall:6.2f} s wall, {day_cpu:6.2f} s CPU "
+        f"  {'' if one_cpu else '(threads on any CPU) '}{hours:g} virtual hours: "
+        f"{day_wall:6.2f} s wall, {day_cpu:6.2f} s CPU "
         f"({wakes / day_wall:,.0f} thread wake-ups per second); the whole test: {wall:6.2f} s wall, "
         f"{cpu:6.2f} s CPU; counts: {dict(sorted(counts.items()))}"
     )
@@ -160,11 +164,16 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=24)
     parser.add_argument("--objects", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--any-cpu", action="store_true", help="Also run each day with the threads free to run on any CPU, to compare."
+    )
     args = parser.parse_args()
     one_round(1, 0.1)  # warm-up: imports, caches
     for _ in range(args.repeat):
         print(f"calibration {calibrate():.0f} ms; {args.objects} objects:")
         one_round(args.objects, args.hours)
+        if args.any_cpu:
+            one_round(args.objects, args.hours, one_cpu=False)
         bare_round(args.objects, args.hours)
 
 

@@ -6,8 +6,9 @@ CPUs costs two wake-ups (the kernel's, then the GIL's, since the woken thread fi
 by the one that woke it) where on one CPU it costs one (the woken thread runs only once the other blocks,
 and the GIL is free by then): a ring of Python threads passing a pipe's byte on costs ~12 µs of CPU per
 switch across the CPUs of these machines and ~5 µs on one (``benchmarks/bench_threads.py`` runs the day
-of sync daemons 2.4x faster). Other threads and processes are left alone; a thread's affinity is put back
-when its job ends, the loop thread's when the loop closes.
+of sync daemons 2.4x faster). The loop's thread is pinned only while it sleeps for the threads (so that the
+threads and processes it starts meanwhile, which would inherit its affinity, are left free), a job's thread
+from its first wait in virtual time until its job ends; other threads and processes are left alone.
 
 Linux only (``os.sched_setaffinity`` with a thread's native id); elsewhere, or if the affinity cannot be
 set (e.g. a container's CPU set), nothing is pinned and everything works as before, only slower.

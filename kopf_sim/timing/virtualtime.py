@@ -336,8 +336,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         reported as stuck (e.g. a thread waiting for a timer of the loop); ``None``: wait forever.
     :param time_limit: the loop time (seconds) that the clock must not pass; a jump beyond it
         raises :class:`TimeLimitError` naming the pending tasks; ``None``: no limit.
-    :param one_cpu: once executor jobs wait in virtual time, run the loop's thread and theirs on one CPU
-        (Linux): they take turns anyway, and a turn costs a third there (:mod:`kopf_sim.timing.affinity`).
+    :param one_cpu: while the loop sleeps for its executor jobs, its thread and those of the jobs that wait
+        in virtual time run on one CPU (Linux): they take turns anyway, and a turn costs a third there
+        (:mod:`kopf_sim.timing.affinity`).
     """
 
     # Internals of asyncio.BaseEventLoop: read to know whether anything can run; only the
@@ -363,9 +364,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         # Reentrant: the waits' conditions run under it, and a thread-safe call from one would take it again.
         self._vt_lock = threading.RLock()
         self._vt_closed = False
-        self._vt_pinnable = one_cpu and affinity.available()  # not yet pinned, but may be
-        self._vt_cpu: int | None = None  # the CPU of the threads that take turns (once the loop's thread is pinned)
-        self._vt_loop_pin: tuple[int, set[int]] | None = None  # the loop thread's native id & its CPUs before
+        self._vt_pinnable = one_cpu and affinity.available()  # may be pinned (until an attempt fails)
+        self._vt_cpu: int | None = None  # the CPU of the threads that take turns (chosen at the loop's first sleep)
+        self._vt_free_cpus: set[int] | None = None  # the loop thread's CPUs before it was pinned (while it is)
         self._vt_jobs: list[_Job] = []
         self._vt_awaited: set[_Job] = set()  # the busy jobs that the loop waits for (it is woken when none is left)
         self._vt_seq = 0  # counts the waits' starts (their order)
@@ -419,6 +420,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def now(self) -> datetime.datetime:
         """The wall-clock time of this loop: the epoch plus the loop time, to the microsecond."""
         return self.epoch + datetime.timedelta(microseconds=self._vt_ticks * 1_000_000 // TICKS_PER_SECOND)
+
+    @property
+    def one_cpu(self) -> bool:
+        """Whether the threads that take turns run on one CPU (see the parameter); settable, e.g. to compare."""
+        return self._vt_pinnable
+
+    @one_cpu.setter
+    def one_cpu(self, value: bool) -> None:
+        self._vt_pinnable = value and affinity.available()
 
     # -- the scheduling -----------------------------------------------------------------------
 
@@ -507,6 +517,16 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         return not self._signal_handlers and self._vt_gate.registered == len(self._vt_own_fds)
 
     def _sleep_for_threads(self, busy: list[_Job]) -> bool:
+        """Sleep until the busy threads are idle (see :meth:`_sleep_until_idle`), on the threads' CPU from now on.
+
+        The loop's thread stays pinned until the loop stops running (``run_forever()`` returns): a pin at every
+        sleep and a release after it would cost two system calls a time, ~17 µs with the thread's migrations.
+        """
+        if self._vt_pinnable and self._vt_free_cpus is None:
+            self._pin_loop_thread()
+        return self._sleep_until_idle(busy)
+
+    def _sleep_until_idle(self, busy: list[_Job]) -> bool:
         """Block until the busy threads are idle, or a thread-safe call, I/O or a signal comes; whether to iterate.
 
         The loop polls its selector here, not in an iteration: while nothing but the threads' wake-ups
@@ -516,8 +536,6 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         Real I/O is left in the (level-triggered) selector for the iteration to process.
         """
         timeout = self._thread_timeout(busy)
-        if self._vt_pinnable:
-            self._pin_loop_thread()
         with self._vt_lock:
             if self._vt_sleep == _AWAKE and not self._ready and self._vt_awaited:
                 self._vt_sleep = _DROWSY
@@ -571,27 +589,26 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         return real_io
 
     def _pin_loop_thread(self) -> None:
-        """Keep the loop's thread on the CPU it runs on now; the jobs' threads follow it at their next known wait."""
-        native_id = threading.get_native_id()
-        if self._vt_loop_pin is not None:
-            if self._vt_loop_pin[0] == native_id:
-                return
-            affinity.unpin_thread(*self._vt_loop_pin)  # the loop runs in another thread now: that one moves
-            self._vt_loop_pin = None
-        cpu = affinity.current_cpu()
-        previous = None if cpu is None else affinity.pin_current_thread(cpu)
+        """Pin the loop's thread to the threads' CPU: the one it ran on at its first sleep for threads."""
+        if self._vt_cpu is None:
+            self._vt_cpu = affinity.current_cpu()
+        previous = None if self._vt_cpu is None else affinity.pin_current_thread(self._vt_cpu)
         if previous is None:
-            self._vt_pinnable = False  # no way here: never tried again
+            self._vt_pinnable = False  # no way here: never tried again, the jobs' threads stay free too
             self._vt_cpu = None
-        else:
-            self._vt_loop_pin = native_id, previous
-            self._vt_cpu = cpu
+        self._vt_free_cpus = previous
 
     def _unpin_loop_thread(self) -> None:
-        if self._vt_loop_pin is not None:
-            affinity.unpin_thread(*self._vt_loop_pin)
-            self._vt_loop_pin = None
-            self._vt_cpu = None
+        if self._vt_free_cpus is not None:
+            affinity.unpin_current_thread(self._vt_free_cpus)
+            self._vt_free_cpus = None
+
+    def run_forever(self) -> None:
+        """Run as usual; the loop's thread gets its CPUs back when the loop stops (e.g. between a test's steps)."""
+        try:
+            super().run_forever()
+        finally:
+            self._unpin_loop_thread()
 
     def _wake_up(self) -> bool:
         """The loop's sleep ends; the turn of the threads due goes back to it. Whether to write into the self-pipe.
@@ -851,9 +868,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                         ring_loop = self._wake_up()
         if closed:
             return _wait_in_real_time(timeout, until)
-        if not job.pinned and self._vt_cpu is not None:
-            job.pinned = True
-            job.affinity = affinity.pin_current_thread(self._vt_cpu)
+        free = self._vt_free_cpus
+        if not job.pinned and free is not None and self._vt_cpu is not None:
+            job.pinned = True  # back to the loop's free CPUs when its job ends (not to the inherited pin)
+            job.affinity = free if affinity.pin_current_thread(self._vt_cpu) is not None else None
         if following is not None:
             following.ring()
         elif ring_loop:
@@ -886,7 +904,6 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                 if wait is not None and job.bell is not None:
                     wait.orphaned = True
                     job.bell.ring()
-        self._unpin_loop_thread()
         super().close()
 
     def set_default_executor(self, executor: concurrent.futures.ThreadPoolExecutor) -> None:  # type: ignore[override]
