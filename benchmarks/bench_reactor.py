@@ -45,6 +45,10 @@ from pytest_kopf.cluster import SimKopfCluster
 from pytest_kopf.operator import KopfOperator
 from pytest_kopf.running import TestLoop
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # (run as a script, or imported)
+
+from calibration import calibrate
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CRD = ROOT / "examples" / "crd.yaml"
 KOPF = str(ROOT / "kopf")
@@ -239,15 +243,6 @@ def one_round(objects: int, updates: int, *, memory: float | None = None) -> Non
             print(f"    {kind:<48} {kinds.get(kind, 0) / objects:8,.0f} bytes")
         print(f"    {'all of the operator':<48} {total / objects:8,.0f} bytes")
         print(f"    {'(apart: the simulator, its store & history)':<48} {kinds.get(None, 0) / objects:8,.0f} bytes")
-
-
-def calibrate() -> float:
-    """A fixed pure-Python workload (ms): how fast the machine is right now."""
-    started = time.perf_counter()
-    total = 0
-    for i in range(2_000_000):
-        total += i % 7
-    return (time.perf_counter() - started) * 1000
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import concurrent.futures
 import pathlib
+import sys
 import tempfile
 import threading
 import time
@@ -38,6 +39,10 @@ from pytest_kopf.clocks import virtual_clocks
 from pytest_kopf.cluster import SimKopfCluster
 from pytest_kopf.operator import KopfOperator
 from pytest_kopf.running import TestLoop
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # (run as a script, or imported)
+
+from calibration import calibrate
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CRD = ROOT / "examples" / "crd.yaml"
@@ -148,15 +153,6 @@ def bare_round(objects: int, hours: float) -> None:
     wall, cpu = virtualtime.run(day())
     wakes = objects * (steps // 10 + steps // 60)
     print(f"  the same waits alone ({wakes:,} wake-ups, no operator): {wall:6.2f} s wall, {cpu:6.2f} s CPU")
-
-
-def calibrate() -> float:
-    """A fixed pure-Python workload (ms): how fast the machine is right now."""
-    started = time.perf_counter()
-    total = 0
-    for i in range(2_000_000):
-        total += i % 7
-    return (time.perf_counter() - started) * 1000
 
 
 def main() -> None:
