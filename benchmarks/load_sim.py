@@ -1,6 +1,7 @@
 """A load test of a served simulator: many writers and watchers at once, and the watches' integrity.
 
-Run: ``python benchmarks/load_sim.py [--writers 20] [--watchers 10] [--seconds 60] [--history N]``.
+Run: ``python benchmarks/load_sim.py [--writers 20] [--watchers 10] [--seconds 60] [--history N]``,
+and a burst: ``--objects 10000 --burst 5000`` (see below).
 
 ``kopf-sim serve`` runs in a subprocess; this process runs the clients (aiohttp, one event loop). Each
 writer creates, patches, replaces and deletes ConfigMaps of its own, as fast as the server answers;
@@ -12,18 +13,24 @@ each watcher lists once and then watches from the list's version for the whole r
   each watcher's events equals the final list. A watcher that is let go (it fell behind by more than
   the history window) resumes from its last version, or relists on 410 Expired: it is then counted,
   and checked only for its final state.
+
+With ``--burst N``, before that: N requests at once, each over a connection of its own (as an operator with
+a request per object in flight), while the server also lists all the ``--objects`` ConfigMaps that it has
+loaded at its start (a busy loop): every request must get an answer, none a dropped connection.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import dataclasses
 import json
 import os
 import pathlib
 import random
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -134,6 +141,55 @@ async def watch(session: aiohttp.ClientSession, deadline: float, result: Watcher
         result.reconnects += 1
 
 
+async def burst(base: str, requests: int, objects: int) -> bool:
+    """Many requests at once over as many connections, while the server lists every object: all answered?"""
+    failures: collections.Counter[str] = collections.Counter()
+    answered = 0
+    timeout = aiohttp.ClientTimeout(total=120)
+    connector = aiohttp.TCPConnector(limit=0, force_close=True)  # a connection per request, all at once
+    async with aiohttp.ClientSession(base, connector=connector, timeout=timeout) as session:
+
+        async def one(index: int) -> None:
+            nonlocal answered
+            name = f"preloaded-{index % objects:05d}" if objects else "none"
+            patch = {"data": {"n": str(index)}}
+            try:
+                async with session.patch(
+                    f"{URL}/{name}", json=patch, headers={"Content-Type": "application/merge-patch+json"}
+                ) as response:
+                    await response.read()
+                    answered += 1
+                    if response.status not in (200, 404):
+                        failures[f"HTTP {response.status}"] += 1
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                failures[f"{type(exc).__name__}: {str(exc)[:50]}"] += 1
+
+        async def lists() -> None:
+            for _ in range(3):
+                try:
+                    async with session.get(URL) as response:
+                        await response.read()
+                except (TimeoutError, aiohttp.ClientError) as exc:
+                    failures[f"list: {type(exc).__name__}"] += 1
+
+        started = time.monotonic()
+        await asyncio.gather(lists(), *(one(index) for index in range(requests)))
+        elapsed = time.monotonic() - started
+    print(
+        f"burst: {requests} requests at once over as many connections, 3 lists of {objects} objects meanwhile: "
+        f"{answered} answered in {elapsed:.1f} s; failed: {dict(failures) or 'none'}"
+    )
+    return not failures
+
+
+def preload_manifest(path: str, objects: int) -> None:
+    """The ConfigMaps that the server loads at its start, for a burst (JSON documents are YAML too)."""
+    with open(path, "w") as f:
+        for index in range(objects):
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"preloaded-{index:05d}"}}
+            f.write(f"---\n{json.dumps({**body, 'data': {'n': '0'}})}\n")
+
+
 def peak_rss_mb(pid: int) -> float:
     match = re.search(r"VmHWM:\s+(\d+) kB", pathlib.Path(f"/proc/{pid}/status").read_text())
     assert match is not None
@@ -141,6 +197,7 @@ def peak_rss_mb(pid: int) -> float:
 
 
 async def run(base: str, args: argparse.Namespace, server_pid: int) -> bool:
+    burst_ok = await burst(base, args.burst, args.objects) if args.burst else True
     rng = random.Random(args.seed)
     latencies: list[float] = []
     written: set[int] = set()
@@ -199,7 +256,7 @@ async def run(base: str, args: argparse.Namespace, server_pid: int) -> bool:
             f"{'; '.join(problems) or 'exact'}"
         )
     print(f"integrity: {'every change exactly once, in order, by every watcher' if intact else 'BROKEN'}")
-    return intact
+    return intact and burst_ok
 
 
 def main() -> None:
@@ -209,11 +266,20 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--history", type=int, default=None, help="the server's --history (default: its own)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--objects", type=int, default=0, help="ConfigMaps the server loads at its start")
+    parser.add_argument("--burst", type=int, default=0, help="requests at once, before the writers and watchers")
     args = parser.parse_args()
+    if args.burst:  # this process holds a connection per request too
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, args.burst + 1024)), hard))
     with tempfile.TemporaryDirectory() as tmp:
         command = [sys.executable, "-m", "kopf_sim", "serve", "--kubeconfig", os.path.join(tmp, "kubeconfig")]
         if args.history:
             command += ["--history", str(args.history)]
+        if args.objects:
+            manifest = os.path.join(tmp, "objects.yaml")
+            preload_manifest(manifest, args.objects)
+            command += ["--controllers", "none", "--load", manifest]
         server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         try:
             assert server.stdout is not None

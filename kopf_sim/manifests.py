@@ -8,6 +8,10 @@ from typing import Any
 
 import yaml
 
+#: libyaml's parser where PyYAML has it (about 10x faster: 10,000 objects loaded at a server's start), else Python's;
+#: the same safe constructor either way, so the same documents.
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class ManifestError(ValueError):
     """A manifest that cannot be read: the message names the file and the problem."""
@@ -30,7 +34,7 @@ def read_manifest(path: str | pathlib.Path) -> list[Any]:
 
 def parse_manifests(text: str, *, source: str = "<text>") -> list[Any]:
     try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        documents = [doc for doc in yaml.load_all(text, Loader=_SafeLoader) if doc is not None]
     except yaml.YAMLError as exc:
         raise ManifestError(f"{source} is not valid YAML: {str(exc).splitlines()[0]}") from None
     for index, doc in enumerate(documents):

@@ -15,7 +15,9 @@ import asyncio
 import hmac
 import ipaddress
 import os
+import resource
 import signal
+import socket
 import ssl
 import tempfile
 from collections.abc import Callable, Sequence
@@ -147,7 +149,7 @@ class ServedApp:
         ssl_context = self._make_ssl_context() if self.tls else None
         await self._runner.setup()
         try:
-            site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context)
+            site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context, backlog=listen_backlog())
             await site.start()
         except BaseException:
             await self._runner.cleanup()
@@ -212,6 +214,7 @@ def serve_forever(
 
     The kubeconfig, if requested, is written before ``on_ready`` is called.
     """
+    raise_open_files_limit()
     served = ServedApp(app, host=host, port=port, token=token, tls=tls, extra_hostnames=extra_hostnames)
     asyncio.run(_serve_until_signalled(served, kubeconfig=kubeconfig, on_ready=on_ready))
 
@@ -237,6 +240,40 @@ async def _serve_until_signalled(
     finally:
         for signum in signals:
             loop.remove_signal_handler(signum)
+
+
+def listen_backlog() -> int:
+    """How many connections may wait for the server's loop to accept them: the system's maximum.
+
+    As the apiserver (Go) listens: a burst of connections (an operator patching thousands of objects at
+    once, each over a connection of its own) while the loop is busy then waits in the kernel's queue,
+    instead of overflowing aiohttp's default of 128, where the handshakes are dropped: the clients stall
+    in retransmits, and fail on their connect timeouts or with resets.
+    """
+    try:
+        return max(socket.SOMAXCONN, int(Path("/proc/sys/net/core/somaxconn").read_text()))
+    except (OSError, ValueError):  # not Linux: the system caps the number at its own maximum
+        return max(socket.SOMAXCONN, 4096)
+
+
+def raise_open_files_limit() -> None:
+    """Allow this process as many open files as the system lets it (the soft limit up to the hard one), as Go does.
+
+    Every client connection is a file: with the usual soft limit of 1024, a client with a thousand requests in
+    flight (an operator with a connection per object) would make ``accept()`` fail (EMFILE): the server would
+    stall and log a traceback per attempt.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    unlimited = resource.RLIM_INFINITY
+    candidates = [] if hard == unlimited else [hard]
+    candidates += [1024 * 1024, 65536, 10240]  # if the hard limit is unlimited, or refused (macOS: OPEN_MAX)
+    for limit in candidates:
+        if soft != unlimited and soft < limit and (hard == unlimited or limit <= hard):
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+            except (ValueError, OSError):
+                continue
+            return
 
 
 def _url_host(host: str) -> str:
