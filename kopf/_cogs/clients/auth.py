@@ -14,10 +14,10 @@ is retried with the next credentials (or after a re-login). Nothing here logs th
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import importlib.metadata
+import itertools
 import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,6 +25,7 @@ from typing import TypeVar
 
 import aiohttp
 
+from kopf._cogs.aiokits.aiopriority import PrioritySemaphore
 from kopf._cogs.clients import errors
 from kopf._cogs.structs.credentials import AccessError, AiohttpSession, ConnectionInfo, Vault, VaultContext
 
@@ -45,6 +46,18 @@ SLOTS_KEY = "request-slots"
 #: (measured with benchmarks/compare_peer.py at 1,000 objects: 32 slots starve the patches, 256 are slower).
 #: The watch-streams are not limited: they hold their connections for as long as they watch.
 MAX_CONCURRENT_REQUESTS = 128
+
+#: The order of a request for a free slot: the lower, the sooner. The workers set it to the moment (a
+#: sequence number) when their object's processing began, so that an object's requests go before those of
+#: objects that began after it (see :mod:`kopf._cogs.aiokits.aiopriority`); other requests get a number
+#: of their own when they are made: first come, first served among those.
+request_order: contextvars.ContextVar[int | None] = contextvars.ContextVar("request_order", default=None)
+_orders = itertools.count()
+
+
+def next_order() -> int:
+    """A number later than every one given so far: the order of what begins now."""
+    return next(_orders)
 
 
 def _user_agent() -> str:
@@ -111,11 +124,11 @@ def get_session(info: ConnectionInfo, context: VaultContext, *, trust_env: bool 
     return session
 
 
-def get_slots(context: VaultContext) -> asyncio.Semaphore:
+def get_slots(context: VaultContext) -> PrioritySemaphore:
     """The slots of the regular requests with these credentials (see :data:`MAX_CONCURRENT_REQUESTS`)."""
-    slots: asyncio.Semaphore | None = context.get(SLOTS_KEY)
+    slots: PrioritySemaphore | None = context.get(SLOTS_KEY)
     if slots is None:
-        slots = asyncio.Semaphore(MAX_CONCURRENT_REQUESTS)
+        slots = PrioritySemaphore(MAX_CONCURRENT_REQUESTS)
         context.put(SLOTS_KEY, slots)
     return slots
 
@@ -145,7 +158,8 @@ async def authenticated(
             session = get_session(info, context, trust_env=trust_env)
             context.acquire()
             try:
-                async with get_slots(context):
+                order = request_order.get()
+                async with get_slots(context).slot(next_order() if order is None else order):
                     return await fn(info, session)
             except errors.APIUnauthorizedError as e:
                 logger.debug(f"The credentials {key!r} are rejected with HTTP 401; invalidating them.")

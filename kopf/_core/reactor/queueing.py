@@ -39,7 +39,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, Protocol
 
-from kopf._cogs.clients import fetching, watching
+from kopf._cogs.clients import auth, fetching, watching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import Body, RawEvent
 from kopf._cogs.structs.credentials import Vault
@@ -243,6 +243,7 @@ async def _worker(
             raw_event, eos = await _batch(backlog, item, window=settings.batching.batch_window)
 
             stream.pressure.clear()
+            order = auth.request_order.set(auth.next_order())  # its requests go before those of later objects
             try:
                 if limiter is not None:
                     async with limiter:
@@ -272,6 +273,8 @@ async def _worker(
                     backlog.put_nowait(raw_event)
             else:
                 throttler.reset()
+            finally:
+                auth.request_order.reset(order)
 
             if eos:
                 break

@@ -1,0 +1,72 @@
+"""A semaphore whose waiters get the free slots by their priority (the lowest number first), not by arrival.
+
+For the operator's API requests: when thousands of objects are in flight at once, a first-come slot makes
+every object's second request wait behind every other object's first, so that none finishes until nearly
+all have started (and all of them are held in memory meanwhile). Served by the order in which their objects'
+processing began, the requests let the objects finish one after another, as they came.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+from collections.abc import AsyncIterator
+
+
+class PrioritySemaphore:
+    """At most ``value`` holders at once; the waiters are served by (priority, arrival)."""
+
+    __slots__ = ("_arrivals", "_free", "_pending", "_waiters")
+
+    def __init__(self, value: int) -> None:
+        if value < 1:
+            raise ValueError(f"A semaphore needs at least one slot, got {value!r}.")
+        self._free = value
+        self._pending = 0  # the waiters not served yet (the heap also keeps the cancelled ones until popped)
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+
+    @property
+    def free(self) -> int:
+        return self._free
+
+    @property
+    def waiting(self) -> int:
+        return self._pending
+
+    async def acquire(self, priority: int) -> None:
+        if self._free > 0 and not self._pending:
+            self._free -= 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (priority, next(self._arrivals), future))
+        self._pending += 1
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.cancelled():  # withdrawn while waiting
+                self._pending -= 1
+            else:  # served, but cancelled before it could resume: the slot goes on to the next one
+                self.release()
+            raise
+
+    def release(self) -> None:
+        """Hand the slot to the first waiter by priority, or free it."""
+        while self._waiters:
+            _, _, future = heapq.heappop(self._waiters)
+            if not future.done():
+                future.set_result(None)
+                self._pending -= 1
+                return
+        self._free += 1
+
+    @contextlib.asynccontextmanager
+    async def slot(self, priority: int) -> AsyncIterator[None]:
+        """Hold a slot for the block, waiting for it by ``priority`` (the lower, the sooner)."""
+        await self.acquire(priority)
+        try:
+            yield
+        finally:
+            self.release()
