@@ -20,6 +20,7 @@ import importlib.metadata
 import itertools
 import logging
 import ssl
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
@@ -53,6 +54,10 @@ MAX_CONCURRENT_REQUESTS = 128
 #: of their own when they are made: first come, first served among those.
 request_order: contextvars.ContextVar[int | None] = contextvars.ContextVar("request_order", default=None)
 _orders = itertools.count()
+
+#: The order of the requests that may wait until no object's request does (e.g. posting the k8s-events):
+#: among themselves, first come, first served. With no other requests waiting, they go at once.
+BACKGROUND_ORDER = sys.maxsize
 
 
 def next_order() -> int:

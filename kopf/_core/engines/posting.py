@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from kopf._cogs.clients import events
+from kopf._cogs.clients import auth, events
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import ObjectReference, build_object_reference
 from kopf._cogs.structs.credentials import Vault
@@ -184,7 +184,9 @@ async def poster(
 
     One at a time, in the order of queueing: so ``settings.posting.worker_limit`` (any) holds,
     and ``settings.posting.idle_timeout`` has nothing to time out (the poster never idles out).
+    Under load, the events wait until the objects' own requests are sent (see ``auth.BACKGROUND_ORDER``).
     """
+    auth.request_order.set(auth.BACKGROUND_ORDER)  # (in this task's own context)
     while True:
         posted = await event_queue.queue.get()
         if posted.level is not None and posted.level < settings.posting.level:
