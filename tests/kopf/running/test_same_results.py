@@ -61,6 +61,11 @@ def done(obj: dict[str, Any] | None) -> bool:
     return bool(obj and "updated" in (obj.get("status") or {}))
 
 
+def posted(events: list[dict[str, Any]]) -> bool:
+    """The events are posted after the patches (in the background): the update's summary is the last one."""
+    return any(e["message"].startswith("Updating is processed") for e in events)
+
+
 async def in_process(tmp_path: pathlib.Path, cluster: Cluster, vault: kopf.ConnectionInfo | Any) -> dict[str, Any]:
     registry = kopf.OperatorRegistry()
     path = tmp_path / "operator_inprocess.py"
@@ -87,11 +92,12 @@ async def in_process(tmp_path: pathlib.Path, cluster: Cluster, vault: kopf.Conne
                 break
             await asyncio.sleep(0.05)
         cluster.patch(kex(cluster), "default", "ex1", {"spec": {"field": "two"}}, "application/merge-patch+json")
+        events: list[dict[str, Any]] = []
         for _ in range(300):
-            if done(peek(cluster, "default", "ex1")):
+            events = list(cluster.list(cluster.resource("", "v1", "events"), "default")["items"])
+            if done(peek(cluster, "default", "ex1")) and posted(events):
                 break
             await asyncio.sleep(0.05)
-        events = [e for e in cluster.list(cluster.resource("", "v1", "events"), "default")["items"]]
         return observable(peek(cluster, "default", "ex1"), events)
     finally:
         stop_flag.set()
@@ -145,8 +151,12 @@ def out_of_process(tmp_path: pathlib.Path, env: dict[str, str]) -> dict[str, Any
                 '{"spec": {"field": "two"}}',
             )
             poll(lambda: done(get()))
-            events = json.loads(kubectl(kubeconfig, "get", "events", "-n", "default", "-o", "json"))["items"]
-            return observable(get(), events)
+
+            def events() -> list[dict[str, Any]]:
+                return list(json.loads(kubectl(kubeconfig, "get", "events", "-n", "default", "-o", "json"))["items"])
+
+            poll(lambda: posted(events()))
+            return observable(get(), events())
         finally:
             stop(operator)
     finally:
