@@ -84,6 +84,10 @@ class Backlog:
 
     Lighter than :class:`asyncio.Queue` (four deques and an event, ~3 KB per object): a list and,
     only while the worker waits, a future. The objects are many, and their queues are short.
+
+    Only the newest of the waiting events is kept: the worker would take them all at once and process
+    only the latest one anyway (see :func:`_batch`); so a busy object's older events (their bodies)
+    are dropped when a newer one arrives, not when the worker comes to them.
     """
 
     __slots__ = ("_items", "_waiter")
@@ -96,7 +100,11 @@ class Backlog:
         return not self._items
 
     def put_nowait(self, item: QueueItem) -> None:
-        self._items.append(item)
+        items = self._items
+        if items and item is not EOS and items[-1] is not EOS:
+            items[-1] = item  # only the latest event matters (an end-of-stream stays the last)
+        else:
+            items.append(item)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

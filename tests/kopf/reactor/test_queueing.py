@@ -236,6 +236,23 @@ async def test_a_backlog_gives_its_items_in_order_and_wakes_its_waiting_consumer
     assert backlog.empty()
 
 
+async def test_a_backlog_keeps_only_the_newest_of_the_waiting_events_and_the_end_of_stream_last() -> None:
+    from kopf._core.reactor.queueing import EOS, Backlog
+
+    backlog = Backlog()
+    older: Any = {"type": "ADDED", "object": {}}
+    newer: Any = {"type": "MODIFIED", "object": {}}
+    newest: Any = {"type": "DELETED", "object": {}}
+    backlog.put_nowait(older)
+    backlog.put_nowait(newer)  # the older one is dropped: the worker would skip it anyway
+    backlog.put_nowait(EOS)
+    backlog.put_nowait(newest)  # after the end of the stream: kept after it
+    assert backlog.get_nowait() is newer
+    assert backlog.get_nowait() is EOS
+    assert backlog.get_nowait() is newest
+    assert backlog.empty()
+
+
 async def test_a_backlog_keeps_the_item_if_its_consumer_is_cancelled_after_the_wake_up() -> None:
     from kopf._core.reactor.queueing import Backlog
 
