@@ -266,3 +266,27 @@ async def test_a_backlog_keeps_the_item_if_its_consumer_is_cancelled_after_the_w
         await getter
     assert not backlog.empty()
     assert await asyncio.wait_for(backlog.get(), timeout=1) is item
+
+
+async def test_the_pressure_flag_wakes_its_waiters_and_forgets_the_cancelled_ones() -> None:
+    from kopf._core.reactor.queueing import Pressure
+
+    pressure = Pressure()
+    assert not pressure.is_set()
+    waiters = [asyncio.create_task(pressure.wait()) for _ in range(2)]
+    cancelled = asyncio.create_task(pressure.wait())
+    await asyncio.sleep(0)
+    assert not any(waiter.done() for waiter in [*waiters, cancelled])
+    cancelled.cancel()
+    await asyncio.gather(cancelled, return_exceptions=True)
+    pressure.set()
+    assert pressure.is_set()
+    assert await asyncio.gather(*waiters) == [True, True]
+    assert await pressure.wait()  # already set: at once
+    pressure.clear()
+    assert not pressure.is_set()
+    late = asyncio.create_task(pressure.wait())
+    await asyncio.sleep(0)
+    assert not late.done()
+    pressure.set()
+    assert await late
