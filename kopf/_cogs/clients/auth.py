@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import importlib.metadata
+import functools
 import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -47,14 +47,15 @@ SLOTS_KEY = "request-slots"
 MAX_CONCURRENT_REQUESTS = 128
 
 
-def _user_agent() -> str:
+@functools.cache
+def default_user_agent() -> str:
+    """``kopf/VERSION``: looked up when the first session is made (importlib.metadata costs ~7 ms at start)."""
+    import importlib.metadata
+
     try:
         return f"kopf/{importlib.metadata.version('kopf')}"
     except importlib.metadata.PackageNotFoundError:
         return "kopf/unknown"
-
-
-USER_AGENT = _user_agent()
 
 
 def get_vault(vault: Vault | None = None) -> Vault:
@@ -67,9 +68,9 @@ def get_vault(vault: Vault | None = None) -> Vault:
         raise RuntimeError("No credentials vault: pass vault= explicitly or run within an operator.") from None
 
 
-def build_headers(info: ConnectionInfo, *, user_agent: str = USER_AGENT) -> dict[str, str]:
+def build_headers(info: ConnectionInfo, *, user_agent: str | None = None) -> dict[str, str]:
     """The headers of every request with these credentials: the client's name, the token or the basic auth."""
-    return {"User-Agent": user_agent, **info.as_http_headers()}
+    return {"User-Agent": user_agent or default_user_agent(), **info.as_http_headers()}
 
 
 def build_ssl_context(info: ConnectionInfo) -> ssl.SSLContext:
@@ -81,7 +82,7 @@ def make_session(
     info: ConnectionInfo,
     *,
     trust_env: bool = False,
-    user_agent: str = USER_AGENT,
+    user_agent: str | None = None,
 ) -> aiohttp.ClientSession:
     """A new HTTP session for these credentials (the caller closes it); also for other tools (pytest_kopf)."""
     connector: aiohttp.BaseConnector
