@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import functools
+import importlib.metadata
 import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -47,15 +47,14 @@ SLOTS_KEY = "request-slots"
 MAX_CONCURRENT_REQUESTS = 128
 
 
-@functools.cache
-def default_user_agent() -> str:
-    """``kopf/VERSION``: looked up when the first session is made (importlib.metadata costs ~7 ms at start)."""
-    import importlib.metadata
-
+def _user_agent() -> str:
     try:
         return f"kopf/{importlib.metadata.version('kopf')}"
     except importlib.metadata.PackageNotFoundError:
         return "kopf/unknown"
+
+
+USER_AGENT = _user_agent()
 
 
 def get_vault(vault: Vault | None = None) -> Vault:
@@ -68,9 +67,9 @@ def get_vault(vault: Vault | None = None) -> Vault:
         raise RuntimeError("No credentials vault: pass vault= explicitly or run within an operator.") from None
 
 
-def build_headers(info: ConnectionInfo, *, user_agent: str | None = None) -> dict[str, str]:
+def build_headers(info: ConnectionInfo, *, user_agent: str = USER_AGENT) -> dict[str, str]:
     """The headers of every request with these credentials: the client's name, the token or the basic auth."""
-    return {"User-Agent": user_agent or default_user_agent(), **info.as_http_headers()}
+    return {"User-Agent": user_agent, **info.as_http_headers()}
 
 
 def build_ssl_context(info: ConnectionInfo) -> ssl.SSLContext:
@@ -82,7 +81,7 @@ def make_session(
     info: ConnectionInfo,
     *,
     trust_env: bool = False,
-    user_agent: str | None = None,
+    user_agent: str = USER_AGENT,
 ) -> aiohttp.ClientSession:
     """A new HTTP session for these credentials (the caller closes it); also for other tools (pytest_kopf)."""
     connector: aiohttp.BaseConnector
