@@ -283,7 +283,12 @@ class Operator:
 
     def __init__(self, framework: Framework, file: str, server: Server, workdir: pathlib.Path) -> None:
         self.first_call_path = workdir / f"{framework.name}-first-call"
-        env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        # As installed: the bytecode is cached (pip compiles the peer's at install; ours, a checkout, on first use).
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
+        }
         env.update(KUBECONFIG=str(server.kubeconfig), BENCH_FIRST_CALL=str(self.first_call_path))
         self._log = open(workdir / f"{framework.name}-operator.log", "w")  # noqa: SIM115 - closed in stop()
         args = [str(framework.kopf), "run", "--standalone", "--namespace", "default", str(OPERATORS / file)]

@@ -16,6 +16,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import functools
+import gc
 import importlib
 import importlib.util
 import logging
@@ -39,6 +40,8 @@ Flag = running.Flag
 
 #: The priority of the operators in the development mode (``--dev``).
 DEV_PRIORITY = 666
+#: How many more container objects than freed ones trigger a collection of the youngest generation in ``kopf run``.
+GC_YOUNG_THRESHOLD = 10_000
 #: Seconds that ``--sim --replay`` waits for the operator to watch the log's resources before it replays anyway.
 REPLAY_WATCH_WAIT = 30
 
@@ -242,6 +245,8 @@ def run(
     if __controls.registry is not None:
         registries.set_default_registry(__controls.registry)
     preload(paths=paths, modules=modules)
+    if __controls == CLIControls() and threading.current_thread() is threading.main_thread():
+        _tune_gc()  # the process's own command line (not KopfRunner's in-process runs in the tests)
 
     vault = __controls.vault
     ready_flag = __controls.ready_flag
@@ -415,6 +420,23 @@ def preload(*, paths: Iterable[str], modules: Iterable[str]) -> None:
         sys.path.insert(0, os.getcwd())
     for name in modules:
         importlib.import_module(name)
+
+
+def _tune_gc() -> None:
+    """
+    Spare the operator's process most of the garbage collector's work (the process is ours in ``kopf run``).
+
+    Each object in flight keeps some dozens of container objects alive (its body, tasks, HTTP exchanges), and
+    every collection of the youngest generation traverses them all: with 1,000 objects in flight, the
+    interpreter's default (every 700 allocations) spends a quarter of the operator's CPU in the collector.
+    Collected ten times less often, the young objects are mostly gone by then; the objects of the imports
+    are frozen (never traversed again; still freed by reference counting). Thresholds that the operator's
+    code has set already stay as they are.
+    """
+    thresholds = gc.get_threshold()
+    if thresholds[0] == 700:  # the interpreter's default: nobody has tuned the collector
+        gc.freeze()
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *thresholds[1:])
 
 
 def _uvloop_if_installed() -> asyncio.AbstractEventLoop | None:

@@ -71,7 +71,12 @@ async def patch_obj(
         # with its results lost.
         if status_patch:
             url = resource.get_url(namespace=namespace, name=name, subresource="status")
-            body = await api.patch(url, payload=status_patch, settings=settings, logger=logger, vault=vault)
+            # If the main part follows, its response is the one returned: this one is not even decoded
+            # (not kept for the whole second request either: all objects in flight would hold one each).
+            decode = _ignored if main_patch else None
+            body = await api.patch(
+                url, payload=status_patch, settings=settings, logger=logger, vault=vault, decode=decode
+            )
         if main_patch or not status_patch:
             url = resource.get_url(namespace=namespace, name=name)
             if main_patch:
@@ -97,6 +102,10 @@ async def patch_obj(
             return None
         raise
     return body
+
+
+def _ignored(_: bytes) -> None:
+    return None
 
 
 def _with_uid(patch: Mapping[str, Any], uid: str) -> dict[str, Any]:

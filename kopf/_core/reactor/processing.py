@@ -36,7 +36,7 @@ import asyncio
 import dataclasses
 import datetime
 from collections.abc import Mapping, MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 from kopf._cogs.aiokits import clock
 from kopf._cogs.clients import patching
@@ -53,6 +53,15 @@ from kopf._core.intents.handlers import ChangingHandler
 from kopf._core.intents.subexecution import SUBHANDLING
 from kopf._core.reactor.memories import ResourceMemories, ResourceMemory
 
+
+class PressureFlag(Protocol):
+    """The flag of newer events of the object (set by the queueing), e.g. an :class:`asyncio.Event`."""
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> Any: ...
+
+
 #: How the causes are named in the logs: "Creation is in progress", "Updating is processed", etc.
 TITLES: Mapping[str, str] = {
     Reason.CREATE: "creation",
@@ -65,7 +74,7 @@ TITLES: Mapping[str, str] = {
 async def process_resource_event(
     *,
     raw_event: bodies.RawEvent,
-    stream_pressure: asyncio.Event | None,
+    stream_pressure: PressureFlag | None,
     resource: Resource,
     registry: registries.OperatorRegistry,
     settings: OperatorSettings,
@@ -208,7 +217,7 @@ class _Context:
         patch: patches.Patch,
         logger: loggers.ObjectLogger,
         local_logger: loggers.ObjectLogger,
-        stream_pressure: asyncio.Event | None,
+        stream_pressure: PressureFlag | None,
         indices: Mapping[str, Any],
         initial: bool,
     ) -> None:
@@ -640,7 +649,7 @@ async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bo
     return True
 
 
-async def _wait_for_daemons(memory: daemons_.DaemonsMemory, delay: float, pressure: asyncio.Event | None) -> bool:
+async def _wait_for_daemons(memory: daemons_.DaemonsMemory, delay: float, pressure: PressureFlag | None) -> bool:
     """Wait until the daemons are gone or the delay is over, unless new events arrive (then, return ``True``)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + delay
@@ -662,7 +671,7 @@ async def _wait_for_daemons(memory: daemons_.DaemonsMemory, delay: float, pressu
             waiter.cancel()
 
 
-async def _sleep(delay: float, pressure: asyncio.Event | None) -> bool:
+async def _sleep(delay: float, pressure: PressureFlag | None) -> bool:
     """Sleep for the delay, unless new events arrive. Returns whether the sleep was interrupted."""
     if pressure is None:
         await asyncio.sleep(delay)

@@ -84,6 +84,10 @@ class Backlog:
 
     Lighter than :class:`asyncio.Queue` (four deques and an event, ~3 KB per object): a list and,
     only while the worker waits, a future. The objects are many, and their queues are short.
+
+    Only the newest of the waiting events is kept: the worker would take them all at once and process
+    only the latest one anyway (see :func:`_batch`); so a busy object's older events (their bodies)
+    are dropped when a newer one arrives, not when the worker comes to them.
     """
 
     __slots__ = ("_items", "_waiter")
@@ -96,7 +100,11 @@ class Backlog:
         return not self._items
 
     def put_nowait(self, item: QueueItem) -> None:
-        self._items.append(item)
+        items = self._items
+        if items and item is not EOS and items[-1] is not EOS:
+            items[-1] = item  # only the latest event matters (an end-of-stream stays the last)
+        else:
+            items.append(item)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -116,12 +124,54 @@ class Backlog:
         return self._items.pop(0)
 
 
+class Pressure:
+    """
+    The flag of new events arriving while the object is processed: ``is_set()``, ``set()``, ``clear()``, ``wait()``.
+
+    As :class:`asyncio.Event` does it, but without its waiters' deque (~0.7 KB per object for the worker's
+    lifetime): the futures are made only while someone waits, which is rare (a processor sleeping out a delay).
+    """
+
+    __slots__ = ("_flag", "_waiters")
+
+    def __init__(self) -> None:
+        self._flag = False
+        self._waiters: list[asyncio.Future[None]] | None = None
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        self._flag = True
+        waiters, self._waiters = self._waiters, None
+        for waiter in waiters or ():
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._flag = False
+
+    async def wait(self) -> bool:
+        if self._flag:
+            return True
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            if self._waiters is not None and waiter in self._waiters:
+                self._waiters.remove(waiter)
+        return True
+
+
 @dataclasses.dataclass(slots=True)
 class Stream:
     """The queue of one object's events, and the flag of new events arriving while processing."""
 
     backlog: Backlog = dataclasses.field(default_factory=Backlog)
-    pressure: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    pressure: Pressure = dataclasses.field(default_factory=Pressure)
     worker: asyncio.Task[None] | None = None
 
 

@@ -236,6 +236,23 @@ async def test_a_backlog_gives_its_items_in_order_and_wakes_its_waiting_consumer
     assert backlog.empty()
 
 
+async def test_a_backlog_keeps_only_the_newest_of_the_waiting_events_and_the_end_of_stream_last() -> None:
+    from kopf._core.reactor.queueing import EOS, Backlog
+
+    backlog = Backlog()
+    older: Any = {"type": "ADDED", "object": {}}
+    newer: Any = {"type": "MODIFIED", "object": {}}
+    newest: Any = {"type": "DELETED", "object": {}}
+    backlog.put_nowait(older)
+    backlog.put_nowait(newer)  # the older one is dropped: the worker would skip it anyway
+    backlog.put_nowait(EOS)
+    backlog.put_nowait(newest)  # after the end of the stream: kept after it
+    assert backlog.get_nowait() is newer
+    assert backlog.get_nowait() is EOS
+    assert backlog.get_nowait() is newest
+    assert backlog.empty()
+
+
 async def test_a_backlog_keeps_the_item_if_its_consumer_is_cancelled_after_the_wake_up() -> None:
     from kopf._core.reactor.queueing import Backlog
 
@@ -249,3 +266,27 @@ async def test_a_backlog_keeps_the_item_if_its_consumer_is_cancelled_after_the_w
         await getter
     assert not backlog.empty()
     assert await asyncio.wait_for(backlog.get(), timeout=1) is item
+
+
+async def test_the_pressure_flag_wakes_its_waiters_and_forgets_the_cancelled_ones() -> None:
+    from kopf._core.reactor.queueing import Pressure
+
+    pressure = Pressure()
+    assert not pressure.is_set()
+    waiters = [asyncio.create_task(pressure.wait()) for _ in range(2)]
+    cancelled = asyncio.create_task(pressure.wait())
+    await asyncio.sleep(0)
+    assert not any(waiter.done() for waiter in [*waiters, cancelled])
+    cancelled.cancel()
+    await asyncio.gather(cancelled, return_exceptions=True)
+    pressure.set()
+    assert pressure.is_set()
+    assert await asyncio.gather(*waiters) == [True, True]
+    assert await pressure.wait()  # already set: at once
+    pressure.clear()
+    assert not pressure.is_set()
+    late = asyncio.create_task(pressure.wait())
+    await asyncio.sleep(0)
+    assert not late.done()
+    pressure.set()
+    assert await late

@@ -299,3 +299,40 @@ def test_freeze_and_resume(
 def test_freeze_requires_the_lifetime(calls: list[dict[str, Any]]) -> None:
     result = CliRunner().invoke(cli.main, ["freeze"])
     assert result.exit_code == 2 and "--lifetime" in result.output
+
+
+GC_PROBE = """
+import gc, sys
+from click.testing import CliRunner
+from kopf import cli
+from kopf._core.reactor import running
+if sys.argv[1] != "default":
+    gc.set_threshold(int(sys.argv[1]), 10, 10)
+seen = []
+running.run = lambda **_: seen.append(f"{gc.get_threshold()[0]} {gc.get_freeze_count() > 0}")
+result = CliRunner().invoke(cli.main, ["run", "--standalone", sys.argv[2]])
+assert result.exit_code == 0, result.output
+print(*seen)
+"""
+
+
+@pytest.mark.parametrize(
+    ("thresholds", "expected"),
+    [("default", f"{cli.GC_YOUNG_THRESHOLD} True"), ("5000", "5000 False")],
+)
+def test_run_tunes_the_garbage_collector_unless_tuned_already(
+    tmp_path: pathlib.Path, thresholds: str, expected: str
+) -> None:
+    import subprocess
+    import sys
+
+    operator = tmp_path / "operator.py"
+    operator.write_text("import kopf\n")
+    result = subprocess.run(
+        [sys.executable, "-c", GC_PROBE, thresholds, str(operator)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected
