@@ -278,6 +278,10 @@ class Watcher:
         self._thread.join(5)
 
 
+#: More environment of the operators (from the command line: e.g. ``--no-log-events``).
+OPERATOR_ENV: dict[str, str] = {}
+
+
 class Operator:
     """``kopf run`` of an operator file under one framework, as a subprocess (its log in the workdir)."""
 
@@ -289,7 +293,7 @@ class Operator:
             for key, value in os.environ.items()
             if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
         }
-        env.update(KUBECONFIG=str(server.kubeconfig), BENCH_FIRST_CALL=str(self.first_call_path))
+        env.update(KUBECONFIG=str(server.kubeconfig), BENCH_FIRST_CALL=str(self.first_call_path), **OPERATOR_ENV)
         self._log = open(workdir / f"{framework.name}-operator.log", "w")  # noqa: SIM115 - closed in stop()
         args = [str(framework.kopf), "run", "--standalone", "--namespace", "default", str(OPERATORS / file)]
         self.spawned = time.time()
@@ -637,12 +641,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="Seconds for one framework's run.")
     parser.add_argument("--json", dest="json_path", default=None, help="Also write the raw figures there.")
     parser.add_argument(
+        "--no-log-events",
+        action="store_true",
+        help="Neither framework posts the objects' log messages as k8s-events (ours does by default, the peer not).",
+    )
+    parser.add_argument(
         "--baseline",
         default=None,
         help="Another kopf command to run too (e.g. main's venv/bin/kopf): before/after a change, in one run.",
     )
     args = parser.parse_args(argv)
     parts = {part.strip() for part in args.only.split(",") if part.strip()}
+    if args.no_log_events:
+        OPERATOR_ENV["BENCH_LOG_EVENTS"] = "0"
     sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
     fws = frameworks(args.baseline)
     results: Results = {}
