@@ -32,22 +32,20 @@ import gc
 import json
 import pathlib
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import kopf
-from kopf_sim.store import cluster as store_cluster
-from pytest_kopf.clocks import virtual_clocks
+from kopf_sim.store.watching import Change
 from pytest_kopf.cluster import SimKopfCluster
 from pytest_kopf.operator import KopfOperator
-from pytest_kopf.running import TestLoop
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # (run as a script, or imported)
 
 from calibration import calibrate
+from inprocess import run_in_sim
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CRD = ROOT / "examples" / "crd.yaml"
@@ -91,26 +89,14 @@ def body(i: int, field: str = "v0") -> dict[str, Any]:
 
 
 class Counting:
-    """Counts the changes the simulator records for one resource (one watch event each for the operator)."""
+    """Counts the changes the simulator records for the objects (one watch event each for the operator)."""
 
     def __init__(self) -> None:
         self.changes = 0
-        self._original: Callable[..., None] = store_cluster.Cluster._record
 
-    def __enter__(self) -> Counting:
-        counter = self
-        original = self._original
-
-        def record(store: store_cluster.Cluster, change: Any) -> None:
-            if change.key == KEY:
-                counter.changes += 1
-            original(store, change)
-
-        store_cluster.Cluster._record = record  # type: ignore[method-assign,assignment]
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        store_cluster.Cluster._record = self._original  # type: ignore[method-assign]
+    def __call__(self, change: Change) -> None:
+        if change.key == KEY:
+            self.changes += 1
 
 
 async def until(check: Callable[[], bool], what: str, timeout: float = 24 * 3600) -> None:
@@ -153,48 +139,49 @@ async def scenario(
     for i in range(objects):  # pre-existing objects, as in compare_peer.py: all of them in flight at once
         await cluster.create(body(i))
     figures: dict[str, Any] = {}
-    with Counting() as counting:
-        cpu = time.process_time()
-        if memory is not None:
-            tracemalloc.start(TRACED_FRAMES)
-        await operator.start(registry=registry(), settings=settings)
-        if memory is not None:
-            share = memory
-            await until(lambda: sum("created" in s for s in statuses(cluster)) >= objects * share, "the snapshot")
-            gc.collect()
-            snapshot = tracemalloc.take_snapshot()
-            tracemalloc.stop()
-            kinds: dict[str | None, int] = collections.Counter()
-            for trace in snapshot.traces:
-                kinds[kind_of(trace)] += trace.size
-            figures["memory"] = kinds
-        await until(lambda: sum("created" in s for s in statuses(cluster)) == objects, "all created")
-        figures["create"] = (counting.changes, time.process_time() - cpu)
+    counting = Counting()
+    cluster.sim.store.observers.append(counting)
+    cpu = time.process_time()
+    if memory is not None:
+        tracemalloc.start(TRACED_FRAMES)
+    await operator.start(registry=registry(), settings=settings)
+    if memory is not None:
+        share = memory
+        await until(lambda: sum("created" in s for s in statuses(cluster)) >= objects * share, "the snapshot")
+        gc.collect()
+        snapshot = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        kinds: dict[str | None, int] = collections.Counter()
+        for trace in snapshot.traces:
+            kinds[kind_of(trace)] += trace.size
+        figures["memory"] = kinds
+    await until(lambda: sum("created" in s for s in statuses(cluster)) == objects, "all created")
+    figures["create"] = (counting.changes, time.process_time() - cpu)
 
-        counting.changes = 0
-        cpu = time.process_time()
-        for round_ in range(1, updates + 1):
-            for i in range(objects):
-                await cluster.patch("kopfexamples", f"ex{i:05d}", {"spec": {"field": f"v{round_}"}})
-
-            def all_updated(round_: int = round_) -> bool:
-                return sum(1 for s in statuses(cluster) if s.get("updated") == f"v{round_}") >= objects
-
-            await until(all_updated, f"update round {round_}")
-        figures["update"] = (counting.changes, time.process_time() - cpu)
-
-        # The floor: one GET through the in-memory transport per object, and the JSON both ways.
-        cpu = time.process_time()
+    counting.changes = 0
+    cpu = time.process_time()
+    for round_ in range(1, updates + 1):
         for i in range(objects):
-            await cluster.get("kopfexamples", f"ex{i:05d}")
-        figures["get"] = (time.process_time() - cpu) / objects
-        sample = await cluster.get("kopfexamples", "ex00000")
-        text = json.dumps(sample)
-        cpu = time.process_time()
-        for _ in range(objects):
-            json.dumps(json.loads(text))
-        figures["json"] = (time.process_time() - cpu) / objects
-        figures["size"] = len(text)
+            await cluster.patch("kopfexamples", f"ex{i:05d}", {"spec": {"field": f"v{round_}"}})
+
+        def all_updated(round_: int = round_) -> bool:
+            return sum(1 for s in statuses(cluster) if s.get("updated") == f"v{round_}") >= objects
+
+        await until(all_updated, f"update round {round_}")
+    figures["update"] = (counting.changes, time.process_time() - cpu)
+
+    # The floor: one GET through the in-memory transport per object, and the JSON both ways.
+    cpu = time.process_time()
+    for i in range(objects):
+        await cluster.get("kopfexamples", f"ex{i:05d}")
+    figures["get"] = (time.process_time() - cpu) / objects
+    sample = await cluster.get("kopfexamples", "ex00000")
+    text = json.dumps(sample)
+    cpu = time.process_time()
+    for _ in range(objects):
+        json.dumps(json.loads(text))
+    figures["json"] = (time.process_time() - cpu) / objects
+    figures["size"] = len(text)
     await operator.stop(timeout=120)
     if operator.exception is not None:
         raise operator.exception
@@ -203,19 +190,7 @@ async def scenario(
 
 def one_round(objects: int, updates: int, *, memory: float | None = None) -> None:
     try:
-        with tempfile.TemporaryDirectory() as tmp, virtual_clocks():
-            test_loop = TestLoop(virtual=True)
-            try:
-                cluster = SimKopfCluster(loop=test_loop.loop, tmp_dir=lambda: pathlib.Path(tmp))
-                test_loop.run(cluster.setup())
-                operator = KopfOperator(cluster)
-                try:
-                    figures = test_loop.run(scenario(cluster, operator, objects, updates, memory))
-                finally:
-                    test_loop.run(operator.stop())
-                    test_loop.run(cluster.teardown())
-            finally:
-                test_loop.close()
+        figures = run_in_sim(lambda cluster, operator: scenario(cluster, operator, objects, updates, memory))
     finally:
         tracemalloc.stop()
     created, create_cpu = figures["create"]

@@ -28,21 +28,19 @@ import asyncio
 import concurrent.futures
 import pathlib
 import sys
-import tempfile
 import threading
 import time
 from typing import Any
 
 import kopf
 from kopf_sim.timing import virtualtime
-from pytest_kopf.clocks import virtual_clocks
 from pytest_kopf.cluster import SimKopfCluster
 from pytest_kopf.operator import KopfOperator
-from pytest_kopf.running import TestLoop
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # (run as a script, or imported)
 
 from calibration import calibrate
+from inprocess import run_in_sim
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CRD = ROOT / "examples" / "crd.yaml"
@@ -103,21 +101,9 @@ async def scenario(
 def one_round(objects: int, hours: float, *, one_cpu: bool = True) -> None:
     counts: dict[str, int] = {}
     wall, cpu = time.perf_counter(), time.process_time()
-    with tempfile.TemporaryDirectory() as tmp, virtual_clocks():
-        test_loop = TestLoop(virtual=True)
-        assert isinstance(test_loop.loop, virtualtime.VirtualTimeLoop)
-        test_loop.loop.one_cpu = one_cpu
-        try:
-            cluster = SimKopfCluster(loop=test_loop.loop, tmp_dir=lambda: pathlib.Path(tmp))
-            test_loop.run(cluster.setup())
-            operator = KopfOperator(cluster)
-            try:
-                day_wall, day_cpu = test_loop.run(scenario(cluster, operator, objects, hours, counts))
-            finally:
-                test_loop.run(operator.stop())
-                test_loop.run(cluster.teardown())
-        finally:
-            test_loop.close()
+    day_wall, day_cpu = run_in_sim(
+        lambda cluster, operator: scenario(cluster, operator, objects, hours, counts), one_cpu=one_cpu
+    )
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     wakes = counts.get("stopped.wait(10)", 0) + counts.get("time.sleep(60)", 0) + counts.get("timer", 0)
     print(
