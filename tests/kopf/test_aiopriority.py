@@ -80,3 +80,81 @@ async def test_a_waiter_cancelled_after_being_served_passes_the_slot_on() -> Non
 def test_at_least_one_slot() -> None:
     with pytest.raises(ValueError, match="at least one slot"):
         PrioritySemaphore(0)
+
+
+async def queue_up(slots: PrioritySemaphore, priorities: list[int]) -> list[asyncio.Task[None]]:
+    """Waiters for the slots (none of them served yet: the caller holds them all)."""
+    waiters = [asyncio.create_task(slots.acquire(priority)) for priority in priorities]
+    await asyncio.sleep(0)
+    return waiters
+
+
+@virtualtime.isolated
+async def test_a_turn_goes_on_at_once_while_the_queue_is_within_the_slots() -> None:
+    slots = PrioritySemaphore(2)
+    await slots.acquire(0)
+    await slots.acquire(0)
+    waiters = await queue_up(slots, [1, 2])  # as many waiting as there are slots: not congested
+    await asyncio.wait_for(slots.turn(9), timeout=0.001)
+    for waiter in waiters:
+        waiter.cancel()
+
+
+@virtualtime.isolated
+async def test_turns_wait_while_more_queue_than_the_slots_then_go_one_per_served_request() -> None:
+    slots = PrioritySemaphore(1)
+    await slots.acquire(0)
+    await queue_up(slots, [1, 2, 3])  # 3 waiting for 1 slot: congested
+    gone: list[int] = []
+
+    async def turn(priority: int) -> None:
+        await slots.turn(priority)
+        gone.append(priority)
+
+    turns = [asyncio.create_task(turn(priority)) for priority in (20, 10, 30)]
+    await asyncio.sleep(0)
+    assert gone == []
+    slots.release()  # the 1st waiter served: 2 queue for 1 slot, still congested
+    await asyncio.sleep(0)
+    assert gone == []
+    slots.release()  # the 2nd: 1 queues for 1 slot, within the slots: one turn goes, by its priority
+    await asyncio.sleep(0)
+    assert gone == [10]
+    slots.release()  # the 3rd: nothing queues any more: all the rest go
+    await asyncio.gather(*turns)
+    assert gone == [10, 20, 30]
+
+
+@virtualtime.isolated
+async def test_a_new_turn_waits_behind_the_earlier_turns_even_when_the_queue_is_short() -> None:
+    slots = PrioritySemaphore(1)
+    await slots.acquire(0)
+    await queue_up(slots, [1, 2, 3])
+    first = asyncio.create_task(slots.turn(5))
+    second = asyncio.create_task(slots.turn(6))
+    await asyncio.sleep(0)
+    slots.release()
+    slots.release()  # 1 queues for 1 slot: one turn goes, the other still waits
+    await first
+    assert slots.waiting == 1 and not second.done()
+    late = asyncio.create_task(slots.turn(7))  # the queue is short, but an earlier turn waits: so does this one
+    await asyncio.sleep(0)
+    assert not late.done()
+    slots.release()  # nothing queues any more: both go
+    await asyncio.gather(second, late)
+
+
+@virtualtime.isolated
+async def test_a_cancelled_turn_is_not_counted_and_blocks_nobody() -> None:
+    slots = PrioritySemaphore(1)
+    await slots.acquire(0)
+    waiters = await queue_up(slots, [1, 2])
+    cancelled = asyncio.create_task(slots.turn(5))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    slots.release()
+    slots.release()
+    await asyncio.gather(*waiters)
+    await asyncio.wait_for(slots.turn(6), timeout=0.001)  # nothing queues, no turn waits: at once

@@ -138,6 +138,26 @@ def get_slots(context: VaultContext) -> PrioritySemaphore:
     return slots
 
 
+async def take_turn(order: int, *, vault: Vault | None = None) -> None:
+    """
+    Wait while more requests queue for the slots than there are slots: the turn of a new piece of work.
+
+    For the objects' workers under load: an object whose processing begins while others' requests queue
+    would only queue its own requests behind them, and meanwhile hold its whole state in memory (with
+    10,000 objects listed at once, all of them); it waits here instead, with only its event. Nobody waits
+    while the queue is short; the waits depend only on the requests already made (they end, if only by
+    their timeouts), and all go on when nothing queues any more. See ``PrioritySemaphore.turn()``.
+    """
+    try:
+        the_vault = get_vault(vault)
+    except RuntimeError:  # not in an operator: nothing to wait for
+        return
+    for context in the_vault.contexts():
+        slots: PrioritySemaphore | None = context.get(SLOTS_KEY)
+        if slots is not None:
+            await slots.turn(order)
+
+
 def make_url(info: ConnectionInfo, url: str) -> str:
     """Absolute URLs stay as they are; paths (``/api/v1/...``) go to the credentials' server."""
     if "://" in url:

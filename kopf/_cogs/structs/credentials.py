@@ -375,6 +375,10 @@ class Vault:
     def keys(self) -> Iterator[VaultKey]:
         return iter(list(self._current))
 
+    def contexts(self) -> list[VaultContext]:
+        """The contexts of the current credentials (e.g. to look at what their requests do)."""
+        return [item.context for item in self._current.values()]
+
     def get(self, key: str) -> ConnectionInfo | None:
         item = self._current.get(VaultKey(key))
         return item.info if item is not None else None

@@ -230,7 +230,7 @@ async def watcher(
                         raise
                     except Exception:
                         logger.exception(f"Pre-processing of {_describe(raw_event)} has failed unexpectedly.")
-                _route(raw_event, streams=streams, processor=processor, settings=settings, limiter=limiter)
+                _route(raw_event, streams=streams, processor=processor, settings=settings, limiter=limiter, vault=vault)
                 if raw_event["type"] is None:
                     # A listing comes in one piece: its objects go to their workers one per loop cycle, so that
                     # the first ones are handled (and let go) while the others come, not all of them in lockstep
@@ -255,6 +255,7 @@ def _route(
     processor: ObjectProcessor,
     settings: OperatorSettings,
     limiter: asyncio.Semaphore | None,
+    vault: Vault | None = None,
 ) -> None:
     """Put the event into its object's queue; start a worker for the object if there is none."""
     key = get_memory_key(raw_event["object"])
@@ -262,7 +263,7 @@ def _route(
     if stream is None:
         stream = streams[key] = Stream()
         stream.worker = asyncio.create_task(
-            _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter),
+            _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter, vault=vault),
             name=f"kopf worker for {key}",
         )
     stream.backlog.put_nowait(raw_event)
@@ -276,11 +277,13 @@ async def _worker(
     processor: ObjectProcessor,
     settings: OperatorSettings,
     limiter: asyncio.Semaphore | None,
+    vault: Vault | None = None,
 ) -> None:
     """Process the events of one object, one at a time (the latest of each batch); exit when idle."""
     stream = streams[key]
     backlog = stream.backlog
     throttler = _Throttler(settings.batching.error_delays)
+    first = True
     try:
         while True:
             # Wait for the next event; exit if there are none for too long.
@@ -297,8 +300,18 @@ async def _worker(
             # Batch the events that come in quick succession: only the latest one matters.
             raw_event, eos = await _batch(backlog, item, window=settings.batching.batch_window)
 
+            # Under load, a new worker lets the objects already in work send their requests first (see
+            # take_turn()), then takes what has come meanwhile. A worker's further events are not held back:
+            # e.g. the echoes of its own patches, which usually finish the object's work (and free its body).
+            turn = auth.next_order()
+            if first:
+                first = False
+                await auth.take_turn(turn, vault=vault)
+                if not eos and not backlog.empty():
+                    raw_event, eos = await _batch(backlog, raw_event, window=0)
+
             stream.pressure.clear()
-            order = auth.request_order.set(auth.next_order())  # its requests go before those of later objects
+            order = auth.request_order.set(turn)  # its requests go before those of later objects
             try:
                 if limiter is not None:
                     async with limiter:

@@ -4,11 +4,13 @@ import asyncio
 import logging
 from typing import Any
 
+import aiohttp
 import pytest
 
 import kopf
+from kopf._cogs.clients import auth
 from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._cogs.structs.credentials import Vault
+from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.queueing import watcher
 from tests.helpers import wait_for
@@ -216,6 +218,39 @@ async def test_one_thousand_objects_with_a_limited_number_of_workers(
         await operator.stop()
     assert max_running == 10
     assert len(operator.memories) == 1000
+
+
+async def test_new_objects_wait_while_more_requests_queue_than_slots_but_known_objects_go_on(
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(auth, "MAX_CONCURRENT_REQUESTS", 1)
+    settings.batching.idle_timeout = 1000
+    recorder = Recorder()
+    objects.create("known", x=0)
+    task = await start(vault, settings, recorder)
+    release = asyncio.Event()
+
+    async def hold(info: ConnectionInfo, session: aiohttp.ClientSession) -> None:
+        await release.wait()
+
+    try:
+        await wait_for(lambda: recorder.names() == ["known"])
+        congestion = [asyncio.create_task(auth.authenticated(hold, vault=vault)) for _ in range(3)]
+        await asyncio.sleep(1)  # 1 request in its slot, 2 waiting for it: more than the slots
+        objects.create("new", x=1)
+        objects.patch("known", {"spec": {"x": 2}})
+        await wait_for(lambda: ("MODIFIED", "known", 2) in recorder.events)
+        await asyncio.sleep(10)
+        assert "new" not in recorder.names()  # its worker waits for its turn, with only its event
+        release.set()
+        await asyncio.gather(*congestion)
+        await wait_for(lambda: "new" in recorder.names())
+    finally:
+        release.set()
+        await stop(task)
 
 
 async def test_a_backlog_gives_its_items_in_order_and_wakes_its_waiting_consumer() -> None:
