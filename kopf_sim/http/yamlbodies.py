@@ -53,6 +53,10 @@ def parse_yaml(raw: bytes | str) -> Any:
     try:
         return _Builder(loader).document()
     except yaml.MarkedYAMLError as exc:
+        if exc.problem and "maximum nesting depth" in exc.problem:
+            # libyaml >= 0.2.6 (PyYAML >= 6.0.4) refuses 1,000 levels while scanning ahead of the events:
+            # deeper than ours anyway, so the same answer as when the builder counts them.
+            raise BodyError(f"exceeded max depth of {MAX_DEPTH}") from None
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}: " if mark is not None else ""
         raise BodyError(f"yaml: {where}{exc.problem or exc.context}") from None
