@@ -485,3 +485,29 @@ def test_smart_storage_options_are_passed_through() -> None:
 def test_smart_storage_reads_the_legacy_status_records() -> None:
     body = Body({"status": {"kopf": {"progress": {"create_fn": {"success": True}}}}})
     assert SmartProgressStorage().fetch(key=KEY, body=body) == {"success": True}
+
+
+@pytest.mark.parametrize(
+    "storage",
+    [
+        AnnotationsProgressStorage(),
+        StatusProgressStorage(),
+        SmartProgressStorage(),
+    ],
+)
+def test_clearing_copies_the_essence_only_when_it_removes_something(storage: ProgressStorage) -> None:
+    clean: Any = {"spec": {"x": 1}, "metadata": {"annotations": {"other": "1"}}}
+    assert storage.clear(essence=clean) is clean  # nothing of the storage's own: the same essence, unchanged
+    assert clean == {"spec": {"x": 1}, "metadata": {"annotations": {"other": "1"}}}
+
+    record = '{"started": "2020-01-01T00:00:00.000000", "retries": 0}'
+    marked: Any = {
+        "spec": {"x": 1},
+        "metadata": {"annotations": {"other": "1", "kopf.zalando.org/fn": record}},
+        "status": {"kopf": {"progress": {"fn": {"retries": 0}}}},
+    }
+    cleared = storage.clear(essence=marked)
+    assert cleared is not marked
+    assert cleared["spec"] == {"x": 1} and cleared["metadata"]["annotations"]["other"] == "1"
+    assert marked["metadata"]["annotations"]["kopf.zalando.org/fn"] == record  # the given one is left as it was
+    assert marked["status"] == {"kopf": {"progress": {"fn": {"retries": 0}}}}

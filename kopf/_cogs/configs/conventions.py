@@ -29,6 +29,7 @@ from typing import Any, cast
 from kopf._cogs.structs import bodies, dicts, patches
 
 MAX_NAME_LENGTH = 63
+_ABSENT = object()  # a field that is not there (None can be a value)
 
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 _EDGE_CHARS = "-_."
@@ -141,6 +142,9 @@ class StorageKeyMarkingConvention:
         keys: set[str] | frozenset[str],
     ) -> bodies.BodyEssence:
         """Remove the specified annotations from a copy of the essence, with their empty parents."""
+        annotations = dicts.resolve(essence, ("metadata", "annotations"), None)
+        if not isinstance(annotations, Mapping) or not any(key in annotations for key in keys):
+            return essence  # nothing to remove: not even copied (the callers own their essences)
         result = cast(dict[str, Any], copy.deepcopy(dict(essence)))
         for key in keys:
             dicts.remove(result, ("metadata", "annotations", key), prune=True)
@@ -176,6 +180,8 @@ class StorageStanzaCleaner:
     @staticmethod
     def _remove_field(essence: bodies.BodyEssence, field: dicts.FieldPath) -> bodies.BodyEssence:
         """Remove a field from a copy of the essence, with the parents that become empty."""
+        if dicts.resolve(essence, field, _ABSENT) is _ABSENT:
+            return essence  # nothing to remove: not even copied (the callers own their essences)
         result = cast(dict[str, Any], copy.deepcopy(dict(essence)))
         dicts.remove(result, field, prune=True)
         return cast(bodies.BodyEssence, result)

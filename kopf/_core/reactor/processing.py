@@ -241,6 +241,8 @@ class _Context:
 
 async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) -> None:
     """Call the event-watching handlers: fire-and-forget, no retries, no progress; errors are ignored."""
+    if not context.registry.watching.has_handlers(context.resource):
+        return  # (most operators have none: not even the cause is built)
     cause = invocation.WatchingCause(  # their logger posts no k8s-events (as in the published framework)
         logger=context.local_logger,
         memo=context.memory.memo,
