@@ -5,6 +5,8 @@ Run: ``python benchmarks/profile_operator.py --objects 1000`` (both parts), or o
 ``--cpu`` (cProfile of ``kopf run`` as a subprocess, the top functions by their own time; ``--save FILE``
 keeps the profile for ``python -m pstats FILE``), ``--memory`` (tracemalloc of the operator in this process:
 the bytes and blocks per object by the line that allocated them, and by the innermost line of kopf).
+``--census 0.45,0.9`` runs the operator at full speed and takes a census of its memory at those shares of
+the objects handled (see ``census.py``: by type, by the dicts' keys, and where the tasks wait).
 ``--at 0.3`` takes the memory snapshot when 30% of the objects are handled (the peak is mid-run: all the
 objects are in flight at once), by default 2 s after all of them are. ``--operator timer.py`` picks another
 file of ``benchmarks/peer_operators/``.
@@ -160,6 +162,45 @@ def profile_memory(size: int, operator: str, top: int, at: float) -> None:
         print(f"{size_ / size:9.0f} B  {where}")
 
 
+def census(size: int, operator: str, shares: Sequence[float]) -> None:
+    """``kopf run`` at full speed under ``census.py``; a census of its memory at each share of objects handled."""
+    with tempfile.TemporaryDirectory(prefix="profile-operator-") as path:
+        workdir = pathlib.Path(path)
+        report = workdir / "census.txt"
+        server = compare_peer.Server(workdir, size)
+        try:
+            reached = _reached(size, operator)
+            watcher = compare_peer.Watcher(server, reached.observe)
+            env = dict(os.environ, KUBECONFIG=str(server.kubeconfig))
+            args = ["run", "--standalone", "--namespace", "default", str(compare_peer.OPERATORS / operator)]
+            census_py = str(pathlib.Path(__file__).resolve().parent / "census.py")
+            with open(workdir / "operator.log", "w") as log:
+                process = subprocess.Popen(
+                    [sys.executable, census_py, str(report), "--", *args],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+                try:
+                    for share in sorted(shares):
+                        while reached.count < size * share and not reached.done.is_set():
+                            if process.poll() is not None:
+                                raise SystemExit(f"The operator exited early: {(workdir / 'operator.log').read_text()}")
+                            time.sleep(0.02)
+                        print(f"A census at {reached.count}/{size} objects handled.")
+                        process.send_signal(signal.SIGUSR1)
+                        time.sleep(0.5)
+                    if not reached.done.wait(600):
+                        raise SystemExit(f"Only {reached.count}/{size} objects handled in 600 s.")
+                finally:
+                    process.send_signal(signal.SIGTERM)
+                    process.wait(60)
+            watcher.stop()
+        finally:
+            server.stop()
+        print(report.read_text() if report.exists() else "No census was written.")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--objects", type=int, default=1000, help="The number of pre-existing objects.")
@@ -169,7 +210,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--top", type=int, default=30, help="How many lines to print per table.")
     parser.add_argument("--save", default=None, help="Keep the CPU profile in this file.")
     parser.add_argument("--at", type=float, default=1.0, help="The share of objects handled at the snapshot.")
+    parser.add_argument(
+        "--census",
+        default=None,
+        help="Only a census of the memory at full speed (census.py), at these shares handled: e.g. 0.45,0.9.",
+    )
     args = parser.parse_args(argv)
+    if args.census:
+        census(args.objects, args.operator, [float(share) for share in args.census.split(",") if share.strip()])
+        return
     both = not args.cpu and not args.memory
     if args.cpu or both:
         profile_cpu(args.objects, args.operator, args.top, args.save)
