@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
+import dataclasses
 import gc
 import logging
 import os
@@ -32,7 +34,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
@@ -46,56 +48,72 @@ def _reached(size: int, operator: str) -> compare_peer.Reached:
     return compare_peer.Reached(size, compare_peer._in_status(key))
 
 
-def profile_cpu(size: int, operator: str, top: int, save: str | None) -> None:
-    """cProfile of ``kopf run`` (a subprocess) until every object is handled; the top functions."""
+@dataclasses.dataclass
+class _Run:
+    """An operator as a subprocess against a fresh served simulator with N objects, and its progress."""
+
+    workdir: pathlib.Path
+    server: compare_peer.Server
+    reached: compare_peer.Reached
+    process: subprocess.Popen[bytes]
+
+    def stop(self) -> None:
+        """SIGTERM, and wait for the exit (its profile or census is complete then); again: nothing."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(60)
+
+    def wait_for_all(self, size: int) -> None:
+        if not self.reached.done.wait(600):
+            raise SystemExit(f"Only {self.reached.count}/{size} objects handled in 600 s.")
+
+
+@contextlib.contextmanager
+def _run_operator(size: int, operator: str, command: Callable[[pathlib.Path, list[str]], list[str]]) -> Iterator[_Run]:
+    """Run ``command(workdir, kopf's arguments)`` with N objects served; stop it at the end (if not yet)."""
     with tempfile.TemporaryDirectory(prefix="profile-operator-") as path:
         workdir = pathlib.Path(path)
-        output = save or str(workdir / "operator.prof")
         server = compare_peer.Server(workdir, size)
         try:
             reached = _reached(size, operator)
             watcher = compare_peer.Watcher(server, reached.observe)
-            kopf = pathlib.Path(sys.executable).with_name("kopf")
             env = dict(os.environ, KUBECONFIG=str(server.kubeconfig))
-            server_cpu = server.cpu()
-            started = time.monotonic()
+            kopf_args = ["run", "--standalone", "--namespace", "default", str(compare_peer.OPERATORS / operator)]
             with open(workdir / "operator.log", "w") as log:
-                process = subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "cProfile",
-                        "-o",
-                        output,
-                        str(kopf),
-                        "run",
-                        "--standalone",
-                        "--namespace",
-                        "default",
-                        str(compare_peer.OPERATORS / operator),
-                    ],
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
+                process = subprocess.Popen(command(workdir, kopf_args), env=env, stdout=log, stderr=subprocess.STDOUT)
+                run = _Run(workdir=workdir, server=server, reached=reached, process=process)
                 try:
-                    if not reached.done.wait(600):
-                        raise SystemExit(f"Only {reached.count}/{size} objects handled in 600 s.")
-                    seconds = time.monotonic() - started
-                    cpu = compare_peer.cpu_seconds(process.pid)
-                    print(
-                        f"{size} objects in {seconds:.2f} s (profiled); operator CPU {cpu:.2f} s "
-                        f"({cpu / size * 1000:.2f} ms per object); server CPU share "
-                        f"{(server.cpu() - server_cpu) / seconds:.2f}"
-                    )
-                    time.sleep(1)
+                    yield run
                 finally:
-                    process.send_signal(signal.SIGTERM)
-                    process.wait(60)
+                    run.stop()
             watcher.stop()
         finally:
             server.stop()
-        stats = pstats.Stats(output)
+
+
+def profile_cpu(size: int, operator: str, top: int, save: str | None) -> None:
+    """cProfile of ``kopf run`` (a subprocess) until every object is handled; the top functions."""
+    kopf = str(pathlib.Path(sys.executable).with_name("kopf"))
+    outputs: list[str] = []
+
+    def command(workdir: pathlib.Path, kopf_args: list[str]) -> list[str]:
+        outputs.append(save or str(workdir / "operator.prof"))
+        return [sys.executable, "-m", "cProfile", "-o", outputs[0], kopf, *kopf_args]
+
+    started = time.monotonic()
+    with _run_operator(size, operator, command) as run:
+        server_cpu = run.server.cpu()
+        run.wait_for_all(size)
+        seconds = time.monotonic() - started
+        cpu = compare_peer.cpu_seconds(run.process.pid)
+        print(
+            f"{size} objects in {seconds:.2f} s (profiled); operator CPU {cpu:.2f} s "
+            f"({cpu / size * 1000:.2f} ms per object); server CPU share "
+            f"{(run.server.cpu() - server_cpu) / seconds:.2f}"
+        )
+        time.sleep(1)
+        run.stop()
+        stats = pstats.Stats(outputs[0])
         stats.sort_stats("tottime").print_stats(top)
 
 
@@ -164,41 +182,25 @@ def profile_memory(size: int, operator: str, top: int, at: float) -> None:
 
 def census(size: int, operator: str, shares: Sequence[float]) -> None:
     """``kopf run`` at full speed under ``census.py``; a census of its memory at each share of objects handled."""
-    with tempfile.TemporaryDirectory(prefix="profile-operator-") as path:
-        workdir = pathlib.Path(path)
-        report = workdir / "census.txt"
-        server = compare_peer.Server(workdir, size)
-        try:
-            reached = _reached(size, operator)
-            watcher = compare_peer.Watcher(server, reached.observe)
-            env = dict(os.environ, KUBECONFIG=str(server.kubeconfig))
-            args = ["run", "--standalone", "--namespace", "default", str(compare_peer.OPERATORS / operator)]
-            census_py = str(pathlib.Path(__file__).resolve().parent / "census.py")
-            with open(workdir / "operator.log", "w") as log:
-                process = subprocess.Popen(
-                    [sys.executable, census_py, str(report), "--", *args],
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
-                try:
-                    for share in sorted(shares):
-                        while reached.count < size * share and not reached.done.is_set():
-                            if process.poll() is not None:
-                                raise SystemExit(f"The operator exited early: {(workdir / 'operator.log').read_text()}")
-                            time.sleep(0.02)
-                        print(f"A census at {reached.count}/{size} objects handled.")
-                        process.send_signal(signal.SIGUSR1)
-                        time.sleep(0.5)
-                    if not reached.done.wait(600):
-                        raise SystemExit(f"Only {reached.count}/{size} objects handled in 600 s.")
-                finally:
-                    process.send_signal(signal.SIGTERM)
-                    process.wait(60)
-            watcher.stop()
-        finally:
-            server.stop()
-        print(report.read_text() if report.exists() else "No census was written.")
+    census_py = str(pathlib.Path(__file__).resolve().parent / "census.py")
+    reports: list[pathlib.Path] = []
+
+    def command(workdir: pathlib.Path, kopf_args: list[str]) -> list[str]:
+        reports.append(workdir / "census.txt")
+        return [sys.executable, census_py, str(reports[0]), "--", *kopf_args]
+
+    with _run_operator(size, operator, command) as run:
+        for share in sorted(shares):
+            while run.reached.count < size * share and not run.reached.done.is_set():
+                if run.process.poll() is not None:
+                    raise SystemExit(f"The operator exited early: {(run.workdir / 'operator.log').read_text()}")
+                time.sleep(0.02)
+            print(f"A census at {run.reached.count}/{size} objects handled.")
+            run.process.send_signal(signal.SIGUSR1)
+            time.sleep(0.5)
+        run.wait_for_all(size)
+        run.stop()
+        print(reports[0].read_text() if reports[0].exists() else "No census was written.")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
