@@ -91,24 +91,24 @@ async def queue_up(slots: PrioritySemaphore, priorities: list[int]) -> list[asyn
 
 @virtualtime.isolated
 async def test_a_turn_goes_on_at_once_while_the_queue_is_within_the_slots() -> None:
-    slots = PrioritySemaphore(2)
+    slots = PrioritySemaphore(2, max_ongoing=100)
     await slots.acquire(0)
     await slots.acquire(0)
     waiters = await queue_up(slots, [1, 2])  # as many waiting as there are slots: not congested
-    await asyncio.wait_for(slots.turn(9), timeout=0.001)
+    await asyncio.wait_for(slots.turn(9, lapse=60), timeout=0.001)
     for waiter in waiters:
         waiter.cancel()
 
 
 @virtualtime.isolated
 async def test_turns_wait_while_more_queue_than_the_slots_then_go_one_per_served_request() -> None:
-    slots = PrioritySemaphore(1)
+    slots = PrioritySemaphore(1, max_ongoing=100)
     await slots.acquire(0)
     await queue_up(slots, [1, 2, 3])  # 3 waiting for 1 slot: congested
     gone: list[int] = []
 
     async def turn(priority: int) -> None:
-        await slots.turn(priority)
+        await slots.turn(priority, lapse=60)
         gone.append(priority)
 
     turns = [asyncio.create_task(turn(priority)) for priority in (20, 10, 30)]
@@ -127,17 +127,17 @@ async def test_turns_wait_while_more_queue_than_the_slots_then_go_one_per_served
 
 @virtualtime.isolated
 async def test_a_new_turn_waits_behind_the_earlier_turns_even_when_the_queue_is_short() -> None:
-    slots = PrioritySemaphore(1)
+    slots = PrioritySemaphore(1, max_ongoing=100)
     await slots.acquire(0)
     await queue_up(slots, [1, 2, 3])
-    first = asyncio.create_task(slots.turn(5))
-    second = asyncio.create_task(slots.turn(6))
+    first = asyncio.create_task(slots.turn(5, lapse=60))
+    second = asyncio.create_task(slots.turn(6, lapse=60))
     await asyncio.sleep(0)
     slots.release()
     slots.release()  # 1 queues for 1 slot: one turn goes, the other still waits
     await first
     assert slots.waiting == 1 and not second.done()
-    late = asyncio.create_task(slots.turn(7))  # the queue is short, but an earlier turn waits: so does this one
+    late = asyncio.create_task(slots.turn(7, lapse=60))  # the queue is short, but an earlier turn waits: so this one
     await asyncio.sleep(0)
     assert not late.done()
     slots.release()  # nothing queues any more: both go
@@ -146,10 +146,10 @@ async def test_a_new_turn_waits_behind_the_earlier_turns_even_when_the_queue_is_
 
 @virtualtime.isolated
 async def test_a_cancelled_turn_is_not_counted_and_blocks_nobody() -> None:
-    slots = PrioritySemaphore(1)
+    slots = PrioritySemaphore(1, max_ongoing=100)
     await slots.acquire(0)
     waiters = await queue_up(slots, [1, 2])
-    cancelled = asyncio.create_task(slots.turn(5))
+    cancelled = asyncio.create_task(slots.turn(5, lapse=60))
     await asyncio.sleep(0)
     cancelled.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -157,4 +157,37 @@ async def test_a_cancelled_turn_is_not_counted_and_blocks_nobody() -> None:
     slots.release()
     slots.release()
     await asyncio.gather(*waiters)
-    await asyncio.wait_for(slots.turn(6), timeout=0.001)  # nothing queues, no turn waits: at once
+    await asyncio.wait_for(slots.turn(6, lapse=60), timeout=0.001)  # nothing queues, no turn waits: at once
+    assert slots.ongoing == 1  # only the last one: the cancelled one never counted
+
+
+@virtualtime.isolated
+async def test_turns_wait_while_too_many_are_ongoing_and_go_by_priority_as_those_end() -> None:
+    slots = PrioritySemaphore(10, max_ongoing=2)
+    first = await asyncio.wait_for(slots.turn(1, lapse=60), timeout=0.001)
+    second = await asyncio.wait_for(slots.turn(2, lapse=60), timeout=0.001)
+    later = asyncio.create_task(slots.turn(5, lapse=60))
+    sooner = asyncio.create_task(slots.turn(3, lapse=60))
+    await asyncio.sleep(0)
+    assert not later.done() and not sooner.done() and slots.ongoing == 2
+    first.end()
+    first.end()  # ending twice counts once
+    await asyncio.sleep(0)
+    assert sooner.done() and not later.done() and slots.ongoing == 2
+    second.end()
+    await asyncio.sleep(0)
+    assert later.done() and slots.ongoing == 2
+    later.result().end()
+    sooner.result().end()
+    assert slots.ongoing == 0
+
+
+@virtualtime.isolated
+async def test_an_ongoing_turn_lapses_and_lets_the_next_one_go() -> None:
+    loop = asyncio.get_running_loop()
+    slots = PrioritySemaphore(10, max_ongoing=1)
+    await slots.turn(1, lapse=5)  # never ended: e.g. its work waits for an hour
+    started = loop.time()
+    await slots.turn(2, lapse=5)
+    assert loop.time() - started == pytest.approx(5)
+    assert slots.ongoing == 1

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import importlib.metadata
 import itertools
 import logging
 import ssl
@@ -26,9 +25,10 @@ from typing import TypeVar
 
 import aiohttp
 
-from kopf._cogs.aiokits.aiopriority import PrioritySemaphore
+from kopf._cogs.aiokits.aiopriority import PrioritySemaphore, Turn
 from kopf._cogs.clients import errors
 from kopf._cogs.structs.credentials import AccessError, AiohttpSession, ConnectionInfo, Vault, VaultContext
+from kopf._version import __version__
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,12 @@ SLOTS_KEY = "request-slots"
 #: The watch-streams are not limited: they hold their connections for as long as they watch.
 MAX_CONCURRENT_REQUESTS = 128
 
+#: How long a new object's processing counts as ongoing at most, for the turns of the next ones (see
+#: ``take_turn()``): in a burst, ~256 objects at once finish their first processing well within it (1,000
+#: and 10,000 objects listed at once in benchmarks/compare_peer.py); a processing that waits for longer
+#: (e.g. a handler sleeping) stops holding the others back after it.
+TURN_LAPSE = 1.0
+
 #: The order of a request for a free slot: the lower, the sooner. The workers set it to the moment (a
 #: sequence number) when their object's processing began, so that an object's requests go before those of
 #: objects that began after it (see :mod:`kopf._cogs.aiokits.aiopriority`); other requests get a number
@@ -65,14 +71,7 @@ def next_order() -> int:
     return next(_orders)
 
 
-def _user_agent() -> str:
-    try:
-        return f"kopf/{importlib.metadata.version('kopf')}"
-    except importlib.metadata.PackageNotFoundError:
-        return "kopf/unknown"
-
-
-USER_AGENT = _user_agent()
+USER_AGENT = f"kopf/{__version__}"
 
 
 def get_vault(vault: Vault | None = None) -> Vault:
@@ -138,24 +137,33 @@ def get_slots(context: VaultContext) -> PrioritySemaphore:
     return slots
 
 
-async def take_turn(order: int, *, vault: Vault | None = None) -> None:
+async def take_turn(order: int, *, vault: Vault | None = None) -> list[Turn]:
     """
-    Wait while more requests queue for the slots than there are slots: the turn of a new piece of work.
+    Wait for the turn of a new piece of work: while more requests queue for the slots than there are
+    slots, or while twice as many other new pieces are still ongoing (for :data:`TURN_LAPSE` at most).
 
     For the objects' workers under load: an object whose processing begins while others' requests queue
     would only queue its own requests behind them, and meanwhile hold its whole state in memory (with
     10,000 objects listed at once, all of them); it waits here instead, with only its event. Nobody waits
-    while the queue is short; the waits depend only on the requests already made (they end, if only by
-    their timeouts), and all go on when nothing queues any more. See ``PrioritySemaphore.turn()``.
+    while the queue is short and few new objects are in work; the waits depend only on the requests already
+    made (they end, if only by their timeouts) and on the turns taken (they lapse). See
+    ``PrioritySemaphore.turn()``. The caller ends the turns it gets when its work is done.
     """
     try:
         the_vault = get_vault(vault)
     except RuntimeError:  # not in an operator: nothing to wait for
-        return
-    for context in the_vault.contexts():
-        slots: PrioritySemaphore | None = context.get(SLOTS_KEY)
-        if slots is not None:
-            await slots.turn(order)
+        return []
+    turns: list[Turn] = []
+    try:
+        for context in the_vault.contexts():
+            slots: PrioritySemaphore | None = context.get(SLOTS_KEY)
+            if slots is not None:
+                turns.append(await slots.turn(order, lapse=TURN_LAPSE))
+    except BaseException:
+        for turn in turns:
+            turn.end()
+        raise
+    return turns
 
 
 def make_url(info: ConnectionInfo, url: str) -> str:

@@ -39,6 +39,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, Protocol
 
+from kopf._cogs.aiokits.aiopriority import Turn
 from kopf._cogs.clients import auth, fetching, watching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import Body, RawEvent
@@ -304,9 +305,10 @@ async def _worker(
             # take_turn()), then takes what has come meanwhile. A worker's further events are not held back:
             # e.g. the echoes of its own patches, which usually finish the object's work (and free its body).
             turn = auth.next_order()
+            turns: list[Turn] = []
             if first:
                 first = False
-                await auth.take_turn(turn, vault=vault)
+                turns = await auth.take_turn(turn, vault=vault)
                 if not eos and not backlog.empty():
                     raw_event, eos = await _batch(backlog, raw_event, window=0)
 
@@ -343,6 +345,8 @@ async def _worker(
                 throttler.reset()
             finally:
                 auth.request_order.reset(order)
+                for taken in turns:
+                    taken.end()
 
             if eos:
                 break

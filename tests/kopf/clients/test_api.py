@@ -1,5 +1,6 @@
 import asyncio
 import base64
+import importlib.metadata
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -203,7 +204,7 @@ async def test_authorization_headers(settings: OperatorSettings, recorder: Recor
         await api.get(NS_URL, settings=settings, vault=vault)
     auths = [headers.get("Authorization") for headers in recorder.headers]
     assert auths == ["Bearer abc", "Digest xyz", "Basic " + base64.b64encode(b"user:pass").decode()]
-    assert all(headers["User-Agent"].startswith("kopf/") for headers in recorder.headers)
+    assert all(headers["User-Agent"] == f"kopf/{importlib.metadata.version('kopf')}" for headers in recorder.headers)
 
 
 async def test_sessions_are_reused_and_closed_with_the_vault(

@@ -253,6 +253,47 @@ async def test_new_objects_wait_while_more_requests_queue_than_slots_but_known_o
         await stop(task)
 
 
+async def test_a_burst_of_new_objects_goes_on_a_few_at_a_time(
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(auth, "MAX_CONCURRENT_REQUESTS", 1)  # so, 2 new objects' processings at once
+    recorder = Recorder(delay=0.1)  # each well within the lapse of a turn
+    for i in range(6):
+        objects.create(f"kex{i}", x=i)
+    task = await start(vault, settings, recorder)
+    try:
+        await wait_for(lambda: len(recorder.events) == 6)
+    finally:
+        await stop(task)
+    assert recorder.max_running == 2
+    assert sorted(recorder.names()) == [f"kex{i}" for i in range(6)]
+
+
+async def test_new_objects_slow_in_their_processing_hold_up_the_next_ones_for_a_while_only(
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(auth, "MAX_CONCURRENT_REQUESTS", 1)
+    recorder = Recorder(delay=1000)  # e.g. handlers sleeping for long
+    for i in range(5):
+        objects.create(f"kex{i}", x=i)
+    task = await start(vault, settings, recorder)
+    try:
+        await asyncio.sleep(auth.TURN_LAPSE / 2)
+        assert recorder.running == 2
+        await asyncio.sleep(auth.TURN_LAPSE)
+        assert recorder.running == 4
+        await asyncio.sleep(auth.TURN_LAPSE)
+        assert recorder.running == 5
+    finally:
+        await stop(task)
+
+
 async def test_a_backlog_gives_its_items_in_order_and_wakes_its_waiting_consumer() -> None:
     from kopf._core.reactor.queueing import EOS, Backlog
 
