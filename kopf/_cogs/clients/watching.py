@@ -102,14 +102,27 @@ class Toggle:
 
 @dataclasses.dataclass
 class WatchState:
-    """What a watcher remembers between the streams: where to resume, and what was seen."""
+    """
+    What a watcher remembers between the streams: where to resume, and what was seen.
+
+    The last seen body of every object is kept for the ``DELETED`` events of a re-listing (the objects
+    gone meanwhile): as JSON, not as parsed dicts. A parsed body with its ``managedFields`` takes ~4 KB
+    of dicts and strings, its JSON a third of that; with 10,000 objects watched, that is ~30 MiB for
+    what is read only on a rare re-listing. A watch-event keeps its own line as received (no encoding);
+    a listed object is encoded once.
+    """
 
     resource_version: str | None = None
     listed: bool = False
-    known: dict[str, tuple[str | None, RawBody]] = dataclasses.field(default_factory=dict)
+    #: By uid: the resource version and the JSON of a document with the last seen body under ``"object"``.
+    known: dict[str, tuple[str | None, bytes]] = dataclasses.field(default_factory=dict)
 
-    def remember(self, event_type: str | None, body: RawBody) -> bool:
-        """Track the object; return False if this event is a duplicate of what was already seen."""
+    def remember(self, event_type: str | None, body: RawBody, line: bytes | None = None) -> bool:
+        """
+        Track the object; return False if this event is a duplicate of what was already seen.
+
+        ``line`` is the watch-event's JSON as received (with the body under ``"object"``), if any.
+        """
         uid = _uid(body)
         rv = _rv(body)
         if uid is None:
@@ -120,8 +133,14 @@ class WatchState:
         previous = self.known.get(uid)
         if previous is not None and rv is not None and previous[0] == rv:
             return False
-        self.known[uid] = (rv, body)
+        self.known[uid] = (rv, line if line is not None else json.dumps({"object": body}).encode())
         return True
+
+    def forget(self, uid: str) -> RawBody:
+        """Stop tracking the object; return its last seen body."""
+        _, document = self.known.pop(uid)
+        body: RawBody = json.loads(document)["object"]
+        return body
 
 
 def _uid(body: Any) -> str | None:
@@ -179,9 +198,10 @@ async def streaming_watch(
     operator_paused: PauseFlag | None = None,
     logger: api.Logger | None = None,
     vault: Vault | None = None,
-) -> AsyncGenerator[dict[str, Any], None]:
+) -> AsyncGenerator[tuple[dict[str, Any], bytes], None]:
     """
-    One watch-request: yield the raw watch-events (incl. ``BOOKMARK``) until the stream ends.
+    One watch-request: yield the raw watch-events (incl. ``BOOKMARK``) until the stream ends,
+    each with its line as received (the watcher keeps the lines, not the parsed bodies: see WatchState).
 
     Raises :class:`errors.APIGoneError` on 410 (HTTP or in-stream); other in-stream ``ERROR``
     events raise :class:`WatchStreamError` (with the :class:`errors.APIError` inside).
@@ -225,13 +245,13 @@ async def streaming_watch(
                 for line in lines:
                     event = _parse_line(line, resource=resource, logger=logger)
                     if event is not None:
-                        yield event
+                        yield event, line
             if buffer.strip() and not watcher.done():
                 # A well-formed last line without the trailing newline is still an event;
                 # a truncated one is dropped: it will be re-delivered after resuming.
                 event = _parse_line(buffer, resource=resource, logger=logger, tail=True)
                 if event is not None:
-                    yield event
+                    yield event, buffer
         finally:
             # Wait for the interruption waiter to end, but never swallow a cancellation of our own task that comes
             # meanwhile (suppressing CancelledError around `await watcher` would: the watching would go on forever).
@@ -339,7 +359,7 @@ async def continuous_watch(
             needs_listing = False
 
         try:
-            async for raw_event in streaming_watch(
+            async for raw_event, line in streaming_watch(
                 resource=resource,
                 namespace=namespace,
                 settings=settings,
@@ -362,7 +382,7 @@ async def continuous_watch(
                     continue
                 if event_rv is not None:
                     state.resource_version = event_rv
-                if state.remember(event_type, body):
+                if state.remember(event_type, body, line):
                     yield RawEvent(type=event_type, object=body)
         except errors.APIGoneError:
             logger.debug(f"The resource version of {resource} has expired; re-listing.")
@@ -398,8 +418,7 @@ def _relist(state: WatchState, items: list[RawBody]) -> list[RawEvent]:
             state.remember("MODIFIED", item)
             events.append(RawEvent(type="MODIFIED", object=item))
     for gone in [key for key in state.known if key not in present]:
-        _, body = state.known.pop(gone)
-        events.append(RawEvent(type="DELETED", object=body))
+        events.append(RawEvent(type="DELETED", object=state.forget(gone)))
     return events
 
 

@@ -162,6 +162,29 @@ async def test_expired_version_in_stream_leads_to_a_relisting_with_differences(
     assert len(lists) == 2
 
 
+async def test_a_relisting_deletes_with_the_last_body_seen_not_as_its_consumer_changed_it(
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
+    create, modify, delete = ops(cluster)
+    create("listed", 1)
+    create("watched", 2)
+    async with watching_in_background(vault, settings) as collector:
+        await collector.wait_for(3)
+        modify("watched", 20)
+        await collector.wait_for(4)
+        for event in collector.events:  # e.g. an operator's handlers editing the bodies they got
+            if not isinstance(event, watching.Bookmark):
+                event["object"]["spec"]["size"] = -1
+        await collector.paused.turn_to(True)
+        await asyncio.sleep(1)
+        delete("listed")
+        delete("watched")
+        cluster.compact()
+        await collector.paused.turn_to(False)
+        await collector.wait_for(6)
+    assert sorted(collector.summary()[4:]) == [("DELETED", "listed", 1), ("DELETED", "watched", 20)]
+
+
 async def test_expired_version_as_http_410_leads_to_a_relisting(
     cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
 ) -> None:
