@@ -32,6 +32,7 @@ after that. No tasks are left behind.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import enum
@@ -177,11 +178,17 @@ class Stream:
 
 
 class Streams(dict[str, Stream]):
-    """The streams of one watcher's objects, and the flag of the watcher's exit (one for all of them)."""
+    """
+    The streams of one watcher's objects, and the flag of the watcher's exit (one for all of them).
+
+    The new streams wait for their workers in order (``waiting``): see :func:`_dispatcher`.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.exiting = asyncio.Event()
+        self.waiting: collections.deque[str] = collections.deque()
+        self.arrived = Pressure()  # new streams are waiting
 
 
 async def watcher(
@@ -207,6 +214,10 @@ async def watcher(
     """
     streams = Streams()
     limiter = _make_limiter(settings.batching.worker_limit)
+    dispatcher = asyncio.create_task(
+        _dispatcher(streams=streams, processor=processor, settings=settings, limiter=limiter, vault=vault),
+        name=f"kopf dispatcher for {resource}",
+    )
     try:
         stream = watching.infinite_watch(
             resource=resource,
@@ -231,13 +242,10 @@ async def watcher(
                         raise
                     except Exception:
                         logger.exception(f"Pre-processing of {_describe(raw_event)} has failed unexpectedly.")
-                _route(raw_event, streams=streams, processor=processor, settings=settings, limiter=limiter, vault=vault)
-                if raw_event["type"] is None:
-                    # A listing comes in one piece: its objects go to their workers one per loop cycle, so that
-                    # the first ones are handled (and let go) while the others come, not all of them in lockstep
-                    # (with 10,000 objects: the first result after 0.8 s instead of 10 s, half the peak memory).
-                    await asyncio.sleep(0)
+                _route(raw_event, streams=streams)
     finally:
+        dispatcher.cancel()
+        await asyncio.gather(dispatcher, return_exceptions=True)
         await _shutdown(streams, settings=settings)
 
 
@@ -249,8 +257,19 @@ def _make_limiter(worker_limit: int | None) -> asyncio.Semaphore | None:
     return asyncio.Semaphore(worker_limit)
 
 
-def _route(
-    raw_event: RawEvent,
+def _route(raw_event: RawEvent, *, streams: Streams) -> None:
+    """Put the event into its object's queue; a new object's stream waits for its worker (see _dispatcher)."""
+    key = get_memory_key(raw_event["object"])
+    stream = streams.get(key)
+    if stream is None:
+        stream = streams[key] = Stream()
+        streams.waiting.append(key)
+        streams.arrived.set()
+    stream.backlog.put_nowait(raw_event)
+    stream.pressure.set()
+
+
+async def _dispatcher(
     *,
     streams: Streams,
     processor: ObjectProcessor,
@@ -258,17 +277,36 @@ def _route(
     limiter: asyncio.Semaphore | None,
     vault: Vault | None = None,
 ) -> None:
-    """Put the event into its object's queue; start a worker for the object if there is none."""
-    key = get_memory_key(raw_event["object"])
-    stream = streams.get(key)
-    if stream is None:
-        stream = streams[key] = Stream()
+    """
+    Start the workers of the new streams in the order they came, each in its turn (see ``auth.take_turn()``).
+
+    Under load (e.g. 10,000 objects listed at once), a new object waits here with only its event, without
+    a worker: its work would only queue its requests behind the others' and hold its state meanwhile.
+    The watch-stream goes on meanwhile: the events of a waiting object replace its waiting one; the
+    events of the objects in work go to their workers at once (e.g. the echoes of their own patches).
+    """
+    while True:
+        while not streams.waiting:
+            streams.arrived.clear()
+            await streams.arrived.wait()
+        key = streams.waiting.popleft()
+        stream = streams.get(key)
+        if stream is None or stream.worker is not None:
+            continue
+        order = auth.next_order()
+        turns = await auth.take_turn(order, vault=vault)
         stream.worker = asyncio.create_task(
-            _worker(key=key, streams=streams, processor=processor, settings=settings, limiter=limiter, vault=vault),
+            _worker(
+                key=key,
+                streams=streams,
+                processor=processor,
+                settings=settings,
+                limiter=limiter,
+                turns=turns,
+                order=order,
+            ),
             name=f"kopf worker for {key}",
         )
-    stream.backlog.put_nowait(raw_event)
-    stream.pressure.set()
 
 
 async def _worker(
@@ -278,13 +316,19 @@ async def _worker(
     processor: ObjectProcessor,
     settings: OperatorSettings,
     limiter: asyncio.Semaphore | None,
-    vault: Vault | None = None,
+    turns: list[Turn],
+    order: int,
 ) -> None:
-    """Process the events of one object, one at a time (the latest of each batch); exit when idle."""
+    """
+    Process the events of one object, one at a time (the latest of each batch); exit when idle.
+
+    The first processing is in the ``turns`` taken for it, and its requests go in its ``order``; the next
+    ones get the next orders when they begin.
+    """
     stream = streams[key]
     backlog = stream.backlog
     throttler = _Throttler(settings.batching.error_delays)
-    first = True
+    first_order: int | None = order
     try:
         while True:
             # Wait for the next event; exit if there are none for too long.
@@ -301,19 +345,9 @@ async def _worker(
             # Batch the events that come in quick succession: only the latest one matters.
             raw_event, eos = await _batch(backlog, item, window=settings.batching.batch_window)
 
-            # Under load, a new worker lets the objects already in work send their requests first (see
-            # take_turn()), then takes what has come meanwhile. A worker's further events are not held back:
-            # e.g. the echoes of its own patches, which usually finish the object's work (and free its body).
-            turn = auth.next_order()
-            turns: list[Turn] = []
-            if first:
-                first = False
-                turns = await auth.take_turn(turn, vault=vault)
-                if not eos and not backlog.empty():
-                    raw_event, eos = await _batch(backlog, raw_event, window=0)
-
             stream.pressure.clear()
-            order = auth.request_order.set(turn)  # its requests go before those of later objects
+            current_order, first_order = (first_order if first_order is not None else auth.next_order()), None
+            token = auth.request_order.set(current_order)  # its requests go before those of later objects
             try:
                 if limiter is not None:
                     async with limiter:
@@ -344,14 +378,17 @@ async def _worker(
             else:
                 throttler.reset()
             finally:
-                auth.request_order.reset(order)
-                for taken in turns:
-                    taken.end()
+                auth.request_order.reset(token)
+                for turn in turns:
+                    turn.end()
+                turns = []
 
             if eos:
                 break
             del item, raw_event  # not kept while idle: the objects are many, their bodies are big
     finally:
+        for turn in turns:  # if exiting before the first processing
+            turn.end()
         if streams.get(key) is stream:
             del streams[key]
 

@@ -294,6 +294,28 @@ async def test_new_objects_slow_in_their_processing_hold_up_the_next_ones_for_a_
         await stop(task)
 
 
+async def test_new_objects_wait_for_their_turn_without_workers_and_with_their_latest_event_only(
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(auth, "MAX_CONCURRENT_REQUESTS", 1)  # so, 2 new objects' processings at once
+    recorder = Recorder(delay=auth.TURN_LAPSE * 0.8)  # with the batching window, within the lapse
+    for i in range(10):
+        objects.create(f"kex{i}", x=i)
+    task = await start(vault, settings, recorder)
+    try:
+        assert len(own_tasks()) <= 2  # the other 8 wait with their events, not as tasks
+        objects.patch("kex9", {"spec": {"x": 90}})  # the watch-stream goes on meanwhile
+        objects.patch("kex9", {"spec": {"x": 99}})
+        await wait_for(lambda: len(recorder.events) == 10)
+    finally:
+        await stop(task)
+    assert recorder.max_running == 2
+    assert [(type_, x) for type_, name, x in recorder.events if name == "kex9"] == [("MODIFIED", 99)]
+
+
 async def test_a_backlog_gives_its_items_in_order_and_wakes_its_waiting_consumer() -> None:
     from kopf._core.reactor.queueing import EOS, Backlog
 
