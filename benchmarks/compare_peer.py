@@ -416,7 +416,11 @@ def measure_throughput(framework: Framework, size: int, timeout: float) -> dict[
                 first_result = reached.first - operator.spawned
                 peak = operator.peak_rss_mib()
                 first = operator.first_call()
-                operator.settle()
+                # The work left after the last result (e.g. the echoes of the last patches; a re-listing
+                # if the watch-stream fell too far behind): counted until the operator is idle.
+                operator.settle(limit=60.0)
+                idle_cpu = operator.cpu()
+                idle_peak = operator.peak_rss_mib()
                 stop, code = operator.stop()
             except BaseException:
                 operator.kill()
@@ -431,6 +435,8 @@ def measure_throughput(framework: Framework, size: int, timeout: float) -> dict[
         "operator_cpu_s": operator_cpu,
         "operator_cpu_ms_per_object": operator_cpu / size * 1000,
         "operator_peak_rss_mib": peak,
+        "operator_cpu_ms_per_object_until_idle": idle_cpu / size * 1000,
+        "operator_peak_rss_mib_until_idle": idle_peak,
         "server_cpu_share": server_cpu / seconds,
         "start_to_first_handler_s": first,
         "start_to_first_result_s": first_result,

@@ -4,9 +4,10 @@ one queue and one worker per object.
 
 The watcher reads the resource's watch-stream and routes every event to the queue
 of its object (by the uid; by the namespace & name if there is no uid). The worker
-of the object (started on demand) processes the object's events one at a time,
-in order; so the events of one object never overtake each other, while the objects
-are processed concurrently (up to ``settings.batching.worker_limit`` at a time).
+of the object (started on demand, in turns under load: see ``_dispatcher``) processes
+the object's events one at a time, in order; so the events of one object never overtake
+each other, while the objects are processed concurrently (up to ``settings.batching.worker_limit``
+at a time).
 
 The events that arrive in quick succession are batched: after an event, the worker
 waits for ``settings.batching.batch_window`` seconds for more events, and only
