@@ -31,7 +31,7 @@ import dataclasses
 import enum
 import json
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any, Protocol
 
 import aiohttp
@@ -394,17 +394,20 @@ async def continuous_watch(
         await _sleep_unless(settings.watching.reconnect_backoff, stop, operator_paused)
 
 
-def _relist(state: WatchState, items: list[RawBody]) -> list[RawEvent]:
+def _relist(state: WatchState, items: list[RawBody]) -> Iterator[RawEvent]:
     """The events of a (re-)listing: all as listed the first time; only the differences later."""
     if not state.listed:
         state.known = {}
-        events: list[RawEvent] = []
-        for item in items:
+        for item in items:  # lazily: the first objects go to work before the others are remembered
             state.remember(None, item)
-            events.append(RawEvent(type=None, object=item))
-        return events
+            yield RawEvent(type=None, object=item)
+        return
+    yield from _differences(state, items)
 
-    events = []
+
+def _differences(state: WatchState, items: list[RawBody]) -> list[RawEvent]:
+    """The events of a re-listing: what has changed since the objects were seen (all found before any goes)."""
+    events: list[RawEvent] = []
     present: set[str] = set()
     for item in items:
         uid = _uid(item)

@@ -52,6 +52,11 @@ from kopf._core.reactor.memories import get_memory_key
 
 logger = logging.getLogger(__name__)
 
+#: How many objects of a listing are routed per cycle of the event loop. One per cycle made a listing of
+#: 10,000 objects last for most of a busy run, and the watch-stream began only after it, too late (see
+#: docs/performance.md); all of them at once held the first objects' work back until all were routed.
+LISTED_PER_CYCLE = 256
+
 
 #: What processes one event of one object (e.g. a partial of ``process_resource_event``):
 #: called as ``await processor(raw_event=..., stream_pressure=...)``.
@@ -215,6 +220,7 @@ async def watcher(
     """
     streams = Streams()
     limiter = _make_limiter(settings.batching.worker_limit)
+    listed = 0
     dispatcher = asyncio.create_task(
         _dispatcher(streams=streams, processor=processor, settings=settings, limiter=limiter, vault=vault),
         name=f"kopf dispatcher for {resource}",
@@ -244,6 +250,10 @@ async def watcher(
                     except Exception:
                         logger.exception(f"Pre-processing of {_describe(raw_event)} has failed unexpectedly.")
                 _route(raw_event, streams=streams)
+                if raw_event["type"] is None:
+                    listed += 1
+                    if listed % LISTED_PER_CYCLE == 1:  # the first ones go to work while the others are routed
+                        await asyncio.sleep(0)
     finally:
         dispatcher.cancel()
         await asyncio.gather(dispatcher, return_exceptions=True)
