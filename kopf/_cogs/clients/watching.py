@@ -349,8 +349,12 @@ async def continuous_watch(
                 logger=logger,
                 vault=vault,
             )
-            for event in _relist(state, items):
+            listing = _relist(state, items)
+            del items  # the listed bodies are the workers' now: not kept for as long as this watch goes on
+            for event in listing:
                 yield event
+                del event  # nor the last one
+            del listing
             state.resource_version = rv or None
             if not state.listed:
                 state.listed = True

@@ -132,7 +132,9 @@ async def process_resource_event(
     if event_type == "DELETED":
         local_logger.debug("Deleted, really deleted, and we are notified.")
         # The daemons & timers of the gone object (if any are left, e.g. the finalizer was removed by others).
-        await daemons_.stop_daemons(settings=settings, memory=_get_daemons_memory(memory))
+        daemons_memory = _peek_daemons_memory(memory)
+        if daemons_memory is not None:
+            await daemons_.stop_daemons(settings=settings, memory=daemons_memory)
         memories.forget(raw_body)
         return
 
@@ -435,9 +437,9 @@ async def _process_daemons(context: _Context, change: _Change) -> bool:
     Returns ``True`` if the deletion must wait for the daemons to exit (their exit "touches" the object):
     then, nothing else is done for this event.
     """
-    daemons_memory = _get_daemons_memory(context.memory)
+    daemons_memory = _peek_daemons_memory(context.memory)
     if change.deleting:
-        if daemons_memory.running:
+        if daemons_memory is not None and daemons_memory.running:
             delay = await daemons_.stop_daemons(
                 settings=context.settings, memory=daemons_memory, patch_sink=_make_patch_sink(context)
             )
@@ -448,11 +450,11 @@ async def _process_daemons(context: _Context, change: _Change) -> bool:
                 return True
     elif change.blocking or not change.requires_finalizer:
         spawning = context.registry.spawning.get_handlers(context.resource, body=context.body, kwargs=change.kwargs)
-        if spawning or daemons_memory.running:
+        if spawning or (daemons_memory is not None and daemons_memory.running):
             await daemons_.spawn_daemons(
                 settings=context.settings,
                 handlers=spawning,
-                memory=daemons_memory,
+                memory=_get_daemons_memory(context.memory),
                 body=context.raw_body,
                 resource=context.resource,
                 logger=context.logger,
@@ -473,8 +475,8 @@ async def _release_unneeded_finalizer(context: _Context, change: _Change) -> flo
     if change.deleting or change.requires_finalizer or not change.blocking:
         return None
     stopping_delay: float | None = None
-    daemons_memory = _get_daemons_memory(context.memory)
-    if daemons_memory.running:
+    daemons_memory = _peek_daemons_memory(context.memory)
+    if daemons_memory is not None and daemons_memory.running:
         stopping_delay = await daemons_.stop_daemons(
             settings=context.settings,
             memory=daemons_memory,
@@ -587,6 +589,12 @@ async def _continue_handling(context: _Context, outcome: execution.Execution, *,
             return
     touch = application.build_touch_patch(body=context.body, settings=context.settings)
     await _apply_patch(context, touch)
+
+
+def _peek_daemons_memory(memory: ResourceMemory) -> daemons_.DaemonsMemory | None:
+    """The object's daemons & timers if it has ever had any (most objects of most operators have none)."""
+    daemons_memory = memory.extras.get("daemons")
+    return daemons_memory if isinstance(daemons_memory, daemons_.DaemonsMemory) else None
 
 
 def _get_daemons_memory(memory: ResourceMemory) -> daemons_.DaemonsMemory:

@@ -1,12 +1,14 @@
 import asyncio
 import contextlib
+import gc
 import logging
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
-from kopf._cogs.clients import errors, watching
+from kopf._cogs.clients import errors, fetching, watching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf_sim.store.cluster import Cluster
@@ -183,6 +185,33 @@ async def test_a_relisting_deletes_with_the_last_body_seen_not_as_its_consumer_c
         await collector.paused.turn_to(False)
         await collector.wait_for(6)
     assert sorted(collector.summary()[4:]) == [("DELETED", "listed", 1), ("DELETED", "watched", 20)]
+
+
+async def test_the_listed_bodies_are_not_kept_by_the_watch_once_consumed(
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Body(dict[str, Any]):  # unlike a dict, can be weakly referenced
+        pass
+
+    listed: list[weakref.ref[Body]] = []
+    list_objs = fetching.list_objs
+
+    async def tracked_list_objs(**kwargs: Any) -> Any:
+        items, rv = await list_objs(**kwargs)
+        bodies = [Body(item) for item in items]
+        listed.extend(weakref.ref(body) for body in bodies)
+        return bodies, rv
+
+    monkeypatch.setattr(fetching, "list_objs", tracked_list_objs)
+    create, _, _ = ops(cluster)
+    create("a", 1)
+    create("b", 2)
+    async with watching_in_background(vault, settings) as collector:
+        await collector.wait_for(3)
+        collector.events.clear()  # the consumer is done with them (e.g. the objects' workers have idled out)
+        await asyncio.sleep(1)
+        gc.collect()
+        assert [ref() for ref in listed] == [None, None]  # while the watch goes on
 
 
 async def test_expired_version_as_http_410_leads_to_a_relisting(
