@@ -13,7 +13,8 @@ they are added here, so that the items look the same as the objects from watchin
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import dataclasses
+from collections.abc import AsyncGenerator, Collection, Mapping
 from typing import Any, cast
 
 from kopf._cogs.clients import api, errors
@@ -90,12 +91,57 @@ async def list_objs(
 
     Returns the items and the list's ``resourceVersion`` (to start watching from).
     """
+    items: list[RawBody] = []
+    async for page in list_pages(
+        resource=resource,
+        namespace=namespace,
+        settings=settings,
+        label_selector=label_selector,
+        field_selector=field_selector,
+        chunk_size=chunk_size,
+        logger=logger,
+        vault=vault,
+    ):
+        if page.first:
+            items = []
+        items.extend(page.items)
+        if page.resource_version is not None:
+            return items, page.resource_version
+    raise RuntimeError("A listing has ended without its last chunk.")  # list_pages never ends so
+
+
+@dataclasses.dataclass(frozen=True)
+class ListingPage:
+    """One chunk of a listing: ``first`` if the listing (re)starts with it; the version comes with the last one."""
+
+    items: list[RawBody]
+    first: bool
+    resource_version: str | None  # only in the last chunk: the listing's version ("" if none)
+
+
+async def list_pages(
+    *,
+    resource: Resource,
+    namespace: str | None,
+    settings: OperatorSettings,
+    label_selector: LabelSelector | None = None,
+    field_selector: str | None = None,
+    chunk_size: int | None = DEFAULT_CHUNK_SIZE,
+    logger: api.Logger | None = None,
+    vault: Vault | None = None,
+) -> AsyncGenerator[ListingPage, None]:
+    """
+    List all objects of a resource chunk by chunk, each chunk as it comes (e.g. to begin the work on it).
+
+    If the continue token expires midway (410), the listing starts over: its next chunk is ``first`` again,
+    and the objects of the chunks before may come again, changed or not, or not at all (if gone meanwhile).
+    """
     url = resource.get_url(namespace=namespace)
     labels = build_label_selector(label_selector)
     restarts = 0
     while True:
-        items: list[RawBody] = []
         token: str | None = None
+        first = True
         try:
             while True:
                 params: dict[str, str] = {}
@@ -111,12 +157,14 @@ async def list_objs(
                     url, params=params, settings=settings, logger=logger, vault=vault
                 )
                 kind = _item_kind(resource, rsp)
-                for item in rsp.get("items") or []:
-                    items.append(_complete(item, resource, kind))
+                items = [_complete(item, resource, kind) for item in rsp.get("items") or []]
                 metadata = rsp.get("metadata") or {}
                 token = metadata.get("continue") or None
-                if token is None:
-                    return items, str(metadata.get("resourceVersion") or "")
+                last = token is None
+                yield ListingPage(items, first, str(metadata.get("resourceVersion") or "") if last else None)
+                first = False
+                if last:
+                    return
         except errors.APIGoneError:
             # The continue token has expired (the snapshot is compacted): start over, if it was a token.
             if token is None or restarts >= MAX_LISTING_RESTARTS:

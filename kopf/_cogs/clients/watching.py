@@ -31,7 +31,7 @@ import dataclasses
 import enum
 import json
 import logging
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from typing import Any, Protocol
 
 import aiohttp
@@ -339,7 +339,7 @@ async def continuous_watch(
     chunk_size = settings.watching.chunk_size or fetching.DEFAULT_CHUNK_SIZE
     while not _must_stop(stop, operator_paused):
         if needs_listing:
-            items, rv = await fetching.list_objs(
+            pages = fetching.list_pages(
                 resource=resource,
                 namespace=namespace,
                 settings=settings,
@@ -349,12 +349,32 @@ async def continuous_watch(
                 logger=logger,
                 vault=vault,
             )
-            listing = _relist(state, items)
-            del items  # the listed bodies are the workers' now: not kept for as long as this watch goes on
-            for event in listing:
-                yield event
-                del event  # nor the last one
-            del listing
+            rv = ""
+            async with contextlib.aclosing(pages):
+                if not state.listed:  # the objects go to work chunk by chunk, as the chunks come
+                    state.known = {}
+                    present: set[str] | None = None  # the objects listed again since the listing restarted
+                    async for page in pages:
+                        if page.first and state.known:
+                            present = set()
+                        for item in page.items:
+                            if present is not None and (uid := _uid(item)) is not None:
+                                present.add(uid)
+                            if state.remember(None, item):
+                                yield RawEvent(type=None, object=item)
+                            del item  # the listed bodies are the workers' now: not kept by this watch
+                        rv = page.resource_version if page.resource_version is not None else rv
+                        del page
+                    for gone in [key for key in state.known if present is not None and key not in present]:
+                        yield RawEvent(type="DELETED", object=state.forget(gone))
+                else:  # a re-listing: the differences from what was seen, once all is listed
+                    items: list[RawBody] = []
+                    async for page in pages:
+                        items = page.items if page.first else items + page.items
+                        rv = page.resource_version if page.resource_version is not None else rv
+                    for event in _differences(state, items):
+                        yield event
+                    del items
             state.resource_version = rv or None
             if not state.listed:
                 state.listed = True
@@ -396,17 +416,6 @@ async def continuous_watch(
         except WatchStreamError as e:
             logger.warning(f"The watch-stream of {resource} has reported an error: {e}; reconnecting.")
         await _sleep_unless(settings.watching.reconnect_backoff, stop, operator_paused)
-
-
-def _relist(state: WatchState, items: list[RawBody]) -> Iterator[RawEvent]:
-    """The events of a (re-)listing: all as listed the first time; only the differences later."""
-    if not state.listed:
-        state.known = {}
-        for item in items:  # lazily: the first objects go to work before the others are remembered
-            state.remember(None, item)
-            yield RawEvent(type=None, object=item)
-        return
-    yield from _differences(state, items)
 
 
 def _differences(state: WatchState, items: list[RawBody]) -> list[RawEvent]:

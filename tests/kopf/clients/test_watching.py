@@ -1,5 +1,6 @@
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import logging
 import weakref
@@ -194,15 +195,15 @@ async def test_the_listed_bodies_are_not_kept_by_the_watch_once_consumed(
         pass
 
     listed: list[weakref.ref[Body]] = []
-    list_objs = fetching.list_objs
+    list_pages = fetching.list_pages
 
-    async def tracked_list_objs(**kwargs: Any) -> Any:
-        items, rv = await list_objs(**kwargs)
-        bodies = [Body(item) for item in items]
-        listed.extend(weakref.ref(body) for body in bodies)
-        return bodies, rv
+    async def tracked_list_pages(**kwargs: Any) -> AsyncIterator[fetching.ListingPage]:
+        async for page in list_pages(**kwargs):
+            bodies = [Body(item) for item in page.items]
+            listed.extend(weakref.ref(body) for body in bodies)
+            yield dataclasses.replace(page, items=bodies)
 
-    monkeypatch.setattr(fetching, "list_objs", tracked_list_objs)
+    monkeypatch.setattr(fetching, "list_pages", tracked_list_pages)
     create, _, _ = ops(cluster)
     create("a", 1)
     create("b", 2)
@@ -212,6 +213,53 @@ async def test_the_listed_bodies_are_not_kept_by_the_watch_once_consumed(
         await asyncio.sleep(1)
         gc.collect()
         assert [ref() for ref in listed] == [None, None]  # while the watch goes on
+
+
+async def test_the_first_listing_goes_chunk_by_chunk_as_the_chunks_come(
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
+    create, _, _ = ops(cluster)
+    for i in range(5):
+        create(f"o{i}", i)
+    settings.watching.chunk_size = 2
+    stream = watching.continuous_watch(resource=WIDGETS, namespace="default", settings=settings, vault=vault)
+    async with contextlib.aclosing(stream):
+        first = await anext(stream)
+        listings = [q for m, p, q in recorder.requests if p.endswith("/widgets") and "watch" not in q]
+        assert len(listings) == 1  # the first object goes to work before the next chunk is asked for
+        assert not isinstance(first, watching.Bookmark)
+        assert (first["type"], first["object"]["metadata"]["name"]) == (None, "o0")
+
+
+async def test_a_first_listing_restarted_midway_brings_no_duplicates_and_deletes_the_gone(
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
+    create, modify, delete = ops(cluster)
+    for i in range(5):
+        create(f"o{i}", i)
+    settings.watching.chunk_size = 2
+
+    def meanwhile(request: Any) -> bool:  # the first chunk is out; its continue token expires, and changes come
+        if "continue" not in request.query:
+            return False
+        delete("o0")
+        modify("o1", 10)
+        cluster.compact()
+        return True
+
+    recorder.fail(1, status_response(410, "Expired"), when=meanwhile)
+    async with watching_in_background(vault, settings) as collector:
+        await collector.wait_for(7)
+    assert collector.summary() == [
+        (None, "o0", 0),
+        (None, "o1", 1),
+        (None, "o1", 10),  # listed again after the restart: changed meanwhile
+        (None, "o2", 2),
+        (None, "o3", 3),
+        (None, "o4", 4),
+        ("DELETED", "o0", 0),  # gone meanwhile
+        watching.Bookmark.LISTED,
+    ]
 
 
 async def test_expired_version_as_http_410_leads_to_a_relisting(
