@@ -13,6 +13,7 @@ they are added here, so that the items look the same as the objects from watchin
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import AsyncGenerator, Collection, Mapping
 from typing import Any, cast
@@ -92,7 +93,7 @@ async def list_objs(
     Returns the items and the list's ``resourceVersion`` (to start watching from).
     """
     items: list[RawBody] = []
-    async for page in list_pages(
+    pages = list_pages(
         resource=resource,
         namespace=namespace,
         settings=settings,
@@ -101,12 +102,14 @@ async def list_objs(
         chunk_size=chunk_size,
         logger=logger,
         vault=vault,
-    ):
-        if page.first:
-            items = []
-        items.extend(page.items)
-        if page.resource_version is not None:
-            return items, page.resource_version
+    )
+    async with contextlib.aclosing(pages):
+        async for page in pages:
+            if page.first:
+                items = []
+            items.extend(page.items)
+            if page.resource_version is not None:
+                return items, page.resource_version
     raise RuntimeError("A listing has ended without its last chunk.")  # list_pages never ends so
 
 
