@@ -339,7 +339,7 @@ async def continuous_watch(
     chunk_size = settings.watching.chunk_size or fetching.DEFAULT_CHUNK_SIZE
     while not _must_stop(stop, operator_paused):
         if needs_listing:
-            pages = fetching.list_pages(
+            listing: dict[str, Any] = dict(
                 resource=resource,
                 namespace=namespace,
                 settings=settings,
@@ -350,10 +350,11 @@ async def continuous_watch(
                 vault=vault,
             )
             rv = ""
-            async with contextlib.aclosing(pages):
-                if not state.listed:  # the objects go to work chunk by chunk, as the chunks come
-                    state.known = {}
-                    present: set[str] | None = None  # the objects listed again since the listing restarted
+            if not state.listed:  # the objects go to work chunk by chunk, as the chunks come
+                state.known = {}
+                present: set[str] | None = None  # the objects listed again since the listing restarted
+                pages = fetching.list_pages(**listing)
+                async with contextlib.aclosing(pages):
                     async for page in pages:
                         if page.first and state.known:
                             present = set()
@@ -365,16 +366,13 @@ async def continuous_watch(
                             del item  # the listed bodies are the workers' now: not kept by this watch
                         rv = page.resource_version if page.resource_version is not None else rv
                         del page
-                    for gone in [key for key in state.known if present is not None and key not in present]:
-                        yield RawEvent(type="DELETED", object=state.forget(gone))
-                else:  # a re-listing: the differences from what was seen, once all is listed
-                    items: list[RawBody] = []
-                    async for page in pages:
-                        items = page.items if page.first else items + page.items
-                        rv = page.resource_version if page.resource_version is not None else rv
-                    for event in _differences(state, items):
-                        yield event
-                    del items
+                for event in _gone(state, present) if present is not None else []:
+                    yield event
+            else:  # a re-listing: the differences from what was seen, once all is listed
+                items, rv = await fetching.list_objs(**listing)
+                for event in _differences(state, items):
+                    yield event
+                del items
             state.resource_version = rv or None
             if not state.listed:
                 state.listed = True
@@ -433,9 +431,13 @@ def _differences(state: WatchState, items: list[RawBody]) -> list[RawEvent]:
         elif previous[0] != _rv(item):
             state.remember("MODIFIED", item)
             events.append(RawEvent(type="MODIFIED", object=item))
-    for gone in [key for key in state.known if key not in present]:
-        events.append(RawEvent(type="DELETED", object=state.forget(gone)))
+    events.extend(_gone(state, present))
     return events
+
+
+def _gone(state: WatchState, present: set[str]) -> list[RawEvent]:
+    """The DELETED events of the objects seen before but not present in a listing (the last seen bodies)."""
+    return [RawEvent(type="DELETED", object=state.forget(key)) for key in list(state.known) if key not in present]
 
 
 async def infinite_watch(

@@ -598,9 +598,9 @@ def _peek_daemons_memory(memory: ResourceMemory) -> daemons_.DaemonsMemory | Non
 
 
 def _get_daemons_memory(memory: ResourceMemory) -> daemons_.DaemonsMemory:
-    """The object's daemons & timers (kept in the object's memory for the engine)."""
-    daemons_memory = memory.extras.get("daemons")
-    if not isinstance(daemons_memory, daemons_.DaemonsMemory):
+    """The object's daemons & timers (kept in the object's memory for the engine), made on first need."""
+    daemons_memory = _peek_daemons_memory(memory)
+    if daemons_memory is None:
         daemons_memory = memory.extras["daemons"] = daemons_.DaemonsMemory()
     return daemons_memory
 
