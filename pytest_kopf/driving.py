@@ -1,6 +1,7 @@
 """Driving an operator under test through actions: the helpers that generated reproductions call too.
 
 * :func:`tolerate`: an action on an object that may be gone or already there (404/409 are fine);
+* :func:`caught_up`: after a step, let the operator do all it can at this moment (its events processed);
 * :func:`crash_after`: kill the operator right after its k-th successful write, restart it a bit later;
 * :func:`settle`: let virtual time pass until the operator is quiet (no changes in the cluster but
   k8s Events for a while) and a condition holds, or a time limit passes;
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_QUIET",
     "DEFAULT_RESTART_DELAY",
     "DEFAULT_SETTLE_TIMEOUT",
+    "caught_up",
     "crash_after",
     "end_state",
     "mask_object",
@@ -51,6 +53,9 @@ DEFAULT_SETTLE_TIMEOUT = 900.0
 DEFAULT_RESTART_DELAY = 1.0
 #: How often (virtual seconds) settling looks at the quietness and the condition.
 SETTLE_STEP = 5.0
+
+#: The virtual time that one step of a machine (or of its reproduction) ends with: one tick of the clock.
+STEP_PAUSE = 1e-6
 
 #: The kinds whose changes do not count against quietness: kopf posts Events about its handlers' runs.
 EVENT_KEYS = frozenset({("", "events"), ("events.k8s.io", "events")})
@@ -136,6 +141,16 @@ async def _revive(kopf_operator: KopfOperator, delay: float) -> None:
     await asyncio.sleep(delay)
     if not kopf_operator.running:  # unless the test has restarted it meanwhile
         await kopf_operator.restart()
+
+
+async def caught_up() -> None:
+    """End a step: the operator processes what the step has caused, as far as it can at this moment.
+
+    Under virtual time, the clock moves (by one tick) only when nothing else is left to run, so the state
+    after it does not depend on how many loop cycles the step itself took: a machine's steps (each a run of
+    the loop of its own) and the same steps in a reproduction (one coroutine) end in the same state.
+    """
+    await asyncio.sleep(STEP_PAUSE)
 
 
 async def revived(kopf_operator: KopfOperator) -> None:

@@ -50,7 +50,15 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition
 
 from .checks import COMPARING, verify
 from .cluster import Manifests, SimKopfCluster, _documents
-from .driving import DEFAULT_QUIET, DEFAULT_RESTART_DELAY, DEFAULT_SETTLE_TIMEOUT, record_requests, revived, settle
+from .driving import (
+    DEFAULT_QUIET,
+    DEFAULT_RESTART_DELAY,
+    DEFAULT_SETTLE_TIMEOUT,
+    caught_up,
+    record_requests,
+    revived,
+    settle,
+)
 from .errors import OperatorCheckFailed
 from .operator import KopfOperator
 from .running import TestLoop
@@ -369,10 +377,10 @@ class OperatorMachine(RuleBasedStateMachine):
 
     def _apply(self, action: Action) -> None:
         self.world.trace.add("action", action.code())
-        outcome = self.world.run(action.apply(self.world))
+        outcome = self.world.run(_step(action, self.world))
         if action.user and self.baseline is not None:
             self.baseline.trace.add("action", action.code())
-            expected = self.baseline.run(action.apply(self.baseline))
+            expected = self.baseline.run(_step(action, self.baseline))
             if outcome != expected:  # e.g. a create of a name still being deleted in one run only
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
                 self.world.trace.add("diverged", self.diverged)
@@ -512,6 +520,13 @@ class OperatorMachine(RuleBasedStateMachine):
         )
 
 
+async def _step(action: Action, world: World) -> str | None:
+    """One step of a machine: the action, then the operator catches up with it (as in a reproduction)."""
+    outcome = await action.apply(world)
+    await caught_up()
+    return outcome
+
+
 def reproduction(
     spec: OperatorSpec,
     *,
@@ -525,10 +540,8 @@ def reproduction(
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
     lines = [
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
-        "import asyncio",
-        "",
         "from pytest_kopf.checks import verify",
-        "from pytest_kopf.driving import crash_after, record_requests, settle, tolerate  # noqa: F401",
+        "from pytest_kopf.driving import caught_up, crash_after, record_requests, settle, tolerate  # noqa: F401",
         "",
         "",
         "async def test_reproduction(kopf_cluster, kopf_operator):",
@@ -546,9 +559,9 @@ def reproduction(
         start.append("registry=make_registry()")
     lines.append("    requests = record_requests(kopf_cluster)")
     lines.append(f"    await kopf_operator.start({', '.join(start)})")
-    for step in steps:  # a yield to the loop between steps: as the machine's steps are separate runs of the loop
+    for step in steps:  # as in the machine: each step ends when the operator has caught up with it
         lines.append(f"    {step.code()}")
-        lines.append("    await asyncio.sleep(0)")
+        lines.append("    await caught_up()")
     options = [
         f"checks=[{check!r}]",
         f"resources={list(resources)!r}",

@@ -9,9 +9,10 @@ the object's events one at a time, in order; so the events of one object never o
 each other, while the objects are processed concurrently (up to ``settings.batching.worker_limit``
 at a time).
 
-The events that arrive in quick succession are batched: after an event, the worker
-waits for ``settings.batching.batch_window`` seconds for more events, and only
-the latest one is processed, since only the latest state of the object matters.
+The worker processes a lone event at once; the events that arrive while it is busy are batched:
+only the latest one is processed, since only the latest state of the object matters. If several
+have superseded each other meanwhile (a burst), the worker waits for ``settings.batching.batch_window``
+seconds after each further event before it processes the latest one.
 Every new event also sets the object's "stream pressure" flag, so that a processor
 sleeping out a delay (e.g. of a handler's retry) wakes up and yields to the new event.
 
@@ -95,14 +96,16 @@ class Backlog:
 
     Only the newest of the waiting events is kept: the worker would take them all at once and process
     only the latest one anyway (see :func:`_batch`); so a busy object's older events (their bodies)
-    are dropped when a newer one arrives, not when the worker comes to them.
+    are dropped when a newer one arrives, not when the worker comes to them; ``dropped`` counts them
+    (a burst: see :func:`_batch`) until the worker resets it.
     """
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_items", "_waiter", "dropped")
 
     def __init__(self) -> None:
         self._items: list[QueueItem] = []
         self._waiter: asyncio.Future[None] | None = None
+        self.dropped = 0
 
     def empty(self) -> bool:
         return not self._items
@@ -111,6 +114,7 @@ class Backlog:
         items = self._items
         if items and item is not EOS and items[-1] is not EOS:
             items[-1] = item  # only the latest event matters (an end-of-stream stays the last)
+            self.dropped += 1
         else:
             items.append(item)
         waiter = self._waiter
@@ -414,23 +418,33 @@ async def _batch(
     *,
     window: float,
 ) -> tuple[RawEvent, bool]:
-    """Take the latest of the events coming within the batching window after each other."""
+    """
+    Take the latest event; if it came in a burst, wait out the burst for the window after each event.
+
+    A lone event is processed at once (as in the published framework: no latency is added to it); so is
+    the latest of the events that came while the previous one was processed. Only a burst, i.e. events
+    superseding each other while waiting or more events queued (e.g. a listing and its changes), waits
+    for ``window`` seconds after its last event.
+    """
     latest = item
-    while True:
+    burst = backlog.dropped > 0 or not backlog.empty()
+    backlog.dropped = 0
+    while burst and window > 0:
         more: QueueItem
-        if window <= 0:
-            if backlog.empty():
-                break
-            more = backlog.get_nowait()
-        else:
-            try:
-                async with asyncio.timeout(window):
-                    more = await backlog.get()
-            except TimeoutError:
-                break
+        try:
+            async with asyncio.timeout(window):
+                more = await backlog.get()
+        except TimeoutError:
+            break
         if more is EOS:
             return latest, True
         latest = more
+    while not backlog.empty():  # window <= 0: only what is queued already
+        more = backlog.get_nowait()
+        if more is EOS:
+            return latest, True
+        latest = more
+    backlog.dropped = 0
     return latest, False
 
 

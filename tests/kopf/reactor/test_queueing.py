@@ -26,11 +26,13 @@ class Recorder:
     def __init__(self, delay: float = 0) -> None:
         self.delay = delay
         self.events: list[tuple[str | None, str, Any]] = []
+        self.started: list[float] = []  # the loop time at the start of every processing
         self.running = 0
         self.max_running = 0
         self.pressures: dict[str, asyncio.Event] = {}
 
     async def __call__(self, *, raw_event: Any, stream_pressure: asyncio.Event) -> None:
+        self.started.append(asyncio.get_running_loop().time())
         self.running += 1
         self.max_running = max(self.max_running, self.running)
         try:
@@ -78,6 +80,50 @@ async def test_bursts_are_batched_and_the_latest_event_wins(
         await wait_for(lambda: recorder.events)
         await asyncio.sleep(5)
         assert recorder.events == [("MODIFIED", "kex1", 5)]
+    finally:
+        await stop(task)
+
+
+async def test_a_lone_event_is_processed_at_once_not_after_the_batching_window(
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
+) -> None:
+    settings.batching.batch_window = 1.0
+    recorder = Recorder()
+    task = await start(vault, settings, recorder)
+    try:
+        loop = asyncio.get_running_loop()
+        created = loop.time()
+        objects.create("kex1", x=0)
+        await wait_for(lambda: recorder.events)
+        assert recorder.started[0] - created < 0.1
+        assert recorder.events == [("ADDED", "kex1", 0)]
+    finally:
+        await stop(task)
+
+
+async def test_events_queued_while_processing_are_batched_and_go_next(
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
+) -> None:
+    settings.batching.batch_window = 1.0
+    recorder = Recorder(delay=10)
+    task = await start(vault, settings, recorder)
+    try:
+        objects.create("kex1", x=0)
+        await wait_for(lambda: recorder.running)
+        first = recorder.started[0]
+        objects.patch("kex1", {"spec": {"x": 1}})  # a lone event while busy: processed right after
+        await wait_for(lambda: len(recorder.started) == 2)
+        assert recorder.started[1] - first < 10.1
+        for i in range(2, 6):  # a burst while busy: waited out for the window, then only its latest
+            objects.patch("kex1", {"spec": {"x": i}})
+        await wait_for(lambda: len(recorder.started) == 3)
+        assert 20 + 1.0 <= recorder.started[2] - first < 20 + 1.1
+        await asyncio.sleep(30)
+        assert recorder.events == [("ADDED", "kex1", 0), ("MODIFIED", "kex1", 1), ("MODIFIED", "kex1", 5)]
     finally:
         await stop(task)
 
