@@ -61,6 +61,10 @@ TURN_LAPSE = 1.0
 request_order: contextvars.ContextVar[int | None] = contextvars.ContextVar("request_order", default=None)
 _orders = itertools.count()
 
+#: The order of the listings' requests: before every object's (e.g. 10,000 objects listed chunk by chunk: the
+#: work on the first chunks must not hold back the next ones, else the listing's continue-token expires).
+LISTING_ORDER = -1
+
 #: The order of the requests that may wait until no object's request does (e.g. posting the k8s-events):
 #: among themselves, first come, first served. With no other requests waiting, they go at once.
 BACKGROUND_ORDER = sys.maxsize

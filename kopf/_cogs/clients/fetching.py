@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import AsyncGenerator, Collection, Mapping
 from typing import Any, cast
 
-from kopf._cogs.clients import api, errors
+from kopf._cogs.clients import api, auth, errors
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.bodies import RawBody
 from kopf._cogs.structs.credentials import Vault
@@ -156,9 +156,13 @@ async def list_pages(
                     params["limit"] = str(chunk_size)
                 if token:
                     params["continue"] = token
-                rsp: Mapping[str, Any] = await api.get(
-                    url, params=params, settings=settings, logger=logger, vault=vault
-                )
+                order = auth.request_order.set(auth.LISTING_ORDER)  # ahead of the work on the chunks before
+                try:
+                    rsp: Mapping[str, Any] = await api.get(
+                        url, params=params, settings=settings, logger=logger, vault=vault
+                    )
+                finally:
+                    auth.request_order.reset(order)
                 kind = _item_kind(resource, rsp)
                 items = [_complete(item, resource, kind) for item in rsp.get("items") or []]
                 metadata = rsp.get("metadata") or {}

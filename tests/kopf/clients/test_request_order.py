@@ -9,8 +9,9 @@ import aiohttp
 import pytest
 
 import kopf
-from kopf._cogs.clients import auth, events
+from kopf._cogs.clients import api, auth, events, fetching
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
+from kopf._cogs.structs.references import Resource
 from kopf._core.engines import posting
 
 
@@ -80,3 +81,25 @@ async def test_the_poster_posts_in_the_background_order(monkeypatch: pytest.Monk
         await asyncio.gather(poster, return_exceptions=True)
     assert orders == [auth.BACKGROUND_ORDER]
     assert auth.request_order.get() is None  # the poster's order stays in its own task
+
+
+async def test_the_listing_chunks_go_before_the_objects_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    orders: list[int | None] = []
+    tokens = ["c1", "c2", None]
+
+    async def get(url: str, **_: Any) -> dict[str, Any]:
+        orders.append(auth.request_order.get())
+        token = tokens.pop(0)
+        return {"items": [], "metadata": {"resourceVersion": "1", **({"continue": token} if token else {})}}
+
+    monkeypatch.setattr(api, "get", get)
+    resource = Resource("kopf.dev", "v1", "kopfexamples", namespaced=True)
+    object_order = auth.next_order()
+    auth.request_order.set(object_order)  # e.g. a caller that is an object's work (in this test's own context)
+    pages = [
+        page async for page in fetching.list_pages(resource=resource, namespace="ns", settings=kopf.OperatorSettings())
+    ]
+    assert len(pages) == 3
+    assert orders == [auth.LISTING_ORDER] * 3
+    assert object_order > auth.LISTING_ORDER
+    assert auth.request_order.get() == object_order  # restored between and after the chunks
