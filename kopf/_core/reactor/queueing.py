@@ -10,7 +10,7 @@ each other, while the objects are processed concurrently (up to ``settings.batch
 at a time).
 
 The worker processes a lone event at once; the events that arrive while it is busy are batched:
-only the latest one is processed, since only the latest state of the object matters. If several
+only the latest one is processed, since only the latest state of the object matters. If three or more
 have superseded each other meanwhile (a burst), the worker waits for ``settings.batching.batch_window``
 seconds after each further event before it processes the latest one.
 Every new event also sets the object's "stream pressure" flag, so that a processor
@@ -412,6 +412,11 @@ def _object_logger(raw_event: RawEvent, settings: OperatorSettings) -> loggers.O
     return loggers.ObjectLogger(body=Body(raw_event["object"]), settings=settings)
 
 
+#: How many events superseded by newer ones while waiting make a burst (see :func:`_batch`): more than the
+#: echoes of a processing's own two patches (the status, then the rest), which come while it ends.
+BURST_DROPS = 2
+
+
 async def _batch(
     backlog: Backlog,
     item: RawEvent,
@@ -422,12 +427,12 @@ async def _batch(
     Take the latest event; if it came in a burst, wait out the burst for the window after each event.
 
     A lone event is processed at once (as in the published framework: no latency is added to it); so is
-    the latest of the events that came while the previous one was processed. Only a burst, i.e. events
-    superseding each other while waiting or more events queued (e.g. a listing and its changes), waits
-    for ``window`` seconds after its last event.
+    the latest of the events that came while the previous one was processed, e.g. the echoes of the
+    framework's own two patches (the status, then the rest) and a user's write. Only a burst, i.e. at least
+    three events superseding each other while waiting, waits for ``window`` seconds after its last event.
     """
     latest = item
-    burst = backlog.dropped > 0 or not backlog.empty()
+    burst = backlog.dropped >= BURST_DROPS or not backlog.empty()
     backlog.dropped = 0
     while burst and window > 0:
         more: QueueItem
