@@ -342,6 +342,7 @@ async def _worker(
     """
     stream = streams[key]
     backlog = stream.backlog
+    backlog.dropped = 0  # those superseded while the object waited for its worker (its turn): not a burst
     throttler = _Throttler(settings.batching.error_delays)
     first_order: int | None = order
     try:

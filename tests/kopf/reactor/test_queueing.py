@@ -368,6 +368,28 @@ async def test_new_objects_wait_for_their_turn_without_workers_and_with_their_la
     assert [(type_, x) for type_, name, x in recorder.events if name == "kex9"] == [("MODIFIED", 99)]
 
 
+async def test_events_superseded_while_waiting_for_a_turn_are_no_burst(
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(auth, "MAX_CONCURRENT_REQUESTS", 1)  # so, 2 new objects' processings at once
+    settings.batching.batch_window = 1.0
+    recorder = Recorder(delay=0.9)  # within the turns' lapse
+    for i in range(3):
+        objects.create(f"kex{i}", x=i)
+    task = await start(vault, settings, recorder)  # (0.5 s: the first two are being processed)
+    try:
+        for x in (20, 21, 22, 23):  # while kex2 waits for its turn: the operator's backlog, not the writer's burst
+            objects.patch("kex2", {"spec": {"x": x}})
+        await wait_for(lambda: len(recorder.events) == 3)
+    finally:
+        await stop(task)
+    assert recorder.events[-1] == ("MODIFIED", "kex2", 23)
+    assert recorder.started[2] - recorder.started[0] < 0.9 + 0.1  # right after the first ones, not a window later
+
+
 async def test_a_backlog_gives_its_items_in_order_and_wakes_its_waiting_consumer() -> None:
     from kopf._core.reactor.queueing import EOS, Backlog
 
