@@ -31,8 +31,9 @@ import dataclasses
 import enum
 import json
 import logging
+import sys
 from collections.abc import AsyncGenerator
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 import aiohttp
 
@@ -110,12 +111,19 @@ class WatchState:
     of dicts and strings, its JSON a third of that; with 10,000 objects watched, that is ~30 MiB for
     what is read only on a rare re-listing. A watch-event keeps its own line as received (no encoding);
     a listed object is encoded once.
+
+    With ``whole_bodies=False``, only what identifies an object is kept (``apiVersion``, ``kind``, and the
+    metadata's ``name``, ``namespace``, ``uid``, ``resourceVersion``; ~0.2 KB instead of ~1.3 KB), and the
+    ``DELETED`` events of a re-listing carry only that: for the consumers that need no more of a gone object
+    than to end what they keep for it (e.g. an operator with no event-watching handlers and no indices).
     """
 
     resource_version: str | None = None
     listed: bool = False
-    #: By uid: the resource version and the JSON of a document with the last seen body under ``"object"``.
-    known: dict[str, tuple[str | None, bytes]] = dataclasses.field(default_factory=dict)
+    whole_bodies: bool = True
+    #: By uid: the resource version, and the JSON of a document with the last seen body under ``"object"``
+    #: (or, without the whole bodies, what identifies the object).
+    known: dict[str, tuple[str | None, bytes | _Identity]] = dataclasses.field(default_factory=dict)
 
     def remember(self, event_type: str | None, body: RawBody, line: bytes | None = None) -> bool:
         """
@@ -133,14 +141,55 @@ class WatchState:
         previous = self.known.get(uid)
         if previous is not None and rv is not None and previous[0] == rv:
             return False
-        self.known[uid] = (rv, line if line is not None else json.dumps({"object": body}).encode())
+        if not self.whole_bodies:
+            self.known[uid] = (rv, _Identity.of(body))
+        else:
+            self.known[uid] = (rv, line if line is not None else json.dumps({"object": body}).encode())
         return True
 
     def forget(self, uid: str) -> RawBody:
-        """Stop tracking the object; return its last seen body."""
-        _, document = self.known.pop(uid)
-        body: RawBody = json.loads(document)["object"]
+        """Stop tracking the object; return its last seen body (or what identifies it, see above)."""
+        rv, kept = self.known.pop(uid)
+        if isinstance(kept, _Identity):
+            return kept.body(rv)
+        body: RawBody = json.loads(kept)["object"]
         return body
+
+
+class _Identity(NamedTuple):
+    """What identifies an object (for a ``DELETED`` event), where its last seen body is not kept."""
+
+    api_version: str | None
+    kind: str | None
+    name: str | None
+    namespace: str | None
+    uid: str | None
+
+    @classmethod
+    def of(cls, body: RawBody) -> _Identity:
+        meta = body.get("metadata") or {}
+        # The same few strings for every object of a resource: one copy of each (not one per object).
+        return cls(
+            _interned(body.get("apiVersion")),
+            _interned(body.get("kind")),
+            meta.get("name"),
+            _interned(meta.get("namespace")),
+            meta.get("uid"),
+        )
+
+    def body(self, resource_version: str | None) -> RawBody:
+        metadata: dict[str, Any] = {"name": self.name}
+        if self.namespace is not None:
+            metadata["namespace"] = self.namespace
+        if self.uid is not None:
+            metadata["uid"] = self.uid
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version
+        return cast(RawBody, {"apiVersion": self.api_version, "kind": self.kind, "metadata": metadata})
+
+
+def _interned(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str else value
 
 
 def _uid(body: Any) -> str | None:
@@ -452,6 +501,7 @@ async def infinite_watch(
     markers: bool = False,
     logger: api.Logger | None = None,
     vault: Vault | None = None,
+    whole_bodies: bool = True,
 ) -> AsyncGenerator[RawEvent | Bookmark, None]:
     """
     Watch forever (until ``stop`` is set): pause the streaming while the operator is paused.
@@ -459,9 +509,10 @@ async def infinite_watch(
     While paused, no events are yielded and no streams are open; on resume, the watching
     continues from the last seen resource version (or re-lists with the differences if
     that version has expired meanwhile), so the changes made during the pause arrive then.
+    ``whole_bodies``: see :class:`WatchState`.
     """
     logger = logger if logger is not None else default_logger
-    state = WatchState()
+    state = WatchState(whole_bodies=whole_bodies)
     while stop is None or not stop.is_set():
         if operator_paused is not None and operator_paused.is_on():
             logger.debug(f"Pausing the watching of {resource}.")

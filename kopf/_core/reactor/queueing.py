@@ -213,6 +213,7 @@ async def watcher(
     stop: asyncio.Event | None = None,
     preprocessor: ObjectPreprocessor | None = None,
     on_listed: Callable[[], None] | None = None,
+    whole_bodies: bool = True,
 ) -> None:
     """
     Watch the resource (in the namespace, or cluster-wide if ``None``) and process its objects' events.
@@ -221,6 +222,8 @@ async def watcher(
     While the operator is paused, no new events arrive (the watch-stream is paused),
     but the workers finish what they have already got.
     ``preprocessor`` & ``on_listed``: see the module's docs (their errors are logged, never fatal).
+    ``whole_bodies``: whether the objects gone while the watch-stream was broken come with their last seen
+    bodies whole, or only with what identifies them (see :class:`kopf._cogs.clients.watching.WatchState`).
     """
     streams = Streams()
     limiter = _make_limiter(settings.batching.worker_limit)
@@ -239,6 +242,7 @@ async def watcher(
             operator_paused=operator_paused,
             vault=vault,
             markers=on_listed is not None,
+            whole_bodies=whole_bodies,
         )
         async with contextlib.aclosing(stream):
             async for raw_event in stream:

@@ -710,6 +710,17 @@ async def _command_runner(
     await command
 
 
+def _needs_whole_bodies(registry: registries.OperatorRegistry, resource: Resource) -> bool:
+    """
+    Whether the objects gone while a watch-stream was broken must come with their last seen bodies whole.
+
+    Only the event-watching handlers (the ``DELETED`` event's body) and the indexers (the body's values)
+    read more of a gone object than what identifies it; the rest only end what is kept for it (its worker,
+    memory, daemons). Decided when the resource's watcher starts (by the handlers registered by then).
+    """
+    return registry.watching.has_handlers(resource) or registry.indexing.has_handlers(resource)
+
+
 def _daemons_memories(memories: memories_.ResourceMemories) -> list[daemons.DaemonsMemory]:
     """The daemons & timers of all objects known now (kept in the objects' memories by the processing)."""
     return [
@@ -779,6 +790,7 @@ async def _orchestrate(
                 vault=vault,
                 preprocessor=preprocessor,
                 on_listed=on_listed,
+                whole_bodies=_needs_whole_bodies(registry, resource),
             )
         finally:
             # A stopped (or failed) watcher must not block the others' handlers forever; a re-spawned one re-expects.

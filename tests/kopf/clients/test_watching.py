@@ -188,6 +188,60 @@ async def test_a_relisting_deletes_with_the_last_body_seen_not_as_its_consumer_c
     assert sorted(collector.summary()[4:]) == [("DELETED", "listed", 1), ("DELETED", "watched", 20)]
 
 
+async def test_a_relisting_without_the_whole_bodies_deletes_with_what_identifies_the_objects(
+    cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
+) -> None:
+    create, modify, delete = ops(cluster)
+    create("listed", 1)
+    create("watched", 2)
+    async with watching_in_background(vault, settings, whole_bodies=False) as collector:
+        await collector.wait_for(3)
+        modify("watched", 20)
+        await collector.wait_for(4)
+        seen = {
+            event["object"]["metadata"]["name"]: event["object"]  # the latest ones win
+            for event in collector.events
+            if not isinstance(event, watching.Bookmark)
+        }
+        before = len(collector.events)
+        await collector.paused.turn_to(True)
+        await asyncio.sleep(1)
+        delete("listed")
+        delete("watched")
+        cluster.compact()
+        await collector.paused.turn_to(False)
+        await collector.wait_for(6)
+    deleted = {event["object"]["metadata"]["name"]: event for event in collector.events[before:]}
+    assert set(deleted) == {"listed", "watched"}
+    for name, event in deleted.items():
+        metadata = seen[name]["metadata"]
+        assert event["type"] == "DELETED"
+        assert event["object"] == {
+            "apiVersion": "acme.example/v1",
+            "kind": "Widget",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "uid": metadata["uid"],
+                "resourceVersion": metadata["resourceVersion"],
+            },
+        }
+
+
+def test_the_watch_state_keeps_whole_bodies_only_if_asked() -> None:
+    body = widget("w", size=1)
+    body["metadata"].update(uid="u1", resourceVersion="5")
+    whole, identities = watching.WatchState(), watching.WatchState(whole_bodies=False)
+    for state in (whole, identities):
+        assert state.remember("ADDED", body)
+    assert whole.forget("u1") == body
+    assert identities.forget("u1") == {
+        "apiVersion": body["apiVersion"],
+        "kind": body["kind"],
+        "metadata": {"name": "w", "namespace": body["metadata"]["namespace"], "uid": "u1", "resourceVersion": "5"},
+    }
+
+
 async def test_the_listed_bodies_are_not_kept_by_the_watch_once_consumed(
     cluster: Cluster, vault: Vault, settings: OperatorSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
