@@ -480,6 +480,13 @@ INTENTIONAL: list[Intentional] = [
         r"^only peer: \[WARNING\] .*Daemon '[^']+' did not exit in time\. Leaving it orphaned\.",
         "the published framework warns about the daemons that have already exited when the operator exits",
     ),
+    Intentional(
+        "logs",
+        r"^only ours: \[(ERROR|INFO)\] .*(Throttling for \d+ seconds due to an unexpected error|Throttling is over)",
+        "after the throttling of an unexpected error of the framework, the failed event is processed again (unless "
+        "newer events of the object have come), so that a failed write of the framework is retried; the published "
+        "framework waits for the object's next event",
+    ),
 ]
 
 
