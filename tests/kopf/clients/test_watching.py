@@ -165,6 +165,18 @@ async def test_expired_version_in_stream_leads_to_a_relisting_with_differences(
     assert len(lists) == 2
 
 
+async def delete_while_paused(collector: Collector, cluster: Cluster, delete: Callable[..., None], *names: str) -> None:
+    """Delete the objects while the watcher is paused and its version expires; wait for their DELETED events."""
+    count = len(collector.events)
+    await collector.paused.turn_to(True)
+    await asyncio.sleep(1)
+    for name in names:
+        delete(name)
+    cluster.compact()
+    await collector.paused.turn_to(False)
+    await collector.wait_for(count + len(names))
+
+
 async def test_a_relisting_deletes_with_the_last_body_seen_not_as_its_consumer_changed_it(
     cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
 ) -> None:
@@ -178,13 +190,7 @@ async def test_a_relisting_deletes_with_the_last_body_seen_not_as_its_consumer_c
         for event in collector.events:  # e.g. an operator's handlers editing the bodies they got
             if not isinstance(event, watching.Bookmark):
                 event["object"]["spec"]["size"] = -1
-        await collector.paused.turn_to(True)
-        await asyncio.sleep(1)
-        delete("listed")
-        delete("watched")
-        cluster.compact()
-        await collector.paused.turn_to(False)
-        await collector.wait_for(6)
+        await delete_while_paused(collector, cluster, delete, "listed", "watched")
     assert sorted(collector.summary()[4:]) == [("DELETED", "listed", 1), ("DELETED", "watched", 20)]
 
 
@@ -204,13 +210,7 @@ async def test_a_relisting_without_the_whole_bodies_deletes_with_what_identifies
             if not isinstance(event, watching.Bookmark)
         }
         before = len(collector.events)
-        await collector.paused.turn_to(True)
-        await asyncio.sleep(1)
-        delete("listed")
-        delete("watched")
-        cluster.compact()
-        await collector.paused.turn_to(False)
-        await collector.wait_for(6)
+        await delete_while_paused(collector, cluster, delete, "listed", "watched")
     deleted = {event["object"]["metadata"]["name"]: event for event in collector.events[before:]}
     assert set(deleted) == {"listed", "watched"}
     for name, event in deleted.items():
