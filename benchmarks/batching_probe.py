@@ -13,9 +13,7 @@ with the time; printed: for every write, whether it was handled and how many mil
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,7 +21,7 @@ from collections.abc import Sequence
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from compare_peer import OPERATORS, Client, Framework, Server, frameworks
+from compare_peer import OPERATOR_ENV, Client, Framework, Operator, Server, frameworks
 
 GROUPS = ((5, 0.001), (3, 0.010), (3, 0.030), (3, 0.060), (3, 0.150))
 PATH = "/apis/kopf.dev/v1/namespaces/default/kopfexamples/kex-00000"
@@ -35,22 +33,18 @@ def probe(framework: Framework, *, handler_seconds: float, batch_window: float |
         workdir = pathlib.Path(tmp)
         stamps = workdir / "stamps"
         server = Server(workdir, 1)
-        env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        env.update(KUBECONFIG=str(server.kubeconfig), BENCH_STAMPS=str(stamps))
-        env["BENCH_HANDLER_SECONDS"] = str(handler_seconds)
+        OPERATOR_ENV.clear()
+        OPERATOR_ENV.update(BENCH_STAMPS=str(stamps), BENCH_HANDLER_SECONDS=str(handler_seconds))
         if batch_window is not None:
-            env["BENCH_BATCH_WINDOW"] = str(batch_window)
-        args = [str(framework.kopf), "run", "--standalone", "--namespace", "default", str(OPERATORS / "stamps.py")]
-        with open(workdir / "operator.log", "w") as log:
-            operator = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+            OPERATOR_ENV["BENCH_BATCH_WINDOW"] = str(batch_window)
+        operator = Operator(framework, "stamps.py", server, workdir)
         client = Client(server)
         try:
             _wait_for_creation(client)
             writes = _write_groups(client)
         finally:
             client.close()
-            operator.terminate()
-            operator.wait(30)
+            operator.stop()
             server.stop()
         calls = dict(_read_stamps(stamps))
     lines = [f"{framework.name}: {len(calls)} of {len(writes)} writes handled"]

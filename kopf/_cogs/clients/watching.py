@@ -141,8 +141,8 @@ class WatchState:
         previous = self.known.get(uid)
         if previous is not None and rv is not None and previous[0] == rv:
             return False
-        if not self.whole_bodies:
-            self.known[uid] = (rv, _Identity.of(body))
+        if not self.whole_bodies:  # the identity stays the same from version to version
+            self.known[uid] = (rv, previous[1] if previous is not None else _Identity.of(body))
         else:
             self.known[uid] = (rv, line if line is not None else json.dumps({"object": body}).encode())
         return True

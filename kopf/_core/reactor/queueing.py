@@ -437,8 +437,7 @@ async def _batch(
     three events superseding each other while waiting, waits for ``window`` seconds after its last event.
     """
     latest = item
-    burst = backlog.dropped >= BURST_DROPS or not backlog.empty()
-    backlog.dropped = 0
+    burst = backlog.dropped >= BURST_DROPS
     while burst and window > 0:
         more: QueueItem
         try:
@@ -449,7 +448,7 @@ async def _batch(
         if more is EOS:
             return latest, True
         latest = more
-    while not backlog.empty():  # window <= 0: only what is queued already
+    while not backlog.empty():  # what is queued already (e.g. the end of the stream; or all, with no window)
         more = backlog.get_nowait()
         if more is EOS:
             return latest, True
