@@ -1,4 +1,6 @@
 import copy
+import gc
+import weakref
 from collections.abc import Mapping
 
 import pytest
@@ -115,6 +117,30 @@ def test_views_are_live_on_replacement_of_the_whole_body() -> None:
     body._replace_from(other)
     assert spec == {"third": 3}
 
+
+
+def test_views_kept_without_their_body_stay_live() -> None:
+    body = Body(copy.deepcopy(OBJ))
+    spec, labels, annotations = body.spec, body.meta.labels, body.meta.annotations
+    body._replace_with({"spec": {"other": 1}, "metadata": {"labels": {"x": "y"}}})
+    del body
+    assert spec == {"other": 1}
+    assert labels == {"x": "y"}
+    assert annotations == {}
+
+
+def test_a_body_is_freed_without_the_garbage_collector() -> None:
+    # A body is made per event: with a reference cycle (e.g. its views referring back to it), thousands
+    # of them would wait for the garbage collector's rare full runs, holding their objects' JSON.
+    body = Body(copy.deepcopy(OBJ))
+    _ = body.meta.labels, body.meta.annotations, body.spec, body.status, body.meta.name
+    gone = weakref.ref(body)
+    gc.disable()
+    try:
+        del body, _
+        assert gone() is None
+    finally:
+        gc.enable()
 
 def test_build_object_reference() -> None:
     ref = build_object_reference(Body(copy.deepcopy(OBJ)))

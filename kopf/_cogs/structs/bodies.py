@@ -84,35 +84,36 @@ class OwnerReference(TypedDict, total=False):
 class Labels(dicts.MappingView[str, str]):
     """A live read-only view of ``metadata.labels``; empty if there are none."""
 
-    def __init__(self, __src: Mapping[str, Any]) -> None:
-        super().__init__(__src, "labels")
+    def __init__(self, __src: Mapping[str, Any], __path: dicts.FieldPath = ("labels",)) -> None:
+        super().__init__(__src, __path)
 
 
 class Annotations(dicts.MappingView[str, str]):
     """A live read-only view of ``metadata.annotations``; empty if there are none."""
 
-    def __init__(self, __src: Mapping[str, Any]) -> None:
-        super().__init__(__src, "annotations")
+    def __init__(self, __src: Mapping[str, Any], __path: dicts.FieldPath = ("annotations",)) -> None:
+        super().__init__(__src, __path)
 
 
 class Meta(dicts.MappingView[str, Any]):
     """A live read-only view of ``metadata``, with shortcuts to its common fields."""
 
-    def __init__(self, __src: "Body") -> None:
+    def __init__(self, __src: Mapping[str, Any]) -> None:
         super().__init__(__src, "metadata")
         self._labels: Labels | None = None  # made on the first use: a body is made per event, and rarely asked
         self._annotations: Annotations | None = None
 
+    # The sub-views look at the metadata's own source, not at this view: no reference cycle (see Body).
     @property
     def labels(self) -> Mapping[str, str]:
         if self._labels is None:
-            self._labels = Labels(self)
+            self._labels = Labels(self._src, (*self._path, "labels"))
         return self._labels
 
     @property
     def annotations(self) -> Mapping[str, str]:
         if self._annotations is None:
-            self._annotations = Annotations(self)
+            self._annotations = Annotations(self._src, (*self._path, "annotations"))
         return self._annotations
 
     @property
@@ -140,14 +141,14 @@ class Meta(dicts.MappingView[str, Any]):
 class Spec(dicts.MappingView[str, Any]):
     """A live read-only view of ``spec``; empty if there is none."""
 
-    def __init__(self, __src: "Body") -> None:
+    def __init__(self, __src: Mapping[str, Any]) -> None:
         super().__init__(__src, "spec")
 
 
 class Status(dicts.MappingView[str, Any]):
     """A live read-only view of ``status``; empty if there is none."""
 
-    def __init__(self, __src: "Body") -> None:
+    def __init__(self, __src: Mapping[str, Any]) -> None:
         super().__init__(__src, "status")
 
 
@@ -158,13 +159,27 @@ class Body(dicts.ReplaceableMappingView[str, Any]):
     The stanza views are created once and follow the body, so a handler can keep
     ``spec`` or ``status`` and still see the newest values after the framework
     replaces the body's content with a newer version of the object.
+
+    The stanza views look at a root view that the body shares with them, not at the body itself:
+    with no reference cycle, a body made for an event is freed as soon as it is no longer used,
+    not when the garbage collector comes by (with thousands of objects, megabytes of their bodies
+    waited for it).
     """
 
     def __init__(self, __src: Mapping[str, Any]) -> None:
         super().__init__(__src)
-        self._meta = Meta(self)
-        self._spec = Spec(self)
-        self._status = Status(self)
+        root: dicts.ReplaceableMappingView[str, Any] = dicts.ReplaceableMappingView(__src)
+        self._root = root
+        self._meta = Meta(root)
+        self._spec = Spec(root)
+        self._status = Status(root)
+
+    def _replace_from(self, __src: dicts.ReplaceableMappingView[str, Any]) -> None:
+        self._replace_with(__src._src)
+
+    def _replace_with(self, __src: Mapping[Any, Any]) -> None:
+        super()._replace_with(__src)
+        self._root._replace_with(__src)
 
     @property
     def metadata(self) -> Meta:

@@ -234,6 +234,8 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
         path = self._path
         if len(path) == 1:  # the most usual case (e.g. the metadata of a body, the labels of the metadata)
             value = base.get(path[0], {}) if type(base) is dict else _resolve_path(base, path, {}, assume_empty=True)
+        elif not path:  # the root (e.g. the one that a body shares with its stanzas' views)
+            value = base
         else:
             value = _resolve_path(base, path, {}, assume_empty=True)  # parsed once: views are read a lot
         return value if type(value) is dict or isinstance(value, Mapping) else {}
