@@ -52,6 +52,7 @@ def make_safe_key(key: str) -> str:
 
 
 @functools.lru_cache(maxsize=4096)  # a pure function of the ids, called for every handler on every event
+@functools.lru_cache(maxsize=1024)  # asked for the same few ids on every event (several times each)
 def make_safe_name(key: str, limit: int = MAX_NAME_LENGTH, *, hashed: str | None = None) -> str:
     """
     Turn an arbitrary id into a valid annotation name of at most ``limit`` chars.

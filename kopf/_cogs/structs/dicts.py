@@ -39,10 +39,13 @@ def parse_field(field: FieldSpec) -> FieldPath:
         return _parse_dotted(field)
     elif isinstance(field, str):
         return tuple(field.split("."))
+    elif type(field) is tuple:  # the framework's own paths: the same few, checked once each
+        try:
+            return _checked_tuple(field)
+        except TypeError:  # unhashable keys (not strings either): refused below
+            return _checked(field)
     elif isinstance(field, (list, tuple)):
-        if not all(isinstance(key, str) for key in field):
-            raise ValueError(f"Field path keys must be strings: {field!r}")
-        return tuple(field)
+        return _checked(field)
     else:
         raise ValueError(f"Field must be either a str, or a list/tuple. Got {field!r}")
 
@@ -50,6 +53,17 @@ def parse_field(field: FieldSpec) -> FieldPath:
 @functools.lru_cache(maxsize=1024)
 def _parse_dotted(field: str) -> FieldPath:
     return tuple(field.split("."))
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked_tuple(field: FieldPath) -> FieldPath:
+    return _checked(field)
+
+
+def _checked(field: list[str] | FieldPath) -> FieldPath:
+    if not all(isinstance(key, str) for key in field):
+        raise ValueError(f"Field path keys must be strings: {field!r}")
+    return tuple(field)
 
 
 def render_field(field: FieldSpec) -> str:

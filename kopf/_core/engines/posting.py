@@ -31,7 +31,7 @@ from kopf._cogs.structs.credentials import Vault
 logger = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)  # thousands wait while the objects' own requests go first
 class K8sEvent:
     """One event to be posted: about whom, of which type, for which reason, with which message."""
 
@@ -170,7 +170,8 @@ def queue_logged_event(ref: ObjectReference, type: str, reason: str, message: st
         queue = event_queue_var.get()
     except LookupError:
         return  # not in an operator: nowhere to post to.
-    queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=message, logged=True))
+    # The framework's messages repeat for every object (e.g. "Handler 'x' succeeded."): one copy for all that wait.
+    queue.put(K8sEvent(ref=ref, type=type, reason=reason, message=sys.intern(message), logged=True))
 
 
 async def poster(
