@@ -118,7 +118,6 @@ def test_views_are_live_on_replacement_of_the_whole_body() -> None:
     assert spec == {"third": 3}
 
 
-
 def test_views_kept_without_their_body_stay_live() -> None:
     body = Body(copy.deepcopy(OBJ))
     spec, labels, annotations = body.spec, body.meta.labels, body.meta.annotations
@@ -141,6 +140,7 @@ def test_a_body_is_freed_without_the_garbage_collector() -> None:
         assert gone() is None
     finally:
         gc.enable()
+
 
 def test_build_object_reference() -> None:
     ref = build_object_reference(Body(copy.deepcopy(OBJ)))

@@ -21,8 +21,11 @@ of the stream and regardless of the workers and their limit: e.g. indexed in mem
 listing is over (and so pre-processed), ``on_listed`` is called (e.g. the indices are populated).
 The pre-processing must never wait for the workers, else it would deadlock with them.
 
-A worker with no events for ``settings.batching.idle_timeout`` seconds exits;
-a new one is started for the next event. The unexpected errors of the processing
+A worker exits as soon as its object has no events left. The object's queue stays for
+``settings.batching.idle_timeout`` seconds: its next events (e.g. the echoes of its own patches) go to a new
+worker at once, as to the object in work that it still is; after that, the object is forgotten, and its next
+event waits for its turn as a new object's does. An idle object costs its queue (~0.3 KB), not a task with its
+coroutines and timer (~2 KB: thousands of them idle at once under load). The unexpected errors of the processing
 are logged and throttled per object (``settings.batching.error_delays``): they never
 stop the watcher; after the throttling, the failed event is processed again (unless
 newer events of the object have arrived), so a failed write of the framework is retried.
@@ -38,6 +41,7 @@ import collections
 import contextlib
 import dataclasses
 import enum
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, Protocol
@@ -180,18 +184,30 @@ class Pressure:
 
 @dataclasses.dataclass(slots=True)
 class Stream:
-    """The queue of one object's events, and the flag of new events arriving while processing."""
+    """
+    The queue of one object's events, and the flag of new events arriving while processing.
+
+    ``idle_until``: the loop time until which an object with no worker stays known (see the module's docs);
+    ``None`` while it has a worker, or while it waits for its first one. ``throttler``: after errors only.
+    """
 
     backlog: Backlog = dataclasses.field(default_factory=Backlog)
     pressure: Pressure = dataclasses.field(default_factory=Pressure)
     worker: asyncio.Task[None] | None = None
+    idle_until: float | None = None
+    throttler: _Throttler | None = None
+
+
+#: Starts a worker for a stream: ``start(key, stream, turns, order)`` (see :func:`_start_worker`).
+WorkerStarter = Callable[[str, Stream, list[Turn], int | None], None]
 
 
 class Streams(dict[str, Stream]):
     """
     The streams of one watcher's objects, and the flag of the watcher's exit (one for all of them).
 
-    The new streams wait for their workers in order (``waiting``): see :func:`_dispatcher`.
+    The new streams wait for their workers in order (``waiting``): see :func:`_dispatcher`. The idle ones
+    (no events left, no worker) are forgotten in the order they went idle (``idle``), by one timer for all.
     """
 
     def __init__(self) -> None:
@@ -199,6 +215,42 @@ class Streams(dict[str, Stream]):
         self.exiting = asyncio.Event()
         self.waiting: collections.deque[str] = collections.deque()
         self.arrived = Pressure()  # new streams are waiting
+        self.idle: collections.deque[tuple[float, str]] = collections.deque()
+        self.start_worker: WorkerStarter | None = None  # set by the watcher
+        self._sweeper: asyncio.TimerHandle | None = None
+
+    def rest(self, key: str, stream: Stream, timeout: float) -> None:
+        """The stream's worker exits: keep the stream for ``timeout`` seconds, for the object's next events."""
+        loop = asyncio.get_running_loop()
+        stream.worker = None
+        stream.idle_until = until = loop.time() + timeout
+        self.idle.append((until, key))
+        if self._sweeper is None:
+            self._sweeper = loop.call_at(until, self._sweep)
+
+    def wake(self, key: str, stream: Stream) -> None:
+        """An event for an idle stream: a worker at once (no turn to wait for: the object is still in work)."""
+        stream.idle_until = None
+        if self.start_worker is not None:
+            self.start_worker(key, stream, [], None)
+
+    def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+
+    def _sweep(self) -> None:
+        self._sweeper = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        idle = self.idle
+        while idle and idle[0][0] <= now:
+            until, key = idle.popleft()
+            stream = self.get(key)  # unless it has woken up since then (and maybe rested again: a later entry)
+            if stream is not None and stream.worker is None and stream.idle_until == until and stream.backlog.empty():
+                del self[key]
+        if idle:
+            self._sweeper = loop.call_at(idle[0][0], self._sweep)
 
 
 async def watcher(
@@ -227,9 +279,12 @@ async def watcher(
     """
     streams = Streams()
     limiter = _make_limiter(settings.batching.worker_limit)
+    streams.start_worker = functools.partial(
+        _start_worker, streams=streams, processor=processor, settings=settings, limiter=limiter
+    )
     listed = 0
     dispatcher = asyncio.create_task(
-        _dispatcher(streams=streams, processor=processor, settings=settings, limiter=limiter, vault=vault),
+        _dispatcher(streams=streams, vault=vault),
         name=f"kopf dispatcher for {resource}",
     )
     try:
@@ -265,6 +320,7 @@ async def watcher(
     finally:
         dispatcher.cancel()
         await asyncio.gather(dispatcher, return_exceptions=True)
+        streams.close()
         await _shutdown(streams, settings=settings)
 
 
@@ -277,7 +333,11 @@ def _make_limiter(worker_limit: int | None) -> asyncio.Semaphore | None:
 
 
 def _route(raw_event: RawEvent, *, streams: Streams) -> None:
-    """Put the event into its object's queue; a new object's stream waits for its worker (see _dispatcher)."""
+    """
+    Put the event into its object's queue.
+
+    A new object's stream waits for its worker (see _dispatcher); an idle one gets a worker at once.
+    """
     key = get_memory_key(raw_event["object"])
     stream = streams.get(key)
     if stream is None:
@@ -286,16 +346,11 @@ def _route(raw_event: RawEvent, *, streams: Streams) -> None:
         streams.arrived.set()
     stream.backlog.put_nowait(raw_event)
     stream.pressure.set()
+    if stream.idle_until is not None:
+        streams.wake(key, stream)
 
 
-async def _dispatcher(
-    *,
-    streams: Streams,
-    processor: ObjectProcessor,
-    settings: OperatorSettings,
-    limiter: asyncio.Semaphore | None,
-    vault: Vault | None = None,
-) -> None:
+async def _dispatcher(*, streams: Streams, vault: Vault | None = None) -> None:
     """
     Start the workers of the new streams in the order they came, each in its turn (see ``auth.take_turn()``).
 
@@ -310,55 +365,70 @@ async def _dispatcher(
             await streams.arrived.wait()
         key = streams.waiting.popleft()
         stream = streams.get(key)
-        if stream is None or stream.worker is not None:
+        if stream is None or stream.worker is not None or stream.idle_until is not None:
             continue
         order = auth.next_order()
         turns = await auth.take_turn(order, vault=vault)
-        stream.worker = asyncio.create_task(
-            _worker(
-                key=key,
-                streams=streams,
-                processor=processor,
-                settings=settings,
-                limiter=limiter,
-                turns=turns,
-                order=order,
-            ),
-            name=f"kopf worker for {key}",
-        )
+        if streams.start_worker is not None:
+            streams.start_worker(key, stream, turns, order)
+
+
+def _start_worker(
+    key: str,
+    stream: Stream,
+    turns: list[Turn],
+    order: int | None,
+    *,
+    streams: Streams,
+    processor: ObjectProcessor,
+    settings: OperatorSettings,
+    limiter: asyncio.Semaphore | None,
+) -> None:
+    stream.worker = asyncio.create_task(
+        _worker(
+            key=key,
+            stream=stream,
+            streams=streams,
+            processor=processor,
+            settings=settings,
+            limiter=limiter,
+            turns=turns,
+            order=order,
+        ),
+        name=f"kopf worker for {key}",
+    )
 
 
 async def _worker(
     *,
     key: str,
+    stream: Stream,
     streams: Streams,
     processor: ObjectProcessor,
     settings: OperatorSettings,
     limiter: asyncio.Semaphore | None,
     turns: list[Turn],
-    order: int,
+    order: int | None,
 ) -> None:
     """
-    Process the events of one object, one at a time (the latest of each batch); exit when idle.
+    Process the events of one object, one at a time (the latest of each batch); exit once there are none.
 
-    The first processing is in the ``turns`` taken for it, and its requests go in its ``order``; the next
-    ones get the next orders when they begin.
+    The first processing of a new object is in the ``turns`` taken for it, and its requests go in its
+    ``order``; the next ones (and those of a woken idle object) get the next orders when they begin.
     """
-    stream = streams[key]
     backlog = stream.backlog
     backlog.dropped = 0  # those superseded while the object waited for its worker (its turn): not a burst
-    throttler = _Throttler(settings.batching.error_delays)
-    first_order: int | None = order
+    first_order = order
+    resting = False
     try:
         while True:
-            # Wait for the next event; exit if there are none for too long.
-            try:
-                async with asyncio.timeout(settings.batching.idle_timeout):
-                    item = await backlog.get()
-            except TimeoutError:
-                if backlog.empty():  # no awaits from here to the removal: no new events can sneak in.
-                    break
-                continue
+            # No events left: exit; the stream stays known for a while (no awaits from the check to the rest:
+            # no new events can sneak in; those after it wake the stream with a new worker).
+            if backlog.empty():
+                streams.rest(key, stream, settings.batching.idle_timeout)
+                resting = True
+                break
+            item = backlog.get_nowait()
             if item is EOS:
                 break
 
@@ -378,7 +448,9 @@ async def _worker(
                 raise
             except Exception as e:
                 # Worded as in the published framework, in the object's log: the operators' tests wait for it.
-                delay = throttler.next_delay()
+                if stream.throttler is None:  # kept with the stream: its worker may exit before the next error
+                    stream.throttler = _Throttler(settings.batching.error_delays)
+                delay = stream.throttler.next_delay()
                 object_logger = _object_logger(raw_event, settings)
                 if delay is None:
                     object_logger.exception(f"Processing has failed with an unexpected error: {e!r}")
@@ -396,7 +468,7 @@ async def _worker(
                 if not eos and delay is not None and backlog.empty():
                     backlog.put_nowait(raw_event)
             else:
-                throttler.reset()
+                stream.throttler = None
             finally:
                 auth.request_order.reset(token)
                 for turn in turns:
@@ -405,11 +477,10 @@ async def _worker(
 
             if eos:
                 break
-            del item, raw_event  # not kept while idle: the objects are many, their bodies are big
     finally:
         for turn in turns:  # if exiting before the first processing
             turn.end()
-        if streams.get(key) is stream:
+        if not resting and streams.get(key) is stream:
             del streams[key]
 
 

@@ -155,22 +155,40 @@ async def test_objects_are_processed_in_parallel_and_each_in_order(
         await stop(task)
 
 
-async def test_workers_exit_when_idle(
+async def test_workers_exit_at_once_when_idle_and_their_objects_stay_in_work_for_the_idle_timeout(
     vault: Vault,
     settings: OperatorSettings,
     objects: Objects,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     settings.batching.idle_timeout = 30
+    turns_taken: list[int] = []
+    take_turn = auth.take_turn
+
+    async def counted_take_turn(order: int, **kwargs: Any) -> Any:
+        turns_taken.append(order)
+        return await take_turn(order, **kwargs)
+
+    monkeypatch.setattr(auth, "take_turn", counted_take_turn)
     recorder = Recorder()
     task = await start(vault, settings, recorder)
     try:
         objects.create("a", x=1)
         await wait_for(lambda: recorder.events)
-        assert len(own_tasks()) == 1
-        await asyncio.sleep(31)
-        assert own_tasks() == set()
-        objects.patch("a", {"spec": {"x": 2}})  # a new worker for the new event.
+        await asyncio.sleep(0)  # the worker's return
+        assert own_tasks() == set()  # no task idles: an idle object costs its queue only
+        assert len(turns_taken) == 1
+
+        await asyncio.sleep(20)
+        objects.patch("a", {"spec": {"x": 2}})  # still in work: a new worker at once, with no turn to take
         await wait_for(lambda: len(recorder.events) == 2)
+        assert len(turns_taken) == 1
+
+        await asyncio.sleep(31)
+        objects.patch("a", {"spec": {"x": 3}})  # forgotten: its turn as a new object's
+        await wait_for(lambda: len(recorder.events) == 3)
+        assert len(turns_taken) == 2
+        assert recorder.events == [("ADDED", "a", 1), ("MODIFIED", "a", 2), ("MODIFIED", "a", 3)]
     finally:
         await stop(task)
 
