@@ -232,7 +232,7 @@ class BatchingSettings(_StrictSection):
     #: The maximum number of workers (objects processed concurrently); ``None`` for unlimited.
     worker_limit: int | None = None
 
-    #: How long (seconds) an idle worker of an object waits for new events before exiting.
+    #: How long (seconds) an object with no new events stays in work: its next events go to work at once.
     idle_timeout: float = 5.0
 
     #: How long (seconds) to wait for more events of an object after each one, to batch them.

@@ -43,6 +43,7 @@ import dataclasses
 import enum
 import functools
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -219,10 +220,13 @@ class Streams(dict[str, Stream]):
         self.start_worker: WorkerStarter | None = None  # set by the watcher
         self._sweeper: asyncio.TimerHandle | None = None
 
-    def rest(self, key: str, stream: Stream, timeout: float) -> None:
+    def rest(self, key: str, stream: Stream, timeout: float | None) -> None:
         """The stream's worker exits: keep the stream for ``timeout`` seconds, for the object's next events."""
         loop = asyncio.get_running_loop()
         stream.worker = None
+        if timeout is None:  # never forgotten while the watcher runs (as a worker waiting forever was)
+            stream.idle_until = math.inf
+            return
         stream.idle_until = until = loop.time() + timeout
         self.idle.append((until, key))
         if self._sweeper is None:

@@ -155,21 +155,27 @@ async def test_objects_are_processed_in_parallel_and_each_in_order(
         await stop(task)
 
 
+@pytest.fixture
+def turns_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The orders of the turns taken by the new objects (see ``auth.take_turn``)."""
+    taken: list[int] = []
+    take_turn = auth.take_turn
+
+    async def counted_take_turn(order: int, **kwargs: Any) -> Any:
+        taken.append(order)
+        return await take_turn(order, **kwargs)
+
+    monkeypatch.setattr(auth, "take_turn", counted_take_turn)
+    return taken
+
+
 async def test_workers_exit_at_once_when_idle_and_their_objects_stay_in_work_for_the_idle_timeout(
     vault: Vault,
     settings: OperatorSettings,
     objects: Objects,
-    monkeypatch: pytest.MonkeyPatch,
+    turns_taken: list[int],
 ) -> None:
     settings.batching.idle_timeout = 30
-    turns_taken: list[int] = []
-    take_turn = auth.take_turn
-
-    async def counted_take_turn(order: int, **kwargs: Any) -> Any:
-        turns_taken.append(order)
-        return await take_turn(order, **kwargs)
-
-    monkeypatch.setattr(auth, "take_turn", counted_take_turn)
     recorder = Recorder()
     task = await start(vault, settings, recorder)
     try:
@@ -192,6 +198,26 @@ async def test_workers_exit_at_once_when_idle_and_their_objects_stay_in_work_for
     finally:
         await stop(task)
 
+
+async def test_without_an_idle_timeout_objects_stay_in_work_while_the_watcher_runs(
+    vault: Vault,
+    settings: OperatorSettings,
+    objects: Objects,
+    turns_taken: list[int],
+) -> None:
+    settings.batching.idle_timeout = None  # type: ignore[assignment]  # as asyncio.timeout(None): forever
+    recorder = Recorder()
+    task = await start(vault, settings, recorder)
+    try:
+        objects.create("a", x=1)
+        await wait_for(lambda: recorder.events)
+        await asyncio.sleep(100_000)
+        objects.patch("a", {"spec": {"x": 2}})
+        await wait_for(lambda: len(recorder.events) == 2)
+        assert len(turns_taken) == 1
+        assert own_tasks() == set()
+    finally:
+        await stop(task)
 
 async def test_exiting_waits_for_the_workers_then_cancels_them(
     vault: Vault,
