@@ -219,6 +219,7 @@ async def test_without_an_idle_timeout_objects_stay_in_work_while_the_watcher_ru
     finally:
         await stop(task)
 
+
 async def test_exiting_waits_for_the_workers_then_cancels_them(
     vault: Vault,
     settings: OperatorSettings,
