@@ -27,7 +27,7 @@ import aiohttp
 
 from kopf._cogs.aiokits.aiopriority import PrioritySemaphore, Turn
 from kopf._cogs.clients import errors
-from kopf._cogs.structs.credentials import AccessError, AiohttpSession, ConnectionInfo, Vault, VaultContext
+from kopf._cogs.structs.credentials import AccessError, AiohttpSession, ConnectionInfo, Vault, VaultContext, VaultKey
 from kopf._version import __version__
 
 logger = logging.getLogger(__name__)
@@ -190,20 +190,40 @@ async def authenticated(
     The vault waits for a re-login if depleted, or raises :class:`LoginError` if that fails.
     """
     the_vault = get_vault(vault)
+    best = the_vault.best()  # usually there: the same as the iteration's first, without an async generator
+    if best is not None:
+        key, info, context = best
+        try:
+            return await _attempt(fn, key, info, context, trust_env=trust_env)
+        except errors.APIUnauthorizedError as e:
+            logger.debug(f"The credentials {key!r} are rejected with HTTP 401; invalidating them.")
+            await the_vault.invalidate(key, info, exc=e)  # gone from the vault: the iteration tries the others
     async with contextlib.aclosing(the_vault.__aiter__()) as credentials:
         async for key, info, context in credentials:
-            session = get_session(info, context, trust_env=trust_env)
-            context.acquire()
             try:
-                order = request_order.get()
-                async with get_slots(context).slot(next_order() if order is None else order):
-                    return await fn(info, session)
+                return await _attempt(fn, key, info, context, trust_env=trust_env)
             except errors.APIUnauthorizedError as e:
                 logger.debug(f"The credentials {key!r} are rejected with HTTP 401; invalidating them.")
                 await the_vault.invalidate(key, info, exc=e)
-            finally:
-                await context.release()
     raise AccessError("The API access is not possible with any of the known credentials.")
+
+
+async def _attempt(
+    fn: Callable[[ConnectionInfo, aiohttp.ClientSession], Awaitable[_T]],
+    key: VaultKey,
+    info: ConnectionInfo,
+    context: VaultContext,
+    *,
+    trust_env: bool,
+) -> _T:
+    session = get_session(info, context, trust_env=trust_env)
+    context.acquire()
+    try:
+        order = request_order.get()
+        async with get_slots(context).slot(next_order() if order is None else order):
+            return await fn(info, session)
+    finally:
+        await context.release()
 
 
 @contextlib.asynccontextmanager

@@ -454,6 +454,24 @@ class Vault:
             seen.add(id(item))
             yield key, item.info, item.context
 
+    def best(self) -> tuple[VaultKey, ConnectionInfo, VaultContext] | None:
+        """
+        The credentials that the iteration would yield first, if it needs no waiting and no expiring now.
+
+        ``None`` if the vault is empty or holds expired credentials: then, only the iteration (``async for``)
+        does what is needed. The shortcut of every API request (an async generator per request costs more).
+        """
+        now: datetime.datetime | None = None
+        best: tuple[VaultKey, _VaultItem] | None = None
+        for key, item in self._current.items():
+            if item.info.expiration is not None:
+                now = now if now is not None else clock.utcnow()
+                if item.info.is_expired(now):
+                    return None
+            if best is None or (-item.info.priority, item.order) < (-best[1].info.priority, best[1].order):
+                best = (key, item)
+        return None if best is None else (best[0], best[1].info, best[1].context)
+
     async def _select(self, seen: set[int]) -> tuple[VaultKey, _VaultItem] | None:
         while True:
             await self._drop_expired()

@@ -63,6 +63,39 @@ async def test_priorities_then_insertion_order() -> None:
     assert seen == ["high", "first", "second", "low"]
 
 
+
+async def test_the_best_credentials_are_the_first_that_the_iteration_yields() -> None:
+    vault = Vault()
+    assert vault.best() is None  # empty: the iteration waits for a login, the shortcut has nothing
+    await vault.populate(
+        {
+            "low": ConnectionInfo("http://a", priority=-1),
+            "first": ConnectionInfo("http://b"),
+            "second": ConnectionInfo("http://c"),
+            "high": ConnectionInfo("http://d", priority=10),
+        }
+    )
+    best = vault.best()
+    assert best is not None
+    key, info, context = best
+    yielded = [(k, i, c) async for k, i, c in vault]
+    assert (key, info, context) == yielded[0]
+    assert key == "high"
+
+
+async def test_no_best_credentials_while_some_are_expired() -> None:
+    now = clock.utcnow()
+    vault = Vault(
+        {
+            "fresh": ConnectionInfo("http://a", priority=1, expiration=now + datetime.timedelta(seconds=10)),
+            "stale": ConnectionInfo("http://b", expiration=now - datetime.timedelta(seconds=1)),
+        }
+    )
+    assert vault.best() is None  # the iteration drops the expired ones (and may ask for a re-login) first
+    assert await collect_first(vault) == "fresh"
+    best = vault.best()
+    assert best is not None and best[0] == "fresh"
+
 async def test_invalidation_moves_to_the_next_credentials() -> None:
     vault = Vault({"a": ConnectionInfo("http://a", priority=1), "b": ConnectionInfo("http://b")})
     tried = []
