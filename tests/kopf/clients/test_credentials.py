@@ -63,7 +63,6 @@ async def test_priorities_then_insertion_order() -> None:
     assert seen == ["high", "first", "second", "low"]
 
 
-
 async def test_the_best_credentials_are_the_first_that_the_iteration_yields() -> None:
     vault = Vault()
     assert vault.best() is None  # empty: the iteration waits for a login, the shortcut has nothing
@@ -95,6 +94,7 @@ async def test_no_best_credentials_while_some_are_expired() -> None:
     assert await collect_first(vault) == "fresh"
     best = vault.best()
     assert best is not None and best[0] == "fresh"
+
 
 async def test_invalidation_moves_to_the_next_credentials() -> None:
     vault = Vault({"a": ConnectionInfo("http://a", priority=1), "b": ConnectionInfo("http://b")})
