@@ -174,9 +174,6 @@ class Body(dicts.ReplaceableMappingView[str, Any]):
         self._spec = Spec(root)
         self._status = Status(root)
 
-    def _replace_from(self, __src: dicts.ReplaceableMappingView[str, Any]) -> None:
-        self._replace_with(__src._src)
-
     def _replace_with(self, __src: Mapping[Any, Any]) -> None:
         super()._replace_with(__src)
         self._root._replace_with(__src)

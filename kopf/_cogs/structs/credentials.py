@@ -310,6 +310,11 @@ class _VaultItem:
     order: int = 0
 
 
+def _rank(item: _VaultItem) -> tuple[int, int]:
+    """The order of the credentials to try: the highest priority first, then the earliest added."""
+    return -item.info.priority, item.order
+
+
 class Vault:
     """
     A store of credentials, shared by all API calls of an operator.
@@ -468,7 +473,7 @@ class Vault:
                 now = now if now is not None else clock.utcnow()
                 if item.info.is_expired(now):
                     return None
-            if best is None or (-item.info.priority, item.order) < (-best[1].info.priority, best[1].order):
+            if best is None or _rank(item) < _rank(best[1]):
                 best = (key, item)
         return None if best is None else (best[0], best[1].info, best[1].context)
 
@@ -480,7 +485,7 @@ class Vault:
                 fresh = [(key, item) for key, item in candidates if id(item) not in seen]
                 if not fresh:
                     return None  # everything was tried and not invalidated: the consumer decides
-                fresh.sort(key=lambda pair: (-pair[1].info.priority, pair[1].order))
+                fresh.sort(key=lambda pair: _rank(pair[1]))
                 return fresh[0]
             if self._failure is not None:
                 raise self._failure

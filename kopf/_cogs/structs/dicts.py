@@ -287,7 +287,7 @@ class ReplaceableMappingView(MappingView[_K, _V], Generic[_K, _V]):
     """
 
     def _replace_from(self, __src: "ReplaceableMappingView[_K, _V]") -> None:
-        self._src = __src._src
+        self._replace_with(__src._src)
 
     def _replace_with(self, __src: Mapping[Any, Any]) -> None:
         self._src = __src

@@ -41,7 +41,6 @@ import collections
 import contextlib
 import dataclasses
 import enum
-import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -199,10 +198,6 @@ class Stream:
     throttler: _Throttler | None = None
 
 
-#: Starts a worker for a stream: ``start(key, stream, turns, order)`` (see :func:`_start_worker`).
-WorkerStarter = Callable[[str, Stream, list[Turn], int | None], None]
-
-
 class Streams(dict[str, Stream]):
     """
     The streams of one watcher's objects, and the flag of the watcher's exit (one for all of them).
@@ -211,18 +206,43 @@ class Streams(dict[str, Stream]):
     (no events left, no worker) are forgotten in the order they went idle (``idle``), by one timer for all.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        processor: ObjectProcessor,
+        settings: OperatorSettings,
+        limiter: asyncio.Semaphore | None,
+    ) -> None:
         super().__init__()
         self.exiting = asyncio.Event()
         self.waiting: collections.deque[str] = collections.deque()
         self.arrived = Pressure()  # new streams are waiting
         self.idle: collections.deque[tuple[float, str]] = collections.deque()
-        self.start_worker: WorkerStarter | None = None  # set by the watcher
         self._sweeper: asyncio.TimerHandle | None = None
+        self._processor = processor
+        self._settings = settings
+        self._limiter = limiter
 
-    def rest(self, key: str, stream: Stream, timeout: float | None) -> None:
-        """The stream's worker exits: keep the stream for ``timeout`` seconds, for the object's next events."""
+    def start_worker(self, key: str, stream: Stream, turns: list[Turn], order: int | None) -> None:
+        """A worker for the stream: its first processing in ``turns`` & ``order`` (none for a woken idle one)."""
+        stream.worker = asyncio.create_task(
+            _worker(
+                key=key,
+                stream=stream,
+                streams=self,
+                processor=self._processor,
+                settings=self._settings,
+                limiter=self._limiter,
+                turns=turns,
+                order=order,
+            ),
+            name=f"kopf worker for {key}",
+        )
+
+    def rest(self, key: str, stream: Stream) -> None:
+        """The stream's worker exits: keep the stream for the idle timeout, for the object's next events."""
         loop = asyncio.get_running_loop()
+        timeout = self._settings.batching.idle_timeout
         stream.worker = None
         if timeout is None:  # never forgotten while the watcher runs (as a worker waiting forever was)
             stream.idle_until = math.inf
@@ -235,8 +255,7 @@ class Streams(dict[str, Stream]):
     def wake(self, key: str, stream: Stream) -> None:
         """An event for an idle stream: a worker at once (no turn to wait for: the object is still in work)."""
         stream.idle_until = None
-        if self.start_worker is not None:
-            self.start_worker(key, stream, [], None)
+        self.start_worker(key, stream, [], None)
 
     def close(self) -> None:
         if self._sweeper is not None:
@@ -251,7 +270,7 @@ class Streams(dict[str, Stream]):
         while idle and idle[0][0] <= now:
             until, key = idle.popleft()
             stream = self.get(key)  # unless it has woken up since then (and maybe rested again: a later entry)
-            if stream is not None and stream.worker is None and stream.idle_until == until and stream.backlog.empty():
+            if stream is not None and stream.idle_until == until:
                 del self[key]
         if idle:
             self._sweeper = loop.call_at(idle[0][0], self._sweep)
@@ -281,11 +300,8 @@ async def watcher(
     ``whole_bodies``: whether the objects gone while the watch-stream was broken come with their last seen
     bodies whole, or only with what identifies them (see :class:`kopf._cogs.clients.watching.WatchState`).
     """
-    streams = Streams()
     limiter = _make_limiter(settings.batching.worker_limit)
-    streams.start_worker = functools.partial(
-        _start_worker, streams=streams, processor=processor, settings=settings, limiter=limiter
-    )
+    streams = Streams(processor=processor, settings=settings, limiter=limiter)
     listed = 0
     dispatcher = asyncio.create_task(
         _dispatcher(streams=streams, vault=vault),
@@ -369,38 +385,11 @@ async def _dispatcher(*, streams: Streams, vault: Vault | None = None) -> None:
             await streams.arrived.wait()
         key = streams.waiting.popleft()
         stream = streams.get(key)
-        if stream is None or stream.worker is not None or stream.idle_until is not None:
+        if stream is None or stream.worker is not None:
             continue
         order = auth.next_order()
         turns = await auth.take_turn(order, vault=vault)
-        if streams.start_worker is not None:
-            streams.start_worker(key, stream, turns, order)
-
-
-def _start_worker(
-    key: str,
-    stream: Stream,
-    turns: list[Turn],
-    order: int | None,
-    *,
-    streams: Streams,
-    processor: ObjectProcessor,
-    settings: OperatorSettings,
-    limiter: asyncio.Semaphore | None,
-) -> None:
-    stream.worker = asyncio.create_task(
-        _worker(
-            key=key,
-            stream=stream,
-            streams=streams,
-            processor=processor,
-            settings=settings,
-            limiter=limiter,
-            turns=turns,
-            order=order,
-        ),
-        name=f"kopf worker for {key}",
-    )
+        streams.start_worker(key, stream, turns, order)
 
 
 async def _worker(
@@ -423,14 +412,12 @@ async def _worker(
     backlog = stream.backlog
     backlog.dropped = 0  # those superseded while the object waited for its worker (its turn): not a burst
     first_order = order
-    resting = False
     try:
         while True:
             # No events left: exit; the stream stays known for a while (no awaits from the check to the rest:
             # no new events can sneak in; those after it wake the stream with a new worker).
             if backlog.empty():
-                streams.rest(key, stream, settings.batching.idle_timeout)
-                resting = True
+                streams.rest(key, stream)
                 break
             item = backlog.get_nowait()
             if item is EOS:
@@ -484,7 +471,7 @@ async def _worker(
     finally:
         for turn in turns:  # if exiting before the first processing
             turn.end()
-        if not resting and streams.get(key) is stream:
+        if stream.idle_until is None and streams.get(key) is stream:  # not resting: gone for good
             del streams[key]
 
 
