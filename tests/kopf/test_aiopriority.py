@@ -33,6 +33,20 @@ async def test_the_waiters_are_served_by_priority_then_by_arrival() -> None:
 
 
 @virtualtime.isolated
+async def test_a_free_slot_is_not_taken_past_the_waiters() -> None:
+    slots = PrioritySemaphore(1)
+    assert slots.try_acquire()
+    assert not slots.try_acquire()
+    waiter = asyncio.create_task(slots.acquire(5))
+    await asyncio.sleep(0)
+    slots.release()  # handed to the waiter, not freed
+    assert not slots.try_acquire()
+    await waiter
+    slots.release()
+    assert slots.try_acquire() and slots.free == 0
+
+
+@virtualtime.isolated
 async def test_free_slots_are_taken_at_once_up_to_the_limit() -> None:
     slots = PrioritySemaphore(2)
     await slots.acquire(10)

@@ -6,6 +6,7 @@ from kopf._cogs.structs.dicts import (
     MappingView,
     MutableMappingView,
     cherrypick,
+    deepcopy_json,
     ensure,
     parse_field,
     remove,
@@ -103,6 +104,28 @@ def test_cherrypick_copies_existing_fields_deeply() -> None:
     assert dst == {"spec": {}, "status": {"a": {"deep": 1}}}
     assert dst["status"]["a"] is not src["status"]["a"]
     cherrypick(src, dst, None)
+
+
+def test_deepcopy_json_copies_dicts_and_lists_and_keeps_scalars() -> None:
+    src: dict[str, Any] = {"a": {"b": [1, 2.5, {"c": None}], "d": True}, "e": "text"}
+    copied = deepcopy_json(src)
+    assert copied == src
+    assert copied is not src and copied["a"] is not src["a"]
+    assert copied["a"]["b"] is not src["a"]["b"] and copied["a"]["b"][2] is not src["a"]["b"][2]
+    copied["a"]["b"][2]["c"] = "changed"
+    assert src["a"]["b"][2]["c"] is None
+
+
+def test_deepcopy_json_copies_other_values_as_deepcopy_does() -> None:
+    class Custom:
+        def __init__(self) -> None:
+            self.items = [1]
+
+    original = Custom()
+    copied = deepcopy_json({"x": original, "t": (1, [2])})
+    assert isinstance(copied["x"], Custom) and copied["x"] is not original
+    assert copied["x"].items == [1] and copied["x"].items is not original.items
+    assert copied["t"] == (1, [2])
 
 
 def test_walk_single_many_and_nested() -> None:

@@ -141,6 +141,18 @@ def test_keys_without_prefix() -> None:
     assert AnnotationsProgressStorage(prefix="").make_keys("fn/sub") == ["fn.sub"]
 
 
+def test_keys_follow_the_prefix_and_v1_changed_later_and_are_fresh_lists() -> None:
+    storage = AnnotationsProgressStorage()
+    keys = storage.make_keys("fn")
+    keys.append("mutated by the caller")
+    assert storage.make_keys("fn") == ["kopf.zalando.org/fn"]
+    storage.prefix = "example.com"
+    assert storage.make_keys("fn") == ["example.com/fn"]
+    storage.v1 = False
+    long_key = "very-long-handler-name-" * 5
+    assert len(storage.make_keys(long_key)) == 1
+
+
 def test_long_keys_are_hashed_consistently_and_validly() -> None:
     key = "very-long-handler-name-" * 5
     v2, v1 = AnnotationsProgressStorage().make_keys(key)

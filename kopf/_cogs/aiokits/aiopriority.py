@@ -71,9 +71,15 @@ class PrioritySemaphore:
     def waiting(self) -> int:
         return self._pending
 
-    async def acquire(self, priority: int) -> None:
+    def try_acquire(self) -> bool:
+        """Take a free slot if nobody waits for one; without waiting (``False`` if it would have to wait)."""
         if self._free > 0 and not self._pending:
             self._free -= 1
+            return True
+        return False
+
+    async def acquire(self, priority: int) -> None:
+        if self.try_acquire():
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiters, (priority, next(self._arrivals), future))

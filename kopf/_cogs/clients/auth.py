@@ -217,11 +217,16 @@ async def _attempt(
     trust_env: bool,
 ) -> _T:
     session = get_session(info, context, trust_env=trust_env)
+    slots = get_slots(context)
     context.acquire()
     try:
-        order = request_order.get()
-        async with get_slots(context).slot(next_order() if order is None else order):
+        if not slots.try_acquire():  # usually a slot is free: no waiting, no coroutine for it
+            order = request_order.get()
+            await slots.acquire(next_order() if order is None else order)
+        try:
             return await fn(info, session)
+        finally:
+            slots.release()
     finally:
         await context.release()
 

@@ -19,7 +19,6 @@ and read, so that the operators of either format see each other's records.
 """
 
 import base64
-import copy
 import functools
 import hashlib
 import re
@@ -73,6 +72,10 @@ def make_safe_name(key: str, limit: int = MAX_NAME_LENGTH, *, hashed: str | None
     return f"{head}{suffix}" if head else suffix.lstrip("-")
 
 
+#: How many ids' keys a storage remembers (they are pure functions of the prefix and the id).
+MAX_CACHED_KEYS = 1024
+
+
 class StorageKeyFormingConvention:
     """
     Forms the annotation keys (V2 and optionally V1) from a prefix and an id.
@@ -85,6 +88,8 @@ class StorageKeyFormingConvention:
         super().__init__(*args, **kwargs)
         self.prefix = prefix
         self.v1 = v1
+        # The keys by the prefix, the V1 flag, and the id: asked for the same few ids several times per event.
+        self._made_keys: dict[tuple[str | None, bool, str], tuple[str, ...]] = {}
 
     make_safe_key = staticmethod(make_safe_key)
 
@@ -100,12 +105,22 @@ class StorageKeyFormingConvention:
 
     def make_keys(self, key: str, body: bodies.Body | None = None) -> list[str]:
         """All the keys for an id, the preferred (V2) first, without duplicates (``body`` is not needed)."""
-        keys = [self.make_v2_key(key)]
-        if self.v1:
-            v1_key = self.make_v1_key(key)
-            if v1_key not in keys:
-                keys.append(v1_key)
-        return keys
+        try:
+            cache = self._made_keys
+        except AttributeError:  # a storage of the users' own class that skipped our __init__
+            cache = self._made_keys = {}
+        cache_key = (self.prefix, self.v1, key)
+        made = cache.get(cache_key)
+        if made is None:
+            keys = [self.make_v2_key(key)]
+            if self.v1:
+                v1_key = self.make_v1_key(key)
+                if v1_key not in keys:
+                    keys.append(v1_key)
+            if len(cache) >= MAX_CACHED_KEYS:  # e.g. many dynamic sub-handlers' ids: start anew
+                cache.clear()
+            made = cache[cache_key] = tuple(keys)
+        return list(made)
 
     def mark_key(self, key: str, body: bodies.Body) -> str:
         """The key as it is stored on this object (no marking is needed: kept for the custom storages)."""
@@ -146,7 +161,7 @@ class StorageKeyMarkingConvention:
         annotations = dicts.resolve(essence, ("metadata", "annotations"), None)
         if not isinstance(annotations, Mapping) or not any(key in annotations for key in keys):
             return essence  # nothing to remove: not even copied (the callers own their essences)
-        result = cast(dict[str, Any], copy.deepcopy(dict(essence)))
+        result = cast(dict[str, Any], dicts.deepcopy_json(dict(essence)))
         for key in keys:
             dicts.remove(result, ("metadata", "annotations", key), prune=True)
         return cast(bodies.BodyEssence, result)
@@ -183,7 +198,7 @@ class StorageStanzaCleaner:
         """Remove a field from a copy of the essence, with the parents that become empty."""
         if dicts.resolve(essence, field, _ABSENT) is _ABSENT:
             return essence  # nothing to remove: not even copied (the callers own their essences)
-        result = cast(dict[str, Any], copy.deepcopy(dict(essence)))
+        result = cast(dict[str, Any], dicts.deepcopy_json(dict(essence)))
         dicts.remove(result, field, prune=True)
         return cast(bodies.BodyEssence, result)
 

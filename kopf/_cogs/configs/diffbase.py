@@ -14,7 +14,6 @@ essential has changed, and to build the ``diff``/``old``/``new`` kwargs.
 """
 
 import abc
-import copy
 import json
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, cast
@@ -49,7 +48,7 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention, conventions.Stora
         extra_fields: Iterable[dicts.FieldSpec] | None = None,
     ) -> bodies.BodyEssence:
         essence: dict[str, Any] = {
-            key: copy.deepcopy(value) for key, value in body.items() if key not in _SKIPPED_TOP_LEVEL_FIELDS
+            key: dicts.deepcopy_json(value) for key, value in body.items() if key not in _SKIPPED_TOP_LEVEL_FIELDS
         }
         metadata: Mapping[str, Any] = body.get("metadata") or {}
         labels: Mapping[str, Any] = metadata.get("labels") or {}
@@ -59,9 +58,9 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention, conventions.Stora
             if key not in self.GARBAGE_ANNOTATIONS
         }
         if labels:
-            dicts.ensure(essence, ("metadata", "labels"), copy.deepcopy(dict(labels)))
+            dicts.ensure(essence, ("metadata", "labels"), dicts.deepcopy_json(dict(labels)))
         if annotations:
-            dicts.ensure(essence, ("metadata", "annotations"), copy.deepcopy(annotations))
+            dicts.ensure(essence, ("metadata", "annotations"), dicts.deepcopy_json(annotations))
         dicts.cherrypick(body, essence, extra_fields)
         for field in self.ignored_fields:
             dicts.remove(essence, field, prune=True)
@@ -202,7 +201,7 @@ def _encode_essence(essence: bodies.BodyEssence) -> str:
 def _parse_essence(value: Any) -> bodies.BodyEssence | None:
     """Decode a stored essence; a structure is accepted too (e.g. if written by other tools)."""
     if isinstance(value, Mapping):
-        return cast(bodies.BodyEssence, copy.deepcopy(dict(value)))
+        return cast(bodies.BodyEssence, dicts.deepcopy_json(dict(value)))
     if not isinstance(value, str) or not value:
         return None
     try:

@@ -171,8 +171,8 @@ class Body(dicts.ReplaceableMappingView[str, Any]):
         root: dicts.ReplaceableMappingView[str, Any] = dicts.ReplaceableMappingView(__src)
         self._root = root
         self._meta = Meta(root)
-        self._spec = Spec(root)
-        self._status = Status(root)
+        self._spec: Spec | None = None  # made on the first use: a body is made per event, the spec rarely asked
+        self._status: Status | None = None
 
     def _replace_with(self, __src: Mapping[Any, Any]) -> None:
         super()._replace_with(__src)
@@ -188,10 +188,14 @@ class Body(dicts.ReplaceableMappingView[str, Any]):
 
     @property
     def spec(self) -> Spec:
+        if self._spec is None:
+            self._spec = Spec(self._root)
         return self._spec
 
     @property
     def status(self) -> Status:
+        if self._status is None:
+            self._status = Status(self._root)
         return self._status
 
 
@@ -205,13 +209,14 @@ def build_object_reference(body: Mapping[str, Any]) -> ObjectReference:
 
     The absent fields are omitted: e.g. the namespace of cluster-scoped objects.
     """
-    body = _as_body(body)
+    metadata = body.get("metadata")  # read directly, with no views made: a reference is built per event
+    metadata = metadata if isinstance(metadata, Mapping) else {}
     fields: dict[str, Any] = {
         "apiVersion": body.get("apiVersion"),
         "kind": body.get("kind"),
-        "name": body.meta.name,
-        "uid": body.meta.uid,
-        "namespace": body.meta.namespace,
+        "name": metadata.get("name"),
+        "uid": metadata.get("uid"),
+        "namespace": metadata.get("namespace"),
     }
     return cast(ObjectReference, {key: val for key, val in fields.items() if val is not None})
 

@@ -158,12 +158,29 @@ def remove(d: MutableMapping[Any, Any], field: FieldSpec, *, prune: bool = False
             del ancestor[key]
 
 
+def deepcopy_json(value: _T) -> _T:
+    """
+    A deep copy of JSON-like data: dicts, lists and scalars; anything else goes to :func:`copy.deepcopy`.
+
+    Several times faster than :func:`copy.deepcopy` for the decoded objects (copied on every event for the
+    change detection). Unlike it, the same sub-structure met twice is copied twice: decoded JSON has none.
+    """
+    kind = type(value)
+    if kind is dict:
+        return cast(_T, {key: deepcopy_json(val) for key, val in cast(dict[Any, Any], value).items()})
+    if kind is list:
+        return cast(_T, [deepcopy_json(val) for val in cast(list[Any], value)])
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
 def cherrypick(
     src: Mapping[Any, Any],
     dst: MutableMapping[Any, Any],
     fields: Iterable[FieldSpec] | None,
     *,
-    picker: Callable[[Any], Any] = copy.deepcopy,
+    picker: Callable[[Any], Any] = deepcopy_json,
 ) -> None:
     """Copy the existing values of the specified fields from one dict to another."""
     missing = object()
@@ -209,7 +226,7 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
     def __init__(self, __src: Mapping[Any, Any], __path: FieldSpec = None) -> None:
         super().__init__()
         self._src = __src
-        self._path = parse_field(__path)
+        self._path = __path if type(__path) is tuple and not __path else parse_field(__path)  # the root: often
 
     @property
     def _src(self) -> Mapping[Any, Any]:
@@ -219,7 +236,7 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
     def _src(self, src: Mapping[Any, Any]) -> None:
         # Checked once here, not on every read (an ABC's isinstance is slow, and views are read a lot).
         self.__src = src
-        self.__src_view = src if isinstance(src, MappingView) else None
+        self.__src_view = src if type(src) is not dict and isinstance(src, MappingView) else None
 
     def __repr__(self) -> str:
         return repr(dict(self))
