@@ -116,6 +116,28 @@ async def test_body_views_are_live() -> None:
     assert kwargs["spec"] == {"a": 2}
 
 
+async def test_kwargs_are_made_once_per_cause_and_each_caller_gets_its_own_dict() -> None:
+    cause = changing_cause()
+    calls: list[None] = []
+    original = ChangingCause.framework_kwargs
+
+    def counted(self: ChangingCause) -> dict[str, Any]:
+        calls.append(None)
+        return original(self)
+
+    ChangingCause.framework_kwargs = counted  # type: ignore[method-assign]
+    try:
+        first = cause.kwargs()
+        first["name"] = "changed by a caller"
+        second = build_kwargs(cause, retry=1)
+        other = changing_cause().kwargs()
+    finally:
+        ChangingCause.framework_kwargs = original  # type: ignore[method-assign]
+    assert second["name"] == "kex" and second["retry"] == 1
+    assert other["name"] == "kex"
+    assert len(calls) == 2  # once per cause
+
+
 async def test_indices_override_the_same_named_framework_kwargs() -> None:
     # As documented and as the published framework does: a kwarg added later never hides an index.
     cause = changing_cause(indices={"name": "an index", "other": "index"})

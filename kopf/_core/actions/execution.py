@@ -422,9 +422,11 @@ def apply_merge_patch(body: Mapping[str, Any], patch: Mapping[str, Any]) -> dict
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
-        elif isinstance(value, Mapping):
+        elif type(value) is dict or isinstance(value, Mapping):  # plain dicts: no slower ABC check
             existing = result.get(key)
-            result[key] = apply_merge_patch(existing if isinstance(existing, Mapping) else {}, value)
+            if not (type(existing) is dict or isinstance(existing, Mapping)):
+                existing = {}
+            result[key] = apply_merge_patch(existing, value)
         else:
             result[key] = copy.deepcopy(value)
     return result
@@ -653,7 +655,7 @@ async def _invoke_handler(
     extra: dict[str, Any] = dict(param=handler.param, retry=state.retries, started=started, runtime=now - started)
     field = getattr(handler, "field", None)
     if field and isinstance(cause, invocation.ChangingCause):
-        reduced = invocation.reduce_to_field(cause.framework_kwargs(), field)
+        reduced = invocation.reduce_to_field(cause.cached_framework_kwargs(), field)
         extra.update(old=reduced["old"], new=reduced["new"], diff=reduced["diff"])
 
     activation: contextlib.AbstractContextManager[Callable[[], Sequence[Handler]]]

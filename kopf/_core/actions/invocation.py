@@ -50,7 +50,20 @@ class BaseCause:
 
     def kwargs(self) -> dict[str, Any]:
         """The keyword arguments for the handlers of this cause (without the per-handler ones)."""
-        return {**self.framework_kwargs(), **self.indices}
+        return {**self.cached_framework_kwargs(), **self.indices}
+
+    def cached_framework_kwargs(self) -> Mapping[str, Any]:
+        """
+        The framework's kwargs as made on the first call (not to be changed: the callers copy them).
+
+        A cause is frozen, and its values are either fixed (names, ids) or live views (body, spec, status):
+        so the kwargs are made once per cause, not for every filter, handler and lifecycle that asks.
+        """
+        made: Mapping[str, Any] | None = self.__dict__.get("_made_kwargs")
+        if made is None:
+            made = self.framework_kwargs()
+            object.__setattr__(self, "_made_kwargs", made)
+        return made
 
     def framework_kwargs(self) -> dict[str, Any]:
         """The framework's own kwargs of this cause, without the indices (the subclasses add theirs)."""
@@ -193,7 +206,7 @@ def build_kwargs(cause: BaseCause | None = None, **extra: Any) -> dict[str, Any]
     """All kwargs for a callable: the cause's ones plus the extra ones (e.g. ``param``, ``retry``), then the indices."""
     if cause is None:
         return dict(extra)
-    return {**cause.framework_kwargs(), **extra, **cause.indices}
+    return {**cause.cached_framework_kwargs(), **extra, **cause.indices}
 
 
 def is_async_fn(fn: Callable[..., Any] | None) -> bool:

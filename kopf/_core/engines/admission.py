@@ -262,7 +262,7 @@ async def _invoke_handlers(
     for handler in handlers:
         kwargs: dict[str, Any] = {"param": handler.param}
         if handler.field:
-            kwargs.update(invocation.reduce_to_field(cause.framework_kwargs(), handler.field))
+            kwargs.update(invocation.reduce_to_field(cause.cached_framework_kwargs(), handler.field))
         # The messages are worded as in the published framework: the operators' tests wait for them.
         try:
             await invocation.invoke(handler.fn, cause=cause, settings=settings, kwargs=kwargs)
