@@ -233,7 +233,32 @@ async def test_a_sync_handler_succeeds_and_its_result_goes_to_the_status(setting
     assert execution.delay is None
     assert execution.outcomes == {"fn": HandlerOutcome(final=True, result=100)}
     assert body["status"]["fn"] == 100
-    assert progress(body) == {}  # stored & purged in the same cycle: nothing remains.
+    assert progress(body) == {}  # finished in one cycle: no records are written at all.
+
+
+async def test_a_finished_cycle_writes_no_records_and_removes_the_earlier_ones(settings: OperatorSettings) -> None:
+    stored: list[str] = []
+    storage = settings.persistence.progress_storage
+    original_store = storage.store
+
+    def spy(**kwargs: Any) -> None:
+        stored.append(kwargs["key"])
+        original_store(**kwargs)
+
+    storage.store = spy  # type: ignore[method-assign]
+    attempts: list[None] = []
+
+    def fn(**_: Any) -> int:
+        attempts.append(None)
+        if len(attempts) == 1:
+            raise kopf.TemporaryError("not yet", delay=0)
+        return 100
+
+    body, _, execution = await cycle([make_handler(fn)], BODY, settings)
+    assert not execution.done and stored == ["fn"] and len(progress(body)) == 1
+    body, _, execution = await cycle([make_handler(fn)], body, settings)
+    assert execution.done and stored == ["fn"]  # not written only to be purged in the same patch
+    assert progress(body) == {} and body["status"]["fn"] == 100
 
 
 @pytest.mark.parametrize("result", [{"r1": 66, "r2": 666}, "a string", 0, False, [1, 2]])

@@ -132,6 +132,8 @@ class AnnotationsProgressStorage(
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
         annotations: Mapping[str, Any] = essence.get("metadata", {}).get("annotations", {})
+        if not annotations:  # usually: nothing to look at (on every event, twice)
+            return essence
         touch_keys = set(self.make_keys(self.touch_key))
         prefix = f"{self.prefix}/" if self.prefix else ""
         marked = {
@@ -194,6 +196,13 @@ class StatusProgressStorage(ProgressStorage):
             dicts.ensure(patch, self.touch_field, value)
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
+        if (
+            self.field[:1]
+            and self.field[0] not in essence
+            and self.touch_field[:1]
+            and self.touch_field[0] not in essence
+        ):
+            return essence  # usually: the essences have no status at all
         essence = self._remove_field(essence, self.field)
         essence = self._remove_field(essence, self.touch_field)
         return essence

@@ -162,8 +162,10 @@ class HandlerState:
     dirty: bool = dataclasses.field(default=False, compare=False)  # changed since fetched.
 
     @classmethod
-    def from_scratch(cls, *, purpose: str | None = None, now: datetime.datetime | None = None) -> HandlerState:
-        return cls(started=now if now is not None else utcnow(), purpose=purpose)
+    def from_scratch(
+        cls, *, purpose: str | None = None, now: datetime.datetime | None = None, dirty: bool = False
+    ) -> HandlerState:
+        return cls(started=now if now is not None else utcnow(), purpose=purpose, dirty=dirty)
 
     @classmethod
     def from_record(cls, record: ProgressRecord) -> HandlerState:
@@ -344,8 +346,7 @@ class State(Mapping[str, HandlerState]):
             if recorded is None or (purpose is not None and recorded.purpose not in (None, purpose)):
                 # Stored at once even if not executed in this cycle (as the published framework does):
                 # the handlers' `started` & `runtime` (and so their timeouts) count from the cause's start.
-                fresh = HandlerState.from_scratch(purpose=purpose, now=now)
-                states[handler.id] = dataclasses.replace(fresh, dirty=True)
+                states[handler.id] = HandlerState.from_scratch(purpose=purpose, now=now, dirty=True)
             else:
                 states[handler.id] = recorded
         return cls(states, purpose=purpose)
@@ -493,7 +494,7 @@ async def execute_handlers_once(
     (or on the next event of the object) as long as the execution is not done.
     """
     execution = await _execute_cycle(
-        handlers=handlers, cause=cause, settings=settings, lifecycle=lifecycle, subhandling=subhandling
+        handlers=handlers, cause=cause, settings=settings, lifecycle=lifecycle, subhandling=subhandling, purge=purge
     )
     if execution.done and purge:
         execution.state.purge(
@@ -509,6 +510,7 @@ async def _execute_cycle(
     settings: OperatorSettings,
     lifecycle: lifecycles.LifeCycleFn | None,
     subhandling: Subhandling | None,
+    purge: bool,
 ) -> Execution:
     storage = settings.persistence.progress_storage
     state = State.from_storage(body=cause.body, storage=storage, handlers=handlers, purpose=cause.reason)
@@ -517,7 +519,8 @@ async def _execute_cycle(
     )
     now = utcnow()
     state = state.with_outcomes(outcomes, now=now)
-    state.store(body=cause.body, patch=cause.patch, storage=storage)
+    if not (purge and state.done):  # else, the records would be purged right away (the subrefs are in memory)
+        state.store(body=cause.body, patch=cause.patch, storage=storage)
     deliver_results(outcomes=outcomes, patch=cause.patch)
     return Execution(outcomes=outcomes, state=state, delay=state.delay(now))
 
@@ -639,7 +642,7 @@ async def execute_handler_once(
         logger.info(f"{name} succeeded.")
         outcome = HandlerOutcome(final=True, result=result)
 
-    return dataclasses.replace(outcome, subrefs=tuple(context.subrefs))
+    return dataclasses.replace(outcome, subrefs=tuple(context.subrefs)) if context.subrefs else outcome
 
 
 async def _invoke_handler(
@@ -763,8 +766,13 @@ async def execute(
         context.executed = True
         context.subrefs.extend(handler.id for handler in selected if handler.id not in context.subrefs)
 
-    execution = await _execute_cycle(
-        handlers=selected, cause=real_cause, settings=settings, lifecycle=real_lifecycle, subhandling=subhandling
+    execution = await _execute_cycle(  # stored: the parent's records purge them by their ids when it is done
+        handlers=selected,
+        cause=real_cause,
+        settings=settings,
+        lifecycle=real_lifecycle,
+        subhandling=subhandling,
+        purge=False,
     )
     if not execution.done:
         raise HandlerChildrenRetry("Some sub-handlers are not finished yet.", delay=execution.delay)
