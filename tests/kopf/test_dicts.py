@@ -12,6 +12,7 @@ from kopf._cogs.structs.dicts import (
     remove,
     render_field,
     resolve,
+    unwrap,
     walk,
 )
 
@@ -126,6 +127,18 @@ def test_deepcopy_json_copies_other_values_as_deepcopy_does() -> None:
     assert isinstance(copied["x"], Custom) and copied["x"] is not original
     assert copied["x"].items == [1] and copied["x"].items is not original.items
     assert copied["t"] == (1, [2])
+
+
+def test_unwrap_gives_a_views_current_content_and_anything_else_as_is() -> None:
+    raw: dict[str, Any] = {"spec": {"a": {"b": 1}}}
+    view: MappingView[str, Any] = MappingView(MappingView(raw), "spec")
+    assert unwrap(view) is raw["spec"]
+    assert unwrap(raw) is raw and unwrap(None) is None and unwrap([1]) == [1]
+    assert unwrap(MappingView(raw, "absent")) == {}
+    assert resolve(view, "a.b") == 1 and resolve(view, "a.x", None) is None
+    assert resolve(view, ()) is view
+    with pytest.raises(KeyError):
+        resolve(view, "x")
 
 
 def test_walk_single_many_and_nested() -> None:

@@ -48,7 +48,9 @@ class DiffBaseStorage(conventions.StorageKeyMarkingConvention, conventions.Stora
         extra_fields: Iterable[dicts.FieldSpec] | None = None,
     ) -> bodies.BodyEssence:
         essence: dict[str, Any] = {
-            key: dicts.deepcopy_json(value) for key, value in body.items() if key not in _SKIPPED_TOP_LEVEL_FIELDS
+            key: dicts.deepcopy_json(value)
+            for key, value in dicts.unwrap(body).items()  # the content: not every key resolved again via the view
+            if key not in _SKIPPED_TOP_LEVEL_FIELDS
         }
         metadata: Mapping[str, Any] = body.get("metadata") or {}
         labels: Mapping[str, Any] = metadata.get("labels") or {}

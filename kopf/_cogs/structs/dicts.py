@@ -98,7 +98,7 @@ def resolve(
 
 def _resolve_path(d: Mapping[Any, Any] | None, path: FieldPath, default: Any, *, assume_empty: bool) -> Any:
     """:func:`resolve` with the path already parsed (for the callers that keep it parsed, e.g. views)."""
-    result: Any = d
+    result: Any = unwrap(d) if path else d  # a view: its content once, not resolved again for every key
     for key in path:
         if (type(result) is dict or isinstance(result, Mapping)) and key in result:  # dicts: no slower ABC check
             result = result[key]
@@ -113,6 +113,13 @@ def _resolve_path(d: Mapping[Any, Any] | None, path: FieldPath, default: Any, *,
     if result is None and assume_empty:
         return {}
     return result
+
+
+def unwrap(d: _T) -> _T:
+    """The current content of a view (e.g. the raw object behind a body), or the value itself if not a view."""
+    if type(d) is dict or d is None or not isinstance(d, MappingView):
+        return d
+    return cast(_T, d._resolved())
 
 
 def ensure(d: MutableMapping[Any, Any], field: FieldSpec, value: Any) -> None:
