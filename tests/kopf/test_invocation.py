@@ -138,6 +138,15 @@ async def test_kwargs_are_made_once_per_cause_and_each_caller_gets_its_own_dict(
     assert len(calls) == 2  # once per cause
 
 
+async def test_the_long_lived_causes_of_daemons_keep_no_kwargs() -> None:
+    cause = SpawningCause(logger=LOGGER, resource=RESOURCE, patch=Patch(), body=Body(RAW))
+    assert cause.kwargs()["name"] == "kex"
+    assert "_made_kwargs" not in vars(cause)
+    changing = changing_cause()
+    changing.kwargs()
+    assert "_made_kwargs" in vars(changing)
+
+
 async def test_indices_override_the_same_named_framework_kwargs() -> None:
     # As documented and as the published framework does: a kwarg added later never hides an index.
     cause = changing_cause(indices={"name": "an index", "other": "index"})

@@ -150,6 +150,10 @@ class SpawningCause(ResourceCause):
 
     reset: bool = False
 
+    def cached_framework_kwargs(self) -> Mapping[str, Any]:
+        # Not kept: such a cause lives as long as its daemon or timer (~0.6 KB each, thousands of them at once).
+        return self.framework_kwargs()
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class WebhookCause(ResourceCause):
