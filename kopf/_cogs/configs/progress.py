@@ -196,12 +196,7 @@ class StatusProgressStorage(ProgressStorage):
             dicts.ensure(patch, self.touch_field, value)
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
-        if (
-            self.field[:1]
-            and self.field[0] not in essence
-            and self.touch_field[:1]
-            and self.touch_field[0] not in essence
-        ):
+        if all(path and path[0] not in essence for path in (self.field, self.touch_field)):
             return essence  # usually: the essences have no status at all
         essence = self._remove_field(essence, self.field)
         essence = self._remove_field(essence, self.touch_field)

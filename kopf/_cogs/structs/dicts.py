@@ -233,7 +233,7 @@ class MappingView(Mapping[_K, _V], Generic[_K, _V]):
     def __init__(self, __src: Mapping[Any, Any], __path: FieldSpec = None) -> None:
         super().__init__()
         self._src = __src
-        self._path = __path if type(__path) is tuple and not __path else parse_field(__path)  # the root: often
+        self._path = parse_field(__path)
 
     @property
     def _src(self) -> Mapping[Any, Any]:
