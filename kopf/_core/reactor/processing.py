@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import logging
 from collections.abc import Mapping, MutableMapping
 from typing import Any, Protocol
 
@@ -102,10 +103,19 @@ async def process_resource_event(
 
     raw_body = raw_event["object"]
     event_type = raw_event["type"]
-    body = bodies.Body(raw_body)
-    patch = patches.Patch(body=body)
     memory = memories.recall(raw_body, memo=memo, noticed_by_listing=event_type is None)
     memory.events_seen += 1
+
+    # Usually the echo of the framework's own first patch while the second one is on its way: nothing to do.
+    if (
+        event_type != "DELETED"
+        and not registry.watching.has_handlers(resource)
+        and await _superseded_while_stale(raw_body, memory=memory, settings=settings, pressure=stream_pressure)
+    ):
+        return
+
+    body = bodies.Body(raw_body)
+    patch = patches.Patch(body=body)
 
     # The messages of these loggers are posted as k8s-events by the posting engine (if installed), per settings.
     logger = loggers.ObjectLogger(body=body, settings=settings)
@@ -280,27 +290,61 @@ async def _ensure_consistency(context: _Context) -> bool:
     ``True`` if the state-changing handlers can go on with this version of the object.
     """
     memory = context.memory
-    expected = memory.expected_version
-    if expected is None:
-        return True
     actual = context.body.metadata.get("resourceVersion")
-    if actual is not None and _is_not_older(str(actual), expected):
-        memory.expected_version = memory.expected_deadline = None
+    remaining = _awaited_for(memory, actual)
+    if remaining is None:
         return True
-
-    deadline = memory.expected_deadline if memory.expected_deadline is not None else context.loop.time()
-    remaining = deadline - context.loop.time()
     if remaining > 0:
-        context.local_logger.debug(
-            f"Waiting for the version {expected!r} (got {actual!r}) for {remaining:.3f}s at most."
-        )
+        context.local_logger.debug(_waiting_message(memory, actual, remaining))
         if await _sleep(remaining, context.stream_pressure):
             return False
     context.local_logger.warning(
-        f"The patched version {expected!r} has not arrived in time; processing the version {actual!r}."
+        f"The patched version {memory.expected_version!r} has not arrived in time; processing the version {actual!r}."
     )
     memory.expected_version = memory.expected_deadline = None
     return True
+
+
+async def _superseded_while_stale(
+    raw_body: bodies.RawBody,
+    *,
+    memory: ResourceMemory,
+    settings: OperatorSettings,
+    pressure: PressureFlag | None,
+) -> bool:
+    """
+    :func:`_ensure_consistency` before the body, the patch and the loggers are made: for the usual stale event.
+
+    Returns ``True`` if a newer event has arrived while waiting (nothing else to do with this one). Otherwise
+    (consistent, or not waited for, or not arrived in time), the regular processing goes on and decides.
+    """
+    if pressure is None:
+        return False
+    actual = (raw_body.get("metadata") or {}).get("resourceVersion")
+    remaining = _awaited_for(memory, actual)
+    if remaining is None or remaining <= 0:
+        return False
+    if loggers.object_logger.isEnabledFor(logging.DEBUG):
+        local_logger = loggers.LocalObjectLogger(body=raw_body, settings=settings)
+        local_logger.debug(_waiting_message(memory, actual, remaining))
+    return await _sleep(remaining, pressure)
+
+
+def _awaited_for(memory: ResourceMemory, actual: Any) -> float | None:
+    """The seconds left to wait for the version patched by the framework; ``None`` if this version will do."""
+    expected = memory.expected_version
+    if expected is None:
+        return None
+    if actual is not None and _is_not_older(str(actual), expected):
+        memory.expected_version = memory.expected_deadline = None
+        return None
+    now = asyncio.get_running_loop().time()
+    deadline = memory.expected_deadline if memory.expected_deadline is not None else now
+    return deadline - now
+
+
+def _waiting_message(memory: ResourceMemory, actual: Any, remaining: float) -> str:
+    return f"Waiting for the version {memory.expected_version!r} (got {actual!r}) for {remaining:.3f}s at most."
 
 
 def _is_not_older(actual: str, expected: str) -> bool:

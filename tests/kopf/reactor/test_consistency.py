@@ -2,6 +2,7 @@
 
 import asyncio
 import copy
+import logging
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.ephemera import Memo
 from kopf._core.intents.registries import OperatorRegistry
+from kopf._core.reactor import processing
 from kopf._core.reactor.memories import ResourceMemories
 from kopf._core.reactor.processing import process_resource_event
 
@@ -86,6 +88,43 @@ async def test_stale_versions_do_not_run_the_handlers_again(
     assert loop.time() - started == pytest.approx(settings.persistence.consistency_timeout, abs=0.5)
     assert "has not arrived in time" in caplog.text
     assert calls == ["create"]  # the diff-base is there anyway: no repeated creation.
+
+
+async def test_a_superseded_stale_event_is_dropped_before_its_body_is_made(
+    vault: Vault,
+    settings: OperatorSettings,
+    registry: OperatorRegistry,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    @kopf.on.create("kopfexamples", registry=registry)
+    def create_fn(**_: Any) -> None:
+        pass
+
+    memories = ResourceMemories()
+    stale = objects.create("kex1")
+    await process(stale, registry=registry, settings=settings, memories=memories, vault=vault)
+
+    made: list[Any] = []
+    original_body = processing.bodies.Body
+
+    def counted(raw: Any) -> Any:
+        made.append(raw)
+        return original_body(raw)
+
+    monkeypatch.setattr(processing.bodies, "Body", counted)
+    caplog.set_level(logging.DEBUG)
+    pressure = asyncio.Event()
+    task = asyncio.create_task(
+        process(stale, pressure=pressure, registry=registry, settings=settings, memories=memories, vault=vault)
+    )
+    await asyncio.sleep(1)
+    pressure.set()
+    await task
+    assert made == []
+    assert "Waiting for the version" in caplog.text  # the same debug line as before, with the object's prefix
+    assert any(getattr(record, "k8s_ref", {}).get("name") == "kex1" for record in caplog.records)
 
 
 async def test_newer_versions_than_expected_are_consistent(
