@@ -103,16 +103,19 @@ async def process_resource_event(
 
     raw_body = raw_event["object"]
     event_type = raw_event["type"]
+    started = asyncio.get_running_loop().time()
     memory = memories.recall(raw_body, memo=memo, noticed_by_listing=event_type is None)
     memory.events_seen += 1
 
-    # Usually the echo of the framework's own first patch while the second one is on its way: nothing to do.
+    # The consistency comes first unless the event-watching handlers must see the event before it: so the usual
+    # stale event (the echo of the first of the framework's two patches) costs no body, patch, loggers, context.
+    watched = registry.watching.has_handlers(resource)
     if (
-        event_type != "DELETED"
-        and not registry.watching.has_handlers(resource)
-        and await _superseded_while_stale(raw_body, memory=memory, settings=settings, pressure=stream_pressure)
+        not watched
+        and event_type != "DELETED"
+        and not await _ensure_consistency(raw_body, memory=memory, settings=settings, pressure=stream_pressure)
     ):
-        return
+        return  # a newer event has arrived while waiting: it follows
 
     body = bodies.Body(raw_body)
     patch = patches.Patch(body=body)
@@ -134,10 +137,12 @@ async def process_resource_event(
         stream_pressure=stream_pressure,
         indices=indices or {},
         initial=event_type is None,
+        started=started,
     )
 
     # The silent handlers of the raw events: for every event, even for the gone objects.
-    await _process_watching(context, raw_event=raw_event)
+    if watched:
+        await _process_watching(context, raw_event=raw_event)
 
     if event_type == "DELETED":
         local_logger.debug("Deleted, really deleted, and we are notified.")
@@ -148,7 +153,9 @@ async def process_resource_event(
         memories.forget(raw_body)
         return
 
-    if not await _ensure_consistency(context):
+    if watched and not await _ensure_consistency(
+        raw_body, memory=memory, settings=settings, pressure=stream_pressure, logger=local_logger
+    ):
         # A newer event has arrived while waiting: apply the patch of the watching handlers only.
         await _apply_patch(context, patch)
         return
@@ -232,6 +239,7 @@ class _Context:
         stream_pressure: PressureFlag | None,
         indices: Mapping[str, Any],
         initial: bool,
+        started: float,
     ) -> None:
         super().__init__()
         self.initial = initial
@@ -248,13 +256,11 @@ class _Context:
         self.stream_pressure = stream_pressure
         self.indices = indices
         self.loop = asyncio.get_running_loop()
-        self.started = self.loop.time()
+        self.started = started  # the event's processing, the wait for the consistency included
 
 
 async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) -> None:
     """Call the event-watching handlers: fire-and-forget, no retries, no progress; errors are ignored."""
-    if not context.registry.watching.has_handlers(context.resource):
-        return  # (most operators have none: not even the cause is built)
     cause = invocation.WatchingCause(  # their logger posts no k8s-events (as in the published framework)
         logger=context.local_logger,
         memo=context.memory.memo,
@@ -282,52 +288,39 @@ async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) ->
             context.local_logger.info(f"Handler {handler.id!r} succeeded.")
 
 
-async def _ensure_consistency(context: _Context) -> bool:
-    """
-    Wait until the object's version is at least the one patched by the framework (or until the timeout).
-
-    Returns ``False`` if a newer event has arrived meanwhile (the caller stops: that event follows),
-    ``True`` if the state-changing handlers can go on with this version of the object.
-    """
-    memory = context.memory
-    actual = context.body.metadata.get("resourceVersion")
-    remaining = _awaited_for(memory, actual)
-    if remaining is None:
-        return True
-    if remaining > 0:
-        context.local_logger.debug(_waiting_message(memory, actual, remaining))
-        if await _sleep(remaining, context.stream_pressure):
-            return False
-    context.local_logger.warning(
-        f"The patched version {memory.expected_version!r} has not arrived in time; processing the version {actual!r}."
-    )
-    memory.expected_version = memory.expected_deadline = None
-    return True
-
-
-async def _superseded_while_stale(
+async def _ensure_consistency(
     raw_body: bodies.RawBody,
     *,
     memory: ResourceMemory,
     settings: OperatorSettings,
     pressure: PressureFlag | None,
+    logger: loggers.ObjectLogger | None = None,
 ) -> bool:
     """
-    :func:`_ensure_consistency` before the body, the patch and the loggers are made: for the usual stale event.
+    Wait until the object's version is at least the one patched by the framework (or until the timeout).
 
-    Returns ``True`` if a newer event has arrived while waiting (nothing else to do with this one). Otherwise
-    (consistent, or not waited for, or not arrived in time), the regular processing goes on and decides.
+    Returns ``False`` if a newer event has arrived meanwhile (the caller stops: that event follows),
+    ``True`` if the state-changing handlers can go on with this version of the object.
+    Without a ``logger``, the object's local logger is made only if there is something to log.
     """
-    if pressure is None:
-        return False
     actual = (raw_body.get("metadata") or {}).get("resourceVersion")
     remaining = _awaited_for(memory, actual)
-    if remaining is None or remaining <= 0:
-        return False
-    if loggers.object_logger.isEnabledFor(logging.DEBUG):
-        local_logger = loggers.LocalObjectLogger(body=raw_body, settings=settings)
-        local_logger.debug(_waiting_message(memory, actual, remaining))
-    return await _sleep(remaining, pressure)
+    if remaining is None:
+        return True
+    if remaining > 0:
+        if logger is not None or loggers.object_logger.isEnabledFor(logging.DEBUG):
+            logger = logger or loggers.LocalObjectLogger(body=raw_body, settings=settings)
+            logger.debug(
+                f"Waiting for the version {memory.expected_version!r} (got {actual!r}) for {remaining:.3f}s at most."
+            )
+        if await _sleep(remaining, pressure):
+            return False
+    logger = logger or loggers.LocalObjectLogger(body=raw_body, settings=settings)
+    logger.warning(
+        f"The patched version {memory.expected_version!r} has not arrived in time; processing the version {actual!r}."
+    )
+    memory.expected_version = memory.expected_deadline = None
+    return True
 
 
 def _awaited_for(memory: ResourceMemory, actual: Any) -> float | None:
@@ -341,10 +334,6 @@ def _awaited_for(memory: ResourceMemory, actual: Any) -> float | None:
     now = asyncio.get_running_loop().time()
     deadline = memory.expected_deadline if memory.expected_deadline is not None else now
     return deadline - now
-
-
-def _waiting_message(memory: ResourceMemory, actual: Any, remaining: float) -> str:
-    return f"Waiting for the version {memory.expected_version!r} (got {actual!r}) for {remaining:.3f}s at most."
 
 
 def _is_not_older(actual: str, expected: str) -> bool:
