@@ -25,6 +25,7 @@ from kopf._core.actions.invocation import (
     ActivityCause,
     BaseCause,
     ChangingCause,
+    LazyKwargs,
     ResourceCause,
     SpawningCause,
     WatchingCause,
@@ -136,6 +137,19 @@ async def test_kwargs_are_made_once_per_cause_and_each_caller_gets_its_own_dict(
     assert second["name"] == "kex" and second["retry"] == 1
     assert other["name"] == "kex"
     assert len(calls) == 2  # once per cause
+
+
+async def test_lazy_kwargs_are_the_causes_kwargs_made_on_the_first_read() -> None:
+    cause = changing_cause()
+    lazy = LazyKwargs(cause)
+    assert "_made_kwargs" not in vars(cause)
+
+    def fn(**kwargs: Any) -> dict[str, Any]:
+        return kwargs
+
+    assert fn(**lazy) == cause.kwargs()
+    assert lazy["name"] == "kex" and lazy["idx"] == {"key": ["value"]}
+    assert len(lazy) == len(cause.kwargs()) and set(lazy) == set(cause.kwargs())
 
 
 async def test_the_long_lived_causes_of_daemons_keep_no_kwargs() -> None:

@@ -206,6 +206,35 @@ def reduce_to_field(kwargs: Mapping[str, Any], field: dicts.FieldSpec) -> dict[s
     return result
 
 
+class LazyKwargs(Mapping[str, Any]):
+    """
+    A cause's kwargs, made on the first read: for the filters of the handlers, which read them only for callbacks.
+
+    Most handlers have no callback filters, and most events cause no handler to run (e.g. the echoes of
+    the framework's own patches): the kwargs (views of the body, ~20 keys) are then not made at all.
+    """
+
+    __slots__ = ("_cause", "_kwargs")
+
+    def __init__(self, cause: BaseCause) -> None:
+        self._cause = cause
+        self._kwargs: dict[str, Any] | None = None
+
+    def _made(self) -> dict[str, Any]:
+        if self._kwargs is None:
+            self._kwargs = self._cause.kwargs()
+        return self._kwargs
+
+    def __getitem__(self, key: str) -> Any:
+        return self._made()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._made())
+
+    def __len__(self) -> int:
+        return len(self._made())
+
+
 def build_kwargs(cause: BaseCause | None = None, **extra: Any) -> dict[str, Any]:
     """All kwargs for a callable: the cause's ones plus the extra ones (e.g. ``param``, ``retry``), then the indices."""
     if cause is None:

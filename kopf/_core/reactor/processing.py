@@ -387,7 +387,7 @@ def _detect_change(context: _Context) -> _Change:
         old=old,
         new=new,
     )
-    kwargs = cause.kwargs()
+    kwargs = invocation.LazyKwargs(cause)
     requires_finalizer = context.registry.requires_finalizer(context.resource, body=body, kwargs=kwargs)
     return _Change(
         reason=reason,

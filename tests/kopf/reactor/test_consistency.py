@@ -11,6 +11,7 @@ import kopf
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.ephemera import Memo
+from kopf._core.actions import invocation
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor import processing
 from kopf._core.reactor.memories import ResourceMemories
@@ -125,6 +126,52 @@ async def test_a_superseded_stale_event_is_dropped_before_its_body_is_made(
     assert made == []
     assert "Waiting for the version" in caplog.text  # the same debug line as before, with the object's prefix
     assert any(getattr(record, "k8s_ref", {}).get("name") == "kex1" for record in caplog.records)
+
+
+async def test_the_echo_makes_no_kwargs_unless_a_filter_callback_reads_them(
+    vault: Vault,
+    settings: OperatorSettings,
+    registry: OperatorRegistry,
+    objects: Objects,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    @kopf.on.create("kopfexamples", registry=registry, labels={"app": kopf.ABSENT})
+    def create_fn(**_: Any) -> None:
+        pass
+
+    memories = ResourceMemories()
+    await process(objects.create("kex1"), registry=registry, settings=settings, memories=memories, vault=vault)
+
+    made: list[str] = []
+    original = invocation.ChangingCause.framework_kwargs
+
+    def counted(cause: invocation.ChangingCause) -> dict[str, Any]:
+        made.append(cause.reason)
+        return original(cause)
+
+    monkeypatch.setattr(invocation.ChangingCause, "framework_kwargs", counted)
+    echo = objects.get("kex1")
+    await process(echo, registry=registry, settings=settings, memories=memories, vault=vault)
+    assert made == []  # nothing to handle, no callbacks to call: the views of the body are not made
+
+    seen: list[dict[str, Any]] = []
+
+    def when_fn(**kwargs: Any) -> bool:
+        seen.append(kwargs)
+        return False
+
+    filtering = OperatorRegistry()
+
+    @kopf.on.update("kopfexamples", registry=filtering, when=when_fn)
+    @kopf.on.delete("kopfexamples", registry=filtering, when=when_fn)
+    def update_fn(**_: Any) -> None:
+        pass
+
+    await process(echo, registry=filtering, settings=settings, memories=memories, vault=vault)
+    assert made == [kopf.Reason.NOOP]  # made once for all the filters that read them
+    assert len(seen) >= 2
+    assert seen and all(kwargs["name"] == "kex1" and kwargs["reason"] == kopf.Reason.NOOP for kwargs in seen)
+    assert {"body", "spec", "meta", "patch", "logger", "memo", "diff", "old", "new"} <= set(seen[0])
 
 
 async def test_newer_versions_than_expected_are_consistent(
