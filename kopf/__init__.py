@@ -6,6 +6,9 @@ only the names exported here carry promises on their names and signatures.
 Everything in the underscored sub-packages is an implementation detail.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from kopf import on
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.configs.diffbase import (
@@ -92,15 +95,6 @@ from kopf._kits.hierarchies import (
     harmonize_naming,
     label,
     remove_owner_reference,
-)
-from kopf._kits.webhooks import (
-    WebhookAutoServer,
-    WebhookAutoTunnel,
-    WebhookDockerDesktopServer,
-    WebhookK3dServer,
-    WebhookMinikubeServer,
-    WebhookNgrokTunnel,
-    WebhookServer,
 )
 from kopf.on import daemon, index, register, subhandler, timer
 
@@ -216,3 +210,38 @@ __all__ = [
     "timer",
     "warn",
 ]
+
+if TYPE_CHECKING:
+    from kopf._kits.webhooks import (
+        WebhookAutoServer,
+        WebhookAutoTunnel,
+        WebhookDockerDesktopServer,
+        WebhookK3dServer,
+        WebhookMinikubeServer,
+        WebhookNgrokTunnel,
+        WebhookServer,
+    )
+
+#: The webhook servers & tunnels are imported on their first use: most operators have none (~5 ms at start-up).
+_LAZY_NAMES = {
+    "WebhookAutoServer": "kopf._kits.webhooks",
+    "WebhookAutoTunnel": "kopf._kits.webhooks",
+    "WebhookDockerDesktopServer": "kopf._kits.webhooks",
+    "WebhookK3dServer": "kopf._kits.webhooks",
+    "WebhookMinikubeServer": "kopf._kits.webhooks",
+    "WebhookNgrokTunnel": "kopf._kits.webhooks",
+    "WebhookServer": "kopf._kits.webhooks",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once imported, a regular attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_NAMES})

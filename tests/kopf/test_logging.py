@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._cogs.helpers import loggers
+from kopf._cogs.helpers import jsonlogs, loggers
 from kopf._cogs.helpers.loggers import LogFormat, SecretsFilter, configure, make_formatter, redact, register_secret
 from kopf._core.actions.loggers import LocalObjectLogger, ObjectLogger, is_postable
 
@@ -216,7 +216,7 @@ def test_json_keeps_the_user_extras_of_object_loggers(capsys: pytest.CaptureFixt
 
 
 def test_make_formatter_kinds() -> None:
-    assert isinstance(make_formatter(LogFormat.JSON), loggers.ObjectJsonFormatter)
+    assert isinstance(make_formatter(LogFormat.JSON), jsonlogs.ObjectJsonFormatter)
     assert isinstance(make_formatter(LogFormat.PLAIN), loggers.ObjectTextFormatter)
     assert make_formatter(LogFormat.PLAIN).log_prefix is True  # type: ignore[attr-defined]
     assert make_formatter(LogFormat.JSON).log_prefix is False  # type: ignore[attr-defined]
@@ -317,7 +317,7 @@ def test_reconfiguration_replaces_only_our_handler() -> None:
         configure(log_format=LogFormat.JSON)
         ours = [handler for handler in logging.getLogger().handlers if isinstance(handler, loggers._KopfStreamHandler)]
         assert len(ours) == 1
-        assert isinstance(ours[0].formatter, loggers.ObjectJsonFormatter)
+        assert isinstance(ours[0].formatter, jsonlogs.ObjectJsonFormatter)
         assert other in logging.getLogger().handlers
     finally:
         logging.getLogger().removeHandler(other)

@@ -16,6 +16,8 @@ import ast
 import dataclasses
 import importlib
 import inspect
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -338,6 +340,20 @@ def test_all_exports_are_importable() -> None:
 
     for name in kopf.__all__:
         assert hasattr(kopf, name), name
+
+
+def test_the_optional_parts_are_imported_on_their_first_use() -> None:
+    # In a fresh interpreter: the webhooks and the JSON log format cost start-up time to every operator.
+    code = (
+        "import sys, kopf, kopf.cli\n"
+        "print(sorted(m for m in ('kopf._kits.webhooks', 'pythonjsonlogger') if m in sys.modules))\n"
+        "from kopf import WebhookServer\n"
+        "from kopf._cogs.helpers.loggers import LogFormat, make_formatter\n"
+        "formatter = make_formatter(LogFormat.JSON)\n"
+        "print(WebhookServer.__module__, type(formatter).__name__, 'WebhookK3dServer' in dir(kopf))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines() == ["[]", "kopf._kits.webhooks ObjectJsonFormatter True"]
 
 
 def test_documented_enum_values() -> None:

@@ -17,7 +17,6 @@ without registration.
 
 import base64
 import contextlib
-import datetime
 import enum
 import json
 import logging
@@ -26,13 +25,10 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pythonjsonlogger.json import JsonFormatter
-
 __all__ = [
     "DEFAULT_REFKEY",
     "MASK",
     "LogFormat",
-    "ObjectJsonFormatter",
     "ObjectTextFormatter",
     "SecretsFilter",
     "configure",
@@ -52,8 +48,8 @@ DEFAULT_REFKEY = "object"
 INTERNAL_ATTRS = frozenset({"k8s_ref", "k8s_skip", "settings"})
 
 #: The standard attributes of the log records (all others are the extras).
-_STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime", "taskName"}
-_NOT_EXTRAS = _STANDARD_ATTRS | INTERNAL_ATTRS
+STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime", "taskName"}
+_NOT_EXTRAS = STANDARD_ATTRS | INTERNAL_ATTRS
 
 #: The 3rd-party loggers that are only shown in the debug mode.
 LOW_LEVEL_LOGGERS = ("asyncio", "aiohttp", "urllib3", "kubernetes")
@@ -252,7 +248,7 @@ def _object_prefix(ref: Any) -> str | None:
     return None
 
 
-def _prefixed(record: logging.LogRecord, prefix: bool) -> logging.LogRecord:
+def prefixed(record: logging.LogRecord, prefix: bool) -> logging.LogRecord:
     """A copy of the record with the message rendered (and prefixed with the object if needed)."""
     message = record.getMessage()
     if prefix:
@@ -274,48 +270,7 @@ class ObjectTextFormatter(logging.Formatter):
         self.log_prefix = prefix
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(_prefixed(record, self.log_prefix)))
-
-
-class ObjectJsonFormatter(JsonFormatter):
-    """
-    A JSON formatter: one JSON object per record, with the object's reference under the refkey.
-
-    The fields are: ``message``, the user-provided extras, the object reference
-    (only for object-related records), ``severity`` (lowercase), ``timestamp``
-    (ISO 8601 in UTC), and the exception's or stack's text if present.
-    """
-
-    def __init__(self, *, refkey: str | None = None, prefix: bool = False) -> None:
-        super().__init__(
-            "%(message)s",
-            reserved_attrs=tuple(_STANDARD_ATTRS | INTERNAL_ATTRS),
-        )
-        self.refkey = refkey or DEFAULT_REFKEY
-        self.log_prefix = prefix
-
-    def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(_prefixed(record, self.log_prefix)))
-
-    def add_fields(
-        self,
-        log_data: dict[str, Any],
-        record: logging.LogRecord,
-        message_dict: dict[str, Any],
-    ) -> None:
-        super().add_fields(log_data, record, message_dict)
-        for key in INTERNAL_ATTRS:
-            log_data.pop(key, None)
-        ref = getattr(record, "k8s_ref", None)
-        if isinstance(ref, Mapping):
-            log_data[self.refkey] = dict(ref)
-        log_data["severity"] = record.levelname.lower()
-        log_data["timestamp"] = _iso_timestamp(record.created)
-
-
-def _iso_timestamp(created: float) -> str:
-    # The record's own creation time, converted; no clock is read here.
-    return datetime.datetime.fromtimestamp(created, datetime.UTC).isoformat()
+        return redact(super().format(prefixed(record, self.log_prefix)))
 
 
 def make_formatter(
@@ -329,7 +284,9 @@ def make_formatter(
     prefixed for the text formats, not prefixed for JSON (the reference is in the refkey there).
     """
     if log_format is LogFormat.JSON:
-        return ObjectJsonFormatter(refkey=log_refkey, prefix=bool(log_prefix))
+        from kopf._cogs.helpers import jsonlogs  # imported on demand: ~5 ms at start-up for the text formats
+
+        return jsonlogs.ObjectJsonFormatter(refkey=log_refkey, prefix=bool(log_prefix))
     prefix = True if log_prefix is None else log_prefix
     return ObjectTextFormatter(log_format.value, prefix=prefix)
 
