@@ -1277,6 +1277,40 @@ def test_state_purge_follows_the_subrefs_in_the_body_and_in_the_patch() -> None:
     assert patch == {"status": {"kopf": {"progress": {"p": None, "p/c": None}}}}
 
 
+def test_state_purge_without_records_when_fetched_looks_none_up() -> None:
+    storage = StatusProgressStorage()
+    fetched: list[str] = []
+    original_fetch = storage.fetch
+
+    def spy(*, key: HandlerId, body: Body) -> Any:
+        fetched.append(key)
+        return original_fetch(key=key, body=body)
+
+    storage.fetch = spy  # type: ignore[method-assign]
+    body = Body({"status": {"kopf": {"progress": {"unrelated": {"success": True}}}}})
+    state = State.from_storage(body=body, storage=storage, handlers=[make_handler(lambda **_: None, id="p")])
+    assert fetched == ["p"]
+    patch = Patch({"status": {"kopf": {"progress": {"p": {"success": True}}}}})  # e.g. stored in this cycle
+    state.purge(body=body, patch=patch, storage=storage)
+    assert fetched == ["p"]  # no records to look up for their sub-handlers: none were there, none ran
+    assert patch == {}  # the pending record is removed from the patch (with its emptied parents)
+
+
+def test_state_purge_removes_the_records_of_another_purpose_and_their_subrefs() -> None:
+    storage = StatusProgressStorage()
+    progress = {
+        "p": {"purpose": "create", "subrefs": ["p/c"]},
+        "p/c": {"purpose": "create", "success": True},
+    }
+    body = Body({"status": {"kopf": {"progress": progress}}})
+    handler = make_handler(lambda **_: None, id="p")
+    state = State.from_storage(body=body, storage=storage, handlers=[handler], purpose="delete")
+    assert not state["p"].subrefs  # not used for this cycle: started from scratch
+    patch = Patch()
+    state.purge(body=body, patch=patch, storage=storage)
+    assert patch == {"status": {"kopf": {"progress": {"p": None, "p/c": None}}}}
+
+
 def test_deliver_results() -> None:
     patch = Patch()
     deliver_results(

@@ -303,10 +303,19 @@ def _timeout_error(name: str, state: HandlerState, exc: BaseException) -> Handle
 class State(Mapping[str, HandlerState]):
     """The states of all handlers of one cycle, by their ids; immutable (``with_…`` make new ones)."""
 
-    def __init__(self, states: Mapping[str, HandlerState], *, purpose: str | None = None) -> None:
+    def __init__(
+        self,
+        states: Mapping[str, HandlerState],
+        *,
+        purpose: str | None = None,
+        unrecorded: Collection[str] = (),
+    ) -> None:
         super().__init__()
         self._states = dict(states)
         self.purpose = purpose
+        # The ids that had no record (of any purpose) in the object when the states were fetched from it:
+        # their purging looks up no records (and no sub-handlers' ids in them) unless they have got some since.
+        self._unrecorded = frozenset(unrecorded)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._states!r})"
@@ -338,10 +347,13 @@ class State(Mapping[str, HandlerState]):
         """
         now = now if now is not None else utcnow()
         states: dict[str, HandlerState] = {}
+        unrecorded: list[str] = []
         for handler in handlers:
             if handler.id in states:
                 continue
             record = storage.fetch(key=handler.id, body=body)
+            if record is None:
+                unrecorded.append(handler.id)
             recorded = HandlerState.from_record(record) if record is not None else None
             if recorded is None or (purpose is not None and recorded.purpose not in (None, purpose)):
                 # Stored at once even if not executed in this cycle (as the published framework does):
@@ -349,7 +361,7 @@ class State(Mapping[str, HandlerState]):
                 states[handler.id] = HandlerState.from_scratch(purpose=purpose, now=now, dirty=True)
             else:
                 states[handler.id] = recorded
-        return cls(states, purpose=purpose)
+        return cls(states, purpose=purpose, unrecorded=unrecorded)
 
     def with_outcomes(self, outcomes: Mapping[str, HandlerOutcome], now: datetime.datetime | None = None) -> State:
         now = now if now is not None else utcnow()
@@ -357,7 +369,7 @@ class State(Mapping[str, HandlerState]):
         for handler_id, outcome in outcomes.items():
             old = states.get(handler_id) or HandlerState.from_scratch(purpose=self.purpose, now=now)
             states[handler_id] = old.with_outcome(outcome, now=now)
-        return type(self)(states, purpose=self.purpose)
+        return type(self)(states, purpose=self.purpose, unrecorded=self._unrecorded)
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, storage: ProgressStorage) -> None:
         """Put the changed states into the patch (via the storage); the unchanged ones are not written."""
@@ -373,8 +385,15 @@ class State(Mapping[str, HandlerState]):
 
         The records stored in the patch of this cycle are also seen (and removed from the patch).
         """
-        patched = bodies.Body(apply_merge_patch(body, patch))
         queue: list[str] = [*self._states, *(handler.id for handler in handlers)]
+        if self._unrecorded.issuperset(queue) and not any(state.subrefs for state in self._states.values()):
+            # No records were in the object when fetched, and no sub-handlers have run since (they leave their
+            # ids in the states): no records to look up, e.g. in a new object's first cycle, finished at once;
+            # the storages still remove whatever is pending in the patch (the stored states, if any).
+            for key in dict.fromkeys(queue):
+                storage.purge(key=HandlerId(key), body=body, patch=patch)
+            return
+        patched = bodies.Body(apply_merge_patch(body, patch))
         seen: set[str] = set()
         while queue:
             key = queue.pop(0)
