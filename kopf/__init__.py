@@ -223,25 +223,27 @@ if TYPE_CHECKING:
     )
 
 #: The webhook servers & tunnels are imported on their first use: most operators have none (~5 ms at start-up).
-_LAZY_NAMES = {
-    "WebhookAutoServer": "kopf._kits.webhooks",
-    "WebhookAutoTunnel": "kopf._kits.webhooks",
-    "WebhookDockerDesktopServer": "kopf._kits.webhooks",
-    "WebhookK3dServer": "kopf._kits.webhooks",
-    "WebhookMinikubeServer": "kopf._kits.webhooks",
-    "WebhookNgrokTunnel": "kopf._kits.webhooks",
-    "WebhookServer": "kopf._kits.webhooks",
-}
+_WEBHOOKS_MODULE = "kopf._kits.webhooks"
+_WEBHOOKS_NAMES = frozenset(
+    {
+        "WebhookAutoServer",
+        "WebhookAutoTunnel",
+        "WebhookDockerDesktopServer",
+        "WebhookK3dServer",
+        "WebhookMinikubeServer",
+        "WebhookNgrokTunnel",
+        "WebhookServer",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY_NAMES.get(name)
-    if module is None:
+    if name not in _WEBHOOKS_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(_WEBHOOKS_MODULE), name)
     globals()[name] = value  # once imported, a regular attribute
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY_NAMES})
+    return sorted({*globals(), *_WEBHOOKS_NAMES})

@@ -386,14 +386,10 @@ class State(Mapping[str, HandlerState]):
         The records stored in the patch of this cycle are also seen (and removed from the patch).
         """
         queue: list[str] = [*self._states, *(handler.id for handler in handlers)]
-        if self._unrecorded.issuperset(queue) and not any(state.subrefs for state in self._states.values()):
-            # No records were in the object when fetched, and no sub-handlers have run since (they leave their
-            # ids in the states): no records to look up, e.g. in a new object's first cycle, finished at once;
-            # the storages still remove whatever is pending in the patch (the stored states, if any).
-            for key in dict.fromkeys(queue):
-                storage.purge(key=HandlerId(key), body=body, patch=patch)
-            return
-        patched = bodies.Body(apply_merge_patch(body, patch))
+        # No records were in the object when fetched, and no sub-handlers have run since (they leave their ids
+        # in the states): there are no records to look up, e.g. in a new object's first cycle, finished at once.
+        lookup = not self._unrecorded.issuperset(queue) or any(state.subrefs for state in self._states.values())
+        patched = bodies.Body(apply_merge_patch(body, patch)) if lookup else None
         seen: set[str] = set()
         while queue:
             key = queue.pop(0)
@@ -401,7 +397,7 @@ class State(Mapping[str, HandlerState]):
                 continue
             seen.add(key)
             refs: list[str] = list(self._states[key].subrefs) if key in self._states else []
-            record = storage.fetch(key=HandlerId(key), body=patched)
+            record = storage.fetch(key=HandlerId(key), body=patched) if patched is not None else None
             if record is not None:
                 refs.extend(record.get("subrefs") or ())
             queue.extend(ref for ref in refs if ref not in seen)
