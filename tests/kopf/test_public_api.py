@@ -16,6 +16,7 @@ import ast
 import dataclasses
 import importlib
 import inspect
+import pathlib
 import subprocess
 import sys
 from typing import Any
@@ -342,18 +343,32 @@ def test_all_exports_are_importable() -> None:
         assert hasattr(kopf, name), name
 
 
-def test_the_optional_parts_are_imported_on_their_first_use() -> None:
-    # In a fresh interpreter: the webhooks and the JSON log format cost start-up time to every operator.
+def test_the_optional_parts_are_imported_on_their_first_use(tmp_path: pathlib.Path) -> None:
+    # In a fresh interpreter: the webhooks, the JSON log format, the kubeconfig's YAML (not needed in-cluster),
+    # and the JSON-patches of the patch functions cost start-up time to every operator.
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("clusters:\n- name: c\n  cluster: {server: 'https://h'}\n")
     code = (
         "import sys, kopf, kopf.cli\n"
-        "print(sorted(m for m in ('kopf._kits.webhooks', 'pythonjsonlogger') if m in sys.modules))\n"
+        "lazy = ('kopf._kits.webhooks', 'pythonjsonlogger', 'yaml', 'jsonpatch')\n"
+        "print(sorted(m for m in lazy if m in sys.modules))\n"
         "from kopf import WebhookServer\n"
         "from kopf._cogs.helpers.loggers import LogFormat, make_formatter\n"
+        "from kopf._cogs.structs.patches import make_fns_patch\n"
+        "from kopf._core.intents.piggybacking import _load_kubeconfig\n"
         "formatter = make_formatter(LogFormat.JSON)\n"
-        "print(WebhookServer.__module__, type(formatter).__name__, 'WebhookK3dServer' in dir(kopf))"
+        "print(WebhookServer.__module__, type(formatter).__name__, 'WebhookK3dServer' in dir(kopf))\n"
+        "print(make_fns_patch({}, [lambda body: body.update(spec={'x': 1})]))\n"
+        "config, found = _load_kubeconfig([sys.argv[1]])\n"
+        "print(len(found), sorted(m for m in lazy if m in sys.modules))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.splitlines() == ["[]", "kopf._kits.webhooks ObjectJsonFormatter True"]
+    result = subprocess.run([sys.executable, "-c", code, str(kubeconfig)], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines() == [
+        "[]",
+        "kopf._kits.webhooks ObjectJsonFormatter True",
+        "[{'op': 'add', 'path': '/spec', 'value': {'x': 1}}]",
+        "1 ['jsonpatch', 'kopf._kits.webhooks', 'pythonjsonlogger', 'yaml']",
+    ]
 
 
 def test_documented_enum_values() -> None:
