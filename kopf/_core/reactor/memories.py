@@ -8,7 +8,8 @@ Every object has its memory (by its uid, or by its namespace & name if there is 
 * whether it was first noticed by the initial listing, i.e. it existed before the operator
   has started: then, the resuming handlers are due for it (once per the operator's lifetime);
 * whether it was fully handled at least once since then (no more resuming handlers);
-* the resource version expected after the framework's own patch (for the consistency);
+* the resource version expected after the framework's own patch (for the consistency),
+  and whether its event can be skipped (it changes nothing);
 * free room for the other engines (daemons, timers, indices) in ``extras``.
 
 The memory is forgotten when the object is gone (deleted from the cluster).
@@ -34,6 +35,9 @@ class ResourceMemory:
     #: The resource version of the object as patched by the framework, and until when (loop time) to wait for it.
     expected_version: str | None = None
     expected_deadline: float | None = None
+
+    #: The version of the framework's own last patch if its event will change nothing (see ``settling``).
+    settled_version: str | None = None
 
     #: The number of events seen by this operator (for the diagnostics).
     events_seen: int = 0

@@ -52,6 +52,7 @@ from kopf._core.intents import matching, registries
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.handlers import ChangingHandler
 from kopf._core.intents.subexecution import SUBHANDLING
+from kopf._core.reactor import settling
 from kopf._core.reactor.memories import ResourceMemories, ResourceMemory
 
 
@@ -108,14 +109,16 @@ async def process_resource_event(
     memory.events_seen += 1
 
     # The consistency comes first unless the event-watching handlers must see the event before it: so the usual
-    # stale event (the echo of the first of the framework's two patches) costs no body, patch, loggers, context.
+    # stale event (the echo of the first of the framework's two patches) costs no body, patch, loggers, context;
+    # nor does the echo of the second one, which is known to change nothing (see the ``settling`` module).
     watched = registry.watching.has_handlers(resource)
-    if (
-        not watched
-        and event_type != "DELETED"
-        and not await _ensure_consistency(raw_body, memory=memory, settings=settings, pressure=stream_pressure)
-    ):
-        return  # a newer event has arrived while waiting: it follows
+    if not watched and event_type != "DELETED":
+        if _is_settled(raw_body, event_type=event_type, memory=memory):
+            _log_settled(raw_body, settings=settings)
+            return
+        if not await _ensure_consistency(raw_body, memory=memory, settings=settings, pressure=stream_pressure):
+            return  # a newer event has arrived while waiting: it follows
+    memory.settled_version = None  # processed as usual from here on: whatever was settled is outdated
 
     body = bodies.Body(raw_body)
     patch = patches.Patch(body=body)
@@ -323,6 +326,26 @@ async def _ensure_consistency(
     return True
 
 
+def _is_settled(raw_body: bodies.RawBody, *, event_type: str | None, memory: ResourceMemory) -> bool:
+    """Whether this is the event of the framework's own last patch that is known to change nothing."""
+    settled = memory.settled_version
+    if settled is None or event_type != "MODIFIED" or memory.expected_version != settled:
+        return False
+    actual = (raw_body.get("metadata") or {}).get("resourceVersion")
+    if actual is None or str(actual) != settled:
+        return False
+    memory.settled_version = memory.expected_version = memory.expected_deadline = None
+    return True
+
+
+def _log_settled(raw_body: bodies.RawBody, *, settings: OperatorSettings) -> None:
+    """The same debug lines as if the event were processed in full (the logger is made only if they are shown)."""
+    if loggers.object_logger.isEnabledFor(logging.DEBUG):
+        logger = loggers.LocalObjectLogger(body=raw_body, settings=settings)
+        logger.debug("Something has changed, but we are not interested (the essence is the same).")
+        logger.debug("Handling cycle is finished, waiting for new changes.")
+
+
 def _awaited_for(memory: ResourceMemory, actual: Any) -> float | None:
     """The seconds left to wait for the version patched by the framework; ``None`` if this version will do."""
     expected = memory.expected_version
@@ -438,9 +461,18 @@ async def _process_changing(context: _Context) -> None:
     if stopping_delay is not None:
         await _recheck_after_daemons(context, stopping_delay)
     elif outcome is not None and not outcome.done:
-        await _continue_handling(context, outcome, patched=patched)
+        await _continue_handling(context, outcome, patched=patched is not None)
     elif change.reason != Reason.DELETE and in_scope:
         context.local_logger.debug("Handling cycle is finished, waiting for new changes.")
+        if patched is not None and _peek_daemons_memory(context.memory) is None:
+            context.memory.settled_version = settling.settled_version(
+                before=context.raw_body,
+                patch=context.patch,
+                after=patched,
+                resource=context.resource,
+                registry=context.registry,
+                settings=context.settings,
+            )
 
 
 def _process_finalizer_first(context: _Context, change: _Change) -> bool:
@@ -666,10 +698,10 @@ def _make_patch_sink(context: _Context) -> daemons_.PatchSink:
     return patch_sink
 
 
-async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bool:
-    """Apply the patch (if not empty); remember the version to wait for. Returns whether anything was patched."""
+async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bodies.RawBody | None:
+    """Apply the patch (if not empty); remember the version to wait for. Returns the patched body, if patched."""
     if not patch:
-        return False
+        return None
     body = context.body
     context.local_logger.debug("Patching with: %r", dict(patch))  # lazy: formatted only if logged
     patched = await patching.patch_obj(
@@ -684,12 +716,12 @@ async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bo
     )
     if patched is None:
         context.local_logger.debug("Patching failed: the object is already gone; nothing to do.")
-        return False
+        return None
     version = (patched.get("metadata") or {}).get("resourceVersion")
     if version is not None:
         context.memory.expected_version = str(version)
         context.memory.expected_deadline = context.loop.time() + context.settings.persistence.consistency_timeout
-    return True
+    return patched
 
 
 async def _wait_for_daemons(memory: daemons_.DaemonsMemory, delay: float, pressure: PressureFlag | None) -> bool:
