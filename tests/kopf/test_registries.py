@@ -441,6 +441,14 @@ def test_changing_extra_fields(changing: ChangingRegistry) -> None:
     assert changing.get_extra_fields(PODS) == frozenset()
 
 
+def test_changing_extra_fields_follow_the_handlers_added_later(
+    registry: OperatorRegistry, changing: ChangingRegistry
+) -> None:
+    assert changing.get_extra_fields(KEX) == {("spec", "f")}  # remembered per resource
+    kopf.on.field("kex", id="later", field="status.g", registry=registry)(fn1)
+    assert changing.get_extra_fields(KEX) == {("spec", "f"), ("status", "g")}
+
+
 def test_subhandlers_have_no_selector_and_fit_any_resource() -> None:
     subregistry = ChangingRegistry()
     from kopf._core.intents.subhandlers import subregistry_var

@@ -39,6 +39,7 @@ class GenericRegistry(Generic[HandlerT]):
         super().__init__()
         self._handlers: list[HandlerT] = []
         self._by_resource: dict[Resource, tuple[HandlerT, ...]] = {}  # selected per resource; reset on changes
+        self._extra_fields: dict[Resource, frozenset[dicts.FieldPath]] = {}  # of the changing handlers; reset too
 
     def __len__(self) -> int:
         return len(self._handlers)
@@ -69,6 +70,7 @@ class GenericRegistry(Generic[HandlerT]):
             )
         self._handlers.append(handler)
         self._by_resource.clear()
+        self._extra_fields.clear()
 
     def get_all_handlers(self) -> list[HandlerT]:
         return list(self._handlers)
@@ -194,7 +196,13 @@ class ChangingRegistry(ResourceRegistry[ChangingHandler]):
 
     def get_extra_fields(self, resource: Resource) -> frozenset[dicts.FieldPath]:
         """The fields that the handlers track (e.g. for keeping them in the diff-base essence)."""
-        return frozenset(handler.field for handler in self.get_resource_handlers(resource) if handler.field is not None)
+        # Asked on every event: remembered per resource, along with (and as long as) the resource's handlers.
+        extra_fields = self._extra_fields.get(resource)
+        if extra_fields is None:
+            handlers = self.get_resource_handlers(resource)
+            extra_fields = frozenset(handler.field for handler in handlers if handler.field is not None)
+            self._extra_fields[resource] = extra_fields
+        return extra_fields
 
     def _share_scope(self, a: ChangingHandler, b: ChangingHandler) -> bool:
         # Handlers of different causes never run in one cycle, so their progress never clashes.
