@@ -9,6 +9,7 @@ without the orchestration of ``kopf.operator()``.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import logging
 from collections.abc import AsyncIterator
@@ -88,6 +89,29 @@ class Objects:
     def results(self, name: str, namespace: str = "default") -> dict[str, Any]:
         """The status without the framework's own (progress) stanza: only the handlers' results."""
         return {key: val for key, val in self.status(name, namespace).items() if key != "kopf"}
+
+
+async def process_event(
+    raw_body: Any,
+    *,
+    event_type: str | None = "MODIFIED",
+    pressure: asyncio.Event | None = None,
+    registry: OperatorRegistry,
+    settings: OperatorSettings,
+    memories: ResourceMemories,
+    vault: Vault,
+) -> None:
+    """One event of an object straight to the processor (no watcher): as the watcher would pass it."""
+    await process_resource_event(
+        raw_event={"type": event_type, "object": copy.deepcopy(raw_body)},  # type: ignore[typeddict-item]
+        stream_pressure=pressure,
+        resource=KEX,
+        registry=registry,
+        settings=settings,
+        memories=memories,
+        memo=Memo(),
+        vault=vault,
+    )
 
 
 class Operator:

@@ -1,7 +1,6 @@
 """The processor directly (no watcher): consistency after own patches, stale events, the touch-dummy."""
 
 import asyncio
-import copy
 import logging
 from typing import Any
 
@@ -10,38 +9,15 @@ import pytest
 import kopf
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
-from kopf._cogs.structs.ephemera import Memo
 from kopf._core.actions import invocation
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor import processing
 from kopf._core.reactor.memories import ResourceMemories
-from kopf._core.reactor.processing import process_resource_event
 
-from .conftest import DIFFBASE, KEX, Objects
+from .conftest import DIFFBASE, Objects
+from .conftest import process_event as process
 
 pytestmark = pytest.mark.looptime
-
-
-async def process(
-    raw_body: Any,
-    *,
-    event_type: str | None = "MODIFIED",
-    pressure: asyncio.Event | None = None,
-    registry: OperatorRegistry,
-    settings: OperatorSettings,
-    memories: ResourceMemories,
-    vault: Vault,
-) -> None:
-    await process_resource_event(
-        raw_event={"type": event_type, "object": copy.deepcopy(raw_body)},  # type: ignore[typeddict-item]
-        stream_pressure=pressure,
-        resource=KEX,
-        registry=registry,
-        settings=settings,
-        memories=memories,
-        memo=Memo(),
-        vault=vault,
-    )
 
 
 async def test_stale_versions_do_not_run_the_handlers_again(

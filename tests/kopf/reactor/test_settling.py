@@ -2,7 +2,9 @@
 
 import asyncio
 import copy
+import functools
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -10,37 +12,42 @@ import pytest
 import kopf
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
-from kopf._cogs.structs.ephemera import Memo
 from kopf._cogs.structs.patches import Patch
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor import processing, settling
 from kopf._core.reactor.memories import ResourceMemories
-from kopf._core.reactor.processing import process_resource_event
 
-from .conftest import DIFFBASE, FINALIZER, KEX, Objects
+from .conftest import DIFFBASE, FINALIZER, KEX, Objects, process_event
 
 pytestmark = pytest.mark.looptime
 
 
-async def process(
-    raw_body: Any,
-    *,
-    registry: OperatorRegistry,
-    settings: OperatorSettings,
-    memories: ResourceMemories,
-    vault: Vault,
-    event_type: str | None = "MODIFIED",
-) -> None:
-    await process_resource_event(
-        raw_event={"type": event_type, "object": copy.deepcopy(raw_body)},  # type: ignore[typeddict-item]
-        stream_pressure=None,
-        resource=KEX,
-        registry=registry,
-        settings=settings,
-        memories=memories,
-        memo=Memo(),
-        vault=vault,
-    )
+Process = Callable[..., Awaitable[None]]
+
+
+@pytest.fixture
+def memories() -> ResourceMemories:
+    return ResourceMemories()
+
+
+@pytest.fixture
+def process(
+    vault: Vault, settings: OperatorSettings, registry: OperatorRegistry, memories: ResourceMemories
+) -> Process:
+    """One event of the object to the processor, with the same operator's state each time."""
+    return functools.partial(process_event, registry=registry, settings=settings, memories=memories, vault=vault)
+
+
+@pytest.fixture
+def updates(registry: OperatorRegistry) -> list[Any]:
+    """The diffs seen by an update handler."""
+    seen: list[Any] = []
+
+    @kopf.on.update("kopfexamples", registry=registry)
+    def update_fn(diff: Any, **_: Any) -> None:
+        seen.append(list(diff))
+
+    return seen
 
 
 @pytest.fixture
@@ -59,8 +66,8 @@ def detected(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 
 async def test_the_echo_of_the_last_patch_is_skipped_with_the_same_debug_lines(
-    vault: Vault,
-    settings: OperatorSettings,
+    process: Process,
+    memories: ResourceMemories,
     registry: OperatorRegistry,
     objects: Objects,
     caplog: pytest.LogCaptureFixture,
@@ -70,9 +77,8 @@ async def test_the_echo_of_the_last_patch_is_skipped_with_the_same_debug_lines(
     def create_fn(**_: Any) -> str:
         return "done"
 
-    memories = ResourceMemories()
     created = objects.create("kex1")
-    await process(created, event_type=None, registry=registry, settings=settings, memories=memories, vault=vault)
+    await process(created, event_type=None)
     echo = objects.get("kex1")
     assert echo is not None and echo["status"]["create_fn"] == "done"
     memory = memories.recall(echo)
@@ -80,51 +86,44 @@ async def test_the_echo_of_the_last_patch_is_skipped_with_the_same_debug_lines(
 
     detected.clear()
     caplog.clear()
-    await process(echo, registry=registry, settings=settings, memories=memories, vault=vault)
+    await process(echo)
     assert detected == []
     assert memory.settled_version is None and memory.expected_version is None
     assert [record.getMessage() for record in caplog.records if record.name == "kopf.objects"] == [
         "Something has changed, but we are not interested (the essence is the same).",
         "Handling cycle is finished, waiting for new changes.",
     ]
-    assert all(record.k8s_ref["name"] == "kex1" for record in caplog.records if record.name == "kopf.objects")
+    assert all(
+        getattr(rec, "k8s_ref", {}).get("name") == "kex1" for rec in caplog.records if rec.name == "kopf.objects"
+    )
 
     # The same version again (e.g. re-listed after an error of the watch-stream): processed in full as usual.
-    await process(echo, registry=registry, settings=settings, memories=memories, vault=vault)
+    await process(echo)
     assert detected == ["noop"]
     assert objects.get("kex1") == echo  # and nothing to patch either
 
 
 async def test_the_echo_is_processed_when_others_have_changed_the_object_meanwhile(
-    vault: Vault,
-    settings: OperatorSettings,
+    updates: list[Any],
+    process: Process,
+    memories: ResourceMemories,
     registry: OperatorRegistry,
     objects: Objects,
 ) -> None:
-    updates: list[Any] = []
-
     @kopf.on.create("kopfexamples", registry=registry)
     def create_fn(name: str, **_: Any) -> None:
         objects.patch(name, {"spec": {"size": 2}})  # someone else, while the handler runs
 
-    @kopf.on.update("kopfexamples", registry=registry)
-    def update_fn(diff: Any, **_: Any) -> None:
-        updates.append(list(diff))
-
-    memories = ResourceMemories()
-    await process(
-        objects.create("kex1"), event_type=None, registry=registry, settings=settings, memories=memories, vault=vault
-    )
+    await process(objects.create("kex1"), event_type=None)
     echo = objects.get("kex1")
     assert echo is not None and memories.recall(echo).settled_version is None
 
-    await process(echo, registry=registry, settings=settings, memories=memories, vault=vault)
+    await process(echo)
     assert updates == [[("add", ("spec", "size"), None, 2)]]
 
 
 async def test_the_echo_is_processed_when_a_when_filter_can_see_the_results(
-    vault: Vault,
-    settings: OperatorSettings,
+    process: Process,
     registry: OperatorRegistry,
     objects: Objects,
 ) -> None:
@@ -137,43 +136,31 @@ async def test_the_echo_is_processed_when_a_when_filter_can_see_the_results(
     def delete_fn(**_: Any) -> None:
         pass
 
-    memories = ResourceMemories()
-    await process(
-        objects.create("kex1"), event_type=None, registry=registry, settings=settings, memories=memories, vault=vault
-    )
+    await process(objects.create("kex1"), event_type=None)
     assert objects.finalizers("kex1") == []
 
-    await process(objects.get("kex1"), registry=registry, settings=settings, memories=memories, vault=vault)
+    await process(objects.get("kex1"))
     assert objects.finalizers("kex1") == [FINALIZER]
 
 
 async def test_the_echo_is_processed_when_the_handlers_have_changed_the_essence(
-    vault: Vault,
-    settings: OperatorSettings,
+    updates: list[Any],
+    process: Process,
     registry: OperatorRegistry,
     objects: Objects,
 ) -> None:
-    updates: list[Any] = []
-
     @kopf.on.create("kopfexamples", registry=registry)
     def create_fn(patch: kopf.Patch, **_: Any) -> None:
         patch.metadata.labels["handled"] = "yes"
 
-    @kopf.on.update("kopfexamples", registry=registry)
-    def update_fn(diff: Any, **_: Any) -> None:
-        updates.append(list(diff))
-
-    memories = ResourceMemories()
-    await process(
-        objects.create("kex1"), event_type=None, registry=registry, settings=settings, memories=memories, vault=vault
-    )
-    await process(objects.get("kex1"), registry=registry, settings=settings, memories=memories, vault=vault)
+    await process(objects.create("kex1"), event_type=None)
+    await process(objects.get("kex1"))
     assert len(updates) == 1 and "handled" in repr(updates[0])
 
 
 async def test_the_objects_with_daemons_never_skip_their_echoes(
-    vault: Vault,
-    settings: OperatorSettings,
+    process: Process,
+    memories: ResourceMemories,
     registry: OperatorRegistry,
     objects: Objects,
 ) -> None:
@@ -189,35 +176,30 @@ async def test_the_objects_with_daemons_never_skip_their_echoes(
             seen.append(dict(status))
             await stopped.wait(1)
 
-    memories = ResourceMemories()
-    await process(
-        objects.create("kex1"), event_type=None, registry=registry, settings=settings, memories=memories, vault=vault
-    )
-    await process(objects.get("kex1"), registry=registry, settings=settings, memories=memories, vault=vault)
+    await process(objects.create("kex1"), event_type=None)
+    await process(objects.get("kex1"))
     for _ in range(5):  # the finalizer, the creation, and their echoes: the daemon's body is always the latest
         echo = objects.get("kex1")
         assert echo is not None and memories.recall(echo).settled_version is None
-        await process(echo, registry=registry, settings=settings, memories=memories, vault=vault)
+        await process(echo)
     await asyncio.sleep(3)
     assert seen[-1] == {"create_fn": "done"}
-    await process(
-        objects.get("kex1"), event_type="DELETED", registry=registry, settings=settings, memories=memories, vault=vault
-    )
+    await process(objects.get("kex1"), event_type="DELETED")
 
 
 def _bodies(**annotations: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    before = {
+    before: dict[str, Any] = {
         "apiVersion": "kopf.dev/v1",
         "kind": "KopfExample",
         "metadata": {"name": "kex1", "namespace": "default", "uid": "uid1", "resourceVersion": "1", "generation": 1},
         "spec": {"size": 1},
     }
     if annotations:
-        before["metadata"]["annotations"] = dict(annotations)  # type: ignore[index]
+        before["metadata"]["annotations"] = dict(annotations)
     after = copy.deepcopy(before)
-    after["metadata"]["resourceVersion"] = "3"  # type: ignore[index]
-    after["metadata"]["managedFields"] = [{"manager": "kopf"}]  # type: ignore[index]
-    after["metadata"].setdefault("annotations", {})[DIFFBASE] = '{"spec":{"size":1}}\n'  # type: ignore[union-attr]
+    after["metadata"]["resourceVersion"] = "3"
+    after["metadata"]["managedFields"] = [{"manager": "kopf"}]
+    after["metadata"].setdefault("annotations", {})[DIFFBASE] = '{"spec":{"size":1}}\n'
     after["status"] = {"create_fn": "done"}
     return before, after
 
@@ -230,7 +212,10 @@ def _settled(
     )
 
 
-PATCH = {"status": {"create_fn": "done"}, "metadata": {"annotations": {DIFFBASE: '{"spec":{"size":1}}\n'}}}
+PATCH: dict[str, Any] = {
+    "status": {"create_fn": "done"},
+    "metadata": {"annotations": {DIFFBASE: '{"spec":{"size":1}}\n'}},
+}
 
 
 def test_a_bookkeeping_patch_that_landed_as_is_settles(registry: OperatorRegistry) -> None:
