@@ -427,12 +427,13 @@ class State(Mapping[str, HandlerState]):
         return [handler_id for handler_id, state in self._states.items() if state.failure]
 
 
-def apply_merge_patch(body: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+def apply_merge_patch(body: Mapping[str, Any], patch: Mapping[str, Any], *, copy_values: bool = True) -> dict[str, Any]:
     """What the body will be with the merge-patch applied (RFC 7386), the body itself unchanged.
 
     Only the mappings on the patched paths are new; the rest is shared with the body (not copied:
     a whole object's deep copy per handling cycle costs more than the cycle), so the result is for
-    reading. The patch's own values are copied: a patch can change after it was applied.
+    reading. The patch's own values are copied: a patch can change after it was applied
+    (``copy_values=False`` shares them too, for a result that is only compared and dropped).
     """
     result: dict[str, Any] = dict(body)
     for key, value in patch.items():
@@ -442,9 +443,9 @@ def apply_merge_patch(body: Mapping[str, Any], patch: Mapping[str, Any]) -> dict
             existing = result.get(key)
             if not (type(existing) is dict or isinstance(existing, Mapping)):
                 existing = {}
-            result[key] = apply_merge_patch(existing, value)
+            result[key] = apply_merge_patch(existing, value, copy_values=copy_values)
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = copy.deepcopy(value) if copy_values else value
     return result
 
 

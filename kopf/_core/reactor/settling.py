@@ -22,6 +22,7 @@ from typing import Any, cast
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs import bodies, patches
 from kopf._cogs.structs.references import Resource
+from kopf._core.actions.execution import apply_merge_patch
 from kopf._core.intents import registries
 from kopf._core.intents.handlers import ResourceHandler
 
@@ -57,15 +58,13 @@ def settled_version(
     annotations = _patched_annotations(patch)
     if annotations is None or not _bookkeeping_only(annotations, settings=settings):
         return None
-    handlers = [
-        *registry.changing.get_resource_handlers(resource),
-        *registry.spawning.get_resource_handlers(resource),
-    ]
-    if not all(_blind_to_bookkeeping(handler, annotations) for handler in handlers):
+    changing = registry.changing.get_resource_handlers(resource)
+    spawning = registry.spawning.get_resource_handlers(resource)
+    if not all(_blind_to_bookkeeping(handler, annotations) for handler in [*changing, *spawning]):
         return None
     if not _landed_as_is(before, patch, after):
         return None
-    if _has_progress(after, handlers=registry.changing.get_resource_handlers(resource), settings=settings):
+    if _has_progress(after, handlers=changing, settings=settings):
         return None  # it would be purged as stray by the next processing
     return str(version)
 
@@ -131,12 +130,15 @@ def _landed_as_is(before: Mapping[str, Any], patch: Mapping[str, Any], after: Ma
         if key not in UNCOMPARED_METADATA and value != new_meta[key]:
             return False
     patched_meta: Mapping[str, Any] = patch.get("metadata") or {}
-    annotations = _merged(old_meta.get("annotations") or {}, patched_meta.get("annotations") or {})
+    patched_annotations = patched_meta.get("annotations") or {}
+    annotations = apply_merge_patch(old_meta.get("annotations") or {}, patched_annotations, copy_values=False)
     if annotations != (new_meta.get("annotations") or {}):
         return False
     status = before.get("status")
     if "status" in patch:
-        status = _merged(status if isinstance(status, Mapping) else {}, patch["status"] or {})
+        status = apply_merge_patch(
+            status if isinstance(status, Mapping) else {}, patch["status"] or {}, copy_values=False
+        )
     return bool(status == after.get("status"))
 
 
@@ -145,17 +147,3 @@ def _has_progress(body: Mapping[str, Any], *, handlers: Iterable[ResourceHandler
     view = bodies.Body(body)
     storage = settings.persistence.progress_storage
     return any(storage.fetch(key=handler.id, body=view) is not None for handler in handlers)
-
-
-def _merged(target: Mapping[str, Any], patch: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The target with the merge-patch applied (RFC 7386), for comparing only: nothing is copied but the dicts."""
-    result = dict(target)
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        elif type(value) is dict or isinstance(value, Mapping):  # plain dicts: no slower ABC check
-            existing = result.get(key)
-            result[key] = _merged(existing if type(existing) is dict or isinstance(existing, Mapping) else {}, value)
-        else:
-            result[key] = value
-    return result
