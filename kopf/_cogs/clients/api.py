@@ -24,7 +24,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mappi
 from typing import Any, TypeAlias, TypeVar
 
 import aiohttp
+import multidict
 
+from kopf._cogs.aiokits import deadlines
 from kopf._cogs.clients import auth, errors
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
@@ -49,10 +51,19 @@ MERGE_PATCH_CONTENT_TYPE = "application/merge-patch+json"
 
 
 def regular_timeout(settings: OperatorSettings) -> aiohttp.ClientTimeout:
-    return aiohttp.ClientTimeout(
-        total=settings.networking.request_timeout,
-        sock_connect=settings.networking.connect_timeout,
-    )
+    """
+    The timeouts of aiohttp for a regular request: only the TCP handshake's; the total one is not aiohttp's.
+
+    The total timeout (``settings.networking.request_timeout``) is a deadline of the request's attempt
+    (see :mod:`kopf._cogs.aiokits.deadlines`: one timer for all the requests ending in the same second,
+    not one per request). The timeouts are made once per distinct setting, not per request.
+    """
+    return _client_timeout(settings.networking.connect_timeout)
+
+
+@functools.lru_cache(maxsize=16)
+def _client_timeout(connect_timeout: float | None) -> aiohttp.ClientTimeout:
+    return aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
 
 
 async def retrying(
@@ -90,12 +101,23 @@ def _describe(exc: BaseException) -> str:
     return repr(exc)
 
 
-def _build_headers(headers: Mapping[str, str] | None, content_type: str | None) -> dict[str, str]:
+def _build_headers(headers: Mapping[str, str] | None, content_type: str | None) -> Mapping[str, str]:
+    if not headers:
+        return _standard_headers(content_type)
     result = {"Accept": JSON_CONTENT_TYPE}
     if content_type is not None:
         result["Content-Type"] = content_type
-    result.update(headers or {})
+    result.update(headers)
     return result
+
+
+@functools.lru_cache(maxsize=16)
+def _standard_headers(content_type: str | None) -> multidict.CIMultiDictProxy[str]:
+    """The usual headers, made once: aiohttp takes a read-only multi-dict as is (a dict, it converts every time)."""
+    result = multidict.CIMultiDict({"Accept": JSON_CONTENT_TYPE})
+    if content_type is not None:
+        result["Content-Type"] = content_type
+    return multidict.CIMultiDictProxy(result)
 
 
 def _encode(payload: Any) -> bytes | None:
@@ -127,13 +149,15 @@ async def request(
     data = _encode(payload)
     all_headers = _build_headers(headers, content_type or (JSON_CONTENT_TYPE if data is not None else None))
     client_timeout = timeout if timeout is not None else regular_timeout(settings)
+    total_timeout = settings.networking.request_timeout if timeout is None else None  # else, aiohttp's own
 
     async def attempt(info: ConnectionInfo, session: aiohttp.ClientSession) -> Any:
-        async with session.request(
-            method, auth.make_url(info, url), params=params, data=data, headers=all_headers, timeout=client_timeout
-        ) as response:
-            await errors.check_response(response)
-            body = await response.read()
+        with deadlines.within(total_timeout):
+            async with session.request(
+                method, auth.make_url(info, url), params=params, data=data, headers=all_headers, timeout=client_timeout
+            ) as response:
+                await errors.check_response(response)
+                body = await response.read()
         if decode is not None:
             return decode(body)
         return json.loads(body) if body.strip() else None
