@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping, MutableSequence
 from typing import Any
 
+from kopf._cogs.aiokits import aiothreads
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs import bodies, current, dicts, diffs, ephemera, patches, references
 
@@ -286,13 +287,12 @@ async def invoke(
         if is_async_fn(fn):
             result = await fn(**all_kwargs)
         else:
-            loop = asyncio.get_running_loop()
             context = contextvars.copy_context()
             real_executor = (
                 executor if executor is not None else (settings.execution.executor if settings is not None else None)
             )
             call = functools.partial(context.run, functools.partial(fn, **all_kwargs))
-            result = await loop.run_in_executor(real_executor, call)
+            result = await aiothreads.run_in_executor(real_executor, call)
             if inspect.isawaitable(result):  # e.g. a sync lambda that returns a coroutine.
                 result = await result
     return result
