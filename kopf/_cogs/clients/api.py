@@ -61,6 +61,12 @@ def regular_timeout(settings: OperatorSettings) -> aiohttp.ClientTimeout:
     return _client_timeout(settings.networking.connect_timeout)
 
 
+def _total_timeout(settings: OperatorSettings) -> float | None:
+    """The deadline of a regular request's attempt, if any: as in aiohttp, zero or less is no limit."""
+    total = settings.networking.request_timeout
+    return total if total is not None and total > 0 else None
+
+
 @functools.lru_cache(maxsize=16)
 def _client_timeout(connect_timeout: float | None) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
@@ -149,7 +155,7 @@ async def request(
     data = _encode(payload)
     all_headers = _build_headers(headers, content_type or (JSON_CONTENT_TYPE if data is not None else None))
     client_timeout = timeout if timeout is not None else regular_timeout(settings)
-    total_timeout = settings.networking.request_timeout if timeout is None else None  # else, aiohttp's own
+    total_timeout = _total_timeout(settings) if timeout is None else None  # else, aiohttp's own
 
     async def attempt(info: ConnectionInfo, session: aiohttp.ClientSession) -> Any:
         with deadlines.within(total_timeout):

@@ -132,6 +132,16 @@ async def test_request_timeout_is_retried(settings: OperatorSettings) -> None:
     assert calls == 2
 
 
+@pytest.mark.looptime
+@pytest.mark.parametrize("request_timeout", [0, None])
+async def test_no_request_timeout_is_no_limit(
+    vault: Vault, settings: OperatorSettings, request_timeout: float | None
+) -> None:
+    settings.networking.request_timeout = request_timeout
+    rsp = await api.get(NS_URL, settings=settings, vault=vault)
+    assert rsp["metadata"]["name"] == "default"
+
+
 async def test_post_patch_delete(vault: Vault, settings: OperatorSettings) -> None:
     url = "/api/v1/namespaces/default/configmaps"
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "1"}}
