@@ -75,14 +75,6 @@ def _handover(loop: asyncio.AbstractEventLoop) -> _Handover:
     return handover
 
 
-def _cancel_job(job: concurrent.futures.Future[Any]) -> Callable[[asyncio.Future[Any]], None]:
-    def cancel_if_cancelled(future: asyncio.Future[Any]) -> None:
-        if future.cancelled():
-            job.cancel()  # a no-op if it is running or done
-
-    return cancel_if_cancelled
-
-
 async def run_in_executor(executor: concurrent.futures.Executor | None, fn: Callable[[], _T]) -> _T:
     """Call ``fn()`` in the executor (``None``: the loop's default one); return its result once it is done."""
     loop = asyncio.get_running_loop()
@@ -102,8 +94,12 @@ async def run_in_executor(executor: concurrent.futures.Executor | None, fn: Call
         else:
             handover.deliver(future, True, result)
 
-    future.add_done_callback(_cancel_job(executor.submit(job)))
-    return await future
+    submitted = executor.submit(job)
+    try:
+        return await future
+    except asyncio.CancelledError:
+        submitted.cancel()  # a no-op if it is running or done
+        raise
 
 
 class _StopIterationGuard(functools.partial[_T]):
