@@ -33,10 +33,9 @@ _STANDARD_RUN_IN_EXECUTOR = asyncio.BaseEventLoop.run_in_executor
 class _Handover:
     """The results of one loop's executor jobs, on their way to the loop's futures: a batch at a time."""
 
-    __slots__ = ("__weakref__", "_lock", "_loop", "_results", "_scheduled")
+    __slots__ = ("_lock", "_results", "_scheduled")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def __init__(self) -> None:  # no reference to the loop: it is the key of these (the futures know it)
         self._lock = threading.Lock()
         self._results: list[tuple[asyncio.Future[Any], bool, Any]] = []
         self._scheduled = False
@@ -48,8 +47,8 @@ class _Handover:
             if self._scheduled:
                 return
             self._scheduled = True
-        with contextlib.suppress(RuntimeError, ReferenceError):  # the loop is closed or gone: nobody awaits
-            self._loop.call_soon_threadsafe(self._resolve)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody awaits the results anymore
+            future.get_loop().call_soon_threadsafe(self._resolve)
 
     def _resolve(self) -> None:
         """In the loop: resolve the futures of the batch (those cancelled meanwhile are left as they are)."""
@@ -71,20 +70,19 @@ _HANDOVERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Handover] = we
 def _handover(loop: asyncio.AbstractEventLoop) -> _Handover:
     handover = _HANDOVERS.get(loop)
     if handover is None:
-        handover = _HANDOVERS[loop] = _Handover(weakref.proxy(loop))
+        handover = _HANDOVERS[loop] = _Handover()
     return handover
 
 
 async def run_in_executor(executor: concurrent.futures.Executor | None, fn: Callable[[], _T]) -> _T:
     """Call ``fn()`` in the executor (``None``: the loop's default one); return its result once it is done."""
     loop = asyncio.get_running_loop()
+    guarded = _StopIterationGuard(fn)
     if executor is None or type(loop).run_in_executor is not _STANDARD_RUN_IN_EXECUTOR:
-        return await loop.run_in_executor(executor, _StopIterationGuard(fn))
+        return await loop.run_in_executor(executor, guarded)
 
     handover = _handover(loop)
     future: asyncio.Future[_T] = loop.create_future()
-
-    guarded = _StopIterationGuard(fn)
 
     def job() -> None:
         try:
