@@ -292,10 +292,14 @@ async def streaming_watch(
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
+                    # The waiter closes the stream a moment after a pause or stop begins: what arrives meanwhile
+                    # is not the operator's to see now (it comes again after resuming, from the last version).
+                    if _must_stop(stop, operator_paused):
+                        return
                     event = _parse_line(line, resource=resource, logger=logger)
                     if event is not None:
                         yield event, line
-            if buffer.strip() and not watcher.done():
+            if buffer.strip() and not watcher.done() and not _must_stop(stop, operator_paused):
                 # A well-formed last line without the trailing newline is still an event;
                 # a truncated one is dropped: it will be re-delivered after resuming.
                 event = _parse_line(buffer, resource=resource, logger=logger, tail=True)

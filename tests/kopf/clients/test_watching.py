@@ -411,6 +411,28 @@ async def test_pausing_closes_the_stream_and_resumes_without_relisting(
     assert len(lists) == 1
 
 
+async def test_no_events_are_yielded_once_the_pause_is_on(
+    cluster: Cluster, vault: Vault, settings: OperatorSettings
+) -> None:
+    """Found by the compatibility check: an object created right after "Pausing operations" was still handled.
+
+    The stream is closed by a waiter task that runs a moment after the pause begins; an event that arrives in that
+    moment must not be yielded (it comes again after resuming, from the last yielded version).
+    """
+    create, _, _ = ops(cluster)
+    async with watching_in_background(vault, settings) as collector:
+        await collector.wait_for(1)
+        await asyncio.sleep(1)  # let the watch-stream start
+        await collector.paused.turn_to(True)
+        create("during", 1)
+        await asyncio.sleep(10)
+        assert collector.summary() == [watching.Bookmark.LISTED]
+        await collector.paused.turn_to(False)
+        await collector.wait_for(2)
+        await asyncio.sleep(10)
+    assert collector.summary() == [watching.Bookmark.LISTED, ("ADDED", "during", 1)]
+
+
 async def test_stop_flag_ends_the_watch_promptly(cluster: Cluster, vault: Vault, settings: OperatorSettings) -> None:
     loop = asyncio.get_running_loop()
     async with watching_in_background(vault, settings) as collector:
