@@ -64,6 +64,12 @@ class PressureFlag(Protocol):
     async def wait(self) -> Any: ...
 
 
+class PauseFlag(Protocol):
+    """Whether the operator is paused now (e.g. by a peer with a higher priority), e.g. a toggle or a toggle set."""
+
+    def is_on(self) -> bool: ...
+
+
 #: How the causes are named in the logs: "Creation is in progress", "Updating is processed", etc.
 TITLES: Mapping[str, str] = {
     Reason.CREATE: "creation",
@@ -85,6 +91,7 @@ async def process_resource_event(
     vault: Vault | None = None,
     indices: Mapping[str, Any] | None = None,
     indexers: indexing.OperatorIndexers | None = None,
+    operator_paused: PauseFlag | None = None,
 ) -> None:
     """
     Process one watch-event of one object: call the handlers, patch the object (see the module's docs).
@@ -94,6 +101,8 @@ async def process_resource_event(
     all the indexed resources are populated (the indexing itself is done by :func:`index_resource_event`).
     ``stream_pressure`` is set by the queueing when newer events of the object arrive:
     then, the sleeps are interrupted, and the processing yields to the newer events.
+    While ``operator_paused`` is on, no daemons or timers are spawned: an event that was already in work when
+    the pause began (e.g. waiting for its own patch's echo) would otherwise start them after they were stopped.
     The unexpected errors (e.g. of the API) escape: the queueing logs & throttles them.
     """
     if indexers is not None:
@@ -141,6 +150,7 @@ async def process_resource_event(
         indices=indices or {},
         initial=event_type is None,
         started=started,
+        operator_paused=operator_paused,
     )
 
     # The silent handlers of the raw events: for every event, even for the gone objects.
@@ -243,9 +253,11 @@ class _Context:
         indices: Mapping[str, Any],
         initial: bool,
         started: float,
+        operator_paused: PauseFlag | None = None,
     ) -> None:
         super().__init__()
         self.initial = initial
+        self.operator_paused = operator_paused
         self.resource = resource
         self.registry = registry
         self.settings = settings
@@ -513,6 +525,8 @@ async def _process_daemons(context: _Context, change: _Change) -> bool:
                     f"The daemons are still running; the deletion waits for them (~{delay:.3f}s)."
                 )
                 return True
+    elif context.operator_paused is not None and context.operator_paused.is_on():
+        pass  # stopped by the pause (see the daemon killer); spawned again with the object's next event after it
     elif change.blocking or not change.requires_finalizer:
         spawning = context.registry.spawning.get_handlers(context.resource, body=context.body, kwargs=change.kwargs)
         if spawning or (daemons_memory is not None and daemons_memory.running):

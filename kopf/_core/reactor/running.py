@@ -765,6 +765,7 @@ async def _orchestrate(
             memo=memo,
             vault=vault,
             indexers=indexers,
+            operator_paused=operator_paused,
         )
         preprocessor = (
             functools.partial(

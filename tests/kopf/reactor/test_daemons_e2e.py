@@ -1,16 +1,23 @@
 """End-to-end: daemons & timers through the reactor against the simulated cluster (in virtual time)."""
 
 import asyncio
+import copy
 from typing import Any
 
 import pytest
 
 import kopf
+from kopf._cogs.clients.watching import Toggle
+from kopf._cogs.configs.configuration import OperatorSettings
+from kopf._cogs.structs.credentials import Vault
+from kopf._cogs.structs.ephemera import Memo
 from kopf._core.engines.daemons import DaemonsMemory, DaemonStopped, DaemonStoppingReason, stop_all
 from kopf._core.intents.registries import OperatorRegistry
+from kopf._core.reactor.memories import ResourceMemories
+from kopf._core.reactor.processing import process_resource_event
 from tests.helpers import wait_for
 
-from .conftest import FINALIZER, Objects, Operator
+from .conftest import FINALIZER, KEX, Objects, Operator
 
 pytestmark = pytest.mark.looptime
 
@@ -133,3 +140,52 @@ async def test_finalizer_stays_until_the_mismatching_daemon_is_gone(
     await wait_for(lambda: FINALIZER not in objects.finalizers("kex1"), timeout=30)
     assert events == ["started", "stopping", "stopped"]
     await stop_daemons_of(operator)
+
+
+async def test_no_daemons_are_spawned_while_the_operator_is_paused(
+    registry: OperatorRegistry,
+    settings: OperatorSettings,
+    vault: Vault,
+    objects: Objects,
+) -> None:
+    """An event already in work as a pause begins (e.g. waiting for its patch's echo) spawns nothing until resumed."""
+    started: list[str] = []
+
+    @kopf.daemon("kopfexamples", registry=registry)
+    async def monitor(stopped: DaemonStopped, name: str, **_: Any) -> None:
+        started.append(name)
+        await stopped.wait()
+
+    body = objects.create("kex1")
+    body = objects.patch("kex1", {"metadata": {"finalizers": [FINALIZER]}})
+    memories = ResourceMemories()
+    paused = Toggle(True)
+
+    async def process(raw_body: Any) -> None:
+        await process_resource_event(
+            raw_event={"type": "MODIFIED", "object": copy.deepcopy(raw_body)},  # type: ignore[typeddict-item]
+            stream_pressure=None,
+            resource=KEX,
+            registry=registry,
+            settings=settings,
+            memories=memories,
+            memo=Memo(),
+            vault=vault,
+            operator_paused=paused,
+        )
+
+    await process(body)
+    await asyncio.sleep(10)
+    assert started == []
+
+    await paused.turn_to(False)
+    await process(objects.get("kex1"))  # the object's next event after resuming
+    await wait_for(lambda: started == ["kex1"])
+    await stop_all(
+        [
+            m.extras["daemons"]
+            for m in memories.iter_all_memories()
+            if isinstance(m.extras.get("daemons"), DaemonsMemory)
+        ],
+        settings=settings,
+    )
