@@ -23,7 +23,7 @@ from kopf._cogs.structs.ephemera import Memo
 from kopf._cogs.structs.references import Resource
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.memories import ResourceMemories
-from kopf._core.reactor.processing import process_resource_event
+from kopf._core.reactor.processing import PauseFlag, process_resource_event
 from kopf._core.reactor.queueing import watcher
 from kopf_sim.store.cluster import Cluster
 
@@ -100,6 +100,7 @@ async def process_event(
     settings: OperatorSettings,
     memories: ResourceMemories,
     vault: Vault,
+    operator_paused: PauseFlag | None = None,
 ) -> None:
     """One event of an object straight to the processor (no watcher): as the watcher would pass it."""
     await process_resource_event(
@@ -111,6 +112,7 @@ async def process_event(
         memories=memories,
         memo=Memo(),
         vault=vault,
+        operator_paused=operator_paused,
     )
 
 

@@ -1,7 +1,6 @@
 """End-to-end: daemons & timers through the reactor against the simulated cluster (in virtual time)."""
 
 import asyncio
-import copy
 from typing import Any
 
 import pytest
@@ -10,27 +9,29 @@ import kopf
 from kopf._cogs.clients.watching import Toggle
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
-from kopf._cogs.structs.ephemera import Memo
 from kopf._core.engines.daemons import DaemonsMemory, DaemonStopped, DaemonStoppingReason, stop_all
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.memories import ResourceMemories
-from kopf._core.reactor.processing import process_resource_event
 from tests.helpers import wait_for
 
-from .conftest import FINALIZER, KEX, Objects, Operator
+from .conftest import FINALIZER, Objects, Operator, process_event
 
 pytestmark = pytest.mark.looptime
 
 
 async def stop_daemons_of(operator: Operator) -> None:
     """Stop the daemons left after the test (the minimal operator of the fixtures has no daemon killer)."""
+    await stop_daemons_in(operator.memories, settings=operator.settings)
+
+
+async def stop_daemons_in(memories: ResourceMemories, *, settings: OperatorSettings) -> None:
     await stop_all(
         [
             memory.extras["daemons"]
-            for memory in operator.memories.iter_all_memories()
+            for memory in memories.iter_all_memories()
             if isinstance(memory.extras.get("daemons"), DaemonsMemory)
         ],
-        settings=operator.settings,
+        settings=settings,
     )
 
 
@@ -156,36 +157,21 @@ async def test_no_daemons_are_spawned_while_the_operator_is_paused(
         started.append(name)
         await stopped.wait()
 
-    body = objects.create("kex1")
+    objects.create("kex1")
     body = objects.patch("kex1", {"metadata": {"finalizers": [FINALIZER]}})
     memories = ResourceMemories()
     paused = Toggle(True)
 
-    async def process(raw_body: Any) -> None:
-        await process_resource_event(
-            raw_event={"type": "MODIFIED", "object": copy.deepcopy(raw_body)},  # type: ignore[typeddict-item]
-            stream_pressure=None,
-            resource=KEX,
-            registry=registry,
-            settings=settings,
-            memories=memories,
-            memo=Memo(),
-            vault=vault,
-            operator_paused=paused,
-        )
-
-    await process(body)
+    await process_event(
+        body, registry=registry, settings=settings, memories=memories, vault=vault, operator_paused=paused
+    )
     await asyncio.sleep(10)
     assert started == []
 
     await paused.turn_to(False)
-    await process(objects.get("kex1"))  # the object's next event after resuming
-    await wait_for(lambda: started == ["kex1"])
-    await stop_all(
-        [
-            m.extras["daemons"]
-            for m in memories.iter_all_memories()
-            if isinstance(m.extras.get("daemons"), DaemonsMemory)
-        ],
-        settings=settings,
+    after = objects.get("kex1")  # the object's next event after resuming
+    await process_event(
+        after, registry=registry, settings=settings, memories=memories, vault=vault, operator_paused=paused
     )
+    await wait_for(lambda: started == ["kex1"])
+    await stop_daemons_in(memories, settings=settings)
