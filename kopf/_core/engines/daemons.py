@@ -49,9 +49,10 @@ import math
 import threading
 import warnings
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from kopf._cogs.aiokits import syncwaits
+from kopf._cogs.clients import watching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs import bodies, ephemera, patches
 from kopf._cogs.structs.ids import HandlerId
@@ -80,12 +81,6 @@ def _termination_time(handler: SpawningHandler) -> float:
 
 #: Guards the lazy creation of the stop-flags' thread events (set in the loop, waited in the threads).
 _EVENTS_LOCK = threading.Lock()
-
-
-class Pausable(Protocol):
-    """An on/off flag to wait for (e.g. the toggles of the operator's pausing)."""
-
-    async def wait_for(self, state: bool) -> bool: ...
 
 
 class DaemonStoppingReason(enum.Flag):
@@ -514,7 +509,7 @@ async def daemon_killer(
     *,
     settings: OperatorSettings,
     memories: Callable[[], Iterable[DaemonsMemory]],
-    operator_paused: Pausable | None = None,
+    operator_paused: watching.PauseFlag | None = None,
 ) -> None:
     """
     An operator-level root task: stop all daemons when the operator pauses or exits.

@@ -40,7 +40,7 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any, Protocol
 
 from kopf._cogs.aiokits import clock
-from kopf._cogs.clients import patching
+from kopf._cogs.clients import patching, watching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs import bodies, diffs, ephemera, finalizers, patches
 from kopf._cogs.structs.credentials import Vault
@@ -64,12 +64,6 @@ class PressureFlag(Protocol):
     async def wait(self) -> Any: ...
 
 
-class PauseFlag(Protocol):
-    """Whether the operator is paused now (e.g. by a peer with a higher priority), e.g. a toggle or a toggle set."""
-
-    def is_on(self) -> bool: ...
-
-
 #: How the causes are named in the logs: "Creation is in progress", "Updating is processed", etc.
 TITLES: Mapping[str, str] = {
     Reason.CREATE: "creation",
@@ -91,7 +85,7 @@ async def process_resource_event(
     vault: Vault | None = None,
     indices: Mapping[str, Any] | None = None,
     indexers: indexing.OperatorIndexers | None = None,
-    operator_paused: PauseFlag | None = None,
+    operator_paused: watching.PauseFlag | None = None,
 ) -> None:
     """
     Process one watch-event of one object: call the handlers, patch the object (see the module's docs).
@@ -253,7 +247,7 @@ class _Context:
         indices: Mapping[str, Any],
         initial: bool,
         started: float,
-        operator_paused: PauseFlag | None = None,
+        operator_paused: watching.PauseFlag | None = None,
     ) -> None:
         super().__init__()
         self.initial = initial
@@ -525,11 +519,11 @@ async def _process_daemons(context: _Context, change: _Change) -> bool:
                     f"The daemons are still running; the deletion waits for them (~{delay:.3f}s)."
                 )
                 return True
-    elif context.operator_paused is not None and context.operator_paused.is_on():
-        pass  # stopped by the pause (see the daemon killer); spawned again with the object's next event after it
     elif change.blocking or not change.requires_finalizer:
         spawning = context.registry.spawning.get_handlers(context.resource, body=context.body, kwargs=change.kwargs)
-        if spawning or (daemons_memory is not None and daemons_memory.running):
+        # While paused, the daemon killer has stopped them: they are spawned with the object's next event after it.
+        paused = context.operator_paused is not None and context.operator_paused.is_on()
+        if (spawning or (daemons_memory is not None and daemons_memory.running)) and not paused:
             await daemons_.spawn_daemons(
                 settings=context.settings,
                 handlers=spawning,

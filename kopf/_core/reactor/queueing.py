@@ -44,7 +44,6 @@ import enum
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import Any, Protocol
 
 from kopf._cogs.aiokits.aiopriority import Turn
 from kopf._cogs.clients import auth, fetching, watching
@@ -70,14 +69,6 @@ ObjectProcessor = Callable[..., Awaitable[None]]
 #: What pre-processes every event in the watcher, before routing it to the worker (e.g. the indexing):
 #: called as ``await preprocessor(raw_event=...)``.
 ObjectPreprocessor = Callable[..., Awaitable[None]]
-
-
-class PauseFlag(Protocol):
-    """Anything that tells if the operator is paused, e.g. a toggle or a set of toggles."""
-
-    def is_on(self) -> bool: ...
-
-    async def wait_for(self, value: bool, /) -> Any: ...
 
 
 class _EndOfStream(enum.Enum):
@@ -282,7 +273,7 @@ async def watcher(
     resource: Resource,
     settings: OperatorSettings,
     processor: ObjectProcessor,
-    operator_paused: PauseFlag | None = None,
+    operator_paused: watching.PauseFlag | None = None,
     label_selector: fetching.LabelSelector | None = None,
     vault: Vault | None = None,
     stop: asyncio.Event | None = None,

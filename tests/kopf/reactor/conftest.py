@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
+from kopf._cogs.clients import watching
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.ephemera import Memo
 from kopf._cogs.structs.references import Resource
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.memories import ResourceMemories
-from kopf._core.reactor.processing import PauseFlag, process_resource_event
+from kopf._core.reactor.processing import process_resource_event
 from kopf._core.reactor.queueing import watcher
 from kopf_sim.store.cluster import Cluster
 
@@ -100,7 +101,7 @@ async def process_event(
     settings: OperatorSettings,
     memories: ResourceMemories,
     vault: Vault,
-    operator_paused: PauseFlag | None = None,
+    operator_paused: watching.PauseFlag | None = None,
 ) -> None:
     """One event of an object straight to the processor (no watcher): as the watcher would pass it."""
     await process_resource_event(
