@@ -154,7 +154,7 @@ def test_cancelling_a_running_job_drops_its_result(plain: Runner[Any]) -> None:
 
 def test_a_result_after_the_loop_is_closed_goes_nowhere() -> None:
     loop = asyncio.SelectorEventLoop()
-    handover = aiothreads._handover(loop)
+    handover = aiothreads._HANDOVERS.get(loop)
     future = loop.create_future()
     loop.close()
     handover.deliver(future, True, "late")  # in a job's thread, it would raise nothing there

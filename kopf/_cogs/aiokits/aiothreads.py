@@ -21,9 +21,10 @@ import concurrent.futures
 import contextlib
 import functools
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from kopf._cogs.aiokits.looplocal import LoopLocal
 
 _T = TypeVar("_T")
 
@@ -64,14 +65,7 @@ class _Handover:
                 future.set_exception(value)
 
 
-_HANDOVERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Handover] = weakref.WeakKeyDictionary()
-
-
-def _handover(loop: asyncio.AbstractEventLoop) -> _Handover:
-    handover = _HANDOVERS.get(loop)
-    if handover is None:
-        handover = _HANDOVERS[loop] = _Handover()
-    return handover
+_HANDOVERS: LoopLocal[_Handover] = LoopLocal(lambda loop: _Handover())
 
 
 async def run_in_executor(executor: concurrent.futures.Executor | None, fn: Callable[[], _T]) -> _T:
@@ -81,7 +75,7 @@ async def run_in_executor(executor: concurrent.futures.Executor | None, fn: Call
     if executor is None or type(loop).run_in_executor is not _STANDARD_RUN_IN_EXECUTOR:
         return await loop.run_in_executor(executor, guarded)
 
-    handover = _handover(loop)
+    handover = _HANDOVERS.get(loop)
     future: asyncio.Future[_T] = loop.create_future()
 
     def job() -> None:

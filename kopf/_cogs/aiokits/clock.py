@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import weakref
 
-_anchors: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[datetime.datetime, float]] = (
-    weakref.WeakKeyDictionary()
-)
+from kopf._cogs.aiokits.looplocal import LoopLocal
 
 
 def _real_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
+
+
+#: The base moment of each loop's clock, and the loop's time at it.
+_anchors: LoopLocal[tuple[datetime.datetime, float]] = LoopLocal(lambda loop: (_real_now(), loop.time()))
 
 
 def pin_epoch(moment: datetime.datetime, loop: asyncio.AbstractEventLoop | None = None) -> None:
@@ -26,7 +27,7 @@ def pin_epoch(moment: datetime.datetime, loop: asyncio.AbstractEventLoop | None 
     loop = loop or asyncio.get_running_loop()
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
-    _anchors[loop] = (moment, loop.time())
+    _anchors.set(loop, (moment, loop.time()))
 
 
 def utcnow() -> datetime.datetime:
@@ -35,8 +36,5 @@ def utcnow() -> datetime.datetime:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return _real_now()
-    anchor = _anchors.get(loop)
-    if anchor is None:
-        anchor = _anchors[loop] = (_real_now(), loop.time())
-    base, base_time = anchor
+    base, base_time = _anchors.get(loop)
     return base + datetime.timedelta(seconds=loop.time() - base_time)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-import weakref
 from types import TracebackType
+
+from kopf._cogs.aiokits.looplocal import LoopLocal
 
 #: From this many seconds on, the deadlines are rounded up to whole seconds (as aiohttp rounds its timeouts):
 #: shorter ones are kept exact (each is then a timer of its own, as it would be anyway).
@@ -57,14 +58,7 @@ class _Deadlines:
             entry.task.cancel()
 
 
-_DEADLINES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines] = weakref.WeakKeyDictionary()
-
-
-def _deadlines(loop: asyncio.AbstractEventLoop) -> _Deadlines:
-    deadlines = _DEADLINES.get(loop)
-    if deadlines is None:
-        deadlines = _DEADLINES[loop] = _Deadlines()
-    return deadlines
+_DEADLINES: LoopLocal[_Deadlines] = LoopLocal(lambda loop: _Deadlines())
 
 
 class within:
@@ -98,7 +92,7 @@ class within:
             when = float(math.ceil(when))
         self._cancelling = task.cancelling()
         self._entry = _Entry(task)
-        self._group = _deadlines(loop).join(self._entry, when, loop)
+        self._group = _DEADLINES.get(loop).join(self._entry, when, loop)
 
     def __exit__(
         self,
