@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.store.watching import Change
+from kopf_sim.writes import preparing
 
 from . import kubelet as k
 from .fates import Fate
@@ -139,7 +140,7 @@ class PodController(Controller):
             return
         bound = {**pod, "spec": {**pod["spec"], "nodeName": chosen}}
         self._pods_on.setdefault(chosen, set()).add(meta(pod)["uid"])
-        await self.update(bound, manager=SCHEDULER)
+        await self.update(bound, subresource=preparing.BINDING, manager=SCHEDULER)
 
     def _runtime(self, pod: JsonDict, node: JsonDict) -> k.PodRuntime:
         uid = meta(pod)["uid"]

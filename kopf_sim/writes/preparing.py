@@ -15,7 +15,7 @@ from kopf_sim.kube import crds, errors
 from kopf_sim.kube.objects import JsonDict, clone, compact_json, meta, name_problems, resolve_path
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.timing.clock import UidFactory
-from kopf_sim.writes import applying, defaulting, patching, schemas, typecheck, validation
+from kopf_sim.writes import applying, defaulting, immutability, patching, schemas, typecheck, validation
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -159,7 +159,9 @@ def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old
     for field in _OMITTED_WHEN_EMPTY:  # ObjectMeta omits empty collections on the wire
         if field in metadata and not metadata[field]:
             del metadata[field]
-    causes = validation.causes(rtype, obj, old)
+    causes = validation.causes(rtype, obj)
+    if old is not None:
+        causes.extend(immutability.update_causes(rtype, obj, old))
     if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         causes.extend(crds.crd_problems(obj, old))
     if causes:
@@ -335,7 +337,10 @@ def prepare_update(
 
     # The schema's pruning copies the whole object: until then, the old one's parts need no copies of their own.
     pruned = rtype.schema is not None
-    if subresource == "status":
+    if subresource == BINDING:
+        new = _bound(old, given)
+        track = False  # the apiserver binds in storage, with no managed fields of the scheduler's
+    elif subresource == "status":
         new = dict(old) if pruned else clone(old)
         if "status" in given:
             new["status"] = given["status"]
@@ -361,11 +366,11 @@ def prepare_update(
         if "managedFields" in old_meta and "managedFields" not in metadata:
             new_meta["managedFields"] = old_meta["managedFields"]
         _check_finalizers(rtype, old_meta, new_meta)
-    _keep_initial_state(rtype, old, new)
+    _keep_initial_state(cluster, rtype, old, new)
     new = _apply_schema(cluster, rtype, new, field_validation=field_validation, warnings=warnings)
     if rtype.has_generation and _spec_changed(rtype, old, new):
         new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
-    _validate_common(cluster, rtype, new, old)
+    _validate_common(cluster, rtype, new, None if subresource == BINDING else old)
     if (
         rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions")
         and subresource is None
@@ -596,7 +601,7 @@ def _fold_string_data(obj: JsonDict) -> None:
         obj["data"] = {**(obj.get("data") or {}), **encoded}
 
 
-def _keep_initial_state(rtype: ResourceType, old: JsonDict, new: JsonDict) -> None:
+def _keep_initial_state(cluster: StoreView, rtype: ResourceType, old: JsonDict, new: JsonDict) -> None:
     """Fields that a built-in's update strategy keeps from the old object (and the defaults of the new one)."""
     defaulting.apply_defaults(rtype, new)
     if rtype.storage_key == ("", "secrets"):
@@ -607,10 +612,50 @@ def _keep_initial_state(rtype: ResourceType, old: JsonDict, new: JsonDict) -> No
             new["status"] = clone(old.get("status") or {})
         _label_namespace_name(new)
     elif rtype.storage_key == ("", "services"):
-        spec = new.setdefault("spec", {})
-        for field in ("clusterIP", "clusterIPs"):
-            if field in (old.get("spec") or {}):
-                spec.setdefault(field, old["spec"][field])
+        _keep_cluster_ips(cluster, old.get("spec") or {}, new.setdefault("spec", {}))
+
+
+def _keep_cluster_ips(cluster: StoreView, old: JsonDict, spec: JsonDict) -> None:
+    """A service keeps its cluster IPs when an update leaves them out, as the apiserver fills them in again.
+
+    A changed ``clusterIP`` with the old ``clusterIPs`` is taken as the new ``clusterIPs`` too (then refused
+    as a change); a service that stops being an ExternalName gets an address; one that becomes one keeps none.
+    """
+    if spec.get("type", "ClusterIP") == "ExternalName":
+        return
+    if old.get("type", "ClusterIP") == "ExternalName":
+        spec["clusterIP"] = spec.get("clusterIP") or _cluster_ip(cluster)
+        spec["clusterIPs"] = spec.get("clusterIPs") or [spec["clusterIP"]]
+        return
+    if (
+        spec.get("clusterIP")
+        and spec["clusterIP"] != old.get("clusterIP")
+        and spec.get("clusterIPs") == old.get("clusterIPs")
+    ):
+        spec["clusterIPs"] = [spec["clusterIP"]]
+    for field in ("clusterIP", "clusterIPs"):
+        if not spec.get(field) and old.get(field):
+            spec[field] = clone(old[field])
+
+
+BINDING = "binding"
+
+
+def _bound(old: JsonDict, given: JsonDict) -> JsonDict:
+    """A pod assigned to the node of ``given``'s ``spec.nodeName``, as the ``pods/binding`` subresource does.
+
+    The scheduler binds this way: a pod's spec is immutable to updates, ``nodeName`` included.
+    """
+    name = meta(old)["name"]
+    node = (old.get("spec") or {}).get("nodeName")
+    if node:
+        message = (
+            f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is already assigned to node "{node}"'
+        )
+        raise errors.ApiError(409, "Conflict", message, details={"name": name, "kind": "pods/binding"})
+    new: JsonDict = clone(old)
+    new.setdefault("spec", {})["nodeName"] = (given.get("spec") or {}).get("nodeName", "")
+    return new
 
 
 def _cluster_ip(cluster: StoreView) -> str:

@@ -1,9 +1,10 @@
 """The apiserver's validation of objects that decoded well: its 422 ``Invalid`` field causes, in its words.
 
 Metadata is validated for every kind (labels, annotations, finalizers, owner references); built-in
-kinds have their own rules on top (config keys, immutable ConfigMaps and Secrets, replicas, ports,
-containers, leases, events). Custom resources are validated against their CRD's schema elsewhere
-(:mod:`kopf_sim.writes.schemas`). Values are already of the right types here (:mod:`kopf_sim.writes.typecheck`).
+kinds have their own rules on top (config keys, replicas, ports, containers, leases, events); what an
+update may not change is in :mod:`kopf_sim.writes.immutability`. Custom resources are validated against
+their CRD's schema elsewhere (:mod:`kopf_sim.writes.schemas`). Values are already of the right types
+here (:mod:`kopf_sim.writes.typecheck`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ _TEMPLATED = frozenset(
 )
 # The groups whose kinds validate their metadata with the core rules (not apiextensions, webhooks, CRs).
 _CORE_VALIDATED = frozenset({"", "apps", "batch", "coordination.k8s.io", "events.k8s.io", "rbac.authorization.k8s.io"})
-_IMMUTABLE_WHEN_SET = "field is immutable when `immutable` is set"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -92,11 +92,11 @@ def not_supported(field: str, value: Any, supported: tuple[str, ...]) -> Cause:
     }
 
 
-def causes(rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> list[Cause]:
-    """All the reasons to refuse the object (an update if ``old`` is given); empty if it is valid."""
+def causes(rtype: ResourceType, obj: JsonDict) -> list[Cause]:
+    """All the reasons to refuse the object as it is (whatever it was before); empty if it is valid."""
     found = metadata_causes(rtype, obj.get("metadata") or {})
     if not rtype.custom:
-        found.extend(_kind_causes(rtype, obj, old))
+        found.extend(_kind_causes(rtype, obj))
     return found
 
 
@@ -182,19 +182,13 @@ def _owner_causes(references: Any) -> list[Cause]:
 # --- the built-in kinds -----------------------------------------------------------------------------------
 
 
-def _kind_causes(rtype: ResourceType, obj: JsonDict, old: JsonDict | None) -> Iterator[Cause]:
+def _kind_causes(rtype: ResourceType, obj: JsonDict) -> Iterator[Cause]:
     key = (rtype.group, rtype.kind)
     spec = obj.get("spec") or {}
     if key == ("", "ConfigMap"):
         yield from _config_key_causes(obj, ("data", "binaryData"))
-        if old is not None:
-            yield from _immutable_causes(obj, old, ("data", "binaryData"))
     elif key == ("", "Secret"):
         yield from _config_key_causes(obj, ("data",))
-        if old is not None:
-            if obj.get("type", "Opaque") != old.get("type", "Opaque"):
-                yield invalid("type", obj.get("type", ""), "field is immutable")
-            yield from _immutable_causes(obj, old, ("data",))
     elif key == ("", "Pod"):
         yield from pod_spec_causes(spec, "spec")
     elif key == ("", "Service"):
@@ -241,16 +235,6 @@ def _config_key_causes(obj: JsonDict, fields: tuple[str, ...]) -> Iterator[Cause
             if key in seen:
                 yield invalid(path, key, "duplicate of key present in data")
             seen.add(key)
-
-
-def _immutable_causes(obj: JsonDict, old: JsonDict, fields: tuple[str, ...]) -> Iterator[Cause]:
-    if not old.get("immutable"):
-        return
-    if not obj.get("immutable"):
-        yield forbidden("immutable", _IMMUTABLE_WHEN_SET)
-    for field in fields:
-        if (obj.get(field) or {}) != (old.get(field) or {}):
-            yield forbidden(field, _IMMUTABLE_WHEN_SET)
 
 
 def pod_spec_causes(spec: JsonDict, path: str) -> Iterator[Cause]:

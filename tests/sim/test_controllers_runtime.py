@@ -140,15 +140,17 @@ def test_the_controllers_writes_are_watch_events() -> None:
         phases = []
         while (event := subscription.pop()) is not None:
             managers = [m["manager"] for m in event.obj["metadata"].get("managedFields", [])]
-            phases.append((event.type, event.obj["status"]["phase"], managers[-1] if managers else None))
+            bound = bool(event.obj["spec"].get("nodeName"))
+            phases.append((event.type, event.obj["status"]["phase"], bound, managers[-1] if managers else None))
         subscription.close()
         await manager.stop()
+        # The scheduler binds through pods/binding, which writes no managed fields (as in the apiserver).
         assert phases == [
-            ("ADDED", "Pending", None),
-            ("MODIFIED", "Pending", "kube-scheduler"),
-            ("MODIFIED", "Pending", "kubelet"),
-            ("MODIFIED", "Running", "kubelet"),
-            ("MODIFIED", "Running", "kubelet"),
+            ("ADDED", "Pending", False, None),
+            ("MODIFIED", "Pending", True, None),
+            ("MODIFIED", "Pending", True, "kubelet"),
+            ("MODIFIED", "Running", True, "kubelet"),
+            ("MODIFIED", "Running", True, "kubelet"),
         ]
 
     virtualtime.run(main())

@@ -717,12 +717,11 @@ def test_client_side_apply_removes_dropped_fields_of_a_builtin(kubectl: Kubectl,
     pod_spec["containers"][0]["args"] = ["--quiet"]
     pod_spec["containers"][0]["resources"] = {"limits": {"cpu": "2"}, "requests": {"cpu": "1"}}
     second["spec"]["template"]["metadata"]["labels"]["tier"] = "back"
-    second["spec"]["selector"]["matchLabels"]["tier"] = "back"
     assert (
         kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == "deployment.apps/web configured"
     )
     deploy = api.get("deploy", "web", ns)
-    assert deploy["spec"]["selector"]["matchLabels"] == {"app": "web", "tier": "back"}
+    assert deploy["spec"]["selector"]["matchLabels"] == {"app": "web"}
     assert deploy["spec"]["template"]["metadata"]["labels"] == {"app": "web", "tier": "back"}
     assert deploy["spec"]["template"]["spec"]["containers"][0]["args"] == ["--quiet"]
     assert deploy["spec"]["template"]["spec"]["containers"][0]["resources"] == {
@@ -731,6 +730,15 @@ def test_client_side_apply_removes_dropped_fields_of_a_builtin(kubectl: Kubectl,
     }
     assert (
         kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second)).strip() == "deployment.apps/web unchanged"
+    )
+    # A Deployment's selector is immutable in apps/v1.
+    second["spec"]["selector"]["matchLabels"]["tier"] = "back"
+    with pytest.raises(KubectlError) as refused:
+        kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(second))
+    assert refused.value.stderr.strip() == (
+        'The Deployment "web" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:'
+        'map[string]string{"app":"web", "tier":"back"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: '
+        "field is immutable"
     )
 
     # A ConfigMap's data: a changed key is updated, a dropped key is removed.
