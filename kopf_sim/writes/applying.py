@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from kopf_sim.kube.objects import clone
-from kopf_sim.writes.mergekeys import list_strategy, metadata_list_strategy
+from kopf_sim.writes.mergekeys import KEY_DEFAULTS, list_strategy, metadata_list_strategy
 from kopf_sim.writes.patching import PatchError
 
 Path = tuple[str, ...]
@@ -66,7 +66,8 @@ class ApplyConflictError(Exception):
 # The schema-aware shape of values: which lists are associative, sets, or atomic.
 # ----------------------------------------------------------------------------------------------------
 
-ListKind = tuple[Literal["map"], str] | tuple[Literal["set"], None] | tuple[Literal["atomic"], None]
+Keys = tuple[str, ...]  # the list-map keys of an associative list
+ListKind = tuple[Literal["map"], Keys] | tuple[Literal["set"], None] | tuple[Literal["atomic"], None]
 
 
 def _list_kind(kind_key: str | None, spath: Path) -> ListKind:
@@ -77,21 +78,30 @@ def _list_kind(kind_key: str | None, spath: Path) -> ListKind:
         return ("atomic", None)
     if strategy.merge_key is None:
         return ("set", None)
-    return ("map", strategy.merge_key)
+    return ("map", strategy.list_map_keys)
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _item_element(item: Any, key: str) -> str | None:
-    """The ``k:`` element of an associative list's item, or None if the item has no key."""
-    if isinstance(item, dict) and item.get(key) is not None:
-        return "k:" + _json({key: item[key]})
-    return None
+def _key_value(item: dict[str, Any], key: str) -> Any:
+    """An item's value of a list-map key, or the key's default if the item omits it."""
+    value = item.get(key)
+    return KEY_DEFAULTS.get(key) if value is None else value
 
 
-def _keyed_items(items: list[Any], key: str) -> dict[str, Any] | None:
+def _item_element(item: Any, keys: Keys) -> str | None:
+    """The ``k:`` element of an associative list's item, or None if the item lacks a key."""
+    if not isinstance(item, dict):
+        return None
+    values = {key: _key_value(item, key) for key in keys}
+    if any(value is None for value in values.values()):
+        return None
+    return "k:" + _json(values)
+
+
+def _keyed_items(items: list[Any], key: Keys) -> dict[str, Any] | None:
     """Index the items by their ``k:`` elements; None if any item cannot be keyed (then: atomic)."""
     index: dict[str, Any] = {}
     for item in items:
@@ -327,7 +337,7 @@ def _step(container: Any, element: str) -> tuple[bool, Any, Any]:
                 if (
                     kind == "k"
                     and isinstance(item, dict)
-                    and all(k in item and _json(item[k]) == _json(v) for k, v in target.items())
+                    and all(_json(_key_value(item, k)) == _json(v) for k, v in target.items())
                 ):
                     return True, item, index
     return False, None, None
@@ -532,26 +542,41 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def _validate_keys(value: Any, spath: Path, fpath: Path, kind_key: str | None) -> None:
-    """The applied associative lists must have the keys in all items, and no duplicates."""
+class TypedPatchError(PatchError):
+    """An applied configuration that breaks the kind's list keys: the caller names the object in the message."""
+
+
+def _validate_keys(config: Any, kind_key: str | None) -> None:
+    """The applied associative lists must have the keys in all items, and no duplicates (all problems told)."""
+    problems: list[str] = []
+    _key_problems(config, (), (), kind_key, problems)
+    if len(problems) == 1:
+        raise TypedPatchError(problems[0], code=400)
+    if problems:
+        raise TypedPatchError("errors:\n  " + "\n  ".join(problems), code=400)
+
+
+def _key_problems(value: Any, spath: Path, fpath: Path, kind_key: str | None, problems: list[str]) -> None:
     if isinstance(value, dict):
         for key, sub in value.items():
-            _validate_keys(sub, (*spath, key), (*fpath, f"f:{key}"), kind_key)
+            _key_problems(sub, (*spath, key), (*fpath, f"f:{key}"), kind_key, problems)
     elif isinstance(value, list):
-        kind, key = _list_kind(kind_key, spath)
+        kind, keys = _list_kind(kind_key, spath)
         seen: set[str] = set()
         for index, item in enumerate(value):
-            if kind == "map" and key:
-                element = _item_element(item, key)
+            if kind == "map" and keys:
+                element = _item_element(item, keys)
                 if element is None:
-                    raise PatchError(
+                    missing = next(k for k in keys if not isinstance(item, dict) or _key_value(item, k) is None)
+                    problems.append(
                         f"{format_path(fpath)}: element {index}: associative list with keys "
-                        f"has an element that omits key field {json.dumps(key)}"
+                        f"has an element that omits key field {json.dumps(missing)}"
                     )
-                if element in seen:
-                    raise PatchError(f"{format_path(fpath)}: duplicate entries for key {format_path((element,))}")
-                seen.add(element)
-                _validate_keys(item, spath, (*fpath, element), kind_key)
+                elif element in seen:
+                    problems.append(f"{format_path(fpath)}: duplicate entries for key {format_path((element,))}")
+                else:
+                    seen.add(element)
+                    _key_problems(item, spath, (*fpath, element), kind_key, problems)
 
 
 def _merge_into(live: Any, config: Any, spath: Path, kind_key: str | None) -> Any:
@@ -670,7 +695,7 @@ def server_side_apply(
         config["metadata"] = {key: value for key, value in metadata.items() if key not in untouchable}
     if live is not None:
         config = {key: value for key, value in config.items() if key not in _UNTRACKED_ROOT}
-    _validate_keys(config, (), (), kind_key)
+    _validate_keys(config, kind_key)
 
     managers = _parse_managers(_managed_fields_of(live))
     if live is not None and not managers:

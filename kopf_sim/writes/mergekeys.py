@@ -9,6 +9,8 @@ items transparent: ``("spec", "template", "spec", "containers", "ports")``.
 
 The table is used by the strategic merge patch, by server-side apply (lists with a merge key are
 associative, primitive lists with the ``merge`` strategy are sets), and by the OpenAPI annotator.
+Server-side apply keys some lists by more fields than the strategic merge does (``x-kubernetes-list-map-keys``:
+ports by number and protocol, so that DNS can serve port 53 over TCP and UDP); those are ``map_keys``.
 """
 
 from __future__ import annotations
@@ -32,14 +34,25 @@ class ListStrategy:
 
     merge_key: str | None
     strategy: str
+    map_keys: tuple[str, ...] = ()  # server-side apply's list-map keys, where they are not just the merge key
 
     @property
     def merges(self) -> bool:
         return "merge" in self.strategy.split(",")
 
+    @property
+    def list_map_keys(self) -> tuple[str, ...]:
+        """The keys that server-side apply (and ``managedFields``) tell the items of a list apart by."""
+        return self.map_keys or ((self.merge_key,) if self.merge_key else ())
 
-def _merge(key: str | None = None) -> ListStrategy:
-    return ListStrategy(merge_key=key, strategy="merge")
+
+# The defaults of list-map keys, as the apiserver's schemas declare them: an item that omits such a key
+# is keyed with the default (a port without a protocol is the TCP one). Only ports' protocols have one.
+KEY_DEFAULTS: Mapping[str, str] = MappingProxyType({"protocol": "TCP"})
+
+
+def _merge(key: str | None = None, *map_keys: str) -> ListStrategy:
+    return ListStrategy(merge_key=key, strategy="merge", map_keys=map_keys)
 
 
 def _prefixed(prefix: Path, table: Mapping[Path, ListStrategy]) -> dict[Path, ListStrategy]:
@@ -52,7 +65,7 @@ _METADATA: dict[Path, ListStrategy] = {
 }
 
 _CONTAINER: dict[Path, ListStrategy] = {
-    ("ports",): _merge("containerPort"),
+    ("ports",): _merge("containerPort", "containerPort", "protocol"),
     ("env",): _merge("name"),
     ("volumeMounts",): _merge("mountPath"),
     ("volumeDevices",): _merge("devicePath"),
@@ -68,7 +81,7 @@ _POD_SPEC: dict[Path, ListStrategy] = {
     ("volumes",): ListStrategy(merge_key="name", strategy="merge,retainKeys"),
     ("imagePullSecrets",): _merge("name"),
     ("hostAliases",): _merge("ip"),
-    ("topologySpreadConstraints",): _merge("topologyKey"),
+    ("topologySpreadConstraints",): _merge("topologyKey", "topologyKey", "whenUnsatisfiable"),
     ("resourceClaims",): ListStrategy(merge_key="name", strategy="merge,retainKeys"),
     ("schedulingGates",): _merge("name"),
     # tolerations, readinessGates, envFrom: no patch strategy in the real API, i.e. atomic.
@@ -105,7 +118,7 @@ _KINDS: dict[str, dict[Path, ListStrategy]] = {
     "v1/Service": {
         **_METADATA,
         **_CONDITIONS,
-        ("spec", "ports"): _merge("port"),
+        ("spec", "ports"): _merge("port", "port", "protocol"),
     },
     "v1/ConfigMap": {**_METADATA},
     "v1/Secret": {**_METADATA},

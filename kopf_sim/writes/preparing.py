@@ -267,15 +267,18 @@ def prepare_apply_create(
 ) -> JsonDict:
     """Server-side apply on a missing object creates it from the applied configuration."""
     applied = _parse_apply(rtype, patch, name, manager)
-    body = applying.server_side_apply(
-        None,
-        applied,
-        manager=manager or "",
-        force=False,
-        kind_key=_kind_key(rtype),
-        api_version=rtype.api_version,
-        now=cluster.now(),
-    )
+    try:
+        body = applying.server_side_apply(
+            None,
+            applied,
+            manager=manager or "",
+            force=False,
+            kind_key=_kind_key(rtype),
+            api_version=rtype.api_version,
+            now=cluster.now(),
+        )
+    except applying.TypedPatchError as exc:
+        raise _untyped(rtype, namespace, name, exc) from None
     return prepare_create(
         cluster, rtype, namespace, body, field_validation=field_validation, warnings=warnings, manager=None
     )
@@ -426,6 +429,8 @@ def prepare_patch(
                     api_version=rtype.api_version,
                     now=cluster.now(),
                 )
+            except applying.TypedPatchError as exc:
+                raise _untyped(rtype, meta(old).get("namespace"), meta(old)["name"], exc) from None
             except applying.ApplyConflictError as exc:
                 raise errors.ApiError(
                     409,
@@ -471,6 +476,16 @@ def prepare_patch(
         copied=content_type == MERGE_PATCH,
         patched=True,
     )
+
+
+def _untyped(rtype: ResourceType, namespace: str | None, name: str, exc: applying.TypedPatchError) -> errors.ApiError:
+    """An applied configuration that the kind's schema cannot type (e.g. duplicate list keys).
+
+    The apiserver answers it with a bare 500 (not a Status); the simulator, which never answers a
+    client's input with a 5xx, says the same words with 400 BadRequest.
+    """
+    gvk = f"{rtype.group}/{rtype.version}, Kind={rtype.kind}"
+    return errors.bad_request(f"failed to create typed patch object ({namespace or ''}/{name}; {gvk}): {exc.message}")
 
 
 def _parse_apply(rtype: ResourceType, patch: Any, name: str, manager: str | None) -> JsonDict:

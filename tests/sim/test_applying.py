@@ -165,7 +165,10 @@ def test_apply_creates_with_an_apply_entry() -> None:
                                     ".": {},
                                     "f:image": {},
                                     "f:name": {},
-                                    "f:ports": {'k:{"containerPort":80}': {".": {}, "f:containerPort": {}}},
+                                    # Ports are keyed by number and protocol, which defaults to TCP.
+                                    "f:ports": {
+                                        'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}
+                                    },
                                 }
                             }
                         }
