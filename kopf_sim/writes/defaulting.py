@@ -1,9 +1,10 @@
-"""The apiserver's defaults of the workload kinds' specs, filled in on every create and update.
+"""The apiserver's defaults of built-in specs (workloads, their pod templates, pods, services), on every write.
 
 Clients read them back: ``kubectl rollout status`` refuses a StatefulSet or DaemonSet whose
 ``updateStrategy`` is not (defaulted to) RollingUpdate, and operators read ``spec.replicas`` or
-``spec.strategy`` of objects created without them. Only the workload specs' own fields are
-defaulted here; pod templates are stored as given.
+``spec.strategy`` of objects created without them. The pod specs' defaults are in
+:mod:`kopf_sim.writes.podspecs`; what is allocated (cluster IPs) or admitted (a pod's service
+account) is done on creation only, elsewhere.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from kopf_sim.kube.objects import JsonDict
-from kopf_sim.kube.resources import ResourceType
+from kopf_sim.kube.resources import ResourceType, StorageKey
+from kopf_sim.writes.podspecs import default_pod_spec
 
 __all__ = ["apply_defaults"]
 
@@ -83,6 +85,21 @@ def _cron_job(spec: JsonDict) -> None:
     spec.setdefault("failedJobsHistoryLimit", 1)
 
 
+def _service(spec: JsonDict) -> None:
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    if spec["type"] in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    if spec["type"] == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
+    for port in spec.get("ports") or ():
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+
+
 _DEFAULTERS = {
     ("apps", "deployments"): _deployment,
     ("apps", "replicasets"): _replica_set,
@@ -90,12 +107,38 @@ _DEFAULTERS = {
     ("apps", "daemonsets"): _daemon_set,
     ("batch", "jobs"): _job,
     ("batch", "cronjobs"): _cron_job,
+    ("", "services"): _service,
+}
+
+# Where each kind keeps a pod spec, from the object's root.
+_POD_SPECS: dict[StorageKey, tuple[str, ...]] = {
+    ("", "pods"): ("spec",),
+    ("", "podtemplates"): ("template", "spec"),
+    ("", "replicationcontrollers"): ("spec", "template", "spec"),
+    ("apps", "deployments"): ("spec", "template", "spec"),
+    ("apps", "replicasets"): ("spec", "template", "spec"),
+    ("apps", "statefulsets"): ("spec", "template", "spec"),
+    ("apps", "daemonsets"): ("spec", "template", "spec"),
+    ("batch", "jobs"): ("spec", "template", "spec"),
+    ("batch", "cronjobs"): ("spec", "jobTemplate", "spec", "template", "spec"),
 }
 
 
+def _at(obj: JsonDict, path: tuple[str, ...]) -> Any:
+    value: Any = obj
+    for field in path:
+        value = value.get(field) if isinstance(value, dict) else None
+    return value
+
+
 def apply_defaults(rtype: ResourceType, obj: JsonDict) -> None:
-    """Fill in the defaults of a built-in workload's spec, in place (the caller's own copy)."""
+    """Fill in the defaults of a built-in's spec and its pod template, in place (the caller's own copy)."""
+    if rtype.custom:
+        return
     defaulter = _DEFAULTERS.get(rtype.storage_key)
     spec = _spec(obj)
     if defaulter is not None and spec is not None:
         defaulter(spec)
+    path = _POD_SPECS.get(rtype.storage_key)
+    if path is not None:
+        default_pod_spec(_at(obj, path))

@@ -15,7 +15,16 @@ from kopf_sim.kube import crds, errors
 from kopf_sim.kube.objects import JsonDict, clone, compact_json, meta, name_problems, resolve_path
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.timing.clock import UidFactory
-from kopf_sim.writes import applying, defaulting, immutability, patching, schemas, typecheck, validation
+from kopf_sim.writes import (
+    applying,
+    defaulting,
+    immutability,
+    patching,
+    podspecs,
+    schemas,
+    typecheck,
+    validation,
+)
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -570,6 +579,7 @@ def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> No
         obj["status"] = {"phase": "Active"}
         _label_namespace_name(obj)
     elif key == ("", "pods"):
+        podspecs.admit_pod(obj.get("spec"))
         obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
     elif key in {
         ("apps", "deployments"),
@@ -591,15 +601,10 @@ def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> No
         obj.setdefault("type", "Opaque")
     elif key == ("", "services"):
         spec = obj.setdefault("spec", {})
-        spec.setdefault("type", "ClusterIP")
-        if spec["type"] != "ExternalName":
-            spec.setdefault("clusterIP", _cluster_ip(cluster))
-            spec.setdefault("clusterIPs", [spec["clusterIP"]])
-        spec.setdefault("sessionAffinity", "None")
-        for port in spec.get("ports") or ():
-            if isinstance(port, dict):
-                port.setdefault("protocol", "TCP")
-                port.setdefault("targetPort", port.get("port"))
+        if spec.get("type", "ClusterIP") != "ExternalName":
+            spec["clusterIP"] = spec.get("clusterIP") or _cluster_ip(cluster)
+            spec["clusterIPs"] = spec.get("clusterIPs") or [spec["clusterIP"]]
+            _single_stack(spec)
 
 
 def _label_namespace_name(obj: JsonDict) -> None:
@@ -641,6 +646,7 @@ def _keep_cluster_ips(cluster: StoreView, old: JsonDict, spec: JsonDict) -> None
     if old.get("type", "ClusterIP") == "ExternalName":
         spec["clusterIP"] = spec.get("clusterIP") or _cluster_ip(cluster)
         spec["clusterIPs"] = spec.get("clusterIPs") or [spec["clusterIP"]]
+        _single_stack(spec)
         return
     if (
         spec.get("clusterIP")
@@ -648,9 +654,15 @@ def _keep_cluster_ips(cluster: StoreView, old: JsonDict, spec: JsonDict) -> None
         and spec.get("clusterIPs") == old.get("clusterIPs")
     ):
         spec["clusterIPs"] = [spec["clusterIP"]]
-    for field in ("clusterIP", "clusterIPs"):
+    for field in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
         if not spec.get(field) and old.get(field):
             spec[field] = clone(old[field])
+
+
+def _single_stack(spec: JsonDict) -> None:
+    """The IP families of a service with cluster IPs in the simulator's single-stack (IPv4) cluster."""
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
 
 
 BINDING = "binding"
@@ -754,6 +766,7 @@ def after_mutation(
     if old is not None:
         _check_finalizers(rtype, meta(old), metadata)
     _decoded(rtype, result, patched=True)
+    defaulting.apply_defaults(rtype, result)  # what the webhooks added is defaulted, as it is decoded again
     result = _apply_schema(cluster, rtype, result, field_validation="Ignore", warnings=None)
     if rtype.has_generation:
         if old is None:

@@ -477,7 +477,7 @@ def test_kubectl_create_workloads(kubeconfig: Path) -> None:
     assert deploy["spec"]["replicas"] == 3
     assert deploy["spec"]["selector"] == {"matchLabels": {"app": "pb-deploy"}}
     container = deploy["spec"]["template"]["spec"]["containers"][0]
-    assert (container["image"], container["ports"]) == ("nginx:1", [{"containerPort": 80}])
+    assert (container["image"], container["ports"]) == ("nginx:1", [{"containerPort": 80, "protocol": "TCP"}])
     job = get(kubeconfig, "job", "pb-job")
     assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"

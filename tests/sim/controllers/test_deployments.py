@@ -281,3 +281,27 @@ async def test_a_replica_set_replaces_lost_pods_and_drops_the_unready_first(
     ]
     assert deleting == [unready]
     assert obj["status"]["observedGeneration"] == 1
+
+
+async def test_a_reapplied_manifest_starts_no_rollout(kopf_cluster: KopfCluster) -> None:
+    manifest = deployment("web", replicas=2)
+    await kopf_cluster.apply(manifest)
+    first = await kopf_cluster.wait_for("deployments", "web", condition=complete)
+    [rs] = (await replica_sets(kopf_cluster)).values()
+    # The stored template is the defaulted one; the ReplicaSet's and its pods' are the same, with the hash.
+    template = first["spec"]["template"]
+    assert template["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    assert template["spec"]["restartPolicy"] == "Always"
+    assert "serviceAccountName" not in template["spec"]  # what admission adds goes into pods only
+    assert rs["spec"]["template"]["spec"] == template["spec"]
+    for pod in await kopf_cluster.list("pods"):
+        assert {k: pod["spec"][k] for k in template["spec"]} == template["spec"]
+        assert pod["spec"]["serviceAccountName"] == "default"
+
+    await kopf_cluster.apply(manifest)  # the manifest without the defaults, merged again
+    await asyncio.sleep(10)
+    again = await kopf_cluster.get("deployments", "web")
+    assert again is not None
+    assert again["metadata"]["generation"] == first["metadata"]["generation"]
+    assert again["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    assert list(await replica_sets(kopf_cluster)) == [rs["metadata"]["name"]]
