@@ -23,6 +23,7 @@ class ApiError(Exception):
         *,
         details: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        list_meta: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -30,12 +31,13 @@ class ApiError(Exception):
         self.message = message
         self.details = dict(details) if details else None
         self.headers = dict(headers) if headers else {}
+        self.list_meta = dict(list_meta) if list_meta else {}  # the Status' own metadata (e.g. a continue token)
 
     def to_status(self) -> JsonDict:
         status: JsonDict = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.list_meta),
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
@@ -131,8 +133,9 @@ def request_too_large(limit: int) -> ApiError:
     return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
 
 
-def expired(message: str) -> ApiError:
-    return ApiError(410, "Expired", message)
+def expired(message: str, *, continue_token: str | None = None) -> ApiError:
+    """410 Expired; for a compacted continue token, with the token that continues inconsistently instead."""
+    return ApiError(410, "Expired", message, list_meta={"continue": continue_token} if continue_token else None)
 
 
 def page_not_found() -> ApiError:

@@ -158,6 +158,8 @@ class Cluster:
             list_rv = self.stale_revision(at_rv)
         if continue_token:
             list_rv, start_after = self._decode_continue(continue_token)
+            if list_rv == LATEST:  # a token handed out with a 410: the rest of the list as it is now
+                list_rv = self.rv
         label_check = labels if labels is not None and not labels.empty else None
         field_check = fields if fields is not None and not fields.empty else None
         # Later pages come from the first page's snapshot, as etcd serves them at the token's revision.
@@ -217,13 +219,15 @@ class Cluster:
     def _decode_continue(self, token: str) -> tuple[int, tuple[str, str]]:
         rv, start = _decode_continue_token(token)
         namespace, _, name = start.partition("/")
-        if rv < self.compacted_rv:
+        if rv != LATEST and rv < self.compacted_rv:
+            # As the apiserver does: a token for the same start key at "the latest version" comes with the 410.
             raise errors.expired(
                 "The provided continue parameter is too old to display a consistent list result. "
                 "You can start a new list without the continue parameter, or use the continue token "
                 "in this response to retrieve the remainder of the results. Continuing with the "
                 "provided token results in an inconsistent list - objects that were created, modified, "
-                "or deleted between the time the first chunk was returned and now may show up in the list."
+                "or deleted between the time the first chunk was returned and now may show up in the list.",
+                continue_token=self._encode_continue(LATEST, (namespace, name)),
             )
         return rv, (namespace, name)
 
@@ -527,6 +531,9 @@ class Cluster:
         return created
 
 
+LATEST = -1  # the version of a continue token that goes on at the latest version (handed out with a 410)
+
+
 def _decode_continue_token(token: str) -> tuple[int, str]:
     """The version and start key of a continue token; a 400 if it is not one of ours (however it is made)."""
     if len(token) > _MAX_CONTINUE_TOKEN:
@@ -547,7 +554,7 @@ def _decode_continue_token(token: str) -> tuple[int, str]:
             f"{json.dumps(str(data.get('v', '')))}"
         )
     rv, start = data.get("rv"), data.get("start")
-    if not isinstance(rv, int) or isinstance(rv, bool) or not 0 < rv < 2**63:
+    if not isinstance(rv, int) or isinstance(rv, bool) or not (0 < rv < 2**63 or rv == LATEST):
         raise errors.bad_request(
             "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
         )

@@ -177,6 +177,31 @@ def test_expired_continue_token(crd_cluster: Cluster) -> None:
     assert (err.value.code, err.value.reason) == (410, "Expired")
 
 
+def test_an_expired_continue_token_comes_with_one_for_the_inconsistent_rest(crd_cluster: Cluster) -> None:
+    rtype = configmaps(crd_cluster)
+    for name in ("a", "b", "c"):
+        crd_cluster.create(rtype, "default", {"metadata": {"name": name}})
+    token = crd_cluster.list(rtype, "default", limit=1)["metadata"]["continue"]
+    crd_cluster.create(rtype, "default", {"metadata": {"name": "later"}})
+    crd_cluster.create(rtype, "default", {"metadata": {"name": "0"}})  # before the start key: not listed
+    crd_cluster.compact()
+    with pytest.raises(errors.ApiError) as err:
+        crd_cluster.list(rtype, "default", limit=1, continue_token=token)
+    status = err.value.to_status()
+    assert status["message"].startswith("The provided continue parameter is too old")
+    fresh = status["metadata"]["continue"]
+    assert fresh and fresh != token
+    names = []
+    page = crd_cluster.list(rtype, "default", limit=2, continue_token=fresh)
+    assert page["metadata"]["resourceVersion"] == str(crd_cluster.rv)  # the rest is read at the latest version
+    while True:
+        names += [o["metadata"]["name"] for o in page["items"]]
+        if not page["metadata"].get("continue"):
+            break
+        page = crd_cluster.list(rtype, "default", limit=2, continue_token=page["metadata"]["continue"])
+    assert names == ["b", "c", "later"]
+
+
 def test_crd_becomes_served_and_established(crd_cluster: Cluster) -> None:
     crd = crd_cluster.get(
         crd_cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"), None, "widgets.acme.example"
