@@ -17,7 +17,7 @@ import functools
 import json
 import logging
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from aiohttp import web, web_app
 from aiohttp.web_protocol import RequestPayloadError
@@ -35,6 +35,7 @@ from kopf_sim.store import lagging
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.store.watching import Subscription, WatchEvent
 from kopf_sim.writes import gotypes, preparing, typecheck, validation
+from kopf_sim.writes import options as writeoptions
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,14 @@ _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 _READONLY_HEADS = frozenset({"", "healthz", "livez", "readyz", "version", "openapi"})
 _LONGEST_WAIT = 3600.0  # a watch re-checks its deadline at least this often (no timer of a huge duration)
+
+
+class WriteOptions(TypedDict, total=False):
+    """What the store's writes take of a request's options (checked by :mod:`kopf_sim.writes.options`)."""
+
+    dry_run: bool
+    manager: str
+    field_validation: str
 
 
 class ApiRequest(Protocol):
@@ -395,9 +404,7 @@ class ApiServer:
             target.rtype,
             namespace,
             body,
-            dry_run=_dry_run(request),
-            manager=_manager(request),
-            field_validation=_field_validation(request),
+            **_write_options(request, "CreateOptions"),
             warnings=warnings,
         )
         return json_response(obj, 201, warnings=warnings)
@@ -416,8 +423,7 @@ class ApiServer:
                 namespace,
                 target.name,
                 body,
-                dry_run=_dry_run(request),
-                manager=_manager(request),
+                **_write_options(request, "UpdateOptions", field_validation=False),
                 subresource="scale",
             )
             return json_response(preparing.scale_of(target.rtype, obj))
@@ -430,9 +436,7 @@ class ApiServer:
             target.name,
             body,
             subresource=target.subresource,
-            dry_run=_dry_run(request),
-            manager=_manager(request),
-            field_validation=_field_validation(request),
+            **_write_options(request, "UpdateOptions"),
             warnings=warnings,
         )
         return json_response(obj, warnings=warnings)
@@ -443,6 +447,7 @@ class ApiServer:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in preparing.PATCH_TYPES:
             raise errors.unsupported_media_type(content_type, preparing.PATCH_TYPES)
+        written = _write_options(request, "PatchOptions", content_type=content_type)
         patch = await _read_patch(request, content_type)
         warnings = _warnings()
         existed = self.cluster.peek(target.rtype.storage_key, namespace, target.name) is not None
@@ -465,8 +470,8 @@ class ApiServer:
                 namespace,
                 target.name,
                 body,
-                dry_run=_dry_run(request),
-                manager=_manager(request),
+                dry_run=written["dry_run"],
+                manager=written["manager"],
                 subresource="scale",
             )
             return json_response(preparing.scale_of(target.rtype, obj))
@@ -479,10 +484,8 @@ class ApiServer:
             patch,
             content_type,
             subresource=target.subresource,
-            dry_run=_dry_run(request),
-            manager=_manager(request),
+            **written,
             force=_flag(request.query.get("force")),
-            field_validation=_field_validation(request),
             warnings=warnings,
         )
         return json_response(obj, 200 if existed else 201, warnings=warnings)
@@ -493,7 +496,7 @@ class ApiServer:
         if target.subresource is not None:
             raise errors.method_not_allowed()
         options = await _read_delete_options(request)
-        dry_run = _dry_run(request) or options.get("dryRun") == ["All"]
+        dry_run = options.get("dryRun") == ["All"]
         warnings = _warnings()
         result = await admitted_writes.delete(
             self.cluster,
@@ -510,8 +513,9 @@ class ApiServer:
     async def _delete_collection(self, request: ApiRequest, target: Target) -> web.Response:
         labels, fields = self._selectors(request, target)
         options = await _read_delete_options(request)
+        dry_run = options.get("dryRun") == ["All"]
         result = self.cluster.delete_collection(
-            target.rtype, target.namespace, labels=labels, fields=fields, options=options, dry_run=_dry_run(request)
+            target.rtype, target.namespace, labels=labels, fields=fields, options=options, dry_run=dry_run
         )
         return json_response(result)
 
@@ -701,32 +705,28 @@ def _flag(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "1")
 
 
-def _dry_run(request: ApiRequest) -> bool:
-    values = request.query.getall("dryRun", [])
-    for value in values:
-        if value != "All":
-            raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
-    return bool(values)
-
-
-def _field_validation(request: ApiRequest) -> str:
-    value = request.query.get("fieldValidation", "")
-    if value and value not in ("Ignore", "Warn", "Strict"):
-        raise errors.bad_request(
-            f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Strict", "Warn"'
-        )
-    return value
-
-
-def _manager(request: ApiRequest) -> str:
-    """The field manager: explicit, or the client's user agent up to the first slash (as the apiserver)."""
-    manager = request.query.get("fieldManager")
-    if manager:
-        if len(manager) > 128:
-            raise errors.bad_request("fieldManager: Too long: may not be more than 128 bytes")
-        return manager
-    agent = request.headers.get("User-Agent", "unknown")
-    return agent.split("/")[0][:128] or "unknown"
+def _write_options(
+    request: ApiRequest, kind: str, *, content_type: str | None = None, field_validation: bool = True
+) -> WriteOptions:
+    """The dry run, field manager and field validation of a create, update or patch (a 422 if bad)."""
+    query = request.query
+    dry_run = query.getall("dryRun", [])
+    given = query.get("fieldManager")
+    validation = query.get("fieldValidation", "")
+    writeoptions.check_write_options(
+        kind,
+        dry_run=dry_run,
+        manager=given,
+        field_validation=validation,
+        force=query.get("force"),
+        apply=content_type == preparing.APPLY_PATCH,
+    )
+    # Without one, the field manager is the client's user agent up to the first slash (as the apiserver).
+    manager = given or request.headers.get("User-Agent", "unknown").split("/")[0][:128] or "unknown"
+    written = WriteOptions(dry_run=bool(dry_run), manager=manager)
+    if field_validation:
+        written["field_validation"] = validation
+    return written
 
 
 async def _read_body(request: ApiRequest) -> bytes:
@@ -842,4 +842,7 @@ async def _read_delete_options(request: ApiRequest) -> Mapping[str, Any]:
         options["gracePeriodSeconds"] = queries.integer(request.query, "gracePeriodSeconds")
     if "orphanDependents" in request.query:
         options["orphanDependents"] = _flag(request.query["orphanDependents"])
+    if "dryRun" in request.query:
+        options["dryRun"] = request.query.getall("dryRun")
+    writeoptions.check_delete_options(options)
     return options

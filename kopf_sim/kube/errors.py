@@ -97,7 +97,7 @@ def invalid(kind: str, group: str, name: str, causes: Sequence[Mapping[str, str]
     texts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
     joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     message = f'{qualified_kind} "{name}" is invalid: {joined}'
-    details: JsonDict = {"name": name}
+    details: JsonDict = {"name": name} if name else {}  # an empty name is omitted, as in Go
     if group:
         details["group"] = group
     details["kind"] = kind

@@ -15,6 +15,7 @@ from kopf_sim.kube.objects import JsonDict, clone, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.store import graceful
 from kopf_sim.timing.clock import Clock
+from kopf_sim.writes import options as writeoptions
 from kopf_sim.writes.preparing import StoreView
 
 FOREGROUND = "foregroundDeletion"
@@ -53,15 +54,11 @@ class Store(StoreView, Protocol):
 
 
 def _propagation(options: Mapping[str, Any]) -> str:
+    writeoptions.check_delete_options(options)  # checked on the way in already when the request came over HTTP
     policy = options.get("propagationPolicy")
     if policy is None and options.get("orphanDependents") is True:
         policy = "Orphan"
-    policy = policy or "Background"
-    if policy not in ("Background", "Foreground", "Orphan"):
-        raise errors.bad_request(
-            f'propagationPolicy: Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"'
-        )
-    return str(policy)
+    return str(policy or "Background")
 
 
 def _check_preconditions(rtype: ResourceType, obj: JsonDict, options: Mapping[str, Any]) -> None:

@@ -381,9 +381,10 @@ async def test_bad_dry_run_value(client: aiohttp.ClientSession, crd_cluster: Clu
         "POST",
         f"{WIDGETS}?dryRun=Some",
         data=json.dumps(widget("w6")),
-        code=400,
-        reason="BadRequest",
-        message='dryRun: Unsupported value: "Some": supported values: "All"',
+        code=422,
+        reason="Invalid",
+        message='CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Some"}: '
+        'supported values: "All"',
     )
 
 
