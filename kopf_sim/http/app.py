@@ -116,7 +116,7 @@ def json_response(
 ) -> web.Response:
     response = encoded_response(dumps(data), status, content_type=content_type)
     for warning in warnings or ():
-        response.headers.add("Warning", f"299 - {json.dumps(warning)}")
+        response.headers.add("Warning", _warning_header(warning))
     return response
 
 
@@ -185,7 +185,7 @@ class ApiServer:
         token = _request_warnings.set(warnings)
         try:
             try:
-                return await self._dispatch(request)
+                outcome = await self._dispatch(request)
             except errors.ApiError as exc:
                 response = error_response(exc)
             except web.HTTPRequestEntityTooLarge:
@@ -193,8 +193,17 @@ class ApiServer:
             except Exception as exc:  # a bug of ours: still a Status (never text/plain), and a traceback in the log
                 logger.exception(f"Internal error while handling {request.method} {request.path}")
                 response = error_response(errors.internal_error(exc, f"{request.method} {request.path}"))
+            else:
+                if isinstance(outcome, WatchStream):
+                    outcome.warnings = list(warnings)
+                else:
+                    sent = outcome.headers.getall("Warning", [])
+                    for header in (_warning_header(warning) for warning in warnings):
+                        if header not in sent:
+                            outcome.headers.add("Warning", header)
+                return outcome
             for warning in warnings:  # warnings reach the client even when the request fails
-                response.headers.add("Warning", f"299 - {json.dumps(warning)}")
+                response.headers.add("Warning", _warning_header(warning))
             return response
         finally:
             _request_warnings.reset(token)
@@ -310,6 +319,8 @@ class ApiServer:
         self, request: ApiRequest, group: str, version: str, rest: list[str]
     ) -> web.Response | WatchStream:
         target = self._target(group, version, rest)
+        if target.rtype.deprecation_warning:
+            _warnings().append(target.rtype.deprecation_warning)
         query = request.query
         method = request.method
         if target.name is None:
@@ -621,6 +632,7 @@ class WatchStream:
     def __init__(self, chunks: AsyncGenerator[bytes, None], subscription: Subscription, *, content_type: str) -> None:
         self.chunks = chunks
         self.content_type = content_type
+        self.warnings: list[str] = []  # the request's warnings, sent as headers before the events
         self._subscription = subscription
 
     async def close(self) -> None:
@@ -630,6 +642,8 @@ class WatchStream:
     async def write_to(self, request: web.Request) -> web.StreamResponse:
         """Stream it over HTTP (chunked), until it ends or the client goes away."""
         response = web.StreamResponse(headers={"Content-Type": self.content_type, "Transfer-Encoding": "chunked"})
+        for warning in self.warnings:
+            response.headers.add("Warning", _warning_header(warning))
         try:
             await response.prepare(request)
             async for chunk in self.chunks:
@@ -694,6 +708,11 @@ def openapi_kind(rtype: ResourceType) -> openapi.ServedKind:
 
 
 # -- Request parsing -------------------------------------------------------------------------------
+
+
+def _warning_header(text: str) -> str:
+    """A ``Warning`` header as the apiserver sends it: code 299, no agent, the text quoted."""
+    return f"299 - {json.dumps(text)}"
 
 
 def _warnings() -> list[str]:

@@ -127,9 +127,17 @@ def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
                 scale=scale,
                 storage_version=storage,
                 preferred=version["name"] == preferred,
+                deprecation_warning=_deprecation_warning(spec["group"], version, names["kind"]),
             )
         )
     return types
+
+
+def _deprecation_warning(group: str, version: Mapping[str, Any], kind: str) -> str:
+    """The warning of a deprecated version: the CRD's own text, or the apiserver's default one."""
+    if not version.get("deprecated"):
+        return ""
+    return str(version.get("deprecationWarning") or f"{group}/{version['name']} {kind} is deprecated")
 
 
 def _version_priority(name: str) -> tuple[int, int, int, str]:

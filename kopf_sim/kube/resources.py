@@ -61,6 +61,7 @@ class ResourceType:
     scale: ScalePaths | None = None
     storage_version: str = ""  # the version whose apiVersion stored objects carry
     preferred: bool = True
+    deprecation_warning: str = ""  # sent with every response of a deprecated (CRD) version
 
     def __hash__(self) -> int:
         """The hash of all fields (as the dataclass's own), computed once: types are cache keys of discovery."""
