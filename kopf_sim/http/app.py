@@ -591,7 +591,8 @@ class ApiServer:
         """The watch events as they come, a chunk of lines at a time, until the timeout or the close."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        next_bookmark = loop.time() + self.options.bookmark_interval
+        interval = self.options.bookmark_interval
+        next_bookmark = next_bookmark_time(loop.time(), deadline, interval) if allow_bookmarks else None
         first_table = True
         while True:
             chunk = bytearray()
@@ -618,12 +619,25 @@ class ApiServer:
             now = loop.time()
             if now >= deadline:
                 return
-            if allow_bookmarks and now >= next_bookmark:
+            if next_bookmark is not None and now >= next_bookmark:
                 subscription.push(self._bookmark(target.rtype))
-                next_bookmark = now + self.options.bookmark_interval
+                next_bookmark = next_bookmark_time(now, deadline, interval)
                 continue
-            until = min(deadline, next_bookmark) if allow_bookmarks else deadline
+            until = deadline if next_bookmark is None else min(deadline, next_bookmark)
             await subscription.wait(min(max(0.0, until - now), _LONGEST_WAIT))
+
+
+PRE_DEADLINE_BOOKMARK = 2.0  # seconds before a watch's deadline when the apiserver sends a last bookmark
+
+
+def next_bookmark_time(now: float, deadline: float, interval: float) -> float | None:
+    """When a watch with bookmarks gets its next one: every ``interval``, and once shortly before its deadline.
+
+    As the apiserver's watch cache does, so that a client whose watch times out resumes from a recent
+    version; None if no bookmark is due any more before the deadline.
+    """
+    due = min(now + interval, deadline - PRE_DEADLINE_BOOKMARK)
+    return due if due > now else None
 
 
 class WatchStream:

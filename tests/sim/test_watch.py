@@ -100,13 +100,33 @@ async def test_bookmarks_on_idle_watches(client: aiohttp.ClientSession, crd_clus
     events = await read_events(
         client, WIDGETS, timeoutSeconds="150", allowWatchBookmarks="true", resourceVersion=str(crd_cluster.rv)
     )
-    assert [e["type"] for e in events] == ["BOOKMARK", "BOOKMARK"]
+    assert [e["type"] for e in events] == ["BOOKMARK", "BOOKMARK", "BOOKMARK"]  # at 60 s, 120 s, 148 s
     assert events[0]["object"] == {
         "kind": "Widget",
         "apiVersion": "acme.example/v1",
         "metadata": {"resourceVersion": str(crd_cluster.rv)},
     }
     assert round(loop.time() - start) == 150
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize(
+    ("timeout", "moments"),
+    [("10", [8.0]), ("130", [60.0, 120.0, 128.0]), ("121", [60.0, 119.0]), ("2", [])],
+)
+async def test_a_bookmark_comes_shortly_before_the_deadline(
+    client: aiohttp.ClientSession, crd_cluster: Cluster, timeout: str, moments: list[float]
+) -> None:
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    seen: list[float] = []
+    params = {"watch": "true", "timeoutSeconds": timeout, "allowWatchBookmarks": "true"}
+    async with client.get(WIDGETS, params={**params, "resourceVersion": str(crd_cluster.rv)}) as response:
+        async for line in response.content:
+            assert json.loads(line)["type"] == "BOOKMARK"
+            seen.append(loop.time() - start)
+    assert seen == moments
+    assert loop.time() - start == float(timeout)
 
 
 @pytest.mark.looptime
