@@ -25,7 +25,7 @@ from multidict import MultiMapping
 
 from kopf_sim.admission import admitted_writes
 from kopf_sim.admission.webhooks import AdmissionControl
-from kopf_sim.http import bodies, discovery, openapi, queries
+from kopf_sim.http import bodies, discovery, openapi, queries, reviews
 from kopf_sim.http.yamlbodies import parse_yaml
 from kopf_sim.kube import errors, tables
 from kopf_sim.kube.objects import JsonDict, compact_json, meta
@@ -321,6 +321,8 @@ class ApiServer:
         target = self._target(group, version, rest)
         if target.rtype.deprecation_warning:
             _warnings().append(target.rtype.deprecation_warning)
+        if target.rtype.verbs == ("create",):
+            return await self._review(request, target)
         query = request.query
         method = request.method
         if target.name is None:
@@ -419,6 +421,19 @@ class ApiServer:
             warnings=warnings,
         )
         return json_response(obj, 201, warnings=warnings)
+
+    async def _review(self, request: ApiRequest, target: Target) -> web.Response:
+        """A create-only resource (the authorization reviews): answered, never stored."""
+        if request.method != "POST" or target.name is not None or target.legacy_watch:
+            raise errors.method_not_allowed()
+        writeoptions.check_write_options(
+            "CreateOptions",
+            dry_run=request.query.getall("dryRun", []),
+            manager=request.query.get("fieldManager"),
+            field_validation=request.query.get("fieldValidation", ""),
+        )
+        body = await _read_object(request, target.rtype)
+        return json_response(reviews.review(target.rtype, target.namespace, body), 201)
 
     async def _update(self, request: ApiRequest, target: Target) -> web.Response:
         assert target.name is not None

@@ -411,6 +411,28 @@ SCHEMAS: dict[str, dict[int, Field]] = {
     },
     "Subject": {1: _s("kind"), 2: _s("apiGroup"), 3: _s("name"), 4: _s("namespace")},
     "RoleRef": {1: _s("apiGroup"), 2: _s("kind"), 3: _s("name")},
+    # -- authorization.k8s.io/v1 (kubectl auth can-i) ------------------------------------------
+    "SelfSubjectAccessReview": {1: _META, 2: _m("spec", "AccessReviewSpec", always=True), 3: _m("status", "Empty")},
+    "SubjectAccessReview": {1: _META, 2: _m("spec", "AccessReviewSpec", always=True), 3: _m("status", "Empty")},
+    "AccessReviewSpec": {
+        1: _m("resourceAttributes", "ResourceAttributes"),
+        2: _m("nonResourceAttributes", "NonResourceAttributes"),
+        3: _s("user"),
+        4: _ls("groups"),
+        6: _s("uid"),
+    },
+    "ResourceAttributes": {
+        1: _s("namespace"),
+        2: _s("verb"),
+        3: _s("group"),
+        4: _s("version"),
+        5: _s("resource"),
+        6: _s("subresource"),
+        7: _s("name"),
+    },
+    "NonResourceAttributes": {1: _s("path"), 2: _s("verb")},
+    "SelfSubjectRulesReview": {1: _META, 2: _m("spec", "RulesReviewSpec", always=True), 3: _m("status", "Empty")},
+    "RulesReviewSpec": {1: _s("namespace")},
 }
 
 # (apiVersion, kind) of the top-level objects -> their message.
@@ -428,6 +450,10 @@ KINDS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "ClusterRoleBinding",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): "SubjectAccessReview",
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "SubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
 }
 
 # The runtime.Unknown envelope and its TypeMeta.

@@ -396,7 +396,20 @@ def builtin_types() -> tuple[ResourceType, ...]:
         _t("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
         _t("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
         _t("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
+        # Reviews are create-only and never stored: they ask whether a request would be allowed.
+        *(
+            _t("authorization.k8s.io", "v1", kind, plural, namespaced=namespaced, verbs=("create",))
+            for kind, plural, namespaced in REVIEWS
+        ),
     )
+
+
+REVIEWS = (
+    ("LocalSubjectAccessReview", "localsubjectaccessreviews", True),
+    ("SelfSubjectAccessReview", "selfsubjectaccessreviews", False),
+    ("SelfSubjectRulesReview", "selfsubjectrulesreviews", False),
+    ("SubjectAccessReview", "subjectaccessreviews", False),
+)
 
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

@@ -170,6 +170,11 @@ _KINDS: dict[str, dict[Path, ListStrategy]] = {
     "rbac.authorization.k8s.io/v1/RoleBinding": {**_METADATA},
     "rbac.authorization.k8s.io/v1/ClusterRole": {**_METADATA},
     "rbac.authorization.k8s.io/v1/ClusterRoleBinding": {**_METADATA},
+    # Reviews are only created, never patched; their lists are atomic.
+    "authorization.k8s.io/v1/LocalSubjectAccessReview": {**_METADATA},
+    "authorization.k8s.io/v1/SelfSubjectAccessReview": {**_METADATA},
+    "authorization.k8s.io/v1/SelfSubjectRulesReview": {**_METADATA},
+    "authorization.k8s.io/v1/SubjectAccessReview": {**_METADATA},
 }
 
 _FROZEN: dict[str, Mapping[Path, ListStrategy]] = {

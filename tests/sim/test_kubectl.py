@@ -322,6 +322,23 @@ def test_api_resources_and_versions(kubectl: Kubectl) -> None:
     assert versions == sorted(versions)
 
 
+def test_auth_can_i_says_yes(kubectl: Kubectl) -> None:
+    """kubectl's access reviews (sent as protobuf) are answered as for a cluster-admin: everything is allowed."""
+    assert kubectl("auth", "can-i", "create", "pods").strip() == "yes"
+    assert kubectl("auth", "can-i", "get", "deployments.apps/web", "--subresource=scale", "-n", "x").strip() == "yes"
+    assert kubectl("auth", "can-i", "get", "/healthz").strip() == "yes"
+    rules = table(kubectl("auth", "can-i", "--list"))
+    assert rules[0] == ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
+    assert rules[1] == ["*.*", "[]", "[]", "[*]"]
+    reviews = table(kubectl("api-resources", "--api-group=authorization.k8s.io", "-o", "wide"))
+    assert [(row[0], row[-1]) for row in reviews[1:]] == [  # no categories: the verbs come last
+        ("localsubjectaccessreviews", "create"),
+        ("selfsubjectaccessreviews", "create"),
+        ("selfsubjectrulesreviews", "create"),
+        ("subjectaccessreviews", "create"),
+    ]
+
+
 # -- 3. get in all forms --
 
 
