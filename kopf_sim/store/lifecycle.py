@@ -212,7 +212,7 @@ def _collect_dependents(cluster: Store, owner_uid: str) -> None:
         if current is None:
             continue
         refs = meta(current).get("ownerReferences") or []
-        alive = [r for r in refs if r.get("uid") != owner_uid and cluster.by_uid(r.get("uid", "")) is not None]
+        alive = [r for r in refs if r.get("uid") != owner_uid and _owner_present(cluster, current, r)]
         if alive:
             _set_owner_references(cluster, current, [r for r in refs if r.get("uid") != owner_uid])
         elif not meta(current).get("deletionTimestamp"):
@@ -224,8 +224,23 @@ def _collect_if_orphaned(cluster: Store, obj: JsonDict) -> None:
     refs = [ref for ref in meta(obj).get("ownerReferences") or () if ref.get("uid")]
     if not refs or meta(obj).get("deletionTimestamp"):
         return
-    if all(cluster.by_uid(ref["uid"]) is None for ref in refs):
+    if not any(_owner_present(cluster, obj, ref) for ref in refs):
         _delete_quietly(cluster, obj, "Background")
+
+
+def _owner_present(cluster: Store, dependent: JsonDict, ref: Mapping[str, Any]) -> bool:
+    """
+    Whether the owner exists where the garbage collector looks for it: in the dependent's own namespace.
+
+    A namespaced owner is found only in the namespace of its dependent; for a cluster-scoped dependent, only
+    cluster-scoped owners count. An owner elsewhere is absent (as the apiserver's collector treats it: the
+    dependent goes, where a real cluster also reports OwnerRefInvalidNamespace).
+    """
+    owner = cluster.by_uid(str(ref.get("uid", "")))
+    if owner is None:
+        return False
+    owner_namespace = meta(owner).get("namespace")
+    return not owner_namespace or owner_namespace == meta(dependent).get("namespace")
 
 
 def _orphan_dependents(cluster: Store, owner_uid: str) -> None:

@@ -209,3 +209,24 @@ def test_a_dependent_pointed_at_a_gone_owner_later_is_collected_but_one_live_own
         configmaps, "default", "plain", {"metadata": {"ownerReferences": [ref(gone)]}}, "application/merge-patch+json"
     )
     assert cluster.peek(configmaps.storage_key, "default", "plain") is None
+
+
+def test_an_owner_in_another_namespace_is_absent_for_the_collector() -> None:
+    """As in Kubernetes: a namespaced owner is looked for in its dependent's namespace only."""
+    cluster = make_cluster(in_loop=False)
+    widgets = cluster.resource("acme.example", "v1", "widgets")
+    configmaps = cluster.resource("", "v1", "configmaps")
+    namespaces = cluster.resource("", "v1", "namespaces")
+    cluster.create(namespaces, None, {"metadata": {"name": "other"}})
+    owner = cluster.get(widgets, "default", "w1")
+    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": "w1", "uid": owner["metadata"]["uid"]}
+    cluster.create(configmaps, "other", {"metadata": {"name": "elsewhere", "ownerReferences": [ref]}})
+    cluster.create(configmaps, "default", {"metadata": {"name": "beside", "ownerReferences": [ref]}})
+    assert cluster.peek(configmaps.storage_key, "other", "elsewhere") is None
+    assert cluster.peek(configmaps.storage_key, "default", "beside") is not None
+    namespace = cluster.get(namespaces, None, "other")
+    cluster_scoped_ref = {"apiVersion": "v1", "kind": "Namespace", "name": "other", "uid": namespace["metadata"]["uid"]}
+    cluster.create(
+        configmaps, "default", {"metadata": {"name": "of-a-namespace", "ownerReferences": [cluster_scoped_ref]}}
+    )
+    assert cluster.peek(configmaps.storage_key, "default", "of-a-namespace") is not None
