@@ -45,7 +45,7 @@ from .errors import KopfLeakError, OperatorCheckFailed
 from .operator import KopfOperator
 from .plugin import GC_YOUNG_THRESHOLD
 from .strategies.schemas import CustomResource
-from .strategies.steps import PERTURBATIONS
+from .strategies.steps import PERTURBATIONS, ReplayLog
 
 if TYPE_CHECKING:
     import hypothesis
@@ -527,6 +527,7 @@ def check_operator(
         raise ValueError("No resources to drive: pass resources=['plural.group', ...] (their CRDs in manifests=).")
     if not (paths or modules or registry):
         raise ValueError("No operator to check: pass paths=[...], modules=[...], or registry=.")
+    _read_logs([*logs, *(step.log for step in initial_steps if isinstance(step, ReplayLog))])
     report = CheckReport(checks=list(chosen))
     started = time.perf_counter()
     # As in a session of kopf tests: the youngest generation collected less often (most of a world's objects are
@@ -564,6 +565,15 @@ def check_operator(
         gc.set_threshold(*thresholds)
         logging.getLogger("kopf").setLevel(kopf_level)
     return report
+
+
+def _read_logs(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Read and check the logs to replay before any example: a bad one is a :class:`LogError` naming its lines
+    at once, not a failing example found (and shrunk) when its replay happens to be drawn."""
+    from kopf_sim.recording.replaying import read_log
+
+    for path in paths:
+        read_log(path)
 
 
 def _run_checks(

@@ -7,7 +7,8 @@ A log is a header line, then one line per watch event, in the order the recorder
     {"t": 0.0, "resource": {"group": "kopf.dev", "version": "v1", "plural": "kopfexamples"},
      "type": "ADDED", "object": {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", …}}
 
-- ``t``: seconds since ``started`` (virtual seconds when a simulated cluster in virtual time recorded it);
+- ``t``: seconds since ``started`` (virtual seconds when a simulated cluster in virtual time recorded it),
+  finite, never decreasing within a segment (the writer holds it if the clock goes back);
 - ``resource``: the group (``""`` for the core API), version and plural the event was watched at;
 - ``type``: ``ADDED``, ``MODIFIED``, ``DELETED``, ``BOOKMARK`` (the object carries only a
   ``resourceVersion``) or ``ERROR`` (the object is a ``Status``, e.g. a ``410 Expired``);
@@ -166,12 +167,18 @@ class LogWriter:
         self.started = started
         self.secrets = secrets
         self.events = 0
+        self.last_t = 0.0
         self._write(header_line(started=started, source=source, secrets=secrets))
 
     def write(
         self, t: float, group: str, version: str, plural: str, event_type: str, obj: JsonDict, *, relisted: bool = False
     ) -> None:
-        self._write(event_line(t, group, version, plural, event_type, obj, secrets=self.secrets, relisted=relisted))
+        """Write one event; its time never before the previous one's (a reader refuses a log going back in time,
+        and a wall clock can be set back while a cluster is being recorded)."""
+        self.last_t = max(t, self.last_t)
+        self._write(
+            event_line(self.last_t, group, version, plural, event_type, obj, secrets=self.secrets, relisted=relisted)
+        )
         self.events += 1
 
     def _write(self, line: str) -> None:

@@ -19,6 +19,7 @@ import asyncio
 import dataclasses
 import datetime
 import json
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -56,6 +57,9 @@ CHANGES = ("ADDED", "MODIFIED", "DELETED")
 #: posts its own).
 NOT_REPLAYED_BY_DEFAULT = frozenset({("", "events"), ("events.k8s.io", "events")})
 MAX_PROBLEMS_SHOWN = 20
+#: The latest time a log can tell of, in seconds since its first header's start (about 31 years): a ``t`` beyond it is
+#: a broken log, not a recording (replayed, it would wait for ages, and print a duration of hundreds of digits).
+MAX_LOG_SECONDS = 1e9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +144,9 @@ def parse_log(lines: Iterable[str], *, source: str = "<log>") -> WatchLog:
     first_start: datetime.datetime | None = None
     offset = 0.0
     header_known = False  # a header line was seen (good or bad), or its absence reported
+    previous: LogEvent | None = None  # the last good event, and its own 't' in its segment
+    previous_t = 0.0
+    disordered = False  # the time went back in this segment (said once)
     for number, text in enumerate(lines, 1):
         if not text.strip():
             continue
@@ -157,11 +164,25 @@ def parse_log(lines: Iterable[str], *, source: str = "<log>") -> WatchLog:
             if problem:
                 problems.append(LogProblem(source, number, problem))
                 continue
+            if first_start is not None and started is not None:
+                since_first = (started - first_start).total_seconds()
+                if since_first > MAX_LOG_SECONDS:
+                    problems.append(
+                        LogProblem(
+                            source,
+                            number,
+                            f"the header's start time {data['started']!r} is {since_first:.0f} s after the first "
+                            f"header's: more than {MAX_LOG_SECONDS:.0f} s (about 31 years)",
+                        )
+                    )
+                else:
+                    offset = max(offset, since_first)
             headers.append(data)
             if first_start is None:
                 first_start = started
-            elif started is not None:
-                offset = max(offset, (started - first_start).total_seconds())
+            # A segment never goes back before the events above it (its recorder's clock may have been behind).
+            offset = max(offset, previous.t if previous is not None else 0.0)
+            previous_t, disordered = 0.0, False
             continue
         if not headers and not header_known:
             header_known = True
@@ -175,10 +196,20 @@ def parse_log(lines: Iterable[str], *, source: str = "<log>") -> WatchLog:
                 )
             )
         event, problem = _parse_event(data, source, number, offset)
+        if problem is None and event is not None and previous is not None and data["t"] < previous_t:
+            # previous_t is 0 at a segment's start: its times count from its own header. One such line per segment
+            # is named: a log out of order (e.g. reversed) would name each of its lines.
+            if not disordered:
+                problem = (
+                    f"the time goes back: 't' is {_short(data['t'])}, before the {_short(previous_t)} of line "
+                    f"{previous.line} (the events are in the order they happened: 't' never decreases)"
+                )
+            disordered = True
         if problem:
             problems.append(LogProblem(source, number, problem))
-        elif event is not None:
+        elif event is not None and not disordered:
             events.append(event)
+            previous, previous_t = event, data["t"]
     if not headers and not problems:
         problems.append(LogProblem(source, 0, "the log is empty (not even a header)"))
     if problems:
@@ -201,10 +232,25 @@ def _check_header(data: JsonDict) -> tuple[str | None, datetime.datetime | None]
     return None, moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
 
 
+def _short(number: float) -> str:
+    """A number of a log, shown short: not the 300 digits of a broken one (JSON ints have no limit)."""
+    text = str(number)
+    return text if len(text) <= 20 else f"{text[:8]}…({len(text)} characters)"
+
+
 def _parse_event(data: JsonDict, source: str, number: int, offset: float) -> tuple[LogEvent | None, str | None]:
     t = data.get("t")
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0:
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
         return None, "the event has no time offset: 't' must be the seconds since the log's start"
+    if isinstance(t, float) and not math.isfinite(t):
+        return None, f"the event's time 't' is {json.dumps(t)}: not a finite number of seconds since the log's start"
+    if t < 0:
+        return None, f"the event's time 't' is {_short(t)}: negative (it is the seconds since the log's start)"
+    if t > MAX_LOG_SECONDS - offset:  # an int of hundreds of digits compares, but would not convert to a float
+        return None, (
+            f"the event's time 't' is {_short(t)} s: more than {MAX_LOG_SECONDS:.0f} s (about 31 years) "
+            f"after the log's start"
+        )
     resource = data.get("resource")
     if (
         not isinstance(resource, dict)

@@ -90,3 +90,14 @@ def test_a_replay_refused_is_a_no_op_as_a_users_action_would_be() -> None:
         assert obj is not None and obj["spec"] == {"field": "blue"} and obj["metadata"]["deletionTimestamp"]
     finally:
         world.close()
+
+
+def test_a_bad_log_fails_before_any_example_naming_its_line(tmp_path: Path) -> None:
+    """Not as a failing example (shrunk, with a reproduction) found only when a replay of it happens to be drawn."""
+    from kopf_sim.recording.replaying import LogError
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(INCIDENT.read_text().replace('"t":0.986148', '"t":NaN', 1))
+    for options in [{"logs": [bad]}, {"initial_steps": [ReplayLog(str(bad))]}]:
+        with pytest.raises(LogError, match=rf"{bad}:2: the event's time 't' is NaN: not a finite number"):
+            check_operator(paths=[OPERATOR], manifests=[CRD], resources=[RESOURCE], max_examples=1, **options)

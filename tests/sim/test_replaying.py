@@ -199,10 +199,88 @@ def test_every_bad_line_is_named() -> None:
         "incident.jsonl:4: expected a JSON object, got list",
         "incident.jsonl:5: the event has no object",
         "incident.jsonl:6: the event's object has no metadata.name",
-        "incident.jsonl:7: the event has no time offset: 't' must be the seconds since the log's start",
+        "incident.jsonl:7: the event's time 't' is -1: negative (it is the seconds since the log's start)",
         'incident.jsonl:8: the event has no resource: \'resource\' must be {"group": …, "version": …, "plural": …}',
         "incident.jsonl:9: unknown event type 'CHANGED' (expected one of ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)",
     ]
+
+
+def configmap_at(t: str, name: str = "a", kind: str = "ADDED") -> str:
+    return (
+        f'{{"t": {t}, "resource": {{"group": "", "version": "v1", "plural": "configmaps"}}, "type": "{kind}", '
+        f'"object": {{"metadata": {{"name": "{name}"}}}}}}'
+    )
+
+
+def test_times_are_finite_not_negative_and_bounded() -> None:
+    """A NaN replayed at speed 1.0 took no time at all, and 1e308 printed a 300-digit duration: both are refused."""
+    text = "\n".join(
+        [
+            HEADER,
+            configmap_at("NaN"),
+            configmap_at("Infinity"),
+            configmap_at("-0.5"),
+            configmap_at("1e308"),
+            configmap_at("1" * 400),  # a JSON int of 400 digits: no float holds it
+        ]
+    )
+    assert problems(text) == [
+        "incident.jsonl:2: the event's time 't' is NaN: not a finite number of seconds since the log's start",
+        "incident.jsonl:3: the event's time 't' is Infinity: not a finite number of seconds since the log's start",
+        "incident.jsonl:4: the event's time 't' is -0.5: negative (it is the seconds since the log's start)",
+        "incident.jsonl:5: the event's time 't' is 1e+308 s: more than 1000000000 s (about 31 years) "
+        "after the log's start",
+        "incident.jsonl:6: the event's time 't' is 11111111…(400 characters) s: more than 1000000000 s "
+        "(about 31 years) after the log's start",
+    ]
+    assert [event.t for event in parse_log("\n".join([HEADER, configmap_at("1e9")])).events] == [1e9]  # the bound
+
+
+def test_the_time_never_goes_back_within_a_segment() -> None:
+    """A reversed log replayed its deletion as the first change: the first line going back is named, once."""
+    reversed_log = "\n".join(
+        [
+            HEADER,
+            configmap_at("1"),
+            configmap_at("1", kind="MODIFIED"),
+            configmap_at("9", kind="DELETED"),
+            configmap_at("5", kind="MODIFIED"),
+            configmap_at("3", kind="MODIFIED"),
+            configmap_at("0.5", name="b"),
+        ]
+    )
+    assert problems(reversed_log) == [
+        "incident.jsonl:5: the time goes back: 't' is 5, before the 9 of line 4 "
+        "(the events are in the order they happened: 't' never decreases)"
+    ]
+
+
+def test_a_segment_counts_from_its_own_start_but_never_before_the_events_above_it() -> None:
+    """Its recorder's clock may have been behind: the order of the lines is the order of the events."""
+    earlier = '{"format": "kopf-sim-watch-log", "version": 1, "started": "2025-12-31T23:59:00Z"}'
+    later = '{"format": "kopf-sim-watch-log", "version": 1, "started": "2026-01-01T00:01:00Z"}'
+    undated = '{"format": "kopf-sim-watch-log", "version": 1}'
+    text = "\n".join(
+        [
+            *[HEADER, configmap_at("5"), earlier, configmap_at("0", "b"), configmap_at("2", "c")],
+            *[later, configmap_at("1", "d"), undated, configmap_at("0", "e")],
+        ]
+    )
+    assert [(event.line, event.t) for event in parse_log(text).events] == [(2, 5), (4, 5), (5, 7), (7, 61), (9, 61)]
+    far = '{"format": "kopf-sim-watch-log", "version": 1, "started": "9999-01-01T00:00:00Z"}'
+    assert problems("\n".join([HEADER, far, configmap_at("0")])) == [
+        "incident.jsonl:2: the header's start time '9999-01-01T00:00:00Z' is 251603539200 s after the first "
+        "header's: more than 1000000000 s (about 31 years)"
+    ]
+
+
+def test_a_recorder_never_writes_a_time_going_back() -> None:
+    """A wall clock set back while a cluster is served and recorded holds the times: the log stays readable."""
+    stream = io.StringIO()
+    writer = LogWriter(stream, started=ManualClock()(), source={})
+    for t in (1.0, 3.0, 2.0, 4.0):
+        writer.write(t, "", "v1", "configmaps", "MODIFIED", {"metadata": {"name": "a"}})
+    assert [event.t for event in parse_log(stream.getvalue()).events] == [1.0, 3.0, 3.0, 4.0]
 
 
 def test_headers_are_checked() -> None:

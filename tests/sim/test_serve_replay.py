@@ -89,6 +89,22 @@ def test_a_bad_log_is_refused_before_serving(tmp_path: Path) -> None:
     assert result.returncode == 1 and f"{INCIDENT}:2: unknown resource kopfexamples.kopf.dev" in result.stderr
 
 
+def test_a_log_with_a_time_not_a_number_is_refused_before_serving(tmp_path: Path) -> None:
+    """With 't': NaN, a replay at the recorded pace took no time at all; now it is the line's error, no traceback."""
+    bad = tmp_path / "nan.jsonl"
+    bad.write_text(
+        '{"format": "kopf-sim-watch-log", "version": 1}\n'
+        '{"t": NaN, "resource": {"group": "", "version": "v1", "plural": "configmaps"}, "type": "ADDED", '
+        '"object": {"metadata": {"name": "x"}}}\n'
+    )
+    result = subprocess.run([str(KOPF_SIM), "serve", "--replay", str(bad)], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "Error: The log cannot be replayed (1 problem; nothing was written):",
+        f"  {bad}:2: the event's time 't' is NaN: not a finite number of seconds since the log's start",
+    ]
+
+
 def test_speeds() -> None:
     speed = SpeedType()
     assert speed.convert("2.5", None, None) == 2.5

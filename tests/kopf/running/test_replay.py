@@ -97,3 +97,29 @@ def test_a_bad_log_stops_the_run_before_it_starts(monkeypatch: pytest.MonkeyPatc
     assert result.exit_code == 1
     assert f"{log}:2: unknown resource kopfexamples.kopf.dev (version v1)" in result.output
     assert calls == []
+
+
+def test_a_log_going_back_in_time_stops_the_run_with_its_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """A reversed log replayed its deletion first; now its first line going back is named, with no traceback."""
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(running, "run", fake_run(calls))
+    log = tmp_path / "backwards.jsonl"
+    event = (
+        '{{"t": {t}, "resource": {{"group": "", "version": "v1", "plural": "configmaps"}}, '
+        '"type": "{kind}", "object": {{"metadata": {{"name": "x"}}}}}}\n'
+    )
+    log.write_text(
+        '{"format": "kopf-sim-watch-log", "version": 1}\n'
+        + event.format(t=9, kind="DELETED")
+        + event.format(t=1, kind="ADDED")
+    )
+    result = CliRunner().invoke(cli.main, ["run", "--sim", "--replay", str(log)])
+    assert result.exit_code == 1 and result.exception is not None and isinstance(result.exception, SystemExit)
+    assert result.output.splitlines() == [
+        "Error: The log cannot be replayed (1 problem; nothing was written):",
+        f"  {log}:3: the time goes back: 't' is 1, before the 9 of line 2 "
+        "(the events are in the order they happened: 't' never decreases)",
+    ]
+    assert calls == []
