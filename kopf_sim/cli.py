@@ -182,6 +182,7 @@ def serve(
     if token == "auto":
         token = secrets.token_urlsafe(24)
     cluster = Cluster(history_window=history_window)
+    bootstrap_rv = cluster.rv  # what every fresh cluster has (its namespaces) is not recorded; what is loaded is
     try:
         documents = read_manifests(manifests)
         loaded = cluster.apply_manifests(documents)
@@ -194,9 +195,11 @@ def serve(
     record_stream: IO[str] | None = None
     if record_path:
         record_stream = open(record_path, "a", encoding="utf-8")  # noqa: SIM115 - closed below
-        cluster.observers.append(
-            ChangeRecorder(record_stream, clock=system_clock, source={"recorder": "kopf-sim serve --record"})
+        recorder = ChangeRecorder(record_stream, clock=system_clock, source={"recorder": "kopf-sim serve --record"})
+        recorder.write_present(
+            (key, obj) for key, obj in cluster.everything() if int(obj["metadata"]["resourceVersion"]) > bootstrap_rv
         )
+        cluster.observers.append(recorder)
     if kubeconfig_path is None:
         handle, kubeconfig_path = tempfile.mkstemp(prefix="kopf-sim-", suffix=".kubeconfig")
         os.close(handle)

@@ -1,7 +1,8 @@
 """Recording any cluster's watch events into a log (``kopf-sim record``, ``--kopf-record`` in real mode).
 
 The recorder lists each chosen resource (in each chosen namespace) and writes the current
-objects as ``ADDED`` events first; then it watches from the lists' versions and writes every
+objects as ``ADDED`` events first (a custom resource's CRD before its first object, so that the
+log replays alone); then it watches from the lists' versions and writes every
 event as it comes, bookmarks included. When a watch ends, it watches again from the last
 version; when the cluster says ``410 Gone``, the ``ERROR`` is logged, the resource listed
 again, and the differences written as the changes they were (marked ``relisted``). With
@@ -96,6 +97,8 @@ class Capture:
         self._known: dict[_Target, dict[tuple[str, str], JsonDict]] = {}
         self._tasks: dict[_Target, asyncio.Task[None]] = {}
         self._seen: set[str] = set()  # the objects recorded so far (by uid)
+        self._crds_looked_up: set[tuple[str, str]] = set()  # (group, plural): its CRD written, or it has none
+        self._records_crds = False  # the CRDs are a recorded resource themselves (their current ones listed first)
         self._origin = 0.0
 
     # -- the lifecycle ---------------------------------------------------------------------------
@@ -105,6 +108,11 @@ class Capture:
         self._origin = asyncio.get_running_loop().time()
         try:
             targets = await self._targets()
+            # The CRDs first: each before the objects of the resource it defines, as a replay needs them.
+            targets.sort(key=lambda target: (target.resource.group, target.resource.plural) != CRDS)
+            self._records_crds = any(
+                (t.resource.group, t.resource.plural) == CRDS and t.recorded and t.namespace is None for t in targets
+            )
             for target in targets:
                 await self._begin(target)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
@@ -184,11 +192,11 @@ class Capture:
             for key, obj in objects.items():
                 old = known.get(key)
                 if old is None:
-                    self._write(target, "ADDED", obj, relisted=not initial)
+                    await self._write(target, "ADDED", obj, relisted=not initial)
                 elif meta(old).get("resourceVersion") != meta(obj).get("resourceVersion"):
-                    self._write(target, "MODIFIED", obj, relisted=True)
+                    await self._write(target, "MODIFIED", obj, relisted=True)
             for key in [key for key in known if key not in objects]:
-                self._write(target, "DELETED", known[key], relisted=True)
+                await self._write(target, "DELETED", known[key], relisted=True)
         self._known[target] = objects
         return version
 
@@ -225,7 +233,7 @@ class Capture:
                 continue
             if kind == "ERROR":
                 if target.recorded:
-                    self._write(target, "ERROR", obj)
+                    await self._write(target, "ERROR", obj)
                 if obj.get("code") != 410:
                     self.warn(f"The watch of {target.describe()} failed: {obj.get('message') or obj}.")
                     await asyncio.sleep(RETRY_DELAY)
@@ -240,7 +248,7 @@ class Capture:
                 else:
                     known[_key(obj)] = obj
             if target.recorded:
-                self._write(target, str(kind), obj)
+                await self._write(target, str(kind), obj)
             if (
                 self.all_resources
                 and (target.resource.group, target.resource.plural) == CRDS
@@ -250,12 +258,37 @@ class Capture:
                 await self._discover_new()
         return version
 
-    def _write(self, target: _Target, kind: str, obj: JsonDict, *, relisted: bool = False) -> None:
+    async def _write(self, target: _Target, kind: str, obj: JsonDict, *, relisted: bool = False) -> None:
         info = target.resource
         if kind in ("ADDED", "MODIFIED", "DELETED"):
+            await self._write_crd_of(info)
             self._seen.add(str(meta(obj).get("uid") or _key(obj)))
         t = asyncio.get_running_loop().time() - self._origin
         self.writer.write(t, info.group, info.version, info.plural, kind, obj, relisted=relisted)
+
+    async def _write_crd_of(self, info: Served) -> None:
+        """Before the first object of a custom resource, its CRD (as ADDED), unless the CRDs are recorded anyway.
+
+        So that the log replays into a cluster that does not have the CRD (a replay creates it first), as the
+        simulator's own recordings do. Once per resource: a built-in one has none (404); a CRD that the
+        recorder may not read (403) is said once, and the log then needs the CRD in the target cluster.
+        """
+        key = (info.group, info.plural)
+        if not info.group or key in self._crds_looked_up or self._records_crds:
+            return
+        self._crds_looked_up.add(key)
+        code, crd = await self.api("GET", f"/apis/{CRDS[0]}/v1/{CRDS[1]}/{info.plural}.{info.group}")
+        if code == 404 or not isinstance(crd, dict):
+            return
+        if code >= 400:
+            self.warn(
+                f"The CRD of {info.qualified} cannot be read ({code}): the log will need it in the replay's cluster."
+            )
+            return
+        crd = {"apiVersion": f"{CRDS[0]}/v1", "kind": "CustomResourceDefinition", **crd}
+        self._seen.add(str(meta(crd).get("uid") or _key(crd)))
+        t = asyncio.get_running_loop().time() - self._origin
+        self.writer.write(t, CRDS[0], "v1", CRDS[1], "ADDED", crd)
 
 
 def _key(obj: JsonDict) -> tuple[str, str]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
 
 from kopf_sim.kube.objects import JsonDict, clone, meta
@@ -209,3 +209,20 @@ class ChangeRecorder:
         version = str(change.obj.get("apiVersion", "")).rpartition("/")[2]
         t = (self.clock() - self.writer.started).total_seconds()
         self.writer.write(t, group, version, plural, change.type, change.obj)
+
+    def write_present(self, objects: Iterable[tuple[tuple[str, str], JsonDict]]) -> None:
+        """Write the objects there when the recording starts, as ``ADDED`` at its start: a log replays alone.
+
+        Without them, a log of a cluster loaded with a CRD tells of objects whose resource no other
+        cluster knows. ``objects``: (group, plural) and the object; written namespaces first, then CRDs
+        (they define resources for the objects after them), then the rest, each in its order of creation.
+        """
+        order = {("", "namespaces"): 0, ("apiextensions.k8s.io", "customresourcedefinitions"): 1}
+
+        def position(item: tuple[tuple[str, str], JsonDict]) -> tuple[int, int]:
+            rv = str(meta(item[1]).get("resourceVersion") or "0")
+            return order.get(item[0], 2), int(rv) if rv.isdigit() else 0
+
+        for (group, plural), obj in sorted(objects, key=position):
+            version = str(obj.get("apiVersion", "")).rpartition("/")[2]
+            self.writer.write(0.0, group, version, plural, "ADDED", obj)

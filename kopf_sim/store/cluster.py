@@ -110,6 +110,12 @@ class Cluster:
             if namespace is None or ns == namespace:
                 yield obj
 
+    def everything(self) -> Iterator[tuple[StorageKey, JsonDict]]:
+        """Every stored object with its storage key (e.g. the state a recording starts from); never mutate them."""
+        for key in list(self._objects):
+            for obj in self.objects(key):
+                yield key, obj
+
     def count(self, key: StorageKey | None = None) -> int:
         if key is not None:
             return len(self._objects.get(key, {}))

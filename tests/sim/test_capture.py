@@ -23,10 +23,10 @@ from click.testing import CliRunner
 from kopf_sim.cli import main
 from kopf_sim.http import faults
 from kopf_sim.http.app import ServerOptions, build_app
-from kopf_sim.recording.apiclient import HttpApi
+from kopf_sim.recording.apiclient import HttpApi, app_api
 from kopf_sim.recording.capture import Capture, CaptureError
 from kopf_sim.recording.eventlog import LogWriter
-from kopf_sim.recording.replaying import LogEvent, parse_log, read_log
+from kopf_sim.recording.replaying import LogEvent, parse_log, prepare, read_log
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing.clock import system_clock
 from kopf_sim.transports.serving import ServedApp
@@ -169,7 +169,37 @@ async def test_resources_defined_later_are_recorded_with_all_resources(served: S
     await until(lambda: any(event.resource.plural == "widgets" for event in recorded(stream)))
     await capture.stop()
     await capture.api.close()
-    assert not any(event.resource.plural == "customresourcedefinitions" for event in recorded(stream))  # not namespaced
+    # The CRDs are not namespaced, so not recorded as such; but the widgets' CRD comes before the first widget, once:
+    # the log replays into a cluster without it.
+    assert summary(recorded(stream))[-2:] == [("ADDED", "widgets.acme.example", False), ("ADDED", "w1", False)]
+    assert sum(event.resource.plural == "customresourcedefinitions" for event in recorded(stream)) == 1
+
+
+async def test_a_custom_resources_crd_comes_before_its_first_object(served: Served) -> None:
+    """A log of widgets alone replayed only into a cluster that had their CRD ("unknown resource" elsewhere)."""
+    served.cluster.create(served.cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"), None, CRD)
+    served.cluster.create(served.cluster.resource("acme.example", "v1", "widgets"), "default", widget("w1"))
+    served.configmap("config")
+    stream = io.StringIO()
+    capture = Capture(served.api(), LogWriter(stream, started=system_clock(), source={}), resources=["widgets", "cm"])
+    await capture.start()
+    served.cluster.create(served.cluster.resource("acme.example", "v1", "widgets"), "default", widget("w2"))
+    await until(lambda: any(event.object["metadata"].get("name") == "w2" for event in recorded(stream)))
+    await capture.stop()
+    await capture.api.close()
+    log = parse_log(stream.getvalue())
+    assert summary(list(log.events)) == [
+        ("ADDED", "widgets.acme.example", False),  # once, before the first widget; configmaps have no CRD
+        ("ADDED", "w1", False),
+        ("ADDED", "config", False),
+        ("ADDED", "w2", False),
+    ]
+    assert log.events[0].object["kind"] == "CustomResourceDefinition"
+
+    target = Cluster()  # without the CRD: the log defines it
+    replay = await prepare(log, app_api(build_app(target)), resources=["widgets", "customresourcedefinitions"])
+    await replay.run(speed=None, quiet=0.05)
+    assert [obj["metadata"]["name"] for obj in target.objects(("acme.example", "widgets"))] == ["w1", "w2"]
 
 
 async def test_what_cannot_be_recorded_is_said_clearly(served: Served) -> None:

@@ -5,12 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 
 from kopf_sim.cli import SpeedType
-from kopf_sim.recording.replaying import read_log
+from kopf_sim.http.app import build_app
+from kopf_sim.recording.apiclient import app_api
+from kopf_sim.recording.replaying import prepare, read_log
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.timing import virtualtime
 
 ROOT = Path(__file__).resolve().parents[2]
 KOPF_SIM = Path(sys.executable).parent / "kopf-sim"
@@ -71,6 +76,39 @@ def test_a_served_replay_is_recorded_as_the_same_changes(tmp_path: Path) -> None
     # At 20 times the recorded pace: the summary's "5.3 s" is rounded (the log's span is 5.25 s or more), and the
     # first change may land a moment after the replay's clock has started; plus some slack for a busy machine.
     assert 0.9 * 5.25 / 20 <= span < 5.3 / 20 + 2.0
+
+
+def test_a_recording_of_a_loaded_cluster_starts_with_what_was_loaded_and_replays_alone(tmp_path: Path) -> None:
+    """Without the loaded CRD in it, the log replayed alone failed with "unknown resource kopfexamples.kopf.dev"."""
+    manifest = tmp_path / "flappy.yaml"
+    manifest.write_text("apiVersion: kopf.dev/v1\nkind: KopfExample\nmetadata: {name: flappy}\nspec: {field: blue}\n")
+    log_path = tmp_path / "loaded.jsonl"
+    command = [str(KOPF_SIM), "serve", "--port", "0", "--kubeconfig", str(tmp_path / "kubeconfig")]
+    command += ["--controllers", "none", "--load", str(CRD), "--load", str(manifest), "--record", str(log_path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("Press Ctrl+C"):
+                break
+    finally:
+        process.terminate()
+        process.wait(30)
+
+    log = read_log(log_path)
+    # What every fresh cluster has (its namespaces) is not recorded; the CRD comes before its object.
+    assert [(e.t, e.type, e.resource.plural, e.object["metadata"]["name"]) for e in log.events] == [
+        (0.0, "ADDED", "customresourcedefinitions", "kopfexamples.kopf.dev"),
+        (0.0, "ADDED", "kopfexamples", "flappy"),
+    ]
+
+    async def replay_into_a_fresh_cluster() -> Any:
+        cluster = Cluster(clock=virtualtime.loop_clock(None))
+        replay = await prepare(log, app_api(build_app(cluster)))  # no LogError: the log defines its resource
+        await replay.run(speed=None)
+        return cluster.get(cluster.resource("kopf.dev", "v1", "kopfexamples"), "default", "flappy")
+
+    assert virtualtime.run(replay_into_a_fresh_cluster())["spec"] == {"field": "blue"}
 
 
 def test_a_bad_log_is_refused_before_serving(tmp_path: Path) -> None:
