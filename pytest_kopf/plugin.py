@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import gc
 import inspect
+import math
 import pathlib
 import re
 import secrets
@@ -61,6 +62,8 @@ class KopfSettings:
     record_dir: pathlib.Path | None = None
     time_limit: float | None = None
     thread_timeout: float | None = 60.0
+    gc_freeze: bool = True
+    reuse_threads: bool = True
 
 
 SETTINGS_KEY = pytest.StashKey[KopfSettings]()
@@ -76,19 +79,20 @@ GC_YOUNG_THRESHOLD = 7000
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kopf", "kopf: operators on a simulated or a real Kubernetes cluster")
+    # Both flags are collected (not the last one winning): both given is a usage error.
     group.addoption(
         "--kopf-sim",
-        action="store_const",
+        action="append_const",
         const=SIM,
-        dest="kopf_mode",
+        dest="kopf_modes",
         default=None,
         help="run the kopf tests against fresh simulated clusters in virtual time (default)",
     )
     group.addoption(
         "--kopf-real",
-        action="store_const",
+        action="append_const",
         const=REAL,
-        dest="kopf_mode",
+        dest="kopf_modes",
         help="run the kopf tests against the cluster of the kubeconfig context, in real time",
     )
     group.addoption(
@@ -103,8 +107,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="kopf_record",
         default=None,
         metavar="DIR",
-        help="record each test's watch events into DIR, one log per test (docs/replay.md); "
-        "in real mode, those of the test's namespace",
+        help="record each test's watch events into DIR, one log per test, overwritten by a later run "
+        "(docs/replay.md); in real mode, those of the test's namespace",
     )
     parser.addini("kopf_mode", "the mode of the kopf tests: sim (default) or real", default=SIM)
     parser.addini("kopf_context", "the kubeconfig context for the real mode", default="")
@@ -129,45 +133,77 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "after the collection, move the objects that exist by then out of the garbage "
         "collector's scans, and collect the youngest generation less often (only if kopf tests are "
         "collected; default: true)",
-        type="bool",
-        default=True,
+        default="true",
     )
     parser.addini(
         "kopf_reuse_threads",
         "run the sync handlers of the operators under test on worker threads kept "
         "for the whole session, rather than on a new thread pool per test (default: true)",
-        type="bool",
-        default=True,
+        default="true",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
-    mode = config.getoption("kopf_mode") or str(config.getini("kopf_mode") or SIM).strip().lower()
+    flags = list(dict.fromkeys(config.getoption("kopf_modes") or ()))
+    if len(flags) > 1:
+        raise pytest.UsageError("--kopf-sim and --kopf-real cannot be given together: choose one mode.")
+    mode = flags[0] if flags else str(config.getini("kopf_mode") or SIM).strip().lower()
     if mode not in (SIM, REAL):
         raise pytest.UsageError(f"kopf_mode must be {SIM!r} or {REAL!r}, got {mode!r}.")
     context = config.getoption("kopf_context") or str(config.getini("kopf_context") or "").strip() or None
     record = config.getoption("kopf_record")
     limit_text = str(config.getini("kopf_time_limit") or "").strip()
-    try:
-        time_limit = float(limit_text) if limit_text else None
-    except ValueError:
-        raise pytest.UsageError(f"kopf_time_limit must be a number of seconds, got {limit_text!r}.") from None
+    time_limit = _seconds("kopf_time_limit", limit_text, "") if limit_text else None
     thread_text = str(config.getini("kopf_thread_timeout") or "").strip().lower()
-    try:
-        thread_timeout = None if thread_text in ("", "none") else float(thread_text)
-    except ValueError:
-        raise pytest.UsageError(
-            f"kopf_thread_timeout must be a number of seconds or 'none', got {thread_text!r}."
-        ) from None
+    thread_timeout = None if thread_text in ("", "none") else _seconds("kopf_thread_timeout", thread_text, " or 'none'")
     config.stash[SETTINGS_KEY] = KopfSettings(
         mode=mode,
         context=context,
-        record_dir=pathlib.Path(record).resolve() if record else None,
+        record_dir=_record_dir(record) if record else None,
         time_limit=time_limit,
         thread_timeout=thread_timeout,
+        gc_freeze=_truth("kopf_gc_freeze", config.getini("kopf_gc_freeze")),
+        reuse_threads=_truth("kopf_reuse_threads", config.getini("kopf_reuse_threads")),
     )
+
+
+def _seconds(name: str, text: str, alternative: str) -> float:
+    """A positive, finite number of seconds: a limit of 0 or less would fail every test, not limit it."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise pytest.UsageError(f"{name} must be a positive number of seconds{alternative}, got {text!r}.")
+    return seconds
+
+
+_TRUTHS = dict.fromkeys(("true", "t", "yes", "y", "on", "1"), True) | dict.fromkeys(
+    ("false", "f", "no", "n", "off", "0"), False
+)
+
+
+def _truth(name: str, value: object) -> bool:
+    """An ini flag; a wrong value names the option and what it takes (pytest's own "bool" says neither)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in _TRUTHS:
+        raise pytest.UsageError(f"{name} must be true or false (or yes/no, on/off, 1/0), got {str(value)!r}.")
+    return _TRUTHS[text]
+
+
+def _record_dir(option: str) -> pathlib.Path:
+    """The directory of --kopf-record (made when the first test records); a file there is a usage error at once,
+    not a FileExistsError in the set-up of every test."""
+    path = pathlib.Path(option).resolve()
+    existing = next(parent for parent in [path, *path.parents] if parent.exists())
+    if not existing.is_dir():
+        where = "is a file" if existing == path else f"is under a file ({existing})"
+        raise pytest.UsageError(f"--kopf-record takes a directory (one log per test), but {option} {where}.")
+    return path
 
 
 def settings_of(config: pytest.Config) -> KopfSettings:
@@ -217,7 +253,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     (a collection traverses the objects alive, so fewer ones traverse fewer), which halves the time
     in the collector; a session keeps at most some thousands more objects of garbage cycles.
     """
-    if session.config.getini("kopf_gc_freeze") and any(uses_kopf(item) for item in session.items):
+    if settings_of(session.config).gc_freeze and any(uses_kopf(item) for item in session.items):
         session.config.stash[GC_THRESHOLDS_KEY] = tune_gc()
 
 
@@ -422,7 +458,7 @@ def kopf_operator(
     """
     from .operator import KopfOperator
 
-    operator = KopfOperator(kopf_cluster, reuse_threads=bool(pytestconfig.getini("kopf_reuse_threads")))
+    operator = KopfOperator(kopf_cluster, reuse_threads=settings_of(pytestconfig).reuse_threads)
     operator.test_loop = kopf_loop.loop  # start() in another loop is a clear error, not a hang
     yield operator
     if isinstance(kopf_cluster, RealKopfCluster) and operator.running:

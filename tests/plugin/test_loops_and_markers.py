@@ -109,6 +109,42 @@ def test_invalid_mode_in_the_ini_file(pytester: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["-o", "kopf_time_limit=-5"], "kopf_time_limit must be a positive number of seconds, got '-5'."),
+        (["-o", "kopf_time_limit=0"], "kopf_time_limit must be a positive number of seconds, got '0'."),
+        (["-o", "kopf_time_limit=soon"], "kopf_time_limit must be a positive number of seconds, got 'soon'."),
+        (
+            ["-o", "kopf_thread_timeout=-1"],
+            "kopf_thread_timeout must be a positive number of seconds or 'none', got '-1'.",
+        ),
+        (["--kopf-sim", "--kopf-real"], "--kopf-sim and --kopf-real cannot be given together: choose one mode."),
+        (["--kopf-real", "--kopf-sim"], "--kopf-sim and --kopf-real cannot be given together: choose one mode."),
+        (["-o", "kopf_gc_freeze=maybe"], "kopf_gc_freeze must be true or false (or yes/no, on/off, 1/0), got 'maybe'."),
+        (["-o", "kopf_reuse_threads=2"], "kopf_reuse_threads must be true or false (or yes/no, on/off, 1/0), got '2'."),
+    ],
+)
+def test_wrong_options_are_usage_errors_naming_the_option(
+    pytester: pytest.Pytester, args: list[str], error: str
+) -> None:
+    """Not every test failing (a time limit of -5 s), the last flag silently winning, or "invalid truth value"."""
+    pytester.makepyfile("def test_it(kopf_cluster): pass\n")
+    result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: {error}" in result.stderr.lines
+
+
+def test_kopf_record_into_a_file_is_a_usage_error_at_once(pytester: pytest.Pytester) -> None:
+    """Not a FileExistsError in the set-up of every test: the option takes a directory."""
+    pytester.makepyfile("def test_it(kopf_cluster): pass\n")
+    pytester.path.joinpath("taken").write_text("")
+    for where, error in [("taken", "is a file"), ("taken/logs", f"is under a file ({pytester.path / 'taken'})")]:
+        result = pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE, "--kopf-record", where)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert f"ERROR: --kopf-record takes a directory (one log per test), but {where} {error}." in result.stderr.lines
+
+
 @pytest.mark.parametrize(("ini", "frozen"), [("", True), ("kopf_gc_freeze = false\n", False)])
 def test_gc_freeze_after_the_collection(pytester: pytest.Pytester, ini: str, frozen: bool) -> None:
     pytester.makeini(f"[pytest]\n{ini}")
