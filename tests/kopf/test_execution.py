@@ -1022,16 +1022,80 @@ async def test_failed_subhandlers_fail_the_parent(settings: OperatorSettings, ca
     assert progress(body) == {}
 
 
-async def test_parents_waiting_for_children_do_not_consume_their_retries(settings: OperatorSettings) -> None:
-    async def parent(**_: Any) -> None:
+async def test_parents_waiting_for_children_consume_their_retries(
+    settings: OperatorSettings, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As in the published framework: every re-entry of a waiting parent is an attempt that counts."""
+
+    async def parent(**kwargs: Any) -> None:
+        calls("parent", kwargs)
         await execute(fns={"a": child, "b": child, "c": child})
 
-    async def child(**_: Any) -> None:
-        pass
+    async def child(**kwargs: Any) -> None:
+        calls("child", kwargs)
 
-    _, executions = await simulate([make_handler(parent, retries=1)], settings)
+    caplog.set_level(logging.DEBUG)
+    body, executions = await simulate([make_handler(parent, retries=2)], settings)
+    assert [kwargs["retry"] for id, _, kwargs in calls.log if id == "parent"] == [0, 1]
+    assert calls.ids() == ["parent", "child", "parent", "child"]  # the 3rd attempt is not made.
+    assert executions[-1].state.failed == ["parent"]
+    assert isinstance(executions[-1].outcomes["parent"].exception, kopf.HandlerRetriesError)
+    messages = [(record.levelno, record.getMessage()) for record in caplog.records]
+    assert messages[-2:] == [
+        (logging.DEBUG, "Handler 'parent' is invoked."),
+        (logging.ERROR, "Handler 'parent' has exceeded 2 retries."),  # not as "failed permanently: …"
+    ]
+    assert progress(body) == {}  # incl. the sub-handlers' records.
+
+
+async def test_parents_waiting_for_children_count_their_retries(settings: OperatorSettings, calls: Calls) -> None:
+    """The parent's ``retry`` grows on every re-entry, its record's ``retries`` too, with ``message: "None"``."""
+
+    async def parent(**kwargs: Any) -> None:
+        calls("parent", kwargs)
+        await execute(fns={"child": child})
+
+    async def child(retry: int, **kwargs: Any) -> None:
+        calls("child", kwargs)
+        if retry < 3:
+            raise kopf.TemporaryError("not ready", delay=1)
+
+    body, _, _ = await cycle([make_handler(parent)], BODY, settings)
+    records = progress(body)  # by the storages' keys: "parent" or "kopf.zalando.org/parent", and so on.
+    record = next(record for key, record in records.items() if key.endswith("parent"))
+    child_record = next(record for key, record in records.items() if key.endswith("child"))
+    assert (record["retries"], record["message"], record["success"], record["failure"]) == (1, "None", False, False)
+    assert record["subrefs"] == ["parent/child"]
+    assert record["delayed"] == child_record["delayed"]  # when the sub-handler is due.
+
+    calls.log.clear()
+    body, executions = await simulate([make_handler(parent)], settings, body=body)
+    assert [kwargs["retry"] for id, _, kwargs in calls.log if id == "parent"] == [1, 2, 3]
     assert executions[-1].state.succeeded == ["parent"]
-    assert len(executions) == 3  # one child per cycle; the parent is re-entered every time.
+    assert executions[-1].state["parent"].retries == 4
+    assert progress(body) == {}
+
+
+async def test_parents_waiting_for_children_time_out_on_reentry(
+    settings: OperatorSettings, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The parent is not failed ahead of its timeout while waiting: it is re-entered, then stopped."""
+
+    async def parent(**kwargs: Any) -> None:
+        calls("parent", kwargs)
+        await execute(fns={"child": child})
+
+    async def child(**kwargs: Any) -> None:
+        calls("child", kwargs)
+        raise kopf.TemporaryError("not ready", delay=1)
+
+    _, executions = await simulate([make_handler(parent, timeout=1.5)], settings)
+    assert calls.times("parent") == [0, 1]
+    assert calls.times("child") == [0, 1]
+    assert isinstance(executions[-1].outcomes["parent"].exception, kopf.HandlerTimeoutError)
+    assert asyncio.get_running_loop().time() == pytest.approx(2)
+    errors = [record.getMessage() for record in caplog.records if record.levelno == logging.ERROR]
+    assert errors[-1].startswith("Handler 'parent' has timed out after 0:00:02")
 
 
 async def test_execute_outside_of_handlers_fails() -> None:
@@ -1203,11 +1267,12 @@ def test_handler_state_with_outcomes() -> None:
         "x",
         True,
     )
-    state = state.with_outcome(HandlerOutcome(final=False, delay=None, subrefs=("a",)), now=now)
-    assert (state.retries, state.delayed, state.subrefs) == (1, None, ("a",))
+    waiting = HandlerOutcome(final=False, delay=None, exception=HandlerChildrenRetry(delay=None), subrefs=("a",))
+    state = state.with_outcome(waiting, now=now)
+    assert (state.retries, state.delayed, state.subrefs, state.message) == (2, None, ("a",), "None")
     state = state.with_outcome(HandlerOutcome(final=True, result=1, subrefs=("a", "b")), now=now)
     assert (state.retries, state.success, state.failure, state.stopped, state.subrefs, state.message) == (
-        2,
+        3,
         True,
         False,
         now,

@@ -115,8 +115,8 @@ class HandlerOutcome:
     The outcome of one attempt of a handler.
 
     ``final`` means that the handler is finished: succeeded (no ``exception``) or failed.
-    Non-final outcomes are retried after ``delay`` seconds (``None`` for no delay);
-    those without an exception are the parents waiting for their sub-handlers.
+    Non-final outcomes are retried after ``delay`` seconds (``None`` for no delay); the parents
+    waiting for their sub-handlers have :class:`HandlerChildrenRetry` as their exception.
     """
 
     final: bool
@@ -240,11 +240,9 @@ class HandlerState:
                 dirty=True,
                 message=_describe(outcome.exception) if outcome.exception is not None else None,
             )
-        elif outcome.exception is None:
-            # Waiting for the sub-handlers: not an attempt of its own, so the retries do not grow.
-            delayed = now + datetime.timedelta(seconds=outcome.delay) if outcome.delay else None
-            return dataclasses.replace(self, started=started, delayed=delayed, subrefs=subrefs, dirty=True)
         else:
+            # Every non-final attempt counts, the parents' waiting for their sub-handlers included
+            # (a special temporary error, as documented): so their `retry` grows and `retries=` limits them.
             delayed = now + datetime.timedelta(seconds=outcome.delay) if outcome.delay else None
             return dataclasses.replace(
                 self,
@@ -252,7 +250,7 @@ class HandlerState:
                 delayed=delayed,
                 retries=self.retries + 1,
                 subrefs=subrefs,
-                message=_describe(outcome.exception),
+                message=_describe(outcome.exception) if outcome.exception is not None else None,
                 dirty=True,
             )
 
@@ -286,6 +284,18 @@ def _exceeds_timeout(handler: Handler, state: HandlerState, delay: float) -> boo
     if handler.timeout is None:
         return False
     return state.runtime(utcnow()).total_seconds() + delay >= handler.timeout
+
+
+def _limits_error(
+    handler: Handler, state: HandlerState, name: str, now: datetime.datetime
+) -> HandlerTimeoutError | HandlerRetriesError | None:
+    """The error if the handler's timeout or retries are already used up before this attempt, else ``None``."""
+    runtime = state.runtime(now)
+    if handler.timeout is not None and runtime.total_seconds() >= handler.timeout:
+        return HandlerTimeoutError(f"{name} has timed out after {runtime}.")
+    if handler.retries is not None and state.retries >= handler.retries:
+        return HandlerRetriesError(f"{name} has exceeded {state.retries} retries.")
+    return None
 
 
 def _retries_error(name: str, state: HandlerState, exc: BaseException) -> HandlerRetriesError:
@@ -605,19 +615,24 @@ async def execute_handler_once(
         lifecycle=lifecycle if lifecycle is not None else lifecycles.get_default_lifecycle(),
     )
     outcome: HandlerOutcome
+    now = utcnow()
+    if not name.startswith("Indexer"):  # too many: as the published framework, silent
+        logger.debug(f"{name} is invoked.")  # as the published framework: even if the limits stop it now.
+    limit_error = _limits_error(handler, state, name, now)
+    if limit_error is not None:
+        # Reached by the parents waiting for their sub-handlers (others fail at once ahead of the limits):
+        # the message is logged as it is, as in the published framework, not as "failed permanently".
+        logger.error(str(limit_error))
+        return HandlerOutcome(final=True, exception=limit_error)
     try:
-        now = utcnow()
-        runtime = state.runtime(now)
-        if handler.timeout is not None and runtime.total_seconds() >= handler.timeout:
-            raise HandlerTimeoutError(f"{name} has timed out after {runtime}.")
-        if handler.retries is not None and state.retries >= handler.retries:
-            raise HandlerRetriesError(f"{name} has exceeded {state.retries} retries.")
         result = await _invoke_handler(handler=handler, state=state, cause=cause, context=context, now=now)
 
     # The messages are worded as in the published framework: the operators' tests wait for them.
     except HandlerChildrenRetry as e:
+        # Neither the retries nor the timeout are checked ahead here (as for other temporary errors):
+        # as in the published framework, the parent is called again, and the limits stop it then.
         logger.debug(f"{name} has unfinished sub-handlers. Will retry soon.")
-        outcome = HandlerOutcome(final=False, delay=e.delay)
+        outcome = HandlerOutcome(final=False, exception=e, delay=e.delay)
     except TemporaryError as e:
         delay = e.delay if e.delay is not None else 0
         if _exceeds_retries(handler, state):
@@ -687,8 +702,6 @@ async def _invoke_handler(
         context.subhandlers = subhandlers
         token = _invocation_var.set(context)
         try:
-            if not handler_title(handler).startswith("Indexer"):  # too many: as the published framework, silent
-                context.cause.logger.debug(f"{handler_title(handler)} is invoked.")
             timeout = handler.timeout
             if timeout is not None and invocation.is_async_fn(handler.fn):
                 remaining = max(0.0, timeout - (now - started).total_seconds())
@@ -791,7 +804,8 @@ async def execute(
         purge=False,
     )
     if not execution.done:
-        raise HandlerChildrenRetry("Some sub-handlers are not finished yet.", delay=execution.delay)
+        # No message: the parent's progress record gets "None" as its message, as in the published framework.
+        raise HandlerChildrenRetry(delay=execution.delay)
     if execution.state.failed:
         failed = ", ".join(repr(handler_id) for handler_id in execution.state.failed)
         raise PermanentError(f"Some sub-handlers have failed: {failed}.")
