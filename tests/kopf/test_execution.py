@@ -1006,19 +1006,48 @@ async def test_subhandlers_are_filtered(settings: OperatorSettings, calls: Calls
     assert calls.ids() == ["matching"]
 
 
-async def test_failed_subhandlers_fail_the_parent(settings: OperatorSettings, calls: Calls) -> None:
-    async def parent(**kwargs: Any) -> None:
+async def test_failed_subhandlers_do_not_fail_the_parent(settings: OperatorSettings, calls: Calls) -> None:
+    """As in the published framework: ``kopf.execute()`` returns when the sub-handlers are finished, failed too."""
+
+    async def parent(**kwargs: Any) -> str:
         calls("entering", kwargs)
         await execute(fns={"bad": bad})
         calls("leaving", kwargs)
+        return "after"
 
     async def bad(**_: Any) -> None:
         raise kopf.PermanentError("bad child")
 
     body, executions = await simulate([make_handler(parent)], settings)
-    assert calls.ids() == ["entering"]  # the child fails at once, and so does the parent.
-    assert executions[-1].state.failed == ["parent"]
-    assert "'parent/bad'" in (executions[-1].state["parent"].message or "")
+    assert calls.ids() == ["entering", "leaving"]  # the child fails at once; the parent goes on.
+    assert executions[-1].state.succeeded == ["parent"]
+    assert executions[-1].state.failed == []
+    assert body["status"]["parent"] == "after"
+    assert progress(body) == {}
+
+
+async def test_failed_declared_subhandlers_do_not_fail_the_parent(
+    settings: OperatorSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    def parent(**_: Any) -> None:
+        @kopf.subhandler(id="good")
+        def good(**_: Any) -> str:
+            return "g"
+
+        @kopf.subhandler(id="broken")
+        def broken(**_: Any) -> None:
+            raise kopf.PermanentError("the child cannot succeed")
+
+    caplog.set_level(logging.INFO)
+    body, executions = await simulate([make_handler(parent)], settings)
+    assert executions[-1].state.succeeded == ["parent"]
+    assert body["status"]["parent/good"] == "g"
+    messages = [record.getMessage() for record in caplog.records if record.levelno >= logging.INFO]
+    assert messages == [
+        "Handler 'parent/good' succeeded.",
+        "Handler 'parent/broken' failed permanently: the child cannot succeed",
+        "Handler 'parent' succeeded.",
+    ]
     assert progress(body) == {}
 
 

@@ -748,7 +748,7 @@ async def execute(
     persisted as of the regular handlers. If some of them are not finished, the current
     handler is interrupted (by a special temporary error) and is called again later
     to continue with them; so the code after ``kopf.execute()`` runs only once, when all
-    the sub-handlers are finished.
+    the sub-handlers are finished: succeeded or failed (a failed one does not fail the parent).
     """
     context = _invocation_var.get(None)
     if sum(value is not None for value in (fns, handlers, registry)) > 1:
@@ -806,6 +806,5 @@ async def execute(
     if not execution.done:
         # No message: the parent's progress record gets "None" as its message, as in the published framework.
         raise HandlerChildrenRetry(delay=execution.delay)
-    if execution.state.failed:
-        failed = ", ".join(repr(handler_id) for handler_id in execution.state.failed)
-        raise PermanentError(f"Some sub-handlers have failed: {failed}.")
+    # The failed sub-handlers do not fail the parent (as in the published framework): they are finished, and
+    # their failures are logged & recorded on their own; the code after `kopf.execute()` runs as usual.
