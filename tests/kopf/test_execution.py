@@ -577,24 +577,39 @@ async def test_timeout_before_the_call() -> None:
     assert fn_calls == []
 
 
-async def test_timeout_of_a_running_async_handler() -> None:
+async def test_a_running_async_handler_is_not_cancelled_at_its_timeout() -> None:
+    """As in the published framework: the timeout is judged between the attempts, the running one finishes."""
     cancelled = asyncio.Event()
 
-    async def fn(**_: Any) -> None:
+    async def fn(**_: Any) -> str:
         try:
-            await asyncio.sleep(1000)
+            await asyncio.sleep(100)
         except asyncio.CancelledError:
             cancelled.set()
             raise
+        return "done"
 
     loop = asyncio.get_running_loop()
     start = loop.time()
     state = HandlerState(started=utcnow() - datetime.timedelta(seconds=4), purpose="create")
     outcome = await run_once(make_handler(fn, timeout=10), state=state)
-    assert outcome.final
-    assert isinstance(outcome.exception, kopf.HandlerTimeoutError)
-    assert cancelled.is_set()
-    assert loop.time() - start == pytest.approx(6)  # the remaining time of the timeout.
+    assert outcome == HandlerOutcome(final=True, result="done")
+    assert not cancelled.is_set()
+    assert loop.time() - start == pytest.approx(100)
+
+
+async def test_an_async_handler_failing_beyond_its_timeout_is_not_retried(
+    settings: OperatorSettings, calls: Calls
+) -> None:
+    async def fn(**kwargs: Any) -> None:
+        calls("fn", kwargs)
+        await asyncio.sleep(5)
+        raise ValueError("too late")
+
+    _, executions = await simulate([make_handler(fn, timeout=3, backoff=1)], settings)
+    assert calls.times("fn") == [0]
+    assert isinstance(executions[-1].outcomes["fn"].exception, kopf.HandlerTimeoutError)
+    assert asyncio.get_running_loop().time() == pytest.approx(5)
 
 
 async def test_handlers_own_timeout_errors_are_regular_errors() -> None:
