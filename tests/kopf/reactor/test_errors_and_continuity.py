@@ -321,3 +321,58 @@ async def test_custom_progress_storage_with_only_the_documented_methods(
     assert not records  # purged when finished
     assert not any(key.startswith("kopf.zalando.org/create_fn") for key in objects.annotations("kex1"))
     assert "kopf.zalando.org/touch-dummy" not in objects.annotations("kex1")
+
+
+@pytest.mark.parametrize("superseded", ["creation", "updating"])
+async def test_unfinished_handling_is_superseded_by_deletion(
+    operator: Operator,
+    registry: OperatorRegistry,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
+    superseded: str,
+) -> None:
+    """As in the published framework: reported once (top-level handlers only), its records purged at once."""
+    deletions: list[int] = []
+    on_cause = kopf.on.create if superseded == "creation" else kopf.on.update
+
+    @on_cause("kopfexamples", registry=registry)
+    def ok(**_: Any) -> None:
+        pass
+
+    @on_cause("kopfexamples", registry=registry)
+    def bad(**_: Any) -> None:
+        raise kopf.PermanentError("Never.")
+
+    @on_cause("kopfexamples", registry=registry)
+    def parent(**_: Any) -> None:
+        @kopf.subhandler(id="child")
+        def child(**_: Any) -> None:
+            raise kopf.TemporaryError("Not yet.", delay=600)
+
+    @kopf.on.delete("kopfexamples", registry=registry)
+    def gone(retry: int, **_: Any) -> None:
+        deletions.append(retry)
+        if retry < 1:
+            raise kopf.TemporaryError("Not yet.", delay=60)
+
+    objects.create("kex1", field="a")
+    operator.start()
+    if superseded == "updating":
+        await wait_for(lambda: DIFFBASE in objects.annotations("kex1"))
+        objects.patch("kex1", {"spec": {"field": "b"}})
+    await wait_for(lambda: "kopf.zalando.org/parent.child" in objects.annotations("kex1"))
+    await asyncio.sleep(10)
+    objects.delete("kex1")
+    await wait_for(lambda: deletions == [0])
+    await asyncio.sleep(1)
+    remaining = [key for key in objects.annotations("kex1") if key.startswith("kopf.zalando.org/")]
+    assert sorted(remaining) == ["kopf.zalando.org/gone"] + (
+        ["kopf.zalando.org/last-handled-configuration"] if superseded == "updating" else []
+    )
+
+    await wait_for(lambda: objects.get("kex1") is None, timeout=100)
+    messages = [r.getMessage() for r in caplog.records if r.name == "kopf.objects"]
+    title = superseded.capitalize()
+    assert messages.count(f"{title} is superseded by deletion: 1 succeeded; 1 failed; 1 left to the moment.") == 1
+    assert not any("is superseded" in message and not message.startswith(title) for message in messages)
+    assert deletions == [0, 1]
