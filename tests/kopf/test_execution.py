@@ -1300,6 +1300,18 @@ def test_handler_state_timing() -> None:
     assert not HandlerState(failure=True).awakened(now)
 
 
+def test_handler_state_with_a_zero_delay_is_due_now() -> None:
+    """As the published framework writes it: ``delayed`` is "now" for a zero delay, absent for ``None``."""
+    now = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
+    state = HandlerState.from_scratch(purpose="create", now=now)
+    zero = state.with_outcome(HandlerOutcome(final=False, delay=0, exception=kopf.TemporaryError("x")), now=now)
+    none = state.with_outcome(HandlerOutcome(final=False, delay=None, exception=kopf.TemporaryError("x")), now=now)
+    assert zero.as_record()["delayed"] == now.isoformat()
+    assert none.as_record()["delayed"] is None
+    assert zero.awakened(now) and none.awakened(now)
+    assert zero.delay(now) == 0 and none.delay(now) == 0
+
+
 def test_handler_state_with_outcomes() -> None:
     now = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
     state = HandlerState.from_scratch(purpose="create", now=now)

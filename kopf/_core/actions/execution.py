@@ -242,7 +242,8 @@ class HandlerState:
         else:
             # Every non-final attempt counts, the parents' waiting for their sub-handlers included
             # (a special temporary error, as documented): so their `retry` grows and `retries=` limits them.
-            delayed = now + datetime.timedelta(seconds=outcome.delay) if outcome.delay else None
+            # A zero delay is recorded as due now (as the published framework writes it); `None` as no delay at all.
+            delayed = now + datetime.timedelta(seconds=outcome.delay) if outcome.delay is not None else None
             return dataclasses.replace(
                 self,
                 started=started,
