@@ -538,6 +538,29 @@ async def test_errors_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     assert any(record.exc_info for record in caplog.records if "arbitrary" in record.getMessage())
 
 
+async def test_errors_without_messages(caplog: pytest.LogCaptureFixture) -> None:
+    """As published: the logs name them by their repr (``KeyError()``); the records keep the empty message."""
+
+    async def arbitrary(**_: Any) -> None:
+        raise KeyError()
+
+    async def perm(**_: Any) -> None:
+        raise kopf.PermanentError()
+
+    async def temp(**_: Any) -> None:
+        raise kopf.TemporaryError("", delay=1)
+
+    outcomes = {fn.__name__: await run_once(make_handler(fn)) for fn in [arbitrary, perm, temp]}
+    messages = [record.getMessage() for record in caplog.records if record.levelno == logging.ERROR]
+    assert messages == [
+        "Handler 'arbitrary' failed with an exception and will try again in 60 seconds: KeyError()",
+        "Handler 'perm' failed permanently: PermanentError()",
+        "Handler 'temp' failed temporarily: TemporaryError('')",
+    ]
+    states = {name: HandlerState.from_scratch().with_outcome(outcome) for name, outcome in outcomes.items()}
+    assert [state.as_record()["message"] for state in states.values()] == ["", "", ""]
+
+
 async def test_retries_limit_before_the_call() -> None:
     fn_calls: list[int] = []
 
@@ -1336,7 +1359,7 @@ def test_handler_state_with_outcomes() -> None:
         None,
     )
     failed = HandlerState().with_outcome(HandlerOutcome(final=True, exception=kopf.PermanentError()), now=now)
-    assert failed.failure and not failed.success and failed.message == "PermanentError"
+    assert failed.failure and not failed.success and failed.message == ""  # as it is, as published
 
 
 def test_state_store_writes_only_the_changed_states() -> None:

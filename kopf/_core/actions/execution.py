@@ -237,7 +237,8 @@ class HandlerState:
                 failure=failed,
                 subrefs=subrefs,
                 dirty=True,
-                message=_describe(outcome.exception) if outcome.exception is not None else None,
+                # As it is, even if empty (unlike in the logs), as the published framework writes the records.
+                message=str(outcome.exception) if outcome.exception is not None else None,
             )
         else:
             # Every non-final attempt counts, the parents' waiting for their sub-handlers included
@@ -250,13 +251,14 @@ class HandlerState:
                 delayed=delayed,
                 retries=self.retries + 1,
                 subrefs=subrefs,
-                message=_describe(outcome.exception) if outcome.exception is not None else None,
+                message=str(outcome.exception) if outcome.exception is not None else None,
                 dirty=True,
             )
 
 
-def _describe(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+def describe_error(exc: BaseException) -> str:
+    """How the logs name an error: by its message, or if it has none, by its repr (``KeyError()``), as published."""
+    return str(exc) or repr(exc)
 
 
 def handler_title(handler: Handler) -> str:
@@ -299,13 +301,13 @@ def _limits_error(
 
 
 def _retries_error(name: str, state: HandlerState, exc: BaseException) -> HandlerRetriesError:
-    error = HandlerRetriesError(f"{name} has exceeded {state.retries + 1} retries: {_describe(exc)}")
+    error = HandlerRetriesError(f"{name} has exceeded {state.retries + 1} retries: {describe_error(exc)}")
     error.__cause__ = exc
     return error
 
 
 def _timeout_error(name: str, state: HandlerState, exc: BaseException) -> HandlerTimeoutError:
-    error = HandlerTimeoutError(f"{name} would time out on the next attempt: {_describe(exc)}")
+    error = HandlerTimeoutError(f"{name} would time out on the next attempt: {describe_error(exc)}")
     error.__cause__ = exc
     return error
 
@@ -636,38 +638,42 @@ async def execute_handler_once(
     except TemporaryError as e:
         delay = e.delay if e.delay is not None else 0
         if _exceeds_retries(handler, state):
-            logger.error(f"{name} failed temporarily but will exceed {handler.retries} retries: {_describe(e)}")
+            logger.error(f"{name} failed temporarily but will exceed {handler.retries} retries: {describe_error(e)}")
             outcome = HandlerOutcome(final=True, exception=_retries_error(name, state, e))
         elif _exceeds_timeout(handler, state, delay):
-            logger.error(f"{name} failed temporarily but will time out after {handler.timeout} seconds: {_describe(e)}")
+            logger.error(
+                f"{name} failed temporarily but will time out after {handler.timeout} seconds: {describe_error(e)}"
+            )
             outcome = HandlerOutcome(final=True, exception=_timeout_error(name, state, e))
         else:
-            logger.error(f"{name} failed temporarily: {_describe(e)}")
+            logger.error(f"{name} failed temporarily: {describe_error(e)}")
             outcome = HandlerOutcome(final=False, exception=e, delay=e.delay)
     except PermanentError as e:
-        logger.error(f"{name} failed permanently: {_describe(e)}")
+        logger.error(f"{name} failed permanently: {describe_error(e)}")
         outcome = HandlerOutcome(final=True, exception=e)
     except Exception as e:
         if errors_mode == ErrorsMode.IGNORED:
-            logger.exception(f"{name} failed with an exception and will ignore it: {_describe(e)}")
+            logger.exception(f"{name} failed with an exception and will ignore it: {describe_error(e)}")
             outcome = HandlerOutcome(final=True)
         elif errors_mode == ErrorsMode.PERMANENT:
-            logger.exception(f"{name} failed with an exception and will stop now: {_describe(e)}")
+            logger.exception(f"{name} failed with an exception and will stop now: {describe_error(e)}")
             outcome = HandlerOutcome(final=True, exception=e)
         elif _exceeds_retries(handler, state):
             logger.exception(
                 f"{name} failed with an exception and will stop now "
-                f"(it would exceed {handler.retries} retries on the next attempt): {_describe(e)}"
+                f"(it would exceed {handler.retries} retries on the next attempt): {describe_error(e)}"
             )
             outcome = HandlerOutcome(final=True, exception=_retries_error(name, state, e))
         elif _exceeds_timeout(handler, state, backoff):
             logger.exception(
                 f"{name} failed with an exception and will stop now "
-                f"(it would time out in {handler.timeout} seconds on the next attempt): {_describe(e)}"
+                f"(it would time out in {handler.timeout} seconds on the next attempt): {describe_error(e)}"
             )
             outcome = HandlerOutcome(final=True, exception=_timeout_error(name, state, e))
         else:
-            logger.exception(f"{name} failed with an exception and will try again in {backoff} seconds: {_describe(e)}")
+            logger.exception(
+                f"{name} failed with an exception and will try again in {backoff} seconds: {describe_error(e)}"
+            )
             outcome = HandlerOutcome(final=False, exception=e, delay=backoff)
     else:
         logger.info(f"{name} succeeded.")

@@ -291,8 +291,10 @@ async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) ->
                 settings=context.settings,
                 kwargs=dict(param=handler.param, retry=0, started=clock.utcnow(), runtime=datetime.timedelta(0)),
             )
-        except Exception:
-            context.local_logger.exception(f"Handler {handler.id!r} failed with an exception. Will ignore.")
+        except Exception as e:
+            context.local_logger.exception(
+                f"Handler {handler.id!r} failed with an exception and will ignore it: {execution.describe_error(e)}"
+            )
         else:
             context.local_logger.info(f"Handler {handler.id!r} succeeded.")
 
