@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import kopf
+from kopf._core.actions.loggers import is_postable
 from kopf._core.intents.registries import OperatorRegistry
 from tests.helpers import wait_for
 
@@ -280,6 +281,39 @@ async def test_unexpected_errors_are_throttled_and_do_not_stop_the_watcher(
     assert [round(b - a) for a, b in itertools.pairwise(times)] == [10, 20]
     assert "Throttling for 10 seconds" in caplog.text
     assert operator.task is not None and not operator.task.done()
+
+
+async def test_throttling_messages_are_not_posted_as_k8s_events(
+    operator: Operator,
+    registry: OperatorRegistry,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As in the published framework: the throttling is in the object's log only."""
+    operator.settings.batching.error_delays = [10]
+    crashes: list[str] = []
+
+    def crashing(spec: kopf.Spec, **_: Any) -> bool:
+        if spec.get("field") == "crash" and not crashes:
+            crashes.append("crash")
+            raise RuntimeError("when crashed")
+        return True
+
+    @kopf.on.update("kopfexamples", registry=registry, when=crashing)
+    def update_fn(**_: Any) -> None:
+        pass
+
+    objects.create("kex1", field="ok")
+    operator.start()
+    await wait_for(lambda: DIFFBASE in objects.annotations("kex1"))
+    objects.patch("kex1", {"spec": {"field": "crash"}})
+    await wait_for(lambda: "Throttling is over" in caplog.text, timeout=20)
+    throttling = [r for r in caplog.records if r.getMessage().startswith("Throttling")]
+    assert [r.getMessage() for r in throttling] == [
+        "Throttling for 10 seconds due to an unexpected error: RuntimeError('when crashed')",
+        "Throttling is over. Switching back to normal operations.",
+    ]
+    assert all(r.name == "kopf.objects" and not is_postable(r) for r in throttling)
 
 
 async def test_custom_progress_storage_with_only_the_documented_methods(
