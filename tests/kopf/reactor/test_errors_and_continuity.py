@@ -410,3 +410,32 @@ async def test_unfinished_handling_is_superseded_by_deletion(
     assert messages.count(f"{title} is superseded by deletion: 1 succeeded; 1 failed; 1 left to the moment.") == 1
     assert not any("is superseded" in message and not message.startswith(title) for message in messages)
     assert deletions == [0, 1]
+
+
+async def test_custom_prefixes_mark_the_objects_as_managed(
+    operator: Operator,
+    registry: OperatorRegistry,
+    objects: Objects,
+) -> None:
+    """As in the published framework: ``{prefix}/kopf-managed: "yes"``, which is not a change of the object."""
+    operator.settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="progress.example.com")
+    operator.settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="diff.example.com")
+    updates: list[Any] = []
+
+    @kopf.on.create("kopfexamples", registry=registry)
+    def create_fn(**_: Any) -> None:
+        pass
+
+    @kopf.on.update("kopfexamples", registry=registry)
+    def update_fn(diff: Any, **_: Any) -> None:
+        updates.append(diff)
+
+    objects.create("kex1", field="a")
+    operator.start()
+    await wait_for(lambda: "diff.example.com/last-handled-configuration" in objects.annotations("kex1"))
+    await asyncio.sleep(10)
+    annotations = objects.annotations("kex1")
+    assert annotations["progress.example.com/kopf-managed"] == "yes"
+    assert annotations["diff.example.com/kopf-managed"] == "yes"
+    assert json.loads(annotations["diff.example.com/last-handled-configuration"]) == {"spec": {"field": "a"}}
+    assert updates == []  # the markers are not the object's changes.
