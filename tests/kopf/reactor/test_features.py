@@ -296,3 +296,31 @@ async def test_handler_patches_are_applied(
     await wait_for(
         lambda: "handled" in json.loads(objects.annotations("kex1")[DIFFBASE]).get("metadata", {}).get("labels", {})
     )
+
+
+async def test_handlers_with_the_same_id_for_one_cause(
+    operator: Operator,
+    registry: OperatorRegistry,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As in the published framework: accepted; only the first is called, its success is theirs (one id)."""
+    calls: list[str] = []
+
+    @kopf.on.create("kopfexamples", id="dup", registry=registry)
+    def dup1(**_: Any) -> int:
+        calls.append("dup1")
+        return 1
+
+    @kopf.on.create("kopfexamples", id="dup", registry=registry)
+    def dup2(**_: Any) -> int:
+        calls.append("dup2")
+        return 2
+
+    objects.create("kex1")
+    operator.start()
+    await wait_for(lambda: DIFFBASE in objects.annotations("kex1"))
+    await asyncio.sleep(10)
+    assert calls == ["dup1"]
+    assert objects.status("kex1") == {"dup": 1}
+    assert "Creation is processed: 1 succeeded; 0 failed." in [r.getMessage() for r in caplog.records]
