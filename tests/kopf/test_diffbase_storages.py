@@ -119,9 +119,34 @@ def test_annotations_custom_prefix_and_key() -> None:
     storage = AnnotationsDiffBaseStorage(prefix="my-op.example.com", key="diff-base")
     patch = Patch()
     storage.store(body=Body({}), patch=patch, essence=BodyEssence(spec={}))
-    assert patch == {"metadata": {"annotations": {"my-op.example.com/diff-base": '{"spec":{}}\n'}}}
+    assert patch == {
+        "metadata": {
+            "annotations": {
+                "my-op.example.com/diff-base": '{"spec":{}}\n',
+                "my-op.example.com/kopf-managed": "yes",  # as published, for the custom prefixes
+            }
+        }
+    }
     body = Body({"metadata": {"annotations": {"my-op.example.com/diff-base": "{}", "x": "y"}}})
     assert storage.build(body=body) == {"metadata": {"annotations": {"x": "y"}}}
+
+
+@pytest.mark.parametrize("prefix", ["kopf.zalando.org", None])
+def test_annotations_default_prefix_writes_no_marker(prefix: str | None) -> None:
+    storage = AnnotationsDiffBaseStorage() if prefix is None else AnnotationsDiffBaseStorage(prefix=prefix)
+    patch = Patch()
+    storage.store(body=Body({}), patch=patch, essence=BodyEssence(spec={}))
+    assert list(patch["metadata"]["annotations"]) == ["kopf.zalando.org/last-handled-configuration"]
+
+
+def test_annotations_custom_prefix_marker_is_written_if_absent_and_not_in_the_essence() -> None:
+    """As published: ``{prefix}/kopf-managed: "yes"`` with every store to an unmarked object; never essential."""
+    storage = AnnotationsDiffBaseStorage(prefix="my-op.example.com")
+    marked = Body({"metadata": {"annotations": {"my-op.example.com/kopf-managed": "yes", "x": "y"}}})
+    patch = Patch()
+    storage.store(body=marked, patch=patch, essence=BodyEssence(spec={}))
+    assert "my-op.example.com/kopf-managed" not in patch["metadata"]["annotations"]
+    assert storage.build(body=marked) == {"metadata": {"annotations": {"x": "y"}}}
 
 
 def test_status_storage_defaults_and_custom_fields() -> None:

@@ -538,6 +538,29 @@ async def test_errors_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     assert any(record.exc_info for record in caplog.records if "arbitrary" in record.getMessage())
 
 
+async def test_errors_without_messages(caplog: pytest.LogCaptureFixture) -> None:
+    """As published: the logs name them by their repr (``KeyError()``); the records keep the empty message."""
+
+    async def arbitrary(**_: Any) -> None:
+        raise KeyError()
+
+    async def perm(**_: Any) -> None:
+        raise kopf.PermanentError()
+
+    async def temp(**_: Any) -> None:
+        raise kopf.TemporaryError("", delay=1)
+
+    outcomes = {fn.__name__: await run_once(make_handler(fn)) for fn in [arbitrary, perm, temp]}
+    messages = [record.getMessage() for record in caplog.records if record.levelno == logging.ERROR]
+    assert messages == [
+        "Handler 'arbitrary' failed with an exception and will try again in 60 seconds: KeyError()",
+        "Handler 'perm' failed permanently: PermanentError()",
+        "Handler 'temp' failed temporarily: TemporaryError('')",
+    ]
+    states = {name: HandlerState.from_scratch().with_outcome(outcome) for name, outcome in outcomes.items()}
+    assert [state.as_record()["message"] for state in states.values()] == ["", "", ""]
+
+
 async def test_retries_limit_before_the_call() -> None:
     fn_calls: list[int] = []
 
@@ -577,24 +600,39 @@ async def test_timeout_before_the_call() -> None:
     assert fn_calls == []
 
 
-async def test_timeout_of_a_running_async_handler() -> None:
+async def test_a_running_async_handler_is_not_cancelled_at_its_timeout() -> None:
+    """As in the published framework: the timeout is judged between the attempts, the running one finishes."""
     cancelled = asyncio.Event()
 
-    async def fn(**_: Any) -> None:
+    async def fn(**_: Any) -> str:
         try:
-            await asyncio.sleep(1000)
+            await asyncio.sleep(100)
         except asyncio.CancelledError:
             cancelled.set()
             raise
+        return "done"
 
     loop = asyncio.get_running_loop()
     start = loop.time()
     state = HandlerState(started=utcnow() - datetime.timedelta(seconds=4), purpose="create")
     outcome = await run_once(make_handler(fn, timeout=10), state=state)
-    assert outcome.final
-    assert isinstance(outcome.exception, kopf.HandlerTimeoutError)
-    assert cancelled.is_set()
-    assert loop.time() - start == pytest.approx(6)  # the remaining time of the timeout.
+    assert outcome == HandlerOutcome(final=True, result="done")
+    assert not cancelled.is_set()
+    assert loop.time() - start == pytest.approx(100)
+
+
+async def test_an_async_handler_failing_beyond_its_timeout_is_not_retried(
+    settings: OperatorSettings, calls: Calls
+) -> None:
+    async def fn(**kwargs: Any) -> None:
+        calls("fn", kwargs)
+        await asyncio.sleep(5)
+        raise ValueError("too late")
+
+    _, executions = await simulate([make_handler(fn, timeout=3, backoff=1)], settings)
+    assert calls.times("fn") == [0]
+    assert isinstance(executions[-1].outcomes["fn"].exception, kopf.HandlerTimeoutError)
+    assert asyncio.get_running_loop().time() == pytest.approx(5)
 
 
 async def test_handlers_own_timeout_errors_are_regular_errors() -> None:
@@ -1006,32 +1044,125 @@ async def test_subhandlers_are_filtered(settings: OperatorSettings, calls: Calls
     assert calls.ids() == ["matching"]
 
 
-async def test_failed_subhandlers_fail_the_parent(settings: OperatorSettings, calls: Calls) -> None:
-    async def parent(**kwargs: Any) -> None:
+async def test_failed_subhandlers_do_not_fail_the_parent(settings: OperatorSettings, calls: Calls) -> None:
+    """As in the published framework: ``kopf.execute()`` returns when the sub-handlers are finished, failed too."""
+
+    async def parent(**kwargs: Any) -> str:
         calls("entering", kwargs)
         await execute(fns={"bad": bad})
         calls("leaving", kwargs)
+        return "after"
 
     async def bad(**_: Any) -> None:
         raise kopf.PermanentError("bad child")
 
     body, executions = await simulate([make_handler(parent)], settings)
-    assert calls.ids() == ["entering"]  # the child fails at once, and so does the parent.
-    assert executions[-1].state.failed == ["parent"]
-    assert "'parent/bad'" in (executions[-1].state["parent"].message or "")
+    assert calls.ids() == ["entering", "leaving"]  # the child fails at once; the parent goes on.
+    assert executions[-1].state.succeeded == ["parent"]
+    assert executions[-1].state.failed == []
+    assert body["status"]["parent"] == "after"
     assert progress(body) == {}
 
 
-async def test_parents_waiting_for_children_do_not_consume_their_retries(settings: OperatorSettings) -> None:
-    async def parent(**_: Any) -> None:
+async def test_failed_declared_subhandlers_do_not_fail_the_parent(
+    settings: OperatorSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    def parent(**_: Any) -> None:
+        @kopf.subhandler(id="good")
+        def good(**_: Any) -> str:
+            return "g"
+
+        @kopf.subhandler(id="broken")
+        def broken(**_: Any) -> None:
+            raise kopf.PermanentError("the child cannot succeed")
+
+    caplog.set_level(logging.INFO)
+    body, executions = await simulate([make_handler(parent)], settings)
+    assert executions[-1].state.succeeded == ["parent"]
+    assert body["status"]["parent/good"] == "g"
+    messages = [record.getMessage() for record in caplog.records if record.levelno >= logging.INFO]
+    assert messages == [
+        "Handler 'parent/good' succeeded.",
+        "Handler 'parent/broken' failed permanently: the child cannot succeed",
+        "Handler 'parent' succeeded.",
+    ]
+    assert progress(body) == {}
+
+
+async def test_parents_waiting_for_children_consume_their_retries(
+    settings: OperatorSettings, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As in the published framework: every re-entry of a waiting parent is an attempt that counts."""
+
+    async def parent(**kwargs: Any) -> None:
+        calls("parent", kwargs)
         await execute(fns={"a": child, "b": child, "c": child})
 
-    async def child(**_: Any) -> None:
-        pass
+    async def child(**kwargs: Any) -> None:
+        calls("child", kwargs)
 
-    _, executions = await simulate([make_handler(parent, retries=1)], settings)
+    caplog.set_level(logging.DEBUG)
+    body, executions = await simulate([make_handler(parent, retries=2)], settings)
+    assert [kwargs["retry"] for id, _, kwargs in calls.log if id == "parent"] == [0, 1]
+    assert calls.ids() == ["parent", "child", "parent", "child"]  # the 3rd attempt is not made.
+    assert executions[-1].state.failed == ["parent"]
+    assert isinstance(executions[-1].outcomes["parent"].exception, kopf.HandlerRetriesError)
+    messages = [(record.levelno, record.getMessage()) for record in caplog.records]
+    assert messages[-2:] == [
+        (logging.DEBUG, "Handler 'parent' is invoked."),
+        (logging.ERROR, "Handler 'parent' has exceeded 2 retries."),  # not as "failed permanently: …"
+    ]
+    assert progress(body) == {}  # incl. the sub-handlers' records.
+
+
+async def test_parents_waiting_for_children_count_their_retries(settings: OperatorSettings, calls: Calls) -> None:
+    """The parent's ``retry`` grows on every re-entry, its record's ``retries`` too, with ``message: "None"``."""
+
+    async def parent(**kwargs: Any) -> None:
+        calls("parent", kwargs)
+        await execute(fns={"child": child})
+
+    async def child(retry: int, **kwargs: Any) -> None:
+        calls("child", kwargs)
+        if retry < 3:
+            raise kopf.TemporaryError("not ready", delay=1)
+
+    body, _, _ = await cycle([make_handler(parent)], BODY, settings)
+    records = progress(body)  # by the storages' keys: "parent" or "kopf.zalando.org/parent", and so on.
+    record = next(record for key, record in records.items() if key.endswith("parent"))
+    child_record = next(record for key, record in records.items() if key.endswith("child"))
+    assert (record["retries"], record["message"], record["success"], record["failure"]) == (1, "None", False, False)
+    assert record["subrefs"] == ["parent/child"]
+    assert record["delayed"] == child_record["delayed"]  # when the sub-handler is due.
+
+    calls.log.clear()
+    body, executions = await simulate([make_handler(parent)], settings, body=body)
+    assert [kwargs["retry"] for id, _, kwargs in calls.log if id == "parent"] == [1, 2, 3]
     assert executions[-1].state.succeeded == ["parent"]
-    assert len(executions) == 3  # one child per cycle; the parent is re-entered every time.
+    assert executions[-1].state["parent"].retries == 4
+    assert progress(body) == {}
+
+
+async def test_parents_waiting_for_children_time_out_on_reentry(
+    settings: OperatorSettings, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The parent is not failed ahead of its timeout while waiting: it is re-entered, then stopped."""
+
+    async def parent(**kwargs: Any) -> None:
+        calls("parent", kwargs)
+        await execute(fns={"child": child})
+
+    async def child(**kwargs: Any) -> None:
+        calls("child", kwargs)
+        raise kopf.TemporaryError("not ready", delay=1)
+
+    _, executions = await simulate([make_handler(parent, timeout=1.5)], settings)
+    assert calls.times("parent") == [0, 1]
+    assert calls.times("child") == [0, 1]
+    assert isinstance(executions[-1].outcomes["parent"].exception, kopf.HandlerTimeoutError)
+    assert asyncio.get_running_loop().time() == pytest.approx(2)
+    errors = [record.getMessage() for record in caplog.records if record.levelno == logging.ERROR]
+    assert errors[-1].startswith("Handler 'parent' has timed out after 0:00:02")
 
 
 async def test_execute_outside_of_handlers_fails() -> None:
@@ -1192,6 +1323,18 @@ def test_handler_state_timing() -> None:
     assert not HandlerState(failure=True).awakened(now)
 
 
+def test_handler_state_with_a_zero_delay_is_due_now() -> None:
+    """As the published framework writes it: ``delayed`` is "now" for a zero delay, absent for ``None``."""
+    now = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
+    state = HandlerState.from_scratch(purpose="create", now=now)
+    zero = state.with_outcome(HandlerOutcome(final=False, delay=0, exception=kopf.TemporaryError("x")), now=now)
+    none = state.with_outcome(HandlerOutcome(final=False, delay=None, exception=kopf.TemporaryError("x")), now=now)
+    assert zero.as_record()["delayed"] == now.isoformat()
+    assert none.as_record()["delayed"] is None
+    assert zero.awakened(now) and none.awakened(now)
+    assert zero.delay(now) == 0 and none.delay(now) == 0
+
+
 def test_handler_state_with_outcomes() -> None:
     now = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
     state = HandlerState.from_scratch(purpose="create", now=now)
@@ -1203,11 +1346,12 @@ def test_handler_state_with_outcomes() -> None:
         "x",
         True,
     )
-    state = state.with_outcome(HandlerOutcome(final=False, delay=None, subrefs=("a",)), now=now)
-    assert (state.retries, state.delayed, state.subrefs) == (1, None, ("a",))
+    waiting = HandlerOutcome(final=False, delay=None, exception=HandlerChildrenRetry(delay=None), subrefs=("a",))
+    state = state.with_outcome(waiting, now=now)
+    assert (state.retries, state.delayed, state.subrefs, state.message) == (2, None, ("a",), "None")
     state = state.with_outcome(HandlerOutcome(final=True, result=1, subrefs=("a", "b")), now=now)
     assert (state.retries, state.success, state.failure, state.stopped, state.subrefs, state.message) == (
-        2,
+        3,
         True,
         False,
         now,
@@ -1215,7 +1359,7 @@ def test_handler_state_with_outcomes() -> None:
         None,
     )
     failed = HandlerState().with_outcome(HandlerOutcome(final=True, exception=kopf.PermanentError()), now=now)
-    assert failed.failure and not failed.success and failed.message == "PermanentError"
+    assert failed.failure and not failed.success and failed.message == ""  # as it is, as published
 
 
 def test_state_store_writes_only_the_changed_states() -> None:

@@ -13,7 +13,7 @@ import pytest
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers import jsonlogs, loggers
 from kopf._cogs.helpers.loggers import LogFormat, SecretsFilter, configure, make_formatter, redact, register_secret
-from kopf._core.actions.loggers import LocalObjectLogger, ObjectLogger, is_postable
+from kopf._core.actions.loggers import LocalObjectLogger, ObjectLogger, event_sink_var, is_postable
 
 BODY = {
     "apiVersion": "kopf.dev/v1",
@@ -263,6 +263,32 @@ def test_postability_by_settings(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger="kopf.objects"):
         logger.error("Disabled.")
     assert not is_postable(caplog.records[0])
+
+
+def test_posted_messages_of_exceptions_have_the_traceback() -> None:
+    """As the published framework posts them: the message, a newline, and the traceback as logged."""
+    posted: list[tuple[str, str]] = []
+    token = event_sink_var.set(lambda ref, type_, reason, message: posted.append((type_, message)))
+    try:
+        logger = ObjectLogger(body=BODY, settings=OperatorSettings())
+        try:
+            raise ValueError("boom")
+        except ValueError as e:
+            logger.exception("Failed: %s", "x")
+            error = e
+        logger.error("Explicit.", exc_info=error)
+        logger.error("No traceback.")
+        logger.error("Nothing is being handled.", exc_info=True)
+    finally:
+        event_sink_var.reset(token)
+    [(type1, message1), (type2, message2), (_, message3), (_, message4)] = posted
+    assert type1 == type2 == "Error"
+    assert message1.startswith("Failed: x\nTraceback (most recent call last):\n")
+    assert message2.startswith("Explicit.\nTraceback (most recent call last):\n")
+    assert message1.endswith("\nValueError: boom") and message2.endswith("\nValueError: boom")
+    assert 'raise ValueError("boom")' in message1
+    assert message3 == "No traceback."
+    assert message4 == "Nothing is being handled."
 
 
 def test_plain_records_are_not_postable() -> None:

@@ -302,7 +302,47 @@ def test_annotations_custom_prefix_and_touch_key() -> None:
     patch = Patch()
     storage.store(key=KEY, record=RECORD, body=Body({}), patch=patch)
     storage.touch(body=Body({}), patch=patch, value="x")
-    assert set(patch["metadata"]["annotations"]) == {"my-op.example.com/create_fn", "my-op.example.com/poke"}
+    assert set(patch["metadata"]["annotations"]) == {
+        "my-op.example.com/create_fn",
+        "my-op.example.com/poke",
+        "my-op.example.com/kopf-managed",  # as published, for the custom prefixes
+    }
+
+
+def test_annotations_custom_prefix_marker_when_written() -> None:
+    """
+    As the published framework writes ``{prefix}/kopf-managed: "yes"``: with the records stored, purged (even if
+    none), and the touches that set the dummy, to the objects without it; not when the dummy is only removed.
+    """
+    storage = AnnotationsProgressStorage(prefix="my-op.example.com")
+    marker = "my-op.example.com/kopf-managed"
+    unmarked, marked = Body({}), Body({"metadata": {"annotations": {marker: "yes"}}})
+    patches = {name: Patch() for name in ["store", "purge", "touch", "untouch", "marked"]}
+    storage.store(key=KEY, record=RECORD, body=unmarked, patch=patches["store"])
+    storage.purge(key=KEY, body=unmarked, patch=patches["purge"])
+    storage.touch(body=unmarked, patch=patches["touch"], value="x")
+    storage.touch(body=unmarked, patch=patches["untouch"], value=None)
+    storage.store(key=KEY, record=RECORD, body=marked, patch=patches["marked"])
+    storage.purge(key=KEY, body=marked, patch=patches["marked"])
+    storage.touch(body=marked, patch=patches["marked"], value="x")
+    assert {name: patch.get("metadata", {}).get("annotations", {}).get(marker) for name, patch in patches.items()} == {
+        "store": "yes",
+        "purge": "yes",
+        "touch": "yes",
+        "untouch": None,
+        "marked": None,
+    }
+    essence = BodyEssence(metadata={"annotations": {marker: "yes", "x": "y"}}, spec={})
+    assert storage.clear(essence=essence) == {"metadata": {"annotations": {"x": "y"}}, "spec": {}}
+
+
+def test_annotations_default_prefix_writes_no_marker() -> None:
+    for storage in [AnnotationsProgressStorage(), AnnotationsProgressStorage(prefix="kopf.zalando.org")]:
+        patch = Patch()
+        storage.store(key=KEY, record=RECORD, body=Body({}), patch=patch)
+        storage.purge(key=KEY, body=Body({}), patch=patch)
+        storage.touch(body=Body({}), patch=patch, value="x")
+        assert not any(key.endswith("/kopf-managed") for key in patch.get("metadata", {}).get("annotations", {}))
 
 
 def test_annotations_clear_removes_own_records_and_touches_only() -> None:

@@ -42,8 +42,8 @@ def truncate_message(message: str, limit: int = MAX_MESSAGE_LENGTH) -> str:
     if len(message) <= limit:
         return message
     keep = limit - len(CUT_MESSAGE_INFIX)
-    head = keep // 2
-    tail = keep - head
+    tail = keep // 2
+    head = keep - tail  # the odd one goes to the head: 511 + "..." + 510, as the published framework cuts
     return message[:head] + CUT_MESSAGE_INFIX + (message[-tail:] if tail else "")
 
 

@@ -75,6 +75,12 @@ def make_safe_name(key: str, limit: int = MAX_NAME_LENGTH, *, hashed: str | None
 #: How many ids' keys a storage remembers (they are pure functions of the prefix and the id).
 MAX_CACHED_KEYS = 1024
 
+#: The default prefix of the annotations' storages: the objects need no marker of being managed with it.
+DEFAULT_PREFIX = "kopf.zalando.org"
+
+#: The name of the marker annotation (``{prefix}/kopf-managed: "yes"``) of the storages with other prefixes.
+MANAGED_MARKER_NAME = "kopf-managed"
+
 
 class StorageKeyFormingConvention:
     """
@@ -121,6 +127,23 @@ class StorageKeyFormingConvention:
                 cache.clear()
             made = cache[cache_key] = tuple(keys)
         return list(made)
+
+    @property
+    def managed_marker_key(self) -> str | None:
+        """The marker annotation's key, if the prefix is not the default one (else, none is written)."""
+        prefix = getattr(self, "prefix", None)  # a storage of the users' own class may skip our __init__
+        return f"{prefix}/{MANAGED_MARKER_NAME}" if prefix and prefix != DEFAULT_PREFIX else None
+
+    def mark_managed(self, body: bodies.Body, patch: patches.Patch) -> None:
+        """
+        Mark the object as managed under a custom prefix: ``{prefix}/kopf-managed: "yes"``.
+
+        As the published framework does (its users may select the objects by it): whenever the storage writes
+        to an object that has no marker (again, if removed); never removed, not for the default prefix.
+        """
+        key = self.managed_marker_key
+        if key is not None and key not in body.metadata.annotations:
+            patch.metadata.annotations[key] = "yes"
 
     def mark_key(self, key: str, body: bodies.Body) -> str:
         """The key as it is stored on this object (no marking is needed: kept for the custom storages)."""

@@ -104,7 +104,8 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
         return super().build(body=body, extra_fields=extra_fields)
 
     def clear(self, *, essence: bodies.BodyEssence) -> bodies.BodyEssence:
-        return self._drop_annotations(essence, set(self.make_keys(self.key)))
+        marker_key = self.managed_marker_key
+        return self._drop_annotations(essence, {*self.make_keys(self.key), *([marker_key] if marker_key else [])})
 
     def fetch(self, *, body: bodies.Body) -> bodies.BodyEssence | None:
         for full_key in self.make_keys(self.key):
@@ -115,6 +116,7 @@ class AnnotationsDiffBaseStorage(conventions.StorageKeyFormingConvention, DiffBa
 
     def store(self, *, body: bodies.Body, patch: patches.Patch, essence: bodies.BodyEssence) -> None:
         encoded = _encode_essence(essence) + "\n"  # byte for byte as the published framework writes it
+        self.mark_managed(body, patch)
         for full_key in self.make_keys(self.key):
             patch.metadata.annotations[full_key] = encoded
 

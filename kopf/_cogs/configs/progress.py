@@ -118,14 +118,18 @@ class AnnotationsProgressStorage(
     def store(self, *, key: ids.HandlerId, record: ProgressRecord, body: bodies.Body, patch: patches.Patch) -> None:
         content = record if self.verbose else {k: v for k, v in record.items() if v is not None}
         encoded = json.dumps(content, separators=(",", ":"), default=list)
+        self.mark_managed(body, patch)
         for full_key in self.make_keys(key):
             patch.metadata.annotations[full_key] = encoded
 
     def purge(self, *, key: ids.HandlerId, body: bodies.Body, patch: patches.Patch) -> None:
+        self.mark_managed(body, patch)  # as published: even if there is nothing to purge (a handling has ended)
         for full_key in self.make_keys(key):
             self._purge_field(body, patch, ("metadata", "annotations", full_key))
 
     def touch(self, *, body: bodies.Body, patch: patches.Patch, value: str | None) -> None:
+        if value is not None:  # a handling goes on; not on the ends of the cycles (e.g. of those with no handlers)
+            self.mark_managed(body, patch)
         for full_key in self.make_keys(self.touch_key):
             if body.metadata.annotations.get(full_key) != value:  # also covers absent-vs-None.
                 patch.metadata.annotations[full_key] = value
@@ -135,11 +139,12 @@ class AnnotationsProgressStorage(
         if not annotations:  # usually: nothing to look at (on every event, twice)
             return essence
         touch_keys = set(self.make_keys(self.touch_key))
+        marker_key = self.managed_marker_key
         prefix = f"{self.prefix}/" if self.prefix else ""
         marked = {
             key
             for key, value in annotations.items()
-            if key in touch_keys or (key.startswith(prefix) and _parse_record(value) is not None)
+            if key in touch_keys or key == marker_key or (key.startswith(prefix) and _parse_record(value) is not None)
         }
         return self._drop_annotations(essence, marked)
 

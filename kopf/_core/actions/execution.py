@@ -27,7 +27,6 @@ The errors of the handlers are interpreted as documented:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import copy
@@ -115,8 +114,8 @@ class HandlerOutcome:
     The outcome of one attempt of a handler.
 
     ``final`` means that the handler is finished: succeeded (no ``exception``) or failed.
-    Non-final outcomes are retried after ``delay`` seconds (``None`` for no delay);
-    those without an exception are the parents waiting for their sub-handlers.
+    Non-final outcomes are retried after ``delay`` seconds (``None`` for no delay); the parents
+    waiting for their sub-handlers have :class:`HandlerChildrenRetry` as their exception.
     """
 
     final: bool
@@ -238,27 +237,28 @@ class HandlerState:
                 failure=failed,
                 subrefs=subrefs,
                 dirty=True,
-                message=_describe(outcome.exception) if outcome.exception is not None else None,
+                # As it is, even if empty (unlike in the logs), as the published framework writes the records.
+                message=str(outcome.exception) if outcome.exception is not None else None,
             )
-        elif outcome.exception is None:
-            # Waiting for the sub-handlers: not an attempt of its own, so the retries do not grow.
-            delayed = now + datetime.timedelta(seconds=outcome.delay) if outcome.delay else None
-            return dataclasses.replace(self, started=started, delayed=delayed, subrefs=subrefs, dirty=True)
         else:
-            delayed = now + datetime.timedelta(seconds=outcome.delay) if outcome.delay else None
+            # Every non-final attempt counts, the parents' waiting for their sub-handlers included
+            # (a special temporary error, as documented): so their `retry` grows and `retries=` limits them.
+            # A zero delay is recorded as due now (as the published framework writes it); `None` as no delay at all.
+            delayed = now + datetime.timedelta(seconds=outcome.delay) if outcome.delay is not None else None
             return dataclasses.replace(
                 self,
                 started=started,
                 delayed=delayed,
                 retries=self.retries + 1,
                 subrefs=subrefs,
-                message=_describe(outcome.exception),
+                message=str(outcome.exception) if outcome.exception is not None else None,
                 dirty=True,
             )
 
 
-def _describe(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+def describe_error(exc: BaseException) -> str:
+    """How the logs name an error: by its message, or if it has none, by its repr (``KeyError()``), as published."""
+    return str(exc) or repr(exc)
 
 
 def handler_title(handler: Handler) -> str:
@@ -288,14 +288,26 @@ def _exceeds_timeout(handler: Handler, state: HandlerState, delay: float) -> boo
     return state.runtime(utcnow()).total_seconds() + delay >= handler.timeout
 
 
+def _limits_error(
+    handler: Handler, state: HandlerState, name: str, now: datetime.datetime
+) -> HandlerTimeoutError | HandlerRetriesError | None:
+    """The error if the handler's timeout or retries are already used up before this attempt, else ``None``."""
+    runtime = state.runtime(now)
+    if handler.timeout is not None and runtime.total_seconds() >= handler.timeout:
+        return HandlerTimeoutError(f"{name} has timed out after {runtime}.")
+    if handler.retries is not None and state.retries >= handler.retries:
+        return HandlerRetriesError(f"{name} has exceeded {state.retries} retries.")
+    return None
+
+
 def _retries_error(name: str, state: HandlerState, exc: BaseException) -> HandlerRetriesError:
-    error = HandlerRetriesError(f"{name} has exceeded {state.retries + 1} retries: {_describe(exc)}")
+    error = HandlerRetriesError(f"{name} has exceeded {state.retries + 1} retries: {describe_error(exc)}")
     error.__cause__ = exc
     return error
 
 
 def _timeout_error(name: str, state: HandlerState, exc: BaseException) -> HandlerTimeoutError:
-    error = HandlerTimeoutError(f"{name} would time out on the next attempt: {_describe(exc)}")
+    error = HandlerTimeoutError(f"{name} would time out on the next attempt: {describe_error(exc)}")
     error.__cause__ = exc
     return error
 
@@ -605,54 +617,63 @@ async def execute_handler_once(
         lifecycle=lifecycle if lifecycle is not None else lifecycles.get_default_lifecycle(),
     )
     outcome: HandlerOutcome
+    now = utcnow()
+    if not name.startswith("Indexer"):  # too many: as the published framework, silent
+        logger.debug(f"{name} is invoked.")  # as the published framework: even if the limits stop it now.
+    limit_error = _limits_error(handler, state, name, now)
+    if limit_error is not None:
+        # Reached by the parents waiting for their sub-handlers (others fail at once ahead of the limits):
+        # the message is logged as it is, as in the published framework, not as "failed permanently".
+        logger.error(str(limit_error))
+        return HandlerOutcome(final=True, exception=limit_error)
     try:
-        now = utcnow()
-        runtime = state.runtime(now)
-        if handler.timeout is not None and runtime.total_seconds() >= handler.timeout:
-            raise HandlerTimeoutError(f"{name} has timed out after {runtime}.")
-        if handler.retries is not None and state.retries >= handler.retries:
-            raise HandlerRetriesError(f"{name} has exceeded {state.retries} retries.")
         result = await _invoke_handler(handler=handler, state=state, cause=cause, context=context, now=now)
 
     # The messages are worded as in the published framework: the operators' tests wait for them.
     except HandlerChildrenRetry as e:
+        # Neither the retries nor the timeout are checked ahead here (as for other temporary errors):
+        # as in the published framework, the parent is called again, and the limits stop it then.
         logger.debug(f"{name} has unfinished sub-handlers. Will retry soon.")
-        outcome = HandlerOutcome(final=False, delay=e.delay)
+        outcome = HandlerOutcome(final=False, exception=e, delay=e.delay)
     except TemporaryError as e:
         delay = e.delay if e.delay is not None else 0
         if _exceeds_retries(handler, state):
-            logger.error(f"{name} failed temporarily but will exceed {handler.retries} retries: {_describe(e)}")
+            logger.error(f"{name} failed temporarily but will exceed {handler.retries} retries: {describe_error(e)}")
             outcome = HandlerOutcome(final=True, exception=_retries_error(name, state, e))
         elif _exceeds_timeout(handler, state, delay):
-            logger.error(f"{name} failed temporarily but will time out after {handler.timeout} seconds: {_describe(e)}")
+            logger.error(
+                f"{name} failed temporarily but will time out after {handler.timeout} seconds: {describe_error(e)}"
+            )
             outcome = HandlerOutcome(final=True, exception=_timeout_error(name, state, e))
         else:
-            logger.error(f"{name} failed temporarily: {_describe(e)}")
+            logger.error(f"{name} failed temporarily: {describe_error(e)}")
             outcome = HandlerOutcome(final=False, exception=e, delay=e.delay)
     except PermanentError as e:
-        logger.error(f"{name} failed permanently: {_describe(e)}")
+        logger.error(f"{name} failed permanently: {describe_error(e)}")
         outcome = HandlerOutcome(final=True, exception=e)
     except Exception as e:
         if errors_mode == ErrorsMode.IGNORED:
-            logger.exception(f"{name} failed with an exception and will ignore it: {_describe(e)}")
+            logger.exception(f"{name} failed with an exception and will ignore it: {describe_error(e)}")
             outcome = HandlerOutcome(final=True)
         elif errors_mode == ErrorsMode.PERMANENT:
-            logger.exception(f"{name} failed with an exception and will stop now: {_describe(e)}")
+            logger.exception(f"{name} failed with an exception and will stop now: {describe_error(e)}")
             outcome = HandlerOutcome(final=True, exception=e)
         elif _exceeds_retries(handler, state):
             logger.exception(
                 f"{name} failed with an exception and will stop now "
-                f"(it would exceed {handler.retries} retries on the next attempt): {_describe(e)}"
+                f"(it would exceed {handler.retries} retries on the next attempt): {describe_error(e)}"
             )
             outcome = HandlerOutcome(final=True, exception=_retries_error(name, state, e))
         elif _exceeds_timeout(handler, state, backoff):
             logger.exception(
                 f"{name} failed with an exception and will stop now "
-                f"(it would time out in {handler.timeout} seconds on the next attempt): {_describe(e)}"
+                f"(it would time out in {handler.timeout} seconds on the next attempt): {describe_error(e)}"
             )
             outcome = HandlerOutcome(final=True, exception=_timeout_error(name, state, e))
         else:
-            logger.exception(f"{name} failed with an exception and will try again in {backoff} seconds: {_describe(e)}")
+            logger.exception(
+                f"{name} failed with an exception and will try again in {backoff} seconds: {describe_error(e)}"
+            )
             outcome = HandlerOutcome(final=False, exception=e, delay=backoff)
     else:
         logger.info(f"{name} succeeded.")
@@ -687,24 +708,10 @@ async def _invoke_handler(
         context.subhandlers = subhandlers
         token = _invocation_var.set(context)
         try:
-            if not handler_title(handler).startswith("Indexer"):  # too many: as the published framework, silent
-                context.cause.logger.debug(f"{handler_title(handler)} is invoked.")
-            timeout = handler.timeout
-            if timeout is not None and invocation.is_async_fn(handler.fn):
-                remaining = max(0.0, timeout - (now - started).total_seconds())
-                try:
-                    async with asyncio.timeout(remaining) as timer:
-                        result = await invocation.invoke(
-                            handler.fn, cause=cause, kwargs=extra, settings=context.settings
-                        )
-                except TimeoutError:
-                    if timer.expired():
-                        raise HandlerTimeoutError(
-                            f"Handler {handler.id!r} has timed out after {datetime.timedelta(seconds=timeout)}."
-                        ) from None
-                    raise
-            else:
-                result = await invocation.invoke(handler.fn, cause=cause, kwargs=extra, settings=context.settings)
+            # The timeout is judged between the attempts only, not during one, async or sync (as the published
+            # framework does, though its documentation says that the async ones are cancelled): so an attempt that
+            # has begun in time finishes, and its outcome stands.
+            result = await invocation.invoke(handler.fn, cause=cause, kwargs=extra, settings=context.settings)
 
             # The sub-handlers that were declared but not executed explicitly, are executed implicitly.
             if not context.executed and subhandlers():
@@ -735,7 +742,7 @@ async def execute(
     persisted as of the regular handlers. If some of them are not finished, the current
     handler is interrupted (by a special temporary error) and is called again later
     to continue with them; so the code after ``kopf.execute()`` runs only once, when all
-    the sub-handlers are finished.
+    the sub-handlers are finished: succeeded or failed (a failed one does not fail the parent).
     """
     context = _invocation_var.get(None)
     if sum(value is not None for value in (fns, handlers, registry)) > 1:
@@ -791,7 +798,7 @@ async def execute(
         purge=False,
     )
     if not execution.done:
-        raise HandlerChildrenRetry("Some sub-handlers are not finished yet.", delay=execution.delay)
-    if execution.state.failed:
-        failed = ", ".join(repr(handler_id) for handler_id in execution.state.failed)
-        raise PermanentError(f"Some sub-handlers have failed: {failed}.")
+        # No message: the parent's progress record gets "None" as its message, as in the published framework.
+        raise HandlerChildrenRetry(delay=execution.delay)
+    # The failed sub-handlers do not fail the parent (as in the published framework): they are finished, and
+    # their failures are logged & recorded on their own; the code after `kopf.execute()` runs as usual.

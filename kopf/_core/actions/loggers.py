@@ -20,6 +20,7 @@ the posting engine's queue) before and regardless of the logging itself.
 import contextvars
 import copy
 import logging
+import sys
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, TypeVar, cast
 
@@ -93,10 +94,10 @@ class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
         return cast(ObjectReference, extra["k8s_ref"])
 
     def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
-        self._post(level, msg, args)
+        self._post(level, msg, args, exc_info=kwargs.get("exc_info"))
         super().log(level, msg, *args, **kwargs)
 
-    def _post(self, level: int, msg: object, args: tuple[object, ...]) -> None:
+    def _post(self, level: int, msg: object, args: tuple[object, ...], *, exc_info: Any = None) -> None:
         """Hand a qualifying message to the operator's event sink, whatever the logging levels are."""
         extra = self.extra or {}
         settings = extra.get("settings")
@@ -111,6 +112,9 @@ class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
             message = str(msg) % args if args else str(msg)
         except (TypeError, ValueError):
             message = f"{msg} {args}"
+        traceback = _format_exc_info(exc_info)
+        if traceback:  # as the published framework posts them: the message & the traceback (cut to fit)
+            message = message + ("" if message.endswith("\n") else "\n") + traceback
         type_ = "Error" if level >= logging.ERROR else "Warning" if level >= logging.WARNING else "Normal"
         sink(self.k8s_ref, type_, "Logging", message)
 
@@ -118,6 +122,22 @@ class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
         # Ours go last: a user's extra cannot break the identity of the object or the posting decisions.
         kwargs["extra"] = {**(kwargs.get("extra") or {}), **(self.extra or {})}
         return msg, kwargs
+
+
+def _format_exc_info(exc_info: Any) -> str:
+    """The traceback as the logging would render it for ``exc_info=`` (an exception, a tuple, or true)."""
+    if not exc_info:
+        return ""
+    if isinstance(exc_info, BaseException):
+        exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
+    elif not isinstance(exc_info, tuple):
+        exc_info = sys.exc_info()
+    if exc_info[0] is None:
+        return ""
+    return _FORMATTER.formatException(exc_info)
+
+
+_FORMATTER = logging.Formatter()
 
 
 class LocalObjectLogger(ObjectLogger):

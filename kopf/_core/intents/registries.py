@@ -9,7 +9,7 @@ the handlers are deduplicated by their function and their id.
 """
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from kopf._cogs.structs import dicts
 from kopf._cogs.structs.references import Resource, Selector
@@ -33,7 +33,10 @@ ResourceHandlerT = TypeVar("ResourceHandlerT", bound=ResourceHandler)
 
 
 class GenericRegistry(Generic[HandlerT]):
-    """A list of handlers of one kind, with protection against conflicting ids."""
+    """A list of handlers of one kind (with protection against conflicting ids where they would be ambiguous)."""
+
+    #: Whether different functions with the same id in the same scope are refused (see :meth:`append`).
+    strict_ids: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -49,12 +52,14 @@ class GenericRegistry(Generic[HandlerT]):
 
     def append(self, handler: HandlerT) -> None:
         """
-        Add a handler, unless its id is already taken by a different function in the same scope.
+        Add a handler; a function re-created from the same source (e.g. a re-imported module) replaces the old one.
 
         The same function can be registered many times under the same id (stacked decorators).
-        A function re-created from the same source (e.g. a re-imported module) replaces the old
-        one. A different function with the same id is an error: their progress, results, or
-        endpoints would be indistinguishable.
+        Different functions with the same id in the same scope are accepted, as the published framework
+        accepts them (an operator that loads there must load here): their progress and results are
+        indistinguishable, so e.g. only the first of the change-detecting ones is called (its success
+        is theirs), and only the first daemon, as there. Only the registries with ``strict_ids``
+        (the webhooks: their ids are their endpoints) refuse them.
         """
         for existing in list(self._handlers):
             if existing.id != handler.id or not self._share_scope(existing, handler):
@@ -63,11 +68,11 @@ class GenericRegistry(Generic[HandlerT]):
                 continue
             if _same_source(existing.fn, handler.fn):
                 self._handlers.remove(existing)
-                continue
-            raise ValueError(
-                f"Duplicate handler id {handler.id!r}: it is already used by "
-                f"{existing.fn!r}, cannot be used by {handler.fn!r}. Use id=."
-            )
+            elif self.strict_ids:
+                raise ValueError(
+                    f"Duplicate handler id {handler.id!r}: it is already used by "
+                    f"{existing.fn!r}, cannot be used by {handler.fn!r}. Use id=."
+                )
         self._handlers.append(handler)
         self._by_resource.clear()
         self._extra_fields.clear()
@@ -248,6 +253,8 @@ class IndexingRegistry(ResourceRegistry[IndexingHandler]):
 
 class WebhooksRegistry(ResourceRegistry[WebhookHandler]):
     """Admission handlers; their ids are their endpoints, so they must be unique globally."""
+
+    strict_ids = True  # not verified against the published framework (the others are): kept as it was
 
     def get_handlers(
         self,

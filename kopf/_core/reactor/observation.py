@@ -209,6 +209,6 @@ async def namespace_observer(
 
 def _log_namespaces(old: Collection[str | None], new: Collection[str | None]) -> None:
     for name in sorted(str(ns) for ns in set(new) - set(old)):
-        logger.info(f"Serving the namespace {name!r}.")
+        logger.debug(f"Serving the namespace {name!r}.")
     for name in sorted(str(ns) for ns in set(old) - set(new)):
-        logger.info(f"Not serving the namespace {name!r} anymore.")
+        logger.debug(f"Not serving the namespace {name!r} anymore.")

@@ -291,8 +291,10 @@ async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) ->
                 settings=context.settings,
                 kwargs=dict(param=handler.param, retry=0, started=clock.utcnow(), runtime=datetime.timedelta(0)),
             )
-        except Exception:
-            context.local_logger.exception(f"Handler {handler.id!r} failed with an exception. Will ignore.")
+        except Exception as e:
+            context.local_logger.exception(
+                f"Handler {handler.id!r} failed with an exception and will ignore it: {execution.describe_error(e)}"
+            )
         else:
             context.local_logger.info(f"Handler {handler.id!r} succeeded.")
 
@@ -598,6 +600,7 @@ async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, e
     if not handlers:
         return in_scope, None
     title = TITLES[change.reason]
+    _supersede_other_causes(context, change)
     context.local_logger.debug("%s is in progress: %r", title.capitalize(), context.raw_body)  # lazy: bodies are big
     outcome = await execution.execute_handlers_once(
         handlers=handlers, cause=change.cause, settings=context.settings, subhandling=SUBHANDLING
@@ -606,6 +609,42 @@ async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, e
         succeeded, failed = len(outcome.state.succeeded), len(outcome.state.failed)
         context.logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
     return in_scope, outcome
+
+
+def _supersede_other_causes(context: _Context, change: _Change) -> None:
+    """
+    Report & purge the unfinished handling of another cause (e.g. a creation when the deletion comes).
+
+    As in the published framework (the operators' tests and users see it): one line per superseded cause
+    (``Creation is superseded by deletion: 1 succeeded; 0 failed; 1 left to the moment.``), counting
+    the top-level handlers by their records (not the sub-handlers); their records (with the sub-handlers')
+    are removed with this cycle's patch, so it is reported once.
+    """
+    storage = context.settings.persistence.progress_storage
+    superseded: dict[str, list[tuple[ChangingHandler, Mapping[str, Any]]]] = {}
+    seen: set[str] = set()
+    for handler in context.registry.changing.get_resource_handlers(context.resource):
+        if handler.id in seen:  # e.g. one function for several causes: one record
+            continue
+        seen.add(handler.id)
+        record = storage.fetch(key=handler.id, body=context.body)
+        purpose = record.get("purpose") if record is not None else None
+        if record is not None and isinstance(purpose, str) and purpose in TITLES and purpose != change.reason:
+            superseded.setdefault(purpose, []).append((handler, record))
+    if not superseded:
+        return
+    title = TITLES[change.reason]
+    for purpose, records in superseded.items():
+        succeeded = sum(1 for _, record in records if record.get("success"))
+        failed = sum(1 for _, record in records if record.get("failure"))
+        left = len(records) - succeeded - failed
+        context.logger.info(
+            f"{TITLES[purpose].capitalize()} is superseded by {title}: "
+            f"{succeeded} succeeded; {failed} failed; {left} left to the moment."
+        )
+    handlers = [handler for records in superseded.values() for handler, _ in records]
+    state = execution.State.from_storage(body=context.body, storage=storage, handlers=handlers)
+    state.purge(body=context.body, patch=context.patch, storage=storage, handlers=handlers)
 
 
 def _purge_stray_progress(context: _Context) -> None:

@@ -467,7 +467,8 @@ async def _worker(
 
 
 def _object_logger(raw_event: RawEvent, settings: OperatorSettings) -> loggers.ObjectLogger:
-    return loggers.ObjectLogger(body=Body(raw_event["object"]), settings=settings)
+    """The object's logger for the framework's own errors: to the log only, not posted as k8s-events (as published)."""
+    return loggers.LocalObjectLogger(body=Body(raw_event["object"]), settings=settings)
 
 
 #: How many events superseded by newer ones while waiting make a burst (see :func:`_batch`): more than the

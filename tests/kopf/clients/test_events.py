@@ -64,6 +64,8 @@ def test_truncation_edge_cases() -> None:
     assert events.truncate_message("x" * 1024) == "x" * 1024
     assert len(events.truncate_message("x" * 1025)) == 1024
     assert events.truncate_message("abcdefgh", limit=5) == "a...h"
+    # As the published framework cuts them: the odd character goes to the head (511 + "..." + 510).
+    assert events.truncate_message("a" * 600 + "b" * 600) == "a" * 511 + "..." + "b" * 510
 
 
 async def test_no_events_for_events(

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import kopf
+from kopf._core.actions.loggers import is_postable
 from kopf._core.intents.registries import OperatorRegistry
 from tests.helpers import wait_for
 
@@ -282,6 +283,39 @@ async def test_unexpected_errors_are_throttled_and_do_not_stop_the_watcher(
     assert operator.task is not None and not operator.task.done()
 
 
+async def test_throttling_messages_are_not_posted_as_k8s_events(
+    operator: Operator,
+    registry: OperatorRegistry,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As in the published framework: the throttling is in the object's log only."""
+    operator.settings.batching.error_delays = [10]
+    crashes: list[str] = []
+
+    def crashing(spec: kopf.Spec, **_: Any) -> bool:
+        if spec.get("field") == "crash" and not crashes:
+            crashes.append("crash")
+            raise RuntimeError("when crashed")
+        return True
+
+    @kopf.on.update("kopfexamples", registry=registry, when=crashing)
+    def update_fn(**_: Any) -> None:
+        pass
+
+    objects.create("kex1", field="ok")
+    operator.start()
+    await wait_for(lambda: DIFFBASE in objects.annotations("kex1"))
+    objects.patch("kex1", {"spec": {"field": "crash"}})
+    await wait_for(lambda: "Throttling is over" in caplog.text, timeout=20)
+    throttling = [r for r in caplog.records if r.getMessage().startswith("Throttling")]
+    assert [r.getMessage() for r in throttling] == [
+        "Throttling for 10 seconds due to an unexpected error: RuntimeError('when crashed')",
+        "Throttling is over. Switching back to normal operations.",
+    ]
+    assert all(r.name == "kopf.objects" and not is_postable(r) for r in throttling)
+
+
 async def test_custom_progress_storage_with_only_the_documented_methods(
     operator: Operator,
     registry: OperatorRegistry,
@@ -321,3 +355,87 @@ async def test_custom_progress_storage_with_only_the_documented_methods(
     assert not records  # purged when finished
     assert not any(key.startswith("kopf.zalando.org/create_fn") for key in objects.annotations("kex1"))
     assert "kopf.zalando.org/touch-dummy" not in objects.annotations("kex1")
+
+
+@pytest.mark.parametrize("superseded", ["creation", "updating"])
+async def test_unfinished_handling_is_superseded_by_deletion(
+    operator: Operator,
+    registry: OperatorRegistry,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
+    superseded: str,
+) -> None:
+    """As in the published framework: reported once (top-level handlers only), its records purged at once."""
+    deletions: list[int] = []
+    on_cause = kopf.on.create if superseded == "creation" else kopf.on.update
+
+    @on_cause("kopfexamples", registry=registry)
+    def ok(**_: Any) -> None:
+        pass
+
+    @on_cause("kopfexamples", registry=registry)
+    def bad(**_: Any) -> None:
+        raise kopf.PermanentError("Never.")
+
+    @on_cause("kopfexamples", registry=registry)
+    def parent(**_: Any) -> None:
+        @kopf.subhandler(id="child")
+        def child(**_: Any) -> None:
+            raise kopf.TemporaryError("Not yet.", delay=600)
+
+    @kopf.on.delete("kopfexamples", registry=registry)
+    def gone(retry: int, **_: Any) -> None:
+        deletions.append(retry)
+        if retry < 1:
+            raise kopf.TemporaryError("Not yet.", delay=60)
+
+    objects.create("kex1", field="a")
+    operator.start()
+    if superseded == "updating":
+        await wait_for(lambda: DIFFBASE in objects.annotations("kex1"))
+        objects.patch("kex1", {"spec": {"field": "b"}})
+    await wait_for(lambda: "kopf.zalando.org/parent.child" in objects.annotations("kex1"))
+    await asyncio.sleep(10)
+    objects.delete("kex1")
+    await wait_for(lambda: deletions == [0])
+    await asyncio.sleep(1)
+    remaining = [key for key in objects.annotations("kex1") if key.startswith("kopf.zalando.org/")]
+    assert sorted(remaining) == ["kopf.zalando.org/gone"] + (
+        ["kopf.zalando.org/last-handled-configuration"] if superseded == "updating" else []
+    )
+
+    await wait_for(lambda: objects.get("kex1") is None, timeout=100)
+    messages = [r.getMessage() for r in caplog.records if r.name == "kopf.objects"]
+    title = superseded.capitalize()
+    assert messages.count(f"{title} is superseded by deletion: 1 succeeded; 1 failed; 1 left to the moment.") == 1
+    assert not any("is superseded" in message and not message.startswith(title) for message in messages)
+    assert deletions == [0, 1]
+
+
+async def test_custom_prefixes_mark_the_objects_as_managed(
+    operator: Operator,
+    registry: OperatorRegistry,
+    objects: Objects,
+) -> None:
+    """As in the published framework: ``{prefix}/kopf-managed: "yes"``, which is not a change of the object."""
+    operator.settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="progress.example.com")
+    operator.settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="diff.example.com")
+    updates: list[Any] = []
+
+    @kopf.on.create("kopfexamples", registry=registry)
+    def create_fn(**_: Any) -> None:
+        pass
+
+    @kopf.on.update("kopfexamples", registry=registry)
+    def update_fn(diff: Any, **_: Any) -> None:
+        updates.append(diff)
+
+    objects.create("kex1", field="a")
+    operator.start()
+    await wait_for(lambda: "diff.example.com/last-handled-configuration" in objects.annotations("kex1"))
+    await asyncio.sleep(10)
+    annotations = objects.annotations("kex1")
+    assert annotations["progress.example.com/kopf-managed"] == "yes"
+    assert annotations["diff.example.com/kopf-managed"] == "yes"
+    assert json.loads(annotations["diff.example.com/last-handled-configuration"]) == {"spec": {"field": "a"}}
+    assert updates == []  # the markers are not the object's changes.

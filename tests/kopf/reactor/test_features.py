@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -46,6 +47,30 @@ async def test_event_handlers_see_every_event(
     # No traces of the silent handlers on the objects.
     assert objects.annotations("kex2") == {}
     assert objects.status("kex2") == {}
+
+
+async def test_event_handler_errors_are_logged_as_published(
+    operator: Operator,
+    registry: OperatorRegistry,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @kopf.on.event("kopfexamples", registry=registry)
+    def watcher(**_: Any) -> None:
+        raise ValueError("event handler error")
+
+    @kopf.on.event("kopfexamples", registry=registry)
+    def silent(**_: Any) -> None:
+        raise KeyError()
+
+    objects.create("kex1")
+    operator.start()
+    await wait_for(lambda: any("'silent'" in r.getMessage() for r in caplog.records))
+    errors = [(r.getMessage(), r.exc_info is not None) for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == [
+        ("Handler 'watcher' failed with an exception and will ignore it: event handler error", True),
+        ("Handler 'silent' failed with an exception and will ignore it: KeyError()", True),
+    ]
 
 
 async def test_label_annotation_when_filters(
@@ -271,3 +296,31 @@ async def test_handler_patches_are_applied(
     await wait_for(
         lambda: "handled" in json.loads(objects.annotations("kex1")[DIFFBASE]).get("metadata", {}).get("labels", {})
     )
+
+
+async def test_handlers_with_the_same_id_for_one_cause(
+    operator: Operator,
+    registry: OperatorRegistry,
+    objects: Objects,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As in the published framework: accepted; only the first is called, its success is theirs (one id)."""
+    calls: list[str] = []
+
+    @kopf.on.create("kopfexamples", id="dup", registry=registry)
+    def dup1(**_: Any) -> int:
+        calls.append("dup1")
+        return 1
+
+    @kopf.on.create("kopfexamples", id="dup", registry=registry)
+    def dup2(**_: Any) -> int:
+        calls.append("dup2")
+        return 2
+
+    objects.create("kex1")
+    operator.start()
+    await wait_for(lambda: DIFFBASE in objects.annotations("kex1"))
+    await asyncio.sleep(10)
+    assert calls == ["dup1"]
+    assert objects.status("kex1") == {"dup": 1}
+    assert "Creation is processed: 1 succeeded; 0 failed." in [r.getMessage() for r in caplog.records]

@@ -16,7 +16,7 @@ import kopf
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._core.intents.registries import OperatorRegistry
-from kopf._core.reactor.observation import Insights, resource_observer
+from kopf._core.reactor.observation import Insights, _log_namespaces, resource_observer
 from kopf_sim.http import faults
 from kopf_sim.http.app import build_app
 from kopf_sim.store.cluster import Cluster
@@ -126,3 +126,13 @@ async def test_discovery_without_the_permissions_for_crds(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def test_namespaces_served_are_logged_at_debug_only(caplog: pytest.LogCaptureFixture) -> None:
+    """The published framework logs nothing at INFO about the namespaces it serves (nor at DEBUG)."""
+    caplog.set_level(logging.DEBUG)
+    _log_namespaces(old=["gone"], new=["default"])
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.DEBUG, "Serving the namespace 'default'."),
+        (logging.DEBUG, "Not serving the namespace 'gone' anymore."),
+    ]
