@@ -244,6 +244,8 @@ def run(
 
     if os.environ.get("KOPF_RUN_NAMESPACE"):  # for the deployments: namespaces via the env
         namespaces = [*namespaces, *os.environ["KOPF_RUN_NAMESPACE"].split()]
+    if clusterwide and namespaces:  # worded as in the published framework
+        raise click.UsageError("Either --namespace or --all-namespaces can be used, not both.")
     if __controls.registry is not None:
         registries.set_default_registry(__controls.registry)
     preload(paths=paths, modules=modules)

@@ -80,7 +80,7 @@ class ThreadedCliRunner(_AbstractKopfRunner):
         self.timeout = timeout
         self.registry = registry
         self.settings = settings
-        self._stop: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._stop: concurrent.futures.Future[bool] = concurrent.futures.Future()
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._future: concurrent.futures.Future[click.testing.Result] = concurrent.futures.Future()
         self._thread: threading.Thread | None = None
@@ -99,7 +99,7 @@ class ThreadedCliRunner(_AbstractKopfRunner):
         exc_tb: types.TracebackType | None,
     ) -> None:
         if not self._stop.done() and self._subcommand() in self.stoppable:
-            self._stop.set_result(None)
+            self._stop.set_result(True)  # logged as the published runner's: "Stop-flag is set to True."
         if self._thread is not None:
             self._thread.join(timeout=self.timeout)
             if self._thread.is_alive():

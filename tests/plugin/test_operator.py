@@ -171,7 +171,7 @@ async def test_restart(kopf_cluster, kopf_operator, registry):
     assert (kopf_operator.exception, kopf_operator.exit_code, kopf_operator.running) == (None, 0, False)
     assert "INFO kopf.objects: creating ex1" in kopf_operator.logs
     assert "INFO kopf.objects: creating ex2" in kopf_operator.logs
-    assert kopf_operator.logs.count("Stop-flag is raised") == 2
+    assert kopf_operator.logs.count("Stop-flag is set to") == 2
 
 async def test_as_an_async_context_manager(kopf_cluster, kopf_operator, registry):
     await kopf_cluster.apply("crd.yaml")

@@ -86,7 +86,7 @@ async def wait_flag(flag: Flag | None) -> Any:
     elif isinstance(flag, threading.Event):
         while not flag.is_set():  # noqa: ASYNC110 - a threading event cannot be awaited.
             await asyncio.sleep(THREADING_FLAG_POLLING)
-        return None
+        return True  # as the events' own wait() returns
     else:
         raise TypeError(f"Unsupported type of a flag: {flag!r}")
 
@@ -328,6 +328,8 @@ def _namespace_scope(
     patterns: list[str | Pattern[str]] = list(namespaces)
     if namespace is not None:
         patterns.append(namespace)
+    if clusterwide and patterns:  # as in the published framework: a conflict is an error, not the whole cluster
+        raise TypeError("The operator can be either cluster-wide or namespaced, not both.")
     if not clusterwide and not patterns:
         warnings.warn(
             "Neither --namespace nor --all-namespaces is specified; serving the whole cluster "
@@ -615,7 +617,9 @@ async def _stop_flag_checker(
     loop = asyncio.get_running_loop()
     signals = (signal.SIGINT, signal.SIGTERM)
     installed = False
-    if os_signals_var.get() and threading.current_thread() is threading.main_thread():
+    if os_signals_var.get() and threading.current_thread() is not threading.main_thread():
+        logger.warning("OS signals are ignored: running not in the main thread.")  # as the published framework
+    elif os_signals_var.get():
         try:
             for signum in signals:
                 loop.add_signal_handler(signum, _on_signal, signal_flag, signum, settings)
@@ -629,8 +633,8 @@ async def _stop_flag_checker(
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         if signal_flag.done():
             logger.info(f"Signal {signal.Signals(signal_flag.result()).name} is received. Operator is stopping.")
-        else:
-            logger.info("Stop-flag is raised. Operator is stopping.")
+        else:  # worded as in the published framework: the flag's value (True for the events, a future's result)
+            logger.info(f"Stop-flag is set to {waiters[1].result()!r}. Operator is stopping.")
     finally:
         for waiter in waiters[1:]:
             waiter.cancel()

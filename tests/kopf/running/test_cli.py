@@ -120,6 +120,28 @@ def test_all_namespaces(calls: list[dict[str, Any]], configured: list[dict[str, 
     assert calls[1]["clusterwide"] is True
 
 
+@pytest.mark.parametrize("args", [["-A", "-n", "ns1"], ["--all-namespaces", "--namespace=ns*"]])
+def test_all_namespaces_and_namespaces_together_are_a_usage_error(calls: list[dict[str, Any]], args: list[str]) -> None:
+    result = CliRunner().invoke(cli.main, ["run", "--standalone", *args])
+    assert result.exit_code == 2
+    assert "Error: Either --namespace or --all-namespaces can be used, not both." in result.output
+    assert calls == []
+
+
+def test_all_namespaces_and_namespaces_from_the_environment_are_a_usage_error(
+    calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KOPF_RUN_NAMESPACE", "ns1")
+    result = CliRunner().invoke(cli.main, ["run", "--standalone", "-A"])
+    assert result.exit_code == 2 and "not both" in result.output
+    assert calls == []
+
+
+async def test_the_embedded_operator_is_either_clusterwide_or_namespaced() -> None:
+    with pytest.raises(TypeError, match="either cluster-wide or namespaced, not both"):
+        await kopf.spawn_tasks(clusterwide=True, namespaces=["ns1"], registry=kopf.OperatorRegistry())
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

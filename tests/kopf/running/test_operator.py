@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from typing import Any
 
@@ -303,3 +304,42 @@ async def test_run_tasks_refuses_other_ways_to_return() -> None:
     with pytest.raises(ValueError, match=r"return_when must be asyncio.FIRST_COMPLETED, got 'ALL_COMPLETED'"):
         await kopf.run_tasks([task], return_when=asyncio.ALL_COMPLETED)
     await task
+
+
+@pytest.mark.parametrize(
+    ("make_flag", "value"),
+    [
+        (asyncio.Event, True),
+        (threading.Event, True),
+        (lambda: asyncio.get_running_loop().create_future(), "bye"),
+    ],
+)
+async def test_the_stop_is_logged_with_the_flags_value(
+    registry: kopf.OperatorRegistry,
+    settings: kopf.OperatorSettings,
+    vault: Vault,
+    caplog: pytest.LogCaptureFixture,
+    make_flag: Any,
+    value: Any,
+) -> None:
+    """Worded as in the published framework, which tests (e.g. with KopfRunner) look for."""
+    caplog.set_level(logging.INFO, logger="kopf")
+    stop_flag = make_flag()
+    ready_flag = asyncio.Event()
+    task = asyncio.create_task(
+        kopf.operator(
+            registry=registry,
+            settings=settings,
+            vault=vault,
+            clusterwide=True,
+            stop_flag=stop_flag,
+            ready_flag=ready_flag,
+        )
+    )
+    await asyncio.wait_for(ready_flag.wait(), timeout=10)
+    if isinstance(stop_flag, asyncio.Future):
+        stop_flag.set_result(value)
+    else:
+        stop_flag.set()
+    await asyncio.wait_for(task, timeout=30)
+    assert f"Stop-flag is set to {value!r}. Operator is stopping." in caplog.messages

@@ -211,7 +211,7 @@ def test_kopf_runner_against_a_served_sim(served: str, monkeypatch: pytest.Monke
     assert runner.exit_code == 0
     assert runner.exception is None
     assert "And here we are!" in runner.stdout
-    assert "Stop-flag is raised" in runner.output
+    assert "Stop-flag is set to True. Operator is stopping." in runner.output
     assert [handler.id for handler in registry.changing] == ["create_fn"]
     # The lines that the operators' tests written for the published framework wait for:
     assert "Handler 'create_fn' is invoked." in runner.output
