@@ -48,6 +48,7 @@ from kopf._core.reactor.running import os_signals_var
 from kopf_sim.timing.virtualtime import VirtualTimeLoop, describe_tasks
 from kopf_sim.transports.inmemory import SERVING
 
+from . import routing
 from .admission import InProcessWebhookServer, SimAdmissionSettings
 from .clientconfig import refresh_active
 from .clocks import virtualize_modules, wait_event
@@ -628,7 +629,9 @@ class KopfOperator:
             self.exception = task.exception()
             self.exit_code = 0 if self.exception is None else 1
         self._cleanup_run()
-        for _ in range(3):  # let the just-cancelled tasks finish their last steps
+        # The sync clients' pooled connections made by its handlers are the clients', not the operator's tasks.
+        routing.end_connections(asyncio.get_running_loop(), lambda context: context.get(_owner) is self)
+        for _ in range(3):  # let the just-cancelled tasks (and the ended connections) finish their last steps
             await asyncio.sleep(0)
         leaked_tasks = self._tasks.pending()
         leaked_threads = self._leaked_threads()

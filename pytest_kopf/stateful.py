@@ -49,6 +49,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition
 
 from .checks import COMPARING, verify
+from .clientconfig import routed_clients
 from .cluster import Manifests, SimKopfCluster, _documents
 from .driving import (
     DEFAULT_QUIET,
@@ -96,6 +97,7 @@ class World:
         self.spec = spec
         self.test_loop = TestLoop(virtual=True)
         self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir)
+        self.clients = contextlib.ExitStack()  # the official clients routed to this world's cluster
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
         self.trace.install(self.cluster)
@@ -117,6 +119,7 @@ class World:
 
     async def _setup(self) -> None:
         await self.cluster.setup()
+        self.clients.enter_context(routed_clients(self.loop, self.cluster.sim.server, _clients_dir()))
         self.requests = record_requests(self.cluster)
         for manifest in self.spec.manifests:
             await self.cluster.apply(manifest)
@@ -147,11 +150,18 @@ class World:
             with contextlib.suppress(Exception):
                 self.run(self.cluster.teardown())
         finally:
+            self.clients.close()
             self.test_loop.close()
 
 
 def _tmp_dir() -> pathlib.Path:
     return pathlib.Path(tempfile.mkdtemp(prefix="kopf-world-"))
+
+
+@functools.cache
+def _clients_dir() -> pathlib.Path:
+    """The worlds' kubeconfigs for the official clients (one at a time: removed when its world closes)."""
+    return _tmp_dir()
 
 
 @dataclasses.dataclass
@@ -416,9 +426,11 @@ class OperatorMachine(RuleBasedStateMachine):
             self._count()
         finally:
             try:
-                self.world.close()
-                if self.baseline is not None:
-                    self.baseline.close()
+                try:  # in the reverse order of their making: the clients' configuration is restored as it was
+                    if self.baseline is not None:
+                        self.baseline.close()
+                finally:
+                    self.world.close()
             finally:
                 logging.getLogger("kopf").setLevel(self._kopf_level)
 
