@@ -400,6 +400,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         """The loop's clock (:class:`kopf_sim.timing.loopclock.LoopClock`): moved by the loop, never by real time."""
         return self._vt_clock
 
+    def describe_jobs_in(self, threads: Iterable[threading.Thread], title: str) -> str | None:
+        """What this loop's executor jobs do in these threads (what each runs, how it waits, its stack), if any."""
+        idents = {thread.ident for thread in threads}
+        with self._vt_lock:
+            jobs = [job for job in self._vt_jobs if job.thread_id in idents and not job.finished]
+        return describe_threads(jobs, title) if jobs else None
+
     def time(self) -> float:
         return self._vt_clock.time()
 
