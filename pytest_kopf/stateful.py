@@ -40,7 +40,9 @@ import logging
 import os
 import pathlib
 import pprint
+import sys
 import tempfile
+import types
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -50,6 +52,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition
 
 from .checks import COMPARING, verify
 from .clientconfig import routed_clients
+from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import Manifests, SimKopfCluster, _documents
 from .driving import (
     DEFAULT_QUIET,
@@ -91,9 +94,18 @@ class OperatorSpec:
 
 
 class World:
-    """A fresh virtual-time loop, a simulated cluster with the manifests, and the operator started in it."""
+    """A fresh virtual-time loop, a simulated cluster with the manifests, and the operator started in it.
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    The clocks are set up as for a sim-mode test with the fixtures (``kopf_loop``): while the world is
+    open, :func:`~pytest_kopf.clocks.virtual_clocks` is in force, so ``time.time()``, ``time.sleep()``,
+    kopf's sync waits etc. in its operator's code follow its loop's clock. Two worlds (the checked one and
+    the baseline) are open at once and run alternately: the clocks read the loop that runs the code (or
+    whose executor job it is), so each world's code sees its own time. The names of ``datetime`` are swapped
+    in the user's ``modules`` (e.g. the test's module; and the registry maker's) as the fixture does for
+    the test's module; the operator's files & modules get theirs as they are loaded (in any mode).
+    """
+
+    def __init__(self, spec: OperatorSpec, *, modules: Sequence[types.ModuleType] = ()) -> None:
         self.spec = spec
         self.test_loop = TestLoop(virtual=True)
         self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir)
@@ -103,6 +115,12 @@ class World:
         self.trace.install(self.cluster)
         self.requests: list[str] = []  # the operator's requests with their statuses (for the retries check)
         self.closed = False
+        self.clocks = contextlib.ExitStack()  # the virtual clocks, in force while the world is open
+        self.clocks.enter_context(virtual_clocks())
+        maker = sys.modules.get(getattr(spec.registry, "__module__", None) or "")
+        for module in dict.fromkeys([*modules, *([maker] if maker is not None else [])]):
+            if is_operator_code(module):  # undone when the world closes (if it is the one that swapped them)
+                self.clocks.callback(virtualize_module(module))
         try:
             self.run(self._setup())
         except BaseException:
@@ -150,8 +168,11 @@ class World:
             with contextlib.suppress(Exception):
                 self.run(self.cluster.teardown())
         finally:
-            self.clients.close()
-            self.test_loop.close()
+            try:
+                self.clients.close()
+                self.test_loop.close()
+            finally:
+                self.clocks.close()
 
 
 def _tmp_dir() -> pathlib.Path:
@@ -349,12 +370,14 @@ class OperatorMachine(RuleBasedStateMachine):
         self.diverged: str | None = None  # the end states are not comparable: a user's action went otherwise
         # Two operators at once (the world & the baseline) would leave the kopf logger's level changed: restored.
         self._kopf_level = logging.getLogger("kopf").level
+        # As the kopf_loop fixture does for a test's module: datetime.now() & co. in the rules follow the clock.
+        modules = [sys.modules[klass.__module__] for klass in type(self).__mro__ if klass.__module__ in sys.modules]
         #: The checked run: its cluster, operator and loop.
-        self.world = World(spec)
+        self.world = World(spec, modules=modules)
         self.baseline: World | None = None
         try:
             if COMPARING & set(self.checks):
-                self.baseline = World(spec)
+                self.baseline = World(spec, modules=modules)
         except BaseException:
             self.world.close()
             logging.getLogger("kopf").setLevel(self._kopf_level)

@@ -1,0 +1,109 @@
+"""The checks' worlds run as a sim-mode test with the fixtures does: the same virtual clocks, each its own."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kopf
+from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
+from pytest_kopf.checks import check_operator
+from pytest_kopf.errors import OperatorCheckFailed
+from pytest_kopf.stateful import OperatorSpec, World
+
+GALLERY = Path(__file__).parent / "gallery"
+CRD = GALLERY / "crd.yaml"
+RESOURCE = "gadgets.checks.example"
+
+
+def gadget(name: str) -> dict[str, Any]:
+    return {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": name}, "spec": {}}
+
+
+def clock_reading_registry(readings: list[tuple[str, float, float, datetime.datetime]]) -> kopf.OperatorRegistry:
+    """A sync create handler that reads the clocks, sleeps 100 s with time.sleep(), and reads them again."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("gadgets", registry=registry)
+    def create_fn(name: str, **_: Any) -> None:
+        readings.append((name, time.time(), time.monotonic(), datetime.datetime.now(datetime.UTC)))
+        time.sleep(100)
+        readings.append((name, time.time(), time.monotonic(), datetime.datetime.now(datetime.UTC)))
+
+    return registry
+
+
+def test_each_of_two_worlds_alive_at_once_has_its_own_virtual_clocks() -> None:
+    readings: list[tuple[str, float, float, datetime.datetime]] = []
+    spec = OperatorSpec(manifests=(CRD,), registry=lambda: clock_reading_registry(readings))
+    started = time.perf_counter()
+    first, second = World(spec), World(spec)
+    try:
+        first.run(first.cluster.sim.advance(50))
+        first.run(first.cluster.create(gadget("first")))  # the handler starts in `first`, at 50 s
+        second.run(second.cluster.create(gadget("second")))  # in `second`, at 0 s; `first` waits meanwhile
+        first.run(first.cluster.sim.advance(200))
+        second.run(second.cluster.sim.advance(200))
+    finally:
+        second.close()
+        first.close()
+    assert time.perf_counter() - started < 30  # time.sleep(100) twice: virtual, not real (nor a 60 s deadlock)
+    by_name: dict[str, list[tuple[float, float, datetime.datetime]]] = {}
+    for name, wall, monotonic, now in readings:
+        by_name.setdefault(name, []).append((wall, monotonic, now))
+    base = DEFAULT_EPOCH.timestamp()  # the wall-clock moment of every world's loop time 0
+    for name, at in (("first", 50.0), ("second", 0.0)):
+        (wall1, mono1, now1), (wall2, mono2, now2) = by_name[name]
+        assert (wall1, mono1) == pytest.approx((base + at, at), abs=0.01)
+        assert (wall2, mono2) == pytest.approx((base + at + 100, at + 100), abs=0.01)
+        assert now1.timestamp() == pytest.approx(wall1, abs=0.001)  # datetime.now() on the same clock
+        assert now2.timestamp() == pytest.approx(wall2, abs=0.001)
+
+
+def test_the_clocks_are_real_again_after_the_worlds_are_closed() -> None:
+    world = World(OperatorSpec(manifests=(CRD,), registry=kopf.OperatorRegistry))
+    world.close()
+    assert time.time is not None and time.time.__module__ == "time"  # the originals are back
+    assert abs(time.time() - datetime.datetime.now().timestamp()) < 1
+
+
+released = threading.Event()
+
+
+def sleeping_daemon_registry() -> kopf.OperatorRegistry:
+    """A sync daemon that ignores its stop-flag and sleeps with time.sleep() (until the test releases it)."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.daemon("gadgets", registry=registry)
+    def poll(**_: Any) -> None:
+        while not released.is_set():
+            time.sleep(1)  # the planted bug: time.sleep() instead of stopped.wait()
+
+    return registry
+
+
+def test_a_sync_daemon_that_sleeps_with_time_sleep_fails_the_daemons_check() -> None:
+    """As under the fixtures: its sleeps are virtual; it never ends, so the daemons check reports it (no deadlock)."""
+    started = time.perf_counter()
+    released.clear()
+    try:
+        with pytest.raises(OperatorCheckFailed) as failure:
+            check_operator(
+                registry=sleeping_daemon_registry,
+                manifests=[CRD],
+                resources=[RESOURCE],
+                checks=["daemons"],
+                max_examples=3,
+                max_steps=2,
+                names=["obj-0"],
+            )
+    finally:
+        released.set()  # the leaked threads end (their loops are closed: their last sleeps are real)
+    assert failure.value.check == "daemons"
+    assert "poll" in str(failure.value)
+    assert time.perf_counter() - started < 50  # not the 60 real seconds of a stuck thread's deadlock
