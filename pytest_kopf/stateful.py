@@ -50,7 +50,9 @@ import hypothesis.stateful
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition
 
-from .checks import COMPARING, verify
+from kopf_sim.timing.virtualtime import LivelockError
+
+from .checks import COMPARING, livelocked, verify
 from .clientconfig import routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import Manifests, SimKopfCluster, _documents
@@ -405,7 +407,12 @@ class OperatorMachine(RuleBasedStateMachine):
         if self.statistics is not None:
             self.statistics.steps += 1
         self.failed = True  # until the step is done in every world
-        self._apply(action)
+        try:
+            self._apply(action)
+        except LivelockError as exc:  # an endless update loop: the loop's clock stood still in the step
+            raise livelocked(exc).with_context(
+                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+            ) from None
         self.failed = False
 
     def _apply(self, action: Action) -> None:

@@ -107,3 +107,38 @@ def test_a_sync_daemon_that_sleeps_with_time_sleep_fails_the_daemons_check() -> 
     assert failure.value.check == "daemons"
     assert "poll" in str(failure.value)
     assert time.perf_counter() - started < 50  # not the 60 real seconds of a stuck thread's deadlock
+
+
+def stamping_registry() -> kopf.OperatorRegistry:
+    """The bug: every run of the handler writes to its own object: a new event, a new run, at one instant."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("gadgets", registry=registry)
+    @kopf.on.update("gadgets", registry=registry)
+    def stamp(labels: Any, patch: kopf.Patch, **_: Any) -> None:
+        patch.metadata.labels["stamp"] = str(int(labels.get("stamp", "0")) + 1)
+
+    return registry
+
+
+@pytest.mark.parametrize("checks", [["convergence"], ["withheld-events"]])
+def test_an_endless_update_loop_fails_as_the_operator_not_settling(checks: list[str]) -> None:
+    """No virtual time passes, so no deadline would ever come: the changes at one instant are counted instead."""
+    started = time.perf_counter()
+    with pytest.raises(OperatorCheckFailed) as failure:
+        check_operator(
+            registry=stamping_registry,
+            manifests=[CRD],
+            resources=[RESOURCE],
+            checks=checks,
+            max_examples=3,
+            max_steps=3,
+            names=["obj-0"],
+            settle_timeout=60,
+        )
+    assert time.perf_counter() - started < 60
+    assert failure.value.check == "convergence"  # the operator's own failure, whichever check was running
+    message = str(failure.value)
+    assert "the operator does not settle: gadgets.checks.example default/obj-0 has changed 500 times" in message
+    assert "metadata.labels.stamp: '" in message
+    assert len(failure.value.steps) == 1  # shrunk: the create
