@@ -24,9 +24,12 @@ Usage::
 
     TestMyOperator = MyOperator.TestCase
 
-Async rules and invariants need the decorators of this module (:func:`rule`, :func:`invariant`,
-:func:`initialize`, :func:`precondition` is hypothesis' own): they run the coroutine to completion in
-the example's loop. Sync ones can use hypothesis' decorators as usual.
+Rules and invariants take the decorators of this module (:func:`rule`, :func:`invariant`,
+:func:`initialize`; :func:`precondition` is hypothesis' own); async ones run to completion in the
+example's loop. A rule (or an initialize) is a user's action: a step (:class:`RuleStep`) done in the
+checked world and in the baseline with the same arguments (``self.world`` is the world it runs in),
+listed in a failure and replayed by its reproduction (:func:`run_rule`). Invariants look at the
+checked world. Sync rules decorated by hypothesis itself run in the checked world only, unrecorded.
 """
 
 from __future__ import annotations
@@ -69,13 +72,25 @@ from .errors import OperatorCheckFailed
 from .operator import KopfOperator
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
-from .strategies.steps import PERTURBATIONS, Action, mixed, perturbations, user_actions
+from .strategies.steps import PERTURBATIONS, Action, Driver, mixed, perturbations, user_actions
 from .tracing import Trace
 
 if TYPE_CHECKING:
     import kopf
 
-__all__ = ["OperatorMachine", "OperatorSpec", "Statistics", "World", "initialize", "invariant", "precondition", "rule"]
+__all__ = [
+    "OperatorMachine",
+    "OperatorSpec",
+    "ReplayedData",
+    "RuleStep",
+    "Statistics",
+    "World",
+    "initialize",
+    "invariant",
+    "precondition",
+    "rule",
+    "run_rule",
+]
 
 _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -214,21 +229,168 @@ def _in_loop(fn: _F) -> _F:
     return run  # type: ignore[return-value]
 
 
+def _as_step(fn: _F) -> _F:
+    """A rule's method that the machine performs as a step (:class:`RuleStep`): in every world, recorded."""
+
+    @functools.wraps(fn)
+    def perform(self: OperatorMachine, **arguments: Any) -> Any:
+        owner = next((klass for klass in type(self).__mro__ if vars(klass).get(fn.__name__) is perform), type(self))
+        step = RuleStep(owner, fn.__name__, fn, {key: _drawn(value) for key, value in arguments.items()})
+        self.perform(step)
+        return step.result
+
+    perform.__kopf_async__ = True  # type: ignore[attr-defined]
+    perform.__kopf_rule__ = fn  # type: ignore[attr-defined]
+    return perform  # type: ignore[return-value]
+
+
 def rule(**kwargs: Any) -> Callable[[_F], _F]:
-    """Hypothesis' ``@rule``, which also takes ``async def`` methods (run in the example's world)."""
+    """Hypothesis' ``@rule``, for users' actions (``async def`` or not): done in the checked world and the baseline.
+
+    The comparing checks compare the two worlds' end states, so a user's action must happen in both (with the
+    same arguments; ``self.world``, ``self.cluster``, ``self.operator`` are those of the world it runs in).
+    It is a step of the example (:class:`RuleStep`), listed in a failure and replayed by its reproduction.
+    """
     decorate: Callable[[_F], _F] = hypothesis.stateful.rule(**kwargs)
-    return lambda fn: decorate(_in_loop(fn))
+    return lambda fn: decorate(_as_step(fn))
 
 
 def invariant(**kwargs: Any) -> Callable[[_F], _F]:
-    """Hypothesis' ``@invariant``, which also takes ``async def`` methods (run in the example's world)."""
+    """Hypothesis' ``@invariant``, which also takes ``async def`` methods (run in the checked world)."""
     return lambda fn: hypothesis.stateful.invariant(**kwargs)(_in_loop(fn))
 
 
 def initialize(**kwargs: Any) -> Callable[[_F], _F]:
-    """Hypothesis' ``@initialize``, which also takes ``async def`` methods (run in the example's world)."""
+    """Hypothesis' ``@initialize``, for users' actions at the start (as :func:`rule`: in every world, recorded)."""
     decorate: Callable[[_F], _F] = hypothesis.stateful.initialize(**kwargs)
-    return lambda fn: decorate(_in_loop(fn))
+    return lambda fn: decorate(_as_step(fn))
+
+
+class ReplayedData:
+    """A rule's ``st.data()`` argument: the draws of its first run, given again in the other world and in replays.
+
+    In a reproduction, ``ReplayedData([...])`` stands for the data object with the values drawn in the example.
+    """
+
+    def __init__(self, values: Sequence[Any] = (), *, source: Any = None) -> None:
+        self.values = list(values)
+        self._source = source  # hypothesis' data object, for the first run only
+        self._position = 0
+
+    def draw(self, strategy: st.SearchStrategy[_T], label: Any = None) -> _T:
+        if self._source is not None:
+            value: _T = self._source.draw(strategy, label=label)
+            self.values.append(value)
+            return value
+        if self._position >= len(self.values):
+            raise RuntimeError(
+                f"The rule draws more values than in its first run ({len(self.values)}): its draws must not "
+                f"depend on the state of the world it runs in."
+            )
+        self._position += 1
+        return self.values[self._position - 1]  # type: ignore[no-any-return]
+
+    def again(self) -> ReplayedData:
+        """The same draws for the next run of the rule (the first run's, once it is over)."""
+        self._source = None
+        return ReplayedData(self.values)
+
+    def __repr__(self) -> str:
+        return f"ReplayedData({self.values!r})"
+
+
+def _drawn(value: Any) -> Any:
+    return ReplayedData(source=value) if isinstance(value, st.DataObject) else value
+
+
+class _FixtureWorld:
+    """What ``self.world`` is for a rule done by :func:`run_rule` in a test with the fixtures."""
+
+    def __init__(self, cluster: SimKopfCluster, operator: KopfOperator) -> None:
+        self.cluster = cluster
+        self.operator = operator
+        self.loop = asyncio.get_running_loop()
+
+    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        coro.close()
+        raise RuntimeError(
+            "A sync rule that runs coroutines with self.world.run() cannot run in an async test: make the rule async."
+        )
+
+
+async def run_rule(
+    machine: type[OperatorMachine],
+    name: str,
+    kopf_cluster: SimKopfCluster,
+    kopf_operator: KopfOperator,
+    /,
+    **arguments: Any,
+) -> Any:
+    """Do a machine's rule in a test with the fixtures (a reproduction's step): ``self.cluster`` is ``kopf_cluster``.
+
+    The rule runs on a bare instance of the machine (no worlds of its own, its ``__init__`` not run): enough for a
+    rule that acts through ``self.cluster``/``self.operator`` and the machine's class attributes.
+    """
+    function = vars(machine).get(name) or getattr(machine, name)
+    original = getattr(function, "__kopf_rule__", function)
+    instance = machine.__new__(machine)
+    instance.world = _FixtureWorld(kopf_cluster, kopf_operator)  # type: ignore[assignment]
+    result = original(instance, **arguments)
+    return await result if inspect.isawaitable(result) else result
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RuleStep(Action):
+    """A user's rule of a machine as a step: done in every world with the same arguments, replayed in reproductions."""
+
+    machine: type[OperatorMachine]
+    name: str
+    function: Callable[..., Any] = dataclasses.field(repr=False)
+    arguments: dict[str, Any]
+    result: Any = dataclasses.field(default=None, repr=False)  # the checked world's (for hypothesis' bundles)
+
+    def call(self, machine: OperatorMachine, world: World) -> Any:
+        """Run the rule with ``machine.world`` set to this world (sync rules outside of its loop, as in hypothesis)."""
+        arguments = {
+            key: value.again() if isinstance(value, ReplayedData) and value._source is None else value
+            for key, value in self.arguments.items()
+        }
+        checked = machine.world
+        machine.world = world
+        try:
+            if inspect.iscoroutinefunction(self.function):
+                return world.run(self.function(machine, **arguments))
+            return self.function(machine, **arguments)
+        finally:
+            machine.world = checked
+            for value in self.arguments.values():
+                if isinstance(value, ReplayedData):
+                    value._source = None  # drawn once: the next runs replay these draws
+
+    async def apply(self, driver: Driver) -> str | None:
+        raise TypeError("A machine's rule is done by the machine (OperatorMachine.perform), not applied to a world.")
+
+    @property
+    def importable(self) -> bool:
+        return "<locals>" not in self.machine.__qualname__ and self.machine.__module__ != "__main__"
+
+    def imports(self) -> list[str]:
+        if not self.importable:
+            return []
+        return [
+            "from pytest_kopf.stateful import ReplayedData, run_rule  # noqa: F401",
+            f"from {self.machine.__module__} import {self.machine.__qualname__.split('.')[0]}",
+        ]
+
+    def code(self) -> str:
+        arguments = "".join(f", {key}={value!r}" for key, value in self.arguments.items())
+        if self.importable:
+            return f"await run_rule({self.machine.__qualname__}, {self.name!r}, kopf_cluster, kopf_operator{arguments})"
+        called = ", ".join(f"{key}={value!r}" for key, value in self.arguments.items())
+        return (
+            f"# here, the rule {self.machine.__qualname__}.{self.name}({called}) of the machine (module "
+            f"{self.machine.__module__}): its class is not importable; do what it does by hand"
+        )
 
 
 # -- the machine ------------------------------------------------------------------------------------
@@ -417,13 +579,23 @@ class OperatorMachine(RuleBasedStateMachine):
 
     def _apply(self, action: Action) -> None:
         self.world.trace.add("action", action.code())
-        outcome = self.world.run(_step(action, self.world))
+        outcome = self._apply_in(self.world, action)
         if action.user and self.baseline is not None:
             self.baseline.trace.add("action", action.code())
-            expected = self.baseline.run(_step(action, self.baseline))
+            expected = self._apply_in(self.baseline, action)
             if outcome != expected:  # e.g. a create of a name still being deleted in one run only
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
                 self.world.trace.add("diverged", self.diverged)
+
+    def _apply_in(self, world: World, action: Action) -> str | None:
+        """Do a step in one world; it ends when the operator has caught up with it (as in a reproduction)."""
+        if isinstance(action, RuleStep):
+            result = action.call(self, world)
+            if world is self.world:
+                object.__setattr__(action, "result", result)  # what hypothesis gets (e.g. for a bundle)
+            world.run(caught_up())
+            return None
+        return world.run(_step(action, world))
 
     @hypothesis.stateful.rule(data=st.data())
     def act(self, data: st.DataObject) -> None:
@@ -580,10 +752,12 @@ def reproduction(
     namespace: str = "default",
 ) -> str:
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
+    imports = dict.fromkeys(line for step in steps if isinstance(step, RuleStep) for line in step.imports())
     lines = [
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
         "from pytest_kopf.checks import verify",
         "from pytest_kopf.driving import caught_up, crash_after, record_requests, settle, tolerate  # noqa: F401",
+        *imports,
         "",
         "",
         "async def test_reproduction(kopf_cluster, kopf_operator):",
