@@ -686,15 +686,27 @@ class OperatorMachine(RuleBasedStateMachine):
         if self.baseline is None:
             return None
         baseline = self.baseline
-        expected = baseline.run(
-            verify(
-                baseline.cluster,
-                baseline.operator,
-                checks=["convergence"],
-                records=baseline.trace.records,
-                **self._options(),
+        try:
+            expected = baseline.run(
+                verify(
+                    baseline.cluster,
+                    baseline.operator,
+                    checks=["convergence"],
+                    records=baseline.trace.records,
+                    **self._options(),
+                )
             )
-        )
+        except OperatorCheckFailed as exc:
+            # The operator fails by itself, with no faults and no crashes: that is the failure to report (it is
+            # the same with any faults), with its steps, the baseline's trace, and a reproduction of the users'
+            # actions alone; shrunk as any failure of that check.
+            raise OperatorCheckFailed(
+                exc.check, f"{exc.details}\n(in the run with no faults and no crashes: the operator fails by itself)"
+            ).with_context(
+                steps=self.steps,
+                trace_tail=baseline.trace.tail(),
+                reproduction=self.reproduction(exc.check, steps=[step for step in self.steps if step.user]),
+            ) from None
         return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
 
     def verify(self) -> None:
@@ -721,12 +733,18 @@ class OperatorMachine(RuleBasedStateMachine):
                 reproduction=self.reproduction(exc.check, expected),
             ) from None
 
-    def reproduction(self, check: str, expected: Sequence[Mapping[str, Any]] | None = None) -> str:
-        """A pytest test that replays this example's steps with the plugin's fixtures and checks the same."""
+    def reproduction(
+        self,
+        check: str,
+        expected: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        steps: Sequence[Action] | None = None,
+    ) -> str:
+        """A pytest test that replays this example's steps (or these) with the plugin's fixtures and checks the same."""
         return reproduction(
             self.spec(),
             check=check,
-            steps=[*self.initial_steps, *self.steps],
+            steps=[*self.initial_steps, *(self.steps if steps is None else steps)],
             expected=expected,
             resources=[custom.qualified for custom in self.custom_resources()],
             mask=self.mask,

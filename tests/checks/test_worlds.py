@@ -14,7 +14,10 @@ import kopf
 from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
 from pytest_kopf.checks import check_operator
 from pytest_kopf.errors import OperatorCheckFailed
-from pytest_kopf.stateful import OperatorSpec, World
+from pytest_kopf.stateful import OperatorMachine, OperatorSpec, World
+from pytest_kopf.strategies.steps import CrashAfterWrites, Create, PatchSpec
+
+from .test_gallery import INNER_PYTEST
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
@@ -142,3 +145,52 @@ def test_an_endless_update_loop_fails_as_the_operator_not_settling(checks: list[
     assert "the operator does not settle: gadgets.checks.example default/obj-0 has changed 500 times" in message
     assert "metadata.labels.stamp: '" in message
     assert len(failure.value.steps) == 1  # shrunk: the create
+
+
+def test_a_failing_baseline_is_the_operators_own_failure_shrunk_with_steps(pytester: pytest.Pytester) -> None:
+    """A bug that fails with no faults at all, under a comparing check: reported as it fails by itself."""
+    with pytest.raises(OperatorCheckFailed) as info:
+        check_operator(
+            paths=[GALLERY / "optional_field_bug.py"],
+            manifests=[CRD],
+            resources=[RESOURCE],
+            checks=["crash-restart"],
+            max_examples=50,
+            max_steps=8,
+            names=["obj-0"],
+        )
+    failure = info.value
+    assert failure.check == "convergence"
+    assert "the operator fails by itself" in failure.details
+    assert 1 <= len(failure.steps) <= 3, failure
+    assert failure.trace_tail
+    assert all(step.user for step in failure.steps)  # the faults have nothing to do with it: shrunk away
+    assert "crash_after(kopf_cluster" not in failure.reproduction and "crash()" not in failure.reproduction
+    pytester.makepyfile(test_reproduction=failure.reproduction)
+    result = pytester.runpytest_inprocess(*INNER_PYTEST)
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*The check 'convergence' has failed*"])
+
+
+def test_a_failing_baselines_reproduction_has_the_users_actions_alone() -> None:
+    machine = OperatorMachine.configured(
+        "BaselineFails",
+        paths=[GALLERY / "optional_field_bug.py"],
+        manifests=[CRD],
+        resources=[RESOURCE],
+        checks=["crash-restart"],
+        names=["obj-0"],
+    )()
+    try:
+        machine.perform(CrashAfterWrites(writes=50))
+        machine.perform(Create({**gadget("obj-0"), "spec": {"size": 1}}))
+        machine.perform(PatchSpec(RESOURCE, "obj-0", {"size": None}))  # the optional field removed: the bug
+        with pytest.raises(OperatorCheckFailed) as info:
+            machine.verify()
+    finally:
+        machine.close()
+    failure = info.value
+    assert failure.check == "convergence" and "fails by itself" in failure.details
+    assert [type(step).__name__ for step in failure.steps] == ["CrashAfterWrites", "Create", "PatchSpec"]
+    assert "crash_after(kopf_cluster, kopf_operator" not in failure.reproduction
+    assert "kopf_cluster.patch(" in failure.reproduction and "checks=['convergence']" in failure.reproduction
