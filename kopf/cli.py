@@ -142,14 +142,14 @@ def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _point_client_libraries_to(kubeconfig: str) -> None:
+def _point_client_libraries_to_the_sim() -> None:
     """
     The handlers' own clients reach the embedded cluster too, as they would after a login.
 
-    ``pykube.KubeConfig.from_env()`` & ``kubernetes.config.load_kube_config()`` read ``$KUBECONFIG``;
+    ``pykube.KubeConfig.from_env()`` & ``kubernetes.config.load_kube_config()`` read ``$KUBECONFIG`` (set before
+    the operator's files are imported: the official clients take it as their default path at their import);
     the official client's default configuration is set as by :func:`kopf.login_via_client`.
     """
-    os.environ["KUBECONFIG"] = kubeconfig
     if piggybacking.has_client():
         piggybacking.login_via_client(logger=logging.getLogger(__name__))
 
@@ -248,31 +248,33 @@ def run(
         raise click.UsageError("Either --namespace or --all-namespaces can be used, not both.")
     if __controls.registry is not None:
         registries.set_default_registry(__controls.registry)
-    preload(paths=paths, modules=modules)
-    if __controls == CLIControls() and threading.current_thread() is threading.main_thread():
-        _tune_gc()  # the process's own command line (not KopfRunner's in-process runs in the tests)
-        _tune_malloc()
 
     vault = __controls.vault
     ready_flag = __controls.ready_flag
     sim: EmbeddedSim | None = None
+    previous_kubeconfig = os.environ.get("KUBECONFIG")
     if replay_log is not None and not sim_enabled:
         raise click.UsageError("--replay needs --sim: a log is replayed into a simulated cluster.")
-    if sim_enabled:
+    if sim_enabled:  # before the operator's files: the client libraries they import read $KUBECONFIG at import
         sim = EmbeddedSim(manifests, replay=replay_log, speed=_replay_speed(replay_speed))
         sim.start()
-        if replay_log is not None:
-            ready_flag = ready_flag if ready_flag is not None else threading.Event()
-            sim.replay_when_ready(ready_flag)
         assert sim.url is not None and sim.kubeconfig is not None
         click.echo(f"Simulated cluster: {sim.url}")
         click.echo(f"Kubeconfig: {sim.kubeconfig}")
         vault = Vault({"kopf-sim": ConnectionInfo(server=sim.url, default_namespace="default")})
-        previous_kubeconfig = os.environ.get("KUBECONFIG")
-        _point_client_libraries_to(sim.kubeconfig)
+        os.environ["KUBECONFIG"] = sim.kubeconfig
         if not namespaces:
             clusterwide = True
     try:
+        preload(paths=paths, modules=modules)
+        if __controls == CLIControls() and threading.current_thread() is threading.main_thread():
+            _tune_gc()  # the process's own command line (not KopfRunner's in-process runs in the tests)
+            _tune_malloc()
+        if sim is not None:
+            _point_client_libraries_to_the_sim()
+            if replay_log is not None:
+                ready_flag = ready_flag if ready_flag is not None else threading.Event()
+                sim.replay_when_ready(ready_flag)
         running.run(
             loop=__controls.loop if __controls.loop is not None else _uvloop_if_installed(),
             registry=__controls.registry,

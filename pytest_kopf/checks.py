@@ -34,10 +34,12 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from kopf_sim.timing.virtualtime import LivelockError
 
 from .cluster import KopfCluster, Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT, end_state, settle, tolerate
@@ -120,7 +122,7 @@ async def verify(
     async def handled() -> bool:
         return not _unhandled(kopf_cluster, kopf_operator, customs, namespace)
 
-    settled = await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=settle_timeout, until=handled)
+    settled = await _settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=settle_timeout, until=handled)
     logs = list(records) if records is not None else list(kopf_operator.records)
     if "convergence" in checks:
         problems = _unhandled(kopf_cluster, kopf_operator, customs, namespace)
@@ -150,7 +152,7 @@ async def verify(
             raise OperatorCheckFailed("retries", _listed(early))
     if "idempotence" in checks:
         await kopf_operator.restart()
-        await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=settle_timeout, until=handled)
+        await _settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=settle_timeout, until=handled)
         again = end_state(kopf_cluster, namespace=namespace, mask=mask)
         if again != state:
             raise OperatorCheckFailed(
@@ -427,7 +429,27 @@ async def _delete_all(
             kopf_operator
         )
 
-    await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout, until=gone)
+    await _settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout, until=gone)
+
+
+async def _settle(
+    kopf_cluster: KopfCluster,
+    kopf_operator: KopfOperator,
+    *,
+    quiet: float,
+    timeout: float,
+    until: Callable[[], Awaitable[bool]],
+) -> bool:
+    """Settle; an endless update loop (which would never let the virtual time come to the deadline) fails it."""
+    try:
+        return await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout, until=until)
+    except LivelockError as exc:
+        raise livelocked(exc) from None
+
+
+def livelocked(error: LivelockError) -> OperatorCheckFailed:
+    """An endless update loop as the checks report it: the operator does not settle (whichever check runs)."""
+    return OperatorCheckFailed("convergence", f"the operator does not settle: {error}")
 
 
 def _blocked(

@@ -21,16 +21,21 @@ login through that client leaves it with ``kopf run`` (the plugin logs the opera
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import pathlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from kopf_sim.transports.inmemory import InMemoryServer
 from kopf_sim.transports.kubeconfig import kubeconfig_dict
 
-__all__ = ["ClientConfig", "RealClientDefaults", "refresh_active"]
+from . import routing
+
+__all__ = ["ClientConfig", "RealClientDefaults", "refresh_active", "routed_clients"]
 
 _ENV = "KUBECONFIG"
 _TOKEN = "kopf-sim-test"  # the simulated apiserver does not check it; some clients want one
@@ -41,6 +46,27 @@ def refresh_active() -> None:
     """Swap the in-cluster loaders of the client libraries imported since the test began (e.g. by an operator)."""
     for config in _active:
         config.refresh()
+
+
+@contextlib.contextmanager
+def routed_clients(
+    loop: asyncio.AbstractEventLoop, server: InMemoryServer, directory: pathlib.Path
+) -> Iterator[ClientConfig]:
+    """
+    The official clients configured for a simulated cluster while the block runs, and routed to it in memory.
+
+    For every simulated cluster that runs an operator: the ``kopf_cluster`` fixture's and each world of the
+    operator checks (the handlers there use the official clients as much as anywhere else).
+    """
+    clients = ClientConfig(host=routing.new_host(), directory=directory)
+    routing.add_route(routing.Route(clients.host, loop, server))
+    try:
+        clients.activate()
+        yield clients
+    finally:
+        clients.deactivate()
+        routing.remove_route(clients.host)
+        clients.path.unlink(missing_ok=True)
 
 
 class ClientConfig:

@@ -172,7 +172,10 @@ async def settle(
 
     Returns whether that happened within ``timeout`` virtual seconds. A restart pending after a crash
     is waited for first. Changes of k8s Events do not count: kopf posts them as handlers run. Events
-    withheld from a watcher (by a fault) count as changes until they are delivered.
+    withheld from a watcher (by a fault) count as changes until they are delivered. An object that keeps
+    changing with no virtual time passing (an endless update loop, which no deadline would ever end)
+    raises :class:`~kopf_sim.timing.virtualtime.LivelockError` naming it and its last changes
+    (:class:`~pytest_kopf.simcontrols.InstantGuard`).
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -183,6 +186,7 @@ async def settle(
         if change.key not in EVENT_KEYS:
             last_change = loop.time()
 
+    guard = kopf_cluster.sim.guard
     observers = kopf_cluster.sim.store.observers
     observers.append(observe)
     try:
@@ -201,7 +205,8 @@ async def settle(
                     return True
             if now >= deadline:
                 return False
-            await asyncio.sleep(min(SETTLE_STEP, max(deadline - now, 0.001)))
+            step = min(SETTLE_STEP, max(deadline - now, 0.001))
+            await (guard.pause(step) if guard is not None else asyncio.sleep(step))
     finally:
         observers.remove(observe)
 

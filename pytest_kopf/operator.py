@@ -48,6 +48,7 @@ from kopf._core.reactor.running import os_signals_var
 from kopf_sim.timing.virtualtime import VirtualTimeLoop, describe_tasks
 from kopf_sim.transports.inmemory import SERVING
 
+from . import routing
 from .admission import InProcessWebhookServer, SimAdmissionSettings
 from .clientconfig import refresh_active
 from .clocks import virtualize_modules, wait_event
@@ -628,7 +629,9 @@ class KopfOperator:
             self.exception = task.exception()
             self.exit_code = 0 if self.exception is None else 1
         self._cleanup_run()
-        for _ in range(3):  # let the just-cancelled tasks finish their last steps
+        # The sync clients' pooled connections made by its handlers are the clients', not the operator's tasks.
+        routing.end_connections(asyncio.get_running_loop(), lambda context: context.get(_owner) is self)
+        for _ in range(3):  # let the just-cancelled tasks (and the ended connections) finish their last steps
             await asyncio.sleep(0)
         leaked_tasks = self._tasks.pending()
         leaked_threads = self._leaked_threads()
@@ -636,6 +639,8 @@ class KopfOperator:
             lines = ["The operator has left tasks or threads behind after it has stopped:"]
             lines.extend(f"  - task {t.get_name()!r} running {_coro_name(t)}" for t in leaked_tasks)
             lines.extend(f"  - thread {t.name!r}{' (daemon)' if t.daemon else ''}" for t in leaked_threads)
+            if leaked_threads:
+                lines.append(_describe_leaked_threads(leaked_threads))
             raise KopfLeakError("\n".join(lines))
 
     def _cleanup_run(self) -> None:
@@ -819,3 +824,28 @@ def _traceback(exc: BaseException) -> str:
 def _coro_name(task: asyncio.Task[Any]) -> str:
     coro = task.get_coro()
     return str(getattr(coro, "__qualname__", None) or coro) + "()"
+
+
+#: What a sync handler, daemon or timer left running after the operator's stop usually needs.
+LEAKED_THREADS_HINT = (
+    "A sync handler, daemon or timer still runs in these threads after the operator has stopped. A sync daemon "
+    "or timer that sleeps with time.sleep() sees its stop-flag only when it wakes up: sleep with "
+    "`stopped.wait(seconds)` instead (it wakes up at once when stopped), and return when `stopped` is set."
+)
+
+
+def _describe_leaked_threads(threads: Sequence[threading.Thread]) -> str:
+    """What the threads left behind run: the loop's jobs in them (what & where they wait), or their stacks."""
+    loop = asyncio.get_running_loop()
+    described = loop.describe_jobs_in(threads, "Their jobs") if isinstance(loop, VirtualTimeLoop) else None
+    if described is None:
+        frames = sys._current_frames()
+        lines = ["Their stacks:"]
+        for thread in threads:
+            frame = frames.get(thread.ident) if thread.ident is not None else None
+            lines.append(f"  - thread {thread.name!r}")
+            if frame is not None:
+                for entry in traceback.format_stack(frame):
+                    lines.extend(f"      {line}" for line in entry.rstrip().splitlines())
+        described = "\n".join(lines)
+    return f"{described}\n{LEAKED_THREADS_HINT}"

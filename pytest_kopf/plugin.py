@@ -29,9 +29,9 @@ import pytest
 from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.timing.virtualtime import VirtualTimeLoop
 
-from . import kubeconfig, routing
+from . import kubeconfig
 from .cleanup import release_objects
-from .clientconfig import ClientConfig, RealClientDefaults
+from .clientconfig import RealClientDefaults, routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
@@ -426,26 +426,17 @@ def kopf_cluster(
         kopf_loop.run(cluster.setup())
     except (KopfClusterUnreachable, KopfConfigError) as exc:
         pytest.fail(str(exc), pytrace=False)
-    clients: ClientConfig | None = None
-    defaults: RealClientDefaults | None = None
-    if isinstance(cluster, SimKopfCluster):  # the official clients configured the documented ways reach it
-        clients = ClientConfig(host=routing.new_host(), directory=_clients_dir(tmp_path_factory))
-        routing.add_route(routing.Route(clients.host, kopf_loop.loop, cluster.sim.server))
-        clients.activate()
-    elif isinstance(cluster, RealKopfCluster):  # as kopf's login via the official client leaves it
-        defaults = RealClientDefaults(paths=cluster.login.paths, context=cluster.login.context)
-        defaults.activate()
-    try:
-        yield cluster
-    finally:
+    with contextlib.ExitStack() as clients:  # left after the cluster's teardown
+        if isinstance(cluster, SimKopfCluster):  # the official clients configured the documented ways reach it
+            clients.enter_context(routed_clients(kopf_loop.loop, cluster.sim.server, _clients_dir(tmp_path_factory)))
+        elif isinstance(cluster, RealKopfCluster):  # as kopf's login via the official client leaves it
+            defaults = RealClientDefaults(paths=cluster.login.paths, context=cluster.login.context)
+            defaults.activate()
+            clients.callback(defaults.deactivate)
         try:
-            kopf_loop.run(cluster.teardown())
+            yield cluster
         finally:
-            if clients is not None:
-                clients.deactivate()
-                routing.remove_route(clients.host)
-            if defaults is not None:
-                defaults.deactivate()
+            kopf_loop.run(cluster.teardown())
 
 
 @pytest.fixture

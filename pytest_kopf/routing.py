@@ -28,11 +28,13 @@ from __future__ import annotations
 import asyncio
 import asyncio.events
 import contextlib
+import contextvars
 import dataclasses
 import io
 import itertools
 import socket
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -80,8 +82,19 @@ def remove_route(host: str) -> None:
         _routes.pop(host.lower(), None)
 
 
-def _find(host: str | None) -> Route | None:
-    return _routes.get(host.lower().rstrip(".")) if host else None
+def _find(host: str | None, loop: asyncio.AbstractEventLoop | None) -> Route | None:
+    """
+    The route for a simulated cluster's host; from a loop with a cluster of its own, to that cluster.
+
+    Two clusters may run at once, each in its own loop: e.g. the operator checks' world and its baseline. The
+    official clients' configuration is one per process (``KUBECONFIG``, the default configuration), so it names
+    the cluster set up last; the requests of the other's handlers (its loop's tasks and executor jobs) still
+    go to the cluster of their own loop.
+    """
+    route = _routes.get(host.lower().rstrip(".")) if host else None
+    if route is not None and loop is not None and route.loop is not loop:
+        return next((other for other in _routes.values() if other.loop is loop), route)
+    return route
 
 
 # -- aiohttp -----------------------------------------------------------------------------------------------
@@ -90,8 +103,8 @@ _original_tcp_connection: Callable[..., Any] | None = None
 
 
 async def _tcp_create_connection(self: aiohttp.TCPConnector, req: Any, traces: Any, timeout: Any) -> ResponseHandler:
-    route = _find(req.url.host)
     loop = asyncio.get_running_loop()
+    route = _find(req.url.host, loop)
     if route is None or route.loop is not loop or req.url.scheme not in ("http", "ws"):
         assert _original_tcp_connection is not None
         return await _original_tcp_connection(self, req, traces, timeout)  # type: ignore[no-any-return]
@@ -113,7 +126,7 @@ _DEFAULT_TIMEOUT = object()  # urllib3's own default: the socket module's defaul
 
 def _create_connection(address: tuple[str, int], timeout: Any = _DEFAULT_TIMEOUT, *args: Any, **kwargs: Any) -> Any:
     host, port = address[0], address[1]
-    route = _find(host)
+    route = _find(host, job_loop() or asyncio.events._get_running_loop())
     if route is None:
         assert _original_create_connection is not None
         if timeout is _DEFAULT_TIMEOUT:
@@ -141,6 +154,23 @@ def _patch() -> None:
 
 
 # -- the socket of a sync client ----------------------------------------------------------------------------
+
+#: The sync clients' connected sockets: those of a stopped operator's handlers are ended (see below).
+_sockets: weakref.WeakSet[LoopSocket] = weakref.WeakSet()
+
+
+def end_connections(loop: asyncio.AbstractEventLoop, made_in: Callable[[contextvars.Context], bool]) -> None:
+    """
+    In the loop: end the connections of the sync clients made in such contexts (e.g. by a stopped operator's handlers).
+
+    The clients keep their connections alive in their pools, for as long as the client objects live (a module's
+    global client; a handler's frame kept by a retried error's traceback): the simulator's side of each is a task
+    of its own, which would outlive the operator. They end as a server ends idle keep-alive connections: the
+    clients see them gone and connect anew when used again.
+    """
+    for sock in list(_sockets):
+        if sock._route.loop is loop and made_in(sock.context):
+            sock._end_in_loop()
 
 
 class _Bridge(asyncio.Protocol):
@@ -191,6 +221,7 @@ class LoopSocket:
         self._signal_r.setblocking(False)
         self._signalled = False
         self._released = False
+        self.context = contextvars.copy_context()  # whose connection it is (e.g. an operator's handler's)
 
     def __repr__(self) -> str:
         return f"<LoopSocket to {self._route.host}:{self._port}{' closed' if self._closed else ''}>"
@@ -221,6 +252,12 @@ class LoopSocket:
             self._update_signal()
             self._changed.notify_all()
 
+    def _end_in_loop(self) -> None:
+        self._ended_in_loop(None)
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
+
     def _update_signal(self) -> None:
         """Keep the signal socket readable exactly while this one is (called with the lock held)."""
         if self._released:
@@ -242,10 +279,8 @@ class LoopSocket:
             raise ConnectionResetError(f"The simulated cluster at {self._route.host} is gone (its loop is closed).")
         loop.call_soon_threadsafe(callback, *args)
 
-    def _wait(self, until: Callable[[], bool], what: str) -> None:
-        """Block until the condition holds (or the timeout passes: ``socket.timeout``)."""
-        if until():
-            return
+    def _check_thread(self) -> None:
+        """A sync client must not wait in the thread of the loop that answers it: that would block the loop."""
         loop = self._route.loop
         if asyncio.events._get_running_loop() is loop or getattr(loop, "_thread_id", None) == threading.get_ident():
             raise SyncClientInLoopError(
@@ -254,22 +289,29 @@ class LoopSocket:
                 f"test or fixture): the loop cannot answer while it is blocked. Call the sync client in a sync "
                 f"handler, or as `await asyncio.to_thread(...)`, or use an async client (e.g. kubernetes_asyncio)."
             )
-        job = job_loop()
-        if job is loop and isinstance(loop, VirtualTimeLoop):
+        if job_loop() is not loop and not loop.is_running() and threading.current_thread() is threading.main_thread():
+            raise SyncClientInLoopError(
+                f"A sync HTTP client was called for the simulated cluster at {self._route.host} while its loop "
+                f"is not running (in a sync test or fixture); call it from the test's loop, e.g. as "
+                f"`await asyncio.to_thread(...)` in an async test."
+            )
+
+    def _wait(self, until: Callable[[], bool], what: str) -> None:
+        """Block until the condition holds (or the timeout passes: ``socket.timeout``)."""
+        if until():
+            return
+        self._check_thread()
+        loop = self._route.loop
+        if job_loop() is loop and isinstance(loop, VirtualTimeLoop):
             done = loop.wait_in_thread(self._timeout, until)
         else:
-            if not loop.is_running() and threading.current_thread() is threading.main_thread():
-                raise SyncClientInLoopError(
-                    f"A sync HTTP client was called for the simulated cluster at {self._route.host} while its loop "
-                    f"is not running (in a sync test or fixture); call it from the test's loop, e.g. as "
-                    f"`await asyncio.to_thread(...)` in an async test."
-                )
             with self._changed:
                 done = self._changed.wait_for(until, self._timeout)
         if not done:
             raise TimeoutError(f"timed out {what}")
 
     def connect(self, address: Any = None) -> None:
+        self._check_thread()  # before connecting: a connection made in vain would be left open
         self._call_in_loop(self._connect_in_loop)
         self._wait(lambda: self._transport is not None or self._ended, "connecting")
         if self._transport is None:
@@ -277,6 +319,7 @@ class LoopSocket:
                 f"The simulated cluster at {self._route.host} refused the connection: "
                 f"{self._ended_by or 'its server is not running'}"
             )
+        _sockets.add(self)
 
     def sendall(self, data: Any, flags: int = 0) -> None:
         if self._closed:

@@ -10,10 +10,11 @@ built-in controllers, and the in-memory server that the operator under test conn
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime
 import pathlib
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any, TypedDict, Unpack
 
 import aiohttp
@@ -24,15 +25,19 @@ from kopf_sim.http import faults as sim_faults
 from kopf_sim.http.app import ADMISSION_KEY, build_app
 from kopf_sim.recording.eventlog import ChangeRecorder
 from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.watching import Change
 from kopf_sim.timing.clock import SeededUids, system_clock
-from kopf_sim.timing.virtualtime import loop_clock
+from kopf_sim.timing.virtualtime import LivelockError, VirtualTimeLoop, loop_clock
 from kopf_sim.transports.inmemory import InMemoryServer
 from kopf_sim.transports.serving import ServedApp
 
 from .errors import KopfModeError
 from .running import is_virtual
 
-__all__ = ["SimControls", "SimOptions"]
+__all__ = ["MAX_CHANGES_PER_INSTANT", "InstantGuard", "SimControls", "SimOptions"]
+
+#: How many times one object may change at one virtual instant before the run counts as an endless update loop.
+MAX_CHANGES_PER_INSTANT = 500
 
 
 class SimOptions(TypedDict, total=False):
@@ -72,6 +77,11 @@ class SimControls:
         self._record_stream: IO[str] | None = None
         self._served: ServedApp | None = None
         self._kubeconfig: pathlib.Path | None = None
+        #: What fails a run whose objects keep changing with no virtual time passing (virtual time only).
+        self.guard: InstantGuard | None = None
+        if isinstance(loop, VirtualTimeLoop):
+            self.guard = InstantGuard(loop)
+            self.store.observers.append(self.guard.observe)
 
     # -- the controls -----------------------------------------------------------------------------
 
@@ -142,3 +152,100 @@ class SimControls:
             served.write_kubeconfig(path)
             self._kubeconfig = path
         return self._kubeconfig
+
+
+class InstantGuard:
+    """Fails a run in which one object keeps changing with no virtual time passing: an endless update loop.
+
+    Virtual time moves only when nothing is left to run. A handler that writes to the object it handles on
+    every event (no delay, no check that the write is needed) makes a new event each time, so the loop is
+    never idle and its clock stays where it is: every timer (``asyncio.sleep()``, a timeout, ``settle()``'s
+    deadline) is never due, and the test would spin forever at one moment. A real cluster's latency would
+    merely slow such a loop down; here, it is counted: when one object (k8s Events aside) has changed
+    :attr:`limit` times at one virtual instant, a :class:`~kopf_sim.timing.virtualtime.LivelockError` naming
+    it and its last changes goes to the code waiting for the operator to settle (:meth:`pause`, as
+    :func:`~pytest_kopf.driving.settle` does), or else is raised out of the loop's run (the test fails with
+    it); again after as many more changes at that instant. Deterministic: it counts changes, not seconds.
+    """
+
+    def __init__(self, loop: VirtualTimeLoop, limit: int | None = MAX_CHANGES_PER_INSTANT) -> None:
+        self.loop = loop
+        #: The changes of one object at one instant that make a livelock (None: never).
+        self.limit = limit
+        self._ticks = -1
+        self._counts: collections.Counter[tuple[Any, ...]] = collections.Counter()
+        self._last: dict[tuple[Any, ...], collections.deque[Change]] = {}
+        self._waiters: set[asyncio.Future[None]] = set()
+        #: The last livelock seen (if any).
+        self.error: LivelockError | None = None
+
+    def observe(self, change: Change) -> None:
+        if self.limit is None or change.key[1] == "events":  # kopf posts k8s Events as it handles (any group)
+            return
+        ticks = self.loop.ticks
+        if ticks != self._ticks:
+            self._ticks = ticks
+            self._counts.clear()
+            self._last.clear()
+        metadata = change.obj.get("metadata") or {}
+        key = (*change.key, metadata.get("namespace"), metadata.get("name"))
+        self._counts[key] += 1
+        self._last.setdefault(key, collections.deque(maxlen=3)).append(change)
+        count = self._counts[key]
+        if count % self.limit == 0:
+            self._trip(key, count)
+
+    def _trip(self, key: tuple[Any, ...], count: int) -> None:
+        group, plural, namespace, name = key
+        lines = [
+            f"{plural}{'.' + group if group else ''} {namespace + '/' if namespace else ''}{name} has changed "
+            f"{count} times at loop time {self.loop.time()!r} with no virtual time passing: an endless update "
+            f"loop (each write makes an event, the event another write, nothing ever waits), so the virtual "
+            f"time can never move on. Its last changes:"
+        ]
+        for change in self._last[key]:
+            changed = ", ".join(_changes(change.old, change.obj)) or "no fields (only the version)"
+            lines.append(f"  - {change.type} rv={change.rv}: {changed}")
+        self.error = error = LivelockError("\n".join(lines), loop_time=self.loop.time())
+        waiters = [waiter for waiter in self._waiters if not waiter.done()]
+        for waiter in waiters:
+            waiter.set_exception(error)
+        if not waiters:
+            self.loop.interrupt(error)
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep for ``seconds`` of virtual time; raise the livelock instead if one is seen meanwhile."""
+        waiter = self.loop.create_future()
+        self._waiters.add(waiter)
+        try:
+            await asyncio.wait([waiter], timeout=seconds)
+        finally:
+            self._waiters.discard(waiter)
+        if waiter.done():
+            waiter.result()
+        else:
+            waiter.cancel()
+
+
+#: Fields that change with every write: not what the writes are about.
+_UNINTERESTING = frozenset({"resourceVersion", "managedFields", "generation"})
+
+
+def _changes(old: Any, new: Any, path: str = "", limit: int = 3) -> list[str]:
+    """The fields that a change has changed (``metadata.labels.stamp: '1' -> '2'``), at most ``limit`` of them."""
+    return list(_walk(old, new, path))[:limit]
+
+
+def _walk(old: Any, new: Any, path: str) -> Iterator[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for field in sorted(set(old) | set(new), key=str):
+            if path == "metadata." and field in _UNINTERESTING:
+                continue
+            yield from _walk(old.get(field), new.get(field), f"{path}{field}.")
+    elif old != new:
+        yield f"{path.rstrip('.')}: {_short(old)} -> {_short(new)}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -24,9 +24,12 @@ Usage::
 
     TestMyOperator = MyOperator.TestCase
 
-Async rules and invariants need the decorators of this module (:func:`rule`, :func:`invariant`,
-:func:`initialize`, :func:`precondition` is hypothesis' own): they run the coroutine to completion in
-the example's loop. Sync ones can use hypothesis' decorators as usual.
+Rules and invariants take the decorators of this module (:func:`rule`, :func:`invariant`,
+:func:`initialize`; :func:`precondition` is hypothesis' own); async ones run to completion in the
+example's loop. A rule (or an initialize) is a user's action: a step (:class:`RuleStep`) done in the
+checked world and in the baseline with the same arguments (``self.world`` is the world it runs in),
+listed in a failure and replayed by its reproduction (:func:`run_rule`). Invariants look at the
+checked world. Sync rules decorated by hypothesis itself run in the checked world only, unrecorded.
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ import logging
 import os
 import pathlib
 import pprint
+import sys
 import tempfile
+import types
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -49,8 +54,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition
 
 from kopf_sim.recording.replaying import read_log
+from kopf_sim.timing.virtualtime import LivelockError
 
-from .checks import COMPARING, verify
+from .checks import COMPARING, livelocked, verify
+from .clientconfig import routed_clients
+from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import Manifests, SimKopfCluster, _documents
 from .driving import (
     DEFAULT_QUIET,
@@ -65,13 +73,25 @@ from .errors import OperatorCheckFailed
 from .operator import KopfOperator
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
-from .strategies.steps import PERTURBATIONS, Action, ReplayLog, mixed, perturbations, user_actions
+from .strategies.steps import PERTURBATIONS, Action, Driver, ReplayLog, mixed, perturbations, user_actions
 from .tracing import Trace
 
 if TYPE_CHECKING:
     import kopf
 
-__all__ = ["OperatorMachine", "OperatorSpec", "Statistics", "World", "initialize", "invariant", "precondition", "rule"]
+__all__ = [
+    "OperatorMachine",
+    "OperatorSpec",
+    "ReplayedData",
+    "RuleStep",
+    "Statistics",
+    "World",
+    "initialize",
+    "invariant",
+    "precondition",
+    "rule",
+    "run_rule",
+]
 
 _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -92,17 +112,33 @@ class OperatorSpec:
 
 
 class World:
-    """A fresh virtual-time loop, a simulated cluster with the manifests, and the operator started in it."""
+    """A fresh virtual-time loop, a simulated cluster with the manifests, and the operator started in it.
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    The clocks are set up as for a sim-mode test with the fixtures (``kopf_loop``): while the world is
+    open, :func:`~pytest_kopf.clocks.virtual_clocks` is in force, so ``time.time()``, ``time.sleep()``,
+    kopf's sync waits etc. in its operator's code follow its loop's clock. Two worlds (the checked one and
+    the baseline) are open at once and run alternately: the clocks read the loop that runs the code (or
+    whose executor job it is), so each world's code sees its own time. The names of ``datetime`` are swapped
+    in the user's ``modules`` (e.g. the test's module; and the registry maker's) as the fixture does for
+    the test's module; the operator's files & modules get theirs as they are loaded (in any mode).
+    """
+
+    def __init__(self, spec: OperatorSpec, *, modules: Sequence[types.ModuleType] = ()) -> None:
         self.spec = spec
         self.test_loop = TestLoop(virtual=True)
         self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir)
+        self.clients = contextlib.ExitStack()  # the official clients routed to this world's cluster
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
         self.trace.install(self.cluster)
         self.requests: list[str] = []  # the operator's requests with their statuses (for the retries check)
         self.closed = False
+        self.clocks = contextlib.ExitStack()  # the virtual clocks, in force while the world is open
+        self.clocks.enter_context(virtual_clocks())
+        maker = sys.modules.get(getattr(spec.registry, "__module__", None) or "")
+        for module in dict.fromkeys([*modules, *([maker] if maker is not None else [])]):
+            if is_operator_code(module):  # undone when the world closes (if it is the one that swapped them)
+                self.clocks.callback(virtualize_module(module))
         try:
             self.run(self._setup())
         except BaseException:
@@ -119,6 +155,7 @@ class World:
 
     async def _setup(self) -> None:
         await self.cluster.setup()
+        self.clients.enter_context(routed_clients(self.loop, self.cluster.sim.server, _clients_dir()))
         self.requests = record_requests(self.cluster)
         for manifest in self.spec.manifests:
             await self.cluster.apply(manifest)
@@ -149,11 +186,21 @@ class World:
             with contextlib.suppress(Exception):
                 self.run(self.cluster.teardown())
         finally:
-            self.test_loop.close()
+            try:
+                self.clients.close()
+                self.test_loop.close()
+            finally:
+                self.clocks.close()
 
 
 def _tmp_dir() -> pathlib.Path:
     return pathlib.Path(tempfile.mkdtemp(prefix="kopf-world-"))
+
+
+@functools.cache
+def _clients_dir() -> pathlib.Path:
+    """The worlds' kubeconfigs for the official clients (one at a time: removed when its world closes)."""
+    return _tmp_dir()
 
 
 @dataclasses.dataclass
@@ -183,21 +230,168 @@ def _in_loop(fn: _F) -> _F:
     return run  # type: ignore[return-value]
 
 
+def _as_step(fn: _F) -> _F:
+    """A rule's method that the machine performs as a step (:class:`RuleStep`): in every world, recorded."""
+
+    @functools.wraps(fn)
+    def perform(self: OperatorMachine, **arguments: Any) -> Any:
+        owner = next((klass for klass in type(self).__mro__ if vars(klass).get(fn.__name__) is perform), type(self))
+        step = RuleStep(owner, fn.__name__, fn, {key: _drawn(value) for key, value in arguments.items()})
+        self.perform(step)
+        return step.result
+
+    perform.__kopf_async__ = True  # type: ignore[attr-defined]
+    perform.__kopf_rule__ = fn  # type: ignore[attr-defined]
+    return perform  # type: ignore[return-value]
+
+
 def rule(**kwargs: Any) -> Callable[[_F], _F]:
-    """Hypothesis' ``@rule``, which also takes ``async def`` methods (run in the example's world)."""
+    """Hypothesis' ``@rule``, for users' actions (``async def`` or not): done in the checked world and the baseline.
+
+    The comparing checks compare the two worlds' end states, so a user's action must happen in both (with the
+    same arguments; ``self.world``, ``self.cluster``, ``self.operator`` are those of the world it runs in).
+    It is a step of the example (:class:`RuleStep`), listed in a failure and replayed by its reproduction.
+    """
     decorate: Callable[[_F], _F] = hypothesis.stateful.rule(**kwargs)
-    return lambda fn: decorate(_in_loop(fn))
+    return lambda fn: decorate(_as_step(fn))
 
 
 def invariant(**kwargs: Any) -> Callable[[_F], _F]:
-    """Hypothesis' ``@invariant``, which also takes ``async def`` methods (run in the example's world)."""
+    """Hypothesis' ``@invariant``, which also takes ``async def`` methods (run in the checked world)."""
     return lambda fn: hypothesis.stateful.invariant(**kwargs)(_in_loop(fn))
 
 
 def initialize(**kwargs: Any) -> Callable[[_F], _F]:
-    """Hypothesis' ``@initialize``, which also takes ``async def`` methods (run in the example's world)."""
+    """Hypothesis' ``@initialize``, for users' actions at the start (as :func:`rule`: in every world, recorded)."""
     decorate: Callable[[_F], _F] = hypothesis.stateful.initialize(**kwargs)
-    return lambda fn: decorate(_in_loop(fn))
+    return lambda fn: decorate(_as_step(fn))
+
+
+class ReplayedData:
+    """A rule's ``st.data()`` argument: the draws of its first run, given again in the other world and in replays.
+
+    In a reproduction, ``ReplayedData([...])`` stands for the data object with the values drawn in the example.
+    """
+
+    def __init__(self, values: Sequence[Any] = (), *, source: Any = None) -> None:
+        self.values = list(values)
+        self._source = source  # hypothesis' data object, for the first run only
+        self._position = 0
+
+    def draw(self, strategy: st.SearchStrategy[_T], label: Any = None) -> _T:
+        if self._source is not None:
+            value: _T = self._source.draw(strategy, label=label)
+            self.values.append(value)
+            return value
+        if self._position >= len(self.values):
+            raise RuntimeError(
+                f"The rule draws more values than in its first run ({len(self.values)}): its draws must not "
+                f"depend on the state of the world it runs in."
+            )
+        self._position += 1
+        return self.values[self._position - 1]  # type: ignore[no-any-return]
+
+    def again(self) -> ReplayedData:
+        """The same draws for the next run of the rule (the first run's, once it is over)."""
+        self._source = None
+        return ReplayedData(self.values)
+
+    def __repr__(self) -> str:
+        return f"ReplayedData({self.values!r})"
+
+
+def _drawn(value: Any) -> Any:
+    return ReplayedData(source=value) if isinstance(value, st.DataObject) else value
+
+
+class _FixtureWorld:
+    """What ``self.world`` is for a rule done by :func:`run_rule` in a test with the fixtures."""
+
+    def __init__(self, cluster: SimKopfCluster, operator: KopfOperator) -> None:
+        self.cluster = cluster
+        self.operator = operator
+        self.loop = asyncio.get_running_loop()
+
+    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        coro.close()
+        raise RuntimeError(
+            "A sync rule that runs coroutines with self.world.run() cannot run in an async test: make the rule async."
+        )
+
+
+async def run_rule(
+    machine: type[OperatorMachine],
+    name: str,
+    kopf_cluster: SimKopfCluster,
+    kopf_operator: KopfOperator,
+    /,
+    **arguments: Any,
+) -> Any:
+    """Do a machine's rule in a test with the fixtures (a reproduction's step): ``self.cluster`` is ``kopf_cluster``.
+
+    The rule runs on a bare instance of the machine (no worlds of its own, its ``__init__`` not run): enough for a
+    rule that acts through ``self.cluster``/``self.operator`` and the machine's class attributes.
+    """
+    function = vars(machine).get(name) or getattr(machine, name)
+    original = getattr(function, "__kopf_rule__", function)
+    instance = machine.__new__(machine)
+    instance.world = _FixtureWorld(kopf_cluster, kopf_operator)  # type: ignore[assignment]
+    result = original(instance, **arguments)
+    return await result if inspect.isawaitable(result) else result
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RuleStep(Action):
+    """A user's rule of a machine as a step: done in every world with the same arguments, replayed in reproductions."""
+
+    machine: type[OperatorMachine]
+    name: str
+    function: Callable[..., Any] = dataclasses.field(repr=False)
+    arguments: dict[str, Any]
+    result: Any = dataclasses.field(default=None, repr=False)  # the checked world's (for hypothesis' bundles)
+
+    def call(self, machine: OperatorMachine, world: World) -> Any:
+        """Run the rule with ``machine.world`` set to this world (sync rules outside of its loop, as in hypothesis)."""
+        arguments = {
+            key: value.again() if isinstance(value, ReplayedData) and value._source is None else value
+            for key, value in self.arguments.items()
+        }
+        checked = machine.world
+        machine.world = world
+        try:
+            if inspect.iscoroutinefunction(self.function):
+                return world.run(self.function(machine, **arguments))
+            return self.function(machine, **arguments)
+        finally:
+            machine.world = checked
+            for value in self.arguments.values():
+                if isinstance(value, ReplayedData):
+                    value._source = None  # drawn once: the next runs replay these draws
+
+    async def apply(self, driver: Driver) -> str | None:
+        raise TypeError("A machine's rule is done by the machine (OperatorMachine.perform), not applied to a world.")
+
+    @property
+    def importable(self) -> bool:
+        return "<locals>" not in self.machine.__qualname__ and self.machine.__module__ != "__main__"
+
+    def imports(self) -> list[str]:
+        if not self.importable:
+            return []
+        return [
+            "from pytest_kopf.stateful import ReplayedData, run_rule  # noqa: F401",
+            f"from {self.machine.__module__} import {self.machine.__qualname__.split('.')[0]}",
+        ]
+
+    def code(self) -> str:
+        arguments = "".join(f", {key}={value!r}" for key, value in self.arguments.items())
+        if self.importable:
+            return f"await run_rule({self.machine.__qualname__}, {self.name!r}, kopf_cluster, kopf_operator{arguments})"
+        called = ", ".join(f"{key}={value!r}" for key, value in self.arguments.items())
+        return (
+            f"# here, the rule {self.machine.__qualname__}.{self.name}({called}) of the machine (module "
+            f"{self.machine.__module__}): its class is not importable; do what it does by hand"
+        )
 
 
 # -- the machine ------------------------------------------------------------------------------------
@@ -344,12 +538,14 @@ class OperatorMachine(RuleBasedStateMachine):
         self.diverged: str | None = None  # the end states are not comparable: a user's action went otherwise
         # Two operators at once (the world & the baseline) would leave the kopf logger's level changed: restored.
         self._kopf_level = logging.getLogger("kopf").level
+        # As the kopf_loop fixture does for a test's module: datetime.now() & co. in the rules follow the clock.
+        modules = [sys.modules[klass.__module__] for klass in type(self).__mro__ if klass.__module__ in sys.modules]
         #: The checked run: its cluster, operator and loop.
-        self.world = World(spec)
+        self.world = World(spec, modules=modules)
         self.baseline: World | None = None
         try:
             if COMPARING & set(self.checks):
-                self.baseline = World(spec)
+                self.baseline = World(spec, modules=modules)
         except BaseException:
             self.world.close()
             logging.getLogger("kopf").setLevel(self._kopf_level)
@@ -377,18 +573,33 @@ class OperatorMachine(RuleBasedStateMachine):
         if self.statistics is not None:
             self.statistics.steps += 1
         self.failed = True  # until the step is done in every world
-        self._apply(action)
+        try:
+            self._apply(action)
+        except LivelockError as exc:  # an endless update loop: the loop's clock stood still in the step
+            raise livelocked(exc).with_context(
+                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+            ) from None
         self.failed = False
 
     def _apply(self, action: Action) -> None:
         self.world.trace.add("action", action.code())
-        outcome = self.world.run(_step(action, self.world))
+        outcome = self._apply_in(self.world, action)
         if action.user and self.baseline is not None:
             self.baseline.trace.add("action", action.code())
-            expected = self.baseline.run(_step(action, self.baseline))
+            expected = self._apply_in(self.baseline, action)
             if outcome != expected:  # e.g. a create of a name still being deleted in one run only
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
                 self.world.trace.add("diverged", self.diverged)
+
+    def _apply_in(self, world: World, action: Action) -> str | None:
+        """Do a step in one world; it ends when the operator has caught up with it (as in a reproduction)."""
+        if isinstance(action, RuleStep):
+            result = action.call(self, world)
+            if world is self.world:
+                object.__setattr__(action, "result", result)  # what hypothesis gets (e.g. for a bundle)
+            world.run(caught_up())
+            return None
+        return world.run(_step(action, world))
 
     @hypothesis.stateful.rule(data=st.data())
     def act(self, data: st.DataObject) -> None:
@@ -421,9 +632,11 @@ class OperatorMachine(RuleBasedStateMachine):
             self._count()
         finally:
             try:
-                self.world.close()
-                if self.baseline is not None:
-                    self.baseline.close()
+                try:  # in the reverse order of their making: the clients' configuration is restored as it was
+                    if self.baseline is not None:
+                        self.baseline.close()
+                finally:
+                    self.world.close()
             finally:
                 logging.getLogger("kopf").setLevel(self._kopf_level)
 
@@ -477,15 +690,27 @@ class OperatorMachine(RuleBasedStateMachine):
         if self.baseline is None:
             return None
         baseline = self.baseline
-        expected = baseline.run(
-            verify(
-                baseline.cluster,
-                baseline.operator,
-                checks=["convergence"],
-                records=baseline.trace.records,
-                **self._options(),
+        try:
+            expected = baseline.run(
+                verify(
+                    baseline.cluster,
+                    baseline.operator,
+                    checks=["convergence"],
+                    records=baseline.trace.records,
+                    **self._options(),
+                )
             )
-        )
+        except OperatorCheckFailed as exc:
+            # The operator fails by itself, with no faults and no crashes: that is the failure to report (it is
+            # the same with any faults), with its steps, the baseline's trace, and a reproduction of the users'
+            # actions alone; shrunk as any failure of that check.
+            raise OperatorCheckFailed(
+                exc.check, f"{exc.details}\n(in the run with no faults and no crashes: the operator fails by itself)"
+            ).with_context(
+                steps=self.steps,
+                trace_tail=baseline.trace.tail(),
+                reproduction=self.reproduction(exc.check, steps=[step for step in self.steps if step.user]),
+            ) from None
         return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
 
     def verify(self) -> None:
@@ -512,12 +737,18 @@ class OperatorMachine(RuleBasedStateMachine):
                 reproduction=self.reproduction(exc.check, expected),
             ) from None
 
-    def reproduction(self, check: str, expected: Sequence[Mapping[str, Any]] | None = None) -> str:
-        """A pytest test that replays this example's steps with the plugin's fixtures and checks the same."""
+    def reproduction(
+        self,
+        check: str,
+        expected: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        steps: Sequence[Action] | None = None,
+    ) -> str:
+        """A pytest test that replays this example's steps (or these) with the plugin's fixtures and checks the same."""
         return reproduction(
             self.spec(),
             check=check,
-            steps=[*self.initial_steps, *self.steps],
+            steps=[*self.initial_steps, *(self.steps if steps is None else steps)],
             expected=expected,
             resources=[custom.qualified for custom in self.custom_resources()],
             mask=self.mask,
@@ -543,10 +774,12 @@ def reproduction(
     namespace: str = "default",
 ) -> str:
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
+    imports = dict.fromkeys(line for step in steps if isinstance(step, RuleStep) for line in step.imports())
     lines = [
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
         "from pytest_kopf.checks import verify",
         "from pytest_kopf.driving import caught_up, crash_after, record_requests, settle, tolerate  # noqa: F401",
+        *imports,
         "",
         "",
         "async def test_reproduction(kopf_cluster, kopf_operator):",

@@ -8,38 +8,115 @@ but runs its jobs on the threads of one pool shared by the tests of the session 
 After the operator stops, :meth:`LentThreadsExecutor.finish` cancels its jobs that have not started,
 waits a little for those that have, and names the threads still busy with them (the test's leaks).
 Such threads are not lent again: the shared pool is replaced.
+
+The shared pool's threads are daemon threads of the plugin's own pool (:class:`DaemonThreadPool`), not those
+of :class:`concurrent.futures.ThreadPoolExecutor`: that one joins its threads at the interpreter's exit, so a
+user's sync daemon that never ends (``while True: time.sleep(10)``), already reported as leaked, would hang
+the pytest process after the session. A daemon thread is left running at the exit instead.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import itertools
+import queue
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["LentThreadsExecutor", "shared_pool"]
+__all__ = ["DaemonThreadPool", "LentThreadsExecutor", "shared_pool"]
 
 _T = TypeVar("_T")
 
 #: The shared pool's own limit: the executors lent its threads keep to their own limits.
 _SHARED_MAX_WORKERS = 1024
 
-_shared: concurrent.futures.ThreadPoolExecutor | None = None
+
+class DaemonThreadPool(concurrent.futures.Executor):
+    """A thread pool of daemon threads that the interpreter's exit does not wait for.
+
+    As :class:`concurrent.futures.ThreadPoolExecutor` (a thread per job up to ``max_workers``, idle threads
+    reused), but its threads are daemons and are not registered for the join at exit: a job that never ends
+    cannot keep the process from exiting. ``shutdown(wait=False)`` lets the idle threads exit at once and the
+    busy ones when their jobs end.
+    """
+
+    def __init__(self, max_workers: int, thread_name_prefix: str = "daemon-pool") -> None:
+        self._max_workers = max_workers
+        self._prefix = thread_name_prefix
+        self._queue: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._idle = threading.Semaphore(0)  # released by each thread that waits for a job
+        self._lock = threading.Lock()
+        self._threads: set[threading.Thread] = set()
+        self._counter = itertools.count()
+        self._shutdown = False
+
+    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[_T]:
+        future: concurrent.futures.Future[_T] = concurrent.futures.Future()
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            self._queue.put((future, lambda: fn(*args, **kwargs)))
+            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
+                thread = threading.Thread(target=self._work, name=f"{self._prefix}_{next(self._counter)}", daemon=True)
+                self._threads.add(thread)
+                thread.start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:  # shut down: the next thread gets the word too
+                self._queue.put(None)
+                return
+            future, call = item
+            del item
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = call()
+                except BaseException as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+            del future, call
+            self._idle.release()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._shutdown = True
+            if cancel_futures:
+                while True:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is not None:
+                        item[0].cancel()
+            self._queue.put(None)
+            threads = list(self._threads)
+        if wait:
+            for thread in threads:
+                thread.join()
+
+
+_shared: DaemonThreadPool | None = None
 _shared_lock = threading.Lock()
 
 
-def shared_pool() -> concurrent.futures.ThreadPoolExecutor:
+def shared_pool() -> DaemonThreadPool:
     """The session's pool of worker threads (made on first use)."""
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = concurrent.futures.ThreadPoolExecutor(_SHARED_MAX_WORKERS, thread_name_prefix="kopf-handlers")
+            _shared = DaemonThreadPool(_SHARED_MAX_WORKERS, thread_name_prefix="kopf-handlers")
         return _shared
 
 
-def _retire(pool: concurrent.futures.ThreadPoolExecutor) -> None:
+def _retire(pool: DaemonThreadPool) -> None:
     """Lend no more threads of a pool with a busy one; its idle threads exit, the busy ones when done."""
     global _shared
     with _shared_lock:

@@ -89,6 +89,7 @@ __all__ = [
     "DEFAULT_EPOCH",
     "TICKS_PER_SECOND",
     "DeadlockError",
+    "LivelockError",
     "RealIOError",
     "TimeLimitError",
     "VirtualTimeError",
@@ -140,6 +141,18 @@ class DeadlockError(VirtualTimeError):
 
 class TimeLimitError(DeadlockError):
     """The loop's time would pass its limit: a livelock of timers while the awaited never comes."""
+
+
+class LivelockError(VirtualTimeError):
+    """The loop keeps running with no time passing (e.g. an endless update loop), so its timers never come.
+
+    Raised out of the loop's run by :meth:`VirtualTimeLoop.interrupt` (whoever sees the livelock knows what it
+    is: the loop itself cannot tell an endless loop of callbacks from a long but finite burst of work).
+    """
+
+    def __init__(self, message: str, *, loop_time: float) -> None:
+        super().__init__(message)
+        self.loop_time = loop_time
 
 
 class RealIOError(VirtualTimeError):
@@ -392,6 +405,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._vt_default_executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._vt_own_fds = {key.fd for key in self._vt_gate.get_map().values()}  # the self-pipe
         self._vt_woken = False  # a thread has written into the self-pipe since the last poll
+        self._vt_interrupt: BaseException | None = None  # raised out of the loop's run before its next iteration
 
     # -- the clock ----------------------------------------------------------------------------
 
@@ -399,6 +413,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def clock(self) -> VirtualClock:
         """The loop's clock (:class:`kopf_sim.timing.loopclock.LoopClock`): moved by the loop, never by real time."""
         return self._vt_clock
+
+    def describe_jobs_in(self, threads: Iterable[threading.Thread], title: str) -> str | None:
+        """What this loop's executor jobs do in these threads (what each runs, how it waits, its stack), if any."""
+        idents = {thread.ident for thread in threads}
+        with self._vt_lock:
+            jobs = [job for job in self._vt_jobs if job.thread_id in idents and not job.finished]
+        return describe_threads(jobs, title) if jobs else None
 
     def time(self) -> float:
         return self._vt_clock.time()
@@ -433,8 +454,20 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     # -- the scheduling -----------------------------------------------------------------------
 
     def _run_once(self) -> None:
+        if self._vt_interrupt is not None:
+            error, self._vt_interrupt = self._vt_interrupt, None
+            raise error
         self._prepare_iteration()
         super()._run_once()  # type: ignore[misc]
+
+    def interrupt(self, error: BaseException) -> None:
+        """Raise this error out of the loop's run (``run_until_complete()``) before its next iteration, once.
+
+        For what the loop cannot see by itself, e.g. a :class:`LivelockError` (busy with no time passing): the
+        loop would run on at the same moment forever, its timers (timeouts included) never due. As a
+        :class:`DeadlockError`, the error ends the run; what was running stays pending (to be cancelled).
+        """
+        self._vt_interrupt = error
 
     def _prepare_iteration(self) -> None:
         """Decide, before an iteration, whether it polls, waits for threads, idles, jumps, or fails.

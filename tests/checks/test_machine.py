@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
+from hypothesis import strategies as st
 
 from pytest_kopf import stateful
 from pytest_kopf.driving import tolerate
-from pytest_kopf.stateful import OperatorMachine, invariant, rule
+from pytest_kopf.stateful import OperatorMachine, invariant, precondition, rule
+from pytest_kopf.strategies.steps import Create
+
+from .test_gallery import INNER_PYTEST
 
 GALLERY = Path(__file__).parent / "gallery"
 calls: list[str] = []
@@ -65,3 +70,100 @@ def test_async_rules_decorated_by_hypothesis_itself_are_refused() -> None:
                 pass
 
     assert stateful.rule is rule
+
+
+# -- users' rules are steps: done in both worlds, recorded, replayed -----------------------------------------
+
+GADGET = {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "obj-0"}, "spec": {}}
+
+
+class Resized(OperatorMachine):
+    """The docs' example: a user's rule on a comparing check (the baseline must get the rule too)."""
+
+    paths = [GALLERY / "optional_field_ok.py"]
+    manifests = [GALLERY / "crd.yaml"]
+    resources = ["gadgets"]
+    checks = ["withheld-events"]
+    names = ["obj-0"]
+
+    @rule(size=st.integers(0, 9))
+    async def resize(self, size: int) -> None:
+        await tolerate(self.cluster.patch("gadgets", "obj-0", {"spec": {"size": size}}))
+
+    @rule(data=st.data())
+    async def relabel(self, data: st.DataObject) -> None:
+        colour = data.draw(st.sampled_from(["red", "green", "blue"]), label="colour")
+        await tolerate(self.cluster.patch("gadgets", "obj-0", {"metadata": {"labels": {"colour": colour}}}))
+
+    @precondition(lambda self: False)
+    @rule()
+    async def never(self) -> None:
+        raise AssertionError("a rule whose precondition is false has run")
+
+
+def user_fields(world: stateful.World) -> list[tuple[Any, Any]]:
+    objects = world.run(world.cluster.list("gadgets"))
+    return [(obj["spec"], obj["metadata"].get("labels")) for obj in objects]
+
+
+def test_a_users_rule_is_done_in_both_worlds_recorded_and_replayed(pytester: pytest.Pytester) -> None:
+    machine = Resized()
+    try:
+        machine.perform(Create(GADGET))
+        machine.resize(size=3)
+        machine.relabel(data=stateful.ReplayedData(["blue"]))  # as hypothesis' draws are replayed
+        assert machine.baseline is not None
+        assert user_fields(machine.world) == user_fields(machine.baseline) == [({"size": 3}, {"colour": "blue"})]
+        assert [type(step).__name__ for step in machine.steps] == ["Create", "RuleStep", "RuleStep"]
+        assert machine.steps[1].code() == "await run_rule(Resized, 'resize', kopf_cluster, kopf_operator, size=3)"
+        assert "data=ReplayedData(['blue'])" in machine.steps[2].code()
+        expected = machine.expected()
+        machine.verify()  # no false difference: the baseline has had the rules too
+        reproduction = machine.reproduction("withheld-events", expected)
+    finally:
+        machine.close()
+    assert f"from {__name__} import Resized" in reproduction
+    assert expected is not None and any(obj.get("spec") == {"size": 3} for obj in expected)
+    # The reproduction replays the rules (else its end state would not be the expected one: size 3, blue).
+    pytester.makepyfile(test_reproduction=reproduction)
+    result = pytester.runpytest_inprocess(*INNER_PYTEST)
+    assert result.ret == 0, result.stdout.str()
+    # Without the rules' steps, the same reproduction fails: they do matter.
+    without = "\n".join(line for line in reproduction.splitlines() if "await run_rule(" not in line)
+    pytester.makepyfile(test_reproduction=without)
+    result = pytester.runpytest_inprocess(*INNER_PYTEST)
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*The check 'withheld-events' has failed*"])
+
+
+class AgreeingWorlds(Resized):
+    """Every step of a user (rules with drawn arguments and draws inside) is the same in both worlds."""
+
+    @stateful.invariant()
+    def the_worlds_agree_on_the_users_fields(self) -> None:
+        if self.baseline is not None:
+            assert user_fields(self.world) == user_fields(self.baseline)
+        assert not any(type(step).__name__ == "RuleStep" and step.name == "never" for step in self.steps)
+
+
+def test_the_drawn_arguments_are_the_same_in_both_worlds_and_preconditions_hold() -> None:
+    from hypothesis.stateful import run_state_machine_as_test
+
+    AgreeingWorlds.statistics = stats = stateful.Statistics()
+    run_state_machine_as_test(
+        AgreeingWorlds,
+        settings=settings(max_examples=6, stateful_step_count=6, deadline=None, database=None, derandomize=True),
+    )
+    assert stats.examples >= 6 and stats.steps > 0
+
+
+def test_the_steps_of_a_rule_of_a_class_made_in_a_function_say_what_to_do() -> None:
+    def make() -> type[OperatorMachine]:
+        class Local(Resized):
+            pass
+
+        return Local
+
+    step = stateful.RuleStep(make(), "resize", Resized.resize, {"size": 2})
+    assert step.code().startswith("# here, the rule test_the_steps_of_a_rule_of_a_class_made_in_a_function")
+    assert "resize(size=2)" in step.code() and "not importable" in step.code()

@@ -932,9 +932,8 @@ def test_kopf_run_sim_points_the_client_libraries_to_the_embedded_cluster(
 
     from kopf import cli
 
-    monkeypatch.delenv("KUBECONFIG", raising=False)
     path = tmp_path / "sim.kubeconfig"
     write_kubeconfig(path, cluster={"server": "http://127.0.0.1:12345"}, user={"token": "sim"})
-    cli._point_client_libraries_to(str(path))
-    assert os.environ["KUBECONFIG"] == str(path)  # for pykube.KubeConfig.from_env() & load_kube_config()
+    monkeypatch.setenv("KUBECONFIG", str(path))  # set by `kopf run --sim` before the operator's files load
+    cli._point_client_libraries_to_the_sim()
     assert Configuration.get_default_copy().host == "http://127.0.0.1:12345"

@@ -162,5 +162,51 @@ async def test_a_sync_client_in_the_loops_thread_is_a_clear_error(kopf_cluster: 
     assert "default" in names
 
 
+async def test_the_pooled_connections_of_a_retried_handler_are_not_a_leak(
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
+    registry = kopf.OperatorRegistry()
+    module_client: list[Any] = []  # as a module's global client: kept, with its pool, after the operator
+
+    @kopf.on.create("kopfexamples", registry=registry)
+    def create_fn(namespace: str, retry: int, **_: Any) -> str:
+        kubernetes.config.load_kube_config()
+        core = kubernetes.client.CoreV1Api()
+        module_client.append(core)
+        core.list_namespaced_config_map(namespace)  # a keep-alive connection, kept by the error's traceback
+        if retry == 0:
+            raise kopf.TemporaryError("again", delay=5)
+        return "done"
+
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create(example("ex1"))
+    await kopf_cluster.wait_for("kopfexamples", "ex1", condition=lambda obj: obj.get("status", {}).get("create_fn"))
+    await kopf_operator.stop()  # no KopfLeakError for the simulator's side of the clients' pooled connections
+
+    def reuse() -> list[str]:  # the clients connect anew when used again
+        return [cm.metadata.name for cm in module_client[0].list_namespaced_config_map("default").items]
+
+    assert await asyncio.to_thread(reuse) == [ROOT_CA]
+
+
+async def test_a_sync_client_in_an_async_handler_leaves_no_connection_behind(
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("kopfexamples", registry=registry, retries=1)
+    async def create_fn(namespace: str, **_: Any) -> None:
+        kubernetes.config.load_kube_config()
+        kubernetes.client.CoreV1Api().list_namespaced_config_map(namespace)
+
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create(example("ex1"))
+    await asyncio.sleep(10)
+    assert "in the thread of the event loop that serves it" in kopf_operator.logs
+    await kopf_operator.stop()  # the connection is not even made: nothing is left of it
+
+
 def test_the_kubeconfig_is_the_tests_only_while_it_runs(kopf_cluster: KopfCluster) -> None:
     assert os.environ["KUBECONFIG"].endswith(".test.kubeconfig")

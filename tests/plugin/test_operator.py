@@ -467,6 +467,38 @@ async def test_left_running_at_the_end(kopf_cluster, kopf_operator):
     )
 
 
+def test_a_sync_daemon_left_sleeping_is_named_with_what_it_waits_for(pytester: pytest.Pytester) -> None:
+    result = run_one(
+        pytester,
+        """
+async def test_a_sleeping_daemon(kopf_cluster, kopf_operator):
+    registry = kopf.OperatorRegistry()
+
+    @kopf.daemon("kopfexamples", registry=registry)
+    def sleeper(stopped, **_):
+        while not stopped:
+            time.sleep(30)   # sees the stop-flag only when it wakes up
+
+    await kopf_cluster.apply("crd.yaml")
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create(example("ex1"))
+    await asyncio.sleep(1)
+    await kopf_operator.stop()
+""",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*KopfLeakError: The operator has left tasks or threads behind after it has stopped:",
+            "*- thread *",
+            "*Their jobs:",
+            "*- *sleeper, waiting until loop time *",
+            "*time.sleep(30)*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*sleep with `stopped.wait(seconds)` instead*"])
+
+
 def test_unserved_resources_are_named(pytester: pytest.Pytester) -> None:
     result = run_one(
         pytester,

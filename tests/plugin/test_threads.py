@@ -9,7 +9,8 @@ import pytest
 import kopf
 from pytest_kopf.threads import LentThreadsExecutor, shared_pool, shared_threads
 
-from .test_operator import run_one
+from .conftest import BASE, NO_ASYNCIO
+from .test_operator import ROOT, run_one
 
 
 def test_results_and_errors_come_back() -> None:
@@ -135,3 +136,47 @@ def test_three():
 def test_sync_handlers_of_the_next_tests_run_on_the_kept_threads(pytester: pytest.Pytester, reuse: bool) -> None:
     result = run_one(pytester, FILES.replace("REUSED", str(reuse)), "-o", f"kopf_reuse_threads={str(reuse).lower()}")
     result.assert_outcomes(passed=3)
+
+
+def test_the_shared_threads_are_daemons_not_joined_at_the_exit() -> None:
+    import concurrent.futures.thread
+
+    executor = LentThreadsExecutor()
+    thread = executor.submit(threading.current_thread).result(timeout=10)
+    assert executor.finish(grace=1.0) == []
+    assert thread.daemon
+    assert thread not in concurrent.futures.thread._threads_queues  # not joined by concurrent.futures at exit
+
+
+NEVER_ENDING = """
+import time
+from pathlib import Path
+import kopf
+
+CRD = Path(__file__).parent / "crd.yaml"
+
+def operator():
+    registry = kopf.OperatorRegistry()
+
+    @kopf.daemon("kopfexamples", registry=registry)
+    def poll(**_):
+        while True:  # the stop-flag ignored: the thread never ends
+            time.sleep(10)
+
+    return registry
+
+async def test_leaky(kopf_cluster, kopf_operator):
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=operator())
+    await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "ex1"}})
+    await kopf_cluster.sim.advance(60)
+"""
+
+
+def test_a_sync_daemon_that_never_ends_is_reported_and_the_session_exits(pytester: pytest.Pytester) -> None:
+    """The leaked thread fails its test (KopfLeakError); the pytest process exits all the same (in real time)."""
+    (pytester.path / "crd.yaml").write_text((ROOT / "examples" / "crd.yaml").read_text())
+    pytester.makepyfile(test_leaky=NEVER_ENDING)
+    result = pytester.runpytest_subprocess("--kopf-sim", *NO_ASYNCIO, *BASE, timeout=120)
+    result.assert_outcomes(passed=1, errors=1)  # the test itself, then the operator's teardown
+    result.stdout.fnmatch_lines(["*KopfLeakError*", "*thread 'kopf-handlers_*"])

@@ -17,8 +17,9 @@ Three levels, each built on the previous one:
   The objects of the very first listing are yielded with the type ``None``.
 
 * :func:`infinite_watch` — the same, but stops streaming while the operator is paused
-  (e.g. by a peer with a higher priority) and continues from where it stopped on resume;
-  and stops completely when the stop-flag is set.
+  (e.g. by a peer with a higher priority) and lists everything anew on resume (every object
+  with the type ``None`` again, and the gone ones as ``DELETED``); and stops completely when
+  the stop-flag is set.
 
 The yielded events are raw: ``{"type": ..., "object": ...}``. Bookmarks are not yielded.
 """
@@ -121,6 +122,8 @@ class WatchState:
     resource_version: str | None = None
     listed: bool = False
     whole_bodies: bool = True
+    #: The next listing yields every object, changed or not (after a pause: their daemons & timers were stopped).
+    relist_all: bool = False
     #: By uid: the resource version, and the JSON of a document with the last seen body under ``"object"``
     #: (or, without the whole bodies, what identifies the object).
     known: dict[str, tuple[str | None, bytes | _Identity]] = dataclasses.field(default_factory=dict)
@@ -403,9 +406,11 @@ async def continuous_watch(
                 vault=vault,
             )
             rv = ""
-            if not state.listed:  # the objects go to work chunk by chunk, as the chunks come
-                state.known = {}
-                present: set[str] | None = None  # the objects listed again since the listing restarted
+            if not state.listed or state.relist_all:  # the objects go to work chunk by chunk, as the chunks come
+                everything, state.relist_all = state.relist_all, False
+                if not everything:
+                    state.known = {}
+                present: set[str] | None = None  # the objects listed again (if some were seen before)
                 pages = fetching.list_pages(**listing)
                 async with contextlib.aclosing(pages):
                     async for page in pages:
@@ -414,7 +419,7 @@ async def continuous_watch(
                         for item in page.items:
                             if present is not None and (uid := _uid(item)) is not None:
                                 present.add(uid)
-                            if state.remember(None, item):
+                            if state.remember(None, item) or everything:
                                 yield RawEvent(type=None, object=item)
                             del item  # the listed bodies are the workers' now: not kept by this watch
                         rv = page.resource_version if page.resource_version is not None else rv
@@ -510,9 +515,9 @@ async def infinite_watch(
     """
     Watch forever (until ``stop`` is set): pause the streaming while the operator is paused.
 
-    While paused, no events are yielded and no streams are open; on resume, the watching
-    continues from the last seen resource version (or re-lists with the differences if
-    that version has expired meanwhile), so the changes made during the pause arrive then.
+    While paused, no events are yielded and no streams are open; on resume, everything is listed
+    anew, and every object comes again as listed (changed or not: the pause has stopped their daemons
+    and timers, which start again with it), and the objects gone meanwhile as deleted.
     ``whole_bodies``: see :class:`WatchState`.
     """
     logger = logger if logger is not None else default_logger
@@ -529,6 +534,8 @@ async def infinite_watch(
                     if task is not None:
                         task.cancel()
             logger.debug(f"Resuming the watching of {resource}.")
+            # As after the operator's start: every object once more, so that their daemons & timers start again.
+            state.resource_version, state.relist_all = None, True
             continue
         stream = continuous_watch(
             resource=resource,

@@ -145,13 +145,12 @@ async def test_expired_version_in_stream_leads_to_a_relisting_with_differences(
     create("gone", 3)
     async with watching_in_background(vault, settings) as collector:
         await collector.wait_for(4)
-        await collector.paused.turn_to(True)
-        await asyncio.sleep(1)
+        await asyncio.sleep(1)  # the stream is open
+        cluster.close_watches()  # dropped server-side: the changes below come while it reconnects
         modify("change", 20)
         delete("gone")
         create("new", 4)
-        cluster.compact()  # the watcher's last version is now expired: an in-stream ERROR 410
-        await collector.paused.turn_to(False)
+        cluster.compact()  # the watcher's last version is now expired: 410 on reconnecting
         await collector.wait_for(7)
         create("after", 5)
         await collector.wait_for(8)
@@ -393,22 +392,34 @@ async def test_label_selectors_are_pushed_to_the_server(
     assert all("labelSelector=color%3Dred" in q for q in widget_requests)
 
 
-async def test_pausing_closes_the_stream_and_resumes_without_relisting(
+async def test_pausing_closes_the_stream_and_resumes_with_everything_listed_anew(
     cluster: Cluster, vault: Vault, settings: OperatorSettings, recorder: Recorder
 ) -> None:
-    create, _, _ = ops(cluster)
+    """As at the start: the unchanged objects come again too (the pause has stopped their daemons & timers)."""
+    create, _, delete = ops(cluster)
+    create("before", 0)
+    create("gone", 2)
     async with watching_in_background(vault, settings) as collector:
-        await collector.wait_for(1)
+        await collector.wait_for(3)
         await collector.paused.turn_to(True)
         await asyncio.sleep(10)
         create("during", 1)
+        delete("gone")
         await asyncio.sleep(10)
-        assert len(collector.events) == 1
+        assert len(collector.events) == 3
         await collector.paused.turn_to(False)
-        await collector.wait_for(2)
-    assert collector.summary() == [watching.Bookmark.LISTED, ("ADDED", "during", 1)]
+        await collector.wait_for(6)
+        await asyncio.sleep(10)
+    assert collector.summary() == [
+        (None, "before", 0),
+        (None, "gone", 2),
+        watching.Bookmark.LISTED,
+        (None, "before", 0),
+        (None, "during", 1),
+        ("DELETED", "gone", 2),
+    ]
     lists = [q for m, p, q in recorder.requests if p.endswith("/widgets") and "watch" not in q]
-    assert len(lists) == 1
+    assert len(lists) == 2
 
 
 async def test_no_events_are_yielded_once_the_pause_is_on(
@@ -417,7 +428,7 @@ async def test_no_events_are_yielded_once_the_pause_is_on(
     """Found by the compatibility check: an object created right after "Pausing operations" was still handled.
 
     The stream is closed by a waiter task that runs a moment after the pause begins; an event that arrives in that
-    moment must not be yielded (it comes again after resuming, from the last yielded version).
+    moment must not be yielded (the object comes with the listing after resuming).
     """
     create, _, _ = ops(cluster)
     async with watching_in_background(vault, settings) as collector:
@@ -430,7 +441,7 @@ async def test_no_events_are_yielded_once_the_pause_is_on(
         await collector.paused.turn_to(False)
         await collector.wait_for(2)
         await asyncio.sleep(10)
-    assert collector.summary() == [watching.Bookmark.LISTED, ("ADDED", "during", 1)]
+    assert collector.summary() == [watching.Bookmark.LISTED, (None, "during", 1)]
 
 
 async def test_stop_flag_ends_the_watch_promptly(cluster: Cluster, vault: Vault, settings: OperatorSettings) -> None:

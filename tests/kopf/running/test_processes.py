@@ -193,6 +193,38 @@ def test_kopf_run_with_the_embedded_sim(env: dict[str, str]) -> None:
     assert not os.path.exists(kubeconfig)
 
 
+def test_kopf_run_sim_with_handlers_that_load_the_kubeconfig(env: dict[str, str], tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "operator.py"
+    operator.write_text(
+        "import kopf\n"
+        "import kubernetes  # imported with the operator: it reads $KUBECONFIG as its default path now\n"
+        "\n"
+        "@kopf.on.create('kopfexamples')\n"
+        "def create_fn(name, namespace, **_):\n"
+        "    kubernetes.config.load_kube_config()\n"
+        "    core = kubernetes.client.CoreV1Api()\n"
+        "    core.create_namespaced_config_map(namespace, {'metadata': {'name': f'{name}-child'}})\n"
+        "    return 'made'\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kopf", "run", "--sim", CRD, str(operator)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={key: value for key, value in env.items() if key != "KUBECONFIG"},
+    )
+    assert proc.stdout is not None
+    try:
+        lines = Lines(proc.stdout)
+        kubeconfig = lines.wait_for("Kubeconfig: ").split(": ", 1)[1]
+        kubectl(kubeconfig, "create", "-f", OBJECTS)
+        assert poll(lambda: "kopf-example-1-child" in kubectl(kubeconfig, "get", "configmaps", "-o", "name"))
+    finally:
+        returncode = stop(proc)
+    proc.stdout.close()
+    assert returncode == 0
+
+
 def test_kopf_runner_against_a_served_sim(served: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", served)
     registry = kopf.OperatorRegistry()
