@@ -276,18 +276,9 @@ def prepare_apply_create(
 ) -> JsonDict:
     """Server-side apply on a missing object creates it from the applied configuration."""
     applied = _parse_apply(rtype, patch, name, manager)
-    try:
-        body = applying.server_side_apply(
-            None,
-            applied,
-            manager=manager or "",
-            force=False,
-            kind_key=_kind_key(rtype),
-            api_version=rtype.api_version,
-            now=cluster.now(),
-        )
-    except applying.TypedPatchError as exc:
-        raise _untyped(rtype, namespace, name, exc) from None
+    body = _server_side_apply(
+        cluster, rtype, None, applied, manager=manager, force=False, namespace=namespace, name=name
+    )
     return prepare_create(
         cluster, rtype, namespace, body, field_validation=field_validation, warnings=warnings, manager=None
     )
@@ -429,17 +420,16 @@ def prepare_patch(
         elif content_type == APPLY_PATCH:
             applied = _parse_apply(rtype, patch, meta(old)["name"], manager)
             try:
-                patched = applying.server_side_apply(
+                patched = _server_side_apply(
+                    cluster,
+                    rtype,
                     current,
                     applied,
-                    manager=manager or "",
+                    manager=manager,
                     force=force,
-                    kind_key=_kind_key(rtype),
-                    api_version=rtype.api_version,
-                    now=cluster.now(),
+                    namespace=meta(old).get("namespace"),
+                    name=meta(old)["name"],
                 )
-            except applying.TypedPatchError as exc:
-                raise _untyped(rtype, meta(old).get("namespace"), meta(old)["name"], exc) from None
             except applying.ApplyConflictError as exc:
                 raise errors.ApiError(
                     409,
@@ -485,6 +475,32 @@ def prepare_patch(
         copied=content_type == MERGE_PATCH,
         patched=True,
     )
+
+
+def _server_side_apply(
+    cluster: StoreView,
+    rtype: ResourceType,
+    current: JsonDict | None,
+    applied: JsonDict,
+    *,
+    manager: str | None,
+    force: bool,
+    namespace: str | None,
+    name: str,
+) -> JsonDict:
+    """The object after applying the configuration (to nothing, for a create); an untypable one is a 400."""
+    try:
+        return applying.server_side_apply(
+            current,
+            applied,
+            manager=manager or "",
+            force=force,
+            kind_key=_kind_key(rtype),
+            api_version=rtype.api_version,
+            now=cluster.now(),
+        )
+    except applying.TypedPatchError as exc:
+        raise _untyped(rtype, namespace, name, exc) from None
 
 
 def _untyped(rtype: ResourceType, namespace: str | None, name: str, exc: applying.TypedPatchError) -> errors.ApiError:

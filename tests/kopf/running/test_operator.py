@@ -31,8 +31,8 @@ def events_of(cluster: Cluster, name: str, namespace: str = "default") -> list[d
     return [event for event in cluster.objects(key, namespace) if event["involvedObject"].get("name") == name]
 
 
-def start(**kwargs: Any) -> tuple[asyncio.Task[None], asyncio.Event, asyncio.Event]:
-    stop_flag, ready_flag = asyncio.Event(), asyncio.Event()
+def start(stop_flag: Any = None, **kwargs: Any) -> tuple[asyncio.Task[None], Any, asyncio.Event]:
+    stop_flag, ready_flag = asyncio.Event() if stop_flag is None else stop_flag, asyncio.Event()
     kwargs.setdefault("clusterwide", True)
     task = asyncio.create_task(kopf.operator(stop_flag=stop_flag, ready_flag=ready_flag, **kwargs))
     return task, stop_flag, ready_flag
@@ -324,18 +324,7 @@ async def test_the_stop_is_logged_with_the_flags_value(
 ) -> None:
     """Worded as in the published framework, which tests (e.g. with KopfRunner) look for."""
     caplog.set_level(logging.INFO, logger="kopf")
-    stop_flag = make_flag()
-    ready_flag = asyncio.Event()
-    task = asyncio.create_task(
-        kopf.operator(
-            registry=registry,
-            settings=settings,
-            vault=vault,
-            clusterwide=True,
-            stop_flag=stop_flag,
-            ready_flag=ready_flag,
-        )
-    )
+    task, stop_flag, ready_flag = start(make_flag(), registry=registry, settings=settings, vault=vault)
     await asyncio.wait_for(ready_flag.wait(), timeout=10)
     if isinstance(stop_flag, asyncio.Future):
         stop_flag.set_result(value)
