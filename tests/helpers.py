@@ -1,14 +1,18 @@
 """
 Helpers shared by the tests (plain functions, imported; the fixtures are in ``tests/conftest.py``).
 
-Bodies of the test resources (``widget``, ``example``) and polling for a condition in the loop's time.
+Bodies of the test resources (``widget``, ``example``), polling for a condition in the loop's time, and an
+operator with an endless update loop (``stamping_registry``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import kopf
 
 
 def widget(name: str, namespace: str = "default", **spec: Any) -> dict[str, Any]:
@@ -47,3 +51,17 @@ async def wait_for(predicate: Callable[[], Any], *, timeout: float = 60.0, step:
         if loop.time() >= deadline:
             raise AssertionError(f"The condition is not met in {timeout} seconds: {predicate}")
         await asyncio.sleep(step)
+
+
+def stamping_registry(resource: str) -> kopf.OperatorRegistry:
+    """The bug: every run of the handler writes to its own object, which makes a new event, hence a new run."""
+    import kopf  # here: most users of these helpers test the simulator alone
+
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create(resource, registry=registry)
+    @kopf.on.update(resource, registry=registry)
+    def stamp(labels: Any, patch: kopf.Patch, **_: Any) -> None:
+        patch.metadata.labels["stamp"] = str(int(labels.get("stamp", "0")) + 1)
+
+    return registry

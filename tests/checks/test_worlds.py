@@ -16,6 +16,7 @@ from pytest_kopf.checks import check_operator
 from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf.stateful import OperatorMachine, OperatorSpec, World
 from pytest_kopf.strategies.steps import CrashAfterWrites, Create, PatchSpec
+from tests import helpers
 
 from .test_gallery import INNER_PYTEST
 
@@ -114,14 +115,7 @@ def test_a_sync_daemon_that_sleeps_with_time_sleep_fails_the_daemons_check() -> 
 
 def stamping_registry() -> kopf.OperatorRegistry:
     """The bug: every run of the handler writes to its own object: a new event, a new run, at one instant."""
-    registry = kopf.OperatorRegistry()
-
-    @kopf.on.create("gadgets", registry=registry)
-    @kopf.on.update("gadgets", registry=registry)
-    def stamp(labels: Any, patch: kopf.Patch, **_: Any) -> None:
-        patch.metadata.labels["stamp"] = str(int(labels.get("stamp", "0")) + 1)
-
-    return registry
+    return helpers.stamping_registry("gadgets")
 
 
 @pytest.mark.parametrize("checks", [["convergence"], ["withheld-events"]])

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-import kopf
 from kopf_sim.timing.virtualtime import LivelockError
 from pytest_kopf.cluster import SimKopfCluster
 from pytest_kopf.driving import settle
 from pytest_kopf.operator import KopfOperator
 from pytest_kopf.simcontrols import MAX_CHANGES_PER_INSTANT
+from tests.helpers import stamping_registry
 
 from .test_operator import ROOT, run_one
 
@@ -24,23 +24,11 @@ def example(name: str) -> dict[str, Any]:
     return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name}, "spec": {}}
 
 
-def stamping_registry() -> kopf.OperatorRegistry:
-    """The bug: every run of the handler writes to its own object, which makes a new event, hence a new run."""
-    registry = kopf.OperatorRegistry()
-
-    @kopf.on.create("kopfexamples", registry=registry)
-    @kopf.on.update("kopfexamples", registry=registry)
-    def stamp(labels: Any, patch: kopf.Patch, **_: Any) -> None:
-        patch.metadata.labels["stamp"] = str(int(labels.get("stamp", "0")) + 1)
-
-    return registry
-
-
 async def test_settle_raises_the_livelock_naming_the_object_and_its_writes(
     kopf_cluster: SimKopfCluster, kopf_operator: KopfOperator
 ) -> None:
     await kopf_cluster.apply(CRD)
-    await kopf_operator.start(registry=stamping_registry())
+    await kopf_operator.start(registry=stamping_registry("kopfexamples"))
     started = time.perf_counter()
     await kopf_cluster.create(example("ex1"))
     with pytest.raises(LivelockError) as error:
