@@ -14,11 +14,12 @@ import collections
 import datetime
 import pathlib
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import IO, Any, TypedDict, Unpack
 
 import aiohttp
 
+from kopf._cogs.structs import diffs
 from kopf_sim.admission.webhooks import AdmissionControl
 from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.http import faults as sim_faults
@@ -228,22 +229,13 @@ class InstantGuard:
 
 
 #: Fields that change with every write: not what the writes are about.
-_UNINTERESTING = frozenset({"resourceVersion", "managedFields", "generation"})
+_UNINTERESTING = frozenset({("metadata", "resourceVersion"), ("metadata", "managedFields"), ("metadata", "generation")})
 
 
-def _changes(old: Any, new: Any, path: str = "", limit: int = 3) -> list[str]:
+def _changes(old: Any, new: Any, limit: int = 3) -> list[str]:
     """The fields that a change has changed (``metadata.labels.stamp: '1' -> '2'``), at most ``limit`` of them."""
-    return list(_walk(old, new, path))[:limit]
-
-
-def _walk(old: Any, new: Any, path: str) -> Iterator[str]:
-    if isinstance(old, dict) and isinstance(new, dict):
-        for field in sorted(set(old) | set(new), key=str):
-            if path == "metadata." and field in _UNINTERESTING:
-                continue
-            yield from _walk(old.get(field), new.get(field), f"{path}{field}.")
-    elif old != new:
-        yield f"{path.rstrip('.')}: {_short(old)} -> {_short(new)}"
+    items = (item for item in diffs.diff_iter(old, new) if tuple(item.field[:2]) not in _UNINTERESTING)
+    return [f"{'.'.join(map(str, item.field))}: {_short(item.old)} -> {_short(item.new)}" for item in items][:limit]
 
 
 def _short(value: Any) -> str:
