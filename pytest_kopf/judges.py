@@ -328,7 +328,7 @@ def _unexpected(records: Iterable[Any], *, faulted: bool = False) -> list[str]:
 
 
 def hammered(entries: Iterable[Entry]) -> list[str]:
-    """Failed requests sent again at least :data:`~pytest_kopf.judges.HAMMERING` times within one virtual second (watches aside).
+    """Failed requests sent again :data:`~pytest_kopf.judges.HAMMERING` times in one virtual second (watches aside).
 
     A create answered "already exists" (409) is not a failure: operators create-or-patch their children.
     A request counts in the second of its response (cut off: failed too).

@@ -36,7 +36,7 @@ async def verify(
     records: Sequence[logging.LogRecord] | None = None,
     trace: Trace | Sequence[Entry] | None = None,
 ) -> list[dict[str, Any]]:
-    """The checks' verdict on a run whose actions are over: raise :class:`~pytest_kopf.errors.OperatorCheckFailed`, or return its end state.
+    """The checks' verdict on a run whose actions are over: its end state, or :class:`~.errors.OperatorCheckFailed`.
 
     The operator is let to settle (the faults still armed fire meanwhile: the generated ones are all
     limited in count, so they are transient); then each check compares and judges, in the catalogue's
