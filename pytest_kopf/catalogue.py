@@ -25,6 +25,8 @@ __all__ = [
     "Phase",
     "comparing",
     "perturbation_kinds",
+    "perturbed_first",
+    "plan_kinds",
     "validate_checks",
 ]
 
@@ -50,6 +52,8 @@ class Check:
     name: str
     #: The kinds of perturbations drawn among the users' actions (see :func:`pytest_kopf.strategies.perturbations`).
     perturbations: tuple[str, ...] = ()
+    #: The kinds of fault plans derived from each example's reference run (see :mod:`pytest_kopf.plans`).
+    plans: tuple[str, ...] = ()
     #: What the end state is compared with (None: nothing; :data:`BASELINE`: the fault-free run).
     compares: str | None = None
     #: What finds the run wrong, beyond the comparison (None: only the comparison).
@@ -70,10 +74,17 @@ CATALOGUE: Mapping[str, Check] = {
             judge=judges.redelivered_unchanged,
             phase=Phase.REDELIVERED,
         ),
-        Check("retries", perturbations=("api-errors",), compares=BASELINE, judge=judges.retries, phase=Phase.TRACED),
-        Check("crash-restart", perturbations=("crashes",), compares=BASELINE),
-        Check("stale-reads", perturbations=("stale-reads",), compares=BASELINE),
-        Check("withheld-events", perturbations=("withheld-events",), compares=BASELINE),
+        Check(
+            "retries",
+            perturbations=("api-errors",),
+            plans=("write-errors",),
+            compares=BASELINE,
+            judge=judges.retries,
+            phase=Phase.TRACED,
+        ),
+        Check("crash-restart", perturbations=("crashes",), plans=("crash-after-writes",), compares=BASELINE),
+        Check("stale-reads", perturbations=("stale-reads",), plans=("stale-answers",), compares=BASELINE),
+        Check("withheld-events", perturbations=("withheld-events",), plans=("event-pairs",), compares=BASELINE),
         Check("daemons", judge=judges.abandoned_daemons, phase=Phase.STOPPED),
         Check("finalizers", judge=judges.stuck_finalizers, phase=Phase.DELETED),
     ]
@@ -97,6 +108,21 @@ def validate_checks(checks: Iterable[str]) -> tuple[str, ...]:
 def perturbation_kinds(checks: Sequence[str]) -> tuple[str, ...]:
     """The kinds of perturbations that these checks add, each once."""
     return tuple(dict.fromkeys(kind for check in checks for kind in CATALOGUE[check].perturbations))
+
+
+def plan_kinds(checks: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The kinds of fault plans of these checks, by check (those that have any)."""
+    return {check: CATALOGUE[check].plans for check in checks if CATALOGUE[check].plans}
+
+
+def perturbed_first(checks: Sequence[str], kinds: Iterable[str]) -> list[str]:
+    """The checks, those whose perturbations or plans are among ``kinds`` first (to whom a difference is due)."""
+    present = set(kinds)
+
+    def unrelated(check: str) -> bool:
+        return not present & {*CATALOGUE[check].perturbations, *CATALOGUE[check].plans}
+
+    return sorted(checks, key=unrelated)
 
 
 def comparing(checks: Sequence[str], what: str = BASELINE) -> bool:

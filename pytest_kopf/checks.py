@@ -24,6 +24,7 @@ from .catalogue import CHECKS, validate_checks
 from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
+from .plans import PlanFigures
 from .plugin import GC_YOUNG_THRESHOLD
 from .stateful import OperatorMachine, Statistics
 from .strategies.steps import ReplayLog
@@ -57,14 +58,23 @@ class CheckReport:
     crashes: int = 0
     virtual_seconds: float = 0.0
     wall_seconds: float = 0.0
-    per_check: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    per_check: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: The fault plans of each check that has them: derived, pruned, run, faults, virtual & wall seconds.
+    plans: dict[str, PlanFigures] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
-        return (
+        lines = [
             f"{', '.join(self.checks)}: {self.examples} examples, {self.steps} steps, {self.faults} faults "
             f"injected, {self.crashes} crashes, {self.virtual_seconds:.0f} virtual s in "
             f"{self.wall_seconds:.1f} wall s"
+        ]
+        lines.extend(
+            f"  {check}: {figures.derived} plans derived, {figures.pruned} pruned, {figures.run} run "
+            f"({figures.skipped} over the budget), {figures.faults} faults injected, "
+            f"{figures.virtual_seconds:.0f} virtual s in {figures.wall_seconds:.1f} wall s"
+            for check, figures in self.plans.items()
         )
+        return "\n".join(lines)
 
 
 def check_operator(
@@ -85,7 +95,9 @@ def check_operator(
     settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
     settings: hypothesis.settings | None = None,
     shrink: bool = True,
-    combined: bool = False,
+    combined: bool = True,
+    max_plans: int = 5,
+    seed: int | None = None,
     logs: Sequence[str | os.PathLike[str]] = (),
     initial_steps: Sequence[Any] = (),
 ) -> CheckReport:
@@ -95,10 +107,14 @@ def check_operator(
     :class:`kopf.OperatorRegistry`; reproductions cannot replay those). ``manifests``: applied to every
     fresh cluster (the CRDs of ``resources`` among them). ``resources``: the resources whose objects
     the actions create, patch and delete (as kubectl names them). ``specs``: strategies for the specs
-    by resource name (default: from the CRD schema). ``max_examples`` per check; ``max_steps`` per
-    example. ``settings``: hypothesis settings to start from (the current profile by default).
+    by resource name (default: from the CRD schema). ``max_examples``: the examples (sequences of user
+    actions, with random faults among them) per machine; ``max_steps`` per example; ``max_plans``: the
+    fault plans per check run after each example (derived from its fault-free run, those equivalent to
+    one tried before pruned; 0: none). ``settings``: hypothesis settings to start from (the current profile
+    by default); ``seed``: hypothesis' seed (the same examples for the same seed).
     ``shrink``: shrink a failing sequence (removing and simplifying its steps while it fails the same check).
-    ``combined``: all the checks in one machine (every fault kind in the same examples), not one machine each.
+    ``combined`` (the default): all the checks in one machine (one fault-free run per example for the plans
+    of every check; every kind of random fault in the same examples); else one machine per check.
     ``logs``: recorded watch-event logs replayed as one of the users' actions; ``initial_steps``: actions done
     at the start of every example (e.g. ``[ReplayLog("incident.jsonl")]``: a recorded incident as the start).
 
@@ -142,6 +158,8 @@ def check_operator(
             max_steps=max_steps,
             shrink=shrink,
             combined=combined,
+            max_plans=max_plans,
+            seed=seed,
         )
     finally:
         gc.set_threshold(*thresholds)
@@ -169,7 +187,10 @@ def _run_checks(
     max_steps: int,
     shrink: bool,
     combined: bool,
+    max_plans: int,
+    seed: int | None,
 ) -> None:
+    import hypothesis
     from hypothesis import HealthCheck, Phase
     from hypothesis import settings as hypothesis_settings
     from hypothesis.stateful import run_state_machine_as_test
@@ -181,8 +202,13 @@ def _run_checks(
     for group in groups:
         check = "+".join(group)
         machine = OperatorMachine.configured(
-            f"Check_{check.replace('-', '_').replace('+', '_')}", checks=group, **machine_options
+            f"Check_{check.replace('-', '_').replace('+', '_')}",
+            checks=group,
+            max_plans=max_plans,
+            **machine_options,
         )
+        if seed is not None:
+            hypothesis.seed(seed)(machine)
         stats = Statistics()
         machine.statistics = stats
         # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
@@ -217,6 +243,10 @@ def _run_checks(
             report.crashes += stats.crashes
             report.virtual_seconds += stats.virtual_seconds
             report.per_check[check] = dataclasses.asdict(stats)
+            for name, figures in stats.plans.items():
+                report.plans[name] = figures
+                report.faults += figures.faults
+                report.virtual_seconds += figures.virtual_seconds
             report.wall_seconds = time.perf_counter() - started
 
 
@@ -227,7 +257,7 @@ SHRINK_BUDGET = 150
 def shrunk(
     machine: type[OperatorMachine], failure: OperatorCheckFailed, budget: int = SHRINK_BUDGET
 ) -> OperatorCheckFailed:
-    """The failure of the simplest sequence found that still fails the same check.
+    """The failure of the simplest sequence found that still fails the same check (or differs the same way).
 
     Steps are removed (from the last one: later steps depend on earlier ones), then simplified
     (:meth:`~pytest_kopf.strategies.Action.simpler`), over and over while that keeps failing.
@@ -243,7 +273,9 @@ def shrunk(
         try:
             machine.replay(candidate)
         except OperatorCheckFailed as exc:
-            return exc if exc.check == failure.check else None
+            # The same check; or the same difference from the same run, due now to the check of the faults left.
+            same = exc.check == failure.check or (failure.compared is not None and exc.compared == failure.compared)
+            return exc if same else None
         except Exception:
             return None
         return None

@@ -94,7 +94,8 @@ class OperatorCheckFailed(KopfError, AssertionError):
     ``check``: the check's name (e.g. ``"crash-restart"``); ``steps``: the (shrunk) actions that led there;
     ``trace_tail``: the last lines of the run's trace (API requests, watch events, handler calls, faults);
     ``reproduction``: the text of a pytest test that replays the steps with the plugin's fixtures and
-    fails the same way (save it as ``test_*.py``); ``details``: what exactly differs or is stuck.
+    fails the same way (save it as ``test_*.py``); ``details``: what exactly differs or is stuck;
+    ``compared``: what the end state was compared with, if the failure is such a difference (None: a judge's).
     """
 
     def __init__(
@@ -105,9 +106,11 @@ class OperatorCheckFailed(KopfError, AssertionError):
         steps: Sequence[Any] = (),
         trace_tail: Sequence[str] = (),
         reproduction: str = "",
+        compared: str | None = None,
     ) -> None:
         self.check = check
         self.details = details
+        self.compared = compared
         self.steps = list(steps)
         self.trace_tail = list(trace_tail)
         self.reproduction = reproduction
@@ -134,5 +137,10 @@ class OperatorCheckFailed(KopfError, AssertionError):
     ) -> OperatorCheckFailed:
         """The same failure, with the steps that led to it, the trace's tail and a reproduction."""
         return OperatorCheckFailed(
-            self.check, self.details, steps=steps, trace_tail=trace_tail, reproduction=reproduction
+            self.check,
+            self.details,
+            steps=steps,
+            trace_tail=trace_tail,
+            reproduction=reproduction,
+            compared=self.compared,
         )

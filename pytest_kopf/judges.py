@@ -26,6 +26,7 @@ from .discovery import ResourceInfo
 from .driving import end_state, settle, tolerate
 from .errors import KopfLeakError, OperatorCheckFailed
 from .operator import KopfOperator
+from .storms import RetryStorm
 from .tracing import Change, Entry, Fault, Log, Request, Response, Step
 
 __all__ = [
@@ -133,7 +134,12 @@ Judge = Callable[[Evidence], Awaitable[str | None]]
 
 
 def livelocked(error: LivelockError) -> OperatorCheckFailed:
-    """An endless update loop as the checks report it: the operator does not settle (whichever check runs)."""
+    """An endless update loop as the checks report it: the operator does not settle (whichever check runs).
+
+    A storm of retries (:class:`~pytest_kopf.storms.RetryStorm`) is the ``retries`` check's: no back-off.
+    """
+    if isinstance(error, RetryStorm):
+        return OperatorCheckFailed("retries", f"a handler is retried with no back-off: {error}")
     return OperatorCheckFailed("convergence", f"the operator does not settle: {error}")
 
 

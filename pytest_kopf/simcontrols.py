@@ -67,7 +67,7 @@ class SimControls:
         #: The simulated cluster's store (:class:`kopf_sim.store.cluster.Cluster`): its objects, observers, watches.
         self.store = Cluster(clock=loop_clock(loop) if self._virtual else system_clock, uids=SeededUids(seed))
         #: The fault injection rules of the simulated apiserver (errors, latency, dropped watches, conflicts).
-        self.faults = sim_faults.FaultInjector(seed)
+        self.faults = sim_faults.FaultInjector(seed, store=self.store)
         #: The simulated apiserver's application (the test's own requests go straight into it).
         self.app = build_app(self.store)
         #: Middlewares that see the operator's requests before anything else (e.g. a trace's), added at any time.
@@ -220,7 +220,11 @@ class InstantGuard:
         for change in self._last[key]:
             changed = ", ".join(_changes(change.old, change.obj)) or "no fields (only the version)"
             lines.append(f"  - {change.type} rv={change.rv}: {changed}")
-        self.error = error = LivelockError("\n".join(lines), loop_time=self.loop.time())
+        self.fail(LivelockError("\n".join(lines), loop_time=self.loop.time()))
+
+    def fail(self, error: LivelockError) -> None:
+        """Fail the run: into the code waiting for the operator to settle, or out of the loop's run."""
+        self.error = error
         waiters = [waiter for waiter in self._waiters if not waiter.done()]
         for waiter in waiters:
             waiter.set_exception(error)

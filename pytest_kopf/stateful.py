@@ -45,6 +45,7 @@ import pathlib
 import pprint
 import sys
 import tempfile
+import time
 import types
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -56,7 +57,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition
 from kopf_sim.recording.replaying import read_log
 from kopf_sim.timing.virtualtime import LivelockError
 
-from .catalogue import comparing, perturbation_kinds
+from .catalogue import comparing, perturbation_kinds, perturbed_first, plan_kinds
 from .clientconfig import routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import Manifests, SimKopfCluster, _documents
@@ -71,9 +72,11 @@ from .driving import (
 from .errors import OperatorCheckFailed
 from .judges import livelocked
 from .operator import KopfOperator
+from .plans import Plan, PlanFigures, Pruning, derive
 from .running import TestLoop
+from .storms import RetryStorms
 from .strategies.schemas import CustomResource, resources_in
-from .strategies.steps import Action, Driver, ReplayLog, mixed, perturbations, user_actions
+from .strategies.steps import Action, Driver, ReplayLog, canonical, mixed, perturbations, user_actions
 from .tracing import Trace
 from .verdicts import verify
 
@@ -132,6 +135,8 @@ class World:
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
         self.trace.install(self.cluster)
+        if self.cluster.sim.guard is not None:  # a storm of retries fails the run at once, as an endless loop does
+            self.trace.listeners.append(RetryStorms(self.cluster.sim.guard).observe)
         self.closed = False
         self.clocks = contextlib.ExitStack()  # the virtual clocks, in force while the world is open
         self.clocks.enter_context(virtual_clocks())
@@ -211,6 +216,8 @@ class Statistics:
     faults: int = 0
     crashes: int = 0
     virtual_seconds: float = 0.0
+    #: The fault plans of each check: derived, pruned, run (see :mod:`pytest_kopf.plans`).
+    plans: dict[str, PlanFigures] = dataclasses.field(default_factory=dict)
 
 
 # -- async rules & invariants ------------------------------------------------------------------------
@@ -426,14 +433,20 @@ class OperatorMachine(RuleBasedStateMachine):
     #: starting state: ``[ReplayLog("incident.jsonl", until=30)]``); reproductions begin with them.
     initial_steps: ClassVar[Sequence[Action]] = ()
     statistics: ClassVar[Statistics | None] = None
+    #: At most this many fault plans per check run after each example (see :mod:`pytest_kopf.plans`); 0: none.
+    max_plans: ClassVar[int] = 5
+    #: At most this many fault plans per check run in all (None: no limit but ``max_plans`` per example).
+    plan_budget: ClassVar[int | None] = None
 
+    _pruning: ClassVar[Pruning | None] = None
     _customs: ClassVar[list[CustomResource] | None] = None
-    _user_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
-    _step_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
+    _user_strategies: ClassVar[dict[frozenset[tuple[str, str]] | None, st.SearchStrategy[Action]] | None] = None
+    _step_strategies: ClassVar[dict[frozenset[tuple[str, str]] | None, st.SearchStrategy[Action]] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._customs = cls._user_strategy = cls._step_strategy = None
+        cls._customs = cls._user_strategies = cls._step_strategies = None
+        cls._pruning = Pruning()
         for name, value in vars(cls).items():
             target = inspect.unwrap(value) if callable(value) else value
             if (
@@ -503,28 +516,47 @@ class OperatorMachine(RuleBasedStateMachine):
         return perturbation_kinds(cls.checks)
 
     @classmethod
-    def user_strategy(cls) -> st.SearchStrategy[Action]:
-        if cls._user_strategy is None:
+    def user_strategy(cls, present: frozenset[tuple[str, str]] | None = None) -> st.SearchStrategy[Action]:
+        """The users' actions; with ``present`` (the objects there now), those that make sense for them."""
+        if cls._user_strategies is None:
             # A bad log fails here, once, naming its lines; not as a failing example, when a replay is drawn.
             for log in [*cls.logs, *(step.log for step in cls.initial_steps if isinstance(step, ReplayLog))]:
                 read_log(log)
-            cls._user_strategy = user_actions(
+            cls._user_strategies = {}
+        if present not in cls._user_strategies:
+            cls._user_strategies[present] = user_actions(
                 cls.custom_resources(),
                 names=cls.names,
                 namespace=cls.namespace,
                 specs=cls.specs,
                 max_advance=cls.max_advance,
                 logs=cls.logs,
+                present=present,
             )
-        return cls._user_strategy
+        return cls._user_strategies[present]
 
     @classmethod
-    def step_strategy(cls) -> st.SearchStrategy[Action]:
-        if cls._step_strategy is None:
-            users = cls.user_strategy()
+    def step_strategy(cls, present: frozenset[tuple[str, str]] | None = None) -> st.SearchStrategy[Action]:
+        """A step: mostly a user's action, else a perturbation of the machine's checks."""
+        if cls._step_strategies is None:
+            cls._step_strategies = {}
+        if present not in cls._step_strategies:
+            users = cls.user_strategy(present)
             kinds = cls.perturbation_kinds()
-            cls._step_strategy = mixed(users, perturbations(kinds, cls.custom_resources())) if kinds else users
-        return cls._step_strategy
+            cls._step_strategies[present] = (
+                mixed(users, perturbations(kinds, cls.custom_resources())) if kinds else users
+            )
+        return cls._step_strategies[present]
+
+    def present(self) -> frozenset[tuple[str, str]]:
+        """The driven objects that exist now in the checked world (as ``(plural.group, name)``)."""
+        store = self.world.cluster.sim.store
+        return frozenset(
+            (custom.qualified, name)
+            for custom in self.custom_resources()
+            for name in self.names
+            if store.peek((custom.group, custom.plural), self.namespace if custom.namespaced else None, name)
+        )
 
     # -- one example ------------------------------------------------------------------------------
 
@@ -535,6 +567,9 @@ class OperatorMachine(RuleBasedStateMachine):
         self.steps: list[Action] = []
         self.failed = False
         self.diverged: str | None = None  # the end states are not comparable: a user's action went otherwise
+        self.outcomes: list[str | None] = []  # of the users' actions in the baseline (to compare planned runs with)
+        self._expected: list[dict[str, Any]] | None = None
+        self._expected_known = False
         # Two operators at once (the world & the baseline) would leave the kopf logger's level changed: restored.
         self._kopf_level = logging.getLogger("kopf").level
         # As the kopf_loop fixture does for a test's module: datetime.now() & co. in the rules follow the clock.
@@ -586,6 +621,7 @@ class OperatorMachine(RuleBasedStateMachine):
         if action.user and self.baseline is not None:
             self.baseline.trace.step(action.code(), restarts=action.restarts)
             expected = self._apply_in(self.baseline, action)
+            self.outcomes.append(expected)
             if outcome != expected:  # e.g. a create of a name still being deleted in one run only
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
                 self.world.trace.note("diverged", self.diverged)
@@ -602,9 +638,9 @@ class OperatorMachine(RuleBasedStateMachine):
 
     @hypothesis.stateful.rule(data=st.data())
     def act(self, data: st.DataObject) -> None:
-        """A user's action (create, patch the spec or the metadata, delete, advance the time, settle);
-        or, one in four, a fault or a crash, as the checks of this machine need."""
-        self.perform(data.draw(self.step_strategy(), label="step"))
+        """A user's action (create, patch the spec or the metadata, delete, advance the time, settle) that makes
+        sense for the objects there now; or, one in four, a fault or a crash, as the checks of this machine need."""
+        self.perform(data.draw(self.step_strategy(self.present()), label="step"))
 
     @hypothesis.stateful.invariant()
     def operator_is_alive(self) -> None:
@@ -621,6 +657,8 @@ class OperatorMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         try:
             if not self.failed:  # not when a step or the operator has failed already: that failure is reported
+                # The planned faults first: one fault placed, its failure the simplest to read and to shrink.
+                self.run_plans()
                 self.verify()
         finally:
             self.close()
@@ -688,7 +726,11 @@ class OperatorMachine(RuleBasedStateMachine):
         """The end state of the baseline (the same user actions with no faults and no crashes), if comparable."""
         if self.baseline is None:
             return None
-        baseline = self.baseline
+        if not self._expected_known:
+            self._expected, self._expected_known = self._settled_baseline(self.baseline), True
+        return None if self.diverged is not None else self._expected  # the user actions went otherwise
+
+    def _settled_baseline(self, baseline: World) -> list[dict[str, Any]]:
         try:
             expected = baseline.run(
                 verify(
@@ -710,18 +752,22 @@ class OperatorMachine(RuleBasedStateMachine):
                 trace_tail=baseline.trace.tail(),
                 reproduction=self.reproduction(exc.check, steps=[step for step in self.steps if step.user]),
             ) from None
-        return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
+        return expected
 
     def verify(self) -> None:
-        """The checks' verdict on this example (see :func:`pytest_kopf.checks.verify`)."""
+        """The checks' verdict on this example (see :func:`pytest_kopf.checks.verify`).
+
+        A difference of the end states is due to the checks whose perturbations the example has (if any).
+        """
         options = self._options()
         expected = self.expected()
+        checks = perturbed_first(self.checks, {step.kind for step in self.steps if step.kind is not None})
         try:
             self.world.run(
                 verify(
                     self.world.cluster,
                     self.world.operator,
-                    checks=self.checks,
+                    checks=checks,
                     expected=expected,
                     trace=self.world.trace,
                     **options,
@@ -733,6 +779,77 @@ class OperatorMachine(RuleBasedStateMachine):
                 trace_tail=self.world.trace.tail(),
                 reproduction=self.reproduction(exc.check, expected),
             ) from None
+
+    # -- the fault plans ------------------------------------------------------------------------------
+
+    def run_plans(self) -> None:
+        """Run the fault plans of this example's reference run (the baseline), each in a fresh world; raise a failure.
+
+        The plans (see :mod:`pytest_kopf.plans`) of the checks that have them, at points not tried before,
+        within the machine's :attr:`max_plans` per check and :attr:`plan_budget`.
+        """
+        kinds = plan_kinds(self.checks)
+        if not kinds or self.baseline is None or self.max_plans <= 0:
+            return
+        self.expected()  # the baseline settled (a failure of its own is raised), its end state known
+        expected = self._expected
+        derived = derive(self.baseline.trace.entries, dict(kinds), skipped_steps=len(self.initial_steps))
+        figures = self.statistics.plans if self.statistics is not None else {}
+        pruning = type(self)._pruning or Pruning()
+        users = [step for step in self.steps if step.user]
+        chosen = pruning.choose(canonical(users), derived, figures, per_example=self.max_plans, budget=self.plan_budget)
+        for plan in chosen:
+            self.run_plan(plan, users, expected, figures.setdefault(plan.check, PlanFigures()))
+
+    def run_plan(
+        self, plan: Plan, users: Sequence[Action], expected: list[dict[str, Any]] | None, figures: PlanFigures
+    ) -> None:
+        """One planned run: the users' actions with the plan's fault, in a fresh world, judged by the plan's check."""
+        steps = plan.steps(users)
+        started = time.perf_counter()
+        world = World(self.spec(), modules=self._modules())
+        try:
+            outcomes = [self._planned_step(world, step) for step in [*self.initial_steps, *steps]]
+            comparable = [outcome for outcome in outcomes if outcome != "fault"] == self.outcomes
+            checks = [check for check in self.checks if check in ("convergence", plan.check)]
+            world.run(
+                verify(
+                    world.cluster,
+                    world.operator,
+                    checks=perturbed_first(checks, [plan.kind]),
+                    expected=expected if comparable else None,
+                    trace=world.trace,
+                    **self._options(),
+                )
+            )
+        except LivelockError as exc:
+            raise self._planned_failure(livelocked(exc), world, steps, expected) from None
+        except OperatorCheckFailed as exc:
+            raise self._planned_failure(exc, world, steps, expected) from None
+        finally:
+            figures.run += 1
+            figures.faults += len(world.cluster.sim.faults.injections)
+            figures.virtual_seconds += world.loop.time()
+            world.close()
+            figures.wall_seconds += time.perf_counter() - started
+
+    def _planned_step(self, world: World, step: Action) -> str | None:
+        world.trace.step(step.code(), restarts=step.restarts)
+        outcome = self._apply_in(world, step)
+        return outcome if step.user else "fault"
+
+    def _planned_failure(
+        self, failure: OperatorCheckFailed, world: World, steps: list[Action], expected: list[dict[str, Any]] | None
+    ) -> OperatorCheckFailed:
+        self.failed = True
+        return failure.with_context(
+            steps=steps,
+            trace_tail=world.trace.tail(),
+            reproduction=self.reproduction(failure.check, expected, steps=steps),
+        )
+
+    def _modules(self) -> list[types.ModuleType]:
+        return [sys.modules[klass.__module__] for klass in type(self).__mro__ if klass.__module__ in sys.modules]
 
     def reproduction(
         self,

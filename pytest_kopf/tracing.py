@@ -15,21 +15,25 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
 
 import aiohttp
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from kopf_sim.http.faults import classify
 from kopf_sim.kube.resources import ResourceType
 from kopf_sim.store import watching
+from kopf_sim.store.cluster import Cluster
 
 from .cluster import KopfCluster, SimKopfCluster
 
 __all__ = [
+    "CAUSE_HEADER",
     "HANDLER_HEADER",
     "Change",
     "Delivery",
@@ -41,12 +45,16 @@ __all__ = [
     "Response",
     "Step",
     "Trace",
+    "digest",
+    "essence",
     "record_trace",
     "tagging_handlers",
 ]
 
 #: The request header that names the kopf handler whose code made the request (set on the operator's side).
 HANDLER_HEADER = "X-Kopf-Sim-Handler"
+#: The request header that tells which object that handler handles, in which state (``ns/name@digest``).
+CAUSE_HEADER = "X-Kopf-Sim-Cause"
 
 _E = TypeVar("_E", bound="Entry")
 _active: Trace | None = None
@@ -89,6 +97,21 @@ class Request(Entry):
     query: str = ""
     body: str = ""
     handler: str | None = None
+    #: The object that the handler handles, and its state (``ns/name@digest``), if a handler made the request.
+    cause: str | None = None
+    #: What the request addresses as it was when it came: the object (None: absent), or a collection's objects.
+    addressed: Any = dataclasses.field(default=NotImplemented, compare=False, repr=False)
+
+    @functools.cached_property
+    def state(self) -> str | None:
+        """The state of what the request addresses when it came (the object's, or the collection's): a digest."""
+        if self.addressed is NotImplemented:
+            return None
+        if self.addressed is None:
+            return "absent"
+        if isinstance(self.addressed, tuple):
+            return digest(sorted(json.dumps(essence(obj), sort_keys=True) for obj in self.addressed))
+        return digest(essence(self.addressed))
 
     def text(self) -> str:
         query = f"?{self.query}" if self.query else ""
@@ -137,6 +160,12 @@ class _ObjectEvent(Entry):
     namespace: str | None
     name: str
     rv: int
+    obj: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def state(self) -> str | None:
+        """The object's essence after it: a digest."""
+        return digest(essence(self.obj)) if self.obj is not None else None
 
     @property
     def resource(self) -> str:
@@ -241,6 +270,9 @@ class Trace:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.entries: list[Entry] = []
+        #: Told of every entry as it is added (e.g. to stop a run that goes wrong early).
+        self.listeners: list[Callable[[Entry], None]] = []
+        self._store: Cluster | None = None
         #: Whether kopf's log records go into this trace (they do while it is :meth:`active`).
         self.logs_recorded = False
 
@@ -249,6 +281,8 @@ class Trace:
 
     def append(self, entry: Entry) -> None:
         self.entries.append(entry)
+        for listener in self.listeners:
+            listener(entry)
 
     def step(self, code: str, *, restarts: bool = False) -> None:
         self.append(Step(self.now(), code, restarts))
@@ -274,6 +308,7 @@ class Trace:
         """Record the operator's requests, the changes, the watch events delivered and the faults of a cluster."""
         if not isinstance(cluster, SimKopfCluster):
             raise TypeError("A trace records a simulated cluster only (kopf_cluster in sim mode).")
+        self._store = cluster.sim.store
         cluster.sim.taps.append(self._tap)
         cluster.sim.store.observers.append(self._change)
         cluster.sim.store.deliveries.append(self._delivery)
@@ -301,15 +336,17 @@ class Trace:
         self.append(Log(self.now(), record.levelname, namespace, name, record.getMessage(), record))
 
     def _change(self, change: watching.Change) -> None:
-        self.append(Change(self.now(), change.type, *_identity(change.key, change.obj, change.rv)))
+        self.append(Change(self.now(), change.type, *_identity(change.key, change.obj, change.rv), change.obj))
 
     def _delivery(self, rtype: ResourceType, event: watching.WatchEvent) -> None:
-        self.append(Delivery(self.now(), event.type, *_identity(rtype.storage_key, event.obj, event.rv)))
+        self.append(Delivery(self.now(), event.type, *_identity(rtype.storage_key, event.obj, event.rv), event.obj))
 
     async def _tap(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         body = (await request.read()).decode("utf-8", "replace") if request.can_read_body else ""
         by = request.headers.get(HANDLER_HEADER) or None
-        asked = Request(self.now(), request.method, request.path, request.query_string, body, by)
+        cause = request.headers.get(CAUSE_HEADER) or None
+        addressed = self._addressed(request) if self._store is not None else NotImplemented
+        asked = Request(self.now(), request.method, request.path, request.query_string, body, by, cause, addressed)
         self.append(asked)
         try:
             response = await handler(request)
@@ -318,6 +355,20 @@ class Trace:
             raise
         self.append(Response(self.now(), request.method, request.path, status=response.status, request=asked))
         return response
+
+    def _addressed(self, request: web.Request) -> Any:
+        """What a request addresses as it is now: its object (None: absent), or its collection's objects.
+
+        The store's objects are snapshots (never changed once stored): their digests are made when needed.
+        """
+        assert self._store is not None
+        info = classify(request.method, request.path, request.query)
+        if info.resource is None:
+            return NotImplemented
+        key = (info.group or "", info.resource)
+        if info.name is not None:
+            return self._store.peek(key, info.namespace, info.name)
+        return tuple(self._store.objects(key, info.namespace))
 
     def tail(self, lines: int = 40, width: int = 240) -> list[str]:
         """The last lines, each cut to a readable width."""
@@ -340,6 +391,7 @@ def tagging_handlers(factory: Callable[[], aiohttp.BaseConnector]) -> Callable[[
     The connector is asked for a connection in the task that makes the request, where kopf's context of the
     handler being invoked is visible; the request's headers are still to be sent then.
     """
+    from kopf._cogs.structs.current import get_current_body
     from kopf._core.actions.execution import current_handler_id
 
     def make() -> aiohttp.BaseConnector:
@@ -350,12 +402,55 @@ def tagging_handlers(factory: Callable[[], aiohttp.BaseConnector]) -> Callable[[
             handler = current_handler_id()
             if handler is not None:
                 req.headers[HANDLER_HEADER] = str(handler)
+                body = get_current_body()
+                if body is not None:
+                    where = f"{body.metadata.namespace or ''}/{body.metadata.name}"
+                    req.headers[CAUSE_HEADER] = f"{where}@{digest(essence(body))}"
             return await connect(req, *args, **kwargs)
 
         connector.connect = tagged_connect  # type: ignore[method-assign]
         return connector
 
     return make
+
+
+#: Metadata that differs between two equal states of an object (or is kopf's bookkeeping), left out of its essence.
+_VOLATILE = frozenset({"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"})
+
+
+def essence(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What an object's state is about, for telling two states apart: no status, no volatile or kopf's metadata."""
+    plain: dict[str, Any] = _plain(obj)
+    metadata = dict(plain.pop("metadata", None) or {})
+    plain.pop("status", None)
+    for field in _VOLATILE:
+        metadata.pop(field, None)
+    if metadata.get("generateName"):
+        metadata["name"] = f"{metadata['generateName']}*"  # a drawn suffix: the same state under another name
+    for ref in metadata.get("ownerReferences") or ():
+        ref.pop("uid", None)
+    annotations = {
+        k: v for k, v in (metadata.get("annotations") or {}).items() if not k.startswith("kopf.zalando.org/")
+    }
+    metadata["annotations"] = annotations
+    if "deletionTimestamp" in metadata:
+        metadata["deletionTimestamp"] = True
+    plain["metadata"] = metadata
+    return plain
+
+
+def digest(value: Any) -> str:
+    """A short digest of JSON data (the same data, the same digest, in every process)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
 
 
 def record_trace(kopf_cluster: KopfCluster) -> Trace:

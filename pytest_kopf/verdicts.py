@@ -70,12 +70,12 @@ async def verify(
     evidence.settled = await evidence.settle()
     for phase in Phase:
         for check in chosen:
-            if phase is Phase.COMPARED:
-                details = difference(evidence) if check.compares is not None else None
-            elif check.phase is phase and check.judge is not None:
+            if phase is Phase.COMPARED and check.compares is not None:
+                details = difference(evidence)
+                if details is not None:
+                    raise OperatorCheckFailed(check.name, details, compared=check.compares)
+            elif phase is not Phase.COMPARED and check.phase is phase and check.judge is not None:
                 details = await check.judge(evidence)
-            else:
-                continue
-            if details is not None:
-                raise OperatorCheckFailed(check.name, details)
+                if details is not None:
+                    raise OperatorCheckFailed(check.name, details)
     return evidence.state

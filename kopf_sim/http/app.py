@@ -359,7 +359,10 @@ class ApiServer:
         if target.rtype.namespaced and target.namespace is None:
             raise errors.page_not_found()
         lag = lagging.read_lag.get()
-        if lag > 0:  # a stale read (an injected fault): as a lagging cache would serve it
+        if lag > 0 and lagging.read_lag_per_object.get():  # the object before its latest change(s)
+            rv = self.cluster.revision_before(target.rtype.storage_key, target.namespace, target.name, changes=lag)
+            obj = self.cluster.get_at(target.rtype, target.namespace, target.name, rv)
+        elif lag > 0:  # a stale read (an injected fault): as a lagging cache would serve it
             obj = self.cluster.get_at(target.rtype, target.namespace, target.name, self.cluster.rv - lag)
         else:
             obj = self.cluster.get(target.rtype, target.namespace, target.name)
@@ -387,6 +390,14 @@ class ApiServer:
         queries.check_list_options(request.query, watch=False)
         limit = queries.limit(request.query)
         lag = lagging.read_lag.get()
+        at_rv = self.cluster.rv - lag if lag > 0 else None
+        if lag > 0 and lagging.read_lag_per_object.get():  # the list before the latest change(s) of its objects
+
+            def selected(obj: JsonDict) -> bool:
+                return labels.matches(meta(obj).get("labels")) and fields.matches(obj)
+
+            key = target.rtype.storage_key
+            at_rv = self.cluster.revision_before(key, target.namespace, changes=lag, matches=selected)
         listing = self.cluster.list(
             target.rtype,
             target.namespace,
@@ -394,7 +405,7 @@ class ApiServer:
             fields=fields,
             limit=limit,
             continue_token=request.query.get("continue") or None,
-            at_rv=self.cluster.rv - lag if lag > 0 else None,
+            at_rv=at_rv,
         )
         if tables.wants_table(request.headers.get("Accept", "")):
             table = tables.table(

@@ -11,11 +11,16 @@ get the same faults). A firing rule applies its effect:
 - :class:`DropWatch`: the watch stream ends (or is reset) after so many events;
 - :class:`ExpireWatch`: the watch gets a ``410 Expired`` (in-stream ERROR event, as the apiserver does);
 - :class:`Conflict`: a write gets ``409 Conflict`` ("the object has been modified ...");
-- :class:`StaleRead`: a get or a list is served from an older revision (as a lagging cache would);
+- :class:`StaleRead`: a get or a list is served from an older revision (as a lagging cache would); with
+  ``per_object``, from before the latest change(s) of what it reads (the object, or the objects listed);
 - :class:`WithholdEvents`: a watch gets its events late, or coalesced to the latest state of each object
   (as after a relist), never out of resource-version order;
 - :class:`CrashAfterWrites`: after the k-th successful write among the matching requests, a callback
-  (e.g. one that kills the client) runs, and that write's response never reaches the client.
+  (e.g. one that kills the client) runs, and that write's response never reaches the client;
+- :class:`HoldEvent`: a watch event of one object (a change of it, not a request) is held back until that
+  object's next event: then coalesced away (the watchers never see that state), or delivered late, alone.
+
+A rule's ``skip`` lets the first so many matching requests (or changes) pass: the fault hits the next ones.
 
 Every injection is kept in :attr:`FaultInjector.injections` and described, with the loop time and the
 seeded draws (the lag of a stale read, the events coalesced away), in :attr:`FaultInjector.log`.
@@ -48,6 +53,8 @@ from aiohttp.typedefs import Handler, Middleware
 
 from kopf_sim.kube import errors
 from kopf_sim.store import lagging
+from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.watching import Change
 
 __all__ = [
     "EXEMPT_HEADER",
@@ -58,6 +65,7 @@ __all__ = [
     "Error",
     "ExpireWatch",
     "FaultInjector",
+    "HoldEvent",
     "Injection",
     "Latency",
     "RequestInfo",
@@ -139,9 +147,15 @@ class Conflict:
 
 @dataclasses.dataclass(frozen=True)
 class StaleRead:
-    """Serve a get or a list from 1 to ``lag`` revisions ago (drawn by the seeded generator)."""
+    """Serve a get or a list from 1 to ``lag`` revisions ago (drawn by the seeded generator).
+
+    With ``per_object``, the revisions counted are the changes of what is read (the object, or the objects
+    that the list selects): the answer is what it was before its ``lag`` latest changes (an object just
+    created: not found), whatever else has changed in the cluster.
+    """
 
     lag: int = 1
+    per_object: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,7 +177,24 @@ class CrashAfterWrites:
     crash: Callable[[], None]
 
 
-Effect = Error | Latency | DropWatch | ExpireWatch | Conflict | StaleRead | WithholdEvents | CrashAfterWrites
+@dataclasses.dataclass(frozen=True)
+class HoldEvent:
+    """Hold a watch event of the matching object back (and its stream's later ones, to keep their order).
+
+    It is let go when the same object's next event comes: with ``coalesce``, only the next one goes out (the
+    watchers never see the held state, as after a relist); else the held one goes out at once and the rest
+    ``spacing`` seconds later (the watcher handles the older state while the cluster has the newer one).
+    If no next event comes within ``window`` seconds, the held one goes out then.
+    """
+
+    coalesce: bool = True
+    window: float = 10.0
+    spacing: float = 1.0
+
+
+Effect = (
+    Error | Latency | DropWatch | ExpireWatch | Conflict | StaleRead | WithholdEvents | CrashAfterWrites | HoldEvent
+)
 _DROP_KEY = web.RequestKey("kopf_sim.http.faults.drop", DropWatch)
 
 
@@ -229,12 +260,18 @@ class Rule:
     watch: bool | None = None
     count: int | None = None  # fire at most this many times (None: forever)
     probability: float = 1.0
+    skip: int = 0  # let this many matching requests pass before the rule can fire
     matched: int = 0  # requests that met the criteria (while the rule was active)
     hits: int = 0  # requests that got the fault
 
     @property
     def exhausted(self) -> bool:
         return self.count is not None and self.hits >= self.count
+
+    def counted(self) -> bool:
+        """Count a matching request (or change): whether the rule may fire on it (the skipped ones passed)."""
+        self.matched += 1
+        return self.matched > self.skip
 
     def matches(self, info: RequestInfo) -> bool:
         if self.methods is not None and info.method not in self.methods:
@@ -263,8 +300,12 @@ class Injection:
 class FaultInjector:
     """The rules of fault injection for one app; seeded, so the same run gets the same faults."""
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, *, store: Cluster | None = None) -> None:
         self.rules: list[Rule] = []
+        #: The store whose changes the :class:`HoldEvent` rules look at (they need one).
+        self.store = store
+        if store is not None:
+            store.holding.append(self._holding)
         self.injections: list[Injection] = []
         self.log: list[str] = []
         #: Told of every request that comes through, with its response's status (0: no response), faulted or not.
@@ -287,10 +328,13 @@ class FaultInjector:
         watch: bool | None = None,
         count: int | None = None,
         probability: float = 1.0,
+        skip: int = 0,
     ) -> Rule:
         """Add a rule (checked after the existing ones); returns it, e.g. to look at its ``hits``."""
         if count is not None and count < 0:
             raise ValueError(f"count must be non-negative, got {count!r}")
+        if skip < 0:
+            raise ValueError(f"skip must be non-negative, got {skip!r}")
         if not 0.0 <= probability <= 1.0:
             raise ValueError(f"probability must be within [0, 1], got {probability!r}")
         methods: frozenset[str] | None
@@ -309,7 +353,7 @@ class FaultInjector:
         if methods is None and isinstance(effect, CrashAfterWrites):
             methods = _ALL_WRITE_METHODS
         pattern = re.compile(path) if isinstance(path, str) else path
-        rule = Rule(effect, methods, pattern, resource, namespace, name, watch, count, probability)
+        rule = Rule(effect, methods, pattern, resource, namespace, name, watch, count, probability, skip)
         self.rules.append(rule)
         return rule
 
@@ -336,10 +380,29 @@ class FaultInjector:
     def conflict(self, *, message: str | None = None, **criteria: Any) -> Rule:
         return self.add(Conflict(message), **criteria)
 
-    def stale_read(self, lag: int = 1, **criteria: Any) -> Rule:
+    def stale_read(self, lag: int = 1, *, per_object: bool = False, **criteria: Any) -> Rule:
         if lag < 1:
             raise ValueError(f"lag must be at least 1 revision, got {lag!r}")
-        return self.add(StaleRead(lag), **criteria)
+        return self.add(StaleRead(lag, per_object), **criteria)
+
+    def hold_event(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        *,
+        coalesce: bool = True,
+        window: float = 10.0,
+        spacing: float = 1.0,
+        skip: int = 0,
+    ) -> Rule:
+        """Hold back the watch event of the object's next change (after ``skip`` ones); see :class:`HoldEvent`."""
+        if self.store is None:
+            raise RuntimeError("Holding watch events needs the injector's store (FaultInjector(store=...)).")
+        if window <= 0 or spacing < 0:
+            raise ValueError(f"window must be positive and spacing non-negative, got {window!r}, {spacing!r}")
+        effect = HoldEvent(coalesce, window, spacing)
+        return self.add(effect, resource=resource, namespace=namespace, name=name, watch=True, count=1, skip=skip)
 
     def withhold_events(self, delay: float = 1.0, *, coalesce: bool = False, **criteria: Any) -> Rule:
         if delay <= 0:
@@ -372,7 +435,8 @@ class FaultInjector:
         for rule in list(self.rules):
             if not isinstance(rule.effect, CrashAfterWrites) or rule.exhausted or not rule.matches(info):
                 continue
-            rule.matched += 1
+            if not rule.counted():
+                continue
             count = self._writes[id(rule)] = self._writes.get(id(rule), 0) + 1
             if count >= rule.effect.writes:
                 rule.hits += 1
@@ -392,11 +456,10 @@ class FaultInjector:
         """The rules that fire for this request, in order; their counters are updated."""
         fired: list[Rule] = []
         for rule in list(self.rules):
-            if isinstance(rule.effect, CrashAfterWrites):
-                continue  # counted on the writes' responses (see written())
-            if rule.exhausted or not rule.matches(info):
+            if isinstance(rule.effect, CrashAfterWrites | HoldEvent):
+                continue  # counted on the writes' responses (see written()), or on the changes (_holding())
+            if rule.exhausted or not rule.matches(info) or not rule.counted():
                 continue
-            rule.matched += 1
             if rule.probability < 1.0 and self._random.random() >= rule.probability:
                 continue
             rule.hits += 1
@@ -406,6 +469,24 @@ class FaultInjector:
                 self.note(f"{_describe_effect(rule.effect)}: {info.method} {info.path}{watch}")
             fired.append(rule)
         return fired
+
+    def _holding(self, change: Change) -> lagging.Holding | None:
+        """How the watchers get this change's event: held back, if a rule says so (the store asks at each change)."""
+        metadata = change.obj.get("metadata") or {}
+        group, plural = change.key
+        namespace, name = metadata.get("namespace"), metadata.get("name")
+        info = RequestInfo("WATCH", "", group, None, plural, namespace, name, subresource=None, watch=True)
+        for rule in list(self.rules):
+            effect = rule.effect
+            if not isinstance(effect, HoldEvent) or rule.exhausted or not rule.matches(info) or not rule.counted():
+                continue
+            rule.hits += 1
+            self.injections.append(Injection(rule, info))
+            how = "until the next one, coalesced" if effect.coalesce else "until the next one, delivered late"
+            where = f"{info.namespace + '/' if info.namespace else ''}{info.name}"
+            self.note(f"hold event ({how}): {change.type} {info.qualified_resource} {where} rv={change.rv}")
+            return lagging.Holding(effect.coalesce, effect.window, effect.spacing, note=self.note)
+        return None
 
 
 def _describe_effect(effect: Effect) -> str:
@@ -460,10 +541,14 @@ async def _inject(
     if not injector.rules:
         return await handler(request)
     lag = 0
+    per_object = False
     held: lagging.Withholding | None = None
     for rule in injector.firing(info):
         effect = rule.effect
-        if isinstance(effect, StaleRead):
+        if isinstance(effect, StaleRead) and effect.per_object:
+            lag, per_object = max(lag, injector.lag(rule)), True
+            injector.note(f"stale read (before the last {lag} change(s) of what is read): {info.method} {info.path}")
+        elif isinstance(effect, StaleRead):
             lag = max(lag, injector.lag(rule))
             injector.note(f"stale read (-{lag} revisions): {info.method} {info.path}")
         elif isinstance(effect, WithholdEvents):
@@ -481,12 +566,15 @@ async def _inject(
         elif isinstance(effect, ExpireWatch):
             return await _expired_response(request, effect)
     lag_token = lagging.read_lag.set(lag) if lag else None
+    per_object_token = lagging.read_lag_per_object.set(True) if per_object else None
     held_token = lagging.withholding.set(held) if held is not None else None
     try:
         response = await handler(request)
     finally:
         if lag_token is not None:
             lagging.read_lag.reset(lag_token)
+        if per_object_token is not None:
+            lagging.read_lag_per_object.reset(per_object_token)
         if held_token is not None:
             lagging.withholding.reset(held_token)
     crashing = injector.written(info, response.status)

@@ -18,6 +18,7 @@ from kopf_sim.kube.objects import JsonDict, clone, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store import lifecycle
+from kopf_sim.store.lagging import Holding
 from kopf_sim.store.watching import Change, Subscription, WatchEvent
 from kopf_sim.timing.clock import Clock, UidFactory, format_timestamp, random_uids, system_clock
 from kopf_sim.writes import preparing
@@ -56,6 +57,8 @@ class Cluster:
         self.observers: list[Observer] = []
         #: Told of every object's watch event (ADDED, MODIFIED, DELETED) as a watch stream sends it.
         self.deliveries: list[DeliveryObserver] = []
+        #: Asked at every change whether its watchers get its event held back (e.g. by an injected fault).
+        self.holding: list[Callable[[Change], Holding | None]] = []
         self._objects: dict[StorageKey, dict[ObjectKey, JsonDict]] = {}
         self._by_uid: dict[str, tuple[StorageKey, ObjectKey]] = {}
         self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
@@ -145,6 +148,36 @@ class Cluster:
         if obj is None:
             raise errors.not_found(rtype.plural, rtype.group, name)
         return self.present(obj, rtype)
+
+    def revision_before(
+        self,
+        key: StorageKey,
+        namespace: str | None,
+        name: str | None = None,
+        *,
+        changes: int = 1,
+        matches: Callable[[JsonDict], bool] | None = None,
+    ) -> int:
+        """The revision just before the ``changes`` latest changes of an object (or of a collection's objects).
+
+        ``name`` None: any object of the key in the namespace (all namespaces if None too), that ``matches``
+        (before or after the change). No older than the history kept; the latest if nothing has changed.
+        """
+        found = 0
+        for change in reversed(self.history):
+            if change.key != key:
+                continue
+            metadata = meta(change.obj)
+            if namespace is not None and metadata.get("namespace") != namespace:
+                continue
+            if name is not None and metadata.get("name") != name:
+                continue
+            if matches is not None and not (matches(change.obj) or (change.old is not None and matches(change.old))):
+                continue
+            found += 1
+            if found >= changes:
+                return self.stale_revision(change.rv - 1)
+        return self.stale_revision(self.compacted_rv if found else self.rv)
 
     def stale_revision(self, rv: int) -> int:
         """The revision that a read of ``rv`` can be served at: never older than the history kept."""
@@ -448,8 +481,9 @@ class Cluster:
         self.history.append(change)
         while len(self.history) > self.history_window:
             self.compacted_rv = self.history.popleft().rv
+        holding = next((how for decide in list(self.holding) if (how := decide(change)) is not None), None)
         for subscription in list(self._subscriptions):
-            subscription.offer(change)
+            subscription.offer(change, holding)
         for observer in list(self.observers):
             observer(change)
 

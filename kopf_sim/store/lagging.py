@@ -13,7 +13,7 @@ import contextvars
 import dataclasses
 from collections.abc import Callable
 
-__all__ = ["Withholding", "read_lag", "withholding"]
+__all__ = ["Holding", "Withholding", "read_lag", "read_lag_per_object", "withholding"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,8 +30,26 @@ class Withholding:
     note: Callable[[str], None] | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class Holding:
+    """How a watch stream holds one object's event back: until the object's next event, at most ``window`` s.
+
+    Then, with ``coalesce``, the held event is dropped and the next one goes out instead (the watcher never
+    sees the held state); else the held one goes out at once and the next one (with what follows it)
+    ``spacing`` seconds later. Events after the held one wait with it (a stream keeps its order).
+    """
+
+    coalesce: bool
+    window: float
+    spacing: float = 1.0
+    note: Callable[[str], None] | None = None
+
+
 #: How many revisions behind the latest one the current request's reads are served (0: the latest).
 read_lag: contextvars.ContextVar[int] = contextvars.ContextVar("kopf_sim_read_lag", default=0)
+
+#: Whether the lag of the current request's reads counts the changes of what is read, not the cluster's revisions.
+read_lag_per_object: contextvars.ContextVar[bool] = contextvars.ContextVar("kopf_sim_read_lag_per_obj", default=False)
 
 #: How the current request's watch stream holds its events back (None: not at all).
 withholding: contextvars.ContextVar[Withholding | None] = contextvars.ContextVar("kopf_sim_withholding", default=None)

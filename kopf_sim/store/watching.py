@@ -15,7 +15,7 @@ from collections.abc import Callable
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
-from kopf_sim.store.lagging import Withholding
+from kopf_sim.store.lagging import Holding, Withholding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +63,7 @@ class Subscription:
         self._held: Withholding | None = None
         self._arrivals: collections.deque[float] = collections.deque()  # loop times of the pending events
         self._released: collections.deque[WatchEvent] = collections.deque()  # coalesced, ready to go
+        self._hold: _Hold | None = None  # one object's event held back until its next one (an injected fault)
 
     def withhold(self, how: Withholding) -> None:
         """Hold the events back from now on: each ``delay`` seconds late, or coalesced per window."""
@@ -73,7 +74,7 @@ class Subscription:
     @property
     def withheld(self) -> int:
         """How many changes this watcher is kept from now (none if its events are not held back; bookmarks aside)."""
-        if self._held is None:
+        if self._held is None and self._hold is None:
             return 0
         return sum(event.type != "BOOKMARK" for queue in (self.pending, self._released) for event in queue)
 
@@ -83,14 +84,24 @@ class Subscription:
             return False
         return self.labels.matches(metadata.get("labels")) and self.fields.matches(obj)
 
-    def offer(self, change: Change) -> None:
-        """Queue the change as this watcher sees it: selector transitions become ADDED/DELETED."""
+    def offer(self, change: Change, holding: Holding | None = None) -> None:
+        """Queue the change as this watcher sees it: selector transitions become ADDED/DELETED.
+
+        ``holding``: its event is held back until the object's next event (see :class:`Holding`).
+        """
         if change.key != self.rtype.storage_key or self.closed:
             return
         if self.max_pending is not None and len(self.pending) >= self.max_pending:
             self.pending.clear()
             self.close()
             return
+        queued = len(self.pending)
+        self._queue(change)
+        if holding is not None and len(self.pending) > queued and self._hold is None:
+            event = self.pending[-1]
+            self._hold = _Hold(event, _object_key(event), holding, _loop_time() + holding.window)
+
+    def _queue(self, change: Change) -> None:
         now_matches = self.matches(change.obj)
         if change.type == "ADDED":
             if now_matches:
@@ -108,6 +119,9 @@ class Subscription:
                 self.push(WatchEvent("DELETED", change.obj, change.rv))
 
     def push(self, event: WatchEvent) -> None:
+        hold = self._hold
+        if hold is not None and hold.stall_from is None and _object_key(event) == hold.key and event is not hold.event:
+            event = self._let_go(hold, event)
         self.pending.append(event)
         if self._held is not None:
             self._arrivals.append(_loop_time())
@@ -121,11 +135,47 @@ class Subscription:
             if self._wakeup is not None:
                 self._wakeup.set()
 
+    def _let_go(self, hold: _Hold, following: WatchEvent) -> WatchEvent:
+        """The held object's next event has come: drop the held one (coalesced), or let it out and stall the rest."""
+        note = hold.how.note
+        if hold.how.coalesce:
+            self._hold = None
+            if hold.event in self.pending:
+                index = self.pending.index(hold.event)
+                del self.pending[index]
+                if self._held is not None and len(self._arrivals) > index:
+                    del self._arrivals[index]
+                if note is not None:
+                    namespace, name = hold.key
+                    note(f"coalesced away: {hold.event.type} {namespace}/{name} rv={hold.event.rv}")
+                if hold.event.type == "ADDED" and following.type == "MODIFIED":
+                    following = WatchEvent("ADDED", following.obj, following.rv)  # the watcher never saw it added
+        else:
+            hold.stall_from = following.rv
+            hold.until = _loop_time() + hold.how.spacing
+        return following
+
+    def _blocked_until(self) -> float | None:
+        """When the first pending event may go out, if a hold keeps it back now (None: it is not kept back)."""
+        hold = self._hold
+        if hold is None:
+            return None
+        if _loop_time() >= hold.until:
+            self._hold = None  # its window is over: everything goes out as it is
+            return None
+        first = self.pending[0].rv if self.pending else None
+        since = hold.event.rv if hold.stall_from is None else hold.stall_from
+        return hold.until if first is not None and first >= since else None
+
     async def wait(self, timeout: float | None) -> None:
         """Wait until there is an event or the subscription closes, at most ``timeout`` seconds."""
         if self.closed or self._released:
             return
-        if self.pending:
+        blocked = self._blocked_until() if self.pending else None
+        if blocked is not None:
+            remaining = blocked - _loop_time()
+            timeout = remaining if timeout is None else min(timeout, remaining)
+        elif self.pending:
             release = self._release_time()
             if release is None:
                 return
@@ -141,6 +191,8 @@ class Subscription:
                 await self._wakeup.wait()
 
     def pop(self) -> WatchEvent | None:
+        if self._hold is not None and self.pending and self._blocked_until() is not None:
+            return None
         if self._held is None:
             return self.pending.popleft() if self.pending else None
         if self._released:
@@ -188,6 +240,22 @@ class Subscription:
                     f"coalesced away: {event.type} {metadata.get('namespace') or ''}/{metadata.get('name')} "
                     f"rv={event.rv}"
                 )
+
+
+@dataclasses.dataclass
+class _Hold:
+    """One object's event held back in a stream (and the stream's later events with it), until its next one."""
+
+    event: WatchEvent
+    key: tuple[str, str]
+    how: Holding
+    until: float  # when it goes out anyway (or, once the next event has come, when the rest goes out)
+    stall_from: int | None = None  # delivered late: the next event's version, from which the stream waits
+
+
+def _object_key(event: WatchEvent) -> tuple[str, str]:
+    metadata = meta(event.obj)
+    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
 
 
 def _loop_time() -> float:

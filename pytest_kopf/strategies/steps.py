@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from hypothesis import strategies as st
@@ -81,6 +81,8 @@ class Action:
     user: ClassVar[bool] = True
     #: The step replaces the operator by a fresh one (which knows nothing of the old one's memory).
     restarts: ClassVar[bool] = False
+    #: The kind of perturbation or fault plan that the step is (None for the users' actions).
+    kind: ClassVar[str | None] = None
 
     async def apply(self, driver: Driver) -> str | None:
         """Do the step; its outcome for the users' actions on objects (``ok``, or the API error code tolerated)."""
@@ -228,6 +230,7 @@ class ApiErrors(Action):
     """The next ``count`` matching requests of the operator fail with ``code`` (429 with a Retry-After)."""
 
     user: ClassVar[bool] = False
+    kind: ClassVar[str | None] = "api-errors"
     code_: int
     method: str | None = None
     resource: str | None = None
@@ -274,6 +277,7 @@ class StaleReads(Action):
     """The next ``count`` reads (get, list) are served up to ``lag`` revisions behind."""
 
     user: ClassVar[bool] = False
+    kind: ClassVar[str | None] = "stale-reads"
     lag: int
     count: int
 
@@ -295,6 +299,7 @@ class WithheldEvents(Action):
     """The watch streams are cut; the next ``count`` ones of a resource get their events late, or coalesced."""
 
     user: ClassVar[bool] = False
+    kind: ClassVar[str | None] = "withheld-events"
     resource: str
     delay: float
     coalesce: bool
@@ -329,6 +334,7 @@ class CrashAfterWrites(Action):
     """The operator is killed right after its ``writes``-th successful write from now on, then restarted."""
 
     user: ClassVar[bool] = False
+    kind: ClassVar[str | None] = "crashes"
     writes: int
 
     async def apply(self, driver: Driver) -> str | None:
@@ -347,6 +353,7 @@ class CrashRestart(Action):
     """The operator is killed now (whatever it is doing), and a fresh one is started."""
 
     user: ClassVar[bool] = False
+    kind: ClassVar[str | None] = "crashes"
     restarts: ClassVar[bool] = True
 
     async def apply(self, driver: Driver) -> str | None:
@@ -363,6 +370,7 @@ class Redeliver(Action):
     """The operator is restarted gracefully: a fresh one sees every object again (and resumes them)."""
 
     user: ClassVar[bool] = False
+    kind: ClassVar[str | None] = "redeliver"
     restarts: ClassVar[bool] = True
 
     async def apply(self, driver: Driver) -> str | None:
@@ -417,24 +425,35 @@ def user_actions(
     specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
     max_advance: float = 120,
     logs: Sequence[str | os.PathLike[str]] = (),
+    present: Collection[tuple[str, str]] | None = None,
 ) -> st.SearchStrategy[Action]:
-    """Create, patch the spec, patch labels & annotations, delete, advance the time, settle; replay the ``logs``."""
+    """Create, patch the spec, patch labels & annotations, delete, advance the time, settle; replay the ``logs``.
+
+    ``present``: the objects that exist now (``(resource, name)``, the resource as ``plural.group``), if known:
+    then only those absent are created, and only those present are patched or deleted (no action wasted on
+    a 404 or a 409), and a cluster with none of them gets creations twice as often.
+    """
     specs = specs or {}
     choices: list[st.SearchStrategy[Action]] = []
     for resource in resources:
         spec = next((specs[alias] for alias in resource.names if alias in specs), None)
         ref = resource.qualified
-        choices.append(objects(resource, names=names, namespace=namespace, spec=spec).map(Create))
-        choices.append(st.builds(PatchSpec, st.just(ref), st.sampled_from(list(names)), spec_patches(resource, spec)))
-        choices.append(
-            st.builds(
-                PatchMeta,
-                st.just(ref),
-                st.sampled_from(list(names)),
-                st.dictionaries(st.sampled_from(_LABEL_KEYS), _LABEL_VALUES, min_size=1, max_size=2),
+        absent = [name for name in names if present is None or (ref, name) not in present]
+        there = [name for name in names if present is None or (ref, name) in present]
+        if absent:
+            created = objects(resource, names=absent, namespace=namespace, spec=spec).map(Create)
+            choices.extend([created] if present is None or there else [created, created])
+        if there:
+            choices.append(st.builds(PatchSpec, st.just(ref), st.sampled_from(there), spec_patches(resource, spec)))
+            choices.append(
+                st.builds(
+                    PatchMeta,
+                    st.just(ref),
+                    st.sampled_from(there),
+                    st.dictionaries(st.sampled_from(_LABEL_KEYS), _LABEL_VALUES, min_size=1, max_size=2),
+                )
             )
-        )
-        choices.append(st.builds(Delete, st.just(ref), st.sampled_from(list(names))))
+            choices.append(st.builds(Delete, st.just(ref), st.sampled_from(there)))
     advance = st.integers(1, max(1, int(max_advance))).map(lambda seconds: Advance(float(seconds)))
     choices.extend([advance, advance])  # time passing between the actions matters: twice as likely
     choices.append(st.just(Settle()))

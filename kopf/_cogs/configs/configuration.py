@@ -10,6 +10,7 @@ read by the framework only at startup or at the beginning of an activity.
 
 import concurrent.futures
 import dataclasses
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, ClassVar
@@ -50,8 +51,12 @@ class _StrictSection:
         super().__setattr__(name, value)
 
     @classmethod
-    def _valid_names(cls) -> set[str]:
-        """The fields, the settable properties, and what the subclasses declare (e.g. in the test tools)."""
+    @functools.cache
+    def _valid_names(cls) -> frozenset[str]:
+        """The fields, the settable properties, and what the subclasses declare (e.g. in the test tools).
+
+        Once per class (its declarations do not change): every setting's assignment asks for them.
+        """
         fields = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
         properties = {
             name
@@ -65,7 +70,7 @@ class _StrictSection:
             for name in vars(klass).get("__annotations__", {})
             if name not in ("_section",)
         }
-        return fields | properties | declared
+        return frozenset(fields | properties | declared)
 
 
 class SelectorMapping(dict[str, str]):

@@ -42,6 +42,15 @@ class ResourceMemory:
     #: The number of events seen by this operator (for the diagnostics).
     events_seen: int = 0
 
+    #: The cause being handled over several cycles, and the essence it began with (what its handlers handled).
+    handling: tuple[str, Any] | None = None
+
+    #: The diff-base that the framework has stored last (the essence), and the version of the object with it:
+    #: an older version (seen late, e.g. after the wait for that version timed out) carries an older diff-base.
+    stored_diffbase: Any = None
+    stored_version: str | None = None
+    pending_diffbase: Any = None  # stored in this cycle's patch, not applied yet
+
     #: Room for other engines (daemons, timers, indices, ...): arbitrary per-object data by their names.
     extras: dict[str, Any] = dataclasses.field(default_factory=dict)
 

@@ -37,7 +37,7 @@ import dataclasses
 import datetime
 import logging
 from collections.abc import Mapping, MutableMapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from kopf._cogs.aiokits import clock
 from kopf._cogs.clients import patching, watching
@@ -398,7 +398,7 @@ def _detect_change(context: _Context) -> _Change:
     diffbase = settings.persistence.diffbase_storage
     progress = settings.persistence.progress_storage
     extra_fields = context.registry.changing.get_extra_fields(context.resource)
-    stored = diffbase.fetch(body=body)
+    stored = _newest_diffbase(diffbase.fetch(body=body), body=body, memory=memory)
     old = progress.clear(essence=stored) if stored is not None else None
     new = progress.clear(essence=diffbase.build(body=body, extra_fields=extra_fields))
     diff = diffs.diff(old, new)
@@ -433,6 +433,31 @@ def _detect_change(context: _Context) -> _Change:
     )
 
 
+def _newest_diffbase(
+    stored: bodies.BodyEssence | None, *, body: bodies.Body, memory: ResourceMemory
+) -> bodies.BodyEssence | None:
+    """
+    The diff-base to compare with: the object's own, unless the framework has stored a newer one since.
+
+    A version of the object older than the framework's own last patch (seen when the wait for that patch's
+    version has timed out, e.g. with the events held back) carries an older diff-base: compared with it,
+    a change that is handled already would look unhandled, and a change back (e.g. a field removed again)
+    would look like no change at all. The framework knows what it has stored last: that one is used.
+    """
+    version = body.metadata.get("resourceVersion")
+    if memory.stored_version is None or version is None or not _is_older(str(version), memory.stored_version):
+        return stored
+    return cast(bodies.BodyEssence, memory.stored_diffbase)
+
+
+def _is_older(actual: str, than: str) -> bool:
+    """Whether the version is known to be older (both numeric, as in etcd; opaque ones are never known to be)."""
+    try:
+        return int(actual) < int(than)
+    except ValueError:
+        return False
+
+
 def _detect_reason(
     *,
     deleting: bool,
@@ -461,8 +486,11 @@ async def _process_changing(context: _Context) -> None:
 
     stopping_delay = await _release_unneeded_finalizer(context, change)
     in_scope, outcome = await _process_handlers(context, change)
+    if outcome is not None and (context.memory.handling is None or context.memory.handling[0] != change.reason):
+        context.memory.handling = (change.reason, change.new)  # the first cycle of this cause's handling
+    caught_up = True
     if outcome is None or outcome.done:
-        _finish_handling(context, change, in_scope=in_scope)
+        caught_up = _finish_handling(context, change, in_scope=in_scope)
 
     patched = await _apply_patch(context, context.patch)
     context.settings.persistence.progress_storage.flush()
@@ -472,7 +500,7 @@ async def _process_changing(context: _Context) -> None:
         await _continue_handling(context, outcome, patched=patched is not None)
     elif change.reason != Reason.DELETE and in_scope:
         context.local_logger.debug("Handling cycle is finished, waiting for new changes.")
-        if patched is not None and _peek_daemons_memory(context.memory) is None:
+        if patched is not None and caught_up and _peek_daemons_memory(context.memory) is None:
             context.memory.settled_version = settling.settled_version(
                 before=context.raw_body,
                 patch=context.patch,
@@ -667,19 +695,31 @@ def _purge_stray_progress(context: _Context) -> None:
         state.purge(body=context.body, patch=context.patch, storage=storage, handlers=stray)
 
 
-def _finish_handling(context: _Context, change: _Change, *, in_scope: bool) -> None:
-    """All handlers are done: release the deleted object, or remember the handled state (the diff-base)."""
+def _finish_handling(context: _Context, change: _Change, *, in_scope: bool) -> bool:
+    """
+    All handlers are done: release the deleted object, or remember the handled state (the diff-base).
+
+    The handled state is the essence that the handling began with: when the object has changed between
+    its cycles (e.g. its creation took a few cycles, and the spec was changed meanwhile), the handlers that
+    finished in the earlier cycles have not seen the latest state, so it is not remembered as handled, and
+    the change is handled next as an update. Returns whether the latest state is the handled one.
+    """
     settings, body, patch = context.settings, context.body, context.patch
+    began = context.memory.handling
+    context.memory.handling = None
+    handled = began[1] if began is not None and began[0] == change.reason else change.new
     if change.reason == Reason.DELETE:
         if change.blocking:
             context.local_logger.debug("Removing the finalizer, thus allowing the actual deletion.")
             finalizers.allow_deletion(body=body, patch=patch, finalizer=settings.persistence.finalizer)
-    elif change.reason in TITLES and in_scope and change.old != change.new:
+    elif change.reason in TITLES and in_scope and change.old != handled:
         # Remember the handled state (the essence); the further changes are compared to it.
-        settings.persistence.diffbase_storage.store(body=body, patch=patch, essence=change.new)
+        settings.persistence.diffbase_storage.store(body=body, patch=patch, essence=handled)
+        context.memory.pending_diffbase = handled  # remembered with its version once the patch has landed
     if change.reason != Reason.DELETE:
         context.memory.fully_handled_once = True
     application.touch(body=body, patch=patch, settings=settings, done=True)
+    return handled == change.new
 
 
 async def _recheck_after_daemons(context: _Context, stopping_delay: float) -> None:
@@ -747,6 +787,7 @@ def _make_patch_sink(context: _Context) -> daemons_.PatchSink:
 
 async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bodies.RawBody | None:
     """Apply the patch (if not empty); remember the version to wait for. Returns the patched body, if patched."""
+    pending, context.memory.pending_diffbase = context.memory.pending_diffbase, None
     if not patch:
         return None
     body = context.body
@@ -765,6 +806,8 @@ async def _apply_patch(context: _Context, patch: MutableMapping[str, Any]) -> bo
         context.local_logger.debug("Patching failed: the object is already gone; nothing to do.")
         return None
     version = (patched.get("metadata") or {}).get("resourceVersion")
+    if version is not None and pending is not None:
+        context.memory.stored_diffbase, context.memory.stored_version = pending, str(version)
     if version is not None:
         context.memory.expected_version = str(version)
         context.memory.expected_deadline = context.loop.time() + context.settings.persistence.consistency_timeout

@@ -1,0 +1,23 @@
+"""BUG (retries): a 409 is retried at once, for ever: one conflict on kopf's patch starts a storm of retries.
+
+When kopf cannot store the handler's success (a 409 on its patch), it runs the handler again; the child is
+there already, so the create answers 409 "already exists", which the handler retries with no delay
+(``TemporaryError(delay=0)``), again and again: the object is never done.
+"""
+
+import kopf
+from kopf._cogs.clients import api, errors
+
+SETTINGS = kopf.OperatorSettings()
+
+
+@kopf.on.create("gadgets")
+async def create_fn(name, namespace, spec, body, **_):
+    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"}}
+    child["data"] = {"size": str(spec.get("size", 0))}
+    kopf.append_owner_reference(child, owner=body)
+    try:
+        await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
+    except errors.APIConflictError:
+        raise kopf.TemporaryError("the child is in the way; trying again", delay=0) from None
+    return "created"

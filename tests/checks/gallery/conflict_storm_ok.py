@@ -1,0 +1,19 @@
+"""The correct twin of conflict_storm_bug.py: a child there already (made by an earlier run) is updated."""
+
+import kopf
+from kopf._cogs.clients import api, errors
+
+SETTINGS = kopf.OperatorSettings()
+
+
+@kopf.on.create("gadgets")
+async def create_fn(name, namespace, spec, body, **_):
+    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"}}
+    child["data"] = {"size": str(spec.get("size", 0))}
+    kopf.append_owner_reference(child, owner=body)
+    url = f"/api/v1/namespaces/{namespace}/configmaps"
+    try:
+        await api.post(url, payload=child, settings=SETTINGS)
+    except errors.APIConflictError:  # made by an earlier run of this handler, whose success was not stored
+        await api.patch(f"{url}/{name}-data", payload={"data": child["data"]}, settings=SETTINGS)
+    return "created"
