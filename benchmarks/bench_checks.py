@@ -11,15 +11,24 @@ before and after, as the machines' speed varies (shared virtual machines vary by
 the gallery (``tests/checks/gallery``), each with all the checks in one machine (every fault kind in the same
 examples: API errors, stale reads, withheld events, crashes, re-deliveries), ``--long-examples`` (500)
 examples each; any failure is printed with its shrunk reproduction and fails the run.
+
+``--gallery``: the checks with their fault plans on the gallery: for the correct operators (the twins and the
+representative one), all the checks with ``--gallery-examples`` (20) examples each: examples per second (of
+wall and of CPU time), the plans derived, pruned and run per example; for each planted bug, all the checks
+with the default budget under 10 seeds: the median time (wall and CPU) and examples to find it (before its
+shrinking), and the steps it is shrunk to. The machine is shared: the CPU seconds are the figures to compare.
 """
 
 from __future__ import annotations
 
 import argparse
 import pathlib
+import statistics
 import sys
 import time
 import traceback
+
+import hypothesis
 
 from pytest_kopf.checks import CHECKS, check_operator
 from pytest_kopf.errors import OperatorCheckFailed
@@ -91,6 +100,81 @@ def long_run(examples: int, *, combined: bool = True, only: str | None = None) -
     return failed
 
 
+def _settings() -> hypothesis.settings:
+    """As in the tests: derandomized (the seed given decides), no database of past failures."""
+    return hypothesis.settings(deadline=None, derandomize=True, database=None)
+
+
+def gallery_speed(examples: int) -> None:
+    """Examples per second and plans per example, all the checks, on the gallery's correct operators."""
+    operators = [GALLERY / "representative.py", *sorted(GALLERY.glob("*_ok.py"))]
+    total_examples, total_wall, total_cpu = 0, 0.0, 0.0
+    for path in operators:
+        wall, cpu = time.perf_counter(), time.process_time()
+        report = check_operator(
+            paths=[path],
+            manifests=[GALLERY / "crd.yaml"],
+            resources=["gadgets.checks.example"],
+            max_examples=examples,
+            names=["obj-0"],
+            seed=0,
+            settings=_settings(),
+        )
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        total_examples, total_wall, total_cpu = total_examples + report.examples, total_wall + wall, total_cpu + cpu
+        derived = sum(figures.derived for figures in report.plans.values())
+        pruned = sum(figures.pruned for figures in report.plans.values())
+        run = sum(figures.run for figures in report.plans.values())
+        print(
+            f"{path.stem:20} {report.examples:4d} examples, {report.examples / wall:5.2f}/s wall, "
+            f"{report.examples / cpu:5.2f}/s CPU; per example: {derived / report.examples:5.1f} plans derived, "
+            f"{pruned / report.examples:5.1f} pruned, {run / report.examples:4.1f} run",
+            flush=True,
+        )
+    print(
+        f"all: {total_examples} examples in {total_wall:.1f} s wall ({total_examples / total_wall:.2f}/s), "
+        f"{total_cpu:.1f} s CPU ({total_examples / total_cpu:.2f}/s)",
+        flush=True,
+    )
+
+
+def gallery_bugs(seeds: int, only: str | None = None) -> int:
+    """Each planted bug, all the checks with the default budget, under so many seeds: median time and examples."""
+    missed = 0
+    for path in sorted(GALLERY.glob("*_bug.py")):
+        if only is not None and path.stem != only:
+            continue
+        walls, cpus, found_after, steps, checks = [], [], [], [], set()
+        for seed in range(seeds):
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                check_operator(
+                    paths=[path],
+                    manifests=[GALLERY / "crd.yaml"],
+                    resources=["gadgets.checks.example"],
+                    names=["obj-0"],
+                    seed=seed,
+                    settings=_settings(),
+                )
+            except OperatorCheckFailed as exc:
+                walls.append(time.perf_counter() - wall)
+                cpus.append(time.process_time() - cpu)
+                found_after.append(exc.report.failed_after if exc.report is not None else 0)
+                steps.append(len(exc.steps))
+                checks.add(exc.check)
+            else:
+                missed += 1
+                print(f"{path.stem}: NOT FOUND with seed {seed}", flush=True)
+        if walls:
+            print(
+                f"{path.stem:24} found by {len(walls)}/{seeds} seeds ({', '.join(sorted(checks))}): median "
+                f"{statistics.median(walls):5.1f} s wall, {statistics.median(cpus):5.1f} s CPU, "
+                f"{statistics.median(found_after):4.0f} examples; shrunk to {min(steps)}-{max(steps)} steps",
+                flush=True,
+            )
+    return missed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples", type=int, default=200)
@@ -98,8 +182,18 @@ def main() -> int:
     parser.add_argument("--long", action="store_true", help="the robustness run: every check, 500 examples each")
     parser.add_argument("--long-examples", type=int, default=500)
     parser.add_argument("--separate", action="store_true", help="--long with one machine per check (not combined)")
-    parser.add_argument("--only", default=None, help="--long for one operator of the gallery (e.g. representative)")
+    parser.add_argument("--only", default=None, help="--long or --gallery for one operator (e.g. representative)")
+    parser.add_argument("--gallery", action="store_true", help="the fault plans on the gallery: speed, bugs found")
+    parser.add_argument("--gallery-examples", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=10)
     args = parser.parse_args()
+    if args.gallery:
+        print(f"calibration before: {calibration() * 1000:.1f} ms", flush=True)
+        if args.only is None:
+            gallery_speed(args.gallery_examples)
+        missed = gallery_bugs(args.seeds, args.only)
+        print(f"calibration after:  {calibration() * 1000:.1f} ms")
+        return 1 if missed else 0
     if args.long:
         return 1 if long_run(args.long_examples, combined=not args.separate, only=args.only) else 0
     speed(args.examples, args.steps)

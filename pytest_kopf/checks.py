@@ -61,6 +61,8 @@ class CheckReport:
     per_check: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     #: The fault plans of each check that has them: derived, pruned, run, faults, virtual & wall seconds.
     plans: dict[str, PlanFigures] = dataclasses.field(default_factory=dict)
+    #: The examples run when the first failure was found (before its shrinking); None if none was.
+    failed_after: int | None = None
 
     def __str__(self) -> str:
         lines = [
@@ -233,9 +235,13 @@ def _run_checks(
                 with without_local_constants():
                     run_state_machine_as_test(machine, settings=run_settings)
             except OperatorCheckFailed as failure:
+                report.failed_after = report.examples + stats.examples
+                failure.report = report
                 if not shrink:
                     raise
-                raise shrunk(machine, failure) from None
+                simplest = shrunk(machine, failure)
+                simplest.report = report
+                raise simplest from None
         finally:
             report.examples += stats.examples
             report.steps += stats.steps

@@ -111,6 +111,8 @@ class OperatorCheckFailed(KopfError, AssertionError):
         self.check = check
         self.details = details
         self.compared = compared
+        #: What :func:`~pytest_kopf.checks.check_operator` had run until then (a ``CheckReport``), if it raised it.
+        self.report: Any = None
         self.steps = list(steps)
         self.trace_tail = list(trace_tail)
         self.reproduction = reproduction

@@ -63,6 +63,8 @@ class Plan:
     fault: Action
     #: What the fault hits, for pruning: the kind & variant, the handler, the request's shape, the states.
     point: tuple[str | None, ...]
+    #: Whether the users act while the fault's effects last (then tried first: the faults' most telling places).
+    interacting: bool = True
 
     def steps(self, users: Sequence[Action]) -> list[Action]:
         """The example's user actions with the fault in its place."""
@@ -116,9 +118,9 @@ class Pruning:
         """The plans to run for one example: fresh ones, at most ``per_example`` of each check, ``budget`` in all.
 
         The figures of each check are counted: derived, pruned, and skipped (over the budget: their points may
-        come again in a later example). Within the limit, the kinds of a check (and their variants) take turns,
-        each in the order of the run. An example run again (e.g. hypothesis' replay of a failure) gets the
-        plans chosen the first time.
+        come again in a later example). Within the limit, they are taken in the order of their priority: the
+        operator's own objects before k8s Events, the users acting meanwhile first, the first variants first.
+        An example run again (e.g. hypothesis' replay of a failure) gets the plans chosen the first time.
         """
         if example in self.chosen:
             return self.chosen[example]
@@ -130,7 +132,7 @@ class Pruning:
             counts.derived += len(mine)
             counts.pruned += len(mine) - len(fresh)
             left = per_example if budget is None else max(0, min(per_example, budget - counts.run))
-            taken = _interleaved(fresh)[:left]
+            taken = _prioritized(fresh)[:left]
             counts.skipped += len(fresh) - len(taken)
             for plan in taken:
                 self.tried_now(plan)
@@ -138,17 +140,21 @@ class Pruning:
         return chosen
 
 
-def _interleaved(plans: Sequence[Plan]) -> list[Plan]:
-    """The plans, their kinds (and variants) taking turns, each in its order."""
-    groups: dict[tuple[str, str | None], list[Plan]] = {}
-    for plan in plans:
-        groups.setdefault((plan.kind, plan.point[1]), []).append(plan)
-    turns: list[Plan] = []
-    while any(groups.values()):
-        for group in groups.values():
-            if group:
-                turns.append(group.pop(0))
-    return turns
+#: The variants of a kind in the order they are tried: a conflict (kopf throttles and handles the object again)
+#: before the errors that kopf's client retries by itself; the coalescing of a pair before its late delivery.
+VARIANTS = {"409": 0, "500": 1, "429": 2, "coalesced": 0, "late": 1}
+
+
+def _prioritized(plans: Sequence[Plan]) -> list[Plan]:
+    """The plans in the order to try them: the operator's own objects before k8s Events (posted by kopf for
+    its users, their failures ignored), those where the users act meanwhile first, the first variants of every
+    place before the others, in the run's order."""
+
+    def priority(plan: Plan) -> tuple[bool, bool, int, int]:
+        events = "/events" in str(plan.point[3]) if plan.kind != "event-pairs" else False
+        return events, not plan.interacting, VARIANTS.get(str(plan.point[1]), 0), plan.position
+
+    return sorted(plans, key=priority)
 
 
 @dataclasses.dataclass
@@ -218,7 +224,9 @@ def _request_plans(request: Request, window: _Window, wanted: dict[str, str], af
         for status in statuses:
             failed = FailedRequest(status, request.method, request.path, skip)
             point = ("write-errors", str(status), request.handler, shape, _cause(request), request.state, after)
-            plans.append(Plan(wanted["write-errors"], "write-errors", window.position, failed, point))
+            plans.append(
+                Plan(wanted["write-errors"], "write-errors", window.position, failed, point, after is not None)
+            )
     if request.method == "GET" and "stale-answers" in wanted and request.state not in (None, "absent"):
         stale = StaleAnswer(request.path, skip)
         where = ("stale-answers", None, request.handler, shape, _cause(request), request.state)
@@ -236,7 +244,7 @@ def _response_plans(response: Response, window: _Window, wanted: dict[str, str],
         return []
     fault = CrashAfterWrite(request.method, request.path, skip)
     point = ("crash-after-writes", None, request.handler, _shape(request), _cause(request), request.state, after)
-    return [Plan(wanted["crash-after-writes"], "crash-after-writes", window.position, fault, point)]
+    return [Plan(wanted["crash-after-writes"], "crash-after-writes", window.position, fault, point, after is not None)]
 
 
 def _event_plans(
@@ -257,29 +265,33 @@ def _event_plans(
             if first.rv not in changes:
                 continue
             position, skip = changes[first.rv]
-            window, following = _hold_window(first, second, by_object[resource, first.where], made_by_operator)
+            window, following, by_users = _hold_window(
+                first, second, by_object[resource, first.where], made_by_operator
+            )
             for coalesce in (True, False):
                 fault = HeldEvent(resource, first.namespace, first.name, coalesce, window, skip)
                 variant = "coalesced" if coalesce else "late"
                 point = ("event-pairs", variant, resource, f"{first.type}@{first.state}", following)
-                plans.append(Plan(check, "event-pairs", position, fault, point))
+                plans.append(Plan(check, "event-pairs", position, fault, point, by_users))
     return plans
 
 
 def _hold_window(
     first: Delivery, second: Delivery, changes: Sequence[Change], made_by_operator: set[int]
-) -> tuple[float, str | None]:
-    """How long to hold the first event, and the state of the event that will come next (to end the hold).
+) -> tuple[float, str | None, bool]:
+    """How long to hold the first event; the state of the event that will come next (to end the hold); whether
+    that is a change by the users (or the cluster's controllers), not the operator's own.
 
     That is the pair's second one; but when the operator makes it itself (in reply to the first event, which it
     never gets while that is held), it never comes: the hold waits for the object's next change by the users
     (or the cluster's controllers), if any.
     """
     until, state = second.time, f"{second.type}@{second.state}"
+    by_users = second.rv not in made_by_operator
     later = [change for change in changes if change.rv > first.rv and change.rv not in made_by_operator]
-    if second.rv in made_by_operator and later:
-        until, state = max(until, later[0].time), f"{later[0].type}@{later[0].state}"
-    return round(min(HOLD_LIMIT, until - first.time + HOLD_MARGIN), 6), state
+    if not by_users and later:
+        until, state, by_users = max(until, later[0].time), f"{later[0].type}@{later[0].state}", True
+    return round(min(HOLD_LIMIT, until - first.time + HOLD_MARGIN), 6), state, by_users
 
 
 def _addressed(request: Request) -> tuple[str | None, ...]:

@@ -84,6 +84,8 @@ class SimControls:
         self._record_stream: IO[str] | None = None
         self._served: ServedApp | None = None
         self._kubeconfig: pathlib.Path | None = None
+        #: What undoes what others have attached to this cluster (e.g. a log handler), when it stops.
+        self.cleanups: list[Callable[[], None]] = []
         #: What fails a run whose objects keep changing with no virtual time passing (virtual time only).
         self.guard: InstantGuard | None = None
         if isinstance(loop, VirtualTimeLoop):
@@ -144,6 +146,9 @@ class SimControls:
             if self._record_stream is not None:
                 self._record_stream.close()
                 self._record_stream = None
+            for cleanup in reversed(self.cleanups):
+                cleanup()
+            self.cleanups.clear()
 
     async def serve(self) -> pathlib.Path:
         """Serve the cluster on 127.0.0.1 (HTTPS, a token) for other processes, once; its kubeconfig's path.

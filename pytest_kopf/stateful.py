@@ -74,7 +74,7 @@ from .judges import livelocked
 from .operator import KopfOperator
 from .plans import Plan, PlanFigures, Pruning, derive
 from .running import TestLoop
-from .storms import RetryStorms
+from .storms import watch_storms
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import Action, Driver, ReplayLog, canonical, mixed, perturbations, user_actions
 from .tracing import Trace
@@ -135,8 +135,7 @@ class World:
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
         self.trace.install(self.cluster)
-        if self.cluster.sim.guard is not None:  # a storm of retries fails the run at once, as an endless loop does
-            self.trace.listeners.append(RetryStorms(self.cluster.sim.guard).observe)
+        watch_storms(self.cluster)  # a storm of retries fails the run at once, as an endless loop does
         self.closed = False
         self.clocks = contextlib.ExitStack()  # the virtual clocks, in force while the world is open
         self.clocks.enter_context(virtual_clocks())
@@ -795,6 +794,8 @@ class OperatorMachine(RuleBasedStateMachine):
         expected = self._expected
         derived = derive(self.baseline.trace.entries, dict(kinds), skipped_steps=len(self.initial_steps))
         figures = self.statistics.plans if self.statistics is not None else {}
+        for check in kinds:
+            figures.setdefault(check, PlanFigures())  # reported even if none is ever derived
         pruning = type(self)._pruning or Pruning()
         users = [step for step in self.steps if step.user]
         chosen = pruning.choose(canonical(users), derived, figures, per_example=self.max_plans, budget=self.plan_budget)
@@ -893,6 +894,7 @@ def reproduction(
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
         "from pytest_kopf.checks import verify",
         "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
+        "from pytest_kopf.storms import watch_storms",
         "from pytest_kopf.tracing import record_trace",
         *imports,
         "",
@@ -911,6 +913,7 @@ def reproduction(
         lines.append(f"    from {module} import {spec.registry.__qualname__} as make_registry  # the registry's maker")
         start.append("registry=make_registry()")
     lines.append("    trace = record_trace(kopf_cluster)")
+    lines.append("    watch_storms(kopf_cluster)")
     lines.append(f"    await kopf_operator.start({', '.join(start)})")
     for step in steps:  # as in the machine: each step ends when the operator has caught up with it
         lines.append(f"    {step.code()}")

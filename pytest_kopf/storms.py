@@ -2,21 +2,24 @@
 
 Such a run never settles, but it moves on in virtual time (kopf waits its batching window between the
 attempts), so the instant guard (:class:`~pytest_kopf.simcontrols.InstantGuard`) does not stop it: it would
-go on until the settling time is over, at thousands of attempts. :class:`RetryStorms` watches a run's trace
-and fails it as soon as one handler of one object has been retried :data:`STORM_RETRIES` times within
-:data:`STORM_SECONDS` virtual seconds (kopf's shortest sensible retry delays are a second or more).
+go on until the settling time is over, at thousands of attempts. :func:`watch_storms` fails the run of a
+simulated cluster as soon as one handler of one object has been retried :data:`STORM_RETRIES` times within
+:data:`STORM_SECONDS` virtual seconds (kopf's shortest sensible retry delays are a second or more): the
+checks' worlds and their reproductions watch for storms; other tests do not.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import logging
 
 from kopf_sim.timing.virtualtime import LivelockError
 
+from .cluster import KopfCluster, SimKopfCluster
 from .simcontrols import InstantGuard
-from .tracing import Entry, Log
 
-__all__ = ["STORM_RETRIES", "STORM_SECONDS", "RetryStorm", "RetryStorms"]
+__all__ = ["STORM_RETRIES", "STORM_SECONDS", "RetryStorm", "RetryStorms", "watch_storms"]
 
 #: Retries of one handler of one object within :data:`STORM_SECONDS` that make a storm.
 STORM_RETRIES = 20
@@ -29,30 +32,47 @@ class RetryStorm(LivelockError):
     """A handler retried again and again with (almost) no delay (the ``retries`` check reports it)."""
 
 
-class RetryStorms:
-    """Watches the log entries of a run's trace; a storm of retries fails the run through its guard."""
+class RetryStorms(logging.Handler):
+    """Watches kopf's log records in one cluster's loop; a storm of retries fails the run through its guard."""
 
     def __init__(self, guard: InstantGuard, retries: int = STORM_RETRIES, seconds: float = STORM_SECONDS) -> None:
+        super().__init__(logging.ERROR)
         self.guard = guard
         self.retries = retries
         self.seconds = seconds
         self._attempts: dict[tuple[str, str], collections.deque[float]] = {}
 
-    def observe(self, entry: Entry) -> None:
-        if not isinstance(entry, Log) or entry.where is None or not entry.message.startswith("Handler '"):
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        ref = getattr(record, "k8s_ref", None)
+        if not message.startswith("Handler '") or not any(marker in message for marker in _RETRIED):
             return
-        if not any(marker in entry.message for marker in _RETRIED):
+        try:
+            if asyncio.get_running_loop() is not self.guard.loop:  # another world's record (they alternate)
+                return
+        except RuntimeError:
             return
-        handler = entry.message.split("'", 2)[1]
-        attempts = self._attempts.setdefault((entry.where, handler), collections.deque(maxlen=self.retries))
-        attempts.append(entry.time)
+        where = f"{ref.get('namespace') or ''}/{ref.get('name')}" if isinstance(ref, dict) else "?"
+        handler = message.split("'", 2)[1]
+        now = self.guard.loop.time()
+        attempts = self._attempts.setdefault((where, handler), collections.deque(maxlen=self.retries))
+        attempts.append(now)
         if len(attempts) == self.retries and attempts[-1] - attempts[0] <= self.seconds:
+            attempts.clear()
             self.guard.fail(
                 RetryStorm(
-                    f"{entry.where}: handler {handler!r} was retried {self.retries} times within "
-                    f"{attempts[-1] - attempts[0]:.1f} virtual seconds: a storm of retries with (almost) no delay, "
-                    f"never done. The last attempt: {entry.message}",
-                    loop_time=entry.time,
+                    f"{where}: handler {handler!r} was retried {self.retries} times within {self.seconds} virtual "
+                    f"seconds: a storm of retries with (almost) no delay, never done. The last attempt: {message}",
+                    loop_time=now,
                 )
             )
-            attempts.clear()
+
+
+def watch_storms(kopf_cluster: KopfCluster) -> None:
+    """Fail the cluster's run (its settling, or its loop's run) at a storm of retries, until the cluster stops."""
+    if not isinstance(kopf_cluster, SimKopfCluster) or kopf_cluster.sim.guard is None:
+        return  # real time, or a real cluster: nothing to interrupt
+    watcher = RetryStorms(kopf_cluster.sim.guard)
+    logger = logging.getLogger("kopf")
+    logger.addHandler(watcher)
+    kopf_cluster.sim.cleanups.append(lambda: logger.removeHandler(watcher))

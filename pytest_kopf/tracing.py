@@ -270,8 +270,6 @@ class Trace:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.entries: list[Entry] = []
-        #: Told of every entry as it is added (e.g. to stop a run that goes wrong early).
-        self.listeners: list[Callable[[Entry], None]] = []
         self._store: Cluster | None = None
         #: Whether kopf's log records go into this trace (they do while it is :meth:`active`).
         self.logs_recorded = False
@@ -281,8 +279,6 @@ class Trace:
 
     def append(self, entry: Entry) -> None:
         self.entries.append(entry)
-        for listener in self.listeners:
-            listener(entry)
 
     def step(self, code: str, *, restarts: bool = False) -> None:
         self.append(Step(self.now(), code, restarts))

@@ -396,8 +396,9 @@ def spec_patches(resource: CustomResource, spec: st.SearchStrategy[Any] | None =
     properties: Mapping[str, Any] = spec_schema.get("properties") or {}
     required = set(spec_schema.get("required") or ())
     if properties:
+        # A new value before a removal: the simplest patches (drawn first, and shrunk to) set a field.
         values = {
-            name: from_schema(sub) if name in required else st.one_of(st.none(), from_schema(sub))
+            name: from_schema(sub) if name in required else st.one_of(from_schema(sub), st.none())
             for name, sub in properties.items()
         }
         # Never empty (no filtering, which costs draws): one field for sure, the others maybe.

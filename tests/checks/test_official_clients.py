@@ -75,7 +75,7 @@ def test_handlers_with_the_official_client_reach_their_own_world(tmp_path: Path,
         names=["obj-0"],
         settle_timeout=300,
     )
-    assert report.examples >= 4 * 3
+    assert report.examples >= 4 and report.plans["crash-restart"].run >= 4  # the planned runs: more worlds
     assert os.environ.get("KUBECONFIG") == kubeconfig_before
     assert kubernetes.client.Configuration.get_default_copy().host == default_before
 

@@ -5,9 +5,9 @@ import kopf
 
 @kopf.on.create("gadgets")
 async def create_fn(spec, patch, **_):
-    patch.status["size"] = spec.get("size", 0)
+    patch.status["size"] = spec.get("size")
 
 
 @kopf.on.update("gadgets", field="spec.size")
 async def size_fn(old, new, patch, **_):
-    patch.status["size"] = new or 0
+    patch.status["size"] = new

@@ -1,0 +1,114 @@
+"""Fault plans derived from a fault-free reference run: one per place, armed where it hits that place, pruned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kopf.catalogue import plan_kinds
+from pytest_kopf.checks import CHECKS, check_operator
+from pytest_kopf.errors import OperatorCheckFailed
+from pytest_kopf.plans import Plan, PlanFigures, Pruning, derive
+from pytest_kopf.stateful import OperatorMachine
+from pytest_kopf.strategies import Action, Advance, Create, PatchSpec
+from pytest_kopf.strategies.placed import CrashAfterWrite, FailedRequest, HeldEvent, StaleAnswer
+
+GALLERY = Path(__file__).parent / "gallery"
+RESOURCE = "gadgets.checks.example"
+GADGET = {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "obj-0", "namespace": "default"}}
+USERS: list[Action] = [Create({**GADGET, "spec": {"size": 1}}), Advance(5.0), PatchSpec(RESOURCE, "obj-0", {"size": 2})]
+
+
+def machine(operator: str) -> type[OperatorMachine]:
+    return OperatorMachine.configured(
+        f"Plans_{operator}",
+        paths=[GALLERY / f"{operator}.py"],
+        manifests=[GALLERY / "crd.yaml"],
+        resources=[RESOURCE],
+        checks=CHECKS,
+        names=["obj-0"],
+        settle_timeout=300,
+    )
+
+
+def reference_plans(operator: str, users: list[Action] = USERS) -> list[Plan]:
+    """The plans of every check, derived from the fault-free run of the users' actions."""
+    example = machine(operator)()
+    try:
+        for step in users:
+            example.perform(step)
+        example.expected()
+        assert example.baseline is not None
+        return derive(example.baseline.trace.entries, dict(plan_kinds(CHECKS)))
+    finally:
+        example.close()
+
+
+def test_a_plan_per_write_read_and_pair_of_events() -> None:
+    plans = reference_plans("stale_list_ok")
+    faults = [plan.fault for plan in plans]
+    # The handlers make the child (POST) in the creation, and update it (POST 409, then PATCH) in the update.
+    child = "/api/v1/namespaces/default/configmaps"
+    assert CrashAfterWrite("POST", child, 0) in faults
+    assert CrashAfterWrite("PATCH", f"{child}/obj-0-data", 0) in faults
+    assert FailedRequest(409, "PATCH", f"{child}/obj-0-data", 0) in faults
+    assert FailedRequest(500, "POST", child, 0) in faults
+    assert not any(isinstance(fault, StaleAnswer) for fault in faults)  # it reads nothing: nothing to make stale
+    holds = [fault for fault in faults if isinstance(fault, HeldEvent)]
+    assert {(hold.coalesce, hold.skip) for hold in holds} >= {(True, 0), (False, 0), (True, 1)}
+    assert {plan.check for plan in plans} == {"retries", "crash-restart", "withheld-events"}
+    # Armed before the user action in whose course it comes: the update's PATCH of the child before the patch.
+    patching = next(plan for plan in plans if plan.fault == CrashAfterWrite("PATCH", f"{child}/obj-0-data", 0))
+    assert patching.position == 2 and patching.steps(USERS)[2] == patching.fault
+
+
+def test_a_stale_answer_for_each_read() -> None:
+    plans = reference_plans("stale_list_bug")
+    stale = [plan for plan in plans if plan.kind == "stale-answers"]
+    assert [plan.fault for plan in stale] == [StaleAnswer("/api/v1/namespaces/default/configmaps", 0)] * 2
+    assert [plan.position for plan in stale] == [0, 2]  # the list in the creation, and in the update
+    assert {plan.point[2] for plan in stale} == {"reconcile"}  # the handler that made the read
+
+
+def test_a_planned_fault_hits_the_place_it_was_derived_from() -> None:
+    plan = [plan for plan in reference_plans("stale_list_bug") if plan.kind == "stale-answers"][-1]
+    with pytest.raises(OperatorCheckFailed) as info:
+        machine("stale_list_bug").replay(plan.steps(USERS))
+    assert info.value.check == "stale-reads"
+    assert "+    generateName: obj-0-" in info.value.details  # a second child, made as the list did not show one
+    machine("stale_list_ok").replay(plan.steps(USERS))  # the twin lists nothing: the same fault does no harm
+
+
+def test_points_tried_before_are_pruned_and_an_example_run_again_gets_its_plans_again() -> None:
+    plans = reference_plans("stale_list_ok")
+    pruning, figures = Pruning(), dict[str, PlanFigures]()
+    first = pruning.choose("example-1", plans, figures, per_example=3, budget=None)
+    assert len(first) == 9 and {plan.check for plan in first} == {"retries", "crash-restart", "withheld-events"}
+    assert pruning.choose("example-1", plans, figures, per_example=3, budget=None) == first  # the same again
+    second = pruning.choose("example-2", plans, figures, per_example=3, budget=None)
+    assert not set(map(id, second)) & set(map(id, first))  # the points tried are not tried again
+    retries = figures["retries"]
+    assert retries.derived == 2 * len([plan for plan in plans if plan.check == "retries"])
+    assert retries.pruned >= 3 and retries.skipped > 0
+    assert pruning.choose("example-3", plans, figures, per_example=3, budget=0) == []  # the budget is spent
+
+
+def test_the_report_tells_the_plans_of_each_check() -> None:
+    report = check_operator(
+        paths=[GALLERY / "stale_list_ok.py"],
+        manifests=[GALLERY / "crd.yaml"],
+        resources=[RESOURCE],
+        max_examples=3,
+        max_steps=6,
+        max_plans=2,
+        names=["obj-0"],
+        seed=1,
+    )
+    assert set(report.plans) == {"retries", "crash-restart", "stale-reads", "withheld-events"}
+    figures: dict[str, Any] = {check: report.plans[check] for check in report.plans}
+    assert figures["stale-reads"].derived == 0
+    assert 1 <= figures["crash-restart"].run <= 2 * report.examples
+    assert figures["crash-restart"].faults == figures["crash-restart"].run
+    assert "crash-restart: " in str(report) and " plans derived, " in str(report)
