@@ -29,6 +29,7 @@ import collections
 import dataclasses
 import datetime
 import difflib
+import functools
 import gc
 import json
 import logging
@@ -46,6 +47,7 @@ from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT, end_state, settle, t
 from .errors import KopfLeakError, OperatorCheckFailed
 from .operator import KopfOperator
 from .plugin import GC_YOUNG_THRESHOLD
+from .progress import CheckProgress, ProgressDisplay, current_display
 from .strategies.schemas import CustomResource
 from .strategies.steps import PERTURBATIONS, ReplayLog
 
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
 
     import kopf
 
-    from .stateful import OperatorMachine
+    from .stateful import OperatorMachine, Statistics
 
 __all__ = [
     "CHECKS",
@@ -619,6 +621,7 @@ def _run_checks(
 
     base = settings if settings is not None else hypothesis_settings()
     groups = [tuple(chosen)] if combined else [(check,) for check in chosen]
+    display = current_display()
     for group in groups:
         check = "+".join(group)
         machine = OperatorMachine.configured(
@@ -626,6 +629,9 @@ def _run_checks(
         )
         stats = Statistics()
         machine.statistics = stats
+        progress = CheckProgress(check, budget=max_examples)
+        if display is not None:
+            machine.progressed = functools.partial(_progressed, progress, stats, display)
         # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
         # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
         phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
@@ -650,8 +656,13 @@ def _run_checks(
             except OperatorCheckFailed as failure:
                 if not shrink:
                     raise
+                progress.shrinking = True
                 raise shrunk(machine, failure) from None
         finally:
+            if display is not None:
+                _progressed(progress, stats, None)
+                progress.finished = time.perf_counter()
+                display.finish(progress)
             report.examples += stats.examples
             report.steps += stats.steps
             report.faults += stats.faults
@@ -659,6 +670,15 @@ def _run_checks(
             report.virtual_seconds += stats.virtual_seconds
             report.per_check[check] = dataclasses.asdict(stats)
             report.wall_seconds = time.perf_counter() - started
+
+
+def _progressed(progress: CheckProgress, stats: Statistics, display: ProgressDisplay | None) -> None:
+    """Copy a machine's figures into the progress line (and show it, if there is a display)."""
+    progress.examples, progress.steps, progress.failures = stats.examples, stats.steps, stats.failures
+    progress.faults, progress.crashes = stats.faults, stats.crashes
+    progress.virtual_seconds = stats.virtual_seconds
+    if display is not None:
+        display.update(progress)
 
 
 #: At most this many runs to shrink a failing sequence (each a fresh world or two, with the checks).

@@ -29,12 +29,13 @@ import pytest
 from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.timing.virtualtime import VirtualTimeLoop
 
-from . import kubeconfig
+from . import kubeconfig, progress
 from .cleanup import release_objects
 from .clientconfig import RealClientDefaults, routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
+from .progress import TerminalProgress
 from .realcluster import RealKopfCluster
 from .running import TestLoop
 
@@ -69,6 +70,7 @@ class KopfSettings:
 SETTINGS_KEY = pytest.StashKey[KopfSettings]()
 ORIGINAL_FUNCTION_KEY = pytest.StashKey[Callable[..., Any]]()
 LOOP_KEY = pytest.StashKey[TestLoop]()
+PROGRESS_KEY = pytest.StashKey[TerminalProgress]()
 GC_THRESHOLDS_KEY = pytest.StashKey[tuple[int, int, int]]()
 #: The youngest generation's threshold during a session of kopf tests (Python's default is 700).
 GC_YOUNG_THRESHOLD = 7000
@@ -266,7 +268,22 @@ def tune_gc() -> tuple[int, int, int]:
     return thresholds
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The progress line of long checks goes through the terminal reporter (there by now), unless told to be quiet."""
+    config = session.config
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    if reporter is None or reporter.verbosity < 0 or hasattr(config, "workerinput"):  # -q; an xdist worker
+        return
+    display = TerminalProgress(reporter, config.pluginmanager.getplugin("capturemanager"), live=reporter.isatty())
+    progress.register(display)
+    config.stash[PROGRESS_KEY] = display
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    display = session.config.stash.get(PROGRESS_KEY, None)
+    if display is not None:
+        progress.unregister(display)
+        del session.config.stash[PROGRESS_KEY]
     thresholds = session.config.stash.get(GC_THRESHOLDS_KEY, None)
     if thresholds is not None:
         gc.set_threshold(*thresholds)

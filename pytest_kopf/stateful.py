@@ -211,6 +211,7 @@ class Statistics:
     steps: int = 0
     faults: int = 0
     crashes: int = 0
+    failures: int = 0
     virtual_seconds: float = 0.0
 
 
@@ -427,6 +428,8 @@ class OperatorMachine(RuleBasedStateMachine):
     #: starting state: ``[ReplayLog("incident.jsonl", until=30)]``); reproductions begin with them.
     initial_steps: ClassVar[Sequence[Action]] = ()
     statistics: ClassVar[Statistics | None] = None
+    #: Called after each step and each example (when :attr:`statistics` has changed): the progress line's feed.
+    progressed: ClassVar[Callable[[], None] | None] = None
 
     _customs: ClassVar[list[CustomResource] | None] = None
     _user_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
@@ -572,6 +575,7 @@ class OperatorMachine(RuleBasedStateMachine):
         self.steps.append(action)
         if self.statistics is not None:
             self.statistics.steps += 1
+            self._progressed()
         self.failed = True  # until the step is done in every world
         try:
             self._apply(action)
@@ -623,6 +627,9 @@ class OperatorMachine(RuleBasedStateMachine):
         try:
             if not self.failed:  # not when a step or the operator has failed already: that failure is reported
                 self.verify()
+        except OperatorCheckFailed:
+            self.failed = True
+            raise
         finally:
             self.close()
 
@@ -649,6 +656,9 @@ class OperatorMachine(RuleBasedStateMachine):
                 machine.perform(step)
                 machine.operator_is_alive()
             machine.verify()
+        except OperatorCheckFailed:
+            machine.failed = True
+            raise
         finally:
             machine.close()
 
@@ -673,7 +683,14 @@ class OperatorMachine(RuleBasedStateMachine):
         if self.statistics is not None:
             self.statistics.faults += len(self.world.cluster.sim.faults.injections)
             self.statistics.crashes += self.world.operator.crashes
+            self.statistics.failures += self.failed
             self.statistics.virtual_seconds += self.world.loop.time()
+            self._progressed()
+
+    def _progressed(self) -> None:
+        progressed = type(self).progressed
+        if progressed is not None:
+            progressed()
 
     def _options(self) -> dict[str, Any]:
         resources = [custom.qualified for custom in self.custom_resources()]
