@@ -8,6 +8,7 @@ differing. The first such row is where the runs part.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import difflib
 from collections.abc import Sequence
@@ -62,17 +63,39 @@ def _at(segments: list[list[Item]], index: int) -> list[Item]:
 
 
 def _paired(left: list[Item], right: list[Item]) -> list[Row]:
+    ours = [item for item in left if not item.aside]
+    theirs = [item for item in right if not item.aside]
     matcher = difflib.SequenceMatcher(
-        None, [item.identity for item in left], [item.identity for item in right], autojunk=False
+        None, [item.identity for item in ours], [item.identity for item in theirs], autojunk=False
     )
     rows: list[Row] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            rows.extend(Row((a, b)) for a, b in zip(left[i1:i2], right[j1:j2], strict=True))
+            rows.extend(Row((a, b)) for a, b in zip(ours[i1:i2], theirs[j1:j2], strict=True))
             continue
-        ours, theirs = left[i1:i2], right[j1:j2]
-        for offset in range(max(len(ours), len(theirs))):
-            a = ours[offset] if offset < len(ours) else None
-            b = theirs[offset] if offset < len(theirs) else None
+        for offset in range(max(i2 - i1, j2 - j1)):
+            a = ours[i1 + offset] if i1 + offset < i2 else None
+            b = theirs[j1 + offset] if j1 + offset < j2 else None
             rows.append(Row((a, b), same=False))
-    return rows
+    return _with_asides(rows, left, right)
+
+
+def _with_asides(rows: list[Row], left: list[Item], right: list[Item]) -> list[Row]:
+    """The rows, with each run's items set aside put back in their places (each alone on a row of its own)."""
+    positions = [{id(item): index for index, item in enumerate(items)} for items in (left, right)]
+    asides = [collections.deque((i, item) for i, item in enumerate(items) if item.aside) for items in (left, right)]
+    merged: list[Row] = []
+
+    def flush(side: int, before: int) -> None:
+        while asides[side] and asides[side][0][0] < before:
+            _, item = asides[side].popleft()
+            merged.append(Row((item, None) if side == 0 else (None, item)))
+
+    for row in rows:
+        for side, item in enumerate(row.cells):
+            if item is not None:
+                flush(side, positions[side][id(item)])
+        merged.append(row)
+    flush(0, len(left))
+    flush(1, len(right))
+    return merged

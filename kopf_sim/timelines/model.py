@@ -42,7 +42,8 @@ class Item:
     summary; ``details`` the full text shown on hover or click (a request's body, an event's object, a
     handler's exception, a log line). ``key`` is what it is regardless of when and in which run it happened:
     two runs are aligned by it (empty: the kind and the label). An ``anchor`` is a user's action: two runs
-    are aligned at their anchors first.
+    are aligned at their anchors first. An item ``aside`` is shown in its place but left out of the alignment:
+    one run's own doing by design (e.g. a fault injected into it), not a sign that the runs have parted.
     """
 
     t: float
@@ -53,6 +54,7 @@ class Item:
     outcome: str = ""
     key: str = ""
     anchor: bool = False
+    aside: bool = False
 
     @property
     def identity(self) -> str:

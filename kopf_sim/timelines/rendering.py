@@ -247,6 +247,8 @@ def _differences(section: Differences, ident: str) -> str:
 def _table(section: Table, ident: str) -> str:
     head = "".join(f"<th>{_e(cell)}</th>" for cell in section.header)
     body = "".join("<tr>" + "".join(_figure(cell) for cell in row) + "</tr>" for row in section.rows)
+    if not section.rows:
+        body = f'<tr><td class="note" colspan="{max(1, len(section.header))}">none</td></tr>'
     return (
         f'<section id="{_e(ident)}"><h2>{_e(section.title)}</h2>'
         f'<table class="figures"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>'

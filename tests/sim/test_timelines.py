@@ -226,3 +226,37 @@ def test_changed_fields_of_two_documents() -> None:
     assert changed_fields({}, {"status": {"x": {"y": 1}}}) == [(("status", "x", "y"), ABSENT, 1)]
     assert changed_fields({"a": 1}, {"a": 1.0}) == [(("a",), 1, 1.0)]  # another type is another value
     assert dotted(()) == "(the whole document)"
+
+
+def test_items_set_aside_stand_in_their_places_and_do_not_part_the_runs() -> None:
+    def items_of(*entries: tuple[float, str, str, str, bool]) -> list[Item]:
+        return [
+            Item(t, lane, kind, text, anchor=kind == "action", aside=aside) for t, lane, kind, text, aside in entries
+        ]
+
+    checked = Run(
+        "checked",
+        LANES,
+        items_of(
+            (0.0, "user", "action", "create", False),
+            (0.0, "op", "fault", "crash after write #1", True),
+            (0.1, "op", "request", "POST child", False),
+            (0.1, "op", "fault", "503 on PATCH", True),
+            (1.1, "op", "request", "POST child", False),
+        ),
+    )
+    baseline = Run(
+        "baseline",
+        LANES,
+        items_of((0.0, "user", "action", "create", False), (0.1, "op", "request", "POST child", False)),
+    )
+    rows = align([checked, baseline])
+    shown = [(*(item.label if item else None for item in row.cells), row.same) for row in rows]
+    assert shown == [
+        ("create", "create", True),
+        ("crash after write #1", None, True),
+        ("POST child", "POST child", True),
+        ("503 on PATCH", None, True),
+        ("POST child", None, False),  # the first consequence: the operator made the child again
+    ]
+    assert first_divergence(rows) == 4
