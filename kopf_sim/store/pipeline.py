@@ -1,7 +1,7 @@
 """The one write pipeline: every write is prepared, admitted and committed here, as in the apiserver.
 
 A write request (a create, an update, a patch of any kind, a server-side apply, a delete, a deletecollection,
-their ``status`` and ``scale`` subresources, dry runs) becomes a :class:`Write`: how its next state follows
+their ``status`` and ``scale`` subresources, dry runs) becomes a ``Write``: how its next state follows
 from the current one (the pure rules of :mod:`kopf_sim.writes`), and what admission sees of the two. Then:
 
 1. **prepare** the new object from the current one (nothing is stored);
