@@ -27,6 +27,7 @@ from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
 from .plugin import GC_YOUNG_THRESHOLD
 from .progress import CheckProgress, ProgressDisplay, current_display
+from .report.failures import reported
 from .stateful import OperatorMachine, Statistics
 from .strategies.steps import ReplayLog
 from .verdicts import verify
@@ -214,9 +215,9 @@ def _run_checks(
                     run_state_machine_as_test(machine, settings=run_settings)
             except OperatorCheckFailed as failure:
                 if not shrink:
-                    raise
+                    raise reported(failure) from None
                 progress.shrinking = True
-                raise shrunk(machine, failure) from None
+                raise reported(shrunk(machine, failure)) from None
         finally:
             if display is not None:
                 _progressed(progress, stats, None)

@@ -65,12 +65,15 @@ from .driving import (
     DEFAULT_RESTART_DELAY,
     DEFAULT_SETTLE_TIMEOUT,
     caught_up,
+    end_state,
+    mask_object,
     revived,
     settle,
 )
 from .errors import OperatorCheckFailed
 from .judges import livelocked
 from .operator import KopfOperator
+from .report.failures import FailureEvidence
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import Action, Driver, ReplayLog, mixed, perturbations, user_actions
@@ -580,12 +583,15 @@ class OperatorMachine(RuleBasedStateMachine):
             self._apply(action)
         except LivelockError as exc:  # an endless update loop: the loop's clock stood still in the step
             raise livelocked(exc).with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
             ) from None
         self.failed = False
 
     def _apply(self, action: Action) -> None:
-        self.world.trace.step(action.code(), restarts=action.restarts)
+        self.world.trace.step(action.code(), restarts=action.restarts, user=action.user)
         outcome = self._apply_in(self.world, action)
         if action.user and self.baseline is not None:
             self.baseline.trace.step(action.code(), restarts=action.restarts)
@@ -619,7 +625,10 @@ class OperatorMachine(RuleBasedStateMachine):
             raise OperatorCheckFailed(
                 "convergence", f"the operator has exited (exit code {operator.exit_code}): {operator.exception!r}"
             ).with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
             )
 
     def teardown(self) -> None:
@@ -726,6 +735,7 @@ class OperatorMachine(RuleBasedStateMachine):
                 steps=self.steps,
                 trace_tail=baseline.trace.tail(),
                 reproduction=self.reproduction(exc.check, steps=[step for step in self.steps if step.user]),
+                evidence=self.evidence(),
             ) from None
         return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
 
@@ -749,7 +759,25 @@ class OperatorMachine(RuleBasedStateMachine):
                 steps=self.steps,
                 trace_tail=self.world.trace.tail(),
                 reproduction=self.reproduction(exc.check, expected),
+                evidence=self.evidence(),
             ) from None
+
+    def evidence(self) -> FailureEvidence | None:
+        """What a failure's report shows: both worlds' traces and end states as they are now (None if unreadable)."""
+        worlds = [self.world, *([self.baseline] if self.baseline is not None else [])]
+        try:
+            states = [end_state(world.cluster, namespace=self.namespace) for world in worlds]
+        except Exception:  # a world torn apart (e.g. its cluster stopped): the failure goes on without its report
+            return None
+        named = [*self.paths, *(item for item in self.manifests if isinstance(item, str | os.PathLike)), *self.logs]
+        return FailureEvidence(
+            checked=list(self.world.trace.entries),
+            baseline=list(self.baseline.trace.entries) if self.baseline is not None else None,
+            checked_state=states[0],
+            baseline_state=states[1] if len(states) > 1 else None,
+            masking=functools.partial(mask_object, mask=self.mask),
+            named=[os.fspath(path) for path in named if _is_file_name(path)],
+        )
 
     def reproduction(
         self,
@@ -839,6 +867,12 @@ def reproduction(
             ]
         )
     return "\n".join(lines) + "\n"
+
+
+def _is_file_name(item: str | os.PathLike[str]) -> bool:
+    """Whether a manifest is given as a file's path (not as the YAML text itself)."""
+    text = os.fspath(item)
+    return "\n" not in text and not text.lstrip().startswith("{")
 
 
 def _manifest_literal(manifest: Manifests) -> str:

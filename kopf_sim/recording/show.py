@@ -22,7 +22,7 @@ from kopf_sim.recording.replaying import WatchLog, select
 from kopf_sim.timelines.differences import ABSENT, changed_fields, dotted, shown
 from kopf_sim.timelines.model import Item, Lane, Page, Run, Table, Text
 
-__all__ = ["EVENTS_LANE", "log_page"]
+__all__ = ["EVENTS_LANE", "describe_change", "log_page"]
 
 EVENTS_LANE = "k8s Events"
 EVENT_RESOURCES = frozenset({("", "events"), ("events.k8s.io", "events")})
@@ -94,35 +94,44 @@ def _items(events: Iterable[LogEvent]) -> Iterable[Item]:
 
 
 def _change(event: LogEvent, before: JsonDict | None, where: str) -> Item:
-    metadata = meta(event.object)
-    writers = _writers(before, event.object) if event.type != "DELETED" else []
+    label, details = describe_change(event.type, event.object, before, where=where)
+    if event.relisted:
+        label += " (found by a relist after a 410)"
+    kind = event.type.lower() if event.type in ("ADDED", "MODIFIED", "DELETED") else "change"
+    return Item(event.t, _object_lane(event), kind, label, details)
+
+
+def describe_change(event_type: str, obj: JsonDict, before: JsonDict | None, *, where: str = "") -> tuple[str, str]:
+    """An object's change as a timeline shows it: a label (type, rv, writers, fields changed), and its details.
+
+    ``before``: the object's previous version, if known (the fields changed since then are listed, old → new);
+    ``where``: the change's origin (e.g. a log's file and line), first in the details.
+    """
+    metadata = meta(obj)
+    writers = _writers(before, obj) if event_type != "DELETED" else []
     changes = [
         (path, old, new)
-        for path, old, new in changed_fields(before or {}, event.object)
+        for path, old, new in changed_fields(before or {}, obj)
         if path[:2] not in (("metadata", "resourceVersion"), ("metadata", "managedFields"))
     ]
-    label = f"{event.type} rv={metadata.get('resourceVersion')}"
+    label = f"{event_type} rv={metadata.get('resourceVersion')}"
     if writers:
         label += f" by {', '.join(writers)}"
-    if event.type == "MODIFIED":
+    if event_type == "MODIFIED":
         fields = list(dict.fromkeys(dotted(path[:3]) for path, _, _ in changes))
         label += ": " + (", ".join(fields[:FIELDS_IN_LABEL]) if fields else "no field changed")
         if len(fields) > FIELDS_IN_LABEL:
             label += f" (+{len(fields) - FIELDS_IN_LABEL} more)"
-    if event.relisted:
-        label += " (found by a relist after a 410)"
-    lines = [where]
+    lines = [where] if where else []
     if writers:
         lines.append(f"written by: {', '.join(writers)} (their managedFields entries changed)")
-    if event.type == "MODIFIED" and before is not None:
-        lines.append("")
-        lines.append("changed (before → after):")
+    if event_type == "MODIFIED" and before is not None:
+        lines.extend(["", "changed (before → after):"])
         lines.extend(f"  {dotted(path)}: {shown(old)} → {shown(new)}" for path, old, new in changes)
-    elif event.type == "MODIFIED":
-        lines.append("(the object's previous version is not in the log)")
-    lines.extend(["", f"the object as delivered ({event.type}):", _yaml(event.object)])
-    kind = event.type.lower() if event.type in ("ADDED", "MODIFIED", "DELETED") else "change"
-    return Item(event.t, _object_lane(event), kind, label, "\n".join(lines))
+    elif event_type == "MODIFIED":
+        lines.append("(the object's previous version is not known)")
+    lines.extend(["", f"the object ({event_type}):", _yaml(obj)])
+    return label, "\n".join(lines).lstrip("\n")
 
 
 def _k8s_event(event: LogEvent, where: str) -> Item:

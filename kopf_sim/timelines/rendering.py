@@ -119,7 +119,7 @@ def _timeline(runs: Sequence[Run], rows: Sequence[Row], parted: int | None) -> I
         return
     yield '<div class="scroller">'
     lanes_shown = sum(len(run.lanes) for run in runs)
-    width = max(14, min(60, 110 // max(1, lanes_shown)))  # few lanes: room for long labels
+    width = max(8, min(60, 110 // max(1, lanes_shown)))  # few lanes: room for long labels
     yield f'<table class="timeline" data-runs="{len(runs)}" style="--item-width: {width}em">'
     yield "<thead>"
     heads = []

@@ -93,4 +93,3 @@ def _counts(title: str, what: str, counts: collections.Counter[str]) -> Table:
 
 def _number(value: float) -> str:
     return f"{int(value):,}"
-
