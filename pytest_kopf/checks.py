@@ -21,12 +21,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kopf_sim.timelines.rendering import write
+
 from .catalogue import CHECKS, validate_checks
 from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
 from .plugin import GC_YOUNG_THRESHOLD
 from .progress import CheckProgress, ProgressDisplay, current_display
+from .report.coverage import Coverage, coverage_page
 from .report.failures import reported
 from .stateful import OperatorMachine, Statistics
 from .strategies.steps import ReplayLog
@@ -61,6 +64,8 @@ class CheckReport:
     virtual_seconds: float = 0.0
     wall_seconds: float = 0.0
     per_check: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    #: What each check's examples covered: the actions and faults by kind, the handlers reached and their outcomes.
+    coverage: dict[str, Coverage] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
         return (
@@ -68,6 +73,16 @@ class CheckReport:
             f"injected, {self.crashes} crashes, {self.virtual_seconds:.0f} virtual s in "
             f"{self.wall_seconds:.1f} wall s"
         )
+
+    def write_html(self, path: str | os.PathLike[str]) -> None:
+        """Write what the run covered as an HTML page (one self-contained file), e.g. to see what it explored."""
+        page = coverage_page(
+            title=f"What check_operator explored: {', '.join(self.checks)}",
+            summary=str(self),
+            per_check=self.per_check,
+            coverage=self.coverage,
+        )
+        write(page, path)
 
 
 def check_operator(
@@ -189,6 +204,7 @@ def _run_checks(
         )
         stats = Statistics()
         machine.statistics = stats
+        machine.coverage = report.coverage[check] = Coverage()
         progress = CheckProgress(check, budget=max_examples)
         if display is not None:
             machine.progressed = functools.partial(_progressed, progress, stats, display)

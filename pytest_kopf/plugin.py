@@ -35,7 +35,7 @@ from .cleanup import release_objects
 from .clientconfig import RealClientDefaults, routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import KopfCluster, SimKopfCluster
-from .errors import KopfClusterUnreachable, KopfConfigError
+from .errors import KopfClusterUnreachable, KopfConfigError, OperatorCheckFailed
 from .progress import TerminalProgress
 from .realcluster import RealKopfCluster
 from .report import location
@@ -319,6 +319,20 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)
     finally:
         target.test = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """A check that failed in a test of its own (a user's OperatorMachine), not in check_operator: its report too."""
+    report = yield
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, OperatorCheckFailed) and error.evidence is not None and not error.report:
+        from .report.failures import reported
+
+        path = reported(error).report
+        if path:
+            report.sections.append(("kopf report", f"The report of the failed check (open it in a browser): {path}"))
+    return report
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

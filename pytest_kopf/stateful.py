@@ -73,11 +73,12 @@ from .driving import (
 from .errors import OperatorCheckFailed
 from .judges import livelocked
 from .operator import KopfOperator
+from .report.coverage import Coverage
 from .report.failures import FailureEvidence
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import Action, Driver, ReplayLog, mixed, perturbations, user_actions
-from .tracing import Trace
+from .tracing import Log, Trace
 from .verdicts import verify
 
 if TYPE_CHECKING:
@@ -430,6 +431,8 @@ class OperatorMachine(RuleBasedStateMachine):
     #: starting state: ``[ReplayLog("incident.jsonl", until=30)]``); reproductions begin with them.
     initial_steps: ClassVar[Sequence[Action]] = ()
     statistics: ClassVar[Statistics | None] = None
+    #: What the examples covered (the actions and faults by kind, the handlers reached), if counted.
+    coverage: ClassVar[Coverage | None] = None
     #: Called after each step and each example (when :attr:`statistics` has changed): the progress line's feed.
     progressed: ClassVar[Callable[[], None] | None] = None
 
@@ -575,6 +578,8 @@ class OperatorMachine(RuleBasedStateMachine):
     def perform(self, action: Action) -> None:
         """Apply an action to the checked world (and, if it is a user's action, to the baseline)."""
         self.steps.append(action)
+        if self.coverage is not None:
+            self.coverage.add_step(action)
         if self.statistics is not None:
             self.statistics.steps += 1
             self._progressed()
@@ -694,6 +699,9 @@ class OperatorMachine(RuleBasedStateMachine):
             self.statistics.failures += self.failed
             self.statistics.virtual_seconds += self.world.loop.time()
             self._progressed()
+        if self.coverage is not None:
+            messages = [entry.message for entry in self.world.trace.of(Log)]
+            self.coverage.add_example(self.world.cluster.sim.faults.injections, messages)
 
     def _progressed(self) -> None:
         progressed = type(self).progressed

@@ -59,8 +59,11 @@ def coverage_page(
         title="Per check",
         header=["check", "examples", "steps", "faults", "crashes", "failures", "virtual s"],
         rows=[
-            [check, *(_number(stats.get(key, 0)) for key in ("examples", "steps", "faults", "crashes", "failures"))]
-            + [f"{stats.get('virtual_seconds', 0):,.0f}"]
+            [
+                check,
+                *(_number(stats.get(key, 0)) for key in ("examples", "steps", "faults", "crashes", "failures")),
+                f"{stats.get('virtual_seconds', 0):,.0f}",
+            ]
             for check, stats in per_check.items()
         ],
         id="per-check",

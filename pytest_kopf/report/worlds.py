@@ -28,7 +28,7 @@ from kopf_sim.timelines.model import Item, Lane, Run
 from ..tracing import Change, Delivery, Entry, Fault, Log, Note, Request, Response, Step
 from .handlers import handler_line
 
-__all__ = ["USER", "SIMULATOR", "world_run"]
+__all__ = ["SIMULATOR", "USER", "world_run"]
 
 USER = "user"
 SIMULATOR = "simulator"
