@@ -141,23 +141,20 @@ class OperatorCheckFailed(KopfError, AssertionError):
         self, *, steps: Sequence[Any], trace_tail: Sequence[str], reproduction: str, evidence: Any = None
     ) -> OperatorCheckFailed:
         """The same failure, with the steps that led to it, the trace's tail, a reproduction, and its evidence."""
-        return OperatorCheckFailed(
-            self.check,
-            self.details,
-            steps=steps,
-            trace_tail=trace_tail,
-            reproduction=reproduction,
-            evidence=evidence,
+        return self._replaced(
+            steps=steps, trace_tail=trace_tail, reproduction=reproduction, evidence=evidence, report=None
         )
 
     def with_report(self, path: str) -> OperatorCheckFailed:
         """The same failure, naming its report's file."""
-        return OperatorCheckFailed(
-            self.check,
-            self.details,
+        return self._replaced(report=path)
+
+    def _replaced(self, **changes: Any) -> OperatorCheckFailed:
+        context = dict(
             steps=self.steps,
             trace_tail=self.trace_tail,
             reproduction=self.reproduction,
             evidence=self.evidence,
-            report=path,
+            report=self.report,
         )
+        return OperatorCheckFailed(self.check, self.details, **(context | changes))
