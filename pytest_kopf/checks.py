@@ -28,7 +28,6 @@ import asyncio
 import collections
 import dataclasses
 import datetime
-import difflib
 import gc
 import json
 import logging
@@ -37,13 +36,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from kopf_sim.timing.virtualtime import LivelockError
 
 from .cluster import KopfCluster, Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT, end_state, settle, tolerate
 from .errors import KopfLeakError, OperatorCheckFailed
+from .noise import MASKED, NoiseField, described, difference
 from .operator import KopfOperator
 from .plugin import GC_YOUNG_THRESHOLD
 from .strategies.schemas import CustomResource
@@ -105,6 +103,7 @@ async def verify(
     records: Sequence[Any] | None = None,
     requests: Sequence[str] | None = None,
     trace: Sequence[str] | None = None,
+    noise: Iterable[NoiseField] = (),
 ) -> list[dict[str, Any]]:
     """The checks' verdict on a run whose actions are over: raise :class:`OperatorCheckFailed`, or return its end state.
 
@@ -114,7 +113,8 @@ async def verify(
     of the same actions with no faults and no crashes (for the comparing checks). ``records``: the
     operator's log records (by default, all that ``kopf_operator`` has captured); ``requests``: the
     trace's request lines; ``trace``: the run's trace lines (then ``retries`` also checks that handlers
-    retried after a :class:`kopf.TemporaryError` are not called before their delay is over).
+    retried after a :class:`kopf.TemporaryError` are not called before their delay is over). ``noise``: the
+    fields that differ between two correct runs (:func:`pytest_kopf.noise.learn`), masked in every comparison.
     """
     checks = validate_checks(checks)
     customs = [await _custom(kopf_cluster, name) for name in resources]
@@ -132,15 +132,17 @@ async def verify(
         problems.extend(_unexpected(logs, faulted=faulted))
         if problems:
             raise OperatorCheckFailed("convergence", _listed(problems))
+    noise = list(noise)
     state = end_state(kopf_cluster, namespace=namespace, mask=mask)
     if expected is not None:
+        differs = difference(expected, state, noise, labels=("expected (no faults, no crashes)", "actual"))
         for check in checks:
-            if check in COMPARING and state != [dict(obj) for obj in expected]:
+            if check in COMPARING and differs is not None:
                 unsettled = "" if settled else f" (and it has not settled in {settle_timeout} s)"
                 raise OperatorCheckFailed(
                     check,
                     f"the end state differs from that of a run with no faults and "
-                    f"no crashes{unsettled}:\n{_diff([dict(o) for o in expected], state)}",
+                    f"no crashes{unsettled}:\n{differs}{_masked(noise)}",
                 )
     if "retries" in checks and requests is not None:
         hammered = _hammered(requests)
@@ -154,10 +156,11 @@ async def verify(
         await kopf_operator.restart()
         await _settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=settle_timeout, until=handled)
         again = end_state(kopf_cluster, namespace=namespace, mask=mask)
-        if again != state:
+        changed = difference(state, again, noise, labels=("before", "after re-delivering"))
+        if changed is not None:
             raise OperatorCheckFailed(
                 "idempotence",
-                f"re-delivering every object to a fresh operator has changed the end state:\n{_diff(state, again)}",
+                f"re-delivering every object to a fresh operator has changed the end state:\n{changed}{_masked(noise)}",
             )
     if "finalizers" in checks or "daemons" in checks:
         await _delete_all(kopf_cluster, kopf_operator, customs, namespace, quiet=quiet, timeout=settle_timeout)
@@ -477,10 +480,10 @@ def _listed(items: Sequence[str]) -> str:
     return "\n".join(f"  - {item}" for item in items)
 
 
-def _diff(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> str:
-    left = yaml.safe_dump(expected, sort_keys=True).splitlines()
-    right = yaml.safe_dump(actual, sort_keys=True).splitlines()
-    return "\n".join(difflib.unified_diff(left, right, "expected (no faults, no crashes)", "actual", lineterm=""))
+def _masked(noise: Sequence[NoiseField]) -> str:
+    if not noise:
+        return ""
+    return f"\n(masked as {MASKED}, learned as nondeterministic from two fault-free runs: {described(noise)})"
 
 
 # -- check_operator ----------------------------------------------------------------------------------
@@ -498,13 +501,18 @@ class CheckReport:
     virtual_seconds: float = 0.0
     wall_seconds: float = 0.0
     per_check: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    #: Per check, the fields learned as nondeterministic (``Secret obj-0-credentials data.password``), in any of
+    #: its examples: masked in that example's comparisons (see :mod:`pytest_kopf.noise`).
+    noise: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"{', '.join(self.checks)}: {self.examples} examples, {self.steps} steps, {self.faults} faults "
             f"injected, {self.crashes} crashes, {self.virtual_seconds:.0f} virtual s in "
             f"{self.wall_seconds:.1f} wall s"
         )
+        learned = sorted({field for fields in self.noise.values() for field in fields})
+        return f"{text}; learned as nondeterministic: {', '.join(learned)}" if learned else text
 
 
 def check_operator(
@@ -657,7 +665,10 @@ def _run_checks(
             report.faults += stats.faults
             report.crashes += stats.crashes
             report.virtual_seconds += stats.virtual_seconds
-            report.per_check[check] = dataclasses.asdict(stats)
+            report.per_check[check] = {
+                field.name: getattr(stats, field.name) for field in dataclasses.fields(stats) if field.name != "noise"
+            }
+            report.noise[check] = sorted(dict.fromkeys(str(field) for field in sorted(stats.noise)))
             report.wall_seconds = time.perf_counter() - started
 
 

@@ -43,6 +43,7 @@ from kopf._cogs.aiokits import syncwaits
 from kopf._cogs.aiokits.clock import pin_epoch
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.intents.causes import Activity
+from kopf._core.reactor.memories import ResourceMemories
 from kopf._core.reactor.observation import Insights
 from kopf._core.reactor.running import os_signals_var
 from kopf_sim.timing.virtualtime import VirtualTimeLoop, describe_tasks
@@ -248,6 +249,8 @@ class KopfOperator:
         self.registry: kopf.OperatorRegistry | None = None
         self.settings: kopf.OperatorSettings | None = None
         self.memo: Any = None
+        #: What the running operator remembers of its objects (its daemons & timers, its delayed handlers).
+        self.memories: ResourceMemories | None = None
         self._start_kwargs: dict[str, Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop_flag: asyncio.Event | None = None
@@ -383,6 +386,7 @@ class KopfOperator:
         ready_flag = asyncio.Event()
         self._stop_flag = asyncio.Event()
         insights = Insights()
+        self.memories = ResourceMemories()
         context = contextvars.copy_context()
         context.run(_owner.set, self)
         context.run(os_signals_var.set, False)  # Ctrl+C interrupts pytest, not just the operator
@@ -391,6 +395,7 @@ class KopfOperator:
                 registry=self.registry,
                 settings=self.settings,
                 insights=insights,
+                memories=self.memories,
                 namespaces=namespaces,
                 clusterwide=clusterwide or not namespaces,
                 stop_flag=self._stop_flag,
@@ -584,9 +589,13 @@ class KopfOperator:
         if self._stop_flag is not None:
             self._stop_flag.set()
         hung = False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         if not task.done():
             done, _ = await asyncio.wait([task], timeout=timeout)
             hung = not done
+        if not hung:  # as a process's exit waits for its pool's threads: the sync handlers still running
+            await self._handler_threads_done(deadline)
         if self._task is not task:  # crashed while stopping (e.g. a fault after a write): crash() has ended it
             await self._buried()
             return
@@ -603,6 +612,20 @@ class KopfOperator:
         finally:
             self._task = None
             self._tasks.uninstall()
+
+    async def _handler_threads_done(self, deadline: float) -> None:
+        """Wait (until the loop time ``deadline``) for the sync handlers that still run in the executor's threads.
+
+        kopf's stop cancels the tasks that await them, not the threads: a real operator's process, stopped
+        gracefully, exits once its thread pool's threads have finished their jobs. A sync handler that takes its
+        time (a 30 s ``time.sleep()`` in a delete handler) is no leak; one that never returns still is.
+        """
+        executor = self.settings.execution.executor if self.settings is not None else None
+        if not isinstance(executor, LentThreadsExecutor):
+            return
+        loop = asyncio.get_running_loop()
+        while (pending := executor.pending()) and loop.time() < deadline:
+            await asyncio.wait([asyncio.wrap_future(future) for future in pending], timeout=deadline - loop.time())
 
     async def _abandon(self) -> None:
         """Cancel whatever is left of the operator (a few times: some tasks resist), then let it go."""

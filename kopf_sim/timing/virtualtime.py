@@ -72,6 +72,7 @@ import dataclasses
 import datetime
 import functools
 import heapq
+import itertools
 import os
 import selectors
 import sys
@@ -99,6 +100,7 @@ __all__ = [
     "describe_threads",
     "isolated",
     "job_loop",
+    "job_serial",
     "loop_clock",
     "new_virtual_loop",
     "run",
@@ -229,6 +231,7 @@ class _Job:
     bell: _Bell | None = None  # made at its thread's first known wait, closed when its function returns
     pinned: bool = False  # its thread was put on the loop's CPU (at a known wait), or tried to be
     affinity: set[int] | None = None  # its thread's CPUs before it was pinned: put back when its function returns
+    serial: int = 0  # its place among the loop's jobs, in the order of their submission (the same in every run)
 
     @property
     def pending(self) -> bool:
@@ -259,6 +262,16 @@ def job_loop() -> VirtualTimeLoop | None:
     """The virtual-time loop whose executor job the current thread runs (None in other threads)."""
     loop = _marker.loop
     return loop if loop is not None and not loop.is_closed() else None
+
+
+def job_serial() -> int | None:
+    """Which of its loop's executor jobs the current thread runs: its serial (1, 2, ... by submission), or None.
+
+    The loop submits its jobs in the same order in every run of the same code, so the serial names a job
+    the same way in every run, whatever the threads' interleaving (e.g. to give each job its own seed).
+    """
+    job = _marker.job
+    return job.serial if job is not None and _marker.loop is not None else None
 
 
 def _started(jobs: Iterable[_Job]) -> dict[int, int]:
@@ -381,6 +394,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._vt_cpu: int | None = None  # the CPU of the threads that take turns (chosen at the loop's first sleep)
         self._vt_free_cpus: set[int] | None = None  # the loop thread's CPUs before it was pinned (while it is)
         self._vt_jobs: list[_Job] = []
+        self._vt_serials = itertools.count(1)  # the serials of the jobs, in the order of their submission
         self._vt_awaited: set[_Job] = set()  # the busy jobs that the loop waits for (it is woken when none is left)
         self._vt_seq = 0  # counts the waits' starts (their order)
         # The threads due at one moment run one after another (in a fixed order), each woken by the one
@@ -889,7 +903,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if executor is None:
             executor = self._get_default_executor()
         recorder = _RecordingExecutor(executor)
-        job = _Job(_describe_call(func, args), executor, time.perf_counter())
+        job = _Job(_describe_call(func, args), executor, time.perf_counter(), serial=next(self._vt_serials))
         call: Callable[[], _T] = functools.partial(_run_job, self, job, func, *args)
         future = super().run_in_executor(recorder, call)
         if recorder.submitted is not None:
