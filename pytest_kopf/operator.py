@@ -67,6 +67,8 @@ DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 60.0
 #: Real seconds to let the threads of the operator's executor finish after it is shut down.
 THREADS_GRACE = 1.0
+#: Virtual seconds for the sync handlers of a crashed operator to end (at their next wait in virtual time).
+ABANDONED_JOBS_TIMEOUT = 1.0
 #: The exit code of an operator killed by crash() (as of a process killed by SIGKILL).
 CRASH_EXIT_CODE = 137
 #: How many times the tasks of a crashed operator are cancelled (a virtual second apart) before they are left.
@@ -629,7 +631,7 @@ class KopfOperator:
             return
         loop = asyncio.get_running_loop()
         while (pending := executor.pending()) and loop.time() < deadline:
-            await asyncio.wait([asyncio.wrap_future(future) for future in pending], timeout=deadline - loop.time())
+            await _jobs_done(pending, timeout=deadline - loop.time())
 
     async def _abandon(self) -> None:
         """Cancel whatever is left of the operator (a few times: some tasks resist), then let it go."""
@@ -789,6 +791,7 @@ class KopfOperator:
             if self.settings is not None:
                 executor = self.settings.execution.executor
                 if isinstance(executor, LentThreadsExecutor):
+                    await _abandon_jobs(executor)
                     executor.finish(THREADS_GRACE)
                     self.settings.execution.executor = LentThreadsExecutor(executor._max_workers)
         finally:
@@ -816,6 +819,34 @@ class KopfOperator:
     def _log_tail(self, lines: int = 30) -> str:
         tail = self.logs.splitlines()[-lines:]
         return "The operator's last log lines:\n" + "\n".join(f"  {line}" for line in tail) if tail else ""
+
+
+async def _abandon_jobs(executor: LentThreadsExecutor) -> None:
+    """The sync handlers of a killed process go no further: their threads' waits in virtual time end them.
+
+    They end at once (the loop wakes them now), unless they compute: then as soon as they wait or return.
+    """
+    loop = asyncio.get_running_loop()
+    if not isinstance(loop, VirtualTimeLoop):
+        return
+    executor.shutdown(wait=False, cancel_futures=True)  # the jobs not started yet never start
+    loop.abandon_jobs_in(executor.running_threads())
+    pending = executor.pending()
+    if pending:
+        await _jobs_done(pending, timeout=ABANDONED_JOBS_TIMEOUT)
+
+
+async def _jobs_done(jobs: Sequence[concurrent.futures.Future[Any]], *, timeout: float) -> None:
+    """Wait for the executor's jobs to end (in the loop's time); their outcomes are nobody's business here."""
+    awaited = [asyncio.wrap_future(job) for job in jobs]
+    for future in awaited:  # retrieved whenever they end: kopf has cancelled its own waits for them already
+        future.add_done_callback(_retrieved)
+    await asyncio.wait(awaited, timeout=timeout)
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _fresh_settings(reuse_threads: bool) -> kopf.OperatorSettings:

@@ -90,6 +90,7 @@ __all__ = [
     "DEFAULT_EPOCH",
     "TICKS_PER_SECOND",
     "DeadlockError",
+    "JobAbandoned",
     "LivelockError",
     "RealIOError",
     "TimeLimitError",
@@ -155,6 +156,13 @@ class LivelockError(VirtualTimeError):
     def __init__(self, message: str, *, loop_time: float) -> None:
         super().__init__(message)
         self.loop_time = loop_time
+
+
+class JobAbandoned(BaseException):
+    """Raised in an abandoned executor job's thread at its waits in virtual time: its process is gone.
+
+    A :class:`BaseException`, as :class:`SystemExit`: the job's code does not catch it by ``except Exception``.
+    """
 
 
 class RealIOError(VirtualTimeError):
@@ -232,6 +240,7 @@ class _Job:
     pinned: bool = False  # its thread was put on the loop's CPU (at a known wait), or tried to be
     affinity: set[int] | None = None  # its thread's CPUs before it was pinned: put back when its function returns
     serial: int = 0  # its place among the loop's jobs, in the order of their submission (the same in every run)
+    abandoned: bool = False  # its waits in virtual time raise JobAbandoned (see VirtualTimeLoop.abandon_jobs_in)
 
     @property
     def pending(self) -> bool:
@@ -923,6 +932,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         job = _marker.job
         if _marker.loop is not self or job is None:
             raise RuntimeError("wait_in_thread() is only for the threads that run this loop's executor jobs.")
+        if job.abandoned:
+            raise JobAbandoned(f"The job {job.description} is abandoned: it waits no more.")
         if timeout is None and until is None:
             raise ValueError("wait_in_thread() needs a timeout, a condition, or both (or it would never end).")
         if until is not None and until():
@@ -966,10 +977,27 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         elif ring_loop:
             super()._write_to_self()  # type: ignore[misc]
         bell.wait()
+        if job.abandoned:
+            raise JobAbandoned(f"The job {job.description} is abandoned: it waits no more.")
         if wait.orphaned:
             remaining = None if wait.deadline is None else max(0, wait.deadline - self._vt_ticks) / TICKS_PER_SECOND
             return _wait_in_real_time(remaining, until)
         return until() if until is not None else False
+
+    def abandon_jobs_in(self, threads: Iterable[threading.Thread]) -> None:
+        """Abandon the jobs that these threads run (as when their process is killed): they wake up now.
+
+        Each of them raises :class:`JobAbandoned` in its thread from its current (or next) wait in virtual time
+        (``time.sleep()``, a sync wait for a flag), so its code goes no further than its ``finally`` clauses.
+        A job that computes goes on until it waits (or returns).
+        """
+        idents = {thread.ident for thread in threads}
+        with self._vt_lock:
+            for job in self._vt_jobs:
+                if job.thread_id in idents and not job.finished:
+                    job.abandoned = True
+                    if job.waiting is not None:
+                        job.waiting.deadline = self._vt_clock.ticks  # due now: woken as any wait that is due
 
     def block(self, seconds: float) -> None:
         """The loop's own thread is blocked for ``seconds`` (e.g. a blocking sleep in async code): the clock moves on.

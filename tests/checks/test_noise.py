@@ -266,6 +266,27 @@ def test_a_graceful_stop_waits_for_a_sync_handler_still_running_instead_of_repor
         world.close()
 
 
+async def _crash(world: World) -> None:
+    await world.operator.crash()
+
+
+def test_a_crash_abandons_a_sync_handler_still_running_as_a_killed_process_would() -> None:
+    world = World(OperatorSpec(paths=(str(GALLERY / "slow_delete_ok.py"),), manifests=(CRD,)))
+    try:
+        world.run(world.cluster.create(gadget("obj-0")))
+        world.run(world.settle())
+        world.run(world.cluster.delete(RESOURCE, "obj-0"))
+        world.run(world.cluster.sim.advance(10))  # the delete handler sleeps its 30 s in a thread
+        world.run(_crash(world))  # its thread wakes up now and goes no further
+        world.run(world.operator.restart())
+        assert world.run(world.settle())
+        assert world.run(world.cluster.list(RESOURCE)) == []
+        released = [record.created for record in world.trace.records if "Released obj-0." in record.getMessage()]
+        assert len(released) == 1  # by the fresh operator's handler only
+    finally:
+        world.close()
+
+
 # -- in the checks -------------------------------------------------------------------------------------
 
 
