@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kopf_sim.timelines.model import Code, Differences, Page, Run, Section, Text
@@ -20,7 +20,7 @@ from kopf_sim.timelines.rendering import write
 from ..errors import OperatorCheckFailed
 from ..tracing import Entry
 from .location import PathScrubber, report_path
-from .states import state_differences
+from .states import Masking, state_differences
 from .worlds import world_run
 
 __all__ = ["CHECKED", "FAULT_FREE", "FailureEvidence", "failure_page", "reported"]
@@ -37,15 +37,18 @@ class FailureEvidence:
     user actions, no faults, no crashes; None where the check has none). ``checked_state``/``baseline_state``:
     their end states with only the always-volatile fields masked; ``masking``: what the check's comparison
     masked on top (the user's ``mask=``, the learned noise), to grey those differences out. ``named``: the
-    files the user named (their paths stay in the report; no other path of the machine does).
+    files the user named (their paths stay in the report; no other path of the machine does). ``noise``: the
+    fields learned as nondeterministic, described.
     """
 
     checked: Sequence[Entry]
     baseline: Sequence[Entry] | None = None
     checked_state: Sequence[dict[str, Any]] | None = None
     baseline_state: Sequence[dict[str, Any]] | None = None
-    masking: Callable[[dict[str, Any]], dict[str, Any]] = dict
+    masking: Masking = dict
     named: Sequence[str] = ()
+    #: The fields learned as noise in this example (as the failure's message names them).
+    noise: str = ""
 
 
 def reported(failure: OperatorCheckFailed) -> OperatorCheckFailed:
@@ -100,7 +103,8 @@ def failure_page(failure: OperatorCheckFailed) -> Page:
                     "as differing between two fault-free runs), which the check did not count."
                     if rows
                     else "The end states do not differ."
-                ),
+                )
+                + (f" Learned as nondeterministic: {evidence.noise}." if evidence.noise else ""),
             )
         )
     if failure.reproduction:

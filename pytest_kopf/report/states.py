@@ -15,9 +15,24 @@ from typing import Any
 from kopf_sim.timelines.differences import changed_fields, dotted, shown
 from kopf_sim.timelines.model import DifferenceRow
 
-__all__ = ["state_differences"]
+from ..driving import mask_object
+from ..noise import NoiseField, mask_state
 
-Masking = Callable[[dict[str, Any]], dict[str, Any]]
+__all__ = ["Masking", "comparison_masking", "state_differences"]
+
+#: What a comparison makes of an object before comparing it (None: the whole object is noise, left out).
+Masking = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def comparison_masking(mask: Sequence[str] = (), noise: Iterable[NoiseField] = ()) -> Masking:
+    """The masking of the comparing checks: the user's ``mask=``, then the noise learned (Secrets decoded)."""
+    fields = list(noise)
+
+    def masking(obj: dict[str, Any]) -> dict[str, Any] | None:
+        masked = mask_state([mask_object(obj, mask)], fields)
+        return masked[0] if masked else None
+
+    return masking
 
 
 def state_differences(
@@ -32,7 +47,11 @@ def state_differences(
         if old is None or new is None:
             rows.append(DifferenceRow(where, "(the object)", _presence(old), _presence(new)))
             continue
-        counted = {path for path, _, _ in changed_fields(masking(old), masking(new))}
+        left_masked, right_masked = masking(old), masking(new)
+        if left_masked is None or right_masked is None:  # the object is noise (there in one fault-free run only)
+            counted: set[tuple[Any, ...]] = set()
+        else:
+            counted = {path for path, _, _ in changed_fields(left_masked, right_masked)}
         for path, a, b in changed_fields(old, new):
             rows.append(DifferenceRow(where, dotted(path), shown(a), shown(b), noise=path not in counted))
     return rows

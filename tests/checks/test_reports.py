@@ -231,3 +231,46 @@ def test_a_passing_run_writes_what_it_explored_on_demand(tmp_path: Path) -> None
     assert "Handler 'create_fn'" in handlers.text()
     actions = root.find("section", id="convergence-the-users-actions").text()
     assert all(kind in actions for kind in report.coverage["convergence"].actions)
+
+
+NOISY_AND_BUGGY = '''
+"""The time of its handling in the status (noise: two correct runs differ), a child with a generated name (the bug)."""
+
+import datetime
+
+import kopf
+from kopf._cogs.clients import api
+
+SETTINGS = kopf.OperatorSettings()
+
+
+@kopf.on.create("gadgets")
+async def create_fn(name, namespace, body, **_):
+    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": f"{name}-"}, "data": {}}
+    kopf.append_owner_reference(child, owner=body)
+    await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
+    return {"at": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+'''
+
+
+def test_the_learned_noise_is_greyed_and_the_bug_is_not(tmp_path: Path) -> None:
+    operator = tmp_path / "noisy_and_buggy.py"
+    operator.write_text(NOISY_AND_BUGGY, encoding="utf-8")
+    machine = OperatorMachine.configured(
+        "NoisyAndBuggy",
+        paths=[operator],
+        manifests=[CRD],
+        resources=[RESOURCE],
+        checks=["crash-restart"],
+        names=["obj-0"],
+        settle_timeout=300,
+    )
+    with pytest.raises(OperatorCheckFailed) as info:
+        machine.replay([CrashAfterWrites(1), Create(gadget(size=1))])  # after the child: handled again 1 s later
+    failure = reported(info.value)
+    root = checked_report(failure, named=[operator, CRD])
+    rows = root.by_id("end-states").find("tbody").find_all("tr")
+    shown = {(row.find_all("td")[0].text(), row.find("td", cls="path").text()): row.attrs["class"] for row in rows}
+    assert shown[("Gadget default/obj-0", "status.create_fn.at")] == "noise"  # a later time, after the crash
+    assert shown[("ConfigMap default/obj-0-* (#2)", "(the object)")] == "differs"
+    assert "Learned as nondeterministic: Gadget obj-0 status.create_fn.at" in root.by_id("end-states").text()
