@@ -24,6 +24,7 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiException
 
+from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.http.app import build_app
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.transports.serving import ServedApp
@@ -33,20 +34,30 @@ T = TypeVar("T")
 
 
 class ServerThread:
-    """A simulated cluster served on 127.0.0.1 from an event loop in a background thread."""
+    """A simulated cluster served on 127.0.0.1 from an event loop in a background thread.
 
-    def __init__(self, *, tls: bool = True, token: str | None = TOKEN) -> None:
+    With ``controllers``, the built-in controllers run in that loop too (in real time).
+    """
+
+    def __init__(
+        self, *, tls: bool = True, token: str | None = TOKEN, controllers: ControllerSettings | None = None
+    ) -> None:
         self.cluster = Cluster()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="kopf-sim-served", daemon=True)
         self.served = ServedApp(build_app(self.cluster), host="127.0.0.1", tls=tls, token=token)
+        self.controllers = None if controllers is None else ControllerManager(self.cluster, controllers)
 
     def start(self) -> None:
         self.thread.start()
         asyncio.run_coroutine_threadsafe(self.served.start(), self.loop).result(timeout=30)
+        if self.controllers is not None:
+            self.call(self.controllers.start)
 
     def stop(self) -> None:
         try:
+            if self.controllers is not None:
+                asyncio.run_coroutine_threadsafe(self.controllers.stop(), self.loop).result(timeout=30)
             asyncio.run_coroutine_threadsafe(self.served.stop(), self.loop).result(timeout=30)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
