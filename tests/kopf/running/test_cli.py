@@ -219,8 +219,13 @@ def test_modules_are_imported(
 
 
 @pytest.fixture
-def import_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The import path as it was, restored after the test; the names in the list are dropped from sys.modules."""
+def import_state(
+    calls: list[dict[str, Any]], configured: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[list[str]]:
+    """The import path as it was, restored after the test; the names in the list are dropped from sys.modules.
+
+    The operator does not run (``calls``) and the logging stays as it is (``configured``).
+    """
     monkeypatch.setattr(sys, "path", list(sys.path))
     imported: list[str] = []
     yield imported
@@ -245,8 +250,6 @@ def operator_with_a_sibling(directory: pathlib.Path, sibling: str) -> pathlib.Pa
 
 @pytest.mark.parametrize("sim", [False, True], ids=["cluster", "sim"])
 def test_files_import_their_sibling_modules_from_any_directory(
-    calls: list[dict[str, Any]],
-    configured: list[dict[str, Any]],
     tmp_path: pathlib.Path,
     monkeypatch: pytest.MonkeyPatch,
     import_state: list[str],
@@ -267,8 +270,6 @@ def test_files_import_their_sibling_modules_from_any_directory(
 
 
 def test_a_file_directory_already_on_the_path_is_not_added_twice(
-    calls: list[dict[str, Any]],
-    configured: list[dict[str, Any]],
     tmp_path: pathlib.Path,
     import_state: list[str],
 ) -> None:
@@ -280,8 +281,6 @@ def test_a_file_directory_already_on_the_path_is_not_added_twice(
 
 
 def test_modules_in_packages_of_the_current_directory_are_imported(
-    calls: list[dict[str, Any]],
-    configured: list[dict[str, Any]],
     tmp_path: pathlib.Path,
     monkeypatch: pytest.MonkeyPatch,
     import_state: list[str],
