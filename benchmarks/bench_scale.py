@@ -1,17 +1,18 @@
 """The served simulator at scale: loading, memory, paginated lists and watches over N ConfigMaps.
 
-Run: ``python benchmarks/bench_scale.py [--objects 100000] [--repeats 3] [--kubectl]``.
+Run: ``python benchmarks/bench_scale.py [--objects 100000] [--repeats 3] [--starts N] [--kubectl]``.
 
 A manifest of N small ConfigMaps (~260 bytes of JSON each, as ``---``-separated JSON documents; two labels,
-``group`` taking 100 values) is loaded by ``kopf-sim serve --controllers none --load`` in a subprocess, R times;
-an empty simulator is started R times too. This process (aiohttp, over loopback) then measures, each R times:
+``group`` taking 100 values) is loaded by ``kopf-sim serve --controllers none --load`` in a subprocess, R times
+(or ``--starts`` times); an empty simulator is started R times too. This process (aiohttp, over loopback) then
+measures, each R times, the seconds until it has the answer, and the server's CPU time per run:
 
-* ready: seconds from starting the server until it serves (it prints its URL after loading);
+* ready: seconds from starting the server until it serves (it prints its URL after loading), and its CPU;
 * RSS: the server's resident memory when ready, minus the empty simulator's, per object;
-* a first page (``?limit=500``) and a continued page (from the middle of the list), client-side seconds;
-* the full paginated walk (``limit=500`` pages until no ``continue``), and the server's CPU seconds for it;
-* a full list without ``limit``; a label-selected list (``group=g7``: 1% of the objects);
-* a watch from ``resourceVersion=0``: seconds until its first event arrives, and until all N have;
+* a first page (``?limit=500``) and a continued page (from the middle of the list);
+* the full paginated walk (``limit=500`` pages until no ``continue``);
+* a full list without ``limit`` (its bytes, not parsed); a label-selected list (``group=g7``: 1% of the objects);
+* a watch from ``resourceVersion=0``: until its first event arrives, and until all N have;
 * with ``--kubectl``: ``kubectl get configmaps`` (its pages of 500, as Tables), once.
 
 Figures are medians of the R runs, all in the same run of this script (the machine is shared and noisy).
@@ -95,12 +96,6 @@ class Server:
         self.process.wait(timeout=60)
 
 
-async def timed(fn: Callable[[], Awaitable[object]]) -> float:
-    started = time.perf_counter()
-    await fn()
-    return time.perf_counter() - started
-
-
 async def fetch(session: aiohttp.ClientSession, params: dict[str, str]) -> dict[str, object]:
     async with session.get(URL, params=params) as response:
         body = await response.read()
@@ -109,6 +104,11 @@ async def fetch(session: aiohttp.ClientSession, params: dict[str, str]) -> dict[
     data = json.loads(body)
     assert isinstance(data, dict)
     return data
+
+
+async def fetch_bytes(session: aiohttp.ClientSession) -> int:
+    async with session.get(URL) as response:
+        return len(await response.read())
 
 
 async def walk(session: aiohttp.ClientSession) -> tuple[int, int, list[str]]:
@@ -133,20 +133,18 @@ async def walk(session: aiohttp.ClientSession) -> tuple[int, int, list[str]]:
     return count, pages, tokens
 
 
-async def watch_from_zero(session: aiohttp.ClientSession, objects: int) -> tuple[float, float]:
-    """Seconds until the first event of a watch from ``resourceVersion=0``, and until all ``objects`` have come."""
+async def watch_from_zero(session: aiohttp.ClientSession, objects: int, firsts: list[float]) -> None:
+    """A watch from ``resourceVersion=0`` until all ``objects`` came; the seconds to its first event: to ``firsts``."""
     started = time.perf_counter()
-    first = 0.0
     seen = 0
     params = {"watch": "true", "resourceVersion": "0", "timeoutSeconds": "600"}
     async with session.get(URL, params=params, timeout=aiohttp.ClientTimeout(total=None)) as response:
         async for _ in response.content:
             seen += 1
             if seen == 1:
-                first = time.perf_counter() - started
+                firsts.append(time.perf_counter() - started)
             if seen >= objects:
                 break
-    return first, time.perf_counter() - started
 
 
 def median(values: list[float]) -> float:
@@ -170,47 +168,55 @@ def kubectl_get(server: Server) -> None:
     print(f"kubectl get configmaps: {lines} rows in {time.perf_counter() - started:.2f} s")
 
 
+async def measure(server: Server, label: str, repeats: int, fn: Callable[[], Awaitable[object]]) -> list[float]:
+    """Run it ``repeats`` times: print the median seconds (client-side) and the server's CPU per run."""
+    walls: list[float] = []
+    cpu = server.cpu()
+    for _ in range(repeats):
+        started = time.perf_counter()
+        await fn()
+        walls.append(time.perf_counter() - started)
+    per_run = (server.cpu() - cpu) / repeats
+    runs = ", ".join(ms(t) for t in walls)
+    print(f"{label}: {ms(median(walls))}, server CPU {ms(per_run)} per run  (runs: {runs})")
+    return walls
+
+
 async def measure_reads(server: Server, objects: int, repeats: int) -> None:
     timeout = aiohttp.ClientTimeout(total=600)
     async with aiohttp.ClientSession(server.url, timeout=timeout) as session:
-        first_pages = [await timed(lambda: fetch(session, {"limit": str(PAGE)})) for _ in range(repeats)]
-        walks: list[float] = []
-        cpus: list[float] = []
-        tokens: list[str] = []
-        pages = 0
-        for _ in range(repeats):
-            cpu = server.cpu()
-            started = time.perf_counter()
-            count, pages, tokens = await walk(session)
-            walks.append(time.perf_counter() - started)
-            cpus.append(server.cpu() - cpu)
-            assert count == objects, f"the walk found {count} objects, not {objects}"
-        middle = tokens[len(tokens) // 2] if tokens else ""
-        params = {"limit": str(PAGE), "continue": middle}
-        continued = [await timed(lambda: fetch(session, params)) for _ in range(repeats)]
+        await measure(server, f"a first page of {PAGE}", repeats, lambda: fetch(session, {"limit": str(PAGE)}))
+        found = await walk(session)  # untimed: the objects are all there, each once
+        assert found[0] == objects, f"the walk found {found[0]} objects, not {objects}"
+        pages, tokens = found[1], found[2]
+        continued = {"limit": str(PAGE), "continue": tokens[len(tokens) // 2] if tokens else ""}
+        await measure(server, f"a continued page of {PAGE}", repeats, lambda: fetch(session, continued))
+        many = max(repeats, 20)  # the server's CPU per page, over enough of them for the clock's 10 ms ticks
+        await measure(server, f"{many} continued pages of {PAGE}", many, lambda: fetch(session, continued))
+        await measure(server, f"the paginated walk ({pages} pages)", repeats, lambda: walk(session))
         selected = {"labelSelector": f"group=g{7 % GROUPS}"}
-        selections = [await timed(lambda: fetch(session, selected)) for _ in range(repeats)]
-        full = [await timed(lambda: fetch(session, {})) for _ in range(repeats)]
-        watches = [await watch_from_zero(session, objects) for _ in range(repeats)]
-    print(f"a first page of {PAGE}: {ms(median(first_pages))}  (runs: {', '.join(ms(t) for t in first_pages)})")
-    print(f"a continued page of {PAGE}: {ms(median(continued))}  (runs: {', '.join(ms(t) for t in continued)})")
-    print(
-        f"the paginated walk ({pages} pages): {median(walks):.2f} s, server CPU {median(cpus):.2f} s "
-        f"({ms(median(cpus) / max(pages, 1))} per page)"
-    )
-    print(f"a label-selected list ({objects // GROUPS} objects): {ms(median(selections))}")
-    print(f"a full list without limit: {median(full):.2f} s")
-    print(
-        f"a watch from resourceVersion=0: first event after {ms(median([w[0] for w in watches]))}, "
-        f"all {objects} after {median([w[1] for w in watches]):.2f} s"
-    )
-    print(f"server RSS after the reads: {server.rss_mb():.0f} MB (peak {server.rss_mb('VmHWM'):.0f} MB)")
+        await measure(
+            server, f"a label-selected list ({objects // GROUPS} objects)", repeats, lambda: fetch(session, selected)
+        )
+        await measure(server, "a full list without limit (read, not parsed)", repeats, lambda: fetch_bytes(session))
+        firsts: list[float] = []
+        await measure(
+            server,
+            f"a watch from resourceVersion=0 until all {objects} objects",
+            repeats,
+            lambda: watch_from_zero(session, objects, firsts),
+        )
+        print(
+            f"a watch from resourceVersion=0: its first event after {ms(median(firsts))}  "
+            f"(runs: {', '.join(ms(t) for t in firsts)})"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--starts", type=int, default=None, help="how many loaded starts (default: --repeats)")
     parser.add_argument("--kubectl", action="store_true", help="also time `kubectl get configmaps` (once)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -228,12 +234,13 @@ def main() -> None:
         readies: list[float] = []
         ready_cpus: list[float] = []
         loaded_rss: list[float] = []
-        for attempt in range(args.repeats):
+        starts = args.starts or args.repeats
+        for attempt in range(starts):
             server = Server(tmp, manifest)
             readies.append(server.ready)
             ready_cpus.append(server.ready_cpu)
             loaded_rss.append(server.rss_mb())
-            if attempt < args.repeats - 1:
+            if attempt < starts - 1:
                 server.stop()
         empty, loaded = median(empty_rss), median(loaded_rss)
         print(

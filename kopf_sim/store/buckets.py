@@ -2,7 +2,8 @@
 
 Keys stay sorted as objects come and go, so a page of a list is a read from a key (no sort of the
 whole resource per request), a namespace is a range, and the count of what follows a key is two
-bisections. Labels are indexed by key and value, so a list selected by a label reads its matches only.
+bisections. Labels are indexed by key and value, so a list selected by a label reads its matches only:
+the index of a resource is made by its first selected list (most resources never have one), then kept.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Bucket:
 
     def __init__(self) -> None:
         self._items: SortedDict[ObjectKey, Stored] = SortedDict()
-        self._labels: dict[str, dict[str, set[ObjectKey]]] = {}  # label key -> value -> object keys
+        self._labels: dict[str, dict[str, set[ObjectKey]]] | None = None  # label key -> value -> object keys
 
     def __len__(self) -> int:
         return len(self._items)
@@ -45,17 +46,27 @@ class Bucket:
 
     def put(self, key: ObjectKey, stored: Stored, previous: Stored | None) -> None:
         """Store a new state of the object (``previous``: its current one, if any)."""
-        old_labels = _labels_of(previous) if previous is not None else {}
-        new_labels = _labels_of(stored)
         self._items[key] = stored
-        if old_labels != new_labels:
-            self._unindex(key, old_labels)
-            self._index(key, new_labels)
+        if self._labels is not None:
+            old_labels = _labels_of(previous) if previous is not None else {}
+            new_labels = _labels_of(stored)
+            if old_labels != new_labels:
+                self._unindex(key, old_labels)
+                self._index(key, new_labels)
 
     def pop(self, key: ObjectKey) -> Stored:
         stored = self._items.pop(key)
-        self._unindex(key, _labels_of(stored))
+        if self._labels is not None:
+            self._unindex(key, _labels_of(stored))
         return stored
+
+    def items(
+        self, namespace: str | None = None, *, after: ObjectKey | None = None
+    ) -> Iterator[tuple[ObjectKey, Stored]]:
+        """The objects in key order: of a namespace (or all), after a key (or from the first)."""
+        items = self._items
+        for key in self.keys(namespace, after=after):
+            yield key, items[key]
 
     def keys(self, namespace: str | None = None, *, after: ObjectKey | None = None) -> Iterator[ObjectKey]:
         """The keys in order: of a namespace (or all), after a key (or from the first)."""
@@ -82,6 +93,10 @@ class Bucket:
         indexed = [req for req in selector.requirements if req.operator in INDEXED_OPERATORS]
         if not indexed:
             return None
+        if self._labels is None:
+            self._labels = {}
+            for key, stored in self._items.items():
+                self._index(key, _labels_of(stored))
         found: set[ObjectKey] | None = None
         for req in sorted(indexed, key=self._estimate):
             keys = self._matching(req)
@@ -92,22 +107,26 @@ class Bucket:
         return found, len(indexed) == len(selector.requirements)
 
     def _matching(self, req: Requirement) -> set[ObjectKey]:
+        assert self._labels is not None
         values = self._labels.get(req.key, {})
         if req.operator == "exists":
             return set().union(*values.values())
         return set().union(*(values.get(value, ()) for value in req.values))
 
     def _estimate(self, req: Requirement) -> int:
+        assert self._labels is not None
         values = self._labels.get(req.key, {})
         if req.operator == "exists":
             return sum(len(keys) for keys in values.values())
         return sum(len(values.get(value, ())) for value in req.values)
 
     def _index(self, key: ObjectKey, labels: Mapping[str, str]) -> None:
+        assert self._labels is not None
         for name, value in labels.items():
             self._labels.setdefault(name, {}).setdefault(value, set()).add(key)
 
     def _unindex(self, key: ObjectKey, labels: Mapping[str, str]) -> None:
+        assert self._labels is not None
         for name, value in labels.items():
             values = self._labels.get(name)
             keys = values.get(value) if values is not None else None

@@ -58,13 +58,14 @@ class Snapshot:
 
         Read it to its end before the store changes (or read again from the last key).
         """
+        if not self._then:  # nothing changed since: the current objects as they are
+            yield from self.bucket.items(namespace, after=after)
+            return
         current = self.bucket.keys(namespace, after=after)
-        keys: Iterable[ObjectKey] = current
-        if self._then:
-            low, high = namespace_range(namespace)
-            start = low if after is None or (low is not None and after < low) else after
-            changed = self._changed.irange(start, high, inclusive=(start is low, False))
-            keys = (key for key, _ in itertools.groupby(heapq.merge(current, changed)))
+        low, high = namespace_range(namespace)
+        start = low if after is None or (low is not None and after < low) else after
+        changed = self._changed.irange(start, high, inclusive=(start is low, False))
+        keys = (key for key, _ in itertools.groupby(heapq.merge(current, changed)))
         for key in keys:
             stored = self.get(key)
             if stored is not None:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import collections
 import json
+import sys
 
 from kopf_sim.kube.objects import JsonDict, compact_json
 
 #: How many decoded objects a cluster keeps beyond their bytes (the rest are decoded again when read).
 HOT_OBJECTS = 10_000
+_OWN_REFERENCES = 3  # of a stored dict while cool() looks at it: the slot, the local name, getrefcount's argument
 
 
 class HotObjects:
@@ -30,7 +32,9 @@ class HotObjects:
         queue = self._queue
         queue.append(stored)
         if len(queue) > self.capacity:
-            queue.popleft().cool()
+            oldest = queue.popleft()
+            if not oldest.cool():
+                queue.append(oldest)  # in use: it stays decoded, and its turn comes again later
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -69,9 +73,18 @@ class Stored:
             raw = self._raw = compact_json(self._obj).encode()
         return raw
 
-    def cool(self) -> None:
-        """Keep only the bytes (the dict is gone once its last reader lets it go)."""
-        if self._obj is not None:
-            if self._raw is None:
-                self._raw = compact_json(self._obj).encode()
-            self._obj = None
+    def cool(self) -> bool:
+        """Keep only the bytes, unless someone holds the dict now (then it stays, and stays the same object).
+
+        Readers may compare what they read with what is stored by identity (``peek(...) is old``, e.g. across
+        the awaits of admission webhooks): a state in use is therefore never decoded into a second dict.
+        """
+        obj = self._obj
+        if obj is None:
+            return True
+        if sys.getrefcount(obj) > _OWN_REFERENCES:
+            return False
+        if self._raw is None:
+            self._raw = compact_json(obj).encode()
+        self._obj = None
+        return True
