@@ -12,15 +12,18 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime
+import functools
 import pathlib
 import secrets
 from collections.abc import Callable
 from typing import IO, Any, TypedDict, Unpack
 
 import aiohttp
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from kopf._cogs.structs import diffs
-from kopf_sim.admission.webhooks import AdmissionControl
+from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.http import faults as sim_faults
 from kopf_sim.http.app import ADMISSION_KEY, build_app
@@ -67,13 +70,16 @@ class SimControls:
         self.faults = sim_faults.FaultInjector(seed)
         #: The simulated apiserver's application (the test's own requests go straight into it).
         self.app = build_app(self.store)
+        #: Middlewares that see the operator's requests before anything else (e.g. a trace's), added at any time.
+        self.taps: list[Middleware] = []
+        self.app.middlewares.insert(0, self._tapped)
         sim_faults.install(self.app, self.faults)
         #: The admission control of the simulated apiserver (to serve webhook URLs in-process).
         self.admission: AdmissionControl = self.app[ADMISSION_KEY]
         #: The in-memory server of the simulated apiserver (the operator's requests go there).
         self.server = InMemoryServer(self.app, access_log=None)  # no access log lines from the simulator
         #: The built-in controllers (switches, timings, pods' fates: ``controllers.fate(...)``).
-        self.controllers = ControllerManager(self.store, options.get("controllers"), admission=self.admission)
+        self.controllers = ControllerManager(self.store, options.get("controllers"))
         self._record_path = options.get("record_path")
         self._record_stream: IO[str] | None = None
         self._served: ServedApp | None = None
@@ -83,6 +89,13 @@ class SimControls:
         if isinstance(loop, VirtualTimeLoop):
             self.guard = InstantGuard(loop)
             self.store.observers.append(self.guard.observe)
+
+    @web.middleware
+    async def _tapped(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """The request through the taps (the first one outermost), then the app's own middlewares."""
+        for tap in reversed(self.taps):
+            handler = functools.partial(tap, handler=handler)
+        return await handler(request)
 
     # -- the controls -----------------------------------------------------------------------------
 
