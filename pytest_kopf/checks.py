@@ -13,6 +13,7 @@ compare, their judges); ``docs/checks.md`` tells what each one means.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import logging
 import os
@@ -20,12 +21,17 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kopf_sim.timelines.rendering import write
+
 from .catalogue import CHECKS, validate_checks
 from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
 from .plans import PlanFigures
 from .plugin import GC_YOUNG_THRESHOLD
+from .progress import CheckProgress, ProgressDisplay, current_display
+from .report.coverage import Coverage, coverage_page
+from .report.failures import reported
 from .stateful import OperatorMachine, Statistics
 from .strategies.steps import ReplayLog
 from .verdicts import verify
@@ -59,6 +65,11 @@ class CheckReport:
     virtual_seconds: float = 0.0
     wall_seconds: float = 0.0
     per_check: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: Per check, the fields learned as nondeterministic (``Secret obj-0-credentials data.password``), in any of
+    #: its examples: masked in that example's comparisons (see :mod:`pytest_kopf.noise`).
+    noise: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    #: What each check's examples covered: the actions and faults by kind, the handlers reached and their outcomes.
+    coverage: dict[str, Coverage] = dataclasses.field(default_factory=dict)
     #: The fault plans of each check that has them: derived, pruned, run, faults, virtual & wall seconds.
     plans: dict[str, PlanFigures] = dataclasses.field(default_factory=dict)
     #: The examples run when the first failure was found (before its shrinking); None if none was.
@@ -76,7 +87,20 @@ class CheckReport:
             f"{figures.virtual_seconds:.0f} virtual s in {figures.wall_seconds:.1f} wall s"
             for check, figures in self.plans.items()
         )
+        learned = sorted({field for fields in self.noise.values() for field in fields})
+        if learned:
+            lines[0] += f"; learned as nondeterministic: {', '.join(learned)}"
         return "\n".join(lines)
+
+    def write_html(self, path: str | os.PathLike[str]) -> None:
+        """Write what the run covered as an HTML page (one self-contained file), e.g. to see what it explored."""
+        page = coverage_page(
+            title=f"What check_operator explored: {', '.join(self.checks)}",
+            summary=str(self),
+            per_check=self.per_check,
+            coverage=self.coverage,
+        )
+        write(page, path)
 
 
 def check_operator(
@@ -201,6 +225,7 @@ def _run_checks(
 
     base = settings if settings is not None else hypothesis_settings()
     groups = [tuple(chosen)] if combined else [(check,) for check in chosen]
+    display = current_display()
     for group in groups:
         check = "+".join(group)
         machine = OperatorMachine.configured(
@@ -213,6 +238,10 @@ def _run_checks(
             hypothesis.seed(seed)(machine)
         stats = Statistics()
         machine.statistics = stats
+        machine.coverage = report.coverage[check] = Coverage()
+        progress = CheckProgress(check, budget=max_examples)
+        if display is not None:
+            machine.progressed = functools.partial(_progressed, progress, stats, display)
         # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
         # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
         phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
@@ -236,24 +265,40 @@ def _run_checks(
                     run_state_machine_as_test(machine, settings=run_settings)
             except OperatorCheckFailed as failure:
                 report.failed_after = report.examples + stats.examples
-                failure.report = report
-                if not shrink:
-                    raise
-                simplest = shrunk(machine, failure)
-                simplest.report = report
-                raise simplest from None
+                if shrink:
+                    progress.shrinking = True
+                    failure = shrunk(machine, failure)
+                failure = reported(failure)
+                failure.checked = report
+                raise failure from None
         finally:
+            if display is not None:
+                _progressed(progress, stats, None)
+                progress.finished = time.perf_counter()
+                display.finish(progress)
             report.examples += stats.examples
             report.steps += stats.steps
             report.faults += stats.faults
             report.crashes += stats.crashes
             report.virtual_seconds += stats.virtual_seconds
-            report.per_check[check] = dataclasses.asdict(stats)
+            report.per_check[check] = {
+                field.name: getattr(stats, field.name) for field in dataclasses.fields(stats) if field.name != "noise"
+            }
+            report.noise[check] = sorted(dict.fromkeys(str(field) for field in sorted(stats.noise)))
             for name, figures in stats.plans.items():
                 report.plans[name] = figures
                 report.faults += figures.faults
                 report.virtual_seconds += figures.virtual_seconds
             report.wall_seconds = time.perf_counter() - started
+
+
+def _progressed(progress: CheckProgress, stats: Statistics, display: ProgressDisplay | None) -> None:
+    """Copy a machine's figures into the progress line (and show it, if there is a display)."""
+    progress.examples, progress.steps, progress.failures = stats.examples, stats.steps, stats.failures
+    progress.faults, progress.crashes = stats.faults, stats.crashes
+    progress.virtual_seconds = stats.virtual_seconds
+    if display is not None:
+        display.update(progress)
 
 
 #: At most this many runs to shrink a failing sequence (each a fresh world or two, with the checks).

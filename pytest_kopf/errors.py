@@ -96,6 +96,8 @@ class OperatorCheckFailed(KopfError, AssertionError):
     ``reproduction``: the text of a pytest test that replays the steps with the plugin's fixtures and
     fails the same way (save it as ``test_*.py``); ``details``: what exactly differs or is stuck;
     ``compared``: what the end state was compared with, if the failure is such a difference (None: a judge's).
+    ``report``: the path of the failure's HTML report (a timeline of the worlds), once written; ``evidence``:
+    what that report is made of (:class:`pytest_kopf.report.failures.FailureEvidence`), if the run kept it.
     """
 
     def __init__(
@@ -107,19 +109,25 @@ class OperatorCheckFailed(KopfError, AssertionError):
         trace_tail: Sequence[str] = (),
         reproduction: str = "",
         compared: str | None = None,
+        evidence: Any = None,
+        report: str | None = None,
     ) -> None:
         self.check = check
         self.details = details
         self.compared = compared
         #: What :func:`~pytest_kopf.checks.check_operator` had run until then (a ``CheckReport``), if it raised it.
-        self.report: Any = None
+        self.checked: Any = None
         self.steps = list(steps)
         self.trace_tail = list(trace_tail)
         self.reproduction = reproduction
+        self.evidence = evidence
+        self.report = report
         super().__init__(self._message())
 
     def _message(self) -> str:
         lines = [f"The check {self.check!r} has failed: {self.details}"]
+        if self.report:
+            lines.append(f"The report (a timeline of the run, open it in a browser): {self.report}")
         if self.steps:
             lines.append(f"After {len(self.steps)} step(s):")
             lines.extend(
@@ -135,14 +143,24 @@ class OperatorCheckFailed(KopfError, AssertionError):
         return "\n".join(lines)
 
     def with_context(
-        self, *, steps: Sequence[Any], trace_tail: Sequence[str], reproduction: str
+        self, *, steps: Sequence[Any], trace_tail: Sequence[str], reproduction: str, evidence: Any = None
     ) -> OperatorCheckFailed:
-        """The same failure, with the steps that led to it, the trace's tail and a reproduction."""
-        return OperatorCheckFailed(
-            self.check,
-            self.details,
-            steps=steps,
-            trace_tail=trace_tail,
-            reproduction=reproduction,
+        """The same failure, with the steps that led to it, the trace's tail, a reproduction, and its evidence."""
+        return self._replaced(
+            steps=steps, trace_tail=trace_tail, reproduction=reproduction, evidence=evidence, report=None
+        )
+
+    def with_report(self, path: str) -> OperatorCheckFailed:
+        """The same failure, naming its report's file."""
+        return self._replaced(report=path)
+
+    def _replaced(self, **changes: Any) -> OperatorCheckFailed:
+        context = dict(
+            steps=self.steps,
+            trace_tail=self.trace_tail,
+            reproduction=self.reproduction,
+            evidence=self.evidence,
+            report=self.report,
             compared=self.compared,
         )
+        return OperatorCheckFailed(self.check, self.details, **(context | changes))

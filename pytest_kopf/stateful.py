@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime
 import functools
 import inspect
 import logging
@@ -55,7 +56,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition
 
 from kopf_sim.recording.replaying import read_log
-from kopf_sim.timing.virtualtime import LivelockError
+from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, LivelockError
 
 from .catalogue import comparing, perturbation_kinds, perturbed_first, plan_kinds
 from .clientconfig import routed_clients
@@ -66,18 +67,24 @@ from .driving import (
     DEFAULT_RESTART_DELAY,
     DEFAULT_SETTLE_TIMEOUT,
     caught_up,
+    end_state,
     revived,
     settle,
 )
 from .errors import OperatorCheckFailed
 from .judges import livelocked
+from .noise import EPOCH_OFFSET, NoiseField, described, learn
 from .operator import KopfOperator
 from .plans import Plan, PlanFigures, Pruning, derive
+from .randomness import seeded
+from .report.coverage import Coverage
+from .report.failures import FailureEvidence
+from .report.states import comparison_masking
 from .running import TestLoop
 from .storms import watch_storms
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import Action, Driver, ReplayLog, canonical, mixed, perturbations, user_actions
-from .tracing import Trace
+from .tracing import Log, Trace
 from .verdicts import verify
 
 if TYPE_CHECKING:
@@ -99,6 +106,10 @@ __all__ = [
 
 _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+
+#: The seed of the second fault-free run (the reference); the checked run and the baseline have 0.
+REFERENCE_SEED = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,12 +136,26 @@ class World:
     whose executor job it is), so each world's code sees its own time. The names of ``datetime`` are swapped
     in the user's ``modules`` (e.g. the test's module; and the registry maker's) as the fixture does for
     the test's module; the operator's files & modules get theirs as they are loaded (in any mode).
+
+    Its randomness is seeded (:mod:`pytest_kopf.randomness`): ``random``, ``secrets``, ``uuid`` and
+    ``os.urandom`` in its operator's code draw the same values for the same ``seed`` in every run; the
+    simulated cluster's uids (and what derives from them: generated names, allocated addresses) follow
+    ``seed`` too. ``epoch``: the wall-clock moment of its loop's time 0 (the timestamps it writes).
     """
 
-    def __init__(self, spec: OperatorSpec, *, modules: Sequence[types.ModuleType] = ()) -> None:
+    def __init__(
+        self,
+        spec: OperatorSpec,
+        *,
+        modules: Sequence[types.ModuleType] = (),
+        seed: int = 0,
+        epoch: datetime.datetime = DEFAULT_EPOCH,
+    ) -> None:
         self.spec = spec
-        self.test_loop = TestLoop(virtual=True)
-        self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir)
+        self.seed = seed
+        self.epoch = epoch
+        self.test_loop = TestLoop(virtual=True, epoch=epoch)
+        self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir, seed=seed)
         self.clients = contextlib.ExitStack()  # the official clients routed to this world's cluster
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
@@ -139,6 +164,7 @@ class World:
         self.closed = False
         self.clocks = contextlib.ExitStack()  # the virtual clocks, in force while the world is open
         self.clocks.enter_context(virtual_clocks())
+        self.clocks.enter_context(seeded(self.test_loop.loop, seed))  # random, secrets, uuid, os.urandom
         maker = sys.modules.get(getattr(spec.registry, "__module__", None) or "")
         for module in dict.fromkeys([*modules, *([maker] if maker is not None else [])]):
             if is_operator_code(module):  # undone when the world closes (if it is the one that swapped them)
@@ -214,7 +240,10 @@ class Statistics:
     steps: int = 0
     faults: int = 0
     crashes: int = 0
+    failures: int = 0
     virtual_seconds: float = 0.0
+    #: The fields learned as noise in any example (see :mod:`pytest_kopf.noise`).
+    noise: set[NoiseField] = dataclasses.field(default_factory=set)
     #: The fault plans of each check: derived, pruned, run (see :mod:`pytest_kopf.plans`).
     plans: dict[str, PlanFigures] = dataclasses.field(default_factory=dict)
 
@@ -432,6 +461,10 @@ class OperatorMachine(RuleBasedStateMachine):
     #: starting state: ``[ReplayLog("incident.jsonl", until=30)]``); reproductions begin with them.
     initial_steps: ClassVar[Sequence[Action]] = ()
     statistics: ClassVar[Statistics | None] = None
+    #: What the examples covered (the actions and faults by kind, the handlers reached), if counted.
+    coverage: ClassVar[Coverage | None] = None
+    #: Called after each step and each example (when :attr:`statistics` has changed): the progress line's feed.
+    progressed: ClassVar[Callable[[], None] | None] = None
     #: At most this many fault plans per check run after each example (see :mod:`pytest_kopf.plans`); 0: none.
     max_plans: ClassVar[int] = 5
     #: At most this many fault plans per check run in all (None: no limit but ``max_plans`` per example).
@@ -576,10 +609,17 @@ class OperatorMachine(RuleBasedStateMachine):
         #: The checked run: its cluster, operator and loop.
         self.world = World(spec, modules=modules)
         self.baseline: World | None = None
+        #: The same user actions once more with no faults, seeded and clocked otherwise: what differs is noise.
+        self.reference: World | None = None
+        #: The noise learned from the baseline & the reference (once their end states are known).
+        self.noise: frozenset[NoiseField] = frozenset()
         try:
             if comparing(self.checks):
                 self.baseline = World(spec, modules=modules)
+                self.reference = World(spec, modules=modules, seed=REFERENCE_SEED, epoch=DEFAULT_EPOCH + EPOCH_OFFSET)
         except BaseException:
+            if self.baseline is not None:
+                self.baseline.close()
             self.world.close()
             logging.getLogger("kopf").setLevel(self._kopf_level)
             raise
@@ -603,19 +643,25 @@ class OperatorMachine(RuleBasedStateMachine):
     def perform(self, action: Action) -> None:
         """Apply an action to the checked world (and, if it is a user's action, to the baseline)."""
         self.steps.append(action)
+        if self.coverage is not None:
+            self.coverage.add_step(action)
         if self.statistics is not None:
             self.statistics.steps += 1
+            self._progressed()
         self.failed = True  # until the step is done in every world
         try:
             self._apply(action)
         except LivelockError as exc:  # an endless update loop: the loop's clock stood still in the step
             raise livelocked(exc).with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
             ) from None
         self.failed = False
 
     def _apply(self, action: Action) -> None:
-        self.world.trace.step(action.code(), restarts=action.restarts)
+        self.world.trace.step(action.code(), restarts=action.restarts, user=action.user)
         outcome = self._apply_in(self.world, action)
         if action.user and self.baseline is not None:
             self.baseline.trace.step(action.code(), restarts=action.restarts)
@@ -623,6 +669,12 @@ class OperatorMachine(RuleBasedStateMachine):
             self.outcomes.append(expected)
             if outcome != expected:  # e.g. a create of a name still being deleted in one run only
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
+                self.world.trace.note("diverged", self.diverged)
+        if action.user and self.reference is not None:
+            self.reference.trace.step(action.code(), restarts=action.restarts)
+            again = self._apply_in(self.reference, action)
+            if outcome == expected != again and self.diverged is None:  # the fault-free runs disagree by themselves
+                self.diverged = f"{action.code()} was {expected} in a run with no faults, {again} in another one"
                 self.world.trace.note("diverged", self.diverged)
 
     def _apply_in(self, world: World, action: Action) -> str | None:
@@ -650,7 +702,10 @@ class OperatorMachine(RuleBasedStateMachine):
             raise OperatorCheckFailed(
                 "convergence", f"the operator has exited (exit code {operator.exit_code}): {operator.exception!r}"
             ).with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
             )
 
     def teardown(self) -> None:
@@ -659,6 +714,9 @@ class OperatorMachine(RuleBasedStateMachine):
                 # The planned faults first: one fault placed, its failure the simplest to read and to shrink.
                 self.run_plans()
                 self.verify()
+        except OperatorCheckFailed:
+            self.failed = True
+            raise
         finally:
             self.close()
 
@@ -669,8 +727,12 @@ class OperatorMachine(RuleBasedStateMachine):
         finally:
             try:
                 try:  # in the reverse order of their making: the clients' configuration is restored as it was
-                    if self.baseline is not None:
-                        self.baseline.close()
+                    try:
+                        if self.reference is not None:
+                            self.reference.close()
+                    finally:
+                        if self.baseline is not None:
+                            self.baseline.close()
                 finally:
                     self.world.close()
             finally:
@@ -685,6 +747,9 @@ class OperatorMachine(RuleBasedStateMachine):
                 machine.perform(step)
                 machine.operator_is_alive()
             machine.verify()
+        except OperatorCheckFailed:
+            machine.failed = True
+            raise
         finally:
             machine.close()
 
@@ -709,7 +774,17 @@ class OperatorMachine(RuleBasedStateMachine):
         if self.statistics is not None:
             self.statistics.faults += len(self.world.cluster.sim.faults.injections)
             self.statistics.crashes += self.world.operator.crashes
+            self.statistics.failures += self.failed
             self.statistics.virtual_seconds += self.world.loop.time()
+            self._progressed()
+        if self.coverage is not None:
+            messages = [entry.message for entry in self.world.trace.of(Log)]
+            self.coverage.add_example(self.world.cluster.sim.faults.injections, messages)
+
+    def _progressed(self) -> None:
+        progressed = type(self).progressed
+        if progressed is not None:
+            progressed()
 
     def _options(self) -> dict[str, Any]:
         resources = [custom.qualified for custom in self.custom_resources()]
@@ -722,36 +797,43 @@ class OperatorMachine(RuleBasedStateMachine):
         )
 
     def expected(self) -> list[dict[str, Any]] | None:
-        """The end state of the baseline (the same user actions with no faults and no crashes), if comparable."""
+        """The end state of the baseline (the same user actions with no faults and no crashes), if comparable.
+
+        The reference (the same once more, seeded and clocked otherwise) settles too: what differs between the
+        two is noise (:attr:`noise`), masked in the comparisons of this example.
+        """
         if self.baseline is None:
             return None
         if not self._expected_known:
-            self._expected, self._expected_known = self._settled_baseline(self.baseline), True
+            self._expected = self._fault_free_end_state(self.baseline, "")
+            if self.reference is not None:
+                other = self._fault_free_end_state(self.reference, ", seeded and clocked otherwise")
+                self.noise = learn(self._expected, other)
+                if self.statistics is not None:
+                    self.statistics.noise.update(self.noise)
+            self._expected_known = True
         return None if self.diverged is not None else self._expected  # the user actions went otherwise
 
-    def _settled_baseline(self, baseline: World) -> list[dict[str, Any]]:
+    def _fault_free_end_state(self, world: World, how: str) -> list[dict[str, Any]]:
         try:
-            expected = baseline.run(
-                verify(
-                    baseline.cluster,
-                    baseline.operator,
-                    checks=["convergence"],
-                    records=baseline.trace.records,
-                    **self._options(),
-                )
+            checking = verify(
+                world.cluster, world.operator, checks=["convergence"], records=world.trace.records, **self._options()
             )
+            return world.run(checking)
         except OperatorCheckFailed as exc:
             # The operator fails by itself, with no faults and no crashes: that is the failure to report (it is
-            # the same with any faults), with its steps, the baseline's trace, and a reproduction of the users'
-            # actions alone; shrunk as any failure of that check.
+            # the same with any faults), with its steps, that run's trace, and a reproduction of the users'
+            # actions alone (in a world seeded as that run); shrunk as any failure of that check.
             raise OperatorCheckFailed(
-                exc.check, f"{exc.details}\n(in the run with no faults and no crashes: the operator fails by itself)"
+                exc.check, f"{exc.details}\n(in a run with no faults and no crashes{how}: the operator fails by itself)"
             ).with_context(
                 steps=self.steps,
-                trace_tail=baseline.trace.tail(),
-                reproduction=self.reproduction(exc.check, steps=[step for step in self.steps if step.user]),
+                trace_tail=world.trace.tail(),
+                reproduction=self.reproduction(
+                    exc.check, steps=[step for step in self.steps if step.user], seed=world.seed, epoch=world.epoch
+                ),
+                evidence=self.evidence(),
             ) from None
-        return expected
 
     def verify(self) -> None:
         """The checks' verdict on this example (see :func:`pytest_kopf.checks.verify`).
@@ -769,6 +851,7 @@ class OperatorMachine(RuleBasedStateMachine):
                     checks=checks,
                     expected=expected,
                     trace=self.world.trace,
+                    noise=self.noise,
                     **options,
                 )
             )
@@ -777,6 +860,7 @@ class OperatorMachine(RuleBasedStateMachine):
                 steps=self.steps,
                 trace_tail=self.world.trace.tail(),
                 reproduction=self.reproduction(exc.check, expected),
+                evidence=self.evidence(),
             ) from None
 
     # -- the fault plans ------------------------------------------------------------------------------
@@ -820,6 +904,7 @@ class OperatorMachine(RuleBasedStateMachine):
                     checks=perturbed_first(checks, [plan.kind]),
                     expected=expected if comparable else None,
                     trace=world.trace,
+                    noise=self.noise,
                     **self._options(),
                 )
             )
@@ -847,10 +932,33 @@ class OperatorMachine(RuleBasedStateMachine):
             steps=steps,
             trace_tail=world.trace.tail(),
             reproduction=self.reproduction(failure.check, expected, steps=steps),
+            evidence=self.evidence(checked=world),
         )
 
     def _modules(self) -> list[types.ModuleType]:
         return [sys.modules[klass.__module__] for klass in type(self).__mro__ if klass.__module__ in sys.modules]
+
+    def evidence(self, checked: World | None = None) -> FailureEvidence | None:
+        """What a failure's report shows: both worlds' traces and end states as they are now (None if unreadable).
+
+        ``checked``: the world that has failed, if not the machine's checked one (e.g. a planned run's).
+        """
+        checked = checked if checked is not None else self.world
+        worlds = [checked, *([self.baseline] if self.baseline is not None else [])]
+        try:
+            states = [end_state(world.cluster, namespace=self.namespace) for world in worlds]
+        except Exception:  # a world torn apart (e.g. its cluster stopped): the failure goes on without its report
+            return None
+        named = [*self.paths, *(item for item in self.manifests if isinstance(item, str | os.PathLike)), *self.logs]
+        return FailureEvidence(
+            checked=list(checked.trace.entries),
+            baseline=list(self.baseline.trace.entries) if self.baseline is not None else None,
+            checked_state=states[0],
+            baseline_state=states[1] if len(states) > 1 else None,
+            masking=comparison_masking(self.mask, self.noise),
+            named=[os.fspath(path) for path in named if _is_file_name(path)],
+            noise=described(self.noise),
+        )
 
     def reproduction(
         self,
@@ -858,8 +966,14 @@ class OperatorMachine(RuleBasedStateMachine):
         expected: Sequence[Mapping[str, Any]] | None = None,
         *,
         steps: Sequence[Action] | None = None,
+        seed: int = 0,
+        epoch: datetime.datetime = DEFAULT_EPOCH,
     ) -> str:
-        """A pytest test that replays this example's steps (or these) with the plugin's fixtures and checks the same."""
+        """A pytest test that replays this example's steps (or these) with the plugin's fixtures and checks the same.
+
+        ``seed`` & ``epoch``: those of the world whose run it reproduces (as a ``kopf_seed`` marker, if not the
+        default ones of the checked world and of a test).
+        """
         return reproduction(
             self.spec(),
             check=check,
@@ -868,6 +982,9 @@ class OperatorMachine(RuleBasedStateMachine):
             resources=[custom.qualified for custom in self.custom_resources()],
             mask=self.mask,
             namespace=self.namespace,
+            noise=sorted(self.noise) if expected is not None else (),
+            seed=seed,
+            epoch=epoch,
         )
 
 
@@ -887,6 +1004,9 @@ def reproduction(
     expected: Sequence[Mapping[str, Any]] | None = None,
     mask: Sequence[str] = (),
     namespace: str = "default",
+    noise: Sequence[NoiseField] = (),
+    seed: int = 0,
+    epoch: datetime.datetime = DEFAULT_EPOCH,
 ) -> str:
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
     imports = dict.fromkeys(line for step in steps if isinstance(step, RuleStep) for line in step.imports())
@@ -896,9 +1016,16 @@ def reproduction(
         "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
         "from pytest_kopf.storms import watch_storms",
         "from pytest_kopf.tracing import record_trace",
+        *(["from pytest_kopf.noise import NoiseField"] if noise else []),
+        *(["import pytest"] if (seed, epoch) != (0, DEFAULT_EPOCH) else []),
         *imports,
         "",
         "",
+        *(
+            [f"@pytest.mark.kopf_seed({seed}, epoch_offset={(epoch - DEFAULT_EPOCH).total_seconds()!r})"]
+            if (seed, epoch) != (0, DEFAULT_EPOCH)
+            else []
+        ),
         "async def test_reproduction(kopf_cluster, kopf_operator):",
     ]
     for manifest in spec.manifests:
@@ -931,6 +1058,8 @@ def reproduction(
         options.append(f"mask={list(mask)!r}")
     if expected is not None:
         options.append("expected=EXPECTED")
+    if noise:
+        options.append("noise=NOISE")
     lines.append(f"    await verify(kopf_cluster, kopf_operator, {', '.join(options)})")
     if expected is not None:
         lines.extend(
@@ -941,7 +1070,20 @@ def reproduction(
                 f"EXPECTED = {pprint.pformat(list(expected), width=110, sort_dicts=True)}",
             ]
         )
+    if noise:
+        lines.extend(
+            [
+                "# The fields that differ between two runs with no faults: noise, masked in the comparisons.",
+                f"NOISE = {pprint.pformat(list(noise), width=110)}",
+            ]
+        )
     return "\n".join(lines) + "\n"
+
+
+def _is_file_name(item: str | os.PathLike[str]) -> bool:
+    """Whether a manifest is given as a file's path (not as the YAML text itself)."""
+    text = os.fspath(item)
+    return "\n" not in text and not text.lstrip().startswith("{")
 
 
 def _manifest_literal(manifest: Manifests) -> str:

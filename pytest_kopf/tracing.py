@@ -82,6 +82,7 @@ class Step(Entry):
     kind: ClassVar[str] = "action"
     code: str
     restarts: bool = False  # the step replaces the operator by a fresh one (a crash, a restart)
+    user: bool = True  # a user's action (done in every world), not a perturbation
 
     def text(self) -> str:
         return self.code
@@ -160,6 +161,7 @@ class _ObjectEvent(Entry):
     namespace: str | None
     name: str
     rv: int
+    #: The object as committed (or delivered): for the reports' details, never compared.
     obj: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @functools.cached_property
@@ -184,6 +186,8 @@ class Change(_ObjectEvent):
     """A change committed to the cluster's store (by anyone)."""
 
     kind: ClassVar[str] = "change"
+    #: The object before the change (None for ADDED): for the reports' details, never compared.
+    old: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,8 +284,8 @@ class Trace:
     def append(self, entry: Entry) -> None:
         self.entries.append(entry)
 
-    def step(self, code: str, *, restarts: bool = False) -> None:
-        self.append(Step(self.now(), code, restarts))
+    def step(self, code: str, *, restarts: bool = False, user: bool = True) -> None:
+        self.append(Step(self.now(), code, restarts, user))
 
     def note(self, label: str, text: str) -> None:
         self.append(Note(self.now(), label, text))
@@ -332,10 +336,11 @@ class Trace:
         self.append(Log(self.now(), record.levelname, namespace, name, record.getMessage(), record))
 
     def _change(self, change: watching.Change) -> None:
-        self.append(Change(self.now(), change.type, *_identity(change.key, change.obj, change.rv), change.obj))
+        identity = _identity(change.key, change.obj, change.rv)
+        self.append(Change(self.now(), change.type, *identity, obj=change.obj, old=change.old))
 
     def _delivery(self, rtype: ResourceType, event: watching.WatchEvent) -> None:
-        self.append(Delivery(self.now(), event.type, *_identity(rtype.storage_key, event.obj, event.rv), event.obj))
+        self.append(Delivery(self.now(), event.type, *_identity(rtype.storage_key, event.obj, event.rv), obj=event.obj))
 
     async def _tap(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         body = (await request.read()).decode("utf-8", "replace") if request.can_read_body else ""

@@ -17,14 +17,13 @@ import functools
 import json
 import logging
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol
 
 from aiohttp import web, web_app
 from aiohttp.web_protocol import RequestPayloadError
 from multidict import MultiMapping
 
-from kopf_sim.admission import admitted_writes
-from kopf_sim.admission.webhooks import AdmissionControl
+from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.http import bodies, discovery, openapi, queries, reviews
 from kopf_sim.http.yamlbodies import parse_yaml
 from kopf_sim.kube import errors, tables
@@ -33,8 +32,10 @@ from kopf_sim.kube.resources import Catalogue, ResourceType
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store import lagging
 from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.pipeline import RequestOptions
+from kopf_sim.store.stored import Stored
 from kopf_sim.store.watching import Subscription, WatchEvent
-from kopf_sim.writes import gotypes, preparing, typecheck, validation
+from kopf_sim.writes import gotypes, preparing, scales, typecheck
 from kopf_sim.writes import options as writeoptions
 
 logger = logging.getLogger(__name__)
@@ -47,14 +48,7 @@ _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 _READONLY_HEADS = frozenset({"", "healthz", "livez", "readyz", "version", "openapi"})
 _LONGEST_WAIT = 3600.0  # a watch re-checks its deadline at least this often (no timer of a huge duration)
-
-
-class WriteOptions(TypedDict, total=False):
-    """What the store's writes take of a request's options (checked by :mod:`kopf_sim.writes.options`)."""
-
-    dry_run: bool
-    manager: str
-    field_validation: str
+_CHUNK_SIZE = 64 * 1024  # a watch sends what it has by chunks of about this size (its start may be huge)
 
 
 class ApiRequest(Protocol):
@@ -129,21 +123,16 @@ def error_response(error: errors.ApiError) -> web.Response:
 def build_app(cluster: Cluster, options: ServerOptions | None = None) -> web.Application:
     """The simulated apiserver as an aiohttp application (serve it, or pipe into it in memory)."""
     app = web.Application(client_max_size=REQUEST_BODY_LIMIT + 1)
-    admission = AdmissionControl(cluster)
     app[CLUSTER_KEY] = cluster
-    app[ADMISSION_KEY] = admission
-    api = ApiServer(cluster, options or ServerOptions(), admission)
+    app[ADMISSION_KEY] = cluster.admission
+    api = ApiServer(cluster, options or ServerOptions())
     app[API_KEY] = api
     app.router.add_route("*", r"/{tail:[\s\S]*}", api.dispatch)
 
     async def close_watches(_: web.Application) -> None:
         cluster.close_watches()
 
-    async def close_admission(_: web.Application) -> None:
-        await admission.close()
-
     app.on_shutdown.append(close_watches)
-    app.on_cleanup.append(close_admission)
     app.on_cleanup.append(_forget_cached_handlers)
     return app
 
@@ -160,10 +149,9 @@ async def _forget_cached_handlers(_: web.Application) -> None:
 
 
 class ApiServer:
-    def __init__(self, cluster: Cluster, options: ServerOptions, admission: AdmissionControl) -> None:
+    def __init__(self, cluster: Cluster, options: ServerOptions) -> None:
         self.cluster = cluster
         self.options = options
-        self.admission = admission
         # Encoded discovery documents by form and URL path, valid for one catalogue at one revision.
         self._documents: dict[tuple[bool, tuple[str, ...]], bytes] = {}
         self._documents_of: tuple[Catalogue, int] | None = None
@@ -359,16 +347,22 @@ class ApiServer:
         if target.rtype.namespaced and target.namespace is None:
             raise errors.page_not_found()
         lag = lagging.read_lag.get()
+        as_table = tables.wants_table(request.headers.get("Accept", ""))
         if lag > 0 and lagging.read_lag_per_object.get():  # the object before its latest change(s)
             rv = self.cluster.revision_before(target.rtype.storage_key, target.namespace, target.name, changes=lag)
             obj = self.cluster.get_at(target.rtype, target.namespace, target.name, rv)
         elif lag > 0:  # a stale read (an injected fault): as a lagging cache would serve it
             obj = self.cluster.get_at(target.rtype, target.namespace, target.name, self.cluster.rv - lag)
         else:
-            obj = self.cluster.get(target.rtype, target.namespace, target.name)
+            stored = self.cluster.stored(target.rtype.storage_key, target.namespace, target.name)
+            if stored is None:
+                raise errors.not_found(target.rtype.plural, target.rtype.group, target.name)
+            if stored.api_version == target.rtype.api_version and target.subresource != "scale" and not as_table:
+                return encoded_response(stored.raw + b"\n")  # as stored: encoded once for all its readers
+            obj = self.cluster.present(stored.obj, target.rtype)
         if target.subresource == "scale":
-            return json_response(preparing.scale_of(target.rtype, obj))
-        if tables.wants_table(request.headers.get("Accept", "")):
+            return json_response(scales.scale_of(target.rtype, obj))
+        if as_table:
             list_meta = {"resourceVersion": meta(obj).get("resourceVersion", "")}
             table = tables.table(
                 target.rtype,
@@ -398,7 +392,7 @@ class ApiServer:
 
             key = target.rtype.storage_key
             at_rv = self.cluster.revision_before(key, target.namespace, changes=lag, matches=selected)
-        listing = self.cluster.list(
+        listing = self.cluster.read_list(
             target.rtype,
             target.namespace,
             labels=labels,
@@ -410,26 +404,20 @@ class ApiServer:
         if tables.wants_table(request.headers.get("Accept", "")):
             table = tables.table(
                 target.rtype,
-                listing["items"],
+                listing.objects(),
                 self.cluster.clock(),
-                list_meta=listing["metadata"],
+                list_meta=listing.metadata,
                 include=request.query.get("includeObject", "Metadata"),
             )
             return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
-        return json_response(listing)
+        return encoded_response(listing.to_json() + b"\n")
 
     async def _create(self, request: ApiRequest, target: Target) -> web.Response:
         namespace = self._namespace_for_write(target)
         body = await _read_object(request, target.rtype)
         warnings = _warnings()
-        obj = await admitted_writes.create(
-            self.cluster,
-            self.admission,
-            target.rtype,
-            namespace,
-            body,
-            **_write_options(request, "CreateOptions"),
-            warnings=warnings,
+        obj = await self.cluster.writes.create(
+            target.rtype, namespace, body, **_write_options(request, "CreateOptions"), warnings=warnings
         )
         return json_response(obj, 201, warnings=warnings)
 
@@ -450,31 +438,10 @@ class ApiServer:
         assert target.name is not None
         namespace = self._namespace_for_write(target)
         warnings = _warnings()
-        if target.subresource == "scale":
-            scale = await _read_object(request, target.rtype)
-            _check_scale(scale, target.name)
-            current = self.cluster.get(target.rtype, namespace, target.name)
-            body = preparing.with_scale(target.rtype, current, scale)
-            obj = self.cluster.update(
-                target.rtype,
-                namespace,
-                target.name,
-                body,
-                **_write_options(request, "UpdateOptions", field_validation=False),
-                subresource="scale",
-            )
-            return json_response(preparing.scale_of(target.rtype, obj))
         body = await _read_object(request, target.rtype)
-        obj = await admitted_writes.update(
-            self.cluster,
-            self.admission,
-            target.rtype,
-            namespace,
-            target.name,
-            body,
-            subresource=target.subresource,
-            **_write_options(request, "UpdateOptions"),
-            warnings=warnings,
+        written = _write_options(request, "UpdateOptions", field_validation=target.subresource != "scale")
+        obj = await self.cluster.writes.update(
+            target.rtype, namespace, target.name, body, subresource=target.subresource, **written, warnings=warnings
         )
         return json_response(obj, warnings=warnings)
 
@@ -488,33 +455,7 @@ class ApiServer:
         patch = await _read_patch(request, content_type)
         warnings = _warnings()
         existed = self.cluster.peek(target.rtype.storage_key, namespace, target.name) is not None
-        if target.subresource == "scale":
-            from kopf_sim.writes import patching
-
-            current = self.cluster.get(target.rtype, namespace, target.name)
-            scale = preparing.scale_of(target.rtype, current)
-            try:
-                if content_type == preparing.JSON_PATCH:
-                    scale = patching.apply_json_patch(scale, patch)
-                else:
-                    scale = patching.apply_merge_patch(scale, patch)
-            except patching.PatchError as exc:
-                raise errors.ApiError(exc.code, "BadRequest" if exc.code == 400 else "Invalid", exc.message) from None
-            _check_scale(scale, target.name)
-            body = preparing.with_scale(target.rtype, current, scale)
-            obj = self.cluster.update(
-                target.rtype,
-                namespace,
-                target.name,
-                body,
-                dry_run=written["dry_run"],
-                manager=written["manager"],
-                subresource="scale",
-            )
-            return json_response(preparing.scale_of(target.rtype, obj))
-        obj = await admitted_writes.patch(
-            self.cluster,
-            self.admission,
+        obj = await self.cluster.writes.patch(
             target.rtype,
             namespace,
             target.name,
@@ -535,15 +476,8 @@ class ApiServer:
         options = await _read_delete_options(request)
         dry_run = options.get("dryRun") == ["All"]
         warnings = _warnings()
-        result = await admitted_writes.delete(
-            self.cluster,
-            self.admission,
-            target.rtype,
-            namespace,
-            target.name,
-            options,
-            dry_run=dry_run,
-            warnings=warnings,
+        result = await self.cluster.writes.delete(
+            target.rtype, namespace, target.name, options, dry_run=dry_run, warnings=warnings
         )
         return json_response(result, warnings=warnings)
 
@@ -551,10 +485,17 @@ class ApiServer:
         labels, fields = self._selectors(request, target)
         options = await _read_delete_options(request)
         dry_run = options.get("dryRun") == ["All"]
-        result = self.cluster.delete_collection(
-            target.rtype, target.namespace, labels=labels, fields=fields, options=options, dry_run=dry_run
+        warnings = _warnings()
+        result = await self.cluster.writes.delete_collection(
+            target.rtype,
+            target.namespace,
+            labels=labels,
+            fields=fields,
+            options=options,
+            dry_run=dry_run,
+            warnings=warnings,
         )
-        return json_response(result)
+        return json_response(result, warnings=warnings)
 
     # -- Watching --------------------------------------------------------------------------------
 
@@ -620,13 +561,19 @@ class ApiServer:
         interval = self.options.bookmark_interval
         next_bookmark = next_bookmark_time(loop.time(), deadline, interval) if allow_bookmarks else None
         first_table = True
+        api_version = target.rtype.api_version
         while True:
             chunk = bytearray()
-            while (event := subscription.pop()) is not None:
-                obj = event.obj
+            while len(chunk) < _CHUNK_SIZE and (event := subscription.pop()) is not None:
                 if event.type in ("ADDED", "MODIFIED", "DELETED"):
                     for observer in list(self.cluster.deliveries):
                         observer(target.rtype, event)
+                payload = event.payload
+                if isinstance(payload, Stored) and payload.api_version == api_version and not as_table:
+                    chunk += b'{"type":"%s","object":%s}\n' % (event.type.encode(), payload.raw)
+                    continue
+                obj = event.obj
+                if event.type in ("ADDED", "MODIFIED", "DELETED"):
                     obj = self.cluster.present(obj, target.rtype)
                     if as_table:
                         obj = tables.table(
@@ -746,6 +693,7 @@ def openapi_kind(rtype: ResourceType) -> openapi.ServedKind:
         schema=rtype.schema,
         list_strategies=strategies,
         subresources=tuple(sorted(rtype.subresources)),
+        returns_deleted_object=rtype.returns_deleted_object,
     )
 
 
@@ -768,7 +716,7 @@ def _flag(value: str | None) -> bool:
 
 def _write_options(
     request: ApiRequest, kind: str, *, content_type: str | None = None, field_validation: bool = True
-) -> WriteOptions:
+) -> RequestOptions:
     """The dry run, field manager and field validation of a create, update or patch (a 422 if bad)."""
     query = request.query
     dry_run = query.getall("dryRun", [])
@@ -784,7 +732,7 @@ def _write_options(
     )
     # Without one, the field manager is the client's user agent up to the first slash (as the apiserver).
     manager = given or request.headers.get("User-Agent", "unknown").split("/")[0][:128] or "unknown"
-    written = WriteOptions(dry_run=bool(dry_run), manager=manager)
+    written = RequestOptions(dry_run=bool(dry_run), manager=manager)
     if field_validation:
         written["field_validation"] = validation
     return written
@@ -873,14 +821,6 @@ async def _read_patch(request: ApiRequest, content_type: str) -> Any:
         return bodies.parse_json(raw)
     except bodies.BodyError as exc:
         raise errors.bad_request(f"error decoding patch: {exc.message}") from None
-
-
-def _check_scale(scale: Any, name: str) -> None:
-    """A ``Scale`` must decode, and ask for a non-negative number of replicas (422 ``Scale.autoscaling``)."""
-    typecheck.check_scale(scale)
-    causes = validation.replicas_causes((scale.get("spec") or {}).get("replicas"), "spec.replicas")
-    if causes:
-        raise errors.invalid("Scale", "autoscaling", name, causes)
 
 
 async def _read_delete_options(request: ApiRequest) -> Mapping[str, Any]:

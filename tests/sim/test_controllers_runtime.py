@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from kopf_sim.admission.webhooks import AdmissionControl
 from kopf_sim.controllers import CONTROLLERS, ControllerManager, ControllerSettings, Fate, parse_selection
 from kopf_sim.controllers.pods import PodController
 from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.stored import HotObjects, Stored
 from kopf_sim.store.watching import Change
 from kopf_sim.timing import virtualtime
 from kopf_sim.timing.clock import SeededUids
@@ -221,7 +221,7 @@ def test_a_bare_or_nodeless_cluster(settings: ControllerSettings) -> None:
 def test_the_controllers_writes_pass_the_admission_webhooks() -> None:
     async def main() -> None:
         cluster = fresh_cluster()
-        admission = AdmissionControl(cluster)
+        admission = cluster.admission
         reviewed: list[str] = []
 
         async def deny(review: JsonDict) -> JsonDict:
@@ -252,7 +252,7 @@ def test_the_controllers_writes_pass_the_admission_webhooks() -> None:
                 ],
             },
         )
-        manager = ControllerManager(cluster, admission=admission)
+        manager = ControllerManager(cluster)
         manager.start()
         create(cluster, DEPLOYMENT)
         await asyncio.sleep(60)
@@ -265,7 +265,6 @@ def test_the_controllers_writes_pass_the_admission_webhooks() -> None:
         assert "no pods today" in failure["message"]
         assert manager.failures == []  # an API error is not a controller's failure
         await manager.stop()
-        await admission.close()
 
     virtualtime.run(main())
 
@@ -354,6 +353,7 @@ def test_the_observer_goes_with_the_manager() -> None:
 
 def test_changes_reach_only_the_interested_controllers() -> None:
     manager = ControllerManager(fresh_cluster(virtual=False))
-    change = Change(1, ("kopf.dev", "kopfexamples"), "ADDED", {"metadata": {"name": "x"}}, None)
+    stored = Stored({"metadata": {"name": "x"}}, HotObjects())
+    change = Change(1, ("kopf.dev", "kopfexamples"), "ADDED", stored, None, ("", "x"))
     manager._observe(change)  # no route, no cost: nothing is queued (and no loop is needed)
     assert manager.keys("pods") == []

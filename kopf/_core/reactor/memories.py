@@ -42,8 +42,13 @@ class ResourceMemory:
     #: The number of events seen by this operator (for the diagnostics).
     events_seen: int = 0
 
+    #: Whether the object's handlers are being processed now (they run, or the processing sleeps for those delayed),
+    #: and until when (loop time) it sleeps for the delayed ones (retries), if it does. For observers only.
+    handling: bool = False
+    delayed_until: float | None = None
+
     #: The cause being handled over several cycles, and the essence it began with (what its handlers handled).
-    handling: tuple[str, Any] | None = None
+    handling_began: tuple[str, Any] | None = None
 
     #: The diff-base that the framework has stored last (the essence), and the version of the object with it:
     #: an older version (seen late, e.g. after the wait for that version timed out) carries an older diff-base.

@@ -167,7 +167,11 @@ async def process_resource_event(
         await _apply_patch(context, patch)
         return
 
-    await _process_changing(context)
+    memory.handling = True
+    try:
+        await _process_changing(context)
+    finally:
+        memory.handling = False
 
 
 async def index_resource_event(
@@ -486,8 +490,10 @@ async def _process_changing(context: _Context) -> None:
 
     stopping_delay = await _release_unneeded_finalizer(context, change)
     in_scope, outcome = await _process_handlers(context, change)
-    if outcome is not None and (context.memory.handling is None or context.memory.handling[0] != change.reason):
-        context.memory.handling = (change.reason, change.new)  # the first cycle of this cause's handling
+    if outcome is not None and (
+        context.memory.handling_began is None or context.memory.handling_began[0] != change.reason
+    ):
+        context.memory.handling_began = (change.reason, change.new)  # the first cycle of this cause's handling
     caught_up = True
     if outcome is None or outcome.done:
         caught_up = _finish_handling(context, change, in_scope=in_scope)
@@ -705,8 +711,8 @@ def _finish_handling(context: _Context, change: _Change, *, in_scope: bool) -> b
     the change is handled next as an update. Returns whether the latest state is the handled one.
     """
     settings, body, patch = context.settings, context.body, context.patch
-    began = context.memory.handling
-    context.memory.handling = None
+    began = context.memory.handling_began
+    context.memory.handling_began = None
     handled = began[1] if began is not None and began[0] == change.reason else change.new
     if change.reason == Reason.DELETE:
         if change.blocking:
@@ -736,7 +742,12 @@ async def _continue_handling(context: _Context, outcome: execution.Execution, *,
         return  # the patch causes a new event by itself, and so the next cycle.
     if delay:
         context.local_logger.debug(f"Sleeping for {delay:.3f} seconds for the delayed handlers.")
-        if await _sleep(delay, context.stream_pressure):
+        context.memory.delayed_until = context.loop.time() + delay
+        try:
+            interrupted = await _sleep(delay, context.stream_pressure)
+        finally:
+            context.memory.delayed_until = None
+        if interrupted:
             context.local_logger.debug("Sleeping was interrupted by new changes, the handling continues with them.")
             return
     touch = application.build_touch_patch(body=context.body, settings=context.settings)
