@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from ..cluster import KopfCluster
 from ..driving import crash_after, tolerate
 from ..operator import KopfOperator
-from .schemas import CustomResource, from_schema, objects
+from .schemas import CustomResource, object_patches, objects
 
 __all__ = [
     "PERTURBATIONS",
@@ -35,6 +35,7 @@ __all__ = [
     "Create",
     "Delete",
     "Driver",
+    "PatchFields",
     "PatchMeta",
     "PatchSpec",
     "Redeliver",
@@ -106,10 +107,13 @@ class Create(Action):
         return f"await tolerate(kopf_cluster.create({_literal(self.body)}))"
 
     def simpler(self) -> list[Action]:
+        """Without one of its top-level fields but ``spec``, or one of its spec's fields (if still valid)."""
+        others = [key for key in self.body if key not in ("apiVersion", "kind", "metadata", "spec")]
+        options: list[Action] = [Create({k: v for k, v in self.body.items() if k != key}) for key in others]
         spec = self.body.get("spec")
-        if not isinstance(spec, dict) or not spec:
-            return []
-        return [Create({**self.body, "spec": {k: v for k, v in spec.items() if k != key}}) for key in spec]
+        if isinstance(spec, dict):
+            options.extend(Create({**self.body, "spec": {k: v for k, v in spec.items() if k != key}}) for key in spec)
+        return options
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +135,29 @@ class PatchSpec(Action):
             return []
         return [
             PatchSpec(self.resource, self.name, {k: v for k, v in self.spec.items() if k != key}) for key in self.spec
+        ]
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchFields(Action):
+    """A merge patch of top-level fields other than the spec (``data``, ``matchNamespace``...): ``None`` removes one."""
+
+    resource: str
+    name: str
+    fields: JsonDict
+
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.fields)))
+
+    def code(self) -> str:
+        return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.fields)}))"
+
+    def simpler(self) -> list[Action]:
+        if len(self.fields) <= 1:
+            return []
+        return [
+            PatchFields(self.resource, self.name, {k: v for k, v in self.fields.items() if k != key})
+            for key in self.fields
         ]
 
 
@@ -384,28 +411,20 @@ _LABEL_KEYS = ("app", "tier")
 _LABEL_VALUES = st.one_of(st.none(), st.sampled_from(["a", "b"]))
 
 
-def spec_patches(resource: CustomResource, spec: st.SearchStrategy[Any] | None = None) -> st.SearchStrategy[JsonDict]:
-    """Merge patches of the spec that keep it valid: new values of some fields, ``None`` for optional ones."""
+def spec_patches(
+    resource: CustomResource, spec: st.SearchStrategy[Any] | None = None, *, misuse: bool = False
+) -> st.SearchStrategy[JsonDict]:
+    """Merge patches of the spec that keep it valid: new values of some fields, ``None`` for optional ones.
+
+    ``spec``: the user's strategy (its values are the patches). ``misuse``: the new values are misoperations
+    (valid for the schema, but to be refused or survived: see :func:`~pytest_kopf.strategies.values.misoperations`).
+    """
     if spec is not None:
         return spec.map(lambda value: value if isinstance(value, dict) else {})
-    spec_schema = (resource.schema.get("properties") or {}).get("spec") or {}
-    properties: Mapping[str, Any] = spec_schema.get("properties") or {}
-    required = set(spec_schema.get("required") or ())
-    if properties:
-        values = {
-            name: from_schema(sub) if name in required else st.one_of(st.none(), from_schema(sub))
-            for name, sub in properties.items()
-        }
-        # Never empty (no filtering, which costs draws): one field for sure, the others maybe.
-        return st.one_of(
-            *(
-                st.fixed_dictionaries(
-                    {name: value}, optional={other: v for other, v in values.items() if other != name}
-                )
-                for name, value in values.items()
-            )
-        )
-    return st.dictionaries(
+    spec_schema = resource.fields.get("spec") or {}
+    if spec_schema.get("properties") or isinstance(spec_schema.get("additionalProperties"), Mapping):
+        return object_patches(spec_schema, misuse=misuse)
+    return st.dictionaries(  # unknown fields preserved, or no schema: a few keys of any value
         st.sampled_from(["a", "b", "c"]),
         st.one_of(st.none(), st.integers(0, 9), st.sampled_from(["x", "y"])),
         min_size=1,
@@ -422,23 +441,41 @@ def user_actions(
     max_advance: float = 120,
     logs: Sequence[str | os.PathLike[str]] = (),
 ) -> st.SearchStrategy[Action]:
-    """Create, patch the spec, patch labels & annotations, delete, advance the time, settle; replay the ``logs``."""
+    """Create, patch the spec (or other top-level fields), patch labels & annotations, delete, advance the time,
+    settle; replay the ``logs``. Objects and patches come from the CRD's whole schema (edge values first), and
+    now and then are misoperations (valid for the schema, but to be refused or survived); a user's ``specs``
+    strategy wins for the spec."""
     specs = specs or {}
     choices: list[st.SearchStrategy[Action]] = []
     for resource in resources:
         spec = next((specs[alias] for alias in resource.names if alias in specs), None)
         ref = resource.qualified
-        choices.append(objects(resource, names=names, namespace=namespace, spec=spec).map(Create))
-        choices.append(st.builds(PatchSpec, st.just(ref), st.sampled_from(list(names)), spec_patches(resource, spec)))
+        named = st.sampled_from(list(names))
+        creates = objects(resource, names=names, namespace=namespace, spec=spec)
+        patches = st.builds(PatchSpec, st.just(ref), named, spec_patches(resource, spec))
+        if spec is None:  # now and then, a misoperation instead (its own choice: it shrinks away first)
+            misused = objects(resource, names=names, namespace=namespace, misuse=True)
+            creates = st.one_of(creates, creates, creates, misused)
+            patches = st.one_of(
+                patches,
+                patches,
+                patches,
+                st.builds(PatchSpec, st.just(ref), named, spec_patches(resource, misuse=True)),
+            )
+        choices.append(creates.map(Create))
+        choices.append(patches)
+        others = resource.field_patches()
+        if others is not None:
+            choices.append(st.builds(PatchFields, st.just(ref), named, others))
         choices.append(
             st.builds(
                 PatchMeta,
                 st.just(ref),
-                st.sampled_from(list(names)),
+                named,
                 st.dictionaries(st.sampled_from(_LABEL_KEYS), _LABEL_VALUES, min_size=1, max_size=2),
             )
         )
-        choices.append(st.builds(Delete, st.just(ref), st.sampled_from(list(names))))
+        choices.append(st.builds(Delete, st.just(ref), named))
     advance = st.integers(1, max(1, int(max_advance))).map(lambda seconds: Advance(float(seconds)))
     choices.extend([advance, advance])  # time passing between the actions matters: twice as likely
     choices.append(st.just(Settle()))
