@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from ..cluster import KopfCluster
 from ..driving import crash_after, tolerate
+from ..oracles import patch_and_revert
 from ..operator import KopfOperator
 from .schemas import CustomResource, object_patches, objects
 
@@ -35,6 +36,7 @@ __all__ = [
     "Create",
     "Delete",
     "Driver",
+    "PatchAndRevert",
     "PatchFields",
     "PatchMeta",
     "PatchSpec",
@@ -158,6 +160,36 @@ class PatchFields(Action):
         return [
             PatchFields(self.resource, self.name, {k: v for k, v in self.fields.items() if k != key})
             for key in self.fields
+        ]
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchAndRevert(Action):
+    """A change of an object's fields (a merge patch, e.g. a spec the operator should refuse), reverted: each once
+    the operator has settled; the end states before the change and after its reversal are kept for ``rollback``."""
+
+    resource: str
+    name: str
+    patch: JsonDict
+
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(
+            await tolerate(patch_and_revert(driver.cluster, driver.operator, self.resource, self.name, self.patch))
+        )
+
+    def code(self) -> str:
+        return (
+            f"await tolerate(patch_and_revert(kopf_cluster, kopf_operator, {self.resource!r}, {self.name!r}, "
+            f"{_literal(self.patch)}))"
+        )
+
+    def simpler(self) -> list[Action]:
+        spec = self.patch.get("spec")
+        if not isinstance(spec, dict) or len(spec) <= 1 or len(self.patch) > 1:
+            return []
+        return [
+            PatchAndRevert(self.resource, self.name, {"spec": {k: v for k, v in spec.items() if k != key}})
+            for key in spec
         ]
 
 
