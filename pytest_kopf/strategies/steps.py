@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Protocol
 
 from hypothesis import strategies as st
 
+from ..catalogue import CATALOGUE, perturbation_kinds, validate_checks
 from ..cluster import KopfCluster
 from ..driving import crash_after, tolerate
 from ..oracles import patch_and_revert
@@ -81,6 +82,8 @@ class Action:
     """One step of a sequence. ``user``: done by the users of the cluster (in every run), not a fault."""
 
     user: ClassVar[bool] = True
+    #: The step replaces the operator by a fresh one (which knows nothing of the old one's memory).
+    restarts: ClassVar[bool] = False
 
     async def apply(self, driver: Driver) -> str | None:
         """Do the step; its outcome for the users' actions on objects (``ok``, or the API error code tolerated)."""
@@ -403,6 +406,7 @@ class CrashRestart(Action):
     """The operator is killed now (whatever it is doing), and a fresh one is started."""
 
     user: ClassVar[bool] = False
+    restarts: ClassVar[bool] = True
 
     async def apply(self, driver: Driver) -> str | None:
         await driver.operator.crash()
@@ -418,6 +422,7 @@ class Redeliver(Action):
     """The operator is restarted gracefully: a fresh one sees every object again (and resumes them)."""
 
     user: ClassVar[bool] = False
+    restarts: ClassVar[bool] = True
 
     async def apply(self, driver: Driver) -> str | None:
         await driver.operator.restart()
@@ -427,17 +432,8 @@ class Redeliver(Action):
         return "await kopf_operator.restart()"
 
 
-#: Which perturbations each check adds to the user actions.
-PERTURBATIONS: Mapping[str, tuple[str, ...]] = {
-    "convergence": (),
-    "idempotence": ("redeliver",),
-    "retries": ("api-errors",),
-    "crash-restart": ("crashes",),
-    "stale-reads": ("stale-reads",),
-    "withheld-events": ("withheld-events",),
-    "daemons": (),
-    "finalizers": (),
-}
+#: Which perturbations each check adds to the user actions (the catalogue's, by check).
+PERTURBATIONS: Mapping[str, tuple[str, ...]] = {name: check.perturbations for name, check in CATALOGUE.items()}
 
 _LABEL_KEYS = ("app", "tier")
 _LABEL_VALUES = st.one_of(st.none(), st.sampled_from(["a", "b"]))
@@ -567,7 +563,7 @@ def actions(
     or a name resolved in ``manifests``. ``logs``: recorded watch-event logs replayed as users' actions.
     """
     resources = _resolve(resource, manifests)
-    kinds = tuple(kind for check in checks for kind in PERTURBATIONS.get(check, ()))
+    kinds = perturbation_kinds(validate_checks(checks))
     users = user_actions(resources, names=names, namespace=namespace, specs=specs, max_advance=max_advance, logs=logs)
     if not kinds:
         return users
