@@ -17,6 +17,7 @@ import gc
 import logging
 import os
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from .catalogue import CHECKS, validate_checks
 from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
+from .oracles import correspondences
 from .plugin import GC_YOUNG_THRESHOLD
 from .stateful import OperatorMachine, Statistics
 from .strategies.steps import ReplayLog
@@ -74,7 +76,7 @@ def check_operator(
     registry: Callable[[], kopf.OperatorRegistry] | None = None,
     manifests: Sequence[Manifests] = (),
     resources: Sequence[str] = (),
-    checks: Sequence[str] = CHECKS,
+    checks: Sequence[str] | None = None,
     max_examples: int = 100,
     max_steps: int = 20,
     specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
@@ -88,6 +90,9 @@ def check_operator(
     combined: bool = False,
     logs: Sequence[str | os.PathLike[str]] = (),
     initial_steps: Sequence[Any] = (),
+    retained: Sequence[str] = (),
+    consistency: Mapping[str, str] | None = None,
+    seed: int | None = None,
 ) -> CheckReport:
     """Run the checks on the operator over generated action sequences; raise the first failure, shrunk.
 
@@ -101,10 +106,23 @@ def check_operator(
     ``combined``: all the checks in one machine (every fault kind in the same examples), not one machine each.
     ``logs``: recorded watch-event logs replayed as one of the users' actions; ``initial_steps``: actions done
     at the start of every example (e.g. ``[ReplayLog("incident.jsonl")]``: a recorded incident as the start).
+    ``checks``: all of them by default (``consistency`` only if ``consistency=`` declares where the objects' fields
+    must be found, e.g. ``{"spec.replicas": "deployments/{name}.spec.replicas"}``). ``retained``: what the
+    operator may leave after its objects are deleted, on purpose (``cleanup``), as ``resource/name`` globs.
+    The checks run in rounds (:data:`ROUNDS`): each gets a share of its examples in turn. ``seed``: the seed of the
+    examples drawn (by default, hypothesis' own; a derandomized profile's fixed one).
 
     Returns a :class:`CheckReport`; raises :class:`~pytest_kopf.errors.OperatorCheckFailed`.
     """
+    correspondences(consistency)  # a malformed one is a clear error now, not in every example
+    if checks is None:  # all of them; consistency only with something to check
+        checks = [check for check in CHECKS if check != "consistency" or consistency]
     chosen = validate_checks(checks)
+    if "consistency" in chosen and not consistency:
+        raise ValueError(
+            "The check 'consistency' needs consistency={...}: where the driven objects' fields must be found, "
+            "e.g. {'spec.replicas': 'deployments/{name}.spec.replicas'}."
+        )
     if not resources:
         raise ValueError("No resources to drive: pass resources=['plural.group', ...] (their CRDs in manifests=).")
     if not (paths or modules or registry):
@@ -136,12 +154,15 @@ def check_operator(
                 settle_timeout=settle_timeout,
                 logs=logs,
                 initial_steps=initial_steps,
+                retained=retained,
+                consistency=dict(consistency or {}),
             ),
             settings=settings,
             max_examples=max_examples,
             max_steps=max_steps,
             shrink=shrink,
             combined=combined,
+            seed=seed,
         )
     finally:
         gc.set_threshold(*thresholds)
@@ -158,6 +179,24 @@ def _read_logs(paths: Iterable[str | os.PathLike[str]]) -> None:
         read_log(path)
 
 
+#: The checks run in rounds, each check getting these shares of its examples in turn: a bug that one check finds at
+#: once is found after a few examples of each other check, not after their whole budgets.
+ROUNDS = (0.1, 0.2, 0.3, 0.4)
+#: Budgets smaller than this run in one round (each round begins with hypothesis' simplest example again).
+ROUNDED = 20
+
+
+def rounds(max_examples: int) -> list[int]:
+    """The examples of each round for a check's budget (they add up to it; a round of none is left out)."""
+    if max_examples < ROUNDED:
+        return [max_examples]
+    sizes: list[int] = []
+    for share in ROUNDS:
+        sizes.append(min(max(1, round(max_examples * share)), max_examples - sum(sizes)))
+    sizes[-1] += max_examples - sum(sizes)
+    return [size for size in sizes if size > 0]
+
+
 def _run_checks(
     chosen: Sequence[str],
     report: CheckReport,
@@ -169,28 +208,27 @@ def _run_checks(
     max_steps: int,
     shrink: bool,
     combined: bool,
+    seed: int | None,
 ) -> None:
     from hypothesis import HealthCheck, Phase
     from hypothesis import settings as hypothesis_settings
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from .seeding import without_local_constants
 
     base = settings if settings is not None else hypothesis_settings()
     groups = [tuple(chosen)] if combined else [(check,) for check in chosen]
+    machines: dict[str, type[OperatorMachine]] = {}
     for group in groups:
         check = "+".join(group)
-        machine = OperatorMachine.configured(
+        machines[check] = OperatorMachine.configured(
             f"Check_{check.replace('-', '_').replace('+', '_')}", checks=group, **machine_options
         )
-        stats = Statistics()
-        machine.statistics = stats
-        # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
-        # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
-        phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
+        machines[check].statistics = Statistics()
+    # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
+    # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
+    phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
+    for number, examples in enumerate(rounds(max_examples)):
         run_settings = hypothesis_settings(
             base,
-            max_examples=max_examples,
+            max_examples=examples,
             stateful_step_count=max_steps,
             deadline=None,
             report_multiple_bugs=False,
@@ -202,22 +240,49 @@ def _run_checks(
                 HealthCheck.filter_too_much,
             ],
         )
-        try:
+        for check, machine in machines.items():
+            stats = machine.statistics
+            assert stats is not None
             try:
-                with without_local_constants():
-                    run_state_machine_as_test(machine, settings=run_settings)
-            except OperatorCheckFailed as failure:
-                if not shrink:
-                    raise
-                raise shrunk(machine, failure) from None
-        finally:
-            report.examples += stats.examples
-            report.steps += stats.steps
-            report.faults += stats.faults
-            report.crashes += stats.crashes
-            report.virtual_seconds += stats.virtual_seconds
-            report.per_check[check] = dataclasses.asdict(stats)
-            report.wall_seconds = time.perf_counter() - started
+                try:
+                    _run_machine(machine, run_settings, _round_seed(seed, base.derandomize, check, number))
+                except OperatorCheckFailed as failure:
+                    if not shrink:
+                        raise
+                    raise shrunk(machine, failure) from None
+            finally:
+                _count(report, check, stats, started)
+
+
+def _round_seed(seed: int | None, derandomized: bool, check: str, number: int) -> int | None:
+    """The seed of a check's round: from the user's ``seed``; fixed if the profile is derandomized; else none."""
+    if seed is None and not derandomized:
+        return None
+    return zlib.crc32(f"{seed}/{check}/{number}".encode())
+
+
+def _run_machine(machine: type[OperatorMachine], settings: hypothesis.settings, seed: int | None) -> None:
+    """Run a machine's examples as hypothesis' ``run_state_machine_as_test`` does, with this seed (if any)."""
+    import hypothesis
+    from hypothesis.stateful import get_state_machine_test
+
+    from .seeding import without_local_constants
+
+    test = get_state_machine_test(machine, settings=settings)
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)
+    with without_local_constants():
+        test()
+
+
+def _count(report: CheckReport, check: str, stats: Statistics, started: float) -> None:
+    report.per_check[check] = dataclasses.asdict(stats)
+    report.examples = sum(int(figures["examples"]) for figures in report.per_check.values())
+    report.steps = sum(int(figures["steps"]) for figures in report.per_check.values())
+    report.faults = sum(int(figures["faults"]) for figures in report.per_check.values())
+    report.crashes = sum(int(figures["crashes"]) for figures in report.per_check.values())
+    report.virtual_seconds = sum(figures["virtual_seconds"] for figures in report.per_check.values())
+    report.wall_seconds = time.perf_counter() - started
 
 
 #: At most this many runs to shrink a failing sequence (each a fresh world or two, with the checks).
@@ -229,7 +294,7 @@ def shrunk(
 ) -> OperatorCheckFailed:
     """The failure of the simplest sequence found that still fails the same check.
 
-    Steps are removed (from the last one: later steps depend on earlier ones), then simplified
+    Runs of steps are removed (the longest first; from the end: later steps depend on earlier ones), then simplified
     (:meth:`~pytest_kopf.strategies.Action.simpler`), over and over while that keeps failing.
     The result is deterministic: the same sequence shrinks to the same steps.
     """
@@ -251,13 +316,18 @@ def shrunk(
     improved = True
     while improved and runs < budget:
         improved = False
-        index = len(steps) - 1
-        while index >= 0 and runs < budget:
-            candidate = steps[:index] + steps[index + 1 :]
-            found = fails(candidate)
-            if found is not None:
-                steps, best, improved = candidate, found, True
-            index -= 1
+        # Runs of steps removed, the longest first (halves, quarters... single steps), from the end: later steps
+        # depend on earlier ones, and a long sequence loses most of its steps in a few runs.
+        size = max(1, len(steps) // 2)
+        while size >= 1 and runs < budget:
+            index = len(steps) - size
+            while index >= 0 and runs < budget:
+                candidate = steps[:index] + steps[index + size :]
+                found = fails(candidate)
+                if found is not None:
+                    steps, best, improved = candidate, found, True
+                index = min(index - size, len(steps) - size)
+            size //= 2
         for index in range(len(steps)):
             for simpler in steps[index].simpler():
                 if runs >= budget:

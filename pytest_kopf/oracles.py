@@ -39,11 +39,14 @@ from .driving import (
     settle,
     tolerate,
 )
+from .judges import Evidence
 from .operator import KopfOperator
 
 __all__ = [
     "Correspondence",
     "Reversal",
+    "cleanup",
+    "consistency",
     "correspondences",
     "final_bodies",
     "handler_ids",
@@ -52,7 +55,10 @@ __all__ = [
     "leftovers",
     "patch_and_revert",
     "record_creations",
+    "refused",
     "reversals",
+    "rollback",
+    "transition",
     "unreverted",
 ]
 
@@ -181,16 +187,41 @@ def final_bodies(objects: Iterable[Mapping[str, Any]]) -> list[JsonDict]:
     return bodies
 
 
+#: How kopf tells the outcome of handling an object (and posts it as an Event about it).
+_PROCESSED = re.compile(r" is processed: \d+ succeeded; (\d+) failed")
+
+
+def refused(kopf_cluster: KopfCluster, obj: Mapping[str, Any]) -> bool:
+    """Whether the operator's latest handling of the object has failed (a handler raised :class:`kopf.PermanentError`,
+    or failed for good otherwise): as kopf tells it in the Events about the object (``... is processed: 1 succeeded;
+    1 failed``). A spec that the operator refuses is not a final state to compare: it may keep the last good one."""
+    metadata = obj.get("metadata") or {}
+    latest: tuple[int, int] | None = None
+    for event in kopf_cluster.sim.store.objects(("", "events"), metadata.get("namespace")):
+        if (event.get("involvedObject") or {}).get("uid") != metadata.get("uid"):
+            continue
+        found = _PROCESSED.search(str(event.get("message", "")))
+        if found:
+            written = int((event.get("metadata") or {}).get("resourceVersion") or 0)
+            latest = max(latest or (written, 0), (written, int(found.group(1))))
+    return latest is not None and latest[1] > 0
+
+
 # -- rollback --------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
 class Reversal:
-    """A change reverted (:func:`patch_and_revert`): the end states before the change and after its reversal."""
+    """A change reverted (:func:`patch_and_revert`): the end states before the change and after its reversal.
+
+    ``refused_before``: the operator had refused the object's state before the change (:func:`refused`); then the state
+    after the reversal may keep what the change brought (e.g. the last good child), and it is not judged.
+    """
 
     change: str
     before: list[JsonDict]
     after: list[JsonDict]
+    refused_before: bool = False
 
 
 _reversals: weakref.WeakKeyDictionary[KopfCluster, list[Reversal]] = weakref.WeakKeyDictionary()
@@ -223,6 +254,7 @@ async def patch_and_revert(
         return None
     where = (original.get("metadata") or {}).get("namespace") or "default"
     before = end_state(kopf_cluster, namespace=where)
+    was_refused = refused(kopf_cluster, original)
     if await tolerate(kopf_cluster.patch(resource, name, dict(patch), namespace)) is None:
         return None
     await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout)
@@ -236,7 +268,7 @@ async def patch_and_revert(
     reverted = await tolerate(kopf_cluster.patch(resource, name, undo, namespace)) if undo else changed
     await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout)
     change = f"{resource} {name}: {json.dumps(dict(patch), sort_keys=True)}"
-    reversals(kopf_cluster).append(Reversal(change, before, end_state(kopf_cluster, namespace=where)))
+    reversals(kopf_cluster).append(Reversal(change, before, end_state(kopf_cluster, namespace=where), was_refused))
     return reverted
 
 
@@ -261,7 +293,7 @@ def unreverted(
     from .driving import mask_object
 
     kinds, ids = list(driven), list(handlers)
-    for reversal in changes:
+    for reversal in (change for change in changes if not change.refused_before):
         before = history_masked([mask_object(obj, mask) for obj in reversal.before], driven=kinds, handlers=ids)
         after = history_masked([mask_object(obj, mask) for obj in reversal.after], driven=kinds, handlers=ids)
         if before != after:
@@ -443,3 +475,70 @@ def _same(wanted: Any, found: Any) -> bool:
         text, other = (wanted, found) if isinstance(wanted, str) else (found, wanted)
         return text in (str(other), json.dumps(other))
     return bool(wanted == found) and not isinstance(wanted, bool) and not isinstance(found, bool)
+
+
+# -- the judges (see pytest_kopf.catalogue) ---------------------------------------------------------------
+
+
+def _driven_kinds(evidence: Evidence) -> list[tuple[str, str]]:
+    return [(resource.api_version, resource.kind) for resource in evidence.resources]
+
+
+def _driven_objects(evidence: Evidence) -> list[JsonDict]:
+    store = evidence.cluster.sim.store
+    return [
+        obj
+        for resource in evidence.resources
+        for obj in store.objects((resource.group, resource.plural), evidence.namespace if resource.namespaced else None)
+    ]
+
+
+def transition(evidence: Evidence) -> str | None:
+    """The end state equals that of creating the driven objects directly in their final state, history aside."""
+    if evidence.direct is None or any(refused(evidence.cluster, obj) for obj in _driven_objects(evidence)):
+        return None  # not comparable: the operator has refused a final spec (it may keep the last good state)
+    kinds, ids = _driven_kinds(evidence), handler_ids(evidence.operator)
+    actual = history_masked(evidence.state, driven=kinds, handlers=ids)
+    direct = history_masked(evidence.direct, driven=kinds, handlers=ids)
+    if actual == direct:
+        return None
+    return (
+        "the end state differs from that of creating the driven objects directly in their final state "
+        "(how it was reached aside: handler results, observed generations, revisions, times):\n"
+        f"{unified_diff(direct, actual, 'created directly in their final state', 'actual')}"
+    )
+
+
+async def rollback(evidence: Evidence) -> str | None:
+    """Every change reverted in the run has returned to the end state before it (history aside)."""
+    changes = reversals(evidence.cluster)
+    return unreverted(
+        changes, driven=_driven_kinds(evidence), handlers=handler_ids(evidence.operator), mask=evidence.mask
+    )
+
+
+async def consistency(evidence: Evidence) -> str | None:
+    """The user-declared correspondences hold for every live driven object."""
+    if not evidence.correspondences:
+        return None
+    problems = await inconsistencies(evidence.cluster, _driven_objects(evidence), evidence.correspondences)
+    if not problems:
+        return None
+    declared = ", ".join(str(correspondence) for correspondence in evidence.correspondences)
+    return f"the cluster does not have what the objects declare ({declared}):\n" + "\n".join(
+        f"  - {problem}" for problem in problems
+    )
+
+
+async def cleanup(evidence: Evidence) -> str | None:
+    """After every driven object is deleted and the run has settled, nothing that the operator created is left."""
+    if evidence.created is None:
+        return None
+    await evidence.delete_all()
+    left = leftovers(evidence.cluster, evidence.created, evidence.retained)
+    if not left:
+        return None
+    return (
+        "after all objects were deleted and the cluster settled, the operator's creations are still there "
+        "(owned by nothing alive, not declared retained):\n" + "\n".join(f"  - {item}" for item in left)
+    )

@@ -56,7 +56,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition
 from kopf_sim.recording.replaying import read_log
 from kopf_sim.timing.virtualtime import LivelockError
 
-from .catalogue import comparing, perturbation_kinds
+from .catalogue import DIRECT, comparing, deleting, perturbation_kinds
 from .clientconfig import routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import Manifests, SimKopfCluster, _documents
@@ -71,9 +71,10 @@ from .driving import (
 from .errors import OperatorCheckFailed
 from .judges import livelocked
 from .operator import KopfOperator
+from .oracles import final_bodies, record_creations, refused
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
-from .strategies.steps import Action, Driver, ReplayLog, mixed, perturbations, user_actions
+from .strategies.steps import Action, Create, Driver, ReplayLog, mixed, perturbations, user_actions
 from .tracing import Trace
 from .verdicts import verify
 
@@ -132,6 +133,7 @@ class World:
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
         self.trace.install(self.cluster)
+        self.created: set[str] = set()  # the uids of the objects that the operator creates (once it has started)
         self.closed = False
         self.clocks = contextlib.ExitStack()  # the virtual clocks, in force while the world is open
         self.clocks.enter_context(virtual_clocks())
@@ -163,6 +165,7 @@ class World:
             modules=self.spec.modules,
             registry=self.spec.registry() if self.spec.registry is not None else None,
         )
+        self.created = record_creations(self.cluster)
 
     def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
         """Run a coroutine to its end in this world's loop (its kopf log lines go to this world's trace)."""
@@ -425,6 +428,11 @@ class OperatorMachine(RuleBasedStateMachine):
     #: Steps done at the start of every example, in every world (e.g. a recorded incident replayed as the
     #: starting state: ``[ReplayLog("incident.jsonl", until=30)]``); reproductions begin with them.
     initial_steps: ClassVar[Sequence[Action]] = ()
+    #: What the operator may leave after its objects are deleted, on purpose (``cleanup``): ``resource/name`` globs.
+    retained: ClassVar[Sequence[str]] = ()
+    #: Where the driven objects' fields must be found after settling (``consistency``), e.g.
+    #: ``{"spec.replicas": "deployments/{name}.spec.replicas"}``.
+    consistency: ClassVar[Mapping[str, str]] = {}
     statistics: ClassVar[Statistics | None] = None
 
     _customs: ClassVar[list[CustomResource] | None] = None
@@ -515,6 +523,7 @@ class OperatorMachine(RuleBasedStateMachine):
                 specs=cls.specs,
                 max_advance=cls.max_advance,
                 logs=cls.logs,
+                deletes=deleting(cls.checks),
             )
         return cls._user_strategy
 
@@ -523,7 +532,8 @@ class OperatorMachine(RuleBasedStateMachine):
         if cls._step_strategy is None:
             users = cls.user_strategy()
             kinds = cls.perturbation_kinds()
-            cls._step_strategy = mixed(users, perturbations(kinds, cls.custom_resources())) if kinds else users
+            perturbing = perturbations(kinds, cls.custom_resources(), names=cls.names, specs=cls.specs)
+            cls._step_strategy = mixed(users, perturbing) if kinds else users
         return cls._step_strategy
 
     # -- one example ------------------------------------------------------------------------------
@@ -539,6 +549,7 @@ class OperatorMachine(RuleBasedStateMachine):
         self._kopf_level = logging.getLogger("kopf").level
         # As the kopf_loop fixture does for a test's module: datetime.now() & co. in the rules follow the clock.
         modules = [sys.modules[klass.__module__] for klass in type(self).__mro__ if klass.__module__ in sys.modules]
+        self._modules = modules
         #: The checked run: its cluster, operator and loop.
         self.world = World(spec, modules=modules)
         self.baseline: World | None = None
@@ -664,7 +675,8 @@ class OperatorMachine(RuleBasedStateMachine):
             for step in steps:
                 machine.perform(step)
             expected = machine.expected() if comparing([check]) else None
-            return machine.reproduction(check, expected)
+            direct = machine.direct() if comparing([check], DIRECT) else None
+            return machine.reproduction(check, expected, direct=direct)
         finally:
             machine.close()
 
@@ -682,40 +694,87 @@ class OperatorMachine(RuleBasedStateMachine):
             mask=self.mask,
             quiet=self.quiet,
             settle_timeout=self.settle_timeout,
+            retained=self.retained,
+            consistency=dict(self.consistency),
         )
 
     def expected(self) -> list[dict[str, Any]] | None:
         """The end state of the baseline (the same user actions with no faults and no crashes), if comparable."""
         if self.baseline is None:
             return None
-        baseline = self.baseline
+        # The operator failing by itself, with no faults and no crashes, is the failure to report (it is the same with
+        # any faults), with the baseline's trace and a reproduction of the users' actions alone; shrunk as any other.
+        expected = self._judge(
+            self.baseline,
+            "in the run with no faults and no crashes: the operator fails by itself",
+            [step for step in self.steps if step.user],
+        )
+        return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
+
+    def _judged_in_every_world(self) -> list[str]:
+        """What the other worlds of an example (the baseline, the direct one) are judged by: they must converge,
+        and the user-declared correspondences hold in them too (if ``consistency`` is checked)."""
+        return ["convergence", *(["consistency"] if "consistency" in self.checks else [])]
+
+    def direct(self) -> list[dict[str, Any]] | None:
+        """For ``transition``: the end state of a fresh world where the driven objects are created directly in the
+        final state they have in the checked world, once that has settled (and converged: else that is the failure).
+        None if not comparable: the operator has refused a final spec (it may keep the last good state instead)."""
+        if not comparing(self.checks, DIRECT):
+            return None
+        world = self.world
+        self._judge(world, "the operator fails by itself", self.steps)
+        driven = self._driven(world)
+        if any(refused(world.cluster, obj) for obj in driven):
+            return None
+        creates = [Create(body) for body in final_bodies(driven)]
+        direct = World(self.spec(), modules=self._modules)
         try:
-            expected = baseline.run(
+            for step in creates:
+                direct.trace.step(step.code())
+                direct.run(_step(step, direct))
+            state = self._judge(
+                direct,
+                "when the driven objects are created directly in their final state: the operator fails by itself",
+                creates,
+            )
+            return None if any(refused(direct.cluster, obj) for obj in self._driven(direct)) else state
+        finally:
+            direct.close()
+
+    def _driven(self, world: World) -> list[dict[str, Any]]:
+        store = world.cluster.sim.store
+        return [
+            obj
+            for custom in self.custom_resources()
+            for obj in store.objects((custom.group, custom.plural), self.namespace if custom.namespaced else None)
+        ]
+
+    def _judge(self, world: World, how: str, steps: Sequence[Action]) -> list[dict[str, Any]]:
+        """A world with no faults judged by what every world is (:meth:`_judged_in_every_world`): its end state, or
+        the failure (with these steps, which reproduce it)."""
+        try:
+            return world.run(
                 verify(
-                    baseline.cluster,
-                    baseline.operator,
-                    checks=["convergence"],
-                    records=baseline.trace.records,
+                    world.cluster,
+                    world.operator,
+                    checks=self._judged_in_every_world(),
+                    records=world.trace.records,
                     **self._options(),
                 )
             )
         except OperatorCheckFailed as exc:
-            # The operator fails by itself, with no faults and no crashes: that is the failure to report (it is
-            # the same with any faults), with its steps, the baseline's trace, and a reproduction of the users'
-            # actions alone; shrunk as any failure of that check.
-            raise OperatorCheckFailed(
-                exc.check, f"{exc.details}\n(in the run with no faults and no crashes: the operator fails by itself)"
-            ).with_context(
+            raise OperatorCheckFailed(exc.check, f"{exc.details}\n({how})").with_context(
                 steps=self.steps,
-                trace_tail=baseline.trace.tail(),
-                reproduction=self.reproduction(exc.check, steps=[step for step in self.steps if step.user]),
+                trace_tail=world.trace.tail(),
+                reproduction=self.reproduction(exc.check, steps=steps),
             ) from None
-        return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
 
     def verify(self) -> None:
         """The checks' verdict on this example (see :func:`pytest_kopf.checks.verify`)."""
         options = self._options()
         expected = self.expected()
+        direct = self.direct()
         try:
             self.world.run(
                 verify(
@@ -723,6 +782,8 @@ class OperatorMachine(RuleBasedStateMachine):
                     self.world.operator,
                     checks=self.checks,
                     expected=expected,
+                    direct=direct,
+                    created=self.world.created,
                     trace=self.world.trace,
                     **options,
                 )
@@ -731,7 +792,7 @@ class OperatorMachine(RuleBasedStateMachine):
             raise exc.with_context(
                 steps=self.steps,
                 trace_tail=self.world.trace.tail(),
-                reproduction=self.reproduction(exc.check, expected),
+                reproduction=self.reproduction(exc.check, expected, direct=direct),
             ) from None
 
     def reproduction(
@@ -740,6 +801,7 @@ class OperatorMachine(RuleBasedStateMachine):
         expected: Sequence[Mapping[str, Any]] | None = None,
         *,
         steps: Sequence[Action] | None = None,
+        direct: Sequence[Mapping[str, Any]] | None = None,
     ) -> str:
         """A pytest test that replays this example's steps (or these) with the plugin's fixtures and checks the same."""
         return reproduction(
@@ -747,9 +809,12 @@ class OperatorMachine(RuleBasedStateMachine):
             check=check,
             steps=[*self.initial_steps, *(self.steps if steps is None else steps)],
             expected=expected,
+            direct=direct,
             resources=[custom.qualified for custom in self.custom_resources()],
             mask=self.mask,
             namespace=self.namespace,
+            retained=self.retained,
+            consistency=self.consistency,
         )
 
 
@@ -769,6 +834,9 @@ def reproduction(
     expected: Sequence[Mapping[str, Any]] | None = None,
     mask: Sequence[str] = (),
     namespace: str = "default",
+    direct: Sequence[Mapping[str, Any]] | None = None,
+    retained: Sequence[str] = (),
+    consistency: Mapping[str, str] | None = None,
 ) -> str:
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
     imports = dict.fromkeys(line for step in steps if isinstance(step, RuleStep) for line in step.imports())
@@ -776,6 +844,7 @@ def reproduction(
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
         "from pytest_kopf.checks import verify",
         "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
+        "from pytest_kopf.oracles import patch_and_revert, record_creations  # noqa: F401",
         "from pytest_kopf.tracing import record_trace",
         *imports,
         "",
@@ -795,6 +864,8 @@ def reproduction(
         start.append("registry=make_registry()")
     lines.append("    trace = record_trace(kopf_cluster)")
     lines.append(f"    await kopf_operator.start({', '.join(start)})")
+    if check == "cleanup":
+        lines.append("    created = record_creations(kopf_cluster)")
     for step in steps:  # as in the machine: each step ends when the operator has caught up with it
         lines.append(f"    {step.code()}")
         lines.append("    await caught_up()")
@@ -811,6 +882,13 @@ def reproduction(
         options.append(f"mask={list(mask)!r}")
     if expected is not None:
         options.append("expected=EXPECTED")
+    if direct is not None:
+        options.append("direct=DIRECT")
+    if check == "cleanup":
+        options.append("created=created")
+        options.extend([f"retained={list(retained)!r}"] if retained else [])
+    if check == "consistency" and consistency:
+        options.append(f"consistency={dict(consistency)!r}")
     lines.append(f"    await verify(kopf_cluster, kopf_operator, {', '.join(options)})")
     if expected is not None:
         lines.extend(
@@ -819,6 +897,15 @@ def reproduction(
                 "",
                 "# The end state of the same user actions with no faults and no crashes (masked).",
                 f"EXPECTED = {pprint.pformat(list(expected), width=110, sort_dicts=True)}",
+            ]
+        )
+    if direct is not None:
+        lines.extend(
+            [
+                "",
+                "",
+                "# The end state of the driven objects created directly in their final state (masked).",
+                f"DIRECT = {pprint.pformat(list(direct), width=110, sort_dicts=True)}",
             ]
         )
     return "\n".join(lines) + "\n"

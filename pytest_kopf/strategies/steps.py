@@ -20,11 +20,11 @@ from typing import Any, ClassVar, Protocol
 
 from hypothesis import strategies as st
 
-from ..catalogue import CATALOGUE, perturbation_kinds, validate_checks
+from ..catalogue import CATALOGUE, deleting, perturbation_kinds, validate_checks
 from ..cluster import KopfCluster
 from ..driving import crash_after, tolerate
-from ..oracles import patch_and_revert
 from ..operator import KopfOperator
+from ..oracles import patch_and_revert
 from .schemas import CustomResource, object_patches, objects
 
 __all__ = [
@@ -468,11 +468,12 @@ def user_actions(
     specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
     max_advance: float = 120,
     logs: Sequence[str | os.PathLike[str]] = (),
+    deletes: bool = True,
 ) -> st.SearchStrategy[Action]:
-    """Create, patch the spec (or other top-level fields), patch labels & annotations, delete, advance the time,
-    settle; replay the ``logs``. Objects and patches come from the CRD's whole schema (edge values first), and
-    now and then are misoperations (valid for the schema, but to be refused or survived); a user's ``specs``
-    strategy wins for the spec."""
+    """Create, patch the spec (or other top-level fields), patch labels & annotations, delete (if ``deletes``),
+    advance the time, settle; replay the ``logs``. Objects and patches come from the CRD's whole schema (edge
+    values first), now and then misoperations (valid for the schema, but to be refused or survived); a user's
+    ``specs`` strategy wins for the spec."""
     specs = specs or {}
     choices: list[st.SearchStrategy[Action]] = []
     for resource in resources:
@@ -503,7 +504,8 @@ def user_actions(
                 st.dictionaries(st.sampled_from(_LABEL_KEYS), _LABEL_VALUES, min_size=1, max_size=2),
             )
         )
-        choices.append(st.builds(Delete, st.just(ref), named))
+        if deletes:
+            choices.append(st.builds(Delete, st.just(ref), named))
     advance = st.integers(1, max(1, int(max_advance))).map(lambda seconds: Advance(float(seconds)))
     choices.extend([advance, advance])  # time passing between the actions matters: twice as likely
     choices.append(st.just(Settle()))
@@ -512,10 +514,18 @@ def user_actions(
     return st.one_of(*choices)
 
 
-def perturbations(kinds: Sequence[str], resources: Sequence[CustomResource]) -> st.SearchStrategy[Action]:
-    """The faults and crashes of the given kinds (see :data:`PERTURBATIONS`)."""
+def perturbations(
+    kinds: Sequence[str],
+    resources: Sequence[CustomResource],
+    *,
+    names: Sequence[str] = ("obj-0", "obj-1"),
+    specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
+) -> st.SearchStrategy[Action]:
+    """The faults and crashes of the given kinds (see :data:`PERTURBATIONS`); ``reverts``: changes reverted."""
     choices: list[st.SearchStrategy[Action]] = []
     plurals = [None, *(resource.plural for resource in resources)]
+    if "reverts" in kinds:
+        choices.extend(reverted_changes(resource, names=names, specs=specs) for resource in resources)
     if "api-errors" in kinds:
         choices.append(
             st.builds(
@@ -546,6 +556,28 @@ def perturbations(kinds: Sequence[str], resources: Sequence[CustomResource]) -> 
     return st.one_of(*choices) if choices else st.nothing()
 
 
+def reverted_changes(
+    resource: CustomResource,
+    *,
+    names: Sequence[str] = ("obj-0", "obj-1"),
+    specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
+) -> st.SearchStrategy[Action]:
+    """Changes of an object reverted (:class:`PatchAndRevert`): mostly misoperations (valid for the schema, but to be
+    refused or survived), else any change; a user's ``specs`` strategy wins."""
+    known = specs or {}
+    spec = next((known[alias] for alias in resource.names if alias in known), None)
+    if spec is not None:
+        changes = spec_patches(resource, spec)
+    else:
+        misused = spec_patches(resource, misuse=True)
+        changes = st.one_of(misused, misused, spec_patches(resource))
+    patches = changes.map(lambda patch: {"spec": patch})
+    others = resource.field_patches(misuse=True)
+    if others is not None and spec is None:
+        patches = st.one_of(patches, patches, others)
+    return st.builds(PatchAndRevert, st.just(resource.qualified), st.sampled_from(list(names)), patches)
+
+
 def actions(
     resource: str | CustomResource | Mapping[str, Any] | Sequence[CustomResource],
     *,
@@ -563,11 +595,20 @@ def actions(
     or a name resolved in ``manifests``. ``logs``: recorded watch-event logs replayed as users' actions.
     """
     resources = _resolve(resource, manifests)
-    kinds = perturbation_kinds(validate_checks(checks))
-    users = user_actions(resources, names=names, namespace=namespace, specs=specs, max_advance=max_advance, logs=logs)
+    chosen = validate_checks(checks)
+    kinds = perturbation_kinds(chosen)
+    users = user_actions(
+        resources,
+        names=names,
+        namespace=namespace,
+        specs=specs,
+        max_advance=max_advance,
+        logs=logs,
+        deletes=deleting(chosen),
+    )
     if not kinds:
         return users
-    return mixed(users, perturbations(kinds, resources))
+    return mixed(users, perturbations(kinds, resources, names=names, specs=specs))
 
 
 def mixed(users: st.SearchStrategy[Action], perturbing: st.SearchStrategy[Action]) -> st.SearchStrategy[Action]:

@@ -241,9 +241,16 @@ def _typed(schema: Schema, draw: _Draw) -> st.SearchStrategy[Any]:
     return _SCALARS  # no type: unknown fields preserved, or anything
 
 
-def _edges_first(edges: Sequence[_T], general: st.SearchStrategy[_T]) -> st.SearchStrategy[_T]:
+def _edges_first(
+    edges: Sequence[_T], general: st.SearchStrategy[_T], draw: _Draw | None = None
+) -> st.SearchStrategy[_T]:
+    """The edge values first (drawn half the time); for misoperations, only they (when there are any)."""
     unique = list(dict.fromkeys(edges))
-    return st.one_of(st.sampled_from(unique), general) if unique else general
+    if not unique:
+        return general
+    if draw is not None and draw.misuse:
+        return st.sampled_from(unique)
+    return st.one_of(st.sampled_from(unique), general)
 
 
 def _objects(schema: Schema, draw: _Draw) -> st.SearchStrategy[dict[str, Any]]:
@@ -352,7 +359,7 @@ def _strings(schema: Schema, draw: _Draw) -> st.SearchStrategy[str]:
         edges.append("a" * min(high, LONG_STRING))
     if draw.misuse:
         edges.extend(text for text in HAZARDOUS_STRINGS if fits(text))
-    return _edges_first(edges, general)
+    return _edges_first(edges, general, draw)
 
 
 def _matching(pattern: str) -> st.SearchStrategy[str]:
@@ -391,7 +398,7 @@ def _integers(schema: Schema, draw: _Draw) -> st.SearchStrategy[int]:
     general = st.integers(math.ceil(low / step), math.floor(high / step)).map(lambda n: n * step)
     candidates = [*declared, 0, *(HAZARDOUS_INTEGERS if draw.misuse else ())]
     edges = [n for n in candidates if n is not None and low <= n <= high and n % step == 0]
-    return _edges_first(edges, general)
+    return _edges_first(edges, general, draw)
 
 
 def _numbers(schema: Schema, draw: _Draw) -> st.SearchStrategy[float]:
@@ -410,7 +417,7 @@ def _numbers(schema: Schema, draw: _Draw) -> st.SearchStrategy[float]:
     edges = [x for x in edges if not (exclusive_low and x == low) and not (exclusive_high and x == high)]
     edges += [0.0] if lowest <= 0 <= highest else []
     edges += [-1.0] if draw.misuse and lowest <= -1 <= highest else []
-    return _edges_first(edges, general)
+    return _edges_first(edges, general, draw)
 
 
 def _int_or_string(schema: Schema, draw: _Draw) -> st.SearchStrategy[int | str]:

@@ -19,7 +19,7 @@ async def ensure_child(name, namespace, spec, body):
 @kopf.on.create("gadgets")
 @kopf.on.update("gadgets")
 async def reconcile(name, namespace, spec, body, patch, **_):
-    if spec.get("size") == 0:
+    if spec.get("size") == 0:  # refused: the object keeps its last good child
         patch.status["error"] = "a gadget of size 0 makes no sense"
-        return
+        raise kopf.PermanentError("a gadget of size 0 makes no sense")
     await ensure_child(name, namespace, spec, body)
