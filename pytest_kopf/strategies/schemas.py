@@ -37,12 +37,15 @@ def object_patches(schema: Mapping[str, Any], *, misuse: bool = False) -> st.Sea
     if not properties or any(key in schema for key in WHOLE):
         return patch_values(schema, misuse=misuse).filter(lambda patch: isinstance(patch, dict) and bool(patch))
     required = set(schema.get("required") or ())
-    values = {
-        name: patch_values(sub, misuse=misuse)
-        if name in required
-        else st.one_of(st.none(), patch_values(sub, misuse=misuse))
-        for name, sub in properties.items()
-    }
+    values: dict[str, st.SearchStrategy[Any]] = {}
+    for name, sub in properties.items():
+        value = patch_values(sub, misuse=misuse)
+        if name in required:
+            values[name] = value
+        elif misuse:  # a misoperation is mostly a value to refuse, less often a field removed
+            values[name] = st.one_of(value, value, st.none())
+        else:  # removed first: the simplest change
+            values[name] = st.one_of(st.none(), value)
     # Never empty (no filtering, which costs draws): one field for sure, the others maybe.
     return st.one_of(
         *(

@@ -114,16 +114,23 @@ def test_a_representative_operator_passes_every_check() -> None:
     check("representative", None, max_examples=TWIN_EXAMPLES)
 
 
-#: The bugs that a run with no faults has too, each found by its oracle.
-ORACLES = ("transition", "rollback", "consistency", "cleanup")
+#: The bugs that a run with no faults has too, each found by its oracle; the rollback bug (an error that a good spec
+#: does not clear) is a transition bug too, and that oracle may come to it first (after the rollback check's first
+#: round of examples: its changes reverted must happen to be refused ones).
+ORACLES = {
+    "transition": {"transition"},
+    "rollback": {"rollback", "transition"},
+    "consistency": {"consistency"},
+    "cleanup": {"cleanup"},
+}
 SEEDS = range(1, 11)
 
 
-@pytest.mark.parametrize("bug", ORACLES)
+@pytest.mark.parametrize("bug", sorted(ORACLES))
 def test_an_oracles_bug_is_found_with_every_check_and_the_default_budget_by_every_seed(bug: str) -> None:
     """With checks= and the budget left as the docs' defaults (every check, 100 examples each of up to 20 steps),
-    each of 10 seeds finds the bug by the oracle meant for it (the checks run in rounds: the oracles' turn comes
-    after a few examples of the checks before them), shrunk to at most 6 steps."""
+    each of 10 seeds finds the bug by an oracle (the checks run in rounds: the oracles' turn comes after a tenth of
+    the examples of the checks before them), shrunk to at most 6 steps."""
     found: dict[int, tuple[str, int]] = {}
     for seed in SEEDS:
         with pytest.raises(OperatorCheckFailed) as info:
@@ -137,5 +144,4 @@ def test_an_oracles_bug_is_found_with_every_check_and_the_default_budget_by_ever
                 seed=seed,
             )
         found[seed] = (info.value.check, len(info.value.steps))
-    assert found == {seed: (BUGS[bug], found[seed][1]) for seed in SEEDS}
-    assert all(1 <= steps <= 6 for _, steps in found.values()), found
+    assert all(check in ORACLES[bug] and 1 <= steps <= 6 for check, steps in found.values()), found
