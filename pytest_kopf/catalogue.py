@@ -28,6 +28,7 @@ __all__ = [
     "comparing",
     "deleting",
     "perturbation_kinds",
+    "referenced",
     "validate_checks",
 ]
 
@@ -75,6 +76,9 @@ class Check:
     phase: Phase = Phase.SETTLED
     #: Whether the users' actions delete objects (not for ``transition``: a deleted object has no final state).
     deletes: bool = True
+    #: Whether it needs the reference: the users' actions once more with no faults, seeded and clocked otherwise
+    #: (what differs between the two correct runs is noise). Those comparing with :data:`BASELINE` all do.
+    reference: bool = False
 
 
 #: All the checks, in the order the verdict runs them (within a phase).
@@ -84,7 +88,7 @@ CATALOGUE: Mapping[str, Check] = {
         Check("convergence", judge=judges.convergence, phase=Phase.SETTLED),
         # The oracles that see bugs a run with no faults has too: cheap (no faults), so they come first.
         Check("consistency", judge=oracles.consistency, phase=Phase.SETTLED),
-        Check("rollback", perturbations=("reverts",), judge=oracles.rollback, phase=Phase.SETTLED),
+        Check("rollback", perturbations=("reverts",), judge=oracles.rollback, phase=Phase.SETTLED, reference=True),
         Check("transition", compares=DIRECT, deletes=False),
         Check("cleanup", judge=oracles.cleanup, phase=Phase.DELETED),
         Check(
@@ -126,6 +130,11 @@ def perturbation_kinds(checks: Sequence[str]) -> tuple[str, ...]:
 def comparing(checks: Sequence[str], what: Comparison = BASELINE) -> bool:
     """Whether any of these checks compares its end state with ``what``."""
     return any(CATALOGUE[check].compares == what for check in checks)
+
+
+def referenced(checks: Sequence[str]) -> bool:
+    """Whether a run of these checks needs the reference (a second correct run, to learn the noise from)."""
+    return any(CATALOGUE[check].reference or CATALOGUE[check].compares == BASELINE for check in checks)
 
 
 def deleting(checks: Sequence[str]) -> bool:

@@ -40,6 +40,7 @@ from .driving import (
     tolerate,
 )
 from .judges import Evidence
+from .noise import NoiseField, difference, is_timestamp
 from .operator import KopfOperator
 
 __all__ = [
@@ -87,7 +88,6 @@ DERIVING_KINDS = frozenset(
 #: What stands for a time (RFC 3339) in the compared states: when a field was written differs between two ways
 #: of reaching the same state, not the state.
 TIME = "<time>"
-_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})$")
 #: The top-level fields of an object that are not the users' to write.
 _NOT_FIELDS = frozenset({"apiVersion", "kind", "metadata", "status"})
 
@@ -154,7 +154,7 @@ def _timeless(value: Any) -> Any:
         return {key: _timeless(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_timeless(item) for item in value]
-    if isinstance(value, str) and _TIMESTAMP.match(value):
+    if isinstance(value, str) and is_timestamp(value):
         return TIME
     return value
 
@@ -287,31 +287,25 @@ def _merge_diff(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> JsonDi
 
 
 def unreverted(
-    changes: Sequence[Reversal], *, driven: Iterable[tuple[str, str]], handlers: Iterable[str], mask: Sequence[str] = ()
+    changes: Sequence[Reversal],
+    *,
+    driven: Iterable[tuple[str, str]],
+    handlers: Iterable[str],
+    mask: Sequence[str] = (),
+    noise: Iterable[NoiseField] = (),
 ) -> str | None:
-    """The first change whose reversal has not returned to the end state before it (with the difference), if any."""
+    """The first change whose reversal has not returned to the end state before it (with the difference), if any;
+    how the states were reached aside (:func:`history_masked`), and the ``noise`` masked."""
     from .driving import mask_object
 
-    kinds, ids = list(driven), list(handlers)
+    kinds, ids, fields = list(driven), list(handlers), list(noise)
     for reversal in (change for change in changes if not change.refused_before):
         before = history_masked([mask_object(obj, mask) for obj in reversal.before], driven=kinds, handlers=ids)
         after = history_masked([mask_object(obj, mask) for obj in reversal.after], driven=kinds, handlers=ids)
-        if before != after:
-            return (
-                f"reverting a change has not returned to the end state before it ({reversal.change}):\n"
-                f"{unified_diff(before, after, 'before the change', 'after reverting it')}"
-            )
+        differs = difference(before, after, fields, labels=("before the change", "after reverting it"))
+        if differs is not None:
+            return f"reverting a change has not returned to the end state before it ({reversal.change}):\n{differs}"
     return None
-
-
-def unified_diff(left: list[JsonDict], right: list[JsonDict], left_name: str, right_name: str) -> str:
-    import difflib
-
-    import yaml
-
-    left_lines = yaml.safe_dump(left, sort_keys=True).splitlines()
-    right_lines = yaml.safe_dump(right, sort_keys=True).splitlines()
-    return "\n".join(difflib.unified_diff(left_lines, right_lines, left_name, right_name, lineterm=""))
 
 
 # -- cleanup ---------------------------------------------------------------------------------------------
@@ -500,12 +494,13 @@ def transition(evidence: Evidence) -> str | None:
     kinds, ids = _driven_kinds(evidence), handler_ids(evidence.operator)
     actual = history_masked(evidence.state, driven=kinds, handlers=ids)
     direct = history_masked(evidence.direct, driven=kinds, handlers=ids)
-    if actual == direct:
+    labels = ("created directly in their final state", "actual")
+    differs = difference(direct, actual, evidence.noise, labels=labels)
+    if differs is None:
         return None
     return (
         "the end state differs from that of creating the driven objects directly in their final state "
-        "(how it was reached aside: handler results, observed generations, revisions, times):\n"
-        f"{unified_diff(direct, actual, 'created directly in their final state', 'actual')}"
+        f"(how it was reached aside: handler results, observed generations, revisions, times):\n{differs}"
     )
 
 

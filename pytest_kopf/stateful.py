@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime
 import functools
 import inspect
 import logging
@@ -54,9 +55,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition
 
 from kopf_sim.recording.replaying import read_log
-from kopf_sim.timing.virtualtime import LivelockError
+from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, LivelockError
 
-from .catalogue import DIRECT, comparing, deleting, perturbation_kinds
+from .catalogue import DIRECT, comparing, deleting, perturbation_kinds, referenced
 from .clientconfig import routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import Manifests, SimKopfCluster, _documents
@@ -70,8 +71,10 @@ from .driving import (
 )
 from .errors import OperatorCheckFailed
 from .judges import livelocked
+from .noise import EPOCH_OFFSET, NoiseField, learn
 from .operator import KopfOperator
-from .oracles import final_bodies, record_creations, refused
+from .oracles import final_bodies, record_creations, refused, reversals
+from .randomness import seeded
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import Action, Create, Driver, ReplayLog, mixed, perturbations, user_actions
@@ -99,6 +102,10 @@ _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+#: The seed of the second fault-free run (the reference); the checked run and the baseline have 0.
+REFERENCE_SEED = 1
+
+
 @dataclasses.dataclass(frozen=True)
 class OperatorSpec:
     """What one world runs: the operator, the manifests of its cluster, and how long to let it settle."""
@@ -123,12 +130,26 @@ class World:
     whose executor job it is), so each world's code sees its own time. The names of ``datetime`` are swapped
     in the user's ``modules`` (e.g. the test's module; and the registry maker's) as the fixture does for
     the test's module; the operator's files & modules get theirs as they are loaded (in any mode).
+
+    Its randomness is seeded (:mod:`pytest_kopf.randomness`): ``random``, ``secrets``, ``uuid`` and
+    ``os.urandom`` in its operator's code draw the same values for the same ``seed`` in every run; the
+    simulated cluster's uids (and what derives from them: generated names, allocated addresses) follow
+    ``seed`` too. ``epoch``: the wall-clock moment of its loop's time 0 (the timestamps it writes).
     """
 
-    def __init__(self, spec: OperatorSpec, *, modules: Sequence[types.ModuleType] = ()) -> None:
+    def __init__(
+        self,
+        spec: OperatorSpec,
+        *,
+        modules: Sequence[types.ModuleType] = (),
+        seed: int = 0,
+        epoch: datetime.datetime = DEFAULT_EPOCH,
+    ) -> None:
         self.spec = spec
-        self.test_loop = TestLoop(virtual=True)
-        self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir)
+        self.seed = seed
+        self.epoch = epoch
+        self.test_loop = TestLoop(virtual=True, epoch=epoch)
+        self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir, seed=seed)
         self.clients = contextlib.ExitStack()  # the official clients routed to this world's cluster
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
@@ -137,6 +158,7 @@ class World:
         self.closed = False
         self.clocks = contextlib.ExitStack()  # the virtual clocks, in force while the world is open
         self.clocks.enter_context(virtual_clocks())
+        self.clocks.enter_context(seeded(self.test_loop.loop, seed))  # random, secrets, uuid, os.urandom
         maker = sys.modules.get(getattr(spec.registry, "__module__", None) or "")
         for module in dict.fromkeys([*modules, *([maker] if maker is not None else [])]):
             if is_operator_code(module):  # undone when the world closes (if it is the one that swapped them)
@@ -214,6 +236,8 @@ class Statistics:
     faults: int = 0
     crashes: int = 0
     virtual_seconds: float = 0.0
+    #: The fields learned as noise in any example (see :mod:`pytest_kopf.noise`).
+    noise: set[NoiseField] = dataclasses.field(default_factory=set)
 
 
 # -- async rules & invariants ------------------------------------------------------------------------
@@ -553,10 +577,18 @@ class OperatorMachine(RuleBasedStateMachine):
         #: The checked run: its cluster, operator and loop.
         self.world = World(spec, modules=modules)
         self.baseline: World | None = None
+        #: The same user actions once more with no faults, seeded and clocked otherwise: what differs is noise.
+        self.reference: World | None = None
+        #: The noise learned from the baseline & the reference (once their end states are known).
+        self.noise: frozenset[NoiseField] = frozenset()
         try:
             if comparing(self.checks):
                 self.baseline = World(spec, modules=modules)
+            if referenced(self.checks):
+                self.reference = World(spec, modules=modules, seed=REFERENCE_SEED, epoch=DEFAULT_EPOCH + EPOCH_OFFSET)
         except BaseException:
+            if self.baseline is not None:
+                self.baseline.close()
             self.world.close()
             logging.getLogger("kopf").setLevel(self._kopf_level)
             raise
@@ -593,12 +625,18 @@ class OperatorMachine(RuleBasedStateMachine):
 
     def _apply(self, action: Action) -> None:
         self.world.trace.step(action.code(), restarts=action.restarts)
-        outcome = self._apply_in(self.world, action)
+        outcome = expected = self._apply_in(self.world, action)
         if action.user and self.baseline is not None:
             self.baseline.trace.step(action.code(), restarts=action.restarts)
             expected = self._apply_in(self.baseline, action)
             if outcome != expected:  # e.g. a create of a name still being deleted in one run only
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
+                self.world.trace.note("diverged", self.diverged)
+        if action.user and self.reference is not None:
+            self.reference.trace.step(action.code(), restarts=action.restarts)
+            again = self._apply_in(self.reference, action)
+            if outcome == expected != again and self.diverged is None:  # the fault-free runs disagree by themselves
+                self.diverged = f"{action.code()} was {expected} in a run with no faults, {again} in another one"
                 self.world.trace.note("diverged", self.diverged)
 
     def _apply_in(self, world: World, action: Action) -> str | None:
@@ -643,8 +681,12 @@ class OperatorMachine(RuleBasedStateMachine):
         finally:
             try:
                 try:  # in the reverse order of their making: the clients' configuration is restored as it was
-                    if self.baseline is not None:
-                        self.baseline.close()
+                    try:
+                        if self.reference is not None:
+                            self.reference.close()
+                    finally:
+                        if self.baseline is not None:
+                            self.baseline.close()
                 finally:
                     self.world.close()
             finally:
@@ -699,48 +741,59 @@ class OperatorMachine(RuleBasedStateMachine):
         )
 
     def expected(self) -> list[dict[str, Any]] | None:
-        """The end state of the baseline (the same user actions with no faults and no crashes), if comparable."""
+        """The end state of the baseline (the same user actions with no faults and no crashes), if comparable.
+
+        The reference (the same once more, seeded and clocked otherwise) settles too: what differs between the
+        two is noise (:attr:`noise`), masked in the comparisons of this example.
+        """
         if self.baseline is None:
             return None
-        # The operator failing by itself, with no faults and no crashes, is the failure to report (it is the same with
-        # any faults), with the baseline's trace and a reproduction of the users' actions alone; shrunk as any other.
-        expected = self._judge(
-            self.baseline,
-            "in the run with no faults and no crashes: the operator fails by itself",
-            [step for step in self.steps if step.user],
-        )
+        expected = self._fault_free_end_state(self.baseline, "")
+        if self.reference is not None:
+            other = self._fault_free_end_state(self.reference, ", seeded and clocked otherwise")
+            self._learn(learn(expected, other))
         return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
 
+    def _learn(self, noise: frozenset[NoiseField]) -> None:
+        """Fields that differ between two correct runs: noise, masked in the comparisons of this example."""
+        self.noise |= noise
+        if self.statistics is not None:
+            self.statistics.noise.update(noise)
+
     def _judged_in_every_world(self) -> list[str]:
-        """What the other worlds of an example (the baseline, the direct one) are judged by: they must converge,
-        and the user-declared correspondences hold in them too (if ``consistency`` is checked)."""
+        """What the fault-free worlds of an example (the baseline, the reference, the direct ones) are judged by:
+        they must converge, and the user-declared correspondences hold there too (if ``consistency`` is checked)."""
         return ["convergence", *(["consistency"] if "consistency" in self.checks else [])]
 
     def direct(self) -> list[dict[str, Any]] | None:
         """For ``transition``: the end state of a fresh world where the driven objects are created directly in the
-        final state they have in the checked world, once that has settled (and converged: else that is the failure).
+        final state they have in the run with no faults (once it has settled, and converged: else that is the
+        failure). Twice (seeded and clocked otherwise the second time): what differs between the two is noise.
         None if not comparable: the operator has refused a final spec (it may keep the last good state instead)."""
         if not comparing(self.checks, DIRECT):
             return None
-        world = self.world
-        self._judge(world, "the operator fails by itself", self.steps)
-        driven = self._driven(world)
-        if any(refused(world.cluster, obj) for obj in driven):
+        subject = self.baseline or self.world
+        if subject is self.world:  # with no faults: the checked run itself (else the baseline is judged already)
+            self._fault_free_end_state(self.world, "")
+        driven = self._driven(subject)
+        if any(refused(subject.cluster, obj) for obj in driven):
             return None
         creates = [Create(body) for body in final_bodies(driven)]
-        direct = World(self.spec(), modules=self._modules)
-        try:
-            for step in creates:
-                direct.trace.step(step.code())
-                direct.run(_step(step, direct))
-            state = self._judge(
-                direct,
-                "when the driven objects are created directly in their final state: the operator fails by itself",
-                creates,
-            )
-            return None if any(refused(direct.cluster, obj) for obj in self._driven(direct)) else state
-        finally:
-            direct.close()
+        states: list[list[dict[str, Any]]] = []
+        for seed, epoch in ((0, DEFAULT_EPOCH), (REFERENCE_SEED, DEFAULT_EPOCH + EPOCH_OFFSET)):
+            world = World(self.spec(), modules=self._modules, seed=seed, epoch=epoch)
+            try:
+                for step in creates:
+                    world.trace.step(step.code())
+                    world.run(_step(step, world))
+                how = ", with the driven objects created directly in their final state"
+                states.append(self._fault_free_end_state(world, how, creates))
+                if any(refused(world.cluster, obj) for obj in self._driven(world)):
+                    return None
+            finally:
+                world.close()
+        self._learn(learn(*states))
+        return states[0]
 
     def _driven(self, world: World) -> list[dict[str, Any]]:
         store = world.cluster.sim.store
@@ -750,24 +803,33 @@ class OperatorMachine(RuleBasedStateMachine):
             for obj in store.objects((custom.group, custom.plural), self.namespace if custom.namespaced else None)
         ]
 
-    def _judge(self, world: World, how: str, steps: Sequence[Action]) -> list[dict[str, Any]]:
-        """A world with no faults judged by what every world is (:meth:`_judged_in_every_world`): its end state, or
-        the failure (with these steps, which reproduce it)."""
+    def _fault_free_end_state(
+        self, world: World, how: str, steps: Sequence[Action] | None = None
+    ) -> list[dict[str, Any]]:
         try:
-            return world.run(
-                verify(
-                    world.cluster,
-                    world.operator,
-                    checks=self._judged_in_every_world(),
-                    records=world.trace.records,
-                    **self._options(),
-                )
+            checking = verify(
+                world.cluster,
+                world.operator,
+                checks=self._judged_in_every_world(),
+                records=world.trace.records,
+                **self._options(),
             )
+            return world.run(checking)
         except OperatorCheckFailed as exc:
-            raise OperatorCheckFailed(exc.check, f"{exc.details}\n({how})").with_context(
+            # The operator fails by itself, with no faults and no crashes: that is the failure to report (it is
+            # the same with any faults), with its steps, that run's trace, and a reproduction of the users'
+            # actions alone (in a world seeded as that run); shrunk as any failure of that check.
+            raise OperatorCheckFailed(
+                exc.check, f"{exc.details}\n(in a run with no faults and no crashes{how}: the operator fails by itself)"
+            ).with_context(
                 steps=self.steps,
                 trace_tail=world.trace.tail(),
-                reproduction=self.reproduction(exc.check, steps=steps),
+                reproduction=self.reproduction(
+                    exc.check,
+                    steps=[step for step in self.steps if step.user] if steps is None else steps,
+                    seed=world.seed,
+                    epoch=world.epoch,
+                ),
             ) from None
 
     def verify(self) -> None:
@@ -775,6 +837,9 @@ class OperatorMachine(RuleBasedStateMachine):
         options = self._options()
         expected = self.expected()
         direct = self.direct()
+        if "rollback" in self.checks and self.reference is not None:  # the same reversals, seeded otherwise
+            for one, other in zip(reversals(self.world.cluster), reversals(self.reference.cluster), strict=False):
+                self._learn(learn(one.before, other.before) | learn(one.after, other.after))
         try:
             self.world.run(
                 verify(
@@ -785,6 +850,7 @@ class OperatorMachine(RuleBasedStateMachine):
                     direct=direct,
                     created=self.world.created,
                     trace=self.world.trace,
+                    noise=self.noise,
                     **options,
                 )
             )
@@ -802,8 +868,14 @@ class OperatorMachine(RuleBasedStateMachine):
         *,
         steps: Sequence[Action] | None = None,
         direct: Sequence[Mapping[str, Any]] | None = None,
+        seed: int = 0,
+        epoch: datetime.datetime = DEFAULT_EPOCH,
     ) -> str:
-        """A pytest test that replays this example's steps (or these) with the plugin's fixtures and checks the same."""
+        """A pytest test that replays this example's steps (or these) with the plugin's fixtures and checks the same.
+
+        ``seed`` & ``epoch``: those of the world whose run it reproduces (as a ``kopf_seed`` marker, if not the
+        default ones of the checked world and of a test).
+        """
         return reproduction(
             self.spec(),
             check=check,
@@ -815,6 +887,9 @@ class OperatorMachine(RuleBasedStateMachine):
             namespace=self.namespace,
             retained=self.retained,
             consistency=self.consistency,
+            noise=sorted(self.noise) if expected is not None or direct is not None or check == "rollback" else (),
+            seed=seed,
+            epoch=epoch,
         )
 
 
@@ -837,6 +912,9 @@ def reproduction(
     direct: Sequence[Mapping[str, Any]] | None = None,
     retained: Sequence[str] = (),
     consistency: Mapping[str, str] | None = None,
+    noise: Sequence[NoiseField] = (),
+    seed: int = 0,
+    epoch: datetime.datetime = DEFAULT_EPOCH,
 ) -> str:
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
     imports = dict.fromkeys(line for step in steps if isinstance(step, RuleStep) for line in step.imports())
@@ -846,9 +924,16 @@ def reproduction(
         "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
         "from pytest_kopf.oracles import patch_and_revert, record_creations  # noqa: F401",
         "from pytest_kopf.tracing import record_trace",
+        *(["from pytest_kopf.noise import NoiseField"] if noise else []),
+        *(["import pytest"] if (seed, epoch) != (0, DEFAULT_EPOCH) else []),
         *imports,
         "",
         "",
+        *(
+            [f"@pytest.mark.kopf_seed({seed}, epoch_offset={(epoch - DEFAULT_EPOCH).total_seconds()!r})"]
+            if (seed, epoch) != (0, DEFAULT_EPOCH)
+            else []
+        ),
         "async def test_reproduction(kopf_cluster, kopf_operator):",
     ]
     for manifest in spec.manifests:
@@ -889,6 +974,8 @@ def reproduction(
         options.extend([f"retained={list(retained)!r}"] if retained else [])
     if check == "consistency" and consistency:
         options.append(f"consistency={dict(consistency)!r}")
+    if noise:
+        options.append("noise=NOISE")
     lines.append(f"    await verify(kopf_cluster, kopf_operator, {', '.join(options)})")
     if expected is not None:
         lines.extend(
@@ -906,6 +993,13 @@ def reproduction(
                 "",
                 "# The end state of the driven objects created directly in their final state (masked).",
                 f"DIRECT = {pprint.pformat(list(direct), width=110, sort_dicts=True)}",
+            ]
+        )
+    if noise:
+        lines.extend(
+            [
+                "# The fields that differ between two runs with no faults: noise, masked in the comparisons.",
+                f"NOISE = {pprint.pformat(list(noise), width=110)}",
             ]
         )
     return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from .cluster import KopfCluster
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
 from .judges import Evidence
+from .noise import NoiseField
 from .operator import KopfOperator
 from .oracles import correspondences
 from .tracing import Entry, Log, Trace
@@ -40,6 +41,7 @@ async def verify(
     created: Iterable[str] | None = None,
     retained: Sequence[str] = (),
     consistency: Mapping[str, str] | None = None,
+    noise: Iterable[NoiseField] = (),
 ) -> list[dict[str, Any]]:
     """The checks' verdict on a run whose actions are over: its end state, or :class:`~.errors.OperatorCheckFailed`.
 
@@ -51,7 +53,8 @@ async def verify(
     ``kopf_operator`` has captured). ``trace``: the run's trace (:class:`~pytest_kopf.tracing.Trace`,
     e.g. of :func:`~pytest_kopf.tracing.record_trace`); ``retries`` reads its requests, and, when the trace
     has the log records too, checks that handlers retried after a :class:`kopf.TemporaryError` are not
-    called before their delay is over.
+    called before their delay is over. ``noise``: the fields that differ between two correct runs (learned by the
+    machines, :func:`pytest_kopf.noise.learn`), masked in every comparison.
 
     The oracles': ``direct``: the end state of the driven objects created directly in their final state (for
     ``transition``); ``created``: the uids of the objects that the operator created (for ``cleanup``: see
@@ -81,6 +84,7 @@ async def verify(
         created=set(created) if created is not None else None,
         retained=list(retained),
         correspondences=correspondences(consistency),
+        noise=list(noise),
     )
     evidence.settled = await evidence.settle()
     for phase in Phase:

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from kopf_sim.kube import crds, errors
-from kopf_sim.kube.objects import JsonDict, clone, compact_json, meta, name_problems, resolve_path
+from kopf_sim.kube.objects import JsonDict, clone, compact_json, meta, name_problems
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.timing.clock import UidFactory
 from kopf_sim.writes import (
@@ -701,55 +701,21 @@ def _bound(old: JsonDict, given: JsonDict) -> JsonDict:
     return new
 
 
+#: The addresses of the services' range (10.96.0.0/16) that the allocation hands out: 10.96.0.2 onwards.
+_SERVICE_ADDRESSES = 65_000
+
+
 def _cluster_ip(cluster: StoreView) -> str:
+    """A free address of the services' range, from a place drawn from the uid generator (as the apiserver
+    allocates at random: the same for the same seed, another one for another seed)."""
     taken = {(obj.get("spec") or {}).get("clusterIP") for obj in cluster.objects(("", "services"))}
-    for index in range(1, 65_000):
+    start = int(cluster.uids().replace("-", ""), 16) % _SERVICE_ADDRESSES
+    for step in range(_SERVICE_ADDRESSES):
+        index = (start + step) % _SERVICE_ADDRESSES + 1
         candidate = f"10.96.{index // 250}.{index % 250 + 1}"
         if candidate not in taken:
             return candidate
     raise errors.ApiError(500, "InternalError", "failed to allocate a serviceIP: range is full")
-
-
-def scale_of(rtype: ResourceType, obj: JsonDict) -> JsonDict:
-    """The ``autoscaling/v1 Scale`` view of an object with a scale subresource."""
-    assert rtype.scale is not None
-    metadata = meta(obj)
-    scale: JsonDict = {
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {
-            k: metadata[k]
-            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-            if k in metadata
-        },
-        "spec": {"replicas": resolve_path(obj, rtype.scale.spec_replicas) or 0},
-        "status": {"replicas": resolve_path(obj, rtype.scale.status_replicas) or 0},
-    }
-    if rtype.scale.label_selector:
-        selector = resolve_path(obj, rtype.scale.label_selector)
-        if isinstance(selector, dict):
-            from kopf_sim.kube.selectors import LabelSelector
-
-            scale["status"]["selector"] = str(LabelSelector.from_spec(selector))
-        elif isinstance(selector, str):
-            scale["status"]["selector"] = selector
-    return scale
-
-
-def with_scale(rtype: ResourceType, obj: JsonDict, scale: Any) -> JsonDict:
-    """The object with its replicas set from a ``Scale`` body (the rest of the Scale is ignored)."""
-    assert rtype.scale is not None
-    replicas = (scale.get("spec") or {}).get("replicas") or 0 if isinstance(scale, dict) else None
-    if not isinstance(replicas, int):
-        raise errors.bad_request("the body must be an autoscaling/v1 Scale with an integer spec.replicas")
-    new: JsonDict = clone(obj)
-    from kopf_sim.kube.objects import assign_path
-
-    assign_path(new, rtype.scale.spec_replicas, replicas)
-    rv = meta(scale).get("resourceVersion")
-    if rv:
-        new["metadata"]["resourceVersion"] = rv
-    return new
 
 
 def after_mutation(
