@@ -454,8 +454,9 @@ class OperatorMachine(RuleBasedStateMachine):
     initial_steps: ClassVar[Sequence[Action]] = ()
     #: What the operator may leave after its objects are deleted, on purpose (``cleanup``): ``resource/name`` globs.
     retained: ClassVar[Sequence[str]] = ()
-    #: Where the driven objects' fields must be found after settling (``consistency``), e.g.
-    #: ``{"spec.replicas": "deployments/{name}.spec.replicas"}``.
+    #: Where the driven objects' fields must be found after settling, e.g.
+    #: ``{"spec.replicas": "deployments/{name}.spec.replicas"}``: judged (as the ``consistency`` check) in every
+    #: world of every example, whatever the machine's checks.
     consistency: ClassVar[Mapping[str, str]] = {}
     statistics: ClassVar[Statistics | None] = None
 
@@ -762,8 +763,12 @@ class OperatorMachine(RuleBasedStateMachine):
 
     def _judged_in_every_world(self) -> list[str]:
         """What the fault-free worlds of an example (the baseline, the reference, the direct ones) are judged by:
-        they must converge, and the user-declared correspondences hold there too (if ``consistency`` is checked)."""
-        return ["convergence", *(["consistency"] if "consistency" in self.checks else [])]
+        they must converge, and the declared correspondences (:attr:`consistency`) hold there too."""
+        return ["convergence", *self._consistency()]
+
+    def _consistency(self) -> list[str]:
+        """``consistency`` if correspondences are declared: judged in every world, whatever the machine's checks."""
+        return ["consistency"] if self.consistency else []
 
     def direct(self) -> list[dict[str, Any]] | None:
         """For ``transition``: the end state of a fresh world where the driven objects are created directly in the
@@ -845,7 +850,7 @@ class OperatorMachine(RuleBasedStateMachine):
                 verify(
                     self.world.cluster,
                     self.world.operator,
-                    checks=self.checks,
+                    checks=[*self.checks, *self._consistency()],
                     expected=expected,
                     direct=direct,
                     created=self.world.created,

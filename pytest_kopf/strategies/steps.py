@@ -122,48 +122,51 @@ class Create(Action):
 
 
 @dataclasses.dataclass(frozen=True)
-class PatchSpec(Action):
-    """A merge patch of the spec: new values of some fields, ``None`` for the fields removed."""
+class MergePatch(Action):
+    """A merge patch of an object (:meth:`patch`): the base of the patching steps."""
 
     resource: str
     name: str
-    spec: JsonDict
+
+    def patch(self) -> JsonDict:
+        raise NotImplementedError  # pragma: no cover - every patching step overrides it
 
     async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, {"spec": self.spec})))
+        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.patch())))
 
     def code(self) -> str:
-        return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal({'spec': self.spec})}))"
+        return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.patch())}))"
 
-    def simpler(self) -> list[Action]:
-        if len(self.spec) <= 1:
-            return []
-        return [
-            PatchSpec(self.resource, self.name, {k: v for k, v in self.spec.items() if k != key}) for key in self.spec
-        ]
+
+def _without_each(values: JsonDict) -> list[JsonDict]:
+    """The mapping without one of its keys, for each key (none if it has one key at most)."""
+    return [{k: v for k, v in values.items() if k != key} for key in values] if len(values) > 1 else []
 
 
 @dataclasses.dataclass(frozen=True)
-class PatchFields(Action):
-    """A merge patch of top-level fields other than the spec (``data``, ``matchNamespace``...): ``None`` removes one."""
+class PatchSpec(MergePatch):
+    """A merge patch of the spec: new values of some fields, ``None`` for the fields removed."""
 
-    resource: str
-    name: str
-    fields: JsonDict
+    spec: JsonDict
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.fields)))
-
-    def code(self) -> str:
-        return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.fields)}))"
+    def patch(self) -> JsonDict:
+        return {"spec": self.spec}
 
     def simpler(self) -> list[Action]:
-        if len(self.fields) <= 1:
-            return []
-        return [
-            PatchFields(self.resource, self.name, {k: v for k, v in self.fields.items() if k != key})
-            for key in self.fields
-        ]
+        return [PatchSpec(self.resource, self.name, spec) for spec in _without_each(self.spec)]
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchFields(MergePatch):
+    """A merge patch of top-level fields other than the spec (``data``, ``matchNamespace``...): ``None`` removes one."""
+
+    fields: JsonDict
+
+    def patch(self) -> JsonDict:
+        return self.fields
+
+    def simpler(self) -> list[Action]:
+        return [PatchFields(self.resource, self.name, fields) for fields in _without_each(self.fields)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,20 +191,15 @@ class PatchAndRevert(Action):
 
     def simpler(self) -> list[Action]:
         spec = self.patch.get("spec")
-        if not isinstance(spec, dict) or len(spec) <= 1 or len(self.patch) > 1:
+        if not isinstance(spec, dict) or len(self.patch) > 1:
             return []
-        return [
-            PatchAndRevert(self.resource, self.name, {"spec": {k: v for k, v in spec.items() if k != key}})
-            for key in spec
-        ]
+        return [PatchAndRevert(self.resource, self.name, {"spec": fewer}) for fewer in _without_each(spec)]
 
 
 @dataclasses.dataclass(frozen=True)
-class PatchMeta(Action):
+class PatchMeta(MergePatch):
     """A merge patch of the labels & annotations (``None`` removes one)."""
 
-    resource: str
-    name: str
     labels: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
     annotations: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
 
@@ -212,12 +210,6 @@ class PatchMeta(Action):
         if self.annotations:
             metadata["annotations"] = dict(self.annotations)
         return {"metadata": metadata}
-
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.patch())))
-
-    def code(self) -> str:
-        return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.patch())}))"
 
 
 @dataclasses.dataclass(frozen=True)
