@@ -12,26 +12,44 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from . import judges
-from .judges import Judge
+from . import judges, oracles
+from .judges import Evidence, Judge
 
 __all__ = [
     "BASELINE",
     "CATALOGUE",
     "CHECKS",
+    "DIRECT",
     "Check",
+    "Comparison",
     "Phase",
     "comparing",
+    "deleting",
     "perturbation_kinds",
     "perturbed_first",
     "plan_kinds",
+    "referenced",
     "validate_checks",
 ]
 
-#: What the comparing checks compare with: the end state of the same user actions with no faults and no crashes.
-BASELINE = "the fault-free run of the same user actions"
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """What a comparing check compares the run's end state with, and how it finds them different."""
+
+    what: str
+    differs: Callable[[Evidence], str | None] = dataclasses.field(compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.what
+
+
+#: The end state of the same user actions with no faults and no crashes (a second world, the baseline).
+BASELINE = Comparison("the fault-free run of the same user actions", judges.difference)
+#: The end state of the driven objects created directly in their final state (a fresh world, made at the end).
+DIRECT = Comparison("the driven objects created directly in their final state", oracles.transition)
 
 
 class Phase(enum.IntEnum):
@@ -54,12 +72,17 @@ class Check:
     perturbations: tuple[str, ...] = ()
     #: The kinds of fault plans derived from each example's reference run (see :mod:`pytest_kopf.plans`).
     plans: tuple[str, ...] = ()
-    #: What the end state is compared with (None: nothing; :data:`BASELINE`: the fault-free run).
-    compares: str | None = None
+    #: What the end state is compared with (None: nothing; :data:`BASELINE`: the fault-free run; :data:`DIRECT`).
+    compares: Comparison | None = None
     #: What finds the run wrong, beyond the comparison (None: only the comparison).
     judge: Judge | None = None
     #: When the judge runs.
     phase: Phase = Phase.SETTLED
+    #: Whether the users' actions delete objects (not for ``transition``: a deleted object has no final state).
+    deletes: bool = True
+    #: Whether it needs the reference: the users' actions once more with no faults, seeded and clocked otherwise
+    #: (what differs between the two correct runs is noise). Those comparing with :data:`BASELINE` all do.
+    reference: bool = False
 
 
 #: All the checks, in the order the verdict runs them (within a phase).
@@ -67,6 +90,11 @@ CATALOGUE: Mapping[str, Check] = {
     check.name: check
     for check in [
         Check("convergence", judge=judges.convergence, phase=Phase.SETTLED),
+        # The oracles that see bugs a run with no faults has too: cheap (no faults), so they come first.
+        Check("consistency", judge=oracles.consistency, phase=Phase.SETTLED),
+        Check("rollback", perturbations=("reverts",), judge=oracles.rollback, phase=Phase.SETTLED, reference=True),
+        Check("transition", compares=DIRECT, deletes=False),
+        Check("cleanup", judge=oracles.cleanup, phase=Phase.DELETED),
         Check(
             "idempotence",
             perturbations=("redeliver",),
@@ -125,6 +153,16 @@ def perturbed_first(checks: Sequence[str], kinds: Iterable[str]) -> list[str]:
     return sorted(checks, key=unrelated)
 
 
-def comparing(checks: Sequence[str], what: str = BASELINE) -> bool:
+def comparing(checks: Sequence[str], what: Comparison = BASELINE) -> bool:
     """Whether any of these checks compares its end state with ``what``."""
     return any(CATALOGUE[check].compares == what for check in checks)
+
+
+def referenced(checks: Sequence[str]) -> bool:
+    """Whether a run of these checks needs the reference (a second correct run, to learn the noise from)."""
+    return any(CATALOGUE[check].reference or CATALOGUE[check].compares == BASELINE for check in checks)
+
+
+def deleting(checks: Sequence[str]) -> bool:
+    """Whether the users' actions may delete objects in a run of these checks (not if any of them forbids it)."""
+    return all(CATALOGUE[check].deletes for check in checks)

@@ -9,7 +9,8 @@ a fault could matter becomes a plan:
 * ``event-pairs``: each pair of consecutive watch events of an object, the first held until the second comes:
   coalesced (the operator never sees the first state) or delivered late (it handles the older state while
   the cluster has the newer one);
-* ``write-errors``: a 409 (updates), a 500 and a 429 on each of its writes.
+* ``write-errors``: a 409 (updates), a burst of 500s (as many in a row as the ``retries`` check takes for
+  hammering: an operator that retries at once is seen doing it) and a 429 on each of its writes.
 
 A plan is the fault as a step (:mod:`pytest_kopf.strategies.placed`), armed right before the user action in
 whose course its target came (counting the matching requests or changes in between). Since the same actions
@@ -30,6 +31,7 @@ from collections.abc import Iterable, Sequence
 
 from kopf_sim.http.faults import RequestInfo, classify
 
+from .judges import HAMMERING
 from .strategies.placed import CrashAfterWrite, FailedRequest, HeldEvent, StaleAnswer
 from .strategies.steps import Action
 from .tracing import Change, Delivery, Entry, Request, Response, Step, digest
@@ -41,9 +43,11 @@ PLAN_KINDS = {
     "crash-after-writes": "a crash right after each of the operator's writes",
     "stale-answers": "a stale answer (before the latest change) to each of its reads",
     "event-pairs": "each pair of consecutive watch events of an object coalesced, or the first one late",
-    "write-errors": "a 409 (updates), 500 and 429 on each of its writes",
+    "write-errors": f"a 409 (updates), {HAMMERING} 500s in a row and a 429 on each of its writes",
 }
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: The failures planned on each write (status, how many in a row); the first (a conflict) for updates only.
+WRITE_ERRORS = ((409, 1), (500, HAMMERING), (429, 1))
 #: Seconds that a held event waits for its object's next one, beyond when that came in the reference run.
 HOLD_MARGIN = 5.0
 #: At most this long (virtual seconds) is an event held.
@@ -142,7 +146,7 @@ class Pruning:
 
 #: The variants of a kind in the order they are tried: a conflict (kopf throttles and handles the object again)
 #: before the errors that kopf's client retries by itself; the coalescing of a pair before its late delivery.
-VARIANTS = {"409": 0, "500": 1, "429": 2, "coalesced": 0, "late": 1}
+VARIANTS = {"409": 0, f"500x{HAMMERING}": 1, "429": 2, "coalesced": 0, "late": 1}
 
 
 def _prioritized(plans: Sequence[Plan]) -> list[Plan]:
@@ -220,10 +224,11 @@ def _request_plans(request: Request, window: _Window, wanted: dict[str, str], af
     skip = window.count(("request", request.method, request.path))
     shape = _shape(request)
     if request.method in WRITES and "write-errors" in wanted:
-        statuses = (409, 500, 429) if request.method in ("PUT", "PATCH") else (500, 429)
-        for status in statuses:
-            failed = FailedRequest(status, request.method, request.path, skip)
-            point = ("write-errors", str(status), request.handler, shape, _cause(request), request.state, after)
+        for variant in WRITE_ERRORS if request.method in ("PUT", "PATCH") else WRITE_ERRORS[1:]:
+            status, count = variant
+            failed = FailedRequest(status, request.method, request.path, skip, count)
+            label = f"{status}x{count}" if count > 1 else str(status)
+            point = ("write-errors", label, request.handler, shape, _cause(request), request.state, after)
             plans.append(
                 Plan(wanted["write-errors"], "write-errors", window.position, failed, point, after is not None)
             )

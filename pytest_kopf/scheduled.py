@@ -3,7 +3,8 @@
 A timer whose call has failed is retried after its backoff (60 s by default), a daemon after its own;
 a timer or daemon with an initial delay (or a timer waiting for its object to idle) is called later;
 an object's handlers that asked for a delay (``kopf.TemporaryError(delay=...)``) run again after it;
-an object's handlers that are running (e.g. a sync handler sleeping for 30 s) are not done yet.
+an object's handlers that are running (e.g. a sync handler sleeping for 30 s) are not done yet, nor is a timer's
+call under way (woken at the moment settling looks).
 Meanwhile the cluster may be quiet for longer than the quiet period, and the run would be judged settled
 before the operator has finished. A timer's regular call may change the state too (e.g. redo a patch that
 a fault has lost): settling waits for one call of each timer after the last change (:meth:`Scheduled.awaited`).
@@ -67,8 +68,12 @@ def scheduled_calls(kopf_operator: KopfOperator) -> list[Scheduled]:
         metadata = daemons.live_body.metadata if daemons.live_body is not None else {}
         where = "/".join(part for part in (metadata.get("namespace"), metadata.get("name")) if part)
         for daemon in daemons.daemons:
-            if daemon.due is not None and not daemon.done:
-                title = "timer" if isinstance(daemon.handler, TimerHandler) else "daemon"
-                what = f"the {title} {daemon.handler.id!r} of {where}"
+            timer = isinstance(daemon.handler, TimerHandler)
+            what = f"the {'timer' if timer else 'daemon'} {daemon.handler.id!r} of {where}"
+            if daemon.done:
+                continue
+            if daemon.due is not None:
                 found.append(Scheduled(daemon.due, what, periodic=not daemon.delayed, called=daemon.called))
+            elif timer:  # its call is under way (e.g. woken at this very moment)
+                found.append(Scheduled(now, f"{what}, running"))
     return sorted(found)

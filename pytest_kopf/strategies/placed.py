@@ -45,7 +45,8 @@ class CrashAfterWrite(Action):
 
 @dataclasses.dataclass(frozen=True)
 class FailedRequest(Action):
-    """One request (the ``skip + 1``-th of this method & path) fails: 409 Conflict, 429 (Retry-After: 1), 5xx."""
+    """Requests of this method & path fail, from the ``skip + 1``-th on, ``count`` of them in a row: 409 Conflict,
+    429 (Retry-After: 1), 5xx."""
 
     user: ClassVar[bool] = False
     kind: ClassVar[str | None] = "write-errors"
@@ -53,10 +54,11 @@ class FailedRequest(Action):
     method: str
     path: str
     skip: int = 0
+    count: int = 1
 
     async def apply(self, driver: Driver) -> str | None:
         faults = driver.cluster.sim.faults
-        criteria: dict[str, Any] = dict(method=self.method, path=_exactly(self.path), count=1, skip=self.skip)
+        criteria: dict[str, Any] = dict(method=self.method, path=_exactly(self.path), count=self.count, skip=self.skip)
         if self.status == 409:
             faults.conflict(**criteria)
         else:
@@ -64,11 +66,14 @@ class FailedRequest(Action):
         return None
 
     def code(self) -> str:
-        criteria = f"method={self.method!r}, path={_exactly(self.path)!r}, count=1, skip={self.skip}"
+        criteria = f"method={self.method!r}, path={_exactly(self.path)!r}, count={self.count}, skip={self.skip}"
         if self.status == 409:
             return f"kopf_cluster.sim.faults.conflict({criteria})"
         retry = ", retry_after=1" if self.status == 429 else ""
         return f"kopf_cluster.sim.faults.error({self.status}{retry}, {criteria})"
+
+    def simpler(self) -> list[Action]:
+        return [dataclasses.replace(self, count=1)] if self.count > 1 else []
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,6 +10,7 @@ import pytest
 from pytest_kopf.catalogue import plan_kinds
 from pytest_kopf.checks import CHECKS, check_operator
 from pytest_kopf.errors import OperatorCheckFailed
+from pytest_kopf.judges import HAMMERING
 from pytest_kopf.plans import Plan, PlanFigures, Pruning, derive
 from pytest_kopf.stateful import OperatorMachine
 from pytest_kopf.strategies import Action, Advance, Create, PatchSpec
@@ -54,7 +55,7 @@ def test_a_plan_per_write_read_and_pair_of_events() -> None:
     assert CrashAfterWrite("POST", child, 0) in faults
     assert CrashAfterWrite("PATCH", f"{child}/obj-0-data", 0) in faults
     assert FailedRequest(409, "PATCH", f"{child}/obj-0-data", 0) in faults
-    assert FailedRequest(500, "POST", child, 0) in faults
+    assert FailedRequest(500, "POST", child, 0, count=HAMMERING) in faults  # an outage: retried at once, seen
     assert not any(isinstance(fault, StaleAnswer) for fault in faults)  # it reads nothing: nothing to make stale
     holds = [fault for fault in faults if isinstance(fault, HeldEvent)]
     assert {(hold.coalesce, hold.skip) for hold in holds} >= {(True, 0), (False, 0), (True, 1)}

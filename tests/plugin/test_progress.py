@@ -40,7 +40,8 @@ def test_every_check_in_one_line():
     )
 """
 LINE = re.compile(
-    r"kopf check (convergence|crash-restart): 2/2 examples, \d+ steps?, \d+ faults?, \d+ crash(es)?, 0 failures; "
+    r"kopf check (convergence|crash-restart): 2/2 examples, \d+ steps?, (\d+ plans?, )?\d+ faults?, \d+ crash(es)?, "
+    r"0 failures; "
     r"\d+\.\d s wall, [\d,]+ s virtual"
 )
 
@@ -108,6 +109,9 @@ def test_output_that_is_not_a_terminal_gets_one_line_per_check(pytester: pytest.
     lines = [line for line in result.outlines if "kopf check" in line]
     assert len(lines) == 2, result.stdout.str()
     assert all(LINE.fullmatch(line) for line in lines), lines
+    # The fault plans run (crashes placed after the operator's writes) are counted for the check that has them.
+    assert re.search(r"kopf check crash-restart: 2/2 examples, \d+ steps?, [1-9]\d* plans?, ", lines[1]), lines
+    assert " plan" not in lines[0], lines
     assert "\r" not in result.stdout.str()
     result = pytester.runpytest_inprocess("-q", "--kopf-sim", *NO_ASYNCIO, *BASE)  # -q: nothing, terminal or not
     result.assert_outcomes(passed=1)
