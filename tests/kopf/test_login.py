@@ -22,17 +22,13 @@ import yaml
 import kopf
 from kopf._cogs.helpers import loggers
 from kopf._cogs.structs.credentials import ConnectionInfo, LoginError
-from kopf._core.intents import piggybacking
 from kopf._core.intents.causes import Activity
-from kopf._core.intents.piggybacking import (
-    connection_info_from_client_configuration,
-    get_fallback_login_handlers,
-    login_via_client,
-    login_via_pykube,
-    login_with_kubeconfig,
-    login_with_service_account,
-    login_with_service_account_or_kubeconfig,
-)
+from kopf._core.intents.logins import execplugins, officialclient, pykubeclient, serviceaccount
+from kopf._core.intents.logins.fallbacks import get_fallback_login_handlers, login_with_service_account_or_kubeconfig
+from kopf._core.intents.logins.kubeconfiglogin import login_with_kubeconfig
+from kopf._core.intents.logins.officialclient import connection_info_from_client_configuration, login_via_client
+from kopf._core.intents.logins.pykubeclient import login_via_pykube
+from kopf._core.intents.logins.serviceaccount import login_with_service_account
 
 logger = logging.getLogger("test-login")
 
@@ -54,7 +50,7 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
-    monkeypatch.setattr(piggybacking, "SERVICE_ACCOUNT_DIR", str(tmp_path / "no-service-account"))
+    monkeypatch.setattr(serviceaccount, "SERVICE_ACCOUNT_DIR", str(tmp_path / "no-service-account"))
     loggers.forget_secrets()
     yield
     loggers.forget_secrets()
@@ -511,7 +507,7 @@ def test_exec_plugin_timeout(
 ) -> None:
     blocker = tmp_path / "blocker.py"
     blocker.write_text("import select; select.select([], [], [])\n")  # blocks forever
-    monkeypatch.setattr(piggybacking, "EXEC_TIMEOUT", 0.05)
+    monkeypatch.setattr(execplugins, "EXEC_TIMEOUT", 0.05)
     write_kubeconfig(
         kubeconfig_path,
         user={
@@ -532,7 +528,7 @@ def service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (path / "token").write_text("sa-token\n")
     (path / "ca.crt").write_bytes(CA_PEM)
     (path / "namespace").write_text("sa-namespace")
-    monkeypatch.setattr(piggybacking, "SERVICE_ACCOUNT_DIR", str(path))
+    monkeypatch.setattr(serviceaccount, "SERVICE_ACCOUNT_DIR", str(path))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
     return path
@@ -811,7 +807,7 @@ def test_pykube_in_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
         token="pykube-sa-token",
         default_namespace="sa-ns",
     )
-    assert module.calls == [f"sa:{piggybacking.SERVICE_ACCOUNT_DIR}"]
+    assert module.calls == [f"sa:{serviceaccount.SERVICE_ACCOUNT_DIR}"]
 
 
 def test_pykube_via_kubeconfig(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -855,8 +851,8 @@ def test_fallback_handlers(
     client: bool,
     expected: list[str],
 ) -> None:
-    monkeypatch.setattr(piggybacking, "has_pykube", lambda: pykube)
-    monkeypatch.setattr(piggybacking, "has_client", lambda: client)
+    monkeypatch.setattr(pykubeclient, "has_pykube", lambda: pykube)
+    monkeypatch.setattr(officialclient, "has_client", lambda: client)
     handlers = get_fallback_login_handlers()
     assert [handler.id for handler in handlers] == expected
     assert all(handler.activity == Activity.AUTHENTICATION for handler in handlers)
@@ -866,8 +862,8 @@ def test_fallback_handlers(
 
 def test_library_detection_does_not_import(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "pykube", raising=False)
-    assert piggybacking.has_client() is True  # installed in the test environment
-    assert piggybacking.has_pykube() is True  # installed in the test environment (the compatibility harness)
+    assert officialclient.has_client() is True  # installed in the test environment
+    assert pykubeclient.has_pykube() is True  # installed in the test environment (the compatibility harness)
     assert "pykube" not in sys.modules
 
 
