@@ -38,7 +38,6 @@ from kopf._core.actions.execution import (
     HandlerOutcome,
     HandlerState,
     State,
-    apply_merge_patch,
     deliver_results,
     execute,
     execute_handler_once,
@@ -1467,25 +1466,6 @@ def test_deliver_results() -> None:
         },
     )
     assert patch == {"status": {"a": {"x": 1}, "d/e": "nested id"}}
-
-
-def test_apply_merge_patch() -> None:
-    body = {"a": {"b": 1, "c": 2}, "d": [1], "e": "x"}
-    result = apply_merge_patch(body, {"a": {"b": None, "f": {"g": 3}}, "d": [2], "e": None})
-    assert result == {"a": {"c": 2, "f": {"g": 3}}, "d": [2]}
-    assert body == {"a": {"b": 1, "c": 2}, "d": [1], "e": "x"}
-
-
-def test_apply_merge_patch_copies_the_patch_and_shares_the_untouched_body() -> None:
-    body = {"metadata": {"labels": {"x": "1"}}, "spec": {"items": [1, 2]}}
-    patch = {"status": {"list": [1]}, "metadata": {"annotations": {"a": "b"}}}
-    result = apply_merge_patch(body, patch)
-    patch["status"]["list"].append(2)
-    assert result["status"] == {"list": [1]}
-    assert result["spec"] is body["spec"]  # never patched: not copied
-    assert result["metadata"] is not body["metadata"]  # patched: a new mapping
-    assert result["metadata"]["labels"] is body["metadata"]["labels"]
-    assert body == {"metadata": {"labels": {"x": "1"}}, "spec": {"items": [1, 2]}}
 
 
 # Lifecycles.
