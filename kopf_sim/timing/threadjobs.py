@@ -278,6 +278,19 @@ def describe_threads(jobs: Iterable[Job], title: str, *, now: float | None = Non
     return "\n".join(lines)
 
 
+def _ends_at_once(job: Job, timeout: float | None, until: Callable[[], bool] | None) -> bool | None:
+    """The result of a wait that ends before it starts (its condition holds, no time to wait), or None."""
+    if job.abandoned:
+        raise JobAbandoned(f"The job {job.description} is abandoned: it waits no more.")
+    if timeout is None and until is None:
+        raise ValueError("wait_in_thread() needs a timeout, a condition, or both (or it would never end).")
+    if until is not None and until():
+        return True
+    if timeout is not None and timeout <= 0:
+        return False
+    return None
+
+
 def marked_job() -> tuple[JobsOwner | None, Job | None]:
     """The loop and the executor job that the current thread runs (None, None in other threads)."""
     return _marker.loop, _marker.job
@@ -386,18 +399,24 @@ class ThreadJobs:
                         waiting = True
                 else:
                     busy.append(job)
-            bell = None
-            if due and not busy:
-                bell = self.start_line(due, sleep=sleep)
-                busy.append(due[0][2])
-                waiting = waiting or len(due) > 1
-            else:
-                waiting = waiting or bool(due)
-                self.awaited = set(busy)
+            bell = self._line_up(due, busy, sleep=sleep)
+            waiting = waiting or len(due) > (1 if bell is not None else 0)
             self.soonest = soonest
         if bell is not None:
             bell.ring()
         return busy, waiting, earliest
+
+    def _line_up(self, due: list[tuple[int, int, Job]], busy: list[Job], *, sleep: bool) -> Bell | None:
+        """The waits due go on one by one while no thread is at work (the first one is busy now), else later.
+
+        Call with the lock held; the bell of the first one to ring after it is released.
+        """
+        if due and not busy:
+            bell = self.start_line(due, sleep=sleep)
+            busy.append(due[0][2])
+            return bell
+        self.awaited = set(busy)
+        return None
 
     def wake_the_soonest(self, *, sleep: bool) -> list[Job]:
         """After a jump to the earliest deadline of the waits: start the line of those due (as :meth:`sort`)."""
@@ -531,46 +550,21 @@ class ThreadJobs:
         whichever comes first. ``until`` must be cheap and thread-safe. After the loop is closed,
         the thread waits the rest of the time in real time.
         """
-        if job.abandoned:
-            raise JobAbandoned(f"The job {job.description} is abandoned: it waits no more.")
-        if timeout is None and until is None:
-            raise ValueError("wait_in_thread() needs a timeout, a condition, or both (or it would never end).")
-        if until is not None and until():
-            return True
-        if timeout is not None and timeout <= 0:
-            return False
+        at_once = _ends_at_once(job, timeout, until)
+        if at_once is not None:
+            return at_once
         clock = self.clock
         deadline = None if timeout is None else clock.ticks + clock.ticks_of(timeout)
         bell = job.bell
         if bell is None:
             bell = job.bell = Bell()
-        following: Bell | None = None
-        ring_loop = False
+        wait = ThreadWait(deadline, until, 0)
         with self.lock:
             closed = self.closed
-            if not closed:
-                self.seq += 1
-                wait = job.waiting = ThreadWait(deadline, until, self.seq)
-                awaited = self.awaited
-                if job in awaited:
-                    awaited.discard(job)
-                    if self.baton is job:
-                        self.baton = None
-                        if self.sleep != AWAKE and self.line:  # the loop has nothing to do: the next one goes
-                            successor = self.line.popleft()
-                            following = wake(successor)
-                            awaited.add(successor)
-                            self.baton = successor
-                    if not awaited:  # the last one the loop waits for: it decides in the loop's stead, or wakes it
-                        following = self.next_line_by_thread() if self.sleep == ASLEEP else None
-                        if following is None:
-                            ring_loop = self._wake_up()
+            following, ring_loop = (None, False) if closed else self._pass_the_turn_on(job, wait)
         if closed:
             return wait_in_real_time(timeout, until)
-        free = self.free_cpus
-        if not job.pinned and free is not None and self.cpu is not None:
-            job.pinned = True  # back to the loop's free CPUs when its job ends (not to the inherited pin)
-            job.affinity = free if affinity.pin_current_thread(self.cpu) is not None else None
+        self._pin_job_thread(job)
         if following is not None:
             following.ring()
         elif ring_loop:
@@ -582,6 +576,41 @@ class ThreadJobs:
             remaining = None if wait.deadline is None else max(0, wait.deadline - self.clock.ticks) / TICKS_PER_SECOND
             return wait_in_real_time(remaining, until)
         return until() if until is not None else False
+
+    def _pass_the_turn_on(self, job: Job, wait: ThreadWait) -> tuple[Bell | None, bool]:
+        """The job waits from now on (call with the lock held): the next one due goes on, or the loop.
+
+        The bell to ring (after the lock is released): the next thread's in the line, if the loop has nothing
+        to do; if this was the last job the loop waited for, the thread decides in the loop's stead, or else
+        whether to wake the loop (a write into its self-pipe).
+        """
+        self.seq += 1
+        wait.seq = self.seq
+        job.waiting = wait
+        awaited = self.awaited
+        if job not in awaited:
+            return None, False
+        following: Bell | None = None
+        awaited.discard(job)
+        if self.baton is job:
+            self.baton = None
+            if self.sleep != AWAKE and self.line:  # the loop has nothing to do: the next one goes
+                successor = self.line.popleft()
+                following = wake(successor)
+                awaited.add(successor)
+                self.baton = successor
+        if not awaited:  # the last one the loop waits for: it decides in the loop's stead, or wakes it
+            following = self.next_line_by_thread() if self.sleep == ASLEEP else None
+            if following is None:
+                return None, self._wake_up()
+        return following, False
+
+    def _pin_job_thread(self, job: Job) -> None:
+        """Put a waiting job's thread on the loop's CPU, once (while the loop's thread is pinned there)."""
+        free = self.free_cpus
+        if not job.pinned and free is not None and self.cpu is not None:
+            job.pinned = True  # back to the loop's free CPUs when its job ends (not to the inherited pin)
+            job.affinity = free if affinity.pin_current_thread(self.cpu) is not None else None
 
     def next_line_by_thread(self) -> Bell | None:
         """The last thread that the sleeping loop waited for makes the loop's next decision, if it is a simple one.
@@ -595,6 +624,20 @@ class ThreadJobs:
         """
         if not self.owner.threads_alone():
             return None
+        found = self._earliest_waits()
+        if found is None:
+            return None
+        earliest, soonest = found
+        if not self.owner.jump_for_threads(earliest):
+            return None  # a timer comes first (or at the same moment), or the time limit: the loop's part
+        due = [(earliest, job.waiting.seq, job) for job in soonest if job.waiting is not None]
+        return self.start_line(due, sleep=False)  # the loop stays asleep: the threads pass the turn on
+
+    def _earliest_waits(self) -> tuple[int, list[Job]] | None:
+        """The earliest deadline of the waits and the jobs that wait until then; None if anything else may happen.
+
+        None if a job is at work (or queued, or its futures resolve), or a wait is due now: the loop's part.
+        """
         now = self.clock.ticks
         earliest: int | None = None
         soonest: list[Job] = []
@@ -613,12 +656,7 @@ class ThreadJobs:
                 earliest, soonest = deadline, [job]
             elif deadline == earliest:
                 soonest.append(job)
-        if earliest is None:
-            return None
-        if not self.owner.jump_for_threads(earliest):
-            return None  # a timer comes first (or at the same moment), or the time limit: the loop's part
-        due = [(earliest, job.waiting.seq, job) for job in soonest if job.waiting is not None]
-        return self.start_line(due, sleep=False)  # the loop stays asleep: the threads pass the turn on
+        return None if earliest is None else (earliest, soonest)
 
     def abandon_in(self, threads: Iterable[threading.Thread]) -> None:
         """Abandon the jobs that these threads run: they wake up now (see ``VirtualTimeLoop.abandon_jobs_in``)."""
