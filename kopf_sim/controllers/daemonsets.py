@@ -12,13 +12,21 @@ from collections.abc import Iterable
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.store.watching import Change
 
-from .podtemplates import available, is_active, pod_from_template, ready_since, resolve_percent
+from .podtemplates import (
+    REVISION_LABEL,
+    available,
+    count_available,
+    is_active,
+    pod_from_template,
+    ready_since,
+    resolve_percent,
+    with_revision,
+)
 from .replicasets import owned_pods
 from .revisions import ensure_revision, prune_revisions
 from .runtime import DAEMONSETS, NODES, PODS, Controller, Key, key_of, owner_key
 from .scheduling import affinity_fits, tolerates
 
-REVISION_LABEL = "controller-revision-hash"
 GENERATION_LABEL = "pod-template-generation"
 DEFAULT_TOLERATIONS = [
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
@@ -151,28 +159,22 @@ class DaemonSetController(Controller):
         ds = self.get(DAEMONSETS, key) or ds
         now = self.wall()
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
-        scheduled = misscheduled = ready = updated = available_count = 0
-        soonest: float | None = None
+        misscheduled = 0
+        scheduled: list[JsonDict] = []
         for pod in owned_pods(self, ds):
             if not is_active(pod):
                 continue
-            node = target_node(pod)
-            if node not in eligible:
+            if target_node(pod) in eligible:
+                scheduled.append(pod)
+            else:
                 misscheduled += 1
-                continue
-            scheduled += 1
-            if ready_since(pod) is not None:
-                ready += 1
-            ok, remaining = available(pod, min_ready, now)
-            available_count += ok
-            if remaining is not None:
-                soonest = remaining if soonest is None else min(soonest, remaining)
-            if (meta(pod).get("labels") or {}).get(REVISION_LABEL) == hash_:
-                updated += 1
+        ready = sum(1 for p in scheduled if ready_since(p) is not None)
+        updated = with_revision(scheduled, hash_)
+        available_count, soonest = count_available(scheduled, min_ready, now)
         if soonest is not None:
             self.later(soonest, key)
         status: JsonDict = {
-            "currentNumberScheduled": scheduled,
+            "currentNumberScheduled": len(scheduled),
             "numberMisscheduled": misscheduled,
             "desiredNumberScheduled": len(eligible),
             "numberReady": ready,

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kopf_sim.kube.objects import JsonDict, clone, meta
 
 from .runtime import new_owner_ref, parse_time
+
+#: The label of the pods of a StatefulSet or a DaemonSet: the hash of the ControllerRevision they were made from.
+REVISION_LABEL = "controller-revision-hash"
 
 __all__ = ["available", "pod_from_template", "ready_since", "template_hash"]
 
@@ -111,6 +114,25 @@ def available(pod: JsonDict, min_ready_seconds: int, now: datetime.datetime) -> 
         return True, None
     remaining = (since + datetime.timedelta(seconds=min_ready_seconds) - now).total_seconds()
     return (remaining <= 0), (remaining if remaining > 0 else None)
+
+
+def count_available(
+    pods: Iterable[JsonDict], min_ready_seconds: int, now: datetime.datetime
+) -> tuple[int, float | None]:
+    """How many of the pods are available, and in how many seconds the next one will be (None: none will be)."""
+    count = 0
+    soonest: float | None = None
+    for pod in pods:
+        ok, remaining = available(pod, min_ready_seconds, now)
+        count += ok
+        if remaining is not None:
+            soonest = remaining if soonest is None else min(soonest, remaining)
+    return count, soonest
+
+
+def with_revision(pods: Iterable[JsonDict], revision: str) -> int:
+    """How many of the pods are of this revision (by their revision label)."""
+    return sum(1 for p in pods if (meta(p).get("labels") or {}).get(REVISION_LABEL) == revision)
 
 
 def resolve_percent(value: int | str | None, total: int, *, round_up: bool, default: str) -> int:
