@@ -58,6 +58,26 @@ def without_label(template: Mapping[str, Any] | None, label: str) -> JsonDict:
     return result
 
 
+def _merged_metadata(
+    template_meta: Mapping[str, Any],
+    *,
+    labels: Mapping[str, str] | None,
+    annotations: Mapping[str, str] | None,
+    finalizers: list[str] | None,
+) -> JsonDict:
+    """The template's labels, annotations and finalizers with the controller's own (the empty ones omitted)."""
+    merged: JsonDict = {}
+    pod_labels = {**(template_meta.get("labels") or {}), **(labels or {})}
+    pod_annotations = {**(template_meta.get("annotations") or {}), **(annotations or {})}
+    if pod_labels:
+        merged["labels"] = pod_labels
+    if pod_annotations:
+        merged["annotations"] = pod_annotations
+    if finalizers or template_meta.get("finalizers"):
+        merged["finalizers"] = [*(template_meta.get("finalizers") or []), *(finalizers or [])]
+    return merged
+
+
 def pod_from_template(
     template: Mapping[str, Any] | None,
     owner: JsonDict,
@@ -76,14 +96,7 @@ def pod_from_template(
         metadata["name"] = name
     else:
         metadata["generateName"] = generate_name or f"{meta(owner)['name']}-"
-    pod_labels = {**(template_meta.get("labels") or {}), **(labels or {})}
-    pod_annotations = {**(template_meta.get("annotations") or {}), **(annotations or {})}
-    if pod_labels:
-        metadata["labels"] = pod_labels
-    if pod_annotations:
-        metadata["annotations"] = pod_annotations
-    if finalizers or template_meta.get("finalizers"):
-        metadata["finalizers"] = [*(template_meta.get("finalizers") or []), *(finalizers or [])]
+    metadata.update(_merged_metadata(template_meta, labels=labels, annotations=annotations, finalizers=finalizers))
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": clone(template.get("spec") or {})}
 
 
