@@ -129,13 +129,14 @@ class ReplicaSetController(Controller):
             if counts[field]:
                 status[field] = counts[field]
         status["observedGeneration"] = meta(rs).get("generation", 1)
-        conditions = [dict(c) for c in (rs.get("status") or {}).get("conditions") or []]
-        if failure is not None:
-            conditions = set_condition(
-                conditions, "ReplicaFailure", "True", "FailedCreate", failure.message, self.now()
-            )
-        else:
-            conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
+        conditions = self._conditions(rs, failure)
         if conditions:
             status["conditions"] = conditions
         return status
+
+    def _conditions(self, rs: JsonDict, failure: errors.ApiError | None) -> list[JsonDict]:
+        """The ReplicaSet's conditions: ``ReplicaFailure`` while its pods cannot be created, none after."""
+        conditions = [dict(c) for c in (rs.get("status") or {}).get("conditions") or []]
+        if failure is not None:
+            return set_condition(conditions, "ReplicaFailure", "True", "FailedCreate", failure.message, self.now())
+        return [c for c in conditions if c.get("type") != "ReplicaFailure"]
