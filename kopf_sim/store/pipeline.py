@@ -20,7 +20,9 @@ import abc
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
-from kopf_sim.admission.control import AdmissionControl, Attributes, synchronous_writes
+from kopf_sim.admission.attributes import Attributes
+from kopf_sim.admission.control import AdmissionControl
+from kopf_sim.admission.dispatching import synchronous_writes
 from kopf_sim.kube import errors
 from kopf_sim.kube.objects import JsonDict, clone, meta
 from kopf_sim.kube.resources import ResourceType
@@ -81,6 +83,7 @@ class Write(abc.ABC):
     The defaults are those of a change of an existing object; the kinds of writes change what differs.
     """
 
+    verb = "update"  # what authorization is asked for (the HTTP verb's name in the API: create, patch, ...)
     kind: tuple[str, str, str] | None = None  # the kind admission sees, if not the resource's own
 
     def __init__(
@@ -210,6 +213,8 @@ class Update(Write):
 class Create(Write):
     """A create (POST): the object is new, its name maybe generated; a taken name is a 409 at the commit."""
 
+    verb = "create"
+
     def __init__(self, store: Store, rtype: ResourceType, namespace: str | None, body: Any, **options: Any) -> None:
         named = isinstance(body, dict) and isinstance(body.get("metadata"), dict) and body["metadata"].get("name")
         super().__init__(store, rtype, namespace, str(named or ""), **options)
@@ -235,9 +240,6 @@ class Create(Write):
     def operation(self, current: JsonDict | None) -> str:
         return "CREATE"
 
-    def request_name(self, new: JsonDict | None) -> str:
-        return str(meta(new).get("name", "")) if new is not None else self.name
-
     def mutable_view(self, new: JsonDict, current: JsonDict | None) -> JsonDict:
         view = super().mutable_view(new, current)
         if not self.name:  # a generated name is given by the store, after the mutating webhooks
@@ -251,6 +253,8 @@ class Create(Write):
 
 class Patch(Write):
     """A PATCH of any kind; a server-side apply to a missing object creates it (then admitted as a CREATE)."""
+
+    verb = "patch"
 
     def __init__(
         self,
@@ -326,10 +330,13 @@ class ScaleWrite(Write):
         namespace: str | None,
         name: str,
         requested: Callable[[JsonDict], Any],
+        *,
+        verb: str,
         **options: Any,
     ) -> None:
         super().__init__(store, rtype, namespace, name, subresource="scale", **options)
         self.requested = requested  # the Scale asked for, from the current one (a PUT ignores it; a PATCH not)
+        self.verb = verb
 
     def prepare(self, current: JsonDict | None) -> JsonDict:
         assert current is not None
@@ -361,7 +368,12 @@ class ScaleWrite(Write):
 
 
 class Delete(Write):
-    """A DELETE: admitted with the current object as the old one; finalizers, grace and GC at the commit."""
+    """A DELETE: admitted with the current object as the old one; finalizers, grace and GC at the commit.
+
+    The items of a collection deletion are admitted with no name, as the apiserver admits them.
+    """
+
+    verb = "delete"
 
     def __init__(
         self,
@@ -371,12 +383,12 @@ class Delete(Write):
         name: str,
         options: Mapping[str, Any],
         *,
-        as_status: bool = True,
+        in_collection: bool = False,
         **write_options: Any,
     ) -> None:
         super().__init__(store, rtype, namespace, name, **write_options)
         self.options = options
-        self.as_status = as_status
+        self.in_collection = in_collection
 
     def prepare(self, current: JsonDict | None) -> None:
         return None  # what a deletion does depends on the finalizers when it is committed
@@ -384,13 +396,16 @@ class Delete(Write):
     def operation(self, current: JsonDict | None) -> str:
         return "DELETE"
 
+    def request_name(self, new: JsonDict | None) -> str:
+        return "" if self.in_collection else self.name
+
     def request_options(self) -> JsonDict:
         return dict(self.options)
 
     def commit(self, current: JsonDict | None, new: JsonDict | None) -> JsonDict:
         assert current is not None
         return lifecycle.delete(
-            self.store, self.rtype, current, self.options, dry_run=self.dry_run, as_status=self.as_status
+            self.store, self.rtype, current, self.options, dry_run=self.dry_run, as_status=not self.in_collection
         )
 
     def result(self, stored: JsonDict) -> JsonDict:
@@ -420,8 +435,10 @@ class WritePipeline:
         **options: Unpack[WriteOptions],
     ) -> JsonDict:
         if subresource == "scale":
-            return await self.run(ScaleWrite(self.store, rtype, namespace, name, lambda _: body, **options))
-        return await self.run(Update(self.store, rtype, namespace, name, body, subresource=subresource, **options))
+            write: Write = ScaleWrite(self.store, rtype, namespace, name, lambda _: body, verb="update", **options)
+            return await self.run(write)
+        write = Update(self.store, rtype, namespace, name, body, subresource=subresource, **options)
+        return await self.run(write)
 
     async def patch(
         self,
@@ -441,7 +458,7 @@ class WritePipeline:
             def requested(scale: JsonDict) -> Any:
                 return scales.patched_scale(scale, patch, content_type)
 
-            return await self.run(ScaleWrite(self.store, rtype, namespace, name, requested, **options))
+            return await self.run(ScaleWrite(self.store, rtype, namespace, name, requested, verb="patch", **options))
         write = Patch(self.store, rtype, namespace, name, patch, content_type, subresource=subresource, **options)
         return await self.run(write)
 
@@ -470,6 +487,8 @@ class WritePipeline:
         warnings: list[str] | None = None,
     ) -> JsonDict:
         """Delete each selected object as a deletion of its own (each one admitted); the deleted ones are listed."""
+        authorized = Delete(self.store, rtype, namespace, "", options or {}, in_collection=True, dry_run=dry_run)
+        self.admission.authorize("deletecollection", authorized.attributes(None, None))
         listing = self.store.list(rtype, namespace, labels=labels, fields=fields)
         items = []
         for obj in listing["items"]:
@@ -480,12 +499,12 @@ class WritePipeline:
                 metadata.get("namespace"),
                 metadata["name"],
                 options or {},
-                as_status=False,
+                in_collection=True,
                 dry_run=dry_run,
                 warnings=warnings,
             )
             try:
-                items.append(await self.run(write))
+                items.append(await self.run(write, authorize=False))
             except errors.ApiError as exc:
                 if exc.code != 404:  # deleted meanwhile: not listed
                     raise
@@ -496,12 +515,14 @@ class WritePipeline:
             "items": items,
         }
 
-    async def run(self, write: Write) -> JsonDict:
+    async def run(self, write: Write, *, authorize: bool = True) -> JsonDict:
         """Prepare, admit and commit a write; prepared and admitted again while the object changes meanwhile."""
+        if authorize:
+            self.admission.authorize(write.verb, write.attributes(write.stored(), None))
         for _ in range(MAX_ATTEMPTS):
             current = write.current()
             new = write.prepare(current)
-            if self.admission.has_webhooks():
+            if self.admission.active():
                 new = await self._admit(write, current, new)
                 if not write.unchanged(current):
                     continue
@@ -527,7 +548,7 @@ def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a write to its end synchronously (loaders, tests): possible while it calls no webhook.
 
     A write awaits nothing but webhooks; if one is to be called, admission raises a clear error
-    (:class:`~kopf_sim.admission.control.SynchronousWriteError`) before calling it.
+    (:class:`~kopf_sim.admission.dispatching.SynchronousWriteError`) before calling it.
     """
     token = synchronous_writes.set(True)
     try:

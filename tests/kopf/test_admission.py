@@ -866,7 +866,8 @@ async def test_served_webhooks_end_to_end(
     settings: OperatorSettings,
     operator_registry: OperatorRegistry,
 ) -> None:
-    settings.admission.server = WebhookServer(addr="127.0.0.1", port=0, path="/hooks", insecure=True)
+    # HTTPS with a self-signed certificate (its CA in the caBundle): an apiserver refuses http:// webhook URLs.
+    settings.admission.server = WebhookServer(addr="127.0.0.1", host="127.0.0.1", port=0, path="/hooks")
     settings.admission.managed = "auto.kopf.dev"
     task = asyncio.create_task(
         admission.admission_webhook_server(registry=operator_registry, settings=settings, resources=[KEX], vault=vault)
@@ -877,7 +878,8 @@ async def test_served_webhooks_end_to_end(
         mutating = configurations(cluster, MUTATING)
         assert len(validating) == 2 and len(mutating) == 1
         audit = validating["audit.auto.kopf.dev"]
-        assert audit["clientConfig"]["url"].startswith("http://127.0.0.1:")
+        assert audit["clientConfig"]["url"].startswith("https://127.0.0.1:")
+        assert audit["clientConfig"]["caBundle"]
         assert audit["clientConfig"]["url"].endswith("/hooks/audit")
         assert audit["rules"][0]["operations"] == ["DELETE"]
         (defaults,) = mutating.values()
