@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+import os
 import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -168,8 +169,9 @@ def _os_error(exc: OSError) -> str:
 
 def _os_reason(exc: BaseException) -> str:
     """An errno's text as Go prints it (lower case: ``connection refused``)."""
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror[:1].lower() + exc.strerror[1:]
+    if isinstance(exc, OSError) and exc.errno and exc.errno > 0:
+        text = os.strerror(exc.errno)
+        return text[:1].lower() + text[1:]
     return str(exc) or type(exc).__name__
 
 
