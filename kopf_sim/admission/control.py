@@ -68,8 +68,9 @@ class AdmissionControl:
 
     def active(self) -> bool:
         """Whether any plugin may act (else the pipeline skips admission: no views of the objects are made)."""
-        plugins: list[MutatingPlugin | ValidatingPlugin] = [*self.mutators, *self.validators]
-        return any(plugin.active() for plugin in plugins)
+        return any(mutator.active() for mutator in self.mutators) or any(
+            validator.active() for validator in self.validators
+        )
 
     def authorize(self, verb: str, attrs: Attributes) -> None:
         for authorizer in self.authorizers:
