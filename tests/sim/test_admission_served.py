@@ -13,9 +13,9 @@ import base64
 import contextlib
 import itertools
 import json
-import os
 import shutil
 import ssl
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -98,6 +98,7 @@ class Hooks:
         self.server = ServedApp(self.app, tls=True)
         self.closing: asyncio.Server | None = None
         self.closing_url = ""
+        self.closing_ca = ""
 
     @property
     def ca_bundle(self) -> str:
@@ -159,14 +160,7 @@ class Hooks:
         assert self.server.ca_pem is not None
         # A server that accepts a TLS connection, reads the request, and closes it with no answer.
         bundle = generate_self_signed()
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        with contextlib.ExitStack():
-            tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"hooks-{os.getpid()}-{next(_names)}"
-            tmp.mkdir()
-            (tmp / "cert.pem").write_bytes(bundle.cert_pem)
-            (tmp / "key.pem").write_bytes(bundle.key_pem)
-            context.load_cert_chain(tmp / "cert.pem", tmp / "key.pem")
-            shutil.rmtree(tmp)
+        context = _server_context(bundle.cert_pem, bundle.key_pem)
         self.closing_ca = base64.b64encode(bundle.ca_pem).decode()
 
         async def close_at_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -187,6 +181,15 @@ class Hooks:
 
     def seen(self, behaviour: str) -> list[Review]:
         return [review for name, _, review in self.reviews if name == behaviour]
+
+
+def _server_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    with tempfile.TemporaryDirectory() as tmp:  # ssl loads a certificate chain from files only
+        Path(tmp, "cert.pem").write_bytes(cert_pem)
+        Path(tmp, "key.pem").write_bytes(key_pem)
+        context.load_cert_chain(Path(tmp, "cert.pem"), Path(tmp, "key.pem"))
+    return context
 
 
 @pytest.fixture
