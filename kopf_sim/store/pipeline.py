@@ -4,9 +4,11 @@ A write request (a create, an update, a patch of any kind, a server-side apply, 
 their ``status`` and ``scale`` subresources, dry runs) becomes a ``Write``: how its next state follows
 from the current one (the pure rules of :mod:`kopf_sim.writes`), and what admission sees of the two. Then:
 
+0. **authorize** it (nothing by default: the simulator serves everyone as a cluster admin; an authorizer such
+   as RBAC goes into ``AdmissionControl.authorizers``);
 1. **prepare** the new object from the current one (nothing is stored);
 2. **admit** it (:mod:`kopf_sim.admission`): mutating webhooks, the server's rules again on what they changed
-   (schema defaulting, pruning, validation), validating webhooks;
+   (schema defaulting, pruning, validation), validating webhooks (admission policies would go before them);
 3. **commit** it if the stored object is still the one it was prepared from (the optimistic-concurrency
    check); otherwise go back to 1 with the fresh state, as the apiserver's update loop does.
 
