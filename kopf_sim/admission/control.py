@@ -1,8 +1,9 @@
 """The admission chain of one store: who may write (authorizers), what changes the object, what may refuse it.
 
-The write pipeline (:mod:`kopf_sim.store.pipeline`) asks it in the apiserver's order: :meth:`authorize` first,
-then :meth:`mutate` (the mutating plugins in order; the pipeline then applies the server's rules again to
-what they changed: schema defaulting, pruning, validation), then :meth:`validate` (the validating plugins).
+The write pipeline (:mod:`kopf_sim.store.pipeline`) asks it in the apiserver's order:
+:meth:`AdmissionControl.authorize` first, then :meth:`AdmissionControl.mutate` (the mutating plugins in order;
+the pipeline then applies the server's rules again to what they changed: schema defaulting, pruning,
+validation), then :meth:`AdmissionControl.validate` (the validating plugins).
 
 The plugins are lists, the extension points of the chain: the webhooks are there by default; admission
 policies go before the validating webhooks (``validators.insert(0, …)``), as the apiserver runs them;

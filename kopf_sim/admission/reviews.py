@@ -28,7 +28,7 @@ _GROUP = "admission.k8s.io"
 class CallFailure(Exception):
     """The webhook could not be called, or answered what is not a valid review: subject to its failure policy.
 
-    The message is what follows ``failed calling webhook "<name>": `` in the apiserver's words.
+    The message is what the apiserver says after ``failed calling webhook "<name>":`` (and a space).
     """
 
 
