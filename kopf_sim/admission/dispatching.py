@@ -114,20 +114,28 @@ def denial(hook: Webhook, status: JsonDict | None) -> errors.ApiError:
     )
 
 
-class MutatingWebhooks:
-    """The mutating webhooks: in order, each patching what the previous ones made; some called again if needed."""
+class _Webhooks:
+    """The webhooks of one kind of configurations: active while any such configuration is stored."""
+
+    mutating: bool
 
     def __init__(self, caller: WebhookCaller) -> None:
         self.caller = caller
 
     def active(self) -> bool:
-        return self.caller.store.count(configurations.MUTATING) > 0
+        return self.caller.store.count(configurations.MUTATING if self.mutating else configurations.VALIDATING) > 0
+
+
+class MutatingWebhooks(_Webhooks):
+    """The mutating webhooks: in order, each patching what the previous ones made; some called again if needed."""
+
+    mutating = True
 
     async def mutate(
         self, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None, warnings: list[str]
     ) -> JsonDict | None:
         """The object as the webhooks left it (the same object if none changed it)."""
-        hooks = self.caller.webhooks(attrs, mutating=True)
+        hooks = self.caller.webhooks(attrs, mutating=self.mutating)
         invoked: set[tuple[str, int]] = set()  # reinvocable webhooks called before the last change
         reinvoke: set[tuple[str, int]] = set()  # the webhooks to call again in the second round
         for round_ in (1, 2):
@@ -188,21 +196,17 @@ class MutatingWebhooks:
         return patched
 
 
-class ValidatingWebhooks:
+class ValidatingWebhooks(_Webhooks):
     """The validating webhooks: all at once on the final object; the first refusal to arrive is the answer."""
 
-    def __init__(self, caller: WebhookCaller) -> None:
-        self.caller = caller
-
-    def active(self) -> bool:
-        return self.caller.store.count(configurations.VALIDATING) > 0
+    mutating = False
 
     async def validate(
         self, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None, warnings: list[str]
     ) -> None:
         calls = [
             call
-            for hook in self.caller.webhooks(attrs, mutating=False)
+            for hook in self.caller.webhooks(attrs, mutating=self.mutating)
             if (call := matching.invocation(hook, attrs, obj, old, self.caller.store)) is not None
         ]
         if not calls:

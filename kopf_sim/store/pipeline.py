@@ -32,7 +32,15 @@ from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store import lifecycle
 from kopf_sim.writes import preparing, scales
 
-__all__ = ["PatchOptions", "RequestOptions", "WriteOptions", "WritePipeline", "run_now"]
+__all__ = [
+    "CollectionOptions",
+    "DeleteOptions",
+    "PatchOptions",
+    "RequestOptions",
+    "WriteOptions",
+    "WritePipeline",
+    "run_now",
+]
 
 T = TypeVar("T")
 
@@ -52,6 +60,23 @@ class RequestOptions(TypedDict, total=False):
 
 class WriteOptions(RequestOptions, total=False):
     warnings: list[str] | None  # where the write's warnings go (sent as ``Warning`` headers)
+
+
+class RuleOptions(TypedDict):
+    manager: str | None
+    field_validation: str
+    warnings: list[str]
+
+
+class DeleteOptions(TypedDict, total=False):
+    dry_run: bool
+    warnings: list[str] | None
+
+
+class CollectionOptions(DeleteOptions, total=False):
+    labels: LabelSelector | None
+    fields: FieldSelector | None
+    options: Mapping[str, Any] | None  # the DeleteOptions of each deletion
 
 
 class PatchOptions(WriteOptions, total=False):
@@ -112,6 +137,11 @@ class Write(abc.ABC):
         self.warnings: list[str] = warnings if warnings is not None else []
 
     # -- Preparing -----------------------------------------------------------------------------------
+
+    @property
+    def rules(self) -> RuleOptions:
+        """What the server's write rules take of the request's options (:mod:`kopf_sim.writes.preparing`)."""
+        return RuleOptions(manager=self.manager, field_validation=self.field_validation, warnings=self.warnings)
 
     def current(self) -> JsonDict | None:
         """The object as stored now (never changed in place); a 404 if there is none."""
@@ -201,14 +231,7 @@ class Update(Write):
     def prepare(self, current: JsonDict | None) -> JsonDict:
         assert current is not None
         return preparing.prepare_update(
-            self.store,
-            self.rtype,
-            current,
-            self.body,
-            subresource=self.subresource,
-            manager=self.manager,
-            field_validation=self.field_validation,
-            warnings=self.warnings,
+            self.store, self.rtype, current, self.body, subresource=self.subresource, **self.rules
         )
 
 
@@ -229,15 +252,7 @@ class Create(Write):
         return True  # nothing to compare: the commit refuses a name that is taken meanwhile
 
     def prepare(self, current: JsonDict | None) -> JsonDict:
-        return preparing.prepare_create(
-            self.store,
-            self.rtype,
-            self.namespace,
-            self.body,
-            field_validation=self.field_validation,
-            warnings=self.warnings,
-            manager=self.manager,
-        )
+        return preparing.prepare_create(self.store, self.rtype, self.namespace, self.body, **self.rules)
 
     def operation(self, current: JsonDict | None) -> str:
         return "CREATE"
@@ -285,14 +300,7 @@ class Patch(Write):
     def prepare(self, current: JsonDict | None) -> JsonDict:
         if current is None:
             return preparing.prepare_apply_create(
-                self.store,
-                self.rtype,
-                self.namespace,
-                self.name,
-                self.patch,
-                manager=self.manager,
-                field_validation=self.field_validation,
-                warnings=self.warnings,
+                self.store, self.rtype, self.namespace, self.name, self.patch, **self.rules
             )
         return preparing.prepare_patch(
             self.store,
@@ -301,10 +309,8 @@ class Patch(Write):
             self.patch,
             self.content_type,
             subresource=self.subresource,
-            manager=self.manager,
             force=self.force,
-            field_validation=self.field_validation,
-            warnings=self.warnings,
+            **self.rules,
         )
 
     def operation(self, current: JsonDict | None) -> str:
@@ -348,14 +354,7 @@ class ScaleWrite(Write):
         scales.check_scale(scale, self.name)
         body = scales.with_scale(self.rtype, self.store.present(current, self.rtype), scale)
         return preparing.prepare_update(
-            self.store,
-            self.rtype,
-            current,
-            body,
-            subresource="scale",
-            manager=self.manager,
-            warnings=self.warnings,
-            copied=True,
+            self.store, self.rtype, current, body, subresource="scale", copied=True, **self.rules
         )
 
     def view(self, obj: JsonDict) -> JsonDict:
@@ -470,12 +469,9 @@ class WritePipeline:
         namespace: str | None,
         name: str,
         options: Mapping[str, Any] | None = None,
-        *,
-        dry_run: bool = False,
-        warnings: list[str] | None = None,
+        **write_options: Unpack[DeleteOptions],
     ) -> JsonDict:
-        write = Delete(self.store, rtype, namespace, name, options or {}, dry_run=dry_run, warnings=warnings)
-        return await self.run(write)
+        return await self.run(Delete(self.store, rtype, namespace, name, options or {}, **write_options))
 
     async def delete_collection(
         self,
@@ -489,9 +485,10 @@ class WritePipeline:
         warnings: list[str] | None = None,
     ) -> JsonDict:
         """Delete each selected object as a deletion of its own (each one admitted); the deleted ones are listed."""
+        options = options or {}
         if self.admission.authorizers:
-            collection = Delete(self.store, rtype, namespace, "", options or {}, in_collection=True, dry_run=dry_run)
-            self.admission.authorize("deletecollection", collection.attributes(None, None))
+            whole = Delete(self.store, rtype, namespace, "", options, in_collection=True, dry_run=dry_run)
+            self.admission.authorize("deletecollection", whole.attributes(None, None))
         listing = self.store.list(rtype, namespace, labels=labels, fields=fields)
         items = []
         for obj in listing["items"]:
@@ -501,7 +498,7 @@ class WritePipeline:
                 rtype,
                 metadata.get("namespace"),
                 metadata["name"],
-                options or {},
+                options,
                 in_collection=True,
                 dry_run=dry_run,
                 warnings=warnings,

@@ -122,23 +122,13 @@ def _one_of(hook: JsonDict, field: str, supported: tuple[str, ...], path: str) -
 
 def _rule_causes(rule: JsonDict, path: str) -> Iterator[Cause]:
     operations = _strings(rule.get("operations"))
-    if not operations:
-        yield required(f"{path}.operations")
-    if len(operations) > 1 and "*" in operations:
-        yield invalid(f"{path}.operations", operations, "if '*' is present, must not specify other operations")
+    yield from _list_causes(operations, f"{path}.operations", "operations")
     for index, operation in enumerate(operations):
         if operation not in _OPERATIONS:
             yield not_supported(f"{path}.operations[{index}]", operation, _OPERATIONS)
-    groups = _strings(rule.get("apiGroups"))
-    if not groups:
-        yield required(f"{path}.apiGroups")
-    if len(groups) > 1 and "*" in groups:
-        yield invalid(f"{path}.apiGroups", groups, "if '*' is present, must not specify other API groups")
+    yield from _list_causes(_strings(rule.get("apiGroups")), f"{path}.apiGroups", "API groups")
     versions = _strings(rule.get("apiVersions"))
-    if not versions:
-        yield required(f"{path}.apiVersions")
-    if len(versions) > 1 and "*" in versions:
-        yield invalid(f"{path}.apiVersions", versions, "if '*' is present, must not specify other API versions")
+    yield from _list_causes(versions, f"{path}.apiVersions", "API versions")
     for index, version in enumerate(versions):
         if not version:
             yield required(f"{path}.apiVersions[{index}]")
@@ -146,6 +136,14 @@ def _rule_causes(rule: JsonDict, path: str) -> Iterator[Cause]:
     scope = rule.get("scope")
     if scope is not None and scope not in _SCOPES:
         yield not_supported(f"{path}.scope", scope, _SCOPES)
+
+
+def _list_causes(values: list[str], path: str, what: str) -> Iterator[Cause]:
+    """A rule's list: required, and ``*`` alone if it is there."""
+    if not values:
+        yield required(path)
+    if len(values) > 1 and "*" in values:
+        yield invalid(path, values, f"if '*' is present, must not specify other {what}")
 
 
 def _resources_causes(resources: list[str], path: str) -> Iterator[Cause]:
