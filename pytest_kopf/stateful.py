@@ -66,18 +66,22 @@ from .driving import (
     DEFAULT_RESTART_DELAY,
     DEFAULT_SETTLE_TIMEOUT,
     caught_up,
+    end_state,
     revived,
     settle,
 )
 from .errors import OperatorCheckFailed
 from .judges import livelocked
-from .noise import EPOCH_OFFSET, NoiseField, learn
+from .noise import EPOCH_OFFSET, NoiseField, described, learn
 from .operator import KopfOperator
 from .randomness import seeded
+from .report.coverage import Coverage
+from .report.failures import FailureEvidence
+from .report.states import comparison_masking
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import Action, Driver, ReplayLog, mixed, perturbations, user_actions
-from .tracing import Trace
+from .tracing import Log, Trace
 from .verdicts import verify
 
 if TYPE_CHECKING:
@@ -232,6 +236,7 @@ class Statistics:
     steps: int = 0
     faults: int = 0
     crashes: int = 0
+    failures: int = 0
     virtual_seconds: float = 0.0
     #: The fields learned as noise in any example (see :mod:`pytest_kopf.noise`).
     noise: set[NoiseField] = dataclasses.field(default_factory=set)
@@ -450,6 +455,10 @@ class OperatorMachine(RuleBasedStateMachine):
     #: starting state: ``[ReplayLog("incident.jsonl", until=30)]``); reproductions begin with them.
     initial_steps: ClassVar[Sequence[Action]] = ()
     statistics: ClassVar[Statistics | None] = None
+    #: What the examples covered (the actions and faults by kind, the handlers reached), if counted.
+    coverage: ClassVar[Coverage | None] = None
+    #: Called after each step and each example (when :attr:`statistics` has changed): the progress line's feed.
+    progressed: ClassVar[Callable[[], None] | None] = None
 
     _customs: ClassVar[list[CustomResource] | None] = None
     _user_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
@@ -600,19 +609,25 @@ class OperatorMachine(RuleBasedStateMachine):
     def perform(self, action: Action) -> None:
         """Apply an action to the checked world (and, if it is a user's action, to the baseline)."""
         self.steps.append(action)
+        if self.coverage is not None:
+            self.coverage.add_step(action)
         if self.statistics is not None:
             self.statistics.steps += 1
+            self._progressed()
         self.failed = True  # until the step is done in every world
         try:
             self._apply(action)
         except LivelockError as exc:  # an endless update loop: the loop's clock stood still in the step
             raise livelocked(exc).with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
             ) from None
         self.failed = False
 
     def _apply(self, action: Action) -> None:
-        self.world.trace.step(action.code(), restarts=action.restarts)
+        self.world.trace.step(action.code(), restarts=action.restarts, user=action.user)
         outcome = self._apply_in(self.world, action)
         if action.user and self.baseline is not None:
             self.baseline.trace.step(action.code(), restarts=action.restarts)
@@ -652,13 +667,19 @@ class OperatorMachine(RuleBasedStateMachine):
             raise OperatorCheckFailed(
                 "convergence", f"the operator has exited (exit code {operator.exit_code}): {operator.exception!r}"
             ).with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
             )
 
     def teardown(self) -> None:
         try:
             if not self.failed:  # not when a step or the operator has failed already: that failure is reported
                 self.verify()
+        except OperatorCheckFailed:
+            self.failed = True
+            raise
         finally:
             self.close()
 
@@ -689,6 +710,9 @@ class OperatorMachine(RuleBasedStateMachine):
                 machine.perform(step)
                 machine.operator_is_alive()
             machine.verify()
+        except OperatorCheckFailed:
+            machine.failed = True
+            raise
         finally:
             machine.close()
 
@@ -713,7 +737,17 @@ class OperatorMachine(RuleBasedStateMachine):
         if self.statistics is not None:
             self.statistics.faults += len(self.world.cluster.sim.faults.injections)
             self.statistics.crashes += self.world.operator.crashes
+            self.statistics.failures += self.failed
             self.statistics.virtual_seconds += self.world.loop.time()
+            self._progressed()
+        if self.coverage is not None:
+            messages = [entry.message for entry in self.world.trace.of(Log)]
+            self.coverage.add_example(self.world.cluster.sim.faults.injections, messages)
+
+    def _progressed(self) -> None:
+        progressed = type(self).progressed
+        if progressed is not None:
+            progressed()
 
     def _options(self) -> dict[str, Any]:
         resources = [custom.qualified for custom in self.custom_resources()]
@@ -759,6 +793,7 @@ class OperatorMachine(RuleBasedStateMachine):
                 reproduction=self.reproduction(
                     exc.check, steps=[step for step in self.steps if step.user], seed=world.seed, epoch=world.epoch
                 ),
+                evidence=self.evidence(),
             ) from None
 
     def verify(self) -> None:
@@ -782,7 +817,26 @@ class OperatorMachine(RuleBasedStateMachine):
                 steps=self.steps,
                 trace_tail=self.world.trace.tail(),
                 reproduction=self.reproduction(exc.check, expected),
+                evidence=self.evidence(),
             ) from None
+
+    def evidence(self) -> FailureEvidence | None:
+        """What a failure's report shows: both worlds' traces and end states as they are now (None if unreadable)."""
+        worlds = [self.world, *([self.baseline] if self.baseline is not None else [])]
+        try:
+            states = [end_state(world.cluster, namespace=self.namespace) for world in worlds]
+        except Exception:  # a world torn apart (e.g. its cluster stopped): the failure goes on without its report
+            return None
+        named = [*self.paths, *(item for item in self.manifests if isinstance(item, str | os.PathLike)), *self.logs]
+        return FailureEvidence(
+            checked=list(self.world.trace.entries),
+            baseline=list(self.baseline.trace.entries) if self.baseline is not None else None,
+            checked_state=states[0],
+            baseline_state=states[1] if len(states) > 1 else None,
+            masking=comparison_masking(self.mask, self.noise),
+            named=[os.fspath(path) for path in named if _is_file_name(path)],
+            noise=described(self.noise),
+        )
 
     def reproduction(
         self,
@@ -900,6 +954,12 @@ def reproduction(
             ]
         )
     return "\n".join(lines) + "\n"
+
+
+def _is_file_name(item: str | os.PathLike[str]) -> bool:
+    """Whether a manifest is given as a file's path (not as the YAML text itself)."""
+    text = os.fspath(item)
+    return "\n" not in text and not text.lstrip().startswith("{")
 
 
 def _manifest_literal(manifest: Manifests) -> str:
