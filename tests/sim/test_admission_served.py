@@ -48,6 +48,7 @@ spec:
       served: true
       storage: true
       subresources:
+        status: {}
         scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
       schema:
         openAPIV3Schema:
@@ -58,10 +59,15 @@ spec:
               properties:
                 replicas: {type: integer}
                 title: {type: string}
+            status:
+              type: object
+              properties:
+                replicas: {type: integer}
     - name: v2
       served: true
       storage: false
       subresources:
+        status: {}
         scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
       schema:
         openAPIV3Schema:
@@ -72,6 +78,10 @@ spec:
               properties:
                 replicas: {type: integer}
                 title: {type: string}
+            status:
+              type: object
+              properties:
+                replicas: {type: integer}
 """
 
 _names = itertools.count()
@@ -137,6 +147,9 @@ class Hooks:
             response = {"uid": uid, "allowed": False, "status": {"reason": "NotToday"}}
         elif behaviour == "label":
             patch = [{"op": "add", "path": "/metadata/labels", "value": {"defaulted": "yes"}}]
+            response |= {"patchType": "JSONPatch", "patch": base64.b64encode(json.dumps(patch).encode()).decode()}
+        elif behaviour == "cap":  # a defaulting webhook of Scale objects: at most two replicas
+            patch = [{"op": "replace", "path": "/spec/replicas", "value": 2}]
             response |= {"patchType": "JSONPatch", "patch": base64.b64encode(json.dumps(patch).encode()).decode()}
         elif behaviour == "nopatchtype":
             patch = [{"op": "add", "path": "/metadata/labels/sloppy", "value": "yes"}]
@@ -266,9 +279,16 @@ async def cluster(served: Served, tmp_path: Path, request: pytest.FixtureRequest
 
 
 def hook(
-    name: str, url: str, ca_bundle: str, *, resources: list[str], group: str = "hooks.example", **fields: Any
+    name: str,
+    url: str,
+    ca_bundle: str,
+    *,
+    resources: list[str],
+    group: str = "hooks.example",
+    operations: tuple[str, ...] = ("CREATE", "UPDATE"),
+    **fields: Any,
 ) -> Review:
-    rule = {"apiGroups": [group], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": resources}
+    rule = {"apiGroups": [group], "apiVersions": ["v1"], "operations": list(operations), "resources": resources}
     return {
         "name": name,
         "clientConfig": {"url": url, "caBundle": ca_bundle},
@@ -332,6 +352,81 @@ async def test_kubectl_scale_of_a_deployment_is_admitted_with_a_scale(cluster: C
     assert replicas == "3"
 
 
+async def test_kubectl_patch_of_the_scale_subresource_is_mutated_and_refused(cluster: Cluster, hooks: Hooks) -> None:
+    assert (await cluster.apply(widget("w1", replicas=1)))[0] == 0
+    capping = hook("cap.hooks.example", hooks.url("cap"), hooks.ca_bundle, resources=["widgets/scale"])
+    await cluster.webhooks("Mutating", capping)
+    patch = ("patch", "-n", cluster.namespace, "widgets.hooks.example", "w1", "--subresource=scale", "--type=merge")
+    scale = json.loads(await cluster.must(*patch, "-p", '{"spec": {"replicas": 9}}', "-o", "json"))
+    assert scale["kind"] == "Scale" and scale["spec"] == {"replicas": 2}
+    (review,) = hooks.seen("cap")
+    assert review["request"]["kind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    assert review["request"]["subResource"] == "scale" and review["request"]["object"]["spec"] == {"replicas": 9}
+    replicas = await cluster.must("get", "widget", "w1", "-n", cluster.namespace, "-o", "jsonpath={.spec.replicas}")
+    assert replicas == "2"
+
+    await cluster.webhooks(
+        "Validating", hook("deny.hooks.example", hooks.url("deny"), hooks.ca_bundle, resources=["widgets/*"])
+    )
+    code, _, err = await cluster.kubectl(*patch, "-p", '{"spec": {"replicas": 1}}')
+    assert code == 1
+    assert err.strip() == (
+        'Error from server (Forbidden): admission webhook "deny.hooks.example" denied the request: frozen'
+    )
+    replicas = await cluster.must("get", "widget", "w1", "-n", cluster.namespace, "-o", "jsonpath={.spec.replicas}")
+    assert replicas == "2"
+
+
+async def test_every_write_of_kubectl_and_the_client_is_admitted(cluster: Cluster, hooks: Hooks) -> None:
+    everything = hook(
+        "record.hooks.example",
+        hooks.url("allow"),
+        hooks.ca_bundle,
+        resources=["widgets", "widgets/*"],
+        operations=("*",),
+    )
+    await cluster.webhooks("Validating", everything)
+    ns = ("-n", cluster.namespace)
+    await cluster.must("create", *ns, "-f", "-", stdin=json.dumps(widget("w1", replicas=1)))
+    await cluster.must("create", *ns, "--dry-run=server", "-f", "-", stdin=json.dumps(widget("w2")))
+    current = json.loads(await cluster.must("get", *ns, "widget", "w1", "-o", "json"))
+    current["spec"]["title"] = "replaced"
+    await cluster.must("replace", *ns, "-f", "-", stdin=json.dumps(current))
+    await cluster.must("patch", *ns, "widget", "w1", "--type=merge", "-p", '{"spec": {"title": "patched"}}')
+    status = '{"status": {"replicas": 1}}'
+    await cluster.must("patch", *ns, "widget", "w1", "--subresource=status", "--type=merge", "-p", status)
+    await cluster.must("scale", *ns, "widget/w1", "--replicas=2")
+    await cluster.must("apply", *ns, "--server-side", "-f", "-", stdin=json.dumps(widget("w3", title="applied")))
+    await cluster.must("apply", *ns, "--server-side", "-f", "-", stdin=json.dumps(widget("w3", title="again")))
+    await cluster.must("apply", *ns, "-f", "-", stdin=json.dumps(widget("w4", title="client-side")))
+    await cluster.must("delete", *ns, "widget", "w1")
+    api = kubernetes.client.CustomObjectsApi(cluster.client())
+    await asyncio.to_thread(
+        api.delete_collection_namespaced_custom_object, "hooks.example", "v1", cluster.namespace, "widgets"
+    )
+
+    seen = [
+        (r["operation"], r.get("subResource", ""), r.get("name", ""), r["dryRun"], r["kind"]["kind"])
+        for r in (review["request"] for review in hooks.seen("allow"))
+    ]
+    assert seen[:9] == [
+        ("CREATE", "", "w1", False, "Widget"),
+        ("CREATE", "", "w2", True, "Widget"),
+        ("UPDATE", "", "w1", False, "Widget"),
+        ("UPDATE", "", "w1", False, "Widget"),
+        ("UPDATE", "status", "w1", False, "Widget"),
+        ("UPDATE", "scale", "w1", False, "Scale"),
+        ("CREATE", "", "w3", False, "Widget"),
+        ("UPDATE", "", "w3", False, "Widget"),
+        ("CREATE", "", "w4", False, "Widget"),
+    ]
+    assert seen[9] == ("DELETE", "", "w1", False, "Widget")
+    # deletecollection: each item is admitted, with its old object and no name (as the apiserver does).
+    collected = sorted(r["request"]["oldObject"]["metadata"]["name"] for r in hooks.seen("allow")[10:])
+    assert collected == ["w3", "w4"] and seen[10:] == [("DELETE", "", "", False, "Widget")] * 2
+    assert not await cluster.exists("widgets.hooks.example", "w2")  # the dry run stored nothing
+
+
 # -- Dispatch ---------------------------------------------------------------------------------------------
 
 
@@ -380,9 +475,10 @@ async def test_a_generated_name_is_not_in_the_request(cluster: Cluster, hooks: H
 
 
 @pytest.mark.parametrize(
-    ("behaviour", "reason"),
+    ("kind", "behaviour", "reason"),
     [
         (
+            "Mutating",
             "bare",
             (
                 "received invalid webhook response: expected webhook response of "
@@ -390,14 +486,18 @@ async def test_a_generated_name_is_not_in_the_request(cluster: Cluster, hooks: H
             ),
         ),
         (
+            "Mutating",
             "nopatchtype",
             "received invalid webhook response: webhook returned response.patch but not response.patchType",
         ),
+        ("Validating", "label", "received invalid webhook response: validating webhook may not return response.patch"),
     ],
 )
-async def test_responses_an_apiserver_refuses(cluster: Cluster, hooks: Hooks, behaviour: str, reason: str) -> None:
+async def test_responses_an_apiserver_refuses(
+    cluster: Cluster, hooks: Hooks, kind: str, behaviour: str, reason: str
+) -> None:
     await cluster.webhooks(
-        "Mutating", hook("check.hooks.example", hooks.url(behaviour), hooks.ca_bundle, resources=["widgets"])
+        kind, hook("check.hooks.example", hooks.url(behaviour), hooks.ca_bundle, resources=["widgets"])
     )
     code, _, err = await cluster.apply(widget("w1"))
     assert code == 1
@@ -406,6 +506,28 @@ async def test_responses_an_apiserver_refuses(cluster: Cluster, hooks: Hooks, be
         f'failed calling webhook "check.hooks.example": {reason}'
     )
     assert not await cluster.exists("widgets.hooks.example", "w1")
+
+
+async def test_a_mutating_patch_on_delete_fails_the_request_whatever_the_policy(cluster: Cluster, hooks: Hooks) -> None:
+    assert (await cluster.apply(widget("w1")))[0] == 0
+    meddler = hook(
+        "meddler.hooks.example",
+        hooks.url("label"),
+        hooks.ca_bundle,
+        resources=["widgets"],
+        operations=("DELETE",),
+        failurePolicy="Ignore",
+    )
+    await cluster.webhooks("Mutating", meddler)
+    code, _, err = await cluster.kubectl("delete", "widgets.hooks.example", "w1", "-n", cluster.namespace)
+    assert code == 1
+    assert err.strip() == (
+        'Error from server (InternalError): Internal error occurred: admission webhook "meddler.hooks.example" '
+        "attempted to modify the object, which is not supported for this operation"
+    )
+    (review,) = hooks.seen("label")
+    assert review["request"]["operation"] == "DELETE" and review["request"]["object"] is None
+    assert await cluster.exists("widgets.hooks.example", "w1")
 
 
 async def test_denials_are_normalised(cluster: Cluster, hooks: Hooks) -> None:
@@ -477,6 +599,13 @@ async def test_field_causes_pass_through_to_kubectl_and_the_client(cluster: Clus
             "refused",
             'failed to call webhook: Post "{url}?timeout=2s": dial tcp 127.0.0.1:1: connect: connection refused',
         ),
+        (
+            "untrusted",
+            (
+                'failed to call webhook: Post "{url}?timeout=2s": '
+                "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+            ),
+        ),
     ],
 )
 async def test_failing_webhooks_fail_the_request_in_the_apiservers_words(
@@ -487,6 +616,8 @@ async def test_failing_webhooks_fail_the_request_in_the_apiservers_words(
         url, ca = hooks.closing_url, hooks.closing_ca
     elif behaviour == "refused":
         url = "https://127.0.0.1:1/refused"
+    elif behaviour == "untrusted":  # the server's certificate is not signed by the CA of the caBundle
+        url, ca = hooks.url("allow"), hooks.closing_ca
     await cluster.webhooks("Validating", hook("strict.hooks.example", url, ca, resources=["widgets"], timeoutSeconds=2))
     started = time.monotonic()
     code, _, err = await cluster.apply(widget("w1"))
@@ -497,6 +628,8 @@ async def test_failing_webhooks_fail_the_request_in_the_apiservers_words(
         f'failed calling webhook "strict.hooks.example": {failure.format(url=url)}'
     )
     assert elapsed < 15  # within the webhook's timeout (kubectl's own start included)
+    if behaviour == "hang":
+        assert elapsed >= 2  # the apiserver waits for the whole timeout
     assert not await cluster.exists("widgets.hooks.example", "w1")
 
     # The same webhook with the Ignore policy: the write goes through.
