@@ -22,6 +22,7 @@ from kopf_sim.admission.matching import Invocation
 from kopf_sim.admission.reviews import CallFailure, Response
 from kopf_sim.kube import errors
 from kopf_sim.kube.objects import JsonDict
+from kopf_sim.kube.resources import StorageKey
 from kopf_sim.writes import patching
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "denial",
     "synchronous_writes",
 ]
+
+_SERVICES: StorageKey = ("", "services")
 
 #: Set while a write runs synchronously (:func:`kopf_sim.store.pipeline.run_now`): it cannot await webhooks.
 synchronous_writes: contextvars.ContextVar[bool] = contextvars.ContextVar("kopf_sim_synchronous_writes", default=False)
@@ -86,6 +89,12 @@ class WebhookCaller:
         handler = self.in_process.get(endpoint.url)
         if handler is None and endpoint.service_key is not None:
             handler = self.in_process.get(endpoint.service_key)
+        if handler is None and endpoint.service is not None and self.store.peek(_SERVICES, *endpoint.service) is None:
+            # The apiserver resolves a service reference through the Service object before it posts anything.
+            raise CallFailure(
+                f'failed to call webhook: Post "{endpoint.url}?timeout={hook.timeout}s": '
+                f'service "{endpoint.service[1]}" not found'
+            )
         review = reviews.review(version, uid, attrs, call, obj, old)
         answer = await calling.post(endpoint, review, timeout=hook.timeout, handler=handler)
         return reviews.read_response(version, uid, answer, mutating=hook.mutating)

@@ -641,6 +641,20 @@ async def test_failing_webhooks_fail_the_request_in_the_apiservers_words(
     assert (await cluster.apply(widget("w1")))[0] == 0
 
 
+async def test_a_webhook_of_a_missing_service_fails_the_request_in_the_apiservers_words(cluster: Cluster) -> None:
+    missing = hook("svc.hooks.example", "", "", resources=["widgets"])
+    missing["clientConfig"] = {"service": {"name": "nosuch", "namespace": cluster.namespace, "path": "/validate"}}
+    await cluster.webhooks("Validating", missing)
+    code, _, err = await cluster.apply(widget("w1"))
+    assert code == 1
+    assert err.strip() == (
+        'Error from server (InternalError): error when creating "STDIN": Internal error occurred: '
+        'failed calling webhook "svc.hooks.example": failed to call webhook: '
+        f'Post "https://nosuch.{cluster.namespace}.svc:443/validate?timeout=10s": service "nosuch" not found'
+    )
+    assert not await cluster.exists("widgets.hooks.example", "w1")
+
+
 # -- Configurations ---------------------------------------------------------------------------------------
 
 
