@@ -35,54 +35,38 @@ pytestmark = pytest.mark.kubectl
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 Review = dict[str, Any]
 
-CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.hooks.example}
-spec:
-  group: hooks.example
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources:
-        status: {}
-        scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              properties:
-                replicas: {type: integer}
-                title: {type: string}
-            status:
-              type: object
-              properties:
-                replicas: {type: integer}
-    - name: v2
-      served: true
-      storage: false
-      subresources:
-        status: {}
-        scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              properties:
-                replicas: {type: integer}
-                title: {type: string}
-            status:
-              type: object
-              properties:
-                replicas: {type: integer}
-"""
+_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}, "title": {"type": "string"}}},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+    },
+}
+_SUBRESOURCES = {
+    "status": {},
+    "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+}
+#: Widgets in two versions (v1 stored, v2 kubectl's preferred one), alike but for their names.
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.hooks.example"},
+    "spec": {
+        "group": "hooks.example",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": version,
+                "served": True,
+                "storage": version == "v1",
+                "subresources": _SUBRESOURCES,
+                "schema": {"openAPIV3Schema": _SCHEMA},
+            }
+            for version in ("v1", "v2")
+        ],
+    },
+}
 
 _names = itertools.count()
 
@@ -91,7 +75,7 @@ _names = itertools.count()
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("admission")
     crd = tmp / "crd.yaml"
-    crd.write_text(CRD)
+    crd.write_text(json.dumps(CRD))
     options = ("--tls", "--token", "auto", "--controllers", "none", "--load", str(crd))
     with served_simulator(tmp / "kubeconfig", *options) as served:
         assert served.url.startswith("https://127.0.0.1:")
