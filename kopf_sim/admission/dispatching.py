@@ -197,7 +197,7 @@ class MutatingWebhooks(_Webhooks):
         except json.JSONDecodeError as exc:
             detail = calling.json_error(exc)
             raise errors.ApiError(500, "InternalError", f"Internal error occurred: {detail}") from None
-        if isinstance(operations, list) and not operations:
+        if operations is None or operations == []:  # Go decodes `null` and `[]` alike: no operations
             return None
         if obj is None:
             raise errors.ApiError(

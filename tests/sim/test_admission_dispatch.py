@@ -337,8 +337,10 @@ async def test_a_patch_of_another_type_is_refused_in_v1_and_a_failed_call_in_v1b
     assert status == 201 and "size" not in result["spec"]
 
 
-async def test_an_empty_patch_on_delete_changes_nothing(api: Api) -> None:
-    api.serve(lambda r: _async(patched(r)))
+@pytest.mark.parametrize("empty", [b"[]", b"null"])
+async def test_an_empty_patch_on_delete_changes_nothing(api: Api, empty: bytes) -> None:
+    encoded = base64.b64encode(empty).decode()
+    api.serve(lambda r: _async(answer(r, allowed=True, patchType="JSONPatch", patch=encoded)))
     assert (await api.call("POST", WIDGETS, widget("w1")))[0] == 201
     await api.install(configuration("Mutating", "noop", webhook("noop.acme.example")))
     status, _ = await api.call("DELETE", f"{WIDGETS}/w1")
