@@ -229,8 +229,9 @@ def _read_logs(paths: Iterable[str | os.PathLike[str]]) -> None:
 
 
 #: The checks run in rounds, each check getting these shares of its examples in turn: a bug that one check finds at
-#: once is found after a tenth of the examples of the checks before it, not after their whole budgets. Two rounds
-#: only: each begins hypothesis' search anew (with its simplest examples again).
+#: once is found after a few examples of the checks before it, not after their whole budgets. Growing rounds: the
+#: first ones cheap for every check, most of the budget in the last; each begins hypothesis' search anew (with
+#: its simplest example again: five rounds spend five examples on it).
 ROUNDS = (0.02, 0.04, 0.08, 0.16, 0.7)
 #: Budgets smaller than this run in one round (each round begins with hypothesis' simplest example again).
 ROUNDED = 20
