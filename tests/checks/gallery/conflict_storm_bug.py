@@ -21,3 +21,9 @@ async def create_fn(name, namespace, spec, body, **_):
     except errors.APIConflictError:
         raise kopf.TemporaryError("the child is in the way; trying again", delay=0) from None
     return "created"
+
+
+@kopf.on.update("gadgets", field="spec.size")
+async def size_fn(name, namespace, new, **_):
+    payload = {"data": {"size": str(new or 0)}}
+    await api.patch(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload=payload, settings=SETTINGS)

@@ -17,3 +17,9 @@ async def create_fn(name, namespace, spec, body, **_):
     except errors.APIConflictError:  # made by an earlier run of this handler, whose success was not stored
         await api.patch(f"{url}/{name}-data", payload={"data": child["data"]}, settings=SETTINGS)
     return "created"
+
+
+@kopf.on.update("gadgets", field="spec.size")
+async def size_fn(name, namespace, new, **_):
+    payload = {"data": {"size": str(new or 0)}}
+    await api.patch(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload=payload, settings=SETTINGS)
