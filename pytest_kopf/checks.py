@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from kopf_sim.controllers import ControllerSettings
 from kopf_sim.timing.virtualtime import LivelockError
 
 from .cluster import KopfCluster, Manifests
@@ -528,6 +529,7 @@ def check_operator(
     combined: bool = False,
     logs: Sequence[str | os.PathLike[str]] = (),
     initial_steps: Sequence[Any] = (),
+    controllers: ControllerSettings | str | Sequence[str] | bool | None = None,
 ) -> CheckReport:
     """Run the checks on the operator over generated action sequences; raise the first failure, shrunk.
 
@@ -541,6 +543,9 @@ def check_operator(
     ``combined``: all the checks in one machine (every fault kind in the same examples), not one machine each.
     ``logs``: recorded watch-event logs replayed as one of the users' actions; ``initial_steps``: actions done
     at the start of every example (e.g. ``[ReplayLog("incident.jsonl")]``: a recorded incident as the start).
+    ``controllers``: the built-in controllers of the simulated clusters (``"none"``, ``"all,-cronjobs"``, or
+    :class:`~kopf_sim.controllers.ControllerSettings`); by default, those that the test being run selects for
+    its ``kopf_cluster`` (the ``kopf_controllers`` ini option and marker).
 
     Returns a :class:`CheckReport`; raises :class:`~pytest_kopf.errors.OperatorCheckFailed`.
     """
@@ -576,6 +581,7 @@ def check_operator(
                 settle_timeout=settle_timeout,
                 logs=logs,
                 initial_steps=initial_steps,
+                controllers=controllers,
             ),
             settings=settings,
             max_examples=max_examples,

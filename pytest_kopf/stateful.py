@@ -53,6 +53,7 @@ import hypothesis.stateful
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition
 
+from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.recording.replaying import read_log
 from kopf_sim.timing.virtualtime import LivelockError
 
@@ -71,6 +72,7 @@ from .driving import (
 )
 from .errors import OperatorCheckFailed
 from .operator import KopfOperator
+from .plugin import running_test_controllers
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import PERTURBATIONS, Action, Driver, ReplayLog, mixed, perturbations, user_actions
@@ -109,6 +111,8 @@ class OperatorSpec:
     quiet: float = DEFAULT_QUIET
     settle_timeout: float = DEFAULT_SETTLE_TIMEOUT
     restart_delay: float = DEFAULT_RESTART_DELAY
+    #: The simulated clusters' built-in controllers (None: all of them, with the default timings).
+    controllers: ControllerSettings | None = None
 
 
 class World:
@@ -126,7 +130,7 @@ class World:
     def __init__(self, spec: OperatorSpec, *, modules: Sequence[types.ModuleType] = ()) -> None:
         self.spec = spec
         self.test_loop = TestLoop(virtual=True)
-        self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir)
+        self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir, controllers=spec.controllers)
         self.clients = contextlib.ExitStack()  # the official clients routed to this world's cluster
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
@@ -427,6 +431,10 @@ class OperatorMachine(RuleBasedStateMachine):
     #: starting state: ``[ReplayLog("incident.jsonl", until=30)]``); reproductions begin with them.
     initial_steps: ClassVar[Sequence[Action]] = ()
     statistics: ClassVar[Statistics | None] = None
+    #: The built-in controllers of the worlds' clusters: a selection as the ``kopf_controllers`` marker takes
+    #: (``"none"``, ``"all,-cronjobs"``, ``False``) or :class:`~kopf_sim.controllers.ControllerSettings`;
+    #: by default, those of the test being run (its ``kopf_controllers`` ini option and marker), as for the fixtures.
+    controllers: ClassVar[ControllerSettings | str | Sequence[str] | bool | None] = None
 
     _customs: ClassVar[list[CustomResource] | None] = None
     _user_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
@@ -478,6 +486,7 @@ class OperatorMachine(RuleBasedStateMachine):
             quiet=cls.quiet,
             settle_timeout=cls.settle_timeout,
             restart_delay=cls.restart_delay,
+            controllers=_controllers(cls.controllers),
         )
 
     @classmethod
@@ -756,6 +765,15 @@ class OperatorMachine(RuleBasedStateMachine):
         )
 
 
+def _controllers(selection: ControllerSettings | str | Sequence[str] | bool | None) -> ControllerSettings | None:
+    """The worlds' controllers: as selected, or as the test being run selects them for its ``kopf_cluster``."""
+    if isinstance(selection, ControllerSettings):
+        return selection
+    if selection is None:
+        return running_test_controllers()
+    return ControllerSettings(enabled=parse_selection(selection))
+
+
 async def _step(action: Action, world: World) -> str | None:
     """One step of a machine: the action, then the operator catches up with it (as in a reproduction)."""
     outcome = await action.apply(world)
@@ -775,13 +793,16 @@ def reproduction(
 ) -> str:
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
     imports = dict.fromkeys(line for step in steps if isinstance(step, RuleStep) for line in step.imports())
+    marker = _controllers_marker(spec.controllers)
     lines = [
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
+        *(["import pytest", ""] if marker else []),
         "from pytest_kopf.checks import verify",
         "from pytest_kopf.driving import caught_up, crash_after, record_requests, settle, tolerate  # noqa: F401",
         *imports,
         "",
         "",
+        *marker,
         "async def test_reproduction(kopf_cluster, kopf_operator):",
     ]
     for manifest in spec.manifests:
@@ -824,6 +845,20 @@ def reproduction(
             ]
         )
     return "\n".join(lines) + "\n"
+
+
+def _controllers_marker(controllers: ControllerSettings | None) -> list[str]:
+    """The marker that gives a reproduction's cluster the same built-in controllers as the worlds' (if not all)."""
+    if controllers is None or controllers == ControllerSettings():
+        return []
+    default = ControllerSettings()
+    selection = "none" if not controllers.enabled else ",".join(sorted(controllers.enabled))
+    timings = "".join(
+        f", {field.name}={getattr(controllers, field.name)!r}"
+        for field in dataclasses.fields(ControllerSettings)
+        if field.name != "enabled" and getattr(controllers, field.name) != getattr(default, field.name)
+    )
+    return [f"@pytest.mark.kopf_controllers({selection!r}{timings})"]
 
 
 def _manifest_literal(manifest: Manifests) -> str:
