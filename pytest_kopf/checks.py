@@ -133,7 +133,7 @@ async def verify(
         problems.extend(_unexpected(logs, faulted=faulted))
         if problems:
             raise OperatorCheckFailed("convergence", _listed(problems))
-    state = end_state(kopf_cluster, namespace=namespace, mask=mask)
+    state = end_state(kopf_cluster, mask=mask)
     if expected is not None:
         for check in checks:
             if check in COMPARING and state != [dict(obj) for obj in expected]:
@@ -154,7 +154,7 @@ async def verify(
     if "idempotence" in checks:
         await kopf_operator.restart()
         await _settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=settle_timeout, until=handled)
-        again = end_state(kopf_cluster, namespace=namespace, mask=mask)
+        again = end_state(kopf_cluster, mask=mask)
         if again != state:
             raise OperatorCheckFailed(
                 "idempotence",
@@ -657,6 +657,9 @@ def _run_checks(
                 if not shrink:
                     raise
                 raise shrunk(machine, failure) from None
+            vacuous = stats.reach.vacuous(stats.examples)
+            if vacuous is not None:
+                raise OperatorCheckFailed(check, vacuous)
         finally:
             report.examples += stats.examples
             report.steps += stats.steps

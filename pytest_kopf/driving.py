@@ -1,12 +1,13 @@
 """Driving an operator under test through actions: the helpers that generated reproductions call too.
 
-* :func:`tolerate`: an action on an object that may be gone or already there (404/409 are fine);
+* :func:`tolerate`: an action on an object that may be gone or already there, or refused (404/409/410/422 are
+  no-ops; :func:`attempt` tells the :class:`Refusal`);
 * :func:`caught_up`: after a step, let the operator do all it can at this moment (its events processed);
 * :func:`crash_after`: kill the operator right after its k-th successful write, restart it a bit later;
 * :func:`settle`: let virtual time pass until the operator is quiet (no changes in the cluster but
   k8s Events for a while) and a condition holds, or a time limit passes;
-* :func:`end_state`: the objects of a namespace, with the fields that differ from run to run masked
-  (uids, versions, timestamps, managed fields, kopf's bookkeeping), for comparing two runs.
+* :func:`end_state`: every object of the cluster (k8s Events aside), with the fields that differ from run to
+  run masked (uids, versions, timestamps, managed fields, kopf's bookkeeping), for comparing two runs.
 
 Sim mode only (they read the simulated cluster directly, and crashes need its faults).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import dataclasses
 import fnmatch
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -34,6 +36,9 @@ __all__ = [
     "DEFAULT_QUIET",
     "DEFAULT_RESTART_DELAY",
     "DEFAULT_SETTLE_TIMEOUT",
+    "REFUSALS",
+    "Refusal",
+    "attempt",
     "caught_up",
     "crash_after",
     "end_state",
@@ -75,22 +80,50 @@ VOLATILE_METADATA = (
 _revivals: weakref.WeakKeyDictionary[KopfOperator, asyncio.Task[None]] = weakref.WeakKeyDictionary()
 
 
-async def tolerate(action: Awaitable[_T]) -> _T | None:
-    """Do an action on an object, but take "not found" (404) and "already exists"/"conflict" (409) as no-ops.
+#: The API errors that refuse a user's action as the cluster stands (the action is a no-op then): "not found",
+#: "already exists" or "conflict", "gone", and "invalid" (e.g. a generated patch that the schema or a rule refuses).
+REFUSALS = frozenset({404, 409, 410, 422})
 
-    Generated sequences meet objects that are not there (deleted, or never created) or already are;
-    so does a replayed log (:class:`kopf_sim.recording.replaying.ReplayError` with such an error is a no-op too).
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """The cluster's refusal of a user's action (one of :data:`REFUSALS`): a no-op step.
+
+    Two refusals are the same outcome if their code and reason are (the message is for the reports).
     """
+
+    code: int
+    reason: str
+    message: str = dataclasses.field(default="", compare=False)
+
+    def __str__(self) -> str:
+        return f"refused ({self.code} {self.reason}, tolerated)"
+
+
+async def attempt(action: Awaitable[_T]) -> _T | Refusal:
+    """Do an action on an object; its :class:`Refusal` if the cluster refuses it as it stands (see :func:`tolerate`)."""
     try:
         return await action
     except KopfApiError as exc:
-        if exc.code in (404, 409, 410):
-            return None
+        if exc.code in REFUSALS:
+            return Refusal(exc.code, exc.reason, exc.message)
         raise
     except ReplayError as exc:  # a replayed change refused the same way (e.g. its object is there already)
-        if isinstance(exc.cause, KopfApiError | ApiFailure) and getattr(exc.cause, "code", None) in (404, 409, 410):
-            return None
+        cause = exc.cause
+        if isinstance(cause, KopfApiError | ApiFailure) and cause.code in REFUSALS:
+            return Refusal(cause.code, cause.reason, cause.message)
         raise
+
+
+async def tolerate(action: Awaitable[_T]) -> _T | None:
+    """Do an action on an object, but take the cluster's refusals of it as no-ops (None).
+
+    Generated sequences meet objects that are not there (404: deleted, or never created), or already are
+    (409), and make patches that the object's schema or rules refuse (422: e.g. a value out of its range);
+    so does a replayed log (:class:`kopf_sim.recording.replaying.ReplayError` with such an error is a no-op too).
+    """
+    result = await attempt(action)
+    return None if isinstance(result, Refusal) else result
 
 
 def record_requests(kopf_cluster: KopfCluster) -> list[str]:
@@ -212,31 +245,50 @@ async def settle(
 
 
 def end_state(
-    kopf_cluster: KopfCluster, *, namespace: str = "default", mask: Sequence[str] = ()
+    kopf_cluster: KopfCluster, *, namespace: str | None = None, mask: Sequence[str] = ()
 ) -> list[dict[str, Any]]:
-    """The objects of a namespace (k8s Events aside) with the volatile fields masked, sorted by kind & name.
+    """Every object that an operator can touch (k8s Events aside) with the volatile fields masked, sorted.
 
+    All namespaces and the cluster-scoped objects; with ``namespace``, only the namespaced objects of that
+    namespace. The simulator's own objects as they were at the cluster's start (nodes, the default namespaces,
+    their service accounts...: the same in every run) are left out while untouched; once changed, they are in,
+    and once deleted, they are in as ``{..., "deleted": True}``.
     ``mask``: more fields to mask, as dotted paths with ``*`` for any key (``status.*.updated``).
     """
-    store = kopf_cluster.sim.store
+    sim = kopf_cluster.sim
+    store = sim.store
     seen: set[tuple[str, str]] = set()
     objects: list[dict[str, Any]] = []
+    bootstrap = dict(sim.bootstrap)
     for rtype in sorted(store.catalogue, key=lambda t: (t.group, t.plural, not t.preferred)):
-        if not rtype.namespaced or rtype.storage_key in seen or rtype.storage_key in EVENT_KEYS:
+        if rtype.storage_key in seen or rtype.storage_key in EVENT_KEYS:
+            continue
+        if namespace is not None and not rtype.namespaced:
             continue
         seen.add(rtype.storage_key)
         for obj in store.objects(rtype.storage_key, namespace):
+            metadata = obj["metadata"]
+            if bootstrap.pop((rtype.storage_key, metadata.get("namespace"), metadata["name"]), None) is obj:
+                continue  # as it was at the cluster's start (objects are stored anew on every change)
             objects.append(mask_object(store.present(obj, rtype), mask))
+    for (key, obj_namespace, name), obj in bootstrap.items():
+        if key not in seen or (namespace is not None and obj_namespace != namespace):
+            continue
+        metadata = {"name": name, **({"namespace": obj_namespace} if obj_namespace else {})}
+        objects.append(
+            {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": metadata, "deleted": True}
+        )
     return sorted(objects, key=_sort_key)
 
 
-def _sort_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+def _sort_key(obj: dict[str, Any]) -> tuple[str, str, str, str, str]:
     import json
 
     metadata = obj.get("metadata") or {}
     return (
         str(obj.get("apiVersion")),
         str(obj.get("kind")),
+        str(metadata.get("namespace") or ""),
         str(metadata.get("name")),
         json.dumps(obj, sort_keys=True),
     )

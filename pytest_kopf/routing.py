@@ -144,11 +144,12 @@ def _patch() -> None:
     if _original_tcp_connection is None:
         _original_tcp_connection = aiohttp.TCPConnector._create_connection
         aiohttp.TCPConnector._create_connection = _tcp_create_connection  # type: ignore[method-assign]
-    if _original_create_connection is None:
-        try:
-            import urllib3.util.connection
-        except ImportError:  # no urllib3: no sync clients to route
-            return
+    try:
+        import urllib3.util.connection
+    except ImportError:  # no urllib3: no sync clients to route
+        return
+    # Once per module: a urllib3 imported anew (e.g. after a test has removed it from sys.modules) is patched too.
+    if urllib3.util.connection.create_connection is not _create_connection:
         _original_create_connection = urllib3.util.connection.create_connection
         urllib3.util.connection.create_connection = _create_connection
 

@@ -75,8 +75,18 @@ from .operator import KopfOperator
 from .plugin import running_test_controllers
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
-from .strategies.steps import PERTURBATIONS, Action, Driver, ReplayLog, mixed, perturbations, user_actions
+from .strategies.steps import (
+    PERTURBATIONS,
+    Action,
+    Driver,
+    Outcome,
+    ReplayLog,
+    mixed,
+    perturbations,
+    user_actions,
+)
 from .tracing import Trace
+from .vacuity import Reach
 
 if TYPE_CHECKING:
     import kopf
@@ -216,6 +226,8 @@ class Statistics:
     faults: int = 0
     crashes: int = 0
     virtual_seconds: float = 0.0
+    #: The outcomes of the users' actions on objects in the checked worlds (did any reach the operator?).
+    reach: Reach = dataclasses.field(default_factory=Reach)
 
 
 # -- async rules & invariants ------------------------------------------------------------------------
@@ -372,7 +384,7 @@ class RuleStep(Action):
                 if isinstance(value, ReplayedData):
                     value._source = None  # drawn once: the next runs replay these draws
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         raise TypeError("A machine's rule is done by the machine (OperatorMachine.perform), not applied to a world.")
 
     @property
@@ -593,6 +605,8 @@ class OperatorMachine(RuleBasedStateMachine):
     def _apply(self, action: Action) -> None:
         self.world.trace.add("action", action.code())
         outcome = self._apply_in(self.world, action)
+        if action.user and self.statistics is not None:  # a user's rule is taken as reaching the operator
+            self.statistics.reach.record(action, "ok" if isinstance(action, RuleStep) else outcome)
         if action.user and self.baseline is not None:
             self.baseline.trace.add("action", action.code())
             expected = self._apply_in(self.baseline, action)
@@ -600,7 +614,7 @@ class OperatorMachine(RuleBasedStateMachine):
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
                 self.world.trace.add("diverged", self.diverged)
 
-    def _apply_in(self, world: World, action: Action) -> str | None:
+    def _apply_in(self, world: World, action: Action) -> Outcome:
         """Do a step in one world; it ends when the operator has caught up with it (as in a reproduction)."""
         if isinstance(action, RuleStep):
             result = action.call(self, world)
@@ -774,7 +788,7 @@ def _controllers(selection: ControllerSettings | str | Sequence[str] | bool | No
     return ControllerSettings(enabled=parse_selection(selection))
 
 
-async def _step(action: Action, world: World) -> str | None:
+async def _step(action: Action, world: World) -> Outcome:
     """One step of a machine: the action, then the operator catches up with it (as in a reproduction)."""
     outcome = await action.apply(world)
     await caught_up()

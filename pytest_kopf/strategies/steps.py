@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Protocol
 from hypothesis import strategies as st
 
 from ..cluster import KopfCluster
-from ..driving import crash_after, tolerate
+from ..driving import Refusal, attempt, crash_after
 from ..operator import KopfOperator
 from .schemas import CustomResource, from_schema, objects
 
@@ -35,6 +35,7 @@ __all__ = [
     "Create",
     "Delete",
     "Driver",
+    "Outcome",
     "PatchMeta",
     "PatchSpec",
     "Redeliver",
@@ -69,8 +70,13 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
-def _outcome(result: object) -> str:
-    return "ok" if result is not None else "refused (404/409, tolerated)"
+#: What a user's action on an object came to: ``"ok"``, or the cluster's :class:`Refusal` (a no-op step);
+#: None for the other steps (time passing, faults).
+Outcome = str | Refusal | None
+
+
+def _outcome(result: object) -> str | Refusal:
+    return result if isinstance(result, Refusal) else "ok"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,8 +85,8 @@ class Action:
 
     user: ClassVar[bool] = True
 
-    async def apply(self, driver: Driver) -> str | None:
-        """Do the step; its outcome for the users' actions on objects (``ok``, or the API error code tolerated)."""
+    async def apply(self, driver: Driver) -> Outcome:
+        """Do the step; its outcome for the users' actions on objects (``ok``, or the cluster's refusal)."""
         raise NotImplementedError  # pragma: no cover - every action overrides it
 
     def code(self) -> str:
@@ -99,8 +105,8 @@ class Action:
 class Create(Action):
     body: JsonDict
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.create(self.body)))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.create(self.body)))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.create({_literal(self.body)}))"
@@ -120,8 +126,8 @@ class PatchSpec(Action):
     name: str
     spec: JsonDict
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, {"spec": self.spec})))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.patch(self.resource, self.name, {"spec": self.spec})))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal({'spec': self.spec})}))"
@@ -151,8 +157,8 @@ class PatchMeta(Action):
             metadata["annotations"] = dict(self.annotations)
         return {"metadata": metadata}
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.patch())))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.patch(self.resource, self.name, self.patch())))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.patch())}))"
@@ -163,8 +169,8 @@ class Delete(Action):
     resource: str
     name: str
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.delete(self.resource, self.name)))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.delete(self.resource, self.name)))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.delete({self.resource!r}, {self.name!r}))"
@@ -176,7 +182,7 @@ class Advance(Action):
 
     seconds: float
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.cluster.sim.advance(self.seconds)
         return None
 
@@ -191,7 +197,7 @@ class Advance(Action):
 class Settle(Action):
     """Wait until the operator is quiet (or the settling time is over)."""
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.settle()
         return None
 
@@ -212,8 +218,8 @@ class ReplayLog(Action):
     log: str
     until: float | None = None
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.replay(self.log, speed=None, until=self.until)))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.replay(self.log, speed=None, until=self.until)))
 
     def code(self) -> str:
         until = f", until={self.until!r}" if self.until is not None else ""
@@ -245,7 +251,7 @@ class ApiErrors(Action):
         parts.append(f"count={self.count}")
         return ", ".join(parts)
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         faults = driver.cluster.sim.faults
         criteria: dict[str, Any] = {"method": self.method, "resource": self.resource, "count": self.count}
         if self.code_ == 409:
@@ -274,7 +280,7 @@ class StaleReads(Action):
     lag: int
     count: int
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         driver.cluster.sim.faults.stale_read(self.lag, count=self.count)
         return None
 
@@ -297,7 +303,7 @@ class WithheldEvents(Action):
     coalesce: bool
     count: int = 1
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         driver.cluster.sim.faults.withhold_events(
             self.delay, coalesce=self.coalesce, resource=self.resource, count=self.count
         )
@@ -328,7 +334,7 @@ class CrashAfterWrites(Action):
     user: ClassVar[bool] = False
     writes: int
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         crash_after(driver.cluster, driver.operator, writes=self.writes, restart_delay=driver.restart_delay)
         return None
 
@@ -345,7 +351,7 @@ class CrashRestart(Action):
 
     user: ClassVar[bool] = False
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.operator.crash()
         await driver.operator.restart()
         return None
@@ -360,7 +366,7 @@ class Redeliver(Action):
 
     user: ClassVar[bool] = False
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.operator.restart()
         return None
 

@@ -1,0 +1,139 @@
+"""The end state compared by the checks: everything an operator can touch, not one namespace.
+
+Objects in other namespaces (e.g. Secrets copied elsewhere) and cluster-scoped ones (Namespaces; the driven
+resource itself, when it is cluster-scoped) are compared; the simulator's own objects are compared once
+changed or deleted, and left out while they are as at the cluster's start (the same in every run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kopf
+from kopf._cogs.clients import api
+from pytest_kopf.checks import check_operator
+from pytest_kopf.driving import end_state
+from pytest_kopf.errors import OperatorCheckFailed
+from pytest_kopf.stateful import OperatorSpec, World
+from pytest_kopf.strategies.steps import CrashAfterWrites
+
+GALLERY = Path(__file__).parent / "gallery"
+CRD = GALLERY / "crd.yaml"
+RESOURCE = "gadgets.checks.example"
+OTHER = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}
+CLUSTER_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "globals.checks.example"},
+    "spec": {
+        "group": "checks.example",
+        "scope": "Cluster",
+        "names": {"plural": "globals", "singular": "global", "kind": "Global"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}
+SETTINGS = kopf.OperatorSettings()
+
+
+def idle_registry() -> kopf.OperatorRegistry:
+    return kopf.OperatorRegistry()
+
+
+def test_other_namespaces_and_cluster_scoped_objects_are_in_the_end_state() -> None:
+    world = World(OperatorSpec(manifests=(CRD, OTHER), registry=idle_registry))
+    try:
+        cluster = world.cluster
+        before = end_state(cluster)
+        kinds = {(obj["kind"], obj["metadata"]["name"]) for obj in before}
+        assert ("Namespace", "other") in kinds  # from the manifests
+        assert ("CustomResourceDefinition", RESOURCE) in kinds
+        assert ("Node", "node-1") not in kinds  # the simulator's own, untouched
+        assert ("Namespace", "default") not in kinds
+
+        world.run(
+            cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "copy", "namespace": "other"}})
+        )
+        world.run(cluster.patch("nodes", "node-1", {"metadata": {"labels": {"touched": "yes"}}}))
+        world.run(cluster.delete("storageclasses", "standard"))
+        after = {
+            (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]): obj for obj in end_state(cluster)
+        }
+        assert ("Secret", "other", "copy") in after
+        assert after["Node", None, "node-1"]["metadata"]["labels"]["touched"] == "yes"
+        assert after["StorageClass", None, "standard"] == {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "standard"},
+            "deleted": True,
+        }
+        world.run(cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "here"}}))
+        only_default = end_state(cluster, namespace="default")
+        assert [(obj["kind"], obj["metadata"]["name"]) for obj in only_default] == [("ConfigMap", "here")]
+    finally:
+        world.close()
+
+
+def copying_registry() -> kopf.OperatorRegistry:
+    """BUG (crash-restart): a copy with a generated name in another namespace: a re-run after a crash makes two."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("gadgets", registry=registry)
+    async def copy_fn(name: str, **_: Any) -> str:
+        copy = {"apiVersion": "v1", "kind": "Secret", "metadata": {"generateName": f"{name}-"}, "data": {}}
+        await api.post("/api/v1/namespaces/other/secrets", payload=copy, settings=SETTINGS)
+        return "copied"
+
+    return registry
+
+
+def counting_registry() -> kopf.OperatorRegistry:
+    """BUG (crash-restart): the cluster-scoped object's own label counts the handler's runs (not idempotent)."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("globals", registry=registry)
+    async def count_fn(name: str, labels: Any, **_: Any) -> str:
+        runs = int(labels.get("runs", "0")) + 1
+        await api.patch(
+            f"/apis/checks.example/v1/globals/{name}",
+            payload={"metadata": {"labels": {"runs": str(runs)}}},
+            settings=SETTINGS,
+        )
+        return "counted"
+
+    return registry
+
+
+@pytest.mark.parametrize(
+    ("registry", "manifests", "resource", "kind"),
+    [
+        pytest.param(copying_registry, [CRD, OTHER], RESOURCE, "Secret", id="another-namespace"),
+        pytest.param(counting_registry, [CLUSTER_CRD], "globals.checks.example", "Global", id="cluster-scoped"),
+    ],
+)
+def test_a_difference_outside_the_namespace_fails_the_comparison(
+    registry: Any, manifests: list[Any], resource: str, kind: str
+) -> None:
+    with pytest.raises(OperatorCheckFailed) as info:
+        check_operator(
+            registry=registry,
+            manifests=manifests,
+            resources=[resource],
+            checks=["crash-restart"],
+            initial_steps=[CrashAfterWrites(1)],  # the handler's write (then a re-run after the crash)
+            max_examples=20,
+            max_steps=4,
+            names=["obj-0"],
+        )
+    assert info.value.check == "crash-restart"
+    assert "the end state differs" in str(info.value)
+    assert f"kind: {kind}" in str(info.value)
