@@ -60,6 +60,7 @@ from .ownmodules import OwnModules
 from .readiness import RequestObserver, wait_until_ready
 from .realcluster import RealKopfCluster
 from .threads import LentThreadsExecutor, shared_threads
+from .tracing import tagging_handlers
 
 __all__ = ["KopfOperator"]
 
@@ -540,7 +541,10 @@ class KopfOperator:
             info = self.cluster.credentials  # kopf's own login from the kubeconfig context
         else:
             info = ConnectionInfo(server=connection.base_url, default_namespace=connection.namespace)
-        self._lifeline = _Lifeline(observer.wrap(connection.connector_factory))  # a new one per run: cut by crash()
+        factory = observer.wrap(connection.connector_factory)
+        if not isinstance(self.cluster, RealKopfCluster):  # the trace of a check's run tells which handler asked
+            factory = tagging_handlers(factory)
+        self._lifeline = _Lifeline(factory)  # a new one per run: cut by crash()
         return info.with_connector_factory(self._lifeline.connector)
 
     def _relogin(self, credentials: ConnectionInfo, **_: Any) -> ConnectionInfo:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime
+import functools
 import pathlib
 import secrets
 from collections.abc import Callable
 from typing import IO, Any, TypedDict, Unpack
 
 import aiohttp
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from kopf._cogs.structs import diffs
 from kopf_sim.admission.webhooks import AdmissionControl
@@ -67,6 +70,9 @@ class SimControls:
         self.faults = sim_faults.FaultInjector(seed)
         #: The simulated apiserver's application (the test's own requests go straight into it).
         self.app = build_app(self.store)
+        #: Middlewares that see the operator's requests before anything else (e.g. a trace's), added at any time.
+        self.taps: list[Middleware] = []
+        self.app.middlewares.insert(0, self._tapped)
         sim_faults.install(self.app, self.faults)
         #: The admission control of the simulated apiserver (to serve webhook URLs in-process).
         self.admission: AdmissionControl = self.app[ADMISSION_KEY]
@@ -86,6 +92,13 @@ class SimControls:
         if isinstance(loop, VirtualTimeLoop):
             self.guard = InstantGuard(loop)
             self.store.observers.append(self.guard.observe)
+
+    @web.middleware
+    async def _tapped(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """The request through the taps (the first one outermost), then the app's own middlewares."""
+        for tap in reversed(self.taps):
+            handler = functools.partial(tap, handler=handler)
+        return await handler(request)
 
     # -- the controls -----------------------------------------------------------------------------
 

@@ -57,7 +57,7 @@ from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.recording.replaying import read_log
 from kopf_sim.timing.virtualtime import LivelockError
 
-from .checks import COMPARING, livelocked, verify
+from .catalogue import comparing, perturbation_kinds
 from .clientconfig import routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import Manifests, SimKopfCluster, _documents
@@ -66,27 +66,19 @@ from .driving import (
     DEFAULT_RESTART_DELAY,
     DEFAULT_SETTLE_TIMEOUT,
     caught_up,
-    record_requests,
     revived,
     settle,
 )
 from .errors import OperatorCheckFailed
+from .judges import livelocked
 from .operator import KopfOperator
 from .plugin import running_test_controllers
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
-from .strategies.steps import (
-    PERTURBATIONS,
-    Action,
-    Driver,
-    Outcome,
-    ReplayLog,
-    mixed,
-    perturbations,
-    user_actions,
-)
+from .strategies.steps import Action, Driver, Outcome, ReplayLog, mixed, perturbations, user_actions
 from .tracing import Trace
 from .vacuity import Reach
+from .verdicts import verify
 
 if TYPE_CHECKING:
     import kopf
@@ -145,7 +137,6 @@ class World:
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
         self.trace.install(self.cluster)
-        self.requests: list[str] = []  # the operator's requests with their statuses (for the retries check)
         self.closed = False
         self.clocks = contextlib.ExitStack()  # the virtual clocks, in force while the world is open
         self.clocks.enter_context(virtual_clocks())
@@ -170,7 +161,6 @@ class World:
     async def _setup(self) -> None:
         await self.cluster.setup()
         self.clients.enter_context(routed_clients(self.loop, self.cluster.sim.server, _clients_dir()))
-        self.requests = record_requests(self.cluster)
         for manifest in self.spec.manifests:
             await self.cluster.apply(manifest)
         await self.operator.start(
@@ -522,7 +512,7 @@ class OperatorMachine(RuleBasedStateMachine):
 
     @classmethod
     def perturbation_kinds(cls) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(kind for check in cls.checks for kind in PERTURBATIONS.get(check, ())))
+        return perturbation_kinds(cls.checks)
 
     @classmethod
     def user_strategy(cls) -> st.SearchStrategy[Action]:
@@ -565,7 +555,7 @@ class OperatorMachine(RuleBasedStateMachine):
         self.world = World(spec, modules=modules)
         self.baseline: World | None = None
         try:
-            if COMPARING & set(self.checks):
+            if comparing(self.checks):
                 self.baseline = World(spec, modules=modules)
         except BaseException:
             self.world.close()
@@ -603,16 +593,16 @@ class OperatorMachine(RuleBasedStateMachine):
         self.failed = False
 
     def _apply(self, action: Action) -> None:
-        self.world.trace.add("action", action.code())
+        self.world.trace.step(action.code(), restarts=action.restarts)
         outcome = self._apply_in(self.world, action)
         if action.user and self.statistics is not None:  # a user's rule is taken as reaching the operator
             self.statistics.reach.record(action, "ok" if isinstance(action, RuleStep) else outcome)
         if action.user and self.baseline is not None:
-            self.baseline.trace.add("action", action.code())
+            self.baseline.trace.step(action.code(), restarts=action.restarts)
             expected = self._apply_in(self.baseline, action)
             if outcome != expected:  # e.g. a create of a name still being deleted in one run only
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
-                self.world.trace.add("diverged", self.diverged)
+                self.world.trace.note("diverged", self.diverged)
 
     def _apply_in(self, world: World, action: Action) -> Outcome:
         """Do a step in one world; it ends when the operator has caught up with it (as in a reproduction)."""
@@ -687,7 +677,7 @@ class OperatorMachine(RuleBasedStateMachine):
         try:
             for step in steps:
                 machine.perform(step)
-            expected = machine.expected() if check in COMPARING else None
+            expected = machine.expected() if comparing([check]) else None
             return machine.reproduction(check, expected)
         finally:
             machine.close()
@@ -747,9 +737,7 @@ class OperatorMachine(RuleBasedStateMachine):
                     self.world.operator,
                     checks=self.checks,
                     expected=expected,
-                    records=self.world.trace.records,
-                    requests=self.world.requests,
-                    trace=self.world.trace.lines,
+                    trace=self.world.trace,
                     **options,
                 )
             )
@@ -812,7 +800,8 @@ def reproduction(
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
         *(["import pytest", ""] if marker else []),
         "from pytest_kopf.checks import verify",
-        "from pytest_kopf.driving import caught_up, crash_after, record_requests, settle, tolerate  # noqa: F401",
+        "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
+        "from pytest_kopf.tracing import record_trace",
         *imports,
         "",
         "",
@@ -830,7 +819,7 @@ def reproduction(
         module = getattr(spec.registry, "__module__", "?")
         lines.append(f"    from {module} import {spec.registry.__qualname__} as make_registry  # the registry's maker")
         start.append("registry=make_registry()")
-    lines.append("    requests = record_requests(kopf_cluster)")
+    lines.append("    trace = record_trace(kopf_cluster)")
     lines.append(f"    await kopf_operator.start({', '.join(start)})")
     for step in steps:  # as in the machine: each step ends when the operator has caught up with it
         lines.append(f"    {step.code()}")
@@ -838,7 +827,7 @@ def reproduction(
     options = [
         f"checks=[{check!r}]",
         f"resources={list(resources)!r}",
-        "requests=requests",
+        "trace=trace",
         f"quiet={spec.quiet!r}",
         f"settle_timeout={spec.settle_timeout!r}",
     ]

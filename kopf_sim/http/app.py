@@ -614,6 +614,8 @@ class ApiServer:
             while (event := subscription.pop()) is not None:
                 obj = event.obj
                 if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                    for observer in list(self.cluster.deliveries):
+                        observer(target.rtype, event)
                     obj = self.cluster.present(obj, target.rtype)
                     if as_table:
                         obj = tables.table(

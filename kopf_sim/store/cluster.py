@@ -24,6 +24,8 @@ from kopf_sim.writes import preparing
 
 ObjectKey = tuple[str, str]  # (namespace or "", name)
 Observer = Callable[[Change], None]
+#: Told of each watch event as it is sent to a watcher (its resource type as watched, and the event).
+DeliveryObserver = Callable[[ResourceType, WatchEvent], None]
 JsonList = list[JsonDict]
 Warnings = list[str] | None
 _MAX_CONTINUE_TOKEN = 4096  # ours are a few dozen bytes
@@ -52,6 +54,8 @@ class Cluster:
         self.compacted_rv = 0
         self.history: collections.deque[Change] = collections.deque()
         self.observers: list[Observer] = []
+        #: Told of every object's watch event (ADDED, MODIFIED, DELETED) as a watch stream sends it.
+        self.deliveries: list[DeliveryObserver] = []
         self._objects: dict[StorageKey, dict[ObjectKey, JsonDict]] = {}
         self._by_uid: dict[str, tuple[StorageKey, ObjectKey]] = {}
         self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Protocol
 
 from hypothesis import strategies as st
 
+from ..catalogue import CATALOGUE, perturbation_kinds, validate_checks
 from ..cluster import KopfCluster
 from ..driving import Refusal, attempt, crash_after
 from ..operator import KopfOperator
@@ -84,6 +85,8 @@ class Action:
     """One step of a sequence. ``user``: done by the users of the cluster (in every run), not a fault."""
 
     user: ClassVar[bool] = True
+    #: The step replaces the operator by a fresh one (which knows nothing of the old one's memory).
+    restarts: ClassVar[bool] = False
 
     async def apply(self, driver: Driver) -> Outcome:
         """Do the step; its outcome for the users' actions on objects (``ok``, or the cluster's refusal)."""
@@ -211,7 +214,7 @@ class ReplayLog(Action):
 
     A recorded incident as the starting state of every example (a machine's ``initial_steps``), or as one
     of the users' actions (its ``logs``). ``until``: only the changes up to so many seconds into the log.
-    A change refused as a user's action would be (404/409: e.g. its object is there already) ends the
+    A change refused as a user's action would be (404/409/410/422: e.g. its object is there already) ends the
     replay there, as a no-op.
     """
 
@@ -350,6 +353,7 @@ class CrashRestart(Action):
     """The operator is killed now (whatever it is doing), and a fresh one is started."""
 
     user: ClassVar[bool] = False
+    restarts: ClassVar[bool] = True
 
     async def apply(self, driver: Driver) -> Outcome:
         await driver.operator.crash()
@@ -365,6 +369,7 @@ class Redeliver(Action):
     """The operator is restarted gracefully: a fresh one sees every object again (and resumes them)."""
 
     user: ClassVar[bool] = False
+    restarts: ClassVar[bool] = True
 
     async def apply(self, driver: Driver) -> Outcome:
         await driver.operator.restart()
@@ -374,17 +379,8 @@ class Redeliver(Action):
         return "await kopf_operator.restart()"
 
 
-#: Which perturbations each check adds to the user actions.
-PERTURBATIONS: Mapping[str, tuple[str, ...]] = {
-    "convergence": (),
-    "idempotence": ("redeliver",),
-    "retries": ("api-errors",),
-    "crash-restart": ("crashes",),
-    "stale-reads": ("stale-reads",),
-    "withheld-events": ("withheld-events",),
-    "daemons": (),
-    "finalizers": (),
-}
+#: Which perturbations each check adds to the user actions (the catalogue's, by check).
+PERTURBATIONS: Mapping[str, tuple[str, ...]] = {name: check.perturbations for name, check in CATALOGUE.items()}
 
 _LABEL_KEYS = ("app", "tier")
 _LABEL_VALUES = st.one_of(st.none(), st.sampled_from(["a", "b"]))
@@ -504,7 +500,7 @@ def actions(
     or a name resolved in ``manifests``. ``logs``: recorded watch-event logs replayed as users' actions.
     """
     resources = _resolve(resource, manifests)
-    kinds = tuple(kind for check in checks for kind in PERTURBATIONS.get(check, ()))
+    kinds = perturbation_kinds(validate_checks(checks))
     users = user_actions(resources, names=names, namespace=namespace, specs=specs, max_advance=max_advance, logs=logs)
     if not kinds:
         return users

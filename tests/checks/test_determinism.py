@@ -32,7 +32,7 @@ def trace_of(steps: list[Action]) -> str:
     world = World(SPEC)
     try:
         for step in steps:
-            world.trace.add("action", step.code())
+            world.trace.step(step.code(), restarts=step.restarts)
             world.run(step.apply(world))
         world.run(world.settle())
         return world.trace.text()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,7 @@ import kopf
 from pytest_kopf.cluster import KopfCluster
 from pytest_kopf.driving import crash_after, settle
 from pytest_kopf.operator import KopfOperator
+from pytest_kopf.tracing import Change, Entry, Fault, Log, Request, Response
 
 CRD = Path(__file__).parent.parent.parent / "examples" / "crd.yaml"
 
@@ -32,6 +35,20 @@ def greeting_registry(calls: list[str]) -> kopf.OperatorRegistry:
 def handled(obj: dict[str, Any] | None) -> bool:
     annotations = (obj or {}).get("metadata", {}).get("annotations", {})
     return "kopf.zalando.org/last-handled-configuration" in annotations
+
+
+def delay_patch(time: float, status: int = 200) -> list[Entry]:
+    """kopf's patch of t1's progress that stores a retry delay of create_fn until 60 s, and its response."""
+    record = '{"started": "2026-01-01T00:00:00+00:00", "delayed": "2026-01-01T00:01:00+00:00", "retries": 1}'
+    path = "/apis/x.example/v1/namespaces/default/things/t1"
+    body = json.dumps({"metadata": {"annotations": {"kopf.zalando.org/create_fn": record}}})
+    request = Request(time, "PATCH", path, body=body)
+    return [request, Response(time, "PATCH", path, status=status, request=request)]
+
+
+def handler_log(time: float, message: str) -> Log:
+    record = logging.LogRecord("kopf", logging.ERROR, __file__, 0, message, None, None)
+    return Log(time, "ERROR", "default", "t1", message, record)
 
 
 async def test_a_crash_between_the_two_patches_never_loses_the_results(
@@ -116,40 +133,24 @@ async def test_events_of_a_ticking_timer_do_not_keep_the_operator_from_being_qui
 
 def test_a_handler_called_before_its_retry_delay_is_reported() -> None:
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
-    from pytest_kopf.checks import _early_retries
+    from pytest_kopf.judges import early_retries
 
-    record = (
-        '{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
-        '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}'
-    )
-    lines = [
-        "0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 "
-        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
-        "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1",
-        "30.000000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: too early",
-    ]
-    assert _early_retries(lines, DEFAULT_EPOCH) == [
+    entries = [*delay_patch(0.1), handler_log(30.0, "Handler 'create_fn' failed temporarily: too early")]
+    assert early_retries(entries, DEFAULT_EPOCH) == [
         "default/t1: handler 'create_fn' was called again at 30.000 s, before its retry delay was over (at 60.000 s)"
     ]
-    assert _early_retries([*lines[:2], lines[2].replace("30.000000", "60.000000")], DEFAULT_EPOCH) == []
+    assert (
+        early_retries([*entries[:2], handler_log(60.0, "Handler 'create_fn' failed temporarily")], DEFAULT_EPOCH) == []
+    )
 
 
 def test_a_retry_delay_whose_write_has_failed_is_not_held_against_the_handler() -> None:
     """Found by the long run: a 409 on kopf's patch of the delay; kopf processes the object again after throttling."""
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
-    from pytest_kopf.checks import _early_retries
+    from pytest_kopf.judges import early_retries
 
-    record = (
-        '{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
-        '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}'
-    )
-    lines = [
-        "0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 "
-        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
-        "0.100000 response 409 PATCH /apis/x.example/v1/namespaces/default/things/t1",
-        "1.100000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: again",
-    ]
-    assert _early_retries(lines, DEFAULT_EPOCH) == []
+    entries = [*delay_patch(0.1, status=409), handler_log(1.1, "Handler 'create_fn' failed temporarily: again")]
+    assert early_retries(entries, DEFAULT_EPOCH) == []
 
 
 def test_conflicts_on_the_handlers_and_kopfs_patches_pass_the_retries_check() -> None:
@@ -177,8 +178,7 @@ def test_conflicts_on_the_handlers_and_kopfs_patches_pass_the_retries_check() ->
                 world.operator,
                 checks=["convergence", "retries"],
                 resources=["gadgets.checks.example"],
-                requests=world.requests,
-                trace=world.trace.lines,
+                trace=world.trace,
             )
         )
         assert "fault conflict 409: PATCH /apis/checks.example" in world.trace.text()
@@ -203,23 +203,15 @@ async def test_settling_waits_for_the_events_withheld_from_a_watcher(
 def test_a_delay_unseen_by_a_fresh_operator_with_a_stale_view_is_not_held_against_the_handler() -> None:
     """Found by the long run: the delay stored, a crash, and the fresh operator's list served from an older revision."""
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
-    from pytest_kopf.checks import _early_retries
+    from pytest_kopf.judges import early_retries
 
-    record = (
-        '{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
-        '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}'
-    )
-    patch = (
-        "0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 "
-        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}'
-    )
-    accepted = "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1"
-    crash = "0.100000 fault crash after write #3: PATCH /apis/x.example/v1/namespaces/default/things/t1"
-    stale = "1.100000 fault stale read (-2 revisions): GET /apis/x.example/v1/things"
-    early = "1.200000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: again"
-    assert _early_retries([stale, patch, accepted, crash, early], DEFAULT_EPOCH) == []
-    assert _early_retries([patch, accepted, crash, early], DEFAULT_EPOCH) != []  # a fresh view must honour it
-    assert _early_retries([stale, patch, accepted, early], DEFAULT_EPOCH) != []  # the same operator knows it
+    patch, accepted = delay_patch(0.1)
+    crash = Fault(0.1, "crash after write #3: PATCH /apis/x.example/v1/namespaces/default/things/t1")
+    stale = Fault(1.1, "stale read (-2 revisions): GET /apis/x.example/v1/things")
+    early = handler_log(1.2, "Handler 'create_fn' failed temporarily: again")
+    assert early_retries([stale, patch, accepted, crash, early], DEFAULT_EPOCH) == []
+    assert early_retries([patch, accepted, crash, early], DEFAULT_EPOCH) != []  # a fresh view must honour it
+    assert early_retries([stale, patch, accepted, early], DEFAULT_EPOCH) != []  # the same operator knows it
 
 
 async def test_stray_progress_on_a_handled_object_is_removed(
@@ -279,30 +271,23 @@ def test_the_handling_of_a_deleted_object_never_marks_its_same_named_successor_h
 def test_a_retry_delay_of_a_deleted_object_is_not_held_against_its_successor() -> None:
     """Found by the long run: an object deleted and re-created under the same name is handled at once."""
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
-    from pytest_kopf.checks import _early_retries
+    from pytest_kopf.judges import early_retries
 
-    record = (
-        '{\\"started\\": \\"2026-01-01T00:00:00+00:00\\", '
-        '\\"delayed\\": \\"2026-01-01T00:01:00+00:00\\", \\"retries\\": 1}'
-    )
-    lines = [
-        "0.100000 request PATCH /apis/x.example/v1/namespaces/default/things/t1 "
-        '{"metadata": {"annotations": {"kopf.zalando.org/create_fn": "' + record + '"}}}',
-        "0.100000 response 200 PATCH /apis/x.example/v1/namespaces/default/things/t1",
-        "2.000000 change DELETED things.x.example default/t1 rv=20",
-        "2.100000 log ERROR [default/t1] Handler 'create_fn' failed temporarily: again",
-    ]
-    assert _early_retries(lines, DEFAULT_EPOCH) == []
-    assert _early_retries([*lines[:2], lines[3]], DEFAULT_EPOCH) != []
+    deleted = Change(2.0, "DELETED", "x.example", "things", "default", "t1", 20)
+    early = handler_log(2.1, "Handler 'create_fn' failed temporarily: again")
+    assert early_retries([*delay_patch(0.1), deleted, early], DEFAULT_EPOCH) == []
+    assert early_retries([*delay_patch(0.1), early], DEFAULT_EPOCH) != []
 
 
 def test_creates_answered_already_exists_are_not_hammering() -> None:
     """Found by the long run: create-or-patch of children by several objects and restarts in one second."""
-    from pytest_kopf.checks import _hammered
+    from pytest_kopf.judges import hammered
 
-    creates = [f"35.{i}00000 request POST /api/v1/namespaces/default/configmaps 409" for i in range(5)]
-    assert _hammered(creates) == []
-    failures = [line.replace(" 409", " 503") for line in creates]
-    assert _hammered(failures) == [
+    def answered(status: int) -> list[Entry]:
+        requests = [Request(35 + i / 10, "POST", "/api/v1/namespaces/default/configmaps") for i in range(5)]
+        return [Response(r.time, r.method, r.path, status=status, request=r) for r in requests]
+
+    assert hammered(answered(409)) == []
+    assert hammered(answered(503)) == [
         "POST /api/v1/namespaces/default/configmaps: failed 5 times within the second 35, retried with no back-off"
     ]

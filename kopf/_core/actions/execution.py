@@ -485,6 +485,12 @@ class _Invocation:
 _invocation_var: contextvars.ContextVar[_Invocation] = contextvars.ContextVar("_invocation_var")
 
 
+def current_handler_id() -> HandlerId | None:
+    """The id of the handler whose code runs in this context (None outside of any): e.g. for tracing its requests."""
+    context = _invocation_var.get(None)
+    return context.handler.id if context is not None else None
+
+
 @dataclasses.dataclass(frozen=True)
 class Execution:
     """

@@ -1,0 +1,81 @@
+"""The verdict of the checks on one run whose actions are over: :func:`verify`.
+
+The machines call it at the end of each example (and of each planned run); the reproductions call it too.
+It reads the catalogue (:mod:`pytest_kopf.catalogue`): the comparisons and the judges of the chosen checks,
+phase by phase, the first failure raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .catalogue import CATALOGUE, Phase, validate_checks
+from .cluster import KopfCluster
+from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
+from .errors import OperatorCheckFailed
+from .judges import Evidence, difference
+from .operator import KopfOperator
+from .tracing import Entry, Log, Trace
+
+__all__ = ["verify"]
+
+
+async def verify(
+    kopf_cluster: KopfCluster,
+    kopf_operator: KopfOperator,
+    *,
+    checks: Sequence[str],
+    resources: Sequence[str],
+    expected: Sequence[Mapping[str, Any]] | None = None,
+    namespace: str = "default",
+    mask: Sequence[str] = (),
+    quiet: float = DEFAULT_QUIET,
+    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
+    records: Sequence[logging.LogRecord] | None = None,
+    trace: Trace | Sequence[Entry] | None = None,
+) -> list[dict[str, Any]]:
+    """The checks' verdict on a run whose actions are over: its end state, or :class:`~.errors.OperatorCheckFailed`.
+
+    The operator is let to settle (the faults still armed fire meanwhile: the generated ones are all
+    limited in count, so they are transient); then each check compares and judges, in the catalogue's
+    phases (``daemons`` & ``finalizers`` delete every object of ``resources`` and settle again).
+    ``expected``: the end state of the same actions with no faults and no crashes (for the comparing
+    checks). ``records``: the operator's log records (by default, the trace's, or all that
+    ``kopf_operator`` has captured). ``trace``: the run's trace (:class:`~pytest_kopf.tracing.Trace`,
+    e.g. of :func:`~pytest_kopf.tracing.record_trace`); ``retries`` reads its requests, and, when the trace
+    has the log records too, checks that handlers retried after a :class:`kopf.TemporaryError` are not
+    called before their delay is over.
+    """
+    chosen = [CATALOGUE[name] for name in validate_checks(checks)]
+    entries, logs_traced = (trace.entries, trace.logs_recorded) if isinstance(trace, Trace) else (trace, False)
+    if records is None:
+        records = (
+            [e.record for e in entries if isinstance(e, Log)] if logs_traced and entries else kopf_operator.records
+        )
+    evidence = Evidence(
+        cluster=kopf_cluster,
+        operator=kopf_operator,
+        resources=[await kopf_cluster.resolve(name) for name in resources],
+        namespace=namespace,
+        mask=mask,
+        quiet=quiet,
+        settle_timeout=settle_timeout,
+        records=list(records),
+        trace=entries,
+        logs_traced=logs_traced,
+        expected=[dict(obj) for obj in expected] if expected is not None else None,
+    )
+    evidence.settled = await evidence.settle()
+    for phase in Phase:
+        for check in chosen:
+            if phase is Phase.COMPARED:
+                details = difference(evidence) if check.compares is not None else None
+            elif check.phase is phase and check.judge is not None:
+                details = await check.judge(evidence)
+            else:
+                continue
+            if details is not None:
+                raise OperatorCheckFailed(check.name, details)
+    return evidence.state
