@@ -160,7 +160,7 @@ def crash_after(
 
     def crash() -> None:
         kopf_operator.crash()
-        loop = asyncio.get_running_loop()
+        loop = kopf_operator.loop or asyncio.get_running_loop()  # (the request may be served by another loop)
         _revivals[kopf_operator] = loop.create_task(
             _revive(kopf_operator, restart_delay),
             name="restart of a crashed kopf operator",

@@ -197,14 +197,12 @@ class _Lifeline:
         self.connectors.append(connector)
         return connector
 
-    def cut(self) -> None:
+    def cut(self, loop: asyncio.AbstractEventLoop) -> None:
         self.cut_off = True
         connectors, self.connectors = self.connectors, []
         for connector in connectors:
             # The connections are closed at once (in the call); the rest is awaited in a task not of the operator.
-            self.closings.append(
-                asyncio.get_running_loop().create_task(_close(connector), context=contextvars.Context())
-            )
+            self.closings.append(loop.create_task(_close(connector), context=contextvars.Context()))
 
 
 async def _close(connector: aiohttp.BaseConnector) -> None:
@@ -259,6 +257,7 @@ class KopfOperator:
         self._loggers: list[tuple[logging.Logger, int]] = []
         self._modules: list[str] = []
         self._own: OwnModules | None = None  # the sibling modules of the files, and their directories
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks = _OperatorTasks(self)
         self._threads_before: set[threading.Thread] = set()
         self._admission: SimAdmissionSettings | None = None
@@ -270,6 +269,11 @@ class KopfOperator:
         self.crashes = 0  # how many times crash() has killed it
 
     # -- state -------------------------------------------------------------------------------------
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop that the operator runs in (or has run in last); None if never started."""
+        return self._loop
 
     @property
     def running(self) -> bool:
@@ -362,7 +366,7 @@ class KopfOperator:
         check_resources: bool,
         timeout: float,
     ) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         if isinstance(loop, VirtualTimeLoop):
             pin_epoch(loop.now(), loop)  # the operator's timestamps follow the virtual clock
         self.exception = None
@@ -744,9 +748,10 @@ class KopfOperator:
         finalizers are removed, the handlers in flight are abandoned mid-way, its memory is lost.
         Its leftovers are not reported as leaks; the threads of its sync handlers are waited for a
         little and not lent to anyone again if they are still busy. Then :meth:`restart` starts a fresh
-        operator. Safe to call from a callback in the loop (e.g. of a fault after the k-th write).
+        operator. Safe to call from a callback in the loop (e.g. of a fault after the k-th write; also one
+        served while the operator's loop is blocked by a sync client, see :mod:`pytest_kopf.blocking`).
         """
-        loop = asyncio.get_running_loop()
+        loop = self.loop or asyncio.get_running_loop()
         if self._burial is not None:
             return self._burial
         task = self._task
@@ -756,7 +761,7 @@ class KopfOperator:
             return done
         self.crashes += 1
         if self._lifeline is not None:
-            self._lifeline.cut()
+            self._lifeline.cut(loop)
         for victim in self._tasks.pending_in_order():
             victim.cancel()
         self._task = None

@@ -104,9 +104,15 @@ class Action:
         return self.code()
 
 
+#: The fields of a spec that shrinking may leave out: the strategy that made the step makes specs without them.
+#: None: any (a step written by hand); empty: none (a user's own strategy: its specs are its own to make).
+Removable = frozenset[str] | None
+
+
 @dataclasses.dataclass(frozen=True)
 class Create(Action):
     body: JsonDict
+    removable: Removable = dataclasses.field(default=None, compare=False, repr=False)
 
     async def apply(self, driver: Driver) -> Outcome:
         return _outcome(await attempt(driver.cluster.create(self.body)))
@@ -118,7 +124,11 @@ class Create(Action):
         spec = self.body.get("spec")
         if not isinstance(spec, dict) or not spec:
             return []
-        return [Create({**self.body, "spec": {k: v for k, v in spec.items() if k != key}}) for key in spec]
+        keys = [key for key in spec if self.removable is None or key in self.removable]
+        return [
+            dataclasses.replace(self, body={**self.body, "spec": {k: v for k, v in spec.items() if k != key}})
+            for key in keys
+        ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +138,7 @@ class PatchSpec(Action):
     resource: str
     name: str
     spec: JsonDict
+    removable: Removable = dataclasses.field(default=None, compare=False, repr=False)
 
     async def apply(self, driver: Driver) -> Outcome:
         return _outcome(await attempt(driver.cluster.patch(self.resource, self.name, {"spec": self.spec})))
@@ -138,9 +149,8 @@ class PatchSpec(Action):
     def simpler(self) -> list[Action]:
         if len(self.spec) <= 1:
             return []
-        return [
-            PatchSpec(self.resource, self.name, {k: v for k, v in self.spec.items() if k != key}) for key in self.spec
-        ]
+        keys = [key for key in self.spec if self.removable is None or key in self.removable]
+        return [dataclasses.replace(self, spec={k: v for k, v in self.spec.items() if k != key}) for key in keys]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -415,6 +425,13 @@ def spec_patches(resource: CustomResource, spec: st.SearchStrategy[Any] | None =
     )
 
 
+def _optional_spec_fields(resource: CustomResource) -> frozenset[str]:
+    """The spec's fields that the schema does not require (the objects drawn from it may lack them)."""
+    spec_schema = (resource.schema.get("properties") or {}).get("spec") or {}
+    required = set(spec_schema.get("required") or ())
+    return frozenset(name for name in spec_schema.get("properties") or {} if name not in required)
+
+
 def user_actions(
     resources: Sequence[CustomResource],
     *,
@@ -430,8 +447,13 @@ def user_actions(
     for resource in resources:
         spec = next((specs[alias] for alias in resource.names if alias in specs), None)
         ref = resource.qualified
-        choices.append(objects(resource, names=names, namespace=namespace, spec=spec).map(Create))
-        choices.append(st.builds(PatchSpec, st.just(ref), st.sampled_from(list(names)), spec_patches(resource, spec)))
+        # Shrinking stays inside the strategies: a user's specs are kept whole; the schema's lose optional fields only.
+        optional: Removable = frozenset() if spec is not None else _optional_spec_fields(resource)
+        patchable: Removable = frozenset() if spec is not None else None
+        creates = objects(resource, names=names, namespace=namespace, spec=spec)
+        choices.append(st.builds(Create, creates, st.just(optional)))
+        patches = spec_patches(resource, spec)
+        choices.append(st.builds(PatchSpec, st.just(ref), st.sampled_from(list(names)), patches, st.just(patchable)))
         choices.append(
             st.builds(
                 PatchMeta,

@@ -17,7 +17,7 @@ import pytest
 import kopf
 from pytest_kopf.cluster import KopfCluster
 from pytest_kopf.operator import KopfOperator
-from pytest_kopf.routing import SyncClientInLoopError
+from pytest_kopf.blocking import SyncClientInLoopWarning
 
 CRD = str(Path(__file__).parent.parent.parent / "examples" / "crd.yaml")
 ROOT_CA = "kube-root-ca.crt"  # every namespace has it (the simulated cluster's controllers make it)
@@ -152,10 +152,11 @@ async def test_kopfs_own_login_from_the_kubeconfig(kopf_cluster: KopfCluster, ko
     assert handled == ["ex1"]
 
 
-async def test_a_sync_client_in_the_loops_thread_is_a_clear_error(kopf_cluster: KopfCluster) -> None:
+async def test_a_sync_client_in_the_loops_thread_blocks_it_and_is_warned_of(kopf_cluster: KopfCluster) -> None:
     kubernetes.config.load_kube_config()
-    with pytest.raises(SyncClientInLoopError, match="in the thread of the event loop that serves it"):
-        kubernetes.client.CoreV1Api().list_namespace()
+    with pytest.warns(SyncClientInLoopWarning, match="calls a sync client .* it blocks the operator's loop"):
+        names = [ns.metadata.name for ns in kubernetes.client.CoreV1Api().list_namespace().items]
+    assert "default" in names
     names = await asyncio.to_thread(
         lambda: [ns.metadata.name for ns in kubernetes.client.CoreV1Api().list_namespace().items]
     )
