@@ -20,7 +20,7 @@ import kopf
 from pytest_kopf.blocking import SyncClientInLoopWarning
 from pytest_kopf.checks import check_operator
 from pytest_kopf.cluster import KopfCluster
-from pytest_kopf.driving import crash_after, settle
+from pytest_kopf.driving import crash_after
 from pytest_kopf.operator import KopfOperator
 
 CRD = str(Path(__file__).parent.parent.parent / "examples" / "crd.yaml")
@@ -30,6 +30,14 @@ pytestmark = pytest.mark.kopf_sim_only
 
 def example(name: str) -> dict[str, Any]:
     return {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": name}, "spec": {}}
+
+
+async def create_and_wait(kopf_cluster: KopfCluster, name: str, *handlers: str) -> None:
+    """Create an object and wait until these handlers have succeeded (their results in its status)."""
+    await kopf_cluster.create(example(name))
+    await kopf_cluster.wait_for(
+        "kopfexamples", name, condition=lambda obj: all(obj.get("status", {}).get(id) for id in handlers), timeout=300
+    )
 
 
 async def test_an_async_handler_with_the_official_client(
@@ -60,10 +68,7 @@ async def test_an_async_handler_with_the_official_client(
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=registry)
     with pytest.warns(SyncClientInLoopWarning, match=r"The handler 'blocking_create_fn' calls a sync client") as record:
-        await kopf_cluster.create(example("ex1"))
-        await kopf_cluster.wait_for(
-            "kopfexamples", "ex1", condition=lambda obj: obj.get("status", {}).get("blocking_create_fn")
-        )
+        await create_and_wait(kopf_cluster, "ex1", "blocking_create_fn")
     assert len([w for w in record if issubclass(w.category, SyncClientInLoopWarning)]) == 1  # once
     assert seen["read"] == {"a": "2"}
     assert seen["listed"] == ["ex1-child", "kube-root-ca.crt"]
@@ -93,8 +98,7 @@ async def test_a_crash_right_after_the_write_of_a_blocked_loop(
     await kopf_operator.start(registry=registry)
     crash_after(kopf_cluster, kopf_operator, writes=1, resource="configmaps")
     with pytest.warns(SyncClientInLoopWarning):
-        await kopf_cluster.create(example("ex1"))
-        assert await settle(kopf_cluster, kopf_operator, until=lambda: kopf_operator.running)
+        await create_and_wait(kopf_cluster, "ex1", "blocking_crashed_fn")
     assert kopf_operator.crashes == 1 and kopf_operator.running
     obj = await kopf_cluster.get("kopfexamples", "ex1")
     assert obj is not None and obj["status"]["blocking_crashed_fn"] == "made"  # handled (after the restart)
@@ -113,19 +117,21 @@ async def test_a_kept_connection_is_not_used_across_the_loop_and_the_threads(
     registry = kopf.OperatorRegistry()
 
     @kopf.on.create("kopfexamples", id="blocking_shared_fn", registry=registry)
-    async def in_the_loop(name: str, namespace: str, **_: Any) -> None:
+    async def in_the_loop(name: str, namespace: str, **_: Any) -> str:
         core.create_namespaced_config_map(namespace, {"metadata": {"name": f"{name}-loop"}})
+        return "made"
 
     @kopf.on.create("kopfexamples", id="threaded_shared_fn", registry=registry)
-    def in_a_thread(name: str, namespace: str, **_: Any) -> None:
+    def in_a_thread(name: str, namespace: str, **_: Any) -> str:
         core.create_namespaced_config_map(namespace, {"metadata": {"name": f"{name}-thread"}})
+        return "made"
 
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=registry)
     with pytest.warns(SyncClientInLoopWarning):
-        for name in ("ex1", "ex2", "ex3"):
-            await kopf_cluster.create(example(name))
-            await settle(kopf_cluster, kopf_operator, quiet=5)
+        await create_and_wait(kopf_cluster, "ex1", "blocking_shared_fn", "threaded_shared_fn")
+    for name in ("ex2", "ex3"):
+        await create_and_wait(kopf_cluster, name, "blocking_shared_fn", "threaded_shared_fn")
     names = {cm["metadata"]["name"] for cm in await kopf_cluster.list("configmaps")}
     assert {f"ex{i}-{where}" for i in (1, 2, 3) for where in ("loop", "thread")} <= names
     await kopf_operator.stop()
