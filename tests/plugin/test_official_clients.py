@@ -203,6 +203,7 @@ async def test_a_sync_client_in_an_async_handler_leaves_no_connection_behind(
 
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(registry=registry)
+
     async def create_and_handle() -> None:
         await kopf_cluster.create(example("ex1"))
         await asyncio.sleep(10)
