@@ -551,7 +551,7 @@ class EmbeddedSim:
 
     async def _main(self) -> None:
         from kopf_sim.controllers import ControllerManager
-        from kopf_sim.http.app import ADMISSION_KEY, build_app
+        from kopf_sim.http.app import build_app
         from kopf_sim.transports.serving import ServedApp
 
         self._loop = asyncio.get_running_loop()
@@ -563,7 +563,7 @@ class EmbeddedSim:
                 from kopf_sim.recording.replaying import prepare
 
                 self._replay = await prepare(self.replay_path, app_api(app, user_agent="kopf-sim-replay"))
-            controllers = ControllerManager(self._cluster, admission=app[ADMISSION_KEY])  # workloads come alive
+            controllers = ControllerManager(self._cluster)  # workloads come alive
             served = ServedApp(app, host="127.0.0.1", port=0)
             await served.start()
             controllers.start()

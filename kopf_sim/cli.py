@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import click
 
-from kopf_sim.http.app import ADMISSION_KEY, build_app
+from kopf_sim.http.app import build_app
 from kopf_sim.kube import errors
 from kopf_sim.recording.apiclient import app_api
 from kopf_sim.recording.capture import Capture, CaptureError, CaptureStats, count_of, record_until_stopped
@@ -204,7 +204,7 @@ def serve(
         handle, kubeconfig_path = tempfile.mkstemp(prefix="kopf-sim-", suffix=".kubeconfig")
         os.close(handle)
 
-    manager = ControllerManager(cluster, settings, admission=app[ADMISSION_KEY])
+    manager = ControllerManager(cluster, settings)
 
     async def stop_controllers(_: object) -> None:
         await manager.stop()

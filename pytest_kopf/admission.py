@@ -22,7 +22,7 @@ from kopf._cogs.configs.configuration import AdmissionSettings, WebhookServerLik
 from kopf._cogs.structs import reviews
 from kopf._core.engines.admission import inject_handler_id
 from kopf._core.intents.registries import OperatorRegistry
-from kopf_sim.admission.webhooks import AdmissionControl
+from kopf_sim.admission.control import AdmissionControl
 
 __all__ = ["DEFAULT_MANAGED", "InProcessWebhookServer", "SimAdmissionSettings"]
 

@@ -23,7 +23,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from kopf._cogs.structs import diffs
-from kopf_sim.admission.webhooks import AdmissionControl
+from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.http import faults as sim_faults
 from kopf_sim.http.app import ADMISSION_KEY, build_app
@@ -79,7 +79,7 @@ class SimControls:
         #: The in-memory server of the simulated apiserver (the operator's requests go there).
         self.server = InMemoryServer(self.app, access_log=None)  # no access log lines from the simulator
         #: The built-in controllers (switches, timings, pods' fates: ``controllers.fate(...)``).
-        self.controllers = ControllerManager(self.store, options.get("controllers"), admission=self.admission)
+        self.controllers = ControllerManager(self.store, options.get("controllers"))
         #: The objects of the fresh cluster, by storage key, namespace & name (as stored at its start: the same in
         #: every cluster of the same controllers), for the end states of the checks (:func:`~.driving.end_state`).
         self.bootstrap: dict[tuple[tuple[str, str], str | None, str], dict[str, Any]] = {}

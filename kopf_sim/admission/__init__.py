@@ -1,6 +1,7 @@
 """
-Dynamic admission control: the webhooks (``webhooks``) and the writes that call them (``admitted_writes``).
+Dynamic admission control: what the apiserver asks before it stores a write (``control``).
 
-It sits above the store: a write is prepared by the store's rules, sent to the mutating and validating
-webhooks, and committed only if the object did not change in the meantime.
+The write pipeline (:mod:`kopf_sim.store.pipeline`) hands each prepared write to it: mutating webhooks
+change the object, validating webhooks accept or refuse it. It reads the store (the webhook configurations,
+namespaces) through a small view, and writes nothing: the pipeline commits what it admits.
 """

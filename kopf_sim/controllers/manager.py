@@ -20,7 +20,6 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from kopf_sim.admission.webhooks import AdmissionControl
 from kopf_sim.kube.objects import meta
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.store.cluster import Cluster
@@ -76,13 +75,9 @@ def _controller_classes() -> dict[str, type[Controller]]:
 class ControllerManager:
     """The built-in controllers of one cluster, run as one task of the cluster's event loop."""
 
-    def __init__(
-        self, cluster: Cluster, settings: ControllerSettings | None = None, *, admission: AdmissionControl | None = None
-    ) -> None:
+    def __init__(self, cluster: Cluster, settings: ControllerSettings | None = None) -> None:
         self.cluster = cluster
         self.settings = settings or ControllerSettings()
-        self._own_admission = admission is None
-        self.admission = admission if admission is not None else AdmissionControl(cluster)
         self.fates = Fates(on_change=self._fates_changed)
         #: Unexpected exceptions of the controllers (a bug, not an API error): logged, and kept for tests.
         self.failures: list[BaseException] = []
@@ -180,8 +175,6 @@ class ControllerManager:
         for controller in self._controllers.values():
             controller.stopped()
         self._loop = None
-        if self._own_admission:
-            await self.admission.close()
 
     def _start_one(self, controller: Controller) -> None:
         controller.bootstrap()

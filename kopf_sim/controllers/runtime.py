@@ -8,9 +8,8 @@ containers start, a CronJob's schedule fires), so an idle cluster costs nothing,
 virtual-time loop all delays are virtual. The queue is FIFO and everything runs in one task, so
 the same changes lead to the same writes in the same order in every run.
 
-Writes go through the same store methods as any client's requests (so watchers see them, and
-``managedFields`` name the writers as in a real cluster), and through admission webhooks when any
-are configured.
+Writes go through the same write pipeline as any client's requests (so watchers see them,
+``managedFields`` name the writers as in a real cluster, and admission webhooks are called).
 """
 
 from __future__ import annotations
@@ -23,8 +22,6 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Protocol
 
-from kopf_sim.admission import admitted_writes
-from kopf_sim.admission.webhooks import AdmissionControl
 from kopf_sim.kube import errors
 from kopf_sim.kube.objects import JsonDict, compact_json, meta
 from kopf_sim.kube.resources import ResourceType, StorageKey
@@ -195,9 +192,6 @@ class Manager(Protocol):
     def settings(self) -> ControllerSettings: ...
 
     @property
-    def admission(self) -> AdmissionControl: ...
-
-    @property
     def fates(self) -> Fates: ...
 
     def rtype(self, key: StorageKey) -> ResourceType: ...
@@ -272,15 +266,7 @@ class Controller(abc.ABC):
         """Create an object; None if it exists already (other failures raise, and are retried later)."""
         rtype = self.rtype(key)
         try:
-            return await admitted_writes.create(
-                self.cluster,
-                self.manager.admission,
-                rtype,
-                namespace,
-                body,
-                manager=manager or self.field_manager,
-                warnings=[],
-            )
+            return await self.cluster.writes.create(rtype, namespace, body, manager=manager or self.field_manager)
         except errors.ApiError as exc:
             if exc.code == 409:
                 logger.debug(
@@ -306,16 +292,13 @@ class Controller(abc.ABC):
         body = dict(obj)
         body["metadata"] = {k: v for k, v in metadata.items() if k != "resourceVersion"}
         try:
-            return await admitted_writes.update(
-                self.cluster,
-                self.manager.admission,
+            return await self.cluster.writes.update(
                 rtype,
                 metadata.get("namespace"),
                 metadata["name"],
                 body,
                 subresource=subresource,
                 manager=manager or self.field_manager,
-                warnings=[],
             )
         except errors.ApiError as exc:
             if exc.code == 404:
@@ -344,15 +327,7 @@ class Controller(abc.ABC):
         if uid_precondition:
             options["preconditions"] = {"uid": metadata["uid"]}
         try:
-            await admitted_writes.delete(
-                self.cluster,
-                self.manager.admission,
-                rtype,
-                metadata.get("namespace"),
-                metadata["name"],
-                options,
-                warnings=[],
-            )
+            await self.cluster.writes.delete(rtype, metadata.get("namespace"), metadata["name"], options)
         except errors.ApiError as exc:
             if exc.code not in (404, 409):
                 raise

@@ -17,14 +17,13 @@ import functools
 import json
 import logging
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol
 
 from aiohttp import web, web_app
 from aiohttp.web_protocol import RequestPayloadError
 from multidict import MultiMapping
 
-from kopf_sim.admission import admitted_writes
-from kopf_sim.admission.webhooks import AdmissionControl
+from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.http import bodies, discovery, openapi, queries, reviews
 from kopf_sim.http.yamlbodies import parse_yaml
 from kopf_sim.kube import errors, tables
@@ -33,8 +32,9 @@ from kopf_sim.kube.resources import Catalogue, ResourceType
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store import lagging
 from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.pipeline import RequestOptions
 from kopf_sim.store.watching import Subscription, WatchEvent
-from kopf_sim.writes import gotypes, preparing, typecheck, validation
+from kopf_sim.writes import gotypes, preparing, scales, typecheck
 from kopf_sim.writes import options as writeoptions
 
 logger = logging.getLogger(__name__)
@@ -47,14 +47,6 @@ _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 _READONLY_HEADS = frozenset({"", "healthz", "livez", "readyz", "version", "openapi"})
 _LONGEST_WAIT = 3600.0  # a watch re-checks its deadline at least this often (no timer of a huge duration)
-
-
-class WriteOptions(TypedDict, total=False):
-    """What the store's writes take of a request's options (checked by :mod:`kopf_sim.writes.options`)."""
-
-    dry_run: bool
-    manager: str
-    field_validation: str
 
 
 class ApiRequest(Protocol):
@@ -129,21 +121,16 @@ def error_response(error: errors.ApiError) -> web.Response:
 def build_app(cluster: Cluster, options: ServerOptions | None = None) -> web.Application:
     """The simulated apiserver as an aiohttp application (serve it, or pipe into it in memory)."""
     app = web.Application(client_max_size=REQUEST_BODY_LIMIT + 1)
-    admission = AdmissionControl(cluster)
     app[CLUSTER_KEY] = cluster
-    app[ADMISSION_KEY] = admission
-    api = ApiServer(cluster, options or ServerOptions(), admission)
+    app[ADMISSION_KEY] = cluster.admission
+    api = ApiServer(cluster, options or ServerOptions())
     app[API_KEY] = api
     app.router.add_route("*", r"/{tail:[\s\S]*}", api.dispatch)
 
     async def close_watches(_: web.Application) -> None:
         cluster.close_watches()
 
-    async def close_admission(_: web.Application) -> None:
-        await admission.close()
-
     app.on_shutdown.append(close_watches)
-    app.on_cleanup.append(close_admission)
     app.on_cleanup.append(_forget_cached_handlers)
     return app
 
@@ -160,10 +147,9 @@ async def _forget_cached_handlers(_: web.Application) -> None:
 
 
 class ApiServer:
-    def __init__(self, cluster: Cluster, options: ServerOptions, admission: AdmissionControl) -> None:
+    def __init__(self, cluster: Cluster, options: ServerOptions) -> None:
         self.cluster = cluster
         self.options = options
-        self.admission = admission
         # Encoded discovery documents by form and URL path, valid for one catalogue at one revision.
         self._documents: dict[tuple[bool, tuple[str, ...]], bytes] = {}
         self._documents_of: tuple[Catalogue, int] | None = None
@@ -364,7 +350,7 @@ class ApiServer:
         else:
             obj = self.cluster.get(target.rtype, target.namespace, target.name)
         if target.subresource == "scale":
-            return json_response(preparing.scale_of(target.rtype, obj))
+            return json_response(scales.scale_of(target.rtype, obj))
         if tables.wants_table(request.headers.get("Accept", "")):
             list_meta = {"resourceVersion": meta(obj).get("resourceVersion", "")}
             table = tables.table(
@@ -411,14 +397,8 @@ class ApiServer:
         namespace = self._namespace_for_write(target)
         body = await _read_object(request, target.rtype)
         warnings = _warnings()
-        obj = await admitted_writes.create(
-            self.cluster,
-            self.admission,
-            target.rtype,
-            namespace,
-            body,
-            **_write_options(request, "CreateOptions"),
-            warnings=warnings,
+        obj = await self.cluster.writes.create(
+            target.rtype, namespace, body, **_write_options(request, "CreateOptions"), warnings=warnings
         )
         return json_response(obj, 201, warnings=warnings)
 
@@ -439,31 +419,10 @@ class ApiServer:
         assert target.name is not None
         namespace = self._namespace_for_write(target)
         warnings = _warnings()
-        if target.subresource == "scale":
-            scale = await _read_object(request, target.rtype)
-            _check_scale(scale, target.name)
-            current = self.cluster.get(target.rtype, namespace, target.name)
-            body = preparing.with_scale(target.rtype, current, scale)
-            obj = self.cluster.update(
-                target.rtype,
-                namespace,
-                target.name,
-                body,
-                **_write_options(request, "UpdateOptions", field_validation=False),
-                subresource="scale",
-            )
-            return json_response(preparing.scale_of(target.rtype, obj))
         body = await _read_object(request, target.rtype)
-        obj = await admitted_writes.update(
-            self.cluster,
-            self.admission,
-            target.rtype,
-            namespace,
-            target.name,
-            body,
-            subresource=target.subresource,
-            **_write_options(request, "UpdateOptions"),
-            warnings=warnings,
+        written = _write_options(request, "UpdateOptions", field_validation=target.subresource != "scale")
+        obj = await self.cluster.writes.update(
+            target.rtype, namespace, target.name, body, subresource=target.subresource, **written, warnings=warnings
         )
         return json_response(obj, warnings=warnings)
 
@@ -477,33 +436,7 @@ class ApiServer:
         patch = await _read_patch(request, content_type)
         warnings = _warnings()
         existed = self.cluster.peek(target.rtype.storage_key, namespace, target.name) is not None
-        if target.subresource == "scale":
-            from kopf_sim.writes import patching
-
-            current = self.cluster.get(target.rtype, namespace, target.name)
-            scale = preparing.scale_of(target.rtype, current)
-            try:
-                if content_type == preparing.JSON_PATCH:
-                    scale = patching.apply_json_patch(scale, patch)
-                else:
-                    scale = patching.apply_merge_patch(scale, patch)
-            except patching.PatchError as exc:
-                raise errors.ApiError(exc.code, "BadRequest" if exc.code == 400 else "Invalid", exc.message) from None
-            _check_scale(scale, target.name)
-            body = preparing.with_scale(target.rtype, current, scale)
-            obj = self.cluster.update(
-                target.rtype,
-                namespace,
-                target.name,
-                body,
-                dry_run=written["dry_run"],
-                manager=written["manager"],
-                subresource="scale",
-            )
-            return json_response(preparing.scale_of(target.rtype, obj))
-        obj = await admitted_writes.patch(
-            self.cluster,
-            self.admission,
+        obj = await self.cluster.writes.patch(
             target.rtype,
             namespace,
             target.name,
@@ -524,15 +457,8 @@ class ApiServer:
         options = await _read_delete_options(request)
         dry_run = options.get("dryRun") == ["All"]
         warnings = _warnings()
-        result = await admitted_writes.delete(
-            self.cluster,
-            self.admission,
-            target.rtype,
-            namespace,
-            target.name,
-            options,
-            dry_run=dry_run,
-            warnings=warnings,
+        result = await self.cluster.writes.delete(
+            target.rtype, namespace, target.name, options, dry_run=dry_run, warnings=warnings
         )
         return json_response(result, warnings=warnings)
 
@@ -540,10 +466,17 @@ class ApiServer:
         labels, fields = self._selectors(request, target)
         options = await _read_delete_options(request)
         dry_run = options.get("dryRun") == ["All"]
-        result = self.cluster.delete_collection(
-            target.rtype, target.namespace, labels=labels, fields=fields, options=options, dry_run=dry_run
+        warnings = _warnings()
+        result = await self.cluster.writes.delete_collection(
+            target.rtype,
+            target.namespace,
+            labels=labels,
+            fields=fields,
+            options=options,
+            dry_run=dry_run,
+            warnings=warnings,
         )
-        return json_response(result)
+        return json_response(result, warnings=warnings)
 
     # -- Watching --------------------------------------------------------------------------------
 
@@ -757,7 +690,7 @@ def _flag(value: str | None) -> bool:
 
 def _write_options(
     request: ApiRequest, kind: str, *, content_type: str | None = None, field_validation: bool = True
-) -> WriteOptions:
+) -> RequestOptions:
     """The dry run, field manager and field validation of a create, update or patch (a 422 if bad)."""
     query = request.query
     dry_run = query.getall("dryRun", [])
@@ -773,7 +706,7 @@ def _write_options(
     )
     # Without one, the field manager is the client's user agent up to the first slash (as the apiserver).
     manager = given or request.headers.get("User-Agent", "unknown").split("/")[0][:128] or "unknown"
-    written = WriteOptions(dry_run=bool(dry_run), manager=manager)
+    written = RequestOptions(dry_run=bool(dry_run), manager=manager)
     if field_validation:
         written["field_validation"] = validation
     return written
@@ -862,14 +795,6 @@ async def _read_patch(request: ApiRequest, content_type: str) -> Any:
         return bodies.parse_json(raw)
     except bodies.BodyError as exc:
         raise errors.bad_request(f"error decoding patch: {exc.message}") from None
-
-
-def _check_scale(scale: Any, name: str) -> None:
-    """A ``Scale`` must decode, and ask for a non-negative number of replicas (422 ``Scale.autoscaling``)."""
-    typecheck.check_scale(scale)
-    causes = validation.replicas_causes((scale.get("spec") or {}).get("replicas"), "spec.replicas")
-    if causes:
-        raise errors.invalid("Scale", "autoscaling", name, causes)
 
 
 async def _read_delete_options(request: ApiRequest) -> Mapping[str, Any]:

@@ -11,13 +11,14 @@ import base64
 import collections
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Unpack
 
+from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.kube import builtin_types, errors
 from kopf_sim.kube.objects import JsonDict, clone, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
-from kopf_sim.store import lifecycle
+from kopf_sim.store import lifecycle, pipeline
 from kopf_sim.store.watching import Change, Subscription, WatchEvent
 from kopf_sim.timing.clock import Clock, UidFactory, format_timestamp, random_uids, system_clock
 from kopf_sim.writes import preparing
@@ -27,7 +28,6 @@ Observer = Callable[[Change], None]
 #: Told of each watch event as it is sent to a watcher (its resource type as watched, and the event).
 DeliveryObserver = Callable[[ResourceType, WatchEvent], None]
 JsonList = list[JsonDict]
-Warnings = list[str] | None
 _MAX_CONTINUE_TOKEN = 4096  # ours are a few dozen bytes
 #: How many changes the history keeps for watches and continue tokens (etcd's compaction, by count):
 #: older versions are 410 Expired. It bounds the memory of long runs (a version kept per change).
@@ -60,6 +60,10 @@ class Cluster:
         self._by_uid: dict[str, tuple[StorageKey, ObjectKey]] = {}
         self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
         self._subscriptions: list[Subscription] = []
+        #: The dynamic admission of this cluster's writes (webhooks, served in-process or over HTTPS).
+        self.admission = AdmissionControl(self)
+        #: The writes, awaited (each prepared, admitted and committed); the methods below run them synchronously.
+        self.writes = pipeline.WritePipeline(self, self.admission)
         for name in builtin_types.INITIAL_NAMESPACES:
             self.create(
                 self.resource("", "v1", "namespaces"),
@@ -241,25 +245,12 @@ class Cluster:
             )
         return rv, (namespace, name)
 
-    # -- Writes (the HTTP layer calls these; preparing.py computes the new states) ------------------
+    # -- Writes (synchronous; the HTTP layer and the controllers await ``self.writes``) -----------------
 
     def create(
-        self,
-        rtype: ResourceType,
-        namespace: str | None,
-        body: Any,
-        *,
-        dry_run: bool = False,
-        manager: str | None = None,
-        field_validation: str = "",
-        warnings: Warnings = None,
+        self, rtype: ResourceType, namespace: str | None, body: Any, **options: Unpack[pipeline.WriteOptions]
     ) -> JsonDict:
-        new = preparing.prepare_create(
-            self, rtype, namespace, body, field_validation=field_validation, warnings=warnings, manager=manager
-        )
-        if dry_run:
-            return self.present(new, rtype)
-        return self.present(self.commit_new(rtype, new), rtype)
+        return pipeline.run_now(self.writes.create(rtype, namespace, body, **options))
 
     def update(
         self,
@@ -269,25 +260,9 @@ class Cluster:
         body: Any,
         *,
         subresource: str | None = None,
-        dry_run: bool = False,
-        manager: str | None = None,
-        field_validation: str = "",
-        warnings: Warnings = None,
+        **options: Unpack[pipeline.WriteOptions],
     ) -> JsonDict:
-        old = self.peek(rtype.storage_key, namespace, name)
-        if old is None:
-            raise errors.not_found(rtype.plural, rtype.group, name)
-        new = preparing.prepare_update(
-            self,
-            rtype,
-            old,
-            body,
-            subresource=subresource,
-            manager=manager,
-            field_validation=field_validation,
-            warnings=warnings,
-        )
-        return self.present(self.replace(rtype, old, new, dry_run=dry_run), rtype)
+        return pipeline.run_now(self.writes.update(rtype, namespace, name, body, subresource=subresource, **options))
 
     def patch(
         self,
@@ -298,42 +273,10 @@ class Cluster:
         content_type: str,
         *,
         subresource: str | None = None,
-        dry_run: bool = False,
-        manager: str | None = None,
-        force: bool = False,
-        field_validation: str = "",
-        warnings: Warnings = None,
+        **options: Unpack[pipeline.PatchOptions],
     ) -> JsonDict:
-        old = self.peek(rtype.storage_key, namespace, name)
-        if content_type == preparing.APPLY_PATCH and old is None and subresource is None:
-            new = preparing.prepare_apply_create(
-                self,
-                rtype,
-                namespace,
-                name,
-                patch,
-                manager=manager,
-                field_validation=field_validation,
-                warnings=warnings,
-            )
-            if dry_run:
-                return self.present(new, rtype)
-            return self.present(self.commit_new(rtype, new), rtype)
-        if old is None:
-            raise errors.not_found(rtype.plural, rtype.group, name)
-        new = preparing.prepare_patch(
-            self,
-            rtype,
-            old,
-            patch,
-            content_type,
-            subresource=subresource,
-            manager=manager,
-            force=force,
-            field_validation=field_validation,
-            warnings=warnings,
-        )
-        return self.present(self.replace(rtype, old, new, dry_run=dry_run), rtype)
+        write = self.writes.patch(rtype, namespace, name, patch, content_type, subresource=subresource, **options)
+        return pipeline.run_now(write)
 
     def delete(
         self,
@@ -344,11 +287,7 @@ class Cluster:
         *,
         dry_run: bool = False,
     ) -> JsonDict:
-        obj = self.peek(rtype.storage_key, namespace, name)
-        if obj is None:
-            raise errors.not_found(rtype.plural, rtype.group, name)
-        result = lifecycle.delete(self, rtype, obj, options or {}, dry_run=dry_run)
-        return self.present(result, rtype) if result.get("kind") != "Status" else result
+        return pipeline.run_now(self.writes.delete(rtype, namespace, name, options, dry_run=dry_run))
 
     def delete_collection(
         self,
@@ -360,22 +299,10 @@ class Cluster:
         options: Mapping[str, Any] | None = None,
         dry_run: bool = False,
     ) -> JsonDict:
-        listing = self.list(rtype, namespace, labels=labels, fields=fields)
-        items = []
-        for obj in listing["items"]:
-            current = self.peek(rtype.storage_key, obj["metadata"].get("namespace"), obj["metadata"]["name"])
-            if current is not None:
-                items.append(
-                    self.present(
-                        lifecycle.delete(self, rtype, current, options or {}, dry_run=dry_run, as_status=False), rtype
-                    )
-                )
-        return {
-            "kind": rtype.list_kind,
-            "apiVersion": rtype.api_version,
-            "metadata": {"resourceVersion": str(self.rv)},
-            "items": items,
-        }
+        deletion = self.writes.delete_collection(
+            rtype, namespace, labels=labels, fields=fields, options=options, dry_run=dry_run
+        )
+        return pipeline.run_now(deletion)
 
     # -- Commits: the only places where the stored state changes -----------------------------------
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from kopf_sim.kube import crds, errors
-from kopf_sim.kube.objects import JsonDict, clone, compact_json, meta, name_problems, resolve_path
+from kopf_sim.kube.objects import JsonDict, clone, compact_json, meta, name_problems
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.timing.clock import UidFactory
 from kopf_sim.writes import (
@@ -708,48 +708,6 @@ def _cluster_ip(cluster: StoreView) -> str:
         if candidate not in taken:
             return candidate
     raise errors.ApiError(500, "InternalError", "failed to allocate a serviceIP: range is full")
-
-
-def scale_of(rtype: ResourceType, obj: JsonDict) -> JsonDict:
-    """The ``autoscaling/v1 Scale`` view of an object with a scale subresource."""
-    assert rtype.scale is not None
-    metadata = meta(obj)
-    scale: JsonDict = {
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {
-            k: metadata[k]
-            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-            if k in metadata
-        },
-        "spec": {"replicas": resolve_path(obj, rtype.scale.spec_replicas) or 0},
-        "status": {"replicas": resolve_path(obj, rtype.scale.status_replicas) or 0},
-    }
-    if rtype.scale.label_selector:
-        selector = resolve_path(obj, rtype.scale.label_selector)
-        if isinstance(selector, dict):
-            from kopf_sim.kube.selectors import LabelSelector
-
-            scale["status"]["selector"] = str(LabelSelector.from_spec(selector))
-        elif isinstance(selector, str):
-            scale["status"]["selector"] = selector
-    return scale
-
-
-def with_scale(rtype: ResourceType, obj: JsonDict, scale: Any) -> JsonDict:
-    """The object with its replicas set from a ``Scale`` body (the rest of the Scale is ignored)."""
-    assert rtype.scale is not None
-    replicas = (scale.get("spec") or {}).get("replicas") or 0 if isinstance(scale, dict) else None
-    if not isinstance(replicas, int):
-        raise errors.bad_request("the body must be an autoscaling/v1 Scale with an integer spec.replicas")
-    new: JsonDict = clone(obj)
-    from kopf_sim.kube.objects import assign_path
-
-    assign_path(new, rtype.scale.spec_replicas, replicas)
-    rv = meta(scale).get("resourceVersion")
-    if rv:
-        new["metadata"]["resourceVersion"] = rv
-    return new
 
 
 def after_mutation(

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from kopf_sim.admission.webhooks import AdmissionControl
+from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.http.app import ADMISSION_KEY, build_app
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.transports.inmemory import InMemoryServer

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from kopf_sim.admission.webhooks import AdmissionControl
 from kopf_sim.controllers import CONTROLLERS, ControllerManager, ControllerSettings, Fate, parse_selection
 from kopf_sim.controllers.pods import PodController
 from kopf_sim.store.cluster import Cluster
@@ -221,7 +220,7 @@ def test_a_bare_or_nodeless_cluster(settings: ControllerSettings) -> None:
 def test_the_controllers_writes_pass_the_admission_webhooks() -> None:
     async def main() -> None:
         cluster = fresh_cluster()
-        admission = AdmissionControl(cluster)
+        admission = cluster.admission
         reviewed: list[str] = []
 
         async def deny(review: JsonDict) -> JsonDict:
@@ -252,7 +251,7 @@ def test_the_controllers_writes_pass_the_admission_webhooks() -> None:
                 ],
             },
         )
-        manager = ControllerManager(cluster, admission=admission)
+        manager = ControllerManager(cluster)
         manager.start()
         create(cluster, DEPLOYMENT)
         await asyncio.sleep(60)
@@ -265,7 +264,6 @@ def test_the_controllers_writes_pass_the_admission_webhooks() -> None:
         assert "no pods today" in failure["message"]
         assert manager.failures == []  # an API error is not a controller's failure
         await manager.stop()
-        await admission.close()
 
     virtualtime.run(main())
 

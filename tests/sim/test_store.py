@@ -259,12 +259,12 @@ def test_multiple_versions_share_storage(cluster: Cluster) -> None:
 
 
 def test_scale_subresource(crd_cluster: Cluster) -> None:
-    from kopf_sim.writes import preparing
+    from kopf_sim.writes import scales
 
     rtype = widgets(crd_cluster)
     obj = crd_cluster.create(rtype, "default", widget("w1", replicas=2))
-    assert preparing.scale_of(rtype, obj)["spec"] == {"replicas": 2}
-    scaled = preparing.with_scale(rtype, obj, {"spec": {"replicas": 5}})
+    assert scales.scale_of(rtype, obj)["spec"] == {"replicas": 2}
+    scaled = scales.with_scale(rtype, obj, {"spec": {"replicas": 5}})
     assert crd_cluster.update(rtype, "default", "w1", scaled)["spec"]["replicas"] == 5
 
 

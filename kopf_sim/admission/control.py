@@ -13,22 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextvars
 import dataclasses
 import json
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, Protocol
 
 import aiohttp
 
 from kopf_sim.kube import errors
 from kopf_sim.kube.objects import JsonDict, meta
-from kopf_sim.kube.resources import ResourceType
+from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.kube.selectors import LabelSelector
+from kopf_sim.timing.clock import UidFactory
 from kopf_sim.writes import patching
-
-if TYPE_CHECKING:
-    from kopf_sim.store.cluster import Cluster
 
 InProcessHandler = Callable[[JsonDict], Awaitable[JsonDict]]
 MUTATING = ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
@@ -36,6 +35,27 @@ VALIDATING = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
 _EXEMPT = frozenset({MUTATING, VALIDATING})
 DEFAULT_TIMEOUT = 10
 USER_INFO: JsonDict = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+
+
+#: Set while a write runs synchronously (:func:`kopf_sim.store.pipeline.run_now`): it cannot call webhooks.
+synchronous_writes: contextvars.ContextVar[bool] = contextvars.ContextVar("kopf_sim_synchronous_writes", default=False)
+
+
+class SynchronousWriteError(RuntimeError):
+    """A write made synchronously (a loader's, a test's) would have to call a webhook, which takes awaiting."""
+
+
+class StoreView(Protocol):
+    """What admission reads of the store: the webhook configurations, namespaces (for selectors), and uids."""
+
+    @property
+    def uids(self) -> UidFactory: ...
+
+    def peek(self, key: StorageKey, namespace: str | None, name: str) -> JsonDict | None: ...
+
+    def objects(self, key: StorageKey, namespace: str | None = None) -> Iterator[JsonDict]: ...
+
+    def count(self, key: StorageKey | None = None) -> int: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +69,7 @@ class Attributes:
     subresource: str | None
     dry_run: bool
     options: JsonDict
+    kind: tuple[str, str, str] | None = None  # (group, version, kind) of the objects, if not the resource's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,10 +102,9 @@ class Webhook:
 class AdmissionControl:
     """Finds the webhooks that apply to a request and runs them as the apiserver does."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: StoreView) -> None:
         self.cluster = cluster
         self.in_process: dict[str, InProcessHandler] = {}
-        self._session: aiohttp.ClientSession | None = None
 
     def register(self, url_or_service: str, handler: InProcessHandler) -> None:
         """Serve a webhook URL (or ``service:ns/name:port/path``) by an in-process coroutine."""
@@ -92,11 +112,6 @@ class AdmissionControl:
 
     def unregister(self, url_or_service: str) -> None:
         self.in_process.pop(url_or_service, None)
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
 
     def _webhooks(self, mutating: bool) -> list[Webhook]:
         key = MUTATING if mutating else VALIDATING
@@ -172,7 +187,8 @@ class AdmissionControl:
 
     def _review(self, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None) -> JsonDict:
         rtype = attrs.rtype
-        gvk = {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}
+        group, version, kind = attrs.kind or (rtype.group, rtype.version, rtype.kind)
+        gvk = {"group": group, "version": version, "kind": kind}
         gvr = {"group": rtype.group, "version": rtype.version, "resource": rtype.plural}
         request: JsonDict = {
             "uid": self.cluster.uids(),
@@ -198,6 +214,11 @@ class AdmissionControl:
         self, hook: Webhook, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None
     ) -> JsonDict | None:
         """The webhook's ``response``, or None when calling it failed and the failure policy ignores that."""
+        if synchronous_writes.get():
+            raise SynchronousWriteError(
+                f"A synchronous write of {attrs.rtype.plural} cannot call the admission webhook {hook.name!r}: "
+                "write through the API instead (an HTTP client, kopf_cluster, or `await cluster.writes.…`)."
+            )
         review = self._review(attrs, obj, old)
         try:
             async with asyncio.timeout(hook.timeout):
@@ -228,20 +249,22 @@ class AdmissionControl:
         if handler is not None:
             # Through JSON and back, so that in-process webhooks get exactly what the wire would carry.
             return json.loads(json.dumps(await handler(json.loads(json.dumps(review)))))
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
         ca_bundle = (hook.spec.get("clientConfig") or {}).get("caBundle")
         ssl_context: ssl.SSLContext | bool = True
         if url.startswith("https://"):
             ssl_context = ssl.create_default_context()
             if ca_bundle:
                 ssl_context.load_verify_locations(cadata=base64.b64decode(ca_bundle).decode())
-        async with self._session.post(
-            url,
-            json=review,
-            ssl=ssl_context if url.startswith("https") else False,
-            headers={"Accept": "application/json"},
-        ) as response:
+        # A session per call: webhooks are few, and nothing outlives the request (no session to close later).
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                url,
+                json=review,
+                ssl=ssl_context if url.startswith("https") else False,
+                headers={"Accept": "application/json"},
+            ) as response,
+        ):
             if response.status != 200:
                 raise WebhookCallError(f"the server responded with HTTP {response.status}")
             return await response.json(content_type=None)
