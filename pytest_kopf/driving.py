@@ -89,11 +89,12 @@ REFUSALS = frozenset({404, 409, 410, 422})
 class Refusal:
     """The cluster's refusal of a user's action (one of :data:`REFUSALS`): a no-op step.
 
-    Two refusals are the same outcome if their code and reason are (the message is for the reports).
+    Any two refusals are the same outcome (the action was a no-op in both runs that are compared, whatever
+    the reason); the code, reason and message are for the reports.
     """
 
-    code: int
-    reason: str
+    code: int = dataclasses.field(compare=False)
+    reason: str = dataclasses.field(compare=False)
     message: str = dataclasses.field(default="", compare=False)
 
     def __str__(self) -> str:

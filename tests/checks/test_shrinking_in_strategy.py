@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pytest_kopf.checks import check_operator
 from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf.strategies.schemas import CustomResource
-from pytest_kopf.strategies.steps import Create, PatchSpec, user_actions
+from pytest_kopf.strategies.steps import CrashAfterWrites, Create, PatchSpec, user_actions
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
@@ -33,7 +33,8 @@ def test_a_users_specs_are_kept_whole_by_the_shrinker() -> None:
             resources=[RESOURCE],
             checks=["crash-restart"],
             specs={"gadgets": SIZES},
-            max_examples=100,
+            initial_steps=[CrashAfterWrites(1)],  # right after the child's create: the bug shows at the first create
+            max_examples=30,
             max_steps=6,
             names=["obj-0"],
         )
