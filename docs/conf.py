@@ -56,7 +56,8 @@ autodoc_inherit_docstrings = False  # e.g. dict.copy()'s docstring is no reST
 nitpicky = True
 _EXTERNAL = (
     r"(_?asyncio|aiohttp|web|yarl|multidict|click|collections|concurrent|contextlib|contextvars|dataclasses|datetime"
-    r"|copy|decimal|enum|functools|io|logging|os|pathlib|re|ssl|threading|types|typing|typing_extensions|json|hypothesis|st"
+    r"|copy|decimal|enum|functools|io|logging|os|pathlib|random|re|ssl|threading|types|typing|typing_extensions|uuid|json"
+    r"|hypothesis|st"
     r"|_pytest|pytest|pluggy|kubernetes|pykube|urllib3|yaml|cryptography|selectors|socket|weakref|abc)"
 )
 nitpick_ignore_regex = [

@@ -60,13 +60,18 @@ class CheckReport:
     virtual_seconds: float = 0.0
     wall_seconds: float = 0.0
     per_check: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    #: Per check, the fields learned as nondeterministic (``Secret obj-0-credentials data.password``), in any of
+    #: its examples: masked in that example's comparisons (see :mod:`pytest_kopf.noise`).
+    noise: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"{', '.join(self.checks)}: {self.examples} examples, {self.steps} steps, {self.faults} faults "
             f"injected, {self.crashes} crashes, {self.virtual_seconds:.0f} virtual s in "
             f"{self.wall_seconds:.1f} wall s"
         )
+        learned = sorted({field for fields in self.noise.values() for field in fields})
+        return f"{text}; learned as nondeterministic: {', '.join(learned)}" if learned else text
 
 
 def check_operator(
@@ -226,7 +231,10 @@ def _run_checks(
             report.faults += stats.faults
             report.crashes += stats.crashes
             report.virtual_seconds += stats.virtual_seconds
-            report.per_check[check] = dataclasses.asdict(stats)
+            report.per_check[check] = {
+                field.name: getattr(stats, field.name) for field in dataclasses.fields(stats) if field.name != "noise"
+            }
+            report.noise[check] = sorted(dict.fromkeys(str(field) for field in sorted(stats.noise)))
             report.wall_seconds = time.perf_counter() - started
 
 

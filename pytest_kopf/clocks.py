@@ -46,6 +46,7 @@ import asyncio.events
 import contextlib
 import datetime
 import os
+import sys
 import sysconfig
 import threading
 import time
@@ -279,6 +280,12 @@ def is_operator_code(module: types.ModuleType) -> bool:
         return False
     real = os.path.normcase(os.path.realpath(path))
     return not real.startswith(_LIBRARY_DIRS)
+
+
+def is_operator_frame(frame: types.FrameType) -> bool:
+    """Whether the code of a frame is the user's (its module's file, as :func:`is_operator_code` tells)."""
+    module = sys.modules.get(frame.f_globals.get("__name__") or "")
+    return module is not None and is_operator_code(module)
 
 
 def virtualize_modules(modules: Iterable[types.ModuleType]) -> None:

@@ -30,7 +30,9 @@ from kopf_sim.store.watching import Change
 
 from .cluster import KopfCluster
 from .errors import KopfApiError
+from .noise import only_timestamps_changed
 from .operator import KopfOperator
+from .scheduled import scheduled_calls
 
 __all__ = [
     "DEFAULT_QUIET",
@@ -205,7 +207,11 @@ async def settle(
     """Let virtual time pass until nothing changes for ``quiet`` seconds and ``until()`` (if given) is true.
 
     Returns whether that happened within ``timeout`` virtual seconds. A restart pending after a crash
-    is waited for first. Changes of k8s Events do not count: kopf posts them as handlers run. Events
+    is waited for first. The calls that the operator has scheduled within the timeout (a timer's or a daemon's
+    retry after its backoff, an initial delay, the delayed handlers of an object: :mod:`pytest_kopf.scheduled`)
+    are waited for too. Changes that only refresh timestamps do not count (an object whose only changes are
+    timestamps has settled, see :func:`pytest_kopf.noise.only_timestamps_changed`); nor do changes of k8s
+    Events: kopf posts them as handlers run. Events
     withheld from a watcher (by a fault) count as changes until they are delivered. An object that keeps
     changing with no virtual time passing (an endless update loop, which no deadline would ever end)
     raises :class:`~kopf_sim.timing.virtualtime.LivelockError` naming it and its last changes
@@ -213,12 +219,18 @@ async def settle(
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    last_change = loop.time()
+    last_change = loop.time()  # of the cluster's content, or of something as good as one (a restart, events held)
+    last_content = loop.time()  # of the cluster's content only: the timers' calls must come after it
+    refreshed: set[int] = set()  # the revisions that only refreshed timestamps (also when held back from watchers)
 
     def observe(change: Change) -> None:
-        nonlocal last_change
-        if change.key not in EVENT_KEYS:
-            last_change = loop.time()
+        nonlocal last_change, last_content
+        if change.key in EVENT_KEYS:
+            return
+        if _refreshed(change):
+            refreshed.add(change.rv)
+        else:
+            last_change = last_content = loop.time()
 
     guard = kopf_cluster.sim.guard
     observers = kopf_cluster.sim.store.observers
@@ -229,9 +241,13 @@ async def settle(
                 await revived(kopf_operator)
                 last_change = loop.time()
             now = loop.time()
-            if kopf_cluster.sim.store.withheld():  # not quiet while a watcher is kept from the latest changes
-                last_change = now
-            if now - last_change >= quiet:
+            if kopf_cluster.sim.store.withheld_revisions() - refreshed:  # not quiet while a watcher is kept from
+                last_change = now  # the latest changes (unless they only refresh timestamps)
+            # A retry, a delayed handler, a timer's first call (or its first since the last change) to wait for:
+            waiting = kopf_operator is not None and any(
+                call.due <= deadline and call.awaited(last_content) for call in scheduled_calls(kopf_operator)
+            )
+            if now - last_change >= quiet and not waiting:
                 condition = until() if until is not None else True
                 if isinstance(condition, Awaitable):
                     condition = await condition
@@ -243,6 +259,11 @@ async def settle(
             await (guard.pause(step) if guard is not None else asyncio.sleep(step))
     finally:
         observers.remove(observe)
+
+
+def _refreshed(change: Change) -> bool:
+    """Whether a change only refreshes timestamps (e.g. a timer's ``lastReconciled``): noise, not activity."""
+    return change.type == "MODIFIED" and change.old is not None and only_timestamps_changed(change.old, change.obj)
 
 
 def end_state(

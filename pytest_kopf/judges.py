@@ -11,20 +11,19 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
-import difflib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-import yaml
-
 from kopf_sim.timing.virtualtime import LivelockError
 
+from . import noise
 from .cluster import KopfCluster
 from .discovery import ResourceInfo
 from .driving import end_state, settle, tolerate
 from .errors import KopfLeakError, OperatorCheckFailed
+from .noise import NoiseField
 from .operator import KopfOperator
 from .tracing import Change, Entry, Fault, Log, Request, Response, Step
 
@@ -60,7 +59,8 @@ class Evidence:
     """What the judges of one run look at: the run's world, its trace, its end state and the one expected of it.
 
     ``expected``: the end state of the same user actions with no faults and no crashes (for the comparing
-    checks). ``trace``: the run's typed trace (None: the judges that read it have nothing to read).
+    checks); ``noise``: its fields that differ between two correct runs, masked in the comparisons.
+    ``trace``: the run's typed trace (None: the judges that read it have nothing to read).
     ``records``: kopf's log records of the run.
     """
 
@@ -75,6 +75,7 @@ class Evidence:
     trace: Sequence[Entry] | None = None
     logs_traced: bool = False  # whether the trace has the log records too (interleaved with the requests)
     expected: list[dict[str, Any]] | None = None
+    noise: Sequence[NoiseField] = ()
     settled: bool = False
     _state: list[dict[str, Any]] | None = None
     _deleted: bool = False
@@ -150,13 +151,18 @@ async def convergence(evidence: Evidence) -> str | None:
 
 
 def difference(evidence: Evidence) -> str | None:
-    """The end state's difference from the expected one (the same user actions with no faults and no crashes)."""
-    if evidence.expected is None or evidence.state == evidence.expected:
+    """The end state's difference from the expected one (the same user actions with no faults and no crashes),
+    with the noise masked."""
+    if evidence.expected is None:
+        return None
+    labels = ("expected (no faults, no crashes)", "actual")
+    differs = noise.difference(evidence.expected, evidence.state, evidence.noise, labels=labels)
+    if differs is None:
         return None
     unsettled = "" if evidence.settled else f" (and it has not settled in {evidence.settle_timeout} s)"
     return (
         f"the end state differs from that of a run with no faults and no crashes{unsettled}:\n"
-        f"{_diff(evidence.expected, evidence.state)}"
+        f"{differs}{_masked(evidence.noise)}"
     )
 
 
@@ -176,9 +182,12 @@ async def redelivered_unchanged(evidence: Evidence) -> str | None:
     await evidence.operator.restart()
     await evidence.settle()
     again = evidence.current_state()
-    if again == before:
+    changed = noise.difference(before, again, evidence.noise, labels=("before", "after re-delivering"))
+    if changed is None:
         return None
-    return f"re-delivering every object to a fresh operator has changed the end state:\n{_diff(before, again)}"
+    return (
+        f"re-delivering every object to a fresh operator has changed the end state:\n{changed}{_masked(evidence.noise)}"
+    )
 
 
 async def stuck_finalizers(evidence: Evidence) -> str | None:
@@ -458,7 +467,8 @@ def _listed(items: Sequence[str]) -> str:
     return "\n".join(f"  - {item}" for item in items)
 
 
-def _diff(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> str:
-    left = yaml.safe_dump(expected, sort_keys=True).splitlines()
-    right = yaml.safe_dump(actual, sort_keys=True).splitlines()
-    return "\n".join(difflib.unified_diff(left, right, "expected (no faults, no crashes)", "actual", lineterm=""))
+def _masked(fields: Sequence[NoiseField]) -> str:
+    if not fields:
+        return ""
+    learned = noise.described(fields)
+    return f"\n(masked as {noise.MASKED}, learned as nondeterministic from two fault-free runs: {learned})"

@@ -45,6 +45,7 @@ from kopf._cogs.aiokits import syncwaits
 from kopf._cogs.aiokits.clock import pin_epoch
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.intents.causes import Activity
+from kopf._core.reactor.memories import ResourceMemories
 from kopf._core.reactor.observation import Insights
 from kopf._core.reactor.running import os_signals_var
 from kopf_sim.timing.virtualtime import VirtualTimeLoop, describe_tasks
@@ -69,6 +70,8 @@ DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 60.0
 #: Real seconds to let the threads of the operator's executor finish after it is shut down.
 THREADS_GRACE = 1.0
+#: Virtual seconds for the sync handlers of a crashed operator to end (at their next wait in virtual time).
+ABANDONED_JOBS_TIMEOUT = 1.0
 #: The exit code of an operator killed by crash() (as of a process killed by SIGKILL).
 CRASH_EXIT_CODE = 137
 #: How many times the tasks of a crashed operator are cancelled (a virtual second apart) before they are left.
@@ -250,6 +253,8 @@ class KopfOperator:
         self.registry: kopf.OperatorRegistry | None = None
         self.settings: kopf.OperatorSettings | None = None
         self.memo: Any = None
+        #: What the running operator remembers of its objects (its daemons & timers, its delayed handlers).
+        self.memories: ResourceMemories | None = None
         self._start_kwargs: dict[str, Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop_flag: asyncio.Event | None = None
@@ -392,6 +397,7 @@ class KopfOperator:
         ready_flag = asyncio.Event()
         self._stop_flag = asyncio.Event()
         insights = Insights()
+        self.memories = ResourceMemories()
         context = contextvars.copy_context()
         context.run(_owner.set, self)
         context.run(os_signals_var.set, False)  # Ctrl+C interrupts pytest, not just the operator
@@ -400,6 +406,7 @@ class KopfOperator:
                 registry=self.registry,
                 settings=self.settings,
                 insights=insights,
+                memories=self.memories,
                 namespaces=namespaces,
                 clusterwide=clusterwide or not namespaces,
                 stop_flag=self._stop_flag,
@@ -610,9 +617,13 @@ class KopfOperator:
         if self._stop_flag is not None:
             self._stop_flag.set()
         hung = False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         if not task.done():
             done, _ = await asyncio.wait([task], timeout=timeout)
             hung = not done
+        if not hung:  # as a process's exit waits for its pool's threads: the sync handlers still running
+            await self._handler_threads_done(deadline)
         if self._task is not task:  # crashed while stopping (e.g. a fault after a write): crash() has ended it
             await self._buried()
             return
@@ -629,6 +640,20 @@ class KopfOperator:
         finally:
             self._task = None
             self._tasks.uninstall()
+
+    async def _handler_threads_done(self, deadline: float) -> None:
+        """Wait (until the loop time ``deadline``) for the sync handlers that still run in the executor's threads.
+
+        kopf's stop cancels the tasks that await them, not the threads: a real operator's process, stopped
+        gracefully, exits once its thread pool's threads have finished their jobs. A sync handler that takes its
+        time (a 30 s ``time.sleep()`` in a delete handler) is no leak; one that never returns still is.
+        """
+        executor = self.settings.execution.executor if self.settings is not None else None
+        if not isinstance(executor, LentThreadsExecutor):
+            return
+        loop = asyncio.get_running_loop()
+        while (pending := executor.pending()) and loop.time() < deadline:
+            await _jobs_done(pending, timeout=deadline - loop.time())
 
     async def _abandon(self) -> None:
         """Cancel whatever is left of the operator (a few times: some tasks resist), then let it go."""
@@ -792,6 +817,7 @@ class KopfOperator:
             if self.settings is not None:
                 executor = self.settings.execution.executor
                 if isinstance(executor, LentThreadsExecutor):
+                    await _abandon_jobs(executor)
                     executor.finish(THREADS_GRACE)
                     self.settings.execution.executor = LentThreadsExecutor(executor._max_workers)
         finally:
@@ -819,6 +845,34 @@ class KopfOperator:
     def _log_tail(self, lines: int = 30) -> str:
         tail = self.logs.splitlines()[-lines:]
         return "The operator's last log lines:\n" + "\n".join(f"  {line}" for line in tail) if tail else ""
+
+
+async def _abandon_jobs(executor: LentThreadsExecutor) -> None:
+    """The sync handlers of a killed process go no further: their threads' waits in virtual time end them.
+
+    They end at once (the loop wakes them now), unless they compute: then as soon as they wait or return.
+    """
+    loop = asyncio.get_running_loop()
+    if not isinstance(loop, VirtualTimeLoop):
+        return
+    executor.shutdown(wait=False, cancel_futures=True)  # the jobs not started yet never start
+    loop.abandon_jobs_in(executor.running_threads())
+    pending = executor.pending()
+    if pending:
+        await _jobs_done(pending, timeout=ABANDONED_JOBS_TIMEOUT)
+
+
+async def _jobs_done(jobs: Sequence[concurrent.futures.Future[Any]], *, timeout: float) -> None:
+    """Wait for the executor's jobs to end (in the loop's time); their outcomes are nobody's business here."""
+    awaited = [asyncio.wrap_future(job) for job in jobs]
+    for future in awaited:  # retrieved whenever they end: kopf has cancelled its own waits for them already
+        future.add_done_callback(_retrieved)
+    await asyncio.wait(awaited, timeout=timeout)
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _fresh_settings(reuse_threads: bool) -> kopf.OperatorSettings:

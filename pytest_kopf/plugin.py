@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import functools
 import gc
 import inspect
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from kopf_sim.controllers import ControllerSettings, parse_selection
-from kopf_sim.timing.virtualtime import VirtualTimeLoop
+from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, VirtualTimeLoop
 
 from . import kubeconfig
 from .cleanup import release_objects
@@ -35,6 +36,7 @@ from .clientconfig import RealClientDefaults, routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError
+from .randomness import seeded
 from .realcluster import RealKopfCluster
 from .running import TestLoop
 
@@ -50,6 +52,9 @@ MARKERS = {
     "kopf_real_time": "run the test in real time even in sim mode (e.g. for kopf_cluster.kubeconfig())",
     "kopf_controllers": "sim mode: which built-in controllers run, and their timings, e.g. "
     "kopf_controllers('none'), kopf_controllers('all', '-cronjobs', nodes=5, pod_ready_delay=3)",
+    "kopf_seed": "sim mode: the seed of the randomness of the operator's code (random, secrets, uuid, os.urandom) "
+    "and of the simulated cluster's uids (0 by default), and a shift of the virtual clocks' epoch in seconds, "
+    "e.g. kopf_seed(1, epoch_offset=3661.5)",
 }
 
 
@@ -372,8 +377,12 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
     """
     settings = settings_of(request.config)
     virtual = settings.mode == SIM and request.node.get_closest_marker("kopf_real_time") is None
+    seed, epoch_offset = seeding(request)
     test_loop = TestLoop(
-        virtual=virtual, time_limit=settings.time_limit if virtual else None, thread_timeout=settings.thread_timeout
+        virtual=virtual,
+        time_limit=settings.time_limit if virtual else None,
+        thread_timeout=settings.thread_timeout,
+        epoch=DEFAULT_EPOCH + datetime.timedelta(seconds=epoch_offset),
     )
     if isinstance(test_loop.loop, VirtualTimeLoop) and "kopf" in sys.modules:
         # kopf's wall clock (utcnow, for the timestamps in objects) follows the virtual time; kopf_operator
@@ -385,13 +394,37 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
     module = getattr(request, "module", None) if test_loop.virtual else None
     undo = virtualize_module(module) if module is not None and is_operator_code(module) else None
     try:
-        with virtual_clocks() if test_loop.virtual else contextlib.nullcontext():
+        with (
+            virtual_clocks() if test_loop.virtual else contextlib.nullcontext(),
+            seeded(test_loop.loop, seed) if test_loop.virtual else contextlib.nullcontext(),
+        ):
             yield test_loop
     finally:
         if undo is not None:
             undo()
         del request.node.stash[LOOP_KEY]
         test_loop.close()
+
+
+def seeding(request: pytest.FixtureRequest) -> tuple[int, float]:
+    """The seed and the epoch's shift (seconds) of a sim-mode test (the ``kopf_seed`` marker; 0 and 0 without it)."""
+    marker = request.node.get_closest_marker("kopf_seed")
+    if marker is None:
+        return 0, 0.0
+    try:
+        bound = inspect.signature(_seed_arguments).bind(*marker.args, **marker.kwargs)
+    except TypeError as exc:
+        raise pytest.UsageError(f"kopf_seed takes a seed and an optional epoch_offset=: {exc}") from None
+    seed, offset = bound.arguments.get("seed"), bound.arguments.get("epoch_offset", 0.0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise pytest.UsageError(f"kopf_seed: the seed must be an integer, got {seed!r}.")
+    if not isinstance(offset, int | float) or isinstance(offset, bool) or not math.isfinite(offset):
+        raise pytest.UsageError(f"kopf_seed: epoch_offset must be a number of seconds, got {offset!r}.")
+    return seed, float(offset)
+
+
+def _seed_arguments(seed: int, *, epoch_offset: float = 0.0) -> None:
+    """The signature of the ``kopf_seed`` marker's arguments."""
 
 
 @pytest.fixture
@@ -412,7 +445,11 @@ def kopf_cluster(
         record = settings.record_dir / f"{_slug(request.node.nodeid, 200)}.jsonl"
     if settings.mode == SIM:
         cluster = SimKopfCluster(
-            loop=kopf_loop.loop, tmp_dir=tmp_dir, record_path=record, controllers=controller_settings(request)
+            loop=kopf_loop.loop,
+            tmp_dir=tmp_dir,
+            record_path=record,
+            controllers=controller_settings(request),
+            seed=seeding(request)[0],
         )
     else:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import datetime
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -27,10 +28,14 @@ def new_loop(
     virtual: bool,
     time_limit: float | None = None,
     thread_timeout: float | None = virtualtime.DEFAULT_EXECUTOR_TIMEOUT,
+    epoch: datetime.datetime = virtualtime.DEFAULT_EPOCH,
 ) -> asyncio.AbstractEventLoop:
-    """A new loop: virtual-time (sim mode, unless the test wants real time), or a regular one."""
+    """A new loop: virtual-time (sim mode, unless the test wants real time), or a regular one.
+
+    ``epoch``: the wall-clock moment of the virtual loop's time 0.
+    """
     if virtual:
-        return virtualtime.new_virtual_loop(time_limit=time_limit, executor_timeout=thread_timeout)
+        return virtualtime.new_virtual_loop(time_limit=time_limit, executor_timeout=thread_timeout, epoch=epoch)
     return asyncio.SelectorEventLoop()
 
 
@@ -49,8 +54,9 @@ class TestLoop:
         virtual: bool,
         time_limit: float | None = None,
         thread_timeout: float | None = virtualtime.DEFAULT_EXECUTOR_TIMEOUT,
+        epoch: datetime.datetime = virtualtime.DEFAULT_EPOCH,
     ) -> None:
-        self.loop = new_loop(virtual=virtual, time_limit=time_limit, thread_timeout=thread_timeout)
+        self.loop = new_loop(virtual=virtual, time_limit=time_limit, thread_timeout=thread_timeout, epoch=epoch)
         self.context = contextvars.copy_context()
         self.closed = False
 

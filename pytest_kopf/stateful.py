@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime
 import functools
 import inspect
 import logging
@@ -55,7 +56,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition
 
 from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.recording.replaying import read_log
-from kopf_sim.timing.virtualtime import LivelockError
+from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, LivelockError
 
 from .catalogue import comparing, perturbation_kinds
 from .clientconfig import routed_clients
@@ -71,8 +72,10 @@ from .driving import (
 )
 from .errors import OperatorCheckFailed
 from .judges import livelocked
+from .noise import EPOCH_OFFSET, NoiseField, learn
 from .operator import KopfOperator
 from .plugin import running_test_controllers
+from .randomness import seeded
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import Action, Driver, Outcome, ReplayLog, mixed, perturbations, user_actions
@@ -101,6 +104,10 @@ _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+#: The seed of the second fault-free run (the reference); the checked run and the baseline have 0.
+REFERENCE_SEED = 1
+
+
 @dataclasses.dataclass(frozen=True)
 class OperatorSpec:
     """What one world runs: the operator, the manifests of its cluster, and how long to let it settle."""
@@ -127,12 +134,28 @@ class World:
     whose executor job it is), so each world's code sees its own time. The names of ``datetime`` are swapped
     in the user's ``modules`` (e.g. the test's module; and the registry maker's) as the fixture does for
     the test's module; the operator's files & modules get theirs as they are loaded (in any mode).
+
+    Its randomness is seeded (:mod:`pytest_kopf.randomness`): ``random``, ``secrets``, ``uuid`` and
+    ``os.urandom`` in its operator's code draw the same values for the same ``seed`` in every run; the
+    simulated cluster's uids (and what derives from them: generated names, allocated addresses) follow
+    ``seed`` too. ``epoch``: the wall-clock moment of its loop's time 0 (the timestamps it writes).
     """
 
-    def __init__(self, spec: OperatorSpec, *, modules: Sequence[types.ModuleType] = ()) -> None:
+    def __init__(
+        self,
+        spec: OperatorSpec,
+        *,
+        modules: Sequence[types.ModuleType] = (),
+        seed: int = 0,
+        epoch: datetime.datetime = DEFAULT_EPOCH,
+    ) -> None:
         self.spec = spec
-        self.test_loop = TestLoop(virtual=True)
-        self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir, controllers=spec.controllers)
+        self.seed = seed
+        self.epoch = epoch
+        self.test_loop = TestLoop(virtual=True, epoch=epoch)
+        self.cluster = SimKopfCluster(
+            loop=self.test_loop.loop, tmp_dir=_tmp_dir, seed=seed, controllers=spec.controllers
+        )
         self.clients = contextlib.ExitStack()  # the official clients routed to this world's cluster
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
@@ -140,6 +163,7 @@ class World:
         self.closed = False
         self.clocks = contextlib.ExitStack()  # the virtual clocks, in force while the world is open
         self.clocks.enter_context(virtual_clocks())
+        self.clocks.enter_context(seeded(self.test_loop.loop, seed))  # random, secrets, uuid, os.urandom
         maker = sys.modules.get(getattr(spec.registry, "__module__", None) or "")
         for module in dict.fromkeys([*modules, *([maker] if maker is not None else [])]):
             if is_operator_code(module):  # undone when the world closes (if it is the one that swapped them)
@@ -218,6 +242,8 @@ class Statistics:
     virtual_seconds: float = 0.0
     #: The outcomes of the users' actions on objects in the checked worlds (did any reach the operator?).
     reach: Reach = dataclasses.field(default_factory=Reach)
+    #: The fields learned as noise in any example (see :mod:`pytest_kopf.noise`).
+    noise: set[NoiseField] = dataclasses.field(default_factory=set)
 
 
 # -- async rules & invariants ------------------------------------------------------------------------
@@ -554,10 +580,17 @@ class OperatorMachine(RuleBasedStateMachine):
         #: The checked run: its cluster, operator and loop.
         self.world = World(spec, modules=modules)
         self.baseline: World | None = None
+        #: The same user actions once more with no faults, seeded and clocked otherwise: what differs is noise.
+        self.reference: World | None = None
+        #: The noise learned from the baseline & the reference (once their end states are known).
+        self.noise: frozenset[NoiseField] = frozenset()
         try:
             if comparing(self.checks):
                 self.baseline = World(spec, modules=modules)
+                self.reference = World(spec, modules=modules, seed=REFERENCE_SEED, epoch=DEFAULT_EPOCH + EPOCH_OFFSET)
         except BaseException:
+            if self.baseline is not None:
+                self.baseline.close()
             self.world.close()
             logging.getLogger("kopf").setLevel(self._kopf_level)
             raise
@@ -603,6 +636,12 @@ class OperatorMachine(RuleBasedStateMachine):
             if outcome != expected:  # e.g. a create of a name still being deleted in one run only
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
                 self.world.trace.note("diverged", self.diverged)
+        if action.user and self.reference is not None:
+            self.reference.trace.step(action.code(), restarts=action.restarts)
+            again = self._apply_in(self.reference, action)
+            if outcome == expected != again and self.diverged is None:  # the fault-free runs disagree by themselves
+                self.diverged = f"{action.code()} was {expected} in a run with no faults, {again} in another one"
+                self.world.trace.note("diverged", self.diverged)
 
     def _apply_in(self, world: World, action: Action) -> Outcome:
         """Do a step in one world; it ends when the operator has caught up with it (as in a reproduction)."""
@@ -646,8 +685,12 @@ class OperatorMachine(RuleBasedStateMachine):
         finally:
             try:
                 try:  # in the reverse order of their making: the clients' configuration is restored as it was
-                    if self.baseline is not None:
-                        self.baseline.close()
+                    try:
+                        if self.reference is not None:
+                            self.reference.close()
+                    finally:
+                        if self.baseline is not None:
+                            self.baseline.close()
                 finally:
                     self.world.close()
             finally:
@@ -699,32 +742,40 @@ class OperatorMachine(RuleBasedStateMachine):
         )
 
     def expected(self) -> list[dict[str, Any]] | None:
-        """The end state of the baseline (the same user actions with no faults and no crashes), if comparable."""
+        """The end state of the baseline (the same user actions with no faults and no crashes), if comparable.
+
+        The reference (the same once more, seeded and clocked otherwise) settles too: what differs between the
+        two is noise (:attr:`noise`), masked in the comparisons of this example.
+        """
         if self.baseline is None:
             return None
-        baseline = self.baseline
+        expected = self._fault_free_end_state(self.baseline, "")
+        if self.reference is not None:
+            other = self._fault_free_end_state(self.reference, ", seeded and clocked otherwise")
+            self.noise = learn(expected, other)
+            if self.statistics is not None:
+                self.statistics.noise.update(self.noise)
+        return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
+
+    def _fault_free_end_state(self, world: World, how: str) -> list[dict[str, Any]]:
         try:
-            expected = baseline.run(
-                verify(
-                    baseline.cluster,
-                    baseline.operator,
-                    checks=["convergence"],
-                    records=baseline.trace.records,
-                    **self._options(),
-                )
+            checking = verify(
+                world.cluster, world.operator, checks=["convergence"], records=world.trace.records, **self._options()
             )
+            return world.run(checking)
         except OperatorCheckFailed as exc:
             # The operator fails by itself, with no faults and no crashes: that is the failure to report (it is
-            # the same with any faults), with its steps, the baseline's trace, and a reproduction of the users'
-            # actions alone; shrunk as any failure of that check.
+            # the same with any faults), with its steps, that run's trace, and a reproduction of the users'
+            # actions alone (in a world seeded as that run); shrunk as any failure of that check.
             raise OperatorCheckFailed(
-                exc.check, f"{exc.details}\n(in the run with no faults and no crashes: the operator fails by itself)"
+                exc.check, f"{exc.details}\n(in a run with no faults and no crashes{how}: the operator fails by itself)"
             ).with_context(
                 steps=self.steps,
-                trace_tail=baseline.trace.tail(),
-                reproduction=self.reproduction(exc.check, steps=[step for step in self.steps if step.user]),
+                trace_tail=world.trace.tail(),
+                reproduction=self.reproduction(
+                    exc.check, steps=[step for step in self.steps if step.user], seed=world.seed, epoch=world.epoch
+                ),
             ) from None
-        return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
 
     def verify(self) -> None:
         """The checks' verdict on this example (see :func:`pytest_kopf.checks.verify`)."""
@@ -738,6 +789,7 @@ class OperatorMachine(RuleBasedStateMachine):
                     checks=self.checks,
                     expected=expected,
                     trace=self.world.trace,
+                    noise=self.noise,
                     **options,
                 )
             )
@@ -754,8 +806,14 @@ class OperatorMachine(RuleBasedStateMachine):
         expected: Sequence[Mapping[str, Any]] | None = None,
         *,
         steps: Sequence[Action] | None = None,
+        seed: int = 0,
+        epoch: datetime.datetime = DEFAULT_EPOCH,
     ) -> str:
-        """A pytest test that replays this example's steps (or these) with the plugin's fixtures and checks the same."""
+        """A pytest test that replays this example's steps (or these) with the plugin's fixtures and checks the same.
+
+        ``seed`` & ``epoch``: those of the world whose run it reproduces (as a ``kopf_seed`` marker, if not the
+        default ones of the checked world and of a test).
+        """
         return reproduction(
             self.spec(),
             check=check,
@@ -764,6 +822,9 @@ class OperatorMachine(RuleBasedStateMachine):
             resources=[custom.qualified for custom in self.custom_resources()],
             mask=self.mask,
             namespace=self.namespace,
+            noise=sorted(self.noise) if expected is not None else (),
+            seed=seed,
+            epoch=epoch,
         )
 
 
@@ -792,20 +853,31 @@ def reproduction(
     expected: Sequence[Mapping[str, Any]] | None = None,
     mask: Sequence[str] = (),
     namespace: str = "default",
+    noise: Sequence[NoiseField] = (),
+    seed: int = 0,
+    epoch: datetime.datetime = DEFAULT_EPOCH,
 ) -> str:
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
     imports = dict.fromkeys(line for step in steps if isinstance(step, RuleStep) for line in step.imports())
-    marker = _controllers_marker(spec.controllers)
+    markers = [
+        *_controllers_marker(spec.controllers),
+        *(
+            [f"@pytest.mark.kopf_seed({seed}, epoch_offset={(epoch - DEFAULT_EPOCH).total_seconds()!r})"]
+            if (seed, epoch) != (0, DEFAULT_EPOCH)
+            else []
+        ),
+    ]
     lines = [
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
-        *(["import pytest", ""] if marker else []),
+        *(["import pytest", ""] if markers else []),
         "from pytest_kopf.checks import verify",
         "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
         "from pytest_kopf.tracing import record_trace",
+        *(["from pytest_kopf.noise import NoiseField"] if noise else []),
         *imports,
         "",
         "",
-        *marker,
+        *markers,
         "async def test_reproduction(kopf_cluster, kopf_operator):",
     ]
     for manifest in spec.manifests:
@@ -837,6 +909,8 @@ def reproduction(
         options.append(f"mask={list(mask)!r}")
     if expected is not None:
         options.append("expected=EXPECTED")
+    if noise:
+        options.append("noise=NOISE")
     lines.append(f"    await verify(kopf_cluster, kopf_operator, {', '.join(options)})")
     if expected is not None:
         lines.extend(
@@ -845,6 +919,13 @@ def reproduction(
                 "",
                 "# The end state of the same user actions with no faults and no crashes (masked).",
                 f"EXPECTED = {pprint.pformat(list(expected), width=110, sort_dicts=True)}",
+            ]
+        )
+    if noise:
+        lines.extend(
+            [
+                "# The fields that differ between two runs with no faults: noise, masked in the comparisons.",
+                f"NOISE = {pprint.pformat(list(noise), width=110)}",
             ]
         )
     return "\n".join(lines) + "\n"

@@ -193,6 +193,16 @@ class LentThreadsExecutor(concurrent.futures.ThreadPoolExecutor):
                 job = self._waiting.popleft()  # the next job goes on this thread at once
                 self._running.add(job)
 
+    def running_threads(self) -> list[threading.Thread]:
+        """The threads that run this executor's jobs now."""
+        with self._lock:
+            return [job.thread for job in self._running if job.thread is not None]
+
+    def pending(self) -> list[concurrent.futures.Future[Any]]:
+        """The futures of the jobs that are running or waiting for a thread."""
+        with self._lock:
+            return [job.future for job in (*self._running, *self._waiting)]
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:
             self._closed = True

@@ -8,7 +8,7 @@ phase by phase, the first failure raised.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .catalogue import CATALOGUE, Phase, validate_checks
@@ -16,6 +16,7 @@ from .cluster import KopfCluster
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
 from .judges import Evidence, difference
+from .noise import NoiseField
 from .operator import KopfOperator
 from .tracing import Entry, Log, Trace
 
@@ -35,6 +36,7 @@ async def verify(
     settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
     records: Sequence[logging.LogRecord] | None = None,
     trace: Trace | Sequence[Entry] | None = None,
+    noise: Iterable[NoiseField] = (),
 ) -> list[dict[str, Any]]:
     """The checks' verdict on a run whose actions are over: its end state, or :class:`~.errors.OperatorCheckFailed`.
 
@@ -46,7 +48,8 @@ async def verify(
     ``kopf_operator`` has captured). ``trace``: the run's trace (:class:`~pytest_kopf.tracing.Trace`,
     e.g. of :func:`~pytest_kopf.tracing.record_trace`); ``retries`` reads its requests, and, when the trace
     has the log records too, checks that handlers retried after a :class:`kopf.TemporaryError` are not
-    called before their delay is over.
+    called before their delay is over. ``noise``: the fields that differ between two correct runs (learned by the
+    machines, :func:`pytest_kopf.noise.learn`), masked in every comparison.
     """
     chosen = [CATALOGUE[name] for name in validate_checks(checks)]
     entries, logs_traced = (trace.entries, trace.logs_recorded) if isinstance(trace, Trace) else (trace, False)
@@ -66,6 +69,7 @@ async def verify(
         trace=entries,
         logs_traced=logs_traced,
         expected=[dict(obj) for obj in expected] if expected is not None else None,
+        noise=list(noise),
     )
     evidence.settled = await evidence.settle()
     for phase in Phase:

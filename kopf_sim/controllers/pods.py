@@ -301,14 +301,21 @@ class PodController(Controller):
         except ValueError:
             return None
         used = self._ips.setdefault(node_name, {})
-        for offset, address in enumerate(network.hosts()):
-            if offset == 0:
-                continue  # the gateway
-            text = str(address)
+        hosts = list(network.hosts())[1:]  # the first one is the gateway
+        if not hosts:
+            return None
+        # From a place derived from the pod's uid (seeded): as a runtime's IPAM hands out addresses, not in order.
+        start = int(uid.replace("-", ""), 16) % len(hosts) if _is_hex(uid.replace("-", "")) else 0
+        for step in range(len(hosts)):
+            text = str(hosts[(start + step) % len(hosts)])
             if text not in used:
                 used[text] = uid
                 return text
         return None
+
+
+def _is_hex(text: str) -> bool:
+    return bool(text) and all(char in "0123456789abcdefABCDEF" for char in text)
 
 
 def _internal_ip(node: JsonDict) -> str | None:

@@ -445,6 +445,10 @@ class Cluster:
         """
         return sum(subscription.withheld for subscription in self._subscriptions)
 
+    def withheld_revisions(self) -> set[int]:
+        """The resource versions of the changes held back from their watchers now (see :meth:`withheld`)."""
+        return {rv for subscription in self._subscriptions for rv in subscription.withheld_revisions()}
+
     def close_watches(self) -> None:
         for subscription in list(self._subscriptions):
             subscription.close()

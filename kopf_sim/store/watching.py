@@ -73,9 +73,13 @@ class Subscription:
     @property
     def withheld(self) -> int:
         """How many changes this watcher is kept from now (none if its events are not held back; bookmarks aside)."""
+        return len(self.withheld_revisions())
+
+    def withheld_revisions(self) -> list[int]:
+        """The resource versions of the changes this watcher is kept from now (bookmarks aside)."""
         if self._held is None:
-            return 0
-        return sum(event.type != "BOOKMARK" for queue in (self.pending, self._released) for event in queue)
+            return []
+        return [event.rv for queue in (self.pending, self._released) for event in queue if event.type != "BOOKMARK"]
 
     def matches(self, obj: JsonDict) -> bool:
         metadata = meta(obj)

@@ -72,6 +72,7 @@ import dataclasses
 import datetime
 import functools
 import heapq
+import itertools
 import os
 import selectors
 import sys
@@ -89,6 +90,7 @@ __all__ = [
     "DEFAULT_EPOCH",
     "TICKS_PER_SECOND",
     "DeadlockError",
+    "JobAbandoned",
     "LivelockError",
     "RealIOError",
     "TimeLimitError",
@@ -99,6 +101,7 @@ __all__ = [
     "describe_threads",
     "isolated",
     "job_loop",
+    "job_serial",
     "loop_clock",
     "new_virtual_loop",
     "run",
@@ -153,6 +156,13 @@ class LivelockError(VirtualTimeError):
     def __init__(self, message: str, *, loop_time: float) -> None:
         super().__init__(message)
         self.loop_time = loop_time
+
+
+class JobAbandoned(BaseException):
+    """Raised in an abandoned executor job's thread at its waits in virtual time: its process is gone.
+
+    A :class:`BaseException`, as :class:`SystemExit`: the job's code does not catch it by ``except Exception``.
+    """
 
 
 class RealIOError(VirtualTimeError):
@@ -229,6 +239,8 @@ class _Job:
     bell: _Bell | None = None  # made at its thread's first known wait, closed when its function returns
     pinned: bool = False  # its thread was put on the loop's CPU (at a known wait), or tried to be
     affinity: set[int] | None = None  # its thread's CPUs before it was pinned: put back when its function returns
+    serial: int = 0  # its place among the loop's jobs, in the order of their submission (the same in every run)
+    abandoned: bool = False  # its waits in virtual time raise JobAbandoned (see VirtualTimeLoop.abandon_jobs_in)
 
     @property
     def pending(self) -> bool:
@@ -259,6 +271,16 @@ def job_loop() -> VirtualTimeLoop | None:
     """The virtual-time loop whose executor job the current thread runs (None in other threads)."""
     loop = _marker.loop
     return loop if loop is not None and not loop.is_closed() else None
+
+
+def job_serial() -> int | None:
+    """Which of its loop's executor jobs the current thread runs: its serial (1, 2, ... by submission), or None.
+
+    The loop submits its jobs in the same order in every run of the same code, so the serial names a job
+    the same way in every run, whatever the threads' interleaving (e.g. to give each job its own seed).
+    """
+    job = _marker.job
+    return job.serial if job is not None and _marker.loop is not None else None
 
 
 def _started(jobs: Iterable[_Job]) -> dict[int, int]:
@@ -381,6 +403,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._vt_cpu: int | None = None  # the CPU of the threads that take turns (chosen at the loop's first sleep)
         self._vt_free_cpus: set[int] | None = None  # the loop thread's CPUs before it was pinned (while it is)
         self._vt_jobs: list[_Job] = []
+        self._vt_serials = itertools.count(1)  # the serials of the jobs, in the order of their submission
         self._vt_awaited: set[_Job] = set()  # the busy jobs that the loop waits for (it is woken when none is left)
         self._vt_seq = 0  # counts the waits' starts (their order)
         # The threads due at one moment run one after another (in a fixed order), each woken by the one
@@ -889,7 +912,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if executor is None:
             executor = self._get_default_executor()
         recorder = _RecordingExecutor(executor)
-        job = _Job(_describe_call(func, args), executor, time.perf_counter())
+        job = _Job(_describe_call(func, args), executor, time.perf_counter(), serial=next(self._vt_serials))
         call: Callable[[], _T] = functools.partial(_run_job, self, job, func, *args)
         future = super().run_in_executor(recorder, call)
         if recorder.submitted is not None:
@@ -909,6 +932,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         job = _marker.job
         if _marker.loop is not self or job is None:
             raise RuntimeError("wait_in_thread() is only for the threads that run this loop's executor jobs.")
+        if job.abandoned:
+            raise JobAbandoned(f"The job {job.description} is abandoned: it waits no more.")
         if timeout is None and until is None:
             raise ValueError("wait_in_thread() needs a timeout, a condition, or both (or it would never end).")
         if until is not None and until():
@@ -952,10 +977,27 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         elif ring_loop:
             super()._write_to_self()  # type: ignore[misc]
         bell.wait()
+        if job.abandoned:
+            raise JobAbandoned(f"The job {job.description} is abandoned: it waits no more.")
         if wait.orphaned:
             remaining = None if wait.deadline is None else max(0, wait.deadline - self._vt_ticks) / TICKS_PER_SECOND
             return _wait_in_real_time(remaining, until)
         return until() if until is not None else False
+
+    def abandon_jobs_in(self, threads: Iterable[threading.Thread]) -> None:
+        """Abandon the jobs that these threads run (as when their process is killed): they wake up now.
+
+        Each of them raises :class:`JobAbandoned` in its thread from its current (or next) wait in virtual time
+        (``time.sleep()``, a sync wait for a flag), so its code goes no further than its ``finally`` clauses.
+        A job that computes goes on until it waits (or returns).
+        """
+        idents = {thread.ident for thread in threads}
+        with self._vt_lock:
+            for job in self._vt_jobs:
+                if job.thread_id in idents and not job.finished:
+                    job.abandoned = True
+                    if job.waiting is not None:
+                        job.waiting.deadline = self._vt_clock.ticks  # due now: woken as any wait that is due
 
     def block(self, seconds: float) -> None:
         """The loop's own thread is blocked for ``seconds`` (e.g. a blocking sleep in async code): the clock moves on.

@@ -596,7 +596,7 @@ def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> No
         _label_namespace_name(obj)
     elif key == ("", "pods"):
         podspecs.admit_pod(obj.get("spec"))
-        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        obj["status"] = {"phase": "Pending", "qosClass": podspecs.qos_class(obj.get("spec"))}
     elif key in {
         ("apps", "deployments"),
         ("apps", "replicasets"),
@@ -621,6 +621,7 @@ def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> No
             spec["clusterIP"] = spec.get("clusterIP") or _cluster_ip(cluster)
             spec["clusterIPs"] = spec.get("clusterIPs") or [spec["clusterIP"]]
             _single_stack(spec)
+    defaulting.fill_status(rtype, obj)  # the statuses reset above have their zero fields again
 
 
 def _label_namespace_name(obj: JsonDict) -> None:
@@ -701,9 +702,17 @@ def _bound(old: JsonDict, given: JsonDict) -> JsonDict:
     return new
 
 
+#: The addresses of the services' range (10.96.0.0/16) that the allocation hands out: 10.96.0.2 onwards.
+_SERVICE_ADDRESSES = 65_000
+
+
 def _cluster_ip(cluster: StoreView) -> str:
+    """A free address of the services' range, from a place drawn from the uid generator (as the apiserver
+    allocates at random: the same for the same seed, another one for another seed)."""
     taken = {(obj.get("spec") or {}).get("clusterIP") for obj in cluster.objects(("", "services"))}
-    for index in range(1, 65_000):
+    start = int(cluster.uids().replace("-", ""), 16) % _SERVICE_ADDRESSES
+    for step in range(_SERVICE_ADDRESSES):
+        index = (start + step) % _SERVICE_ADDRESSES + 1
         candidate = f"10.96.{index // 250}.{index % 250 + 1}"
         if candidate not in taken:
             return candidate

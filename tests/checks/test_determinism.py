@@ -24,12 +24,17 @@ from pytest_kopf.strategies import (
 
 GALLERY = Path(__file__).parent / "gallery"
 SPEC = OperatorSpec(paths=(str(GALLERY / "missed_state_ok.py"),), manifests=(str(GALLERY / "crd.yaml"),))
+#: Operators that draw random passwords (secrets.token_urlsafe) and ids (uuid.uuid4): seeded per world.
+RANDOM_SPEC = OperatorSpec(
+    paths=(str(GALLERY / "random_credentials_ok.py"), str(GALLERY / "uuid_status_ok.py")),
+    manifests=(str(GALLERY / "crd.yaml"),),
+)
 BODY = {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "obj-0", "namespace": "default"}}
 RESOURCE = "gadgets.checks.example"
 
 
-def trace_of(steps: list[Action]) -> str:
-    world = World(SPEC)
+def trace_of(steps: list[Action], spec: OperatorSpec = SPEC) -> str:
+    world = World(spec)
     try:
         for step in steps:
             world.trace.step(step.code(), restarts=step.restarts)
@@ -96,8 +101,8 @@ def test_the_same_trace_in_two_processes_with_different_hash_seeds() -> None:
 
     root = Path(__file__).parent.parent.parent
     code = (
-        "import sys; from tests.checks.test_determinism import EVERY_FAULT_KIND, trace_of; "
-        "sys.stdout.write(trace_of(EVERY_FAULT_KIND))"
+        "import sys; from tests.checks.test_determinism import EVERY_FAULT_KIND, RANDOM_SPEC, trace_of; "
+        "sys.stdout.write(trace_of(EVERY_FAULT_KIND) + '=====\\n' + trace_of(EVERY_FAULT_KIND, RANDOM_SPEC))"
     )
     processes = [
         subprocess.Popen(
@@ -111,5 +116,7 @@ def test_the_same_trace_in_two_processes_with_different_hash_seeds() -> None:
     ]
     outputs = [process.communicate(timeout=300)[0] for process in processes]
     assert [process.returncode for process in processes] == [0, 0]
-    assert outputs[0] == outputs[1] == trace_of(EVERY_FAULT_KIND)  # and the same as in this process
+    here = trace_of(EVERY_FAULT_KIND) + "=====\n" + trace_of(EVERY_FAULT_KIND, RANDOM_SPEC)
+    assert outputs[0] == outputs[1] == here  # and the same as in this process
     assert "fault crash after write" in outputs[0]
+    assert '"password": "' in outputs[0] and '"instanceId": "' in outputs[0]  # the seeded random values, traced

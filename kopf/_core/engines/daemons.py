@@ -285,11 +285,20 @@ class Daemon:
     task: asyncio.Task[None] | None = None
     terminator: asyncio.Task[None] | None = None
     abandoned: bool = False
+    #: When (loop time) the next call is due, if one is scheduled; ``delayed``: it waits for a delay (the initial
+    #: delay, a retry's backoff, the idling), not for a timer's regular interval; ``called``: when (loop time) the
+    #: last call has ended. Nothing reads them but observers (e.g. test harnesses waiting for the operator).
+    due: float | None = None
+    delayed: bool = False
+    called: float | None = None
 
     @property
     def done(self) -> bool:
         """Whether the daemon is gone (or is abandoned and does not count anymore)."""
         return self.abandoned or self.task is None or self.task.done()
+
+    def schedule(self, due: float | None, *, delayed: bool = False) -> None:
+        self.due, self.delayed = due, delayed
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -708,11 +717,14 @@ async def _run_daemon(
     stopped: DaemonStopped
     stopped = AsyncDaemonStopped(stopper) if invocation.is_async_fn(handler.fn) else SyncDaemonStopped(stopper)
     state = execution.HandlerState.from_scratch()
+    loop = asyncio.get_running_loop()
     try:
         if handler.initial_delay is not None and handler.initial_delay > 0:
+            daemon.schedule(loop.time() + handler.initial_delay, delayed=True)
             await stopper.wait_async(handler.initial_delay)
 
         while not stopper.is_set():
+            daemon.schedule(None)
             patch = patches.Patch(body=body)
             cause = DaemonCause(
                 logger=daemon.logger,
@@ -724,6 +736,7 @@ async def _run_daemon(
                 stopped=stopped,
             )
             outcome = await execution.execute_handler_once(handler=handler, state=state, cause=cause, settings=settings)
+            daemon.called = loop.time()
             state = state.with_outcome(outcome)
             execution.deliver_results(outcomes={handler.id: outcome}, patch=patch)
             await _sink(patch, patch_sink=patch_sink, logger=daemon.logger)
@@ -738,8 +751,10 @@ async def _run_daemon(
                         f"Daemon {handler.id!r} has exited on request and will not be retried or restarted."
                     )
                 break
+            daemon.schedule(loop.time() + (outcome.delay or 0), delayed=True)
             await stopper.wait_async(outcome.delay or 0)
     finally:
+        daemon.schedule(None)
         await _after_stop(daemon, memory=memory, settings=settings, patch_sink=patch_sink)
 
 
@@ -766,6 +781,7 @@ async def _run_timer(
     stopped = AsyncDaemonStopped(stopper) if invocation.is_async_fn(handler.fn) else SyncDaemonStopped(stopper)
     try:
         if handler.initial_delay is not None and handler.initial_delay > 0:
+            daemon.schedule(loop.time() + handler.initial_delay, delayed=True)
             await stopper.wait_async(handler.initial_delay)
 
         while not stopper.is_set():
@@ -776,10 +792,12 @@ async def _run_timer(
                     remaining = since + handler.idle - loop.time()
                     if remaining <= 0:
                         break
+                    daemon.schedule(since + handler.idle, delayed=True)
                     await stopper.wait_async(remaining, wakeable=True)
                 if stopper.is_set():
                     break
 
+            daemon.schedule(None)
             started = loop.time()
             phase = started if phase is None else phase
             changes = memory.changes
@@ -796,9 +814,11 @@ async def _run_timer(
             outcome = await execution.execute_handler_once(handler=handler, state=state, cause=cause, settings=settings)
             execution.deliver_results(outcomes={handler.id: outcome}, patch=patch)
             await _sink(patch, patch_sink=patch_sink, logger=daemon.logger)
+            daemon.called = loop.time()
 
             if not outcome.final:  # an error to retry: its delay overrides the schedule.
                 state = state.with_outcome(outcome)
+                daemon.schedule(loop.time() + (outcome.delay or 0), delayed=True)
                 await stopper.wait_async(outcome.delay or 0)
                 continue
             if outcome.exception is not None:
@@ -818,8 +838,10 @@ async def _run_timer(
                 next_time = phase + cycles * handler.interval
             else:
                 next_time = loop.time() + handler.interval
+            daemon.schedule(next_time)
             await stopper.wait_async(max(0.0, next_time - loop.time()))
     finally:
+        daemon.schedule(None)
         await _after_stop(daemon, memory=memory, settings=settings, patch_sink=patch_sink)
 
 

@@ -42,6 +42,11 @@ class ResourceMemory:
     #: The number of events seen by this operator (for the diagnostics).
     events_seen: int = 0
 
+    #: Whether the object's handlers are being processed now (they run, or the processing sleeps for those delayed),
+    #: and until when (loop time) it sleeps for the delayed ones (retries), if it does. For observers only.
+    handling: bool = False
+    delayed_until: float | None = None
+
     #: Room for other engines (daemons, timers, indices, ...): arbitrary per-object data by their names.
     extras: dict[str, Any] = dataclasses.field(default_factory=dict)
 

@@ -167,7 +167,11 @@ async def process_resource_event(
         await _apply_patch(context, patch)
         return
 
-    await _process_changing(context)
+    memory.handling = True
+    try:
+        await _process_changing(context)
+    finally:
+        memory.handling = False
 
 
 async def index_resource_event(
@@ -696,7 +700,12 @@ async def _continue_handling(context: _Context, outcome: execution.Execution, *,
         return  # the patch causes a new event by itself, and so the next cycle.
     if delay:
         context.local_logger.debug(f"Sleeping for {delay:.3f} seconds for the delayed handlers.")
-        if await _sleep(delay, context.stream_pressure):
+        context.memory.delayed_until = context.loop.time() + delay
+        try:
+            interrupted = await _sleep(delay, context.stream_pressure)
+        finally:
+            context.memory.delayed_until = None
+        if interrupted:
             context.local_logger.debug("Sleeping was interrupted by new changes, the handling continues with them.")
             return
     touch = application.build_touch_patch(body=context.body, settings=context.settings)

@@ -1,0 +1,336 @@
+"""Noise, learned instead of reported: seeded randomness per world, fields that differ between two correct runs,
+timestamps refreshed while settling, what kopf has scheduled, and sync handlers still running at a graceful stop."""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+import secrets
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kopf
+from pytest_kopf.checks import check_operator
+from pytest_kopf.errors import OperatorCheckFailed
+from pytest_kopf.noise import (
+    MASKED,
+    NoiseField,
+    difference,
+    format_path,
+    is_timestamp,
+    learn,
+    normalized,
+    only_timestamps_changed,
+)
+from pytest_kopf.stateful import OperatorSpec, World
+
+GALLERY = Path(__file__).parent / "gallery"
+CRD = GALLERY / "crd.yaml"
+RESOURCE = "gadgets.checks.example"
+
+
+def gadget(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": name}, "spec": spec}
+
+
+def secret(name: str, **data: str) -> dict[str, Any]:
+    encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default"}, "data": encoded}
+
+
+def status(name: str, **fields: Any) -> dict[str, Any]:
+    return {**gadget(name), "metadata": {"name": name, "namespace": "default"}, "status": fields}
+
+
+# -- learning & masking --------------------------------------------------------------------------------
+
+
+def test_secrets_are_compared_by_their_decoded_data() -> None:
+    assert normalized(secret("s", password="hunter2"))["data"] == {"password": "hunter2"}
+    binary = {**secret("s"), "data": {"key": base64.b64encode(b"\xff\xfe").decode()}}
+    assert normalized(binary)["data"] == {"key": "base64://4="}
+
+
+def test_the_fields_that_differ_between_two_correct_runs_are_learned_by_object_and_path() -> None:
+    first = [
+        secret("obj-0-credentials", username="obj-0", password="first"),
+        status(
+            "obj-0",
+            instanceId="a",
+            size=1,
+            conditions=[
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"},
+                {"type": "Synced", "status": "True"},
+            ],
+        ),
+    ]
+    second = [
+        secret("obj-0-credentials", username="obj-0", password="second"),
+        status(
+            "obj-0",
+            instanceId="b",
+            size=1,
+            extra="only here",
+            conditions=[
+                {"type": "Synced", "status": "True"},  # another order: matched by type
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T01:01:06Z"},
+            ],
+        ),
+        secret("random-name", a="b"),
+    ]
+    noise = learn(first, second)
+    assert sorted(map(str, noise)) == [
+        "Gadget obj-0 status.conditions[type=Ready].lastTransitionTime",
+        "Gadget obj-0 status.extra",
+        "Gadget obj-0 status.instanceId",
+        "Secret obj-0-credentials data.password",
+        "Secret random-name (the object itself)",
+    ]
+    assert NoiseField("v1", "Secret", "default", "obj-0-credentials", ("data", "password")) in noise
+
+    # A third run with another password, another id, a later transition: the same, noise aside.
+    third = [
+        secret("obj-0-credentials", username="obj-0", password="third"),
+        status("obj-0", instanceId="c", size=1, conditions=list(reversed(second[1]["status"]["conditions"]))),
+    ]
+    assert difference(first, third, noise) is None
+    # But a real difference is shown, with the noise masked.
+    fourth = [third[0], status("obj-0", instanceId="d", size=2, conditions=third[1]["status"]["conditions"])]
+    shown = difference(first, fourth, noise)
+    assert shown is not None
+    assert "-    size: 1" in shown and "+    size: 2" in shown
+    assert f"instanceId: {MASKED}" in shown and "instanceId: a" not in shown
+
+
+def test_a_noisy_value_still_counts_by_its_presence() -> None:
+    noise = learn([status("obj-0", token="a")], [status("obj-0", token="b")])
+    assert difference([status("obj-0", token="a")], [status("obj-0")], noise) is not None
+
+
+def test_paths_read_as_the_fields_they_name() -> None:
+    assert format_path(("status", "conditions", ("type", "Ready"), "lastTransitionTime")) == (
+        "status.conditions[type=Ready].lastTransitionTime"
+    )
+    assert format_path(("metadata", "annotations", "example.com/stamp")) == 'metadata.annotations["example.com/stamp"]'
+    assert format_path(("spec", "clusterIPs", 0)) == "spec.clusterIPs[0]"
+
+
+def test_timestamps_are_told_from_other_values() -> None:
+    for moment in ("2026-01-01T00:00:00Z", "2026-01-01T00:00:00.123456+00:00", "2026-01-01 00:00:00", 1767225600.5):
+        assert is_timestamp(moment), moment
+    for other in ("2026-01-01", "ready", 5, 1.5, True, None, "12:00"):
+        assert not is_timestamp(other), other
+
+
+def test_a_change_that_only_moves_timestamps_is_told_from_one_that_grows_or_flips() -> None:
+    old = status("obj-0", size=1, lastReconciled="2026-01-01T00:01:00Z")
+    old["metadata"]["resourceVersion"] = "5"
+    refreshed = status("obj-0", size=1, lastReconciled="2026-01-01T00:02:00Z")
+    refreshed["metadata"]["resourceVersion"] = "6"
+    assert only_timestamps_changed(old, refreshed)
+    assert not only_timestamps_changed(old, status("obj-0", size=2, lastReconciled="2026-01-01T00:02:00Z"))
+    assert not only_timestamps_changed(old, status("obj-0", size=1, lastReconciled="never"))
+    assert not only_timestamps_changed(old, status("obj-0", size=1, lastReconciled="2026-01-01T00:01:00Z", n=1))
+    assert not only_timestamps_changed(old, old)  # no change at all is not a refresh
+
+
+# -- seeded randomness per world -----------------------------------------------------------------------
+
+draws: list[tuple[Any, ...]] = []
+
+
+def drawing_registry() -> kopf.OperatorRegistry:
+    """Handlers that draw from every source of randomness: in the loop (async) and in threads (sync)."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("gadgets", registry=registry)
+    async def in_the_loop(name: str, **_: Any) -> None:
+        draws.append(
+            (
+                name,
+                secrets.token_urlsafe(8),
+                str(uuid.uuid4()),
+                str(uuid.uuid1()),
+                random.random(),
+                random.Random().random(),
+                random.SystemRandom().random(),
+            )
+        )
+
+    @kopf.on.create("gadgets", registry=registry, id="threaded")
+    def in_a_thread(name: str, **_: Any) -> None:
+        draws.append((name, secrets.token_hex(4), os.urandom(4), random.randint(0, 10**9), str(uuid.uuid4())))
+
+    return registry
+
+
+def draws_of(seed: int) -> list[tuple[Any, ...]]:
+    draws.clear()
+    world = World(OperatorSpec(manifests=(CRD,), registry=drawing_registry), seed=seed)
+    try:
+        for name in ("obj-0", "obj-1"):
+            world.run(world.cluster.create(gadget(name)))
+        world.run(world.settle())
+    finally:
+        world.close()
+    return sorted(draws, key=repr)
+
+
+def test_a_worlds_randomness_is_the_same_for_the_same_seed_and_differs_for_another() -> None:
+    first, again, other = draws_of(0), draws_of(0), draws_of(1)
+    assert len(first) == 4
+    assert first == again
+    assert not set(first) & set(other)
+    assert len({value for row in first for value in row[1:]}) == len([value for row in first for value in row[1:]])
+
+
+def test_outside_of_the_worlds_the_randomness_is_the_processs_own() -> None:
+    draws_of(0)
+    assert os.urandom(16) != os.urandom(16)
+    assert uuid.uuid4() != uuid.uuid4()
+    assert random.random.__self__ is random._inst  # type: ignore[attr-defined]  # the original is back
+    with tempfile.TemporaryDirectory() as path:  # its names come from a generator of the process, not a world's
+        assert os.path.isdir(path)
+
+
+# -- settling: noise refreshed, kopf's schedule --------------------------------------------------------
+
+
+def test_two_objects_refreshing_their_timestamps_30_s_apart_settle() -> None:
+    world = World(OperatorSpec(paths=(str(GALLERY / "last_reconciled_ok.py"),), manifests=(CRD,)))
+    try:
+        world.run(world.cluster.create(gadget("obj-0", size=1)))
+        world.run(world.cluster.sim.advance(30))
+        world.run(world.cluster.create(gadget("obj-1", size=2)))
+        started = world.loop.time()
+        assert world.run(world.settle())
+        assert world.loop.time() - started < 200  # not the 900 s of the settling's timeout
+        objects = world.run(world.cluster.list(RESOURCE))
+        assert [obj["status"]["size"] for obj in objects] == [1, 2]
+    finally:
+        world.close()
+
+
+calls: list[float] = []
+
+
+def retried_timer_registry() -> kopf.OperatorRegistry:
+    """A timer that fails its first call (retried after kopf's default 60 s), then observes the spec."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.timer("gadgets", interval=600, registry=registry)
+    def observe(spec: Any, patch: Any, **_: Any) -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise kopf.TemporaryError("Not yet.")
+        patch.status["size"] = spec.get("size", 0)
+
+    return registry
+
+
+def test_settling_waits_for_a_timers_retry_beyond_the_quiet_period() -> None:
+    calls.clear()
+    world = World(OperatorSpec(manifests=(CRD,), registry=retried_timer_registry))
+    try:
+        world.run(world.cluster.create(gadget("obj-0", size=3)))
+        assert world.run(world.settle())
+        obj = world.run(world.cluster.get(RESOURCE, "obj-0"))
+        assert obj.get("status", {}).get("size") == 3
+        assert calls[1] - calls[0] == pytest.approx(60, abs=0.1)
+    finally:
+        world.close()
+
+
+# -- stopping while a sync handler runs ----------------------------------------------------------------
+
+
+def test_a_graceful_stop_waits_for_a_sync_handler_still_running_instead_of_reporting_a_leak() -> None:
+    world = World(OperatorSpec(paths=(str(GALLERY / "slow_delete_ok.py"),), manifests=(CRD,)))
+    try:
+        world.run(world.cluster.create(gadget("obj-0")))
+        world.run(world.settle())
+        world.run(world.cluster.delete(RESOURCE, "obj-0"))
+        world.run(world.cluster.sim.advance(10))  # the delete handler sleeps its 30 s in a thread
+        stopping = world.loop.time()
+        world.run(world.operator.restart())  # no KopfLeakError: the thread ends at 30 s, the stop waits for it
+        assert world.loop.time() - stopping == pytest.approx(20, abs=1)
+        assert world.run(world.settle())
+        assert world.run(world.cluster.list(RESOURCE)) == []  # the fresh operator has handled the deletion
+    finally:
+        world.close()
+
+
+async def _crash(world: World) -> None:
+    await world.operator.crash()
+
+
+def test_a_crash_abandons_a_sync_handler_still_running_as_a_killed_process_would() -> None:
+    world = World(OperatorSpec(paths=(str(GALLERY / "slow_delete_ok.py"),), manifests=(CRD,)))
+    try:
+        world.run(world.cluster.create(gadget("obj-0")))
+        world.run(world.settle())
+        world.run(world.cluster.delete(RESOURCE, "obj-0"))
+        world.run(world.cluster.sim.advance(10))  # the delete handler sleeps its 30 s in a thread
+        world.run(_crash(world))  # its thread wakes up now and goes no further
+        world.run(world.operator.restart())
+        assert world.run(world.settle())
+        assert world.run(world.cluster.list(RESOURCE)) == []
+        released = [record.created for record in world.trace.records if "Released obj-0." in record.getMessage()]
+        assert len(released) == 1  # by the fresh operator's handler only
+    finally:
+        world.close()
+
+
+# -- in the checks -------------------------------------------------------------------------------------
+
+
+def test_the_report_lists_the_noise_learned_per_check() -> None:
+    report = check_operator(
+        paths=[GALLERY / "random_credentials_ok.py"],
+        manifests=[CRD],
+        resources=[RESOURCE],
+        checks=["crash-restart", "convergence"],
+        max_examples=4,
+        max_steps=5,
+        names=["obj-0"],
+    )
+    assert "Secret obj-0-credentials data.password" in report.noise["crash-restart"]
+    assert report.noise["convergence"] == []  # no comparisons, no references to learn from
+    assert "learned as nondeterministic: Secret obj-0-credentials data.password" in str(report)
+
+
+def counting_registry() -> kopf.OperatorRegistry:
+    """The bug: a handler counts its own runs into the status (a crash re-runs it); a random id beside it."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("gadgets", registry=registry)
+    def create_fn(status: Any, patch: Any, **_: Any) -> None:
+        patch.status["instanceId"] = str(uuid.uuid4())
+        patch.status["runs"] = status.get("runs", 0) + 1
+
+    return registry
+
+
+def test_a_failure_shows_the_difference_with_the_noise_masked() -> None:
+    with pytest.raises(OperatorCheckFailed) as info:
+        check_operator(
+            registry=counting_registry,
+            manifests=[CRD],
+            resources=[RESOURCE],
+            checks=["crash-restart"],
+            max_examples=100,
+            max_steps=6,
+            names=["obj-0"],
+        )
+    message = str(info.value)
+    assert info.value.check == "crash-restart"
+    assert "-    runs: 1" in message and "+    runs: 2" in message
+    assert f"instanceId: {MASKED}" in message
+    assert "learned as nondeterministic from two fault-free runs: Gadget obj-0 status.instanceId" in message
+    assert "NOISE = [NoiseField(" in info.value.reproduction
