@@ -232,10 +232,17 @@ def _run_checks(
             report.crashes += stats.crashes
             report.virtual_seconds += stats.virtual_seconds
             report.per_check[check] = {
-                field.name: getattr(stats, field.name) for field in dataclasses.fields(stats) if field.name != "noise"
+                field.name: _plain(getattr(stats, field.name))
+                for field in dataclasses.fields(stats)
+                if field.name != "noise"
             }
             report.noise[check] = sorted(dict.fromkeys(str(field) for field in sorted(stats.noise)))
             report.wall_seconds = time.perf_counter() - started
+
+
+def _plain(value: Any) -> Any:
+    """A figure of the statistics as plain data (a dataclass of figures as a dict)."""
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
 
 
 #: At most this many runs to shrink a failing sequence (each a fresh world or two, with the checks).

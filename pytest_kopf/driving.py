@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import copy
 import dataclasses
 import fnmatch
 import weakref
@@ -24,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from kopf_sim.http.faults import RequestInfo
+from kopf_sim.kube.objects import clone
 from kopf_sim.recording.apiclient import ApiFailure
 from kopf_sim.recording.replaying import ReplayError
 from kopf_sim.store.watching import Change
@@ -67,6 +67,8 @@ STEP_PAUSE = 1e-6
 #: The kinds whose changes do not count against quietness: kopf posts Events about its handlers' runs.
 EVENT_KEYS = frozenset({("", "events"), ("events.k8s.io", "events")})
 
+#: The CustomResourceDefinitions: their status is the apiserver's own, not an operator's outcome.
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 #: Annotations that are the framework's bookkeeping, not the operator's outcome.
 BOOKKEEPING_PREFIXES = ("kopf.zalando.org/",)
 VOLATILE_METADATA = (
@@ -274,7 +276,7 @@ def end_state(
     All namespaces and the cluster-scoped objects; with ``namespace``, only the namespaced objects of that
     namespace. The simulator's own objects as they were at the cluster's start (nodes, the default namespaces,
     their service accounts...: the same in every run) are left out while untouched; once changed, they are in,
-    and once deleted, they are in as ``{..., "deleted": True}``.
+    and once deleted, they are in as ``{..., "deleted": True}``. CRDs are in without their status (the apiserver's).
     ``mask``: more fields to mask, as dotted paths with ``*`` for any key (``status.*.updated``).
     """
     sim = kopf_cluster.sim
@@ -292,7 +294,10 @@ def end_state(
             metadata = obj["metadata"]
             if bootstrap.pop((rtype.storage_key, metadata.get("namespace"), metadata["name"]), None) is obj:
                 continue  # as it was at the cluster's start (objects are stored anew on every change)
-            objects.append(mask_object(store.present(obj, rtype), mask))
+            masked = mask_object(store.present(obj, rtype), mask)
+            if rtype.storage_key == CRD_KEY:
+                masked.pop("status", None)  # the apiserver's own (accepted names, conditions stamped at creation)
+            objects.append(masked)
     for (key, obj_namespace, name), obj in bootstrap.items():
         if key not in seen or (namespace is not None and obj_namespace != namespace):
             continue
@@ -318,7 +323,7 @@ def _sort_key(obj: dict[str, Any]) -> tuple[str, str, str, str, str]:
 
 def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]:
     """A copy of an object without what differs between two equal runs (see :func:`end_state`)."""
-    masked = copy.deepcopy(obj)
+    masked: dict[str, Any] = clone(obj)  # JSON data: a plain recursive copy (deepcopy's memo costs several times more)
     metadata = masked.setdefault("metadata", {})
     for field in VOLATILE_METADATA:
         metadata.pop(field, None)
@@ -340,6 +345,12 @@ def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]
     status = masked.get("status")
     if isinstance(status, dict):
         status.pop("kopf", None)
+        # The generation that a controller has seen counts the spec's changes (as metadata.generation, masked
+        # above), not what the spec is: the same spec reached by another path has another count.
+        status.pop("observedGeneration", None)
+        for condition in status.get("conditions") or ():
+            if isinstance(condition, dict):
+                condition.pop("observedGeneration", None)
         if not status:
             masked.pop("status")
     for path in mask:

@@ -94,15 +94,24 @@ class OwnModules:
             invalidate = getattr(sys.path_importer_cache.get(directory), "invalidate_caches", None)
             if invalidate is not None:  # files written since it listed the directory (e.g. by a test) are found
                 invalidate()
-        for name, module in list(sys.modules.items()):
-            if self._provided(name) and not _is_system(module):
+        for name in self._present():
+            module = sys.modules[name]
+            if not _is_system(module):
                 _layers.setdefault(name, [(None, module)])  # the process's own, if no operator has one yet
                 self._aside[name] = sys.modules.pop(name)
         self._known = set(sys.modules)
 
+    def _present(self) -> list[str]:
+        """The modules of the provided names imported now (a package's submodules looked for only if it is)."""
+        present = [name for name in self.names if name in sys.modules]
+        packages = tuple(f"{name}." for name in present if hasattr(sys.modules[name], "__path__"))
+        if packages:
+            present.extend(name for name in list(sys.modules) if name.startswith(packages))
+        return present
+
     def loaded_now(self) -> None:
         """After loading: remember the operator's own modules; those set aside and not imported anew come back."""
-        for name in set(sys.modules) - self._known:
+        for name in [name for name in sys.modules if name not in self._known]:
             if self._provided(name):
                 self.loaded[name] = sys.modules[name]
                 _layers.setdefault(name, []).append((self, sys.modules[name]))

@@ -12,6 +12,7 @@ import kopf
 
 @kopf.on.create("gadgets")
 @kopf.on.update("gadgets")
+@kopf.on.resume("gadgets")  # after a restart: what a crash has left half-done is redone as the object is now
 async def reconcile(name, namespace, spec, body, **_):
     copy = {
         "metadata": {"name": f"{name}-copy", "labels": {"copy-of": name}},
