@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import secrets
 import signal
 import sys
 import tempfile
+from collections.abc import Sequence
 from typing import IO, Any
 
 import click
@@ -19,13 +21,15 @@ from kopf_sim.recording.apiclient import app_api
 from kopf_sim.recording.capture import Capture, CaptureError, CaptureStats, count_of, record_until_stopped
 from kopf_sim.recording.credentials import CredentialsError, connect
 from kopf_sim.recording.eventlog import ChangeRecorder, LogWriter
-from kopf_sim.recording.replaying import LogError, Replay, ReplayError, prepare
+from kopf_sim.recording.replaying import MAX_PROBLEMS_SHOWN, LogError, Replay, ReplayError, prepare, read_log
+from kopf_sim.recording.show import log_page
 from kopf_sim.store.cluster import HISTORY_WINDOW, Cluster
+from kopf_sim.timelines.rendering import write
 from kopf_sim.timing.clock import system_clock
 from kopf_sim.transports.serving import ServedApp, serve_forever
 
 from .controllers import ControllerManager, ControllerSettings, parse_selection
-from .manifests import ManifestError, read_manifests
+from .manifests import ManifestError, iter_manifests
 
 
 @click.group()
@@ -184,8 +188,7 @@ def serve(
     cluster = Cluster(history_window=history_window)
     bootstrap_rv = cluster.rv  # what every fresh cluster has (its namespaces) is not recorded; what is loaded is
     try:
-        documents = read_manifests(manifests)
-        loaded = cluster.apply_manifests(documents)
+        loaded = load_manifests(cluster, manifests)
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     except errors.ApiError as exc:
@@ -218,8 +221,8 @@ def serve(
         click.echo(f"Serving a simulated Kubernetes API at {served.url}")
         click.echo(f"Kubeconfig: {kubeconfig_path}")
         click.echo(f"Try: kubectl --kubeconfig {kubeconfig_path} get all -A")
-        if documents:
-            click.echo(f"Loaded {len(loaded)} objects from {len(manifests)} manifest(s).")
+        if manifests:
+            click.echo(f"Loaded {loaded} objects from {len(manifests)} manifest(s).")
         click.echo("Press Ctrl+C to stop.", err=False)
         if replay is not None:
             _start_replay(replay, speed=speed, delay=replay_delay)
@@ -232,6 +235,20 @@ def serve(
         if record_stream is not None:
             record_stream.close()
     click.echo("Stopped.")
+
+
+def load_manifests(cluster: Cluster, paths: Sequence[str]) -> int:
+    """Create the objects of the manifests, read one at a time; how many there were.
+
+    The garbage collector rests meanwhile (what is made is kept), and what is loaded is then frozen out of its
+    way: a million long-lived objects would make each of its full collections a pause of a second.
+    """
+    gc.disable()
+    try:
+        return cluster.load(iter_manifests(paths))
+    finally:
+        gc.enable()
+        gc.freeze()
 
 
 def _prepare_replay(app: Any, path: str) -> Replay:
@@ -367,3 +384,45 @@ def record(
     if terminal:
         click.echo("\r\033[K", nl=False, err=True)
     click.echo(f"Recorded {stats.line()} into {output}.", err=True)
+
+
+@main.command()
+@click.argument("log", type=click.Path(dir_okay=False))
+@click.option(
+    "--output",
+    "-o",
+    "output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The HTML file to write (default: the log's path with .html instead of its suffix).",
+)
+@click.option(
+    "--resource",
+    "-r",
+    "resources",
+    multiple=True,
+    help="Show only the changes of this resource, named as kubectl names it (repeatable; default: every event).",
+)
+@click.option(
+    "--until",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Show only the events up to this many seconds into the log.",
+)
+def show(log: str, output: str | None, resources: tuple[str, ...], until: float | None) -> None:
+    """Draw a watch-event log as a timeline: one self-contained HTML page (a lane per object, an item per event)."""
+    try:
+        page = log_page(read_log(log), resources=resources or None, until=until)
+    except LogError as exc:  # its own wording is a replay's ("nothing was written")
+        shown = [f"  {problem}" for problem in exc.problems[:MAX_PROBLEMS_SHOWN]]
+        more = len(exc.problems) - len(shown)
+        raise click.ClickException(
+            "\n".join([f"Cannot show {log}:", *shown, *([f"  … and {more} more"] if more > 0 else [])])
+        ) from None
+    target = output if output is not None else os.path.splitext(log)[0] + ".html"
+    try:
+        write(page, target)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {target}: {exc.strerror or exc}") from None
+    items = len(page.runs[0].items)
+    click.echo(f"Wrote {items} event{'s' if items != 1 else ''} on {len(page.runs[0].lanes)} lanes into {target}.")

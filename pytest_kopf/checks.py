@@ -13,6 +13,7 @@ compare, their judges); ``docs/checks.md`` tells what each one means.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import logging
 import os
@@ -21,12 +22,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kopf_sim.controllers import ControllerSettings
+from kopf_sim.timelines.rendering import write
 
 from .catalogue import CHECKS, validate_checks
 from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
 from .plugin import GC_YOUNG_THRESHOLD
+from .progress import CheckProgress, ProgressDisplay, current_display
+from .report.coverage import Coverage, coverage_page
+from .report.failures import reported
 from .stateful import OperatorMachine, Statistics
 from .strategies.steps import ReplayLog
 from .verdicts import verify
@@ -63,6 +68,8 @@ class CheckReport:
     #: Per check, the fields learned as nondeterministic (``Secret obj-0-credentials data.password``), in any of
     #: its examples: masked in that example's comparisons (see :mod:`pytest_kopf.noise`).
     noise: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    #: What each check's examples covered: the actions and faults by kind, the handlers reached and their outcomes.
+    coverage: dict[str, Coverage] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
         text = (
@@ -72,6 +79,16 @@ class CheckReport:
         )
         learned = sorted({field for fields in self.noise.values() for field in fields})
         return f"{text}; learned as nondeterministic: {', '.join(learned)}" if learned else text
+
+    def write_html(self, path: str | os.PathLike[str]) -> None:
+        """Write what the run covered as an HTML page (one self-contained file), e.g. to see what it explored."""
+        page = coverage_page(
+            title=f"What check_operator explored: {', '.join(self.checks)}",
+            summary=str(self),
+            per_check=self.per_check,
+            coverage=self.coverage,
+        )
+        write(page, path)
 
 
 def check_operator(
@@ -190,6 +207,7 @@ def _run_checks(
 
     base = settings if settings is not None else hypothesis_settings()
     groups = [tuple(chosen)] if combined else [(check,) for check in chosen]
+    display = current_display()
     for group in groups:
         check = "+".join(group)
         machine = OperatorMachine.configured(
@@ -197,6 +215,10 @@ def _run_checks(
         )
         stats = Statistics()
         machine.statistics = stats
+        machine.coverage = report.coverage[check] = Coverage()
+        progress = CheckProgress(check, budget=max_examples)
+        if display is not None:
+            machine.progressed = functools.partial(_progressed, progress, stats, display)
         # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
         # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
         phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
@@ -220,12 +242,17 @@ def _run_checks(
                     run_state_machine_as_test(machine, settings=run_settings)
             except OperatorCheckFailed as failure:
                 if not shrink:
-                    raise
-                raise shrunk(machine, failure) from None
+                    raise reported(failure) from None
+                progress.shrinking = True
+                raise reported(shrunk(machine, failure)) from None
             vacuous = stats.reach.vacuous(stats.examples)
             if vacuous is not None:
                 raise OperatorCheckFailed(check, vacuous)
         finally:
+            if display is not None:
+                _progressed(progress, stats, None)
+                progress.finished = time.perf_counter()
+                display.finish(progress)
             report.examples += stats.examples
             report.steps += stats.steps
             report.faults += stats.faults
@@ -243,6 +270,15 @@ def _run_checks(
 def _plain(value: Any) -> Any:
     """A figure of the statistics as plain data (a dataclass of figures as a dict)."""
     return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
+
+
+def _progressed(progress: CheckProgress, stats: Statistics, display: ProgressDisplay | None) -> None:
+    """Copy a machine's figures into the progress line (and show it, if there is a display)."""
+    progress.examples, progress.steps, progress.failures = stats.examples, stats.steps, stats.failures
+    progress.faults, progress.crashes = stats.faults, stats.crashes
+    progress.virtual_seconds = stats.virtual_seconds
+    if display is not None:
+        display.update(progress)
 
 
 #: At most this many runs to shrink a failing sequence (each a fresh world or two, with the checks).

@@ -67,19 +67,23 @@ from .driving import (
     DEFAULT_RESTART_DELAY,
     DEFAULT_SETTLE_TIMEOUT,
     caught_up,
+    end_state,
     revived,
     settle,
 )
 from .errors import OperatorCheckFailed
 from .judges import livelocked
-from .noise import EPOCH_OFFSET, NoiseField, learn
+from .noise import EPOCH_OFFSET, NoiseField, described, learn
 from .operator import KopfOperator
 from .plugin import running_test_controllers
 from .randomness import seeded
+from .report.coverage import Coverage
+from .report.failures import FailureEvidence
+from .report.states import comparison_masking
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import Action, Driver, Outcome, ReplayLog, mixed, perturbations, user_actions
-from .tracing import Trace
+from .tracing import Log, Trace
 from .vacuity import Reach
 from .verdicts import verify
 
@@ -239,6 +243,7 @@ class Statistics:
     steps: int = 0
     faults: int = 0
     crashes: int = 0
+    failures: int = 0
     virtual_seconds: float = 0.0
     #: The outcomes of the users' actions on objects in the checked worlds (did any reach the operator?).
     reach: Reach = dataclasses.field(default_factory=Reach)
@@ -463,6 +468,10 @@ class OperatorMachine(RuleBasedStateMachine):
     #: (``"none"``, ``"all,-cronjobs"``, ``False``) or :class:`~kopf_sim.controllers.ControllerSettings`;
     #: by default, those of the test being run (its ``kopf_controllers`` ini option and marker), as for the fixtures.
     controllers: ClassVar[ControllerSettings | str | Sequence[str] | bool | None] = None
+    #: What the examples covered (the actions and faults by kind, the handlers reached), if counted.
+    coverage: ClassVar[Coverage | None] = None
+    #: Called after each step and each example (when :attr:`statistics` has changed): the progress line's feed.
+    progressed: ClassVar[Callable[[], None] | None] = None
 
     _customs: ClassVar[list[CustomResource] | None] = None
     _user_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
@@ -614,19 +623,25 @@ class OperatorMachine(RuleBasedStateMachine):
     def perform(self, action: Action) -> None:
         """Apply an action to the checked world (and, if it is a user's action, to the baseline)."""
         self.steps.append(action)
+        if self.coverage is not None:
+            self.coverage.add_step(action)
         if self.statistics is not None:
             self.statistics.steps += 1
+            self._progressed()
         self.failed = True  # until the step is done in every world
         try:
             self._apply(action)
         except LivelockError as exc:  # an endless update loop: the loop's clock stood still in the step
             raise livelocked(exc).with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
             ) from None
         self.failed = False
 
     def _apply(self, action: Action) -> None:
-        self.world.trace.step(action.code(), restarts=action.restarts)
+        self.world.trace.step(action.code(), restarts=action.restarts, user=action.user)
         outcome = self._apply_in(self.world, action)
         if action.user and self.statistics is not None:  # a user's rule is taken as reaching the operator
             self.statistics.reach.record(action, "ok" if isinstance(action, RuleStep) else outcome)
@@ -668,13 +683,19 @@ class OperatorMachine(RuleBasedStateMachine):
             raise OperatorCheckFailed(
                 "convergence", f"the operator has exited (exit code {operator.exit_code}): {operator.exception!r}"
             ).with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
             )
 
     def teardown(self) -> None:
         try:
             if not self.failed:  # not when a step or the operator has failed already: that failure is reported
                 self.verify()
+        except OperatorCheckFailed:
+            self.failed = True
+            raise
         finally:
             self.close()
 
@@ -705,6 +726,9 @@ class OperatorMachine(RuleBasedStateMachine):
                 machine.perform(step)
                 machine.operator_is_alive()
             machine.verify()
+        except OperatorCheckFailed:
+            machine.failed = True
+            raise
         finally:
             machine.close()
 
@@ -729,7 +753,17 @@ class OperatorMachine(RuleBasedStateMachine):
         if self.statistics is not None:
             self.statistics.faults += len(self.world.cluster.sim.faults.injections)
             self.statistics.crashes += self.world.operator.crashes
+            self.statistics.failures += self.failed
             self.statistics.virtual_seconds += self.world.loop.time()
+            self._progressed()
+        if self.coverage is not None:
+            messages = [entry.message for entry in self.world.trace.of(Log)]
+            self.coverage.add_example(self.world.cluster.sim.faults.injections, messages)
+
+    def _progressed(self) -> None:
+        progressed = type(self).progressed
+        if progressed is not None:
+            progressed()
 
     def _options(self) -> dict[str, Any]:
         resources = [custom.qualified for custom in self.custom_resources()]
@@ -775,6 +809,7 @@ class OperatorMachine(RuleBasedStateMachine):
                 reproduction=self.reproduction(
                     exc.check, steps=[step for step in self.steps if step.user], seed=world.seed, epoch=world.epoch
                 ),
+                evidence=self.evidence(),
             ) from None
 
     def verify(self) -> None:
@@ -798,7 +833,26 @@ class OperatorMachine(RuleBasedStateMachine):
                 steps=self.steps,
                 trace_tail=self.world.trace.tail(),
                 reproduction=self.reproduction(exc.check, expected),
+                evidence=self.evidence(),
             ) from None
+
+    def evidence(self) -> FailureEvidence | None:
+        """What a failure's report shows: both worlds' traces and end states as they are now (None if unreadable)."""
+        worlds = [self.world, *([self.baseline] if self.baseline is not None else [])]
+        try:
+            states = [end_state(world.cluster, namespace=self.namespace) for world in worlds]
+        except Exception:  # a world torn apart (e.g. its cluster stopped): the failure goes on without its report
+            return None
+        named = [*self.paths, *(item for item in self.manifests if isinstance(item, str | os.PathLike)), *self.logs]
+        return FailureEvidence(
+            checked=list(self.world.trace.entries),
+            baseline=list(self.baseline.trace.entries) if self.baseline is not None else None,
+            checked_state=states[0],
+            baseline_state=states[1] if len(states) > 1 else None,
+            masking=comparison_masking(self.mask, self.noise),
+            named=[os.fspath(path) for path in named if _is_file_name(path)],
+            noise=described(self.noise),
+        )
 
     def reproduction(
         self,
@@ -943,6 +997,12 @@ def _controllers_marker(controllers: ControllerSettings | None) -> list[str]:
         if field.name != "enabled" and getattr(controllers, field.name) != getattr(default, field.name)
     )
     return [f"@pytest.mark.kopf_controllers({selection!r}{timings})"]
+
+
+def _is_file_name(item: str | os.PathLike[str]) -> bool:
+    """Whether a manifest is given as a file's path (not as the YAML text itself)."""
+    text = os.fspath(item)
+    return "\n" not in text and not text.lstrip().startswith("{")
 
 
 def _manifest_literal(manifest: Manifests) -> str:

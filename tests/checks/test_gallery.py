@@ -18,6 +18,8 @@ from pytest_kopf.checks import CHECKS, check_operator
 from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf.stateful import OperatorMachine
 
+from .reports import checked_report
+
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
 RESOURCE = "gadgets.checks.example"
@@ -71,6 +73,7 @@ def test_a_planted_bug_is_caught_shrunk_and_reproduced(bug: str, meant_for: str,
     assert failure.check == meant_for
     assert 1 <= len(failure.steps) <= 6, failure
     assert failure.trace_tail
+    checked_report(failure, named=[GALLERY / f"{bug}_bug.py", CRD])  # the failure's HTML report, named in it
 
     pytester.makepyfile(test_reproduction=failure.reproduction)
     result = pytester.runpytest_inprocess(*INNER_PYTEST)
