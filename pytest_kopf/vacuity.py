@@ -15,7 +15,17 @@ from __future__ import annotations
 import dataclasses
 
 from .driving import Refusal
-from .strategies.steps import Action, Create, Delete, Outcome, PatchMeta, PatchSpec, ReplayLog
+from .strategies.steps import (
+    Action,
+    Create,
+    Delete,
+    Outcome,
+    PatchAndRevert,
+    PatchFields,
+    PatchMeta,
+    PatchSpec,
+    ReplayLog,
+)
 
 __all__ = ["Reach"]
 
@@ -24,6 +34,8 @@ _ACTIONS: dict[type[Action], str] = {
     Create: "create",
     PatchSpec: "spec patch",
     PatchMeta: "metadata patch",
+    PatchFields: "fields patch",
+    PatchAndRevert: "change reverted",
     Delete: "delete",
     ReplayLog: "replay",
 }
