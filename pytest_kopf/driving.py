@@ -18,6 +18,7 @@ import asyncio
 import contextvars
 import dataclasses
 import fnmatch
+import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -283,6 +284,7 @@ def end_state(
     store = sim.store
     seen: set[tuple[str, str]] = set()
     objects: list[dict[str, Any]] = []
+    generated: dict[str, str] = {}  # the names drawn by the cluster (generateName) and their masked forms
     bootstrap = dict(sim.bootstrap)
     for rtype in sorted(store.catalogue, key=lambda t: (t.group, t.plural, not t.preferred)):
         if rtype.storage_key in seen or rtype.storage_key in EVENT_KEYS:
@@ -295,6 +297,8 @@ def end_state(
             if bootstrap.pop((rtype.storage_key, metadata.get("namespace"), metadata["name"]), None) is obj:
                 continue  # as it was at the cluster's start (objects are stored anew on every change)
             masked = mask_object(store.present(obj, rtype), mask)
+            if metadata.get("generateName"):
+                generated[metadata["name"]] = masked["metadata"]["name"]
             if rtype.storage_key == CRD_KEY:
                 masked.pop("status", None)  # the apiserver's own (accepted names, conditions stamped at creation)
             objects.append(masked)
@@ -305,7 +309,32 @@ def end_state(
         objects.append(
             {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": metadata, "deleted": True}
         )
+    if generated:
+        _mask_generated_names(objects, generated)
     return sorted(objects, key=_sort_key)
+
+
+def _mask_generated_names(objects: list[dict[str, Any]], generated: dict[str, str]) -> None:
+    """Mask the names drawn by the cluster wherever the objects name them, as the generated objects' names are.
+
+    An operator names its objects after the cluster's (e.g. a Job ``probe-<pod>`` for each pod of a Deployment,
+    whose names end with random suffixes, drawn in the order of creation): in any string of the objects
+    (names, labels, owners' references, a container's arguments), a generated name becomes its masked form.
+    """
+    pattern = re.compile("|".join(re.escape(name) for name in sorted(generated, key=len, reverse=True)))
+
+    def masked(value: Any) -> Any:
+        if isinstance(value, str):
+            return pattern.sub(lambda found: generated[found.group(0)], value) if pattern.search(value) else value
+        if isinstance(value, dict):
+            for key, item in value.items():
+                value[key] = masked(item)
+        elif isinstance(value, list):
+            value[:] = [masked(item) for item in value]
+        return value
+
+    for obj in objects:
+        masked(obj)
 
 
 def _sort_key(obj: dict[str, Any]) -> tuple[str, str, str, str, str]:

@@ -114,12 +114,17 @@ def history_masked(
 ) -> list[JsonDict]:
     """The end state without what tells how it was reached: the driven objects' (``driven``: api version & kind)
     handler results (``status.<handler id>``, also of sub-handlers), ``observedGeneration`` & revision
-    annotations anywhere, the objects derived by the cluster's controllers, and the times."""
+    annotations anywhere, the objects derived by the cluster's controllers (the Endpoints of a Service with a
+    selector among them: they have no owner), and the times."""
     kinds = set(driven)
     ids = tuple(handlers)
+    state = list(state)
+    selecting = {
+        _where(obj) for obj in state if obj.get("kind") == "Service" and (obj.get("spec") or {}).get("selector")
+    }
     result: list[JsonDict] = []
     for obj in state:
-        if _derived(obj):
+        if _derived(obj) or (obj.get("kind") == "Endpoints" and _where(obj) in selecting):
             continue
         masked = copy.deepcopy(dict(obj))
         status = masked.get("status")
@@ -136,6 +141,11 @@ def history_masked(
                 del masked["metadata"]["annotations"]
         result.append(_timeless(_without_history_keys(masked)))
     return result
+
+
+def _where(obj: Mapping[str, Any]) -> tuple[str, str]:
+    metadata = obj.get("metadata") or {}
+    return str(metadata.get("namespace") or ""), str(metadata.get("name"))
 
 
 def _derived(obj: Mapping[str, Any]) -> bool:

@@ -581,7 +581,8 @@ def perturbations(
             )
         )
     if "crashes" in kinds:
-        choices.append(st.builds(CrashAfterWrites, st.integers(1, 12)))
+        # Half the time within the first few writes: most bugs of a crash are right after a handler's first write.
+        choices.append(st.builds(CrashAfterWrites, st.one_of(st.integers(1, 3), st.integers(4, 12))))
         choices.append(st.just(CrashRestart()))
     if "redeliver" in kinds:
         choices.append(st.just(Redeliver()))

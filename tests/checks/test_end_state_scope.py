@@ -137,3 +137,23 @@ def test_a_difference_outside_the_namespace_fails_the_comparison(
     assert info.value.check == "crash-restart"
     assert "the end state differs" in str(info.value)
     assert f"kind: {kind}" in str(info.value)
+
+
+async def test_names_made_of_generated_ones_are_masked_as_those(kopf_cluster: Any) -> None:
+    # A Job named after a pod of a Deployment (its random suffix), as smoke-test operators make them.
+    made = await kopf_cluster.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "web-7d4f-"}, "data": {}}
+    )
+    generated = made["metadata"]["name"]
+    await kopf_cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"probe-{generated}", "labels": {"probed": generated}},
+            "data": {"args": f"--pod={generated}", "other": "web-7d4f-"},
+        }
+    )
+    maps = {obj["metadata"]["name"]: obj for obj in end_state(kopf_cluster) if obj["kind"] == "ConfigMap"}
+    assert set(maps) == {"web-7d4f-*", "probe-web-7d4f-*"}
+    assert maps["probe-web-7d4f-*"]["metadata"]["labels"] == {"probed": "web-7d4f-*"}
+    assert maps["probe-web-7d4f-*"]["data"] == {"args": "--pod=web-7d4f-*", "other": "web-7d4f-"}

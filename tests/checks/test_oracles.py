@@ -77,6 +77,31 @@ def test_history_is_set_aside_and_the_state_kept() -> None:
     ]
 
 
+def test_the_endpoints_of_a_service_with_a_selector_are_derived() -> None:
+    def service(name: str, selector: dict[str, str] | None) -> dict[str, Any]:
+        spec = {"ports": [{"port": 80}], **({"selector": selector} if selector else {})}
+        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "ns"}, "spec": spec}
+
+    def endpoints(name: str, ip: str) -> dict[str, Any]:
+        meta = {"name": name, "namespace": "ns"}
+        return {"apiVersion": "v1", "kind": "Endpoints", "metadata": meta, "subsets": [{"addresses": [{"ip": ip}]}]}
+
+    # The pods behind a selector come and go (new IPs, uids); the Endpoints of a selector-less Service are written
+    # by whoever made the Service: those are compared.
+    state = [
+        service("web", {"app": "web"}),
+        endpoints("web", "10.0.0.1"),
+        service("db", None),
+        endpoints("db", "1.2.3.4"),
+    ]
+    masked = history_masked(state, driven=DRIVEN, handlers=[])
+    assert [(obj["kind"], obj["metadata"]["name"]) for obj in masked] == [
+        ("Service", "web"),
+        ("Service", "db"),
+        ("Endpoints", "db"),
+    ]
+
+
 def test_final_bodies_are_the_objects_as_a_user_creates_them() -> None:
     obj = {
         **gadget("g", size=3),
