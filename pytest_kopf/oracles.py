@@ -51,6 +51,7 @@ __all__ = [
     "cleanup",
     "consistency",
     "correspondences",
+    "derived_without_owners",
     "final_bodies",
     "handler_ids",
     "history_masked",
@@ -114,17 +115,15 @@ def history_masked(
 ) -> list[JsonDict]:
     """The end state without what tells how it was reached: the driven objects' (``driven``: api version & kind)
     handler results (``status.<handler id>``, also of sub-handlers), ``observedGeneration`` & revision
-    annotations anywhere, the objects derived by the cluster's controllers (the Endpoints of a Service with a
-    selector among them: they have no owner), and the times."""
+    annotations anywhere, the objects derived by the cluster's controllers (:func:`derived_without_owners` too),
+    and the times."""
     kinds = set(driven)
     ids = tuple(handlers)
     state = list(state)
-    selecting = {
-        _where(obj) for obj in state if obj.get("kind") == "Service" and (obj.get("spec") or {}).get("selector")
-    }
+    ownerless = derived_without_owners(state)
     result: list[JsonDict] = []
     for obj in state:
-        if _derived(obj) or (obj.get("kind") == "Endpoints" and _where(obj) in selecting):
+        if _derived(obj) or _where(obj) in ownerless.get(str(obj.get("kind")), ()):
             continue
         masked = copy.deepcopy(dict(obj))
         status = masked.get("status")
@@ -141,6 +140,38 @@ def history_masked(
                 del masked["metadata"]["annotations"]
         result.append(_timeless(_without_history_keys(masked)))
     return result
+
+
+def derived_without_owners(state: Iterable[Mapping[str, Any]]) -> dict[str, set[tuple[str, str]]]:
+    """The objects (by kind: namespace & name) that the cluster's controllers derive with no owner's reference:
+    the Endpoints of a Service with a selector; the claims of a StatefulSet's ``volumeClaimTemplates`` (kept when
+    it scales down, as its history); the volumes provisioned for claims."""
+    state = list(state)
+    found: dict[str, set[tuple[str, str]]] = {
+        "Endpoints": set(),
+        "PersistentVolumeClaim": set(),
+        "PersistentVolume": set(),
+    }
+    claims: set[tuple[str, str]] = set()  # (namespace, name prefix) of a StatefulSet's claims
+    for obj in state:
+        kind, spec = obj.get("kind"), obj.get("spec") or {}
+        if kind == "Service" and spec.get("selector"):
+            found["Endpoints"].add(_where(obj))
+        elif kind == "StatefulSet":
+            namespace, name = _where(obj)
+            for template in spec.get("volumeClaimTemplates") or ():
+                claims.add((namespace, f"{(template.get('metadata') or {}).get('name')}-{name}-"))
+    for obj in state:
+        kind, (namespace, name) = obj.get("kind"), _where(obj)
+        if kind == "PersistentVolumeClaim" and any(
+            namespace == where and name.startswith(prefix) and name[len(prefix) :].isdigit() for where, prefix in claims
+        ):
+            found["PersistentVolumeClaim"].add((namespace, name))
+        elif kind == "PersistentVolume" and "pv.kubernetes.io/provisioned-by" in (
+            (obj.get("metadata") or {}).get("annotations") or {}
+        ):
+            found["PersistentVolume"].add((namespace, name))
+    return found
 
 
 def _where(obj: Mapping[str, Any]) -> tuple[str, str]:

@@ -1,0 +1,49 @@
+"""What correct operators written as real ones are must pass: each of these was a false alarm of a check.
+
+Found by the realistic operators (``realistic/``), each shown here on its smallest operator.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from pytest_kopf.checks import verify
+from pytest_kopf.driving import settle
+
+GALLERY = Path(__file__).parent / "gallery"
+CRD = GALLERY / "crd.yaml"
+RESOURCE = "gadgets.checks.example"
+
+
+def gadget(name: str, **spec: Any) -> dict[str, Any]:
+    metadata = {"name": name, "namespace": "default"}
+    return {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": metadata, "spec": spec}
+
+
+async def test_a_resume_handler_rewriting_its_result_is_idempotent(
+    kopf_cluster: Any, kopf_operator: Any, tmp_path: Path
+) -> None:
+    # One function for create & resume (one id): after a change, a restart stores its result anew.
+    path = tmp_path / "operator.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import kopf
+
+            @kopf.on.create("gadgets")
+            @kopf.on.resume("gadgets")
+            def reconcile(spec, **_):
+                return {"size": spec.get("size")}
+            """
+        )
+    )
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(paths=[path])
+    await kopf_cluster.create(gadget("g", size=1))
+    await settle(kopf_cluster, kopf_operator)
+    await kopf_cluster.patch(RESOURCE, "g", {"spec": {"size": 2}})
+    await settle(kopf_cluster, kopf_operator)
+    await verify(kopf_cluster, kopf_operator, checks=["idempotence"], resources=[RESOURCE])
+    assert (await kopf_cluster.get(RESOURCE, "g"))["status"]["reconcile"] == {"size": 2}  # rewritten, as designed
