@@ -163,7 +163,8 @@ def difference(evidence: Evidence) -> str | None:
     if evidence.expected is None:
         return None
     labels = ("expected (no faults, no crashes)", "actual")
-    differs = noise.difference(evidence.expected, evidence.state, evidence.noise, labels=labels)
+    resumed = _resume_results(evidence)  # a restart (a crash, a re-delivery) runs them again
+    differs = noise.difference(resumed(evidence.expected), resumed(evidence.state), evidence.noise, labels=labels)
     if differs is None:
         return None
     unsettled = "" if evidence.settled else f" (and it has not settled in {evidence.settle_timeout} s)"
@@ -201,9 +202,9 @@ async def redelivered_unchanged(evidence: Evidence) -> str | None:
 def _resume_results(evidence: Evidence) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
     """What masks the results of the resume handlers in the driven objects' status (``status.<handler id>``).
 
-    A fresh operator runs its resume handlers again, by design, and kopf keeps what they return anew (e.g. the
-    children as they are now, after a change since the creation, when a handler is both ``on.create`` and
-    ``on.resume``, under one id): the record of a handler's latest run, not a change of the end state.
+    A fresh operator (after a crash, a re-delivery) runs its resume handlers again, by design, and kopf keeps what
+    they return anew (e.g. the children as they are now, after a change since the creation, when a handler is both
+    ``on.create`` and ``on.resume``, under one id): the record of a handler's latest run, not the end state.
     """
     from kopf._core.intents.causes import Reason
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_kopf.checks import verify
-from pytest_kopf.driving import settle
+from pytest_kopf.driving import end_state, settle
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
@@ -47,3 +47,32 @@ async def test_a_resume_handler_rewriting_its_result_is_idempotent(
     await settle(kopf_cluster, kopf_operator)
     await verify(kopf_cluster, kopf_operator, checks=["idempotence"], resources=[RESOURCE])
     assert (await kopf_cluster.get(RESOURCE, "g"))["status"]["reconcile"] == {"size": 2}  # rewritten, as designed
+
+
+async def test_a_resume_handler_rewriting_its_result_after_a_crash_converges(
+    kopf_cluster: Any, kopf_operator: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "operator.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import kopf
+
+            @kopf.on.create("gadgets")
+            @kopf.on.resume("gadgets")
+            def reconcile(spec, **_):
+                return {"size": spec.get("size")}
+            """
+        )
+    )
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(paths=[path])
+    await kopf_cluster.create(gadget("g", size=1))
+    await settle(kopf_cluster, kopf_operator)
+    await kopf_cluster.patch(RESOURCE, "g", {"spec": {"size": 2}})
+    await settle(kopf_cluster, kopf_operator)
+    expected = end_state(kopf_cluster)  # as a run with no crash ends: the creation's result
+    await kopf_operator.crash()
+    await kopf_operator.restart()
+    await settle(kopf_cluster, kopf_operator)
+    await verify(kopf_cluster, kopf_operator, checks=["crash-restart"], resources=[RESOURCE], expected=expected)
