@@ -285,9 +285,8 @@ def _run_checks(
             assert counted is not None
             stats = counted
             try:
-                try:
-                    _run_machine(machine, run_settings, _round_seed(seed, base.derandomize, check, number))
-                except OperatorCheckFailed as failure:
+                failure = _found(machine, run_settings, _round_seed(seed, base.derandomize, check, number))
+                if failure is not None:
                     if not shrink:
                         raise reported(failure) from None
                     progress.shrinking = True
@@ -316,6 +315,39 @@ def _round_seed(seed: int | None, derandomized: bool, check: str, number: int) -
     if seed is None and not derandomized:
         return None
     return zlib.crc32(f"{seed}/{check}/{number}".encode())
+
+
+#: Said of a failure that its example's rerun did not repeat.
+NOT_REPEATED = (
+    "\n(The run of these steps failed once, but not when hypothesis ran them again: the outcome depends on what "
+    "virtual time does not order, e.g. sync handlers of several objects at once, each in a thread of its own.)"
+)
+
+
+def _found(
+    machine: type[OperatorMachine], settings: hypothesis.settings, seed: int | None
+) -> OperatorCheckFailed | None:
+    """The failure of the machine's examples, if any; also one that hypothesis could not repeat (``Flaky``)."""
+    from hypothesis.errors import FlakyFailure
+
+    try:
+        _run_machine(machine, settings, seed)
+    except OperatorCheckFailed as failure:
+        return failure
+    except FlakyFailure as flaky:
+        failures = [exc for exc in flaky.exceptions if isinstance(exc, OperatorCheckFailed)]
+        if not failures:
+            raise
+        first = failures[0]
+        return OperatorCheckFailed(
+            first.check,
+            first.details + NOT_REPEATED,
+            steps=first.steps,
+            trace_tail=first.trace_tail,
+            reproduction=first.reproduction,
+            evidence=first.evidence,
+        )
+    return None
 
 
 def _run_machine(machine: type[OperatorMachine], settings: hypothesis.settings, seed: int | None) -> None:

@@ -20,7 +20,7 @@ import dataclasses
 import fnmatch
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from kopf_sim.http.faults import RequestInfo
@@ -358,6 +358,14 @@ def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]
         metadata.pop(field, None)
     if metadata.get("generateName"):
         metadata["name"] = f"{metadata['generateName']}*"  # a random suffix, drawn in the order of creation
+    elif isinstance(metadata.get("name"), str) and _UUID.search(metadata["name"]):
+        metadata["name"] = _UUID.sub("*", metadata["name"])  # e.g. a volume named after its claim's uid
+    for ref in _references(masked):
+        ref.pop("uid", None)  # a uid, and the revision it was read at: how the cluster got there, not what it is
+        ref.pop("resourceVersion", None)
+        ref.pop("nodeName", None)  # (an endpoint's) where the scheduler has put its pod
+    if masked.get("kind") == "Pod" and _scheduled_for_a_controller(metadata):
+        _mask_placement(masked)
     if "deletionTimestamp" in metadata:
         metadata["deletionTimestamp"] = "<set>"
     for ref in metadata.get("ownerReferences") or ():
@@ -385,6 +393,50 @@ def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]
     for path in mask:
         _mask_path(masked, path.split("."))
     return masked
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _references(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The references to other objects that the cluster's controllers write: a volume's claim, the endpoints (and
+    their pods)."""
+    kind = obj.get("kind")
+    if kind == "PersistentVolume":
+        yield from _dicts([(obj.get("spec") or {}).get("claimRef")])
+    elif kind == "Endpoints":
+        for subset in _dicts(obj.get("subsets") or ()):
+            for address in _dicts([*(subset.get("addresses") or ()), *(subset.get("notReadyAddresses") or ())]):
+                yield address
+                yield from _dicts([address.get("targetRef")])
+    elif kind == "EndpointSlice":
+        for endpoint in _dicts(obj.get("endpoints") or ()):
+            yield endpoint
+            yield from _dicts([endpoint.get("targetRef")])
+
+
+#: The controllers whose pods go wherever the scheduler puts them (a DaemonSet's are pinned to their nodes).
+_SCHEDULED_FOR = frozenset({"ReplicaSet", "StatefulSet", "Job"})
+
+
+def _scheduled_for_a_controller(metadata: dict[str, Any]) -> bool:
+    refs = metadata.get("ownerReferences") or ()
+    return any(isinstance(ref, dict) and ref.get("controller") and ref.get("kind") in _SCHEDULED_FOR for ref in refs)
+
+
+def _mask_placement(pod: dict[str, Any]) -> None:
+    """Which node the scheduler has chosen for a controller's pod (by the order in which the pods came, which
+    faults change): the cluster's choice, not the operator's. Whether it is scheduled is kept."""
+    spec, status = pod.get("spec"), pod.get("status")
+    if isinstance(spec, dict) and spec.get("nodeName"):
+        spec["nodeName"] = "<scheduled>"
+    if isinstance(status, dict):
+        status.pop("hostIP", None)
+        status.pop("hostIPs", None)
+
+
+def _dicts(values: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    return (value for value in values if isinstance(value, dict))
 
 
 def _mask_path(value: Any, parts: list[str]) -> None:

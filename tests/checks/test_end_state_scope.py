@@ -157,3 +157,51 @@ async def test_names_made_of_generated_ones_are_masked_as_those(kopf_cluster: An
     assert set(maps) == {"web-7d4f-*", "probe-web-7d4f-*"}
     assert maps["probe-web-7d4f-*"]["metadata"]["labels"] == {"probed": "web-7d4f-*"}
     assert maps["probe-web-7d4f-*"]["data"] == {"args": "--pod=web-7d4f-*", "other": "web-7d4f-"}
+
+
+def test_what_the_controllers_write_of_a_run_is_masked_in_their_references() -> None:
+    from pytest_kopf.driving import mask_object
+
+    uid = "0361524c-2cc0-4859-aa65-24ab713b7e05"
+    claim = {
+        "kind": "PersistentVolumeClaim",
+        "name": "data-ts-0",
+        "namespace": "ns",
+        "uid": uid,
+        "resourceVersion": "7",
+    }
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"pvc-{uid}"},
+        "spec": {"claimRef": claim},
+    }
+    masked = mask_object(volume)
+    assert masked["metadata"]["name"] == "pvc-*"  # named after its claim's uid
+    assert masked["spec"]["claimRef"] == {"kind": "PersistentVolumeClaim", "name": "data-ts-0", "namespace": "ns"}
+    pod = {"kind": "Pod", "name": "ts-0", "uid": uid, "resourceVersion": "9"}
+    endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "ts"}}
+    endpoints["subsets"] = [{"addresses": [{"ip": "10.0.0.1", "targetRef": pod}], "notReadyAddresses": []}]
+    assert mask_object(endpoints)["subsets"][0]["addresses"][0]["targetRef"] == {"kind": "Pod", "name": "ts-0"}
+
+
+def test_where_the_scheduler_puts_a_controllers_pods_is_masked() -> None:
+    from pytest_kopf.driving import mask_object
+
+    owner = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "ts", "controller": True}]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "ts-0", "ownerReferences": owner},
+        "spec": {"nodeName": "node-2"},
+        "status": {"hostIP": "172.18.0.3", "hostIPs": [{"ip": "172.18.0.3"}], "phase": "Running"},
+    }
+    assert mask_object(pod)["spec"] == {"nodeName": "<scheduled>"}
+    assert mask_object(pod)["status"] == {"phase": "Running"}
+    pinned = {**pod, "metadata": {"name": "mine"}}  # made by the operator, on the node it chose: kept
+    assert mask_object(pinned)["spec"] == {"nodeName": "node-2"}
+    endpoint = {"addresses": ["10.0.0.1"], "nodeName": "node-2", "targetRef": {"kind": "Pod", "name": "ts-0"}}
+    endpoints = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "ts-x"}}
+    assert mask_object({**endpoints, "endpoints": [endpoint]})["endpoints"] == [
+        {"addresses": ["10.0.0.1"], "targetRef": {"kind": "Pod", "name": "ts-0"}}
+    ]

@@ -9,8 +9,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from pytest_kopf.checks import verify
+import pytest
+
+from pytest_kopf.checks import check_operator, verify
 from pytest_kopf.driving import end_state, settle
+from pytest_kopf.errors import OperatorCheckFailed
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
@@ -76,3 +79,28 @@ async def test_a_resume_handler_rewriting_its_result_after_a_crash_converges(
     await kopf_operator.restart()
     await settle(kopf_cluster, kopf_operator)
     await verify(kopf_cluster, kopf_operator, checks=["crash-restart"], resources=[RESOURCE], expected=expected)
+
+
+def test_a_failure_that_its_rerun_does_not_repeat_is_reported_as_such(tmp_path: Path) -> None:
+    # The first run of the handler (in any world) is stuck; the next ones are not: hypothesis's rerun passes.
+    marker = tmp_path / "ran-once"
+    path = tmp_path / "operator.py"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            import pathlib
+            import kopf
+
+            @kopf.on.create("gadgets")
+            def reconcile(**_):
+                marker = pathlib.Path({str(marker)!r})
+                if not marker.exists():
+                    marker.touch()
+                    raise kopf.TemporaryError("not yet", delay=10_000)
+            """
+        )
+    )
+    with pytest.raises(OperatorCheckFailed) as info:
+        check_operator(paths=[path], manifests=[CRD], resources=[RESOURCE], checks=["convergence"], max_examples=10)
+    assert info.value.check == "convergence"
+    assert "not when hypothesis ran them again" in str(info.value)
