@@ -366,6 +366,7 @@ def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]
         ref.pop("nodeName", None)  # (an endpoint's) where the scheduler has put its pod
     if masked.get("kind") == "Pod" and _scheduled_for_a_controller(metadata):
         _mask_placement(masked)
+    _sort_endpoints(masked)
     if "deletionTimestamp" in metadata:
         metadata["deletionTimestamp"] = "<set>"
     for ref in metadata.get("ownerReferences") or ():
@@ -433,6 +434,23 @@ def _mask_placement(pod: dict[str, Any]) -> None:
     if isinstance(status, dict):
         status.pop("hostIP", None)
         status.pop("hostIPs", None)
+
+
+def _sort_endpoints(obj: dict[str, Any]) -> None:
+    """The endpoints of a Service in the order of their pods' names (the cluster orders them by IP: noise)."""
+
+    def by_pod(endpoint: Any) -> str:
+        ref = endpoint.get("targetRef") if isinstance(endpoint, dict) else None
+        return f"{ref.get('namespace')}/{ref.get('name')}" if isinstance(ref, dict) else ""
+
+    kind = obj.get("kind")
+    if kind == "Endpoints":
+        for subset in _dicts(obj.get("subsets") or ()):
+            for key in ("addresses", "notReadyAddresses"):
+                if isinstance(subset.get(key), list):
+                    subset[key] = sorted(subset[key], key=by_pod)
+    elif kind == "EndpointSlice" and isinstance(obj.get("endpoints"), list):
+        obj["endpoints"] = sorted(obj["endpoints"], key=by_pod)
 
 
 def _dicts(values: Iterable[Any]) -> Iterator[dict[str, Any]]:

@@ -205,3 +205,15 @@ def test_where_the_scheduler_puts_a_controllers_pods_is_masked() -> None:
     assert mask_object({**endpoints, "endpoints": [endpoint]})["endpoints"] == [
         {"addresses": ["10.0.0.1"], "targetRef": {"kind": "Pod", "name": "ts-0"}}
     ]
+
+
+def test_the_endpoints_come_in_the_order_of_their_pods() -> None:
+    from pytest_kopf.driving import mask_object
+
+    def address(ip: str, pod: str) -> dict[str, Any]:
+        return {"ip": ip, "targetRef": {"kind": "Pod", "name": pod, "namespace": "ns"}}
+
+    endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "ts"}}
+    endpoints["subsets"] = [{"addresses": [address("10.0.0.1", "ts-1"), address("10.0.0.2", "ts-0")]}]
+    addresses = mask_object(endpoints)["subsets"][0]["addresses"]
+    assert [entry["targetRef"]["name"] for entry in addresses] == ["ts-0", "ts-1"]  # by pod, not by (random) IP
