@@ -263,7 +263,9 @@ def _run_checks(
             machine.progressed = functools.partial(_progressed, progress, stats, display)
     # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
     # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
-    phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
+    # With shrink=False, the first failure is reported as it is: hypothesis' own shrinking is never on (with the
+    # sequences of a realistic operator, that is minutes of runs before the first report).
+    phases = [phase for phase in base.phases if phase != Phase.shrink]
     sizes = rounds(max_examples)
     for number, examples in enumerate(sizes):
         run_settings = hypothesis_settings(

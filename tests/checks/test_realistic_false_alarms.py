@@ -104,3 +104,29 @@ def test_a_failure_that_its_rerun_does_not_repeat_is_reported_as_such(tmp_path: 
         check_operator(paths=[path], manifests=[CRD], resources=[RESOURCE], checks=["convergence"], max_examples=10)
     assert info.value.check == "convergence"
     assert "not when hypothesis ran them again" in str(info.value)
+
+
+def test_an_unshrunk_failure_is_reported_as_found(tmp_path: Path) -> None:
+    # shrink=False: neither our shrinker nor hypothesis' own (hundreds of runs of long sequences) runs.
+    calls = tmp_path / "calls"
+    path = tmp_path / "operator.py"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            import pathlib
+            import kopf
+
+            @kopf.on.create("gadgets")
+            def reconcile(**_):
+                with pathlib.Path({str(calls)!r}).open("a") as file:
+                    file.write("x")
+                raise kopf.TemporaryError("never", delay=10_000)
+            """
+        )
+    )
+    with pytest.raises(OperatorCheckFailed) as info:
+        check_operator(
+            paths=[path], manifests=[CRD], resources=[RESOURCE], checks=["convergence"], max_steps=10, shrink=False
+        )
+    assert info.value.check == "convergence"
+    assert len(calls.read_text()) <= 4 * len(info.value.steps)  # the found example and its replay, not a search
