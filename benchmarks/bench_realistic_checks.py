@@ -8,7 +8,9 @@ seconds, examples, steps, runs of the shrinker:
 
 * ``passing``: ``convergence``, ``crash-restart`` and ``idempotence`` on the correct copier;
 * ``unshrunk``: ``crash-restart`` on the buggy one, up to the first failure (``shrink=False``);
-* ``shrunk``: the same, shrunk.
+* ``shrunk``: the same, shrunk;
+* ``typesense``, ``smoketest``: every check at the docs' budget (100 examples of up to 20 steps per check) on the
+  correct ``realistic/typesense`` and ``realistic/smoketest`` operators (long: not in the default parts).
 
 ``--profile N`` prints the N functions with the most CPU time of their own (cProfile), per part.
 ``--parts`` picks some. The machine is shared and noisy: compare CPU seconds, or two runs side by side.
@@ -33,12 +35,21 @@ REALISTIC = ROOT / "tests" / "checks" / "realistic"
 MANIFESTS = [ROOT / "tests" / "checks" / "gallery" / "crd.yaml", REALISTIC / "namespace.yaml"]
 
 
-def run(operator: str, checks: list[str], examples: int, steps: int, *, shrink: bool) -> str:
+def run(
+    operator: str,
+    checks: list[str] | None,
+    examples: int,
+    steps: int,
+    *,
+    shrink: bool,
+    manifests: list[pathlib.Path] = MANIFESTS,
+    resource: str = "gadgets.checks.example",
+) -> str:
     try:
         report = check_operator(
             paths=[REALISTIC / operator],
-            manifests=MANIFESTS,
-            resources=["gadgets.checks.example"],
+            manifests=manifests,
+            resources=[resource],
             checks=checks,
             max_examples=examples,
             max_steps=steps,
@@ -56,6 +67,25 @@ PARTS: dict[str, Callable[[int, int], str]] = {
     ),
     "unshrunk": lambda examples, steps: run("copier_bug.py", ["crash-restart"], 100, steps, shrink=False),
     "shrunk": lambda examples, steps: run("copier_bug.py", ["crash-restart"], 100, steps, shrink=True),
+    # Every check at the docs' budget (100 examples of up to 20 steps per check), whatever --examples/--steps say.
+    "typesense": lambda examples, steps: run(
+        "typesense/operator.py",
+        None,
+        100,
+        20,
+        shrink=True,
+        manifests=[REALISTIC / "typesense" / "crd.yaml"],
+        resource="typesenseclusters.search.example",
+    ),
+    "smoketest": lambda examples, steps: run(
+        "smoketest/operator.py",
+        None,
+        100,
+        20,
+        shrink=True,
+        manifests=[REALISTIC / "smoketest" / "crd.yaml"],
+        resource="smoketests.qa.example",
+    ),
 }
 
 
@@ -80,7 +110,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples", type=int, default=30, help="examples per check of the passing part")
     parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"some of: {', '.join(PARTS)}")
+    parser.add_argument("--parts", default="passing,unshrunk,shrunk", help=f"some of: {', '.join(PARTS)}")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="print the top N functions per part")
     args = parser.parse_args()
     for name in args.parts.split(","):
