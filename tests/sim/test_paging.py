@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 from typing import Any
+from unittest import mock
 
 import aiohttp
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from kopf_sim.kube import errors
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
+from kopf_sim.store import buckets
 from kopf_sim.store import cluster as cluster_module
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing.clock import ManualClock, SeededUids
@@ -66,6 +68,7 @@ def write_something(cluster: Cluster, rng: random.Random) -> None:
 @settings(max_examples=40, deadline=None)
 @given(
     hot=st.sampled_from([1, 10_000]),
+    indexed_size=st.sampled_from([5, 1_000]),  # labels indexed as the resource grows, or by the first selected list
     namespace=st.sampled_from([None, "beta"]),
     selector=st.sampled_from(["", "color=red", "color!=red"]),
     seed=st.integers(0, 2**16),
@@ -73,9 +76,10 @@ def write_something(cluster: Cluster, rng: random.Random) -> None:
     writes=st.integers(0, 6),
 )
 def test_a_walk_returns_each_object_once_as_at_its_snapshot(
-    hot: int, namespace: str | None, selector: str, seed: int, limit: int, writes: int
+    hot: int, indexed_size: int, namespace: str | None, selector: str, seed: int, limit: int, writes: int
 ) -> None:
-    cluster = populated(hot=hot, seed=seed)
+    with mock.patch.object(buckets, "INDEXED_SIZE", indexed_size):
+        cluster = populated(hot=hot, seed=seed)
     rtype = cluster.resource("", "v1", "configmaps")
     labels = LabelSelector.parse(selector)
     expected = state(cluster.list(rtype, namespace, labels=labels)["items"])
