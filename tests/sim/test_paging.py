@@ -194,3 +194,54 @@ async def test_lists_are_sent_as_the_objects_encode(client: aiohttp.ClientSessio
     assert raw == expected
     assert [o["metadata"]["name"] for o in listing["items"]] == ["cm-0", "cm-1"]
     assert listing["metadata"]["remainingItemCount"] == 3
+
+
+async def test_a_served_walk_under_writes_is_the_snapshot_and_an_expired_token_goes_on(
+    crd_cluster: Cluster, client: aiohttp.ClientSession
+) -> None:
+    """Over HTTP, as clients walk: each object once at the first page's version; a compacted token is a 410
+    whose Status carries a token for the rest of the list at the latest version."""
+    url = "/api/v1/namespaces/default/configmaps"
+    for index in range(12):
+        async with client.post(url, json={"metadata": {"name": f"cm-{index:02d}"}, "data": {"n": "0"}}) as response:
+            assert response.status == 201
+    async with client.get(url) as response:
+        expected = state((await response.json())["items"])
+    walked: list[dict[str, Any]] = []
+    params = {"limit": "5"}
+    versions = set()
+    while True:
+        async with client.get(url, params=params) as response:
+            page = await response.json()
+        versions.add(page["metadata"]["resourceVersion"])
+        walked.extend(page["items"])
+        if "continue" not in page["metadata"]:
+            break
+        params = {"limit": "5", "continue": page["metadata"]["continue"]}
+        # Meanwhile: an object ahead of the walk changes, one behind it goes, a new one comes ahead of it.
+        patch = {"data": {"n": "1"}}
+        headers = {"Content-Type": MERGE}
+        async with client.patch(f"{url}/cm-11", json=patch, headers=headers) as response:
+            assert response.status == 200
+        async with client.delete(f"{url}/{walked[-1]['metadata']['name']}") as response:
+            assert response.status == 200
+        async with client.post(url, json={"metadata": {"name": f"cm-99-{len(walked)}"}}) as response:
+            assert response.status == 201
+    assert len(versions) == 1
+    assert [o["metadata"]["name"] for o in walked] == sorted(name for _, name in expected)
+    assert state(walked) == expected
+    first = await (await client.get(url, params={"limit": "5"})).json()
+    async with client.post(url, json={"metadata": {"name": "cm-after"}}) as response:
+        assert response.status == 201
+    crd_cluster.compact()  # the first page's version is gone from the history
+    async with client.get(url, params={"limit": "5", "continue": first["metadata"]["continue"]}) as response:
+        assert response.status == 410
+        status = await response.json()
+    assert (status["reason"], status["code"]) == ("Expired", 410)
+    async with client.get(url, params={"continue": status["metadata"]["continue"]}) as response:
+        rest = await response.json()
+    async with client.get(url) as response:
+        now = await response.json()
+    assert [o["metadata"]["name"] for o in first["items"] + rest["items"]] == [
+        o["metadata"]["name"] for o in now["items"]
+    ]
