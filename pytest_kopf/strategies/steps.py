@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from ..catalogue import CATALOGUE, deleting, perturbation_kinds, validate_checks
 from ..cluster import KopfCluster
-from ..driving import crash_after, tolerate
+from ..driving import Refusal, attempt, crash_after
 from ..operator import KopfOperator
-from ..oracles import patch_and_revert
+from ..oracles import attempt_patch_and_revert
 from .schemas import CustomResource, object_patches, objects
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "Create",
     "Delete",
     "Driver",
+    "Outcome",
     "PatchAndRevert",
     "PatchFields",
     "PatchMeta",
@@ -74,8 +75,13 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
-def _outcome(result: object) -> str:
-    return "ok" if result is not None else "refused (404/409, tolerated)"
+#: What a user's action on an object came to: ``"ok"``, or the cluster's :class:`Refusal` (a no-op step);
+#: None for the other steps (time passing, faults).
+Outcome = str | Refusal | None
+
+
+def _outcome(result: object) -> str | Refusal:
+    return result if isinstance(result, Refusal) else "ok"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,8 +95,8 @@ class Action(abc.ABC):
     kind: ClassVar[str | None] = None
 
     @abc.abstractmethod
-    async def apply(self, driver: Driver) -> str | None:
-        """Do the step; its outcome for the users' actions on objects (``ok``, or the API error code tolerated)."""
+    async def apply(self, driver: Driver) -> Outcome:
+        """Do the step; its outcome for the users' actions on objects (``ok``, or the cluster's refusal)."""
 
     @abc.abstractmethod
     def code(self) -> str:
@@ -104,12 +110,18 @@ class Action(abc.ABC):
         return self.code()
 
 
+#: The fields of a spec that shrinking may leave out: the strategy that made the step makes specs without them.
+#: None: any (a step written by hand); empty: none (a user's own strategy: its specs are its own to make).
+Removable = frozenset[str] | None
+
+
 @dataclasses.dataclass(frozen=True)
 class Create(Action):
     body: JsonDict
+    removable: Removable = dataclasses.field(default=None, compare=False, repr=False)
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.create(self.body)))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.create(self.body)))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.create({_literal(self.body)}))"
@@ -120,7 +132,11 @@ class Create(Action):
         options: list[Action] = [Create({k: v for k, v in self.body.items() if k != key}) for key in others]
         spec = self.body.get("spec")
         if isinstance(spec, dict):
-            options.extend(Create({**self.body, "spec": {k: v for k, v in spec.items() if k != key}}) for key in spec)
+            keys = [key for key in spec if self.removable is None or key in self.removable]
+            options.extend(
+                dataclasses.replace(self, body={**self.body, "spec": {k: v for k, v in spec.items() if k != key}})
+                for key in keys
+            )
         return options
 
 
@@ -135,16 +151,18 @@ class MergePatch(Action):
     def patch(self) -> JsonDict:
         """The merge patch that the step applies to the object."""
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.patch())))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.patch(self.resource, self.name, self.patch())))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.patch())}))"
 
 
-def _without_each(values: JsonDict) -> list[JsonDict]:
-    """The mapping without one of its keys, for each key (none if it has one key at most)."""
-    return [{k: v for k, v in values.items() if k != key} for key in values] if len(values) > 1 else []
+def _without_each(values: JsonDict, removable: Removable = None) -> list[JsonDict]:
+    """The mapping without one of its (``removable``) keys, for each such key (none if it has one key at most)."""
+    if len(values) <= 1:
+        return []
+    return [{k: v for k, v in values.items() if k != key} for key in values if removable is None or key in removable]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,12 +170,13 @@ class PatchSpec(MergePatch):
     """A merge patch of the spec: new values of some fields, ``None`` for the fields removed."""
 
     spec: JsonDict
+    removable: Removable = dataclasses.field(default=None, compare=False, repr=False)
 
     def patch(self) -> JsonDict:
         return {"spec": self.spec}
 
     def simpler(self) -> list[Action]:
-        return [PatchSpec(self.resource, self.name, spec) for spec in _without_each(self.spec)]
+        return [dataclasses.replace(self, spec=spec) for spec in _without_each(self.spec, self.removable)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,10 +200,13 @@ class PatchAndRevert(Action):
     resource: str
     name: str
     patch: JsonDict
+    removable: Removable = dataclasses.field(default=None, compare=False, repr=False)
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         return _outcome(
-            await tolerate(patch_and_revert(driver.cluster, driver.operator, self.resource, self.name, self.patch))
+            await attempt(
+                attempt_patch_and_revert(driver.cluster, driver.operator, self.resource, self.name, self.patch)
+            )
         )
 
     def code(self) -> str:
@@ -197,7 +219,7 @@ class PatchAndRevert(Action):
         spec = self.patch.get("spec")
         if not isinstance(spec, dict) or len(self.patch) > 1:
             return []
-        return [PatchAndRevert(self.resource, self.name, {"spec": fewer}) for fewer in _without_each(spec)]
+        return [dataclasses.replace(self, patch={"spec": fewer}) for fewer in _without_each(spec, self.removable)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,8 +243,8 @@ class Delete(Action):
     resource: str
     name: str
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.delete(self.resource, self.name)))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.delete(self.resource, self.name)))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.delete({self.resource!r}, {self.name!r}))"
@@ -234,7 +256,7 @@ class Advance(Action):
 
     seconds: float
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.cluster.sim.advance(self.seconds)
         return None
 
@@ -249,7 +271,7 @@ class Advance(Action):
 class Settle(Action):
     """Wait until the operator is quiet (or the settling time is over)."""
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.settle()
         return None
 
@@ -263,15 +285,15 @@ class ReplayLog(Action):
 
     A recorded incident as the starting state of every example (a machine's ``initial_steps``), or as one
     of the users' actions (its ``logs``). ``until``: only the changes up to so many seconds into the log.
-    A change refused as a user's action would be (404/409: e.g. its object is there already) ends the
+    A change refused as a user's action would be (404/409/410/422: e.g. its object is there already) ends the
     replay there, as a no-op.
     """
 
     log: str
     until: float | None = None
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.replay(self.log, speed=None, until=self.until)))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.replay(self.log, speed=None, until=self.until)))
 
     def code(self) -> str:
         until = f", until={self.until!r}" if self.until is not None else ""
@@ -304,7 +326,7 @@ class ApiErrors(Action):
         parts.append(f"count={self.count}")
         return ", ".join(parts)
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         faults = driver.cluster.sim.faults
         criteria: dict[str, Any] = {"method": self.method, "resource": self.resource, "count": self.count}
         if self.code_ == 409:
@@ -334,7 +356,7 @@ class StaleReads(Action):
     lag: int
     count: int
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         driver.cluster.sim.faults.stale_read(self.lag, count=self.count)
         return None
 
@@ -358,7 +380,7 @@ class WithheldEvents(Action):
     coalesce: bool
     count: int = 1
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         driver.cluster.sim.faults.withhold_events(
             self.delay, coalesce=self.coalesce, resource=self.resource, count=self.count
         )
@@ -390,7 +412,7 @@ class CrashAfterWrites(Action):
     kind: ClassVar[str | None] = "crashes"
     writes: int
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         crash_after(driver.cluster, driver.operator, writes=self.writes, restart_delay=driver.restart_delay)
         return None
 
@@ -409,7 +431,7 @@ class CrashRestart(Action):
     kind: ClassVar[str | None] = "crashes"
     restarts: ClassVar[bool] = True
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.operator.crash()
         await driver.operator.restart()
         return None
@@ -426,7 +448,7 @@ class Redeliver(Action):
     kind: ClassVar[str | None] = "redeliver"
     restarts: ClassVar[bool] = True
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.operator.restart()
         return None
 
@@ -462,6 +484,21 @@ def spec_patches(
     )
 
 
+def _optional_spec_fields(resource: CustomResource) -> Removable:
+    """The spec's fields that the schema does not require (the objects drawn from it may lack them); None: any
+    (a map of free keys, or no schema of its fields)."""
+    spec_schema = resource.fields.get("spec") or {}
+    properties = spec_schema.get("properties")
+    if (
+        not properties
+        or spec_schema.get("additionalProperties")
+        or spec_schema.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        return None
+    required = set(spec_schema.get("required") or ())
+    return frozenset(name for name in properties if name not in required)
+
+
 def user_actions(
     resources: Sequence[CustomResource],
     *,
@@ -487,6 +524,9 @@ def user_actions(
     for resource in resources:
         spec = next((specs[alias] for alias in resource.names if alias in specs), None)
         ref = resource.qualified
+        # Shrinking stays inside the strategies: a user's specs are kept whole; the schema's lose optional fields only.
+        optional: Removable = frozenset() if spec is not None else _optional_spec_fields(resource)
+        patchable: Removable = frozenset() if spec is not None else None
         absent = [name for name in names if present is None or (ref, name) not in present]
         there = [name for name in names if present is None or (ref, name) in present]
         if absent:
@@ -494,11 +534,11 @@ def user_actions(
             if spec is None:  # now and then, a misoperation instead (its own choice: it shrinks away first)
                 misused = objects(resource, names=absent, namespace=namespace, misuse=True)
                 creates = st.one_of(creates, creates, creates, misused)
-            created = creates.map(Create)
+            created = st.builds(Create, creates, st.just(optional))
             choices.extend([created] if present is None or there else [created, created])
         if there:
             named = st.sampled_from(there)
-            patches = st.builds(PatchSpec, st.just(ref), named, spec_patches(resource, spec))
+            patches = st.builds(PatchSpec, st.just(ref), named, spec_patches(resource, spec), st.just(patchable))
             if spec is None:  # the same for the patches
                 misusing = st.builds(PatchSpec, st.just(ref), named, spec_patches(resource, misuse=True))
                 patches = st.one_of(patches, patches, patches, misusing)
@@ -559,7 +599,8 @@ def perturbations(
             )
         )
     if "crashes" in kinds:
-        choices.append(st.builds(CrashAfterWrites, st.integers(1, 12)))
+        # Half the time within the first few writes: most bugs of a crash are right after a handler's first write.
+        choices.append(st.builds(CrashAfterWrites, st.one_of(st.integers(1, 3), st.integers(4, 12))))
         choices.append(st.just(CrashRestart()))
     if "redeliver" in kinds:
         choices.append(st.just(Redeliver()))
@@ -585,7 +626,8 @@ def reverted_changes(
     others = resource.field_patches(misuse=True)
     if others is not None and spec is None:
         patches = st.one_of(patches, patches, others)
-    return st.builds(PatchAndRevert, st.just(resource.qualified), st.sampled_from(list(names)), patches)
+    kept: Removable = frozenset() if spec is not None else None  # a user's specs are kept whole in shrinking
+    return st.builds(PatchAndRevert, st.just(resource.qualified), st.sampled_from(list(names)), patches, st.just(kept))
 
 
 def actions(

@@ -10,8 +10,8 @@ read by the framework only at startup or at the beginning of an activity.
 
 import concurrent.futures
 import dataclasses
-import functools
 import logging
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, ClassVar
 
@@ -51,12 +51,18 @@ class _StrictSection:
         super().__setattr__(name, value)
 
     @classmethod
-    @functools.cache
     def _valid_names(cls) -> frozenset[str]:
         """The fields, the settable properties, and what the subclasses declare (e.g. in the test tools).
 
-        Once per class (its declarations do not change): every setting's assignment asks for them.
+        Once per class: every setting set (every fresh ``OperatorSettings`` sets them all) asks for them.
         """
+        names = _VALID_NAMES.get(cls)
+        if names is None:
+            names = _VALID_NAMES[cls] = cls._collect_valid_names()
+        return names
+
+    @classmethod
+    def _collect_valid_names(cls) -> frozenset[str]:
         fields = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
         properties = {
             name
@@ -71,6 +77,9 @@ class _StrictSection:
             if name not in ("_section",)
         }
         return frozenset(fields | properties | declared)
+
+
+_VALID_NAMES: weakref.WeakKeyDictionary[type, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 class SelectorMapping(dict[str, str]):

@@ -41,7 +41,11 @@ async def update_fn(name, namespace, spec, body, **_):
 
 
 @kopf.on.field("gadgets", field="spec.size")
-def size_fn(new, patch, **_):
+async def size_fn(name, namespace, spec, body, new, patch, **_):
+    # The child too: a crash between the creation's handlers and a change of the size before the restart leave
+    # only this handler to see the new size (the creation's finished handlers are not called again, and the
+    # change is no update: the creation finishes with it). The crash-restart plans found that window.
+    await ensure_child(name, namespace, spec, body)
     patch.status["size"] = new or 0
 
 
