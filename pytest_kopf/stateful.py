@@ -623,7 +623,7 @@ class OperatorMachine(RuleBasedStateMachine):
         self.steps: list[Action] = []
         self.failed = False
         self.diverged: str | None = None  # the end states are not comparable: a user's action went otherwise
-        self.outcomes: list[str | None] = []  # of the users' actions in the baseline (to compare planned runs with)
+        self.outcomes: list[Outcome] = []  # of the users' actions in the baseline (to compare planned runs with)
         self._expected: list[dict[str, Any]] | None = None
         self._expected_known = False
         # Two operators at once (the world & the baseline) would leave the kopf logger's level changed: restored.
@@ -1017,7 +1017,7 @@ class OperatorMachine(RuleBasedStateMachine):
             world.close()
             figures.wall_seconds += time.perf_counter() - started
 
-    def _planned_step(self, world: World, step: Action) -> str | None:
+    def _planned_step(self, world: World, step: Action) -> Outcome:
         world.trace.step(step.code(), restarts=step.restarts)
         outcome = self._apply_in(world, step)
         return outcome if step.user else "fault"
