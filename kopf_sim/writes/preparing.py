@@ -621,6 +621,7 @@ def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> No
             spec["clusterIP"] = spec.get("clusterIP") or _cluster_ip(cluster)
             spec["clusterIPs"] = spec.get("clusterIPs") or [spec["clusterIP"]]
             _single_stack(spec)
+        _node_ports(cluster, spec, {})
 
 
 def _label_namespace_name(obj: JsonDict) -> None:
@@ -649,6 +650,7 @@ def _keep_initial_state(cluster: StoreView, rtype: ResourceType, old: JsonDict, 
         _label_namespace_name(new)
     elif rtype.storage_key == ("", "services"):
         _keep_cluster_ips(cluster, old.get("spec") or {}, new.setdefault("spec", {}))
+        _node_ports(cluster, new["spec"], old.get("spec") or {})
 
 
 def _keep_cluster_ips(cluster: StoreView, old: JsonDict, spec: JsonDict) -> None:
@@ -673,6 +675,51 @@ def _keep_cluster_ips(cluster: StoreView, old: JsonDict, spec: JsonDict) -> None
     for field in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
         if not spec.get(field) and old.get(field):
             spec[field] = clone(old[field])
+
+
+#: The node ports' range of the apiserver (``--service-node-port-range``'s default).
+NODE_PORTS = range(30000, 32768)
+
+
+def _node_ports(cluster: StoreView, spec: JsonDict, old: JsonDict) -> None:
+    """A node port for each port of a NodePort (or LoadBalancer) service that has none: the port's old one if the
+    service had it, else a free one from a place drawn from the uid generator (as the apiserver allocates them at
+    random: the same for the same seed, another one for another seed)."""
+    kind = spec.get("type", "ClusterIP")
+    if kind not in ("NodePort", "LoadBalancer") or spec.get("allocateLoadBalancerNodePorts") is False:
+        return
+    ports = [port for port in spec.get("ports") or () if isinstance(port, dict)]
+    if all(port.get("nodePort") for port in ports):
+        return
+    previous = {
+        _port_key(port): port["nodePort"]
+        for port in old.get("ports") or ()
+        if isinstance(port, dict) and port.get("nodePort")
+    }
+    taken = {
+        port.get("nodePort")
+        for service in cluster.objects(("", "services"))
+        for port in (service.get("spec") or {}).get("ports") or ()
+        if isinstance(port, dict)
+    } | {port.get("nodePort") for port in ports}
+    for port in ports:
+        if port.get("nodePort"):
+            continue
+        kept = previous.get(_port_key(port))
+        if kept is not None:
+            port["nodePort"] = kept
+            continue
+        start = int(cluster.uids().replace("-", ""), 16) % len(NODE_PORTS)
+        free = (NODE_PORTS[(start + step) % len(NODE_PORTS)] for step in range(len(NODE_PORTS)))
+        chosen = next((candidate for candidate in free if candidate not in taken), None)
+        if chosen is None:
+            raise errors.ApiError(500, "InternalError", "failed to allocate a nodePort: range is full")
+        port["nodePort"] = chosen
+        taken.add(chosen)
+
+
+def _port_key(port: JsonDict) -> tuple[Any, Any]:
+    return (port.get("port"), port.get("protocol", "TCP"))
 
 
 def _single_stack(spec: JsonDict) -> None:

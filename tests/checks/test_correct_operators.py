@@ -3,8 +3,8 @@
 Each of them was reported as broken before the checks learned their noise (see ``docs/checks.md``): random
 credentials in a Secret, a UUID in the status, ``lastReconciled`` stamped by a timer (two objects 30 s apart),
 conditions with ``lastTransitionTime``/``observedGeneration``, a Deployment (its ReplicaSets and Pods stamped by
-the simulator's controllers), a Service (its cluster IP allocated), a sync delete handler that takes 30 s (while
-a graceful restart happens), and a timer retried after kopf's default 60 s.
+the simulator's controllers), a NodePort Service (its cluster IP and node port allocated), a sync delete handler
+that takes 30 s (while a graceful restart happens), and a timer retried after kopf's default 60 s.
 
 The suite runs them with every check in one machine and a few examples each; ``KOPF_CHECKS_DEFAULT_BUDGET=1``
 runs them with the docs' default budget instead: every check in a machine of its own, 100 examples of up to
