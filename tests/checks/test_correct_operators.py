@@ -45,5 +45,8 @@ BUDGET: dict[str, Any] = (
 @pytest.mark.parametrize("name", CORRECT)
 def test_a_correct_operator_passes_every_check_unmasked(name: str) -> None:
     report = check_operator(paths=[GALLERY / f"{name}.py"], manifests=[CRD], resources=[RESOURCE], **BUDGET)
+    print(f"{name}: {report}")  # what was run and learned, for -rP
+    for check, figures in report.per_check.items():
+        print(f"  {check}: {figures}; noise: {', '.join(report.noise.get(check, [])) or 'none'}")
     assert sorted(report.checks) == sorted(CHECKS)
     assert report.examples >= BUDGET.get("max_examples", 100)

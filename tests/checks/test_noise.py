@@ -4,12 +4,14 @@ timestamps refreshed while settling, what kopf has scheduled, and sync handlers 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import random
 import secrets
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -250,20 +252,27 @@ def test_settling_waits_for_a_timers_retry_beyond_the_quiet_period() -> None:
 # -- stopping while a sync handler runs ----------------------------------------------------------------
 
 
-def test_a_graceful_stop_waits_for_a_sync_handler_still_running_instead_of_reporting_a_leak() -> None:
+@contextlib.contextmanager
+def slow_deletion_underway() -> Iterator[World]:
+    """A world whose operator's sync delete handler sleeps its 30 s in a thread (10 s of them are over)."""
     world = World(OperatorSpec(paths=(str(GALLERY / "slow_delete_ok.py"),), manifests=(CRD,)))
     try:
         world.run(world.cluster.create(gadget("obj-0")))
         world.run(world.settle())
         world.run(world.cluster.delete(RESOURCE, "obj-0"))
-        world.run(world.cluster.sim.advance(10))  # the delete handler sleeps its 30 s in a thread
+        world.run(world.cluster.sim.advance(10))
+        yield world
+        assert world.run(world.settle())
+        assert world.run(world.cluster.list(RESOURCE)) == []  # a fresh operator has handled the deletion
+    finally:
+        world.close()
+
+
+def test_a_graceful_stop_waits_for_a_sync_handler_still_running_instead_of_reporting_a_leak() -> None:
+    with slow_deletion_underway() as world:
         stopping = world.loop.time()
         world.run(world.operator.restart())  # no KopfLeakError: the thread ends at 30 s, the stop waits for it
         assert world.loop.time() - stopping == pytest.approx(20, abs=1)
-        assert world.run(world.settle())
-        assert world.run(world.cluster.list(RESOURCE)) == []  # the fresh operator has handled the deletion
-    finally:
-        world.close()
 
 
 async def _crash(world: World) -> None:
@@ -271,20 +280,11 @@ async def _crash(world: World) -> None:
 
 
 def test_a_crash_abandons_a_sync_handler_still_running_as_a_killed_process_would() -> None:
-    world = World(OperatorSpec(paths=(str(GALLERY / "slow_delete_ok.py"),), manifests=(CRD,)))
-    try:
-        world.run(world.cluster.create(gadget("obj-0")))
-        world.run(world.settle())
-        world.run(world.cluster.delete(RESOURCE, "obj-0"))
-        world.run(world.cluster.sim.advance(10))  # the delete handler sleeps its 30 s in a thread
+    with slow_deletion_underway() as world:
         world.run(_crash(world))  # its thread wakes up now and goes no further
         world.run(world.operator.restart())
-        assert world.run(world.settle())
-        assert world.run(world.cluster.list(RESOURCE)) == []
-        released = [record.created for record in world.trace.records if "Released obj-0." in record.getMessage()]
-        assert len(released) == 1  # by the fresh operator's handler only
-    finally:
-        world.close()
+    released = [record for record in world.trace.records if "Released obj-0." in record.getMessage()]
+    assert len(released) == 1  # by the fresh operator's handler only
 
 
 # -- in the checks -------------------------------------------------------------------------------------
