@@ -411,10 +411,18 @@ def _run_command(
 
 
 def preload(*, paths: Iterable[str], modules: Iterable[str]) -> None:
-    """Import the operator's code: the files by their paths, the modules by their names (as ``python -m``)."""
+    """
+    Import the operator's code: the files by their paths, the modules by their names (as ``python -m``).
+
+    A file's directory goes first on the import path before the file runs, as ``python path/to/file.py``
+    does, so that the file imports its sibling modules (``from helpers import x``) wherever it is run from.
+    """
     for idx, path in enumerate(paths):
         if not os.path.isfile(path):
             raise click.BadParameter(f"No such file: {path}", param_hint="PATHS")
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
         name = f"__kopf_script_{idx}__{os.path.splitext(os.path.basename(path))[0]}"
         spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
         if spec is None or spec.loader is None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kopf_sim.kube.objects import JsonDict, meta
+from kopf_sim.kube.quantities import parse_quantity
 from kopf_sim.store.watching import Change
 
-from .quantities import parse_quantity
 from .runtime import PODS, PVCS, PVS, Controller, Key, create_bootstrap, key_of
 
 STORAGE_CLASSES = ("storage.k8s.io", "storageclasses")
@@ -301,7 +301,7 @@ class VolumeController(Controller):
                 await self._set_finalizers(volume, [f for f in finalizers if f != PV_PROTECTION])
             return
         if not ref:
-            if not (volume.get("status") or {}).get("phase"):
+            if (volume.get("status") or {}).get("phase") in (None, "", "Pending"):  # new (Pending by default)
                 await self.update_status(volume, {"phase": "Available"})
             return
         if claim_alive:

@@ -668,6 +668,7 @@ def openapi_kind(rtype: ResourceType) -> openapi.ServedKind:
         schema=rtype.schema,
         list_strategies=strategies,
         subresources=tuple(sorted(rtype.subresources)),
+        returns_deleted_object=rtype.returns_deleted_object,
     )
 
 

@@ -45,6 +45,7 @@ class ServedKind:
     list_strategies: Mapping[tuple[str, ...], tuple[str | None, str]] = field(default_factory=dict)
     subresources: tuple[str, ...] = ()
     description: str = ""
+    returns_deleted_object: bool = False  # a DELETE answers with the object (else with a Status)
 
     @property
     def builtin(self) -> bool:
@@ -505,7 +506,7 @@ def _kind_paths(kind: ServedKind, name: str) -> dict[str, Any]:
             f"delete a {k}",
             params=_DELETE_PARAMS,
             body=_content(f"{META}.DeleteOptions", ("*/*",)),
-            responses=_responses(status, "200", "202"),
+            responses=_responses(name if kind.returns_deleted_object else status, "200", "202"),
         ),
         "patch": _operation(
             kind,

@@ -50,6 +50,25 @@ _EVENTS_V1_FIELDS = frozenset(
         "type",
     }
 )
+#: The kinds whose storage in the apiserver has ``ReturnDeletedObject`` set: a DELETE that removes one answers
+#: with the object as it was (the official client's ``delete_namespaced_service`` returns a ``V1Service``);
+#: the others answer with a ``Status``. An object held by finalizers or a grace period is answered either way.
+RETURNING_DELETED_OBJECTS = frozenset(
+    {
+        ("", "pods"),
+        ("", "podtemplates"),
+        ("", "resourcequotas"),
+        ("", "services"),
+        ("", "serviceaccounts"),
+        ("", "persistentvolumes"),
+        ("", "persistentvolumeclaims"),
+        ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("storage.k8s.io", "volumeattributesclasses"),
+    }
+)
 _AGE = PrinterColumn("Age", "date", ".metadata.creationTimestamp")
 
 
@@ -82,6 +101,7 @@ def _t(
     scale: ScalePaths | None = None,
     verbs: tuple[str, ...] = ALL_VERBS,
 ) -> ResourceType:
+    """A built-in type; a DELETE of the kinds in :data:`RETURNING_DELETED_OBJECTS` answers with the object."""
     return ResourceType(
         group=group,
         version=version,
@@ -98,6 +118,7 @@ def _t(
         scale=scale,
         storage_version=version,
         verbs=verbs,
+        returns_deleted_object=(group, plural) in RETURNING_DELETED_OBJECTS,
     )
 
 

@@ -62,6 +62,7 @@ class ResourceType:
     storage_version: str = ""  # the version whose apiVersion stored objects carry
     preferred: bool = True
     deprecation_warning: str = ""  # sent with every response of a deprecated (CRD) version
+    returns_deleted_object: bool = False  # a DELETE that removes the object answers with it, not with a Status
 
     def __hash__(self) -> int:
         """The hash of all fields (as the dataclass's own), computed once: types are cache keys of discovery."""

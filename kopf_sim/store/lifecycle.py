@@ -82,6 +82,9 @@ def _check_preconditions(rtype: ResourceType, obj: JsonDict, options: Mapping[st
 
 
 def _success(rtype: ResourceType, obj: JsonDict) -> JsonDict:
+    """The answer to a DELETE that removed the object: a ``Status``, or the object for some kinds."""
+    if rtype.returns_deleted_object:
+        return obj
     details: JsonDict = {"name": meta(obj)["name"]}
     if rtype.group:
         details["group"] = rtype.group
@@ -120,7 +123,7 @@ def delete(
         if dry_run:
             return _success(rtype, obj) if as_status else obj
         removed = cluster.remove(rtype.storage_key, obj)
-        return _success(rtype, removed) if as_status else removed
+        return _success(rtype, obj) if as_status else removed  # answered as it was stored, not as deleted
     new: JsonDict = clone(obj)
     new_meta = new["metadata"]
     new_meta["deletionTimestamp"] = graceful.deletion_timestamp(cluster.clock(), grace) if grace else cluster.now()

@@ -13,9 +13,9 @@ from typing import Any
 
 from kopf_sim.kube.objects import JsonDict
 from kopf_sim.kube.resources import ResourceType, StorageKey
-from kopf_sim.writes.podspecs import default_pod_spec
+from kopf_sim.writes.podspecs import default_pod_requests, default_pod_spec
 
-__all__ = ["apply_defaults"]
+__all__ = ["apply_defaults", "fill_status"]
 
 
 def _spec(obj: JsonDict) -> JsonDict | None:
@@ -108,6 +108,7 @@ _DEFAULTERS = {
     ("batch", "jobs"): _job,
     ("batch", "cronjobs"): _cron_job,
     ("", "services"): _service,
+    ("", "pods"): default_pod_requests,
 }
 
 # Where each kind keeps a pod spec, from the object's root.
@@ -131,10 +132,48 @@ def _at(obj: JsonDict, path: tuple[str, ...]) -> Any:
     return value
 
 
+#: What a built-in's status always has: the fields that Go writes even when they are zero (no ``omitempty``),
+#: and the defaulted phases. Clients' models require some of them, e.g. the official client's
+#: ``V1StatefulSetStatus.replicas``; the status itself is a struct, written even when empty.
+_STATUS_FIELDS: dict[StorageKey, JsonDict] = {
+    ("", "namespaces"): {"phase": "Active"},
+    ("", "pods"): {},
+    ("", "services"): {"loadBalancer": {}},
+    ("", "persistentvolumeclaims"): {"phase": "Pending"},
+    ("", "persistentvolumes"): {"phase": "Pending"},
+    ("", "replicationcontrollers"): {"replicas": 0},
+    ("apps", "deployments"): {},
+    ("apps", "replicasets"): {"replicas": 0},
+    ("apps", "statefulsets"): {"replicas": 0, "availableReplicas": 0},
+    ("apps", "daemonsets"): {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    },
+    ("batch", "jobs"): {},
+    ("batch", "cronjobs"): {},
+}
+
+
+def fill_status(rtype: ResourceType, obj: JsonDict) -> None:
+    """Give a built-in's status the fields it always has (zeros, default phases), in place; nulls are zeros too."""
+    fields = _STATUS_FIELDS.get(rtype.storage_key) if not rtype.custom else None
+    if fields is None:
+        return
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        status = obj["status"] = {}
+    for field, zero in fields.items():
+        if status.get(field) is None:
+            status[field] = zero.copy() if isinstance(zero, dict) else zero
+
+
 def apply_defaults(rtype: ResourceType, obj: JsonDict) -> None:
-    """Fill in the defaults of a built-in's spec and its pod template, in place (the caller's own copy)."""
+    """Fill in the defaults of a built-in's spec, its pod template and its status, in place (the caller's copy)."""
     if rtype.custom:
         return
+    fill_status(rtype, obj)
     defaulter = _DEFAULTERS.get(rtype.storage_key)
     spec = _spec(obj)
     if defaulter is not None and spec is not None:

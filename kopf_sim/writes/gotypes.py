@@ -9,7 +9,9 @@ as Go reports the first one it meets.
 
 Go's rules, as followed here: ``null`` is fine anywhere (it leaves the zero value); numbers into
 integer fields must be whole and fit the size (else the message names the number); map keys and
-list indices are not part of the field path; the struct named is the innermost one.
+list indices are not part of the field path; the struct named is the innermost one. Decoding also
+changes what Go writes back differently: nulls among the items of lists and maps, and quantities
+(written back in their canonical form, see :mod:`kopf_sim.kube.quantities`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from kopf_sim.kube.quantities import FORMAT_WRONG, QuantityError, canonical_quantity
+
 _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-QUANTITY_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _RFC3339 = "2006-01-02T15:04:05Z07:00"
 
 
@@ -77,6 +79,7 @@ class Special(GoType):
 
     go_name: str
     check: Callable[[Any], Failure | None]
+    written_back: Callable[[Any], Any] | None = None  # what Go writes for a valid value, if not the same
 
     def failure(self, value: Any) -> Failure | None:
         return self.check(value)
@@ -146,8 +149,11 @@ class Recursive(GoType):
 def first_error(value: Any, go_type: GoType, *, fill_nulls: bool = False) -> str | None:
     """Go's message for the first value that does not decode, or None if all of it decodes.
 
-    With ``fill_nulls``, the nulls among the items of lists and maps become the items' zero values
-    (in place: the value must be a private copy), as Go decodes them: ``[null]`` of structs is ``[{}]``.
+    With ``fill_nulls``, the value becomes what Go writes back after decoding it (in place: the value
+    must be a private copy): the nulls among the items of lists and maps become the items' zero values
+    (``[null]`` of structs is ``[{}]``, a null quantity ``"0"``), the null fields of structs are dropped
+    (Go omits the zero values of optional fields, and the defaults fill some in again), and quantities
+    get their canonical text.
     Every write goes through here, so the types are compiled into checkers once (see :func:`_checker`).
     """
     if value is None:
@@ -205,13 +211,18 @@ def _compile(kind: GoType, fill_nulls: bool) -> _Checker:
 def _compile_struct(kind: Struct, fill_nulls: bool) -> _Checker:
     strings = frozenset(name for name, field in kind.fields.items() if field is STRING)
     others = {name: field for name, field in kind.fields.items() if field is not STRING}
+    rewritten = {name: write_back for name, field in others.items() if (write_back := _write_back(field, fill_nulls))}
     checkers: dict[str, _Checker] = {}
 
     def check_struct(value: Any) -> _Fault | None:
         if not isinstance(value, dict):
             return _Fault(Failure(json_kind(value), kind.go_name))
+        nulls = False
         for name, item in value.items():
-            if item is None or (name in strings and type(item) is str):
+            if item is None:
+                nulls = True
+                continue
+            if name in strings and type(item) is str:
                 continue
             if name in strings:
                 fault: _Fault | None = _Fault(Failure(json_kind(item), "string"))
@@ -227,9 +238,20 @@ def _compile_struct(kind: Struct, fill_nulls: bool) -> _Checker:
                 if fault.struct is None:
                     fault.struct = kind.name
                 return fault
+        if nulls and fill_nulls:  # a null field is left at its zero value, which Go omits (or defaults later)
+            for name in [name for name, item in value.items() if item is None and name in kind.fields]:
+                del value[name]
+        for name, write_back in rewritten.items():
+            if value.get(name) is not None:
+                value[name] = write_back(value[name])
         return None
 
     return check_struct
+
+
+def _write_back(kind: GoType, fill_nulls: bool) -> Callable[[Any], Any] | None:
+    """How decoding (with ``fill_nulls``) changes the valid values of the type (e.g. quantities), if it does."""
+    return kind.written_back if fill_nulls and isinstance(kind, Special) else None
 
 
 def _compile_collection(kind: ListOf | MapOf, fill_nulls: bool) -> _Checker:
@@ -238,6 +260,7 @@ def _compile_collection(kind: ListOf | MapOf, fill_nulls: bool) -> _Checker:
     only_strings = item_type is STRING
     zero = zero_value(item_type)
     mutable_zero = isinstance(zero, dict | list)
+    write_back = _write_back(item_type, fill_nulls)
 
     def check_collection(given: Any) -> _Fault | None:
         if not isinstance(given, list if is_list else dict):
@@ -257,6 +280,12 @@ def _compile_collection(kind: ListOf | MapOf, fill_nulls: bool) -> _Checker:
         for item in items:
             if item is not None and (fault := checker(item)) is not None:
                 return fault
+        if write_back is not None:
+            if is_list:
+                value[:] = [write_back(item) for item in value]
+            else:
+                for key, item in value.items():
+                    value[key] = write_back(item)
         return None
 
     return check_collection
@@ -276,7 +305,9 @@ def zero_value(kind: GoType) -> Any:
         return 0.0
     if (isinstance(kind, Scalar) and kind.accepts is _is_string) or kind is BYTES:
         return ""
-    return None  # times, quantities, raw JSON: null stays null
+    if kind is QUANTITY:
+        return canonical_quantity(None)  # Go's zero quantity is written as "0"
+    return None  # times, raw JSON: null stays null
 
 
 def _message(failure: Failure, struct: str | None, path: tuple[str, ...]) -> str:
@@ -403,11 +434,13 @@ def time_problem(text: str) -> str | None:
 
 
 def _quantity(value: Any) -> Failure | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return None
-    if isinstance(value, str) and _QUANTITY.match(value.strip()) and value.strip():
-        return None
-    return Failure("", "", QUANTITY_MESSAGE)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return Failure("", "", FORMAT_WRONG)
+    try:
+        canonical_quantity(value)
+    except QuantityError as exc:
+        return Failure("", "", str(exc))
+    return None
 
 
 def _int_or_string(value: Any) -> Failure | None:
@@ -419,6 +452,6 @@ def _int_or_string(value: Any) -> Failure | None:
 BYTES = Special("[]uint8", _bytes)
 TIME = Special("v1.Time", _time(_RFC3339))
 MICRO_TIME = Special("v1.MicroTime", _time("2006-01-02T15:04:05.000000Z07:00"))
-QUANTITY = Special("resource.Quantity", _quantity)
+QUANTITY = Special("resource.Quantity", _quantity, written_back=canonical_quantity)
 INT_OR_STRING = Special("int32", _int_or_string)
 RAW = Special("runtime.RawExtension", lambda value: None)

@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from kopf_sim.kube.objects import JsonDict
+from kopf_sim.kube.quantities import parse_quantity
 
-__all__ = ["admit_pod", "default_pod_spec", "image_pull_policy"]
+__all__ = ["admit_pod", "default_pod_requests", "default_pod_spec", "image_pull_policy", "qos_class"]
 
 _CONTAINER_GROUPS = ("initContainers", "containers", "ephemeralContainers")
 _PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
@@ -140,3 +141,44 @@ def _tolerates_no_execute(toleration: JsonDict, taint: str) -> bool:
         return False
     key = toleration.get("key") or ""
     return key == taint or (not key and toleration.get("operator") == "Exists")
+
+
+def default_pod_requests(spec: Any) -> None:
+    """A pod's containers request what they limit, unless they say otherwise (pods only, not templates)."""
+    if not isinstance(spec, dict):
+        return
+    for group in ("initContainers", "containers"):
+        for container in _maps(spec.get(group)):
+            resources = _map(container.get("resources"))
+            limits = _map(resources.get("limits")) if resources is not None else None
+            if resources is not None and limits:
+                requests = resources.setdefault("requests", {})
+                if isinstance(requests, dict):
+                    for name, value in limits.items():
+                        requests.setdefault(name, value)
+
+
+_QOS_RESOURCES = ("cpu", "memory")
+
+
+def qos_class(spec: Any) -> str:
+    """A new pod's quality of service: Guaranteed, Burstable or BestEffort, by its cpu & memory (non-zero)."""
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    limited_everywhere = True
+    containers = [*_maps((spec or {}).get("initContainers")), *_maps((spec or {}).get("containers"))]
+    for container in containers:
+        resources = _map(container.get("resources")) or {}
+        for given, total in ((resources.get("requests"), requests), (resources.get("limits"), limits)):
+            for name in _QOS_RESOURCES:
+                amount = parse_quantity((_map(given) or {}).get(name)) or 0
+                if amount > 0:
+                    total[name] = total.get(name, 0) + amount
+        container_limits = _map(resources.get("limits")) or {}
+        if not all((parse_quantity(container_limits.get(name)) or 0) > 0 for name in _QOS_RESOURCES):
+            limited_everywhere = False
+    if not requests and not limits:
+        return "BestEffort"
+    if limited_everywhere and requests == limits:
+        return "Guaranteed"
+    return "Burstable"

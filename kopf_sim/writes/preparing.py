@@ -596,7 +596,7 @@ def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> No
         _label_namespace_name(obj)
     elif key == ("", "pods"):
         podspecs.admit_pod(obj.get("spec"))
-        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        obj["status"] = {"phase": "Pending", "qosClass": podspecs.qos_class(obj.get("spec"))}
     elif key in {
         ("apps", "deployments"),
         ("apps", "replicasets"),
@@ -622,6 +622,7 @@ def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> No
             spec["clusterIPs"] = spec.get("clusterIPs") or [spec["clusterIP"]]
             _single_stack(spec)
         _node_ports(cluster, spec, {})
+    defaulting.fill_status(rtype, obj)  # the statuses reset above have their zero fields again
 
 
 def _label_namespace_name(obj: JsonDict) -> None:

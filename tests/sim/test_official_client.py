@@ -2,7 +2,9 @@
 
 The client is synchronous (urllib3), so the simulator is served by :class:`ServedApp` in an event loop
 of its own, in a background thread; the tests call the client from the main thread. Whatever the tests
-do to the cluster directly (e.g. compacting the history) runs in that loop's thread too.
+do to the cluster directly (e.g. compacting the history) runs in that loop's thread too. At the end, every
+verb of every kind that the workload controllers touch goes through the client's typed models, with the
+built-in controllers running in that loop and without them, then the shapes fixed for the client one by one.
 """
 
 from __future__ import annotations
@@ -15,38 +17,52 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
 import kubernetes
+import pykube
 import pytest
 from kubernetes.client import ApiException
 
+from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.http.app import build_app
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.transports.serving import ServedApp
+from tests.official_shapes import ShapeAudit, write_with_nulls
 
 TOKEN = "official-client-t0ken"
 T = TypeVar("T")
 
 
 class ServerThread:
-    """A simulated cluster served on 127.0.0.1 from an event loop in a background thread."""
+    """A simulated cluster served on 127.0.0.1 from an event loop in a background thread.
 
-    def __init__(self, *, tls: bool = True, token: str | None = TOKEN) -> None:
+    With ``controllers``, the built-in controllers run in that loop too (in real time).
+    """
+
+    def __init__(
+        self, *, tls: bool = True, token: str | None = TOKEN, controllers: ControllerSettings | None = None
+    ) -> None:
         self.cluster = Cluster()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="kopf-sim-served", daemon=True)
         self.served = ServedApp(build_app(self.cluster), host="127.0.0.1", tls=tls, token=token)
+        self.controllers = None if controllers is None else ControllerManager(self.cluster, controllers)
 
     def start(self) -> None:
         self.thread.start()
         asyncio.run_coroutine_threadsafe(self.served.start(), self.loop).result(timeout=30)
+        if self.controllers is not None:
+            self.call(self.controllers.start)
 
     def stop(self) -> None:
         try:
+            if self.controllers is not None:
+                asyncio.run_coroutine_threadsafe(self.controllers.stop(), self.loop).result(timeout=30)
             asyncio.run_coroutine_threadsafe(self.served.stop(), self.loop).result(timeout=30)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
@@ -68,8 +84,9 @@ class ServerThread:
 
 
 @pytest.fixture
-def server() -> Iterator[ServerThread]:
-    thread = ServerThread()
+def server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
+    """The served cluster; with the controllers' settings as the fixture's parameter, with them running."""
+    thread = ServerThread(controllers=getattr(request, "param", None))
     thread.start()
     try:
         yield thread
@@ -89,6 +106,7 @@ def api_client(kubeconfig_path: Path) -> Iterator[kubernetes.client.ApiClient]:
     """A client configured the usual way: from the kubeconfig written by the simulator."""
     configuration = kubernetes.client.Configuration()
     kubernetes.config.load_kube_config(config_file=str(kubeconfig_path), client_configuration=configuration)
+    assert configuration.client_side_validation  # the default: the models check what they are given
     with kubernetes.client.ApiClient(configuration) as client:
         yield client
 
@@ -665,3 +683,131 @@ def test_kopf_sim_serve_in_a_subprocess(tmp_path: Path) -> None:
     assert stdout.rstrip().endswith("Stopped.")
     changes = [json.loads(line) for line in record.read_text().splitlines()]
     assert (changes[-1]["type"], changes[-1]["object"]["metadata"]["name"]) == ("ADDED", "from-cli")
+
+
+# -- Every verb's answer through the typed models (see tests/official_shapes.py) --------------------------
+
+
+#: Real time: the simulated machines start, run and stop pods at once.
+INSTANT = ControllerSettings(pod_start_delay=0, pod_ready_delay=0, pod_run_time=0, pod_stop_delay=0)
+
+
+def settled(client: kubernetes.client.ApiClient, timeout: float = 30) -> None:
+    """Wait (in real time) until the controllers have run the workloads: every kind has a ready pod."""
+    apps, batch = kubernetes.client.AppsV1Api(client), kubernetes.client.BatchV1Api(client)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready = (
+            all(d.status.available_replicas == 2 for d in apps.list_namespaced_deployment("default").items)
+            and all(s.status.ready_replicas == 1 for s in apps.list_namespaced_stateful_set("default").items)
+            and all(d.status.number_ready == 3 for d in apps.list_namespaced_daemon_set("default").items)
+            and all(j.status.succeeded == 1 for j in batch.list_namespaced_job("default").items)
+        )
+        if ready:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"The workloads have not settled in {timeout} s.")
+
+
+@pytest.mark.parametrize("server", [INSTANT], indirect=True, ids=["controllers"])
+def test_every_verb_with_the_controllers(
+    server: ServerThread, api_client: kubernetes.client.ApiClient, kubeconfig_path: Path
+) -> None:
+    audit = ShapeAudit(api_client)
+    audit.begin("a", str(kubeconfig_path))
+    settled(api_client)
+    counts = audit.finish("a")
+    assert audit.problems == []
+    assert audit.calls > 300
+    assert counts["pods"] >= 5 * 2 + 5 + 5 * 3 + 5  # deployments, statefulsets, daemonsets, jobs
+    assert counts["replicasets"] == 10  # 5 made by the deployments
+    assert counts["controllerrevisions"] == 5 + 6  # of the statefulsets and daemonsets (one with nulls)
+    assert counts["endpointslices"] == 5 and counts["persistentvolumes"] == 10
+
+
+def test_every_verb_without_the_controllers(
+    server: ServerThread, api_client: kubernetes.client.ApiClient, kubeconfig_path: Path
+) -> None:
+    audit = ShapeAudit(api_client)
+    audit.begin("a", str(kubeconfig_path))
+    counts = audit.finish("a")
+    assert audit.problems == []
+    assert audit.calls > 300
+    assert counts["pods"] == 5 + 1 and counts["controllerrevisions"] == 0
+
+
+def test_a_deleted_service_is_answered_with_the_service(
+    server: ServerThread, api_client: kubernetes.client.ApiClient
+) -> None:
+    core = kubernetes.client.CoreV1Api(api_client)
+    created = core.create_namespaced_service("default", ShapeAudit(api_client).body("services", "web"))
+    deleted = core.delete_namespaced_service("web", "default")
+    assert isinstance(deleted, kubernetes.client.V1Service)
+    assert deleted.metadata.uid == created.metadata.uid
+    assert deleted.metadata.resource_version == created.metadata.resource_version  # as it was stored
+    assert deleted.spec.cluster_ip == created.spec.cluster_ip
+    claim = core.create_namespaced_persistent_volume_claim(
+        "default", ShapeAudit(api_client).body("persistentvolumeclaims", "c")
+    )
+    assert isinstance(
+        core.delete_namespaced_persistent_volume_claim("c", "default"), kubernetes.client.V1PersistentVolumeClaim
+    )
+    assert claim.status.phase == "Pending"
+    config_map = core.create_namespaced_config_map("default", {"metadata": {"name": "cm"}})
+    status = core.delete_namespaced_config_map("cm", "default")  # the other kinds answer with a Status
+    assert status["kind"] == "Status" and status["details"]["uid"] == config_map.metadata.uid
+
+
+def test_the_statuses_have_the_fields_that_go_always_writes(
+    server: ServerThread, api_client: kubernetes.client.ApiClient
+) -> None:
+    audit = ShapeAudit(api_client)
+    apps = kubernetes.client.AppsV1Api(api_client)
+    statefulset = apps.create_namespaced_stateful_set("default", audit.body("statefulsets", "db"))
+    assert (statefulset.status.replicas, statefulset.status.available_replicas) == (0, 0)
+    daemonset = apps.create_namespaced_daemon_set("default", audit.body("daemonsets", "agent"))
+    assert (daemonset.status.current_number_scheduled, daemonset.status.desired_number_scheduled) == (0, 0)
+    assert (daemonset.status.number_misscheduled, daemonset.status.number_ready) == (0, 0)
+    replicaset = apps.create_namespaced_replica_set("default", audit.body("replicasets", "rs"))
+    assert replicaset.status.replicas == 0
+    # A status written without them (or with nulls) gets them again, as Go writes its zero values.
+    raw = apps.patch_namespaced_stateful_set_status(
+        "db", "default", {"status": {"replicas": None}}, _content_type="application/merge-patch+json"
+    )
+    assert raw.status.replicas == 0
+    service = kubernetes.client.CoreV1Api(api_client).create_namespaced_service("default", audit.body("services", "s"))
+    assert service.status.load_balancer is not None
+
+
+def test_empty_quantities_of_a_rendered_template_are_zeros(
+    server: ServerThread, api_client: kubernetes.client.ApiClient, kubeconfig_path: Path
+) -> None:
+    write_with_nulls(str(kubeconfig_path), "default", "agent")
+    daemonset = kubernetes.client.AppsV1Api(api_client).read_namespaced_daemon_set("agent", "default")
+    [container] = daemonset.spec.template.spec.containers
+    assert container.resources.limits == {"cpu": "0", "memory": "128Mi"}
+    assert container.resources.requests == {"memory": "0"}
+    assert container.env is None  # a null list is no list
+    assert daemonset.metadata.labels is None and daemonset.metadata.annotations == {"a": "1"}
+    pod = kubernetes.client.CoreV1Api(api_client).read_namespaced_pod("agent", "default")
+    assert pod.spec.containers[0].resources.limits == {"cpu": "0"}
+    assert pod.spec.containers[0].resources.requests == {"cpu": "0"}  # a pod requests what it limits
+    assert pod.status.qos_class == "BestEffort"  # zero quantities do not count
+
+
+def test_quantities_are_written_back_in_their_canonical_form(
+    server: ServerThread, api_client: kubernetes.client.ApiClient, kubeconfig_path: Path
+) -> None:
+    api = pykube.HTTPClient(pykube.KubeConfig.from_file(str(kubeconfig_path)))
+    limits = {"cpu": 0.5, "memory": "1.5Gi", "ephemeral-storage": 2000, "example.com/gpu": 1}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "sized", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": limits}}]},
+    }
+    pykube.Pod(api, body).create()  # numbers as YAML gives them, which the typed client cannot send
+    pod = kubernetes.client.CoreV1Api(api_client).read_namespaced_pod("sized", "default")
+    expected = {"cpu": "500m", "memory": "1536Mi", "ephemeral-storage": "2k", "example.com/gpu": "1"}
+    assert pod.spec.containers[0].resources.limits == expected
+    assert pod.status.qos_class == "Guaranteed"

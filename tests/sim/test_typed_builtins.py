@@ -637,3 +637,27 @@ async def test_nulls_decode_as_zero_values(client: aiohttp.ClientSession, crd_cl
     created = await create(client, CONFIGMAPS, {**cm(data={"a": None}), "metadata": {"name": "cm", "labels": None}})
     assert created["data"] == {"a": ""}
     assert "labels" not in created["metadata"]
+
+
+async def test_null_fields_are_left_at_zero_values_which_go_omits_or_defaults(
+    client: aiohttp.ClientSession, crd_cluster: Cluster
+) -> None:
+    container = {"name": "c", "image": "nginx", "env": None, "ports": [{"containerPort": 80, "protocol": None}]}
+    body = deployment(replicas=None)
+    body["spec"]["template"]["spec"]["containers"] = [container]
+    created = await create(client, DEPLOYMENTS, body)
+    assert created["spec"]["replicas"] == 1  # defaulted, as a nil pointer is
+    [stored] = created["spec"]["template"]["spec"]["containers"]
+    assert "env" not in stored
+    assert stored["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+
+
+async def test_quantities_are_stored_canonical_and_null_ones_as_zeros(
+    client: aiohttp.ClientSession, crd_cluster: Cluster
+) -> None:
+    limits = {"cpu": None, "memory": "1.5Gi", "ephemeral-storage": 2000}
+    created = await create(client, PODS, pod({"name": "c", "image": "i", "resources": {"limits": limits}}))
+    resources = created["spec"]["containers"][0]["resources"]
+    assert resources["limits"] == {"cpu": "0", "memory": "1536Mi", "ephemeral-storage": "2k"}
+    assert resources["requests"] == resources["limits"]  # a pod requests what it limits (not a template)
+    assert created["status"]["qosClass"] == "Burstable"  # no cpu: not guaranteed

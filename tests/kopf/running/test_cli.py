@@ -9,6 +9,7 @@ import platform
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -215,6 +216,92 @@ def test_modules_are_imported(
     import handlers_mod_for_cli_test  # type: ignore[import-not-found]
 
     assert handlers_mod_for_cli_test.LOADED is True
+
+
+@pytest.fixture
+def import_state(
+    calls: list[dict[str, Any]], configured: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[list[str]]:
+    """The import path as it was, restored after the test; the names in the list are dropped from sys.modules.
+
+    The operator does not run (``calls``) and the logging stays as it is (``configured``).
+    """
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    imported: list[str] = []
+    yield imported
+    for name in imported:
+        sys.modules.pop(name, None)
+
+
+def operator_with_a_sibling(directory: pathlib.Path, sibling: str) -> pathlib.Path:
+    """An operator file importing a module next to it, as operators in the wild do (``from helpers import x``)."""
+    directory.mkdir(parents=True)
+    (directory / f"{sibling}.py").write_text(f"HANDLER_ID = {sibling!r}\n")
+    path = directory / "operator.py"
+    path.write_text(
+        "import kopf\n"
+        f"from {sibling} import HANDLER_ID\n\n"
+        "@kopf.on.create('kopfexamples', id=HANDLER_ID)\n"
+        "def create_fn(**_):\n"
+        "    pass\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize("sim", [False, True], ids=["cluster", "sim"])
+def test_files_import_their_sibling_modules_from_any_directory(
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    import_state: list[str],
+    sim: bool,
+) -> None:
+    import_state += ["helpers_for_cli_test_a", "helpers_for_cli_test_b"]
+    first = operator_with_a_sibling(tmp_path / "first", "helpers_for_cli_test_a")
+    second = operator_with_a_sibling(tmp_path / "second" / "nested", "helpers_for_cli_test_b")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    registry = kopf.OperatorRegistry()
+    relative = os.path.relpath(second)  # a relative path works as well as an absolute one
+    args = ["--sim", str(first), relative] if sim else [str(first), relative]
+    result = invoke("run", "-n", "default", *args, controls=cli.CLIControls(registry=registry))
+    assert result.exit_code == 0, result.output
+    assert [handler.id for handler in registry.changing] == ["helpers_for_cli_test_a", "helpers_for_cli_test_b"]
+    assert sys.path[:2] == [str(second.parent), str(first.parent)]  # each file's directory first, as python does
+
+
+def test_a_file_directory_already_on_the_path_is_not_added_twice(
+    tmp_path: pathlib.Path,
+    import_state: list[str],
+) -> None:
+    import_state.append("helpers_for_cli_test_c")
+    operator = operator_with_a_sibling(tmp_path / "op", "helpers_for_cli_test_c")
+    sys.path.insert(0, str(operator.parent))
+    assert invoke("run", str(operator), str(operator)).exit_code == 0
+    assert sys.path.count(str(operator.parent)) == 1
+
+
+def test_modules_in_packages_of_the_current_directory_are_imported(
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    import_state: list[str],
+) -> None:
+    import_state += ["pkg_for_cli_test", "pkg_for_cli_test.helpers", "pkg_for_cli_test.operator"]
+    package = tmp_path / "pkg_for_cli_test"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text("HANDLER_ID = 'from-the-package'\n")
+    (package / "operator.py").write_text(
+        "import kopf\n"
+        "from pkg_for_cli_test.helpers import HANDLER_ID\n\n"
+        "@kopf.on.create('kopfexamples', id=HANDLER_ID)\n"
+        "def create_fn(**_):\n"
+        "    pass\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    registry = kopf.OperatorRegistry()
+    result = invoke("run", "-m", "pkg_for_cli_test.operator", controls=cli.CLIControls(registry=registry))
+    assert result.exit_code == 0, result.output
+    assert [handler.id for handler in registry.changing] == ["from-the-package"]
 
 
 def test_missing_file_is_an_error(calls: list[dict[str, Any]], configured: list[dict[str, Any]]) -> None:

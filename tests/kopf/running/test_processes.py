@@ -225,6 +225,44 @@ def test_kopf_run_sim_with_handlers_that_load_the_kubeconfig(env: dict[str, str]
     assert returncode == 0
 
 
+def test_kopf_run_process_imports_the_sibling_modules_of_its_file(env: dict[str, str], tmp_path: pathlib.Path) -> None:
+    directory = tmp_path / "operator"
+    directory.mkdir()
+    (directory / "naming.py").write_text("def child_name(name):\n    return f'{name}-from-a-sibling'\n")
+    (directory / "operator.py").write_text(
+        "import kopf\n"
+        "from naming import child_name\n"
+        "\n"
+        "@kopf.on.create('kopfexamples')\n"
+        "def create_fn(name, **_):\n"
+        "    return child_name(name)\n"
+    )
+    (tmp_path / "elsewhere").mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kopf", "run", "--sim", CRD, str(directory / "operator.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=tmp_path / "elsewhere",  # neither the file's directory nor the project's
+    )
+    assert proc.stdout is not None
+    try:
+        lines = Lines(proc.stdout)
+        kubeconfig = lines.wait_for("Kubeconfig: ").split(": ", 1)[1]
+        kubectl(kubeconfig, "create", "-f", OBJECTS)
+
+        def result() -> Any:
+            obj = json.loads(kubectl(kubeconfig, "get", "kopfexample", "kopf-example-1", "-n", "default", "-o", "json"))
+            return (obj.get("status") or {}).get("create_fn")
+
+        assert poll(result) == "kopf-example-1-from-a-sibling"
+    finally:
+        returncode = stop(proc)
+    proc.stdout.close()
+    assert returncode == 0
+
+
 def test_kopf_runner_against_a_served_sim(served: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", served)
     registry = kopf.OperatorRegistry()
