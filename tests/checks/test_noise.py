@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import os
 import random
 import secrets
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 import kopf
+from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
 from pytest_kopf.checks import check_operator
 from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf.noise import (
@@ -31,6 +33,8 @@ from pytest_kopf.noise import (
     only_timestamps_changed,
 )
 from pytest_kopf.stateful import OperatorSpec, World
+
+from .test_gallery import INNER_PYTEST
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
@@ -199,6 +203,44 @@ def test_outside_of_the_worlds_the_randomness_is_the_processs_own() -> None:
     assert random.random.__self__ is random._inst  # type: ignore[attr-defined]  # the original is back
     with tempfile.TemporaryDirectory() as path:  # its names come from a generator of the process, not a world's
         assert os.path.isdir(path)
+
+
+def password_in_a_world(seed: int, epoch_offset: float) -> tuple[str, str]:
+    """The password that random_credentials_ok.py draws for obj-0, and the Secret's creation time, in a world."""
+    epoch = DEFAULT_EPOCH + datetime.timedelta(seconds=epoch_offset)
+    world = World(
+        OperatorSpec(paths=(str(GALLERY / "random_credentials_ok.py"),), manifests=(CRD,)), seed=seed, epoch=epoch
+    )
+    try:
+        world.run(world.cluster.create(gadget("obj-0")))
+        world.run(world.settle())
+        obj = world.run(world.cluster.get("secrets", "obj-0-credentials"))
+        return base64.b64decode(obj["data"]["password"]).decode(), obj["metadata"]["creationTimestamp"]
+    finally:
+        world.close()
+
+
+def test_a_test_with_the_fixtures_draws_as_a_world_of_its_seed(pytester: pytest.Pytester) -> None:
+    """So that a reproduction of a run seeded otherwise (``kopf_seed``) replays the same values."""
+    seeded = password_in_a_world(1, 3661.5)
+    assert seeded != password_in_a_world(0, 0.0)
+    pytester.makepyfile(
+        test_seeded=f"""
+import base64, pytest
+from pytest_kopf.driving import settle
+
+@pytest.mark.kopf_seed(1, epoch_offset=3661.5)
+async def test_seeded(kopf_cluster, kopf_operator):
+    await kopf_cluster.apply({str(CRD)!r})
+    await kopf_operator.start(paths=[{str(GALLERY / "random_credentials_ok.py")!r}])
+    await kopf_cluster.create({gadget("obj-0")!r})
+    await settle(kopf_cluster, kopf_operator)
+    obj = await kopf_cluster.get("secrets", "obj-0-credentials")
+    assert (base64.b64decode(obj["data"]["password"]).decode(), obj["metadata"]["creationTimestamp"]) == {seeded!r}
+"""
+    )
+    result = pytester.runpytest_inprocess(*INNER_PYTEST)
+    assert result.ret == 0, result.stdout.str()
 
 
 # -- settling: noise refreshed, kopf's schedule --------------------------------------------------------
