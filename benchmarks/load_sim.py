@@ -1,11 +1,14 @@
 """A load test of a served simulator: many writers and watchers at once, and the watches' integrity.
 
 Run: ``python benchmarks/load_sim.py [--writers 20] [--watchers 10] [--seconds 60] [--history N]``,
-and a burst: ``--objects 10000 --burst 5000`` (see below).
+at scale: ``--objects 100000 --watchers 100`` (ConfigMaps that the server loads at its start, among which
+the writers write), and a burst: ``--objects 10000 --burst 5000`` (see below).
 
 ``kopf-sim serve`` runs in a subprocess; this process runs the clients (aiohttp, one event loop). Each
 writer creates, patches, replaces and deletes ConfigMaps of its own, as fast as the server answers;
-each watcher lists once and then watches from the list's version for the whole run. At the end:
+each watcher lists once (in pages of 500, as client-go's reflectors do) and then watches from the list's
+version for the whole run; the writers start when every watcher watches, and the watchers stop when they
+have seen the last change. At the end:
 
 * throughput: requests per second, the latency percentiles of the writes, the server's peak memory;
 * integrity: every watcher saw strictly increasing versions; every write that a writer saw succeed is
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import json
 import os
@@ -40,12 +44,17 @@ import time
 import aiohttp
 
 URL = "/api/v1/namespaces/default/configmaps"
+PAGE = 500
+_shared: dict[object, object] = {}  # the names and versions that all watchers hold: held once
 
 
 @dataclasses.dataclass
 class Watcher:
     events: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)  # (type, name, rv)
     state: dict[str, int] = dataclasses.field(default_factory=dict)  # name -> rv
+    last: int = 0  # the latest version seen
+    watching: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)  # set once it watches
+    moved: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)  # set when ``last`` changes
     relists: int = 0
     reconnects: int = 0
     problems: list[str] = dataclasses.field(default_factory=list)
@@ -99,45 +108,67 @@ async def writer(
     return requests
 
 
-async def watch(session: aiohttp.ClientSession, deadline: float, result: Watcher) -> None:
-    async def relist() -> int:
-        async with session.get(URL) as response:
+async def list_all(session: aiohttp.ClientSession) -> tuple[dict[str, int], int]:
+    """Every ConfigMap's name and version (listed in pages), and the list's version."""
+    state: dict[str, int] = {}
+    params = {"limit": str(PAGE)}
+    while True:
+        async with session.get(URL, params=params) as response:
             listing = await response.json()
-        result.state = {item["metadata"]["name"]: int(item["metadata"]["resourceVersion"]) for item in listing["items"]}
-        return int(listing["metadata"]["resourceVersion"])
+        for item in listing["items"]:
+            name, rv = item["metadata"]["name"], int(item["metadata"]["resourceVersion"])
+            state[_shared.setdefault(name, name)] = _shared.setdefault(rv, rv)  # type: ignore[index,assignment]
+        token = listing["metadata"].get("continue")
+        if not token:
+            return state, int(listing["metadata"]["resourceVersion"])
+        params = {"limit": str(PAGE), "continue": token}
 
-    last = await relist()
-    while time.monotonic() < deadline + 2:  # a little longer than the writers: the last events arrive too
-        params = {
-            "watch": "true",
-            "resourceVersion": str(last),
-            "allowWatchBookmarks": "true",
-            "timeoutSeconds": str(max(1, int(deadline + 2 - time.monotonic()))),
-        }
+
+async def caught_up(watcher: Watcher, rv: int) -> None:
+    while watcher.last < rv:
+        watcher.moved.clear()
+        await watcher.moved.wait()
+
+
+async def watch(session: aiohttp.ClientSession, result: Watcher) -> None:
+    """List, then watch from the list's version until cancelled (again from the last version seen when a stream
+    ends; listing again after a 410)."""
+
+    async def relist() -> None:
+        result.state, rv = await list_all(session)
+        advance(rv)
+
+    def advance(rv: int) -> None:
+        result.last = rv
+        result.moved.set()
+
+    await relist()
+    while True:
+        params = {"watch": "true", "resourceVersion": str(result.last), "allowWatchBookmarks": "true"}
+        params["timeoutSeconds"] = "300"
         async with session.get(URL, params=params, timeout=aiohttp.ClientTimeout(total=None)) as response:
+            result.watching.set()  # subscribed: what is written from now on reaches it
             async for line in response.content:
                 event = json.loads(line)
                 kind, obj = event["type"], event["object"]
                 if kind == "ERROR":
                     if obj.get("code") == 410:
                         result.relists += 1
-                        last = await relist()
+                        await relist()
                         break
                     result.problems.append(f"error event: {obj}")
                     continue
                 rv = int(obj["metadata"]["resourceVersion"])
-                if kind == "BOOKMARK":
-                    last = rv
-                    continue
-                if rv <= last:
-                    result.problems.append(f"version {rv} after {last}")
-                last = rv
-                name = obj["metadata"]["name"]
-                result.events.append((kind, name, rv))
-                if kind == "DELETED":
-                    result.state.pop(name, None)
-                else:
-                    result.state[name] = rv
+                if kind != "BOOKMARK":
+                    if rv <= result.last:
+                        result.problems.append(f"version {rv} after {result.last}")
+                    name = obj["metadata"]["name"]
+                    result.events.append((kind, name, rv))
+                    if kind == "DELETED":
+                        result.state.pop(name, None)
+                    else:
+                        result.state[name] = rv
+                advance(rv)
         result.reconnects += 1
 
 
@@ -206,23 +237,26 @@ async def run(base: str, args: argparse.Namespace, server_pid: int) -> bool:
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(base, connector=connector) as session:
         rss_before = peak_rss_mb(server_pid)
+        listing = time.monotonic()
+        watching = [asyncio.create_task(watch(session, w)) for w in watchers]
+        await asyncio.gather(*(w.watching.wait() for w in watchers))
+        print(f"{len(watchers)} watchers listed and watch, after {time.monotonic() - listing:.1f} s")
         started = time.monotonic()
         deadline = started + args.seconds
-        watching = [asyncio.create_task(watch(session, deadline, w)) for w in watchers]
-        await asyncio.sleep(0.5)  # the watchers have listed
         counts = await asyncio.gather(
             *(
                 writer(session, i, deadline, random.Random(rng.random()), latencies, written, errors)
                 for i in range(args.writers)
             )
         )
-        await asyncio.gather(*watching)
         elapsed = time.monotonic() - started
-        async with session.get(URL) as response:
-            final = {
-                item["metadata"]["name"]: int(item["metadata"]["resourceVersion"])
-                for item in (await response.json())["items"]
-            }
+        final, final_rv = await list_all(session)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(60):  # the last events are on their way
+                await asyncio.gather(*(caught_up(w, final_rv) for w in watchers))
+        for task in watching:
+            task.cancel()
+        await asyncio.gather(*watching, return_exceptions=True)
     requests = sum(counts)
     ordered = sorted(latencies)
     print(

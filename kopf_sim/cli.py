@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import secrets
 import signal
 import sys
 import tempfile
+from collections.abc import Sequence
 from typing import IO, Any
 
 import click
@@ -25,7 +27,7 @@ from kopf_sim.timing.clock import system_clock
 from kopf_sim.transports.serving import ServedApp, serve_forever
 
 from .controllers import ControllerManager, ControllerSettings, parse_selection
-from .manifests import ManifestError, read_manifests
+from .manifests import ManifestError, iter_manifests
 
 
 @click.group()
@@ -184,8 +186,7 @@ def serve(
     cluster = Cluster(history_window=history_window)
     bootstrap_rv = cluster.rv  # what every fresh cluster has (its namespaces) is not recorded; what is loaded is
     try:
-        documents = read_manifests(manifests)
-        loaded = cluster.apply_manifests(documents)
+        loaded = load_manifests(cluster, manifests)
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     except errors.ApiError as exc:
@@ -218,8 +219,8 @@ def serve(
         click.echo(f"Serving a simulated Kubernetes API at {served.url}")
         click.echo(f"Kubeconfig: {kubeconfig_path}")
         click.echo(f"Try: kubectl --kubeconfig {kubeconfig_path} get all -A")
-        if documents:
-            click.echo(f"Loaded {len(loaded)} objects from {len(manifests)} manifest(s).")
+        if manifests:
+            click.echo(f"Loaded {loaded} objects from {len(manifests)} manifest(s).")
         click.echo("Press Ctrl+C to stop.", err=False)
         if replay is not None:
             _start_replay(replay, speed=speed, delay=replay_delay)
@@ -232,6 +233,20 @@ def serve(
         if record_stream is not None:
             record_stream.close()
     click.echo("Stopped.")
+
+
+def load_manifests(cluster: Cluster, paths: Sequence[str]) -> int:
+    """Create the objects of the manifests, read one at a time; how many there were.
+
+    The garbage collector rests meanwhile (what is made is kept), and what is loaded is then frozen out of its
+    way: a million long-lived objects would make each of its full collections a pause of a second.
+    """
+    gc.disable()
+    try:
+        return cluster.load(iter_manifests(paths))
+    finally:
+        gc.enable()
+        gc.freeze()
 
 
 def _prepare_replay(app: Any, path: str) -> Replay:

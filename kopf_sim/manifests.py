@@ -1,10 +1,18 @@
-"""Reading manifests (YAML or JSON, several documents per file) for ``--load`` and for tests."""
+"""Reading manifests (YAML or JSON, several documents per file) for ``--load`` and for tests.
+
+Large manifests are read one document at a time (:func:`iter_manifests`), so that loading a million
+objects never holds them all as parsed documents. Documents written as JSON (``---``-separated, as
+generated manifests often are) are parsed as JSON, about twenty times faster than by a YAML parser;
+from the first document that is not JSON on, the rest of the file is read as YAML.
+"""
 
 from __future__ import annotations
 
+import itertools
+import json
 import pathlib
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 import yaml
 
@@ -18,28 +26,84 @@ class ManifestError(ValueError):
 
 
 def read_manifests(paths: Iterable[str | pathlib.Path]) -> list[Any]:
-    documents: list[Any] = []
+    return list(iter_manifests(paths))
+
+
+def iter_manifests(paths: Iterable[str | pathlib.Path]) -> Iterator[Any]:
+    """The documents of the files, one at a time (each checked to be a Kubernetes object)."""
     for path in paths:
-        documents.extend(read_manifest(path))
-    return documents
+        try:
+            stream = open(path, encoding="utf-8")  # noqa: SIM115 - closed when the documents are read
+        except OSError as exc:
+            raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
+        with stream:
+            try:
+                yield from _checked(_documents(stream, str(path)), str(path))
+            except UnicodeDecodeError as exc:
+                raise ManifestError(f"cannot read {path}: {exc}") from None
 
 
 def read_manifest(path: str | pathlib.Path) -> list[Any]:
-    try:
-        text = pathlib.Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return parse_manifests(text, source=str(path))
+    return read_manifests([path])
 
 
 def parse_manifests(text: str, *, source: str = "<text>") -> list[Any]:
+    return list(_checked(_yaml_documents(text, source), source))
+
+
+def _documents(stream: IO[str], source: str) -> Iterator[Any]:
+    """The documents of a stream: ``---``-separated JSON ones as JSON, then (from the first other one on) YAML."""
+    lines: list[str] = []
+    for line in stream:
+        if line.rstrip() != "---":  # a document marker starts a line
+            lines.append(line)
+            continue
+        if not _is_blank(lines):
+            parsed = _as_json(lines)
+            if parsed is _NOT_JSON:
+                yield from _yaml_documents("".join(itertools.chain(lines, [line], stream)), source)
+                return
+            yield parsed
+        lines = []
+    if not _is_blank(lines):
+        parsed = _as_json(lines)
+        if parsed is _NOT_JSON:
+            yield from _yaml_documents("".join(lines), source)
+            return
+        yield parsed
+
+
+_NOT_JSON = object()
+
+
+def _is_blank(lines: list[str]) -> bool:
+    return all(not line.strip() for line in lines)
+
+
+def _as_json(lines: list[str]) -> Any:
+    """A document as JSON, if it is a JSON object (one or more lines), else ``_NOT_JSON``."""
+    text = "".join(lines)
+    if not text.lstrip().startswith("{"):
+        return _NOT_JSON
     try:
-        documents = [doc for doc in yaml.load_all(text, Loader=_SafeLoader) if doc is not None]
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _yaml_documents(text: str, source: str) -> Iterator[Any]:
+    try:
+        for doc in yaml.load_all(text, Loader=_SafeLoader):
+            if doc is not None:
+                yield doc
     except yaml.YAMLError as exc:
         raise ManifestError(f"{source} is not valid YAML: {str(exc).splitlines()[0]}") from None
+
+
+def _checked(documents: Iterable[Any], source: str) -> Iterator[Any]:
     for index, doc in enumerate(documents):
         if not isinstance(doc, dict) or "apiVersion" not in doc or "kind" not in doc:
             raise ManifestError(
                 f"{source}, document {index + 1}: not a Kubernetes object (apiVersion and kind are required)"
             )
-    return documents
+        yield doc

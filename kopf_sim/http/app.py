@@ -33,6 +33,7 @@ from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store import lagging
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.store.pipeline import RequestOptions
+from kopf_sim.store.stored import Stored
 from kopf_sim.store.watching import Subscription, WatchEvent
 from kopf_sim.writes import gotypes, preparing, scales, typecheck
 from kopf_sim.writes import options as writeoptions
@@ -47,6 +48,7 @@ _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 _READONLY_HEADS = frozenset({"", "healthz", "livez", "readyz", "version", "openapi"})
 _LONGEST_WAIT = 3600.0  # a watch re-checks its deadline at least this often (no timer of a huge duration)
+_CHUNK_SIZE = 64 * 1024  # a watch sends what it has by chunks of about this size (its start may be huge)
 
 
 class ApiRequest(Protocol):
@@ -345,13 +347,19 @@ class ApiServer:
         if target.rtype.namespaced and target.namespace is None:
             raise errors.page_not_found()
         lag = lagging.read_lag.get()
+        as_table = tables.wants_table(request.headers.get("Accept", ""))
         if lag > 0:  # a stale read (an injected fault): as a lagging cache would serve it
             obj = self.cluster.get_at(target.rtype, target.namespace, target.name, self.cluster.rv - lag)
         else:
-            obj = self.cluster.get(target.rtype, target.namespace, target.name)
+            stored = self.cluster.stored(target.rtype.storage_key, target.namespace, target.name)
+            if stored is None:
+                raise errors.not_found(target.rtype.plural, target.rtype.group, target.name)
+            if stored.api_version == target.rtype.api_version and target.subresource != "scale" and not as_table:
+                return encoded_response(stored.raw + b"\n")  # as stored: encoded once for all its readers
+            obj = self.cluster.present(stored.obj, target.rtype)
         if target.subresource == "scale":
             return json_response(scales.scale_of(target.rtype, obj))
-        if tables.wants_table(request.headers.get("Accept", "")):
+        if as_table:
             list_meta = {"resourceVersion": meta(obj).get("resourceVersion", "")}
             table = tables.table(
                 target.rtype,
@@ -373,7 +381,7 @@ class ApiServer:
         queries.check_list_options(request.query, watch=False)
         limit = queries.limit(request.query)
         lag = lagging.read_lag.get()
-        listing = self.cluster.list(
+        listing = self.cluster.read_list(
             target.rtype,
             target.namespace,
             labels=labels,
@@ -385,13 +393,13 @@ class ApiServer:
         if tables.wants_table(request.headers.get("Accept", "")):
             table = tables.table(
                 target.rtype,
-                listing["items"],
+                listing.objects(),
                 self.cluster.clock(),
-                list_meta=listing["metadata"],
+                list_meta=listing.metadata,
                 include=request.query.get("includeObject", "Metadata"),
             )
             return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
-        return json_response(listing)
+        return encoded_response(listing.to_json() + b"\n")
 
     async def _create(self, request: ApiRequest, target: Target) -> web.Response:
         namespace = self._namespace_for_write(target)
@@ -542,13 +550,19 @@ class ApiServer:
         interval = self.options.bookmark_interval
         next_bookmark = next_bookmark_time(loop.time(), deadline, interval) if allow_bookmarks else None
         first_table = True
+        api_version = target.rtype.api_version
         while True:
             chunk = bytearray()
-            while (event := subscription.pop()) is not None:
-                obj = event.obj
+            while len(chunk) < _CHUNK_SIZE and (event := subscription.pop()) is not None:
                 if event.type in ("ADDED", "MODIFIED", "DELETED"):
                     for observer in list(self.cluster.deliveries):
                         observer(target.rtype, event)
+                payload = event.payload
+                if isinstance(payload, Stored) and payload.api_version == api_version and not as_table:
+                    chunk += b'{"type":"%s","object":%s}\n' % (event.type.encode(), payload.raw)
+                    continue
+                obj = event.obj
+                if event.type in ("ADDED", "MODIFIED", "DELETED"):
                     obj = self.cluster.present(obj, target.rtype)
                     if as_table:
                         obj = tables.table(

@@ -38,12 +38,15 @@ def compact_json(data: Any) -> str:
 
 
 def clone(value: Any) -> Any:
-    """A deep copy of JSON data, several times faster than :func:`copy.deepcopy`."""
+    """A deep copy of JSON data, several times faster than :func:`copy.deepcopy` (no call per scalar)."""
     if isinstance(value, dict):
-        return {k: clone(v) for k, v in value.items()}
+        return {k: clone(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [clone(v) for v in value]
+        return [clone(v) if isinstance(v, _CONTAINERS) else v for v in value]
     return value
+
+
+_CONTAINERS = (dict, list)
 
 
 def meta(obj: Mapping[str, Any]) -> JsonDict:

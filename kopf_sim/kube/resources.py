@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -38,6 +39,9 @@ class ScalePaths:
     spec_replicas: str = ".spec.replicas"
     status_replicas: str = ".status.replicas"
     label_selector: str | None = None
+
+
+_DERIVED = frozenset({"_hash", "api_version", "storage_key"})  # computed once per type, never pickled
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,14 +77,14 @@ class ResourceType:
         return cached
 
     def __getstate__(self) -> dict[str, Any]:
-        """Copies & pickles without the cached hash (string hashes differ from process to process)."""
-        return {key: value for key, value in self.__dict__.items() if key != "_hash"}
+        """Copies & pickles without what is derived and cached (string hashes differ from process to process)."""
+        return {key: value for key, value in self.__dict__.items() if key not in _DERIVED}
 
-    @property
+    @functools.cached_property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
+    @functools.cached_property
     def storage_key(self) -> StorageKey:
         return (self.group, self.plural)
 

@@ -7,28 +7,33 @@ Deletion, garbage collection and terminations live in :mod:`kopf_sim.store.lifec
 
 from __future__ import annotations
 
-import base64
 import collections
-import json
+import functools
+import itertools
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Unpack
 
 from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.kube import builtin_types, errors
-from kopf_sim.kube.objects import JsonDict, clone, meta
+from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
-from kopf_sim.store import lifecycle, pipeline
+from kopf_sim.store import lifecycle, paging, pipeline
+from kopf_sim.store.buckets import Bucket, ObjectKey
+from kopf_sim.store.paging import LATEST, Listing, Selection
+from kopf_sim.store.snapshots import Snapshot, Snapshots
+from kopf_sim.store.stored import HOT_OBJECTS, HotObjects, Stored
 from kopf_sim.store.watching import Change, Subscription, WatchEvent
 from kopf_sim.timing.clock import Clock, UidFactory, format_timestamp, random_uids, system_clock
 from kopf_sim.writes import preparing
 
-ObjectKey = tuple[str, str]  # (namespace or "", name)
 Observer = Callable[[Change], None]
 #: Told of each watch event as it is sent to a watcher (its resource type as watched, and the event).
 DeliveryObserver = Callable[[ResourceType, WatchEvent], None]
 JsonList = list[JsonDict]
-_MAX_CONTINUE_TOKEN = 4096  # ours are a few dozen bytes
+#: How many objects a watch's start reads at a time (between them, the store may change: the snapshot holds).
+INITIAL_EVENTS_BATCH = 500
 #: How many changes the history keeps for watches and continue tokens (etcd's compaction, by count):
 #: older versions are 410 Expired. It bounds the memory of long runs (a version kept per change).
 HISTORY_WINDOW = 10_000
@@ -44,6 +49,7 @@ class Cluster:
         uids: UidFactory = random_uids,
         history_window: int = HISTORY_WINDOW,
         version: str = "v1.32.0",
+        hot_objects: int = HOT_OBJECTS,
     ) -> None:
         self.clock = clock
         self.uids = uids
@@ -56,7 +62,9 @@ class Cluster:
         self.observers: list[Observer] = []
         #: Told of every object's watch event (ADDED, MODIFIED, DELETED) as a watch stream sends it.
         self.deliveries: list[DeliveryObserver] = []
-        self._objects: dict[StorageKey, dict[ObjectKey, JsonDict]] = {}
+        self._hot = HotObjects(hot_objects)
+        self._objects: dict[StorageKey, Bucket] = {}
+        self._snapshots = Snapshots()
         self._by_uid: dict[str, tuple[StorageKey, ObjectKey]] = {}
         self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
         self._subscriptions: list[Subscription] = []
@@ -74,7 +82,7 @@ class Cluster:
     # -- Lookups ---------------------------------------------------------------------------------
 
     def now(self) -> str:
-        return format_timestamp(self.clock())
+        return format_timestamp(self.clock().replace(microsecond=0))  # to the second: formatted once a second
 
     def resource(self, group: str, version: str, plural: str) -> ResourceType:
         rtype = self.catalogue.lookup(group, version, plural)
@@ -97,11 +105,20 @@ class Cluster:
 
     def peek(self, key: StorageKey, namespace: str | None, name: str) -> JsonDict | None:
         """The stored object (not a copy: never mutate it) or None."""
-        return self._objects.get(key, {}).get((namespace or "", name))
+        stored = self.stored(key, namespace, name)
+        return None if stored is None else stored.obj
+
+    def stored(self, key: StorageKey, namespace: str | None, name: str) -> Stored | None:
+        """The stored state of an object (its bytes, e.g. to send it) or None."""
+        bucket = self._objects.get(key)
+        return None if bucket is None else bucket.get((namespace or "", name))
 
     def by_uid(self, uid: str) -> JsonDict | None:
         where = self._by_uid.get(uid)
-        return None if where is None else self._objects[where[0]][where[1]]
+        if where is None:
+            return None
+        stored = self._objects[where[0]].get(where[1])
+        return None if stored is None else stored.obj
 
     def storage_key_of_uid(self, uid: str) -> StorageKey | None:
         where = self._by_uid.get(uid)
@@ -112,11 +129,12 @@ class Cluster:
         return sorted((obj for obj in found if obj is not None), key=_sort_key)
 
     def objects(self, key: StorageKey, namespace: str | None = None) -> Iterator[JsonDict]:
-        """Stored objects in etcd order (namespace, then name); never mutate them."""
-        bucket = self._objects.get(key, {})
-        for (ns, _), obj in sorted(bucket.items()):
-            if namespace is None or ns == namespace:
-                yield obj
+        """Stored objects in etcd order (namespace, then name), as they were when first asked; never mutate them."""
+        bucket = self._objects.get(key)
+        if bucket is not None:
+            found = [stored for _, stored in Snapshot(key, bucket, self.rv).items(namespace)]
+            for stored in found:
+                yield stored.obj
 
     def everything(self) -> Iterator[tuple[StorageKey, JsonDict]]:
         """Every stored object with its storage key (e.g. the state a recording starts from); never mutate them."""
@@ -126,7 +144,8 @@ class Cluster:
 
     def count(self, key: StorageKey | None = None) -> int:
         if key is not None:
-            return len(self._objects.get(key, {}))
+            bucket = self._objects.get(key)
+            return 0 if bucket is None else len(bucket)
         return sum(len(bucket) for bucket in self._objects.values())
 
     def present(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
@@ -145,14 +164,23 @@ class Cluster:
 
     def get_at(self, rtype: ResourceType, namespace: str | None, name: str, rv: int) -> JsonDict:
         """The object as it was at revision ``rv`` (a lagging cache's view; no older than the history)."""
-        obj = self._bucket_at(rtype.storage_key, self.stale_revision(rv)).get((namespace or "", name))
-        if obj is None:
+        stored = self.snapshot(rtype.storage_key, self.stale_revision(rv)).get((namespace or "", name))
+        if stored is None:
             raise errors.not_found(rtype.plural, rtype.group, name)
-        return self.present(obj, rtype)
+        return self.present(stored.obj, rtype)
 
     def stale_revision(self, rv: int) -> int:
         """The revision that a read of ``rv`` can be served at: never older than the history kept."""
         return max(self.compacted_rv, min(rv, self.rv))
+
+    def snapshot(self, key: StorageKey, rv: int) -> Snapshot:
+        """The objects of a resource as they were at revision ``rv`` (no older than the history kept)."""
+        bucket = self._objects.get(key)
+        if bucket is None:
+            bucket = self._objects[key] = Bucket()
+        since = rv + 1 - self.history[0].rv if self.history else 0  # the history has one change per revision
+        changes = itertools.islice(self.history, max(since, 0), None)
+        return self._snapshots.at(key, bucket, rv, changes, latest=self.rv)
 
     def list(
         self,
@@ -166,84 +194,43 @@ class Cluster:
         at_rv: int | None = None,
     ) -> JsonDict:
         """The objects (of a namespace, selected); ``at_rv``: as they were at that revision (a stale read)."""
+        listing = self.read_list(
+            rtype, namespace, labels=labels, fields=fields, limit=limit, continue_token=continue_token, at_rv=at_rv
+        )
+        return listing.to_dict()
+
+    def read_list(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        *,
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        at_rv: int | None = None,
+    ) -> Listing:
+        """A list or a page of it, its objects as stored (to be sent as bytes, or decoded).
+
+        Later pages come from the first page's snapshot, as etcd serves them at the token's revision.
+        """
         list_rv = self.rv
-        start_after: tuple[str, str] | None = None
+        start_after: ObjectKey | None = None
         if at_rv is not None and not continue_token:
             list_rv = self.stale_revision(at_rv)
         if continue_token:
-            list_rv, start_after = self._decode_continue(continue_token)
+            list_rv, start_after = paging.decode_token(continue_token, compacted_rv=self.compacted_rv)
             if list_rv == LATEST:  # a token handed out with a 410: the rest of the list as it is now
                 list_rv = self.rv
-        label_check = labels if labels is not None and not labels.empty else None
-        field_check = fields if fields is not None and not fields.empty else None
-        # Later pages come from the first page's snapshot, as etcd serves them at the token's revision.
-        bucket = (
-            self._objects.get(rtype.storage_key, {})
-            if start_after is None and list_rv == self.rv
-            else self._bucket_at(rtype.storage_key, list_rv)
-        )
-        keys: Iterable[ObjectKey] = sorted(bucket)
-        exact = field_check.exact_name() if field_check is not None else None
-        if exact is not None:
-            keys = [k for k in keys if k[1] == exact]
-        api_version = rtype.api_version
-        items: JsonList = []
-        remaining = 0
-        last_key: tuple[str, str] | None = None
-        for key in keys:
-            if namespace is not None and key[0] != namespace:
-                continue
-            if start_after is not None and key <= start_after:
-                continue
-            obj = bucket[key]
-            if label_check is not None and not label_check.matches(obj["metadata"].get("labels")):
-                continue
-            if field_check is not None and not field_check.matches(obj):
-                continue
-            if limit and len(items) >= limit:
-                remaining += 1
-                continue
-            items.append(obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version})
-            last_key = key
+        view = self.snapshot(rtype.storage_key, list_rv)
+        selection = Selection(namespace, labels, fields)
+        page = paging.read_page(view, selection, limit=limit, after=start_after)
         list_meta: JsonDict = {"resourceVersion": str(list_rv)}
-        if remaining and last_key is not None:
-            list_meta["continue"] = self._encode_continue(list_rv, last_key)
-            list_meta["remainingItemCount"] = remaining
-        return {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": list_meta, "items": items}
-
-    def _bucket_at(self, key: StorageKey, rv: int) -> dict[ObjectKey, JsonDict]:
-        """The objects of a resource as they were at version ``rv``: the later history undone."""
-        bucket = dict(self._objects.get(key, {}))
-        for change in reversed(self.history):
-            if change.rv <= rv:
-                break
-            if change.key == key:
-                metadata = meta(change.obj)
-                object_key = (metadata.get("namespace", ""), metadata["name"])
-                if change.old is None:
-                    bucket.pop(object_key, None)
-                else:
-                    bucket[object_key] = change.old
-        return bucket
-
-    def _encode_continue(self, rv: int, key: tuple[str, str]) -> str:
-        raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": f"{key[0]}/{key[1]}"})
-        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-    def _decode_continue(self, token: str) -> tuple[int, tuple[str, str]]:
-        rv, start = _decode_continue_token(token)
-        namespace, _, name = start.partition("/")
-        if rv != LATEST and rv < self.compacted_rv:
-            # As the apiserver does: a token for the same start key at "the latest version" comes with the 410.
-            raise errors.expired(
-                "The provided continue parameter is too old to display a consistent list result. "
-                "You can start a new list without the continue parameter, or use the continue token "
-                "in this response to retrieve the remainder of the results. Continuing with the "
-                "provided token results in an inconsistent list - objects that were created, modified, "
-                "or deleted between the time the first chunk was returned and now may show up in the list.",
-                continue_token=self._encode_continue(LATEST, (namespace, name)),
-            )
-        return rv, (namespace, name)
+        if page.last is not None:
+            list_meta["continue"] = paging.encode_token(list_rv, page.last)
+            if page.remaining is not None:
+                list_meta["remainingItemCount"] = page.remaining
+        return Listing(rtype, list_meta, page.items)
 
     # -- Writes (synchronous; the HTTP layer and the controllers await ``self.writes``) -----------------
 
@@ -308,15 +295,18 @@ class Cluster:
 
     def commit_new(self, rtype: ResourceType, new: JsonDict) -> JsonDict:
         metadata = new["metadata"]
-        bucket = self._objects.setdefault(rtype.storage_key, {})
-        key = (metadata.get("namespace", ""), metadata["name"])
+        bucket = self._objects.get(rtype.storage_key)
+        if bucket is None:
+            bucket = self._objects[rtype.storage_key] = Bucket()
+        key = (sys.intern(metadata.get("namespace", "")), metadata["name"])  # a namespace is shared by many keys
         if key in bucket:
             raise errors.already_exists(rtype.plural, rtype.group, metadata["name"])
         self.rv += 1
         metadata["resourceVersion"] = str(self.rv)
-        bucket[key] = new
+        stored = Stored(new, self._hot)
+        bucket.put(key, stored, None)
         self._index(rtype.storage_key, key, None, new)
-        self._record(Change(self.rv, rtype.storage_key, "ADDED", new, None))
+        self._record(Change(self.rv, rtype.storage_key, "ADDED", stored, None, key))
         lifecycle.after_create(self, rtype, new)
         return new
 
@@ -334,9 +324,12 @@ class Cluster:
         self.rv += 1
         metadata["resourceVersion"] = str(self.rv)
         key = (metadata.get("namespace", ""), metadata["name"])
-        self._objects[rtype.storage_key][key] = new
+        bucket = self._objects[rtype.storage_key]
+        previous = bucket.get(key)
+        stored = Stored(new, self._hot)
+        bucket.put(key, stored, previous)
         self._index(rtype.storage_key, key, old, new)
-        self._record(Change(self.rv, rtype.storage_key, "MODIFIED", new, old))
+        self._record(Change(self.rv, rtype.storage_key, "MODIFIED", stored, previous, key))
         lifecycle.after_update(self, rtype, old, new)
         return new
 
@@ -347,9 +340,9 @@ class Cluster:
         self.rv += 1
         last["metadata"]["resourceVersion"] = str(self.rv)
         object_key = (last["metadata"].get("namespace", ""), last["metadata"]["name"])
-        del self._objects[key][object_key]
+        previous = self._objects[key].pop(object_key)
         self._index(key, object_key, old, None)
-        self._record(Change(self.rv, key, "DELETED", last, old))
+        self._record(Change(self.rv, key, "DELETED", Stored(last, self._hot), previous, object_key))
         lifecycle.after_removal(self, key, last)
         return last
 
@@ -373,8 +366,11 @@ class Cluster:
 
     def _record(self, change: Change) -> None:
         self.history.append(change)
-        while len(self.history) > self.history_window:
-            self.compacted_rv = self.history.popleft().rv
+        if len(self.history) > self.history_window:
+            while len(self.history) > self.history_window:
+                self.compacted_rv = self.history.popleft().rv
+            self._snapshots.forget_before(self.compacted_rv)
+        self._snapshots.note(change)
         for subscription in list(self._subscriptions):
             subscription.offer(change)
         for observer in list(self.observers):
@@ -386,6 +382,7 @@ class Cluster:
         while self.history and self.history[0].rv <= limit:
             self.history.popleft()
         self.compacted_rv = max(self.compacted_rv, limit)
+        self._snapshots.forget_before(self.compacted_rv)
 
     # -- Watching --------------------------------------------------------------------------------
 
@@ -418,10 +415,18 @@ class Cluster:
                 start = int(resource_version or "")
             except ValueError:
                 raise errors.bad_request(f'invalid resource version "{resource_version}"') from None
-        if start is None:
-            for obj in self.objects(rtype.storage_key, namespace):
-                if subscription.matches(obj):
-                    subscription.push(WatchEvent("ADDED", obj, int(meta(obj)["resourceVersion"])))
+        if start is None:  # the objects now, then the changes: the objects are read from a snapshot as sent
+            snapshot = self.snapshot(rtype.storage_key, self.rv)
+            self._snapshots.hold(snapshot)
+            selection = Selection(namespace, labels, fields)
+            subscription.start_with(
+                paging.InitialEvents(
+                    snapshot,
+                    selection,
+                    batch=INITIAL_EVENTS_BATCH,
+                    on_done=functools.partial(self._snapshots.release, snapshot),
+                )
+            )
         elif start < self.compacted_rv:
             status = errors.expired(f"too old resource version: {start} ({self.compacted_rv + 1})").to_status()
             subscription.push(WatchEvent("ERROR", status, self.rv))
@@ -457,51 +462,31 @@ class Cluster:
 
     def apply_manifests(self, documents: Iterable[Any]) -> JsonList:
         """Create every object of the documents (``List`` kinds unfolded), CRDs served at once."""
-        created: JsonList = []
+        return list(self._create_each(documents))
+
+    def load(self, documents: Iterable[Any]) -> int:
+        """Create every object of the documents, as :meth:`apply_manifests`; how many (none is kept here)."""
+        return sum(1 for _ in self._create_each(documents))
+
+    def _create_each(self, documents: Iterable[Any]) -> Iterator[JsonDict]:
+        rtypes: dict[tuple[str, str, int], ResourceType] = {}  # by apiVersion, kind, catalogue revision
         for doc in documents:
             if not doc:
                 continue
-            if isinstance(doc, Mapping) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
-                created.extend(self.apply_manifests(doc["items"]))
+            if not isinstance(doc, dict):
+                if not isinstance(doc, Mapping):
+                    raise errors.bad_request(f"a manifest must be a mapping, got {type(doc).__name__}")
+                doc = dict(doc)
+            api_version, kind = doc.get("apiVersion", ""), doc.get("kind", "")
+            if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
+                yield from self._create_each(doc["items"])
                 continue
-            if not isinstance(doc, Mapping):
-                raise errors.bad_request(f"a manifest must be a mapping, got {type(doc).__name__}")
-            rtype = self.resource_for(str(doc.get("apiVersion", "")), str(doc.get("kind", "")))
+            cache_key = (str(api_version), str(kind), self.catalogue.revision)
+            rtype = rtypes.get(cache_key)
+            if rtype is None:
+                rtype = rtypes[cache_key] = self.resource_for(cache_key[0], cache_key[1])
             namespace = meta(doc).get("namespace", "default") if rtype.namespaced else None
-            created.append(self.create(rtype, namespace, clone(dict(doc))))
-        return created
-
-
-LATEST = -1  # the version of a continue token that goes on at the latest version (handed out with a 410)
-
-
-def _decode_continue_token(token: str) -> tuple[int, str]:
-    """The version and start key of a continue token; a 400 if it is not one of ours (however it is made)."""
-    if len(token) > _MAX_CONTINUE_TOKEN:
-        raise errors.bad_request("continue key is not valid: too long")
-    try:
-        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
-    except ValueError:
-        raise errors.bad_request("continue key is not valid: illegal base64 data") from None
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise errors.bad_request("continue key is not valid: the token is not JSON") from None
-    if not isinstance(data, dict):
-        raise errors.bad_request("continue key is not valid: the token is not a JSON object")
-    if data.get("v") != "meta.k8s.io/v1":
-        raise errors.bad_request(
-            f"continue key is not valid: server does not recognize this encoded version "
-            f"{json.dumps(str(data.get('v', '')))}"
-        )
-    rv, start = data.get("rv"), data.get("start")
-    if not isinstance(rv, int) or isinstance(rv, bool) or not (0 < rv < 2**63 or rv == LATEST):
-        raise errors.bad_request(
-            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
-        )
-    if not isinstance(start, str) or not start:
-        raise errors.bad_request("continue key is not valid: encoded start key empty (version meta.k8s.io/v1)")
-    return rv, start
+            yield self.create(rtype, namespace, doc)  # the create decodes a private copy of it
 
 
 def _sort_key(obj: JsonDict) -> tuple[str, str]:

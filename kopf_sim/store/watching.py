@@ -9,31 +9,56 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import NamedTuple, Protocol
 
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
+from kopf_sim.store.buckets import ObjectKey
 from kopf_sim.store.lagging import Withholding
+from kopf_sim.store.stored import Stored
 
 
-@dataclasses.dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     """One committed change of one object, as kept in the history for watch resumption."""
 
     rv: int
     key: StorageKey
     type: str  # ADDED, MODIFIED, DELETED
-    obj: JsonDict  # the state after the change (the last state for DELETED)
-    old: JsonDict | None  # the state before the change (None for ADDED)
+    stored: Stored  # the state after the change (the last state for DELETED)
+    previous: Stored | None  # the state before the change (None for ADDED)
+    object_key: ObjectKey  # (namespace or "", name)
+
+    @property
+    def obj(self) -> JsonDict:
+        """The state after the change (never mutate it)."""
+        return self.stored.obj
+
+    @property
+    def old(self) -> JsonDict | None:
+        """The state before the change (never mutate it), None for ADDED."""
+        return None if self.previous is None else self.previous.obj
 
 
-@dataclasses.dataclass(frozen=True)
-class WatchEvent:
+class WatchEvent(NamedTuple):
     type: str  # ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
-    obj: JsonDict
+    payload: JsonDict | Stored  # a stored state for the objects' events: sent as its bytes
     rv: int
+
+    @property
+    def obj(self) -> JsonDict:
+        return self.payload.obj if isinstance(self.payload, Stored) else self.payload
+
+
+class EventSource(Protocol):
+    """Events made as they are read (e.g. a watch's objects at its start); ``close`` when no more are wanted."""
+
+    def __next__(self) -> WatchEvent: ...
+
+    def __iter__(self) -> Iterator[WatchEvent]: ...
+
+    def close(self) -> None: ...
 
 
 class Subscription:
@@ -63,10 +88,21 @@ class Subscription:
         self._held: Withholding | None = None
         self._arrivals: collections.deque[float] = collections.deque()  # loop times of the pending events
         self._released: collections.deque[WatchEvent] = collections.deque()  # coalesced, ready to go
+        self._initial: EventSource | None = None  # the objects at the start, read as they are sent
+        self._selective = not (labels.empty and fields.empty)
+
+    def start_with(self, initial: EventSource) -> None:
+        """The events that go before all others (the objects at the watch's start), made as the stream reads them."""
+        self._initial = initial
 
     def withhold(self, how: Withholding) -> None:
         """Hold the events back from now on: each ``delay`` seconds late, or coalesced per window."""
         self._held = how
+        if self._initial is not None:  # the delays count from now for the objects of the start too
+            initial = [WatchEvent(e.type, e.payload, int(meta(e.obj)["resourceVersion"])) for e in self._initial]
+            self._initial.close()
+            self.pending.extendleft(reversed(initial))
+            self._initial = None
         now = _loop_time()
         self._arrivals = collections.deque(now for _ in self.pending)
 
@@ -87,6 +123,12 @@ class Subscription:
             return False
         return self.labels.matches(metadata.get("labels")) and self.fields.matches(obj)
 
+    def _selects(self, object_key: ObjectKey, stored: Stored | None) -> bool:
+        """Whether a state of the object is watched (decoded only when selectors need its content)."""
+        if stored is None or (self.namespace is not None and object_key[0] != self.namespace):
+            return False
+        return not self._selective or self.matches(stored.obj)
+
     def offer(self, change: Change) -> None:
         """Queue the change as this watcher sees it: selector transitions become ADDED/DELETED."""
         if change.key != self.rtype.storage_key or self.closed:
@@ -95,21 +137,21 @@ class Subscription:
             self.pending.clear()
             self.close()
             return
-        now_matches = self.matches(change.obj)
+        now_matches = self._selects(change.object_key, change.stored)
         if change.type == "ADDED":
             if now_matches:
-                self.push(WatchEvent("ADDED", change.obj, change.rv))
+                self.push(WatchEvent("ADDED", change.stored, change.rv))
         elif change.type == "DELETED":
-            if now_matches or (change.old is not None and self.matches(change.old)):
-                self.push(WatchEvent("DELETED", change.obj, change.rv))
+            if now_matches or self._selects(change.object_key, change.previous):
+                self.push(WatchEvent("DELETED", change.stored, change.rv))
         else:
-            was_matching = change.old is not None and self.matches(change.old)
+            was_matching = self._selects(change.object_key, change.previous)
             if now_matches and was_matching:
-                self.push(WatchEvent("MODIFIED", change.obj, change.rv))
+                self.push(WatchEvent("MODIFIED", change.stored, change.rv))
             elif now_matches:
-                self.push(WatchEvent("ADDED", change.obj, change.rv))
+                self.push(WatchEvent("ADDED", change.stored, change.rv))
             elif was_matching:
-                self.push(WatchEvent("DELETED", change.obj, change.rv))
+                self.push(WatchEvent("DELETED", change.stored, change.rv))
 
     def push(self, event: WatchEvent) -> None:
         self.pending.append(event)
@@ -119,6 +161,9 @@ class Subscription:
             self._wakeup.set()
 
     def close(self) -> None:
+        if self._initial is not None:
+            self._initial.close()  # lets its snapshot go
+            self._initial = None
         if not self.closed:
             self.closed = True
             self._on_close(self)
@@ -127,7 +172,7 @@ class Subscription:
 
     async def wait(self, timeout: float | None) -> None:
         """Wait until there is an event or the subscription closes, at most ``timeout`` seconds."""
-        if self.closed or self._released:
+        if self.closed or self._released or self._initial is not None:
             return
         if self.pending:
             release = self._release_time()
@@ -145,6 +190,12 @@ class Subscription:
                 await self._wakeup.wait()
 
     def pop(self) -> WatchEvent | None:
+        if self._initial is not None:
+            event = next(self._initial, None)
+            if event is not None:
+                return event
+            self._initial.close()
+            self._initial = None
         if self._held is None:
             return self.pending.popleft() if self.pending else None
         if self._released:
@@ -181,7 +232,7 @@ class Subscription:
             if previous is not None:
                 dropped.append(previous)
                 if previous.type == "ADDED" and event.type == "MODIFIED":
-                    event = WatchEvent("ADDED", event.obj, event.rv)  # the watcher never saw it added
+                    event = WatchEvent("ADDED", event.payload, event.rv)  # the watcher never saw it added
             latest[key] = event
         self._released.extend(sorted([*latest.values(), *others], key=lambda event: event.rv))
         note = self._held.note if self._held is not None else None

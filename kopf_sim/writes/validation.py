@@ -223,6 +223,9 @@ def _config_key_causes(obj: JsonDict, fields: tuple[str, ...]) -> Iterator[Cause
     seen: set[str] = set()
     for field in fields:
         for key in obj.get(field) or {}:
+            if len(key) <= 253 and _CONFIG_KEY.fullmatch(key) and not key.startswith(".") and key not in seen:
+                seen.add(key)  # the usual key: nothing to say (and no path to spell out)
+                continue
             path = f"{field}[{key}]"
             if len(key) > 253:
                 yield invalid(path, key, "must be no more than 253 characters")

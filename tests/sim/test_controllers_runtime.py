@@ -11,6 +11,7 @@ import pytest
 from kopf_sim.controllers import CONTROLLERS, ControllerManager, ControllerSettings, Fate, parse_selection
 from kopf_sim.controllers.pods import PodController
 from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.stored import HotObjects, Stored
 from kopf_sim.store.watching import Change
 from kopf_sim.timing import virtualtime
 from kopf_sim.timing.clock import SeededUids
@@ -352,6 +353,7 @@ def test_the_observer_goes_with_the_manager() -> None:
 
 def test_changes_reach_only_the_interested_controllers() -> None:
     manager = ControllerManager(fresh_cluster(virtual=False))
-    change = Change(1, ("kopf.dev", "kopfexamples"), "ADDED", {"metadata": {"name": "x"}}, None)
+    stored = Stored({"metadata": {"name": "x"}}, HotObjects())
+    change = Change(1, ("kopf.dev", "kopfexamples"), "ADDED", stored, None, ("", "x"))
     manager._observe(change)  # no route, no cost: nothing is queued (and no loop is needed)
     assert manager.keys("pods") == []

@@ -1,0 +1,154 @@
+"""The objects of one resource in etcd's order (namespace, then name), as an etcd range read sees them.
+
+Keys stay sorted as objects come and go, so a page of a list is a read from a key (no sort of the
+whole resource per request), a namespace is a range, and the count of what follows a key is two
+bisections. Labels are indexed by key and value, so a list selected by a label reads its matches only:
+the index of a resource is made by its first selected list (most resources never have one), then kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+
+from sortedcontainers import SortedDict
+
+from kopf_sim.kube.selectors import LabelSelector, Requirement
+from kopf_sim.store.stored import Stored
+
+ObjectKey = tuple[str, str]  # (namespace or "", name)
+
+#: The label operators that the index answers (the others are checked on each candidate).
+INDEXED_OPERATORS = frozenset({"=", "in", "exists"})
+
+
+def namespace_range(namespace: str | None) -> tuple[ObjectKey | None, ObjectKey | None]:
+    """The bounds of a namespace's keys (None: the whole resource); the upper bound is excluded."""
+    if namespace is None:
+        return None, None
+    return (namespace, ""), (namespace + "\x00", "")
+
+
+class Bucket:
+    """The current objects of one resource (one storage key), sorted by key, with a label index."""
+
+    def __init__(self) -> None:
+        self._items: SortedDict[ObjectKey, Stored] = SortedDict()
+        self._labels: dict[str, dict[str, set[ObjectKey]]] | None = None  # label key -> value -> object keys
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: ObjectKey) -> bool:
+        return key in self._items
+
+    def get(self, key: ObjectKey) -> Stored | None:
+        return self._items.get(key)
+
+    def put(self, key: ObjectKey, stored: Stored, previous: Stored | None) -> None:
+        """Store a new state of the object (``previous``: its current one, if any)."""
+        self._items[key] = stored
+        if self._labels is not None:
+            old_labels = _labels_of(previous) if previous is not None else {}
+            new_labels = _labels_of(stored)
+            if old_labels != new_labels:
+                self._unindex(key, old_labels)
+                self._index(key, new_labels)
+
+    def pop(self, key: ObjectKey) -> Stored:
+        stored = self._items.pop(key)
+        if self._labels is not None:
+            self._unindex(key, _labels_of(stored))
+        return stored
+
+    def items(
+        self, namespace: str | None = None, *, after: ObjectKey | None = None
+    ) -> Iterator[tuple[ObjectKey, Stored]]:
+        """The objects in key order: of a namespace (or all), after a key (or from the first)."""
+        items = self._items
+        for key in self.keys(namespace, after=after):
+            yield key, items[key]
+
+    def keys(self, namespace: str | None = None, *, after: ObjectKey | None = None) -> Iterator[ObjectKey]:
+        """The keys in order: of a namespace (or all), after a key (or from the first)."""
+        low, high = namespace_range(namespace)
+        if after is not None and (low is None or after >= low):
+            return self._items.irange(after, high, inclusive=(False, False))
+        return self._items.irange(low, high, inclusive=(True, False))
+
+    def count(self, namespace: str | None = None, *, after: ObjectKey | None = None) -> int:
+        """How many keys there are of a namespace (or all), after a key (or from the first)."""
+        low, high = namespace_range(namespace)
+        items = self._items
+        start = 0 if low is None else items.bisect_left(low)
+        if after is not None:
+            start = max(start, items.bisect_right(after))
+        end = len(items) if high is None else items.bisect_left(high)
+        return max(0, end - start)
+
+    def labelled(self, selector: LabelSelector) -> tuple[set[ObjectKey], bool] | None:
+        """The keys that the selector's indexed requirements allow, and whether they match it exactly.
+
+        None if no requirement can be answered from the index (every object is then a candidate).
+        """
+        indexed = [req for req in selector.requirements if req.operator in INDEXED_OPERATORS]
+        if not indexed:
+            return None
+        if self._labels is None:
+            self._labels = {}
+            for key, stored in self._items.items():
+                self._index(key, _labels_of(stored))
+        found: set[ObjectKey] | None = None
+        for req in sorted(indexed, key=self._estimate):
+            keys = self._matching(req)
+            found = keys if found is None else found & keys
+            if not found:
+                break
+        assert found is not None
+        return found, len(indexed) == len(selector.requirements)
+
+    def _matching(self, req: Requirement) -> set[ObjectKey]:
+        assert self._labels is not None
+        values = self._labels.get(req.key, {})
+        if req.operator == "exists":
+            return set().union(*values.values())
+        return set().union(*(values.get(value, ()) for value in req.values))
+
+    def _estimate(self, req: Requirement) -> int:
+        assert self._labels is not None
+        values = self._labels.get(req.key, {})
+        if req.operator == "exists":
+            return sum(len(keys) for keys in values.values())
+        return sum(len(values.get(value, ())) for value in req.values)
+
+    def _index(self, key: ObjectKey, labels: Mapping[str, str]) -> None:
+        assert self._labels is not None
+        for name, value in labels.items():
+            self._labels.setdefault(name, {}).setdefault(value, set()).add(key)
+
+    def _unindex(self, key: ObjectKey, labels: Mapping[str, str]) -> None:
+        assert self._labels is not None
+        for name, value in labels.items():
+            values = self._labels.get(name)
+            keys = values.get(value) if values is not None else None
+            if keys is None or values is None:
+                continue
+            keys.discard(key)
+            if not keys:
+                del values[value]
+                if not values:
+                    del self._labels[name]
+
+
+def _labels_of(stored: Stored) -> Mapping[str, str]:
+    labels = stored.obj.get("metadata", {}).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def sorted_keys(keys: Iterable[ObjectKey], namespace: str | None, after: ObjectKey | None) -> list[ObjectKey]:
+    """Some keys in order, of a namespace (or all), after a key (or from the first)."""
+    low, high = namespace_range(namespace)
+    return sorted(
+        key
+        for key in keys
+        if (after is None or key > after) and (low is None or low <= key) and (high is None or key < high)
+    )
