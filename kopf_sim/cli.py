@@ -21,8 +21,10 @@ from kopf_sim.recording.apiclient import app_api
 from kopf_sim.recording.capture import Capture, CaptureError, CaptureStats, count_of, record_until_stopped
 from kopf_sim.recording.credentials import CredentialsError, connect
 from kopf_sim.recording.eventlog import ChangeRecorder, LogWriter
-from kopf_sim.recording.replaying import LogError, Replay, ReplayError, prepare
+from kopf_sim.recording.replaying import MAX_PROBLEMS_SHOWN, LogError, Replay, ReplayError, prepare, read_log
+from kopf_sim.recording.show import log_page
 from kopf_sim.store.cluster import HISTORY_WINDOW, Cluster
+from kopf_sim.timelines.rendering import write
 from kopf_sim.timing.clock import system_clock
 from kopf_sim.transports.serving import ServedApp, serve_forever
 
@@ -382,3 +384,45 @@ def record(
     if terminal:
         click.echo("\r\033[K", nl=False, err=True)
     click.echo(f"Recorded {stats.line()} into {output}.", err=True)
+
+
+@main.command()
+@click.argument("log", type=click.Path(dir_okay=False))
+@click.option(
+    "--output",
+    "-o",
+    "output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The HTML file to write (default: the log's path with .html instead of its suffix).",
+)
+@click.option(
+    "--resource",
+    "-r",
+    "resources",
+    multiple=True,
+    help="Show only the changes of this resource, named as kubectl names it (repeatable; default: every event).",
+)
+@click.option(
+    "--until",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Show only the events up to this many seconds into the log.",
+)
+def show(log: str, output: str | None, resources: tuple[str, ...], until: float | None) -> None:
+    """Draw a watch-event log as a timeline: one self-contained HTML page (a lane per object, an item per event)."""
+    try:
+        page = log_page(read_log(log), resources=resources or None, until=until)
+    except LogError as exc:  # its own wording is a replay's ("nothing was written")
+        shown = [f"  {problem}" for problem in exc.problems[:MAX_PROBLEMS_SHOWN]]
+        more = len(exc.problems) - len(shown)
+        raise click.ClickException(
+            "\n".join([f"Cannot show {log}:", *shown, *([f"  … and {more} more"] if more > 0 else [])])
+        ) from None
+    target = output if output is not None else os.path.splitext(log)[0] + ".html"
+    try:
+        write(page, target)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {target}: {exc.strerror or exc}") from None
+    items = len(page.runs[0].items)
+    click.echo(f"Wrote {items} event{'s' if items != 1 else ''} on {len(page.runs[0].lanes)} lanes into {target}.")

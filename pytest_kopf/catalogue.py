@@ -12,24 +12,42 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from . import judges
-from .judges import Judge
+from . import judges, oracles
+from .judges import Evidence, Judge
 
 __all__ = [
     "BASELINE",
     "CATALOGUE",
     "CHECKS",
+    "DIRECT",
     "Check",
+    "Comparison",
     "Phase",
     "comparing",
+    "deleting",
     "perturbation_kinds",
+    "referenced",
     "validate_checks",
 ]
 
-#: What the comparing checks compare with: the end state of the same user actions with no faults and no crashes.
-BASELINE = "the fault-free run of the same user actions"
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """What a comparing check compares the run's end state with, and how it finds them different."""
+
+    what: str
+    differs: Callable[[Evidence], str | None] = dataclasses.field(compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.what
+
+
+#: The end state of the same user actions with no faults and no crashes (a second world, the baseline).
+BASELINE = Comparison("the fault-free run of the same user actions", judges.difference)
+#: The end state of the driven objects created directly in their final state (a fresh world, made at the end).
+DIRECT = Comparison("the driven objects created directly in their final state", oracles.transition)
 
 
 class Phase(enum.IntEnum):
@@ -50,12 +68,17 @@ class Check:
     name: str
     #: The kinds of perturbations drawn among the users' actions (see :func:`pytest_kopf.strategies.perturbations`).
     perturbations: tuple[str, ...] = ()
-    #: What the end state is compared with (None: nothing; :data:`BASELINE`: the fault-free run).
-    compares: str | None = None
+    #: What the end state is compared with (None: nothing; :data:`BASELINE`: the fault-free run; :data:`DIRECT`).
+    compares: Comparison | None = None
     #: What finds the run wrong, beyond the comparison (None: only the comparison).
     judge: Judge | None = None
     #: When the judge runs.
     phase: Phase = Phase.SETTLED
+    #: Whether the users' actions delete objects (not for ``transition``: a deleted object has no final state).
+    deletes: bool = True
+    #: Whether it needs the reference: the users' actions once more with no faults, seeded and clocked otherwise
+    #: (what differs between the two correct runs is noise). Those comparing with :data:`BASELINE` all do.
+    reference: bool = False
 
 
 #: All the checks, in the order the verdict runs them (within a phase).
@@ -63,6 +86,11 @@ CATALOGUE: Mapping[str, Check] = {
     check.name: check
     for check in [
         Check("convergence", judge=judges.convergence, phase=Phase.SETTLED),
+        # The oracles that see bugs a run with no faults has too: cheap (no faults), so they come first.
+        Check("consistency", judge=oracles.consistency, phase=Phase.SETTLED),
+        Check("rollback", perturbations=("reverts",), judge=oracles.rollback, phase=Phase.SETTLED, reference=True),
+        Check("transition", compares=DIRECT, deletes=False),
+        Check("cleanup", judge=oracles.cleanup, phase=Phase.DELETED),
         Check(
             "idempotence",
             perturbations=("redeliver",),
@@ -99,6 +127,16 @@ def perturbation_kinds(checks: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kind for check in checks for kind in CATALOGUE[check].perturbations))
 
 
-def comparing(checks: Sequence[str], what: str = BASELINE) -> bool:
+def comparing(checks: Sequence[str], what: Comparison = BASELINE) -> bool:
     """Whether any of these checks compares its end state with ``what``."""
     return any(CATALOGUE[check].compares == what for check in checks)
+
+
+def referenced(checks: Sequence[str]) -> bool:
+    """Whether a run of these checks needs the reference (a second correct run, to learn the noise from)."""
+    return any(CATALOGUE[check].reference or CATALOGUE[check].compares == BASELINE for check in checks)
+
+
+def deleting(checks: Sequence[str]) -> bool:
+    """Whether the users' actions may delete objects in a run of these checks (not if any of them forbids it)."""
+    return all(CATALOGUE[check].deletes for check in checks)

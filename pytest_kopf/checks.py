@@ -13,18 +13,26 @@ compare, their judges); ``docs/checks.md`` tells what each one means.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import logging
 import os
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from kopf_sim.timelines.rendering import write
 
 from .catalogue import CHECKS, validate_checks
 from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
+from .oracles import correspondences
 from .plugin import GC_YOUNG_THRESHOLD
+from .progress import CheckProgress, ProgressDisplay, current_display
+from .report.coverage import Coverage, coverage_page
+from .report.failures import reported
 from .stateful import OperatorMachine, Statistics
 from .strategies.steps import ReplayLog
 from .verdicts import verify
@@ -61,6 +69,8 @@ class CheckReport:
     #: Per check, the fields learned as nondeterministic (``Secret obj-0-credentials data.password``), in any of
     #: its examples: masked in that example's comparisons (see :mod:`pytest_kopf.noise`).
     noise: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    #: What each check's examples covered: the actions and faults by kind, the handlers reached and their outcomes.
+    coverage: dict[str, Coverage] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
         text = (
@@ -71,6 +81,16 @@ class CheckReport:
         learned = sorted({field for fields in self.noise.values() for field in fields})
         return f"{text}; learned as nondeterministic: {', '.join(learned)}" if learned else text
 
+    def write_html(self, path: str | os.PathLike[str]) -> None:
+        """Write what the run covered as an HTML page (one self-contained file), e.g. to see what it explored."""
+        page = coverage_page(
+            title=f"What check_operator explored: {', '.join(self.checks)}",
+            summary=str(self),
+            per_check=self.per_check,
+            coverage=self.coverage,
+        )
+        write(page, path)
+
 
 def check_operator(
     *,
@@ -79,7 +99,7 @@ def check_operator(
     registry: Callable[[], kopf.OperatorRegistry] | None = None,
     manifests: Sequence[Manifests] = (),
     resources: Sequence[str] = (),
-    checks: Sequence[str] = CHECKS,
+    checks: Sequence[str] | None = None,
     max_examples: int = 100,
     max_steps: int = 20,
     specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
@@ -93,6 +113,9 @@ def check_operator(
     combined: bool = False,
     logs: Sequence[str | os.PathLike[str]] = (),
     initial_steps: Sequence[Any] = (),
+    retained: Sequence[str] = (),
+    consistency: Mapping[str, str] | None = None,
+    seed: int | None = None,
 ) -> CheckReport:
     """Run the checks on the operator over generated action sequences; raise the first failure, shrunk.
 
@@ -106,10 +129,23 @@ def check_operator(
     ``combined``: all the checks in one machine (every fault kind in the same examples), not one machine each.
     ``logs``: recorded watch-event logs replayed as one of the users' actions; ``initial_steps``: actions done
     at the start of every example (e.g. ``[ReplayLog("incident.jsonl")]``: a recorded incident as the start).
+    ``checks``: all of them by default (``consistency`` only if ``consistency=`` declares where the objects' fields
+    must be found, e.g. ``{"spec.replicas": "deployments/{name}.spec.replicas"}``). ``retained``: what the
+    operator may leave after its objects are deleted, on purpose (``cleanup``), as ``resource/name`` globs.
+    The checks run in rounds (``ROUNDS``): each gets a share of its examples in turn. ``seed``: the seed of the
+    examples drawn (by default, hypothesis' own; a derandomized profile's fixed one).
 
     Returns a :class:`CheckReport`; raises :class:`~pytest_kopf.errors.OperatorCheckFailed`.
     """
+    correspondences(consistency)  # a malformed one is a clear error now, not in every example
+    if checks is None:  # all of them; consistency only with something to check
+        checks = [check for check in CHECKS if check != "consistency" or consistency]
     chosen = validate_checks(checks)
+    if "consistency" in chosen and not consistency:
+        raise ValueError(
+            "The check 'consistency' needs consistency={...}: where the driven objects' fields must be found, "
+            "e.g. {'spec.replicas': 'deployments/{name}.spec.replicas'}."
+        )
     if not resources:
         raise ValueError("No resources to drive: pass resources=['plural.group', ...] (their CRDs in manifests=).")
     if not (paths or modules or registry):
@@ -141,12 +177,16 @@ def check_operator(
                 settle_timeout=settle_timeout,
                 logs=logs,
                 initial_steps=initial_steps,
+                retained=retained,
+                # Judged in every world of every check's examples, if the consistency check is run at all.
+                consistency=dict(consistency or {}) if "consistency" in chosen else {},
             ),
             settings=settings,
             max_examples=max_examples,
             max_steps=max_steps,
             shrink=shrink,
             combined=combined,
+            seed=seed,
         )
     finally:
         gc.set_threshold(*thresholds)
@@ -163,6 +203,25 @@ def _read_logs(paths: Iterable[str | os.PathLike[str]]) -> None:
         read_log(path)
 
 
+#: The checks run in rounds, each check getting these shares of its examples in turn: a bug that one check finds at
+#: once is found after a tenth of the examples of the checks before it, not after their whole budgets. Two rounds
+#: only: each begins hypothesis' search anew (with its simplest examples again).
+ROUNDS = (0.1, 0.9)
+#: Budgets smaller than this run in one round (each round begins with hypothesis' simplest example again).
+ROUNDED = 20
+
+
+def rounds(max_examples: int) -> list[int]:
+    """The examples of each round for a check's budget (they add up to it; a round of none is left out)."""
+    if max_examples < ROUNDED:
+        return [max_examples]
+    sizes: list[int] = []
+    for share in ROUNDS:
+        sizes.append(min(max(1, round(max_examples * share)), max_examples - sum(sizes)))
+    sizes[-1] += max_examples - sum(sizes)
+    return [size for size in sizes if size > 0]
+
+
 def _run_checks(
     chosen: Sequence[str],
     report: CheckReport,
@@ -174,28 +233,35 @@ def _run_checks(
     max_steps: int,
     shrink: bool,
     combined: bool,
+    seed: int | None,
 ) -> None:
     from hypothesis import HealthCheck, Phase
     from hypothesis import settings as hypothesis_settings
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from .seeding import without_local_constants
 
     base = settings if settings is not None else hypothesis_settings()
     groups = [tuple(chosen)] if combined else [(check,) for check in chosen]
+    display = current_display()
+    machines: dict[str, type[OperatorMachine]] = {}
+    progresses: dict[str, CheckProgress] = {}
     for group in groups:
         check = "+".join(group)
-        machine = OperatorMachine.configured(
+        machine = machines[check] = OperatorMachine.configured(
             f"Check_{check.replace('-', '_').replace('+', '_')}", checks=group, **machine_options
         )
         stats = Statistics()
         machine.statistics = stats
-        # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
-        # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
-        phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
+        machine.coverage = report.coverage[check] = Coverage()
+        progress = progresses[check] = CheckProgress(check, budget=max_examples)
+        if display is not None:
+            machine.progressed = functools.partial(_progressed, progress, stats, display)
+    # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
+    # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
+    phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
+    sizes = rounds(max_examples)
+    for number, examples in enumerate(sizes):
         run_settings = hypothesis_settings(
             base,
-            max_examples=max_examples,
+            max_examples=examples,
             stateful_step_count=max_steps,
             deadline=None,
             report_multiple_bugs=False,
@@ -207,25 +273,75 @@ def _run_checks(
                 HealthCheck.filter_too_much,
             ],
         )
-        try:
+        for check, machine in machines.items():
+            progress, counted = progresses[check], machine.statistics
+            assert counted is not None
+            stats = counted
             try:
-                with without_local_constants():
-                    run_state_machine_as_test(machine, settings=run_settings)
-            except OperatorCheckFailed as failure:
-                if not shrink:
-                    raise
-                raise shrunk(machine, failure) from None
-        finally:
-            report.examples += stats.examples
-            report.steps += stats.steps
-            report.faults += stats.faults
-            report.crashes += stats.crashes
-            report.virtual_seconds += stats.virtual_seconds
-            report.per_check[check] = {
-                field.name: getattr(stats, field.name) for field in dataclasses.fields(stats) if field.name != "noise"
-            }
-            report.noise[check] = sorted(dict.fromkeys(str(field) for field in sorted(stats.noise)))
-            report.wall_seconds = time.perf_counter() - started
+                try:
+                    _run_machine(machine, run_settings, _round_seed(seed, base.derandomize, check, number))
+                except OperatorCheckFailed as failure:
+                    if not shrink:
+                        raise reported(failure) from None
+                    progress.shrinking = True
+                    raise reported(shrunk(machine, failure)) from None
+            except BaseException:
+                _finished(display, progress, stats)
+                raise
+            finally:
+                _count(report, check, stats, started)
+            if number == len(sizes) - 1:
+                _finished(display, progress, stats)
+
+
+def _finished(display: ProgressDisplay | None, progress: CheckProgress, stats: Statistics) -> None:
+    if display is not None:
+        _progressed(progress, stats, None)
+        progress.finished = time.perf_counter()
+        display.finish(progress)
+
+
+def _round_seed(seed: int | None, derandomized: bool, check: str, number: int) -> int | None:
+    """The seed of a check's round: from the user's ``seed``; fixed if the profile is derandomized; else none."""
+    if seed is None and not derandomized:
+        return None
+    return zlib.crc32(f"{seed}/{check}/{number}".encode())
+
+
+def _run_machine(machine: type[OperatorMachine], settings: hypothesis.settings, seed: int | None) -> None:
+    """Run a machine's examples as hypothesis' ``run_state_machine_as_test`` does, with this seed (if any)."""
+    import hypothesis
+    from hypothesis.stateful import get_state_machine_test
+
+    from .seeding import without_local_constants
+
+    test = get_state_machine_test(machine, settings=settings)
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)
+    with without_local_constants():
+        test()
+
+
+def _count(report: CheckReport, check: str, stats: Statistics, started: float) -> None:
+    report.per_check[check] = {
+        field.name: getattr(stats, field.name) for field in dataclasses.fields(stats) if field.name != "noise"
+    }
+    report.noise[check] = sorted(dict.fromkeys(str(field) for field in sorted(stats.noise)))
+    report.examples = sum(int(figures["examples"]) for figures in report.per_check.values())
+    report.steps = sum(int(figures["steps"]) for figures in report.per_check.values())
+    report.faults = sum(int(figures["faults"]) for figures in report.per_check.values())
+    report.crashes = sum(int(figures["crashes"]) for figures in report.per_check.values())
+    report.virtual_seconds = sum(figures["virtual_seconds"] for figures in report.per_check.values())
+    report.wall_seconds = time.perf_counter() - started
+
+
+def _progressed(progress: CheckProgress, stats: Statistics, display: ProgressDisplay | None) -> None:
+    """Copy a machine's figures into the progress line (and show it, if there is a display)."""
+    progress.examples, progress.steps, progress.failures = stats.examples, stats.steps, stats.failures
+    progress.faults, progress.crashes = stats.faults, stats.crashes
+    progress.virtual_seconds = stats.virtual_seconds
+    if display is not None:
+        display.update(progress)
 
 
 #: At most this many runs to shrink a failing sequence (each a fresh world or two, with the checks).
@@ -237,7 +353,7 @@ def shrunk(
 ) -> OperatorCheckFailed:
     """The failure of the simplest sequence found that still fails the same check.
 
-    Steps are removed (from the last one: later steps depend on earlier ones), then simplified
+    Runs of steps are removed (the longest first; from the end: later steps depend on earlier ones), then simplified
     (:meth:`~pytest_kopf.strategies.Action.simpler`), over and over while that keeps failing.
     The result is deterministic: the same sequence shrinks to the same steps.
     """
@@ -259,13 +375,18 @@ def shrunk(
     improved = True
     while improved and runs < budget:
         improved = False
-        index = len(steps) - 1
-        while index >= 0 and runs < budget:
-            candidate = steps[:index] + steps[index + 1 :]
-            found = fails(candidate)
-            if found is not None:
-                steps, best, improved = candidate, found, True
-            index -= 1
+        # Runs of steps removed, the longest first (halves, quarters... single steps), from the end: later steps
+        # depend on earlier ones, and a long sequence loses most of its steps in a few runs.
+        size = max(1, len(steps) // 2)
+        while size >= 1 and runs < budget:
+            index = len(steps) - size
+            while index >= 0 and runs < budget:
+                candidate = steps[:index] + steps[index + size :]
+                found = fails(candidate)
+                if found is not None:
+                    steps, best, improved = candidate, found, True
+                index = min(index - size, len(steps) - size)
+            size //= 2
         for index in range(len(steps)):
             for simpler in steps[index].simpler():
                 if runs >= budget:

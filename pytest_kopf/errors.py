@@ -95,6 +95,8 @@ class OperatorCheckFailed(KopfError, AssertionError):
     ``trace_tail``: the last lines of the run's trace (API requests, watch events, handler calls, faults);
     ``reproduction``: the text of a pytest test that replays the steps with the plugin's fixtures and
     fails the same way (save it as ``test_*.py``); ``details``: what exactly differs or is stuck.
+    ``report``: the path of the failure's HTML report (a timeline of the worlds), once written; ``evidence``:
+    what that report is made of (:class:`pytest_kopf.report.failures.FailureEvidence`), if the run kept it.
     """
 
     def __init__(
@@ -105,16 +107,22 @@ class OperatorCheckFailed(KopfError, AssertionError):
         steps: Sequence[Any] = (),
         trace_tail: Sequence[str] = (),
         reproduction: str = "",
+        evidence: Any = None,
+        report: str | None = None,
     ) -> None:
         self.check = check
         self.details = details
         self.steps = list(steps)
         self.trace_tail = list(trace_tail)
         self.reproduction = reproduction
+        self.evidence = evidence
+        self.report = report
         super().__init__(self._message())
 
     def _message(self) -> str:
         lines = [f"The check {self.check!r} has failed: {self.details}"]
+        if self.report:
+            lines.append(f"The report (a timeline of the run, open it in a browser): {self.report}")
         if self.steps:
             lines.append(f"After {len(self.steps)} step(s):")
             lines.extend(
@@ -130,9 +138,23 @@ class OperatorCheckFailed(KopfError, AssertionError):
         return "\n".join(lines)
 
     def with_context(
-        self, *, steps: Sequence[Any], trace_tail: Sequence[str], reproduction: str
+        self, *, steps: Sequence[Any], trace_tail: Sequence[str], reproduction: str, evidence: Any = None
     ) -> OperatorCheckFailed:
-        """The same failure, with the steps that led to it, the trace's tail and a reproduction."""
-        return OperatorCheckFailed(
-            self.check, self.details, steps=steps, trace_tail=trace_tail, reproduction=reproduction
+        """The same failure, with the steps that led to it, the trace's tail, a reproduction, and its evidence."""
+        return self._replaced(
+            steps=steps, trace_tail=trace_tail, reproduction=reproduction, evidence=evidence, report=None
         )
+
+    def with_report(self, path: str) -> OperatorCheckFailed:
+        """The same failure, naming its report's file."""
+        return self._replaced(report=path)
+
+    def _replaced(self, **changes: Any) -> OperatorCheckFailed:
+        context = dict(
+            steps=self.steps,
+            trace_tail=self.trace_tail,
+            reproduction=self.reproduction,
+            evidence=self.evidence,
+            report=self.report,
+        )
+        return OperatorCheckFailed(self.check, self.details, **(context | changes))

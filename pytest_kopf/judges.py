@@ -61,7 +61,10 @@ class Evidence:
     ``expected``: the end state of the same user actions with no faults and no crashes (for the comparing
     checks); ``noise``: its fields that differ between two correct runs, masked in the comparisons.
     ``trace``: the run's typed trace (None: the judges that read it have nothing to read).
-    ``records``: kopf's log records of the run.
+    ``records``: kopf's log records of the run. For the oracles (:mod:`pytest_kopf.oracles`): ``direct``, the end
+    state of the driven objects created directly in their final state; ``created``, the uids of the objects that
+    the operator created (None: not recorded), bar the ``retained`` patterns; ``correspondences``, the
+    user-declared ones.
     """
 
     cluster: KopfCluster
@@ -75,6 +78,10 @@ class Evidence:
     trace: Sequence[Entry] | None = None
     logs_traced: bool = False  # whether the trace has the log records too (interleaved with the requests)
     expected: list[dict[str, Any]] | None = None
+    direct: list[dict[str, Any]] | None = None
+    created: set[str] | None = None
+    retained: Sequence[str] = ()
+    correspondences: Sequence[Any] = ()
     noise: Sequence[NoiseField] = ()
     settled: bool = False
     _state: list[dict[str, Any]] | None = None

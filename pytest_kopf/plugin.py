@@ -22,7 +22,8 @@ import pathlib
 import re
 import secrets
 import sys
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -30,14 +31,17 @@ import pytest
 from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, VirtualTimeLoop
 
-from . import kubeconfig
+from . import kubeconfig, progress
 from .cleanup import release_objects
 from .clientconfig import RealClientDefaults, routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import KopfCluster, SimKopfCluster
-from .errors import KopfClusterUnreachable, KopfConfigError
+from .errors import KopfClusterUnreachable, KopfConfigError, OperatorCheckFailed
+from .progress import TerminalProgress
 from .randomness import seeded
 from .realcluster import RealKopfCluster
+from .report import location
+from .report.location import ReportTarget
 from .running import TestLoop
 
 if TYPE_CHECKING:
@@ -65,6 +69,7 @@ class KopfSettings:
     mode: str = SIM
     context: str | None = None
     record_dir: pathlib.Path | None = None
+    report_dir: pathlib.Path | None = None
     time_limit: float | None = None
     thread_timeout: float | None = 60.0
     gc_freeze: bool = True
@@ -74,6 +79,8 @@ class KopfSettings:
 SETTINGS_KEY = pytest.StashKey[KopfSettings]()
 ORIGINAL_FUNCTION_KEY = pytest.StashKey[Callable[..., Any]]()
 LOOP_KEY = pytest.StashKey[TestLoop]()
+PROGRESS_KEY = pytest.StashKey[TerminalProgress]()
+REPORT_KEY = pytest.StashKey[ReportTarget]()
 GC_THRESHOLDS_KEY = pytest.StashKey[tuple[int, int, int]]()
 #: The youngest generation's threshold during a session of kopf tests (Python's default is 700).
 GC_YOUNG_THRESHOLD = 7000
@@ -114,6 +121,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="record each test's watch events into DIR, one log per test, overwritten by a later run "
         "(docs/replay.md); in real mode, those of the test's namespace",
+    )
+    group.addoption(
+        "--kopf-report",
+        dest="kopf_report",
+        default=None,
+        metavar="DIR",
+        help="write the HTML report of each failed check of check_operator into DIR (default: kopf-reports/ "
+        "in pytest's temporary directory); the failure's message names the file",
     )
     parser.addini("kopf_mode", "the mode of the kopf tests: sim (default) or real", default=SIM)
     parser.addini("kopf_context", "the kubeconfig context for the real mode", default="")
@@ -159,6 +174,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"kopf_mode must be {SIM!r} or {REAL!r}, got {mode!r}.")
     context = config.getoption("kopf_context") or str(config.getini("kopf_context") or "").strip() or None
     record = config.getoption("kopf_record")
+    report = config.getoption("kopf_report")
     limit_text = str(config.getini("kopf_time_limit") or "").strip()
     time_limit = _seconds("kopf_time_limit", limit_text, "") if limit_text else None
     thread_text = str(config.getini("kopf_thread_timeout") or "").strip().lower()
@@ -166,7 +182,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = KopfSettings(
         mode=mode,
         context=context,
-        record_dir=_record_dir(record) if record else None,
+        record_dir=_directory("--kopf-record", record, "one log per test") if record else None,
+        report_dir=_directory("--kopf-report", report, "one report per failed check") if report else None,
         time_limit=time_limit,
         thread_timeout=thread_timeout,
         gc_freeze=_truth("kopf_gc_freeze", config.getini("kopf_gc_freeze")),
@@ -200,14 +217,14 @@ def _truth(name: str, value: object) -> bool:
     return _TRUTHS[text]
 
 
-def _record_dir(option: str) -> pathlib.Path:
-    """The directory of --kopf-record (made when the first test records); a file there is a usage error at once,
-    not a FileExistsError in the set-up of every test."""
+def _directory(name: str, option: str, what: str) -> pathlib.Path:
+    """The directory of --kopf-record or --kopf-report (made when first needed); a file there is a usage error at
+    once, not a FileExistsError in every test."""
     path = pathlib.Path(option).resolve()
     existing = next(parent for parent in [path, *path.parents] if parent.exists())
     if not existing.is_dir():
         where = "is a file" if existing == path else f"is under a file ({existing})"
-        raise pytest.UsageError(f"--kopf-record takes a directory (one log per test), but {option} {where}.")
+        raise pytest.UsageError(f"{name} takes a directory ({what}), but {option} {where}.")
     return path
 
 
@@ -271,7 +288,67 @@ def tune_gc() -> tuple[int, int, int]:
     return thresholds
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The reports of failed checks go to --kopf-report (or the session's temporary directory); the progress line
+    of long checks goes through the terminal reporter (there by now), unless told to be quiet."""
+    config = session.config
+    target = ReportTarget(functools.cache(functools.partial(_report_dir, config)))
+    location.register(target)
+    config.stash[REPORT_KEY] = target
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    if reporter is None or reporter.verbosity < 0 or hasattr(config, "workerinput"):  # -q; an xdist worker
+        return
+    display = TerminalProgress(reporter, config.pluginmanager.getplugin("capturemanager"), live=reporter.isatty())
+    progress.register(display)
+    config.stash[PROGRESS_KEY] = display
+
+
+def _report_dir(config: pytest.Config) -> pathlib.Path:
+    chosen = settings_of(config).report_dir
+    if chosen is not None:
+        return chosen
+    factory = getattr(config, "_tmp_path_factory", None)  # the tmp_path_factory fixture's (pytest's tmpdir plugin)
+    if factory is None:  # the tmpdir plugin disabled (-p no:tmpdir)
+        return pathlib.Path(tempfile.mkdtemp(prefix="kopf-reports-"))
+    return pathlib.Path(factory.getbasetemp()) / "kopf-reports"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """The test running now names the reports of its failed checks."""
+    target = item.config.stash.get(REPORT_KEY, None)
+    if target is None:
+        return (yield)
+    target.test = item.nodeid
+    try:
+        return (yield)
+    finally:
+        target.test = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """A check that failed in a test of its own (a user's OperatorMachine), not in check_operator: its report too."""
+    report = yield
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, OperatorCheckFailed) and error.evidence is not None and not error.report:
+        from .report.failures import reported
+
+        path = reported(error).report
+        if path:
+            report.sections.append(("kopf report", f"The report of the failed check (open it in a browser): {path}"))
+    return report
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    target = session.config.stash.get(REPORT_KEY, None)
+    if target is not None:
+        location.unregister(target)
+        del session.config.stash[REPORT_KEY]
+    display = session.config.stash.get(PROGRESS_KEY, None)
+    if display is not None:
+        progress.unregister(display)
+        del session.config.stash[PROGRESS_KEY]
     thresholds = session.config.stash.get(GC_THRESHOLDS_KEY, None)
     if thresholds is not None:
         gc.set_threshold(*thresholds)

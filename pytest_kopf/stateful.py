@@ -57,7 +57,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition
 from kopf_sim.recording.replaying import read_log
 from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, LivelockError
 
-from .catalogue import comparing, perturbation_kinds
+from .catalogue import DIRECT, comparing, deleting, perturbation_kinds, referenced
 from .clientconfig import routed_clients
 from .clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import Manifests, SimKopfCluster, _documents
@@ -66,18 +66,23 @@ from .driving import (
     DEFAULT_RESTART_DELAY,
     DEFAULT_SETTLE_TIMEOUT,
     caught_up,
+    end_state,
     revived,
     settle,
 )
 from .errors import OperatorCheckFailed
 from .judges import livelocked
-from .noise import EPOCH_OFFSET, NoiseField, learn
+from .noise import EPOCH_OFFSET, NoiseField, described, learn
 from .operator import KopfOperator
+from .oracles import final_bodies, record_creations, refused, reversals
 from .randomness import seeded
+from .report.coverage import Coverage
+from .report.failures import FailureEvidence
+from .report.states import comparison_masking
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
-from .strategies.steps import Action, Driver, ReplayLog, mixed, perturbations, user_actions
-from .tracing import Trace
+from .strategies.steps import Action, Create, Driver, ReplayLog, mixed, perturbations, user_actions
+from .tracing import Log, Trace
 from .verdicts import verify
 
 if TYPE_CHECKING:
@@ -153,6 +158,7 @@ class World:
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
         self.trace.install(self.cluster)
+        self.created: set[str] = set()  # the uids of the objects that the operator creates (once it has started)
         self.closed = False
         self.clocks = contextlib.ExitStack()  # the virtual clocks, in force while the world is open
         self.clocks.enter_context(virtual_clocks())
@@ -185,6 +191,7 @@ class World:
             modules=self.spec.modules,
             registry=self.spec.registry() if self.spec.registry is not None else None,
         )
+        self.created = record_creations(self.cluster)
 
     def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
         """Run a coroutine to its end in this world's loop (its kopf log lines go to this world's trace)."""
@@ -232,6 +239,7 @@ class Statistics:
     steps: int = 0
     faults: int = 0
     crashes: int = 0
+    failures: int = 0
     virtual_seconds: float = 0.0
     #: The fields learned as noise in any example (see :mod:`pytest_kopf.noise`).
     noise: set[NoiseField] = dataclasses.field(default_factory=set)
@@ -449,7 +457,17 @@ class OperatorMachine(RuleBasedStateMachine):
     #: Steps done at the start of every example, in every world (e.g. a recorded incident replayed as the
     #: starting state: ``[ReplayLog("incident.jsonl", until=30)]``); reproductions begin with them.
     initial_steps: ClassVar[Sequence[Action]] = ()
+    #: What the operator may leave after its objects are deleted, on purpose (``cleanup``): ``resource/name`` globs.
+    retained: ClassVar[Sequence[str]] = ()
+    #: Where the driven objects' fields must be found after settling, e.g.
+    #: ``{"spec.replicas": "deployments/{name}.spec.replicas"}``: judged (as the ``consistency`` check) in every
+    #: world of every example, whatever the machine's checks.
+    consistency: ClassVar[Mapping[str, str]] = {}
     statistics: ClassVar[Statistics | None] = None
+    #: What the examples covered (the actions and faults by kind, the handlers reached), if counted.
+    coverage: ClassVar[Coverage | None] = None
+    #: Called after each step and each example (when :attr:`statistics` has changed): the progress line's feed.
+    progressed: ClassVar[Callable[[], None] | None] = None
 
     _customs: ClassVar[list[CustomResource] | None] = None
     _user_strategy: ClassVar[st.SearchStrategy[Action] | None] = None
@@ -539,6 +557,7 @@ class OperatorMachine(RuleBasedStateMachine):
                 specs=cls.specs,
                 max_advance=cls.max_advance,
                 logs=cls.logs,
+                deletes=deleting(cls.checks),
             )
         return cls._user_strategy
 
@@ -547,7 +566,8 @@ class OperatorMachine(RuleBasedStateMachine):
         if cls._step_strategy is None:
             users = cls.user_strategy()
             kinds = cls.perturbation_kinds()
-            cls._step_strategy = mixed(users, perturbations(kinds, cls.custom_resources())) if kinds else users
+            perturbing = perturbations(kinds, cls.custom_resources(), names=cls.names, specs=cls.specs)
+            cls._step_strategy = mixed(users, perturbing) if kinds else users
         return cls._step_strategy
 
     # -- one example ------------------------------------------------------------------------------
@@ -563,6 +583,7 @@ class OperatorMachine(RuleBasedStateMachine):
         self._kopf_level = logging.getLogger("kopf").level
         # As the kopf_loop fixture does for a test's module: datetime.now() & co. in the rules follow the clock.
         modules = [sys.modules[klass.__module__] for klass in type(self).__mro__ if klass.__module__ in sys.modules]
+        self._modules = modules
         #: The checked run: its cluster, operator and loop.
         self.world = World(spec, modules=modules)
         self.baseline: World | None = None
@@ -573,6 +594,7 @@ class OperatorMachine(RuleBasedStateMachine):
         try:
             if comparing(self.checks):
                 self.baseline = World(spec, modules=modules)
+            if referenced(self.checks):
                 self.reference = World(spec, modules=modules, seed=REFERENCE_SEED, epoch=DEFAULT_EPOCH + EPOCH_OFFSET)
         except BaseException:
             if self.baseline is not None:
@@ -600,20 +622,26 @@ class OperatorMachine(RuleBasedStateMachine):
     def perform(self, action: Action) -> None:
         """Apply an action to the checked world (and, if it is a user's action, to the baseline)."""
         self.steps.append(action)
+        if self.coverage is not None:
+            self.coverage.add_step(action)
         if self.statistics is not None:
             self.statistics.steps += 1
+            self._progressed()
         self.failed = True  # until the step is done in every world
         try:
             self._apply(action)
         except LivelockError as exc:  # an endless update loop: the loop's clock stood still in the step
             raise livelocked(exc).with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
             ) from None
         self.failed = False
 
     def _apply(self, action: Action) -> None:
-        self.world.trace.step(action.code(), restarts=action.restarts)
-        outcome = self._apply_in(self.world, action)
+        self.world.trace.step(action.code(), restarts=action.restarts, user=action.user)
+        outcome = expected = self._apply_in(self.world, action)
         if action.user and self.baseline is not None:
             self.baseline.trace.step(action.code(), restarts=action.restarts)
             expected = self._apply_in(self.baseline, action)
@@ -652,13 +680,19 @@ class OperatorMachine(RuleBasedStateMachine):
             raise OperatorCheckFailed(
                 "convergence", f"the operator has exited (exit code {operator.exit_code}): {operator.exception!r}"
             ).with_context(
-                steps=self.steps, trace_tail=self.world.trace.tail(), reproduction=self.reproduction("convergence")
+                steps=self.steps,
+                trace_tail=self.world.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
             )
 
     def teardown(self) -> None:
         try:
             if not self.failed:  # not when a step or the operator has failed already: that failure is reported
                 self.verify()
+        except OperatorCheckFailed:
+            self.failed = True
+            raise
         finally:
             self.close()
 
@@ -689,6 +723,9 @@ class OperatorMachine(RuleBasedStateMachine):
                 machine.perform(step)
                 machine.operator_is_alive()
             machine.verify()
+        except OperatorCheckFailed:
+            machine.failed = True
+            raise
         finally:
             machine.close()
 
@@ -705,7 +742,8 @@ class OperatorMachine(RuleBasedStateMachine):
             for step in steps:
                 machine.perform(step)
             expected = machine.expected() if comparing([check]) else None
-            return machine.reproduction(check, expected)
+            direct = machine.direct() if comparing([check], DIRECT) else None
+            return machine.reproduction(check, expected, direct=direct)
         finally:
             machine.close()
 
@@ -713,7 +751,17 @@ class OperatorMachine(RuleBasedStateMachine):
         if self.statistics is not None:
             self.statistics.faults += len(self.world.cluster.sim.faults.injections)
             self.statistics.crashes += self.world.operator.crashes
+            self.statistics.failures += self.failed
             self.statistics.virtual_seconds += self.world.loop.time()
+            self._progressed()
+        if self.coverage is not None:
+            messages = [entry.message for entry in self.world.trace.of(Log)]
+            self.coverage.add_example(self.world.cluster.sim.faults.injections, messages)
+
+    def _progressed(self) -> None:
+        progressed = type(self).progressed
+        if progressed is not None:
+            progressed()
 
     def _options(self) -> dict[str, Any]:
         resources = [custom.qualified for custom in self.custom_resources()]
@@ -723,6 +771,8 @@ class OperatorMachine(RuleBasedStateMachine):
             mask=self.mask,
             quiet=self.quiet,
             settle_timeout=self.settle_timeout,
+            retained=self.retained,
+            consistency=dict(self.consistency),
         )
 
     def expected(self) -> list[dict[str, Any]] | None:
@@ -736,15 +786,72 @@ class OperatorMachine(RuleBasedStateMachine):
         expected = self._fault_free_end_state(self.baseline, "")
         if self.reference is not None:
             other = self._fault_free_end_state(self.reference, ", seeded and clocked otherwise")
-            self.noise = learn(expected, other)
-            if self.statistics is not None:
-                self.statistics.noise.update(self.noise)
+            self._learn(learn(expected, other))
         return None if self.diverged is not None else expected  # the user actions went otherwise: not comparable
 
-    def _fault_free_end_state(self, world: World, how: str) -> list[dict[str, Any]]:
+    def _learn(self, noise: frozenset[NoiseField]) -> None:
+        """Fields that differ between two correct runs: noise, masked in the comparisons of this example."""
+        self.noise |= noise
+        if self.statistics is not None:
+            self.statistics.noise.update(noise)
+
+    def _judged_in_every_world(self) -> list[str]:
+        """What the fault-free worlds of an example (the baseline, the reference, the direct ones) are judged by:
+        they must converge, and the declared correspondences (:attr:`consistency`) hold there too."""
+        return ["convergence", *self._consistency()]
+
+    def _consistency(self) -> list[str]:
+        """``consistency`` if correspondences are declared: judged in every world, whatever the machine's checks."""
+        return ["consistency"] if self.consistency else []
+
+    def direct(self) -> list[dict[str, Any]] | None:
+        """For ``transition``: the end state of a fresh world where the driven objects are created directly in the
+        final state they have in the run with no faults (once it has settled, and converged: else that is the
+        failure). Twice (seeded and clocked otherwise the second time): what differs between the two is noise.
+        None if not comparable: the operator has refused a final spec (it may keep the last good state instead)."""
+        if not comparing(self.checks, DIRECT):
+            return None
+        subject = self.baseline or self.world
+        if subject is self.world:  # with no faults: the checked run itself (else the baseline is judged already)
+            self._fault_free_end_state(self.world, "")
+        driven = self._driven(subject)
+        if any(refused(subject.cluster, obj) for obj in driven):
+            return None
+        creates = [Create(body) for body in final_bodies(driven)]
+        states: list[list[dict[str, Any]]] = []
+        for seed, epoch in ((0, DEFAULT_EPOCH), (REFERENCE_SEED, DEFAULT_EPOCH + EPOCH_OFFSET)):
+            world = World(self.spec(), modules=self._modules, seed=seed, epoch=epoch)
+            try:
+                for step in creates:
+                    world.trace.step(step.code())
+                    world.run(_step(step, world))
+                how = ", with the driven objects created directly in their final state"
+                states.append(self._fault_free_end_state(world, how, creates))
+                if any(refused(world.cluster, obj) for obj in self._driven(world)):
+                    return None
+            finally:
+                world.close()
+        self._learn(learn(*states))
+        return states[0]
+
+    def _driven(self, world: World) -> list[dict[str, Any]]:
+        store = world.cluster.sim.store
+        return [
+            obj
+            for custom in self.custom_resources()
+            for obj in store.objects((custom.group, custom.plural), self.namespace if custom.namespaced else None)
+        ]
+
+    def _fault_free_end_state(
+        self, world: World, how: str, steps: Sequence[Action] | None = None
+    ) -> list[dict[str, Any]]:
         try:
             checking = verify(
-                world.cluster, world.operator, checks=["convergence"], records=world.trace.records, **self._options()
+                world.cluster,
+                world.operator,
+                checks=self._judged_in_every_world(),
+                records=world.trace.records,
+                **self._options(),
             )
             return world.run(checking)
         except OperatorCheckFailed as exc:
@@ -757,21 +864,31 @@ class OperatorMachine(RuleBasedStateMachine):
                 steps=self.steps,
                 trace_tail=world.trace.tail(),
                 reproduction=self.reproduction(
-                    exc.check, steps=[step for step in self.steps if step.user], seed=world.seed, epoch=world.epoch
+                    exc.check,
+                    steps=[step for step in self.steps if step.user] if steps is None else steps,
+                    seed=world.seed,
+                    epoch=world.epoch,
                 ),
+                evidence=self.evidence(),
             ) from None
 
     def verify(self) -> None:
         """The checks' verdict on this example (see :func:`pytest_kopf.checks.verify`)."""
         options = self._options()
         expected = self.expected()
+        direct = self.direct()
+        if "rollback" in self.checks and self.reference is not None:  # the same reversals, seeded otherwise
+            for one, other in zip(reversals(self.world.cluster), reversals(self.reference.cluster), strict=False):
+                self._learn(learn(one.before, other.before) | learn(one.after, other.after))
         try:
             self.world.run(
                 verify(
                     self.world.cluster,
                     self.world.operator,
-                    checks=self.checks,
+                    checks=[*self.checks, *self._consistency()],
                     expected=expected,
+                    direct=direct,
+                    created=self.world.created,
                     trace=self.world.trace,
                     noise=self.noise,
                     **options,
@@ -781,8 +898,27 @@ class OperatorMachine(RuleBasedStateMachine):
             raise exc.with_context(
                 steps=self.steps,
                 trace_tail=self.world.trace.tail(),
-                reproduction=self.reproduction(exc.check, expected),
+                reproduction=self.reproduction(exc.check, expected, direct=direct),
+                evidence=self.evidence(),
             ) from None
+
+    def evidence(self) -> FailureEvidence | None:
+        """What a failure's report shows: both worlds' traces and end states as they are now (None if unreadable)."""
+        worlds = [self.world, *([self.baseline] if self.baseline is not None else [])]
+        try:
+            states = [end_state(world.cluster, namespace=self.namespace) for world in worlds]
+        except Exception:  # a world torn apart (e.g. its cluster stopped): the failure goes on without its report
+            return None
+        named = [*self.paths, *(item for item in self.manifests if isinstance(item, str | os.PathLike)), *self.logs]
+        return FailureEvidence(
+            checked=list(self.world.trace.entries),
+            baseline=list(self.baseline.trace.entries) if self.baseline is not None else None,
+            checked_state=states[0],
+            baseline_state=states[1] if len(states) > 1 else None,
+            masking=comparison_masking(self.mask, self.noise),
+            named=[os.fspath(path) for path in named if _is_file_name(path)],
+            noise=described(self.noise),
+        )
 
     def reproduction(
         self,
@@ -790,6 +926,7 @@ class OperatorMachine(RuleBasedStateMachine):
         expected: Sequence[Mapping[str, Any]] | None = None,
         *,
         steps: Sequence[Action] | None = None,
+        direct: Sequence[Mapping[str, Any]] | None = None,
         seed: int = 0,
         epoch: datetime.datetime = DEFAULT_EPOCH,
     ) -> str:
@@ -803,10 +940,13 @@ class OperatorMachine(RuleBasedStateMachine):
             check=check,
             steps=[*self.initial_steps, *(self.steps if steps is None else steps)],
             expected=expected,
+            direct=direct,
             resources=[custom.qualified for custom in self.custom_resources()],
             mask=self.mask,
             namespace=self.namespace,
-            noise=sorted(self.noise) if expected is not None else (),
+            retained=self.retained,
+            consistency=self.consistency,
+            noise=sorted(self.noise) if expected is not None or direct is not None or check == "rollback" else (),
             seed=seed,
             epoch=epoch,
         )
@@ -828,6 +968,9 @@ def reproduction(
     expected: Sequence[Mapping[str, Any]] | None = None,
     mask: Sequence[str] = (),
     namespace: str = "default",
+    direct: Sequence[Mapping[str, Any]] | None = None,
+    retained: Sequence[str] = (),
+    consistency: Mapping[str, str] | None = None,
     noise: Sequence[NoiseField] = (),
     seed: int = 0,
     epoch: datetime.datetime = DEFAULT_EPOCH,
@@ -838,6 +981,7 @@ def reproduction(
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
         "from pytest_kopf.checks import verify",
         "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
+        "from pytest_kopf.oracles import patch_and_revert, record_creations  # noqa: F401",
         "from pytest_kopf.tracing import record_trace",
         *(["from pytest_kopf.noise import NoiseField"] if noise else []),
         *(["import pytest"] if (seed, epoch) != (0, DEFAULT_EPOCH) else []),
@@ -864,6 +1008,8 @@ def reproduction(
         start.append("registry=make_registry()")
     lines.append("    trace = record_trace(kopf_cluster)")
     lines.append(f"    await kopf_operator.start({', '.join(start)})")
+    if check == "cleanup":
+        lines.append("    created = record_creations(kopf_cluster)")
     for step in steps:  # as in the machine: each step ends when the operator has caught up with it
         lines.append(f"    {step.code()}")
         lines.append("    await caught_up()")
@@ -880,6 +1026,13 @@ def reproduction(
         options.append(f"mask={list(mask)!r}")
     if expected is not None:
         options.append("expected=EXPECTED")
+    if direct is not None:
+        options.append("direct=DIRECT")
+    if check == "cleanup":
+        options.append("created=created")
+        options.extend([f"retained={list(retained)!r}"] if retained else [])
+    if check == "consistency" and consistency:
+        options.append(f"consistency={dict(consistency)!r}")
     if noise:
         options.append("noise=NOISE")
     lines.append(f"    await verify(kopf_cluster, kopf_operator, {', '.join(options)})")
@@ -892,6 +1045,15 @@ def reproduction(
                 f"EXPECTED = {pprint.pformat(list(expected), width=110, sort_dicts=True)}",
             ]
         )
+    if direct is not None:
+        lines.extend(
+            [
+                "",
+                "",
+                "# The end state of the driven objects created directly in their final state (masked).",
+                f"DIRECT = {pprint.pformat(list(direct), width=110, sort_dicts=True)}",
+            ]
+        )
     if noise:
         lines.extend(
             [
@@ -900,6 +1062,12 @@ def reproduction(
             ]
         )
     return "\n".join(lines) + "\n"
+
+
+def _is_file_name(item: str | os.PathLike[str]) -> bool:
+    """Whether a manifest is given as a file's path (not as the YAML text itself)."""
+    text = os.fspath(item)
+    return "\n" not in text and not text.lstrip().startswith("{")
 
 
 def _manifest_literal(manifest: Manifests) -> str:

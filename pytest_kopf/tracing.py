@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
 
 import aiohttp
@@ -74,6 +74,7 @@ class Step(Entry):
     kind: ClassVar[str] = "action"
     code: str
     restarts: bool = False  # the step replaces the operator by a fresh one (a crash, a restart)
+    user: bool = True  # a user's action (done in every world), not a perturbation
 
     def text(self) -> str:
         return self.code
@@ -137,6 +138,8 @@ class _ObjectEvent(Entry):
     namespace: str | None
     name: str
     rv: int
+    #: The object as committed (or delivered): for the reports' details, never compared.
+    obj: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def resource(self) -> str:
@@ -155,6 +158,8 @@ class Change(_ObjectEvent):
     """A change committed to the cluster's store (by anyone)."""
 
     kind: ClassVar[str] = "change"
+    #: The object before the change (None for ADDED): for the reports' details, never compared.
+    old: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,8 +255,8 @@ class Trace:
     def append(self, entry: Entry) -> None:
         self.entries.append(entry)
 
-    def step(self, code: str, *, restarts: bool = False) -> None:
-        self.append(Step(self.now(), code, restarts))
+    def step(self, code: str, *, restarts: bool = False, user: bool = True) -> None:
+        self.append(Step(self.now(), code, restarts, user))
 
     def note(self, label: str, text: str) -> None:
         self.append(Note(self.now(), label, text))
@@ -301,10 +306,11 @@ class Trace:
         self.append(Log(self.now(), record.levelname, namespace, name, record.getMessage(), record))
 
     def _change(self, change: watching.Change) -> None:
-        self.append(Change(self.now(), change.type, *_identity(change.key, change.obj, change.rv)))
+        identity = _identity(change.key, change.obj, change.rv)
+        self.append(Change(self.now(), change.type, *identity, obj=change.obj, old=change.old))
 
     def _delivery(self, rtype: ResourceType, event: watching.WatchEvent) -> None:
-        self.append(Delivery(self.now(), event.type, *_identity(rtype.storage_key, event.obj, event.rv)))
+        self.append(Delivery(self.now(), event.type, *_identity(rtype.storage_key, event.obj, event.rv), obj=event.obj))
 
     async def _tap(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         body = (await request.read()).decode("utf-8", "replace") if request.can_read_body else ""

@@ -15,9 +15,10 @@ from .catalogue import CATALOGUE, Phase, validate_checks
 from .cluster import KopfCluster
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
-from .judges import Evidence, difference
+from .judges import Evidence
 from .noise import NoiseField
 from .operator import KopfOperator
+from .oracles import correspondences
 from .tracing import Entry, Log, Trace
 
 __all__ = ["verify"]
@@ -36,6 +37,10 @@ async def verify(
     settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
     records: Sequence[logging.LogRecord] | None = None,
     trace: Trace | Sequence[Entry] | None = None,
+    direct: Sequence[Mapping[str, Any]] | None = None,
+    created: Iterable[str] | None = None,
+    retained: Sequence[str] = (),
+    consistency: Mapping[str, str] | None = None,
     noise: Iterable[NoiseField] = (),
 ) -> list[dict[str, Any]]:
     """The checks' verdict on a run whose actions are over: its end state, or :class:`~.errors.OperatorCheckFailed`.
@@ -50,6 +55,12 @@ async def verify(
     has the log records too, checks that handlers retried after a :class:`kopf.TemporaryError` are not
     called before their delay is over. ``noise``: the fields that differ between two correct runs (learned by the
     machines, :func:`pytest_kopf.noise.learn`), masked in every comparison.
+
+    The oracles': ``direct``: the end state of the driven objects created directly in their final state (for
+    ``transition``); ``created``: the uids of the objects that the operator created (for ``cleanup``: see
+    :func:`~pytest_kopf.oracles.record_creations`), except those matching the ``retained`` patterns;
+    ``consistency``: where the driven objects' fields must be found (``{"spec.replicas":
+    "deployments/{name}.spec.replicas"}``, see :class:`~pytest_kopf.oracles.Correspondence`).
     """
     chosen = [CATALOGUE[name] for name in validate_checks(checks)]
     entries, logs_traced = (trace.entries, trace.logs_recorded) if isinstance(trace, Trace) else (trace, False)
@@ -69,13 +80,17 @@ async def verify(
         trace=entries,
         logs_traced=logs_traced,
         expected=[dict(obj) for obj in expected] if expected is not None else None,
+        direct=[dict(obj) for obj in direct] if direct is not None else None,
+        created=set(created) if created is not None else None,
+        retained=list(retained),
+        correspondences=correspondences(consistency),
         noise=list(noise),
     )
     evidence.settled = await evidence.settle()
     for phase in Phase:
         for check in chosen:
             if phase is Phase.COMPARED:
-                details = difference(evidence) if check.compares is not None else None
+                details = check.compares.differs(evidence) if check.compares is not None else None
             elif check.phase is phase and check.judge is not None:
                 details = await check.judge(evidence)
             else:

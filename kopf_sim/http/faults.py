@@ -36,6 +36,7 @@ so that their own checks see the cluster as it is).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import json
 import random
@@ -67,9 +68,22 @@ __all__ = [
     "classify",
     "install",
     "middleware",
+    "serving",
 ]
 
 EXEMPT_HEADER = "X-Kopf-Sim-No-Faults"
+
+_serving: contextvars.ContextVar[str | None] = contextvars.ContextVar("kopf_sim_serving", default=None)
+
+
+def serving() -> str | None:
+    """The request (``METHOD path``) of an API client being served in this context, if any.
+
+    By it, the store's observers tell the changes that the clients make (e.g. an operator under test) from
+    those of the cluster's own controllers and of a harness (whose calls are direct, or exempt from faults).
+    """
+    return _serving.get()
+
 
 _WRITE_METHODS = frozenset({"PUT", "PATCH"})
 _ALL_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -438,19 +452,30 @@ def middleware(injector: FaultInjector) -> Middleware:
 
     @web.middleware
     async def inject_faults(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if EXEMPT_HEADER in request.headers or not (injector.rules or injector.observers):
+        if EXEMPT_HEADER in request.headers:
             return await handler(request)
-        info = classify(request.method, request.path, request.query)
-        status = 0
+        token = _serving.set(f"{request.method} {request.path}")
         try:
-            response = await _inject(injector, info, request, handler)
-            status = response.status
-            return response
+            return await _observed(injector, request, handler)
         finally:
-            for observer in list(injector.observers):
-                observer(info, status)
+            _serving.reset(token)
 
     return inject_faults
+
+
+async def _observed(injector: FaultInjector, request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The request with its faults (if any), told to the observers (if any)."""
+    if not (injector.rules or injector.observers):
+        return await handler(request)
+    info = classify(request.method, request.path, request.query)
+    status = 0
+    try:
+        response = await _inject(injector, info, request, handler)
+        status = response.status
+        return response
+    finally:
+        for observer in list(injector.observers):
+            observer(info, status)
 
 
 async def _inject(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import functools
 import re
 
 __all__ = ["FORMAT_WRONG", "SUFFIX_WRONG", "QuantityError", "canonical_quantity", "parse_quantity", "quantity_text"]
@@ -104,6 +105,7 @@ def quantity_text(value: int | float | str) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # every write decodes its quantities, mostly the same few
 def canonical_quantity(value: int | float | str | None) -> str:
     """The quantity as the apiserver writes it back (``"0"`` for a null); :class:`QuantityError` if invalid."""
     if value is None:

@@ -4,7 +4,7 @@ mutations of recorded watch-event logs."""
 from __future__ import annotations
 
 from .logs import MUTATIONS, coalesce_event, delay_event, drop_event, duplicate_event, mutated_logs
-from .schemas import CustomResource, from_schema, objects, resources_in
+from .schemas import CustomResource, from_schema, misoperations, object_patches, objects, resources_in
 from .steps import (
     PERTURBATIONS,
     Action,
@@ -15,6 +15,7 @@ from .steps import (
     Create,
     Delete,
     Driver,
+    PatchFields,
     PatchMeta,
     PatchSpec,
     Redeliver,
@@ -41,6 +42,7 @@ __all__ = [
     "CustomResource",
     "Delete",
     "Driver",
+    "PatchFields",
     "PatchMeta",
     "PatchSpec",
     "Redeliver",
@@ -55,7 +57,9 @@ __all__ = [
     "drop_event",
     "duplicate_event",
     "from_schema",
+    "misoperations",
     "mutated_logs",
+    "object_patches",
     "objects",
     "perturbations",
     "resources_in",

@@ -20,11 +20,12 @@ from typing import Any, ClassVar, Protocol
 
 from hypothesis import strategies as st
 
-from ..catalogue import CATALOGUE, perturbation_kinds, validate_checks
+from ..catalogue import CATALOGUE, deleting, perturbation_kinds, validate_checks
 from ..cluster import KopfCluster
 from ..driving import crash_after, tolerate
 from ..operator import KopfOperator
-from .schemas import CustomResource, from_schema, objects
+from ..oracles import patch_and_revert
+from .schemas import CustomResource, object_patches, objects
 
 __all__ = [
     "PERTURBATIONS",
@@ -36,6 +37,8 @@ __all__ = [
     "Create",
     "Delete",
     "Driver",
+    "PatchAndRevert",
+    "PatchFields",
     "PatchMeta",
     "PatchSpec",
     "Redeliver",
@@ -109,40 +112,94 @@ class Create(Action):
         return f"await tolerate(kopf_cluster.create({_literal(self.body)}))"
 
     def simpler(self) -> list[Action]:
+        """Without one of its top-level fields but ``spec``, or one of its spec's fields (if still valid)."""
+        others = [key for key in self.body if key not in ("apiVersion", "kind", "metadata", "spec")]
+        options: list[Action] = [Create({k: v for k, v in self.body.items() if k != key}) for key in others]
         spec = self.body.get("spec")
-        if not isinstance(spec, dict) or not spec:
-            return []
-        return [Create({**self.body, "spec": {k: v for k, v in spec.items() if k != key}}) for key in spec]
+        if isinstance(spec, dict):
+            options.extend(Create({**self.body, "spec": {k: v for k, v in spec.items() if k != key}}) for key in spec)
+        return options
 
 
 @dataclasses.dataclass(frozen=True)
-class PatchSpec(Action):
-    """A merge patch of the spec: new values of some fields, ``None`` for the fields removed."""
+class MergePatch(Action):
+    """A merge patch of an object (:meth:`patch`): the base of the patching steps."""
 
     resource: str
     name: str
-    spec: JsonDict
+
+    def patch(self) -> JsonDict:
+        raise NotImplementedError  # pragma: no cover - every patching step overrides it
 
     async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, {"spec": self.spec})))
+        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.patch())))
 
     def code(self) -> str:
-        return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal({'spec': self.spec})}))"
+        return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.patch())}))"
 
-    def simpler(self) -> list[Action]:
-        if len(self.spec) <= 1:
-            return []
-        return [
-            PatchSpec(self.resource, self.name, {k: v for k, v in self.spec.items() if k != key}) for key in self.spec
-        ]
+
+def _without_each(values: JsonDict) -> list[JsonDict]:
+    """The mapping without one of its keys, for each key (none if it has one key at most)."""
+    return [{k: v for k, v in values.items() if k != key} for key in values] if len(values) > 1 else []
 
 
 @dataclasses.dataclass(frozen=True)
-class PatchMeta(Action):
-    """A merge patch of the labels & annotations (``None`` removes one)."""
+class PatchSpec(MergePatch):
+    """A merge patch of the spec: new values of some fields, ``None`` for the fields removed."""
+
+    spec: JsonDict
+
+    def patch(self) -> JsonDict:
+        return {"spec": self.spec}
+
+    def simpler(self) -> list[Action]:
+        return [PatchSpec(self.resource, self.name, spec) for spec in _without_each(self.spec)]
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchFields(MergePatch):
+    """A merge patch of top-level fields other than the spec (``data``, ``matchNamespace``...): ``None`` removes one."""
+
+    fields: JsonDict
+
+    def patch(self) -> JsonDict:
+        return self.fields
+
+    def simpler(self) -> list[Action]:
+        return [PatchFields(self.resource, self.name, fields) for fields in _without_each(self.fields)]
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchAndRevert(Action):
+    """A change of an object's fields (a merge patch, e.g. a spec the operator should refuse), reverted: each once
+    the operator has settled; the end states before the change and after its reversal are kept for ``rollback``."""
 
     resource: str
     name: str
+    patch: JsonDict
+
+    async def apply(self, driver: Driver) -> str | None:
+        return _outcome(
+            await tolerate(patch_and_revert(driver.cluster, driver.operator, self.resource, self.name, self.patch))
+        )
+
+    def code(self) -> str:
+        return (
+            f"await tolerate(patch_and_revert(kopf_cluster, kopf_operator, {self.resource!r}, {self.name!r}, "
+            f"{_literal(self.patch)}))"
+        )
+
+    def simpler(self) -> list[Action]:
+        spec = self.patch.get("spec")
+        if not isinstance(spec, dict) or len(self.patch) > 1:
+            return []
+        return [PatchAndRevert(self.resource, self.name, {"spec": fewer}) for fewer in _without_each(spec)]
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchMeta(MergePatch):
+    """A merge patch of the labels & annotations (``None`` removes one)."""
+
     labels: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
     annotations: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
 
@@ -153,12 +210,6 @@ class PatchMeta(Action):
         if self.annotations:
             metadata["annotations"] = dict(self.annotations)
         return {"metadata": metadata}
-
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.patch())))
-
-    def code(self) -> str:
-        return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.patch())}))"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -380,28 +431,20 @@ _LABEL_KEYS = ("app", "tier")
 _LABEL_VALUES = st.one_of(st.none(), st.sampled_from(["a", "b"]))
 
 
-def spec_patches(resource: CustomResource, spec: st.SearchStrategy[Any] | None = None) -> st.SearchStrategy[JsonDict]:
-    """Merge patches of the spec that keep it valid: new values of some fields, ``None`` for optional ones."""
+def spec_patches(
+    resource: CustomResource, spec: st.SearchStrategy[Any] | None = None, *, misuse: bool = False
+) -> st.SearchStrategy[JsonDict]:
+    """Merge patches of the spec that keep it valid: new values of some fields, ``None`` for optional ones.
+
+    ``spec``: the user's strategy (its values are the patches). ``misuse``: the new values are misoperations
+    (valid for the schema, but to be refused or survived: see :func:`~pytest_kopf.strategies.values.misoperations`).
+    """
     if spec is not None:
         return spec.map(lambda value: value if isinstance(value, dict) else {})
-    spec_schema = (resource.schema.get("properties") or {}).get("spec") or {}
-    properties: Mapping[str, Any] = spec_schema.get("properties") or {}
-    required = set(spec_schema.get("required") or ())
-    if properties:
-        values = {
-            name: from_schema(sub) if name in required else st.one_of(st.none(), from_schema(sub))
-            for name, sub in properties.items()
-        }
-        # Never empty (no filtering, which costs draws): one field for sure, the others maybe.
-        return st.one_of(
-            *(
-                st.fixed_dictionaries(
-                    {name: value}, optional={other: v for other, v in values.items() if other != name}
-                )
-                for name, value in values.items()
-            )
-        )
-    return st.dictionaries(
+    spec_schema = resource.fields.get("spec") or {}
+    if spec_schema.get("properties") or isinstance(spec_schema.get("additionalProperties"), Mapping):
+        return object_patches(spec_schema, misuse=misuse)
+    return st.dictionaries(  # unknown fields preserved, or no schema: a few keys of any value
         st.sampled_from(["a", "b", "c"]),
         st.one_of(st.none(), st.integers(0, 9), st.sampled_from(["x", "y"])),
         min_size=1,
@@ -417,24 +460,44 @@ def user_actions(
     specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
     max_advance: float = 120,
     logs: Sequence[str | os.PathLike[str]] = (),
+    deletes: bool = True,
 ) -> st.SearchStrategy[Action]:
-    """Create, patch the spec, patch labels & annotations, delete, advance the time, settle; replay the ``logs``."""
+    """Create, patch the spec (or other top-level fields), patch labels & annotations, delete (if ``deletes``),
+    advance the time, settle; replay the ``logs``. Objects and patches come from the CRD's whole schema (edge
+    values first), now and then misoperations (valid for the schema, but to be refused or survived); a user's
+    ``specs`` strategy wins for the spec."""
     specs = specs or {}
     choices: list[st.SearchStrategy[Action]] = []
     for resource in resources:
         spec = next((specs[alias] for alias in resource.names if alias in specs), None)
         ref = resource.qualified
-        choices.append(objects(resource, names=names, namespace=namespace, spec=spec).map(Create))
-        choices.append(st.builds(PatchSpec, st.just(ref), st.sampled_from(list(names)), spec_patches(resource, spec)))
+        named = st.sampled_from(list(names))
+        creates = objects(resource, names=names, namespace=namespace, spec=spec)
+        patches = st.builds(PatchSpec, st.just(ref), named, spec_patches(resource, spec))
+        if spec is None:  # now and then, a misoperation instead (its own choice: it shrinks away first)
+            misused = objects(resource, names=names, namespace=namespace, misuse=True)
+            creates = st.one_of(creates, creates, creates, misused)
+            patches = st.one_of(
+                patches,
+                patches,
+                patches,
+                st.builds(PatchSpec, st.just(ref), named, spec_patches(resource, misuse=True)),
+            )
+        choices.append(creates.map(Create))
+        choices.append(patches)
+        others = resource.field_patches()
+        if others is not None:
+            choices.append(st.builds(PatchFields, st.just(ref), named, others))
         choices.append(
             st.builds(
                 PatchMeta,
                 st.just(ref),
-                st.sampled_from(list(names)),
+                named,
                 st.dictionaries(st.sampled_from(_LABEL_KEYS), _LABEL_VALUES, min_size=1, max_size=2),
             )
         )
-        choices.append(st.builds(Delete, st.just(ref), st.sampled_from(list(names))))
+        if deletes:
+            choices.append(st.builds(Delete, st.just(ref), named))
     advance = st.integers(1, max(1, int(max_advance))).map(lambda seconds: Advance(float(seconds)))
     choices.extend([advance, advance])  # time passing between the actions matters: twice as likely
     choices.append(st.just(Settle()))
@@ -443,10 +506,18 @@ def user_actions(
     return st.one_of(*choices)
 
 
-def perturbations(kinds: Sequence[str], resources: Sequence[CustomResource]) -> st.SearchStrategy[Action]:
-    """The faults and crashes of the given kinds (see :data:`PERTURBATIONS`)."""
+def perturbations(
+    kinds: Sequence[str],
+    resources: Sequence[CustomResource],
+    *,
+    names: Sequence[str] = ("obj-0", "obj-1"),
+    specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
+) -> st.SearchStrategy[Action]:
+    """The faults and crashes of the given kinds (see :data:`PERTURBATIONS`); ``reverts``: changes reverted."""
     choices: list[st.SearchStrategy[Action]] = []
     plurals = [None, *(resource.plural for resource in resources)]
+    if "reverts" in kinds:
+        choices.extend(reverted_changes(resource, names=names, specs=specs) for resource in resources)
     if "api-errors" in kinds:
         choices.append(
             st.builds(
@@ -477,6 +548,28 @@ def perturbations(kinds: Sequence[str], resources: Sequence[CustomResource]) -> 
     return st.one_of(*choices) if choices else st.nothing()
 
 
+def reverted_changes(
+    resource: CustomResource,
+    *,
+    names: Sequence[str] = ("obj-0", "obj-1"),
+    specs: Mapping[str, st.SearchStrategy[Any]] | None = None,
+) -> st.SearchStrategy[Action]:
+    """Changes of an object reverted (:class:`PatchAndRevert`): mostly misoperations (valid for the schema, but to be
+    refused or survived), else any change; a user's ``specs`` strategy wins."""
+    known = specs or {}
+    spec = next((known[alias] for alias in resource.names if alias in known), None)
+    if spec is not None:
+        changes = spec_patches(resource, spec)
+    else:
+        misused = spec_patches(resource, misuse=True)
+        changes = st.one_of(misused, misused, spec_patches(resource))
+    patches = changes.map(lambda patch: {"spec": patch})
+    others = resource.field_patches(misuse=True)
+    if others is not None and spec is None:
+        patches = st.one_of(patches, patches, others)
+    return st.builds(PatchAndRevert, st.just(resource.qualified), st.sampled_from(list(names)), patches)
+
+
 def actions(
     resource: str | CustomResource | Mapping[str, Any] | Sequence[CustomResource],
     *,
@@ -494,11 +587,20 @@ def actions(
     or a name resolved in ``manifests``. ``logs``: recorded watch-event logs replayed as users' actions.
     """
     resources = _resolve(resource, manifests)
-    kinds = perturbation_kinds(validate_checks(checks))
-    users = user_actions(resources, names=names, namespace=namespace, specs=specs, max_advance=max_advance, logs=logs)
+    chosen = validate_checks(checks)
+    kinds = perturbation_kinds(chosen)
+    users = user_actions(
+        resources,
+        names=names,
+        namespace=namespace,
+        specs=specs,
+        max_advance=max_advance,
+        logs=logs,
+        deletes=deleting(chosen),
+    )
     if not kinds:
         return users
-    return mixed(users, perturbations(kinds, resources))
+    return mixed(users, perturbations(kinds, resources, names=names, specs=specs))
 
 
 def mixed(users: st.SearchStrategy[Action], perturbing: st.SearchStrategy[Action]) -> st.SearchStrategy[Action]:

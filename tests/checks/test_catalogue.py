@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kopf.catalogue import BASELINE, CATALOGUE, CHECKS, comparing, perturbation_kinds, validate_checks
+from pytest_kopf.catalogue import (
+    BASELINE,
+    CATALOGUE,
+    CHECKS,
+    DIRECT,
+    comparing,
+    deleting,
+    perturbation_kinds,
+    validate_checks,
+)
 from pytest_kopf.stateful import OperatorMachine
 from pytest_kopf.strategies import PERTURBATIONS
 
@@ -40,10 +49,20 @@ def test_a_machine_makes_a_baseline_only_for_the_comparing_checks() -> None:
     ]
     machine = OperatorMachine.configured("M", checks=("stale-reads", "daemons"))
     assert machine.perturbation_kinds() == ("stale-reads",)
+    assert [name for name, check in CATALOGUE.items() if check.compares == DIRECT] == ["transition"]
+    assert comparing(["transition"], DIRECT) and not comparing(["transition"])
+
+
+def test_the_oracles_come_first_and_transition_has_no_deletes() -> None:
+    assert CHECKS[:5] == ("convergence", "consistency", "rollback", "transition", "cleanup")
+    assert perturbation_kinds(["rollback"]) == ("reverts",)
+    assert not deleting(["transition", "cleanup"]) and deleting(["cleanup", "finalizers"])
 
 
 def test_unknown_or_no_checks_are_clear_errors() -> None:
-    with pytest.raises(ValueError, match=r"Unknown check\(s\): 'speed'; the checks are: convergence, idempotence"):
+    with pytest.raises(
+        ValueError, match=r"Unknown check\(s\): 'speed'; the checks are: convergence, consistency, rollback"
+    ):
         validate_checks(["convergence", "speed"])
     with pytest.raises(ValueError, match="No checks to run"):
         validate_checks([])

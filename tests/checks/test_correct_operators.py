@@ -48,5 +48,5 @@ def test_a_correct_operator_passes_every_check_unmasked(name: str) -> None:
     print(f"{name}: {report}")  # what was run and learned, for -rP
     for check, figures in report.per_check.items():
         print(f"  {check}: {figures}; noise: {', '.join(report.noise.get(check, [])) or 'none'}")
-    assert sorted(report.checks) == sorted(CHECKS)
+    assert sorted(report.checks) == sorted(set(CHECKS) - {"consistency"})  # consistency: none declared
     assert report.examples >= BUDGET.get("max_examples", 100)

@@ -1,0 +1,18 @@
+"""BUG (consistency): a size of 0 is taken for "not set": the child gets the default size (3) instead."""
+
+import kopf
+from kopf._cogs.clients import api, errors
+
+SETTINGS = kopf.OperatorSettings()
+
+
+@kopf.on.create("gadgets")
+@kopf.on.update("gadgets")
+async def reconcile(name, namespace, spec, body, **_):
+    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"}}
+    child["data"] = {"size": str(spec.get("size") or 3)}
+    kopf.append_owner_reference(child, owner=body)
+    try:
+        await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
+    except errors.APIConflictError:
+        await api.patch(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload=child, settings=SETTINGS)

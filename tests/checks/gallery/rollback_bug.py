@@ -1,0 +1,25 @@
+"""BUG (rollback): a refused spec (size 0) sets ``status.error``; a good spec after it never clears it."""
+
+import kopf
+from kopf._cogs.clients import api, errors
+
+SETTINGS = kopf.OperatorSettings()
+
+
+async def ensure_child(name, namespace, spec, body):
+    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"}}
+    child["data"] = {"size": str(spec.get("size", 1))}
+    kopf.append_owner_reference(child, owner=body)
+    try:
+        await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
+    except errors.APIConflictError:
+        await api.patch(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload=child, settings=SETTINGS)
+
+
+@kopf.on.create("gadgets")
+@kopf.on.update("gadgets")
+async def reconcile(name, namespace, spec, body, patch, **_):
+    if spec.get("size") == 0:  # refused: the object keeps its last good child
+        patch.status["error"] = "a gadget of size 0 makes no sense"
+        raise kopf.PermanentError("a gadget of size 0 makes no sense")
+    await ensure_child(name, namespace, spec, body)

@@ -1,0 +1,194 @@
+"""The parts of the oracles that see bugs a fault-free run has too: history, reversals, leftovers, correspondences."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kopf.driving import end_state, settle
+from pytest_kopf.oracles import (
+    TIME,
+    Correspondence,
+    correspondences,
+    final_bodies,
+    handler_ids,
+    history_masked,
+    inconsistencies,
+    leftovers,
+    patch_and_revert,
+    record_creations,
+    reversals,
+    unreverted,
+)
+
+GALLERY = Path(__file__).parent / "gallery"
+CRD = GALLERY / "crd.yaml"
+RESOURCE = "gadgets.checks.example"
+DRIVEN = [("checks.example/v1", "Gadget")]
+
+
+def gadget(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": name}, "spec": spec}
+
+
+def test_a_correspondence_is_parsed_from_its_target() -> None:
+    parsed = Correspondence.parse("spec.replicas", "deployments/{name}.spec.replicas")
+    assert parsed == Correspondence("spec.replicas", "deployments", "{name}", "spec.replicas")
+    dotted = Correspondence.parse("spec.size", "configmaps/v1.{name}.data.size")
+    assert (dotted.name, dotted.path) == ("v1.{name}", "data.size")  # the path starts at the first dot after }
+    assert correspondences({"spec.a": "secrets/x.data.a"}) == (Correspondence("spec.a", "secrets", "x", "data.a"),)
+    for bad in ("deployments", "deployments/{name}", "/x.spec", "deployments/{name}."):
+        with pytest.raises(ValueError, match=r"<resource>/<name>\.<path>"):
+            Correspondence.parse("spec.replicas", bad)
+
+
+def test_history_is_set_aside_and_the_state_kept() -> None:
+    state = [
+        {
+            "apiVersion": "checks.example/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "g", "annotations": {"deployment.kubernetes.io/revision": "2"}},
+            "status": {"create_fn": {"x": 1}, "update_fn/sub": 1, "error": "bad", "observedGeneration": 2},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": "d-1",
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "controller": True}],
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "c",
+                "ownerReferences": [{"apiVersion": "checks.example/v1", "kind": "Gadget", "controller": True}],
+            },
+            "data": {"at": "2026-01-01T00:00:30Z", "size": "3"},
+        },
+    ]
+    masked = history_masked(state, driven=DRIVEN, handlers=["create_fn", "update_fn"])
+    assert masked == [
+        {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "g"}, "status": {"error": "bad"}},
+        {**state[2], "data": {"at": TIME, "size": "3"}},
+    ]
+
+
+def test_final_bodies_are_the_objects_as_a_user_creates_them() -> None:
+    obj = {
+        **gadget("g", size=3),
+        "data": {"a": "b"},
+        "status": {"x": 1},
+        "metadata": {
+            "name": "g",
+            "namespace": "default",
+            "uid": "u",
+            "resourceVersion": "7",
+            "labels": {"app": "a"},
+            "annotations": {"kopf.zalando.org/last-handled-configuration": "{}", "note": "n"},
+            "finalizers": ["kopf.zalando.org/KopfFinalizerMarker"],
+        },
+    }
+    deleting = {**gadget("h"), "metadata": {"name": "h", "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    assert final_bodies([obj, deleting]) == [
+        {
+            "apiVersion": "checks.example/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "g", "namespace": "default", "labels": {"app": "a"}, "annotations": {"note": "n"}},
+            "spec": {"size": 3},
+            "data": {"a": "b"},
+        }
+    ]
+
+
+async def test_a_reverted_change_that_leaves_an_error_behind_is_told(kopf_cluster: Any, kopf_operator: Any) -> None:
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(paths=[GALLERY / "rollback_bug.py"])
+    await kopf_cluster.create(gadget("g", size=3))
+    reverted = await patch_and_revert(kopf_cluster, kopf_operator, RESOURCE, "g", {"spec": {"size": 0, "mode": "slow"}})
+    assert reverted is not None and reverted["spec"] == {"size": 3}
+    assert await patch_and_revert(kopf_cluster, kopf_operator, RESOURCE, "absent", {"spec": {"size": 0}}) is None
+    [reversal] = reversals(kopf_cluster)
+    found = unreverted([reversal], driven=DRIVEN, handlers=handler_ids(kopf_operator))
+    assert found is not None and "+    error: a gadget of size 0 makes no sense" in found
+    assert '"size": 0' in found  # the change reverted
+
+
+async def test_a_reverted_change_that_returns_is_not_told(kopf_cluster: Any, kopf_operator: Any) -> None:
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(paths=[GALLERY / "rollback_ok.py"])
+    await kopf_cluster.create(gadget("g", size=3))
+    await patch_and_revert(kopf_cluster, kopf_operator, RESOURCE, "g", {"spec": {"size": 0}})
+    assert unreverted(reversals(kopf_cluster), driven=DRIVEN, handlers=handler_ids(kopf_operator)) is None
+
+
+async def test_the_operators_creations_are_told_from_the_tests_and_the_clusters(
+    kopf_cluster: Any, kopf_operator: Any
+) -> None:
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(paths=[GALLERY / "cleanup_bug.py"])
+    created = record_creations(kopf_cluster)
+    await kopf_cluster.create(gadget("g", size=3))  # the test's own
+    await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mine"}})
+    await kopf_cluster.apply(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {
+                    "metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]},
+                },
+            },
+        }
+    )  # its ReplicaSet & Pod: the cluster's own
+    await settle(kopf_cluster, kopf_operator)
+    assert len(created) == 1  # the child ConfigMap only
+    assert leftovers(kopf_cluster, created) == ["configmaps default/g-data"]  # its owner is alive, but it is not owned
+    assert leftovers(kopf_cluster, created, retained=["configmaps/*-data"]) == []
+    assert leftovers(kopf_cluster, created, retained=["default/configmap/g-*"]) == []
+    await kopf_cluster.delete(RESOURCE, "g")
+    await settle(kopf_cluster, kopf_operator)
+    assert leftovers(kopf_cluster, created) == ["configmaps default/g-data"]
+
+
+async def test_owned_creations_are_not_leftovers_while_their_owner_lives(kopf_cluster: Any, kopf_operator: Any) -> None:
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(paths=[GALLERY / "cleanup_ok.py"])
+    created = record_creations(kopf_cluster)
+    await kopf_cluster.create(gadget("g", size=3))
+    await settle(kopf_cluster, kopf_operator)
+    assert len(created) == 1 and leftovers(kopf_cluster, created) == []
+    await kopf_cluster.delete(RESOURCE, "g")
+    await settle(kopf_cluster, kopf_operator)
+    assert leftovers(kopf_cluster, created) == []
+    assert [obj["metadata"]["name"] for obj in end_state(kopf_cluster) if obj["kind"] == "ConfigMap"] == [
+        "kube-root-ca.crt"
+    ]
+
+
+async def test_inconsistencies_are_named_with_both_values(kopf_cluster: Any, kopf_operator: Any) -> None:
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(paths=[GALLERY / "consistency_bug.py"])
+    for name, size in (("zero", 0), ("two", 2)):
+        await kopf_cluster.create(gadget(name, size=size))
+    await kopf_cluster.create(gadget("none"))
+    await settle(kopf_cluster, kopf_operator)
+    driven = await kopf_cluster.list(RESOURCE)
+    declared = correspondences(
+        {"spec.size": "configmaps/{name}-data.data.size", "spec.mode": "configmaps/{name}-data.data.mode"}
+    )
+    assert await inconsistencies(kopf_cluster, driven, declared) == [
+        "gadget zero: spec.size=0, but configmaps/zero-data has data.size='3'"
+    ]
+    elsewhere = correspondences({"spec.size": "secrets/{name}.data.size"})
+    assert await inconsistencies(kopf_cluster, driven, elsewhere) == [
+        "gadget two: spec.size=2, but secrets/two does not exist",
+        "gadget zero: spec.size=0, but secrets/zero does not exist",
+    ]
