@@ -65,6 +65,10 @@ __all__ = ["KopfOperator"]
 #: Virtual seconds in sim mode (real ones in real mode) for the operator to get ready or to stop.
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 60.0
+#: How often a graceful stop looks again whether its sync handlers' jobs are done (virtual seconds): a job's end is
+#: told to the loop by a thread-safe call, which may come only after the loop has moved its time on (a job whose
+#: waiter was cancelled by kopf's stop holds the time no more once its function has returned).
+JOBS_POLLING = 1.0
 #: Real seconds to let the threads of the operator's executor finish after it is shut down.
 THREADS_GRACE = 1.0
 #: Virtual seconds for the sync handlers of a crashed operator to end (at their next wait in virtual time).
@@ -631,7 +635,7 @@ class KopfOperator:
             return
         loop = asyncio.get_running_loop()
         while (pending := executor.pending()) and loop.time() < deadline:
-            await _jobs_done(pending, timeout=deadline - loop.time())
+            await _jobs_done(pending, timeout=min(deadline - loop.time(), JOBS_POLLING))
 
     async def _abandon(self) -> None:
         """Cancel whatever is left of the operator (a few times: some tasks resist), then let it go."""
