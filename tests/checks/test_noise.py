@@ -21,7 +21,9 @@ import pytest
 import kopf
 from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
 from pytest_kopf.checks import check_operator
+from pytest_kopf.driving import end_state
 from pytest_kopf.errors import OperatorCheckFailed
+from pytest_kopf.history import handler_ids, history_masked
 from pytest_kopf.noise import (
     MASKED,
     NoiseField,
@@ -376,3 +378,41 @@ def test_a_failure_shows_the_difference_with_the_noise_masked() -> None:
     assert f"instanceId: {MASKED}" in message
     assert "learned as nondeterministic from two fault-free runs: Gadget obj-0 status.instanceId" in message
     assert "NOISE = [NoiseField(" in info.value.reproduction
+
+
+# -- how a state was reached: set aside in the comparisons ---------------------------------------------
+
+
+def deployment_end_state(*, coalesced: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """deployment_owner_ok.py's end state after a gadget is created empty and then sized: the operator sees the two
+    states, or (``coalesced``: its watch closed, its events withheld) only the last one, and writes its Deployment
+    once. As it is, and with how it was reached set aside."""
+    world = World(OperatorSpec(paths=(str(GALLERY / "deployment_owner_ok.py"),), manifests=(CRD,)))
+    try:
+        if coalesced:
+            world.cluster.sim.faults.withhold_events(1.0, resource="gadgets", count=1)
+            world.cluster.sim.store.close_watches()
+        world.run(world.cluster.create(gadget("obj-0")))
+        world.run(world.cluster.sim.advance(0))
+        world.run(world.cluster.patch(RESOURCE, "obj-0", {"spec": {"size": 2, "mode": "fast"}}))
+        assert world.run(world.settle())
+        state = end_state(world.cluster)
+        driven, handlers = [("checks.example/v1", "Gadget")], handler_ids(world.operator)
+        return state, history_masked(state, driven=driven, handlers=handlers)
+    finally:
+        world.close()
+
+
+def test_how_a_state_was_reached_is_set_aside_when_comparing() -> None:
+    """A Deployment written once or twice: its generation, revision and old ReplicaSet tell the path, not the state."""
+    (once, once_aside), (twice, twice_aside) = (
+        deployment_end_state(coalesced=True),
+        deployment_end_state(coalesced=False),
+    )
+    shown = difference(twice, once)
+    assert shown is not None and "observedGeneration" in shown and "deployment.kubernetes.io/revision" in shown
+    assert (
+        sum(obj["kind"] == "ReplicaSet" for obj in twice) == 2 and sum(obj["kind"] == "ReplicaSet" for obj in once) == 1
+    )
+    assert difference(twice_aside, once_aside) is None
+    assert {obj["kind"] for obj in once_aside}.isdisjoint({"ReplicaSet", "Pod"})  # compared through their owner

@@ -10,11 +10,12 @@ from kopf._cogs.clients import api
 SETTINGS = kopf.OperatorSettings()
 
 
-@kopf.timer("gadgets", interval=20)
+@kopf.timer("gadgets", interval=60)
 async def pods(name, namespace, status, patch, **_):
     found = await api.get(
         f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": f"app={name}"}, settings=SETTINGS
     )
-    names = sorted(pod["metadata"]["name"] for pod in found.get("items", ()) if "deletionTimestamp" not in pod["metadata"])
+    alive = [pod for pod in found.get("items", ()) if "deletionTimestamp" not in pod["metadata"]]
+    names = sorted(pod["metadata"]["name"] for pod in alive)
     if status.get("pods") != names:
         patch.status["pods"] = names
