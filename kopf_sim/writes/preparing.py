@@ -24,6 +24,7 @@ from kopf_sim.writes import (
     schemas,
     typecheck,
     validation,
+    webhookconfigs,
 )
 
 JSON_PATCH = "application/json-patch+json"
@@ -173,6 +174,8 @@ def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old
         causes.extend(immutability.update_causes(rtype, obj, old))
     if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         causes.extend(crds.crd_problems(obj, old))
+    if rtype.storage_key in webhookconfigs.CONFIGURATIONS:
+        causes.extend(webhookconfigs.causes(rtype, obj))
     if causes:
         raise errors.invalid(rtype.kind, rtype.group, metadata.get("name", ""), causes)
     size = len(compact_json(obj).encode())
