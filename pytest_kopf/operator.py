@@ -698,10 +698,10 @@ class KopfOperator:
         busy: list[threading.Thread] = []
         if isinstance(executor, LentThreadsExecutor):
             busy = executor.finish(THREADS_GRACE)
-            self.settings.execution.executor = LentThreadsExecutor(executor._max_workers)
+            self.settings.execution.executor = LentThreadsExecutor(self.settings.execution.max_workers)
         elif isinstance(executor, concurrent.futures.ThreadPoolExecutor):
             executor.shutdown(wait=False, cancel_futures=True)
-            self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor(executor._max_workers)
+            self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor(self.settings.execution.max_workers)
         loop_executor = getattr(asyncio.get_running_loop(), "_default_executor", None)
         kept = set(getattr(loop_executor, "_threads", ())) | shared_threads() | self._threads_before
         deadline = time.perf_counter() + THREADS_GRACE
@@ -800,7 +800,7 @@ class KopfOperator:
                 if isinstance(executor, LentThreadsExecutor):
                     await _abandon_jobs(executor)
                     executor.finish(THREADS_GRACE)
-                    self.settings.execution.executor = LentThreadsExecutor(executor._max_workers)
+                    self.settings.execution.executor = LentThreadsExecutor(self.settings.execution.max_workers)
         finally:
             self._tasks.uninstall()
             self._tasks = _OperatorTasks(self)  # the leftovers that resist are not the next run's
