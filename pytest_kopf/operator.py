@@ -701,7 +701,8 @@ class KopfOperator:
             self.settings.execution.executor = LentThreadsExecutor(self.settings.execution.max_workers)
         elif isinstance(executor, concurrent.futures.ThreadPoolExecutor):
             executor.shutdown(wait=False, cancel_futures=True)
-            self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor(self.settings.execution.max_workers)
+            max_workers = self.settings.execution.max_workers
+            self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor(max_workers)
         loop_executor = getattr(asyncio.get_running_loop(), "_default_executor", None)
         kept = set(getattr(loop_executor, "_threads", ())) | shared_threads() | self._threads_before
         deadline = time.perf_counter() + THREADS_GRACE
