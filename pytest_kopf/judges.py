@@ -206,7 +206,7 @@ def _resume_results(evidence: Evidence) -> Callable[[list[dict[str, Any]]], list
     they return anew (e.g. the children as they are now, after a change since the creation, when a handler is both
     ``on.create`` and ``on.resume``, under one id): the record of a handler's latest run, not the end state.
     """
-    from kopf._core.intents.causes import Reason
+    from kopf import Reason
 
     registry = evidence.operator.registry
     handlers = registry.changing.get_all_handlers() if registry is not None else []
