@@ -181,7 +181,7 @@ def ms(seconds: float) -> str:
 
 def kubectl_get(server: Server) -> None:
     """``kubectl get configmaps``, as a user would: its pages of 500, as Tables."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), server.cpu()
     result = subprocess.run(
         ["kubectl", "--kubeconfig", server.kubeconfig, "get", "configmaps", "-n", "default", "--no-headers"],
         capture_output=True,
@@ -189,7 +189,8 @@ def kubectl_get(server: Server) -> None:
         check=True,
     )
     lines = len(result.stdout.splitlines())
-    print(f"kubectl get configmaps: {lines} rows in {time.perf_counter() - started:.2f} s")
+    elapsed = time.perf_counter() - started
+    print(f"kubectl get configmaps: {lines} rows in {elapsed:.2f} s, server CPU {server.cpu() - cpu:.2f} s")
 
 
 async def measure(server: Server, label: str, repeats: int, fn: Callable[[], Awaitable[object]]) -> list[float]:
