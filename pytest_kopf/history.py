@@ -29,6 +29,7 @@ __all__ = [
     "HISTORY_ANNOTATIONS",
     "HISTORY_KEYS",
     "TIME",
+    "derived_without_owners",
     "handler_ids",
     "history_aside",
     "history_masked",
@@ -75,25 +76,37 @@ def handler_ids(kopf_operator: KopfOperator) -> frozenset[str]:
 
 
 def history_masked(
-    state: Iterable[Mapping[str, Any]], *, driven: Iterable[tuple[str, str]], handlers: Iterable[str]
+    state: Iterable[Mapping[str, Any]],
+    *,
+    driven: Iterable[tuple[str, str]],
+    handlers: Iterable[str],
+    times: bool = True,
 ) -> list[JsonDict]:
     """The end state without what tells how it was reached: the driven objects' (``driven``: api version & kind)
     handler results (``status.<handler id>``, also of sub-handlers), ``observedGeneration`` & revision
-    annotations anywhere, the objects derived by the cluster's controllers, and the times."""
-    aside = history_aside(driven=driven, handlers=handlers)
+    annotations anywhere, the objects derived by the cluster's controllers (:func:`derived_without_owners` too),
+    and the times (``times=False``: kept)."""
+    state = list(state)
+    aside = history_aside(driven=driven, handlers=handlers, times=times, ownerless=derived_without_owners(state))
     return [masked for masked in map(aside, state) if masked is not None]
 
 
 def history_aside(
-    *, driven: Iterable[tuple[str, str]], handlers: Iterable[str], times: bool = True
+    *,
+    driven: Iterable[tuple[str, str]],
+    handlers: Iterable[str],
+    times: bool = True,
+    ownerless: Mapping[str, set[tuple[str, str]]] | None = None,
 ) -> Callable[[Mapping[str, Any]], JsonDict | None]:
     """What :func:`history_masked` makes of one object (None: a derived object, left out); ``times=False``: the
-    times are kept (to learn which of them are noise, and to show them)."""
+    times are kept (to learn which of them are noise, and to show them); ``ownerless``: the objects derived with
+    no owner's reference in the state (:func:`derived_without_owners`), left out too."""
     kinds = set(driven)
     ids = tuple(handlers)
+    ownerless = ownerless or {}
 
     def aside(obj: Mapping[str, Any]) -> JsonDict | None:
-        if _derived(obj):
+        if _derived(obj) or _where(obj) in ownerless.get(str(obj.get("kind")), ()):
             return None
         masked = copy.deepcopy(dict(obj))
         status = masked.get("status")
@@ -112,6 +125,43 @@ def history_aside(
         return _timeless(kept) if times else kept
 
     return aside
+
+
+def derived_without_owners(state: Iterable[Mapping[str, Any]]) -> dict[str, set[tuple[str, str]]]:
+    """The objects (by kind: namespace & name) that the cluster's controllers derive with no owner's reference:
+    the Endpoints of a Service with a selector; the claims of a StatefulSet's ``volumeClaimTemplates`` (kept when
+    it scales down, as its history); the volumes provisioned for claims."""
+    state = list(state)
+    found: dict[str, set[tuple[str, str]]] = {
+        "Endpoints": set(),
+        "PersistentVolumeClaim": set(),
+        "PersistentVolume": set(),
+    }
+    claims: set[tuple[str, str]] = set()  # (namespace, name prefix) of a StatefulSet's claims
+    for obj in state:
+        kind, spec = obj.get("kind"), obj.get("spec") or {}
+        if kind == "Service" and spec.get("selector"):
+            found["Endpoints"].add(_where(obj))
+        elif kind == "StatefulSet":
+            namespace, name = _where(obj)
+            for template in spec.get("volumeClaimTemplates") or ():
+                claims.add((namespace, f"{(template.get('metadata') or {}).get('name')}-{name}-"))
+    for obj in state:
+        kind, (namespace, name) = obj.get("kind"), _where(obj)
+        if kind == "PersistentVolumeClaim" and any(
+            namespace == where and name.startswith(prefix) and name[len(prefix) :].isdigit() for where, prefix in claims
+        ):
+            found["PersistentVolumeClaim"].add((namespace, name))
+        elif kind == "PersistentVolume" and "pv.kubernetes.io/provisioned-by" in (
+            (obj.get("metadata") or {}).get("annotations") or {}
+        ):
+            found["PersistentVolume"].add((namespace, name))
+    return found
+
+
+def _where(obj: Mapping[str, Any]) -> tuple[str, str]:
+    metadata = obj.get("metadata") or {}
+    return str(metadata.get("namespace") or ""), str(metadata.get("name"))
 
 
 def _derived(obj: Mapping[str, Any]) -> bool:

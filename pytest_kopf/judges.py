@@ -96,7 +96,7 @@ class Evidence:
         return self._state
 
     def current_state(self) -> list[dict[str, Any]]:
-        return end_state(self.cluster, namespace=self.namespace, mask=self.mask)
+        return end_state(self.cluster, mask=self.mask)  # every namespace, and the cluster-scoped objects
 
     def history_aside(self, state: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """A state with how it was reached set aside (:mod:`pytest_kopf.history`): a fault may make the operator
@@ -170,7 +170,8 @@ def difference(evidence: Evidence) -> str | None:
     if evidence.expected is None:
         return None
     labels = ("expected (no faults, no crashes)", "actual")
-    expected, actual = evidence.history_aside(evidence.expected), evidence.history_aside(evidence.state)
+    resumed = _resume_results(evidence)  # a restart (a crash, a re-delivery) runs them again
+    expected, actual = (evidence.history_aside(resumed(state)) for state in (evidence.expected, evidence.state))
     differs = noise.difference(expected, actual, evidence.noise, labels=labels)
     if differs is None:
         return None
@@ -193,10 +194,11 @@ async def retries(evidence: Evidence) -> str | None:
 
 async def redelivered_unchanged(evidence: Evidence) -> str | None:
     """Re-delivering every object to a fresh operator (a graceful restart) changes nothing in the end state."""
-    before = evidence.state
+    resumed = _resume_results(evidence)
+    before = resumed(evidence.state)
     await evidence.operator.restart()
     await evidence.settle()
-    again = evidence.current_state()
+    again = resumed(evidence.current_state())
     before, again = evidence.history_aside(before), evidence.history_aside(again)
     changed = noise.difference(before, again, evidence.noise, labels=("before", "after re-delivering"))
     if changed is None:
@@ -204,6 +206,35 @@ async def redelivered_unchanged(evidence: Evidence) -> str | None:
     return (
         f"re-delivering every object to a fresh operator has changed the end state:\n{changed}{_masked(evidence.noise)}"
     )
+
+
+def _resume_results(evidence: Evidence) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """What masks the results of the resume handlers in the driven objects' status (``status.<handler id>``).
+
+    A fresh operator (after a crash, a re-delivery) runs its resume handlers again, by design, and kopf keeps what
+    they return anew (e.g. the children as they are now, after a change since the creation, when a handler is both
+    ``on.create`` and ``on.resume``, under one id): the record of a handler's latest run, not the end state.
+    """
+    from kopf import Reason
+
+    registry = evidence.operator.registry
+    handlers = registry.changing.get_all_handlers() if registry is not None else []
+    ids = tuple(str(handler.id) for handler in handlers if getattr(handler, "reason", None) == Reason.RESUME)
+    kinds = {(resource.api_version, resource.kind) for resource in evidence.resources}
+
+    def masked(state: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not ids:
+            return state
+        result = []
+        for obj in state:
+            status = obj.get("status")
+            if (obj.get("apiVersion"), obj.get("kind")) in kinds and isinstance(status, dict):
+                kept = {k: v for k, v in status.items() if not any(k == i or k.startswith(f"{i}/") for i in ids)}
+                obj = {**obj, "status": kept} if kept else {k: v for k, v in obj.items() if k != "status"}
+            result.append(obj)
+        return result
+
+    return masked
 
 
 async def stuck_finalizers(evidence: Evidence) -> str | None:
@@ -241,7 +272,7 @@ def _objects_of(kopf_cluster: KopfCluster, resource: ResourceInfo, namespace: st
 
 
 def _kopf_resource(resource: ResourceInfo) -> Any:
-    from kopf._cogs.structs.references import Resource
+    from kopf import Resource
 
     return Resource(
         group=resource.group,
@@ -268,7 +299,8 @@ def _unhandled(
 def _unhandled_objects(
     kopf_cluster: KopfCluster, registry: Any, settings: Any, resource: ResourceInfo, namespace: str
 ) -> Iterable[str]:
-    from kopf._cogs.structs import bodies, diffs
+    from kopf import Body
+    from kopf._kits.testing import diff_objects
 
     kopf_resource = _kopf_resource(resource)
     handlers = registry.changing.get_resource_handlers(kopf_resource)
@@ -295,7 +327,7 @@ def _unhandled_objects(
             for key in metadata.get("annotations") or {}
             if key.startswith("kopf.zalando.org/") and not key.endswith("last-handled-configuration")
         )
-        body = bodies.Body(obj)
+        body = Body(obj)
         if pending:
             details = "; ".join(f"{key.split('/', 1)[1]}: {_progress(body, key)}" for key in pending)
             yield f"{name}: handling is still in progress ({details})"
@@ -311,7 +343,7 @@ def _unhandled_objects(
             continue
         old = progress.clear(essence=stored)
         new = progress.clear(essence=diffbase.build(body=body, extra_fields=extra_fields))
-        changed = diffs.diff(old, new)
+        changed = diff_objects(old, new)
         if changed:
             fields = ", ".join(".".join(item[1]) or "(root)" for item in changed)
             yield f"{name}: its latest state is not handled (differs from the last handled one in {fields})"
@@ -334,7 +366,7 @@ def _unexpected(records: Iterable[Any], *, faulted: bool = False) -> list[str]:
     """The unexpected exceptions logged; with faults injected, not those of the API (the faults' own doing)."""
     import aiohttp
 
-    from kopf._cogs.clients.errors import APIError
+    from kopf._kits.testing import APIError
 
     found: list[str] = []
     for record in records:
@@ -474,7 +506,7 @@ def _blocked(
 def _alive_daemons(kopf_operator: KopfOperator) -> list[str]:
     return [
         f"{task.get_name()} is still running"
-        for task in kopf_operator._tasks.pending()
+        for task in kopf_operator.pending_tasks()
         if task.get_name().startswith(("daemon '", "timer '"))
     ]
 

@@ -35,11 +35,12 @@ from .driving import (
     DEFAULT_QUIET,
     DEFAULT_SETTLE_TIMEOUT,
     EVENT_KEYS,
+    Refusal,
+    attempt,
     end_state,
     settle,
-    tolerate,
 )
-from .history import HISTORY_ANNOTATIONS, handler_ids, history_masked
+from .history import HISTORY_ANNOTATIONS, derived_without_owners, handler_ids, history_masked
 from .judges import Evidence
 from .noise import NoiseField, difference
 from .operator import KopfOperator
@@ -47,9 +48,11 @@ from .operator import KopfOperator
 __all__ = [
     "Correspondence",
     "Reversal",
+    "attempt_patch_and_revert",
     "cleanup",
     "consistency",
     "correspondences",
+    "derived_without_owners",
     "final_bodies",
     "inconsistencies",
     "leftovers",
@@ -155,29 +158,49 @@ async def patch_and_revert(
     """Change an object (a merge patch of its fields) and revert the change, each once the operator has settled.
 
     The end states before the change and after the reversal are kept (:func:`reversals`) for the ``rollback``
-    check. Returns the reverted object, or None if the object is not there (nothing is changed then).
+    check. Returns the reverted object, or None if the object is not there or the change is refused (nothing
+    is changed then).
     """
+    result = await attempt_patch_and_revert(
+        kopf_cluster, kopf_operator, resource, name, patch, namespace=namespace, quiet=quiet, timeout=timeout
+    )
+    return None if isinstance(result, Refusal) else result
+
+
+async def attempt_patch_and_revert(
+    kopf_cluster: KopfCluster,
+    kopf_operator: KopfOperator,
+    resource: str,
+    name: str,
+    patch: Mapping[str, Any],
+    *,
+    namespace: str | None = None,
+    quiet: float = DEFAULT_QUIET,
+    timeout: float = DEFAULT_SETTLE_TIMEOUT,
+) -> JsonDict | Refusal:
+    """As :func:`patch_and_revert`, but the cluster's :class:`~pytest_kopf.driving.Refusal` when nothing is changed
+    (a user's action refused: the object is not there, or the change is invalid)."""
     await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout)
     original = await kopf_cluster.get(resource, name, namespace)
     if original is None:
-        return None
-    where = (original.get("metadata") or {}).get("namespace") or "default"
-    before = end_state(kopf_cluster, namespace=where)
+        return Refusal(404, "NotFound", f"{resource} {name!r} is not there")
+    before = end_state(kopf_cluster)
     was_refused = refused(kopf_cluster, original)
-    if await tolerate(kopf_cluster.patch(resource, name, dict(patch), namespace)) is None:
-        return None
+    patched = await attempt(kopf_cluster.patch(resource, name, dict(patch), namespace))
+    if isinstance(patched, Refusal):
+        return patched
     await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout)
     changed = await kopf_cluster.get(resource, name, namespace)
     if changed is None:
-        return None
+        return Refusal(404, "NotFound", f"{resource} {name!r} is gone after the change")
     fields = {key for key in (*original, *changed) if key not in _NOT_FIELDS}
     undo = _merge_diff(
         {k: changed[k] for k in fields if k in changed}, {k: original[k] for k in fields if k in original}
     )
-    reverted = await tolerate(kopf_cluster.patch(resource, name, undo, namespace)) if undo else changed
+    reverted = await attempt(kopf_cluster.patch(resource, name, undo, namespace)) if undo else changed
     await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout)
     change = f"{resource} {name}: {json.dumps(dict(patch), sort_keys=True)}"
-    reversals(kopf_cluster).append(Reversal(change, before, end_state(kopf_cluster, namespace=where), was_refused))
+    reversals(kopf_cluster).append(Reversal(change, before, end_state(kopf_cluster), was_refused))
     return reverted
 
 

@@ -22,7 +22,7 @@ import aiohttp
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from kopf._cogs.structs import diffs
+from kopf._kits.testing import iter_object_diff
 from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.http import faults as sim_faults
@@ -80,6 +80,9 @@ class SimControls:
         self.server = InMemoryServer(self.app, access_log=None)  # no access log lines from the simulator
         #: The built-in controllers (switches, timings, pods' fates: ``controllers.fate(...)``).
         self.controllers = ControllerManager(self.store, options.get("controllers"))
+        #: The objects of the fresh cluster, by storage key, namespace & name (as stored at its start: the same in
+        #: every cluster of the same controllers), for the end states of the checks (:func:`~.driving.end_state`).
+        self.bootstrap: dict[tuple[tuple[str, str], str | None, str], dict[str, Any]] = {}
         self._record_path = options.get("record_path")
         self._record_stream: IO[str] | None = None
         self._served: ServedApp | None = None
@@ -121,6 +124,10 @@ class SimControls:
 
     async def start(self) -> None:
         self.controllers.start()  # the bootstrap objects (nodes, namespaces' defaults) are no test's doing
+        self.bootstrap = {
+            (key, obj["metadata"].get("namespace"), obj["metadata"]["name"]): obj
+            for key, obj in self.store.everything()
+        }
         if self._record_path is not None:
             self._record_path.parent.mkdir(parents=True, exist_ok=True)
             self._record_stream = self._record_path.open("w", encoding="utf-8")
@@ -247,7 +254,7 @@ _UNINTERESTING = frozenset({("metadata", "resourceVersion"), ("metadata", "manag
 
 def _changes(old: Any, new: Any, limit: int = 3) -> list[str]:
     """The fields that a change has changed (``metadata.labels.stamp: '1' -> '2'``), at most ``limit`` of them."""
-    items = (item for item in diffs.diff_iter(old, new) if tuple(item.field[:2]) not in _UNINTERESTING)
+    items = (item for item in iter_object_diff(old, new) if tuple(item.field[:2]) not in _UNINTERESTING)
     return [f"{'.'.join(map(str, item.field))}: {_short(item.old)} -> {_short(item.new)}" for item in items][:limit]
 
 

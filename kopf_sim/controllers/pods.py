@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.store.watching import Change
+from kopf_sim.timing.loopclock import TICKS_PER_SECOND
 from kopf_sim.writes import preparing
 
 from . import kubelet as k
@@ -211,7 +212,7 @@ class PodController(Controller):
         if fate.pull_error:
             runtime.state, runtime.since = k.PULL_ERROR, now
             return True
-        due = runtime.since + self.manager.settings.pod_start_delay
+        due = on_clock(runtime.since + self.manager.settings.pod_start_delay)
         if now < due:
             self.later(due - now, key_of(pod))
             return False
@@ -222,7 +223,7 @@ class PodController(Controller):
         if not fate.pull_error:
             runtime.state, runtime.since, runtime.pull_backoff = k.CREATING, now, False
             return True
-        due = runtime.since + k.PULL_BACKOFF
+        due = on_clock(runtime.since + k.PULL_BACKOFF)
         if not runtime.pull_backoff and now < due:
             self.later(due - now, key_of(pod))
         runtime.pull_backoff = now >= due
@@ -232,8 +233,9 @@ class PodController(Controller):
         started = max(runtime.since, runtime.fate_since)
         exit_due = None
         if fate.exit_code is not None:
-            exit_due = started + (fate.run_time if fate.run_time is not None else self.manager.settings.pod_run_time)
-        ready_due = started + self._ready_delay(pod) if fate.ready else None
+            run_time = fate.run_time if fate.run_time is not None else self.manager.settings.pod_run_time
+            exit_due = on_clock(started + run_time)
+        ready_due = on_clock(started + self._ready_delay(pod)) if fate.ready else None
         _update_readiness(runtime, ready_due, exit_due, now)
         if exit_due is not None and exit_due <= now:
             self._exit(runtime, fate.exit_code or 0, exit_due)
@@ -247,7 +249,7 @@ class PodController(Controller):
         return False
 
     def _backing_off(self, pod: JsonDict, runtime: k.PodRuntime, fate: Fate, now: float) -> bool:
-        due = runtime.since + k.backoff_delay(runtime.restarts)
+        due = on_clock(runtime.since + k.backoff_delay(runtime.restarts))
         if now < due:
             self.later(due - now, key_of(pod))
             return False
@@ -286,7 +288,7 @@ class PodController(Controller):
             fate = self._fate(pod, runtime)
             delay = fate.stop_delay if fate.stop_delay is not None else self.manager.settings.pod_stop_delay
             started = runtime.state in (k.RUNNING, k.BACKOFF)
-            runtime.stop_at = now + (min(delay, grace) if started else 0.0)
+            runtime.stop_at = on_clock(now + (min(delay, grace) if started else 0.0))
         if now < runtime.stop_at:
             self.later(runtime.stop_at - now, key_of(pod))
             return
@@ -345,3 +347,9 @@ def set_unschedulable(pod: JsonDict, message: str, now: str) -> list[JsonDict]:
 
     conditions = [dict(c) for c in (pod.get("status") or {}).get("conditions") or []]
     return set_condition(conditions, "PodScheduled", "False", "Unschedulable", message, now, probe=True)
+
+
+def on_clock(when: float) -> float:
+    """A due time as the loop's clock tells it (whole ticks): a sum of floats may lie a hair after the tick it
+    means, and then the key is reconciled over and over at that tick, never due (until the spinning guard)."""
+    return round(when * TICKS_PER_SECOND) / TICKS_PER_SECOND
