@@ -43,7 +43,7 @@ def _step(node: Schema | None, kind: str, name: str) -> Schema | None:
     if kind == "field":
         found = (node.get("properties") or {}).get(name)
         return found if isinstance(found, Mapping) else None
-    key = "items" if kind == "items" else "additionalProperties"
+    key = "additionalProperties" if kind == "values" else "items"
     found = node.get(key)
     return found if isinstance(found, Mapping) else None
 

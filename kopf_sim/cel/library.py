@@ -3,7 +3,9 @@
 The bindings call a registered function by name whether it is written ``f(x, y)`` or ``x.f(y)``, so one
 Python function serves both forms, and it dispatches on its arguments' Python types where CEL overloads a
 name (``indexOf`` of strings and of lists). Values that Kubernetes adds as types of their own (quantities,
-URLs) travel through CEL as tagged maps, since the bindings convert every value to a CEL one.
+URLs) travel through CEL as tagged strings, since the bindings convert every value to a CEL one (and strings
+cross the boundary several times faster than maps). A quantity's tagged text is canonical, so that equal
+quantities are equal in CEL too.
 
 A function that fails raises :class:`LibraryError` with the text that the apiserver reports.
 """
@@ -11,6 +13,7 @@ A function that fails raises :class:`LibraryError` with the text that the apiser
 from __future__ import annotations
 
 import decimal
+import functools
 import itertools
 import math
 import re
@@ -22,7 +25,8 @@ from kopf_sim.kube.quantities import FORMAT_WRONG, QuantityError, canonical_quan
 
 __all__ = ["BUILTINS", "FUNCTIONS", "LibraryError"]
 
-_TAG = "@k8s"
+_QUANTITY = "\U000f0000quantity:"  # a private-use character: no JSON string of a real object starts so
+_URL = "\U000f0000url:"
 
 
 class LibraryError(ValueError):
@@ -169,34 +173,59 @@ def _reverse(value: str | list[Any]) -> str | list[Any]:
 # --- regex (Kubernetes' regex library) --------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1024)
+def _pattern(pattern: str) -> re.Pattern[str]:
+    """A pattern compiled once; the bindings' own ``matches`` (RE2, as the apiserver's) must accept it too."""
+    import cel  # the bindings: present whenever a rule is evaluated
+
+    try:
+        cel.evaluate("''.matches(p)", {"p": pattern})
+    except (ValueError, RuntimeError) as exc:
+        reason = str(exc).split(". Check ")[0].rstrip().rpartition("error: ")[2]
+        raise LibraryError(f"error parsing regexp: {reason}") from None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise LibraryError(f"error parsing regexp: {exc}") from None
+
+
+def _matches(text: str, pattern: str) -> bool:
+    return _pattern(pattern).search(text) is not None
+
+
 def _find(text: str, pattern: str) -> str:
-    match = re.search(pattern, text)
+    match = _pattern(pattern).search(text)
     return match.group(0) if match else ""
 
 
 def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
-    found = [match.group(0) for match in re.finditer(pattern, text)]
+    found = [match.group(0) for match in _pattern(pattern).finditer(text)]
     return found if limit < 0 else found[:limit]
 
 
 # --- quantities (Kubernetes' quantity library) ------------------------------------------------------------
 
 
-def _quantity(text: str) -> dict[str, str]:
+@functools.lru_cache(maxsize=1024)
+def _quantity(text: str) -> str:
     try:
-        canonical_quantity(text)
+        return _QUANTITY + canonical_quantity(text)
     except QuantityError as exc:
         raise LibraryError(str(exc) or FORMAT_WRONG) from None
-    return {_TAG: "quantity", "text": text}
 
 
 def _is_quantity(text: str) -> bool:
-    return parse_quantity(text) is not None and bool(text)
+    return bool(text) and _amount_of(_QUANTITY + text) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _amount_of(tagged: str) -> decimal.Decimal | None:
+    return parse_quantity(tagged[len(_QUANTITY) :]) if tagged.startswith(_QUANTITY) else None
 
 
 def _amount(value: Any) -> decimal.Decimal:
-    if isinstance(value, dict) and value.get(_TAG) == "quantity":
-        amount = parse_quantity(value["text"])
+    if isinstance(value, str):
+        amount = _amount_of(value)
         if amount is not None:
             return amount
     if isinstance(value, int) and not isinstance(value, bool):
@@ -217,12 +246,12 @@ def _is_greater_than(a: Any, b: Any) -> bool:
     return _compare_to(a, b) > 0
 
 
-def _add(a: Any, b: Any) -> dict[str, str]:
-    return _quantity(canonical_quantity(str(_amount(a) + _amount(b))))
+def _add(a: Any, b: Any) -> str:
+    return _quantity(str(_amount(a) + _amount(b)))
 
 
-def _sub(a: Any, b: Any) -> dict[str, str]:
-    return _quantity(canonical_quantity(str(_amount(a) - _amount(b))))
+def _sub(a: Any, b: Any) -> str:
+    return _quantity(str(_amount(a) - _amount(b)))
 
 
 def _as_integer(value: Any) -> int:
@@ -249,6 +278,7 @@ def _sign(value: Any) -> int:
 # --- URLs (Kubernetes' URL library) -----------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1024)
 def _parsed_url(text: str) -> urllib.parse.SplitResult | None:
     """A URL as Go's ``url.ParseRequestURI`` accepts it: absolute, or an absolute path."""
     if not text or any(ch.isspace() for ch in text):
@@ -263,10 +293,10 @@ def _parsed_url(text: str) -> urllib.parse.SplitResult | None:
     return parts
 
 
-def _url(text: str) -> dict[str, str]:
+def _url(text: str) -> str:
     if _parsed_url(text) is None:
         raise LibraryError(f"URL parse error during conversion from string: parse {text!r}: invalid URI for request")
-    return {_TAG: "url", "text": text}
+    return _URL + text
 
 
 def _is_url(text: str) -> bool:
@@ -274,8 +304,8 @@ def _is_url(text: str) -> bool:
 
 
 def _url_part(value: Any) -> urllib.parse.SplitResult:
-    if isinstance(value, dict) and value.get(_TAG) == "url":
-        parts = _parsed_url(value["text"])
+    if isinstance(value, str) and value.startswith(_URL):
+        parts = _parsed_url(value[len(_URL) :])
         if parts is not None:
             return parts
     raise LibraryError("no such overload")
@@ -353,6 +383,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "slice": _slice,
     "flatten": _flatten,
     "distinct": _distinct,
+    "kopfMatches": _matches,  # `matches`, as kopf_sim.cel.programs.for_evaluation rewrites it
     "find": _find,
     "findAll": _find_all,
     "quantity": _quantity,

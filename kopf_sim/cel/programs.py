@@ -7,13 +7,14 @@ references are checked here against the variables of its environment and the fun
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Collection
 from typing import Any
 
 from kopf_sim.cel.library import BUILTINS, FUNCTIONS
 
-__all__ = ["CompileError", "compile_expression", "evaluation_error", "load_bindings"]
+__all__ = ["CompileError", "compile_expression", "evaluation_error", "fields_read", "for_evaluation", "load_bindings"]
 
 # Names that are types or namespaces in CEL, usable as values (``type(x) == int``, ``optional.none()``).
 _TYPE_NAMES = frozenset({"int", "uint", "double", "string", "bool", "bytes", "list", "map", "null_type", "type"})
@@ -30,6 +31,9 @@ def load_bindings() -> Any:
     """The CEL bindings' module, or a clear error when the optional dependency is not installed."""
     try:
         import cel
+
+        # The bindings log every failing library function; the failures reach the client as causes instead.
+        logging.getLogger("cel").setLevel(logging.ERROR)
     except ImportError:
         raise CompileError(
             "CEL expressions need the 'common-expression-language' package: pip install 'kopf[cel]'"
@@ -92,3 +96,53 @@ def evaluation_error(exc: BaseException) -> str:
     if found:
         return found.group(1)
     return text.split(". Check ")[0]
+
+
+_STRING_LITERAL = re.compile(
+    r"""[rRbB]*(?:'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")"""
+)
+_MATCHES_CALL = re.compile(r"\bmatches(\s*\()")
+
+
+def _outside_strings(source: str, rewrite: Any) -> str:
+    """The source with ``rewrite`` applied to its code, not to its string literals."""
+    parts: list[str] = []
+    position = 0
+    for literal in _STRING_LITERAL.finditer(source):
+        parts += [rewrite(source[position : literal.start()]), literal.group(0)]
+        position = literal.end()
+    return "".join([*parts, rewrite(source[position:])])
+
+
+def for_evaluation(source: str) -> str:
+    """The source as it is evaluated: ``matches`` calls go to the library's cached regular expressions.
+
+    The bindings compile a pattern on every call, which costs more than the rest of most rules; the library's
+    ``kopfMatches`` checks each pattern once with the bindings (so that what they reject still fails) and
+    keeps it compiled.
+    """
+    return _outside_strings(source, lambda code: _MATCHES_CALL.sub(r"kopfMatches\1", code))
+
+
+_SELF_USE = re.compile(r"\b(self|oldSelf)\b(?:\s*\.\s*([A-Za-z_]\w*)(?!\w|\s*\())?")
+
+
+def fields_read(source: str) -> frozenset[str] | None:
+    """The fields of ``self``/``oldSelf`` that the expression reads, if it reads them only as ``self.field``.
+
+    None when it uses them in any other way (``self == oldSelf``, ``size(self)``, ``self.all(…)``).
+    """
+    fields: set[str] = set()
+    unknown = False
+
+    def scan(code: str) -> str:
+        nonlocal unknown
+        for match in _SELF_USE.finditer(code):
+            if match.group(2) is None:
+                unknown = True
+            else:
+                fields.add(match.group(2))
+        return code
+
+    _outside_strings(source, scan)
+    return None if unknown else frozenset(fields)

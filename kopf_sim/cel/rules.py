@@ -1,12 +1,13 @@
 """CRD validation rules (``x-kubernetes-validations``): compiled once per schema, evaluated on every write.
 
-Each rule sits on a node of the schema and sees that node's value as ``self`` (and, in a transition rule,
-the stored value as ``oldSelf``). Evaluation takes two paths: a fast one asks the bindings, in one call per rule
-over the whole object, whether every instance of the rule's node passes (the usual answer); only when one
-does not, the slow path evaluates the instances one by one to name the failing field and word its message.
-
-Failures are worded as the apiserver's CEL validator words them: ``field.Invalid(<path>, <schema type>,
-<message>)``, printed as ``spec.replicas: Invalid value: "integer": <message>``.
+Each rule sits on a node of the schema and sees that node's value as ``self`` (and, in a transition rule, the
+stored value as ``oldSelf``). Converting values into the bindings costs more than most rules do, so the rules
+are grouped by their anchor: the deepest node on their path that exists once per object (``spec``,
+``spec.replicas``; a rule on list items is anchored at the list). Each anchor's value is converted once, and
+one call of one program lists the verdicts of all its rules: true when every instance of the rule's node
+passes (the usual answer). Only a rule that does not pass is evaluated again, instance by instance, to name
+the failing field and word its message as the apiserver's CEL validator does: ``field.Invalid(<path>,
+<schema type>, <message>)``, printed as ``spec.replicas: Invalid value: "integer": <message>``.
 """
 
 from __future__ import annotations
@@ -14,22 +15,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from kopf_sim.cel import costs
+from kopf_sim.cel.checks import MESSAGE_VARIABLES, RULE_VARIABLES
 from kopf_sim.cel.library import FUNCTIONS
-from kopf_sim.cel.programs import CompileError, compile_expression, evaluation_error, load_bindings
+from kopf_sim.cel.programs import (
+    CompileError,
+    compile_expression,
+    evaluation_error,
+    fields_read,
+    for_evaluation,
+    load_bindings,
+)
+from kopf_sim.cel.walking import MISSING, Schema, Step, anchor_of, instances, nodes, value_at, visible_root
 
-__all__ = ["RuleFailure", "RuleSet", "crd_rule_problems", "rules_of"]
-
-Schema = Mapping[str, Any]
-Step = tuple[str, str]  # ("field", name) | ("items", "") | ("values", "")
-
-RULE_VARIABLES = frozenset({"self", "oldSelf"})
-MESSAGE_VARIABLES = RULE_VARIABLES
-REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
-_MISSING = object()
+__all__ = ["RuleFailure", "RuleSet", "rules_of"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,9 +40,6 @@ class RuleFailure:
     field: str
     reason: str
     message: str
-
-    def as_status_cause(self) -> dict[str, str]:
-        return {"reason": self.reason, "message": self.message, "field": self.field}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,141 +55,51 @@ class Rule:
     program: Any
     message_program: Any | None
     transition: bool
-    fast_program: Any | None  # over the whole object; None where only the slow path can correlate oldSelf
+    anchored_source: str | None  # the rule over its anchor's value; None if only the slow path can correlate
+    fields: frozenset[str] | None  # the only fields of its anchor's value that it reads, if known
 
 
-# --- where the rules are ------------------------------------------------------------------------------------
+class Anchor:
+    """The rules anchored at one node; a context of the bindings kept for it, refilled on every write.
 
+    A context per anchor, since the bindings convert all of a context's variables whenever one changes.
+    """
 
-def _nodes(
-    schema: Schema, steps: tuple[Step, ...] = (), path: str = ""
-) -> Iterator[tuple[tuple[Step, ...], str, Schema]]:
-    """Every node of the schema: its steps from the root, its path as the CRD's errors name it, the node."""
-    yield steps, path, schema
-    for key, sub in (schema.get("properties") or {}).items():
-        if isinstance(sub, Mapping):
-            yield from _nodes(sub, (*steps, ("field", key)), f"{path}.properties[{key}]")
-    if isinstance(schema.get("items"), Mapping):
-        yield from _nodes(schema["items"], (*steps, ("items", "")), f"{path}.items")
-    if isinstance(schema.get("additionalProperties"), Mapping):
-        yield from _nodes(schema["additionalProperties"], (*steps, ("values", "")), f"{path}.additionalProperties")
+    def __init__(self, names: tuple[str, ...], rules: list[Rule], functions: dict[str, Any]) -> None:
+        self.names = names
+        self.rules = rules
+        fast = [rule for rule in rules if rule.anchored_source is not None]
+        self.on_create = [rule for rule in fast if not rule.transition]
+        self.on_update = fast
+        self.create_program = _listing(self.on_create)
+        self.update_program = _listing(fast)
+        self.transitions = len(self.on_create) < len(fast)
+        self.slow_only = [rule for rule in rules if rule.anchored_source is None]
+        self.context = load_bindings().Context(functions=functions)
+        fields = [rule.fields for rule in rules]
+        self.fields = None if None in fields else frozenset().union(*(f for f in fields if f is not None))
 
+    def verdicts(self, value: Any, old: Any) -> list[tuple[Rule, bool | None]]:
+        """Each rule's verdict from one call: True if every instance passes, None if the call failed.
 
-def _schema_type(node: Schema) -> str:
-    if node.get("x-kubernetes-int-or-string"):
-        return "int-or-string"
-    return str(node.get("type") or "object")
-
-
-def _correlatable(steps: tuple[Step, ...]) -> bool:
-    """May ``oldSelf`` reach this node? Through object fields and map values, not through list items."""
-    return all(kind != "items" for kind, _ in steps)
-
-
-# --- compiling, and the CRD's problems ---------------------------------------------------------------------
-
-
-def _go_rule_value(entry: Mapping[str, Any]) -> str:
-    """The rule as Go's ``%#v`` prints ``apiextensions.ValidationRule`` in the apiserver's messages."""
-    reason = (
-        "(*apiextensions.FieldValueErrorReason)(nil)"
-        if entry.get("reason") is None
-        else ("(*apiextensions.FieldValueErrorReason)(0xc0004a2e10)")
-    )
-    optional = "(*bool)(nil)" if entry.get("optionalOldSelf") is None else "(*bool)(0xc0004a2e18)"
-    return (
-        f"apiextensions.ValidationRule{{Rule:{json.dumps(str(entry.get('rule', '')))}, "
-        f"Message:{json.dumps(str(entry.get('message', '')))}, "
-        f"MessageExpression:{json.dumps(str(entry.get('messageExpression', '')))}, "
-        f"Reason:{reason}, FieldPath:{json.dumps(str(entry.get('fieldPath', '')))}, OptionalOldSelf:{optional}}}"
-    )
-
-
-def crd_rule_problems(crd: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The causes for which the apiserver rejects a CRD's validation rules (compilation, reasons, cost)."""
-    versions = [v for v in (crd.get("spec") or {}).get("versions") or () if isinstance(v, Mapping)]
-    schemas = [((v.get("schema") or {}).get("openAPIV3Schema")) for v in versions]
-    if not any(_has_rules(s) for s in schemas if isinstance(s, Mapping)):
-        return []
-    # With one schema for all versions, the apiserver's internal form holds it as spec.validation.
-    shared = all(s == schemas[0] for s in schemas)
-    problems: list[dict[str, str]] = []
-    for index, schema in enumerate(schemas[:1] if shared else schemas):
-        if isinstance(schema, Mapping):
-            base = "spec.validation.openAPIV3Schema" if shared else f"spec.versions[{index}].schema.openAPIV3Schema"
-            problems += _schema_problems(schema, base)
-    return problems
-
-
-def _has_rules(schema: Schema) -> bool:
-    return any(node.get("x-kubernetes-validations") for _, _, node in _nodes(schema))
-
-
-def _schema_problems(schema: Schema, base: str) -> list[dict[str, str]]:
-    problems: list[dict[str, str]] = []
-    for steps, path, node in _nodes(schema):
-        for index, entry in enumerate(node.get("x-kubernetes-validations") or ()):
-            at = f"{base}{path}.x-kubernetes-validations[{index}]"
-            if not isinstance(entry, Mapping):
-                problems.append(
-                    _cause(at, "FieldValueInvalid", f"Invalid value: {json.dumps(entry)}: must be an object")
-                )
-                continue
-            problems += _entry_problems(schema, steps, node, entry, at)
-    return problems
-
-
-def _entry_problems(
-    schema: Schema, steps: tuple[Step, ...], node: Schema, entry: Mapping[str, Any], at: str
-) -> list[dict[str, str]]:
-    problems: list[dict[str, str]] = []
-    value = _go_rule_value(entry)
-    source = entry.get("rule")
-    if not isinstance(source, str) or not source.strip():
-        return [_cause(f"{at}.rule", "FieldValueRequired", "Required value: rule is not specified")]
-    try:
-        compile_expression(source, RULE_VARIABLES)
-    except CompileError as exc:
-        problems.append(_cause(f"{at}.rule", "FieldValueInvalid", f"Invalid value: {value}: compilation failed: {exc}"))
-    else:
-        excess = costs.excess_factor(source, schema, steps)
-        if excess is not None:
-            problems.append(
-                _cause(
-                    f"{at}.rule",
-                    "FieldValueForbidden",
-                    f"Forbidden: estimated rule cost exceeds budget by factor of {excess:.1f}x (try simplifying "
-                    "the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings "
-                    "are declared)",
-                )
-            )
-    if "oldSelf" in source and not _correlatable(steps):
-        detail = "oldSelf cannot be used on the uncorrelatable portion of the schema within " + _node_text(steps)
-        problems.append(_cause(f"{at}.rule", "FieldValueInvalid", f"Invalid value: {value}: {detail}"))
-    expression = entry.get("messageExpression")
-    if isinstance(expression, str) and expression:
+        ``old`` is the stored value for the transition rules, or MISSING (then they are not evaluated).
+        """
+        if self.fields is not None and type(value) is dict:  # less to convert
+            value = {key: value[key] for key in self.fields if key in value}
+            if type(old) is dict:
+                old = {key: old[key] for key in self.fields if key in old}
+        updating = old is not MISSING
+        rules, program = (self.on_update, self.update_program) if updating else (self.on_create, self.create_program)
+        if program is None:
+            return []
+        self.context.add_variable("self", value)
+        if updating:
+            self.context.add_variable("oldSelf", old)
         try:
-            compile_expression(expression, MESSAGE_VARIABLES)
-        except CompileError as exc:
-            detail = f"messageExpression compilation failed: {exc}"
-            problems.append(_cause(f"{at}.messageExpression", "FieldValueInvalid", f"Invalid value: {value}: {detail}"))
-    reason = entry.get("reason")
-    if reason is not None and reason not in REASONS:
-        supported = ", ".join(json.dumps(r) for r in REASONS)
-        message = f"Unsupported value: {json.dumps(reason)}: supported values: {supported}"
-        problems.append(_cause(f"{at}.reason", "FieldValueNotSupported", message))
-    return problems
-
-
-def _node_text(steps: tuple[Step, ...]) -> str:
-    return "".join(f".{name}" if kind == "field" else "[*]" for kind, name in steps) or "self"
-
-
-def _cause(field: str, reason: str, message: str) -> dict[str, str]:
-    return {"reason": reason, "message": message, "field": field}
-
-
-# --- the compiled rules of one schema ------------------------------------------------------------------------
+            results = program.execute(self.context)
+        except Exception:  # one rule's error fails the list: each rule is then evaluated on its own
+            return [(rule, None) for rule in rules]
+        return [(rule, result is True) for rule, result in zip(rules, results, strict=True)]
 
 
 class RuleSet:
@@ -200,65 +108,69 @@ class RuleSet:
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
         self.rules: list[Rule] = []
-        for steps, _, node in _nodes(schema):
+        for steps, _, node in nodes(schema):
             for entry in node.get("x-kubernetes-validations") or ():
                 try:
                     self.rules.append(_compile_rule(steps, node, entry))
                 except CompileError:
-                    continue  # the CRD was rejected for it at creation; a schema in hand-made types may still have it
-        self._numbers = any(node.get("type") == "number" for _, _, node in _nodes(schema))
+                    continue  # the CRD was rejected for it at creation; hand-made types may still carry it
+        functions = _referenced_functions(self.rules)
+        by_anchor: dict[tuple[str, ...], list[Rule]] = {}
+        for rule in self.rules:
+            by_anchor.setdefault(anchor_of(rule.steps), []).append(rule)
+        self.anchors = [Anchor(names, rules, functions) for names, rules in by_anchor.items()]
+        self._numbers = any(node.get("type") == "number" for _, _, node in nodes(schema))
         self._lock = threading.Lock()
-        self._context: Any = None
 
     def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[RuleFailure]:
         """The failures of the object's rules; ``old`` is the stored object on updates, for transition rules."""
-        if not self.rules:
-            return []
-        root = self._cel_value(_visible_root(obj), self.schema)
-        old_root = None if old is None else self._cel_value(_visible_root(old), self.schema)
-        failures: list[RuleFailure] = []
+        root, old_root = self._cel_value(visible_root(obj)), None if old is None else self._cel_value(visible_root(old))
+        failing: list[Rule] = []
         with self._lock:
-            context = self._context_with(root, old_root)
-            for rule in self.rules:
-                if rule.transition and old_root is None:
+            for anchor in self.anchors:
+                value = value_at(root, anchor.names)
+                if value is MISSING:
                     continue
-                if rule.fast_program is not None and _passes(rule.fast_program, context):
-                    continue
-                failures += self._slow(rule, root, old_root)
-        return failures
-
-    def _context_with(self, root: Any, old_root: Any) -> Any:
-        if self._context is None:
-            self._context = load_bindings().Context(functions=FUNCTIONS)
-        self._context.add_variable("kopfRoot", root)
-        self._context.add_variable("kopfOldRoot", old_root)
-        return self._context
-
-    def _cel_value(self, value: Any, schema: Schema) -> Any:
-        """JSON as CEL sees it under the schema: integers in ``number`` fields are doubles."""
-        return _with_doubles(value, schema) if self._numbers else value
-
-    def _slow(self, rule: Rule, root: Any, old_root: Any) -> list[RuleFailure]:
-        cel = load_bindings()
+                old_value = MISSING
+                if anchor.transitions and old_root is not None:
+                    old_value = value_at(old_root, anchor.names)
+                failing += [rule for rule, verdict in anchor.verdicts(value, old_value) if verdict is not True]
+                if old_root is not None:
+                    failing += anchor.slow_only
         failures: list[RuleFailure] = []
-        for path, value, old_value in _instances(rule.steps, root, old_root, rule.transition):
-            variables = {"self": value} if old_value is _MISSING else {"self": value, "oldSelf": old_value}
-            context = cel.Context(variables=variables, functions=FUNCTIONS)
-            try:
-                passed = rule.program.execute(context)
-            except Exception as exc:  # the bindings raise assorted built-in errors
-                failures.append(_failure(rule, path, evaluation_error(exc), reason="FieldValueInvalid"))
-                continue
-            if passed is not True:
-                failures.append(_failure(rule, path, _message(rule, context)))
+        for rule in failing:
+            failures += _evaluate_each(rule, root, old_root)
         return failures
 
+    def _cel_value(self, value: Any) -> Any:
+        """JSON as CEL sees it under the schema: integers in ``number`` fields are doubles."""
+        return _with_doubles(value, self.schema) if self._numbers else value
 
-def _passes(program: Any, context: Any) -> bool:
-    try:
-        return program.execute(context) is True
-    except Exception:  # the slow path reports the error of the failing instance
-        return False
+
+def _listing(rules: list[Rule]) -> Any:
+    """One program that lists the rules' verdicts."""
+    if not rules:
+        return None
+    return load_bindings().compile("[" + ", ".join(str(rule.anchored_source) for rule in rules) + "]")
+
+
+def _evaluate_each(rule: Rule, root: Any, old_root: Any) -> list[RuleFailure]:
+    """The slow path: the rule on each instance of its node, with the failures worded."""
+    cel = load_bindings()
+    failures: list[RuleFailure] = []
+    for path, value, old_value in instances(rule.steps, root, old_root, required=rule.transition):
+        variables = {"self": value, "oldSelf": old_value} if rule.transition else {"self": value}
+        context = cel.Context(variables=variables, functions=FUNCTIONS)
+        failure: RuleFailure | None
+        try:
+            passed = rule.program.execute(context)
+        except Exception as exc:  # the bindings raise assorted built-in errors
+            failure = _failure(rule, path, evaluation_error(exc), reason="FieldValueInvalid")
+        else:
+            failure = None if passed is True else _failure(rule, path, _message(rule, context))
+        if failure is not None and not (old_value is not MISSING and old_value == value):
+            failures.append(failure)  # an unchanged value is not held against its rules (ratcheting)
+    return failures
 
 
 def _message(rule: Rule, context: Any) -> str:
@@ -310,92 +222,52 @@ def _field_path_parts(field_path: str) -> list[str]:
     return parts
 
 
-# --- compiling one rule ------------------------------------------------------------------------------------
+# --- compiling ----------------------------------------------------------------------------------------------
 
 
 def _compile_rule(steps: tuple[Step, ...], node: Schema, entry: Mapping[str, Any]) -> Rule:
     source = str(entry["rule"])
-    program = compile_expression(source, RULE_VARIABLES)
+    transition = "oldSelf" in compile_expression(source, RULE_VARIABLES).variables()
+    program = load_bindings().compile(for_evaluation(source))
     expression = entry.get("messageExpression")
-    message_program = compile_expression(expression, MESSAGE_VARIABLES) if expression else None
-    transition = "oldSelf" in program.variables()
-    fast_source = _fast_source(source, steps, transition)
+    inner = steps[len(anchor_of(steps)) :]
     return Rule(
         steps=steps,
-        schema_type=_schema_type(node),
+        schema_type="int-or-string" if node.get("x-kubernetes-int-or-string") else str(node.get("type") or "object"),
         source=source,
         message=str(entry.get("message") or ""),
         field_path=str(entry.get("fieldPath") or ""),
         reason=str(entry.get("reason") or "FieldValueInvalid"),
         program=program,
-        message_program=message_program,
+        message_program=compile_expression(expression, MESSAGE_VARIABLES) if expression else None,
         transition=transition,
-        fast_program=None if fast_source is None else load_bindings().compile(fast_source),
+        anchored_source=None if transition and inner else _over(inner, for_evaluation(source), depth=0),
+        fields=None if inner else fields_read(source),
     )
 
 
-def _fast_source(source: str, steps: tuple[Step, ...], transition: bool) -> str | None:
-    """The rule over every instance of its node in the whole object: true when all pass."""
-    if transition and not _correlatable(steps):
-        return None
-    body = f"[kopfOld].all(oldSelf, {source})" if transition else source
-    return _over(steps, "kopfRoot", "kopfOldRoot" if transition else None, body, depth=0)
-
-
-def _over(steps: tuple[Step, ...], current: str, old: str | None, body: str, *, depth: int) -> str:
+def _over(steps: tuple[Step, ...], body: str, *, depth: int) -> str:
+    """The rule over every instance below the anchor (``self``): true when all of them pass."""
     if not steps:
-        inner = body.replace("[kopfOld]", f"[{old}]") if old is not None else body
-        return f"[{current}].all(self, {inner})"
-    (kind, name), rest = steps[0], steps[1:]
+        return f"({body})"
+    kind, variable = steps[0][0], f"kopfItem{depth}"
+    inner = _over(steps[1:], body, depth=depth + 1)
     if kind == "field":
-        key = json.dumps(name)
-        child, old_child = f"{current}[{key}]", None if old is None else f"{old}[{key}]"
-        guard = f"!({key} in {current}) || {child} == null"
-        if old is not None:
-            guard += f" || !({key} in {old}) || {old_child} == null"
-        return f"({guard} || {_over(rest, child, old_child, body, depth=depth + 1)})"
-    variable = f"kopfItem{depth}"
-    if kind == "items":
-        return f"{current}.all({variable}, {_over(rest, variable, None, body, depth=depth + 1)})"
-    old_value = None if old is None else f"{old}[{variable}]"
-    inner = _over(rest, f"{current}[{variable}]", old_value, body, depth=depth + 1)
-    if old is not None:
-        inner = f"(!({variable} in {old}) || {inner})"
-    return f"{current}.all({variable}, {inner})"
+        key = json.dumps(steps[0][1])
+        return f"(!({key} in self) || self[{key}] == null || [self[{key}]].all(self, {inner}))"
+    if kind == "values":
+        return f"self.all({variable}, [self[{variable}]].all(self, {inner}))"
+    return f"self.all(self, {inner})"
 
 
-# --- walking the object ------------------------------------------------------------------------------------
-
-
-def _visible_root(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The object as a root rule sees it: of the metadata, only the name and generateName."""
-    metadata = obj.get("metadata") or {}
-    visible = {key: metadata[key] for key in ("name", "generateName") if key in metadata}
-    return {**obj, "metadata": visible}
-
-
-def _instances(
-    steps: tuple[Step, ...], value: Any, old: Any, transition: bool, path: str = ""
-) -> Iterator[tuple[str, Any, Any]]:
-    """Every instance of the node under ``value``: its path, value, and the correlated old value (or missing)."""
-    if value is None:
-        return
-    if not steps:
-        if transition and (old is None or old is _MISSING):
-            return
-        yield path, value, old if transition else _MISSING
-        return
-    (kind, name), rest = steps[0], steps[1:]
-    if kind == "field" and isinstance(value, Mapping) and name in value:
-        old_child = old.get(name, _MISSING) if isinstance(old, Mapping) else _MISSING
-        yield from _instances(rest, value[name], old_child, transition, f"{path}.{name}" if path else name)
-    elif kind == "items" and isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _instances(rest, item, _MISSING, transition, f"{path}[{index}]")
-    elif kind == "values" and isinstance(value, Mapping):
-        for key, item in value.items():
-            old_item = old.get(key, _MISSING) if isinstance(old, Mapping) else _MISSING
-            yield from _instances(rest, item, old_item, transition, f"{path}[{key}]")
+def _referenced_functions(rules: list[Rule]) -> dict[str, Any]:
+    """The library functions that the rules call: the fewer, the cheaper each conversion of a context."""
+    names: set[str] = set()
+    for rule in rules:
+        for program in (rule.program, rule.message_program):
+            if program is not None:
+                names.update(program.functions())
+    return {name: function for name, function in FUNCTIONS.items() if name in names}
 
 
 def _with_doubles(value: Any, schema: Schema) -> Any:

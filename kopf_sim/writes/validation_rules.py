@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kopf_sim.cel import rules
+from kopf_sim.cel import checks, rules
 from kopf_sim.writes.schemas import FieldCause
 
 __all__ = ["causes", "crd_problems"]
@@ -35,4 +35,4 @@ def causes(
 
 def crd_problems(crd: Mapping[str, Any]) -> list[dict[str, str]]:
     """Why the apiserver would reject the CRD's rules: compilation, reasons, the cost budget."""
-    return rules.crd_rule_problems(crd)
+    return checks.crd_rule_problems(crd)
