@@ -40,8 +40,9 @@ class ApiError(Exception):
             "metadata": dict(self.list_meta),
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # Go omits an empty reason (e.g. a webhook's denial that names none)
+            status["reason"] = self.reason
         if self.details is not None:
             status["details"] = self.details
         status["code"] = self.code

@@ -271,25 +271,14 @@ class Cluster:
         namespace: str | None,
         name: str,
         options: Mapping[str, Any] | None = None,
-        *,
-        dry_run: bool = False,
+        **write_options: Unpack[pipeline.DeleteOptions],
     ) -> JsonDict:
-        return pipeline.run_now(self.writes.delete(rtype, namespace, name, options, dry_run=dry_run))
+        return pipeline.run_now(self.writes.delete(rtype, namespace, name, options, **write_options))
 
     def delete_collection(
-        self,
-        rtype: ResourceType,
-        namespace: str | None,
-        *,
-        labels: LabelSelector | None = None,
-        fields: FieldSelector | None = None,
-        options: Mapping[str, Any] | None = None,
-        dry_run: bool = False,
+        self, rtype: ResourceType, namespace: str | None, **collection: Unpack[pipeline.CollectionOptions]
     ) -> JsonDict:
-        deletion = self.writes.delete_collection(
-            rtype, namespace, labels=labels, fields=fields, options=options, dry_run=dry_run
-        )
-        return pipeline.run_now(deletion)
+        return pipeline.run_now(self.writes.delete_collection(rtype, namespace, **collection))
 
     # -- Commits: the only places where the stored state changes -----------------------------------
 

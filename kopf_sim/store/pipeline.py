@@ -4,9 +4,11 @@ A write request (a create, an update, a patch of any kind, a server-side apply, 
 their ``status`` and ``scale`` subresources, dry runs) becomes a ``Write``: how its next state follows
 from the current one (the pure rules of :mod:`kopf_sim.writes`), and what admission sees of the two. Then:
 
+0. **authorize** it (nothing by default: the simulator serves everyone as a cluster admin; an authorizer such
+   as RBAC goes into ``AdmissionControl.authorizers``);
 1. **prepare** the new object from the current one (nothing is stored);
 2. **admit** it (:mod:`kopf_sim.admission`): mutating webhooks, the server's rules again on what they changed
-   (schema defaulting, pruning, validation), validating webhooks;
+   (schema defaulting, pruning, validation), validating webhooks (admission policies would go before them);
 3. **commit** it if the stored object is still the one it was prepared from (the optimistic-concurrency
    check); otherwise go back to 1 with the fresh state, as the apiserver's update loop does.
 
@@ -20,7 +22,9 @@ import abc
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
-from kopf_sim.admission.control import AdmissionControl, Attributes, synchronous_writes
+from kopf_sim.admission.attributes import Attributes
+from kopf_sim.admission.control import AdmissionControl
+from kopf_sim.admission.dispatching import synchronous_writes
 from kopf_sim.kube import errors
 from kopf_sim.kube.objects import JsonDict, clone, meta
 from kopf_sim.kube.resources import ResourceType
@@ -28,7 +32,15 @@ from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store import lifecycle
 from kopf_sim.writes import preparing, scales
 
-__all__ = ["PatchOptions", "RequestOptions", "WriteOptions", "WritePipeline", "run_now"]
+__all__ = [
+    "CollectionOptions",
+    "DeleteOptions",
+    "PatchOptions",
+    "RequestOptions",
+    "WriteOptions",
+    "WritePipeline",
+    "run_now",
+]
 
 T = TypeVar("T")
 
@@ -48,6 +60,23 @@ class RequestOptions(TypedDict, total=False):
 
 class WriteOptions(RequestOptions, total=False):
     warnings: list[str] | None  # where the write's warnings go (sent as ``Warning`` headers)
+
+
+class RuleOptions(TypedDict):
+    manager: str | None
+    field_validation: str
+    warnings: list[str]
+
+
+class DeleteOptions(TypedDict, total=False):
+    dry_run: bool
+    warnings: list[str] | None
+
+
+class CollectionOptions(DeleteOptions, total=False):
+    labels: LabelSelector | None
+    fields: FieldSelector | None
+    options: Mapping[str, Any] | None  # the DeleteOptions of each deletion
 
 
 class PatchOptions(WriteOptions, total=False):
@@ -81,6 +110,7 @@ class Write(abc.ABC):
     The defaults are those of a change of an existing object; the kinds of writes change what differs.
     """
 
+    verb = "update"  # what authorization is asked for (the HTTP verb's name in the API: create, patch, ...)
     kind: tuple[str, str, str] | None = None  # the kind admission sees, if not the resource's own
 
     def __init__(
@@ -107,6 +137,11 @@ class Write(abc.ABC):
         self.warnings: list[str] = warnings if warnings is not None else []
 
     # -- Preparing -----------------------------------------------------------------------------------
+
+    @property
+    def rules(self) -> RuleOptions:
+        """What the server's write rules take of the request's options (:mod:`kopf_sim.writes.preparing`)."""
+        return RuleOptions(manager=self.manager, field_validation=self.field_validation, warnings=self.warnings)
 
     def current(self) -> JsonDict | None:
         """The object as stored now (never changed in place); a 404 if there is none."""
@@ -196,19 +231,14 @@ class Update(Write):
     def prepare(self, current: JsonDict | None) -> JsonDict:
         assert current is not None
         return preparing.prepare_update(
-            self.store,
-            self.rtype,
-            current,
-            self.body,
-            subresource=self.subresource,
-            manager=self.manager,
-            field_validation=self.field_validation,
-            warnings=self.warnings,
+            self.store, self.rtype, current, self.body, subresource=self.subresource, **self.rules
         )
 
 
 class Create(Write):
     """A create (POST): the object is new, its name maybe generated; a taken name is a 409 at the commit."""
+
+    verb = "create"
 
     def __init__(self, store: Store, rtype: ResourceType, namespace: str | None, body: Any, **options: Any) -> None:
         named = isinstance(body, dict) and isinstance(body.get("metadata"), dict) and body["metadata"].get("name")
@@ -222,21 +252,10 @@ class Create(Write):
         return True  # nothing to compare: the commit refuses a name that is taken meanwhile
 
     def prepare(self, current: JsonDict | None) -> JsonDict:
-        return preparing.prepare_create(
-            self.store,
-            self.rtype,
-            self.namespace,
-            self.body,
-            field_validation=self.field_validation,
-            warnings=self.warnings,
-            manager=self.manager,
-        )
+        return preparing.prepare_create(self.store, self.rtype, self.namespace, self.body, **self.rules)
 
     def operation(self, current: JsonDict | None) -> str:
         return "CREATE"
-
-    def request_name(self, new: JsonDict | None) -> str:
-        return str(meta(new).get("name", "")) if new is not None else self.name
 
     def mutable_view(self, new: JsonDict, current: JsonDict | None) -> JsonDict:
         view = super().mutable_view(new, current)
@@ -251,6 +270,8 @@ class Create(Write):
 
 class Patch(Write):
     """A PATCH of any kind; a server-side apply to a missing object creates it (then admitted as a CREATE)."""
+
+    verb = "patch"
 
     def __init__(
         self,
@@ -279,14 +300,7 @@ class Patch(Write):
     def prepare(self, current: JsonDict | None) -> JsonDict:
         if current is None:
             return preparing.prepare_apply_create(
-                self.store,
-                self.rtype,
-                self.namespace,
-                self.name,
-                self.patch,
-                manager=self.manager,
-                field_validation=self.field_validation,
-                warnings=self.warnings,
+                self.store, self.rtype, self.namespace, self.name, self.patch, **self.rules
             )
         return preparing.prepare_patch(
             self.store,
@@ -295,10 +309,8 @@ class Patch(Write):
             self.patch,
             self.content_type,
             subresource=self.subresource,
-            manager=self.manager,
             force=self.force,
-            field_validation=self.field_validation,
-            warnings=self.warnings,
+            **self.rules,
         )
 
     def operation(self, current: JsonDict | None) -> str:
@@ -326,10 +338,13 @@ class ScaleWrite(Write):
         namespace: str | None,
         name: str,
         requested: Callable[[JsonDict], Any],
+        *,
+        verb: str,
         **options: Any,
     ) -> None:
         super().__init__(store, rtype, namespace, name, subresource="scale", **options)
         self.requested = requested  # the Scale asked for, from the current one (a PUT ignores it; a PATCH not)
+        self.verb = verb
 
     def prepare(self, current: JsonDict | None) -> JsonDict:
         assert current is not None
@@ -339,14 +354,7 @@ class ScaleWrite(Write):
         scales.check_scale(scale, self.name)
         body = scales.with_scale(self.rtype, self.store.present(current, self.rtype), scale)
         return preparing.prepare_update(
-            self.store,
-            self.rtype,
-            current,
-            body,
-            subresource="scale",
-            manager=self.manager,
-            warnings=self.warnings,
-            copied=True,
+            self.store, self.rtype, current, body, subresource="scale", copied=True, **self.rules
         )
 
     def view(self, obj: JsonDict) -> JsonDict:
@@ -361,7 +369,12 @@ class ScaleWrite(Write):
 
 
 class Delete(Write):
-    """A DELETE: admitted with the current object as the old one; finalizers, grace and GC at the commit."""
+    """A DELETE: admitted with the current object as the old one; finalizers, grace and GC at the commit.
+
+    The items of a collection deletion are admitted with no name, as the apiserver admits them.
+    """
+
+    verb = "delete"
 
     def __init__(
         self,
@@ -371,12 +384,12 @@ class Delete(Write):
         name: str,
         options: Mapping[str, Any],
         *,
-        as_status: bool = True,
+        in_collection: bool = False,
         **write_options: Any,
     ) -> None:
         super().__init__(store, rtype, namespace, name, **write_options)
         self.options = options
-        self.as_status = as_status
+        self.in_collection = in_collection
 
     def prepare(self, current: JsonDict | None) -> None:
         return None  # what a deletion does depends on the finalizers when it is committed
@@ -384,13 +397,16 @@ class Delete(Write):
     def operation(self, current: JsonDict | None) -> str:
         return "DELETE"
 
+    def request_name(self, new: JsonDict | None) -> str:
+        return "" if self.in_collection else self.name
+
     def request_options(self) -> JsonDict:
         return dict(self.options)
 
     def commit(self, current: JsonDict | None, new: JsonDict | None) -> JsonDict:
         assert current is not None
         return lifecycle.delete(
-            self.store, self.rtype, current, self.options, dry_run=self.dry_run, as_status=self.as_status
+            self.store, self.rtype, current, self.options, dry_run=self.dry_run, as_status=not self.in_collection
         )
 
     def result(self, stored: JsonDict) -> JsonDict:
@@ -420,8 +436,10 @@ class WritePipeline:
         **options: Unpack[WriteOptions],
     ) -> JsonDict:
         if subresource == "scale":
-            return await self.run(ScaleWrite(self.store, rtype, namespace, name, lambda _: body, **options))
-        return await self.run(Update(self.store, rtype, namespace, name, body, subresource=subresource, **options))
+            write: Write = ScaleWrite(self.store, rtype, namespace, name, lambda _: body, verb="update", **options)
+            return await self.run(write)
+        write = Update(self.store, rtype, namespace, name, body, subresource=subresource, **options)
+        return await self.run(write)
 
     async def patch(
         self,
@@ -441,7 +459,7 @@ class WritePipeline:
             def requested(scale: JsonDict) -> Any:
                 return scales.patched_scale(scale, patch, content_type)
 
-            return await self.run(ScaleWrite(self.store, rtype, namespace, name, requested, **options))
+            return await self.run(ScaleWrite(self.store, rtype, namespace, name, requested, verb="patch", **options))
         write = Patch(self.store, rtype, namespace, name, patch, content_type, subresource=subresource, **options)
         return await self.run(write)
 
@@ -451,12 +469,9 @@ class WritePipeline:
         namespace: str | None,
         name: str,
         options: Mapping[str, Any] | None = None,
-        *,
-        dry_run: bool = False,
-        warnings: list[str] | None = None,
+        **write_options: Unpack[DeleteOptions],
     ) -> JsonDict:
-        write = Delete(self.store, rtype, namespace, name, options or {}, dry_run=dry_run, warnings=warnings)
-        return await self.run(write)
+        return await self.run(Delete(self.store, rtype, namespace, name, options or {}, **write_options))
 
     async def delete_collection(
         self,
@@ -470,6 +485,10 @@ class WritePipeline:
         warnings: list[str] | None = None,
     ) -> JsonDict:
         """Delete each selected object as a deletion of its own (each one admitted); the deleted ones are listed."""
+        options = options or {}
+        if self.admission.authorizers:
+            whole = Delete(self.store, rtype, namespace, "", options, in_collection=True, dry_run=dry_run)
+            self.admission.authorize("deletecollection", whole.attributes(None, None))
         listing = self.store.list(rtype, namespace, labels=labels, fields=fields)
         items = []
         for obj in listing["items"]:
@@ -479,13 +498,13 @@ class WritePipeline:
                 rtype,
                 metadata.get("namespace"),
                 metadata["name"],
-                options or {},
-                as_status=False,
+                options,
+                in_collection=True,
                 dry_run=dry_run,
                 warnings=warnings,
             )
             try:
-                items.append(await self.run(write))
+                items.append(await self.run(write, authorize=False))
             except errors.ApiError as exc:
                 if exc.code != 404:  # deleted meanwhile: not listed
                     raise
@@ -496,12 +515,14 @@ class WritePipeline:
             "items": items,
         }
 
-    async def run(self, write: Write) -> JsonDict:
+    async def run(self, write: Write, *, authorize: bool = True) -> JsonDict:
         """Prepare, admit and commit a write; prepared and admitted again while the object changes meanwhile."""
+        if authorize and self.admission.authorizers:
+            self.admission.authorize(write.verb, write.attributes(write.stored(), None))
         for _ in range(MAX_ATTEMPTS):
             current = write.current()
             new = write.prepare(current)
-            if self.admission.has_webhooks():
+            if self.admission.active():
                 new = await self._admit(write, current, new)
                 if not write.unchanged(current):
                     continue
@@ -527,7 +548,7 @@ def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a write to its end synchronously (loaders, tests): possible while it calls no webhook.
 
     A write awaits nothing but webhooks; if one is to be called, admission raises a clear error
-    (:class:`~kopf_sim.admission.control.SynchronousWriteError`) before calling it.
+    (:class:`~kopf_sim.admission.dispatching.SynchronousWriteError`) before calling it.
     """
     token = synchronous_writes.set(True)
     try:

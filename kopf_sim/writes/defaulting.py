@@ -13,6 +13,7 @@ from typing import Any
 
 from kopf_sim.kube.objects import JsonDict
 from kopf_sim.kube.resources import ResourceType, StorageKey
+from kopf_sim.writes import webhookconfigs
 from kopf_sim.writes.podspecs import default_pod_requests, default_pod_spec
 
 __all__ = ["apply_defaults", "fill_status"]
@@ -173,6 +174,8 @@ def apply_defaults(rtype: ResourceType, obj: JsonDict) -> None:
     """Fill in the defaults of a built-in's spec, its pod template and its status, in place (the caller's copy)."""
     if rtype.custom:
         return
+    if rtype.storage_key in webhookconfigs.CONFIGURATIONS:
+        webhookconfigs.apply_defaults(rtype, obj)
     fill_status(rtype, obj)
     defaulter = _DEFAULTERS.get(rtype.storage_key)
     spec = _spec(obj)

@@ -609,7 +609,54 @@ CRD_SPEC = Struct(
 
 # --- the kinds ----------------------------------------------------------------------------------------
 
+# --- admissionregistration.k8s.io/v1 ---------------------------------------------------------------
+
+_WEBHOOK_FIELDS: dict[str, GoType] = {
+    "name": STRING,
+    "clientConfig": Struct(
+        "WebhookClientConfig",
+        "v1",
+        {
+            "url": STRING,
+            "caBundle": BYTES,
+            "service": Struct(
+                "ServiceReference", "v1", {"namespace": STRING, "name": STRING, "path": STRING, "port": INT32}
+            ),
+        },
+    ),
+    "rules": ListOf(
+        Struct(
+            "RuleWithOperations",
+            "v1",
+            {
+                "operations": ListOf(named_string("v1.OperationType")),
+                "apiGroups": STRINGS,
+                "apiVersions": STRINGS,
+                "resources": STRINGS,
+                "scope": named_string("v1.ScopeType"),
+            },
+        )
+    ),
+    "failurePolicy": named_string("v1.FailurePolicyType"),
+    "matchPolicy": named_string("v1.MatchPolicyType"),
+    "namespaceSelector": LABEL_SELECTOR,
+    "objectSelector": LABEL_SELECTOR,
+    "sideEffects": named_string("v1.SideEffectClass"),
+    "timeoutSeconds": INT32,
+    "admissionReviewVersions": STRINGS,
+}
+VALIDATING_WEBHOOK = Struct("ValidatingWebhook", "v1", _WEBHOOK_FIELDS)
+MUTATING_WEBHOOK = Struct(
+    "MutatingWebhook", "v1", {**_WEBHOOK_FIELDS, "reinvocationPolicy": named_string("v1.ReinvocationPolicyType")}
+)
+
 KINDS: dict[tuple[str, str], Struct] = {
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _object(
+        "ValidatingWebhookConfiguration", "v1", webhooks=ListOf(VALIDATING_WEBHOOK)
+    ),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _object(
+        "MutatingWebhookConfiguration", "v1", webhooks=ListOf(MUTATING_WEBHOOK)
+    ),
     ("", "ConfigMap"): _object("ConfigMap", "v1", data=STRING_MAP, binaryData=MapOf(BYTES), immutable=BOOL),
     ("", "Secret"): _object(
         "Secret", "v1", data=MapOf(BYTES), stringData=STRING_MAP, type=named_string("v1.SecretType"), immutable=BOOL
@@ -795,7 +842,7 @@ SCALE = Struct(
         "status": Struct("ScaleStatus", "v1", {"replicas": INT32, "selector": STRING}),
     },
 )
-#: What every other object has typed: custom resources, RBAC, webhook configurations.
+#: What every other object has typed: custom resources, RBAC.
 GENERIC = Struct("Object", "v1", {**TYPE_META, "metadata": OBJECT_META})
 
 

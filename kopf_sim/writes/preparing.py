@@ -25,6 +25,7 @@ from kopf_sim.writes import (
     typecheck,
     validation,
     validation_rules,
+    webhookconfigs,
 )
 
 JSON_PATCH = "application/json-patch+json"
@@ -182,6 +183,8 @@ def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old
     if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         causes.extend(crds.crd_problems(obj, old))
         causes.extend(validation_rules.crd_problems(obj))
+    if rtype.storage_key in webhookconfigs.CONFIGURATIONS:
+        causes.extend(webhookconfigs.causes(rtype, obj))
     if causes:
         raise errors.invalid(rtype.kind, rtype.group, metadata.get("name", ""), causes)
     size = len(compact_json(obj).encode())

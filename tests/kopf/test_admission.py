@@ -164,6 +164,75 @@ async def test_admission_error_defaults_to_500(registry: OperatorRegistry, setti
     assert response["response"]["status"] == {"code": 500, "message": "No."}
 
 
+async def test_denied_with_field_causes_as_the_apiservers_invalid_status(
+    registry: OperatorRegistry, settings: OperatorSettings
+) -> None:
+    @kopf.on.validate("kopfexamples", registry=registry)
+    def check(**_: Any) -> None:
+        raise kopf.AdmissionError(
+            "The example is invalid.",
+            code=422,
+            causes=[
+                ("spec.field", 'Invalid value: "x": should be longer'),
+                ("spec.items", "Required value", "FieldValueRequired"),
+                {"field": "spec.mode", "message": 'Unsupported value: "fast"', "reason": "FieldValueNotSupported"},
+            ],
+        )
+
+    response = await serve(registry, settings, make_review())
+    assert response["response"]["status"] == {
+        "code": 422,
+        "message": "The example is invalid.",
+        "reason": "Invalid",
+        "details": {
+            "name": "kex1",
+            "group": "kopf.dev",
+            "kind": "KopfExample",
+            "causes": [
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": 'Invalid value: "x": should be longer',
+                    "field": "spec.field",
+                },
+                {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.items"},
+                {"reason": "FieldValueNotSupported", "message": 'Unsupported value: "fast"', "field": "spec.mode"},
+            ],
+        },
+    }
+
+
+async def test_field_causes_without_a_message_are_listed_as_the_apiserver_words_them(
+    registry: OperatorRegistry, settings: OperatorSettings
+) -> None:
+    @kopf.on.validate("kopfexamples", registry=registry)
+    def check(**_: Any) -> None:
+        raise kopf.AdmissionError(code=422, causes=[("spec.a", "Required value"), ("spec.b", "Forbidden: no")])
+
+    status = (await serve(registry, settings, make_review()))["response"]["status"]
+    assert (
+        status["message"] == 'KopfExample.kopf.dev "kex1" is invalid: [spec.a: Required value, spec.b: Forbidden: no]'
+    )
+    assert [cause["reason"] for cause in status["details"]["causes"]] == ["FieldValueRequired", "FieldValueForbidden"]
+
+
+async def test_a_reason_without_causes(registry: OperatorRegistry, settings: OperatorSettings) -> None:
+    @kopf.on.validate("kopfexamples", registry=registry)
+    def check(**_: Any) -> None:
+        raise kopf.AdmissionError("Not now.", code=409, reason="Conflict")
+
+    status = (await serve(registry, settings, make_review()))["response"]["status"]
+    assert status == {"code": 409, "message": "Not now.", "reason": "Conflict"}
+
+
+@pytest.mark.parametrize(
+    "cause",
+    [("spec.a",), ("spec.a", ""), ("spec.a", "msg", "Reason", "extra"), {"field": 1, "message": "m"}, "spec.a: bad"],
+)
+def test_malformed_causes_are_refused_at_once(cause: Any) -> None:
+    with pytest.raises(TypeError, match="admission cause"):
+        kopf.AdmissionError("No.", code=422, causes=[cause])
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -866,7 +935,8 @@ async def test_served_webhooks_end_to_end(
     settings: OperatorSettings,
     operator_registry: OperatorRegistry,
 ) -> None:
-    settings.admission.server = WebhookServer(addr="127.0.0.1", port=0, path="/hooks", insecure=True)
+    # HTTPS with a self-signed certificate (its CA in the caBundle): an apiserver refuses http:// webhook URLs.
+    settings.admission.server = WebhookServer(addr="127.0.0.1", host="127.0.0.1", port=0, path="/hooks")
     settings.admission.managed = "auto.kopf.dev"
     task = asyncio.create_task(
         admission.admission_webhook_server(registry=operator_registry, settings=settings, resources=[KEX], vault=vault)
@@ -877,7 +947,8 @@ async def test_served_webhooks_end_to_end(
         mutating = configurations(cluster, MUTATING)
         assert len(validating) == 2 and len(mutating) == 1
         audit = validating["audit.auto.kopf.dev"]
-        assert audit["clientConfig"]["url"].startswith("http://127.0.0.1:")
+        assert audit["clientConfig"]["url"].startswith("https://127.0.0.1:")
+        assert audit["clientConfig"]["caBundle"]
         assert audit["clientConfig"]["url"].endswith("/hooks/audit")
         assert audit["rules"][0]["operations"] == ["DELETE"]
         (defaults,) = mutating.values()

@@ -95,7 +95,7 @@ API: list[Api] = [
     Api("kopf.TemporaryError", "(_TemporaryError__msg=None, delay=60)"),
     Api("kopf.HandlerTimeoutError", None),
     Api("kopf.HandlerRetriesError", None),
-    Api("kopf.AdmissionError", "(message='', code=500)"),
+    Api("kopf.AdmissionError", "(message='', code=500, *, reason=None, causes=None)"),  # ours: field causes (docs)
     # kopf: structures.
     Api("kopf.RawEvent", None),
     Api("kopf.RawBody", None),

@@ -107,12 +107,30 @@ class Request(TypedDict):
     request: RequestPayload
 
 
+class StatusCause(TypedDict, total=False):
+    """A field at fault in a rejection, as the apiserver's validation names it (``details.causes[*]``)."""
+
+    reason: str  # e.g. FieldValueInvalid, FieldValueRequired
+    message: str
+    field: str  # a path like spec.items[0].name
+
+
+class StatusDetails(TypedDict, total=False):
+    """What a rejection is about: the object, and the fields at fault."""
+
+    name: str
+    group: str
+    kind: str
+    causes: list[StatusCause]
+
+
 class ResponseStatus(TypedDict, total=False):
     """The reason of a rejection (a shortened ``kind: Status``)."""
 
     code: int
     message: str
     reason: str
+    details: StatusDetails
 
 
 class ResponsePayload(TypedDict):

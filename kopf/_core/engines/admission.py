@@ -285,12 +285,41 @@ async def _invoke_handlers(
 def _deny(review: reviews.Request, *, errors: Collection[Exception], warnings: Iterable[str]) -> reviews.Response:
     """The denial by the handlers' errors: the most preferred one is reported (see :func:`_error_priority`)."""
     error = min(errors, key=_error_priority)
-    if isinstance(error, AdmissionError):
-        code = error.code if error.code is not None else 500
-        message = error.message if error.message is not None else ""
-    else:
-        code, message = 500, str(error) or type(error).__name__
-    return _respond(review, allowed=False, code=code, message=message, warnings=warnings)
+    if not isinstance(error, AdmissionError):
+        return _respond(review, allowed=False, code=500, message=str(error) or type(error).__name__, warnings=warnings)
+    code = error.code if error.code is not None else 500
+    message = error.message or ""
+    details = _details(review, error.causes) if error.causes else None
+    if details is not None and not message:
+        message = _invalid_message(details)
+    return _respond(
+        review, allowed=False, code=code, message=message, reason=error.reason, details=details, warnings=warnings
+    )
+
+
+def _details(review: reviews.Request, causes: list[reviews.StatusCause]) -> reviews.StatusDetails:
+    """The status details of a denial with field causes, about the reviewed object (as the apiserver's own)."""
+    payload = review["request"]
+    gvk = payload.get("kind") or {}
+    body = _as_mapping(payload.get("object")) or _as_mapping(payload.get("oldObject")) or {}
+    name = payload.get("name") or (body.get("metadata") or {}).get("name") or ""
+    details: reviews.StatusDetails = {}
+    if name:
+        details["name"] = str(name)
+    if gvk.get("group"):
+        details["group"] = str(gvk["group"])
+    if gvk.get("kind"):
+        details["kind"] = str(gvk["kind"])
+    details["causes"] = [reviews.StatusCause(**cause) for cause in causes]
+    return details
+
+
+def _invalid_message(details: reviews.StatusDetails) -> str:
+    """``Kind.group "name" is invalid: field: message`` (several in brackets), as the apiserver words it."""
+    kind = ".".join(part for part in (details.get("kind"), details.get("group")) if part) or "object"
+    texts = [f"{c['field']}: {c['message']}" if c.get("field") else c.get("message", "") for c in details["causes"]]
+    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    return f'{kind} "{details.get("name", "")}" is invalid: {joined}'
 
 
 def _error_priority(error: Exception) -> int:
@@ -355,6 +384,7 @@ def _respond(
     code: int | None = None,
     message: str | None = None,
     reason: str | None = None,
+    details: reviews.StatusDetails | None = None,
     warnings: Iterable[str] = (),
     json_patch: patches.JSONPatch | None = None,
 ) -> reviews.Response:
@@ -368,6 +398,8 @@ def _respond(
             status["message"] = message
         if reason:
             status["reason"] = reason
+        if details is not None:
+            status["details"] = details
         response["status"] = status
     if allowed and json_patch:
         response["patch"] = base64.b64encode(json.dumps(json_patch).encode("utf-8")).decode("ascii")
