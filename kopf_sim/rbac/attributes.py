@@ -24,8 +24,9 @@ class Attributes:
         return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
 
     def describe(self) -> str:
-        """``patch kopfexamples.kopf.dev in namespace default``: for reports and check failures."""
-        resource = f"{self.resource_text}.{self.group}" if self.group else self.resource_text
+        """``patch kopfexamples.kopf.dev/status in namespace default``: for reports and check failures."""
+        resource = f"{self.resource}.{self.group}" if self.group else self.resource
+        resource += f"/{self.subresource}" if self.subresource else ""
         where = f"in namespace {self.namespace}" if self.namespace else "cluster-wide"
         return f"{self.verb} {resource} {where}"
 
