@@ -591,7 +591,8 @@ class SimKopfCluster(KopfCluster):
         """
         self._sim.access.enforce = enforce
         user = user_named(as_) if as_ else ADMIN
-        self._sim.access.set_token_user(self._sim.operator_token, user)
+        for token in self._sim.operator_tokens:
+            self._sim.access.set_token_user(token, user)
 
     async def setup(self) -> None:
         await self._sim.start()

@@ -37,6 +37,7 @@ from kopf_sim.timing.virtualtime import LivelockError, VirtualTimeLoop, loop_clo
 from kopf_sim.transports.inmemory import InMemoryServer
 from kopf_sim.transports.serving import ServedApp
 
+from .clientconfig import CLIENTS_TOKEN
 from .errors import KopfModeError
 from .rbac import OPERATOR_LABEL
 from .running import is_virtual
@@ -79,8 +80,13 @@ class SimControls:
         sim_faults.install(self.app, self.faults)
         #: Who makes the requests and what RBAC allows them (not enforced unless ``kopf_cluster.rbac()``).
         self.access: Access = self.app[ACCESS_KEY]
-        #: The token that the operator under test connects with: its requests are told from the test's own.
+        #: The tokens of the operator under test (kopf's own, its handlers' official clients'): its requests are
+        #: told from the test's own, which carry none.
         self.operator_token = self.access.add_token(ADMIN, label=OPERATOR_LABEL)
+        self.operator_tokens = (
+            self.operator_token,
+            self.access.add_token(ADMIN, label=OPERATOR_LABEL, token=CLIENTS_TOKEN),
+        )
         #: The admission control of the simulated apiserver (to serve webhook URLs in-process).
         self.admission: AdmissionControl = self.app[ADMISSION_KEY]
         #: The in-memory server of the simulated apiserver (the operator's requests go there).

@@ -145,3 +145,19 @@ def test_the_report_of_the_examples_tests_passes_their_check_and_a_missing_rule_
             "*patch kopfexamples.kopf.dev/status in namespace default (outside smaller.yaml)",
         ]
     )
+
+
+def test_the_rbac_example_keeps_the_rbac_its_tests_need(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """examples/21-rbac/rbac.yaml is what --kopf-rbac-report writes for its test, and passes its check."""
+    example = ROOT / "examples" / "21-rbac"
+    pytester.copy_example(str(example / "example.py"))
+    test = (example / "test_example.py").read_text()
+    pytester.makepyfile(
+        test_example=test.replace('HERE.parent / "crd.yaml"', repr(str(ROOT / "examples" / "crd.yaml")))
+    )
+    pytester.makeini("[pytest]\n")
+    report = tmp_path / "rbac.yaml"
+    checked_in = example / "rbac.yaml"
+    options = (*NO_ASYNCIO, *BASE, f"--kopf-rbac-report={report}", f"--kopf-rbac-check={checked_in}")
+    pytester.runpytest_inprocess(*options).assert_outcomes(passed=1)
+    assert report.read_text() == checked_in.read_text()
