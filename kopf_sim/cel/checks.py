@@ -112,3 +112,30 @@ def _node_text(steps: tuple[Step, ...]) -> str:
 
 def _cause(field: str, reason: str, message: str) -> dict[str, str]:
     return {"reason": reason, "message": message, "field": field}
+
+
+POLICY_VARIABLES = frozenset({"object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer"})
+_POLICY_EXPRESSIONS = (
+    ("validations", "expression"),
+    ("validations", "messageExpression"),
+    ("matchConditions", "expression"),
+    ("variables", "expression"),
+    ("auditAnnotations", "valueExpression"),
+)
+
+
+def policy_problems(policy: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Why the apiserver rejects a ValidatingAdmissionPolicy: an expression of it that does not compile."""
+    spec = policy.get("spec") or {}
+    problems: list[dict[str, str]] = []
+    for section, field in _POLICY_EXPRESSIONS:
+        for index, entry in enumerate(spec.get(section) or ()):
+            source = entry.get(field) if isinstance(entry, Mapping) else None
+            if not isinstance(source, str) or not source:
+                continue
+            try:
+                compile_expression(source, POLICY_VARIABLES)
+            except CompileError as exc:
+                message = f"Invalid value: {json.dumps(source)}: compilation failed: {exc}"
+                problems.append(_cause(f"spec.{section}[{index}].{field}", "FieldValueInvalid", message))
+    return problems

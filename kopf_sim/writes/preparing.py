@@ -183,6 +183,8 @@ def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old
     if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         causes.extend(crds.crd_problems(obj, old))
         causes.extend(validation_rules.crd_problems(obj))
+    if rtype.storage_key == validation_rules.POLICIES:
+        causes.extend(validation_rules.policy_problems(obj))
     if rtype.storage_key in webhookconfigs.CONFIGURATIONS:
         causes.extend(webhookconfigs.causes(rtype, obj))
     if causes:

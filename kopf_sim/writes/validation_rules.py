@@ -13,7 +13,9 @@ from typing import Any
 from kopf_sim.cel import checks, rules
 from kopf_sim.writes.schemas import FieldCause
 
-__all__ = ["causes", "crd_problems"]
+__all__ = ["POLICIES", "causes", "crd_problems", "policy_problems"]
+
+POLICIES = ("admissionregistration.k8s.io", "validatingadmissionpolicies")
 
 NOT_CHECKED = (
     "some validation rules were not checked because the object was invalid; "
@@ -36,3 +38,8 @@ def causes(
 def crd_problems(crd: Mapping[str, Any]) -> list[dict[str, str]]:
     """Why the apiserver would reject the CRD's rules: compilation, reasons, the cost budget."""
     return checks.crd_rule_problems(crd)
+
+
+def policy_problems(policy: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Why the apiserver would reject a ValidatingAdmissionPolicy: expressions that do not compile."""
+    return checks.policy_problems(policy)
