@@ -31,6 +31,7 @@ class Endpoint:
     url: str
     service_key: str | None  # ``service:<ns>/<name>:<port><path>``: how in-process handlers may serve a service
     ca_bundle: bytes | None
+    service: tuple[str, str] | None = None  # the service's namespace and name, if it is called through one
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +89,8 @@ class Webhook:
         port = service.get("port", 443)
         path = service.get("path") or ""
         key = f"service:{namespace}/{name}:{port}{path or '/'}"
-        return Endpoint(f"https://{name}.{namespace}.svc:{port}{path}", key, ca_bundle)
+        url = f"https://{name}.{namespace}.svc:{port}{path}"
+        return Endpoint(url, key, ca_bundle, service=(str(namespace), str(name)))
 
 
 def _decoded(ca_bundle: Any) -> bytes | None:

@@ -22,6 +22,7 @@ from kopf_sim.admission.matching import Invocation
 from kopf_sim.admission.reviews import CallFailure, Response
 from kopf_sim.kube import errors
 from kopf_sim.kube.objects import JsonDict
+from kopf_sim.kube.resources import StorageKey
 from kopf_sim.writes import patching
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "denial",
     "synchronous_writes",
 ]
+
+_SERVICES: StorageKey = ("", "services")
 
 #: Set while a write runs synchronously (:func:`kopf_sim.store.pipeline.run_now`): it cannot await webhooks.
 synchronous_writes: contextvars.ContextVar[bool] = contextvars.ContextVar("kopf_sim_synchronous_writes", default=False)
@@ -66,11 +69,8 @@ class WebhookCaller:
         try:
             response = await self._call(call, attrs, obj, old)
         except CallFailure as exc:
-            if hook.failure_policy == "Ignore":
-                return None
-            raise errors.ApiError(
-                500, "InternalError", f'Internal error occurred: failed calling webhook "{hook.name}": {exc}'
-            ) from None
+            failed(hook, exc)
+            return None
         warnings.extend(response.warnings)
         return response
 
@@ -86,9 +86,23 @@ class WebhookCaller:
         handler = self.in_process.get(endpoint.url)
         if handler is None and endpoint.service_key is not None:
             handler = self.in_process.get(endpoint.service_key)
+        if handler is None and endpoint.service is not None and self.store.peek(_SERVICES, *endpoint.service) is None:
+            # The apiserver resolves a service reference through the Service object before it posts anything.
+            raise CallFailure(
+                f'failed to call webhook: Post "{endpoint.url}?timeout={hook.timeout}s": '
+                f'service "{endpoint.service[1]}" not found'
+            )
         review = reviews.review(version, uid, attrs, call, obj, old)
         answer = await calling.post(endpoint, review, timeout=hook.timeout, handler=handler)
         return reviews.read_response(version, uid, answer, mutating=hook.mutating)
+
+
+def failed(hook: Webhook, failure: CallFailure) -> None:
+    """A failed call: an internal error, unless the webhook's failure policy ignores it (then nothing)."""
+    if hook.failure_policy != "Ignore":
+        raise errors.ApiError(
+            500, "InternalError", f'Internal error occurred: failed calling webhook "{hook.name}": {failure}'
+        ) from None
 
 
 def denial(hook: Webhook, status: JsonDict | None) -> errors.ApiError:
@@ -152,7 +166,11 @@ class MutatingWebhooks(_Webhooks):
                     continue
                 if not response.allowed:
                     raise denial(hook, response.status)
-                patched = self._patched(call, attrs, obj, response)
+                try:
+                    patched = self._patched(call, attrs, obj, response)
+                except CallFailure as exc:
+                    failed(hook, exc)
+                    continue
                 if patched is not None and patched != obj:
                     obj = patched
                     reinvoke |= invoked  # those called before this change see it again
@@ -163,9 +181,23 @@ class MutatingWebhooks(_Webhooks):
 
     @staticmethod
     def _patched(call: Invocation, attrs: Attributes, obj: JsonDict | None, response: Response) -> JsonDict | None:
-        """The object with the webhook's JSON patch applied (at the webhook's version, then back); None if none."""
+        """The object with the webhook's JSON patch applied (at the webhook's version, then back); None if none.
+
+        In the apiserver's order: a patch type other than ``JSONPatch`` (a v1beta1 answer may have none) is a
+        failed call, subject to the failure policy; a patch that is not JSON, that does not apply, or that is
+        not empty on an operation without an object (DELETE) is an internal error whatever the policy.
+        """
         hook = call.webhook
         if not response.patch:
+            return None
+        if response.patch_type != "JSONPatch":
+            raise CallFailure(f'unsupported patch type "{response.patch_type}"')
+        try:
+            operations = json.loads(response.patch)
+        except json.JSONDecodeError as exc:
+            detail = calling.json_error(exc)
+            raise errors.ApiError(500, "InternalError", f"Internal error occurred: {detail}") from None
+        if operations is None or operations == []:  # Go decodes `null` and `[]` alike: no operations
             return None
         if obj is None:
             raise errors.ApiError(
@@ -174,19 +206,8 @@ class MutatingWebhooks(_Webhooks):
                 f'Internal error occurred: admission webhook "{hook.name}" attempted to modify the object, '
                 "which is not supported for this operation",
             )
-        if response.patch_type != "JSONPatch":
-            raise errors.ApiError(
-                500,
-                "InternalError",
-                f'Internal error occurred: failed calling webhook "{hook.name}": '
-                f'unsupported patch type "{response.patch_type}"',
-            )
-        try:  # a patch that is not JSON, or does not apply, is an internal error whatever the failure policy
-            operations = json.loads(response.patch)
+        try:
             patched = patching.apply_json_patch(call.converted(obj, attrs), operations)
-        except json.JSONDecodeError as exc:
-            detail = calling.json_error(exc)
-            raise errors.ApiError(500, "InternalError", f"Internal error occurred: {detail}") from None
         except patching.PatchError as exc:
             raise errors.ApiError(500, "InternalError", f"Internal error occurred: {exc.message}") from None
         if not isinstance(patched, dict):

@@ -126,17 +126,19 @@ def read_response(version: str, uid: str, answer: Any, *, mutating: bool) -> Res
         raise _invalid("webhook response was absent")
     patch_type = str(response.get("patchType") or "")
     patch = base64.b64decode(response.get("patch") or "")
-    if version == "v1":
-        if response.get("uid", "") != uid:
-            raise _invalid(f'expected response.uid="{uid}", got "{response.get("uid", "")}"')
+    if version == "v1":  # v1beta1 answers are not checked for these (the apiserver's backwards compatibility)
         expected = f"{_GROUP}/v1, Kind=AdmissionReview"
-        got = f"{answer.get('apiVersion') or '/'}, Kind={answer.get('kind') or ''}"
+        got = f"{_group_version(answer.get('apiVersion'))}, Kind={answer.get('kind') or ''}"
         if got != expected:
             raise _invalid(f"expected webhook response of {expected}, got {got}")
+        if response.get("uid", "") != uid:
+            raise _invalid(f'expected response.uid="{uid}", got "{response.get("uid", "")}"')
         if mutating and patch and not patch_type:
             raise _invalid("webhook returned response.patch but not response.patchType")
         if mutating and not patch and patch_type:
             raise _invalid("webhook returned response.patchType but not response.patch")
+        if mutating and patch_type and patch_type != "JSONPatch":
+            raise _invalid(f'webhook returned invalid response.patchType of "{patch_type}"')
     if not mutating and patch:
         raise _invalid("validating webhook may not return response.patch")
     if not mutating and patch_type:
@@ -149,6 +151,12 @@ def read_response(version: str, uid: str, answer: Any, *, mutating: bool) -> Res
         status=dict(status) if isinstance(status, dict) else None,
         warnings=[str(warning) for warning in response.get("warnings") or ()],
     )
+
+
+def _group_version(api_version: Any) -> str:
+    """An ``apiVersion`` as Go prints a group-version: ``group/version``, ``/v1`` for the core group, ``/``."""
+    text = str(api_version or "")
+    return text if "/" in text else f"/{text}"
 
 
 def _invalid(reason: str) -> CallFailure:

@@ -251,6 +251,10 @@ def _other_uid(review: Review) -> Review:
     return {**answer(review, allowed=True), "response": {"uid": "other", "allowed": True}}
 
 
+def _core_kind_and_other_uid(review: Review) -> Review:  # the kind is checked before the uid
+    return {"apiVersion": "v1", "kind": "Status", "response": {"uid": "other", "allowed": True}}
+
+
 def _validating_patch(review: Review) -> Review:
     return answer(review, allowed=True, patch="W10=")
 
@@ -265,6 +269,10 @@ def _validating_patch_type(review: Review) -> Review:
         (_no_kind, "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind="),
         (_no_response, "webhook response was absent"),
         (_other_uid, 'expected response.uid="{uid}", got "other"'),
+        (
+            _core_kind_and_other_uid,
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /v1, Kind=Status",
+        ),
         (_validating_patch, "validating webhook may not return response.patch"),
         (_validating_patch_type, "validating webhook may not return response.patchType"),
     ],
@@ -299,6 +307,45 @@ async def test_a_mutating_patch_needs_its_patch_type_and_the_failure_policy_may_
     await api.call("DELETE", f"{CONFIGS}/mutatingwebhookconfigurations/sloppy")
     status, result = await api.call("POST", WIDGETS, widget("w1"))
     assert status == 201 and "size" not in result["spec"]  # the broken answer is ignored as a failed call
+
+
+async def test_a_patch_of_another_type_is_refused_in_v1_and_a_failed_call_in_v1beta1(api: Api) -> None:
+    merge = base64.b64encode(b'{"spec": {"size": 3}}').decode()
+    api.serve(lambda r: _async(answer(r, allowed=True, patchType="MergePatch", patch=merge)))
+    await api.install(configuration("Mutating", "merger", webhook("merger.acme.example")))
+    status, result = await api.call("POST", WIDGETS, widget("w1"))
+    assert status == 500
+    assert result["message"] == (
+        'Internal error occurred: failed calling webhook "merger.acme.example": '
+        'received invalid webhook response: webhook returned invalid response.patchType of "MergePatch"'
+    )
+
+    # v1beta1 answers are not checked so: a patch without its type fails when applied, as a failed call.
+    sloppy = base64.b64encode(b'[{"op": "add", "path": "/spec/size", "value": 3}]').decode()
+    api.serve(lambda r: _async(answer(r, allowed=True, patch=sloppy)))
+    old = webhook("old.acme.example", admissionReviewVersions=["v1beta1"])
+    await api.call("DELETE", f"{CONFIGS}/mutatingwebhookconfigurations/merger")
+    await api.install(configuration("Mutating", "old", old))
+    status, result = await api.call("POST", WIDGETS, widget("w1"))
+    assert status == 500
+    assert result["message"] == (
+        'Internal error occurred: failed calling webhook "old.acme.example": unsupported patch type ""'
+    )
+    await api.call("DELETE", f"{CONFIGS}/mutatingwebhookconfigurations/old")
+    await api.install(configuration("Mutating", "old", {**old, "failurePolicy": "Ignore"}))
+    status, result = await api.call("POST", WIDGETS, widget("w1"))
+    assert status == 201 and "size" not in result["spec"]
+
+
+@pytest.mark.parametrize("empty", [b"[]", b"null"])
+async def test_an_empty_patch_on_delete_changes_nothing(api: Api, empty: bytes) -> None:
+    encoded = base64.b64encode(empty).decode()
+    api.serve(lambda r: _async(answer(r, allowed=True, patchType="JSONPatch", patch=encoded)))
+    assert (await api.call("POST", WIDGETS, widget("w1")))[0] == 201
+    await api.install(configuration("Mutating", "noop", webhook("noop.acme.example")))
+    status, _ = await api.call("DELETE", f"{WIDGETS}/w1")
+    assert status == 200
+    assert api.cluster.count(("acme.example", "widgets")) == 0
 
 
 async def test_a_patch_on_delete_fails_the_request_whatever_the_policy(api: Api) -> None:

@@ -35,54 +35,38 @@ pytestmark = pytest.mark.kubectl
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 Review = dict[str, Any]
 
-CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.hooks.example}
-spec:
-  group: hooks.example
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources:
-        status: {}
-        scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              properties:
-                replicas: {type: integer}
-                title: {type: string}
-            status:
-              type: object
-              properties:
-                replicas: {type: integer}
-    - name: v2
-      served: true
-      storage: false
-      subresources:
-        status: {}
-        scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              properties:
-                replicas: {type: integer}
-                title: {type: string}
-            status:
-              type: object
-              properties:
-                replicas: {type: integer}
-"""
+_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}, "title": {"type": "string"}}},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+    },
+}
+_SUBRESOURCES = {
+    "status": {},
+    "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+}
+#: Widgets in two versions (v1 stored, v2 kubectl's preferred one), alike but for their names.
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.hooks.example"},
+    "spec": {
+        "group": "hooks.example",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": version,
+                "served": True,
+                "storage": version == "v1",
+                "subresources": _SUBRESOURCES,
+                "schema": {"openAPIV3Schema": _SCHEMA},
+            }
+            for version in ("v1", "v2")
+        ],
+    },
+}
 
 _names = itertools.count()
 
@@ -91,7 +75,7 @@ _names = itertools.count()
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("admission")
     crd = tmp / "crd.yaml"
-    crd.write_text(CRD)
+    crd.write_text(json.dumps(CRD))
     options = ("--tls", "--token", "auto", "--controllers", "none", "--load", str(crd))
     with served_simulator(tmp / "kubeconfig", *options) as served:
         assert served.url.startswith("https://127.0.0.1:")
@@ -151,6 +135,17 @@ class Hooks:
         elif behaviour == "cap":  # a defaulting webhook of Scale objects: at most two replicas
             patch = [{"op": "replace", "path": "/spec/replicas", "value": 2}]
             response |= {"patchType": "JSONPatch", "patch": base64.b64encode(json.dumps(patch).encode()).decode()}
+        elif behaviour == "empty":  # a JSON patch of no operations
+            response |= {"patchType": "JSONPatch", "patch": base64.b64encode(b"[]").decode()}
+        elif behaviour == "mergepatch":
+            patch = {"metadata": {"labels": {"merged": "yes"}}}
+            response |= {"patchType": "MergePatch", "patch": base64.b64encode(json.dumps(patch).encode()).decode()}
+        elif behaviour == "v1beta1nopatchtype":  # as old webhook servers answered: v1beta1, a patch, no type
+            patch = [{"op": "add", "path": "/metadata/labels", "value": {"sloppy": "yes"}}]
+            response |= {"patch": base64.b64encode(json.dumps(patch).encode()).decode()}
+            return web.json_response(
+                {"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "response": response}
+            )
         elif behaviour == "nopatchtype":
             patch = [{"op": "add", "path": "/metadata/labels/sloppy", "value": "yes"}]
             response |= {"patch": base64.b64encode(json.dumps(patch).encode()).decode()}
@@ -491,6 +486,11 @@ async def test_a_generated_name_is_not_in_the_request(cluster: Cluster, hooks: H
             "received invalid webhook response: webhook returned response.patch but not response.patchType",
         ),
         ("Validating", "label", "received invalid webhook response: validating webhook may not return response.patch"),
+        (
+            "Mutating",
+            "mergepatch",
+            'received invalid webhook response: webhook returned invalid response.patchType of "MergePatch"',
+        ),
     ],
 )
 async def test_responses_an_apiserver_refuses(
@@ -528,6 +528,39 @@ async def test_a_mutating_patch_on_delete_fails_the_request_whatever_the_policy(
     (review,) = hooks.seen("label")
     assert review["request"]["operation"] == "DELETE" and review["request"]["object"] is None
     assert await cluster.exists("widgets.hooks.example", "w1")
+
+
+async def test_an_empty_patch_on_delete_changes_nothing(cluster: Cluster, hooks: Hooks) -> None:
+    assert (await cluster.apply(widget("w1")))[0] == 0
+    noop = hook(
+        "noop.hooks.example", hooks.url("empty"), hooks.ca_bundle, resources=["widgets"], operations=("DELETE",)
+    )
+    await cluster.webhooks("Mutating", noop)
+    await cluster.must("delete", "widgets.hooks.example", "w1", "-n", cluster.namespace)
+    assert len(hooks.seen("empty")) == 1
+    assert not await cluster.exists("widgets.hooks.example", "w1")
+
+
+async def test_a_v1beta1_patch_without_its_type_is_a_failed_call(cluster: Cluster, hooks: Hooks) -> None:
+    old = hook("old.hooks.example", hooks.url("v1beta1nopatchtype"), hooks.ca_bundle, resources=["widgets"])
+    old["admissionReviewVersions"] = ["v1beta1"]
+    await cluster.webhooks("Mutating", old)
+    code, _, err = await cluster.apply(widget("w1"))
+    assert code == 1
+    assert err.strip() == (
+        'Error from server (InternalError): error when creating "STDIN": Internal error occurred: '
+        'failed calling webhook "old.hooks.example": unsupported patch type ""'
+    )
+    assert not await cluster.exists("widgets.hooks.example", "w1")
+
+    # A failed call, so the Ignore policy lets the write through, unpatched.
+    for plural, name in cluster.configurations:
+        await cluster.must("delete", plural, name)
+    cluster.configurations.clear()
+    await cluster.webhooks("Mutating", {**old, "name": "tolerant.hooks.example", "failurePolicy": "Ignore"})
+    assert (await cluster.apply(widget("w1")))[0] == 0
+    labels = await cluster.must("get", "widget", "w1", "-n", cluster.namespace, "-o", "jsonpath={.metadata.labels}")
+    assert labels == ""
 
 
 async def test_denials_are_normalised(cluster: Cluster, hooks: Hooks) -> None:
@@ -639,6 +672,20 @@ async def test_failing_webhooks_fail_the_request_in_the_apiservers_words(
     tolerant = hook("tolerant.hooks.example", url, ca, resources=["widgets"], timeoutSeconds=2, failurePolicy="Ignore")
     await cluster.webhooks("Validating", tolerant)
     assert (await cluster.apply(widget("w1")))[0] == 0
+
+
+async def test_a_webhook_of_a_missing_service_fails_the_request_in_the_apiservers_words(cluster: Cluster) -> None:
+    missing = hook("svc.hooks.example", "", "", resources=["widgets"])
+    missing["clientConfig"] = {"service": {"name": "nosuch", "namespace": cluster.namespace, "path": "/validate"}}
+    await cluster.webhooks("Validating", missing)
+    code, _, err = await cluster.apply(widget("w1"))
+    assert code == 1
+    assert err.strip() == (
+        'Error from server (InternalError): error when creating "STDIN": Internal error occurred: '
+        'failed calling webhook "svc.hooks.example": failed to call webhook: '
+        f'Post "https://nosuch.{cluster.namespace}.svc:443/validate?timeout=10s": service "nosuch" not found'
+    )
+    assert not await cluster.exists("widgets.hooks.example", "w1")
 
 
 # -- Configurations ---------------------------------------------------------------------------------------
