@@ -51,7 +51,7 @@ def test_a_denial_names_the_policy_and_binding(kubectl: Kubectl) -> None:
     result = kubectl("apply", "-f", "-", body=deployment("big", 9))
     assert result.returncode != 0
     assert result.stderr.strip() == (
-        'The deployments "big" is invalid: : ValidatingAdmissionPolicy \'replica-limit.example.com\' with binding '
+        "The deployments \"big\" is invalid: : ValidatingAdmissionPolicy 'replica-limit.example.com' with binding "
         "'replica-limit-binding' denied request: replicas must be no greater than 5"
     )
     assert "NotFound" in kubectl("get", "deployment", "big").stderr
@@ -60,7 +60,7 @@ def test_a_denial_names_the_policy_and_binding(kubectl: Kubectl) -> None:
 def test_a_denial_with_a_reason_has_its_status_code(kubectl: Kubectl) -> None:
     result = kubectl("apply", "-f", "-", body=deployment("forbidden-one", 1))
     assert result.stderr.strip() == (
-        "Error from server (Forbidden): error when creating \"STDIN\": ValidatingAdmissionPolicy "
+        'Error from server (Forbidden): error when creating "STDIN": ValidatingAdmissionPolicy '
         "'replica-limit.example.com' with binding 'replica-limit-binding' denied request: failed expression: "
         "!object.metadata.name.startsWith('forbidden-')"
     )
