@@ -161,3 +161,21 @@ def test_the_rbac_example_keeps_the_rbac_its_tests_need(pytester: pytest.Pyteste
     options = (*NO_ASYNCIO, *BASE, f"--kopf-rbac-report={report}", f"--kopf-rbac-check={checked_in}")
     pytester.runpytest_inprocess(*options).assert_outcomes(passed=1)
     assert report.read_text() == checked_in.read_text()
+
+
+def test_the_ini_option_enforces_rbac_for_the_operator_in_every_test(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nkopf_rbac_as = system:serviceaccount:ops:operator\n")
+    pytester.makepyfile(
+        test_inner="""
+        from kopf_sim.rbac.attributes import Attributes
+
+        def test_enforced(kopf_cluster):
+            access = kopf_cluster.sim.access
+            assert access.enforce
+            identity = access.identify({"Authorization": f"Bearer {kopf_cluster.sim.operator_token}"})
+            assert identity.user.name == "system:serviceaccount:ops:operator"
+            assert not access.decide(identity.user, Attributes("list", "", "pods", namespace="default")).allowed
+            assert access.identify({}).user.is_admin  # the test's own requests
+        """
+    )
+    pytester.runpytest_inprocess(*NO_ASYNCIO, *BASE).assert_outcomes(passed=1)
