@@ -23,6 +23,7 @@ from aiohttp import web, web_app
 from aiohttp.web_protocol import RequestPayloadError
 from multidict import MultiMapping
 
+from kopf_sim.admission.attributes import REQUESTING_USER
 from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.http import bodies, discovery, openapi, queries, reviews
 from kopf_sim.http.yamlbodies import parse_yaml
@@ -177,6 +178,7 @@ class ApiServer:
         """A response (errors as ``Status`` responses), or an opened watch stream (for ``watch`` requests)."""
         warnings: list[str] = []
         token = _request_warnings.set(warnings)
+        user_token = REQUESTING_USER.set(None)  # set by _resource once the user is known; not beyond this request
         try:
             try:
                 outcome = await self._dispatch(request)
@@ -200,6 +202,7 @@ class ApiServer:
                 response.headers.add("Warning", _warning_header(warning))
             return response
         finally:
+            REQUESTING_USER.reset(user_token)
             _request_warnings.reset(token)
 
     async def _dispatch(self, request: ApiRequest) -> web.Response | WatchStream:
@@ -325,6 +328,8 @@ class ApiServer:
             verb, rtype.group, rtype.plural, target.subresource or "", target.namespace or "", target.name or ""
         )
         self.access.authorize(identity, attrs)  # before admission, for reads and watches too
+        user = identity.user
+        REQUESTING_USER.set({"username": user.name, "groups": list(user.groups)})  # for admission's userInfo
         if target.rtype.verbs == ("create",):
             return await self._review(request, target, identity)
         if target.name is None:

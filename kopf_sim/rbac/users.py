@@ -31,7 +31,7 @@ class User:
 
 
 #: The user of the kubeconfig that the simulator writes (and of requests that carry no token in-process).
-ADMIN = User("kubernetes-admin", ("kubeadm:cluster-admins", "system:masters", "system:authenticated"))
+ADMIN = User("kubernetes-admin", ("system:masters", "system:authenticated"))
 
 
 def user_named(name: str, groups: tuple[str, ...] = ()) -> User:

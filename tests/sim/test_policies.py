@@ -135,3 +135,14 @@ def test_a_policy_whose_expression_does_not_compile_is_rejected(cluster: Cluster
         'Invalid value: "object.metadata.name ==": compilation failed: ERROR: <input>:1:24: Syntax error:'
     )
     assert not list(cluster.objects((GROUP, "validatingadmissionpolicies")))
+
+
+async def test_the_request_carries_the_requesting_user(client: aiohttp.ClientSession, crd_cluster: Cluster) -> None:
+    rule = [{"expression": "request.userInfo.username != 'mallory'", "message": "not mallory"}]
+    load(crd_cluster, policy("p", validations=rule), binding("b", "p"))
+    url = "/api/v1/namespaces/default/configmaps"
+    async with client.post(url, json=configmap("x")) as response:
+        assert response.status == 201
+    async with client.post(url, json=configmap("y"), headers={"Impersonate-User": "mallory"}) as response:
+        assert response.status == 422
+        assert (await response.json())["message"].endswith("denied request: not mallory")
