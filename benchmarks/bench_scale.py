@@ -9,8 +9,8 @@ measures, each R times, the seconds until it has the answer, and the server's CP
 
 * ready: seconds from starting the server until it serves (it prints its URL after loading), and its CPU;
 * RSS: the server's resident memory when ready, minus the empty simulator's, per object;
-* a first page (``?limit=500``) and a continued page (from the middle of the list);
-* the full paginated walk (``limit=500`` pages until no ``continue``);
+* a first page (``?limit=500``) and a continued page (from the middle of the list), their bytes;
+* the full paginated walk (``limit=500`` pages until no ``continue``), each page parsed (as a client does);
 * a full list without ``limit`` (its bytes, not parsed); a label-selected list (``group=g7``: 1% of the objects);
 * a watch from ``resourceVersion=0``: until its first event arrives, and until all N have;
 * with ``--kubectl``: ``kubectl get configmaps`` (its pages of 500, as Tables), once.
@@ -106,9 +106,13 @@ async def fetch(session: aiohttp.ClientSession, params: dict[str, str]) -> dict[
     return data
 
 
-async def fetch_bytes(session: aiohttp.ClientSession) -> int:
-    async with session.get(URL) as response:
-        return len(await response.read())
+async def fetch_bytes(session: aiohttp.ClientSession, params: dict[str, str]) -> int:
+    """A list's bytes as the server sends them (the server's answer, without the client's parsing)."""
+    async with session.get(URL, params=params) as response:
+        body = await response.read()
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}: {body[:300]!r}")
+        return len(body)
 
 
 async def walk(session: aiohttp.ClientSession) -> tuple[int, int, list[str]]:
@@ -185,20 +189,21 @@ async def measure(server: Server, label: str, repeats: int, fn: Callable[[], Awa
 async def measure_reads(server: Server, objects: int, repeats: int) -> None:
     timeout = aiohttp.ClientTimeout(total=600)
     async with aiohttp.ClientSession(server.url, timeout=timeout) as session:
-        await measure(server, f"a first page of {PAGE}", repeats, lambda: fetch(session, {"limit": str(PAGE)}))
+        first = {"limit": str(PAGE)}
+        await measure(server, f"a first page of {PAGE}", repeats, lambda: fetch_bytes(session, first))
         found = await walk(session)  # untimed: the objects are all there, each once
         assert found[0] == objects, f"the walk found {found[0]} objects, not {objects}"
         pages, tokens = found[1], found[2]
         continued = {"limit": str(PAGE), "continue": tokens[len(tokens) // 2] if tokens else ""}
-        await measure(server, f"a continued page of {PAGE}", repeats, lambda: fetch(session, continued))
+        await measure(server, f"a continued page of {PAGE}", repeats, lambda: fetch_bytes(session, continued))
         many = max(repeats, 20)  # the server's CPU per page, over enough of them for the clock's 10 ms ticks
-        await measure(server, f"{many} continued pages of {PAGE}", many, lambda: fetch(session, continued))
+        await measure(server, f"{many} continued pages of {PAGE}", many, lambda: fetch_bytes(session, continued))
         await measure(server, f"the paginated walk ({pages} pages)", repeats, lambda: walk(session))
         selected = {"labelSelector": f"group=g{7 % GROUPS}"}
         await measure(
             server, f"a label-selected list ({objects // GROUPS} objects)", repeats, lambda: fetch(session, selected)
         )
-        await measure(server, "a full list without limit (read, not parsed)", repeats, lambda: fetch_bytes(session))
+        await measure(server, "a full list without limit (read, not parsed)", repeats, lambda: fetch_bytes(session, {}))
         firsts: list[float] = []
         await measure(
             server,

@@ -79,13 +79,10 @@ from kopf._core.engines.posting import event, exception, info, warn
 from kopf._core.intents.causes import Reason
 from kopf._core.intents.filters import ABSENT, PRESENT, all_, any_, none_, not_
 from kopf._core.intents.handlers import Operation
-from kopf._core.intents.piggybacking import (
-    login_via_async_client,
-    login_via_client,
-    login_via_pykube,
-    login_with_kubeconfig,
-    login_with_service_account,
-)
+from kopf._core.intents.logins.kubeconfiglogin import login_with_kubeconfig
+from kopf._core.intents.logins.officialclient import login_via_async_client, login_via_client
+from kopf._core.intents.logins.pykubeclient import login_via_pykube
+from kopf._core.intents.logins.serviceaccount import login_with_service_account
 from kopf._core.intents.registries import OperatorRegistry, get_default_registry, set_default_registry
 from kopf._core.reactor.running import operator, run, run_tasks, spawn_tasks
 from kopf._kits.hierarchies import (

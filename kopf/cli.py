@@ -33,7 +33,8 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.helpers import loggers
 from kopf._cogs.structs.credentials import ConnectionInfo, Vault
 from kopf._core.engines import peering, probing
-from kopf._core.intents import piggybacking, registries
+from kopf._core.intents import registries
+from kopf._core.intents.logins import officialclient
 from kopf._core.reactor import running
 
 Flag = running.Flag
@@ -150,8 +151,8 @@ def _point_client_libraries_to_the_sim() -> None:
     the operator's files are imported: the official clients take it as their default path at their import);
     the official client's default configuration is set as by :func:`kopf.login_via_client`.
     """
-    if piggybacking.has_client():
-        piggybacking.login_via_client(logger=logging.getLogger(__name__))
+    if officialclient.has_client():
+        officialclient.login_via_client(logger=logging.getLogger(__name__))
 
 
 def _check_liveness(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

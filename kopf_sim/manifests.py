@@ -58,35 +58,34 @@ def _documents(stream: IO[str], source: str) -> Iterator[Any]:
         if line.rstrip() != "---":  # a document marker starts a line
             lines.append(line)
             continue
-        if not _is_blank(lines):
-            parsed = _as_json(lines)
-            if parsed is _NOT_JSON:
-                yield from _yaml_documents("".join(itertools.chain(lines, [line], stream)), source)
-                return
-            yield parsed
-        lines = []
-    if not _is_blank(lines):
         parsed = _as_json(lines)
         if parsed is _NOT_JSON:
-            yield from _yaml_documents("".join(lines), source)
+            yield from _yaml_documents("".join(itertools.chain(lines, [line], stream)), source)
             return
+        if parsed is not _BLANK:
+            yield parsed
+        lines = []
+    parsed = _as_json(lines)
+    if parsed is _NOT_JSON:
+        yield from _yaml_documents("".join(lines), source)
+    elif parsed is not _BLANK:
         yield parsed
 
 
 _NOT_JSON = object()
-
-
-def _is_blank(lines: list[str]) -> bool:
-    return all(not line.strip() for line in lines)
+_BLANK = object()
 
 
 def _as_json(lines: list[str]) -> Any:
-    """A document as JSON, if it is a JSON object (one or more lines), else ``_NOT_JSON``."""
-    text = "".join(lines)
-    if not text.lstrip().startswith("{"):
+    """A document as JSON if it is a JSON object (of one line or more), ``_BLANK`` if blank, else ``_NOT_JSON``."""
+    text = lines[0] if len(lines) == 1 else "".join(lines)
+    stripped = text.strip()
+    if not stripped:
+        return _BLANK
+    if stripped[0] != "{":
         return _NOT_JSON
     try:
-        return json.loads(text)
+        return json.loads(stripped)
     except (ValueError, RecursionError):
         return _NOT_JSON
 

@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kopf_sim.controllers import ControllerSettings
 from kopf_sim.timelines.rendering import write
 
 from .catalogue import CHECKS, validate_checks
@@ -116,6 +117,7 @@ def check_operator(
     retained: Sequence[str] = (),
     consistency: Mapping[str, str] | None = None,
     seed: int | None = None,
+    controllers: ControllerSettings | str | Sequence[str] | bool | None = None,
 ) -> CheckReport:
     """Run the checks on the operator over generated action sequences; raise the first failure, shrunk.
 
@@ -134,6 +136,10 @@ def check_operator(
     operator may leave after its objects are deleted, on purpose (``cleanup``), as ``resource/name`` globs.
     The checks run in rounds (``ROUNDS``): each gets a share of its examples in turn. ``seed``: the seed of the
     examples drawn (by default, hypothesis' own; a derandomized profile's fixed one).
+    ``controllers``: the built-in controllers of the simulated clusters (``"none"``, ``"all,-cronjobs"``, or
+    :class:`~kopf_sim.controllers.ControllerSettings`); by default, those that the test being run selects for
+    its ``kopf_cluster`` (the ``kopf_controllers`` ini option and marker).
+    A check whose users' actions on objects were all refused (none reached the operator) fails as vacuous.
 
     Returns a :class:`CheckReport`; raises :class:`~pytest_kopf.errors.OperatorCheckFailed`.
     """
@@ -180,6 +186,7 @@ def check_operator(
                 retained=retained,
                 # Judged in every world of every check's examples, if the consistency check is run at all.
                 consistency=dict(consistency or {}) if "consistency" in chosen else {},
+                controllers=controllers,
             ),
             settings=settings,
             max_examples=max_examples,
@@ -256,7 +263,9 @@ def _run_checks(
             machine.progressed = functools.partial(_progressed, progress, stats, display)
     # Hypothesis finds a failing sequence; then shrunk() removes and simplifies its steps one by one, which
     # is a few dozen runs, where hypothesis' own shrinking of such sequences takes hundreds of them.
-    phases = [phase for phase in base.phases if phase != Phase.shrink] if shrink else base.phases
+    # With shrink=False, the first failure is reported as it is: hypothesis' own shrinking is never on (with the
+    # sequences of a realistic operator, that is minutes of runs before the first report).
+    phases = [phase for phase in base.phases if phase != Phase.shrink]
     sizes = rounds(max_examples)
     for number, examples in enumerate(sizes):
         run_settings = hypothesis_settings(
@@ -278,9 +287,8 @@ def _run_checks(
             assert counted is not None
             stats = counted
             try:
-                try:
-                    _run_machine(machine, run_settings, _round_seed(seed, base.derandomize, check, number))
-                except OperatorCheckFailed as failure:
+                failure = _found(machine, run_settings, _round_seed(seed, base.derandomize, check, number))
+                if failure is not None:
                     if not shrink:
                         raise reported(failure) from None
                     progress.shrinking = True
@@ -292,6 +300,9 @@ def _run_checks(
                 _count(report, check, stats, started)
             if number == len(sizes) - 1:
                 _finished(display, progress, stats)
+                vacuous = stats.reach.vacuous(stats.examples)
+                if vacuous is not None:
+                    raise OperatorCheckFailed(check, vacuous)
 
 
 def _finished(display: ProgressDisplay | None, progress: CheckProgress, stats: Statistics) -> None:
@@ -306,6 +317,39 @@ def _round_seed(seed: int | None, derandomized: bool, check: str, number: int) -
     if seed is None and not derandomized:
         return None
     return zlib.crc32(f"{seed}/{check}/{number}".encode())
+
+
+#: Said of a failure that its example's rerun did not repeat.
+NOT_REPEATED = (
+    "\n(The run of these steps failed once, but not when hypothesis ran them again: the outcome depends on what "
+    "virtual time does not order, e.g. sync handlers of several objects at once, each in a thread of its own.)"
+)
+
+
+def _found(
+    machine: type[OperatorMachine], settings: hypothesis.settings, seed: int | None
+) -> OperatorCheckFailed | None:
+    """The failure of the machine's examples, if any; also one that hypothesis could not repeat (``Flaky``)."""
+    from hypothesis.errors import FlakyFailure
+
+    try:
+        _run_machine(machine, settings, seed)
+    except OperatorCheckFailed as failure:
+        return failure
+    except FlakyFailure as flaky:
+        failures = [exc for exc in flaky.exceptions if isinstance(exc, OperatorCheckFailed)]
+        if not failures:
+            raise
+        first = failures[0]
+        return OperatorCheckFailed(
+            first.check,
+            first.details + NOT_REPEATED,
+            steps=first.steps,
+            trace_tail=first.trace_tail,
+            reproduction=first.reproduction,
+            evidence=first.evidence,
+        )
+    return None
 
 
 def _run_machine(machine: type[OperatorMachine], settings: hypothesis.settings, seed: int | None) -> None:
@@ -324,7 +368,7 @@ def _run_machine(machine: type[OperatorMachine], settings: hypothesis.settings, 
 
 def _count(report: CheckReport, check: str, stats: Statistics, started: float) -> None:
     report.per_check[check] = {
-        field.name: getattr(stats, field.name) for field in dataclasses.fields(stats) if field.name != "noise"
+        field.name: _plain(getattr(stats, field.name)) for field in dataclasses.fields(stats) if field.name != "noise"
     }
     report.noise[check] = sorted(dict.fromkeys(str(field) for field in sorted(stats.noise)))
     report.examples = sum(int(figures["examples"]) for figures in report.per_check.values())
@@ -333,6 +377,11 @@ def _count(report: CheckReport, check: str, stats: Statistics, started: float) -
     report.crashes = sum(int(figures["crashes"]) for figures in report.per_check.values())
     report.virtual_seconds = sum(figures["virtual_seconds"] for figures in report.per_check.values())
     report.wall_seconds = time.perf_counter() - started
+
+
+def _plain(value: Any) -> Any:
+    """A figure of the statistics as plain data (a dataclass of figures as a dict)."""
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
 
 
 def _progressed(progress: CheckProgress, stats: Statistics, display: ProgressDisplay | None) -> None:

@@ -1,12 +1,13 @@
 """Driving an operator under test through actions: the helpers that generated reproductions call too.
 
-* :func:`tolerate`: an action on an object that may be gone or already there (404/409 are fine);
+* :func:`tolerate`: an action on an object that may be gone or already there, or refused (404/409/410/422 are
+  no-ops; :func:`attempt` tells the :class:`Refusal`);
 * :func:`caught_up`: after a step, let the operator do all it can at this moment (its events processed);
 * :func:`crash_after`: kill the operator right after its k-th successful write, restart it a bit later;
 * :func:`settle`: let virtual time pass until the operator is quiet (no changes in the cluster but
   k8s Events for a while) and a condition holds, or a time limit passes;
-* :func:`end_state`: the objects of a namespace, with the fields that differ from run to run masked
-  (uids, versions, timestamps, managed fields, kopf's bookkeeping), for comparing two runs.
+* :func:`end_state`: every object of the cluster (k8s Events aside), with the fields that differ from run to
+  run masked (uids, versions, timestamps, managed fields, kopf's bookkeeping), for comparing two runs.
 
 Sim mode only (they read the simulated cluster directly, and crashes need its faults).
 """
@@ -15,13 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import copy
+import dataclasses
 import fnmatch
+import re
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from kopf_sim.http.faults import RequestInfo
+from kopf_sim.kube.objects import clone
 from kopf_sim.recording.apiclient import ApiFailure
 from kopf_sim.recording.replaying import ReplayError
 from kopf_sim.store.watching import Change
@@ -36,6 +39,9 @@ __all__ = [
     "DEFAULT_QUIET",
     "DEFAULT_RESTART_DELAY",
     "DEFAULT_SETTLE_TIMEOUT",
+    "REFUSALS",
+    "Refusal",
+    "attempt",
     "caught_up",
     "crash_after",
     "end_state",
@@ -62,6 +68,8 @@ STEP_PAUSE = 1e-6
 #: The kinds whose changes do not count against quietness: kopf posts Events about its handlers' runs.
 EVENT_KEYS = frozenset({("", "events"), ("events.k8s.io", "events")})
 
+#: The CustomResourceDefinitions: their status is the apiserver's own, not an operator's outcome.
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 #: Annotations that are the framework's bookkeeping, not the operator's outcome.
 BOOKKEEPING_PREFIXES = ("kopf.zalando.org/",)
 VOLATILE_METADATA = (
@@ -77,22 +85,51 @@ VOLATILE_METADATA = (
 _revivals: weakref.WeakKeyDictionary[KopfOperator, asyncio.Task[None]] = weakref.WeakKeyDictionary()
 
 
-async def tolerate(action: Awaitable[_T]) -> _T | None:
-    """Do an action on an object, but take "not found" (404) and "already exists"/"conflict" (409) as no-ops.
+#: The API errors that refuse a user's action as the cluster stands (the action is a no-op then): "not found",
+#: "already exists" or "conflict", "gone", and "invalid" (e.g. a generated patch that the schema or a rule refuses).
+REFUSALS = frozenset({404, 409, 410, 422})
 
-    Generated sequences meet objects that are not there (deleted, or never created) or already are;
-    so does a replayed log (:class:`kopf_sim.recording.replaying.ReplayError` with such an error is a no-op too).
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """The cluster's refusal of a user's action (one of :data:`REFUSALS`): a no-op step.
+
+    Any two refusals are the same outcome (the action was a no-op in both runs that are compared, whatever
+    the reason); the code, reason and message are for the reports.
     """
+
+    code: int = dataclasses.field(compare=False)
+    reason: str = dataclasses.field(compare=False)
+    message: str = dataclasses.field(default="", compare=False)
+
+    def __str__(self) -> str:
+        return f"refused ({self.code} {self.reason}, tolerated)"
+
+
+async def attempt(action: Awaitable[_T]) -> _T | Refusal:
+    """Do an action on an object; its :class:`Refusal` if the cluster refuses it as it stands (see :func:`tolerate`)."""
     try:
         return await action
     except KopfApiError as exc:
-        if exc.code in (404, 409, 410):
-            return None
+        if exc.code in REFUSALS:
+            return Refusal(exc.code, exc.reason, exc.message)
         raise
     except ReplayError as exc:  # a replayed change refused the same way (e.g. its object is there already)
-        if isinstance(exc.cause, KopfApiError | ApiFailure) and getattr(exc.cause, "code", None) in (404, 409, 410):
-            return None
+        cause = exc.cause
+        if isinstance(cause, KopfApiError | ApiFailure) and cause.code in REFUSALS:
+            return Refusal(cause.code, cause.reason, cause.message)
         raise
+
+
+async def tolerate(action: Awaitable[_T]) -> _T | None:
+    """Do an action on an object, but take the cluster's refusals of it as no-ops (None).
+
+    Generated sequences meet objects that are not there (404: deleted, or never created), or already are
+    (409), and make patches that the object's schema or rules refuse (422: e.g. a value out of its range);
+    so does a replayed log (:class:`kopf_sim.recording.replaying.ReplayError` with such an error is a no-op too).
+    """
+    result = await attempt(action)
+    return None if isinstance(result, Refusal) else result
 
 
 def record_requests(kopf_cluster: KopfCluster) -> list[str]:
@@ -129,7 +166,7 @@ def crash_after(
 
     def crash() -> None:
         kopf_operator.crash()
-        loop = asyncio.get_running_loop()
+        loop = kopf_operator.loop or asyncio.get_running_loop()  # (the request may be served by another loop)
         _revivals[kopf_operator] = loop.create_task(
             _revive(kopf_operator, restart_delay),
             name="restart of a crashed kopf operator",
@@ -233,31 +270,81 @@ def _refreshed(change: Change) -> bool:
 
 
 def end_state(
-    kopf_cluster: KopfCluster, *, namespace: str = "default", mask: Sequence[str] = ()
+    kopf_cluster: KopfCluster, *, namespace: str | None = None, mask: Sequence[str] = ()
 ) -> list[dict[str, Any]]:
-    """The objects of a namespace (k8s Events aside) with the volatile fields masked, sorted by kind & name.
+    """Every object that an operator can touch (k8s Events aside) with the volatile fields masked, sorted.
 
+    All namespaces and the cluster-scoped objects; with ``namespace``, only the namespaced objects of that
+    namespace. The simulator's own objects as they were at the cluster's start (nodes, the default namespaces,
+    their service accounts...: the same in every run) are left out while untouched; once changed, they are in,
+    and once deleted, they are in as ``{..., "deleted": True}``. CRDs are in without their status (the apiserver's).
     ``mask``: more fields to mask, as dotted paths with ``*`` for any key (``status.*.updated``).
     """
-    store = kopf_cluster.sim.store
+    sim = kopf_cluster.sim
+    store = sim.store
     seen: set[tuple[str, str]] = set()
     objects: list[dict[str, Any]] = []
+    generated: dict[str, str] = {}  # the names drawn by the cluster (generateName) and their masked forms
+    bootstrap = dict(sim.bootstrap)
     for rtype in sorted(store.catalogue, key=lambda t: (t.group, t.plural, not t.preferred)):
-        if not rtype.namespaced or rtype.storage_key in seen or rtype.storage_key in EVENT_KEYS:
+        if rtype.storage_key in seen or rtype.storage_key in EVENT_KEYS:
+            continue
+        if namespace is not None and not rtype.namespaced:
             continue
         seen.add(rtype.storage_key)
         for obj in store.objects(rtype.storage_key, namespace):
-            objects.append(mask_object(store.present(obj, rtype), mask))
+            metadata = obj["metadata"]
+            if bootstrap.pop((rtype.storage_key, metadata.get("namespace"), metadata["name"]), None) is obj:
+                continue  # as it was at the cluster's start (objects are stored anew on every change)
+            masked = mask_object(store.present(obj, rtype), mask)
+            if metadata.get("generateName"):
+                generated[metadata["name"]] = masked["metadata"]["name"]
+            if rtype.storage_key == CRD_KEY:
+                masked.pop("status", None)  # the apiserver's own (accepted names, conditions stamped at creation)
+            objects.append(masked)
+    for (key, obj_namespace, name), obj in bootstrap.items():
+        if key not in seen or (namespace is not None and obj_namespace != namespace):
+            continue
+        metadata = {"name": name, **({"namespace": obj_namespace} if obj_namespace else {})}
+        objects.append(
+            {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": metadata, "deleted": True}
+        )
+    if generated:
+        _mask_generated_names(objects, generated)
     return sorted(objects, key=_sort_key)
 
 
-def _sort_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+def _mask_generated_names(objects: list[dict[str, Any]], generated: dict[str, str]) -> None:
+    """Mask the names drawn by the cluster wherever the objects name them, as the generated objects' names are.
+
+    An operator names its objects after the cluster's (e.g. a Job ``probe-<pod>`` for each pod of a Deployment,
+    whose names end with random suffixes, drawn in the order of creation): in any string of the objects
+    (names, labels, owners' references, a container's arguments), a generated name becomes its masked form.
+    """
+    pattern = re.compile("|".join(re.escape(name) for name in sorted(generated, key=len, reverse=True)))
+
+    def masked(value: Any) -> Any:
+        if isinstance(value, str):
+            return pattern.sub(lambda found: generated[found.group(0)], value) if pattern.search(value) else value
+        if isinstance(value, dict):
+            for key, item in value.items():
+                value[key] = masked(item)
+        elif isinstance(value, list):
+            value[:] = [masked(item) for item in value]
+        return value
+
+    for obj in objects:
+        masked(obj)
+
+
+def _sort_key(obj: dict[str, Any]) -> tuple[str, str, str, str, str]:
     import json
 
     metadata = obj.get("metadata") or {}
     return (
         str(obj.get("apiVersion")),
         str(obj.get("kind")),
+        str(metadata.get("namespace") or ""),
         str(metadata.get("name")),
         json.dumps(obj, sort_keys=True),
     )
@@ -265,12 +352,21 @@ def _sort_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]:
     """A copy of an object without what differs between two equal runs (see :func:`end_state`)."""
-    masked = copy.deepcopy(obj)
+    masked: dict[str, Any] = clone(obj)  # JSON data: a plain recursive copy (deepcopy's memo costs several times more)
     metadata = masked.setdefault("metadata", {})
     for field in VOLATILE_METADATA:
         metadata.pop(field, None)
     if metadata.get("generateName"):
         metadata["name"] = f"{metadata['generateName']}*"  # a random suffix, drawn in the order of creation
+    elif isinstance(metadata.get("name"), str) and _UUID.search(metadata["name"]):
+        metadata["name"] = _UUID.sub("*", metadata["name"])  # e.g. a volume named after its claim's uid
+    for ref in _references(masked):
+        ref.pop("uid", None)  # a uid, and the revision it was read at: how the cluster got there, not what it is
+        ref.pop("resourceVersion", None)
+        ref.pop("nodeName", None)  # (an endpoint's) where the scheduler has put its pod
+    if masked.get("kind") == "Pod" and _scheduled_for_a_controller(metadata):
+        _mask_placement(masked)
+    _sort_endpoints(masked)
     if "deletionTimestamp" in metadata:
         metadata["deletionTimestamp"] = "<set>"
     for ref in metadata.get("ownerReferences") or ():
@@ -287,11 +383,78 @@ def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]
     status = masked.get("status")
     if isinstance(status, dict):
         status.pop("kopf", None)
+        # The generation that a controller has seen counts the spec's changes (as metadata.generation, masked
+        # above), not what the spec is: the same spec reached by another path has another count.
+        status.pop("observedGeneration", None)
+        for condition in status.get("conditions") or ():
+            if isinstance(condition, dict):
+                condition.pop("observedGeneration", None)
         if not status:
             masked.pop("status")
     for path in mask:
         _mask_path(masked, path.split("."))
     return masked
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _references(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The references to other objects that the cluster's controllers write: a volume's claim, the endpoints (and
+    their pods)."""
+    kind = obj.get("kind")
+    if kind == "PersistentVolume":
+        yield from _dicts([(obj.get("spec") or {}).get("claimRef")])
+    elif kind == "Endpoints":
+        for subset in _dicts(obj.get("subsets") or ()):
+            for address in _dicts([*(subset.get("addresses") or ()), *(subset.get("notReadyAddresses") or ())]):
+                yield address
+                yield from _dicts([address.get("targetRef")])
+    elif kind == "EndpointSlice":
+        for endpoint in _dicts(obj.get("endpoints") or ()):
+            yield endpoint
+            yield from _dicts([endpoint.get("targetRef")])
+
+
+#: The controllers whose pods go wherever the scheduler puts them (a DaemonSet's are pinned to their nodes).
+_SCHEDULED_FOR = frozenset({"ReplicaSet", "StatefulSet", "Job"})
+
+
+def _scheduled_for_a_controller(metadata: dict[str, Any]) -> bool:
+    refs = metadata.get("ownerReferences") or ()
+    return any(isinstance(ref, dict) and ref.get("controller") and ref.get("kind") in _SCHEDULED_FOR for ref in refs)
+
+
+def _mask_placement(pod: dict[str, Any]) -> None:
+    """Which node the scheduler has chosen for a controller's pod (by the order in which the pods came, which
+    faults change): the cluster's choice, not the operator's. Whether it is scheduled is kept."""
+    spec, status = pod.get("spec"), pod.get("status")
+    if isinstance(spec, dict) and spec.get("nodeName"):
+        spec["nodeName"] = "<scheduled>"
+    if isinstance(status, dict):
+        status.pop("hostIP", None)
+        status.pop("hostIPs", None)
+
+
+def _sort_endpoints(obj: dict[str, Any]) -> None:
+    """The endpoints of a Service in the order of their pods' names (the cluster orders them by IP: noise)."""
+
+    def by_pod(endpoint: Any) -> str:
+        ref = endpoint.get("targetRef") if isinstance(endpoint, dict) else None
+        return f"{ref.get('namespace')}/{ref.get('name')}" if isinstance(ref, dict) else ""
+
+    kind = obj.get("kind")
+    if kind == "Endpoints":
+        for subset in _dicts(obj.get("subsets") or ()):
+            for key in ("addresses", "notReadyAddresses"):
+                if isinstance(subset.get(key), list):
+                    subset[key] = sorted(subset[key], key=by_pod)
+    elif kind == "EndpointSlice" and isinstance(obj.get("endpoints"), list):
+        obj["endpoints"] = sorted(obj["endpoints"], key=by_pod)
+
+
+def _dicts(values: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    return (value for value in values if isinstance(value, dict))
 
 
 def _mask_path(value: Any, parts: list[str]) -> None:

@@ -95,7 +95,7 @@ class Evidence:
         return self._state
 
     def current_state(self) -> list[dict[str, Any]]:
-        return end_state(self.cluster, namespace=self.namespace, mask=self.mask)
+        return end_state(self.cluster, mask=self.mask)  # every namespace, and the cluster-scoped objects
 
     @property
     def faulted(self) -> bool:
@@ -163,7 +163,8 @@ def difference(evidence: Evidence) -> str | None:
     if evidence.expected is None:
         return None
     labels = ("expected (no faults, no crashes)", "actual")
-    differs = noise.difference(evidence.expected, evidence.state, evidence.noise, labels=labels)
+    resumed = _resume_results(evidence)  # a restart (a crash, a re-delivery) runs them again
+    differs = noise.difference(resumed(evidence.expected), resumed(evidence.state), evidence.noise, labels=labels)
     if differs is None:
         return None
     unsettled = "" if evidence.settled else f" (and it has not settled in {evidence.settle_timeout} s)"
@@ -185,16 +186,46 @@ async def retries(evidence: Evidence) -> str | None:
 
 async def redelivered_unchanged(evidence: Evidence) -> str | None:
     """Re-delivering every object to a fresh operator (a graceful restart) changes nothing in the end state."""
-    before = evidence.state
+    resumed = _resume_results(evidence)
+    before = resumed(evidence.state)
     await evidence.operator.restart()
     await evidence.settle()
-    again = evidence.current_state()
+    again = resumed(evidence.current_state())
     changed = noise.difference(before, again, evidence.noise, labels=("before", "after re-delivering"))
     if changed is None:
         return None
     return (
         f"re-delivering every object to a fresh operator has changed the end state:\n{changed}{_masked(evidence.noise)}"
     )
+
+
+def _resume_results(evidence: Evidence) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """What masks the results of the resume handlers in the driven objects' status (``status.<handler id>``).
+
+    A fresh operator (after a crash, a re-delivery) runs its resume handlers again, by design, and kopf keeps what
+    they return anew (e.g. the children as they are now, after a change since the creation, when a handler is both
+    ``on.create`` and ``on.resume``, under one id): the record of a handler's latest run, not the end state.
+    """
+    from kopf._core.intents.causes import Reason
+
+    registry = evidence.operator.registry
+    handlers = registry.changing.get_all_handlers() if registry is not None else []
+    ids = tuple(str(handler.id) for handler in handlers if getattr(handler, "reason", None) == Reason.RESUME)
+    kinds = {(resource.api_version, resource.kind) for resource in evidence.resources}
+
+    def masked(state: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not ids:
+            return state
+        result = []
+        for obj in state:
+            status = obj.get("status")
+            if (obj.get("apiVersion"), obj.get("kind")) in kinds and isinstance(status, dict):
+                kept = {k: v for k, v in status.items() if not any(k == i or k.startswith(f"{i}/") for i in ids)}
+                obj = {**obj, "status": kept} if kept else {k: v for k, v in obj.items() if k != "status"}
+            result.append(obj)
+        return result
+
+    return masked
 
 
 async def stuck_finalizers(evidence: Evidence) -> str | None:

@@ -1,10 +1,11 @@
 """The kubeconfig context of ``--kopf-real``: read by kopf's own login, written by kopf_sim's writer.
 
-Reading is kopf's :func:`~kopf._core.intents.piggybacking.login_with_kubeconfig_context`: the files of
+Reading is kopf's :func:`~kopf._kits.testing.login_with_kubeconfig_context`: the files of
 ``KUBECONFIG`` merged as kubectl merges them (or ``~/.kube/config``), the named or the current context,
 and every kind of user that an operator can log in with (tokens, client certificates, basic auth, exec
 plugins, the tokens of auth providers). The result is kopf's ``ConnectionInfo``: the operator under test
-gets it as it is, and the test's own client takes its headers and TLS from it (:mod:`kopf._cogs.clients.auth`).
+gets it as it is, and the test's own client takes its headers and TLS from it
+(:func:`kopf._kits.testing.make_api_session`).
 This module only adds the plugin's wording to the errors (which option to use) and writes the context back
 as a self-contained kubeconfig for the test's subprocesses (:func:`kopf_sim.transports.kubeconfig.write_kubeconfig`).
 """
@@ -15,8 +16,8 @@ import os
 import ssl
 from collections.abc import Sequence
 
-from kopf._cogs.structs.credentials import LoginError
-from kopf._core.intents.piggybacking import KubeconfigLogin, kubeconfig_paths, login_with_kubeconfig_context
+from kopf import LoginError
+from kopf._kits.testing import KubeconfigLogin, kubeconfig_paths, login_with_kubeconfig_context
 from kopf_sim.transports.kubeconfig import write_kubeconfig
 
 from .errors import KopfConfigError

@@ -8,7 +8,9 @@ kubeconfig context's credentials (and the operator's own webhook settings).
 Isolation: every start loads the handlers into a fresh :class:`kopf.OperatorRegistry`
 (made the default registry only while the files & modules are being imported) and uses
 fresh settings unless given; files are loaded under a unique module name each time, so
-the same file can be loaded by many tests (and by restarts). After a stop, the tasks and
+the same file can be loaded by many tests (and by restarts), with their directories on
+``sys.path`` and their sibling modules imported afresh (:mod:`pytest_kopf.ownmodules`), as
+``kopf run`` does in a new process. After a stop, the tasks and
 threads that the operator has left behind fail the test (:class:`KopfLeakError`) by name.
 """
 
@@ -55,6 +57,7 @@ from .clientconfig import refresh_active
 from .clocks import virtualize_modules, wait_event
 from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfLeakError, KopfOperatorError, KopfResourceError, KopfTimeoutError
+from .ownmodules import OwnModules
 from .readiness import RequestObserver, wait_until_ready
 from .realcluster import RealKopfCluster
 from .threads import LentThreadsExecutor, shared_threads
@@ -197,14 +200,12 @@ class _Lifeline:
         self.connectors.append(connector)
         return connector
 
-    def cut(self) -> None:
+    def cut(self, loop: asyncio.AbstractEventLoop) -> None:
         self.cut_off = True
         connectors, self.connectors = self.connectors, []
         for connector in connectors:
             # The connections are closed at once (in the call); the rest is awaited in a task not of the operator.
-            self.closings.append(
-                asyncio.get_running_loop().create_task(_close(connector), context=contextvars.Context())
-            )
+            self.closings.append(loop.create_task(_close(connector), context=contextvars.Context()))
 
 
 async def _close(connector: aiohttp.BaseConnector) -> None:
@@ -260,6 +261,8 @@ class KopfOperator:
         self._capture = _Capture(self.records)
         self._loggers: list[tuple[logging.Logger, int]] = []
         self._modules: list[str] = []
+        self._own: OwnModules | None = None  # the sibling modules of the files, and their directories
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks = _OperatorTasks(self)
         self._threads_before: set[threading.Thread] = set()
         self._admission: SimAdmissionSettings | None = None
@@ -271,6 +274,11 @@ class KopfOperator:
         self.crashes = 0  # how many times crash() has killed it
 
     # -- state -------------------------------------------------------------------------------------
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop that the operator runs in (or has run in last); None if never started."""
+        return self._loop
 
     @property
     def running(self) -> bool:
@@ -363,7 +371,7 @@ class KopfOperator:
         check_resources: bool,
         timeout: float,
     ) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         if isinstance(loop, VirtualTimeLoop):
             pin_epoch(loop.now(), loop)  # the operator's timestamps follow the virtual clock
         self.exception = None
@@ -437,9 +445,17 @@ class KopfOperator:
         await kopf.run_tasks(root_tasks, ignored=_NotOurs(self._tasks))
 
     def _load(self, paths: Sequence[str | os.PathLike[str]], modules: Sequence[str]) -> kopf.OperatorRegistry:
-        """Import the files & modules into a fresh registry (the default one only meanwhile)."""
+        """Import the files & modules into a fresh registry (the default one only meanwhile).
+
+        The files' sibling modules are imported afresh too, with the files' directories first on ``sys.path``
+        while the operator runs (:class:`~pytest_kopf.ownmodules.OwnModules`), as ``kopf run`` would in a new process.
+        """
         registry = kopf.OperatorRegistry()
         self.modules = {}
+        if self._own is not None:  # a run that has not been cleaned up (e.g. a failed start)
+            self._own.exit()
+        self._own = OwnModules(os.fspath(path) for path in paths)
+        self._own.enter()
         previous = kopf.get_default_registry()
         kopf.set_default_registry(registry)
         known = set(sys.modules)
@@ -448,9 +464,15 @@ class KopfOperator:
                 self._load_path(os.fspath(path))
             for name in modules:
                 self._load_module(name)
+        except BaseException:
+            self._own.loaded_now()
+            self._own.exit()
+            self._own = None
+            raise
         finally:
             kopf.set_default_registry(previous)
             virtualize_modules(sys.modules[name] for name in set(sys.modules) - known)  # datetime.now() & co.
+        self._own.loaded_now()
         return registry
 
     def _load_path(self, path: str) -> None:
@@ -687,6 +709,9 @@ class KopfOperator:
         for name in self._modules:
             sys.modules.pop(name, None)
         self._modules.clear()
+        if self._own is not None:
+            self._own.exit()
+            self._own = None
 
     def _leaked_threads(self) -> list[threading.Thread]:
         """The threads started since the start and still alive, and those still running the operator's jobs.
@@ -715,11 +740,11 @@ class KopfOperator:
         return leaked
 
     async def restart(self) -> None:
-        """Stop the operator and start it again with the same arguments (the same registry & settings).
+        """Stop the operator and start it again with the same arguments, as a new process would.
 
-        After :meth:`crash`, it starts afresh instead, as a new process would: the files and modules are
-        loaded anew into a new registry (a registry given to ``start()`` is reused), with fresh settings
-        (unless given to ``start()``); the memory of the crashed one (memos, indices, daemons) is gone.
+        The files and modules are loaded anew into a new registry (a registry given to ``start()`` is reused),
+        with the same settings. After :meth:`crash`, the settings are fresh too (unless given to ``start()``);
+        the memory of the crashed one (memos, indices, daemons) is gone.
         """
         if self._start_kwargs is None:
             raise KopfOperatorError("The operator has never been started: nothing to restart.")
@@ -737,7 +762,7 @@ class KopfOperator:
             if self.exit_code == CRASH_EXIT_CODE:  # crashed while stopping: a fresh one
                 await self._start(**self._start_kwargs)
                 return
-            kwargs = dict(self._start_kwargs, registry=self.registry, settings=self.settings)
+            kwargs = dict(self._start_kwargs, settings=self.settings)  # files & modules loaded anew, as a new process
             await self._start(**kwargs)
 
     # -- crashing ----------------------------------------------------------------------------------
@@ -755,9 +780,10 @@ class KopfOperator:
         finalizers are removed, the handlers in flight are abandoned mid-way, its memory is lost.
         Its leftovers are not reported as leaks; the threads of its sync handlers are waited for a
         little and not lent to anyone again if they are still busy. Then :meth:`restart` starts a fresh
-        operator. Safe to call from a callback in the loop (e.g. of a fault after the k-th write).
+        operator. Safe to call from a callback in the loop (e.g. of a fault after the k-th write; also one
+        served while the operator's loop is blocked by a sync client, see :mod:`pytest_kopf.blocking`).
         """
-        loop = asyncio.get_running_loop()
+        loop = self.loop or asyncio.get_running_loop()
         if self._burial is not None:
             return self._burial
         task = self._task
@@ -767,7 +793,7 @@ class KopfOperator:
             return done
         self.crashes += 1
         if self._lifeline is not None:
-            self._lifeline.cut()
+            self._lifeline.cut(loop)
         for victim in self._tasks.pending_in_order():
             victim.cancel()
         self._task = None

@@ -35,9 +35,10 @@ from .driving import (
     DEFAULT_QUIET,
     DEFAULT_SETTLE_TIMEOUT,
     EVENT_KEYS,
+    Refusal,
+    attempt,
     end_state,
     settle,
-    tolerate,
 )
 from .judges import Evidence
 from .noise import NoiseField, difference, is_timestamp
@@ -46,9 +47,11 @@ from .operator import KopfOperator
 __all__ = [
     "Correspondence",
     "Reversal",
+    "attempt_patch_and_revert",
     "cleanup",
     "consistency",
     "correspondences",
+    "derived_without_owners",
     "final_bodies",
     "handler_ids",
     "history_masked",
@@ -112,12 +115,15 @@ def history_masked(
 ) -> list[JsonDict]:
     """The end state without what tells how it was reached: the driven objects' (``driven``: api version & kind)
     handler results (``status.<handler id>``, also of sub-handlers), ``observedGeneration`` & revision
-    annotations anywhere, the objects derived by the cluster's controllers, and the times."""
+    annotations anywhere, the objects derived by the cluster's controllers (:func:`derived_without_owners` too),
+    and the times."""
     kinds = set(driven)
     ids = tuple(handlers)
+    state = list(state)
+    ownerless = derived_without_owners(state)
     result: list[JsonDict] = []
     for obj in state:
-        if _derived(obj):
+        if _derived(obj) or _where(obj) in ownerless.get(str(obj.get("kind")), ()):
             continue
         masked = copy.deepcopy(dict(obj))
         status = masked.get("status")
@@ -134,6 +140,43 @@ def history_masked(
                 del masked["metadata"]["annotations"]
         result.append(_timeless(_without_history_keys(masked)))
     return result
+
+
+def derived_without_owners(state: Iterable[Mapping[str, Any]]) -> dict[str, set[tuple[str, str]]]:
+    """The objects (by kind: namespace & name) that the cluster's controllers derive with no owner's reference:
+    the Endpoints of a Service with a selector; the claims of a StatefulSet's ``volumeClaimTemplates`` (kept when
+    it scales down, as its history); the volumes provisioned for claims."""
+    state = list(state)
+    found: dict[str, set[tuple[str, str]]] = {
+        "Endpoints": set(),
+        "PersistentVolumeClaim": set(),
+        "PersistentVolume": set(),
+    }
+    claims: set[tuple[str, str]] = set()  # (namespace, name prefix) of a StatefulSet's claims
+    for obj in state:
+        kind, spec = obj.get("kind"), obj.get("spec") or {}
+        if kind == "Service" and spec.get("selector"):
+            found["Endpoints"].add(_where(obj))
+        elif kind == "StatefulSet":
+            namespace, name = _where(obj)
+            for template in spec.get("volumeClaimTemplates") or ():
+                claims.add((namespace, f"{(template.get('metadata') or {}).get('name')}-{name}-"))
+    for obj in state:
+        kind, (namespace, name) = obj.get("kind"), _where(obj)
+        if kind == "PersistentVolumeClaim" and any(
+            namespace == where and name.startswith(prefix) and name[len(prefix) :].isdigit() for where, prefix in claims
+        ):
+            found["PersistentVolumeClaim"].add((namespace, name))
+        elif kind == "PersistentVolume" and "pv.kubernetes.io/provisioned-by" in (
+            (obj.get("metadata") or {}).get("annotations") or {}
+        ):
+            found["PersistentVolume"].add((namespace, name))
+    return found
+
+
+def _where(obj: Mapping[str, Any]) -> tuple[str, str]:
+    metadata = obj.get("metadata") or {}
+    return str(metadata.get("namespace") or ""), str(metadata.get("name"))
 
 
 def _derived(obj: Mapping[str, Any]) -> bool:
@@ -246,29 +289,49 @@ async def patch_and_revert(
     """Change an object (a merge patch of its fields) and revert the change, each once the operator has settled.
 
     The end states before the change and after the reversal are kept (:func:`reversals`) for the ``rollback``
-    check. Returns the reverted object, or None if the object is not there (nothing is changed then).
+    check. Returns the reverted object, or None if the object is not there or the change is refused (nothing
+    is changed then).
     """
+    result = await attempt_patch_and_revert(
+        kopf_cluster, kopf_operator, resource, name, patch, namespace=namespace, quiet=quiet, timeout=timeout
+    )
+    return None if isinstance(result, Refusal) else result
+
+
+async def attempt_patch_and_revert(
+    kopf_cluster: KopfCluster,
+    kopf_operator: KopfOperator,
+    resource: str,
+    name: str,
+    patch: Mapping[str, Any],
+    *,
+    namespace: str | None = None,
+    quiet: float = DEFAULT_QUIET,
+    timeout: float = DEFAULT_SETTLE_TIMEOUT,
+) -> JsonDict | Refusal:
+    """As :func:`patch_and_revert`, but the cluster's :class:`~pytest_kopf.driving.Refusal` when nothing is changed
+    (a user's action refused: the object is not there, or the change is invalid)."""
     await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout)
     original = await kopf_cluster.get(resource, name, namespace)
     if original is None:
-        return None
-    where = (original.get("metadata") or {}).get("namespace") or "default"
-    before = end_state(kopf_cluster, namespace=where)
+        return Refusal(404, "NotFound", f"{resource} {name!r} is not there")
+    before = end_state(kopf_cluster)
     was_refused = refused(kopf_cluster, original)
-    if await tolerate(kopf_cluster.patch(resource, name, dict(patch), namespace)) is None:
-        return None
+    patched = await attempt(kopf_cluster.patch(resource, name, dict(patch), namespace))
+    if isinstance(patched, Refusal):
+        return patched
     await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout)
     changed = await kopf_cluster.get(resource, name, namespace)
     if changed is None:
-        return None
+        return Refusal(404, "NotFound", f"{resource} {name!r} is gone after the change")
     fields = {key for key in (*original, *changed) if key not in _NOT_FIELDS}
     undo = _merge_diff(
         {k: changed[k] for k in fields if k in changed}, {k: original[k] for k in fields if k in original}
     )
-    reverted = await tolerate(kopf_cluster.patch(resource, name, undo, namespace)) if undo else changed
+    reverted = await attempt(kopf_cluster.patch(resource, name, undo, namespace)) if undo else changed
     await settle(kopf_cluster, kopf_operator, quiet=quiet, timeout=timeout)
     change = f"{resource} {name}: {json.dumps(dict(patch), sort_keys=True)}"
-    reversals(kopf_cluster).append(Reversal(change, before, end_state(kopf_cluster, namespace=where), was_refused))
+    reversals(kopf_cluster).append(Reversal(change, before, end_state(kopf_cluster), was_refused))
     return reverted
 
 

@@ -636,17 +636,52 @@ def _clients_dir(factory: pytest.TempPathFactory) -> pathlib.Path:
 def controller_settings(request: pytest.FixtureRequest) -> ControllerSettings:
     """The built-in controllers of the test's simulated cluster: the ini's selection, then the marker's."""
     try:
-        enabled = parse_selection(str(request.config.getini("kopf_controllers") or "all"))
-        marker = request.node.get_closest_marker("kopf_controllers")
-        if marker is None:
-            return ControllerSettings(enabled=enabled)
-        if len(marker.args) == 1 and isinstance(marker.args[0], bool):
-            enabled = parse_selection(marker.args[0])
-        elif marker.args:
-            enabled = parse_selection([word for arg in marker.args for word in str(arg).split(",")])
-        return ControllerSettings(enabled=enabled, **marker.kwargs)
+        return controller_settings_of(request.node)
     except (ValueError, TypeError) as exc:
         pytest.fail(f"Bad kopf_controllers selection: {exc}", pytrace=False)
+
+
+def controller_settings_of(node: pytest.Item) -> ControllerSettings:
+    """The built-in controllers for a test: the ini's selection, then its marker's (a bad one: ValueError)."""
+    enabled = parse_selection(str(node.config.getini("kopf_controllers") or "all"))
+    marker = node.get_closest_marker("kopf_controllers")
+    if marker is None:
+        return ControllerSettings(enabled=enabled)
+    if len(marker.args) == 1 and isinstance(marker.args[0], bool):
+        enabled = parse_selection(marker.args[0])
+    elif marker.args:
+        enabled = parse_selection([word for arg in marker.args for word in str(arg).split(",")])
+    try:
+        return ControllerSettings(enabled=enabled, **marker.kwargs)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+#: The tests being run now (the innermost last): check_operator's worlds take their ini options and markers.
+_running: list[pytest.Item] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    _running.append(item)
+    try:
+        return (yield)
+    finally:
+        _running.remove(item)
+
+
+def running_test_controllers() -> ControllerSettings | None:
+    """The built-in controllers that the test being run asks for (``kopf_controllers``), or None outside tests.
+
+    The clusters that the operator checks make by themselves (their worlds) follow the same ini option and
+    marker as the ``kopf_cluster`` fixture's.
+    """
+    if not _running:
+        return None
+    try:
+        return controller_settings_of(_running[-1])
+    except ValueError as exc:
+        raise ValueError(f"Bad kopf_controllers selection: {exc}") from None
 
 
 def _slug(text: str, limit: int) -> str:

@@ -19,8 +19,8 @@ of :mod:`kopf_sim.transports.inmemory`), whatever the client:
 All bytes go through the real HTTP machinery on both sides (the client's own, and aiohttp's server), so
 the requests are exactly those the client would send to a real apiserver (and the simulator's faults
 apply to them as to the operator's). Other hosts are not touched. A sync client called in the loop's own
-thread (e.g. in an async handler or an async test) would block the loop that must answer it: that is
-an error with a message that says what to do instead.
+thread (e.g. in an async handler or an async test) blocks that loop, as it would in production: its
+requests are served in that thread by another loop meanwhile (:mod:`pytest_kopf.blocking`), with a warning.
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ from aiohttp.client_proto import ResponseHandler
 
 from kopf_sim.timing.virtualtime import VirtualTimeLoop, job_loop
 from kopf_sim.transports.inmemory import InMemoryServer
+
+from . import blocking
+from .blocking import BlockedLoopServer
 
 __all__ = ["LoopSocket", "Route", "SyncClientInLoopError", "add_route", "new_host", "remove_route"]
 
@@ -79,7 +82,9 @@ def add_route(route: Route) -> None:
 
 def remove_route(host: str) -> None:
     with _lock:
-        _routes.pop(host.lower(), None)
+        route = _routes.pop(host.lower(), None)
+    if route is not None:
+        blocking.close_server_for(route.loop)
 
 
 def _find(host: str | None, loop: asyncio.AbstractEventLoop | None) -> Route | None:
@@ -144,11 +149,12 @@ def _patch() -> None:
     if _original_tcp_connection is None:
         _original_tcp_connection = aiohttp.TCPConnector._create_connection
         aiohttp.TCPConnector._create_connection = _tcp_create_connection  # type: ignore[method-assign]
-    if _original_create_connection is None:
-        try:
-            import urllib3.util.connection
-        except ImportError:  # no urllib3: no sync clients to route
-            return
+    try:
+        import urllib3.util.connection
+    except ImportError:  # no urllib3: no sync clients to route
+        return
+    # Once per module: a urllib3 imported anew (e.g. after a test has removed it from sys.modules) is patched too.
+    if urllib3.util.connection.create_connection is not _create_connection:
         _original_create_connection = urllib3.util.connection.create_connection
         urllib3.util.connection.create_connection = _create_connection
 
@@ -222,6 +228,10 @@ class LoopSocket:
         self._signalled = False
         self._released = False
         self.context = contextvars.copy_context()  # whose connection it is (e.g. an operator's handler's)
+        # Made in the thread of the loop that serves the cluster, while that loop runs (e.g. in an async handler):
+        # served with that loop blocked, by another in the same thread (:mod:`pytest_kopf.blocking`).
+        self._blocked: BlockedLoopServer | None = None
+        self._waker: Callable[[], None] | None = None  # called on every change (while served that way)
 
     def __repr__(self) -> str:
         return f"<LoopSocket to {self._route.host}:{self._port}{' closed' if self._closed else ''}>"
@@ -237,20 +247,29 @@ class LoopSocket:
     def _connected(self, transport: asyncio.Transport) -> None:
         with self._changed:
             self._transport = transport
-            self._changed.notify_all()
+            self._notify()
 
     def _received(self, data: bytes) -> None:
         with self._changed:
             self._inbox += data
             self._update_signal()
-            self._changed.notify_all()
+            self._notify()
 
     def _ended_in_loop(self, exc: BaseException | None) -> None:
         with self._changed:
             if not self._ended:
                 self._ended, self._ended_by = True, exc
             self._update_signal()
-            self._changed.notify_all()
+            self._notify()
+
+    def _notify(self) -> None:
+        """Wake the thread that waits (called with the lock held)."""
+        self._changed.notify_all()
+        if self._waker is not None:
+            self._waker()
+
+    def _set_waker(self, waker: Callable[[], None] | None) -> None:
+        self._waker = waker
 
     def _end_in_loop(self) -> None:
         self._ended_in_loop(None)
@@ -277,11 +296,20 @@ class LoopSocket:
         loop = self._route.loop
         if loop.is_closed():
             raise ConnectionResetError(f"The simulated cluster at {self._route.host} is gone (its loop is closed).")
-        loop.call_soon_threadsafe(callback, *args)
+        if self._blocked is not None:
+            self._blocked.call_soon(callback, *args)
+        else:
+            loop.call_soon_threadsafe(callback, *args)
+
+    def _in_serving_loop(self) -> bool:
+        """Whether the caller is the loop that serves the cluster, in its own thread (it would block it)."""
+        return asyncio.events._get_running_loop() is self._route.loop
 
     def _check_thread(self) -> None:
         """A sync client must not wait in the thread of the loop that answers it: that would block the loop."""
         loop = self._route.loop
+        if self._blocked is not None:
+            return
         if asyncio.events._get_running_loop() is loop or getattr(loop, "_thread_id", None) == threading.get_ident():
             raise SyncClientInLoopError(
                 f"A sync HTTP client (e.g. the official kubernetes client) was called for the simulated cluster at "
@@ -302,7 +330,9 @@ class LoopSocket:
             return
         self._check_thread()
         loop = self._route.loop
-        if job_loop() is loop and isinstance(loop, VirtualTimeLoop):
+        if self._blocked is not None:
+            done = self._blocked.run_until(until, self._set_waker, self._timeout)
+        elif job_loop() is loop and isinstance(loop, VirtualTimeLoop):
             done = loop.wait_in_thread(self._timeout, until)
         else:
             with self._changed:
@@ -311,6 +341,9 @@ class LoopSocket:
             raise TimeoutError(f"timed out {what}")
 
     def connect(self, address: Any = None) -> None:
+        if self._in_serving_loop():  # e.g. in an async handler: served with the loop blocked, as in production
+            blocking.warn_once(self._route.host)
+            self._blocked = blocking.server_for(self._route.loop)
         self._check_thread()  # before connecting: a connection made in vain would be left open
         self._call_in_loop(self._connect_in_loop)
         self._wait(lambda: self._transport is not None or self._ended, "connecting")
@@ -369,6 +402,15 @@ class LoopSocket:
         return raw if buffering == 0 else io.BufferedReader(raw, buffering or io.DEFAULT_BUFFER_SIZE)
 
     def fileno(self) -> int:
+        """The signal socket's (see the class); a connection kept by a client's pool and used where it cannot be
+        (made in the loop's own thread and used elsewhere, or the other way around) is readable: ended.
+
+        Clients look whether a kept connection is readable before using it again: then they connect anew.
+        """
+        if self._transport is not None and not self._ended and (self._blocked is not None) != self._in_serving_loop():
+            with self._changed:
+                self._ended = True
+                self._update_signal()
         return self._signal_r.fileno()
 
     def settimeout(self, timeout: float | None) -> None:
@@ -402,7 +444,11 @@ class LoopSocket:
             self._changed.notify_all()
         transport = self._transport
         if transport is not None and not self._route.loop.is_closed():
-            self._route.loop.call_soon_threadsafe(transport.close)
+            if self._blocked is not None:
+                if not self._blocked.loop.is_closed():
+                    self._blocked.loop.call_soon_threadsafe(transport.close)
+            else:
+                self._route.loop.call_soon_threadsafe(transport.close)
 
     def _decref(self) -> None:
         self._io_refs -= 1

@@ -93,6 +93,9 @@ class SimControls:
         self.server = InMemoryServer(self.app, access_log=None)  # no access log lines from the simulator
         #: The built-in controllers (switches, timings, pods' fates: ``controllers.fate(...)``).
         self.controllers = ControllerManager(self.store, options.get("controllers"))
+        #: The objects of the fresh cluster, by storage key, namespace & name (as stored at its start: the same in
+        #: every cluster of the same controllers), for the end states of the checks (:func:`~.driving.end_state`).
+        self.bootstrap: dict[tuple[tuple[str, str], str | None, str], dict[str, Any]] = {}
         self._record_path = options.get("record_path")
         self._record_stream: IO[str] | None = None
         self._served: ServedApp | None = None
@@ -134,6 +137,10 @@ class SimControls:
 
     async def start(self) -> None:
         self.controllers.start()  # the bootstrap objects (nodes, namespaces' defaults) are no test's doing
+        self.bootstrap = {
+            (key, obj["metadata"].get("namespace"), obj["metadata"]["name"]): obj
+            for key, obj in self.store.everything()
+        }
         if self._record_path is not None:
             self._record_path.parent.mkdir(parents=True, exist_ok=True)
             self._record_stream = self._record_path.open("w", encoding="utf-8")

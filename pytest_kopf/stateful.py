@@ -54,6 +54,7 @@ import hypothesis.stateful
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition
 
+from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.recording.replaying import read_log
 from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, LivelockError
 
@@ -75,14 +76,16 @@ from .judges import livelocked
 from .noise import EPOCH_OFFSET, NoiseField, described, learn
 from .operator import KopfOperator
 from .oracles import final_bodies, record_creations, refused, reversals
+from .plugin import running_test_controllers
 from .randomness import seeded
 from .report.coverage import Coverage
 from .report.failures import FailureEvidence
 from .report.states import comparison_masking
 from .running import TestLoop
 from .strategies.schemas import CustomResource, resources_in
-from .strategies.steps import Action, Create, Driver, ReplayLog, mixed, perturbations, user_actions
+from .strategies.steps import Action, Create, Driver, Outcome, ReplayLog, mixed, perturbations, user_actions
 from .tracing import Log, Trace
+from .vacuity import Reach
 from .verdicts import verify
 
 if TYPE_CHECKING:
@@ -122,6 +125,8 @@ class OperatorSpec:
     quiet: float = DEFAULT_QUIET
     settle_timeout: float = DEFAULT_SETTLE_TIMEOUT
     restart_delay: float = DEFAULT_RESTART_DELAY
+    #: The simulated clusters' built-in controllers (None: all of them, with the default timings).
+    controllers: ControllerSettings | None = None
 
 
 class World:
@@ -153,7 +158,9 @@ class World:
         self.seed = seed
         self.epoch = epoch
         self.test_loop = TestLoop(virtual=True, epoch=epoch)
-        self.cluster = SimKopfCluster(loop=self.test_loop.loop, tmp_dir=_tmp_dir, seed=seed)
+        self.cluster = SimKopfCluster(
+            loop=self.test_loop.loop, tmp_dir=_tmp_dir, seed=seed, controllers=spec.controllers
+        )
         self.clients = contextlib.ExitStack()  # the official clients routed to this world's cluster
         self.operator = KopfOperator(self.cluster)
         self.trace = Trace(self.test_loop.loop)
@@ -241,6 +248,8 @@ class Statistics:
     crashes: int = 0
     failures: int = 0
     virtual_seconds: float = 0.0
+    #: The outcomes of the users' actions on objects in the checked worlds (did any reach the operator?).
+    reach: Reach = dataclasses.field(default_factory=Reach)
     #: The fields learned as noise in any example (see :mod:`pytest_kopf.noise`).
     noise: set[NoiseField] = dataclasses.field(default_factory=set)
 
@@ -399,7 +408,7 @@ class RuleStep(Action):
                 if isinstance(value, ReplayedData):
                     value._source = None  # drawn once: the next runs replay these draws
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         raise TypeError("A machine's rule is done by the machine (OperatorMachine.perform), not applied to a world.")
 
     @property
@@ -464,6 +473,10 @@ class OperatorMachine(RuleBasedStateMachine):
     #: world of every example, whatever the machine's checks.
     consistency: ClassVar[Mapping[str, str]] = {}
     statistics: ClassVar[Statistics | None] = None
+    #: The built-in controllers of the worlds' clusters: a selection as the ``kopf_controllers`` marker takes
+    #: (``"none"``, ``"all,-cronjobs"``, ``False``) or :class:`~kopf_sim.controllers.ControllerSettings`;
+    #: by default, those of the test being run (its ``kopf_controllers`` ini option and marker), as for the fixtures.
+    controllers: ClassVar[ControllerSettings | str | Sequence[str] | bool | None] = None
     #: What the examples covered (the actions and faults by kind, the handlers reached), if counted.
     coverage: ClassVar[Coverage | None] = None
     #: Called after each step and each example (when :attr:`statistics` has changed): the progress line's feed.
@@ -519,6 +532,7 @@ class OperatorMachine(RuleBasedStateMachine):
             quiet=cls.quiet,
             settle_timeout=cls.settle_timeout,
             restart_delay=cls.restart_delay,
+            controllers=_controllers(cls.controllers),
         )
 
     @classmethod
@@ -642,6 +656,8 @@ class OperatorMachine(RuleBasedStateMachine):
     def _apply(self, action: Action) -> None:
         self.world.trace.step(action.code(), restarts=action.restarts, user=action.user)
         outcome = expected = self._apply_in(self.world, action)
+        if action.user and self.statistics is not None:  # a user's rule is taken as reaching the operator
+            self.statistics.reach.record(action, "ok" if isinstance(action, RuleStep) else outcome)
         if action.user and self.baseline is not None:
             self.baseline.trace.step(action.code(), restarts=action.restarts)
             expected = self._apply_in(self.baseline, action)
@@ -655,7 +671,7 @@ class OperatorMachine(RuleBasedStateMachine):
                 self.diverged = f"{action.code()} was {expected} in a run with no faults, {again} in another one"
                 self.world.trace.note("diverged", self.diverged)
 
-    def _apply_in(self, world: World, action: Action) -> str | None:
+    def _apply_in(self, world: World, action: Action) -> Outcome:
         """Do a step in one world; it ends when the operator has caught up with it (as in a reproduction)."""
         if isinstance(action, RuleStep):
             result = action.call(self, world)
@@ -906,7 +922,7 @@ class OperatorMachine(RuleBasedStateMachine):
         """What a failure's report shows: both worlds' traces and end states as they are now (None if unreadable)."""
         worlds = [self.world, *([self.baseline] if self.baseline is not None else [])]
         try:
-            states = [end_state(world.cluster, namespace=self.namespace) for world in worlds]
+            states = [end_state(world.cluster) for world in worlds]  # all that the operator can touch
         except Exception:  # a world torn apart (e.g. its cluster stopped): the failure goes on without its report
             return None
         named = [*self.paths, *(item for item in self.manifests if isinstance(item, str | os.PathLike)), *self.logs]
@@ -952,7 +968,16 @@ class OperatorMachine(RuleBasedStateMachine):
         )
 
 
-async def _step(action: Action, world: World) -> str | None:
+def _controllers(selection: ControllerSettings | str | Sequence[str] | bool | None) -> ControllerSettings | None:
+    """The worlds' controllers: as selected, or as the test being run selects them for its ``kopf_cluster``."""
+    if isinstance(selection, ControllerSettings):
+        return selection
+    if selection is None:
+        return running_test_controllers()
+    return ControllerSettings(enabled=parse_selection(selection))
+
+
+async def _step(action: Action, world: World) -> Outcome:
     """One step of a machine: the action, then the operator catches up with it (as in a reproduction)."""
     outcome = await action.apply(world)
     await caught_up()
@@ -977,22 +1002,26 @@ def reproduction(
 ) -> str:
     """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
     imports = dict.fromkeys(line for step in steps if isinstance(step, RuleStep) for line in step.imports())
-    lines = [
-        f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
-        "from pytest_kopf.checks import verify",
-        "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
-        "from pytest_kopf.oracles import patch_and_revert, record_creations  # noqa: F401",
-        "from pytest_kopf.tracing import record_trace",
-        *(["from pytest_kopf.noise import NoiseField"] if noise else []),
-        *(["import pytest"] if (seed, epoch) != (0, DEFAULT_EPOCH) else []),
-        *imports,
-        "",
-        "",
+    markers = [
+        *_controllers_marker(spec.controllers),
         *(
             [f"@pytest.mark.kopf_seed({seed}, epoch_offset={(epoch - DEFAULT_EPOCH).total_seconds()!r})"]
             if (seed, epoch) != (0, DEFAULT_EPOCH)
             else []
         ),
+    ]
+    lines = [
+        f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
+        *(["import pytest", ""] if markers else []),
+        "from pytest_kopf.checks import verify",
+        "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
+        "from pytest_kopf.oracles import patch_and_revert, record_creations  # noqa: F401",
+        "from pytest_kopf.tracing import record_trace",
+        *(["from pytest_kopf.noise import NoiseField"] if noise else []),
+        *imports,
+        "",
+        "",
+        *markers,
         "async def test_reproduction(kopf_cluster, kopf_operator):",
     ]
     for manifest in spec.manifests:
@@ -1062,6 +1091,20 @@ def reproduction(
             ]
         )
     return "\n".join(lines) + "\n"
+
+
+def _controllers_marker(controllers: ControllerSettings | None) -> list[str]:
+    """The marker that gives a reproduction's cluster the same built-in controllers as the worlds' (if not all)."""
+    if controllers is None or controllers == ControllerSettings():
+        return []
+    default = ControllerSettings()
+    selection = "none" if not controllers.enabled else ",".join(sorted(controllers.enabled))
+    timings = "".join(
+        f", {field.name}={getattr(controllers, field.name)!r}"
+        for field in dataclasses.fields(ControllerSettings)
+        if field.name != "enabled" and getattr(controllers, field.name) != getattr(default, field.name)
+    )
+    return [f"@pytest.mark.kopf_controllers({selection!r}{timings})"]
 
 
 def _is_file_name(item: str | os.PathLike[str]) -> bool:

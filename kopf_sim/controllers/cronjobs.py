@@ -77,6 +77,16 @@ def next_after(schedule: str, zone: str | None, moment: datetime.datetime) -> da
         raise ScheduleError(f"invalid schedule {schedule!r}: {exc}") from exc
 
 
+def _last_success(jobs: Iterable[JsonDict]) -> datetime.datetime | None:
+    """When the latest of the completed Jobs completed, if any did."""
+    successful = [
+        parse_time((j.get("status") or {}).get("completionTime"))
+        for j in jobs
+        if (finished_condition(j) or {}).get("type") == "Complete"
+    ]
+    return max((t for t in successful if t is not None), default=None)
+
+
 def _reference(job: JsonDict) -> JsonDict:
     metadata = meta(job)
     return {
@@ -104,14 +114,7 @@ class CronJobController(Controller):
             return
         spec = cronjob.get("spec") or {}
         now = self.wall()
-        jobs = sorted(
-            (
-                obj
-                for obj in self.cluster.dependents_of(meta(cronjob)["uid"])
-                if obj.get("kind") == "Job" and owned_by(obj, cronjob)
-            ),
-            key=lambda j: (meta(j).get("creationTimestamp", ""), meta(j)["name"]),
-        )
+        jobs = self._jobs_of(cronjob)
         active = [j for j in jobs if finished_condition(j) is None and not meta(j).get("deletionTimestamp")]
         status = dict(cronjob.get("status") or {})
         try:
@@ -120,31 +123,14 @@ class CronJobController(Controller):
         except ScheduleError as exc:
             logger.warning("cronjobs: %s/%s: %s", *key, exc)
             return
-        if due is not None and not spec.get("suspend"):
-            policy = spec.get("concurrencyPolicy", "Allow")
-            if policy == "Forbid" and active:
-                pass  # skipped: the previous run is still active
-            else:
-                if policy == "Replace":
-                    for job in active:
-                        await self.delete(job, propagation="Background")
-                    active = []
-                started = await self._start(cronjob, due)
-                if started is not None:
-                    active.append(started)
-                    jobs.append(started)
-                status["lastScheduleTime"] = format_timestamp(due)
+        if due is not None and not spec.get("suspend") and self._may_run(cronjob, active):
+            active = await self._run(cronjob, due, jobs, active)
+            status["lastScheduleTime"] = format_timestamp(due)
         jobs = await self._clean_up(cronjob, jobs)
-        successful = [
-            parse_time((j.get("status") or {}).get("completionTime"))
-            for j in jobs
-            if (finished_condition(j) or {}).get("type") == "Complete"
-        ]
-        latest = max((t for t in successful if t is not None), default=None)
+        latest = _last_success(jobs)
         if latest is not None:
             status["lastSuccessfulTime"] = format_timestamp(latest)
-        current = [self.get(JOBS, (meta(j).get("namespace", ""), meta(j)["name"])) for j in active]
-        refs = [_reference(j) for j in current if j is not None]
+        refs = self._references(active)
         if refs:
             status["active"] = refs
         else:
@@ -152,6 +138,41 @@ class CronJobController(Controller):
         await self.update_status(cronjob, status)
         if following is not None:
             self.later(max((following - now).total_seconds(), 0.0), key)
+
+    def _jobs_of(self, cronjob: JsonDict) -> list[JsonDict]:
+        """The CronJob's Jobs, the oldest first."""
+        return sorted(
+            (
+                obj
+                for obj in self.cluster.dependents_of(meta(cronjob)["uid"])
+                if obj.get("kind") == "Job" and owned_by(obj, cronjob)
+            ),
+            key=lambda j: (meta(j).get("creationTimestamp", ""), meta(j)["name"]),
+        )
+
+    def _references(self, jobs: Iterable[JsonDict]) -> list[JsonDict]:
+        """The references to these Jobs as they are now (those still there), for the status's ``active``."""
+        current = [self.get(JOBS, (meta(j).get("namespace", ""), meta(j)["name"])) for j in jobs]
+        return [_reference(j) for j in current if j is not None]
+
+    @staticmethod
+    def _may_run(cronjob: JsonDict, active: list[JsonDict]) -> bool:
+        """Whether a due run starts: not if its concurrency is forbidden and the previous run is still active."""
+        return not (active and (cronjob.get("spec") or {}).get("concurrencyPolicy", "Allow") == "Forbid")
+
+    async def _run(
+        self, cronjob: JsonDict, due: datetime.datetime, jobs: list[JsonDict], active: list[JsonDict]
+    ) -> list[JsonDict]:
+        """A run is due: start its Job (``jobs`` gets it too), replacing the active ones if so; the active Jobs then."""
+        if (cronjob.get("spec") or {}).get("concurrencyPolicy", "Allow") == "Replace":
+            for job in active:
+                await self.delete(job, propagation="Background")
+            active = []
+        started = await self._start(cronjob, due)
+        if started is not None:
+            active.append(started)
+            jobs.append(started)
+        return active
 
     def _due(self, cronjob: JsonDict, status: JsonDict, now: datetime.datetime) -> datetime.datetime | None:
         """The most recent scheduled time not run yet (if still within the starting deadline)."""

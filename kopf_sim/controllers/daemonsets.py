@@ -7,18 +7,27 @@ the pods of an old template within ``maxUnavailable`` (1 by default); OnDelete w
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.store.watching import Change
 
-from .podtemplates import available, is_active, pod_from_template, ready_since, resolve_percent
+from .podtemplates import (
+    REVISION_LABEL,
+    available,
+    count_available,
+    is_active,
+    pod_from_template,
+    ready_since,
+    resolve_percent,
+    with_revision,
+)
 from .replicasets import owned_pods
 from .revisions import ensure_revision, prune_revisions
 from .runtime import DAEMONSETS, NODES, PODS, Controller, Key, key_of, owner_key
 from .scheduling import affinity_fits, tolerates
 
-REVISION_LABEL = "controller-revision-hash"
 GENERATION_LABEL = "pod-template-generation"
 DEFAULT_TOLERATIONS = [
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
@@ -58,6 +67,20 @@ def _fits(ds: JsonDict, node: JsonDict) -> bool:
     )
 
 
+def _outdated(
+    eligible: list[str], by_node: dict[str, list[JsonDict]], hash_: str, min_ready: int, now: datetime.datetime
+) -> tuple[list[JsonDict], int]:
+    """The pods of other revisions on the eligible nodes, and how many of these nodes have no available pod."""
+    old: list[JsonDict] = []
+    unavailable = 0
+    for node in eligible:
+        current = [p for p in by_node.get(node, []) if not meta(p).get("deletionTimestamp")]
+        if not current or not available(current[0], min_ready, now)[0]:
+            unavailable += 1
+        old += [p for p in current if (meta(p).get("labels") or {}).get(REVISION_LABEL) != hash_]
+    return old, unavailable
+
+
 class DaemonSetController(Controller):
     name = "daemonsets"
     primary = DAEMONSETS
@@ -77,6 +100,16 @@ class DaemonSetController(Controller):
         revision_name, hash_ = await ensure_revision(self, ds)
         nodes = {meta(n)["name"]: n for n in self.cluster.objects(NODES)}
         eligible = sorted(name for name, node in nodes.items() if _fits(ds, node))
+        by_node, stopping = await self._pods_by_node(ds)
+        await self._place(ds, eligible, by_node, stopping, hash_)
+        strategy = spec.get("updateStrategy") or {}
+        if strategy.get("type", "RollingUpdate") == "RollingUpdate":
+            await self._roll(ds, eligible, by_node, hash_, strategy.get("rollingUpdate") or {})
+        await self._sync_status(ds, key, eligible, hash_)
+        await prune_revisions(self, ds, {revision_name})
+
+    async def _pods_by_node(self, ds: JsonDict) -> tuple[dict[str, list[JsonDict]], set[str]]:
+        """The active pods by node, and the nodes with pods stopping; the pods that exited are deleted (replaced)."""
         by_node: dict[str, list[JsonDict]] = {}
         stopping: set[str] = set()
         for pod in owned_pods(self, ds):
@@ -84,10 +117,14 @@ class DaemonSetController(Controller):
                 stopping.add(target_node(pod) or "")
             elif is_active(pod):
                 by_node.setdefault(target_node(pod) or "", []).append(pod)
-            elif (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and not meta(pod).get(
-                "deletionTimestamp"
-            ):
+            elif (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 await self.delete(pod)  # a daemon pod that exited is replaced
+        return by_node, stopping
+
+    async def _place(
+        self, ds: JsonDict, eligible: list[str], by_node: dict[str, list[JsonDict]], stopping: set[str], hash_: str
+    ) -> None:
+        """One pod on every eligible node (the oldest stays), none on the others."""
         for node in eligible:
             pods = sorted(by_node.get(node, []), key=lambda p: meta(p).get("creationTimestamp", ""))
             if not pods and node not in stopping:  # a replaced pod is gone before its successor starts
@@ -98,11 +135,6 @@ class DaemonSetController(Controller):
             if node not in eligible:
                 for pod in pods:
                     await self.delete(pod)
-        strategy = spec.get("updateStrategy") or {}
-        if strategy.get("type", "RollingUpdate") == "RollingUpdate":
-            await self._roll(ds, eligible, by_node, hash_, strategy.get("rollingUpdate") or {})
-        await self._sync_status(ds, key, eligible, hash_)
-        await prune_revisions(self, ds, {revision_name})
 
     def _pod(self, ds: JsonDict, node: str, hash_: str) -> JsonDict:
         labels = {REVISION_LABEL: hash_, GENERATION_LABEL: str(meta(ds).get("generation", 1))}
@@ -130,14 +162,7 @@ class DaemonSetController(Controller):
         now = self.wall()
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
         budget = resolve_percent(rolling.get("maxUnavailable"), len(eligible), round_up=False, default="1") or 1
-        old: list[JsonDict] = []
-        unavailable = 0
-        for node in eligible:
-            pods = by_node.get(node, [])
-            current = [p for p in pods if not meta(p).get("deletionTimestamp")]
-            if not current or not available(current[0], min_ready, now)[0]:
-                unavailable += 1
-            old += [p for p in current if (meta(p).get("labels") or {}).get(REVISION_LABEL) != hash_]
+        old, unavailable = _outdated(eligible, by_node, hash_, min_ready, now)
         old.sort(key=lambda p: (available(p, min_ready, now)[0], meta(p)["name"]))  # unavailable ones first
         for pod in old:
             is_available = available(pod, min_ready, now)[0]
@@ -151,28 +176,22 @@ class DaemonSetController(Controller):
         ds = self.get(DAEMONSETS, key) or ds
         now = self.wall()
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
-        scheduled = misscheduled = ready = updated = available_count = 0
-        soonest: float | None = None
+        misscheduled = 0
+        scheduled: list[JsonDict] = []
         for pod in owned_pods(self, ds):
             if not is_active(pod):
                 continue
-            node = target_node(pod)
-            if node not in eligible:
+            if target_node(pod) in eligible:
+                scheduled.append(pod)
+            else:
                 misscheduled += 1
-                continue
-            scheduled += 1
-            if ready_since(pod) is not None:
-                ready += 1
-            ok, remaining = available(pod, min_ready, now)
-            available_count += ok
-            if remaining is not None:
-                soonest = remaining if soonest is None else min(soonest, remaining)
-            if (meta(pod).get("labels") or {}).get(REVISION_LABEL) == hash_:
-                updated += 1
+        ready = sum(1 for p in scheduled if ready_since(p) is not None)
+        updated = with_revision(scheduled, hash_)
+        available_count, soonest = count_available(scheduled, min_ready, now)
         if soonest is not None:
             self.later(soonest, key)
         status: JsonDict = {
-            "currentNumberScheduled": scheduled,
+            "currentNumberScheduled": len(scheduled),
             "numberMisscheduled": misscheduled,
             "desiredNumberScheduled": len(eligible),
             "numberReady": ready,

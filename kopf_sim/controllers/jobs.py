@@ -12,8 +12,10 @@ the pods and holds the Job. Pod failure policies and success policies are not si
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Iterable
+from typing import Any
 
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.store.watching import Change
@@ -75,6 +77,67 @@ def _parse_ranges(text: str | None) -> set[int]:
     return found
 
 
+@dataclasses.dataclass
+class _Counts:
+    """The Job's finished pods, counted: succeeded, failed, and the completed indexes (Indexed mode)."""
+
+    succeeded: int
+    failed: int
+    completed: set[int]
+
+
+def _count_finished(pods: Iterable[JsonDict], status: JsonDict, *, indexed: bool) -> _Counts:
+    """The counts in the status, plus the finished pods that still have the tracking finalizer (not counted yet)."""
+    counts = _Counts(
+        succeeded=int(status.get("succeeded") or 0),
+        failed=int(status.get("failed") or 0),
+        completed=_parse_ranges(status.get("completedIndexes")),
+    )
+    for pod in pods:
+        phase = (pod.get("status") or {}).get("phase")
+        if phase not in ("Succeeded", "Failed") or TRACKING not in (meta(pod).get("finalizers") or ()):
+            continue
+        if phase == "Failed":
+            counts.failed += 1
+            continue
+        index = _index_of(pod)
+        if not indexed or (index is not None and index not in counts.completed):
+            counts.succeeded += 1
+        if indexed and index is not None:
+            counts.completed.add(index)
+    return counts
+
+
+def _wanted(completions: Any, parallelism: int, succeeded: int) -> int:
+    """How many pods should be active: up to the parallelism, no more than the completions still missing."""
+    if completions is not None:
+        return max(min(parallelism, int(completions) - succeeded), 0)
+    return 0 if succeeded else max(parallelism, 0)
+
+
+def _update_status(
+    status: JsonDict,
+    counts: _Counts,
+    pods: list[JsonDict],
+    active: list[JsonDict],
+    conditions: list[JsonDict],
+    *,
+    indexed: bool,
+) -> None:
+    """The Job's status as the controller writes it: the counts (zeros omitted), the pods' states, the conditions."""
+    status.update(succeeded=counts.succeeded, failed=counts.failed, active=len(active))
+    status["ready"] = sum(1 for p in active if ready_since(p) is not None)
+    status["terminating"] = sum(1 for p in pods if meta(p).get("deletionTimestamp"))
+    status["uncountedTerminatedPods"] = {}
+    if indexed:
+        status["completedIndexes"] = _ranges(counts.completed)
+    for field in ("succeeded", "failed", "active"):
+        if not status[field]:
+            del status[field]
+    if conditions:
+        status["conditions"] = conditions
+
+
 class JobController(Controller):
     name = "jobs"
     primary = JOBS
@@ -106,50 +169,13 @@ class JobController(Controller):
         if not spec.get("suspend"):
             status.setdefault("startTime", now)
         indexed = spec.get("completionMode") == "Indexed"
-        completions = spec.get("completions")
-        parallelism = int(spec.get("parallelism", 1))
-        completed_indexes = _parse_ranges(status.get("completedIndexes"))
-        # Count the pods that finished and are not counted yet; then let them go.
-        succeeded, failed = int(status.get("succeeded") or 0), int(status.get("failed") or 0)
-        for pod in pods:
-            phase = (pod.get("status") or {}).get("phase")
-            if phase in ("Succeeded", "Failed") and TRACKING in (meta(pod).get("finalizers") or ()):
-                if phase == "Succeeded":
-                    index = _index_of(pod)
-                    if not indexed or (index is not None and index not in completed_indexes):
-                        succeeded += 1
-                    if indexed and index is not None:
-                        completed_indexes.add(index)
-                else:
-                    failed += 1
+        counts = _count_finished(pods, status, indexed=indexed)  # the pods not counted yet; then let them go
         await self._release(pods)
         active = [p for p in pods if is_active(p)]
-        restarts = sum(
-            int(c.get("restartCount") or 0)
-            for p in pods
-            for c in (p.get("status") or {}).get("containerStatuses") or []
-        )
-        backoff_limit = int(spec.get("backoffLimit", 6))
         conditions = [dict(c) for c in status.get("conditions") or []]
-        outcome: tuple[str, str, str] | None = None
-        if failed > backoff_limit or restarts > backoff_limit:
-            outcome = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
-        elif self._past_deadline(spec, status):
-            outcome = ("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
-        elif (completions is not None and succeeded >= int(completions)) or (
-            completions is None and succeeded >= 1 and not active
-        ):
-            outcome = ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")
+        outcome = self._outcome(spec, status, counts, pods, active)
         if outcome is not None:
-            type_, reason, message = outcome
-            for pod in active:
-                await self.delete(pod)
-            first = "FailureTarget" if type_ == "Failed" else "SuccessCriteriaMet"
-            conditions = set_condition(conditions, first, "True", reason, message, now, probe=True)
-            conditions = set_condition(conditions, type_, "True", reason, message, now, probe=True)
-            if type_ == "Complete":
-                status["completionTime"] = now
-            active = []
+            active, conditions = await self._conclude(outcome, status, conditions, active, now)
         elif spec.get("suspend"):
             for pod in active:
                 await self.delete(pod)
@@ -162,21 +188,53 @@ class JobController(Controller):
                 conditions = set_condition(
                     conditions, "Suspended", "False", "JobResumed", "Job resumed", now, probe=True
                 )
-            active = await self._run_pods(
-                job, pods, active, completions, parallelism, succeeded, failed, completed_indexes, key
-            )
-        status.update(succeeded=succeeded, failed=failed, active=len(active))
-        status["ready"] = sum(1 for p in active if ready_since(p) is not None)
-        status["terminating"] = sum(1 for p in pods if meta(p).get("deletionTimestamp"))
-        status["uncountedTerminatedPods"] = {}
-        if indexed:
-            status["completedIndexes"] = _ranges(completed_indexes)
-        for field in ("succeeded", "failed", "active"):
-            if not status[field]:
-                del status[field]
-        if conditions:
-            status["conditions"] = conditions
+            active = await self._run_pods(job, pods, active, counts, key)
+        _update_status(status, counts, pods, active, conditions, indexed=indexed)
         await self.update_status(job, status)
+        await self._follow_up(spec, status, key)
+
+    def _outcome(
+        self, spec: JsonDict, status: JsonDict, counts: _Counts, pods: list[JsonDict], active: list[JsonDict]
+    ) -> tuple[str, str, str] | None:
+        """Whether the Job has failed or completed now: (the condition's type, reason, message), or None."""
+        completions = spec.get("completions")
+        restarts = sum(
+            int(c.get("restartCount") or 0)
+            for p in pods
+            for c in (p.get("status") or {}).get("containerStatuses") or []
+        )
+        backoff_limit = int(spec.get("backoffLimit", 6))
+        if counts.failed > backoff_limit or restarts > backoff_limit:
+            return ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+        if self._past_deadline(spec, status):
+            return ("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
+        if (completions is not None and counts.succeeded >= int(completions)) or (
+            completions is None and counts.succeeded >= 1 and not active
+        ):
+            return ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")
+        return None
+
+    async def _conclude(
+        self,
+        outcome: tuple[str, str, str],
+        status: JsonDict,
+        conditions: list[JsonDict],
+        active: list[JsonDict],
+        now: str,
+    ) -> tuple[list[JsonDict], list[JsonDict]]:
+        """The Job has failed or completed: its active pods go, its conditions say so; (no pods, the conditions)."""
+        type_, reason, message = outcome
+        for pod in active:
+            await self.delete(pod)
+        first = "FailureTarget" if type_ == "Failed" else "SuccessCriteriaMet"
+        conditions = set_condition(conditions, first, "True", reason, message, now, probe=True)
+        conditions = set_condition(conditions, type_, "True", reason, message, now, probe=True)
+        if type_ == "Complete":
+            status["completionTime"] = now
+        return [], conditions
+
+    async def _follow_up(self, spec: JsonDict, status: JsonDict, key: Key) -> None:
+        """After the status is written: expire a finished Job, or come back at the active deadline."""
         finished = finished_condition({"status": status})
         if finished is not None:
             refreshed = self.get(JOBS, key)
@@ -189,55 +247,50 @@ class JobController(Controller):
                 self.later(max(due, 0.0), key)
 
     async def _run_pods(
-        self,
-        job: JsonDict,
-        pods: list[JsonDict],
-        active: list[JsonDict],
-        completions: int | None,
-        parallelism: int,
-        succeeded: int,
-        failed: int,
-        completed: set[int],
-        key: Key,
+        self, job: JsonDict, pods: list[JsonDict], active: list[JsonDict], counts: _Counts, key: Key
     ) -> list[JsonDict]:
+        """Scale the active pods to what is wanted now (backing off after failures); the active pods then."""
         spec = job.get("spec") or {}
-        indexed = spec.get("completionMode") == "Indexed"
-        if completions is not None:
-            wanted = min(parallelism, int(completions) - succeeded)
-        else:
-            wanted = 0 if succeeded else parallelism
-        wanted = max(wanted, 0)
+        completions = spec.get("completions")
+        wanted = _wanted(completions, int(spec.get("parallelism", 1)), counts.succeeded)
         if len(active) > wanted:
             for pod in sorted(active, key=lambda p: meta(p).get("creationTimestamp", ""), reverse=True)[wanted:]:
                 await self.delete(pod)
             return active[:wanted]
-        if len(active) < wanted:
-            if failed:
-                last = max(
-                    (
-                        t
-                        for t in (_finished_at(p) for p in pods if (p.get("status") or {}).get("phase") == "Failed")
-                        if t is not None
-                    ),
-                    default=None,
-                )
-                delay = min(BACKOFF_BASE * 2 ** (failed - 1), BACKOFF_MAX)
-                if last is not None:
-                    remaining = (last - self.wall()).total_seconds() + delay
-                    if remaining > 0:
-                        self.later(remaining, key)
-                        return active
-            busy = {_index_of(p) for p in active}
-            free = [i for i in range(int(completions or 0)) if i not in completed and i not in busy]
-            for number in range(wanted - len(active)):
-                index = free[number] if indexed and number < len(free) else None
-                if indexed and index is None:
-                    break
-                created = await self.create(PODS, meta(job).get("namespace"), self._pod(job, index))
-                if created is None:
-                    break
-                active = [*active, created]
+        if len(active) < wanted and not self._backing_off(pods, counts.failed, key):
+            active = await self._add_pods(job, active, wanted - len(active), counts.completed)
         return active
+
+    async def _add_pods(self, job: JsonDict, active: list[JsonDict], count: int, completed: set[int]) -> list[JsonDict]:
+        """Create up to ``count`` new pods (in Indexed mode: for the indexes neither completed nor active)."""
+        spec = job.get("spec") or {}
+        indexed = spec.get("completionMode") == "Indexed"
+        busy = {_index_of(p) for p in active}
+        free = [i for i in range(int(spec.get("completions") or 0)) if i not in completed and i not in busy]
+        for number in range(count):
+            index = free[number] if indexed and number < len(free) else None
+            if indexed and index is None:
+                break
+            created = await self.create(PODS, meta(job).get("namespace"), self._pod(job, index))
+            if created is None:
+                break
+            active = [*active, created]
+        return active
+
+    def _backing_off(self, pods: list[JsonDict], failed: int, key: Key) -> bool:
+        """Whether new pods wait for the back-off after the last failure (the Job comes back when it is over)."""
+        if not failed:
+            return False
+        failures = (_finished_at(p) for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+        last = max((t for t in failures if t is not None), default=None)
+        if last is None:
+            return False
+        delay = min(BACKOFF_BASE * 2 ** (failed - 1), BACKOFF_MAX)
+        remaining = (last - self.wall()).total_seconds() + delay
+        if remaining > 0:
+            self.later(remaining, key)
+            return True
+        return False
 
     def _pod(self, job: JsonDict, index: int | None) -> JsonDict:
         metadata = meta(job)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.store.watching import Change
+from kopf_sim.timing.loopclock import TICKS_PER_SECOND
 from kopf_sim.writes import preparing
 
 from . import kubelet as k
@@ -193,60 +194,68 @@ class PodController(Controller):
 
     def _advance(self, pod: JsonDict, runtime: k.PodRuntime) -> None:
         """Move the containers on to where they are by now; set a timer for the next step, if any."""
-        now = self.loop_time
-        settings = self.manager.settings
         fate = runtime.fate = self._fate(pod, runtime)
-        policy = (pod.get("spec") or {}).get("restartPolicy", "Always")
+        steps = {
+            k.CREATING: self._creating,
+            k.PULL_ERROR: self._pull_error,
+            k.RUNNING: self._running,
+            k.BACKOFF: self._backing_off,
+        }
         for _ in range(1000):  # bounded: each pass moves one step forward or stops
-            if runtime.state == k.CREATING:
-                if fate.pull_error:
-                    runtime.state, runtime.since = k.PULL_ERROR, now
-                    continue
-                due = runtime.since + settings.pod_start_delay
-                if now < due:
-                    self.later(due - now, key_of(pod))
-                    return
-                self._start(runtime, pod, due)
-            elif runtime.state == k.PULL_ERROR:
-                if not fate.pull_error:
-                    runtime.state, runtime.since, runtime.pull_backoff = k.CREATING, now, False
-                    continue
-                due = runtime.since + k.PULL_BACKOFF
-                if not runtime.pull_backoff and now < due:
-                    self.later(due - now, key_of(pod))
-                runtime.pull_backoff = now >= due
+            step = steps.get(runtime.state)  # none for DONE
+            if step is None or not step(pod, runtime, fate, self.loop_time):
                 return
-            elif runtime.state == k.RUNNING:
-                started = runtime.since
-                exit_due = None
-                if fate.exit_code is not None:
-                    run_time = fate.run_time if fate.run_time is not None else settings.pod_run_time
-                    exit_due = max(started, runtime.fate_since) + run_time
-                ready_due = max(started, runtime.fate_since) + self._ready_delay(pod) if fate.ready else None
-                if ready_due is not None and ready_due <= now and (exit_due is None or ready_due <= exit_due):
-                    runtime.ready = True
-                elif ready_due is None:
-                    runtime.ready = False
-                if exit_due is not None and exit_due <= now:
-                    self._exit(runtime, fate.exit_code or 0, exit_due)
-                    if k.restarts_after(policy, fate.exit_code or 0):
-                        runtime.state, runtime.since = k.BACKOFF, exit_due
-                    else:
-                        runtime.state, runtime.since = k.DONE, exit_due
-                    continue
-                dues = [d for d in (exit_due, ready_due if not runtime.ready else None) if d is not None]
-                if dues:
-                    self.later(min(dues) - now, key_of(pod))
-                return
-            elif runtime.state == k.BACKOFF:
-                due = runtime.since + k.backoff_delay(runtime.restarts)
-                if now < due:
-                    self.later(due - now, key_of(pod))
-                    return
-                runtime.restarts += 1
-                self._start(runtime, pod, due)
-            else:  # DONE
-                return
+
+    # Each step of the containers: whether they have moved on (else, a timer is set for when they will, if ever).
+
+    def _creating(self, pod: JsonDict, runtime: k.PodRuntime, fate: Fate, now: float) -> bool:
+        if fate.pull_error:
+            runtime.state, runtime.since = k.PULL_ERROR, now
+            return True
+        due = on_clock(runtime.since + self.manager.settings.pod_start_delay)
+        if now < due:
+            self.later(due - now, key_of(pod))
+            return False
+        self._start(runtime, pod, due)
+        return True
+
+    def _pull_error(self, pod: JsonDict, runtime: k.PodRuntime, fate: Fate, now: float) -> bool:
+        if not fate.pull_error:
+            runtime.state, runtime.since, runtime.pull_backoff = k.CREATING, now, False
+            return True
+        due = on_clock(runtime.since + k.PULL_BACKOFF)
+        if not runtime.pull_backoff and now < due:
+            self.later(due - now, key_of(pod))
+        runtime.pull_backoff = now >= due
+        return False
+
+    def _running(self, pod: JsonDict, runtime: k.PodRuntime, fate: Fate, now: float) -> bool:
+        started = max(runtime.since, runtime.fate_since)
+        exit_due = None
+        if fate.exit_code is not None:
+            run_time = fate.run_time if fate.run_time is not None else self.manager.settings.pod_run_time
+            exit_due = on_clock(started + run_time)
+        ready_due = on_clock(started + self._ready_delay(pod)) if fate.ready else None
+        _update_readiness(runtime, ready_due, exit_due, now)
+        if exit_due is not None and exit_due <= now:
+            self._exit(runtime, fate.exit_code or 0, exit_due)
+            policy = (pod.get("spec") or {}).get("restartPolicy", "Always")
+            runtime.state = k.BACKOFF if k.restarts_after(policy, fate.exit_code or 0) else k.DONE
+            runtime.since = exit_due
+            return True
+        dues = [d for d in (exit_due, ready_due if not runtime.ready else None) if d is not None]
+        if dues:
+            self.later(min(dues) - now, key_of(pod))
+        return False
+
+    def _backing_off(self, pod: JsonDict, runtime: k.PodRuntime, fate: Fate, now: float) -> bool:
+        due = on_clock(runtime.since + k.backoff_delay(runtime.restarts))
+        if now < due:
+            self.later(due - now, key_of(pod))
+            return False
+        runtime.restarts += 1
+        self._start(runtime, pod, due)
+        return True
 
     def _start(self, runtime: k.PodRuntime, pod: JsonDict, when: float) -> None:
         runtime.state, runtime.since, runtime.ready = k.RUNNING, when, False
@@ -279,7 +288,7 @@ class PodController(Controller):
             fate = self._fate(pod, runtime)
             delay = fate.stop_delay if fate.stop_delay is not None else self.manager.settings.pod_stop_delay
             started = runtime.state in (k.RUNNING, k.BACKOFF)
-            runtime.stop_at = now + (min(delay, grace) if started else 0.0)
+            runtime.stop_at = on_clock(now + (min(delay, grace) if started else 0.0))
         if now < runtime.stop_at:
             self.later(runtime.stop_at - now, key_of(pod))
             return
@@ -314,6 +323,14 @@ class PodController(Controller):
         return None
 
 
+def _update_readiness(runtime: k.PodRuntime, ready_due: float | None, exit_due: float | None, now: float) -> None:
+    """Ready once its readiness is due (unless it exits first); not ready if its fate says it never will be."""
+    if ready_due is None:
+        runtime.ready = False
+    elif ready_due <= now and (exit_due is None or ready_due <= exit_due):
+        runtime.ready = True
+
+
 def _is_hex(text: str) -> bool:
     return bool(text) and all(char in "0123456789abcdefABCDEF" for char in text)
 
@@ -330,3 +347,9 @@ def set_unschedulable(pod: JsonDict, message: str, now: str) -> list[JsonDict]:
 
     conditions = [dict(c) for c in (pod.get("status") or {}).get("conditions") or []]
     return set_condition(conditions, "PodScheduled", "False", "Unschedulable", message, now, probe=True)
+
+
+def on_clock(when: float) -> float:
+    """A due time as the loop's clock tells it (whole ticks): a sum of floats may lie a hair after the tick it
+    means, and then the key is reconciled over and over at that tick, never due (until the spinning guard)."""
+    return round(when * TICKS_PER_SECOND) / TICKS_PER_SECOND

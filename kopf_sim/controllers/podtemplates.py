@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kopf_sim.kube.objects import JsonDict, clone, meta
 
 from .runtime import new_owner_ref, parse_time
+
+#: The label of the pods of a StatefulSet or a DaemonSet: the hash of the ControllerRevision they were made from.
+REVISION_LABEL = "controller-revision-hash"
 
 __all__ = ["available", "pod_from_template", "ready_since", "template_hash"]
 
@@ -55,6 +58,26 @@ def without_label(template: Mapping[str, Any] | None, label: str) -> JsonDict:
     return result
 
 
+def _merged_metadata(
+    template_meta: Mapping[str, Any],
+    *,
+    labels: Mapping[str, str] | None,
+    annotations: Mapping[str, str] | None,
+    finalizers: list[str] | None,
+) -> JsonDict:
+    """The template's labels, annotations and finalizers with the controller's own (the empty ones omitted)."""
+    merged: JsonDict = {}
+    pod_labels = {**(template_meta.get("labels") or {}), **(labels or {})}
+    pod_annotations = {**(template_meta.get("annotations") or {}), **(annotations or {})}
+    if pod_labels:
+        merged["labels"] = pod_labels
+    if pod_annotations:
+        merged["annotations"] = pod_annotations
+    if finalizers or template_meta.get("finalizers"):
+        merged["finalizers"] = [*(template_meta.get("finalizers") or []), *(finalizers or [])]
+    return merged
+
+
 def pod_from_template(
     template: Mapping[str, Any] | None,
     owner: JsonDict,
@@ -73,14 +96,7 @@ def pod_from_template(
         metadata["name"] = name
     else:
         metadata["generateName"] = generate_name or f"{meta(owner)['name']}-"
-    pod_labels = {**(template_meta.get("labels") or {}), **(labels or {})}
-    pod_annotations = {**(template_meta.get("annotations") or {}), **(annotations or {})}
-    if pod_labels:
-        metadata["labels"] = pod_labels
-    if pod_annotations:
-        metadata["annotations"] = pod_annotations
-    if finalizers or template_meta.get("finalizers"):
-        metadata["finalizers"] = [*(template_meta.get("finalizers") or []), *(finalizers or [])]
+    metadata.update(_merged_metadata(template_meta, labels=labels, annotations=annotations, finalizers=finalizers))
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": clone(template.get("spec") or {})}
 
 
@@ -111,6 +127,25 @@ def available(pod: JsonDict, min_ready_seconds: int, now: datetime.datetime) -> 
         return True, None
     remaining = (since + datetime.timedelta(seconds=min_ready_seconds) - now).total_seconds()
     return (remaining <= 0), (remaining if remaining > 0 else None)
+
+
+def count_available(
+    pods: Iterable[JsonDict], min_ready_seconds: int, now: datetime.datetime
+) -> tuple[int, float | None]:
+    """How many of the pods are available, and in how many seconds the next one will be (None: none will be)."""
+    count = 0
+    soonest: float | None = None
+    for pod in pods:
+        ok, remaining = available(pod, min_ready_seconds, now)
+        count += ok
+        if remaining is not None:
+            soonest = remaining if soonest is None else min(soonest, remaining)
+    return count, soonest
+
+
+def with_revision(pods: Iterable[JsonDict], revision: str) -> int:
+    """How many of the pods are of this revision (by their revision label)."""
+    return sum(1 for p in pods if (meta(p).get("labels") or {}).get(REVISION_LABEL) == revision)
 
 
 def resolve_percent(value: int | str | None, total: int, *, round_up: bool, default: str) -> int:

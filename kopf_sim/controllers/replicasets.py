@@ -94,21 +94,33 @@ class ReplicaSetController(Controller):
         spec = rs.get("spec") or {}
         desired = int(spec.get("replicas", 1))
         active = [p for p in owned_pods(self, rs) if is_active(p)]
-        failure: errors.ApiError | None = None
-        if len(active) < desired:
-            for _ in range(desired - len(active)):
-                body = pod_from_template(spec.get("template"), rs)
-                try:
-                    await self.create(PODS, key[0], body)
-                except errors.ApiError as exc:  # e.g. denied by an admission webhook, or a quota
-                    failure = exc
-                    break
-        elif len(active) > desired:
-            for pod in sorted(active, key=deletion_rank)[: len(active) - desired]:
-                await self.delete(pod)
+        failure = await self._scale(rs, key, active, desired)
         rs = self.get(REPLICASETS, key)
         if rs is None:
             return
+        await self.update_status(rs, self._status(rs, spec, key, failure))
+        if failure is not None:
+            raise failure  # retried with a back-off
+
+    async def _scale(self, rs: JsonDict, key: Key, active: list[JsonDict], desired: int) -> errors.ApiError | None:
+        """Create or delete pods to have the desired number; the error that stopped the creation, if any."""
+        template = (rs.get("spec") or {}).get("template")
+        if len(active) < desired:
+            for _ in range(desired - len(active)):
+                try:
+                    await self.create(PODS, key[0], pod_from_template(template, rs))
+                except errors.ApiError as exc:  # e.g. denied by an admission webhook, or a quota
+                    return exc
+        elif len(active) > desired:
+            for pod in sorted(active, key=deletion_rank)[: len(active) - desired]:
+                await self.delete(pod)
+        return None
+
+    def _status(self, rs: JsonDict, spec: JsonDict, key: Key, failure: errors.ApiError | None) -> JsonDict:
+        """The ReplicaSet's status: the counts of its pods (zeros omitted), and the failure to create them, if any.
+
+        ``spec``: the one that the pods were scaled to (the ReplicaSet may have changed since then).
+        """
         active = [p for p in owned_pods(self, rs) if is_active(p)]
         template_labels = dict(((spec.get("template") or {}).get("metadata") or {}).get("labels") or {})
         counts = count_replicas(self, active, template_labels, int(spec.get("minReadySeconds") or 0), key)
@@ -117,15 +129,14 @@ class ReplicaSetController(Controller):
             if counts[field]:
                 status[field] = counts[field]
         status["observedGeneration"] = meta(rs).get("generation", 1)
-        conditions = [dict(c) for c in (rs.get("status") or {}).get("conditions") or []]
-        if failure is not None:
-            conditions = set_condition(
-                conditions, "ReplicaFailure", "True", "FailedCreate", failure.message, self.now()
-            )
-        else:
-            conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
+        conditions = self._conditions(rs, failure)
         if conditions:
             status["conditions"] = conditions
-        await self.update_status(rs, status)
+        return status
+
+    def _conditions(self, rs: JsonDict, failure: errors.ApiError | None) -> list[JsonDict]:
+        """The ReplicaSet's conditions: ``ReplicaFailure`` while its pods cannot be created, none after."""
+        conditions = [dict(c) for c in (rs.get("status") or {}).get("conditions") or []]
         if failure is not None:
-            raise failure  # retried with a back-off
+            return set_condition(conditions, "ReplicaFailure", "True", "FailedCreate", failure.message, self.now())
+        return [c for c in conditions if c.get("type") != "ReplicaFailure"]

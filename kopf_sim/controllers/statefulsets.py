@@ -11,17 +11,17 @@ ControllerRevisions; the status reports the current and the update revisions.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from kopf_sim.kube.objects import JsonDict, clone, meta
 from kopf_sim.store.watching import Change
 
-from .podtemplates import available, is_active, pod_from_template, ready_since
+from .podtemplates import REVISION_LABEL, count_available, is_active, pod_from_template, ready_since, with_revision
 from .replicasets import owned_pods
 from .revisions import ensure_revision, prune_revisions
 from .runtime import PODS, PVCS, STATEFULSETS, Controller, Key, new_owner_ref, owner_key
 
-REVISION_LABEL = "controller-revision-hash"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
@@ -32,6 +32,28 @@ def _ordinal(sts: JsonDict, pod: JsonDict) -> int | None:
     if not name.startswith(prefix) or not name[len(prefix) :].isdigit():
         return None
     return int(name[len(prefix) :])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """How a StatefulSet's pods are managed: in order or in parallel, rolled or not (from where), which revisions."""
+
+    ordered: bool
+    rolling: bool
+    partition: int
+    update_revision: str
+    current_revision: str
+
+    @classmethod
+    def of(cls, spec: JsonDict, *, update_revision: str, current_revision: str) -> _Plan:
+        strategy = spec.get("updateStrategy") or {}
+        return cls(
+            ordered=spec.get("podManagementPolicy", "OrderedReady") != "Parallel",
+            rolling=strategy.get("type", "RollingUpdate") == "RollingUpdate",
+            partition=int((strategy.get("rollingUpdate") or {}).get("partition", 0)),
+            update_revision=update_revision,
+            current_revision=current_revision,
+        )
 
 
 def _healthy(pod: JsonDict) -> bool:
@@ -53,60 +75,55 @@ class StatefulSetController(Controller):
             return
         spec = sts.get("spec") or {}
         update_revision, _ = await ensure_revision(self, sts)
-        status = sts.get("status") or {}
-        current_revision = status.get("currentRevision") or update_revision
+        current_revision = (sts.get("status") or {}).get("currentRevision") or update_revision
         replicas = int(spec.get("replicas", 1))
         start = int((spec.get("ordinals") or {}).get("start", 0))
-        ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
         pods = {o: p for p in owned_pods(self, sts) if (o := _ordinal(sts, p)) is not None}
         wanted = range(start, start + replicas)
-        rolling = (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
-        partition = int(((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition", 0))
-        blocked = False
+        plan = _Plan.of(spec, update_revision=update_revision, current_revision=current_revision)
+        blocked = await self._scale_up(sts, pods, wanted, plan) or await self._scale_down(pods, wanted, plan)
+        if not blocked and plan.rolling and all(o in pods and _healthy(pods[o]) for o in wanted):
+            await self._roll(pods, wanted, plan)
+        await self._sync_status(sts, key, update_revision, current_revision)
+        await prune_revisions(self, sts, {update_revision, current_revision})
+
+    async def _scale_up(self, sts: JsonDict, pods: dict[int, JsonDict], wanted: range, plan: _Plan) -> bool:
+        """Create the missing pods, replace the finished ones (in order, one at a time if ordered); whether blocked."""
         for ordinal in wanted:
             pod = pods.get(ordinal)
             if pod is None:
-                revision = update_revision if ordinal >= partition or not rolling else current_revision
-                await self._create_pod(sts, ordinal, revision, update_revision)
-                if ordered:
-                    blocked = True
-                    break
-                continue
-            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and not meta(pod).get(
+                use_update = ordinal >= plan.partition or not plan.rolling
+                revision = plan.update_revision if use_update else plan.current_revision
+                await self._create_pod(sts, ordinal, revision, plan.update_revision)
+            elif (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and not meta(pod).get(
                 "deletionTimestamp"
             ):
                 await self.delete(pod)  # recreated with the same identity on the next pass
-                if ordered:
-                    blocked = True
-                    break
+            elif not plan.ordered or _healthy(pod):
                 continue
-            if ordered and not _healthy(pod):
-                blocked = True
+            if plan.ordered:
+                return True
+        return False
+
+    async def _scale_down(self, pods: dict[int, JsonDict], wanted: range, plan: _Plan) -> bool:
+        """Delete the pods beyond the wanted ordinals, the highest first (one at a time if ordered); whether blocked."""
+        for ordinal in sorted((o for o in pods if o not in wanted), reverse=True):
+            pod = pods[ordinal]
+            if not meta(pod).get("deletionTimestamp"):
+                await self.delete(pod)
+            if plan.ordered:
+                return True
+        return False
+
+    async def _roll(self, pods: dict[int, JsonDict], wanted: range, plan: _Plan) -> None:
+        """The rolling update: the highest pod at or above the partition not of the update revision goes."""
+        for ordinal in sorted(wanted, reverse=True):
+            if ordinal < plan.partition:
                 break
-        if not blocked:
-            condemned = sorted((o for o in pods if o not in wanted), reverse=True)
-            for ordinal in condemned:
-                pod = pods[ordinal]
-                if not meta(pod).get("deletionTimestamp"):
-                    await self.delete(pod)
-                if ordered:
-                    blocked = True
-                    break
-        if (
-            not blocked
-            and rolling
-            and all(_healthy(pods[o]) for o in wanted if o in pods)
-            and all(o in pods for o in wanted)
-        ):
-            for ordinal in sorted(wanted, reverse=True):
-                if ordinal < partition:
-                    break
-                pod = pods[ordinal]
-                if (meta(pod).get("labels") or {}).get(REVISION_LABEL) != update_revision:
-                    await self.delete(pod)
-                    break
-        await self._sync_status(sts, key, update_revision, current_revision)
-        await prune_revisions(self, sts, {update_revision, current_revision})
+            pod = pods[ordinal]
+            if (meta(pod).get("labels") or {}).get(REVISION_LABEL) != plan.update_revision:
+                await self.delete(pod)
+                break
 
     async def _create_pod(self, sts: JsonDict, ordinal: int, revision: str, update_revision: str) -> None:
         spec = sts.get("spec") or {}
@@ -171,19 +188,13 @@ class StatefulSetController(Controller):
         active = [p for p in pods if is_active(p)]
         now = self.wall()
         min_ready = int(spec.get("minReadySeconds") or 0)
-        updated = sum(1 for p in active if (meta(p).get("labels") or {}).get(REVISION_LABEL) == update_revision)
+        updated = with_revision(active, update_revision)
         replicas = int(spec.get("replicas", 1))
         if updated == replicas and len(active) == replicas:
             current_revision = update_revision
-        current = sum(1 for p in active if (meta(p).get("labels") or {}).get(REVISION_LABEL) == current_revision)
+        current = with_revision(active, current_revision)
         ready = sum(1 for p in active if ready_since(p) is not None)
-        soonest: float | None = None
-        available_count = 0
-        for pod in active:
-            ok, remaining = available(pod, min_ready, now)
-            available_count += ok
-            if remaining is not None:
-                soonest = remaining if soonest is None else min(soonest, remaining)
+        available_count, soonest = count_available(active, min_ready, now)
         if soonest is not None:
             self.later(soonest, key)
         status: JsonDict = {"observedGeneration": meta(sts).get("generation", 1), "replicas": len(active)}

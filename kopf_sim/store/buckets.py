@@ -3,7 +3,8 @@
 Keys stay sorted as objects come and go, so a page of a list is a read from a key (no sort of the
 whole resource per request), a namespace is a range, and the count of what follows a key is two
 bisections. Labels are indexed by key and value, so a list selected by a label reads its matches only:
-the index of a resource is made by its first selected list (most resources never have one), then kept.
+the index of a resource is made when it grows large (while its objects are still decoded), or by its first
+selected list, then kept up to date; a test's small resources, which are seldom selected, never pay for one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ ObjectKey = tuple[str, str]  # (namespace or "", name)
 
 #: The label operators that the index answers (the others are checked on each candidate).
 INDEXED_OPERATORS = frozenset({"=", "in", "exists"})
+#: The size at which a resource's labels are indexed even before a selected list asks for them.
+INDEXED_SIZE = 1_000
 
 
 def namespace_range(namespace: str | None) -> tuple[ObjectKey | None, ObjectKey | None]:
@@ -47,7 +50,9 @@ class Bucket:
     def put(self, key: ObjectKey, stored: Stored, previous: Stored | None) -> None:
         """Store a new state of the object (``previous``: its current one, if any)."""
         self._items[key] = stored
-        if self._labels is not None:
+        if self._labels is None and len(self._items) >= INDEXED_SIZE:
+            self._make_index()
+        elif self._labels is not None:
             old_labels = _labels_of(previous) if previous is not None else {}
             new_labels = _labels_of(stored)
             if old_labels != new_labels:
@@ -94,9 +99,7 @@ class Bucket:
         if not indexed:
             return None
         if self._labels is None:
-            self._labels = {}
-            for key, stored in self._items.items():
-                self._index(key, _labels_of(stored))
+            self._make_index()
         found: set[ObjectKey] | None = None
         for req in sorted(indexed, key=self._estimate):
             keys = self._matching(req)
@@ -105,6 +108,11 @@ class Bucket:
                 break
         assert found is not None
         return found, len(indexed) == len(selector.requirements)
+
+    def _make_index(self) -> None:
+        self._labels = {}
+        for key, stored in self._items.items():
+            self._index(key, _labels_of(stored))
 
     def _matching(self, req: Requirement) -> set[ObjectKey]:
         assert self._labels is not None

@@ -67,24 +67,28 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import contextvars
-import dataclasses
 import datetime
 import functools
 import heapq
-import itertools
-import os
 import selectors
-import sys
 import threading
 import time
-import traceback
 import types
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar, TypeVarTuple
 
 from kopf_sim.timing import affinity
 from kopf_sim.timing.loopclock import TICKS_PER_SECOND, VirtualClock
+from kopf_sim.timing.threadjobs import (
+    Job,
+    JobAbandoned,
+    RecordingExecutor,
+    ThreadJobs,
+    describe_call,
+    describe_threads,
+    marked_job,
+    run_job,
+)
 
 __all__ = [
     "DEFAULT_EPOCH",
@@ -118,9 +122,6 @@ _UNIX_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 DEFAULT_NOOP_CYCLES = 3
 
-# The loop's sleep while it waits for its busy threads: awake (deciding, running callbacks), drowsy (it has
-# decided to sleep: a wake-up needs no write into the self-pipe), asleep (polling: a wake-up writes into it).
-_AWAKE, _DROWSY, _ASLEEP = 0, 1, 2
 DEFAULT_EXECUTOR_TIMEOUT = 60.0
 
 LINE_PATIENCE = 0.02
@@ -158,119 +159,14 @@ class LivelockError(VirtualTimeError):
         self.loop_time = loop_time
 
 
-class JobAbandoned(BaseException):
-    """Raised in an abandoned executor job's thread at its waits in virtual time: its process is gone.
-
-    A :class:`BaseException`, as :class:`SystemExit`: the job's code does not catch it by ``except Exception``.
-    """
-
-
 class RealIOError(VirtualTimeError):
     """The loop would wait on real file descriptors (sockets, pipes), which virtual time cannot do."""
 
 
-class _Bell:
-    """What a job's thread blocks on while it waits in a known way; rung once to wake it.
-
-    A pipe, where one can be had: a write into it lets go of the GIL before the kernel wakes the
-    reader, so the woken thread runs at once, where a lock released by a thread holding the GIL
-    wakes a thread that blocks again on the GIL (twice the thread switches: a wake-up costs twice
-    the CPU, see ``benchmarks/bench_threads.py``). A lock, if the process has no file descriptors left.
-    """
-
-    __slots__ = ("lock", "reader", "writer")
-
-    def __init__(self) -> None:
-        self.lock: threading.Lock | None = None
-        try:
-            self.reader, self.writer = os.pipe()
-        except OSError:
-            self.reader = self.writer = -1
-            self.lock = threading.Lock()
-            self.lock.acquire()
-
-    def wait(self) -> None:
-        if self.lock is not None:
-            self.lock.acquire()
-        else:
-            os.read(self.reader, 1)
-
-    def ring(self) -> None:
-        if self.lock is not None:
-            self.lock.release()
-        else:
-            os.write(self.writer, b"\0")
-
-    def close(self) -> None:
-        if self.lock is None:
-            os.close(self.reader)
-            os.close(self.writer)
-
-
-class _ThreadWait:
-    """A job's thread waiting in a way the loop knows of: until a deadline (ticks) and/or a condition.
-
-    The thread blocks on its job's bell; the loop (or the thread before it in the line of the threads
-    due at the same moment) rings it to wake the thread.
-    """
-
-    __slots__ = ("deadline", "orphaned", "seq", "until")
-
-    def __init__(self, deadline: int | None, until: Callable[[], bool] | None, seq: int) -> None:
-        self.deadline = deadline
-        self.until = until
-        self.seq = seq  # the order of the waits' starts: the order of the wake-ups due at the same moment
-        self.orphaned = False  # the loop is closed: the thread goes on waiting in real time
-
-
-@dataclasses.dataclass(eq=False)
-class _Job:
-    """One ``run_in_executor`` call: pending until both its thread returned and its future resolved."""
-
-    description: str
-    executor: concurrent.futures.Executor
-    busy_since: float  # real time (perf_counter) of its submission, or of its last wake-up
-    concurrent_future: concurrent.futures.Future[Any] | None = None
-    future: asyncio.Future[Any] | None = None
-    thread_id: int | None = None  # set when its thread starts running it
-    finished: bool = False  # its function has returned (the futures may still be resolving)
-    waiting: _ThreadWait | None = None  # set while its thread waits in a known way (it is idle then)
-    reported: bool = False  # reported as stuck: it holds the time no more (until it waits & wakes again)
-    bell: _Bell | None = None  # made at its thread's first known wait, closed when its function returns
-    pinned: bool = False  # its thread was put on the loop's CPU (at a known wait), or tried to be
-    affinity: set[int] | None = None  # its thread's CPUs before it was pinned: put back when its function returns
-    serial: int = 0  # its place among the loop's jobs, in the order of their submission (the same in every run)
-    abandoned: bool = False  # its waits in virtual time raise JobAbandoned (see VirtualTimeLoop.abandon_jobs_in)
-
-    @property
-    def pending(self) -> bool:
-        cancelled_before_start = (
-            self.thread_id is None and self.concurrent_future is not None and self.concurrent_future.cancelled()
-        )  # its function will never run
-        if not self.finished and not cancelled_before_start:
-            return True
-        return (
-            self.concurrent_future is None
-            or not self.concurrent_future.done()
-            or self.future is None
-            or not self.future.done()
-        )
-
-
-class _JobMarker(threading.local):
-    """Which loop's executor job the current thread runs (if any)."""
-
-    loop: VirtualTimeLoop | None = None
-    job: _Job | None = None
-
-
-_marker = _JobMarker()
-
-
 def job_loop() -> VirtualTimeLoop | None:
     """The virtual-time loop whose executor job the current thread runs (None in other threads)."""
-    loop = _marker.loop
-    return loop if loop is not None and not loop.is_closed() else None
+    loop, _ = marked_job()
+    return loop if isinstance(loop, VirtualTimeLoop) and not loop.is_closed() else None
 
 
 def job_serial() -> int | None:
@@ -279,46 +175,8 @@ def job_serial() -> int | None:
     The loop submits its jobs in the same order in every run of the same code, so the serial names a job
     the same way in every run, whatever the threads' interleaving (e.g. to give each job its own seed).
     """
-    job = _marker.job
-    return job.serial if job is not None and _marker.loop is not None else None
-
-
-def _started(jobs: Iterable[_Job]) -> dict[int, int]:
-    """How many jobs have started and not finished yet, per executor (by id)."""
-    started: dict[int, int] = {}
-    for job in jobs:
-        if job.thread_id is not None and not job.finished:
-            started[id(job.executor)] = started.get(id(job.executor), 0) + 1
-    return started
-
-
-def _run_job(loop: VirtualTimeLoop, job: _Job, func: Callable[..., _T], *args: Any) -> _T:
-    """Run an executor job's function with its thread marked as the loop's (for :meth:`wait_in_thread`)."""
-    previous = _marker.loop, _marker.job
-    _marker.loop, _marker.job = loop, job
-    job.thread_id = threading.get_ident()
-    try:
-        return func(*args)
-    finally:
-        job.finished = True
-        _marker.loop, _marker.job = previous
-        if job.bell is not None:
-            job.bell.close()
-        if job.affinity is not None:
-            affinity.unpin_current_thread(job.affinity)
-
-
-class _RecordingExecutor(concurrent.futures.Executor):
-    """Passes the submission through to the real executor, keeping the concurrent future."""
-
-    def __init__(self, executor: concurrent.futures.Executor) -> None:
-        self.executor = executor
-        self.submitted: concurrent.futures.Future[Any] | None = None
-
-    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[_T]:
-        future = self.executor.submit(fn, *args, **kwargs)
-        self.submitted = future
-        return future
+    loop, job = marked_job()
+    return job.serial if job is not None and loop is not None else None
 
 
 class _GatedSelector(selectors.BaseSelector):
@@ -395,29 +253,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         time_limit: float | None = None,
         one_cpu: bool = True,
     ) -> None:
-        # Guards the jobs' waits (threads start them, the loop & the threads due end them) and the loop's sleep.
-        # Reentrant: the waits' conditions run under it, and a thread-safe call from one would take it again.
-        self._vt_lock = threading.RLock()
-        self._vt_closed = False
-        self._vt_pinnable = one_cpu and affinity.available()  # may be pinned (until an attempt fails)
-        self._vt_cpu: int | None = None  # the CPU of the threads that take turns (chosen at the loop's first sleep)
-        self._vt_free_cpus: set[int] | None = None  # the loop thread's CPUs before it was pinned (while it is)
-        self._vt_jobs: list[_Job] = []
-        self._vt_serials = itertools.count(1)  # the serials of the jobs, in the order of their submission
-        self._vt_awaited: set[_Job] = set()  # the busy jobs that the loop waits for (it is woken when none is left)
-        self._vt_seq = 0  # counts the waits' starts (their order)
-        # The threads due at one moment run one after another (in a fixed order), each woken by the one
-        # before it while the loop sleeps: the line of those not woken yet, and the one woken last.
-        self._vt_line: collections.deque[_Job] = collections.deque()
-        self._vt_baton: _Job | None = None
-        self._vt_soonest: list[_Job] = []  # the waits at the earliest deadline, as of the last look at all jobs
-        self._vt_sleep = _AWAKE  # whether the loop sleeps (or is about to) until its busy threads are idle
+        self._vt_clock = VirtualClock(start=start)
+        self._vt_threads = ThreadJobs(self, self._vt_clock, one_cpu=one_cpu)
         self._vt_gate = _GatedSelector(selectors.DefaultSelector())
         super().__init__(selector=self._vt_gate)
         if epoch.tzinfo is None:
             self.close()
             raise ValueError(f"The epoch must be timezone-aware, got {epoch!r}.")
-        self._vt_clock = VirtualClock(start=start)
         self._clock_resolution = self._vt_clock.resolution
         self.epoch = epoch
         self._vt_epoch_ns = (epoch - _UNIX_EPOCH) // datetime.timedelta(microseconds=1) * 1000
@@ -439,10 +281,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def describe_jobs_in(self, threads: Iterable[threading.Thread], title: str) -> str | None:
         """What this loop's executor jobs do in these threads (what each runs, how it waits, its stack), if any."""
-        idents = {thread.ident for thread in threads}
-        with self._vt_lock:
-            jobs = [job for job in self._vt_jobs if job.thread_id in idents and not job.finished]
-        return describe_threads(jobs, title) if jobs else None
+        return self._vt_threads.describe_in(threads, title)
 
     def time(self) -> float:
         return self._vt_clock.time()
@@ -468,11 +307,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     @property
     def one_cpu(self) -> bool:
         """Whether the threads that take turns run on one CPU (see the parameter); settable, e.g. to compare."""
-        return self._vt_pinnable
+        return self._vt_threads.pinnable
 
     @one_cpu.setter
     def one_cpu(self, value: bool) -> None:
-        self._vt_pinnable = value and affinity.available()
+        self._vt_threads.pinnable = value and affinity.available()
 
     # -- the scheduling -----------------------------------------------------------------------
 
@@ -511,13 +350,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         """Decide with no ready callbacks: whether the iteration may go on (else, decide again)."""
         deadline: int | None = None
         waiting = False
-        if self._vt_jobs or self._vt_holds:
-            jobs = self._vt_jobs = [
-                job
-                for job in self._vt_jobs  # (a running job is pending: the cheap check first)
-                if (job.thread_id is not None and not job.finished) or job.pending
-            ]
-            busy, waiting, deadline = self._sort_jobs(jobs)
+        threads = self._vt_threads
+        if threads.jobs or self._vt_holds:
+            busy, waiting, deadline = threads.sort(threads.prune())
             if busy:
                 return self._sleep_for_threads(busy)  # (the busy threads may have gone idle meanwhile)
             if self._vt_holds and not waiting:
@@ -544,7 +379,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             if self._vt_holds:  # e.g. the default executor's shutdown, joining threads that wait for a flag
                 self._wait_for_threads([])
                 return True
-            idle = f"\n{describe_threads(self._vt_jobs, 'Threads waiting with no deadline')}" if waiting else ""
+            idle = f"\n{describe_threads(threads.jobs, 'Threads waiting with no deadline')}" if waiting else ""
             raise DeadlockError(
                 f"Deadlock at loop time {self.time()!r}: nothing can run (no ready callbacks, no timers,"
                 f" no executor jobs at work, no I/O), yet the loop is waiting.{idle}\n{describe_tasks(self)}",
@@ -565,24 +400,25 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if deadline is None or deadline > target:
             return True  # only timers are due: the iteration runs them
         timers_due = timer is not None and timer <= target  # if so, the iteration runs them while the threads run
-        busy = self._wake_the_soonest(sleep=not timers_due)
+        busy = threads.wake_the_soonest(sleep=not timers_due)
         return timers_due or not busy or self._sleep_for_threads(busy)
 
     def _only_the_self_pipe(self) -> bool:
         """Whether nothing but the self-pipe can wake the loop: no other file descriptors, no signal handlers."""
         return not self._signal_handlers and self._vt_gate.registered == len(self._vt_own_fds)
 
-    def _sleep_for_threads(self, busy: list[_Job]) -> bool:
+    def _sleep_for_threads(self, busy: list[Job]) -> bool:
         """Sleep until the busy threads are idle (see :meth:`_sleep_until_idle`), on the threads' CPU from now on.
 
         The loop's thread stays pinned until the loop stops running (``run_forever()`` returns): a pin at every
         sleep and a release after it would cost two system calls a time, ~17 µs with the thread's migrations.
         """
-        if self._vt_pinnable and self._vt_free_cpus is None:
-            self._pin_loop_thread()
+        threads = self._vt_threads
+        if threads.pinnable and threads.free_cpus is None:
+            threads.pin_loop_thread()
         return self._sleep_until_idle(busy)
 
-    def _sleep_until_idle(self, busy: list[_Job]) -> bool:
+    def _sleep_until_idle(self, busy: list[Job]) -> bool:
         """Block until the busy threads are idle, or a thread-safe call, I/O or a signal comes; whether to iterate.
 
         The loop polls its selector here, not in an iteration: while nothing but the threads' wake-ups
@@ -592,48 +428,22 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         Real I/O is left in the (level-triggered) selector for the iteration to process.
         """
         timeout = self._thread_timeout(busy)
-        with self._vt_lock:
-            if self._vt_sleep == _AWAKE and not self._ready and self._vt_awaited:
-                self._vt_sleep = _DROWSY
-            if self._vt_sleep != _DROWSY or self._ready or not self._vt_awaited:  # rung already, or no need
-                self._vt_sleep = _AWAKE
-                self._vt_line.clear()
-                return False
-            self._vt_sleep = _ASLEEP
-            holder = self._vt_baton  # the thread whose turn it is (the threads may start lines of their own, too)
+        threads = self._vt_threads
+        if not threads.fall_asleep(self._ready):
+            return False
         while True:
             patient = timeout is None or timeout > LINE_PATIENCE
             try:
                 events = self._vt_gate.selector.select(LINE_PATIENCE if patient else timeout)
             except BaseException:  # e.g. KeyboardInterrupt: the loop is awake, the threads stop passing the turn on
-                with self._vt_lock:
-                    self._wake_up()
+                threads.wake_up()
                 raise
-            bells: list[_Bell] = []
-            awaited: list[_Job] = []
-            with self._vt_lock:
-                asleep = self._vt_sleep == _ASLEEP  # not rung: a timeout, a signal, or real I/O
-                if asleep and patient and not events and self._vt_awaited:
-                    if self._vt_line and self._vt_baton is holder:  # it keeps the turn: the others due go on
-                        for job in self._vt_line:
-                            bells.append(_wake(job))
-                            self._vt_awaited.add(job)
-                        self._vt_line.clear()
-                    holder = self._vt_baton  # (if the turn has moved on: as patient with the next one)
-                    awaited = list(self._vt_awaited)
-                if asleep and not awaited:
-                    self._vt_sleep = _AWAKE
-                    self._vt_line.clear()
-            for bell in bells:
-                bell.ring()
+            awaited = threads.after_poll(patient=patient, events=bool(events))
             if not awaited:
                 break
             timeout = self._thread_timeout(awaited, report=False)
             if timeout is not None and timeout <= 0:  # the next decision reports them
-                with self._vt_lock:
-                    if self._vt_sleep == _ASLEEP:
-                        self._vt_sleep = _AWAKE
-                        self._vt_line.clear()
+                threads.give_up_sleep()
                 break
         real_io = False
         for key, _ in events:
@@ -643,188 +453,31 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                 real_io = True
         return real_io
 
-    def _next_line_by_thread(self) -> _Bell | None:
-        """The last thread that the sleeping loop waited for makes the loop's next decision, if it is a simple one.
+    # -- the loop's part in the threads' turns (see ThreadJobs.next_line_by_thread) -------------
 
-        Call with the lock held, from that thread. If nothing but the waits of threads can happen before the
-        earliest of their deadlines (no ready callbacks, no timer up to then, no I/O but the self-pipe, no
-        condition of a wait that holds, no thread at work), the loop would only wake up, jump there and start the
-        line of the threads due: the thread does the same (the same order, the same checks), and the loop sleeps
-        on. That saves a switch of threads and a decision per moment of the threads (half of them with 10
-        sync daemons that do not tick together). Anything else is left to the loop: None, and it is woken.
-        """
-        if self._ready or self._vt_holds or self._stopping or not self._only_the_self_pipe():
-            return None
-        now = self._vt_clock.ticks
-        earliest: int | None = None
-        soonest: list[_Job] = []
-        for job in self._vt_jobs:
-            wait = job.waiting
-            if wait is None:
-                if job.reported or (job.finished and not job.pending):
-                    continue
-                return None  # at work, queued, or its futures still resolving: the loop's part
-            deadline = wait.deadline
-            if (deadline is not None and deadline <= now) or (wait.until is not None and wait.until()):
-                return None  # due now (the loop starts those lines itself)
-            if deadline is None:
-                continue
-            if earliest is None or deadline < earliest:
-                earliest, soonest = deadline, [job]
-            elif deadline == earliest:
-                soonest.append(job)
-        if earliest is None:
-            return None
+    def threads_alone(self) -> bool:
+        """Whether nothing but the waits of the executor jobs' threads can happen now (call with their lock held)."""
+        return not (self._ready or self._vt_holds or self._stopping or not self._only_the_self_pipe())
+
+    def jump_for_threads(self, deadline: int) -> bool:
+        """Jump to the threads' earliest deadline, unless a timer comes first (or at once) or the limit is passed."""
         scheduled = self._scheduled
-        if scheduled and (scheduled[0].cancelled() or self._jump_target(scheduled[0].when()) <= earliest):
-            return None  # a timer comes first (or at the same moment): the loop runs it
-        if self.time_limit is not None and earliest > round(self.time_limit * TICKS_PER_SECOND):
-            return None  # the loop reports it
-        self._set_ticks(earliest)
-        due = [(earliest, job.waiting.seq, job) for job in soonest if job.waiting is not None]
-        return self._start_line(due, sleep=False)  # the loop stays asleep: the threads pass the turn on
+        if scheduled and (scheduled[0].cancelled() or self._jump_target(scheduled[0].when()) <= deadline):
+            return False  # a timer comes first (or at the same moment): the loop runs it
+        if self.time_limit is not None and deadline > round(self.time_limit * TICKS_PER_SECOND):
+            return False  # the loop reports it
+        self._set_ticks(deadline)
+        return True
 
-    def _pin_loop_thread(self) -> None:
-        """Pin the loop's thread to the threads' CPU: the one it ran on at its first sleep for threads."""
-        if self._vt_cpu is None:
-            self._vt_cpu = affinity.current_cpu()
-        previous = None if self._vt_cpu is None else affinity.pin_current_thread(self._vt_cpu)
-        if previous is None:
-            self._vt_pinnable = False  # no way here: never tried again, the jobs' threads stay free too
-            self._vt_cpu = None
-        self._vt_free_cpus = previous
-
-    def _unpin_loop_thread(self) -> None:
-        if self._vt_free_cpus is not None:
-            affinity.unpin_current_thread(self._vt_free_cpus)
-            self._vt_free_cpus = None
+    def wake_for_threads(self) -> None:
+        super()._write_to_self()  # type: ignore[misc]
 
     def run_forever(self) -> None:
         """Run as usual; the loop's thread gets its CPUs back when the loop stops (e.g. between a test's steps)."""
         try:
             super().run_forever()
         finally:
-            self._unpin_loop_thread()
-
-    def _wake_up(self) -> bool:
-        """The loop's sleep ends; the turn of the threads due goes back to it. Whether to write into the self-pipe.
-
-        Call with the lock held. A loop that is only about to sleep sees it before it polls: no write needed.
-        """
-        asleep = self._vt_sleep == _ASLEEP
-        self._vt_sleep = _AWAKE
-        self._vt_line.clear()
-        return asleep
-
-    def _sort_jobs(self, jobs: list[_Job], *, sleep: bool = False) -> tuple[list[_Job], bool, int | None]:
-        """The jobs at work; whether any wait; the earliest deadline of those that wait. Wakes the first due wait.
-
-        A job counts as idle while its thread waits in a known way, or while it is queued behind its executor's
-        limit of jobs that have started (it cannot start before one of them ends): the queued jobs that the free
-        places will take count as at work, the others (later in the queue: executors start theirs in order) as
-        idle, so the loop never waits for a job that cannot start. A woken thread is at work
-        from this moment on, before it even resumes. The threads due run one after another, in the order of
-        their deadlines, then of their waits' starts (the same order from run to run, as a rule), and only
-        while no other thread is at work: the first is woken here, each of the others by the one before it as
-        it waits again (or by the loop's next decision, if the loop had things to do meanwhile). The waits due
-        next (at the earliest deadline) are kept for :meth:`_wake_the_soonest`: a jump there needs no second look
-        at all the jobs.
-        """
-        busy: list[_Job] = []
-        waiting = False
-        earliest: int | None = None
-        soonest: list[_Job] = []  # the waits at the earliest deadline
-        started: dict[int, int] | None = None  # the jobs started & not finished, per executor (if any is queued)
-        now = self._vt_clock.ticks
-        due: list[tuple[int, int, _Job]] = []  # (deadline or now, start of the wait, job): the order of wake-ups
-        with self._vt_lock:
-            for job in jobs:  # (the hot loop of every decision: the common case first, few lookups)
-                wait = job.waiting
-                if wait is not None:
-                    deadline = wait.deadline
-                    if deadline is not None and deadline <= now:
-                        due.append((deadline, wait.seq, job))
-                        continue
-                    until = wait.until
-                    if until is not None and until():
-                        due.append((now, wait.seq, job))
-                        continue
-                    waiting = True
-                    if deadline is None:
-                        pass
-                    elif deadline == earliest:
-                        soonest.append(job)
-                    elif earliest is None or deadline < earliest:
-                        earliest = deadline
-                        soonest = [job]
-                elif job.reported:
-                    pass
-                elif job.thread_id is None:
-                    started = _started(jobs) if started is None else started
-                    if self._takes_a_place(job.executor, started):
-                        busy.append(job)
-                    else:
-                        waiting = True
-                else:
-                    busy.append(job)
-            bell = None
-            if due and not busy:
-                bell = self._start_line(due, sleep=sleep)
-                busy.append(due[0][2])
-                waiting = waiting or len(due) > 1
-            else:
-                waiting = waiting or bool(due)
-                self._vt_awaited = set(busy)
-            self._vt_soonest = soonest
-        if bell is not None:
-            bell.ring()
-        return busy, waiting, earliest
-
-    def _wake_the_soonest(self, *, sleep: bool) -> list[_Job]:
-        """After a jump to the earliest deadline of the waits: start the line of those due (as :meth:`_sort_jobs`)."""
-        bell = None
-        with self._vt_lock:
-            now = self._vt_clock.ticks
-            due = [
-                (wait.deadline, wait.seq, job)
-                for job in self._vt_soonest
-                if (wait := job.waiting) is not None and wait.deadline is not None and wait.deadline <= now
-            ]
-            self._vt_soonest = []
-            if due:
-                bell = self._start_line(due, sleep=sleep)
-            busy = list(self._vt_awaited)
-        if bell is not None:
-            bell.ring()
-        return busy
-
-    def _start_line(self, due: list[tuple[int, int, _Job]], *, sleep: bool) -> _Bell:
-        """Wake the first of the waits due (with the lock held; ring the bell after it); the others queue up.
-
-        With ``sleep``, the loop has nothing else to do: the threads due may pass the turn on from now on.
-        """
-        if len(due) > 1:
-            due.sort()
-        first = due[0][2]
-        bell = _wake(first)
-        self._vt_awaited = {first}
-        self._vt_baton = first
-        line = self._vt_line
-        line.clear()
-        line.extend([job for _, _, job in due[1:]])
-        if sleep:
-            self._vt_sleep = _DROWSY
-        return bell
-
-    @staticmethod
-    def _takes_a_place(executor: concurrent.futures.Executor, started: dict[int, int]) -> bool:
-        """Whether a queued job gets one of its executor's free places (counted as taken from now on)."""
-        limit = getattr(executor, "_max_workers", None)
-        count = started.get(id(executor), 0)
-        if isinstance(limit, int) and count >= limit:
-            return False
-        started[id(executor)] = count + 1
-        return True
+            self._vt_threads.unpin_loop_thread()
 
     def _nothing_to_poll(self) -> bool:
         """A busy iteration skips the poll (a system call) if only the self-pipe is there and nobody wrote into it.
@@ -840,8 +493,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def _write_to_self(self) -> None:
         """Wake the loop (e.g. for a thread-safe call); if it sleeps, the turn of the threads due goes back to it."""
-        with self._vt_lock:
-            self._wake_up()
+        self._vt_threads.wake_up()
         self._vt_woken = True
         super()._write_to_self()  # type: ignore[misc]
 
@@ -862,11 +514,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._timer_cancelled_count -= 1
         return scheduled[0].when() if scheduled else None
 
-    def _wait_for_threads(self, jobs: list[_Job]) -> None:
+    def _wait_for_threads(self, jobs: list[Job]) -> None:
         """Let the selector block for real (the self-pipe wakes it), but not past the executor timeout."""
         self._vt_gate.max_timeout = self._thread_timeout(jobs)
 
-    def _thread_timeout(self, jobs: list[_Job], *, report: bool = True) -> float | None:
+    def _thread_timeout(self, jobs: list[Job], *, report: bool = True) -> float | None:
         """How long (real seconds) the loop may wait for its busy threads; None: no limit; raises if they are stuck."""
         if self.executor_timeout is None or not jobs:
             return None
@@ -911,13 +563,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     ) -> asyncio.Future[_T]:
         if executor is None:
             executor = self._get_default_executor()
-        recorder = _RecordingExecutor(executor)
-        job = _Job(_describe_call(func, args), executor, time.perf_counter(), serial=next(self._vt_serials))
-        call: Callable[[], _T] = functools.partial(_run_job, self, job, func, *args)
+        recorder = RecordingExecutor(executor)
+        job = Job(describe_call(func, args), executor, time.perf_counter(), serial=next(self._vt_threads.serials))
+        call: Callable[[], _T] = functools.partial(run_job, self, job, func, *args)
         future = super().run_in_executor(recorder, call)
         if recorder.submitted is not None:
             job.concurrent_future, job.future = recorder.submitted, future
-            self._vt_jobs.append(job)
+            self._vt_threads.add(job)
         return future
 
     def wait_in_thread(self, timeout: float | None = None, until: Callable[[], bool] | None = None) -> bool:
@@ -929,60 +581,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         whichever comes first. ``until`` must be cheap and thread-safe. After the loop is closed,
         the thread waits the rest of the time in real time.
         """
-        job = _marker.job
-        if _marker.loop is not self or job is None:
+        loop, job = marked_job()
+        if loop is not self or job is None:
             raise RuntimeError("wait_in_thread() is only for the threads that run this loop's executor jobs.")
-        if job.abandoned:
-            raise JobAbandoned(f"The job {job.description} is abandoned: it waits no more.")
-        if timeout is None and until is None:
-            raise ValueError("wait_in_thread() needs a timeout, a condition, or both (or it would never end).")
-        if until is not None and until():
-            return True
-        if timeout is not None and timeout <= 0:
-            return False
-        clock = self._vt_clock
-        deadline = None if timeout is None else clock.ticks + clock.ticks_of(timeout)
-        bell = job.bell
-        if bell is None:
-            bell = job.bell = _Bell()
-        following: _Bell | None = None
-        ring_loop = False
-        with self._vt_lock:
-            closed = self._vt_closed
-            if not closed:
-                self._vt_seq += 1
-                wait = job.waiting = _ThreadWait(deadline, until, self._vt_seq)
-                awaited = self._vt_awaited
-                if job in awaited:
-                    awaited.discard(job)
-                    if self._vt_baton is job:
-                        self._vt_baton = None
-                        if self._vt_sleep != _AWAKE and self._vt_line:  # the loop has nothing to do: the next one goes
-                            successor = self._vt_line.popleft()
-                            following = _wake(successor)
-                            awaited.add(successor)
-                            self._vt_baton = successor
-                    if not awaited:  # the last one the loop waits for: it decides in the loop's stead, or wakes it
-                        following = self._next_line_by_thread() if self._vt_sleep == _ASLEEP else None
-                        if following is None:
-                            ring_loop = self._wake_up()
-        if closed:
-            return _wait_in_real_time(timeout, until)
-        free = self._vt_free_cpus
-        if not job.pinned and free is not None and self._vt_cpu is not None:
-            job.pinned = True  # back to the loop's free CPUs when its job ends (not to the inherited pin)
-            job.affinity = free if affinity.pin_current_thread(self._vt_cpu) is not None else None
-        if following is not None:
-            following.ring()
-        elif ring_loop:
-            super()._write_to_self()  # type: ignore[misc]
-        bell.wait()
-        if job.abandoned:
-            raise JobAbandoned(f"The job {job.description} is abandoned: it waits no more.")
-        if wait.orphaned:
-            remaining = None if wait.deadline is None else max(0, wait.deadline - self._vt_ticks) / TICKS_PER_SECOND
-            return _wait_in_real_time(remaining, until)
-        return until() if until is not None else False
+        return self._vt_threads.wait(job, timeout, until)
 
     def abandon_jobs_in(self, threads: Iterable[threading.Thread]) -> None:
         """Abandon the jobs that these threads run (as when their process is killed): they wake up now.
@@ -991,13 +593,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         (``time.sleep()``, a sync wait for a flag), so its code goes no further than its ``finally`` clauses.
         A job that computes goes on until it waits (or returns).
         """
-        idents = {thread.ident for thread in threads}
-        with self._vt_lock:
-            for job in self._vt_jobs:
-                if job.thread_id in idents and not job.finished:
-                    job.abandoned = True
-                    if job.waiting is not None:
-                        job.waiting.deadline = self._vt_clock.ticks  # due now: woken as any wait that is due
+        self._vt_threads.abandon_in(threads)
 
     def block(self, seconds: float) -> None:
         """The loop's own thread is blocked for ``seconds`` (e.g. a blocking sleep in async code): the clock moves on.
@@ -1013,14 +609,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def close(self) -> None:
         """Close the loop; the threads that still wait in it go on waiting in real time."""
-        with self._vt_lock:
-            self._vt_closed = True
-            self._vt_line.clear()
-            for job in self._vt_jobs:
-                wait, job.waiting = job.waiting, None
-                if wait is not None and job.bell is not None:
-                    wait.orphaned = True
-                    job.bell.ring()
+        self._vt_threads.close()
         super().close()
 
     def set_default_executor(self, executor: concurrent.futures.ThreadPoolExecutor) -> None:  # type: ignore[override]
@@ -1040,41 +629,6 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             await super().shutdown_default_executor(*args)
         finally:
             self._vt_holds -= 1
-
-
-def _wake(job: _Job) -> _Bell:
-    """End a job's wait: it is at work from now on (call with the loop's lock held); the bell to ring after it."""
-    assert job.waiting is not None and job.bell is not None
-    job.waiting = None
-    job.reported = False
-    job.busy_since = time.perf_counter()
-    return job.bell
-
-
-def _describe_call(func: Callable[..., Any], args: tuple[Any, ...]) -> str:
-    """Name the function that an executor job really runs (seeing through partials & contexts)."""
-    target: Any = func
-    while True:
-        if isinstance(target, functools.partial):
-            target, args = target.func, target.args + args
-        elif isinstance(getattr(target, "__self__", None), contextvars.Context) and args and callable(args[0]):
-            target, args = args[0], args[1:]
-        else:
-            break
-    return getattr(target, "__qualname__", None) or repr(target)
-
-
-def _wait_in_real_time(timeout: float | None, until: Callable[[], bool] | None) -> bool:
-    """A wait outside of virtual time (its loop is gone): the condition is polled every few milliseconds."""
-    end = None if timeout is None else time.perf_counter() + timeout
-    pause = threading.Event()  # never set: its wait() is a sleep that nobody patches
-    while True:
-        if until is not None and until():
-            return True
-        left = None if end is None else end - time.perf_counter()
-        if left is not None and left <= 0:
-            return False
-        pause.wait(0.01 if until is not None and (left is None or left > 0.01) else left)
 
 
 # -- diagnostics ------------------------------------------------------------------------------
@@ -1101,31 +655,6 @@ def _await_chain(awaitable: Any) -> list[str]:
         chain.append(f"{code.co_qualname} ({code.co_filename}:{frame.f_lineno})")
         awaitable = inner
     return chain
-
-
-def describe_threads(jobs: Iterable[_Job], title: str, *, now: float | None = None) -> str:
-    """The executor jobs of a loop: what each runs, for how long, and the current stack of its thread."""
-    frames = sys._current_frames()
-    now = time.perf_counter() if now is None else now
-    lines = [f"{title}:"]
-    for job in jobs:
-        wait = job.waiting
-        if wait is not None:
-            state = "waiting" + (
-                f" until loop time {wait.deadline / TICKS_PER_SECOND!r}"
-                if wait.deadline is not None
-                else " for a condition"
-            )
-        elif job.thread_id is None:
-            state = "queued (not started)"
-        else:
-            state = f"at work for {now - job.busy_since:.1f} s"
-        lines.append(f"  - {job.description}, {state}")
-        frame = frames.get(job.thread_id) if job.thread_id is not None else None
-        if frame is not None:
-            for entry in traceback.format_stack(frame):
-                lines.extend(f"      {line}" for line in entry.rstrip().splitlines())
-    return "\n".join(lines)
 
 
 def describe_tasks(loop: asyncio.AbstractEventLoop) -> str:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import itertools
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
@@ -254,9 +255,12 @@ class InMemoryServer:
             shutdown_timeout=shutdown_timeout,
             **runner_kwargs,
         )
+        self._server_kwargs = {"handler_cancellation": handler_cancellation, **runner_kwargs}
+        self._servers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, web.Server] = weakref.WeakKeyDictionary()
         self._ports = itertools.count(FIRST_EPHEMERAL_PORT)
         self._started = False
         self._stopped = False
+        self._runner_loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def running(self) -> bool:
@@ -273,6 +277,7 @@ class InMemoryServer:
         if self._started:
             raise RuntimeError("The in-memory server can be started only once.")
         self._started = True
+        self._runner_loop = asyncio.get_running_loop()
         await self._runner.setup()
 
     async def stop(self) -> None:
@@ -294,10 +299,28 @@ class InMemoryServer:
         await self.stop()
 
     def accept(self) -> tuple[asyncio.Protocol, int]:
-        """Make a server-side protocol for a new connection, and the client's "port"."""
+        """Make a server-side protocol for a new connection (in the running loop), and the client's "port"."""
         if not self.running:
             raise ConnectionRefusedError("The in-memory server is not running.")
-        return self.server(), next(self._ports)
+        return self._server_here()(), next(self._ports)
+
+    def _server_here(self) -> web.Server:
+        """The low-level server whose handlers run in the running loop: the app's own, or one for another loop.
+
+        The app runs in the loop that started it; a connection made in another loop of the same thread (e.g.
+        one that serves a request while the app's loop is blocked by a sync client in its own thread) gets
+        a server of the same app whose request handlers run in that loop.
+        """
+        server = self.server
+        loop = asyncio.get_running_loop()
+        if self._runner_loop in (None, loop):
+            return server
+        here = self._servers.get(loop)
+        if here is None:
+            here = self._servers[loop] = web.Server(
+                server.request_handler, request_factory=server.request_factory, loop=loop, **self._server_kwargs
+            )
+        return here
 
     def connect(self, client: asyncio.Protocol, *, server_port: int = 80) -> None:
         """Connect a client's protocol to a new server-side one, as over a loopback TCP connection (in the loop).

@@ -37,7 +37,11 @@ class PatchError(ValueError):
 
 
 def apply_merge_patch(target: Any, patch: Any) -> Any:
-    """Apply an RFC 7386 merge patch: maps merge recursively, ``null`` deletes, the rest replaces."""
+    """Apply an RFC 7386 merge patch: maps merge recursively, ``null`` deletes, the rest replaces.
+
+    As the API server does: any JSON as the target and the patch (a non-object patch replaces the target
+    whole), and the result is a fresh value that shares nothing with either (the store keeps the old object).
+    """
     if not isinstance(patch, dict):
         return clone(patch)
     result = clone(target) if isinstance(target, dict) else {}

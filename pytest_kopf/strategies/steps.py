@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from ..catalogue import CATALOGUE, deleting, perturbation_kinds, validate_checks
 from ..cluster import KopfCluster
-from ..driving import crash_after, tolerate
+from ..driving import Refusal, attempt, crash_after
 from ..operator import KopfOperator
-from ..oracles import patch_and_revert
+from ..oracles import attempt_patch_and_revert
 from .schemas import CustomResource, object_patches, objects
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "Create",
     "Delete",
     "Driver",
+    "Outcome",
     "PatchAndRevert",
     "PatchFields",
     "PatchMeta",
@@ -73,8 +74,13 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
-def _outcome(result: object) -> str:
-    return "ok" if result is not None else "refused (404/409, tolerated)"
+#: What a user's action on an object came to: ``"ok"``, or the cluster's :class:`Refusal` (a no-op step);
+#: None for the other steps (time passing, faults).
+Outcome = str | Refusal | None
+
+
+def _outcome(result: object) -> str | Refusal:
+    return result if isinstance(result, Refusal) else "ok"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +91,8 @@ class Action:
     #: The step replaces the operator by a fresh one (which knows nothing of the old one's memory).
     restarts: ClassVar[bool] = False
 
-    async def apply(self, driver: Driver) -> str | None:
-        """Do the step; its outcome for the users' actions on objects (``ok``, or the API error code tolerated)."""
+    async def apply(self, driver: Driver) -> Outcome:
+        """Do the step; its outcome for the users' actions on objects (``ok``, or the cluster's refusal)."""
         raise NotImplementedError  # pragma: no cover - every action overrides it
 
     def code(self) -> str:
@@ -101,12 +107,18 @@ class Action:
         return self.code()
 
 
+#: The fields of a spec that shrinking may leave out: the strategy that made the step makes specs without them.
+#: None: any (a step written by hand); empty: none (a user's own strategy: its specs are its own to make).
+Removable = frozenset[str] | None
+
+
 @dataclasses.dataclass(frozen=True)
 class Create(Action):
     body: JsonDict
+    removable: Removable = dataclasses.field(default=None, compare=False, repr=False)
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.create(self.body)))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.create(self.body)))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.create({_literal(self.body)}))"
@@ -117,7 +129,11 @@ class Create(Action):
         options: list[Action] = [Create({k: v for k, v in self.body.items() if k != key}) for key in others]
         spec = self.body.get("spec")
         if isinstance(spec, dict):
-            options.extend(Create({**self.body, "spec": {k: v for k, v in spec.items() if k != key}}) for key in spec)
+            keys = [key for key in spec if self.removable is None or key in self.removable]
+            options.extend(
+                dataclasses.replace(self, body={**self.body, "spec": {k: v for k, v in spec.items() if k != key}})
+                for key in keys
+            )
         return options
 
 
@@ -131,16 +147,18 @@ class MergePatch(Action):
     def patch(self) -> JsonDict:
         raise NotImplementedError  # pragma: no cover - every patching step overrides it
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.patch(self.resource, self.name, self.patch())))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.patch(self.resource, self.name, self.patch())))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.patch({self.resource!r}, {self.name!r}, {_literal(self.patch())}))"
 
 
-def _without_each(values: JsonDict) -> list[JsonDict]:
-    """The mapping without one of its keys, for each key (none if it has one key at most)."""
-    return [{k: v for k, v in values.items() if k != key} for key in values] if len(values) > 1 else []
+def _without_each(values: JsonDict, removable: Removable = None) -> list[JsonDict]:
+    """The mapping without one of its (``removable``) keys, for each such key (none if it has one key at most)."""
+    if len(values) <= 1:
+        return []
+    return [{k: v for k, v in values.items() if k != key} for key in values if removable is None or key in removable]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,12 +166,13 @@ class PatchSpec(MergePatch):
     """A merge patch of the spec: new values of some fields, ``None`` for the fields removed."""
 
     spec: JsonDict
+    removable: Removable = dataclasses.field(default=None, compare=False, repr=False)
 
     def patch(self) -> JsonDict:
         return {"spec": self.spec}
 
     def simpler(self) -> list[Action]:
-        return [PatchSpec(self.resource, self.name, spec) for spec in _without_each(self.spec)]
+        return [dataclasses.replace(self, spec=spec) for spec in _without_each(self.spec, self.removable)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,10 +196,13 @@ class PatchAndRevert(Action):
     resource: str
     name: str
     patch: JsonDict
+    removable: Removable = dataclasses.field(default=None, compare=False, repr=False)
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         return _outcome(
-            await tolerate(patch_and_revert(driver.cluster, driver.operator, self.resource, self.name, self.patch))
+            await attempt(
+                attempt_patch_and_revert(driver.cluster, driver.operator, self.resource, self.name, self.patch)
+            )
         )
 
     def code(self) -> str:
@@ -193,7 +215,7 @@ class PatchAndRevert(Action):
         spec = self.patch.get("spec")
         if not isinstance(spec, dict) or len(self.patch) > 1:
             return []
-        return [PatchAndRevert(self.resource, self.name, {"spec": fewer}) for fewer in _without_each(spec)]
+        return [dataclasses.replace(self, patch={"spec": fewer}) for fewer in _without_each(spec, self.removable)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,8 +239,8 @@ class Delete(Action):
     resource: str
     name: str
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.delete(self.resource, self.name)))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.delete(self.resource, self.name)))
 
     def code(self) -> str:
         return f"await tolerate(kopf_cluster.delete({self.resource!r}, {self.name!r}))"
@@ -230,7 +252,7 @@ class Advance(Action):
 
     seconds: float
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.cluster.sim.advance(self.seconds)
         return None
 
@@ -245,7 +267,7 @@ class Advance(Action):
 class Settle(Action):
     """Wait until the operator is quiet (or the settling time is over)."""
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.settle()
         return None
 
@@ -259,15 +281,15 @@ class ReplayLog(Action):
 
     A recorded incident as the starting state of every example (a machine's ``initial_steps``), or as one
     of the users' actions (its ``logs``). ``until``: only the changes up to so many seconds into the log.
-    A change refused as a user's action would be (404/409: e.g. its object is there already) ends the
+    A change refused as a user's action would be (404/409/410/422: e.g. its object is there already) ends the
     replay there, as a no-op.
     """
 
     log: str
     until: float | None = None
 
-    async def apply(self, driver: Driver) -> str | None:
-        return _outcome(await tolerate(driver.cluster.replay(self.log, speed=None, until=self.until)))
+    async def apply(self, driver: Driver) -> Outcome:
+        return _outcome(await attempt(driver.cluster.replay(self.log, speed=None, until=self.until)))
 
     def code(self) -> str:
         until = f", until={self.until!r}" if self.until is not None else ""
@@ -299,7 +321,7 @@ class ApiErrors(Action):
         parts.append(f"count={self.count}")
         return ", ".join(parts)
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         faults = driver.cluster.sim.faults
         criteria: dict[str, Any] = {"method": self.method, "resource": self.resource, "count": self.count}
         if self.code_ == 409:
@@ -328,7 +350,7 @@ class StaleReads(Action):
     lag: int
     count: int
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         driver.cluster.sim.faults.stale_read(self.lag, count=self.count)
         return None
 
@@ -351,7 +373,7 @@ class WithheldEvents(Action):
     coalesce: bool
     count: int = 1
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         driver.cluster.sim.faults.withhold_events(
             self.delay, coalesce=self.coalesce, resource=self.resource, count=self.count
         )
@@ -382,7 +404,7 @@ class CrashAfterWrites(Action):
     user: ClassVar[bool] = False
     writes: int
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         crash_after(driver.cluster, driver.operator, writes=self.writes, restart_delay=driver.restart_delay)
         return None
 
@@ -400,7 +422,7 @@ class CrashRestart(Action):
     user: ClassVar[bool] = False
     restarts: ClassVar[bool] = True
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.operator.crash()
         await driver.operator.restart()
         return None
@@ -416,7 +438,7 @@ class Redeliver(Action):
     user: ClassVar[bool] = False
     restarts: ClassVar[bool] = True
 
-    async def apply(self, driver: Driver) -> str | None:
+    async def apply(self, driver: Driver) -> Outcome:
         await driver.operator.restart()
         return None
 
@@ -452,6 +474,21 @@ def spec_patches(
     )
 
 
+def _optional_spec_fields(resource: CustomResource) -> Removable:
+    """The spec's fields that the schema does not require (the objects drawn from it may lack them); None: any
+    (a map of free keys, or no schema of its fields)."""
+    spec_schema = resource.fields.get("spec") or {}
+    properties = spec_schema.get("properties")
+    if (
+        not properties
+        or spec_schema.get("additionalProperties")
+        or spec_schema.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        return None
+    required = set(spec_schema.get("required") or ())
+    return frozenset(name for name in properties if name not in required)
+
+
 def user_actions(
     resources: Sequence[CustomResource],
     *,
@@ -472,8 +509,11 @@ def user_actions(
         spec = next((specs[alias] for alias in resource.names if alias in specs), None)
         ref = resource.qualified
         named = st.sampled_from(list(names))
+        # Shrinking stays inside the strategies: a user's specs are kept whole; the schema's lose optional fields only.
+        optional: Removable = frozenset() if spec is not None else _optional_spec_fields(resource)
+        patchable: Removable = frozenset() if spec is not None else None
         creates = objects(resource, names=names, namespace=namespace, spec=spec)
-        patches = st.builds(PatchSpec, st.just(ref), named, spec_patches(resource, spec))
+        patches = st.builds(PatchSpec, st.just(ref), named, spec_patches(resource, spec), st.just(patchable))
         if spec is None:  # now and then, a misoperation instead (its own choice: it shrinks away first)
             misused = objects(resource, names=names, namespace=namespace, misuse=True)
             creates = st.one_of(creates, creates, creates, misused)
@@ -483,7 +523,7 @@ def user_actions(
                 patches,
                 st.builds(PatchSpec, st.just(ref), named, spec_patches(resource, misuse=True)),
             )
-        choices.append(creates.map(Create))
+        choices.append(st.builds(Create, creates, st.just(optional)))
         choices.append(patches)
         others = resource.field_patches()
         if others is not None:
@@ -541,7 +581,8 @@ def perturbations(
             )
         )
     if "crashes" in kinds:
-        choices.append(st.builds(CrashAfterWrites, st.integers(1, 12)))
+        # Half the time within the first few writes: most bugs of a crash are right after a handler's first write.
+        choices.append(st.builds(CrashAfterWrites, st.one_of(st.integers(1, 3), st.integers(4, 12))))
         choices.append(st.just(CrashRestart()))
     if "redeliver" in kinds:
         choices.append(st.just(Redeliver()))
@@ -567,7 +608,8 @@ def reverted_changes(
     others = resource.field_patches(misuse=True)
     if others is not None and spec is None:
         patches = st.one_of(patches, patches, others)
-    return st.builds(PatchAndRevert, st.just(resource.qualified), st.sampled_from(list(names)), patches)
+    kept: Removable = frozenset() if spec is not None else None  # a user's specs are kept whole in shrinking
+    return st.builds(PatchAndRevert, st.just(resource.qualified), st.sampled_from(list(names)), patches, st.just(kept))
 
 
 def actions(

@@ -77,6 +77,7 @@ def test_the_reproduction_replays_the_incident_and_passes_for_a_correct_operator
 
 
 def test_a_replay_refused_is_a_no_op_as_a_users_action_would_be() -> None:
+    from pytest_kopf.driving import Refusal
     from pytest_kopf.stateful import OperatorSpec, World
 
     world = World(OperatorSpec(paths=(str(OPERATOR),), manifests=(str(CRD),)))
@@ -85,7 +86,8 @@ def test_a_replay_refused_is_a_no_op_as_a_users_action_would_be() -> None:
         assert world.run(MID_INCIDENT.apply(world)) == "ok"  # the object is there: the replay goes on from it
         world.run(world.cluster.patch(RESOURCE, "flappy", {"metadata": {"finalizers": ["example.com/held"]}}))
         world.run(world.cluster.delete(RESOURCE, "flappy"))  # held by a finalizer: being deleted
-        assert world.run(MID_INCIDENT.apply(world)) == "refused (404/409, tolerated)"
+        refused = world.run(MID_INCIDENT.apply(world))
+        assert isinstance(refused, Refusal) and refused.code == 409, refused
         obj = world.run(world.cluster.get(RESOURCE, "flappy"))
         assert obj is not None and obj["spec"] == {"field": "blue"} and obj["metadata"]["deletionTimestamp"]
     finally:

@@ -9,10 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kopf._cogs.structs.ids import HandlerId
-from kopf._cogs.structs.patches import Patch
+from kopf._cogs.structs.patches import Patch, merge_patched_view
 from kopf._cogs.structs.references import Resource
 from kopf._core.actions.errors import ErrorsMode
-from kopf._core.actions.execution import apply_merge_patch
 from kopf._core.intents.handlers import DaemonHandler, IndexingHandler, TimerHandler
 
 LOGGER = logging.getLogger("tests.engines")
@@ -148,7 +147,7 @@ class PatchSink:
         self.patches.append(copy.deepcopy(dict(patch)))
         self.times.append(asyncio.get_running_loop().time())
         if self.body is not None:
-            self.body = apply_merge_patch(self.body, patch)
+            self.body = merge_patched_view(self.body, patch)
 
     @property
     def statuses(self) -> list[Any]:

@@ -4,6 +4,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
+from kopf._cogs.structs import patches
 from kopf._cogs.structs.patches import MetaPatch, Patch, SpecPatch, StatusPatch
 
 
@@ -134,3 +135,22 @@ def _merge(target: Any, patch: Any) -> Any:
         else:
             target[key] = _merge(target.get(key), value)
     return target
+
+
+def test_merge_patched_view() -> None:
+    body = {"a": {"b": 1, "c": 2}, "d": [1], "e": "x"}
+    result = patches.merge_patched_view(body, {"a": {"b": None, "f": {"g": 3}}, "d": [2], "e": None})
+    assert result == {"a": {"c": 2, "f": {"g": 3}}, "d": [2]}
+    assert body == {"a": {"b": 1, "c": 2}, "d": [1], "e": "x"}
+
+
+def test_merge_patched_view_copies_the_patch_and_shares_the_untouched_body() -> None:
+    body = {"metadata": {"labels": {"x": "1"}}, "spec": {"items": [1, 2]}}
+    patch = {"status": {"list": [1]}, "metadata": {"annotations": {"a": "b"}}}
+    result = patches.merge_patched_view(body, patch)
+    patch["status"]["list"].append(2)
+    assert result["status"] == {"list": [1]}
+    assert result["spec"] is body["spec"]  # never patched: not copied
+    assert result["metadata"] is not body["metadata"]  # patched: a new mapping
+    assert result["metadata"]["labels"] is body["metadata"]["labels"]
+    assert body == {"metadata": {"labels": {"x": "1"}}, "spec": {"items": [1, 2]}}

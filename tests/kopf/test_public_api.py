@@ -355,11 +355,11 @@ def test_the_optional_parts_are_imported_on_their_first_use(tmp_path: pathlib.Pa
         "from kopf import WebhookServer\n"
         "from kopf._cogs.helpers.loggers import LogFormat, make_formatter\n"
         "from kopf._cogs.structs.patches import make_fns_patch\n"
-        "from kopf._core.intents.piggybacking import _load_kubeconfig\n"
+        "from kopf._core.intents.logins.kubeconfigs import load_kubeconfig\n"
         "formatter = make_formatter(LogFormat.JSON)\n"
         "print(WebhookServer.__module__, type(formatter).__name__, 'WebhookK3dServer' in dir(kopf))\n"
         "print(make_fns_patch({}, [lambda body: body.update(spec={'x': 1})]))\n"
-        "config, found = _load_kubeconfig([sys.argv[1]])\n"
+        "config, found = load_kubeconfig([sys.argv[1]])\n"
         "print(len(found), sorted(m for m in lazy if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code, str(kubeconfig)], capture_output=True, text=True, check=True)

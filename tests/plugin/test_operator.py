@@ -225,7 +225,7 @@ async def test_modules_and_settings(kopf_cluster, kopf_operator):
     await kopf_cluster.create(example("ex1"))
     obj = await kopf_cluster.wait_for("kex", "ex1", condition=lambda o: o["status"]["from_module"])
     assert obj["metadata"]["finalizers"] == ["example.com/our-finalizer"]
-    await kopf_operator.restart()   # the same module, loaded once: the registry is kept
+    await kopf_operator.restart()   # the module loaded anew, as by a new process: the same handlers
     assert len(kopf_operator.registry.changing.get_all_handlers()) == 2
 
 @pytest.mark.kopf_sim_only

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 from typing import Any
+from unittest import mock
 
 import aiohttp
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from kopf_sim.kube import errors
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
+from kopf_sim.store import buckets
 from kopf_sim.store import cluster as cluster_module
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing.clock import ManualClock, SeededUids
@@ -66,6 +68,7 @@ def write_something(cluster: Cluster, rng: random.Random) -> None:
 @settings(max_examples=40, deadline=None)
 @given(
     hot=st.sampled_from([1, 10_000]),
+    indexed_size=st.sampled_from([5, 1_000]),  # labels indexed as the resource grows, or by the first selected list
     namespace=st.sampled_from([None, "beta"]),
     selector=st.sampled_from(["", "color=red", "color!=red"]),
     seed=st.integers(0, 2**16),
@@ -73,9 +76,10 @@ def write_something(cluster: Cluster, rng: random.Random) -> None:
     writes=st.integers(0, 6),
 )
 def test_a_walk_returns_each_object_once_as_at_its_snapshot(
-    hot: int, namespace: str | None, selector: str, seed: int, limit: int, writes: int
+    hot: int, indexed_size: int, namespace: str | None, selector: str, seed: int, limit: int, writes: int
 ) -> None:
-    cluster = populated(hot=hot, seed=seed)
+    with mock.patch.object(buckets, "INDEXED_SIZE", indexed_size):
+        cluster = populated(hot=hot, seed=seed)
     rtype = cluster.resource("", "v1", "configmaps")
     labels = LabelSelector.parse(selector)
     expected = state(cluster.list(rtype, namespace, labels=labels)["items"])
@@ -190,3 +194,54 @@ async def test_lists_are_sent_as_the_objects_encode(client: aiohttp.ClientSessio
     assert raw == expected
     assert [o["metadata"]["name"] for o in listing["items"]] == ["cm-0", "cm-1"]
     assert listing["metadata"]["remainingItemCount"] == 3
+
+
+async def test_a_served_walk_under_writes_is_the_snapshot_and_an_expired_token_goes_on(
+    crd_cluster: Cluster, client: aiohttp.ClientSession
+) -> None:
+    """Over HTTP, as clients walk: each object once at the first page's version; a compacted token is a 410
+    whose Status carries a token for the rest of the list at the latest version."""
+    url = "/api/v1/namespaces/default/configmaps"
+    for index in range(12):
+        async with client.post(url, json={"metadata": {"name": f"cm-{index:02d}"}, "data": {"n": "0"}}) as response:
+            assert response.status == 201
+    async with client.get(url) as response:
+        expected = state((await response.json())["items"])
+    walked: list[dict[str, Any]] = []
+    params = {"limit": "5"}
+    versions = set()
+    while True:
+        async with client.get(url, params=params) as response:
+            page = await response.json()
+        versions.add(page["metadata"]["resourceVersion"])
+        walked.extend(page["items"])
+        if "continue" not in page["metadata"]:
+            break
+        params = {"limit": "5", "continue": page["metadata"]["continue"]}
+        # Meanwhile: an object ahead of the walk changes, one behind it goes, a new one comes ahead of it.
+        patch = {"data": {"n": "1"}}
+        headers = {"Content-Type": MERGE}
+        async with client.patch(f"{url}/cm-11", json=patch, headers=headers) as response:
+            assert response.status == 200
+        async with client.delete(f"{url}/{walked[-1]['metadata']['name']}") as response:
+            assert response.status == 200
+        async with client.post(url, json={"metadata": {"name": f"cm-99-{len(walked)}"}}) as response:
+            assert response.status == 201
+    assert len(versions) == 1
+    assert [o["metadata"]["name"] for o in walked] == sorted(name for _, name in expected)
+    assert state(walked) == expected
+    first = await (await client.get(url, params={"limit": "5"})).json()
+    async with client.post(url, json={"metadata": {"name": "cm-after"}}) as response:
+        assert response.status == 201
+    crd_cluster.compact()  # the first page's version is gone from the history
+    async with client.get(url, params={"limit": "5", "continue": first["metadata"]["continue"]}) as response:
+        assert response.status == 410
+        status = await response.json()
+    assert (status["reason"], status["code"]) == ("Expired", 410)
+    async with client.get(url, params={"continue": status["metadata"]["continue"]}) as response:
+        rest = await response.json()
+    async with client.get(url) as response:
+        now = await response.json()
+    assert [o["metadata"]["name"] for o in first["items"] + rest["items"]] == [
+        o["metadata"]["name"] for o in now["items"]
+    ]

@@ -182,7 +182,7 @@ def test_threads_still_waiting_when_the_loop_closes_wait_in_real_time() -> None:
     future = loop.run_in_executor(None, job)
     loop.run_until_complete(asyncio.sleep(0))
     assert entered.wait(10)
-    while not any(job.waiting for job in loop._vt_jobs):
+    while not any(job.waiting for job in loop._vt_threads.jobs):
         time.sleep(0.001)
     default_executor = loop._vt_default_executor
     loop.close()
@@ -235,7 +235,7 @@ class LateFreeingExecutor(concurrent.futures.Executor):
         pause = threading.Event()
         first = True
         while (item := self._queue.get()) is not None:
-            while not first and not self._loop._vt_sleep:  # the loop has decided what it waits for
+            while not first and not self._loop._vt_threads.sleep:  # the loop has decided what it waits for
                 pause.wait(0.0005)
             first = False
             future, call = item

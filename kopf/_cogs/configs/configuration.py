@@ -11,6 +11,7 @@ read by the framework only at startup or at the beginning of an activity.
 import concurrent.futures
 import dataclasses
 import logging
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, ClassVar
 
@@ -50,8 +51,18 @@ class _StrictSection:
         super().__setattr__(name, value)
 
     @classmethod
-    def _valid_names(cls) -> set[str]:
-        """The fields, the settable properties, and what the subclasses declare (e.g. in the test tools)."""
+    def _valid_names(cls) -> frozenset[str]:
+        """The fields, the settable properties, and what the subclasses declare (e.g. in the test tools).
+
+        Once per class: every setting set (every fresh ``OperatorSettings`` sets them all) asks for them.
+        """
+        names = _VALID_NAMES.get(cls)
+        if names is None:
+            names = _VALID_NAMES[cls] = cls._collect_valid_names()
+        return names
+
+    @classmethod
+    def _collect_valid_names(cls) -> frozenset[str]:
         fields = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
         properties = {
             name
@@ -65,7 +76,10 @@ class _StrictSection:
             for name in vars(klass).get("__annotations__", {})
             if name not in ("_section",)
         }
-        return fields | properties | declared
+        return frozenset(fields | properties | declared)
+
+
+_VALID_NAMES: weakref.WeakKeyDictionary[type, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 class SelectorMapping(dict[str, str]):

@@ -119,6 +119,31 @@ class Patch(dict[str, Any]):
         return ops
 
 
+def merge_patched_view(
+    body: Mapping[str, Any], patch: Mapping[str, Any], *, copy_values: bool = True
+) -> dict[str, Any]:
+    """What the body will be with the merge-patch applied (RFC 7386), for reading; the body itself unchanged.
+
+    Not the API server's ``apply_merge_patch`` (kopf_sim's: a fresh object, independent of both inputs).
+    Only the mappings on the patched paths are new; the rest is shared with the body (not copied:
+    a whole object's deep copy per handling cycle costs more than the cycle), so the result is for
+    reading. The patch's own values are copied: a patch can change after it was applied
+    (``copy_values=False`` shares them too, for a result that is only compared and dropped).
+    """
+    result: dict[str, Any] = dict(body)
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif type(value) is dict or isinstance(value, Mapping):  # plain dicts: no slower ABC check
+            existing = result.get(key)
+            if not (type(existing) is dict or isinstance(existing, Mapping)):
+                existing = {}
+            result[key] = merge_patched_view(existing, value, copy_values=copy_values)
+        else:
+            result[key] = copy.deepcopy(value) if copy_values else value
+    return result
+
+
 def make_fns_patch(body: Mapping[str, Any], fns: Iterable[PatchFn]) -> list[dict[str, Any]]:
     """The JSON-patch operations that the functions make to (a copy of) the body."""
     import jsonpatch  # on demand: ~3 ms at start-up (with difflib & jsonpointer), for the patch functions only

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import copy
 import dataclasses
 import datetime
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -401,7 +400,7 @@ class State(Mapping[str, HandlerState]):
         # No records were in the object when fetched, and no sub-handlers have run since (they leave their ids
         # in the states): there are no records to look up, e.g. in a new object's first cycle, finished at once.
         lookup = not self._unrecorded.issuperset(queue) or any(state.subrefs for state in self._states.values())
-        patched = bodies.Body(apply_merge_patch(body, patch)) if lookup else None
+        patched = bodies.Body(patches.merge_patched_view(body, patch)) if lookup else None
         seen: set[str] = set()
         while queue:
             key = queue.pop(0)
@@ -437,28 +436,6 @@ class State(Mapping[str, HandlerState]):
     @property
     def failed(self) -> list[str]:
         return [handler_id for handler_id, state in self._states.items() if state.failure]
-
-
-def apply_merge_patch(body: Mapping[str, Any], patch: Mapping[str, Any], *, copy_values: bool = True) -> dict[str, Any]:
-    """What the body will be with the merge-patch applied (RFC 7386), the body itself unchanged.
-
-    Only the mappings on the patched paths are new; the rest is shared with the body (not copied:
-    a whole object's deep copy per handling cycle costs more than the cycle), so the result is for
-    reading. The patch's own values are copied: a patch can change after it was applied
-    (``copy_values=False`` shares them too, for a result that is only compared and dropped).
-    """
-    result: dict[str, Any] = dict(body)
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        elif type(value) is dict or isinstance(value, Mapping):  # plain dicts: no slower ABC check
-            existing = result.get(key)
-            if not (type(existing) is dict or isinstance(existing, Mapping)):
-                existing = {}
-            result[key] = apply_merge_patch(existing, value, copy_values=copy_values)
-        else:
-            result[key] = copy.deepcopy(value) if copy_values else value
-    return result
 
 
 def deliver_results(*, outcomes: Mapping[str, HandlerOutcome], patch: patches.Patch) -> None:

@@ -25,9 +25,10 @@ from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import ConnectionInfo, LoginError, Vault
 from kopf._cogs.structs.ephemera import AnyMemo
 from kopf._core.actions import execution, invocation, lifecycles
-from kopf._core.intents import piggybacking, registries
+from kopf._core.intents import registries
 from kopf._core.intents.causes import Activity
 from kopf._core.intents.handlers import ActivityHandler
+from kopf._core.intents.logins import fallbacks
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ async def authenticate(
     """Run the login handlers (declared or fallback) once and put their results into the vault."""
     handlers: Sequence[ActivityHandler] = registry.activities.get_handlers(Activity.AUTHENTICATION)
     if not handlers:
-        handlers = piggybacking.get_fallback_login_handlers()
+        handlers = fallbacks.get_fallback_login_handlers()
     try:
         results = await run_activity(
             registry=registry,

@@ -22,7 +22,6 @@ from typing import Any, cast
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs import bodies, patches
 from kopf._cogs.structs.references import Resource
-from kopf._core.actions.execution import apply_merge_patch
 from kopf._core.intents import registries
 from kopf._core.intents.handlers import ResourceHandler
 
@@ -131,12 +130,12 @@ def _landed_as_is(before: Mapping[str, Any], patch: Mapping[str, Any], after: Ma
             return False
     patched_meta: Mapping[str, Any] = patch.get("metadata") or {}
     patched_annotations = patched_meta.get("annotations") or {}
-    annotations = apply_merge_patch(old_meta.get("annotations") or {}, patched_annotations, copy_values=False)
+    annotations = patches.merge_patched_view(old_meta.get("annotations") or {}, patched_annotations, copy_values=False)
     if annotations != (new_meta.get("annotations") or {}):
         return False
     status = before.get("status")
     if "status" in patch:
-        status = apply_merge_patch(
+        status = patches.merge_patched_view(
             status if isinstance(status, Mapping) else {}, patch["status"] or {}, copy_values=False
         )
     return bool(status == after.get("status"))

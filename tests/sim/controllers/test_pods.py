@@ -75,6 +75,16 @@ async def test_pending_running_ready_after_the_delays(kopf_cluster: KopfCluster)
     assert managers == {("pytest-kopf", None), ("kubelet", "status")}
 
 
+async def test_ready_on_time_when_the_float_sums_miss_the_tick(kopf_cluster: KopfCluster) -> None:
+    # Started at 1.000002 s: 1.000002 + 1.0 is a hair after the tick of 2.000002 s, where the pod is due to be ready
+    # (a timer for the hair's delay is due at once: the pod was reconciled over and over at that tick).
+    assert 1.000002 + 1.0 > 2.000002
+    await asyncio.sleep(0.000002)
+    await kopf_cluster.create(pod("web"))
+    await kopf_cluster.wait_for("pods", "web", condition=ready)
+    assert now() == 2.000002  # on time: not a second late (after the spinning guard's pause)
+
+
 async def test_the_timings_are_configurable(kopf_cluster: KopfCluster, controllers: ControllerManager) -> None:
     controllers.configure(pod_start_delay=5, pod_ready_delay=3)
     await kopf_cluster.create(pod("slow"))

@@ -1,9 +1,4 @@
-"""
-The daemons engine, driven directly: spawning, kwargs, stop-flags, termination stages, restarts, results.
-
-Async tests run in virtual time (looptime); the sync daemons (threads) are tested in real time
-with short timeouts, since the threads cannot be fast-forwarded.
-"""
+"""Terminating the daemons (graceful, cancelled, abandoned, polled forever), and the operator-level stopping."""
 
 import asyncio
 import logging
@@ -13,15 +8,11 @@ from typing import Any
 
 import pytest
 
-import kopf
 from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._cogs.structs.bodies import Body
 from kopf._cogs.structs.ephemera import Memo
 from kopf._core.engines.daemons import (
-    AsyncDaemonStopped,
     DaemonsMemory,
     DaemonStopped,
-    DaemonStopper,
     DaemonStoppingReason,
     SyncDaemonStopped,
     daemon_killer,
@@ -31,309 +22,10 @@ from kopf._core.engines.daemons import (
 )
 from tests.helpers import wait_for
 
-from .spawning_helpers import LOGGER, RESOURCE, PatchSink, daemon_handler, make_body
+from ..spawning_helpers import LOGGER, RESOURCE, PatchSink, daemon_handler, make_body
+from .helpers import looptime, spawn
 
-looptime = pytest.mark.looptime
-
-
-async def spawn(
-    handlers: list[Any],
-    memory: DaemonsMemory,
-    body: dict[str, Any] | None = None,
-    sink: PatchSink | None = None,
-    settings: OperatorSettings | None = None,
-    memo: Any = None,
-    indices: dict[str, Any] | None = None,
-) -> None:
-    await spawn_daemons(
-        settings=settings or OperatorSettings(),
-        handlers=handlers,
-        memory=memory,
-        body=body if body is not None else make_body(),
-        resource=RESOURCE,
-        logger=LOGGER,
-        memo=memo if memo is not None else Memo(),
-        indices=indices,
-        patch_sink=sink,
-    )
-
-
-# -------------------------------------------------------------------------------------------------
-# The stop-flag.
-# -------------------------------------------------------------------------------------------------
-
-
-async def test_reasons_are_documented_flags() -> None:
-    assert DaemonStoppingReason.DONE.value == 1
-    assert DaemonStoppingReason.FILTERS_MISMATCH.value == 2
-    assert DaemonStoppingReason.RESOURCE_DELETED.value == 4
-    assert DaemonStoppingReason.OPERATOR_PAUSING.value == 8
-    assert DaemonStoppingReason.OPERATOR_EXITING.value == 16
-    assert DaemonStoppingReason.DAEMON_SIGNALLED.value == 32
-    assert DaemonStoppingReason.DAEMON_CANCELLED.value == 64
-    assert DaemonStoppingReason.DAEMON_ABANDONED.value == 128
-    combined = DaemonStoppingReason.RESOURCE_DELETED | DaemonStoppingReason.OPERATOR_EXITING
-    assert DaemonStoppingReason.RESOURCE_DELETED in combined
-    assert not DaemonStoppingReason.NONE
-
-
-@looptime
-async def test_async_flag_is_truthy_when_set_and_awaitable() -> None:
-    stopper = DaemonStopper()
-    stopped = AsyncDaemonStopped(stopper)
-    assert isinstance(stopped, DaemonStopped)
-    assert not stopped and not stopped.is_set()
-    assert stopped.reason == DaemonStoppingReason.NONE
-
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    assert await stopped.wait(5) is False
-    assert loop.time() - start == pytest.approx(5)
-
-    loop.call_later(3, stopper.set, DaemonStoppingReason.RESOURCE_DELETED)
-    assert await stopped.wait(100) is True
-    assert loop.time() - start == pytest.approx(8)
-    assert stopped and stopped.is_set()
-    assert stopped.reason == DaemonStoppingReason.RESOURCE_DELETED
-    await stopped  # no waiting when set.
-    stopper.set(DaemonStoppingReason.OPERATOR_EXITING)
-    assert stopped.reason == DaemonStoppingReason.RESOURCE_DELETED | DaemonStoppingReason.OPERATOR_EXITING
-
-
-async def test_sync_flag_wakes_up_threads_at_once() -> None:
-    stopper = DaemonStopper()
-    stopped = SyncDaemonStopped(stopper)
-    results: list[Any] = []
-
-    def thread_fn() -> None:
-        results.append(stopped.wait(0.01))  # times out: not set.
-        started = time.monotonic()
-        results.append(stopped.wait(10))
-        results.append(time.monotonic() - started)
-
-    thread = threading.Thread(target=thread_fn)
-    thread.start()
-    await asyncio.sleep(0.05)
-    stopper.set()
-    thread.join(1)
-    assert not thread.is_alive()
-    assert results[0] is False
-    assert results[1] is True
-    assert results[2] < 1
-    assert stopped.reason == DaemonStoppingReason.DAEMON_SIGNALLED
-
-
-# -------------------------------------------------------------------------------------------------
-# Spawning & kwargs.
-# -------------------------------------------------------------------------------------------------
-
-
-@looptime
-async def test_async_daemon_gets_the_documented_kwargs() -> None:
-    seen: dict[str, Any] = {}
-
-    async def fn(**kwargs: Any) -> None:
-        seen.update(kwargs)
-        await kwargs["stopped"].wait()
-
-    memory = DaemonsMemory()
-    memo = Memo()
-    handler = daemon_handler(fn, param=123)
-    await spawn([handler], memory, memo=memo, indices={"my_idx": {"k": ["v"]}})
-    await wait_for(lambda: bool(seen))
-    expected = {
-        "body",
-        "spec",
-        "meta",
-        "status",
-        "uid",
-        "name",
-        "namespace",
-        "labels",
-        "annotations",
-        "patch",
-        "logger",
-        "memo",
-        "param",
-        "resource",
-        "stopped",
-        "retry",
-        "started",
-        "runtime",
-        "my_idx",
-    }
-    assert expected <= set(seen)
-    assert isinstance(seen["stopped"], AsyncDaemonStopped)
-    assert isinstance(seen["body"], Body)
-    assert seen["name"] == "kex1" and seen["namespace"] == "ns1" and seen["uid"] == "uid-kex1"
-    assert seen["param"] == 123 and seen["retry"] == 0
-    assert seen["memo"] is memo
-    assert seen["resource"] == RESOURCE
-    assert seen["my_idx"] == {"k": ["v"]}
-
-    assert await stop_daemons(settings=OperatorSettings(), memory=memory) is None
-    assert not memory.running
-
-
-@looptime
-async def test_daemon_sees_the_live_body() -> None:
-    fields: list[Any] = []
-
-    async def fn(stopped: DaemonStopped, spec: Any, body: Any, **_: Any) -> None:
-        while not stopped:
-            fields.append((spec["field"], body["spec"]["field"]))
-            await asyncio.sleep(10)
-
-    memory = DaemonsMemory()
-    handler = daemon_handler(fn)
-    await spawn([handler], memory, body=make_body(spec={"field": "a"}))
-    await asyncio.sleep(15)
-    await spawn([handler], memory, body=make_body(spec={"field": "b"}))
-    await asyncio.sleep(10)
-    assert fields == [("a", "a"), ("a", "a"), ("b", "b")]
-    assert len(memory.running) == 1  # not re-spawned on the next event.
-    await stop_all([memory], settings=OperatorSettings())
-
-
-@looptime
-async def test_initial_delay_postpones_the_start() -> None:
-    loop = asyncio.get_running_loop()
-    starts: list[float] = []
-
-    async def fn(stopped: DaemonStopped, **_: Any) -> None:
-        starts.append(loop.time())
-        await stopped.wait()
-
-    memory = DaemonsMemory()
-    start = loop.time()
-    await spawn([daemon_handler(fn, initial_delay=30)], memory)
-    await asyncio.sleep(29)
-    assert not starts
-    await asyncio.sleep(2)
-    assert starts == [pytest.approx(start + 30)]
-    await stop_all([memory], settings=OperatorSettings())
-
-
-@looptime
-async def test_daemon_stopped_during_the_initial_delay_is_never_called() -> None:
-    calls: list[int] = []
-
-    async def fn(**_: Any) -> None:
-        calls.append(1)
-
-    memory = DaemonsMemory()
-    await spawn([daemon_handler(fn, initial_delay=30)], memory)
-    await asyncio.sleep(10)
-    assert await stop_daemons(settings=OperatorSettings(), memory=memory) is None
-    await asyncio.sleep(100)
-    assert not calls and not memory.running
-
-
-# -------------------------------------------------------------------------------------------------
-# Results, exits, restarts, errors.
-# -------------------------------------------------------------------------------------------------
-
-
-@looptime
-async def test_result_goes_to_status_and_exited_daemon_is_not_restarted() -> None:
-    calls: list[int] = []
-
-    async def fn(**_: Any) -> dict[str, Any]:
-        calls.append(1)
-        await asyncio.sleep(10)
-        return {"finished": True}
-
-    memory = DaemonsMemory()
-    sink = PatchSink()
-    handler = daemon_handler(fn)
-    await spawn([handler], memory, sink=sink)
-    await asyncio.sleep(11)
-    assert sink.statuses == [{"daemon_fn": {"finished": True}}]
-    assert not memory.running
-    assert handler.id in memory.exhausted
-
-    await spawn([handler], memory, sink=sink)  # the next event: not re-spawned.
-    await asyncio.sleep(100)
-    assert calls == [1]
-
-
-@looptime
-async def test_daemon_patch_is_applied_after_it_exits() -> None:
-    async def fn(patch: kopf.Patch, **_: Any) -> None:
-        patch.status["seen"] = "yes"
-
-    memory = DaemonsMemory()
-    sink = PatchSink()
-    await spawn([daemon_handler(fn)], memory, sink=sink)
-    await wait_for(lambda: bool(sink.patches))
-    assert sink.patches == [{"status": {"seen": "yes"}}]
-
-
-@looptime
-async def test_temporary_error_restarts_after_its_delay() -> None:
-    loop = asyncio.get_running_loop()
-    attempts: list[tuple[float, int]] = []
-
-    async def fn(retry: int, **_: Any) -> None:
-        attempts.append((loop.time(), retry))
-        await asyncio.sleep(10)
-        if retry < 2:
-            raise kopf.TemporaryError("Need to restart.", delay=10)
-
-    memory = DaemonsMemory()
-    start = loop.time()
-    await spawn([daemon_handler(fn)], memory)
-    await asyncio.sleep(100)
-    assert [retry for _, retry in attempts] == [0, 1, 2]
-    assert [t - start for t, _ in attempts] == [pytest.approx(0), pytest.approx(20), pytest.approx(40)]
-    assert not memory.running
-
-
-@looptime
-async def test_arbitrary_error_restarts_after_backoff_until_retries_exceeded(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    loop = asyncio.get_running_loop()
-    times: list[float] = []
-
-    async def fn(**_: Any) -> None:
-        times.append(loop.time())
-        raise ValueError("boom")
-
-    memory = DaemonsMemory()
-    start = loop.time()
-    await spawn([daemon_handler(fn, backoff=5, retries=3)], memory)
-    await asyncio.sleep(100)
-    assert [t - start for t in times] == [pytest.approx(0), pytest.approx(5), pytest.approx(10)]
-    assert not memory.running and "daemon_fn" in memory.exhausted
-    assert "will stop now (it would exceed 3 retries on the next attempt)" in caplog.text
-
-
-@looptime
-async def test_permanent_errors_stop_the_daemon_forever() -> None:
-    calls: list[str] = []
-
-    async def fn1(**_: Any) -> None:
-        calls.append("fn1")
-        raise kopf.PermanentError("Bye-bye!")
-
-    async def fn2(**_: Any) -> None:
-        calls.append("fn2")
-        raise ValueError("Bye!")
-
-    memory = DaemonsMemory()
-    handlers = [daemon_handler(fn1, id="fn1"), daemon_handler(fn2, id="fn2", errors=kopf.ErrorsMode.PERMANENT)]
-    await spawn(handlers, memory)
-    await asyncio.sleep(100)
-    await spawn(handlers, memory)
-    await asyncio.sleep(100)
-    assert sorted(calls) == ["fn1", "fn2"]
-    assert memory.exhausted == {"fn1", "fn2"}
-
-
-# -------------------------------------------------------------------------------------------------
 # Termination: graceful, cancelled, abandoned, polled forever.
-# -------------------------------------------------------------------------------------------------
 
 
 @looptime
@@ -571,9 +263,7 @@ async def test_terminating_daemon_is_not_respawned_until_it_exits() -> None:
     await stop_all([memory], settings=OperatorSettings())
 
 
-# -------------------------------------------------------------------------------------------------
 # The operator-level stopping.
-# -------------------------------------------------------------------------------------------------
 
 
 @looptime
@@ -659,7 +349,7 @@ def test_soak_of_create_delete_cycles_leaves_nothing_behind() -> None:
     from kopf._core.engines.indexing import IndexingMemory, OperatorIndexers, discard_object, index_object
     from kopf_sim.timing import virtualtime
 
-    from .spawning_helpers import index_handler, timer_handler
+    from ..spawning_helpers import index_handler, timer_handler
 
     memos: list[weakref.ref[Memo]] = []
     counts = {"daemon": 0, "timer": 0}

@@ -1,0 +1,118 @@
+"""What correct operators written as real ones are must pass: each of these was a false alarm of a check.
+
+Found by the realistic operators (``realistic/``), each shown here on its smallest operator.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_kopf.checks import check_operator, verify
+from pytest_kopf.driving import end_state, settle
+from pytest_kopf.errors import OperatorCheckFailed
+
+GALLERY = Path(__file__).parent / "gallery"
+CRD = GALLERY / "crd.yaml"
+RESOURCE = "gadgets.checks.example"
+
+
+def gadget(name: str, **spec: Any) -> dict[str, Any]:
+    metadata = {"name": name, "namespace": "default"}
+    return {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": metadata, "spec": spec}
+
+
+#: One function for create & resume (one id): after a change, a restart stores its result anew.
+RESUMING = """
+import kopf
+
+@kopf.on.create("gadgets")
+@kopf.on.resume("gadgets")
+def reconcile(spec, **_):
+    return {"size": spec.get("size")}
+"""
+
+
+async def changed_after_creation(kopf_cluster: Any, kopf_operator: Any, tmp_path: Path) -> None:
+    """The resuming operator has handled a gadget's creation, then its spec has changed (no handler for that)."""
+    path = tmp_path / "operator.py"
+    path.write_text(RESUMING)
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(paths=[path])
+    await kopf_cluster.create(gadget("g", size=1))
+    await settle(kopf_cluster, kopf_operator)
+    await kopf_cluster.patch(RESOURCE, "g", {"spec": {"size": 2}})
+    await settle(kopf_cluster, kopf_operator)
+
+
+async def test_a_resume_handler_rewriting_its_result_is_idempotent(
+    kopf_cluster: Any, kopf_operator: Any, tmp_path: Path
+) -> None:
+    await changed_after_creation(kopf_cluster, kopf_operator, tmp_path)
+    await verify(kopf_cluster, kopf_operator, checks=["idempotence"], resources=[RESOURCE])
+    assert (await kopf_cluster.get(RESOURCE, "g"))["status"]["reconcile"] == {"size": 2}  # rewritten, as designed
+
+
+async def test_a_resume_handler_rewriting_its_result_after_a_crash_converges(
+    kopf_cluster: Any, kopf_operator: Any, tmp_path: Path
+) -> None:
+    await changed_after_creation(kopf_cluster, kopf_operator, tmp_path)
+    expected = end_state(kopf_cluster)  # as a run with no crash ends: the creation's result
+    await kopf_operator.crash()
+    await kopf_operator.restart()
+    await settle(kopf_cluster, kopf_operator)
+    await verify(kopf_cluster, kopf_operator, checks=["crash-restart"], resources=[RESOURCE], expected=expected)
+
+
+def test_a_failure_that_its_rerun_does_not_repeat_is_reported_as_such(tmp_path: Path) -> None:
+    # The first run of the handler (in any world) is stuck; the next ones are not: hypothesis's rerun passes.
+    marker = tmp_path / "ran-once"
+    path = tmp_path / "operator.py"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            import pathlib
+            import kopf
+
+            @kopf.on.create("gadgets")
+            def reconcile(**_):
+                marker = pathlib.Path({str(marker)!r})
+                if not marker.exists():
+                    marker.touch()
+                    raise kopf.TemporaryError("not yet", delay=10_000)
+            """
+        )
+    )
+    with pytest.raises(OperatorCheckFailed) as info:
+        check_operator(paths=[path], manifests=[CRD], resources=[RESOURCE], checks=["convergence"], max_examples=10)
+    assert info.value.check == "convergence"
+    assert "not when hypothesis ran them again" in str(info.value)
+
+
+def test_an_unshrunk_failure_is_reported_as_found(tmp_path: Path) -> None:
+    # shrink=False: neither our shrinker nor hypothesis' own (hundreds of runs of long sequences) runs.
+    calls = tmp_path / "calls"
+    path = tmp_path / "operator.py"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            import pathlib
+            import kopf
+
+            @kopf.on.create("gadgets")
+            def reconcile(**_):
+                with pathlib.Path({str(calls)!r}).open("a") as file:
+                    file.write("x")
+                raise kopf.TemporaryError("never", delay=10_000)
+            """
+        )
+    )
+    with pytest.raises(OperatorCheckFailed) as info:
+        check_operator(
+            paths=[path], manifests=[CRD], resources=[RESOURCE], checks=["convergence"], max_steps=10, shrink=False
+        )
+    assert info.value.check == "convergence"
+    assert len(calls.read_text()) <= 4 * len(info.value.steps)  # the found example and its replay, not a search
