@@ -206,7 +206,7 @@ def _resume_results(evidence: Evidence) -> Callable[[list[dict[str, Any]]], list
     they return anew (e.g. the children as they are now, after a change since the creation, when a handler is both
     ``on.create`` and ``on.resume``, under one id): the record of a handler's latest run, not the end state.
     """
-    from kopf._core.intents.causes import Reason
+    from kopf import Reason
 
     registry = evidence.operator.registry
     handlers = registry.changing.get_all_handlers() if registry is not None else []
@@ -263,7 +263,7 @@ def _objects_of(kopf_cluster: KopfCluster, resource: ResourceInfo, namespace: st
 
 
 def _kopf_resource(resource: ResourceInfo) -> Any:
-    from kopf._cogs.structs.references import Resource
+    from kopf import Resource
 
     return Resource(
         group=resource.group,
@@ -290,7 +290,8 @@ def _unhandled(
 def _unhandled_objects(
     kopf_cluster: KopfCluster, registry: Any, settings: Any, resource: ResourceInfo, namespace: str
 ) -> Iterable[str]:
-    from kopf._cogs.structs import bodies, diffs
+    from kopf import Body
+    from kopf._kits.testing import diff_objects
 
     kopf_resource = _kopf_resource(resource)
     handlers = registry.changing.get_resource_handlers(kopf_resource)
@@ -317,7 +318,7 @@ def _unhandled_objects(
             for key in metadata.get("annotations") or {}
             if key.startswith("kopf.zalando.org/") and not key.endswith("last-handled-configuration")
         )
-        body = bodies.Body(obj)
+        body = Body(obj)
         if pending:
             details = "; ".join(f"{key.split('/', 1)[1]}: {_progress(body, key)}" for key in pending)
             yield f"{name}: handling is still in progress ({details})"
@@ -333,7 +334,7 @@ def _unhandled_objects(
             continue
         old = progress.clear(essence=stored)
         new = progress.clear(essence=diffbase.build(body=body, extra_fields=extra_fields))
-        changed = diffs.diff(old, new)
+        changed = diff_objects(old, new)
         if changed:
             fields = ", ".join(".".join(item[1]) or "(root)" for item in changed)
             yield f"{name}: its latest state is not handled (differs from the last handled one in {fields})"
@@ -356,7 +357,7 @@ def _unexpected(records: Iterable[Any], *, faulted: bool = False) -> list[str]:
     """The unexpected exceptions logged; with faults injected, not those of the API (the faults' own doing)."""
     import aiohttp
 
-    from kopf._cogs.clients.errors import APIError
+    from kopf._kits.testing import APIError
 
     found: list[str] = []
     for record in records:
@@ -496,7 +497,7 @@ def _blocked(
 def _alive_daemons(kopf_operator: KopfOperator) -> list[str]:
     return [
         f"{task.get_name()} is still running"
-        for task in kopf_operator._tasks.pending()
+        for task in kopf_operator.pending_tasks()
         if task.get_name().startswith(("daemon '", "timer '"))
     ]
 

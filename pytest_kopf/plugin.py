@@ -511,9 +511,9 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
     if isinstance(test_loop.loop, VirtualTimeLoop) and "kopf" in sys.modules:
         # kopf's wall clock (utcnow, for the timestamps in objects) follows the virtual time; kopf_operator
         # pins it too (kopf is not imported for the tests that do not use it).
-        from kopf._cogs.aiokits.clock import pin_epoch
+        from kopf._kits.testing import pin_utcnow_to_loop
 
-        pin_epoch(test_loop.loop.now(), test_loop.loop)
+        pin_utcnow_to_loop(test_loop.loop.now(), test_loop.loop)
     request.node.stash[LOOP_KEY] = test_loop
     module = getattr(request, "module", None) if test_loop.virtual else None
     undo = virtualize_module(module) if module is not None and is_operator_code(module) else None

@@ -22,7 +22,7 @@ import aiohttp
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from kopf._cogs.structs import diffs
+from kopf._kits.testing import iter_object_diff
 from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.http import faults as sim_faults
@@ -267,7 +267,7 @@ _UNINTERESTING = frozenset({("metadata", "resourceVersion"), ("metadata", "manag
 
 def _changes(old: Any, new: Any, limit: int = 3) -> list[str]:
     """The fields that a change has changed (``metadata.labels.stamp: '1' -> '2'``), at most ``limit`` of them."""
-    items = (item for item in diffs.diff_iter(old, new) if tuple(item.field[:2]) not in _UNINTERESTING)
+    items = (item for item in iter_object_diff(old, new) if tuple(item.field[:2]) not in _UNINTERESTING)
     return [f"{'.'.join(map(str, item.field))}: {_short(item.old)} -> {_short(item.new)}" for item in items][:limit]
 
 
