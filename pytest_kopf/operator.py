@@ -562,7 +562,14 @@ class KopfOperator:
         if isinstance(self.cluster, RealKopfCluster):
             info = self.cluster.credentials  # kopf's own login from the kubeconfig context
         else:
-            info = ConnectionInfo(server=connection.base_url, default_namespace=connection.namespace)
+            # The operator's own token: its requests are told from the test's (RBAC, --kopf-rbac-report).
+            token = self.cluster.sim.operator_token if isinstance(self.cluster, SimKopfCluster) else None
+            info = ConnectionInfo(
+                server=connection.base_url,
+                default_namespace=connection.namespace,
+                scheme="Bearer" if token else None,
+                token=token,
+            )
         factory = observer.wrap(connection.connector_factory)
         if not isinstance(self.cluster, RealKopfCluster):  # the trace of a check's run tells which handler asked
             factory = tagging_handlers(factory)

@@ -24,6 +24,7 @@ from kopf_sim.writes import (
     schemas,
     typecheck,
     validation,
+    validation_rules,
     webhookconfigs,
 )
 
@@ -144,9 +145,15 @@ def _check_namespace(rtype: ResourceType, body: JsonDict, namespace: str | None)
 
 
 def _apply_schema(
-    cluster: StoreView, rtype: ResourceType, obj: JsonDict, *, field_validation: str, warnings: list[str] | None
+    cluster: StoreView,
+    rtype: ResourceType,
+    obj: JsonDict,
+    *,
+    field_validation: str,
+    warnings: list[str] | None,
+    old: JsonDict | None = None,
 ) -> JsonDict:
-    """Prune, default and validate a custom resource against its CRD's structural schema."""
+    """Prune, default and validate a custom resource against its CRD's structural schema and CEL rules."""
     if rtype.schema is None:
         return obj
     obj, unknown = schemas.prune_and_default(obj, rtype.schema)
@@ -155,6 +162,7 @@ def _apply_schema(
     if unknown and field_validation != "Ignore" and warnings is not None:
         warnings.extend(schemas.unknown_field_warning(path) for path in unknown)
     causes = schemas.validate(obj, rtype.schema)
+    causes += validation_rules.causes(obj, old, rtype.schema, causes)
     if causes:
         name = meta(obj).get("name", "")
         raise errors.invalid(rtype.kind, rtype.group, name, [c.as_status_cause() for c in causes])
@@ -174,6 +182,9 @@ def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old
         causes.extend(immutability.update_causes(rtype, obj, old))
     if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         causes.extend(crds.crd_problems(obj, old))
+        causes.extend(validation_rules.crd_problems(obj))
+    if rtype.storage_key == validation_rules.POLICIES:
+        causes.extend(validation_rules.policy_problems(obj))
     if rtype.storage_key in webhookconfigs.CONFIGURATIONS:
         causes.extend(webhookconfigs.causes(rtype, obj))
     if causes:
@@ -373,7 +384,7 @@ def prepare_update(
             new_meta["managedFields"] = old_meta["managedFields"]
         _check_finalizers(rtype, old_meta, new_meta)
     _keep_initial_state(cluster, rtype, old, new)
-    new = _apply_schema(cluster, rtype, new, field_validation=field_validation, warnings=warnings)
+    new = _apply_schema(cluster, rtype, new, field_validation=field_validation, warnings=warnings, old=old)
     if rtype.has_generation and _spec_changed(rtype, old, new):
         new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
     _validate_common(cluster, rtype, new, None if subresource == BINDING else old)
@@ -800,7 +811,7 @@ def after_mutation(
         _check_finalizers(rtype, meta(old), metadata)
     _decoded(rtype, result, patched=True)
     defaulting.apply_defaults(rtype, result)  # what the webhooks added is defaulted, as it is decoded again
-    result = _apply_schema(cluster, rtype, result, field_validation="Ignore", warnings=None)
+    result = _apply_schema(cluster, rtype, result, field_validation="Ignore", warnings=None, old=old)
     if rtype.has_generation:
         if old is None:
             metadata["generation"] = 1
