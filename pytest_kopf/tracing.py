@@ -11,6 +11,7 @@ one process when a check compares them) by which run is :meth:`Trace.active` at 
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import dataclasses
@@ -53,14 +54,15 @@ _active: Trace | None = None
 
 
 @dataclasses.dataclass(frozen=True)
-class Entry:
+class Entry(abc.ABC):
     """One happening of a run, at a moment of the loop's time."""
 
     kind: ClassVar[str] = "entry"
     time: float
 
+    @abc.abstractmethod
     def text(self) -> str:
-        raise NotImplementedError  # pragma: no cover - every entry overrides it
+        """The entry as one line of the rendered trace."""
 
     def render(self) -> str:
         """The entry as a line of the trace's text: ``<time> <kind> <text>``."""

@@ -12,6 +12,7 @@ crashes) only in the runs that test the operator's robustness against them.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import json
 import os
@@ -84,20 +85,20 @@ def _outcome(result: object) -> str | Refusal:
 
 
 @dataclasses.dataclass(frozen=True)
-class Action:
+class Action(abc.ABC):
     """One step of a sequence. ``user``: done by the users of the cluster (in every run), not a fault."""
 
     user: ClassVar[bool] = True
     #: The step replaces the operator by a fresh one (which knows nothing of the old one's memory).
     restarts: ClassVar[bool] = False
 
+    @abc.abstractmethod
     async def apply(self, driver: Driver) -> Outcome:
         """Do the step; its outcome for the users' actions on objects (``ok``, or the cluster's refusal)."""
-        raise NotImplementedError  # pragma: no cover - every action overrides it
 
+    @abc.abstractmethod
     def code(self) -> str:
         """The same step as a line of a test with the plugin's fixtures."""
-        raise NotImplementedError  # pragma: no cover - every action overrides it
 
     def simpler(self) -> list[Action]:
         """Simpler variants of this step, the simplest first (for shrinking a failing sequence)."""
@@ -144,8 +145,9 @@ class MergePatch(Action):
     resource: str
     name: str
 
+    @abc.abstractmethod
     def patch(self) -> JsonDict:
-        raise NotImplementedError  # pragma: no cover - every patching step overrides it
+        """The merge patch that the step applies to the object."""
 
     async def apply(self, driver: Driver) -> Outcome:
         return _outcome(await attempt(driver.cluster.patch(self.resource, self.name, self.patch())))
