@@ -1,6 +1,7 @@
 """The served simulator at scale: loading, memory, paginated lists and watches over N ConfigMaps.
 
-Run: ``python benchmarks/bench_scale.py [--objects 100000] [--repeats 3] [--starts N] [--kubectl]``.
+Run: ``python benchmarks/bench_scale.py [--objects 100000] [--repeats 3] [--starts N] [--kubectl] [--pages-only]``
+(a million objects: ``--objects 1000000 --starts 1 --pages-only``).
 
 A manifest of N small ConfigMaps (~260 bytes of JSON each, as ``---``-separated JSON documents; two labels,
 ``group`` taking 100 values) is loaded by ``kopf-sim serve --controllers none --load`` in a subprocess, R times
@@ -14,6 +15,10 @@ measures, each R times, the seconds until it has the answer, and the server's CP
 * a full list without ``limit`` (its bytes, not parsed); a label-selected list (``group=g7``: 1% of the objects);
 * a watch from ``resourceVersion=0``: until its first event arrives, and until all N have;
 * with ``--kubectl``: ``kubectl get configmaps`` (its pages of 500, as Tables), once.
+
+With ``--pages-only``, the reads of the whole resource (the parsed walk, the full list, the watch to its end)
+are left out: the walk only collects its continue tokens (pages read as bytes), once, and the watch from
+``resourceVersion=0`` is timed to its first event.
 
 Figures are medians of the R runs, all in the same run of this script (the machine is shared and noisy).
 """
@@ -137,8 +142,23 @@ async def walk(session: aiohttp.ClientSession) -> tuple[int, int, list[str]]:
     return count, pages, tokens
 
 
+async def walk_tokens(session: aiohttp.ClientSession) -> list[str]:
+    """The continue tokens of a walk in pages of 500, the pages read as bytes (only their metadata is parsed)."""
+    params = {"limit": str(PAGE)}
+    tokens: list[str] = []
+    while True:
+        async with session.get(URL, params=params) as response:
+            head = await response.content.read(1024)  # the list's metadata comes before its items
+            await response.read()
+        match = re.search(rb'"continue":"([^"]+)"', head.partition(b'"items":')[0])
+        if match is None:
+            return tokens
+        tokens.append(match.group(1).decode())
+        params = {"limit": str(PAGE), "continue": tokens[-1]}
+
+
 async def watch_from_zero(session: aiohttp.ClientSession, objects: int, firsts: list[float]) -> None:
-    """A watch from ``resourceVersion=0`` until all ``objects`` came; the seconds to its first event: to ``firsts``."""
+    """A watch from ``resourceVersion=0`` until ``objects`` came; the seconds to its first event: to ``firsts``."""
     started = time.perf_counter()
     seen = 0
     params = {"watch": "true", "resourceVersion": "0", "timeoutSeconds": "600"}
@@ -161,7 +181,7 @@ def ms(seconds: float) -> str:
 
 def kubectl_get(server: Server) -> None:
     """``kubectl get configmaps``, as a user would: its pages of 500, as Tables."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), server.cpu()
     result = subprocess.run(
         ["kubectl", "--kubeconfig", server.kubeconfig, "get", "configmaps", "-n", "default", "--no-headers"],
         capture_output=True,
@@ -169,7 +189,8 @@ def kubectl_get(server: Server) -> None:
         check=True,
     )
     lines = len(result.stdout.splitlines())
-    print(f"kubectl get configmaps: {lines} rows in {time.perf_counter() - started:.2f} s")
+    elapsed = time.perf_counter() - started
+    print(f"kubectl get configmaps: {lines} rows in {elapsed:.2f} s, server CPU {server.cpu() - cpu:.2f} s")
 
 
 async def measure(server: Server, label: str, repeats: int, fn: Callable[[], Awaitable[object]]) -> list[float]:
@@ -186,30 +207,41 @@ async def measure(server: Server, label: str, repeats: int, fn: Callable[[], Awa
     return walls
 
 
-async def measure_reads(server: Server, objects: int, repeats: int) -> None:
-    timeout = aiohttp.ClientTimeout(total=600)
+async def measure_reads(server: Server, objects: int, repeats: int, *, pages_only: bool) -> None:
+    timeout = aiohttp.ClientTimeout(total=1800)
     async with aiohttp.ClientSession(server.url, timeout=timeout) as session:
         first = {"limit": str(PAGE)}
         await measure(server, f"a first page of {PAGE}", repeats, lambda: fetch_bytes(session, first))
-        found = await walk(session)  # untimed: the objects are all there, each once
-        assert found[0] == objects, f"the walk found {found[0]} objects, not {objects}"
-        pages, tokens = found[1], found[2]
+        if pages_only:
+            started = time.perf_counter()
+            tokens = await walk_tokens(session)
+            pages = len(tokens) + 1
+            print(f"the walk's {pages} pages read as bytes, once: {time.perf_counter() - started:.2f} s")
+        else:
+            found = await walk(session)  # untimed: the objects are all there, each once
+            assert found[0] == objects, f"the walk found {found[0]} objects, not {objects}"
+            pages, tokens = found[1], found[2]
         continued = {"limit": str(PAGE), "continue": tokens[len(tokens) // 2] if tokens else ""}
         await measure(server, f"a continued page of {PAGE}", repeats, lambda: fetch_bytes(session, continued))
         many = max(repeats, 20)  # the server's CPU per page, over enough of them for the clock's 10 ms ticks
         await measure(server, f"{many} continued pages of {PAGE}", many, lambda: fetch_bytes(session, continued))
-        await measure(server, f"the paginated walk ({pages} pages)", repeats, lambda: walk(session))
+        if not pages_only:
+            await measure(server, f"the paginated walk ({pages} pages)", repeats, lambda: walk(session))
         selected = {"labelSelector": f"group=g{7 % GROUPS}"}
         await measure(
             server, f"a label-selected list ({objects // GROUPS} objects)", repeats, lambda: fetch(session, selected)
         )
-        await measure(server, "a full list without limit (read, not parsed)", repeats, lambda: fetch_bytes(session, {}))
+        if not pages_only:
+            await measure(
+                server, "a full list without limit (read, not parsed)", repeats, lambda: fetch_bytes(session, {})
+            )
         firsts: list[float] = []
+        until = 1 if pages_only else objects
         await measure(
             server,
-            f"a watch from resourceVersion=0 until all {objects} objects",
+            f"a watch from resourceVersion=0 until {until} of {objects} objects",
             repeats,
-            lambda: watch_from_zero(session, objects, firsts),
+            lambda: watch_from_zero(session, until, firsts),
         )
         print(
             f"a watch from resourceVersion=0: its first event after {ms(median(firsts))}  "
@@ -223,6 +255,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--starts", type=int, default=None, help="how many loaded starts (default: --repeats)")
     parser.add_argument("--kubectl", action="store_true", help="also time `kubectl get configmaps` (once)")
+    parser.add_argument("--pages-only", action="store_true", help="no reads of the whole resource (see above)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         manifest = os.path.join(tmp, "configmaps.yaml")
@@ -255,7 +288,7 @@ def main() -> None:
             f"{(loaded - empty) * 1024 / args.objects:.2f} KB per object"
         )
         try:
-            asyncio.run(measure_reads(server, args.objects, args.repeats))
+            asyncio.run(measure_reads(server, args.objects, args.repeats, pages_only=args.pages_only))
             if args.kubectl and shutil.which("kubectl"):
                 kubectl_get(server)
             print(f"server RSS after the reads: {server.rss_mb():.0f} MB (peak {server.rss_mb('VmHWM'):.0f} MB)")

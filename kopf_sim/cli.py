@@ -15,8 +15,10 @@ from typing import IO, Any
 
 import click
 
-from kopf_sim.http.app import build_app
+from kopf_sim.http.app import ACCESS_KEY, ServerOptions, build_app
 from kopf_sim.kube import errors
+from kopf_sim.rbac.access import Access
+from kopf_sim.rbac.users import user_named
 from kopf_sim.recording.apiclient import app_api
 from kopf_sim.recording.capture import Capture, CaptureError, CaptureStats, count_of, record_until_stopped
 from kopf_sim.recording.credentials import CredentialsError, connect
@@ -56,6 +58,14 @@ class SpeedType(click.ParamType):  # type: ignore[type-arg]
         return speed
 
 
+def _add_user_token(access: Access, spec: str) -> tuple[str, str]:
+    """``--rbac-user NAME[=TOKEN]``: the user's name and its (given or generated) token."""
+    name, _, token = spec.partition("=")
+    if not name:
+        raise click.BadParameter(f"expected NAME[=TOKEN], got {spec!r}", param_hint="'--rbac-user'")
+    return name, access.add_token(user_named(name), label=name, token=token or None)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
 @click.option("--port", default=0, show_default=True, type=int, help="The port (0 picks a free one).")
@@ -67,6 +77,20 @@ class SpeedType(click.ParamType):  # type: ignore[type-arg]
 )
 @click.option("--token", default=None, help="Require this bearer token ('auto' generates one).")
 @click.option("--tls", is_flag=True, help="Serve HTTPS with a generated self-signed certificate.")
+@click.option(
+    "--rbac",
+    is_flag=True,
+    help="Enforce RBAC: a request that the stored Roles and bindings do not allow is 403 Forbidden "
+    "(the kubeconfig's user is a cluster-admin; act as another with kubectl --as=...).",
+)
+@click.option(
+    "--rbac-user",
+    "rbac_users",
+    multiple=True,
+    metavar="NAME[=TOKEN]",
+    help="Accept a bearer token as this user, e.g. system:serviceaccount:NS:SA (repeatable; "
+    "without =TOKEN, one is generated and printed).",
+)
 @click.option(
     "--load",
     "manifests",
@@ -156,6 +180,8 @@ def serve(
     kubeconfig_path: str | None,
     token: str | None,
     tls: bool,
+    rbac: bool,
+    rbac_users: tuple[str, ...],
     manifests: tuple[str, ...],
     record_path: str | None,
     replay_path: str | None,
@@ -193,7 +219,8 @@ def serve(
         raise click.ClickException(str(exc)) from None
     except errors.ApiError as exc:
         raise click.ClickException(f"cannot load the manifests: {exc.message}") from None
-    app = build_app(cluster)
+    app = build_app(cluster, ServerOptions(enforce_rbac=rbac))
+    user_tokens = [_add_user_token(app[ACCESS_KEY], spec) for spec in rbac_users]
     replay = _prepare_replay(app, replay_path) if replay_path else None
     record_stream: IO[str] | None = None
     if record_path:
@@ -223,6 +250,10 @@ def serve(
         click.echo(f"Try: kubectl --kubeconfig {kubeconfig_path} get all -A")
         if manifests:
             click.echo(f"Loaded {loaded} objects from {len(manifests)} manifest(s).")
+        if rbac:
+            click.echo("RBAC is enforced.")
+        for name, user_token in user_tokens:
+            click.echo(f"Token of {name}: {user_token}")
         click.echo("Press Ctrl+C to stop.", err=False)
         if replay is not None:
             _start_replay(replay, speed=speed, delay=replay_delay)

@@ -18,10 +18,8 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
-from kopf._cogs.configs.configuration import AdmissionSettings, WebhookServerLike
-from kopf._cogs.structs import reviews
-from kopf._core.engines.admission import inject_handler_id
-from kopf._core.intents.registries import OperatorRegistry
+from kopf import OperatorRegistry, WebhookClientConfig, WebhookFn
+from kopf._kits.testing import AdmissionReviewRequest, AdmissionSettings, WebhookServerLike, inject_handler_id
 from kopf_sim.admission.control import AdmissionControl
 
 __all__ = ["DEFAULT_MANAGED", "InProcessWebhookServer", "SimAdmissionSettings"]
@@ -41,8 +39,8 @@ class InProcessWebhookServer:
         self.url = f"https://kopf-operator-{secrets.token_hex(4)}.in-process/hooks"
         self.registered: list[str] = []
 
-    async def __call__(self, fn: reviews.WebhookFn) -> AsyncIterator[reviews.WebhookClientConfig]:
-        config: reviews.WebhookClientConfig = {"url": self.url}
+    async def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
+        config: WebhookClientConfig = {"url": self.url}
         for handler in self.registry.webhooks.get_all_handlers():
             url = str(inject_handler_id(config, handler.id).get("url"))
             self.control.register(url, self._endpoint(fn, handler.id))
@@ -56,9 +54,9 @@ class InProcessWebhookServer:
             self.registered.clear()
 
     @staticmethod
-    def _endpoint(fn: reviews.WebhookFn, webhook: str) -> Callable[[JsonDict], Awaitable[JsonDict]]:
+    def _endpoint(fn: WebhookFn, webhook: str) -> Callable[[JsonDict], Awaitable[JsonDict]]:
         async def endpoint(review: JsonDict) -> JsonDict:
-            response = await fn(cast(reviews.Request, review), webhook=webhook, headers={}, sslpeer={})
+            response = await fn(cast(AdmissionReviewRequest, review), webhook=webhook, headers={}, sslpeer={})
             return cast(JsonDict, response)
 
         return endpoint

@@ -127,7 +127,7 @@ async def _items(cluster: RealKopfCluster, info: ResourceInfo, namespace: str | 
 
 async def _get(cluster: RealKopfCluster, path: str) -> Any:
     try:
-        return await cluster._request("GET", path)
+        return await cluster.api_request("GET", path)
     except KopfApiError as exc:
         if exc.code == 404:
             return None
@@ -139,7 +139,7 @@ async def _strip(cluster: RealKopfCluster, info: ResourceInfo, obj: dict[str, An
         return
     metadata = obj["metadata"]
     try:
-        await cluster._request(
+        await cluster.api_request(
             "PATCH", info.path(metadata.get("namespace"), metadata["name"]), body=_STRIP, content_type=_MERGE_PATCH
         )
     except KopfApiError as exc:
@@ -156,7 +156,7 @@ async def _delete(cluster: RealKopfCluster, info: ResourceInfo, obj: dict[str, A
 
 async def _delete_path(cluster: RealKopfCluster, path: str) -> None:
     try:
-        await cluster._request("DELETE", path)
+        await cluster.api_request("DELETE", path)
     except KopfApiError as exc:
         if exc.code not in (404, 409):
             raise

@@ -38,7 +38,8 @@ from . import routing
 __all__ = ["ClientConfig", "RealClientDefaults", "refresh_active", "routed_clients"]
 
 _ENV = "KUBECONFIG"
-_TOKEN = "kopf-sim-test"  # the simulated apiserver does not check it; some clients want one
+# The handlers' clients' token: the simulated apiserver takes it as the operator's (see SimControls).
+CLIENTS_TOKEN = "kopf-sim-test"
 _active: list[ClientConfig | RealClientDefaults] = []
 
 
@@ -82,7 +83,7 @@ class ClientConfig:
     def activate(self) -> None:
         config = kubeconfig_dict(
             server=self.server,
-            token=_TOKEN,
+            token=CLIENTS_TOKEN,
             cluster_name=self.host,
             context_name=self.host,
             user_name=self.host,
@@ -173,7 +174,7 @@ class ClientConfig:
         self._swapped.append((configuration_class, "_default", configuration_class.__dict__.get("_default")))
         config = configuration_class()
         config.host = self.server
-        config.api_key = {"authorization": _TOKEN}
+        config.api_key = {"authorization": CLIENTS_TOKEN}
         config.api_key_prefix = {"authorization": "Bearer"}
         configuration_class.set_default(config)
 
@@ -206,7 +207,7 @@ class ClientConfig:
             configuration_class = sys.modules[client_module].Configuration
             config = client_configuration if client_configuration is not None else configuration_class()
             config.host = server
-            config.api_key = {"authorization": _TOKEN}
+            config.api_key = {"authorization": CLIENTS_TOKEN}
             config.api_key_prefix = {"authorization": "Bearer"}
             if client_configuration is None:
                 configuration_class.set_default(config)

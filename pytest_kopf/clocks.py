@@ -17,7 +17,7 @@ threads, real-time tests):
   loop's clock moves on by ``t`` (its timers are late, as they would be), with no real waiting;
 - kopf's sync waits (a sync daemon's ``stopped.wait(t)``): idle waits until the flag is set or
   ``t`` virtual seconds have passed (:func:`wait_event`, installed as kopf's pluggable waiter of
-  :mod:`kopf._cogs.aiokits.syncwaits` by :mod:`pytest_kopf.operator`; it waits for real elsewhere).
+  :func:`kopf._kits.testing.set_sync_event_waiter` by :mod:`pytest_kopf.operator`; it waits for real elsewhere).
 
 ``time.perf_counter()`` and ``time.process_time()`` stay real: they measure the real cost of code.
 

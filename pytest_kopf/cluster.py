@@ -28,6 +28,7 @@ import aiohttp
 import yaml
 
 from kopf_sim.manifests import parse_manifests, read_manifest
+from kopf_sim.rbac.users import ADMIN, user_named
 from kopf_sim.recording.apiclient import Served
 from kopf_sim.recording.replaying import KOPF_BOOKKEEPING, Bookkeeping, Replay, WatchLog
 from kopf_sim.recording.replaying import prepare as prepare_replay
@@ -151,6 +152,13 @@ class KopfCluster(Client, abc.ABC):
             "kopf_cluster.sim (the simulator's store, faults, virtual time, admission and "
             "controllers) is available only in sim mode (--kopf-sim); this test runs against "
             "a real cluster (--kopf-real): mark it @pytest.mark.kopf_sim_only."
+        )
+
+    def rbac(self, *, enforce: bool = True, as_: str | None = None) -> None:
+        """Enforce RBAC for the operator's requests, acting as ``as_``: sim mode only (see the subclass)."""
+        raise KopfModeError(
+            "kopf_cluster.rbac() is for the simulated cluster (--kopf-sim): a real cluster enforces its own RBAC, "
+            "for the operator's own credentials; mark the test @pytest.mark.kopf_sim_only."
         )
 
     @abc.abstractmethod
@@ -573,6 +581,18 @@ class SimKopfCluster(KopfCluster):
     @property
     def sim(self) -> SimControls:
         return self._sim
+
+    def rbac(self, *, enforce: bool = True, as_: str | None = None) -> None:
+        """Enforce RBAC for the operator's requests (not the test's own): they act as ``as_``.
+
+        With ``as_`` (e.g. ``"system:serviceaccount:default:kopfexample-account"``), the operator's requests
+        are that user's, and those that the RBAC objects of the test's cluster do not allow are 403 Forbidden,
+        as on a real cluster. Without it, the operator stays a cluster-admin. ``enforce=False`` turns it off.
+        """
+        self._sim.access.enforce = enforce
+        user = user_named(as_) if as_ else ADMIN
+        for token in self._sim.operator_tokens:
+            self._sim.access.set_token_user(token, user)
 
     async def setup(self) -> None:
         await self._sim.start()

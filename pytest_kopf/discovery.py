@@ -13,13 +13,8 @@ import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
 
-from kopf._cogs.clients.scanning import (
-    AGGREGATED_ACCEPT,
-    DiscoveryDocument,
-    decode_discovery,
-    parse_resource_list,
-)
-from kopf._cogs.structs.references import Resource
+from kopf import Resource
+from kopf._kits.testing import AGGREGATED_DISCOVERY_ACCEPT, DiscoveryDocument, decode_discovery, parse_resource_list
 
 __all__ = ["Discovery", "Fetch", "ResourceInfo"]
 
@@ -162,7 +157,7 @@ class Discovery:
         self._preferred, self._by_group = preferred, by_group
 
     async def _document(self, path: str) -> DiscoveryDocument:
-        body = await self._fetch(path, AGGREGATED_ACCEPT)
+        body = await self._fetch(path, AGGREGATED_DISCOVERY_ACCEPT)
         return decode_discovery(body if body is not None else b"")
 
     def _keep(self, document: DiscoveryDocument) -> None:

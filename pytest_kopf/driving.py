@@ -296,9 +296,14 @@ def end_state(
             metadata = obj["metadata"]
             if bootstrap.pop((rtype.storage_key, metadata.get("namespace"), metadata["name"]), None) is obj:
                 continue  # as it was at the cluster's start (objects are stored anew on every change)
+            if rtype.storage_key == REVISIONS_KEY and metadata.get("ownerReferences"):
+                continue  # a StatefulSet's or DaemonSet's history: one per template it has had, however reached
             masked = mask_object(store.present(obj, rtype), mask)
             if metadata.get("generateName"):
                 generated[metadata["name"]] = masked["metadata"]["name"]
+            pod_ip = (obj.get("status") or {}).get("podIP") if rtype.storage_key == PODS_KEY else None
+            if isinstance(pod_ip, str) and pod_ip:
+                generated[pod_ip] = "<pod IP>"  # drawn by the cluster: where the operator copies it, as noise
             if rtype.storage_key == CRD_KEY:
                 masked.pop("status", None)  # the apiserver's own (accepted names, conditions stamped at creation)
             objects.append(masked)
@@ -314,14 +319,24 @@ def end_state(
     return sorted(objects, key=_sort_key)
 
 
+REVISIONS_KEY = ("apps", "controllerrevisions")
+PODS_KEY = ("", "pods")
+
+
 def _mask_generated_names(objects: list[dict[str, Any]], generated: dict[str, str]) -> None:
     """Mask the names drawn by the cluster wherever the objects name them, as the generated objects' names are.
 
     An operator names its objects after the cluster's (e.g. a Job ``probe-<pod>`` for each pod of a Deployment,
     whose names end with random suffixes, drawn in the order of creation): in any string of the objects
-    (names, labels, owners' references, a container's arguments), a generated name becomes its masked form.
+    (names, labels, owners' references, a container's arguments), a generated name becomes its masked form,
+    and a pod's IP (drawn by the cluster too) ``<pod IP>``.
     """
-    pattern = re.compile("|".join(re.escape(name) for name in sorted(generated, key=len, reverse=True)))
+    pattern = re.compile(
+        "|".join(
+            rf"(?<![\d.]){re.escape(name)}(?!\d)" if name[:1].isdigit() else re.escape(name)  # an IP: whole
+            for name in sorted(generated, key=len, reverse=True)
+        )
+    )
 
     def masked(value: Any) -> Any:
         if isinstance(value, str):

@@ -210,38 +210,27 @@ def mask_state(state: Iterable[Mapping[str, Any]], noise: Iterable[NoiseField]) 
 
 
 def _mask(value: Any, path: list[Segment], presence: bool) -> None:
-    head, rest = path[0], path[1:]
-    if isinstance(head, tuple):
-        if not isinstance(value, list):
-            return
-        index = next(
-            (i for i, item in enumerate(value) if isinstance(item, dict) and item.get(head[0]) == head[1]), None
-        )
-        if index is None:
-            return
-        if rest:
-            _mask(value[index], rest, presence)
-        elif presence:
-            del value[index]
-        else:
-            value[index] = MASKED
+    place = _locate(value, path[0])
+    if place is None:
         return
-    if isinstance(head, int):
-        if not isinstance(value, list) or head >= len(value):
-            return
-        if rest:
-            _mask(value[head], rest, presence)
-        else:
-            value[head] = MASKED
-        return
-    if not isinstance(value, dict) or head not in value:
-        return
-    if rest:
-        _mask(value[head], rest, presence)
+    if len(path) > 1:
+        _mask(value[place], path[1:], presence)
     elif presence:
-        del value[head]
+        del value[place]
     else:
-        value[head] = MASKED
+        value[place] = MASKED
+
+
+def _locate(value: Any, segment: Segment) -> int | str | None:
+    """Where a step of a path is in a value: a list's index or a mapping's key; None if it is not there."""
+    if isinstance(segment, tuple):
+        if not isinstance(value, list):
+            return None
+        field, wanted = segment
+        return next((i for i, item in enumerate(value) if isinstance(item, dict) and item.get(field) == wanted), None)
+    if isinstance(segment, int):
+        return segment if isinstance(value, list) and segment < len(value) else None
+    return segment if isinstance(value, dict) and segment in value else None
 
 
 def difference(
@@ -310,8 +299,5 @@ def _content(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def _at(value: Any, path: Sequence[Segment]) -> Any:
     for segment in path:
-        if isinstance(segment, tuple):
-            value = next(item for item in value if isinstance(item, dict) and item.get(segment[0]) == segment[1])
-        else:
-            value = value[segment]
+        value = value[_locate(value, segment)]
     return value

@@ -41,13 +41,16 @@ from typing import Any
 import aiohttp
 
 import kopf
-from kopf._cogs.aiokits import syncwaits
-from kopf._cogs.aiokits.clock import pin_epoch
-from kopf._cogs.structs.credentials import ConnectionInfo, Vault
-from kopf._core.intents.causes import Activity
-from kopf._core.reactor.memories import ResourceMemories
-from kopf._core.reactor.observation import Insights
-from kopf._core.reactor.running import os_signals_var
+from kopf import ConnectionInfo
+from kopf._kits.testing import (
+    Activity,
+    Insights,
+    ResourceMemories,
+    Vault,
+    handles_os_signals,
+    pin_utcnow_to_loop,
+    set_sync_event_waiter,
+)
 from kopf_sim.timing.virtualtime import VirtualTimeLoop, describe_tasks
 from kopf_sim.transports.inmemory import SERVING
 
@@ -68,6 +71,10 @@ __all__ = ["KopfOperator"]
 #: Virtual seconds in sim mode (real ones in real mode) for the operator to get ready or to stop.
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 60.0
+#: How often a graceful stop looks again whether its sync handlers' jobs are done (virtual seconds): a job's end is
+#: told to the loop by a thread-safe call, which may come only after the loop has moved its time on (a job whose
+#: waiter was cancelled by kopf's stop holds the time no more once its function has returned).
+JOBS_POLLING = 1.0
 #: Real seconds to let the threads of the operator's executor finish after it is shut down.
 THREADS_GRACE = 1.0
 #: Virtual seconds for the sync handlers of a crashed operator to end (at their next wait in virtual time).
@@ -81,7 +88,7 @@ LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 _counter = itertools.count(1)
 
 # kopf's sync waits (a sync daemon's ``stopped.wait(t)``) are idle waits in virtual time (real ones elsewhere).
-syncwaits.set_event_waiter(wait_event)
+set_sync_event_waiter(wait_event)
 
 #: Which operator (if any) the current code runs for: inherited by every task that the operator spawns.
 _owner: contextvars.ContextVar[KopfOperator | None] = contextvars.ContextVar("pytest_kopf_operator", default=None)
@@ -312,6 +319,10 @@ class KopfOperator:
 
     # -- starting ----------------------------------------------------------------------------------
 
+    def pending_tasks(self) -> list[asyncio.Task[Any]]:
+        """The operator's tasks that have not finished yet (e.g. its daemons and timers after a stop)."""
+        return self._tasks.pending()
+
     async def start(
         self,
         *,
@@ -373,7 +384,7 @@ class KopfOperator:
     ) -> None:
         loop = self._loop = asyncio.get_running_loop()
         if isinstance(loop, VirtualTimeLoop):
-            pin_epoch(loop.now(), loop)  # the operator's timestamps follow the virtual clock
+            pin_utcnow_to_loop(loop.now(), loop)  # the operator's timestamps follow the virtual clock
         self.exception = None
         self.exit_code = None
         self.registry = registry if registry is not None else self._load(paths, modules)
@@ -400,7 +411,7 @@ class KopfOperator:
         self.memories = ResourceMemories()
         context = contextvars.copy_context()
         context.run(_owner.set, self)
-        context.run(os_signals_var.set, False)  # Ctrl+C interrupts pytest, not just the operator
+        context.run(handles_os_signals.set, False)  # Ctrl+C interrupts pytest, not just the operator
         self._task = loop.create_task(
             self._operator(
                 registry=self.registry,
@@ -551,7 +562,14 @@ class KopfOperator:
         if isinstance(self.cluster, RealKopfCluster):
             info = self.cluster.credentials  # kopf's own login from the kubeconfig context
         else:
-            info = ConnectionInfo(server=connection.base_url, default_namespace=connection.namespace)
+            # The operator's own token: its requests are told from the test's (RBAC, --kopf-rbac-report).
+            token = self.cluster.sim.operator_token if isinstance(self.cluster, SimKopfCluster) else None
+            info = ConnectionInfo(
+                server=connection.base_url,
+                default_namespace=connection.namespace,
+                scheme="Bearer" if token else None,
+                token=token,
+            )
         factory = observer.wrap(connection.connector_factory)
         if not isinstance(self.cluster, RealKopfCluster):  # the trace of a check's run tells which handler asked
             factory = tagging_handlers(factory)
@@ -653,7 +671,7 @@ class KopfOperator:
             return
         loop = asyncio.get_running_loop()
         while (pending := executor.pending()) and loop.time() < deadline:
-            await _jobs_done(pending, timeout=deadline - loop.time())
+            await _jobs_done(pending, timeout=min(deadline - loop.time(), JOBS_POLLING))
 
     async def _abandon(self) -> None:
         """Cancel whatever is left of the operator (a few times: some tasks resist), then let it go."""
@@ -716,10 +734,11 @@ class KopfOperator:
         busy: list[threading.Thread] = []
         if isinstance(executor, LentThreadsExecutor):
             busy = executor.finish(THREADS_GRACE)
-            self.settings.execution.executor = LentThreadsExecutor(executor._max_workers)
+            self.settings.execution.executor = LentThreadsExecutor(self.settings.execution.max_workers)
         elif isinstance(executor, concurrent.futures.ThreadPoolExecutor):
             executor.shutdown(wait=False, cancel_futures=True)
-            self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor(executor._max_workers)
+            max_workers = self.settings.execution.max_workers
+            self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor(max_workers)
         loop_executor = getattr(asyncio.get_running_loop(), "_default_executor", None)
         kept = set(getattr(loop_executor, "_threads", ())) | shared_threads() | self._threads_before
         deadline = time.perf_counter() + THREADS_GRACE
@@ -819,7 +838,7 @@ class KopfOperator:
                 if isinstance(executor, LentThreadsExecutor):
                     await _abandon_jobs(executor)
                     executor.finish(THREADS_GRACE)
-                    self.settings.execution.executor = LentThreadsExecutor(executor._max_workers)
+                    self.settings.execution.executor = LentThreadsExecutor(self.settings.execution.max_workers)
         finally:
             self._tasks.uninstall()
             self._tasks = _OperatorTasks(self)  # the leftovers that resist are not the next run's

@@ -39,6 +39,7 @@ from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError, OperatorCheckFailed
 from .progress import TerminalProgress
 from .randomness import seeded
+from .rbac import VIOLATIONS_KEY, RbacCheck, RbacCheckError, RbacSession, failed_report
 from .realcluster import RealKopfCluster
 from .report import location
 from .report.location import ReportTarget
@@ -74,9 +75,11 @@ class KopfSettings:
     thread_timeout: float | None = 60.0
     gc_freeze: bool = True
     reuse_threads: bool = True
+    rbac_as: str | None = None  # the ini's kopf_rbac_as: enforce RBAC for the operators, acting as this user
 
 
 SETTINGS_KEY = pytest.StashKey[KopfSettings]()
+RBAC_KEY = pytest.StashKey[RbacSession]()
 ORIGINAL_FUNCTION_KEY = pytest.StashKey[Callable[..., Any]]()
 LOOP_KEY = pytest.StashKey[TestLoop]()
 PROGRESS_KEY = pytest.StashKey[TerminalProgress]()
@@ -130,7 +133,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write the HTML report of each failed check of check_operator into DIR (default: kopf-reports/ "
         "in pytest's temporary directory); the failure's message names the file",
     )
+    group.addoption(
+        "--kopf-rbac-report",
+        dest="kopf_rbac_report",
+        default=None,
+        metavar="PATH",
+        help="record the requests of the operators under test (sim mode) and write the minimal Role/ClusterRole "
+        "YAML that allows them into PATH (merged over pytest-xdist workers)",
+    )
+    group.addoption(
+        "--kopf-rbac-check",
+        dest="kopf_rbac_check",
+        default=None,
+        metavar="RBAC.YAML",
+        help="fail every test whose operator makes a request that the Roles/ClusterRoles of this file do not "
+        "allow, naming the verb, resource and namespace (sim mode)",
+    )
     parser.addini("kopf_mode", "the mode of the kopf tests: sim (default) or real", default=SIM)
+    parser.addini(
+        "kopf_rbac_as",
+        "enforce RBAC for the operators under test in sim mode, acting as this user "
+        "(e.g. system:serviceaccount:NS:NAME); their requests that the test's RBAC objects do not allow are 403",
+        default="",
+    )
     parser.addini("kopf_context", "the kubeconfig context for the real mode", default="")
     parser.addini(
         "kopf_controllers",
@@ -188,7 +213,25 @@ def pytest_configure(config: pytest.Config) -> None:
         thread_timeout=thread_timeout,
         gc_freeze=_truth("kopf_gc_freeze", config.getini("kopf_gc_freeze")),
         reuse_threads=_truth("kopf_reuse_threads", config.getini("kopf_reuse_threads")),
+        rbac_as=str(config.getini("kopf_rbac_as") or "").strip() or None,
     )
+    config.stash[RBAC_KEY] = _rbac_session(config)
+
+
+def _rbac_session(config: pytest.Config) -> RbacSession:
+    """The records and checks of --kopf-rbac-report and --kopf-rbac-check (each worker has its own)."""
+    report = config.getoption("kopf_rbac_report")
+    check_path = config.getoption("kopf_rbac_check")
+    try:
+        check = RbacCheck.load(pathlib.Path(check_path)) if check_path else None
+    except RbacCheckError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    workerinput = getattr(config, "workerinput", None)
+    worker = str(workerinput["workerid"]) if isinstance(workerinput, dict) else None
+    session = RbacSession(pathlib.Path(report).resolve() if report else None, check, worker)
+    if worker is None:
+        session.clear_parts()
+    return session
 
 
 def _seconds(name: str, text: str, alternative: str) -> float:
@@ -330,6 +373,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """A check that failed in a test of its own (a user's OperatorMachine), not in check_operator: its report too."""
     report = yield
+    failed_report(item, report)  # --kopf-rbac-check: the operator's requests outside the given RBAC
     error = call.excinfo.value if call.excinfo is not None else None
     if isinstance(error, OperatorCheckFailed) and error.evidence is not None and not error.report:
         from .report.failures import reported
@@ -341,6 +385,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    rbac = session.config.stash.get(RBAC_KEY, None)
+    if rbac is not None:
+        rbac.finish()  # --kopf-rbac-report: a worker's records, or the merged report
     target = session.config.stash.get(REPORT_KEY, None)
     if target is not None:
         location.unregister(target)
@@ -464,9 +511,9 @@ def kopf_loop(request: pytest.FixtureRequest) -> Iterator[TestLoop]:
     if isinstance(test_loop.loop, VirtualTimeLoop) and "kopf" in sys.modules:
         # kopf's wall clock (utcnow, for the timestamps in objects) follows the virtual time; kopf_operator
         # pins it too (kopf is not imported for the tests that do not use it).
-        from kopf._cogs.aiokits.clock import pin_epoch
+        from kopf._kits.testing import pin_utcnow_to_loop
 
-        pin_epoch(test_loop.loop.now(), test_loop.loop)
+        pin_utcnow_to_loop(test_loop.loop.now(), test_loop.loop)
     request.node.stash[LOOP_KEY] = test_loop
     module = getattr(request, "module", None) if test_loop.virtual else None
     undo = virtualize_module(module) if module is not None and is_operator_code(module) else None
@@ -541,6 +588,12 @@ def kopf_cluster(
     except (KopfClusterUnreachable, KopfConfigError) as exc:
         pytest.fail(str(exc), pytrace=False)
     with contextlib.ExitStack() as clients:  # left after the cluster's teardown
+        if isinstance(cluster, SimKopfCluster):
+            if settings.rbac_as:
+                cluster.rbac(enforce=True, as_=settings.rbac_as)
+            rbac = request.config.stash.get(RBAC_KEY, None)
+            if rbac is not None and (rbac.report is not None or rbac.check is not None):
+                clients.callback(rbac.watch(cluster.sim.access, request.node.stash.setdefault(VIOLATIONS_KEY, [])))
         if isinstance(cluster, SimKopfCluster):  # the official clients configured the documented ways reach it
             clients.enter_context(routed_clients(kopf_loop.loop, cluster.sim.server, _clients_dir(tmp_path_factory)))
         elif isinstance(cluster, RealKopfCluster):  # as kopf's login via the official client leaves it

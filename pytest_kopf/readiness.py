@@ -20,11 +20,8 @@ from typing import Any
 
 import aiohttp
 
-from kopf._cogs.configs.configuration import OperatorSettings
-from kopf._core.engines.admission import CONFIGURATION_RESOURCES, build_webhooks
-from kopf._core.intents.registries import OperatorRegistry
-from kopf._core.reactor.observation import Insights
-from kopf._core.reactor.orchestration import watcher_dimensions
+from kopf import OperatorRegistry, OperatorSettings
+from kopf._kits.testing import WEBHOOK_CONFIGURATION_RESOURCES, Insights, build_webhooks, watcher_dimensions
 
 from .cluster import KopfCluster
 from .errors import KopfTimeoutError
@@ -95,7 +92,7 @@ def expected_webhooks(
         return {}
     resources = list(resources)
     expected: dict[str, set[str]] = {}
-    for webhook_type, resource in CONFIGURATION_RESOURCES.items():
+    for webhook_type, resource in WEBHOOK_CONFIGURATION_RESOURCES.items():
         handlers = [handler for handler in registry.webhooks.get_all_handlers() if handler.type == webhook_type]
         names = {
             str(webhook["name"]) for webhook in build_webhooks(handlers, resources, name_suffix=name, client_config={})

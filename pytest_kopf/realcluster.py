@@ -1,7 +1,7 @@
 """``kopf_cluster`` in real mode: the cluster of a kubeconfig context, a namespace of the test's own.
 
 The credentials are kopf's (:func:`pytest_kopf.kubeconfig.load`: kopf's kubeconfig login, exec plugins
-included), and so are the test client's session, headers and TLS (:func:`kopf._cogs.clients.auth.make_session`):
+included), and so are the test client's session, headers and TLS (:func:`kopf._kits.testing.make_api_session`):
 the test reaches the cluster exactly as the operator under test does. The set-up creates the test's
 namespace; the teardown removes what the test has made (:mod:`pytest_kopf.cleanup`).
 """
@@ -12,11 +12,12 @@ import asyncio
 import dataclasses
 import pathlib
 from collections.abc import Callable
+from typing import Any
 
 import aiohttp
 
-from kopf._cogs.clients import auth
-from kopf._cogs.structs.credentials import ConnectionInfo
+from kopf import ConnectionInfo
+from kopf._kits.testing import make_api_session
 
 from . import kubeconfig
 from .cleanup import remove_leftovers
@@ -90,7 +91,7 @@ class RealKopfCluster(KopfCluster):
         )
 
     async def setup(self) -> None:
-        self._session = auth.make_session(self.login.info, user_agent=USER_AGENT)
+        self._session = make_api_session(self.login.info, user_agent=USER_AGENT)
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT):
                 await self._request("GET", "/version")
@@ -145,6 +146,12 @@ class RealKopfCluster(KopfCluster):
 
     def namespace_path(self) -> str:
         return _NAMESPACES.path(None, self.namespace)
+
+    async def api_request(
+        self, method: str, path: str, *, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
+        """A request to an API path (JSON in, JSON out), for the teardown's clean-up (:mod:`pytest_kopf.cleanup`)."""
+        return await self._request(method, path, body=body, content_type=content_type)
 
     def victims(self) -> list[str]:
         """The paths of what the test has made and the teardown deletes: its namespace, its cluster-wide objects."""

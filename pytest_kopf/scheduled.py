@@ -49,8 +49,7 @@ class Scheduled:
 
 def scheduled_calls(kopf_operator: KopfOperator) -> list[Scheduled]:
     """The calls that the operator (if running) will make after a delay, soonest first."""
-    from kopf._core.engines.daemons import DaemonsMemory
-    from kopf._core.intents.handlers import TimerHandler
+    from kopf._kits.testing import DaemonsMemory, TimerHandler
 
     memories = kopf_operator.memories
     if memories is None or not kopf_operator.running:

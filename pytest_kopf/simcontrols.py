@@ -22,11 +22,13 @@ import aiohttp
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from kopf._cogs.structs import diffs
+from kopf._kits.testing import iter_object_diff
 from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.controllers import ControllerManager, ControllerSettings
 from kopf_sim.http import faults as sim_faults
-from kopf_sim.http.app import ADMISSION_KEY, build_app
+from kopf_sim.http.app import ACCESS_KEY, ADMISSION_KEY, build_app
+from kopf_sim.rbac.access import Access
+from kopf_sim.rbac.users import ADMIN
 from kopf_sim.recording.eventlog import ChangeRecorder
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.store.watching import Change
@@ -35,7 +37,9 @@ from kopf_sim.timing.virtualtime import LivelockError, VirtualTimeLoop, loop_clo
 from kopf_sim.transports.inmemory import InMemoryServer
 from kopf_sim.transports.serving import ServedApp
 
+from .clientconfig import CLIENTS_TOKEN
 from .errors import KopfModeError
+from .rbac import OPERATOR_LABEL
 from .running import is_virtual
 
 __all__ = ["MAX_CHANGES_PER_INSTANT", "InstantGuard", "SimControls", "SimOptions"]
@@ -74,6 +78,15 @@ class SimControls:
         self.taps: list[Middleware] = []
         self.app.middlewares.insert(0, self._tapped)
         sim_faults.install(self.app, self.faults)
+        #: Who makes the requests and what RBAC allows them (not enforced unless ``kopf_cluster.rbac()``).
+        self.access: Access = self.app[ACCESS_KEY]
+        #: The tokens of the operator under test (kopf's own, its handlers' official clients'): its requests are
+        #: told from the test's own, which carry none.
+        self.operator_token = self.access.add_token(ADMIN, label=OPERATOR_LABEL)
+        self.operator_tokens = (
+            self.operator_token,
+            self.access.add_token(ADMIN, label=OPERATOR_LABEL, token=CLIENTS_TOKEN),
+        )
         #: The admission control of the simulated apiserver (to serve webhook URLs in-process).
         self.admission: AdmissionControl = self.app[ADMISSION_KEY]
         #: The in-memory server of the simulated apiserver (the operator's requests go there).
@@ -263,7 +276,7 @@ _UNINTERESTING = frozenset({("metadata", "resourceVersion"), ("metadata", "manag
 
 def _changes(old: Any, new: Any, limit: int = 3) -> list[str]:
     """The fields that a change has changed (``metadata.labels.stamp: '1' -> '2'``), at most ``limit`` of them."""
-    items = (item for item in diffs.diff_iter(old, new) if tuple(item.field[:2]) not in _UNINTERESTING)
+    items = (item for item in iter_object_diff(old, new) if tuple(item.field[:2]) not in _UNINTERESTING)
     return [f"{'.'.join(map(str, item.field))}: {_short(item.old)} -> {_short(item.new)}" for item in items][:limit]
 
 

@@ -73,6 +73,7 @@ from .driving import (
     settle,
 )
 from .errors import OperatorCheckFailed
+from .history import handler_ids, history_aside, history_masked
 from .judges import livelocked
 from .noise import EPOCH_OFFSET, NoiseField, described, learn
 from .operator import KopfOperator
@@ -839,9 +840,21 @@ class OperatorMachine(RuleBasedStateMachine):
             self._expected = self._fault_free_end_state(self.baseline, "")
             if self.reference is not None:
                 other = self._fault_free_end_state(self.reference, ", seeded and clocked otherwise")
-                self._learn(learn(self._expected, other))
+                self._learn(self._learned(self._expected, other))
             self._expected_known = True
         return None if self.diverged is not None else self._expected  # the user actions went otherwise
+
+    def _learned(self, one: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]]) -> frozenset[NoiseField]:
+        """The fields that differ between two end states of correct runs, among those that the comparisons compare
+        (how the states were reached aside, :mod:`pytest_kopf.history`; the times kept: to learn them)."""
+        driven = [(custom.api_version, custom.kind) for custom in self.custom_resources()]
+        handlers = handler_ids(self.world.operator)
+        one, other = (history_masked(state, driven=driven, handlers=handlers, times=False) for state in (one, other))
+        return learn(one, other)
+
+    def _history_aside(self, *, times: bool = True) -> Callable[[Mapping[str, Any]], dict[str, Any] | None]:
+        driven = [(custom.api_version, custom.kind) for custom in self.custom_resources()]
+        return history_aside(driven=driven, handlers=handler_ids(self.world.operator), times=times)
 
     def _learn(self, noise: frozenset[NoiseField]) -> None:
         """Fields that differ between two correct runs: noise, masked in the comparisons of this example."""
@@ -885,7 +898,7 @@ class OperatorMachine(RuleBasedStateMachine):
                     return None
             finally:
                 world.close()
-        self._learn(learn(*states))
+        self._learn(self._learned(*states))
         return states[0]
 
     def _driven(self, world: World) -> list[dict[str, Any]]:
@@ -936,7 +949,7 @@ class OperatorMachine(RuleBasedStateMachine):
         direct = self.direct()
         if "rollback" in self.checks and self.reference is not None:  # the same reversals, seeded otherwise
             for one, other in zip(reversals(self.world.cluster), reversals(self.reference.cluster), strict=False):
-                self._learn(learn(one.before, other.before) | learn(one.after, other.after))
+                self._learn(self._learned(one.before, other.before) | self._learned(one.after, other.after))
         kinds = {step.kind for step in self.steps if step.kind is not None}
         checks = perturbed_first([*self.checks, *self._consistency()], kinds)
         try:
@@ -1050,7 +1063,7 @@ class OperatorMachine(RuleBasedStateMachine):
             baseline=list(self.baseline.trace.entries) if self.baseline is not None else None,
             checked_state=states[0],
             baseline_state=states[1] if len(states) > 1 else None,
-            masking=comparison_masking(self.mask, self.noise),
+            masking=comparison_masking(self.mask, self.noise, self._history_aside()),
             named=[os.fspath(path) for path in named if _is_file_name(path)],
             noise=described(self.noise),
         )

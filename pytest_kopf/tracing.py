@@ -394,8 +394,7 @@ def tagging_handlers(factory: Callable[[], aiohttp.BaseConnector]) -> Callable[[
     The connector is asked for a connection in the task that makes the request, where kopf's context of the
     handler being invoked is visible; the request's headers are still to be sent then.
     """
-    from kopf._cogs.structs.current import get_current_body
-    from kopf._core.actions.execution import current_handler_id
+    from kopf._kits.testing import current_handler_id, get_current_body
 
     def make() -> aiohttp.BaseConnector:
         connector = factory()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from collections.abc import Iterator
 from typing import Protocol
@@ -10,12 +11,19 @@ from kopf_sim.kube.objects import JsonDict
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.timing.clock import UidFactory
 
-__all__ = ["ADMIN", "Attributes", "GroupVersionKind", "StoreView"]
+__all__ = ["ADMIN", "REQUESTING_USER", "Attributes", "GroupVersionKind", "StoreView"]
 
 GroupVersionKind = tuple[str, str, str]
 
-#: Who makes the requests: the simulator authenticates no one, and serves everyone as a cluster admin.
+#: Who makes a request that no one else is known to make: the kubeconfig's cluster admin.
 ADMIN: JsonDict = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+
+#: The user of the request being handled (set by the HTTP layer, which authenticates it), for ``userInfo``.
+REQUESTING_USER: contextvars.ContextVar[JsonDict | None] = contextvars.ContextVar("requesting_user", default=None)
+
+
+def _requesting_user() -> JsonDict:
+    return dict(REQUESTING_USER.get() or ADMIN)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +38,7 @@ class Attributes:
     dry_run: bool
     options: JsonDict  # CreateOptions, UpdateOptions or DeleteOptions, as sent to webhooks
     kind: GroupVersionKind | None = None  # the objects' kind, if not the resource's (a ``scale`` is a Scale)
-    user_info: JsonDict = dataclasses.field(default_factory=lambda: dict(ADMIN))
+    user_info: JsonDict = dataclasses.field(default_factory=_requesting_user)
 
     @property
     def gvk(self) -> GroupVersionKind:

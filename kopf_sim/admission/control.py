@@ -18,6 +18,7 @@ from typing import Protocol
 from kopf_sim.admission.attributes import Attributes, StoreView
 from kopf_sim.admission.calling import InProcessHandler
 from kopf_sim.admission.dispatching import MutatingWebhooks, ValidatingWebhooks, WebhookCaller
+from kopf_sim.admission.policies import ValidatingPolicies
 from kopf_sim.kube.objects import JsonDict
 
 __all__ = ["AdmissionControl", "Authorizer", "MutatingPlugin", "ValidatingPlugin"]
@@ -58,7 +59,9 @@ class AdmissionControl:
         caller = WebhookCaller(store, self.in_process)
         self.authorizers: list[Authorizer] = []
         self.mutators: list[MutatingPlugin] = [MutatingWebhooks(caller)]
-        self.validators: list[ValidatingPlugin] = [ValidatingWebhooks(caller)]
+        #: The ValidatingAdmissionPolicies (their audit records: ``policies.audit``), before the webhooks.
+        self.policies = ValidatingPolicies(store)
+        self.validators: list[ValidatingPlugin] = [self.policies, ValidatingWebhooks(caller)]
 
     def register(self, url_or_service: str, handler: InProcessHandler) -> None:
         """Serve a webhook URL (or ``service:ns/name:port/path``) by an in-process coroutine."""

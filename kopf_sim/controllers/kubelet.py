@@ -137,15 +137,42 @@ def render_status(pod: JsonDict, runtime: PodRuntime, *, host_ip: str | None, no
     containers = list(spec.get("containers") or [])
     init_containers = list(spec.get("initContainers") or [])
     name = f"{meta(pod).get('name', '')}_{meta(pod).get('namespace', '')}"
-    statuses = [_container_status(c, runtime, name) for c in containers]
     started = runtime.state in (RUNNING, BACKOFF, DONE)
+    phase = _phase(runtime, started=started)
+    conditions = _conditions(old, runtime, containers, init_containers, phase=phase, started=started, now=now)
+    status: JsonDict = {"phase": phase, "conditions": conditions}
+    if host_ip:
+        status["hostIP"] = host_ip
+        status["hostIPs"] = [{"ip": host_ip}]
+    if runtime.ip and started:
+        status["podIP"] = runtime.ip
+        status["podIPs"] = [{"ip": runtime.ip}]
+    if runtime.scheduled_text:
+        status["startTime"] = runtime.scheduled_text
+    if init_containers:
+        status["initContainerStatuses"] = [_init_status(c, runtime) for c in init_containers]
+    status["containerStatuses"] = [_container_status(c, runtime, name) for c in containers]
+    status["qosClass"] = old.get("qosClass") or "BestEffort"
+    return status
+
+
+def _phase(runtime: PodRuntime, *, started: bool) -> str:
     if runtime.state == DONE:
-        phase = "Succeeded" if runtime.exit_code == 0 else "Failed"
-    elif started:
-        phase = "Running"
-    else:
-        phase = "Pending"
-    unready = [c.get("name", "") for c in containers if not (runtime.ready and runtime.state == RUNNING)]
+        return "Succeeded" if runtime.exit_code == 0 else "Failed"
+    return "Running" if started else "Pending"
+
+
+def _conditions(
+    old: JsonDict,
+    runtime: PodRuntime,
+    containers: list[JsonDict],
+    init_containers: list[JsonDict],
+    *,
+    phase: str,
+    started: bool,
+    now: str,
+) -> list[JsonDict]:
+    """The pod's conditions in the kubelet's order: started, initialized, ready, containers ready, scheduled."""
     conditions: list[JsonDict] = [dict(c) for c in old.get("conditions") or []]
     conditions = set_condition(
         conditions, "PodReadyToStartContainers", "True" if started else "False", "", "", now, probe=True
@@ -163,6 +190,7 @@ def render_status(pod: JsonDict, runtime: PodRuntime, *, host_ip: str | None, no
         )
     else:
         conditions = set_condition(conditions, "Initialized", "True", "", "", now, probe=True)
+    unready = [c.get("name", "") for c in containers if not (runtime.ready and runtime.state == RUNNING)]
     if runtime.state == DONE:
         reason = "PodCompleted" if phase == "Succeeded" else "PodFailed"
         ready_status, message = "False", ""
@@ -174,21 +202,7 @@ def render_status(pod: JsonDict, runtime: PodRuntime, *, host_ip: str | None, no
     conditions = set_condition(conditions, "Ready", ready_status, reason, message, now, probe=True)
     conditions = set_condition(conditions, "ContainersReady", ready_status, reason, message, now, probe=True)
     conditions = set_condition(conditions, "PodScheduled", "True", "", "", now, probe=True)
-    conditions = [_tidy(c) for c in sorted(conditions, key=_condition_order)]
-    status: JsonDict = {"phase": phase, "conditions": conditions}
-    if host_ip:
-        status["hostIP"] = host_ip
-        status["hostIPs"] = [{"ip": host_ip}]
-    if runtime.ip and started:
-        status["podIP"] = runtime.ip
-        status["podIPs"] = [{"ip": runtime.ip}]
-    if runtime.scheduled_text:
-        status["startTime"] = runtime.scheduled_text
-    if init_containers:
-        status["initContainerStatuses"] = [_init_status(c, runtime) for c in init_containers]
-    status["containerStatuses"] = statuses
-    status["qosClass"] = old.get("qosClass") or "BestEffort"
-    return status
+    return [_tidy(c) for c in sorted(conditions, key=_condition_order)]
 
 
 def _init_status(spec: Mapping[str, Any], runtime: PodRuntime) -> JsonDict:

@@ -23,6 +23,7 @@ from aiohttp import web, web_app
 from aiohttp.web_protocol import RequestPayloadError
 from multidict import MultiMapping
 
+from kopf_sim.admission.attributes import REQUESTING_USER
 from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.http import bodies, discovery, openapi, queries, reviews
 from kopf_sim.http.yamlbodies import parse_yaml
@@ -30,6 +31,8 @@ from kopf_sim.kube import errors, tables
 from kopf_sim.kube.objects import JsonDict, compact_json, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
+from kopf_sim.rbac.access import Access, Identity
+from kopf_sim.rbac.attributes import Attributes, verb_of
 from kopf_sim.store import lagging
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.store.pipeline import RequestOptions
@@ -42,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 REQUEST_BODY_LIMIT = 3 * 1024 * 1024
 CLUSTER_KEY = web.AppKey("kopf_sim.cluster", Cluster)
+ACCESS_KEY = web.AppKey("kopf_sim.rbac.access", Access)
 ADMISSION_KEY = web.AppKey("kopf_sim.admission.webhooks", AdmissionControl)
 JSON = "application/json"
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
@@ -95,6 +99,7 @@ class ServerOptions:
     bookmark_interval: float = 60.0  # seconds between BOOKMARK events on idle watches
     aggregated_discovery: bool = True  # serve apidiscovery.k8s.io/v2 when asked (off: as an older apiserver)
     default_watch_timeout: float = 1800.0  # when the client gives no timeoutSeconds
+    enforce_rbac: bool = False  # 403 for requests that the stored RBAC does not allow (kopf-sim serve --rbac)
 
 
 def dumps(data: Any) -> bytes:
@@ -127,6 +132,7 @@ def build_app(cluster: Cluster, options: ServerOptions | None = None) -> web.App
     app[ADMISSION_KEY] = cluster.admission
     api = ApiServer(cluster, options or ServerOptions())
     app[API_KEY] = api
+    app[ACCESS_KEY] = api.access
     app.router.add_route("*", r"/{tail:[\s\S]*}", api.dispatch)
 
     async def close_watches(_: web.Application) -> None:
@@ -152,6 +158,7 @@ class ApiServer:
     def __init__(self, cluster: Cluster, options: ServerOptions) -> None:
         self.cluster = cluster
         self.options = options
+        self.access = Access(cluster, enforce=options.enforce_rbac)
         # Encoded discovery documents by form and URL path, valid for one catalogue at one revision.
         self._documents: dict[tuple[bool, tuple[str, ...]], bytes] = {}
         self._documents_of: tuple[Catalogue, int] | None = None
@@ -171,6 +178,7 @@ class ApiServer:
         """A response (errors as ``Status`` responses), or an opened watch stream (for ``watch`` requests)."""
         warnings: list[str] = []
         token = _request_warnings.set(warnings)
+        user_token = REQUESTING_USER.set(None)  # set by _resource once the user is known; not beyond this request
         try:
             try:
                 outcome = await self._dispatch(request)
@@ -194,6 +202,7 @@ class ApiServer:
                 response.headers.add("Warning", _warning_header(warning))
             return response
         finally:
+            REQUESTING_USER.reset(user_token)
             _request_warnings.reset(token)
 
     async def _dispatch(self, request: ApiRequest) -> web.Response | WatchStream:
@@ -309,10 +318,20 @@ class ApiServer:
         target = self._target(group, version, rest)
         if target.rtype.deprecation_warning:
             _warnings().append(target.rtype.deprecation_warning)
-        if target.rtype.verbs == ("create",):
-            return await self._review(request, target)
         query = request.query
         method = request.method
+        identity = self.access.identify(request.headers)
+        watching = target.legacy_watch or _flag(query.get("watch"))
+        verb = verb_of(method, named=target.name is not None, watch=watching)
+        rtype = target.rtype
+        attrs = Attributes(
+            verb, rtype.group, rtype.plural, target.subresource or "", target.namespace or "", target.name or ""
+        )
+        self.access.authorize(identity, attrs)  # before admission, for reads and watches too
+        user = identity.user
+        REQUESTING_USER.set({"username": user.name, "groups": list(user.groups)})  # for admission's userInfo
+        if target.rtype.verbs == ("create",):
+            return await self._review(request, target, identity)
         if target.name is None:
             if method == "GET":
                 if target.legacy_watch or _flag(query.get("watch")):
@@ -421,7 +440,7 @@ class ApiServer:
         )
         return json_response(obj, 201, warnings=warnings)
 
-    async def _review(self, request: ApiRequest, target: Target) -> web.Response:
+    async def _review(self, request: ApiRequest, target: Target, identity: Identity) -> web.Response:
         """A create-only resource (the authorization reviews): answered, never stored."""
         if request.method != "POST" or target.name is not None or target.legacy_watch:
             raise errors.method_not_allowed()
@@ -432,7 +451,7 @@ class ApiServer:
             field_validation=request.query.get("fieldValidation", ""),
         )
         body = await _read_object(request, target.rtype)
-        return json_response(reviews.review(target.rtype, target.namespace, body), 201)
+        return json_response(reviews.review(target.rtype, target.namespace, body, self.access, identity), 201)
 
     async def _update(self, request: ApiRequest, target: Target) -> web.Response:
         assert target.name is not None

@@ -49,43 +49,53 @@ def pod_ready(obj: JsonDict, now: datetime.datetime) -> str:
 
 
 def pod_status(obj: JsonDict, now: datetime.datetime) -> str:
+    """The STATUS column of ``kubectl get pods``: the init containers' state, else the containers', else the phase."""
     status = _status(obj)
     reason = status.get("reason") or status.get("phase") or "Unknown"
-    initializing = False
-    init_specs = _spec(obj).get("initContainers") or []
-    for index, container in enumerate(status.get("initContainerStatuses") or []):
-        state = container.get("state") or {}
-        terminated, waiting = state.get("terminated"), state.get("waiting")
-        if terminated and terminated.get("exitCode") == 0:
-            continue
-        if terminated:
-            reason = "Init:" + (terminated.get("reason") or f"ExitCode:{terminated.get('exitCode')}")
-        elif waiting and waiting.get("reason") and waiting.get("reason") != "PodInitializing":
-            reason = "Init:" + waiting["reason"]
-        else:
-            reason = f"Init:{index}/{len(init_specs)}"
-        initializing = True
-        break
-    if not initializing:
-        running = False
-        for container in reversed(status.get("containerStatuses") or []):
-            state = container.get("state") or {}
-            waiting, terminated = state.get("waiting"), state.get("terminated")
-            if waiting and waiting.get("reason"):
-                reason = waiting["reason"]
-            elif terminated and terminated.get("reason"):
-                reason = terminated["reason"]
-            elif terminated:
-                signal = terminated.get("signal")
-                reason = f"Signal:{signal}" if signal else f"ExitCode:{terminated.get('exitCode')}"
-            elif container.get("ready") and state.get("running"):
-                running = True
+    init_reason = _init_status(status, len(_spec(obj).get("initContainers") or []))
+    if init_reason is not None:
+        reason = init_reason
+    else:
+        reason, running = _containers_status(status, reason)
         if reason == "Completed" and running:
             ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
             reason = "Running" if ready else "NotReady"
     if meta(obj).get("deletionTimestamp"):
         reason = "Unknown" if status.get("reason") == "NodeLost" else "Terminating"
     return str(reason)
+
+
+def _init_status(status: JsonDict, init_count: int) -> str | None:
+    """``Init:…`` for the first init container that has not succeeded, if any."""
+    for index, container in enumerate(status.get("initContainerStatuses") or []):
+        state = container.get("state") or {}
+        terminated, waiting = state.get("terminated"), state.get("waiting")
+        if terminated and terminated.get("exitCode") == 0:
+            continue
+        if terminated:
+            return "Init:" + (terminated.get("reason") or f"ExitCode:{terminated.get('exitCode')}")
+        if waiting and waiting.get("reason") and waiting.get("reason") != "PodInitializing":
+            return "Init:" + str(waiting["reason"])
+        return f"Init:{index}/{init_count}"
+    return None
+
+
+def _containers_status(status: JsonDict, reason: Any) -> tuple[Any, bool]:
+    """The reason of the first container (in order) that waits or ended, else the given one; whether any runs ready."""
+    running = False
+    for container in reversed(status.get("containerStatuses") or []):
+        state = container.get("state") or {}
+        waiting, terminated = state.get("waiting"), state.get("terminated")
+        if waiting and waiting.get("reason"):
+            reason = waiting["reason"]
+        elif terminated and terminated.get("reason"):
+            reason = terminated["reason"]
+        elif terminated:
+            signal = terminated.get("signal")
+            reason = f"Signal:{signal}" if signal else f"ExitCode:{terminated.get('exitCode')}"
+        elif container.get("ready") and state.get("running"):
+            running = True
+    return reason, running
 
 
 def pod_restarts(obj: JsonDict, now: datetime.datetime) -> str:

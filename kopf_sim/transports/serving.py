@@ -28,6 +28,7 @@ from typing import Self
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler, Middleware
 
+from kopf_sim.http.app import ACCESS_KEY
 from kopf_sim.transports.certs import generate_self_signed
 from kopf_sim.transports.kubeconfig import write_kubeconfig
 
@@ -50,12 +51,13 @@ MAX_HEADER_BYTES = 1024 * 1024
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 
 
-def bearer_token_middleware(token: str) -> Middleware:
+def bearer_token_middleware(token: str, also: Callable[[str], bool] | None = None) -> Middleware:
     """Reject requests without ``Authorization: Bearer <token>``, as kube-apiserver does.
 
     The header is read as the apiserver reads it: the scheme, one space, the token (anything after
     a further space is ignored). A request without a token is anonymous, and may read only the
-    :data:`PUBLIC_PATHS`; a wrong token (or a non-UTF-8 one) is refused everywhere.
+    :data:`PUBLIC_PATHS`; a wrong token (or a non-UTF-8 one) is refused everywhere. ``also`` accepts
+    more tokens (the users' of ``kopf-sim serve --rbac-user``).
     """
     expected = token.encode("utf-8")
 
@@ -65,7 +67,7 @@ def bearer_token_middleware(token: str) -> Middleware:
         if given is None:
             allowed = False
         elif given:
-            allowed = hmac.compare_digest(given, expected)
+            allowed = hmac.compare_digest(given, expected) or (also is not None and also(given.decode("utf-8")))
         else:
             allowed = request.path in PUBLIC_PATHS
         if not allowed:
@@ -145,7 +147,9 @@ class ServedApp:
             raise RuntimeError("The app is already served.")
         if self.token is not None:
             # First of all middlewares: nothing of the app runs for unauthenticated requests.
-            self.app.middlewares.insert(0, bearer_token_middleware(self.token))
+            access = self.app.get(ACCESS_KEY)
+            also = access.knows_token if access is not None else None
+            self.app.middlewares.insert(0, bearer_token_middleware(self.token, also))
         ssl_context = self._make_ssl_context() if self.tls else None
         await self._runner.setup()
         try:

@@ -165,6 +165,12 @@ _KINDS: dict[str, dict[Path, ListStrategy]] = {
         **_METADATA,
         ("webhooks",): _merge("name"),
     },
+    # Admission policies: their match conditions merge by name; validations and the rest are atomic.
+    "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy": {
+        **_METADATA,
+        ("spec", "matchConditions"): _merge("name"),
+    },
+    "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding": {**_METADATA},
     # RBAC rules, subjects and roleRefs have no patch strategy: they are atomic.
     "rbac.authorization.k8s.io/v1/Role": {**_METADATA},
     "rbac.authorization.k8s.io/v1/RoleBinding": {**_METADATA},

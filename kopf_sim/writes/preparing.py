@@ -24,6 +24,7 @@ from kopf_sim.writes import (
     schemas,
     typecheck,
     validation,
+    validation_rules,
     webhookconfigs,
 )
 
@@ -144,9 +145,15 @@ def _check_namespace(rtype: ResourceType, body: JsonDict, namespace: str | None)
 
 
 def _apply_schema(
-    cluster: StoreView, rtype: ResourceType, obj: JsonDict, *, field_validation: str, warnings: list[str] | None
+    cluster: StoreView,
+    rtype: ResourceType,
+    obj: JsonDict,
+    *,
+    field_validation: str,
+    warnings: list[str] | None,
+    old: JsonDict | None = None,
 ) -> JsonDict:
-    """Prune, default and validate a custom resource against its CRD's structural schema."""
+    """Prune, default and validate a custom resource against its CRD's structural schema and CEL rules."""
     if rtype.schema is None:
         return obj
     obj, unknown = schemas.prune_and_default(obj, rtype.schema)
@@ -155,6 +162,7 @@ def _apply_schema(
     if unknown and field_validation != "Ignore" and warnings is not None:
         warnings.extend(schemas.unknown_field_warning(path) for path in unknown)
     causes = schemas.validate(obj, rtype.schema)
+    causes += validation_rules.causes(obj, old, rtype.schema, causes)
     if causes:
         name = meta(obj).get("name", "")
         raise errors.invalid(rtype.kind, rtype.group, name, [c.as_status_cause() for c in causes])
@@ -174,6 +182,9 @@ def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old
         causes.extend(immutability.update_causes(rtype, obj, old))
     if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         causes.extend(crds.crd_problems(obj, old))
+        causes.extend(validation_rules.crd_problems(obj))
+    if rtype.storage_key == validation_rules.POLICIES:
+        causes.extend(validation_rules.policy_problems(obj))
     if rtype.storage_key in webhookconfigs.CONFIGURATIONS:
         causes.extend(webhookconfigs.causes(rtype, obj))
     if causes:
@@ -373,7 +384,7 @@ def prepare_update(
             new_meta["managedFields"] = old_meta["managedFields"]
         _check_finalizers(rtype, old_meta, new_meta)
     _keep_initial_state(cluster, rtype, old, new)
-    new = _apply_schema(cluster, rtype, new, field_validation=field_validation, warnings=warnings)
+    new = _apply_schema(cluster, rtype, new, field_validation=field_validation, warnings=warnings, old=old)
     if rtype.has_generation and _spec_changed(rtype, old, new):
         new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
     _validate_common(cluster, rtype, new, None if subresource == BINDING else old)
@@ -624,6 +635,7 @@ def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> No
             spec["clusterIP"] = spec.get("clusterIP") or _cluster_ip(cluster)
             spec["clusterIPs"] = spec.get("clusterIPs") or [spec["clusterIP"]]
             _single_stack(spec)
+        _node_ports(cluster, spec, {})
     defaulting.fill_status(rtype, obj)  # the statuses reset above have their zero fields again
 
 
@@ -653,6 +665,7 @@ def _keep_initial_state(cluster: StoreView, rtype: ResourceType, old: JsonDict, 
         _label_namespace_name(new)
     elif rtype.storage_key == ("", "services"):
         _keep_cluster_ips(cluster, old.get("spec") or {}, new.setdefault("spec", {}))
+        _node_ports(cluster, new["spec"], old.get("spec") or {})
 
 
 def _keep_cluster_ips(cluster: StoreView, old: JsonDict, spec: JsonDict) -> None:
@@ -677,6 +690,51 @@ def _keep_cluster_ips(cluster: StoreView, old: JsonDict, spec: JsonDict) -> None
     for field in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
         if not spec.get(field) and old.get(field):
             spec[field] = clone(old[field])
+
+
+#: The node ports' range of the apiserver (``--service-node-port-range``'s default).
+NODE_PORTS = range(30000, 32768)
+
+
+def _node_ports(cluster: StoreView, spec: JsonDict, old: JsonDict) -> None:
+    """A node port for each port of a NodePort (or LoadBalancer) service that has none: the port's old one if the
+    service had it, else a free one from a place drawn from the uid generator (as the apiserver allocates them at
+    random: the same for the same seed, another one for another seed)."""
+    kind = spec.get("type", "ClusterIP")
+    if kind not in ("NodePort", "LoadBalancer") or spec.get("allocateLoadBalancerNodePorts") is False:
+        return
+    ports = [port for port in spec.get("ports") or () if isinstance(port, dict)]
+    if all(port.get("nodePort") for port in ports):
+        return
+    previous = {
+        _port_key(port): port["nodePort"]
+        for port in old.get("ports") or ()
+        if isinstance(port, dict) and port.get("nodePort")
+    }
+    taken = {
+        port.get("nodePort")
+        for service in cluster.objects(("", "services"))
+        for port in (service.get("spec") or {}).get("ports") or ()
+        if isinstance(port, dict)
+    } | {port.get("nodePort") for port in ports}
+    for port in ports:
+        if port.get("nodePort"):
+            continue
+        kept = previous.get(_port_key(port))
+        if kept is not None:
+            port["nodePort"] = kept
+            continue
+        start = int(cluster.uids().replace("-", ""), 16) % len(NODE_PORTS)
+        free = (NODE_PORTS[(start + step) % len(NODE_PORTS)] for step in range(len(NODE_PORTS)))
+        chosen = next((candidate for candidate in free if candidate not in taken), None)
+        if chosen is None:
+            raise errors.ApiError(500, "InternalError", "failed to allocate a nodePort: range is full")
+        port["nodePort"] = chosen
+        taken.add(chosen)
+
+
+def _port_key(port: JsonDict) -> tuple[Any, Any]:
+    return (port.get("port"), port.get("protocol", "TCP"))
 
 
 def _single_stack(spec: JsonDict) -> None:
@@ -753,7 +811,7 @@ def after_mutation(
         _check_finalizers(rtype, meta(old), metadata)
     _decoded(rtype, result, patched=True)
     defaulting.apply_defaults(rtype, result)  # what the webhooks added is defaulted, as it is decoded again
-    result = _apply_schema(cluster, rtype, result, field_validation="Ignore", warnings=None)
+    result = _apply_schema(cluster, rtype, result, field_validation="Ignore", warnings=None, old=old)
     if rtype.has_generation:
         if old is None:
             metadata["generation"] = 1

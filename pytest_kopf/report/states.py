@@ -2,8 +2,8 @@
 
 The states are taken with only the always-volatile fields masked (uids, resource versions, timestamps:
 see :func:`~pytest_kopf.driving.end_state`); a difference is noise when it goes away once the check's own
-masking is applied (``mask=`` of the user, the noise learned from two fault-free runs): the check did not
-count it. What is left is what the check reported.
+masking is applied (``mask=`` of the user, how the state was reached, the noise learned from two fault-free
+runs): the check did not count it. What is left is what the check reported.
 """
 
 from __future__ import annotations
@@ -24,12 +24,20 @@ __all__ = ["Masking", "comparison_masking", "state_differences"]
 Masking = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
-def comparison_masking(mask: Sequence[str] = (), noise: Iterable[NoiseField] = ()) -> Masking:
-    """The masking of the comparing checks: the user's ``mask=``, then the noise learned (Secrets decoded)."""
+def comparison_masking(
+    mask: Sequence[str] = (), noise: Iterable[NoiseField] = (), history: Masking | None = None
+) -> Masking:
+    """The masking of the comparing checks: the user's ``mask=``, how the state was reached (``history``: see
+    :mod:`pytest_kopf.history`), then the noise learned (Secrets decoded)."""
     fields = list(noise)
 
     def masking(obj: dict[str, Any]) -> dict[str, Any] | None:
-        masked = mask_state([mask_object(obj, mask)], fields)
+        aside: dict[str, Any] | None = mask_object(obj, mask)
+        if history is not None and aside is not None:
+            aside = history(aside)
+        if aside is None:  # derived by the cluster's controllers: compared through its owner
+            return None
+        masked = mask_state([aside], fields)
         return masked[0] if masked else None
 
     return masking
@@ -44,8 +52,10 @@ def state_differences(
     for key in sorted(left.keys() | right.keys()):
         old, new = left.get(key), right.get(key)
         where = _title(key)
-        if old is None or new is None:
-            rows.append(DifferenceRow(where, "(the object)", _presence(old), _presence(new)))
+        if old is None or new is None:  # noise if the comparison leaves it out (derived, or learned as noise)
+            only = old if old is not None else new
+            left_out = only is not None and masking(only) is None
+            rows.append(DifferenceRow(where, "(the object)", _presence(old), _presence(new), noise=left_out))
             continue
         left_masked, right_masked = masking(old), masking(new)
         if left_masked is None or right_masked is None:  # the object is noise (there in one fault-free run only)

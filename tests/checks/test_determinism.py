@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import random
+import secrets
+import uuid
 from pathlib import Path
+from typing import Any
 
 import hypothesis
 from hypothesis import strategies as st
 
+import kopf
 from pytest_kopf.stateful import OperatorSpec, World
 from pytest_kopf.strategies import (
     Action,
@@ -29,6 +35,35 @@ RANDOM_SPEC = OperatorSpec(
     paths=(str(GALLERY / "random_credentials_ok.py"), str(GALLERY / "uuid_status_ok.py")),
     manifests=(str(GALLERY / "crd.yaml"),),
 )
+
+
+def drawing_registry() -> kopf.OperatorRegistry:
+    """Handlers that write a value of every source of randomness into the status: in the loop and in a thread."""
+    registry = kopf.OperatorRegistry()
+
+    def drawn() -> dict[str, Any]:
+        return {
+            "random": random.random(),
+            "randint": random.randint(0, 10**9),
+            "urandom": os.urandom(8).hex(),
+            "token": secrets.token_urlsafe(8),
+            "uuid4": str(uuid.uuid4()),
+            "uuid1": str(uuid.uuid1()),
+        }
+
+    @kopf.on.create("gadgets", registry=registry)
+    async def in_the_loop(patch: kopf.Patch, **_: Any) -> None:
+        patch.status["loop"] = drawn()
+
+    @kopf.on.create("gadgets", registry=registry)
+    def in_a_thread(patch: kopf.Patch, **_: Any) -> None:
+        patch.status["thread"] = drawn()
+
+    return registry
+
+
+#: An operator that draws from random, os.urandom, secrets and uuid (4 and 1), in its loop and in a thread.
+DRAWING_SPEC = OperatorSpec(registry=drawing_registry, manifests=(str(GALLERY / "crd.yaml"),))
 BODY = {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "obj-0", "namespace": "default"}}
 RESOURCE = "gadgets.checks.example"
 
@@ -100,10 +135,7 @@ def test_the_same_trace_in_two_processes_with_different_hash_seeds() -> None:
     import sys
 
     root = Path(__file__).parent.parent.parent
-    code = (
-        "import sys; from tests.checks.test_determinism import EVERY_FAULT_KIND, RANDOM_SPEC, trace_of; "
-        "sys.stdout.write(trace_of(EVERY_FAULT_KIND) + '=====\\n' + trace_of(EVERY_FAULT_KIND, RANDOM_SPEC))"
-    )
+    code = "import sys; from tests.checks.test_determinism import traces; sys.stdout.write(traces())"
     processes = [
         subprocess.Popen(
             [sys.executable, "-c", code],
@@ -116,7 +148,14 @@ def test_the_same_trace_in_two_processes_with_different_hash_seeds() -> None:
     ]
     outputs = [process.communicate(timeout=300)[0] for process in processes]
     assert [process.returncode for process in processes] == [0, 0]
-    here = trace_of(EVERY_FAULT_KIND) + "=====\n" + trace_of(EVERY_FAULT_KIND, RANDOM_SPEC)
-    assert outputs[0] == outputs[1] == here  # and the same as in this process
+    assert outputs[0] == outputs[1] == traces()  # and the same as in this process
     assert "fault crash after write" in outputs[0]
     assert '"password": "' in outputs[0] and '"instanceId": "' in outputs[0]  # the seeded random values, traced
+    assert '"loop": {' in outputs[0] and '"thread": {' in outputs[0]
+    for source in ("random", "randint", "urandom", "token", "uuid4", "uuid1"):
+        assert f'"{source}": ' in outputs[0], source  # the values drawn, traced
+
+
+def traces() -> str:
+    """The traces of the gallery's operator, of two that draw passwords and ids, and of one that draws from all."""
+    return "\n=====\n".join(trace_of(EVERY_FAULT_KIND, spec) for spec in (SPEC, RANDOM_SPEC, DRAWING_SPEC))

@@ -217,3 +217,27 @@ def test_the_endpoints_come_in_the_order_of_their_pods() -> None:
     endpoints["subsets"] = [{"addresses": [address("10.0.0.1", "ts-1"), address("10.0.0.2", "ts-0")]}]
     addresses = mask_object(endpoints)["subsets"][0]["addresses"]
     assert [entry["targetRef"]["name"] for entry in addresses] == ["ts-0", "ts-1"]  # by pod, not by (random) IP
+
+
+async def test_a_pods_ip_where_the_operator_copies_it_is_masked(kopf_cluster: Any) -> None:
+    from tests.sim.controllers.workloads import pod, ready
+
+    await kopf_cluster.create(pod("web"))
+    running = await kopf_cluster.wait_for("pods", "web", condition=ready)
+    ip = running["status"]["podIP"]
+    args = {"probe": f"http://{ip}/healthz", "other": f"{ip}0"}  # the IP, and another that starts as it does
+    await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"}, "data": args})
+    maps = {obj["metadata"]["name"]: obj for obj in end_state(kopf_cluster) if obj["kind"] == "ConfigMap"}
+    assert maps["probe"]["data"] == {"probe": "http://<pod IP>/healthz", "other": f"{ip}0"}
+
+
+async def test_a_statefulsets_revisions_are_its_history_not_its_state(kopf_cluster: Any) -> None:
+    from tests.sim.controllers.workloads import pod_template
+
+    labels = {"app": "db"}
+    spec = {"serviceName": "db", "replicas": 1, "selector": {"matchLabels": labels}, "template": pod_template(labels)}
+    body = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}, "spec": spec}
+    await kopf_cluster.create(body)
+    await kopf_cluster.sim.advance(1)
+    assert await kopf_cluster.list("controllerrevisions")  # made by the cluster
+    assert "ControllerRevision" not in {obj["kind"] for obj in end_state(kopf_cluster)}

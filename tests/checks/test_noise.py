@@ -4,20 +4,26 @@ timestamps refreshed while settling, what kopf has scheduled, and sync handlers 
 from __future__ import annotations
 
 import base64
+import contextlib
+import datetime
 import os
 import random
 import secrets
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import kopf
+from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
 from pytest_kopf.checks import check_operator
+from pytest_kopf.driving import end_state
 from pytest_kopf.errors import OperatorCheckFailed
+from pytest_kopf.history import handler_ids, history_masked
 from pytest_kopf.noise import (
     MASKED,
     NoiseField,
@@ -29,6 +35,8 @@ from pytest_kopf.noise import (
     only_timestamps_changed,
 )
 from pytest_kopf.stateful import OperatorSpec, World
+
+from .test_gallery import INNER_PYTEST
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
@@ -199,6 +207,44 @@ def test_outside_of_the_worlds_the_randomness_is_the_processs_own() -> None:
         assert os.path.isdir(path)
 
 
+def password_in_a_world(seed: int, epoch_offset: float) -> tuple[str, str]:
+    """The password that random_credentials_ok.py draws for obj-0, and the Secret's creation time, in a world."""
+    epoch = DEFAULT_EPOCH + datetime.timedelta(seconds=epoch_offset)
+    world = World(
+        OperatorSpec(paths=(str(GALLERY / "random_credentials_ok.py"),), manifests=(CRD,)), seed=seed, epoch=epoch
+    )
+    try:
+        world.run(world.cluster.create(gadget("obj-0")))
+        world.run(world.settle())
+        obj = world.run(world.cluster.get("secrets", "obj-0-credentials"))
+        return base64.b64decode(obj["data"]["password"]).decode(), obj["metadata"]["creationTimestamp"]
+    finally:
+        world.close()
+
+
+def test_a_test_with_the_fixtures_draws_as_a_world_of_its_seed(pytester: pytest.Pytester) -> None:
+    """So that a reproduction of a run seeded otherwise (``kopf_seed``) replays the same values."""
+    seeded = password_in_a_world(1, 3661.5)
+    assert seeded != password_in_a_world(0, 0.0)
+    pytester.makepyfile(
+        test_seeded=f"""
+import base64, pytest
+from pytest_kopf.driving import settle
+
+@pytest.mark.kopf_seed(1, epoch_offset=3661.5)
+async def test_seeded(kopf_cluster, kopf_operator):
+    await kopf_cluster.apply({str(CRD)!r})
+    await kopf_operator.start(paths=[{str(GALLERY / "random_credentials_ok.py")!r}])
+    await kopf_cluster.create({gadget("obj-0")!r})
+    await settle(kopf_cluster, kopf_operator)
+    obj = await kopf_cluster.get("secrets", "obj-0-credentials")
+    assert (base64.b64decode(obj["data"]["password"]).decode(), obj["metadata"]["creationTimestamp"]) == {seeded!r}
+"""
+    )
+    result = pytester.runpytest_inprocess(*INNER_PYTEST)
+    assert result.ret == 0, result.stdout.str()
+
+
 # -- settling: noise refreshed, kopf's schedule --------------------------------------------------------
 
 
@@ -250,20 +296,27 @@ def test_settling_waits_for_a_timers_retry_beyond_the_quiet_period() -> None:
 # -- stopping while a sync handler runs ----------------------------------------------------------------
 
 
-def test_a_graceful_stop_waits_for_a_sync_handler_still_running_instead_of_reporting_a_leak() -> None:
+@contextlib.contextmanager
+def slow_deletion_underway() -> Iterator[World]:
+    """A world whose operator's sync delete handler sleeps its 30 s in a thread (10 s of them are over)."""
     world = World(OperatorSpec(paths=(str(GALLERY / "slow_delete_ok.py"),), manifests=(CRD,)))
     try:
         world.run(world.cluster.create(gadget("obj-0")))
         world.run(world.settle())
         world.run(world.cluster.delete(RESOURCE, "obj-0"))
-        world.run(world.cluster.sim.advance(10))  # the delete handler sleeps its 30 s in a thread
+        world.run(world.cluster.sim.advance(10))
+        yield world
+        assert world.run(world.settle())
+        assert world.run(world.cluster.list(RESOURCE)) == []  # a fresh operator has handled the deletion
+    finally:
+        world.close()
+
+
+def test_a_graceful_stop_waits_for_a_sync_handler_still_running_instead_of_reporting_a_leak() -> None:
+    with slow_deletion_underway() as world:
         stopping = world.loop.time()
         world.run(world.operator.restart())  # no KopfLeakError: the thread ends at 30 s, the stop waits for it
         assert world.loop.time() - stopping == pytest.approx(20, abs=1)
-        assert world.run(world.settle())
-        assert world.run(world.cluster.list(RESOURCE)) == []  # the fresh operator has handled the deletion
-    finally:
-        world.close()
 
 
 async def _crash(world: World) -> None:
@@ -271,20 +324,11 @@ async def _crash(world: World) -> None:
 
 
 def test_a_crash_abandons_a_sync_handler_still_running_as_a_killed_process_would() -> None:
-    world = World(OperatorSpec(paths=(str(GALLERY / "slow_delete_ok.py"),), manifests=(CRD,)))
-    try:
-        world.run(world.cluster.create(gadget("obj-0")))
-        world.run(world.settle())
-        world.run(world.cluster.delete(RESOURCE, "obj-0"))
-        world.run(world.cluster.sim.advance(10))  # the delete handler sleeps its 30 s in a thread
+    with slow_deletion_underway() as world:
         world.run(_crash(world))  # its thread wakes up now and goes no further
         world.run(world.operator.restart())
-        assert world.run(world.settle())
-        assert world.run(world.cluster.list(RESOURCE)) == []
-        released = [record.created for record in world.trace.records if "Released obj-0." in record.getMessage()]
-        assert len(released) == 1  # by the fresh operator's handler only
-    finally:
-        world.close()
+    released = [record for record in world.trace.records if "Released obj-0." in record.getMessage()]
+    assert len(released) == 1  # by the fresh operator's handler only
 
 
 # -- in the checks -------------------------------------------------------------------------------------
@@ -334,3 +378,41 @@ def test_a_failure_shows_the_difference_with_the_noise_masked() -> None:
     assert f"instanceId: {MASKED}" in message
     assert "learned as nondeterministic from two fault-free runs: Gadget obj-0 status.instanceId" in message
     assert "NOISE = [NoiseField(" in info.value.reproduction
+
+
+# -- how a state was reached: set aside in the comparisons ---------------------------------------------
+
+
+def deployment_end_state(*, coalesced: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """deployment_owner_ok.py's end state after a gadget is created empty and then sized: the operator sees the two
+    states, or (``coalesced``: its watch closed, its events withheld) only the last one, and writes its Deployment
+    once. As it is, and with how it was reached set aside."""
+    world = World(OperatorSpec(paths=(str(GALLERY / "deployment_owner_ok.py"),), manifests=(CRD,)))
+    try:
+        if coalesced:
+            world.cluster.sim.faults.withhold_events(1.0, resource="gadgets", count=1)
+            world.cluster.sim.store.close_watches()
+        world.run(world.cluster.create(gadget("obj-0")))
+        world.run(world.cluster.sim.advance(0))
+        world.run(world.cluster.patch(RESOURCE, "obj-0", {"spec": {"size": 2, "mode": "fast"}}))
+        assert world.run(world.settle())
+        state = end_state(world.cluster)
+        driven, handlers = [("checks.example/v1", "Gadget")], handler_ids(world.operator)
+        return state, history_masked(state, driven=driven, handlers=handlers)
+    finally:
+        world.close()
+
+
+def test_how_a_state_was_reached_is_set_aside_when_comparing() -> None:
+    """A Deployment written once or twice: its revision and its old ReplicaSet tell the path, not the state."""
+    (once, once_aside), (twice, twice_aside) = (
+        deployment_end_state(coalesced=True),
+        deployment_end_state(coalesced=False),
+    )
+    shown = difference(twice, once)
+    assert shown is not None and "deployment.kubernetes.io/revision" in shown
+    assert (
+        sum(obj["kind"] == "ReplicaSet" for obj in twice) == 2 and sum(obj["kind"] == "ReplicaSet" for obj in once) == 1
+    )
+    assert difference(twice_aside, once_aside) is None
+    assert {obj["kind"] for obj in once_aside}.isdisjoint({"ReplicaSet", "Pod"})  # compared through their owner

@@ -8,13 +8,11 @@ from typing import Any
 import pytest
 
 from pytest_kopf.driving import end_state, settle
+from pytest_kopf.history import TIME, handler_ids, history_masked
 from pytest_kopf.oracles import (
-    TIME,
     Correspondence,
     correspondences,
     final_bodies,
-    handler_ids,
-    history_masked,
     inconsistencies,
     leftovers,
     patch_and_revert,

@@ -25,29 +25,33 @@ def gadget(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": metadata, "spec": spec}
 
 
-async def test_a_resume_handler_rewriting_its_result_is_idempotent(
-    kopf_cluster: Any, kopf_operator: Any, tmp_path: Path
-) -> None:
-    # One function for create & resume (one id): after a change, a restart stores its result anew.
-    path = tmp_path / "operator.py"
-    path.write_text(
-        textwrap.dedent(
-            """
-            import kopf
+#: One function for create & resume (one id): after a change, a restart stores its result anew.
+RESUMING = """
+import kopf
 
-            @kopf.on.create("gadgets")
-            @kopf.on.resume("gadgets")
-            def reconcile(spec, **_):
-                return {"size": spec.get("size")}
-            """
-        )
-    )
+@kopf.on.create("gadgets")
+@kopf.on.resume("gadgets")
+def reconcile(spec, **_):
+    return {"size": spec.get("size")}
+"""
+
+
+async def changed_after_creation(kopf_cluster: Any, kopf_operator: Any, tmp_path: Path) -> None:
+    """The resuming operator has handled a gadget's creation, then its spec has changed (no handler for that)."""
+    path = tmp_path / "operator.py"
+    path.write_text(RESUMING)
     await kopf_cluster.apply(CRD)
     await kopf_operator.start(paths=[path])
     await kopf_cluster.create(gadget("g", size=1))
     await settle(kopf_cluster, kopf_operator)
     await kopf_cluster.patch(RESOURCE, "g", {"spec": {"size": 2}})
     await settle(kopf_cluster, kopf_operator)
+
+
+async def test_a_resume_handler_rewriting_its_result_is_idempotent(
+    kopf_cluster: Any, kopf_operator: Any, tmp_path: Path
+) -> None:
+    await changed_after_creation(kopf_cluster, kopf_operator, tmp_path)
     await verify(kopf_cluster, kopf_operator, checks=["idempotence"], resources=[RESOURCE])
     assert (await kopf_cluster.get(RESOURCE, "g"))["status"]["reconcile"] == {"size": 2}  # rewritten, as designed
 
@@ -55,25 +59,7 @@ async def test_a_resume_handler_rewriting_its_result_is_idempotent(
 async def test_a_resume_handler_rewriting_its_result_after_a_crash_converges(
     kopf_cluster: Any, kopf_operator: Any, tmp_path: Path
 ) -> None:
-    path = tmp_path / "operator.py"
-    path.write_text(
-        textwrap.dedent(
-            """
-            import kopf
-
-            @kopf.on.create("gadgets")
-            @kopf.on.resume("gadgets")
-            def reconcile(spec, **_):
-                return {"size": spec.get("size")}
-            """
-        )
-    )
-    await kopf_cluster.apply(CRD)
-    await kopf_operator.start(paths=[path])
-    await kopf_cluster.create(gadget("g", size=1))
-    await settle(kopf_cluster, kopf_operator)
-    await kopf_cluster.patch(RESOURCE, "g", {"spec": {"size": 2}})
-    await settle(kopf_cluster, kopf_operator)
+    await changed_after_creation(kopf_cluster, kopf_operator, tmp_path)
     expected = end_state(kopf_cluster)  # as a run with no crash ends: the creation's result
     await kopf_operator.crash()
     await kopf_operator.restart()

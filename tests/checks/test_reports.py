@@ -245,11 +245,11 @@ SETTINGS = kopf.OperatorSettings()
 
 
 @kopf.on.create("gadgets")
-async def create_fn(name, namespace, body, **_):
+async def create_fn(name, namespace, body, patch, **_):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": f"{name}-"}, "data": {}}
     kopf.append_owner_reference(child, owner=body)
     await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
-    return {"at": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+    patch.status["handledAt"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
 '''
 
 
@@ -271,6 +271,6 @@ def test_the_learned_noise_is_greyed_and_the_bug_is_not(tmp_path: Path) -> None:
     root = checked_report(failure, named=[operator, CRD])
     rows = root.by_id("end-states").find("tbody").find_all("tr")
     shown = {(row.find_all("td")[0].text(), row.find("td", cls="path").text()): row.attrs["class"] for row in rows}
-    assert shown[("Gadget default/obj-0", "status.create_fn.at")] == "noise"  # a later time, after the crash
+    assert shown[("Gadget default/obj-0", "status.handledAt")] == "noise"  # a later time, after the crash
     assert shown[("ConfigMap default/obj-0-* (#2)", "(the object)")] == "differs"
-    assert "Learned as nondeterministic: Gadget obj-0 status.create_fn.at" in root.by_id("end-states").text()
+    assert "Learned as nondeterministic: Gadget obj-0 status.handledAt" in root.by_id("end-states").text()

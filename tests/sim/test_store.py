@@ -290,6 +290,32 @@ def test_services_get_cluster_ips(cluster: Cluster) -> None:
     assert svc["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
 
 
+def service_of(seed: int, body: dict[str, object]) -> dict[str, object]:
+    cluster = Cluster(clock=ManualClock(), uids=SeededUids(seed))
+    return cluster.create(cluster.resource("", "v1", "services"), "default", body)
+
+
+def test_addresses_and_node_ports_are_allocated_at_random_by_the_seed() -> None:
+    body = {"metadata": {"name": "s"}, "spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 81}]}}
+    first, again, other = service_of(0, body), service_of(0, body), service_of(1, body)
+    assert first == again
+    ports = [port["nodePort"] for port in first["spec"]["ports"]]
+    assert all(30000 <= port <= 32767 for port in ports) and len(set(ports)) == 2
+    assert first["spec"]["clusterIP"] != other["spec"]["clusterIP"]
+    assert ports != [port["nodePort"] for port in other["spec"]["ports"]]
+
+
+def test_a_services_node_ports_are_kept_by_an_update_that_leaves_them_out(cluster: Cluster) -> None:
+    rtype = cluster.resource("", "v1", "services")
+    ports = [{"name": "http", "port": 80}]
+    svc = cluster.create(rtype, "default", {"metadata": {"name": "s"}, "spec": {"type": "NodePort", "ports": ports}})
+    allocated = svc["spec"]["ports"][0]["nodePort"]
+    updated = cluster.update(rtype, "default", "s", {**svc, "spec": {**svc["spec"], "ports": ports}})
+    assert updated["spec"]["ports"][0]["nodePort"] == allocated
+    cluster_ip = cluster.create(rtype, "default", {"metadata": {"name": "c"}, "spec": {"ports": ports}})
+    assert "nodePort" not in cluster_ip["spec"]["ports"][0]  # a ClusterIP service has none
+
+
 def test_empty_metadata_collections_are_omitted(cluster: Cluster) -> None:
     body = {"metadata": {"name": "c", "labels": {}, "annotations": {}, "finalizers": [], "ownerReferences": []}}
     obj = cluster.create(configmaps(cluster), "default", body)

@@ -1,4 +1,5 @@
-"""Correct, with a child whose fields the cluster allocates: a Service per gadget (its cluster IP allocated)."""
+"""Correct, with a child whose fields the cluster allocates: a NodePort Service per gadget (its cluster IP and its
+node port allocated by the cluster, at random: noise)."""
 
 import kopf
 from kopf._cogs.clients import api, errors
@@ -16,7 +17,11 @@ async def service(name, namespace, spec, body, **_):
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name},
-        "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": port, "targetPort": port}]},
+        "spec": {
+            "type": "NodePort",
+            "selector": {"app": name},
+            "ports": [{"name": "http", "port": port, "targetPort": port}],
+        },
     }
     kopf.append_owner_reference(wanted, owner=body)
     try:

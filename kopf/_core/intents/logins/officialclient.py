@@ -190,15 +190,7 @@ def connection_info_from_client_configuration(
         for identifier in ("authorization", "BearerToken"):
             header = header or config.get_api_key_with_prefix(identifier)
 
-    scheme: str | None = None
-    token: str | None = None
-    if header:
-        header = str(header).strip()
-        if " " in header:
-            scheme, _, token = header.partition(" ")
-            token = token.strip()
-        else:
-            token = header
+    scheme, token = _split_authorization(header)
 
     # The client's basic auth goes via the header too; the username/password are only their raw source.
     username = getattr(config, "username", None) or None
@@ -222,3 +214,14 @@ def connection_info_from_client_configuration(
         default_namespace=default_namespace,
         proxy_url=getattr(config, "proxy", None) or None,
     )
+
+
+def _split_authorization(header: str | None) -> tuple[str | None, str | None]:
+    """The scheme and the token of an authorization header (``Bearer xyz``; a bare token has no scheme)."""
+    if not header:
+        return None, None
+    header = str(header).strip()
+    if " " not in header:
+        return None, header
+    scheme, _, token = header.partition(" ")
+    return scheme, token.strip()

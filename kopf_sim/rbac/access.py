@@ -1,0 +1,126 @@
+"""Who makes each request, and whether RBAC lets them: the simulator's authentication and authorization.
+
+Requests are made with a bearer token (each known token is one user) or without one (the kubeconfig's
+admin, in-process); an allowed user may act as another with the impersonation headers (``kubectl --as``).
+With ``enforce`` off (the default), every request is allowed and still observed, so that tests can record
+what an operator asked for; with it on, a request that no binding allows is a 403 worded as the apiserver's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Callable, Mapping
+
+from kopf_sim.kube import errors
+from kopf_sim.rbac.attributes import Attributes
+from kopf_sim.rbac.policy import Decision, ObjectsView, Policy
+from kopf_sim.rbac.users import ADMIN, User, user_named
+
+__all__ = ["Access", "Identity", "forbidden"]
+
+Observer = Callable[["Identity", Attributes, Decision], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """The user a request acts as, and the label of the token it came with (``""``: none)."""
+
+    user: User
+    token_label: str = ""
+
+
+class Access:
+    """The identities the simulator knows, its RBAC policy, and whether it enforces it."""
+
+    def __init__(self, store: ObjectsView, *, enforce: bool = False) -> None:
+        self.policy = Policy(store)
+        self.enforce = enforce
+        self._tokens: dict[str, tuple[User, str]] = {}
+        self._observers: list[Observer] = []
+
+    def add_token(self, user: User, *, label: str = "", token: str | None = None) -> str:
+        """Accept a bearer token as this user (a new random one unless given); returns the token."""
+        token = token or secrets.token_urlsafe(24)
+        self._tokens[token] = (user, label)
+        return token
+
+    def set_token_user(self, token: str, user: User) -> None:
+        """Make an issued token act as another user from now on."""
+        _, label = self._tokens[token]
+        self._tokens[token] = (user, label)
+
+    def knows_token(self, token: str) -> bool:
+        return token in self._tokens
+
+    def observe(self, observer: Observer) -> Callable[[], None]:
+        """Call ``observer`` for every resource request decided from now on; returns a function to stop it."""
+        self._observers.append(observer)
+        return lambda: self._observers.remove(observer) if observer in self._observers else None
+
+    def identify(self, headers: Mapping[str, str]) -> Identity:
+        """The identity of a request from its headers: the token's user, maybe impersonating another."""
+        authorization = headers.get("Authorization", "")
+        if authorization.startswith("Bearer "):
+            known = self._tokens.get(authorization[len("Bearer ") :].split(" ", 1)[0])
+            identity = Identity(known[0], known[1]) if known is not None else Identity(ADMIN)
+        else:
+            identity = Identity(ADMIN)
+        wanted = headers.get("Impersonate-User")
+        if wanted:
+            identity = self._impersonated(identity, wanted, _all_values(headers, "Impersonate-Group"))
+        return identity
+
+    def _impersonated(self, identity: Identity, name: str, groups: tuple[str, ...]) -> Identity:
+        user = user_named(name, groups)
+        account = user.service_account
+        if account is not None:
+            attrs = Attributes("impersonate", "", "serviceaccounts", namespace=account[0], name=account[1])
+        else:
+            attrs = Attributes("impersonate", "", "users", name=name)
+        if not identity.user.is_admin and not self.policy.decide(identity.user, attrs).allowed:
+            raise forbidden(identity.user, attrs)
+        return Identity(user, identity.token_label)
+
+    def authorize(self, identity: Identity, attrs: Attributes) -> Decision:
+        """Decide a request; observers see it; a denial raises 403 only when enforced."""
+        decision = self.decide(identity.user, attrs)
+        for observer in list(self._observers):
+            observer(identity, attrs, decision)
+        if not decision.allowed and self.enforce:
+            raise forbidden(identity.user, attrs)
+        return decision
+
+    def decide(self, user: User, attrs: Attributes) -> Decision:
+        """The policy's decision, or "allowed" for everyone while not enforced."""
+        if not self.enforce:
+            return Decision(True, "the simulated cluster does not enforce RBAC")
+        return self.policy.decide(user, attrs)
+
+
+def forbidden(user: User, attrs: Attributes) -> errors.ApiError:
+    """The apiserver's 403 for a request that RBAC does not allow."""
+    qualified = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
+    subject = f"{qualified} {_go_quote(attrs.name)}" if attrs.name else qualified
+    where = f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
+    message = (
+        f'{subject} is forbidden: User "{user.name}" cannot {attrs.verb} resource "{attrs.resource_text}" '
+        f'in API group "{attrs.group}" {where}'
+    )
+    details: dict[str, str] = {"name": attrs.name} if attrs.name else {}
+    if attrs.group:
+        details["group"] = attrs.group
+    details["kind"] = attrs.resource
+    return errors.ApiError(403, "Forbidden", message, details=details)
+
+
+def _go_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _all_values(headers: Mapping[str, str], name: str) -> tuple[str, ...]:
+    getall = getattr(headers, "getall", None)
+    if getall is not None:
+        return tuple(getall(name, []))
+    value = headers.get(name)
+    return (value,) if value else ()
