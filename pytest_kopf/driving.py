@@ -214,10 +214,10 @@ async def settle(
     retry after its backoff, an initial delay, the delayed handlers of an object: :mod:`pytest_kopf.scheduled`)
     are waited for too. Changes that only refresh timestamps do not count (an object whose only changes are
     timestamps has settled, see :func:`pytest_kopf.noise.only_timestamps_changed`); nor do changes of k8s
-    Events: kopf posts them as handlers run. Events
-    withheld from a watcher (by a fault) count as changes until they are delivered. An object that keeps
-    changing with no virtual time passing (an endless update loop, which no deadline would ever end)
-    raises :class:`~kopf_sim.timing.virtualtime.LivelockError` naming it and its last changes
+    Events: kopf posts them as handlers run. Events withheld from a watcher (by a fault) count as changes until
+    they are delivered (and a timer is called once more after that). An object that keeps changing with no
+    virtual time passing (an endless update loop, which no deadline would ever end) raises
+    :class:`~kopf_sim.timing.virtualtime.LivelockError` naming it and its last changes
     (:class:`~pytest_kopf.simcontrols.InstantGuard`).
     """
     loop = asyncio.get_running_loop()
@@ -225,6 +225,7 @@ async def settle(
     last_change = loop.time()  # of the cluster's content, or of something as good as one (a restart, events held)
     last_content = loop.time()  # of the cluster's content only: the timers' calls must come after it
     refreshed: set[int] = set()  # the revisions that only refreshed timestamps (also when held back from watchers)
+    was_held = False  # whether changes were held back from a watcher when settling looked last
 
     def observe(change: Change) -> None:
         nonlocal last_change, last_content
@@ -244,8 +245,13 @@ async def settle(
                 await revived(kopf_operator)
                 last_change = loop.time()
             now = loop.time()
-            if kopf_cluster.sim.store.withheld_revisions() - refreshed:  # not quiet while a watcher is kept from
-                last_change = now  # the latest changes (unless they only refresh timestamps)
+            # Not quiet while a watcher is kept from the latest changes (unless they only refresh timestamps);
+            # when they reach it (or are coalesced away), the operator sees them now, not when they were made:
+            # a timer's call meanwhile has handled what it had seen before, so its next call is waited for.
+            held = bool(kopf_cluster.sim.store.withheld_revisions() - refreshed)
+            if held or was_held:
+                last_change = last_content = now
+            was_held = held
             # A retry, a delayed handler, a timer's first call (or its first since the last change) to wait for:
             waiting = kopf_operator is not None and any(
                 call.due <= deadline and call.awaited(last_content) for call in scheduled_calls(kopf_operator)
