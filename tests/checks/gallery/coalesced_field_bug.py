@@ -16,3 +16,8 @@ async def create_fn(patch, **_):
 @kopf.on.update("gadgets", field="spec.size")
 async def size_fn(new, patch, **_):
     patch.status["size"] = new
+
+
+@kopf.on.resume("gadgets")
+async def resume_fn(spec, patch, **_):
+    patch.status["size"] = spec.get("size")  # what a crash may have left from a change not marked as handled

@@ -15,3 +15,8 @@ async def create_fn(spec, patch, **_):
 @kopf.on.update("gadgets", field="spec.size")
 async def size_fn(old, new, patch, **_):
     patch.status["size"] = old
+
+
+@kopf.on.resume("gadgets")
+async def resume_fn(spec, patch, **_):
+    patch.status["size"] = spec.get("size")  # what a crash may have left from a change not marked as handled

@@ -1,4 +1,8 @@
-"""The correct twin of status_from_old_bug.py: the size in the status is written from ``new``."""
+"""The correct twin of status_from_old_bug.py: the size in the status is written from ``new``.
+
+Both write the size at the operator's start (``on.resume``): a crash right after a handler's write, before the
+change was marked as handled, and the change reverted meanwhile, would leave a size that no spec has.
+"""
 
 import kopf
 
@@ -11,3 +15,8 @@ async def create_fn(spec, patch, **_):
 @kopf.on.update("gadgets", field="spec.size")
 async def size_fn(old, new, patch, **_):
     patch.status["size"] = new
+
+
+@kopf.on.resume("gadgets")
+async def resume_fn(spec, patch, **_):
+    patch.status["size"] = spec.get("size")  # what a crash may have left from a change not marked as handled
