@@ -15,4 +15,6 @@ async def reconcile(name, namespace, spec, body, **_):
     try:
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
     except errors.APIConflictError:
-        await api.patch(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload=child, settings=SETTINGS)
+        await api.patch(
+            f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload={"data": child["data"]}, settings=SETTINGS
+        )

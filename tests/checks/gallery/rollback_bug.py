@@ -13,7 +13,9 @@ async def ensure_child(name, namespace, spec, body):
     try:
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
     except errors.APIConflictError:
-        await api.patch(f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload=child, settings=SETTINGS)
+        await api.patch(
+            f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload={"data": child["data"]}, settings=SETTINGS
+        )
 
 
 @kopf.on.create("gadgets")

@@ -17,5 +17,6 @@ async def create_fn(name, namespace, patch, **_):
 
 
 @kopf.on.update("gadgets")
+@kopf.on.resume("gadgets")  # what a crash may have left from a change not marked as handled
 async def update_fn(name, namespace, patch, **_):
     await mirror(name, namespace, patch)

@@ -9,5 +9,6 @@ async def create_fn(spec, patch, **_):
 
 
 @kopf.on.update("gadgets")
+@kopf.on.resume("gadgets")  # what a crash may have left from a change not marked as handled
 async def update_fn(spec, patch, **_):
     patch.status["mirror"] = {"size": spec.get("size", 0)}
