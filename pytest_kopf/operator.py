@@ -9,7 +9,7 @@ Isolation: every start loads the handlers into a fresh :class:`kopf.OperatorRegi
 (made the default registry only while the files & modules are being imported) and uses
 fresh settings unless given; files are loaded under a unique module name each time, so
 the same file can be loaded by many tests (and by restarts), with their directories on
-``sys.path`` and their sibling modules imported afresh (:mod:`pytest_kopf.ownmodules`), as
+``sys.path`` and their sibling modules imported afresh (:mod:`pytest_kopf._ownmodules`), as
 ``kopf run`` does in a new process. After a stop, the tasks and
 threads that the operator has left behind fail the test (:class:`KopfLeakError`) by name.
 """
@@ -54,17 +54,17 @@ from kopf._kits.testing import (
 from kopf_sim.timing.virtualtime import VirtualTimeLoop, describe_tasks
 from kopf_sim.transports.inmemory import SERVING
 
-from . import routing
-from .admission import InProcessWebhookServer, SimAdmissionSettings
-from .clientconfig import refresh_active
-from .clocks import virtualize_modules, wait_event
+from . import _routing as routing
+from ._admission import InProcessWebhookServer, SimAdmissionSettings
+from ._clientconfig import refresh_active
+from ._clocks import virtualize_modules, wait_event
+from ._ownmodules import OwnModules
+from ._readiness import RequestObserver, wait_until_ready
+from ._realcluster import RealKopfCluster
+from ._threads import LentThreadsExecutor, shared_threads
+from ._tracing import tagging_handlers
 from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfLeakError, KopfOperatorError, KopfResourceError, KopfTimeoutError
-from .ownmodules import OwnModules
-from .readiness import RequestObserver, wait_until_ready
-from .realcluster import RealKopfCluster
-from .threads import LentThreadsExecutor, shared_threads
-from .tracing import tagging_handlers
 
 __all__ = ["KopfOperator"]
 
@@ -459,7 +459,7 @@ class KopfOperator:
         """Import the files & modules into a fresh registry (the default one only meanwhile).
 
         The files' sibling modules are imported afresh too, with the files' directories first on ``sys.path``
-        while the operator runs (:class:`~pytest_kopf.ownmodules.OwnModules`), as ``kopf run`` would in a new process.
+        while the operator runs (:class:`~pytest_kopf._ownmodules.OwnModules`), as ``kopf run`` would in a new process.
         """
         registry = kopf.OperatorRegistry()
         self.modules = {}
@@ -793,7 +793,7 @@ class KopfOperator:
         Its leftovers are not reported as leaks; the threads of its sync handlers are waited for a
         little and not lent to anyone again if they are still busy. Then :meth:`restart` starts a fresh
         operator. Safe to call from a callback in the loop (e.g. of a fault after the k-th write; also one
-        served while the operator's loop is blocked by a sync client, see :mod:`pytest_kopf.blocking`).
+        served while the operator's loop is blocked by a sync client, see :mod:`pytest_kopf._blocking`).
         """
         loop = self.loop or asyncio.get_running_loop()
         if self._burial is not None:
