@@ -9,6 +9,7 @@ what an operator asked for; with it on, a request that no binding allows is a 40
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import secrets
 from collections.abc import Callable, Mapping
 
@@ -20,6 +21,15 @@ from kopf_sim.rbac.users import ADMIN, User, user_named
 __all__ = ["Access", "Identity", "forbidden"]
 
 Observer = Callable[["Identity", Attributes, Decision], None]
+Clock = Callable[[], datetime.datetime]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Token:
+    user: User
+    label: str
+    expires: datetime.datetime | None = None  # None: never (the tokens given on the command line)
+    alive: Callable[[], bool] | None = None  # False once the object it is bound to is gone
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,25 +43,47 @@ class Identity:
 class Access:
     """The identities the simulator knows, its RBAC policy, and whether it enforces it."""
 
-    def __init__(self, store: ObjectsView, *, enforce: bool = False) -> None:
+    def __init__(self, store: ObjectsView, *, enforce: bool = False, clock: Clock | None = None) -> None:
         self.policy = Policy(store)
         self.enforce = enforce
-        self._tokens: dict[str, tuple[User, str]] = {}
+        self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._tokens: dict[str, _Token] = {}
         self._observers: list[Observer] = []
 
-    def add_token(self, user: User, *, label: str = "", token: str | None = None) -> str:
-        """Accept a bearer token as this user (a new random one unless given); returns the token."""
+    def add_token(
+        self,
+        user: User,
+        *,
+        label: str = "",
+        token: str | None = None,
+        expires: datetime.datetime | None = None,
+        alive: Callable[[], bool] | None = None,
+    ) -> str:
+        """Accept a bearer token as this user (a new random one unless given), until it expires; returns it."""
         token = token or secrets.token_urlsafe(24)
-        self._tokens[token] = (user, label)
+        self._tokens[token] = _Token(user, label, expires, alive)
         return token
 
     def set_token_user(self, token: str, user: User) -> None:
         """Make an issued token act as another user from now on."""
-        _, label = self._tokens[token]
-        self._tokens[token] = (user, label)
+        self._tokens[token] = dataclasses.replace(self._tokens[token], user=user)
 
     def knows_token(self, token: str) -> bool:
-        return token in self._tokens
+        """Whether the token is one of ours and has not expired."""
+        return self.user_of_token(token) is not None
+
+    def user_of_token(self, token: str) -> User | None:
+        """The user that a valid token authenticates as; None if it is unknown or expired (as TokenReview)."""
+        known = self._tokens.get(token)
+        if known is None or self._expired(known):
+            return None
+        return known.user
+
+    def _expired(self, token: _Token) -> bool:
+        """Whether a token is no longer valid: past its expiry, or its bound object deleted."""
+        if token.alive is not None and not token.alive():
+            return True
+        return token.expires is not None and self.clock() >= token.expires
 
     def observe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer`` for every resource request decided from now on; returns a function to stop it."""
@@ -63,7 +95,9 @@ class Access:
         authorization = headers.get("Authorization", "")
         if authorization.startswith("Bearer "):
             known = self._tokens.get(authorization[len("Bearer ") :].split(" ", 1)[0])
-            identity = Identity(known[0], known[1]) if known is not None else Identity(ADMIN)
+            if known is not None and self._expired(known):  # never the admin's, even where tokens are not checked
+                raise errors.unauthorized()
+            identity = Identity(known.user, known.label) if known is not None else Identity(ADMIN)
         else:
             identity = Identity(ADMIN)
         wanted = headers.get("Impersonate-User")
