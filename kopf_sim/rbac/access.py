@@ -1,26 +1,38 @@
 """Who makes each request, and whether RBAC lets them: the simulator's authentication and authorization.
 
-Requests are made with a bearer token (each known token is one user) or without one (the kubeconfig's
-admin, in-process); an allowed user may act as another with the impersonation headers (``kubectl --as``).
+Requests are made with a client certificate signed by the served simulator's CA (its CN is the user, its Os
+the groups), a bearer token (each known token is one user), or neither (the kubeconfig's admin, in-process);
+an allowed user may act as another with the impersonation headers (``kubectl --as``).
 With ``enforce`` off (the default), every request is allowed and still observed, so that tests can record
 what an operator asked for; with it on, a request that no binding allows is a 403 worded as the apiserver's.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import datetime
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from kopf_sim.kube import errors
 from kopf_sim.rbac.attributes import Attributes
 from kopf_sim.rbac.policy import Decision, ObjectsView, Policy
 from kopf_sim.rbac.users import ADMIN, User, user_named
 
-__all__ = ["Access", "Identity", "forbidden"]
+__all__ = ["CERTIFICATE_USER", "Access", "Identity", "certificate_user", "forbidden"]
 
 Observer = Callable[["Identity", Attributes, Decision], None]
+
+#: The user of the request's client certificate, verified by the HTTPS server against its CA (None: no certificate).
+CERTIFICATE_USER: contextvars.ContextVar[User | None] = contextvars.ContextVar("kopf_sim_cert_user", default=None)
+
+
+def certificate_user(common_name: str, organizations: Sequence[str]) -> User:
+    """A client certificate's user, as the apiserver's x509 authenticator reads it: CN is the name, O the groups."""
+    return User(common_name, tuple(dict.fromkeys([*organizations, "system:authenticated"])))
+
+
 Clock = Callable[[], datetime.datetime]
 
 
@@ -91,9 +103,15 @@ class Access:
         return lambda: self._observers.remove(observer) if observer in self._observers else None
 
     def identify(self, headers: Mapping[str, str]) -> Identity:
-        """The identity of a request from its headers: the token's user, maybe impersonating another."""
+        """The identity of a request: its client certificate's user, or its token's, maybe impersonating another.
+
+        A verified client certificate comes first, as the apiserver's x509 authenticator comes before tokens.
+        """
         authorization = headers.get("Authorization", "")
-        if authorization.startswith("Bearer "):
+        certified = CERTIFICATE_USER.get()
+        if certified is not None:
+            identity = Identity(certified)
+        elif authorization.startswith("Bearer "):
             known = self._tokens.get(authorization[len("Bearer ") :].split(" ", 1)[0])
             if known is not None and self._expired(known):  # never the admin's, even where tokens are not checked
                 raise errors.unauthorized()
