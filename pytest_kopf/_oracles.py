@@ -29,6 +29,9 @@ from typing import Any
 from kopf_sim.http.faults import serving
 from kopf_sim.store.watching import Change
 
+from ._history import HISTORY_ANNOTATIONS, derived_without_owners, handler_ids, history_masked
+from ._judges import Evidence
+from ._noise import NoiseField, difference
 from .cluster import KopfCluster
 from .driving import (
     BOOKKEEPING_PREFIXES,
@@ -40,9 +43,6 @@ from .driving import (
     end_state,
     settle,
 )
-from .history import HISTORY_ANNOTATIONS, derived_without_owners, handler_ids, history_masked
-from .judges import Evidence
-from .noise import NoiseField, difference
 from .operator import KopfOperator
 
 __all__ = [
@@ -403,7 +403,7 @@ def _same(wanted: Any, found: Any) -> bool:
     return bool(wanted == found) and not isinstance(wanted, bool) and not isinstance(found, bool)
 
 
-# -- the judges (see pytest_kopf.catalogue) ---------------------------------------------------------------
+# -- the judges (see pytest_kopf._catalogue) ---------------------------------------------------------------
 
 
 def _driven_kinds(evidence: Evidence) -> list[tuple[str, str]]:
