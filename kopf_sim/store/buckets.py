@@ -73,6 +73,10 @@ class Bucket:
             self._unindex(key, _labels_of(stored))
         return stored
 
+    def sort_in(self) -> None:
+        """Sort the new keys in now (e.g. after a load: not at the first list that reads them)."""
+        self._sorted()
+
     def _sorted(self) -> SortedList[ObjectKey]:
         """The keys in order, the new ones sorted in (all at once: cheaper than one at a time)."""
         if self._unsorted:

@@ -484,7 +484,10 @@ class Cluster:
         The documents become the store's (e.g. freshly read from a manifest): they are changed and stored as
         they are, not copied first. Each is created as a create request would be, admission included.
         """
-        return sum(1 for _ in self._create_each(documents, copied=True))
+        count = sum(1 for _ in self._create_each(documents, copied=True))
+        for bucket in self._objects.values():
+            bucket.sort_in()
+        return count
 
     def _create_each(self, documents: Iterable[Any], *, copied: bool) -> Iterator[JsonDict]:
         rtypes: dict[tuple[str, str, int], ResourceType] = {}  # by apiVersion, kind, catalogue revision

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from kopf_sim import manifests
-from kopf_sim.manifests import ManifestError, iter_manifests, parse_manifests, read_manifest
 from kopf_sim.kube.errors import ApiError
+from kopf_sim.manifests import ManifestError, iter_manifests, parse_manifests, read_manifest
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing.clock import ManualClock, SeededUids
 
