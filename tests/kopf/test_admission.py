@@ -24,7 +24,7 @@ from kopf._cogs.clients import creating, patching
 from kopf._cogs.clients import errors as clients_errors
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs import reviews
-from kopf._cogs.structs.credentials import ConnectionInfo, Vault
+from kopf._cogs.structs.credentials import Vault
 from kopf._cogs.structs.ephemera import Memo
 from kopf._cogs.structs.references import Resource
 from kopf._core.engines import admission
@@ -33,10 +33,9 @@ from kopf._core.intents.causes import WebhookType
 from kopf._core.intents.registries import OperatorRegistry
 from kopf._core.reactor.memories import ResourceMemories
 from kopf._kits.webhooks import WebhookServer
-from kopf_sim.http.app import ADMISSION_KEY, build_app
+from kopf_sim.http.app import ADMISSION_KEY
 from kopf_sim.store.cluster import Cluster
-from kopf_sim.timing.clock import ManualClock, SeededUids
-from kopf_sim.transports.inmemory import DEFAULT_BASE_URL, InMemoryServer
+from kopf_sim.transports.inmemory import InMemoryServer
 
 from .crds import KOPFEXAMPLES_CRD
 
@@ -813,23 +812,9 @@ def test_webhook_names_and_urls_of_unusual_ids() -> None:
 
 
 @pytest.fixture
-def cluster() -> Cluster:
-    cluster = Cluster(clock=ManualClock(), uids=SeededUids(1))
-    cluster.create(cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions"), None, CRD)
-    return cluster
-
-
-@pytest.fixture
-async def apiserver(cluster: Cluster) -> AsyncIterator[InMemoryServer]:
-    async with InMemoryServer(build_app(cluster)) as server:
-        yield server
-
-
-@pytest.fixture
-async def vault(apiserver: InMemoryServer) -> AsyncIterator[Vault]:
-    info = ConnectionInfo(server=DEFAULT_BASE_URL).with_connector_factory(apiserver.connector)
-    async with Vault({"sim": info}) as vault:
-        yield vault
+def crds() -> list[dict[str, Any]]:
+    """The simulated apiserver (the shared ``cluster`` & ``server`` fixtures) serves the example resource."""
+    return [CRD]
 
 
 @pytest.fixture
@@ -930,7 +915,7 @@ async def check_admission_end_to_end(
 
 async def test_served_webhooks_end_to_end(
     cluster: Cluster,
-    apiserver: InMemoryServer,
+    server: InMemoryServer,
     vault: Vault,
     settings: OperatorSettings,
     operator_registry: OperatorRegistry,
@@ -953,7 +938,7 @@ async def test_served_webhooks_end_to_end(
         assert audit["rules"][0]["operations"] == ["DELETE"]
         (defaults,) = mutating.values()
         assert defaults["clientConfig"]["url"].endswith("/hooks/defaults")
-        await check_admission_end_to_end(cluster, apiserver, vault, settings)
+        await check_admission_end_to_end(cluster, server, vault, settings)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -971,13 +956,13 @@ async def test_served_webhooks_end_to_end(
 
 async def test_in_process_webhooks_end_to_end(
     cluster: Cluster,
-    apiserver: InMemoryServer,
+    server: InMemoryServer,
     vault: Vault,
     settings: OperatorSettings,
     operator_registry: OperatorRegistry,
 ) -> None:
     client_config: reviews.WebhookClientConfig = {"url": "https://kopf.in-process/hooks"}
-    control = apiserver.app[ADMISSION_KEY]
+    control = server.app[ADMISSION_KEY]
     for url, handler in admission.in_process_endpoints(
         registry=operator_registry, settings=settings, client_config=client_config, resources=[KEX]
     ).items():
@@ -997,7 +982,7 @@ async def test_in_process_webhooks_end_to_end(
         assert configurations(cluster, VALIDATING)["audit.auto.kopf.dev"]["clientConfig"] == {
             "url": "https://kopf.in-process/hooks/audit"
         }
-        await check_admission_end_to_end(cluster, apiserver, vault, settings)
+        await check_admission_end_to_end(cluster, server, vault, settings)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -1247,13 +1232,13 @@ def test_webhook_types_are_split_into_configurations(operator_registry: Operator
 @pytest.mark.looptime
 async def test_operator_serves_the_admission_and_cleans_up(
     cluster: Cluster,
-    apiserver: InMemoryServer,
+    server: InMemoryServer,
     vault: Vault,
     settings: OperatorSettings,
     operator_registry: OperatorRegistry,
 ) -> None:
     client_config: reviews.WebhookClientConfig = {"url": "https://kopf.in-process/op"}
-    control = apiserver.app[ADMISSION_KEY]
+    control = server.app[ADMISSION_KEY]
     for url, handler in admission.in_process_endpoints(
         registry=operator_registry, settings=settings, client_config=client_config
     ).items():

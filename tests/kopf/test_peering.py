@@ -19,11 +19,7 @@ from kopf._cogs.aiokits.toggles import ToggleSet
 from kopf._cogs.configs.configuration import OperatorSettings
 from kopf._cogs.structs.credentials import Vault
 from kopf._core.engines import peering
-from kopf_sim.http.app import ServerOptions, build_app
 from kopf_sim.store.cluster import Cluster
-from kopf_sim.timing.clock import ManualClock, SeededUids
-
-from .simvault import vault_over
 
 pytestmark = pytest.mark.looptime
 
@@ -70,21 +66,15 @@ class Requests:
 
 
 @pytest.fixture
-def cluster() -> Cluster:
-    return Cluster(clock=ManualClock(), uids=SeededUids(1))
-
-
-@pytest.fixture
 def requests() -> Requests:
     return Requests()
 
 
 @pytest.fixture
-async def vault(cluster: Cluster, requests: Requests) -> AsyncIterator[Vault]:
-    app = build_app(cluster, ServerOptions(bookmark_interval=60))
+def app(app: web.Application, requests: Requests) -> web.Application:
+    """The shared simulated apiserver's app, with the requests recorded (and faults injected) in front of it."""
     app.middlewares.insert(0, requests.middleware)
-    async with vault_over(app) as vault:
-        yield vault
+    return app
 
 
 @pytest.fixture
