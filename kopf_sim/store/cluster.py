@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Unpack
 
 from kopf_sim.admission.control import AdmissionControl
-from kopf_sim.kube import builtin_types, errors
+from kopf_sim.kube import builtin_resources, errors
 from kopf_sim.kube.objects import JsonDict, compact_json, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
@@ -57,7 +57,7 @@ class Cluster:
         self.uids = uids
         self.history_window = history_window
         self.version = version
-        self.catalogue = Catalogue(builtin_types.builtin_types())
+        self.catalogue = Catalogue(builtin_resources.builtin_resources())
         self.rv = 0
         self.compacted_rv = 0
         self.history: collections.deque[Change] = collections.deque()
@@ -75,7 +75,7 @@ class Cluster:
         self.admission = AdmissionControl(self)
         #: The writes, awaited (each prepared, admitted and committed); the methods below run them synchronously.
         self.writes = pipeline.WritePipeline(self, self.admission)
-        for name in builtin_types.INITIAL_NAMESPACES:
+        for name in builtin_resources.INITIAL_NAMESPACES:
             self.create(
                 self.resource("", "v1", "namespaces"),
                 None,

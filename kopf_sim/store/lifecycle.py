@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from kopf_sim.kube import builtin_types, crds, errors
+from kopf_sim.kube import builtin_resources, crds, errors
 from kopf_sim.kube.objects import JsonDict, clone, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.store import graceful
@@ -108,7 +108,7 @@ def delete(
     _check_preconditions(rtype, obj, options)
     policy = _propagation(options)
     metadata = meta(obj)
-    if rtype.storage_key == NAMESPACES and metadata["name"] in builtin_types.UNDELETABLE_NAMESPACES:
+    if rtype.storage_key == NAMESPACES and metadata["name"] in builtin_resources.UNDELETABLE_NAMESPACES:
         raise errors.forbidden("namespaces", "", metadata["name"], "this namespace may not be deleted")
     grace = graceful.grace_period(rtype, obj, options)
     if metadata.get("deletionTimestamp"):
