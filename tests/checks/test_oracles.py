@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_kopf.driving import end_state, settle
-from pytest_kopf.history import TIME, handler_ids, history_masked
-from pytest_kopf.oracles import (
+from pytest_kopf._history import TIME, handler_ids, history_masked
+from pytest_kopf._oracles import (
     Correspondence,
     correspondences,
     final_bodies,
@@ -20,6 +19,7 @@ from pytest_kopf.oracles import (
     reversals,
     unreverted,
 )
+from pytest_kopf.driving import end_state, settle
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
