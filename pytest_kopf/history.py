@@ -12,6 +12,9 @@ were made. What tells the path, not the state, is set aside before comparing (:f
 * the objects that the cluster's controllers derive from others (ReplicaSets, Pods, EndpointSlices...): they
   follow their owners, which are compared, and keep their owners' history (a Deployment keeps its old
   ReplicaSets);
+* the labels that children have copied from their owner among the driven objects (as ``kopf.adopt`` does at
+  each write of a child): a snapshot of the owner's labels at that write; an operator that reacts to its objects'
+  spec only carries a change of their labels over to the children at the next change of the spec, if ever;
 * the times (any value that reads as a moment: ``<time>``).
 """
 
@@ -33,6 +36,7 @@ __all__ = [
     "handler_ids",
     "history_aside",
     "history_masked",
+    "owners_labels",
 ]
 
 JsonDict = dict[str, Any]
@@ -86,8 +90,9 @@ def history_masked(
     handler results (``status.<handler id>``, also of sub-handlers), ``observedGeneration`` & revision
     annotations anywhere, the objects derived by the cluster's controllers (:func:`derived_without_owners` too),
     and the times (``times=False``: kept)."""
-    state = list(state)
-    aside = history_aside(driven=driven, handlers=handlers, times=times, ownerless=derived_without_owners(state))
+    state, driven = list(state), list(driven)
+    ownerless, labels = derived_without_owners(state), owners_labels(state, driven)
+    aside = history_aside(driven=driven, handlers=handlers, times=times, ownerless=ownerless, owners_labels=labels)
     return [masked for masked in map(aside, state) if masked is not None]
 
 
@@ -97,13 +102,16 @@ def history_aside(
     handlers: Iterable[str],
     times: bool = True,
     ownerless: Mapping[str, set[tuple[str, str]]] | None = None,
+    owners_labels: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None,
 ) -> Callable[[Mapping[str, Any]], JsonDict | None]:
     """What :func:`history_masked` makes of one object (None: a derived object, left out); ``times=False``: the
     times are kept (to learn which of them are noise, and to show them); ``ownerless``: the objects derived with
-    no owner's reference in the state (:func:`derived_without_owners`), left out too."""
+    no owner's reference in the state (:func:`derived_without_owners`), left out too; ``owners_labels``: the
+    driven objects' labels (:func:`owners_labels`), set aside where their children have copied them."""
     kinds = set(driven)
     ids = tuple(handlers)
     ownerless = ownerless or {}
+    owners_labels = owners_labels or {}
 
     def aside(obj: Mapping[str, Any]) -> JsonDict | None:
         if _derived(obj) or _where(obj) in ownerless.get(str(obj.get("kind")), ()):
@@ -115,6 +123,7 @@ def history_aside(
                 del status[key]
             if not status:
                 del masked["status"]
+        _without_copied_labels(masked, owners_labels)
         annotations = (masked.get("metadata") or {}).get("annotations")
         if isinstance(annotations, dict):
             for key in HISTORY_ANNOTATIONS & annotations.keys():
@@ -157,6 +166,38 @@ def derived_without_owners(state: Iterable[Mapping[str, Any]]) -> dict[str, set[
         ):
             found["PersistentVolume"].add((namespace, name))
     return found
+
+
+def owners_labels(
+    state: Iterable[Mapping[str, Any]], driven: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str, str], Mapping[str, Any]]:
+    """The labels of the driven objects (``driven``: api version & kind), by kind, namespace and name."""
+    kinds = set(driven)
+    found: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    for obj in state:
+        labels = (obj.get("metadata") or {}).get("labels")
+        if (obj.get("apiVersion"), obj.get("kind")) in kinds and isinstance(labels, dict) and labels:
+            found[(str(obj.get("kind")), *_where(obj))] = labels
+    return found
+
+
+def _without_copied_labels(obj: JsonDict, owners_labels: Mapping[tuple[str, str, str], Mapping[str, Any]]) -> None:
+    """Remove the labels that the object has copied from an owner of it among the driven objects (same value)."""
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels")
+    if not isinstance(labels, dict) or not owners_labels:
+        return
+    namespace = str(metadata.get("namespace") or "")
+    for ref in metadata.get("ownerReferences") or ():
+        for where in (
+            (str(ref.get("kind")), namespace, str(ref.get("name"))),
+            (str(ref.get("kind")), "", str(ref.get("name"))),
+        ):
+            for key, value in (owners_labels.get(where) or {}).items():
+                if labels.get(key) == value:
+                    del labels[key]
+    if not labels:
+        del metadata["labels"]
 
 
 def _where(obj: Mapping[str, Any]) -> tuple[str, str]:

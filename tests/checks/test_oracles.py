@@ -75,6 +75,23 @@ def test_history_is_set_aside_and_the_state_kept() -> None:
     ]
 
 
+def test_the_labels_that_children_copied_from_their_owner_are_set_aside() -> None:
+    # kopf.adopt labels a child with its owner's labels as they are at the child's write: an operator that reacts
+    # to its objects' spec only has children with the labels of the last spec change (or of none), a snapshot.
+    owner = {**gadget("g"), "metadata": {"name": "g", "namespace": "ns", "labels": {"app": "a", "tier": "b"}}}
+
+    def child(**labels: str) -> dict[str, Any]:
+        refs = [{"apiVersion": "checks.example/v1", "kind": "Gadget", "name": "g", "controller": True}]
+        metadata = {"name": "c", "namespace": "ns", "labels": labels, "ownerReferences": refs}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+
+    copied = history_masked([owner, child(app="a", tier="b", own="x")], driven=DRIVEN, handlers=[])
+    stale = history_masked([owner, child(own="x")], driven=DRIVEN, handlers=[])
+    assert copied == stale and copied[1]["metadata"]["labels"] == {"own": "x"}  # the owner's own labels are kept
+    other = history_masked([owner, child(app="z", own="x")], driven=DRIVEN, handlers=[])
+    assert other[1]["metadata"]["labels"] == {"app": "z", "own": "x"}  # not a copy: the operator's own value
+
+
 def test_what_the_controllers_derive_with_no_owner_is_not_compared() -> None:
     def service(name: str, selector: dict[str, str] | None) -> dict[str, Any]:
         spec = {"ports": [{"port": 80}], **({"selector": selector} if selector else {})}
