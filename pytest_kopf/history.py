@@ -36,6 +36,7 @@ __all__ = [
     "handler_ids",
     "history_aside",
     "history_masked",
+    "is_derived",
     "owners_labels",
 ]
 
@@ -114,7 +115,7 @@ def history_aside(
     owners_labels = owners_labels or {}
 
     def aside(obj: Mapping[str, Any]) -> JsonDict | None:
-        if _derived(obj) or _where(obj) in ownerless.get(str(obj.get("kind")), ()):
+        if is_derived(obj) or _where(obj) in ownerless.get(str(obj.get("kind")), ()):
             return None
         masked = copy.deepcopy(dict(obj))
         status = masked.get("status")
@@ -205,7 +206,8 @@ def _where(obj: Mapping[str, Any]) -> tuple[str, str]:
     return str(metadata.get("namespace") or ""), str(metadata.get("name"))
 
 
-def _derived(obj: Mapping[str, Any]) -> bool:
+def is_derived(obj: Mapping[str, Any]) -> bool:
+    """Whether the cluster's controllers derive the object from another (a ReplicaSet's Pod, a Service's slice)."""
     refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
     return any(ref.get("controller") and (ref.get("apiVersion"), ref.get("kind")) in DERIVING_KINDS for ref in refs)
 

@@ -43,6 +43,7 @@ from .driving import (
 from .history import HISTORY_ANNOTATIONS, derived_without_owners, handler_ids, history_masked
 from .judges import Evidence
 from .noise import NoiseField, difference
+from .observations import across_histories, observed_keys
 from .operator import KopfOperator
 
 __all__ = [
@@ -225,15 +226,21 @@ def unreverted(
     handlers: Iterable[str],
     mask: Sequence[str] = (),
     noise: Iterable[NoiseField] = (),
+    observed: Iterable[str] = (),
 ) -> str | None:
     """The first change whose reversal has not returned to the end state before it (with the difference), if any;
-    how the states were reached aside (:func:`history_masked`), and the ``noise`` masked."""
+    how the states were reached aside (:func:`history_masked`), and what records the histories (the ``observed``
+    status fields: :func:`~pytest_kopf.observations.across_histories`), and the ``noise`` masked."""
     from .driving import mask_object
 
-    kinds, ids, fields = list(driven), list(handlers), list(noise)
+    kinds, ids, fields, keys = list(driven), list(handlers), list(noise), list(observed)
+
+    def compared(state: list[JsonDict]) -> list[JsonDict]:
+        recorded = across_histories([mask_object(obj, mask) for obj in state], driven=kinds, observed=keys)
+        return history_masked(recorded, driven=kinds, handlers=ids)
+
     for reversal in (change for change in changes if not change.refused_before):
-        before = history_masked([mask_object(obj, mask) for obj in reversal.before], driven=kinds, handlers=ids)
-        after = history_masked([mask_object(obj, mask) for obj in reversal.after], driven=kinds, handlers=ids)
+        before, after = compared(reversal.before), compared(reversal.after)
         differs = difference(before, after, fields, labels=("before the change", "after reverting it"))
         if differs is not None:
             return f"reverting a change has not returned to the end state before it ({reversal.change}):\n{differs}"
@@ -424,8 +431,11 @@ def transition(evidence: Evidence) -> str | None:
     if evidence.direct is None or any(refused(evidence.cluster, obj) for obj in _driven_objects(evidence)):
         return None  # not comparable: the operator has refused a final spec (it may keep the last good state)
     kinds, ids = _driven_kinds(evidence), handler_ids(evidence.operator)
-    actual = history_masked(evidence.state, driven=kinds, handlers=ids)
-    direct = history_masked(evidence.direct, driven=kinds, handlers=ids)
+    observed = observed_keys(evidence.trace, evidence.operator, evidence.resources)
+    actual, direct = (
+        history_masked(across_histories(state, driven=kinds, observed=observed), driven=kinds, handlers=ids)
+        for state in (evidence.state, evidence.direct)
+    )
     labels = ("created directly in their final state", "actual")
     differs = difference(direct, actual, evidence.noise, labels=labels)
     if differs is None:
@@ -440,7 +450,11 @@ async def rollback(evidence: Evidence) -> str | None:
     """Every change reverted in the run has returned to the end state before it (history aside)."""
     changes = reversals(evidence.cluster)
     return unreverted(
-        changes, driven=_driven_kinds(evidence), handlers=handler_ids(evidence.operator), mask=evidence.mask
+        changes,
+        driven=_driven_kinds(evidence),
+        handlers=handler_ids(evidence.operator),
+        mask=evidence.mask,
+        observed=observed_keys(evidence.trace, evidence.operator, evidence.resources),
     )
 
 
