@@ -28,6 +28,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from kopf._kits.testing import current_handler_id
 from kopf_sim.timing.virtualtime import DeadlockError, VirtualTimeLoop
 
 __all__ = ["BlockedLoopServer", "SyncClientInLoopWarning", "server_for", "warn_once"]
@@ -151,10 +152,8 @@ def warn_once(host: str) -> None:
 
 
 def _calling_handler() -> str | None:
-    subhandlers = sys.modules.get("kopf._core.intents.subhandlers")
-    handler = getattr(subhandlers, "handler_var", None)
-    current = handler.get(None) if handler is not None else None
-    return f"The handler {current.id!r}" if current is not None else None
+    handler_id = current_handler_id()
+    return f"The handler {handler_id!r}" if handler_id is not None else None
 
 
 def _calling_code() -> str:
