@@ -14,7 +14,8 @@ were made. What tells the path, not the state, is set aside before comparing (:f
   ReplicaSets);
 * the labels that children have copied from their owner among the driven objects (as ``kopf.adopt`` does at
   each write of a child): a snapshot of the owner's labels at that write; an operator that reacts to its objects'
-  spec only carries a change of their labels over to the children at the next change of the spec, if ever;
+  spec only carries a change of their labels over to the children at the next change of the spec, if ever (the
+  owner's label keys; with ``label_keys``, also those it has had: a run's trace tells them);
 * the times (any value that reads as a moment: ``<time>``).
 """
 
@@ -86,13 +87,15 @@ def history_masked(
     driven: Iterable[tuple[str, str]],
     handlers: Iterable[str],
     times: bool = True,
+    label_keys: Iterable[str] = (),
 ) -> list[JsonDict]:
     """The end state without what tells how it was reached: the driven objects' (``driven``: api version & kind)
     handler results (``status.<handler id>``, also of sub-handlers), ``observedGeneration`` & revision
     annotations anywhere, the objects derived by the cluster's controllers (:func:`derived_without_owners` too),
-    and the times (``times=False``: kept)."""
+    the driven objects' label keys on their children (also the ``label_keys`` they have had), and the times
+    (``times=False``: kept)."""
     state, driven = list(state), list(driven)
-    ownerless, labels = derived_without_owners(state), owners_labels(state, driven)
+    ownerless, labels = derived_without_owners(state), owners_labels(state, driven, label_keys)
     aside = history_aside(driven=driven, handlers=handlers, times=times, ownerless=ownerless, owners_labels=labels)
     return [masked for masked in map(aside, state) if masked is not None]
 
@@ -103,12 +106,12 @@ def history_aside(
     handlers: Iterable[str],
     times: bool = True,
     ownerless: Mapping[str, set[tuple[str, str]]] | None = None,
-    owners_labels: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None,
+    owners_labels: Mapping[tuple[str, str, str], frozenset[str]] | None = None,
 ) -> Callable[[Mapping[str, Any]], JsonDict | None]:
     """What :func:`history_masked` makes of one object (None: a derived object, left out); ``times=False``: the
     times are kept (to learn which of them are noise, and to show them); ``ownerless``: the objects derived with
     no owner's reference in the state (:func:`derived_without_owners`), left out too; ``owners_labels``: the
-    driven objects' labels (:func:`owners_labels`), set aside where their children have copied them."""
+    driven objects' label keys (:func:`owners_labels`), set aside on their children."""
     kinds = set(driven)
     ids = tuple(handlers)
     ownerless = ownerless or {}
@@ -170,20 +173,24 @@ def derived_without_owners(state: Iterable[Mapping[str, Any]]) -> dict[str, set[
 
 
 def owners_labels(
-    state: Iterable[Mapping[str, Any]], driven: Iterable[tuple[str, str]]
-) -> dict[tuple[str, str, str], Mapping[str, Any]]:
-    """The labels of the driven objects (``driven``: api version & kind), by kind, namespace and name."""
-    kinds = set(driven)
-    found: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    state: Iterable[Mapping[str, Any]], driven: Iterable[tuple[str, str]], had: Iterable[str] = ()
+) -> dict[tuple[str, str, str], frozenset[str]]:
+    """The label keys of the driven objects (``driven``: api version & kind) by kind, namespace and name, with
+    those they have had (``had``)."""
+    kinds, earlier = set(driven), frozenset(had)
+    found: dict[tuple[str, str, str], frozenset[str]] = {}
     for obj in state:
         labels = (obj.get("metadata") or {}).get("labels")
-        if (obj.get("apiVersion"), obj.get("kind")) in kinds and isinstance(labels, dict) and labels:
-            found[(str(obj.get("kind")), *_where(obj))] = labels
+        if (obj.get("apiVersion"), obj.get("kind")) in kinds:
+            keys = earlier | (labels.keys() if isinstance(labels, dict) else frozenset())
+            if keys:
+                found[(str(obj.get("kind")), *_where(obj))] = keys
     return found
 
 
-def _without_copied_labels(obj: JsonDict, owners_labels: Mapping[tuple[str, str, str], Mapping[str, Any]]) -> None:
-    """Remove the labels that the object has copied from an owner of it among the driven objects (same value)."""
+def _without_copied_labels(obj: JsonDict, owners_labels: Mapping[tuple[str, str, str], frozenset[str]]) -> None:
+    """Remove the labels that the object may have copied from an owner of it among the driven objects (any value:
+    the owner's labels as they were at the copy)."""
     metadata = obj.get("metadata") or {}
     labels = metadata.get("labels")
     if not isinstance(labels, dict) or not owners_labels:
@@ -194,9 +201,8 @@ def _without_copied_labels(obj: JsonDict, owners_labels: Mapping[tuple[str, str,
             (str(ref.get("kind")), namespace, str(ref.get("name"))),
             (str(ref.get("kind")), "", str(ref.get("name"))),
         ):
-            for key, value in (owners_labels.get(where) or {}).items():
-                if labels.get(key) == value:
-                    del labels[key]
+            for key in owners_labels.get(where, frozenset()) & labels.keys():
+                del labels[key]
     if not labels:
         del metadata["labels"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -25,6 +26,7 @@ from .driving import end_state, settle, tolerate
 from .errors import KopfLeakError, OperatorCheckFailed
 from .history import handler_ids, history_masked
 from .noise import NoiseField
+from .observations import HistoryRecords, history_records
 from .operator import KopfOperator
 from .tracing import Change, Entry, Fault, Log, Request, Response, Step
 
@@ -106,7 +108,13 @@ class Evidence:
         """A state with how it was reached set aside (:mod:`pytest_kopf.history`): a fault may make the operator
         see two changes as one and write its children once instead of twice; the state must be the same."""
         kinds = [(resource.api_version, resource.kind) for resource in self.resources]
-        return history_masked(state, driven=kinds, handlers=handler_ids(self.operator))
+        labels = self.history_records.label_keys
+        return history_masked(state, driven=kinds, handlers=handler_ids(self.operator), label_keys=labels)
+
+    @functools.cached_property
+    def history_records(self) -> HistoryRecords:
+        """What records the run's history, from its trace (:mod:`pytest_kopf.observations`)."""
+        return history_records(self.trace, self.operator, self.resources)
 
     @property
     def faulted(self) -> bool:

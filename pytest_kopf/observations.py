@@ -6,9 +6,12 @@ two records of those histories differ between them, and are set aside there (:fu
 
 * the objects made per derived object (a probing Job per Pod, owned by the Pod): they follow the pods, which
   come and go with the history (a pod that was probed before a change keeps the probe made then);
-* the driven objects' status fields that only the handlers of other resources write (:func:`observed_keys`):
-  what the operator saw happen to those (``status.lastProbe``, the outcome of the last probe that ran), not
-  what it made of the driven object's spec.
+* the driven objects' status fields that only the handlers of other resources write: what the operator saw
+  happen to those (``status.lastProbe``, the outcome of the last probe that ran), not what it made of the
+  driven object's spec.
+
+The trace of the run tells those fields (:func:`history_records`), and the labels that the driven objects have
+had, which every comparison sets aside on their children (:func:`pytest_kopf.history.history_masked`).
 
 The comparisons of one history with itself (a faulted run and a fault-free run of the same actions) keep them.
 """
@@ -16,31 +19,48 @@ The comparisons of one history with itself (a faulted run and a fault-free run o
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .discovery import ResourceInfo
 from .history import is_derived
 from .operator import KopfOperator
-from .tracing import Entry, Request
+from .tracing import Change, Entry, Request
 
-__all__ = ["across_histories", "observed_keys"]
+__all__ = ["HistoryRecords", "across_histories", "history_records"]
 
 JsonDict = dict[str, Any]
 _WRITES = frozenset({"PATCH", "PUT", "POST"})
 
 
-def observed_keys(
+@dataclasses.dataclass(frozen=True)
+class HistoryRecords:
+    """What records a run's history in its end state: ``status_keys``, the top-level fields of the driven objects'
+    ``status`` that only handlers of other resources write; ``label_keys``, the labels the driven objects have had."""
+
+    status_keys: frozenset[str] = frozenset()
+    label_keys: frozenset[str] = frozenset()
+
+
+def history_records(
     trace: Sequence[Entry] | None, kopf_operator: KopfOperator, resources: Sequence[ResourceInfo]
-) -> frozenset[str]:
-    """The top-level fields of the driven objects' ``status`` that only handlers of other resources have written
-    in the trace (those that a driven resource's own handler writes too are the object's state)."""
+) -> HistoryRecords:
+    """The records of the history in a run's trace: the status fields that only the handlers of other resources
+    have written to the driven objects (those that a driven resource's own handler writes too are the object's
+    state; kopf's own writes, with no handler's name, are of the driven objects' handlers), and the labels that
+    the driven objects have had."""
     if not trace:
-        return frozenset()
+        return HistoryRecords()
     own = _own_handlers(kopf_operator, resources)
+    kinds = {(resource.api_version, resource.kind) for resource in resources}
     others: set[str] = set()
     owned: set[str] = set()
+    labels: set[str] = set()
     for entry in trace:
+        obj = entry.obj if isinstance(entry, Change) else None
+        if obj is not None and (str(obj.get("apiVersion")), str(obj.get("kind"))) in kinds:
+            labels.update((obj.get("metadata") or {}).get("labels") or {})
         if not isinstance(entry, Request) or entry.method not in _WRITES:
             continue
         if not any(_writes_to(entry.path, resource) for resource in resources):
@@ -48,18 +68,17 @@ def observed_keys(
         payload = entry.payload
         status = payload.get("status") if isinstance(payload, dict) else None
         if isinstance(status, dict):
-            # No handler's: kopf's own writes of what the driven objects' handlers put in ``patch`` (or a user's).
             (owned if entry.handler is None or entry.handler in own else others).update(status)
-    return frozenset(others - owned)
+    return HistoryRecords(frozenset(others - owned), frozenset(labels))
 
 
 def across_histories(
-    state: Iterable[Mapping[str, Any]], *, driven: Iterable[tuple[str, str]], observed: Iterable[str] = ()
+    state: Iterable[Mapping[str, Any]], *, driven: Iterable[tuple[str, str]], records: HistoryRecords
 ) -> list[JsonDict]:
-    """The state without the records of its history: the objects owned by derived objects (transitively), and the
-    ``observed`` status fields of the driven objects (api version & kind in ``driven``)."""
+    """The state without the records of its history (``records``): the objects owned by derived objects
+    (transitively), and the observed status fields of the driven objects (api version & kind in ``driven``)."""
     objects = [dict(obj) for obj in state]
-    kinds, keys = set(driven), frozenset(observed)
+    kinds, keys = set(driven), records.status_keys
     derived = {_identity(obj) for obj in objects if is_derived(obj)}
     grown = True
     while grown:  # owned by a derived object: derived by proxy (a Job of a Pod, and the Job's own pods)

@@ -43,7 +43,7 @@ from .driving import (
 from .history import HISTORY_ANNOTATIONS, derived_without_owners, handler_ids, history_masked
 from .judges import Evidence
 from .noise import NoiseField, difference
-from .observations import across_histories, observed_keys
+from .observations import HistoryRecords, across_histories
 from .operator import KopfOperator
 
 __all__ = [
@@ -226,18 +226,18 @@ def unreverted(
     handlers: Iterable[str],
     mask: Sequence[str] = (),
     noise: Iterable[NoiseField] = (),
-    observed: Iterable[str] = (),
+    records: HistoryRecords | None = None,
 ) -> str | None:
     """The first change whose reversal has not returned to the end state before it (with the difference), if any;
-    how the states were reached aside (:func:`history_masked`), and what records the histories (the ``observed``
-    status fields: :func:`~pytest_kopf.observations.across_histories`), and the ``noise`` masked."""
+    how the states were reached aside (:func:`history_masked`), and what records the histories (``records``:
+    :func:`~pytest_kopf.observations.across_histories`), and the ``noise`` masked."""
     from .driving import mask_object
 
-    kinds, ids, fields, keys = list(driven), list(handlers), list(noise), list(observed)
+    kinds, ids, fields, recorded = list(driven), list(handlers), list(noise), records or HistoryRecords()
 
     def compared(state: list[JsonDict]) -> list[JsonDict]:
-        recorded = across_histories([mask_object(obj, mask) for obj in state], driven=kinds, observed=keys)
-        return history_masked(recorded, driven=kinds, handlers=ids)
+        kept = across_histories([mask_object(obj, mask) for obj in state], driven=kinds, records=recorded)
+        return history_masked(kept, driven=kinds, handlers=ids, label_keys=recorded.label_keys)
 
     for reversal in (change for change in changes if not change.refused_before):
         before, after = compared(reversal.before), compared(reversal.after)
@@ -431,9 +431,14 @@ def transition(evidence: Evidence) -> str | None:
     if evidence.direct is None or any(refused(evidence.cluster, obj) for obj in _driven_objects(evidence)):
         return None  # not comparable: the operator has refused a final spec (it may keep the last good state)
     kinds, ids = _driven_kinds(evidence), handler_ids(evidence.operator)
-    observed = observed_keys(evidence.trace, evidence.operator, evidence.resources)
+    records = evidence.history_records
     actual, direct = (
-        history_masked(across_histories(state, driven=kinds, observed=observed), driven=kinds, handlers=ids)
+        history_masked(
+            across_histories(state, driven=kinds, records=records),
+            driven=kinds,
+            handlers=ids,
+            label_keys=records.label_keys,
+        )
         for state in (evidence.state, evidence.direct)
     )
     labels = ("created directly in their final state", "actual")
@@ -454,7 +459,7 @@ async def rollback(evidence: Evidence) -> str | None:
         driven=_driven_kinds(evidence),
         handlers=handler_ids(evidence.operator),
         mask=evidence.mask,
-        observed=observed_keys(evidence.trace, evidence.operator, evidence.resources),
+        records=evidence.history_records,
     )
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_kopf.driving import end_state, settle
 from pytest_kopf.history import TIME, handler_ids, history_masked
-from pytest_kopf.observations import across_histories, observed_keys
+from pytest_kopf.observations import HistoryRecords, across_histories, history_records
 from pytest_kopf.oracles import (
     Correspondence,
     correspondences,
@@ -88,10 +88,12 @@ def test_the_labels_that_children_copied_from_their_owner_are_set_aside() -> Non
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
 
     copied = history_masked([owner, child(app="a", tier="b", own="x")], driven=DRIVEN, handlers=[])
-    stale = history_masked([owner, child(own="x")], driven=DRIVEN, handlers=[])
-    assert copied == stale and copied[1]["metadata"]["labels"] == {"own": "x"}  # the owner's own labels are kept
-    other = history_masked([owner, child(app="z", own="x")], driven=DRIVEN, handlers=[])
-    assert other[1]["metadata"]["labels"] == {"app": "z", "own": "x"}  # not a copy: the operator's own value
+    stale = history_masked([owner, child(app="z", own="x")], driven=DRIVEN, handlers=[])  # copied before a change
+    assert copied == stale and copied[1]["metadata"]["labels"] == {"own": "x"}  # the operator's own label is kept
+    # A label the owner has had (the run's trace tells it), copied before it was removed from the owner:
+    removed = [owner, child(gone="y", own="x")]
+    assert history_masked(removed, driven=DRIVEN, handlers=[])[1]["metadata"]["labels"] == {"gone": "y", "own": "x"}
+    assert history_masked(removed, driven=DRIVEN, handlers=[], label_keys=["gone"]) == copied
 
 
 def test_the_records_of_a_history_are_set_aside_across_histories() -> None:
@@ -109,7 +111,7 @@ def test_the_records_of_a_history_are_set_aside_across_histories() -> None:
         obj("Pod", "probe-web-1-x", ("Job", "probe-web-1")),
         obj("ConfigMap", "c", ("Gadget", "g")),
     ]
-    kept = across_histories(state, driven=DRIVEN, observed=["lastProbe"])
+    kept = across_histories(state, driven=DRIVEN, records=HistoryRecords(status_keys=frozenset({"lastProbe"})))
     assert [(o["kind"], o["metadata"]["name"]) for o in kept] == [("Gadget", "g"), ("Pod", "web-1"), ("ConfigMap", "c")]
     assert kept[0]["status"] == {"phase": "Ready"}
     assert state[0]["status"]["lastProbe"] == "Succeeded"  # not changed in place
@@ -147,11 +149,15 @@ async def test_the_status_fields_only_other_resources_handlers_write_are_observa
     await kopf_cluster.create({**gadget("g"), "metadata": {"name": "g", "namespace": "default"}})
     await settle(kopf_cluster, kopf_operator)
     await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"}})
+    await kopf_cluster.patch(RESOURCE, "g", {"metadata": {"labels": {"tier": "a"}}})
+    await kopf_cluster.patch(RESOURCE, "g", {"metadata": {"labels": {"tier": None}}})
     await settle(kopf_cluster, kopf_operator)
     resources = [await kopf_cluster.resolve(RESOURCE)]
     assert (await kopf_cluster.get(RESOURCE, "g"))["status"]["lastSeen"] == "probe"
     # phase: written by the gadgets' own handler too (the object's state); lastSeen: by the config maps' only.
-    assert observed_keys(trace.entries, kopf_operator, resources) == {"lastSeen"}
+    records = history_records(trace.entries, kopf_operator, resources)
+    assert records.status_keys == {"lastSeen"}
+    assert records.label_keys == {"tier"}  # had, though removed since
 
 
 def test_what_the_controllers_derive_with_no_owner_is_not_compared() -> None:
