@@ -25,7 +25,7 @@ from multidict import MultiMapping
 
 from kopf_sim.admission.attributes import REQUESTING_USER
 from kopf_sim.admission.control import AdmissionControl
-from kopf_sim.http import bodies, discovery, openapi, queries, reviews
+from kopf_sim.http import bodies, discovery, openapi, queries, reviews, tokenrequests
 from kopf_sim.http.routes import Router, path_segments
 from kopf_sim.http.yamlbodies import parse_yaml
 from kopf_sim.kube import errors, tables
@@ -157,7 +157,7 @@ class ApiServer:
     def __init__(self, cluster: Cluster, options: ServerOptions) -> None:
         self.cluster = cluster
         self.options = options
-        self.access = Access(cluster, enforce=options.enforce_rbac)
+        self.access = Access(cluster, enforce=options.enforce_rbac, clock=cluster.clock)
         # Encoded discovery documents by form and URL path, valid for one catalogue at one revision.
         self._documents: dict[tuple[bool, tuple[str, ...]], bytes] = {}
         self._documents_of: tuple[Catalogue, int] | None = None
@@ -404,14 +404,17 @@ class ApiServer:
         """A create-only resource (the authorization reviews): answered, never stored."""
         if request.method != "POST" or target.name is not None or target.legacy_watch:
             raise errors.method_not_allowed()
-        writeoptions.check_write_options(
-            "CreateOptions",
-            dry_run=request.query.getall("dryRun", []),
-            manager=request.query.get("fieldManager"),
-            field_validation=request.query.get("fieldValidation", ""),
-        )
+        _check_create_options(request)
         body = await _read_object(request, target.rtype)
         return json_response(reviews.review(target.rtype, target.namespace, body, self.access, identity), 201)
+
+    async def _token_request(self, request: ApiRequest, target: Target) -> web.Response:
+        """``kubectl create token``: a token of the service account, for its identity (see :mod:`.tokenrequests`)."""
+        assert target.namespace is not None and target.name is not None
+        _check_create_options(request)
+        body = await _read_object(request, target.rtype)
+        issued = tokenrequests.issue_token(self.cluster, self.access, target.namespace, target.name, body)
+        return json_response(issued, 201)
 
     async def _update(self, request: ApiRequest, target: Target) -> web.Response:
         assert target.name is not None
@@ -668,6 +671,7 @@ _OBJECT: Mapping[str, ResourceHandler] = {
     "DELETE": ApiServer._delete,
 }
 _LEGACY_WATCH: Mapping[str, ResourceHandler] = {"GET": ApiServer._watch}
+_TOKEN: Mapping[str, ResourceHandler] = {"POST": ApiServer._token_request}
 
 
 def _resource_rows() -> list[tuple[str, Mapping[str, ResourceHandler]]]:
@@ -676,7 +680,9 @@ def _resource_rows() -> list[tuple[str, Mapping[str, ResourceHandler]]]:
     The core group's ``namespaces/NAME/status|finalize`` are a namespace's subresources, not a namespace's
     resources (as in the apiserver); ``/watch/`` comes first, so that it is never taken for a resource.
     """
-    rows: list[tuple[str, Mapping[str, ResourceHandler]]] = []
+    rows: list[tuple[str, Mapping[str, ResourceHandler]]] = [
+        ("/api/{version:v1}/namespaces/{namespace}/{resource:serviceaccounts}/{name}/{subresource:token}", _TOKEN),
+    ]
     for prefix in ("/api/{version:v1}", "/apis/{group}/{version}"):
         for watch, collection, one in (("/{watch:watch}", _LEGACY_WATCH, _LEGACY_WATCH), ("", _COLLECTION, _OBJECT)):
             if prefix.startswith("/api/"):
@@ -776,6 +782,16 @@ def _write_options(
     if field_validation:
         written["field_validation"] = validation
     return written
+
+
+def _check_create_options(request: ApiRequest) -> None:
+    """The create options of a request whose result is not stored (reviews, token requests): a 422 if bad."""
+    writeoptions.check_write_options(
+        "CreateOptions",
+        dry_run=request.query.getall("dryRun", []),
+        manager=request.query.get("fieldManager"),
+        field_validation=request.query.get("fieldValidation", ""),
+    )
 
 
 async def _read_body(request: ApiRequest) -> bytes:

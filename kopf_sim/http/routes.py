@@ -19,7 +19,7 @@ from kopf_sim.kube import errors
 
 __all__ = ["Pattern", "Route", "Router", "path_segments"]
 
-H = TypeVar("H")
+_H = TypeVar("_H")
 
 
 def path_segments(path: str) -> list[str]:
@@ -77,13 +77,13 @@ class Pattern:
 
 
 @dataclasses.dataclass(frozen=True)
-class Route(Generic[H]):
+class Route(Generic[_H]):
     """A path pattern and its handlers by HTTP method."""
 
     pattern: Pattern
-    methods: Mapping[str, H]
+    methods: Mapping[str, _H]
 
-    def handler(self, method: str) -> H:
+    def handler(self, method: str) -> _H:
         """The handler of the method here; a 405 if it has none."""
         handler = self.methods.get(method)
         if handler is None:
@@ -91,13 +91,13 @@ class Route(Generic[H]):
         return handler
 
 
-class Router(Generic[H]):
+class Router(Generic[_H]):
     """An ordered table of routes: a path resolves to the first route that matches it, and its variables."""
 
-    def __init__(self, rows: Iterable[tuple[str, Mapping[str, H]]]) -> None:
+    def __init__(self, rows: Iterable[tuple[str, Mapping[str, _H]]]) -> None:
         self.routes = [Route(Pattern(pattern), methods) for pattern, methods in rows]
 
-    def resolve(self, parts: Sequence[str]) -> tuple[Route[H], dict[str, str]] | None:
+    def resolve(self, parts: Sequence[str]) -> tuple[Route[_H], dict[str, str]] | None:
         for route in self.routes:
             found = route.pattern.match(parts)
             if found is not None:

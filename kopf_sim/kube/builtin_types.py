@@ -198,7 +198,7 @@ def builtin_types() -> tuple[ResourceType, ...]:
             fields=frozenset({"type"}),
             columns=(PrinterColumn("Type", "string", ".type"),),
         ),
-        _t("", "v1", "ServiceAccount", "serviceaccounts", short=("sa",)),
+        _t("", "v1", "ServiceAccount", "serviceaccounts", short=("sa",), sub=frozenset({"token"})),
         _t(
             "",
             "v1",
@@ -441,6 +441,10 @@ def builtin_types() -> tuple[ResourceType, ...]:
             _t("authorization.k8s.io", "v1", kind, plural, namespaced=namespaced, verbs=("create",))
             for kind, plural, namespaced in REVIEWS
         ),
+        *(
+            _t("authentication.k8s.io", "v1", kind, plural, namespaced=False, verbs=("create",))
+            for kind, plural in AUTHENTICATION_REVIEWS
+        ),
     )
 
 
@@ -450,6 +454,10 @@ REVIEWS = (
     ("SelfSubjectRulesReview", "selfsubjectrulesreviews", False),
     ("SubjectAccessReview", "subjectaccessreviews", False),
 )
+
+
+#: "Who am I?" (``kubectl auth whoami``): create-only, never stored.
+AUTHENTICATION_REVIEWS = (("SelfSubjectReview", "selfsubjectreviews"),)
 
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

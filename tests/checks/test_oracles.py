@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_kopf.driving import end_state, settle
-from pytest_kopf.history import TIME, handler_ids, history_masked
-from pytest_kopf.observations import HistoryRecords, across_histories, history_records
-from pytest_kopf.oracles import (
+from pytest_kopf._history import TIME, handler_ids, history_masked
+from pytest_kopf._observations import HistoryRecords, across_histories, history_records
+from pytest_kopf._oracles import (
     Correspondence,
     correspondences,
     final_bodies,
@@ -21,7 +20,8 @@ from pytest_kopf.oracles import (
     reversals,
     unreverted,
 )
-from pytest_kopf.tracing import record_trace
+from pytest_kopf._tracing import record_trace
+from pytest_kopf.driving import end_state, settle
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"

@@ -37,7 +37,7 @@ TWINS = {"scale": "transition", "ports": "transition", "config": "crash-restart"
 
 #: The docs' default budget (check_operator's defaults), or a bounded one for CI.
 BUDGET: dict[str, Any] = {} if DEFAULT_BUDGET else {"combined": True, "max_examples": 3, "max_steps": 8, "seed": 3}
-pytestmark = pytest.mark.filterwarnings("ignore::pytest_kopf.blocking.SyncClientInLoopWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::pytest_kopf.errors.SyncClientInLoopWarning")
 
 
 def check(operator: str, **options: Any) -> CheckReport:

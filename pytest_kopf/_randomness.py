@@ -4,7 +4,7 @@ An operator draws passwords (``secrets.token_urlsafe()``), instance ids (``uuid.
 (``random.random()``). With the process's own randomness, two runs of the same actions differ in
 those values (and a trace that carries them is not the same twice); with one seed per world, the same
 seed gives the same values, byte for byte, and two seeds give two different runs of a correct operator,
-which is how the checks learn which fields are noise (:mod:`pytest_kopf.noise`).
+which is how the checks learn which fields are noise (:mod:`pytest_kopf._noise`).
 
 While a world is open (:func:`seeded`), these draw from its seeded generators when called in its loop's
 thread or in one of its loop's executor jobs (the sync handlers, daemons and timers), and from the
@@ -19,7 +19,7 @@ process's own randomness anywhere else (pytest, hypothesis, other tests):
 The loop's thread has one generator; each executor job has its own, seeded by the world's seed and the
 job's serial (the order of the jobs' submission, the same in every run), so the values drawn in sync
 handlers do not depend on how their threads interleave. Threads that the operator starts by itself are
-not the world's: they get the process's randomness. As with the clocks (:mod:`pytest_kopf.clocks`), a
+not the world's: they get the process's randomness. As with the clocks (:mod:`pytest_kopf._clocks`), a
 module that copied a function before the world opened (``from os import urandom`` at an import done
 earlier) keeps the real one; the operator's own files and modules are loaded in the world, so they see these.
 """
@@ -40,7 +40,7 @@ from typing import Any
 
 from kopf_sim.timing.virtualtime import job_loop, job_serial
 
-from .clocks import is_operator_frame
+from ._clocks import is_operator_frame
 
 __all__ = ["WorldRandomness", "current_random", "seeded"]
 
@@ -78,7 +78,7 @@ class WorldRandomness:
 
     def uuid1(self, generator: random.Random, node: int | None, clock_seq: int | None) -> uuid.UUID:
         """A version-1 UUID of this world: its virtual time, its node id, a seeded clock sequence."""
-        import time  # the virtual clock while the world's clocks are in force (pytest_kopf.clocks)
+        import time  # the virtual clock while the world's clocks are in force (pytest_kopf._clocks)
 
         timestamp = time.time_ns() // 100 + _UUID_EPOCH_OFFSET
         with self._lock:

@@ -1,7 +1,7 @@
 """What two different histories of a correct operator legitimately differ in: the records of what happened.
 
 The ``transition`` and ``rollback`` oracles compare end states reached by different histories (a change and
-its reversal; a change and a direct creation). Besides how a state was reached (:mod:`pytest_kopf.history`),
+its reversal; a change and a direct creation). Besides how a state was reached (:mod:`pytest_kopf._history`),
 two records of those histories differ between them, and are set aside there (:func:`across_histories`):
 
 * the objects made per derived object (a probing Job per Pod, owned by the Pod): they follow the pods, which
@@ -11,7 +11,7 @@ two records of those histories differ between them, and are set aside there (:fu
   driven object's spec.
 
 The trace of the run tells those fields (:func:`history_records`), and the labels that the driven objects have
-had, which every comparison sets aside on their children (:func:`pytest_kopf.history.history_masked`).
+had, which every comparison sets aside on their children (:func:`pytest_kopf._history.history_masked`).
 
 The comparisons of one history with itself (a faulted run and a fault-free run of the same actions) keep them.
 """
@@ -23,10 +23,10 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .discovery import ResourceInfo
-from .history import is_derived
+from ._discovery import ResourceInfo
+from ._history import is_derived
+from ._tracing import Change, Entry, Request
 from .operator import KopfOperator
-from .tracing import Change, Entry, Request
 
 __all__ = ["HistoryRecords", "across_histories", "history_records"]
 

@@ -2,8 +2,8 @@
 
 A judge is an async function of the run's :class:`Evidence` (its cluster and operator, its typed trace, its end
 state, and the end state expected of it); it returns the details of what is wrong (``None``: nothing). The
-catalogue (:mod:`pytest_kopf.catalogue`) says which judge is whose, and when it runs; the verdict
-(:func:`pytest_kopf.verdicts.verify`) runs them in that order and raises the first failure.
+catalogue (:mod:`pytest_kopf._catalogue`) says which judge is whose, and when it runs; the verdict
+(:func:`pytest_kopf._verdicts.verify`) runs them in that order and raises the first failure.
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ from typing import Any
 
 from kopf_sim.timing.virtualtime import LivelockError
 
-from . import noise
+from . import _noise as noise
+from ._discovery import ResourceInfo
+from ._history import handler_ids, history_masked
+from ._noise import NoiseField
+from ._observations import HistoryRecords, history_records
+from ._tracing import Change, Entry, Fault, Log, Request, Response, Step
 from .cluster import KopfCluster
-from .discovery import ResourceInfo
 from .driving import end_state, settle, tolerate
 from .errors import KopfLeakError, OperatorCheckFailed
-from .history import handler_ids, history_masked
-from .noise import NoiseField
-from .observations import HistoryRecords, history_records
 from .operator import KopfOperator
-from .tracing import Change, Entry, Fault, Log, Request, Response, Step
 
 __all__ = [
     "HAMMERING",
@@ -68,7 +68,7 @@ class Evidence:
     ``expected``: the end state of the same user actions with no faults and no crashes (for the comparing
     checks); ``noise``: its fields that differ between two correct runs, masked in the comparisons.
     ``trace``: the run's typed trace (None: the judges that read it have nothing to read).
-    ``records``: kopf's log records of the run. For the oracles (:mod:`pytest_kopf.oracles`): ``direct``, the end
+    ``records``: kopf's log records of the run. For the oracles (:mod:`pytest_kopf._oracles`): ``direct``, the end
     state of the driven objects created directly in their final state; ``created``, the uids of the objects that
     the operator created (None: not recorded), bar the ``retained`` patterns; ``correspondences``, the
     user-declared ones.
@@ -105,7 +105,7 @@ class Evidence:
         return end_state(self.cluster, mask=self.mask)  # every namespace, and the cluster-scoped objects
 
     def history_aside(self, state: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A state with how it was reached set aside (:mod:`pytest_kopf.history`): a fault may make the operator
+        """A state with how it was reached set aside (:mod:`pytest_kopf._history`): a fault may make the operator
         see two changes as one and write its children once instead of twice; the state must be the same."""
         kinds = [(resource.api_version, resource.kind) for resource in self.resources]
         labels = self.history_records.label_keys
@@ -113,7 +113,7 @@ class Evidence:
 
     @functools.cached_property
     def history_records(self) -> HistoryRecords:
-        """What records the run's history, from its trace (:mod:`pytest_kopf.observations`)."""
+        """What records the run's history, from its trace (:mod:`pytest_kopf._observations`)."""
         return history_records(self.trace, self.operator, self.resources)
 
     @property
@@ -407,7 +407,7 @@ def _api_error(error: BaseException | None) -> bool:
 
 
 def hammered(entries: Iterable[Entry]) -> list[str]:
-    """Failed requests sent again :data:`~pytest_kopf.judges.HAMMERING` times in one virtual second (watches aside).
+    """Failed requests sent again :data:`~pytest_kopf._judges.HAMMERING` times in one virtual second (watches aside).
 
     A create answered "already exists" (409) is not a failure: operators create-or-patch their children.
     A request counts in the second of its response (cut off: failed too).

@@ -21,11 +21,11 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .discovery import ResourceInfo
+from ._discovery import ResourceInfo
 from .errors import KopfApiError, KopfTimeoutError
 
 if TYPE_CHECKING:
-    from .realcluster import RealKopfCluster
+    from ._realcluster import RealKopfCluster
 
 __all__ = ["release_objects", "remove_leftovers"]
 

@@ -1,9 +1,9 @@
 """``kopf_cluster`` in real mode: the cluster of a kubeconfig context, a namespace of the test's own.
 
-The credentials are kopf's (:func:`pytest_kopf.kubeconfig.load`: kopf's kubeconfig login, exec plugins
+The credentials are kopf's (:func:`pytest_kopf._kubeconfig.load`: kopf's kubeconfig login, exec plugins
 included), and so are the test client's session, headers and TLS (:func:`kopf._kits.testing.make_api_session`):
 the test reaches the cluster exactly as the operator under test does. The set-up creates the test's
-namespace; the teardown removes what the test has made (:mod:`pytest_kopf.cleanup`).
+namespace; the teardown removes what the test has made (:mod:`pytest_kopf._cleanup`).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import aiohttp
 from kopf import ConnectionInfo
 from kopf._kits.testing import make_api_session
 
-from . import kubeconfig
-from .cleanup import remove_leftovers
+from . import _kubeconfig as kubeconfig
+from ._cleanup import remove_leftovers
+from ._discovery import ResourceInfo
+from ._replays import RealModeRecorder
 from .client import JsonDict
 from .cluster import USER_AGENT, Connection, KopfCluster, is_crd
-from .discovery import ResourceInfo
 from .errors import KopfApiError, KopfClusterUnreachable, KopfConfigError
-from .replays import RealModeRecorder
 
 __all__ = ["RealKopfCluster"]
 
@@ -150,7 +150,7 @@ class RealKopfCluster(KopfCluster):
     async def api_request(
         self, method: str, path: str, *, body: Any = None, content_type: str = "application/json"
     ) -> Any:
-        """A request to an API path (JSON in, JSON out), for the teardown's clean-up (:mod:`pytest_kopf.cleanup`)."""
+        """A request to an API path (JSON in, JSON out), for the teardown's clean-up (:mod:`pytest_kopf._cleanup`)."""
         return await self._request(method, path, body=body, content_type=content_type)
 
     def victims(self) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Any
 from kopf_sim.recording.show import describe_change
 from kopf_sim.timelines.model import Item, Lane, Run
 
-from ..tracing import Change, Delivery, Entry, Fault, Log, Note, Request, Response, Step
+from .._tracing import Change, Delivery, Entry, Fault, Log, Note, Request, Response, Step
 from .handlers import handler_line
 
 __all__ = ["SIMULATOR", "USER", "world_run"]

@@ -3,7 +3,7 @@
 Two correct runs of the same user actions can reach the same state by different paths: a fault delays the
 operator, so it sees two changes of an object as one (coalesced watch events, a re-list after a reconnect, a
 restart after a crash) and writes its children once instead of twice; a change and its reversal, or a change
-and a direct creation in the final state (the oracles, :mod:`pytest_kopf.oracles`), differ in how many writes
+and a direct creation in the final state (the oracles, :mod:`pytest_kopf._oracles`), differ in how many writes
 were made. What tells the path, not the state, is set aside before comparing (:func:`history_masked`):
 
 * the driven objects' handler results (``status.<handler id>``): which handlers ran (create or update);
@@ -25,7 +25,7 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .noise import is_timestamp
+from ._noise import is_timestamp
 from .operator import KopfOperator
 
 __all__ = [

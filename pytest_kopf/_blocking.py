@@ -31,11 +31,9 @@ from typing import Any
 from kopf._kits.testing import current_handler_id
 from kopf_sim.timing.virtualtime import DeadlockError, VirtualTimeLoop
 
-__all__ = ["BlockedLoopServer", "SyncClientInLoopWarning", "server_for", "warn_once"]
+from .errors import SyncClientInLoopWarning
 
-
-class SyncClientInLoopWarning(UserWarning):
-    """A sync client was called in an async handler (or other code in the event loop): it blocks the loop."""
+__all__ = ["BlockedLoopServer", "server_for", "warn_once"]
 
 
 _servers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BlockedLoopServer] = weakref.WeakKeyDictionary()

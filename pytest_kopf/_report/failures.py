@@ -17,8 +17,8 @@ from typing import Any
 from kopf_sim.timelines.model import Code, Differences, Page, Run, Section, Text
 from kopf_sim.timelines.rendering import write
 
+from .._tracing import Entry
 from ..errors import OperatorCheckFailed
-from ..tracing import Entry
 from .location import PathScrubber, report_path
 from .states import Masking, state_differences
 from .worlds import world_run

@@ -1,7 +1,7 @@
 """The verdict of the checks on one run whose actions are over: :func:`verify`.
 
 The machines call it at the end of each example (and of each planned run); the reproductions call it too.
-It reads the catalogue (:mod:`pytest_kopf.catalogue`): the comparisons and the judges of the chosen checks,
+It reads the catalogue (:mod:`pytest_kopf._catalogue`): the comparisons and the judges of the chosen checks,
 phase by phase, the first failure raised.
 """
 
@@ -11,15 +11,15 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .catalogue import CATALOGUE, Phase, validate_checks
+from ._catalogue import CATALOGUE, Phase, validate_checks
+from ._judges import Evidence
+from ._noise import NoiseField
+from ._oracles import correspondences
+from ._tracing import Entry, Log, Trace
 from .cluster import KopfCluster
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
-from .judges import Evidence
-from .noise import NoiseField
 from .operator import KopfOperator
-from .oracles import correspondences
-from .tracing import Entry, Log, Trace
 
 __all__ = ["verify"]
 
@@ -50,17 +50,17 @@ async def verify(
     phases (``daemons`` & ``finalizers`` delete every object of ``resources`` and settle again).
     ``expected``: the end state of the same actions with no faults and no crashes (for the comparing
     checks). ``records``: the operator's log records (by default, the trace's, or all that
-    ``kopf_operator`` has captured). ``trace``: the run's trace (:class:`~pytest_kopf.tracing.Trace`,
-    e.g. of :func:`~pytest_kopf.tracing.record_trace`); ``retries`` reads its requests, and, when the trace
+    ``kopf_operator`` has captured). ``trace``: the run's trace (:class:`~pytest_kopf._tracing.Trace`,
+    e.g. of :func:`~pytest_kopf._tracing.record_trace`); ``retries`` reads its requests, and, when the trace
     has the log records too, checks that handlers retried after a :class:`kopf.TemporaryError` are not
     called before their delay is over. ``noise``: the fields that differ between two correct runs (learned by the
-    machines, :func:`pytest_kopf.noise.learn`), masked in every comparison.
+    machines, :func:`pytest_kopf._noise.learn`), masked in every comparison.
 
     The oracles': ``direct``: the end state of the driven objects created directly in their final state (for
     ``transition``); ``created``: the uids of the objects that the operator created (for ``cleanup``: see
-    :func:`~pytest_kopf.oracles.record_creations`), except those matching the ``retained`` patterns;
+    :func:`~pytest_kopf._oracles.record_creations`), except those matching the ``retained`` patterns;
     ``consistency``: where the driven objects' fields must be found (``{"spec.replicas":
-    "deployments/{name}.spec.replicas"}``, see :class:`~pytest_kopf.oracles.Correspondence`).
+    "deployments/{name}.spec.replicas"}``, see :class:`~pytest_kopf._oracles.Correspondence`).
     """
     chosen = [CATALOGUE[name] for name in validate_checks(checks)]
     entries, logs_traced = (trace.entries, trace.logs_recorded) if isinstance(trace, Trace) else (trace, False)

@@ -29,6 +29,10 @@ from typing import Any
 from kopf_sim.http.faults import serving
 from kopf_sim.store.watching import Change
 
+from ._history import HISTORY_ANNOTATIONS, derived_without_owners, handler_ids, history_masked
+from ._judges import Evidence
+from ._noise import NoiseField, difference
+from ._observations import HistoryRecords, across_histories
 from .cluster import KopfCluster
 from .driving import (
     BOOKKEEPING_PREFIXES,
@@ -40,10 +44,6 @@ from .driving import (
     end_state,
     settle,
 )
-from .history import HISTORY_ANNOTATIONS, derived_without_owners, handler_ids, history_masked
-from .judges import Evidence
-from .noise import NoiseField, difference
-from .observations import HistoryRecords, across_histories
 from .operator import KopfOperator
 
 __all__ = [
@@ -230,7 +230,7 @@ def unreverted(
 ) -> str | None:
     """The first change whose reversal has not returned to the end state before it (with the difference), if any;
     how the states were reached aside (:func:`history_masked`), and what records the histories (``records``:
-    :func:`~pytest_kopf.observations.across_histories`), and the ``noise`` masked."""
+    :func:`~pytest_kopf._observations.across_histories`), and the ``noise`` masked."""
     from .driving import mask_object
 
     kinds, ids, fields, recorded = list(driven), list(handlers), list(noise), records or HistoryRecords()
@@ -410,7 +410,7 @@ def _same(wanted: Any, found: Any) -> bool:
     return bool(wanted == found) and not isinstance(wanted, bool) and not isinstance(found, bool)
 
 
-# -- the judges (see pytest_kopf.catalogue) ---------------------------------------------------------------
+# -- the judges (see pytest_kopf._catalogue) ---------------------------------------------------------------
 
 
 def _driven_kinds(evidence: Evidence) -> list[tuple[str, str]]:

@@ -1,7 +1,7 @@
 """The official clients' configuration in sim mode: a kubeconfig of the test's own, and in-cluster loading to match.
 
 While a sim-mode test runs, ``KUBECONFIG`` names a kubeconfig written for it, whose server is the
-host name of the test's cluster (``http://kopf-sim-N.test``, routed in memory by :mod:`pytest_kopf.routing`).
+host name of the test's cluster (``http://kopf-sim-N.test``, routed in memory by :mod:`pytest_kopf._routing`).
 So the documented ways to configure a client reach the simulated cluster, with no change to the code:
 
 - ``kubernetes.config.load_kube_config()`` and ``kubernetes_asyncio.config.load_kube_config()``;
@@ -33,7 +33,7 @@ from typing import Any
 from kopf_sim.transports.inmemory import InMemoryServer
 from kopf_sim.transports.kubeconfig import kubeconfig_dict
 
-from . import routing
+from . import _routing as routing
 
 __all__ = ["ClientConfig", "RealClientDefaults", "refresh_active", "routed_clients"]
 

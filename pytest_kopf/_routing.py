@@ -1,7 +1,7 @@
 """Requests of any HTTP client in the process to a test's host name go into its simulated cluster, with no sockets.
 
 A sim-mode test's cluster gets a host name of its own (``kopf-sim-N.test``: the ``.test`` domain never
-resolves), written into a kubeconfig (:mod:`pytest_kopf.clientconfig`). Connections to that host are
+resolves), written into a kubeconfig (:mod:`pytest_kopf._clientconfig`). Connections to that host are
 made in memory, to the simulated apiserver's HTTP server in the test's loop (the in-memory transport
 of :mod:`kopf_sim.transports.inmemory`), whatever the client:
 
@@ -20,7 +20,7 @@ All bytes go through the real HTTP machinery on both sides (the client's own, an
 the requests are exactly those the client would send to a real apiserver (and the simulator's faults
 apply to them as to the operator's). Other hosts are not touched. A sync client called in the loop's own
 thread (e.g. in an async handler or an async test) blocks that loop, as it would in production: its
-requests are served in that thread by another loop meanwhile (:mod:`pytest_kopf.blocking`), with a warning.
+requests are served in that thread by another loop meanwhile (:mod:`pytest_kopf._blocking`), with a warning.
 """
 
 from __future__ import annotations
@@ -45,21 +45,18 @@ from aiohttp.client_proto import ResponseHandler
 from kopf_sim.timing.virtualtime import VirtualTimeLoop, job_loop
 from kopf_sim.transports.inmemory import InMemoryServer
 
-from . import blocking
-from .blocking import BlockedLoopServer
+from . import _blocking as blocking
+from ._blocking import BlockedLoopServer
+from .errors import SyncClientInLoopError
 
-__all__ = ["HEADER_HOOKS", "LoopSocket", "Route", "SyncClientInLoopError", "add_route", "new_host", "remove_route"]
+__all__ = ["HEADER_HOOKS", "LoopSocket", "Route", "add_route", "new_host", "remove_route"]
 
 #: Functions called in a sync client's thread as it sends a request: the headers to add to it (e.g. the kopf
-#: handler whose code sends it, for the trace: :func:`pytest_kopf.tracing.handler_header`).
+#: handler whose code sends it, for the trace: :func:`pytest_kopf._tracing.handler_header`).
 HEADER_HOOKS: list[Callable[[], Mapping[str, str]]] = []
 _REQUEST_LINE = re.compile(rb"^[A-Z]+ \S+ HTTP/1\.[01]\r\n")
 
 _hosts = itertools.count(1)
-
-
-class SyncClientInLoopError(RuntimeError):
-    """A sync HTTP client was called for a simulated cluster in the thread of the loop that serves it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,7 +242,7 @@ class LoopSocket:
         self._released = False
         self.context = contextvars.copy_context()  # whose connection it is (e.g. an operator's handler's)
         # Made in the thread of the loop that serves the cluster, while that loop runs (e.g. in an async handler):
-        # served with that loop blocked, by another in the same thread (:mod:`pytest_kopf.blocking`).
+        # served with that loop blocked, by another in the same thread (:mod:`pytest_kopf._blocking`).
         self._blocked: BlockedLoopServer | None = None
         self._waker: Callable[[], None] | None = None  # called on every change (while served that way)
 

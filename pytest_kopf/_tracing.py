@@ -1,7 +1,7 @@
 """The trace of one run: typed entries for the steps, the operator's requests and their responses, the cluster's
 changes, the watch events delivered to the operator, kopf's log records and the faults injected.
 
-The judges of the checks (:mod:`pytest_kopf.judges`) and the derivation of the fault plans
+The judges of the checks (:mod:`pytest_kopf._judges`) and the derivation of the fault plans
 read the entries as objects; :meth:`Entry.render` turns one into a line of text, for display only (a failure's
 trace tail, the determinism tests). Each entry is stamped with the loop's (virtual) time, in the order things
 happen. Nothing in it comes from the wall clock, random uids or hash order, so the same seed and the same actions
@@ -28,7 +28,7 @@ from aiohttp.typedefs import Handler
 from kopf_sim.kube.resources import ResourceType
 from kopf_sim.store import watching
 
-from . import routing
+from . import _routing as routing
 from .cluster import KopfCluster, SimKopfCluster
 
 __all__ = [

@@ -3,7 +3,7 @@
 A correct operator's end state is not one fixed value: it draws passwords and ids, stamps the time, and
 the cluster allocates addresses and names. The comparing checks compare a faulted run with a fault-free
 one; they must not report what differs between any two correct runs. So the fault-free reference runs
-twice, with different seeds (:mod:`pytest_kopf.randomness`, and the simulated cluster's uids) and clocks
+twice, with different seeds (:mod:`pytest_kopf._randomness`, and the simulated cluster's uids) and clocks
 shifted by :data:`EPOCH_OFFSET`: every field whose values differ between the two references is noise
 (:func:`learn`), masked in both end states of every comparison of that example (:func:`difference`).
 

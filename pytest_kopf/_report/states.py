@@ -15,8 +15,8 @@ from typing import Any
 from kopf_sim.timelines.differences import changed_fields, dotted, shown
 from kopf_sim.timelines.model import DifferenceRow
 
+from .._noise import NoiseField, mask_state
 from ..driving import mask_object
-from ..noise import NoiseField, mask_state
 
 __all__ = ["Masking", "comparison_masking", "state_differences"]
 
@@ -28,7 +28,7 @@ def comparison_masking(
     mask: Sequence[str] = (), noise: Iterable[NoiseField] = (), history: Masking | None = None
 ) -> Masking:
     """The masking of the comparing checks: the user's ``mask=``, how the state was reached (``history``: see
-    :mod:`pytest_kopf.history`), then the noise learned (Secrets decoded)."""
+    :mod:`pytest_kopf._history`), then the noise learned (Secrets decoded)."""
     fields = list(noise)
 
     def masking(obj: dict[str, Any]) -> dict[str, Any] | None:

@@ -3,7 +3,7 @@
 A check (:class:`Check`) is its name, the perturbations it adds to the users' actions, whether (and with what)
 it compares the run's end state, and its judge (when it runs in the verdict, and what it looks at). The
 machines (:class:`~pytest_kopf.stateful.OperatorMachine`) draw the perturbations and make the worlds that the
-comparisons need; :func:`~pytest_kopf.verdicts.verify` runs the comparisons and the judges; the reproductions
+comparisons need; :func:`~pytest_kopf._verdicts.verify` runs the comparisons and the judges; the reproductions
 carry the expected end state when their check compares; ``docs/checks.md`` lists the same names (a test says so).
 Adding a check is adding a row.
 """
@@ -14,8 +14,9 @@ import dataclasses
 import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from . import judges, oracles
-from .judges import Evidence, Judge
+from . import _judges as judges
+from . import _oracles as oracles
+from ._judges import Evidence, Judge
 
 __all__ = [
     "BASELINE",
