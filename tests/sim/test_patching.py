@@ -96,8 +96,8 @@ def test_list_strategy_lookup(kind_key: str, path: tuple[str, ...], expected: Li
 
 
 def test_every_served_builtin_kind_is_known() -> None:
-    builtin_types = pytest.importorskip("kopf_sim.kube.builtin_types").builtin_types
-    assert {rtype.kind_key for rtype in builtin_types()} <= known_kind_keys()
+    builtin_resources = pytest.importorskip("kopf_sim.kube.builtin_resources").builtin_resources
+    assert {rtype.kind_key for rtype in builtin_resources()} <= known_kind_keys()
 
 
 def test_unknown_kinds_have_no_strategies() -> None:

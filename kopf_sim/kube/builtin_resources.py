@@ -123,7 +123,7 @@ def _t(
 
 
 @functools.cache
-def builtin_types() -> tuple[ResourceType, ...]:
+def builtin_resources() -> tuple[ResourceType, ...]:
     """Built once: the types are frozen, and each cluster indexes them in a catalogue of its own."""
     replicas = ScalePaths(".spec.replicas", ".status.replicas", ".spec.selector")
     return (
