@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import click
 
+from kopf_sim.admission.dispatching import SynchronousWriteError
 from kopf_sim.http.app import ACCESS_KEY, ServerOptions, build_app
 from kopf_sim.kube import errors
 from kopf_sim.rbac.access import Access
@@ -240,6 +241,12 @@ def serve(
         raise click.ClickException(str(exc)) from None
     except errors.ApiError as exc:
         raise click.ClickException(f"cannot load the manifests: {exc.message}") from None
+    except SynchronousWriteError:
+        raise click.ClickException(
+            "cannot load the manifests: an object would be admitted by an admission webhook, which is not called "
+            "while loading (load the webhook's configuration after the objects that it would admit, or create "
+            "those through the API once the server serves)"
+        ) from None
     app = build_app(cluster, ServerOptions(enforce_rbac=rbac))
     user_tokens = [_add_user_token(app[ACCESS_KEY], spec) for spec in rbac_users]
     replay = _prepare_replay(app, replay_path) if replay_path else None

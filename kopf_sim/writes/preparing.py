@@ -44,6 +44,7 @@ _SERVER_FIELDS = (
     "resourceVersion",
     "selfLink",
 )
+_SERVER_FIELD_NAMES = frozenset(_SERVER_FIELDS)
 _LABEL_NAMED = frozenset({("", "namespaces"), ("", "services")})
 _CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 
@@ -284,8 +285,9 @@ def prepare_create(
     if rtype.namespaced:
         _check_namespace_writable(cluster, rtype, namespace or "", name)
     lifecycle_check_creatable(cluster, rtype)
-    for field in _SERVER_FIELDS:
-        metadata.pop(field, None)
+    if not _SERVER_FIELD_NAMES.isdisjoint(metadata):
+        for field in _SERVER_FIELDS:
+            metadata.pop(field, None)
     metadata["uid"] = cluster.uids()
     metadata["creationTimestamp"] = cluster.now()
     if rtype.has_generation:

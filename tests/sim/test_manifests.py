@@ -7,8 +7,9 @@ import pathlib
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from kopf_sim import manifests
+from kopf_sim import cli, manifests
 from kopf_sim.kube.errors import ApiError
 from kopf_sim.manifests import ManifestError, iter_manifests, parse_manifests, read_manifest
 from kopf_sim.store.cluster import Cluster
@@ -210,3 +211,28 @@ def test_a_loaded_object_is_stored_as_a_created_one(tmp_path: pathlib.Path) -> N
         created.create(created.resource("", "v1", "configmaps"), "default", denied)
     assert loading.value.to_status() == creating.value.to_status()
     assert loading.value.code == 422 and "no-forbidden-names" in loading.value.message
+
+
+def test_a_load_that_would_call_a_webhook_is_a_clear_error(tmp_path: pathlib.Path) -> None:
+    """Loading calls no webhook (it writes synchronously): an object that one would admit stops the load, worded."""
+    webhook = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "checks"},
+        "webhooks": [
+            {
+                "name": "configmaps.example.com",
+                "clientConfig": {"url": "https://127.0.0.1:9/validate"},
+                "rules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}
+                ],
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }
+        ],
+    }
+    path = tmp_path / "objects.yaml"
+    path.write_text(f"{json.dumps(webhook)}\n---\n{json.dumps(configmap('a'))}\n")
+    result = CliRunner().invoke(cli.main, ["serve", "--load", str(path), "--controllers", "none"])
+    assert result.exit_code == 1
+    assert "cannot load the manifests: an object would be admitted by an admission webhook" in result.output
