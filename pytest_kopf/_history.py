@@ -12,6 +12,10 @@ were made. What tells the path, not the state, is set aside before comparing (:f
 * the objects that the cluster's controllers derive from others (ReplicaSets, Pods, EndpointSlices...): they
   follow their owners, which are compared, and keep their owners' history (a Deployment keeps its old
   ReplicaSets);
+* the labels that children have copied from their owner among the driven objects (as ``kopf.adopt`` does at
+  each write of a child): a snapshot of the owner's labels at that write; an operator that reacts to its objects'
+  spec only carries a change of their labels over to the children at the next change of the spec, if ever (the
+  owner's label keys; with ``label_keys``, also those it has had: a run's trace tells them);
 * the times (any value that reads as a moment: ``<time>``).
 """
 
@@ -33,6 +37,8 @@ __all__ = [
     "handler_ids",
     "history_aside",
     "history_masked",
+    "is_derived",
+    "owners_labels",
 ]
 
 JsonDict = dict[str, Any]
@@ -81,13 +87,16 @@ def history_masked(
     driven: Iterable[tuple[str, str]],
     handlers: Iterable[str],
     times: bool = True,
+    label_keys: Iterable[str] = (),
 ) -> list[JsonDict]:
     """The end state without what tells how it was reached: the driven objects' (``driven``: api version & kind)
     handler results (``status.<handler id>``, also of sub-handlers), ``observedGeneration`` & revision
     annotations anywhere, the objects derived by the cluster's controllers (:func:`derived_without_owners` too),
-    and the times (``times=False``: kept)."""
-    state = list(state)
-    aside = history_aside(driven=driven, handlers=handlers, times=times, ownerless=derived_without_owners(state))
+    the driven objects' label keys on their children (also the ``label_keys`` they have had), and the times
+    (``times=False``: kept)."""
+    state, driven = list(state), list(driven)
+    ownerless, labels = derived_without_owners(state), owners_labels(state, driven, label_keys)
+    aside = history_aside(driven=driven, handlers=handlers, times=times, ownerless=ownerless, owners_labels=labels)
     return [masked for masked in map(aside, state) if masked is not None]
 
 
@@ -97,16 +106,19 @@ def history_aside(
     handlers: Iterable[str],
     times: bool = True,
     ownerless: Mapping[str, set[tuple[str, str]]] | None = None,
+    owners_labels: Mapping[tuple[str, str, str], frozenset[str]] | None = None,
 ) -> Callable[[Mapping[str, Any]], JsonDict | None]:
     """What :func:`history_masked` makes of one object (None: a derived object, left out); ``times=False``: the
     times are kept (to learn which of them are noise, and to show them); ``ownerless``: the objects derived with
-    no owner's reference in the state (:func:`derived_without_owners`), left out too."""
+    no owner's reference in the state (:func:`derived_without_owners`), left out too; ``owners_labels``: the
+    driven objects' label keys (:func:`owners_labels`), set aside on their children."""
     kinds = set(driven)
     ids = tuple(handlers)
     ownerless = ownerless or {}
+    owners_labels = owners_labels or {}
 
     def aside(obj: Mapping[str, Any]) -> JsonDict | None:
-        if _derived(obj) or _where(obj) in ownerless.get(str(obj.get("kind")), ()):
+        if is_derived(obj) or _where(obj) in ownerless.get(str(obj.get("kind")), ()):
             return None
         masked = copy.deepcopy(dict(obj))
         status = masked.get("status")
@@ -115,6 +127,7 @@ def history_aside(
                 del status[key]
             if not status:
                 del masked["status"]
+        _without_copied_labels(masked, owners_labels)
         annotations = (masked.get("metadata") or {}).get("annotations")
         if isinstance(annotations, dict):
             for key in HISTORY_ANNOTATIONS & annotations.keys():
@@ -159,12 +172,48 @@ def derived_without_owners(state: Iterable[Mapping[str, Any]]) -> dict[str, set[
     return found
 
 
+def owners_labels(
+    state: Iterable[Mapping[str, Any]], driven: Iterable[tuple[str, str]], had: Iterable[str] = ()
+) -> dict[tuple[str, str, str], frozenset[str]]:
+    """The label keys of the driven objects (``driven``: api version & kind) by kind, namespace and name, with
+    those they have had (``had``)."""
+    kinds, earlier = set(driven), frozenset(had)
+    found: dict[tuple[str, str, str], frozenset[str]] = {}
+    for obj in state:
+        labels = (obj.get("metadata") or {}).get("labels")
+        if (obj.get("apiVersion"), obj.get("kind")) in kinds:
+            keys = earlier | (labels.keys() if isinstance(labels, dict) else frozenset())
+            if keys:
+                found[(str(obj.get("kind")), *_where(obj))] = keys
+    return found
+
+
+def _without_copied_labels(obj: JsonDict, owners_labels: Mapping[tuple[str, str, str], frozenset[str]]) -> None:
+    """Remove the labels that the object may have copied from an owner of it among the driven objects (any value:
+    the owner's labels as they were at the copy)."""
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels")
+    if not isinstance(labels, dict) or not owners_labels:
+        return
+    namespace = str(metadata.get("namespace") or "")
+    for ref in metadata.get("ownerReferences") or ():
+        for where in (
+            (str(ref.get("kind")), namespace, str(ref.get("name"))),
+            (str(ref.get("kind")), "", str(ref.get("name"))),
+        ):
+            for key in owners_labels.get(where, frozenset()) & labels.keys():
+                del labels[key]
+    if not labels:
+        del metadata["labels"]
+
+
 def _where(obj: Mapping[str, Any]) -> tuple[str, str]:
     metadata = obj.get("metadata") or {}
     return str(metadata.get("namespace") or ""), str(metadata.get("name"))
 
 
-def _derived(obj: Mapping[str, Any]) -> bool:
+def is_derived(obj: Mapping[str, Any]) -> bool:
+    """Whether the cluster's controllers derive the object from another (a ReplicaSet's Pod, a Service's slice)."""
     refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
     return any(ref.get("controller") and (ref.get("apiVersion"), ref.get("kind")) in DERIVING_KINDS for ref in refs)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -22,6 +23,7 @@ from . import _noise as noise
 from ._discovery import ResourceInfo
 from ._history import handler_ids, history_masked
 from ._noise import NoiseField
+from ._observations import HistoryRecords, history_records
 from ._tracing import Change, Entry, Fault, Log, Request, Response, Step
 from .cluster import KopfCluster
 from .driving import end_state, settle, tolerate
@@ -53,6 +55,10 @@ UNEXPECTED = (
     "A worker has failed unexpectedly",
 )
 ABANDONED = "it is abandoned"
+#: How kopf tells that a handler's failure is retried (after its backoff).
+RETRIED = "failed with an exception and will try again"
+#: The packages of the API clients that operators use besides kopf's own: their exceptions are the API's answers.
+CLIENT_PACKAGES = frozenset({"kubernetes", "kubernetes_asyncio", "pykube", "requests", "urllib3", "httpx"})
 
 
 @dataclasses.dataclass
@@ -102,7 +108,13 @@ class Evidence:
         """A state with how it was reached set aside (:mod:`pytest_kopf._history`): a fault may make the operator
         see two changes as one and write its children once instead of twice; the state must be the same."""
         kinds = [(resource.api_version, resource.kind) for resource in self.resources]
-        return history_masked(state, driven=kinds, handlers=handler_ids(self.operator))
+        labels = self.history_records.label_keys
+        return history_masked(state, driven=kinds, handlers=handler_ids(self.operator), label_keys=labels)
+
+    @functools.cached_property
+    def history_records(self) -> HistoryRecords:
+        """What records the run's history, from its trace (:mod:`pytest_kopf._observations`)."""
+        return history_records(self.trace, self.operator, self.resources)
 
     @property
     def faulted(self) -> bool:
@@ -363,16 +375,14 @@ def _progress(body: Any, key: str) -> str:
 
 
 def _unexpected(records: Iterable[Any], *, faulted: bool = False) -> list[str]:
-    """The unexpected exceptions logged; with faults injected, not those of the API (the faults' own doing)."""
-    import aiohttp
-
-    from kopf._kits.testing import APIError
-
+    """The unexpected exceptions logged. Not those of the API (any client's) that kopf retries: the cluster's answer
+    to a passing state (a namespace being terminated, a conflict), and whether the retries end it is judged by the
+    objects' handling; with faults injected, no API error at all (the faults' own doing)."""
     found: list[str] = []
     for record in records:
         message = record.getMessage()
         error = record.exc_info[1] if record.exc_info else None
-        if faulted and isinstance(error, APIError | aiohttp.ClientError | TimeoutError):
+        if _api_error(error) and (faulted or RETRIED in message):
             continue
         if message.startswith("Failed to post an event"):
             continue  # a k8s Event about a handler, not a handler's failure (its text may quote one)
@@ -382,6 +392,18 @@ def _unexpected(records: Iterable[Any], *, faulted: bool = False) -> list[str]:
             suffix = f" ({error!r})" if error is not None else ""
             found.append(f"{where}{message}{suffix}")
     return list(dict.fromkeys(found))
+
+
+def _api_error(error: BaseException | None) -> bool:
+    """Whether an exception is an API client's: kopf's, aiohttp's, a timeout, or one of a client library's own
+    (the official client's ``ApiException``, pykube's ``HTTPError``, requests' and urllib3's errors...)."""
+    import aiohttp
+
+    from kopf._kits.testing import APIError
+
+    if isinstance(error, APIError | aiohttp.ClientError | TimeoutError | ConnectionError):
+        return True
+    return error is not None and type(error).__module__.partition(".")[0] in CLIENT_PACKAGES
 
 
 def hammered(entries: Iterable[Entry]) -> list[str]:

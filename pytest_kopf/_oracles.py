@@ -32,6 +32,7 @@ from kopf_sim.store.watching import Change
 from ._history import HISTORY_ANNOTATIONS, derived_without_owners, handler_ids, history_masked
 from ._judges import Evidence
 from ._noise import NoiseField, difference
+from ._observations import HistoryRecords, across_histories
 from .cluster import KopfCluster
 from .driving import (
     BOOKKEEPING_PREFIXES,
@@ -225,15 +226,21 @@ def unreverted(
     handlers: Iterable[str],
     mask: Sequence[str] = (),
     noise: Iterable[NoiseField] = (),
+    records: HistoryRecords | None = None,
 ) -> str | None:
     """The first change whose reversal has not returned to the end state before it (with the difference), if any;
-    how the states were reached aside (:func:`history_masked`), and the ``noise`` masked."""
+    how the states were reached aside (:func:`history_masked`), and what records the histories (``records``:
+    :func:`~pytest_kopf._observations.across_histories`), and the ``noise`` masked."""
     from .driving import mask_object
 
-    kinds, ids, fields = list(driven), list(handlers), list(noise)
+    kinds, ids, fields, recorded = list(driven), list(handlers), list(noise), records or HistoryRecords()
+
+    def compared(state: list[JsonDict]) -> list[JsonDict]:
+        kept = across_histories([mask_object(obj, mask) for obj in state], driven=kinds, records=recorded)
+        return history_masked(kept, driven=kinds, handlers=ids, label_keys=recorded.label_keys)
+
     for reversal in (change for change in changes if not change.refused_before):
-        before = history_masked([mask_object(obj, mask) for obj in reversal.before], driven=kinds, handlers=ids)
-        after = history_masked([mask_object(obj, mask) for obj in reversal.after], driven=kinds, handlers=ids)
+        before, after = compared(reversal.before), compared(reversal.after)
         differs = difference(before, after, fields, labels=("before the change", "after reverting it"))
         if differs is not None:
             return f"reverting a change has not returned to the end state before it ({reversal.change}):\n{differs}"
@@ -424,8 +431,16 @@ def transition(evidence: Evidence) -> str | None:
     if evidence.direct is None or any(refused(evidence.cluster, obj) for obj in _driven_objects(evidence)):
         return None  # not comparable: the operator has refused a final spec (it may keep the last good state)
     kinds, ids = _driven_kinds(evidence), handler_ids(evidence.operator)
-    actual = history_masked(evidence.state, driven=kinds, handlers=ids)
-    direct = history_masked(evidence.direct, driven=kinds, handlers=ids)
+    records = evidence.history_records
+    actual, direct = (
+        history_masked(
+            across_histories(state, driven=kinds, records=records),
+            driven=kinds,
+            handlers=ids,
+            label_keys=records.label_keys,
+        )
+        for state in (evidence.state, evidence.direct)
+    )
     labels = ("created directly in their final state", "actual")
     differs = difference(direct, actual, evidence.noise, labels=labels)
     if differs is None:
@@ -440,7 +455,11 @@ async def rollback(evidence: Evidence) -> str | None:
     """Every change reverted in the run has returned to the end state before it (history aside)."""
     changes = reversals(evidence.cluster)
     return unreverted(
-        changes, driven=_driven_kinds(evidence), handlers=handler_ids(evidence.operator), mask=evidence.mask
+        changes,
+        driven=_driven_kinds(evidence),
+        handlers=handler_ids(evidence.operator),
+        mask=evidence.mask,
+        records=evidence.history_records,
     )
 
 

@@ -32,10 +32,11 @@ import contextvars
 import dataclasses
 import io
 import itertools
+import re
 import socket
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -48,7 +49,12 @@ from . import _blocking as blocking
 from ._blocking import BlockedLoopServer
 from .errors import SyncClientInLoopError
 
-__all__ = ["LoopSocket", "Route", "add_route", "new_host", "remove_route"]
+__all__ = ["HEADER_HOOKS", "LoopSocket", "Route", "add_route", "new_host", "remove_route"]
+
+#: Functions called in a sync client's thread as it sends a request: the headers to add to it (e.g. the kopf
+#: handler whose code sends it, for the trace: :func:`pytest_kopf._tracing.handler_header`).
+HEADER_HOOKS: list[Callable[[], Mapping[str, str]]] = []
+_REQUEST_LINE = re.compile(rb"^[A-Z]+ \S+ HTTP/1\.[01]\r\n")
 
 _hosts = itertools.count(1)
 
@@ -195,6 +201,16 @@ class _Bridge(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.sock._ended_in_loop(exc)
+
+
+def _with_headers(chunk: bytes) -> bytes:
+    """A request's first bytes with the hooks' headers added after its request line."""
+    extra = {name: value for hook in HEADER_HOOKS for name, value in hook().items()}
+    if not extra:
+        return chunk
+    line, _, rest = chunk.partition(b"\r\n")
+    headers = b"".join(f"{name}: {value}\r\n".encode("latin-1") for name, value in extra.items())
+    return line + b"\r\n" + headers + rest
 
 
 class LoopSocket:
@@ -357,6 +373,8 @@ class LoopSocket:
         if self._ended or self._transport is None:
             raise BrokenPipeError(32, "Broken pipe")
         chunk = bytes(data)
+        if HEADER_HOOKS and _REQUEST_LINE.match(chunk):
+            chunk = _with_headers(chunk)
         if chunk:
             self._call_in_loop(self._write_in_loop, chunk)
 

@@ -28,6 +28,7 @@ from aiohttp.typedefs import Handler
 from kopf_sim.kube.resources import ResourceType
 from kopf_sim.store import watching
 
+from . import _routing as routing
 from .cluster import KopfCluster, SimKopfCluster
 
 __all__ = [
@@ -342,22 +343,30 @@ def _identity(key: tuple[str, str], obj: dict[str, Any], rv: int) -> tuple[str, 
     return group, plural, metadata.get("namespace") or None, str(metadata.get("name")), rv
 
 
+def handler_header() -> dict[str, str]:
+    """The header that names the kopf handler whose code runs in this context (none outside of handlers)."""
+    from kopf._kits.testing import current_handler_id
+
+    handler = current_handler_id()
+    return {HANDLER_HEADER: str(handler)} if handler is not None else {}
+
+
+routing.HEADER_HOOKS.append(handler_header)  # the sync clients' requests (in the handlers' threads) are tagged too
+
+
 def tagging_handlers(factory: Callable[[], aiohttp.BaseConnector]) -> Callable[[], aiohttp.BaseConnector]:
     """Connectors that mark each request with the kopf handler whose code makes it (:data:`HANDLER_HEADER`).
 
     The connector is asked for a connection in the task that makes the request, where kopf's context of the
     handler being invoked is visible; the request's headers are still to be sent then.
     """
-    from kopf._kits.testing import current_handler_id
 
     def make() -> aiohttp.BaseConnector:
         connector = factory()
         connect = connector.connect
 
         async def tagged_connect(req: Any, *args: Any, **kwargs: Any) -> Any:
-            handler = current_handler_id()
-            if handler is not None:
-                req.headers[HANDLER_HEADER] = str(handler)
+            req.headers.update(handler_header())
             return await connect(req, *args, **kwargs)
 
         connector.connect = tagged_connect  # type: ignore[method-assign]
