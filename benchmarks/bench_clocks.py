@@ -5,7 +5,7 @@ Run: ``python benchmarks/bench_clocks.py [--tests 200]``.
 With the modules of a typical session loaded (kopf, kopf_sim, pytest_kopf, pytest, aiohttp, hypothesis), it
 times, per test:
 
-- ``pytest_kopf.clocks``: :func:`virtual_clocks` entered and exited, and a test module's names swapped
+- ``pytest_kopf._clocks``: :func:`virtual_clocks` entered and exited, and a test module's names swapped
   and restored (:func:`virtualize_module`), as the plugin does for every sim-mode test;
 - ``freezegun.freeze_time(...).start()`` and ``.stop()``: its start scans every loaded module for
   references to the clock functions and classes (and its stop undoes it);
@@ -32,7 +32,7 @@ import pytest  # noqa: F401
 import kopf  # noqa: F401
 import pytest_kopf.operator  # noqa: F401
 from kopf_sim.timing import virtualtime
-from pytest_kopf.clocks import virtual_clocks, virtualize_module
+from pytest_kopf._clocks import virtual_clocks, virtualize_module
 
 TEST_MODULE = types.ModuleType("test_something")
 exec(
@@ -79,7 +79,7 @@ def main() -> None:
     ours = per_test_ours(args.tests)
     theirs = per_test_freezegun(max(1, args.tests // 10))
     print(
-        f"per test: pytest_kopf.clocks {ours * 1e6:8.1f} µs;  freezegun start+stop {theirs * 1e6:8.1f} µs "
+        f"per test: pytest_kopf._clocks {ours * 1e6:8.1f} µs;  freezegun start+stop {theirs * 1e6:8.1f} µs "
         f"({theirs / ours:,.0f} times as much)"
     )
     plain = virtualtime.run(calls(100_000))
@@ -93,7 +93,7 @@ def main() -> None:
         frozen = virtualtime.run(calls(100_000))
     finally:
         freezer.stop()
-    for name, (per_time, per_now) in (("real", plain), ("pytest_kopf.clocks", virtual), ("freezegun", frozen)):
+    for name, (per_time, per_now) in (("real", plain), ("pytest_kopf._clocks", virtual), ("freezegun", frozen)):
         if per_time == 0:
             print(f"per call, {name:>18}: not measurable (it freezes time.perf_counter() too)")
         else:
@@ -104,7 +104,7 @@ def main() -> None:
     import kubernetes  # noqa: F401 - as an operator's test session has it
 
     print(f"with the kubernetes client loaded ({len(sys.modules)} modules):")
-    print(f"  pytest_kopf.clocks per test {per_test_ours(args.tests) * 1e6:8.1f} µs")
+    print(f"  pytest_kopf._clocks per test {per_test_ours(args.tests) * 1e6:8.1f} µs")
     try:
         print(f"  freezegun start+stop per test {per_test_freezegun(1) * 1e6:8.1f} µs")
     except Exception as exc:

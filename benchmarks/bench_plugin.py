@@ -42,10 +42,10 @@ import textwrap
 import time
 from typing import Any
 
+from pytest_kopf._running import TestLoop
 from pytest_kopf.cluster import SimKopfCluster
 from pytest_kopf.operator import KopfOperator
 from pytest_kopf.plugin import tune_gc
-from pytest_kopf.running import TestLoop
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CRD = ROOT / "examples" / "crd.yaml"

@@ -33,10 +33,10 @@ from kopf_sim.recording.eventlog import ChangeRecorder
 from kopf_sim.recording.replaying import read_log
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing.clock import ManualClock, SeededUids
+from pytest_kopf._running import TestLoop
 from pytest_kopf.cluster import SimKopfCluster
 from pytest_kopf.operator import KopfOperator
 from pytest_kopf.plugin import tune_gc
-from pytest_kopf.running import TestLoop
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CRD = ROOT / "examples" / "crd.yaml"

@@ -8,7 +8,8 @@ A manifest of N small ConfigMaps (~260 bytes of JSON each, as ``---``-separated 
 (or ``--starts`` times); an empty simulator is started R times too. This process (aiohttp, over loopback) then
 measures, each R times, the seconds until it has the answer, and the server's CPU time per run:
 
-* ready: seconds from starting the server until it serves (it prints its URL after loading), and its CPU;
+* ready: seconds from starting the server until it serves (it prints its URL after loading), and its CPU
+  (an empty simulator's too: the loading's CPU per object is the difference);
 * RSS: the server's resident memory when ready, minus the empty simulator's, per object;
 * a first page (``?limit=500``) and a continued page (from the middle of the list), their bytes;
 * the full paginated walk (``limit=500`` pages until no ``continue``), each page parsed (as a client does);
@@ -264,11 +265,19 @@ def main() -> None:
         print(f"{args.objects} ConfigMaps, {size / args.objects:.0f} bytes of JSON each; medians of {args.repeats}")
         print(f"calibration: {calibrate():.0f} ms (75 on a quiet machine; more: the machine is busy)")
         empty_rss: list[float] = []
+        empty_readies: list[float] = []
+        empty_cpus: list[float] = []
         for _ in range(args.repeats):
             server = Server(tmp, None)
+            empty_readies.append(server.ready)
+            empty_cpus.append(server.ready_cpu)
             time.sleep(0.5)
             empty_rss.append(server.rss_mb())
             server.stop()
+        print(
+            f"an empty simulator ready after {median(empty_readies):.2f} s, CPU {median(empty_cpus):.2f} s  "
+            f"(runs: {', '.join(f'{t:.2f} s' for t in empty_readies)})"
+        )
         readies: list[float] = []
         ready_cpus: list[float] = []
         loaded_rss: list[float] = []
@@ -281,9 +290,11 @@ def main() -> None:
             if attempt < starts - 1:
                 server.stop()
         empty, loaded = median(empty_rss), median(loaded_rss)
+        loading_cpu = (median(ready_cpus) - median(empty_cpus)) / args.objects
         print(
             f"ready after --load: {median(readies):.2f} s, CPU {median(ready_cpus):.2f} s  "
-            f"(runs: {', '.join(f'{t:.2f} s' for t in readies)}); "
+            f"(runs: {', '.join(f'{t:.2f} s' for t in readies)}; CPU {', '.join(f'{t:.2f} s' for t in ready_cpus)}); "
+            f"loading's CPU {loading_cpu * 1e6:.0f} us per object; "
             f"an empty simulator's RSS {empty:.0f} MB, loaded {loaded:.0f} MB: "
             f"{(loaded - empty) * 1024 / args.objects:.2f} KB per object"
         )

@@ -9,10 +9,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from kopf_sim.timing import virtualtime
-from pytest_kopf.clocks import virtual_clocks
+from pytest_kopf._clocks import virtual_clocks
+from pytest_kopf._running import TestLoop
 from pytest_kopf.cluster import SimKopfCluster
 from pytest_kopf.operator import KopfOperator
-from pytest_kopf.running import TestLoop
 
 _T = TypeVar("_T")
 

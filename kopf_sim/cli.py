@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import click
 
+from kopf_sim.admission.dispatching import SynchronousWriteError
 from kopf_sim.http.app import ACCESS_KEY, ServerOptions, build_app
 from kopf_sim.kube import errors
 from kopf_sim.rbac.access import Access
@@ -66,6 +67,15 @@ def _add_user_token(access: Access, spec: str) -> tuple[str, str]:
     return name, access.add_token(user_named(name), label=name, token=token or None)
 
 
+def _cert_user(spec: str) -> tuple[str, str, tuple[str, ...]]:
+    """``--cert-user PATH=NAME[,GROUP...]``: where to write the user's kubeconfig, the user, the groups."""
+    path, _, subject = spec.rpartition("=")
+    name, *groups = subject.split(",")
+    if not path or not name or not all(groups):
+        raise click.BadParameter(f"expected PATH=NAME[,GROUP...], got {spec!r}", param_hint="'--cert-user'")
+    return path, name, tuple(groups)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
 @click.option("--port", default=0, show_default=True, type=int, help="The port (0 picks a free one).")
@@ -90,6 +100,14 @@ def _add_user_token(access: Access, spec: str) -> tuple[str, str]:
     metavar="NAME[=TOKEN]",
     help="Accept a bearer token as this user, e.g. system:serviceaccount:NS:SA (repeatable; "
     "without =TOKEN, one is generated and printed).",
+)
+@click.option(
+    "--cert-user",
+    "cert_users",
+    multiple=True,
+    metavar="PATH=NAME[,GROUP...]",
+    help="With --tls: write a kubeconfig at PATH for this user, with a client certificate signed by the served "
+    "CA (CN=NAME, O=GROUP each), which the server takes as the user's identity (repeatable).",
 )
 @click.option(
     "--load",
@@ -182,6 +200,7 @@ def serve(
     tls: bool,
     rbac: bool,
     rbac_users: tuple[str, ...],
+    cert_users: tuple[str, ...],
     manifests: tuple[str, ...],
     record_path: str | None,
     replay_path: str | None,
@@ -211,6 +230,9 @@ def serve(
         raise click.BadParameter(str(exc), param_hint="'--controllers'") from None
     if token == "auto":
         token = secrets.token_urlsafe(24)
+    certified = [_cert_user(spec) for spec in cert_users]
+    if certified and not tls:
+        raise click.UsageError("--cert-user needs --tls: client certificates are sent over HTTPS only.")
     cluster = Cluster(history_window=history_window)
     bootstrap_rv = cluster.rv  # what every fresh cluster has (its namespaces) is not recorded; what is loaded is
     try:
@@ -219,6 +241,12 @@ def serve(
         raise click.ClickException(str(exc)) from None
     except errors.ApiError as exc:
         raise click.ClickException(f"cannot load the manifests: {exc.message}") from None
+    except SynchronousWriteError:
+        raise click.ClickException(
+            "cannot load the manifests: an object would be admitted by an admission webhook, which is not called "
+            "while loading (load the webhook's configuration after the objects that it would admit, or create "
+            "those through the API once the server serves)"
+        ) from None
     app = build_app(cluster, ServerOptions(enforce_rbac=rbac))
     user_tokens = [_add_user_token(app[ACCESS_KEY], spec) for spec in rbac_users]
     replay = _prepare_replay(app, replay_path) if replay_path else None
@@ -242,6 +270,8 @@ def serve(
     app.on_shutdown.append(stop_controllers)
 
     def announce(served: ServedApp) -> None:
+        for path, name, groups in certified:  # before the announcement: a script may use them once it is out
+            served.write_kubeconfig(path, user=name, groups=groups)
         if served.ca_pem is not None:  # pods would verify the apiserver with the CA it serves with
             manager.configure(root_ca=served.ca_pem.decode())
         manager.start()  # in the serving loop, before the first request is answered
@@ -254,6 +284,8 @@ def serve(
             click.echo("RBAC is enforced.")
         for name, user_token in user_tokens:
             click.echo(f"Token of {name}: {user_token}")
+        for path, name, _ in certified:
+            click.echo(f"Kubeconfig of {name} (a client certificate): {path}")
         click.echo("Press Ctrl+C to stop.", err=False)
         if replay is not None:
             _start_replay(replay, speed=speed, delay=replay_delay)

@@ -8,9 +8,9 @@ from the first document that is not JSON on, the rest of the file is read as YAM
 
 from __future__ import annotations
 
-import itertools
 import json
 import pathlib
+import re
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
@@ -51,23 +51,37 @@ def parse_manifests(text: str, *, source: str = "<text>") -> list[Any]:
     return list(_checked(_yaml_documents(text, source), source))
 
 
+#: How much of a manifest is read at a time (its documents are split and parsed from each block).
+_BLOCK = 1 << 20
+#: A document marker: a line of ``---`` (and whitespace) alone.
+_MARKER = re.compile(r"^---[^\S\n]*\n", re.MULTILINE)
+_JSON = json.JSONDecoder()
+
+
 def _documents(stream: IO[str], source: str) -> Iterator[Any]:
     """The documents of a stream: ``---``-separated JSON ones as JSON, then (from the first other one on) YAML."""
-    lines: list[str] = []
-    for line in stream:
-        if line.rstrip() != "---":  # a document marker starts a line
-            lines.append(line)
-            continue
-        parsed = _as_json(lines)
-        if parsed is _NOT_JSON:
-            yield from _yaml_documents("".join(itertools.chain(lines, [line], stream)), source)
-            return
-        if parsed is not _BLANK:
-            yield parsed
-        lines = []
-    parsed = _as_json(lines)
+    pending = ""
+    while True:
+        block = stream.read(_BLOCK)
+        text = pending + block
+        if not block and text and not text.endswith("\n"):
+            text += "\n"  # the last line ends, so that a last marker is one
+        start = 0
+        scanned = pending.rfind("\n") + 1  # no marker before the pending text's last line (a long document's)
+        for marker in _MARKER.finditer(text, scanned):
+            parsed = _as_json(text[start : marker.start()])
+            if parsed is _NOT_JSON:
+                yield from _yaml_documents(text[start:] + stream.read(), source)
+                return
+            if parsed is not _BLANK:
+                yield parsed
+            start = marker.end()
+        pending = text[start:]
+        if not block:
+            break
+    parsed = _as_json(pending)
     if parsed is _NOT_JSON:
-        yield from _yaml_documents("".join(lines), source)
+        yield from _yaml_documents(pending, source)
     elif parsed is not _BLANK:
         yield parsed
 
@@ -76,18 +90,18 @@ _NOT_JSON = object()
 _BLANK = object()
 
 
-def _as_json(lines: list[str]) -> Any:
+def _as_json(text: str) -> Any:
     """A document as JSON if it is a JSON object (of one line or more), ``_BLANK`` if blank, else ``_NOT_JSON``."""
-    text = lines[0] if len(lines) == 1 else "".join(lines)
     stripped = text.strip()
     if not stripped:
         return _BLANK
     if stripped[0] != "{":
         return _NOT_JSON
     try:
-        return json.loads(stripped)
+        parsed, end = _JSON.raw_decode(stripped)
     except (ValueError, RecursionError):
         return _NOT_JSON
+    return parsed if end == len(stripped) else _NOT_JSON
 
 
 def _yaml_documents(text: str, source: str) -> Iterator[Any]:

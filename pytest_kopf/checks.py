@@ -6,7 +6,7 @@ perturbations), and raises :class:`~pytest_kopf.errors.OperatorCheckFailed` with
 and a runnable reproduction when the operator misbehaves. :func:`verify` is the checks' verdict
 on one run at the end of its actions: the machines call it, and so do the reproductions.
 
-The checks are the rows of :data:`pytest_kopf.catalogue.CATALOGUE` (their perturbations, what they
+The checks are the rows of :data:`pytest_kopf._catalogue.CATALOGUE` (their perturbations, what they
 compare, their judges); ``docs/checks.md`` tells what each one means.
 """
 
@@ -25,19 +25,20 @@ from typing import TYPE_CHECKING, Any
 from kopf_sim.controllers import ControllerSettings
 from kopf_sim.timelines.rendering import write
 
-from .catalogue import CHECKS, validate_checks
+from ._catalogue import CHECKS, validate_checks
+from ._oracles import correspondences
+from ._progress import CheckProgress, ProgressDisplay, current_display
+from ._report.coverage import Coverage, coverage_page
+from ._report.failures import reported
+from ._verdicts import verify
 from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
-from .oracles import correspondences
-from .plans import PlanFigures
+from ._oracles import correspondences
+from ._plans import PlanFigures
 from .plugin import GC_YOUNG_THRESHOLD
-from .progress import CheckProgress, ProgressDisplay, current_display
-from .report.coverage import Coverage, coverage_page
-from .report.failures import reported
 from .stateful import OperatorMachine, Statistics
 from .strategies.steps import ReplayLog
-from .verdicts import verify
 
 if TYPE_CHECKING:
     import hypothesis
@@ -69,7 +70,7 @@ class CheckReport:
     wall_seconds: float = 0.0
     per_check: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     #: Per check, the fields learned as nondeterministic (``Secret obj-0-credentials data.password``), in any of
-    #: its examples: masked in that example's comparisons (see :mod:`pytest_kopf.noise`).
+    #: its examples: masked in that example's comparisons (see :mod:`pytest_kopf._noise`).
     noise: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     #: What each check's examples covered: the actions and faults by kind, the handlers reached and their outcomes.
     coverage: dict[str, Coverage] = dataclasses.field(default_factory=dict)
@@ -392,7 +393,7 @@ def _run_machine(machine: type[OperatorMachine], settings: hypothesis.settings, 
     import hypothesis
     from hypothesis.stateful import get_state_machine_test
 
-    from .seeding import without_local_constants
+    from ._seeding import without_local_constants
 
     test = get_state_machine_test(machine, settings=settings)
     if seed is not None:

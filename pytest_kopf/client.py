@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from kopf_sim.recording.replaying import Bookkeeping, Replay, WatchLog
 
-    from .discovery import ResourceInfo
+    from ._discovery import ResourceInfo
 
 __all__ = ["Client", "Condition", "JsonDict", "JsonList", "Manifests", "Reader", "Writer"]
 

@@ -1,7 +1,7 @@
 """The ``kopf_cluster`` fixture's object: the test's client of the Kubernetes API, the same in both modes.
 
 It implements :class:`pytest_kopf.client.Client` (read, write, wait, events, apply, replay) once, over one
-exchange of bytes per mode. In real mode (:mod:`pytest_kopf.realcluster`), that exchange is HTTP to the
+exchange of bytes per mode. In real mode (:mod:`pytest_kopf._realcluster`), that exchange is HTTP to the
 cluster of the kubeconfig context, with kopf's own login and TLS. In sim mode (:class:`SimKopfCluster`),
 the requests (the same methods, paths, query parameters and JSON bodies) go straight into a fresh simulated
 apiserver's request handling (:mod:`kopf_sim.transports.direct`), which answers with the same status codes and bytes
@@ -35,10 +35,10 @@ from kopf_sim.recording.replaying import prepare as prepare_replay
 from kopf_sim.transports.direct import DirectClient
 from kopf_sim.transports.inmemory import DEFAULT_BASE_URL
 
+from ._discovery import Discovery, ResourceInfo
+from ._replays import exchange_api
 from .client import Client, Condition, JsonDict, JsonList, Manifests
-from .discovery import Discovery, ResourceInfo
 from .errors import KopfApiError, KopfModeError, KopfResourceError, KopfTimeoutError
-from .replays import exchange_api
 from .simcontrols import SimControls, SimOptions
 
 __all__ = [

@@ -29,11 +29,11 @@ from kopf_sim.recording.apiclient import ApiFailure
 from kopf_sim.recording.replaying import ReplayError
 from kopf_sim.store.watching import Change
 
+from ._noise import only_timestamps_changed
+from ._scheduled import scheduled_calls
 from .cluster import KopfCluster
 from .errors import KopfApiError
-from .noise import only_timestamps_changed
 from .operator import KopfOperator
-from .scheduled import scheduled_calls
 
 __all__ = [
     "DEFAULT_QUIET",
@@ -211,9 +211,9 @@ async def settle(
 
     Returns whether that happened within ``timeout`` virtual seconds. A restart pending after a crash
     is waited for first. The calls that the operator has scheduled within the timeout (a timer's or a daemon's
-    retry after its backoff, an initial delay, the delayed handlers of an object: :mod:`pytest_kopf.scheduled`)
+    retry after its backoff, an initial delay, the delayed handlers of an object: :mod:`pytest_kopf._scheduled`)
     are waited for too. Changes that only refresh timestamps do not count (an object whose only changes are
-    timestamps has settled, see :func:`pytest_kopf.noise.only_timestamps_changed`); nor do changes of k8s
+    timestamps has settled, see :func:`pytest_kopf._noise.only_timestamps_changed`); nor do changes of k8s
     Events: kopf posts them as handlers run. Events withheld from a watcher (by a fault) count as changes until
     they are delivered (and a timer is called once more after that). An object that keeps changing with no
     virtual time passing (an endless update loop, which no deadline would ever end) raises

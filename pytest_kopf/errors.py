@@ -16,6 +16,8 @@ __all__ = [
     "KopfResourceError",
     "KopfTimeoutError",
     "OperatorCheckFailed",
+    "SyncClientInLoopError",
+    "SyncClientInLoopWarning",
 ]
 
 
@@ -97,7 +99,7 @@ class OperatorCheckFailed(KopfError, AssertionError):
     fails the same way (save it as ``test_*.py``); ``details``: what exactly differs or is stuck;
     ``compared``: what the end state was compared with, if the failure is such a difference (None: a judge's).
     ``report``: the path of the failure's HTML report (a timeline of the worlds), once written; ``evidence``:
-    what that report is made of (:class:`pytest_kopf.report.failures.FailureEvidence`), if the run kept it.
+    what that report is made of (:class:`pytest_kopf._report.failures.FailureEvidence`), if the run kept it.
     """
 
     def __init__(
@@ -164,3 +166,11 @@ class OperatorCheckFailed(KopfError, AssertionError):
             compared=self.compared,
         )
         return OperatorCheckFailed(self.check, self.details, **(context | changes))
+
+
+class SyncClientInLoopError(RuntimeError):
+    """A sync HTTP client was called for a simulated cluster in the thread of the loop that serves it."""
+
+
+class SyncClientInLoopWarning(UserWarning):
+    """A sync client was called in an async handler (or other code in the event loop): it blocks the loop."""

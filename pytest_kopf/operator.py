@@ -5,40 +5,27 @@ The operator runs as a task of the test's loop (virtual time in sim mode), again
 admission webhooks served in-process by the simulated apiserver), in real mode with the
 kubeconfig context's credentials (and the operator's own webhook settings).
 
-Isolation: every start loads the handlers into a fresh :class:`kopf.OperatorRegistry`
-(made the default registry only while the files & modules are being imported) and uses
-fresh settings unless given; files are loaded under a unique module name each time, so
-the same file can be loaded by many tests (and by restarts), with their directories on
-``sys.path`` and their sibling modules imported afresh (:mod:`pytest_kopf.ownmodules`), as
-``kopf run`` does in a new process. After a stop, the tasks and
-threads that the operator has left behind fail the test (:class:`KopfLeakError`) by name.
+:class:`KopfOperator` starts, stops, restarts and crashes it; the rest is done by its parts, a module each:
+loading its files afresh at every start (:mod:`pytest_kopf._loading`), telling its tasks from the test's
+(:mod:`pytest_kopf._operator_tasks`), keeping its logs (:mod:`pytest_kopf._logcapture`), its way to the API
+that a crash cuts (:mod:`pytest_kopf._lifeline`), and what it leaves behind after a stop or a crash
+(:mod:`pytest_kopf._leaks`: the tasks and threads left fail the test with :class:`KopfLeakError`, by name).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import contextvars
 import functools
-import importlib
-import importlib.machinery
-import importlib.util
-import io
 import itertools
 import logging
 import os
-import sys
 import threading
-import time
-import traceback
 import types
-import weakref
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from re import Pattern
 from typing import Any
-
-import aiohttp
 
 import kopf
 from kopf import ConnectionInfo
@@ -52,19 +39,22 @@ from kopf._kits.testing import (
     set_sync_event_waiter,
 )
 from kopf_sim.timing.virtualtime import VirtualTimeLoop, describe_tasks
-from kopf_sim.transports.inmemory import SERVING
 
-from . import routing
-from .admission import InProcessWebhookServer, SimAdmissionSettings
-from .clientconfig import refresh_active
-from .clocks import virtualize_modules, wait_event
+from . import _routing as routing
+from ._admission import InProcessWebhookServer, SimAdmissionSettings
+from ._clientconfig import refresh_active
+from ._clocks import wait_event
+from ._leaks import THREADS_GRACE, abandon_jobs, describe_leaked_threads, jobs_done, leaked_threads
+from ._lifeline import Lifeline
+from ._loading import OperatorFiles, one_line
+from ._logcapture import LogCapture
+from ._operator_tasks import NotOurs, OperatorTasks, coro_name, owner_var
+from ._readiness import RequestObserver, wait_until_ready
+from ._realcluster import RealKopfCluster
+from ._threads import LentThreadsExecutor
+from ._tracing import tagging_handlers
 from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfLeakError, KopfOperatorError, KopfResourceError, KopfTimeoutError
-from .ownmodules import OwnModules
-from .readiness import RequestObserver, wait_until_ready
-from .realcluster import RealKopfCluster
-from .threads import LentThreadsExecutor, shared_threads
-from .tracing import tagging_handlers
 
 __all__ = ["KopfOperator"]
 
@@ -75,159 +65,15 @@ DEFAULT_STOP_TIMEOUT = 60.0
 #: told to the loop by a thread-safe call, which may come only after the loop has moved its time on (a job whose
 #: waiter was cancelled by kopf's stop holds the time no more once its function has returned).
 JOBS_POLLING = 1.0
-#: Real seconds to let the threads of the operator's executor finish after it is shut down.
-THREADS_GRACE = 1.0
-#: Virtual seconds for the sync handlers of a crashed operator to end (at their next wait in virtual time).
-ABANDONED_JOBS_TIMEOUT = 1.0
 #: The exit code of an operator killed by crash() (as of a process killed by SIGKILL).
 CRASH_EXIT_CODE = 137
 #: How many times the tasks of a crashed operator are cancelled (a virtual second apart) before they are left.
 CRASH_CANCELLATIONS = 5
-LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 _counter = itertools.count(1)
 
 # kopf's sync waits (a sync daemon's ``stopped.wait(t)``) are idle waits in virtual time (real ones elsewhere).
 set_sync_event_waiter(wait_event)
-
-#: Which operator (if any) the current code runs for: inherited by every task that the operator spawns.
-_owner: contextvars.ContextVar[KopfOperator | None] = contextvars.ContextVar("pytest_kopf_operator", default=None)
-
-TaskFactory = Callable[..., "asyncio.Future[Any]"]
-
-
-class _OperatorTasks(Collection["asyncio.Task[Any]"]):
-    """The tasks of one operator: made in its context (tracked by the loop's task factory), alive or not.
-
-    The complement serves as kopf's ``ignored`` tasks: stopping the operator must not cancel
-    the test's tasks (or the fixtures' teardown), which kopf would do to any newer task.
-    """
-
-    def __init__(self, owner: KopfOperator) -> None:
-        self.owner = owner
-        self.tasks: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
-        self.serials: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
-        # The simulator's side of the operator's in-memory connections: made in its context (so they are stopped
-        # in a fixed order with it), but kopf's exit must not wait for them as for its own "hung" tasks.
-        self.serving: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.previous: TaskFactory | None = None
-
-    def install(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self.loop is not None:
-            return
-        self.loop, self.previous = loop, loop.get_task_factory()
-        loop.set_task_factory(self._factory)
-
-    def uninstall(self) -> None:
-        if self.loop is not None and self.loop.get_task_factory() == self._factory:
-            self.loop.set_task_factory(self.previous)
-        self.loop = self.previous = None
-
-    def _factory(
-        self, loop: asyncio.AbstractEventLoop, coro: Any, *, context: contextvars.Context | None = None
-    ) -> asyncio.Future[Any]:
-        task: asyncio.Future[Any]
-        if self.previous is not None:
-            task = self.previous(loop, coro) if context is None else self.previous(loop, coro, context=context)
-        else:
-            task = asyncio.Task(coro, loop=loop, context=context)
-        owner = _owner.get() if context is None else context.get(_owner)
-        if owner is self.owner and isinstance(task, asyncio.Task):
-            self.tasks.add(task)
-            self.serials[task] = next(_counter)
-            if SERVING.get() if context is None else context.get(SERVING, False):
-                self.serving.add(task)
-        return task
-
-    def __contains__(self, task: object) -> bool:
-        return task in self.tasks
-
-    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
-        return iter(list(self.tasks))
-
-    def __len__(self) -> int:
-        return len(self.tasks)
-
-    def pending(self) -> list[asyncio.Task[Any]]:
-        return sorted((task for task in self.tasks if not task.done()), key=lambda task: task.get_name())
-
-    def pending_in_order(self) -> list[asyncio.Task[Any]]:
-        """The pending tasks in the order they were made (the same in every run of the same actions)."""
-        return sorted((task for task in self.tasks if not task.done()), key=lambda task: self.serials.get(task, 0))
-
-
-class _NotOurs(Collection["asyncio.Task[Any]"]):
-    """All the tasks of the loop except the operator's own: kopf leaves them alone when it stops."""
-
-    def __init__(self, ours: _OperatorTasks) -> None:
-        self.ours = ours
-
-    def __contains__(self, task: object) -> bool:
-        return task not in self.ours or task in self.ours.serving
-
-    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
-        return iter([task for task in asyncio.all_tasks() if task in self])
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-_compiled: dict[tuple[str, bytes], types.CodeType] = {}
-
-
-class _OperatorFileLoader(importlib.machinery.SourceFileLoader):
-    """Compiles an operator's file once per content: a test suite loads the same file in every test."""
-
-    def source_to_code(self, data: Any, path: Any, *, _optimize: int = -1) -> types.CodeType:  # type: ignore[override]
-        key = (str(path), bytes(data))
-        code = _compiled.get(key)
-        if code is None:
-            code = _compiled[key] = super().source_to_code(data, path, _optimize=_optimize)
-        return code
-
-
-class _Lifeline:
-    """The operator's way to the API, cut when it crashes: its connections closed, new ones refused.
-
-    A crashed operator's leftovers (a cancelled task's last steps, a sync handler's thread still
-    running) must not write to the cluster any more than a killed process could.
-    """
-
-    def __init__(self, factory: Callable[[], aiohttp.BaseConnector]) -> None:
-        self.factory = factory
-        self.cut_off = False
-        self.connectors: list[aiohttp.BaseConnector] = []
-        self.closings: list[asyncio.Future[Any]] = []
-
-    def connector(self) -> aiohttp.BaseConnector:
-        if self.cut_off:
-            raise aiohttp.ClientConnectionError("The operator has crashed: it cannot reach the API anymore.")
-        connector = self.factory()
-        self.connectors.append(connector)
-        return connector
-
-    def cut(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.cut_off = True
-        connectors, self.connectors = self.connectors, []
-        for connector in connectors:
-            # The connections are closed at once (in the call); the rest is awaited in a task not of the operator.
-            self.closings.append(loop.create_task(_close(connector), context=contextvars.Context()))
-
-
-async def _close(connector: aiohttp.BaseConnector) -> None:
-    await connector.close()
-
-
-class _Capture(logging.Handler):
-    """Keeps the log records of the operator (the ``kopf`` loggers) while it runs."""
-
-    def __init__(self, records: list[logging.LogRecord]) -> None:
-        super().__init__(logging.DEBUG)
-        self.records = records
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
 
 
 class KopfOperator:
@@ -265,17 +111,13 @@ class KopfOperator:
         self._start_kwargs: dict[str, Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop_flag: asyncio.Event | None = None
-        self._capture = _Capture(self.records)
-        self._loggers: list[tuple[logging.Logger, int]] = []
-        self._modules: list[str] = []
-        self._own: OwnModules | None = None  # the sibling modules of the files, and their directories
+        self._capture = LogCapture(self.records)
+        self._files = OperatorFiles()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks = _OperatorTasks(self)
+        self._tasks = OperatorTasks(self)
         self._threads_before: set[threading.Thread] = set()
         self._admission: SimAdmissionSettings | None = None
-        #: The modules loaded by the last start, by the path or name they were given as.
-        self.modules: dict[str, types.ModuleType] = {}
-        self._lifeline: _Lifeline | None = None
+        self._lifeline: Lifeline | None = None
         self._burial: asyncio.Task[None] | None = None
         self._restarting: asyncio.Lock | None = None
         self.crashes = 0  # how many times crash() has killed it
@@ -290,6 +132,11 @@ class KopfOperator:
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    @property
+    def modules(self) -> dict[str, types.ModuleType]:
+        """The modules loaded by the last start, by the path or name they were given as."""
+        return self._files.modules
 
     @property
     def module(self) -> types.ModuleType:
@@ -311,8 +158,7 @@ class KopfOperator:
     @property
     def logs(self) -> str:
         """The captured log lines of the operator so far (all its runs): ``LEVEL logger: message``."""
-        formatter = logging.Formatter(LOG_FORMAT)
-        return "".join(formatter.format(record) + "\n" for record in self.records)
+        return self._capture.text
 
     def clear_logs(self) -> None:
         self.records.clear()
@@ -387,7 +233,7 @@ class KopfOperator:
             pin_utcnow_to_loop(loop.now(), loop)  # the operator's timestamps follow the virtual clock
         self.exception = None
         self.exit_code = None
-        self.registry = registry if registry is not None else self._load(paths, modules)
+        self.registry = registry if registry is not None else self._files.load(paths, modules)
         refresh_active()  # the client libraries that the operator has imported: in-cluster loading too
         observer = RequestObserver()  # sees the operator's watch requests: start() waits for its listings
         credentials = self._credentials(observer)
@@ -403,14 +249,14 @@ class KopfOperator:
             self.settings.admission = self._admission
 
         self._threads_before = set(threading.enumerate())
-        self._capture_logs(log_level)
+        self._capture.attach(log_level)
         self._tasks.install(loop)
         ready_flag = asyncio.Event()
         self._stop_flag = asyncio.Event()
         insights = Insights()
         self.memories = ResourceMemories()
         context = contextvars.copy_context()
-        context.run(_owner.set, self)
+        context.run(owner_var.set, self)
         context.run(handles_os_signals.set, False)  # Ctrl+C interrupts pytest, not just the operator
         self._task = loop.create_task(
             self._operator(
@@ -445,7 +291,7 @@ class KopfOperator:
             raise KopfOperatorError(f"The operator has failed to start: {self._describe_exit()}") from self.exception
         if not done:
             await self.stop()
-            raise KopfOperatorError(f"The operator has not become ready in {timeout} s.\n{self._log_tail()}")
+            raise KopfOperatorError(f"The operator has not become ready in {timeout} s.\n{self._capture.tail()}")
         if check_resources:
             await self._check_resources(insights, timeout)
         await self._wait_until_ready(insights, observer, timeout)
@@ -453,88 +299,7 @@ class KopfOperator:
     async def _operator(self, **kwargs: Any) -> None:
         """``kopf.operator()``, except that the tasks of the test & the fixtures are not the operator's."""
         root_tasks = await kopf.spawn_tasks(lifecycle=self._activities_lifecycle, **kwargs)
-        await kopf.run_tasks(root_tasks, ignored=_NotOurs(self._tasks))
-
-    def _load(self, paths: Sequence[str | os.PathLike[str]], modules: Sequence[str]) -> kopf.OperatorRegistry:
-        """Import the files & modules into a fresh registry (the default one only meanwhile).
-
-        The files' sibling modules are imported afresh too, with the files' directories first on ``sys.path``
-        while the operator runs (:class:`~pytest_kopf.ownmodules.OwnModules`), as ``kopf run`` would in a new process.
-        """
-        registry = kopf.OperatorRegistry()
-        self.modules = {}
-        if self._own is not None:  # a run that has not been cleaned up (e.g. a failed start)
-            self._own.exit()
-        self._own = OwnModules(os.fspath(path) for path in paths)
-        self._own.enter()
-        previous = kopf.get_default_registry()
-        kopf.set_default_registry(registry)
-        known = set(sys.modules)
-        try:
-            for path in paths:
-                self._load_path(os.fspath(path))
-            for name in modules:
-                self._load_module(name)
-        except BaseException:
-            self._own.loaded_now()
-            self._own.exit()
-            self._own = None
-            raise
-        finally:
-            kopf.set_default_registry(previous)
-            virtualize_modules(sys.modules[name] for name in set(sys.modules) - known)  # datetime.now() & co.
-        self._own.loaded_now()
-        return registry
-
-    def _load_path(self, path: str) -> None:
-        if not os.path.isfile(path):
-            raise KopfOperatorError(
-                f"Cannot load the operator from {path!r}: no such file "
-                f"(relative paths are relative to {os.getcwd()!r})."
-            )
-        stem = "".join(char if char.isalnum() else "_" for char in os.path.splitext(os.path.basename(path))[0])
-        name = f"__kopf_test_{next(_counter)}__{stem}"
-        spec = importlib.util.spec_from_file_location(
-            name, os.path.abspath(path), loader=_OperatorFileLoader(name, os.path.abspath(path))
-        )
-        if spec is None or spec.loader is None:
-            raise KopfOperatorError(f"Cannot load the operator from {path!r}: not an importable Python file.")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        self._modules.append(name)
-        self.modules[path] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException as exc:
-            raise KopfOperatorError(
-                f"Cannot load the operator from {path!r}: the file has failed to import "
-                f"with {_one_line(exc)}\n{_traceback(exc)}"
-            ) from exc
-
-    def _load_module(self, name: str) -> None:
-        """Import the module (and its package's submodules) afresh; the modules imported before are kept."""
-        cached = {key: module for key, module in sys.modules.items() if key == name or key.startswith(name + ".")}
-        for key in cached:
-            del sys.modules[key]
-        added_path = os.getcwd() not in sys.path
-        if added_path:
-            sys.path.insert(0, os.getcwd())
-        known = set(sys.modules)
-        try:
-            self.modules[name] = importlib.import_module(name)
-            virtualize_modules(sys.modules[key] for key in set(sys.modules) - known)  # datetime.now() & co.
-        except BaseException as exc:
-            raise KopfOperatorError(
-                f"Cannot load the operator's module {name!r}: it has failed to import "
-                f"with {_one_line(exc)}\n{_traceback(exc)}"
-            ) from exc
-        finally:
-            if added_path:
-                with contextlib.suppress(ValueError):
-                    sys.path.remove(os.getcwd())
-            for key in [key for key in sys.modules if key == name or key.startswith(name + ".")]:
-                del sys.modules[key]
-            sys.modules.update(cached)
+        await kopf.run_tasks(root_tasks, ignored=NotOurs(self._tasks))
 
     async def _wait_until_ready(self, insights: Insights, observer: RequestObserver, timeout: float) -> None:
         """Until the operator has listed its resources and its webhook configurations are in place (or fail)."""
@@ -554,7 +319,7 @@ class KopfOperator:
         except (TimeoutError, KopfTimeoutError) as exc:
             await self.stop()
             raise KopfOperatorError(
-                f"The operator has not become ready in {timeout} s: {exc or 'no resources'}\n{self._log_tail()}"
+                f"The operator has not become ready in {timeout} s: {exc or 'no resources'}\n{self._capture.tail()}"
             ) from None
 
     def _credentials(self, observer: RequestObserver) -> ConnectionInfo:
@@ -573,7 +338,7 @@ class KopfOperator:
         factory = observer.wrap(connection.connector_factory)
         if not isinstance(self.cluster, RealKopfCluster):  # the trace of a check's run tells which handler asked
             factory = tagging_handlers(factory)
-        self._lifeline = _Lifeline(factory)  # a new one per run: cut by crash()
+        self._lifeline = Lifeline(factory)  # a new one per run: cut by crash()
         return info.with_connector_factory(self._lifeline.connector)
 
     def _relogin(self, credentials: ConnectionInfo, **_: Any) -> ConnectionInfo:
@@ -581,21 +346,6 @@ class KopfOperator:
         if isinstance(self.cluster, RealKopfCluster):
             return self.cluster.relogin().with_connector_factory(credentials.connector_factory)
         return credentials
-
-    def _capture_logs(self, level: int) -> None:
-        logger = logging.getLogger("kopf")
-        self._capture.setLevel(level)
-        if self._capture not in logger.handlers:
-            logger.addHandler(self._capture)
-            self._loggers.append((logger, logger.level))
-        if logger.getEffectiveLevel() > level:
-            logger.setLevel(level)
-
-    def _release_logs(self) -> None:
-        for logger, level in self._loggers:
-            logger.removeHandler(self._capture)
-            logger.setLevel(level)
-        self._loggers.clear()
 
     async def _check_resources(self, insights: Insights, timeout: float) -> None:
         assert self.registry is not None
@@ -671,7 +421,7 @@ class KopfOperator:
             return
         loop = asyncio.get_running_loop()
         while (pending := executor.pending()) and loop.time() < deadline:
-            await _jobs_done(pending, timeout=min(deadline - loop.time(), JOBS_POLLING))
+            await jobs_done(pending, timeout=min(deadline - loop.time(), JOBS_POLLING))
 
     async def _abandon(self) -> None:
         """Cancel whatever is left of the operator (a few times: some tasks resist), then let it go."""
@@ -699,57 +449,25 @@ class KopfOperator:
             self.exit_code = 0 if self.exception is None else 1
         self._cleanup_run()
         # The sync clients' pooled connections made by its handlers are the clients', not the operator's tasks.
-        routing.end_connections(asyncio.get_running_loop(), lambda context: context.get(_owner) is self)
+        routing.end_connections(asyncio.get_running_loop(), lambda context: context.get(owner_var) is self)
         for _ in range(3):  # let the just-cancelled tasks (and the ended connections) finish their last steps
             await asyncio.sleep(0)
         leaked_tasks = self._tasks.pending()
-        leaked_threads = self._leaked_threads()
-        if leaked_tasks or leaked_threads:
+        leaked = leaked_threads(self.settings, self._threads_before) if self.settings is not None else []
+        if leaked_tasks or leaked:
             lines = ["The operator has left tasks or threads behind after it has stopped:"]
-            lines.extend(f"  - task {t.get_name()!r} running {_coro_name(t)}" for t in leaked_tasks)
-            lines.extend(f"  - thread {t.name!r}{' (daemon)' if t.daemon else ''}" for t in leaked_threads)
-            if leaked_threads:
-                lines.append(_describe_leaked_threads(leaked_threads))
+            lines.extend(f"  - task {t.get_name()!r} running {coro_name(t)}" for t in leaked_tasks)
+            lines.extend(f"  - thread {t.name!r}{' (daemon)' if t.daemon else ''}" for t in leaked)
+            if leaked:
+                lines.append(describe_leaked_threads(leaked))
             raise KopfLeakError("\n".join(lines))
 
     def _cleanup_run(self) -> None:
         if self.settings is not None and self._admission is not None:
             self.settings.admission = self._admission.restore()
             self._admission = None
-        self._release_logs()
-        for name in self._modules:
-            sys.modules.pop(name, None)
-        self._modules.clear()
-        if self._own is not None:
-            self._own.exit()
-            self._own = None
-
-    def _leaked_threads(self) -> list[threading.Thread]:
-        """The threads started since the start and still alive, and those still running the operator's jobs.
-
-        The executor is shut down first (a fresh one of the same kind and limit is left for a restart).
-        """
-        assert self.settings is not None
-        executor = self.settings.execution.executor
-        busy: list[threading.Thread] = []
-        if isinstance(executor, LentThreadsExecutor):
-            busy = executor.finish(THREADS_GRACE)
-            self.settings.execution.executor = LentThreadsExecutor(self.settings.execution.max_workers)
-        elif isinstance(executor, concurrent.futures.ThreadPoolExecutor):
-            executor.shutdown(wait=False, cancel_futures=True)
-            max_workers = self.settings.execution.max_workers
-            self.settings.execution.executor = concurrent.futures.ThreadPoolExecutor(max_workers)
-        loop_executor = getattr(asyncio.get_running_loop(), "_default_executor", None)
-        kept = set(getattr(loop_executor, "_threads", ())) | shared_threads() | self._threads_before
-        deadline = time.perf_counter() + THREADS_GRACE
-        leaked = list(busy)
-        for thread in threading.enumerate():
-            if thread in kept or thread in busy or thread is threading.current_thread():
-                continue
-            thread.join(max(0.0, deadline - time.perf_counter()))
-            if thread.is_alive():
-                leaked.append(thread)
-        return leaked
+        self._capture.detach()
+        self._files.unload()
 
     async def restart(self) -> None:
         """Stop the operator and start it again with the same arguments, as a new process would.
@@ -793,7 +511,7 @@ class KopfOperator:
         Its leftovers are not reported as leaks; the threads of its sync handlers are waited for a
         little and not lent to anyone again if they are still busy. Then :meth:`restart` starts a fresh
         operator. Safe to call from a callback in the loop (e.g. of a fault after the k-th write; also one
-        served while the operator's loop is blocked by a sync client, see :mod:`pytest_kopf.blocking`).
+        served while the operator's loop is blocked by a sync client, see :mod:`pytest_kopf._blocking`).
         """
         loop = self.loop or asyncio.get_running_loop()
         if self._burial is not None:
@@ -836,12 +554,12 @@ class KopfOperator:
             if self.settings is not None:
                 executor = self.settings.execution.executor
                 if isinstance(executor, LentThreadsExecutor):
-                    await _abandon_jobs(executor)
+                    await abandon_jobs(executor)
                     executor.finish(THREADS_GRACE)
                     self.settings.execution.executor = LentThreadsExecutor(self.settings.execution.max_workers)
         finally:
             self._tasks.uninstall()
-            self._tasks = _OperatorTasks(self)  # the leftovers that resist are not the next run's
+            self._tasks = OperatorTasks(self)  # the leftovers that resist are not the next run's
             self._cleanup_run()
 
     async def __aenter__(self) -> KopfOperator:
@@ -859,39 +577,7 @@ class KopfOperator:
     def _describe_exit(self) -> str:
         if self.exception is None:
             return "it has exited with no error."
-        return f"{_one_line(self.exception)}\n{self._log_tail()}"
-
-    def _log_tail(self, lines: int = 30) -> str:
-        tail = self.logs.splitlines()[-lines:]
-        return "The operator's last log lines:\n" + "\n".join(f"  {line}" for line in tail) if tail else ""
-
-
-async def _abandon_jobs(executor: LentThreadsExecutor) -> None:
-    """The sync handlers of a killed process go no further: their threads' waits in virtual time end them.
-
-    They end at once (the loop wakes them now), unless they compute: then as soon as they wait or return.
-    """
-    loop = asyncio.get_running_loop()
-    if not isinstance(loop, VirtualTimeLoop):
-        return
-    executor.shutdown(wait=False, cancel_futures=True)  # the jobs not started yet never start
-    loop.abandon_jobs_in(executor.running_threads())
-    pending = executor.pending()
-    if pending:
-        await _jobs_done(pending, timeout=ABANDONED_JOBS_TIMEOUT)
-
-
-async def _jobs_done(jobs: Sequence[concurrent.futures.Future[Any]], *, timeout: float) -> None:
-    """Wait for the executor's jobs to end (in the loop's time); their outcomes are nobody's business here."""
-    awaited = [asyncio.wrap_future(job) for job in jobs]
-    for future in awaited:  # retrieved whenever they end: kopf has cancelled its own waits for them already
-        future.add_done_callback(_retrieved)
-    await asyncio.wait(awaited, timeout=timeout)
-
-
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
+        return f"{one_line(self.exception)}\n{self._capture.tail()}"
 
 
 def _fresh_settings(reuse_threads: bool) -> kopf.OperatorSettings:
@@ -912,43 +598,3 @@ def _describe(selector: Any) -> str:
         if getattr(selector, field)
     )
     return " ".join(part for part in (group_version, *names) if part) or repr(selector)
-
-
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def _traceback(exc: BaseException) -> str:
-    buffer = io.StringIO()
-    traceback.print_exception(exc, file=buffer)
-    return buffer.getvalue().rstrip()
-
-
-def _coro_name(task: asyncio.Task[Any]) -> str:
-    coro = task.get_coro()
-    return str(getattr(coro, "__qualname__", None) or coro) + "()"
-
-
-#: What a sync handler, daemon or timer left running after the operator's stop usually needs.
-LEAKED_THREADS_HINT = (
-    "A sync handler, daemon or timer still runs in these threads after the operator has stopped. A sync daemon "
-    "or timer that sleeps with time.sleep() sees its stop-flag only when it wakes up: sleep with "
-    "`stopped.wait(seconds)` instead (it wakes up at once when stopped), and return when `stopped` is set."
-)
-
-
-def _describe_leaked_threads(threads: Sequence[threading.Thread]) -> str:
-    """What the threads left behind run: the loop's jobs in them (what & where they wait), or their stacks."""
-    loop = asyncio.get_running_loop()
-    described = loop.describe_jobs_in(threads, "Their jobs") if isinstance(loop, VirtualTimeLoop) else None
-    if described is None:
-        frames = sys._current_frames()
-        lines = ["Their stacks:"]
-        for thread in threads:
-            frame = frames.get(thread.ident) if thread.ident is not None else None
-            lines.append(f"  - thread {thread.name!r}")
-            if frame is not None:
-                for entry in traceback.format_stack(frame):
-                    lines.extend(f"      {line}" for line in entry.rstrip().splitlines())
-        described = "\n".join(lines)
-    return f"{described}\n{LEAKED_THREADS_HINT}"

@@ -1,7 +1,7 @@
 """The pytest11 entry point of the plugin: options, markers, the test loop, ``kopf_cluster`` & ``kopf_operator``.
 
 Loop handling: every test that uses a kopf fixture (anything depending on ``kopf_loop``)
-gets a fresh event loop (:mod:`pytest_kopf.running`): a virtual-time loop in sim mode, a
+gets a fresh event loop (:mod:`pytest_kopf._running`): a virtual-time loop in sim mode, a
 regular one in real mode or with ``@pytest.mark.kopf_real_time``. The kopf fixtures are
 sync fixtures that run their async setup and teardown in that loop; the async test itself
 runs in it too, through this plugin's ``pytest_pyfunc_call`` -- with or without
@@ -31,19 +31,20 @@ import pytest
 from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, VirtualTimeLoop
 
-from . import kubeconfig, progress
-from .cleanup import release_objects
-from .clientconfig import RealClientDefaults, routed_clients
-from .clocks import is_operator_code, virtual_clocks, virtualize_module
+from . import _kubeconfig as kubeconfig
+from . import _progress as progress
+from ._cleanup import release_objects
+from ._clientconfig import RealClientDefaults, routed_clients
+from ._clocks import is_operator_code, virtual_clocks, virtualize_module
+from ._progress import TerminalProgress
+from ._randomness import seeded
+from ._rbac import VIOLATIONS_KEY, RbacCheck, RbacCheckError, RbacSession, failed_report
+from ._realcluster import RealKopfCluster
+from ._report import location
+from ._report.location import ReportTarget
+from ._running import TestLoop
 from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfClusterUnreachable, KopfConfigError, OperatorCheckFailed
-from .progress import TerminalProgress
-from .randomness import seeded
-from .rbac import VIOLATIONS_KEY, RbacCheck, RbacCheckError, RbacSession, failed_report
-from .realcluster import RealKopfCluster
-from .report import location
-from .report.location import ReportTarget
-from .running import TestLoop
 
 if TYPE_CHECKING:
     from .operator import KopfOperator  # kopf is imported only when a test needs it
@@ -376,7 +377,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     failed_report(item, report)  # --kopf-rbac-check: the operator's requests outside the given RBAC
     error = call.excinfo.value if call.excinfo is not None else None
     if isinstance(error, OperatorCheckFailed) and error.evidence is not None and not error.report:
-        from .report.failures import reported
+        from ._report.failures import reported
 
         path = reported(error).report
         if path:

@@ -37,10 +37,10 @@ from kopf_sim.timing.virtualtime import LivelockError, VirtualTimeLoop, loop_clo
 from kopf_sim.transports.inmemory import InMemoryServer
 from kopf_sim.transports.serving import ServedApp
 
-from .clientconfig import CLIENTS_TOKEN
+from ._clientconfig import CLIENTS_TOKEN
+from ._rbac import OPERATOR_LABEL
+from ._running import is_virtual
 from .errors import KopfModeError
-from .rbac import OPERATOR_LABEL
-from .running import is_virtual
 
 __all__ = ["MAX_CHANGES_PER_INSTANT", "InstantGuard", "SimControls", "SimOptions"]
 

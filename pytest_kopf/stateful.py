@@ -59,9 +59,9 @@ from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.recording.replaying import read_log
 from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, LivelockError
 
-from .catalogue import DIRECT, comparing, deleting, perturbation_kinds, perturbed_first, plan_kinds, referenced
-from .clientconfig import routed_clients
-from .clocks import is_operator_code, virtual_clocks, virtualize_module
+from ._catalogue import DIRECT, comparing, deleting, perturbation_kinds, perturbed_first, plan_kinds, referenced
+from ._clientconfig import routed_clients
+from ._clocks import is_operator_code, virtual_clocks, virtualize_module
 from .cluster import Manifests, SimKopfCluster, _documents
 from .driving import (
     DEFAULT_QUIET,
@@ -73,24 +73,21 @@ from .driving import (
     settle,
 )
 from .errors import OperatorCheckFailed
-from .history import handler_ids, history_aside, history_masked
-from .judges import livelocked
-from .noise import EPOCH_OFFSET, NoiseField, described, learn
 from .operator import KopfOperator
-from .oracles import final_bodies, record_creations, refused, reversals
-from .plans import Plan, PlanFigures, Pruning, derive
+from ._oracles import final_bodies, record_creations, refused, reversals
+from ._plans import Plan, PlanFigures, Pruning, derive
 from .plugin import running_test_controllers
-from .randomness import seeded
-from .report.coverage import Coverage
-from .report.failures import FailureEvidence
-from .report.states import comparison_masking
-from .running import TestLoop
-from .storms import watch_storms
+from ._randomness import seeded
+from ._report.coverage import Coverage
+from ._report.failures import FailureEvidence
+from ._report.states import comparison_masking
+from ._running import TestLoop
+from ._storms import watch_storms
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import Action, Create, Driver, Outcome, ReplayLog, canonical, mixed, perturbations, user_actions
-from .tracing import Log, Trace
-from .vacuity import Reach
-from .verdicts import verify
+from ._tracing import Log, Trace
+from ._vacuity import Reach
+from ._verdicts import verify
 
 if TYPE_CHECKING:
     import kopf
@@ -137,14 +134,14 @@ class World:
     """A fresh virtual-time loop, a simulated cluster with the manifests, and the operator started in it.
 
     The clocks are set up as for a sim-mode test with the fixtures (``kopf_loop``): while the world is
-    open, :func:`~pytest_kopf.clocks.virtual_clocks` is in force, so ``time.time()``, ``time.sleep()``,
+    open, :func:`~pytest_kopf._clocks.virtual_clocks` is in force, so ``time.time()``, ``time.sleep()``,
     kopf's sync waits etc. in its operator's code follow its loop's clock. Two worlds (the checked one and
     the baseline) are open at once and run alternately: the clocks read the loop that runs the code (or
     whose executor job it is), so each world's code sees its own time. The names of ``datetime`` are swapped
     in the user's ``modules`` (e.g. the test's module; and the registry maker's) as the fixture does for
     the test's module; the operator's files & modules get theirs as they are loaded (in any mode).
 
-    Its randomness is seeded (:mod:`pytest_kopf.randomness`): ``random``, ``secrets``, ``uuid`` and
+    Its randomness is seeded (:mod:`pytest_kopf._randomness`): ``random``, ``secrets``, ``uuid`` and
     ``os.urandom`` in its operator's code draw the same values for the same ``seed`` in every run; the
     simulated cluster's uids (and what derives from them: generated names, allocated addresses) follow
     ``seed`` too. ``epoch``: the wall-clock moment of its loop's time 0 (the timestamps it writes).
@@ -256,9 +253,9 @@ class Statistics:
     wall_seconds: float = 0.0
     #: The outcomes of the users' actions on objects in the checked worlds (did any reach the operator?).
     reach: Reach = dataclasses.field(default_factory=Reach)
-    #: The fields learned as noise in any example (see :mod:`pytest_kopf.noise`).
+    #: The fields learned as noise in any example (see :mod:`pytest_kopf._noise`).
     noise: set[NoiseField] = dataclasses.field(default_factory=set)
-    #: The fault plans of each check: derived, pruned, run (see :mod:`pytest_kopf.plans`).
+    #: The fault plans of each check: derived, pruned, run (see :mod:`pytest_kopf._plans`).
     plans: dict[str, PlanFigures] = dataclasses.field(default_factory=dict)
 
 
@@ -489,7 +486,7 @@ class OperatorMachine(RuleBasedStateMachine):
     coverage: ClassVar[Coverage | None] = None
     #: Called after each step and each example (when :attr:`statistics` has changed): the progress line's feed.
     progressed: ClassVar[Callable[[], None] | None] = None
-    #: At most this many fault plans per check run after each example (see :mod:`pytest_kopf.plans`); 0: none.
+    #: At most this many fault plans per check run after each example (see :mod:`pytest_kopf._plans`); 0: none.
     max_plans: ClassVar[int] = 5
     #: At most this many fault plans per check run in all (None: no limit but ``max_plans`` per example).
     plan_budget: ClassVar[int | None] = None
@@ -846,7 +843,7 @@ class OperatorMachine(RuleBasedStateMachine):
 
     def _learned(self, one: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]]) -> frozenset[NoiseField]:
         """The fields that differ between two end states of correct runs, among those that the comparisons compare
-        (how the states were reached aside, :mod:`pytest_kopf.history`; the times kept: to learn them)."""
+        (how the states were reached aside, :mod:`pytest_kopf._history`; the times kept: to learn them)."""
         driven = [(custom.api_version, custom.kind) for custom in self.custom_resources()]
         handlers = handler_ids(self.world.operator)
         one, other = (history_masked(state, driven=driven, handlers=handlers, times=False) for state in (one, other))
@@ -979,7 +976,7 @@ class OperatorMachine(RuleBasedStateMachine):
     def run_plans(self) -> None:
         """Run the fault plans of this example's reference run (the baseline), each in a fresh world; raise a failure.
 
-        The plans (see :mod:`pytest_kopf.plans`) of the checks that have them, at points not tried before,
+        The plans (see :mod:`pytest_kopf._plans`) of the checks that have them, at points not tried before,
         within the machine's :attr:`max_plans` per check and :attr:`plan_budget`.
         """
         kinds = plan_kinds(self.checks)
@@ -1147,10 +1144,10 @@ def reproduction(
         *(["import pytest", ""] if markers else []),
         "from pytest_kopf.checks import verify",
         "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
-        "from pytest_kopf.oracles import patch_and_revert, record_creations  # noqa: F401",
-        "from pytest_kopf.storms import watch_storms",
-        "from pytest_kopf.tracing import record_trace",
-        *(["from pytest_kopf.noise import NoiseField"] if noise else []),
+        "from pytest_kopf._oracles import patch_and_revert, record_creations  # noqa: F401",
+        "from pytest_kopf._storms import watch_storms",
+        "from pytest_kopf._tracing import record_trace",
+        *(["from pytest_kopf._noise import NoiseField"] if noise else []),
         *imports,
         "",
         "",

@@ -75,6 +75,10 @@ class Webhook:
     def rules(self) -> Sequence[Mapping[str, Any]]:
         return [rule for rule in self.spec.get("rules") or () if isinstance(rule, Mapping)]
 
+    @property
+    def match_conditions(self) -> Sequence[Mapping[str, Any]]:
+        return [condition for condition in self.spec.get("matchConditions") or () if isinstance(condition, Mapping)]
+
     def selector(self, field: str) -> Mapping[str, Any] | None:
         value = self.spec.get(field)
         return value if isinstance(value, Mapping) else None

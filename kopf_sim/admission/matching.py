@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kopf_sim.admission.attributes import Attributes, GroupVersionKind, StoreView
+from kopf_sim.admission.conditions import WEBHOOK_VARIABLES, admission_request, authorizer_of, evaluate_conditions
 from kopf_sim.admission.configurations import Webhook
+from kopf_sim.kube import errors
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.kube.resources import ResourceType
 from kopf_sim.kube.selectors import LabelSelector
@@ -41,7 +43,42 @@ class Invocation:
 def invocation(
     webhook: Webhook, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None, store: StoreView
 ) -> Invocation | None:
-    """How the webhook is called for this request, or None if it is not (in the order the apiserver checks)."""
+    """How the webhook is called for this request, or None if it is not (in the order the apiserver checks).
+
+    Last, its ``matchConditions`` on the object as of the webhook's version; if they cannot tell and the
+    failure policy is ``Fail``, the request is forbidden (as the apiserver "fails closed").
+    """
+    call = _selected(webhook, attrs, obj, old, store)
+    if call is None or not webhook.match_conditions:
+        return call
+    values = {
+        "object": call.converted(obj, attrs),
+        "oldObject": call.converted(old, attrs),
+        "request": admission_request(attrs, call.kind, call.resource),
+        "authorizer": authorizer_of(attrs),
+    }
+    fail_closed = webhook.failure_policy != "Ignore"
+    verdict = evaluate_conditions(webhook.match_conditions, values, WEBHOOK_VARIABLES, fail_closed=fail_closed)
+    if verdict.error is not None:
+        raise _forbidden(attrs, verdict.error)
+    return call if verdict.matches else None
+
+
+def _forbidden(attrs: Attributes, why: str) -> errors.ApiError:
+    """Go's ``NewForbidden`` for the request's resource and name (no name for a ``generateName`` create)."""
+    qualified = errors.qualified(attrs.rtype.plural, attrs.rtype.group)
+    subject = f'{qualified} "{attrs.name}"' if attrs.name else qualified
+    details: JsonDict = {"name": attrs.name} if attrs.name else {}
+    if attrs.rtype.group:
+        details["group"] = attrs.rtype.group
+    details["kind"] = attrs.rtype.plural
+    return errors.ApiError(403, "Forbidden", f"{subject} is forbidden: {why}", details=details)
+
+
+def _selected(
+    webhook: Webhook, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None, store: StoreView
+) -> Invocation | None:
+    """The webhook's invocation by its selectors and rules (and the match policy), before its conditions."""
     if not _namespace_matches(webhook, attrs, obj, old, store) or not _object_matches(webhook, obj, old):
         return None
     for rule in webhook.rules:

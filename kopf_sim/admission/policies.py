@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kopf_sim.admission.attributes import Attributes, StoreView
+from kopf_sim.admission.conditions import admission_request, authorizer_of, evaluate_conditions
 from kopf_sim.admission.matching import rule_matches
 from kopf_sim.cel.expressions import CompileError, EvaluationError, expression
 from kopf_sim.kube import errors
@@ -90,7 +91,7 @@ class ValidatingPolicies:
         try:
             for params in self._params(spec, binding_spec, attrs):
                 values = self._values(attrs, obj, old, params)
-                if self._conditions_hold(spec, values):
+                if self._conditions_hold(spec, values, fail_closed=fail_closed):
                     failures += self._evaluate(spec, values, names)
         except _Failure as error:  # an expression that could not be evaluated, or a binding without its params
             if error.reason == "configuration":
@@ -164,40 +165,28 @@ class ValidatingPolicies:
 
     def _values(self, attrs: Attributes, obj: JsonDict | None, old: JsonDict | None, params: Any) -> dict[str, Any]:
         namespace = self.store.peek(("", "namespaces"), None, attrs.namespace) if attrs.namespace else None
-        group, version, kind = attrs.gvk
-        rtype = attrs.rtype
-        request = {
-            "kind": {"group": group, "version": version, "kind": kind},
-            "resource": {"group": rtype.group, "version": rtype.version, "resource": rtype.plural},
-            "subResource": attrs.subresource or "",
-            "requestKind": {"group": group, "version": version, "kind": kind},
-            "requestResource": {"group": rtype.group, "version": rtype.version, "resource": rtype.plural},
-            "name": attrs.name,
-            "namespace": attrs.namespace or "",
-            "operation": attrs.operation,
-            "userInfo": dict(attrs.user_info),
-            "dryRun": attrs.dry_run,
-            "options": dict(attrs.options),
-        }
         return {
             "object": obj,
             "oldObject": old,
-            "request": request,
+            "request": admission_request(attrs, attrs.gvk, attrs.rtype),
             "params": params,
             "namespaceObject": namespace,
             "variables": {},
+            "authorizer": authorizer_of(attrs),
         }
 
-    def _conditions_hold(self, spec: Mapping[str, Any], values: dict[str, Any]) -> bool:
+    def _conditions_hold(self, spec: Mapping[str, Any], values: dict[str, Any], *, fail_closed: bool) -> bool:
+        """The policy's ``variables`` evaluated, then its ``matchConditions`` (see :mod:`.conditions`)."""
         for variable in spec.get("variables") or ():
             values["variables"] = {
                 **values["variables"],
                 str(variable.get("name")): self._run(variable.get("expression"), values),
             }
-        for condition in spec.get("matchConditions") or ():
-            if self._run(condition.get("expression"), values) is not True:
-                return False
-        return True
+        conditions = spec.get("matchConditions") or ()
+        verdict = evaluate_conditions(conditions, values, VARIABLES, fail_closed=fail_closed)
+        if verdict.error is not None:
+            raise _Failure(verdict.error)
+        return verdict.matches
 
     def _evaluate(self, spec: Mapping[str, Any], values: dict[str, Any], names: tuple[str, str]) -> list[_Failure]:
         """The failed validations; the audit annotations of the request are recorded."""

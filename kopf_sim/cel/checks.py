@@ -13,8 +13,16 @@ from typing import Any
 from kopf_sim.cel import costs
 from kopf_sim.cel.programs import CompileError, compile_expression
 from kopf_sim.cel.walking import Schema, Step, nodes
+from kopf_sim.kube.objects import qualified_name_problems
 
-__all__ = ["MESSAGE_VARIABLES", "REASONS", "RULE_VARIABLES", "crd_rule_problems"]
+__all__ = [
+    "MESSAGE_VARIABLES",
+    "REASONS",
+    "RULE_VARIABLES",
+    "WEBHOOK_CONDITION_VARIABLES",
+    "crd_rule_problems",
+    "match_condition_problems",
+]
 
 RULE_VARIABLES = frozenset({"self", "oldSelf"})
 MESSAGE_VARIABLES = RULE_VARIABLES
@@ -131,11 +139,49 @@ def policy_problems(policy: Mapping[str, Any]) -> list[dict[str, str]]:
     for section, field in _POLICY_EXPRESSIONS:
         for index, entry in enumerate(spec.get(section) or ()):
             source = entry.get(field) if isinstance(entry, Mapping) else None
-            if not isinstance(source, str) or not source:
-                continue
-            try:
-                compile_expression(source, POLICY_VARIABLES)
-            except CompileError as exc:
-                message = f"Invalid value: {json.dumps(source)}: compilation failed: {exc}"
-                problems.append(_cause(f"spec.{section}[{index}].{field}", "FieldValueInvalid", message))
+            if isinstance(source, str) and source:
+                problems += _compilation_problems(source, POLICY_VARIABLES, f"spec.{section}[{index}].{field}")
+    return problems
+
+
+def _compilation_problems(source: str, variables: frozenset[str], field: str) -> list[dict[str, str]]:
+    """The cause of an expression that does not compile, as the apiserver words it (none if it compiles)."""
+    try:
+        compile_expression(source, variables)
+    except CompileError as exc:
+        message = f"Invalid value: {json.dumps(source)}: compilation failed: {exc}"
+        return [_cause(field, "FieldValueInvalid", message)]
+    return []
+
+
+WEBHOOK_CONDITION_VARIABLES = frozenset({"object", "oldObject", "request", "authorizer"})
+MAX_MATCH_CONDITIONS = 64
+
+
+def match_condition_problems(conditions: Any, path: str) -> list[dict[str, str]]:
+    """Why the apiserver rejects a webhook's ``matchConditions``: names, expressions that do not compile, count."""
+    if not isinstance(conditions, list):
+        return []
+    problems: list[dict[str, str]] = []
+    if len(conditions) > MAX_MATCH_CONDITIONS:
+        message = f"Too many: {len(conditions)}: must have at most {MAX_MATCH_CONDITIONS} items"
+        problems.append(_cause(path, "FieldValueTooMany", message))
+    names: set[str] = set()
+    for index, condition in enumerate(conditions):
+        where = f"{path}[{index}]"
+        entry = condition if isinstance(condition, Mapping) else {}
+        name, source = entry.get("name"), entry.get("expression")
+        if not name:
+            problems.append(_cause(f"{where}.name", "FieldValueRequired", "Required value"))
+        elif str(name) in names:
+            problems.append(_cause(f"{where}.name", "FieldValueDuplicate", f"Duplicate value: {json.dumps(name)}"))
+        else:
+            names.add(str(name))
+            for problem in qualified_name_problems(str(name)):
+                message = f"Invalid value: {json.dumps(name)}: {problem}"
+                problems.append(_cause(f"{where}.name", "FieldValueInvalid", message))
+        if not isinstance(source, str) or not source:
+            problems.append(_cause(f"{where}.expression", "FieldValueRequired", "Required value"))
+        else:
+            problems += _compilation_problems(source, WEBHOOK_CONDITION_VARIABLES, f"{where}.expression")
     return problems

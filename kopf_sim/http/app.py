@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import json
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from aiohttp import web, web_app
@@ -25,7 +25,9 @@ from multidict import MultiMapping
 
 from kopf_sim.admission.attributes import REQUESTING_USER
 from kopf_sim.admission.control import AdmissionControl
-from kopf_sim.http import bodies, discovery, openapi, queries, reviews
+from kopf_sim.cel import authorizer as cel_authorizer
+from kopf_sim.http import bodies, discovery, openapi, queries, reviews, tokenrequests
+from kopf_sim.http.routes import Router, path_segments
 from kopf_sim.http.yamlbodies import parse_yaml
 from kopf_sim.kube import errors, tables
 from kopf_sim.kube.objects import JsonDict, compact_json, meta
@@ -33,6 +35,7 @@ from kopf_sim.kube.resources import Catalogue, ResourceType
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.rbac.access import Access, Identity
 from kopf_sim.rbac.attributes import Attributes, verb_of
+from kopf_sim.rbac.users import User
 from kopf_sim.store import lagging
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.store.pipeline import RequestOptions
@@ -48,9 +51,7 @@ CLUSTER_KEY = web.AppKey("kopf_sim.cluster", Cluster)
 ACCESS_KEY = web.AppKey("kopf_sim.rbac.access", Access)
 ADMISSION_KEY = web.AppKey("kopf_sim.admission.webhooks", AdmissionControl)
 JSON = "application/json"
-_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _GENERIC_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
-_READONLY_HEADS = frozenset({"", "healthz", "livez", "readyz", "version", "openapi"})
 _LONGEST_WAIT = 3600.0  # a watch re-checks its deadline at least this often (no timer of a huge duration)
 _CHUNK_SIZE = 64 * 1024  # a watch sends what it has by chunks of about this size (its start may be huge)
 
@@ -158,7 +159,7 @@ class ApiServer:
     def __init__(self, cluster: Cluster, options: ServerOptions) -> None:
         self.cluster = cluster
         self.options = options
-        self.access = Access(cluster, enforce=options.enforce_rbac)
+        self.access = Access(cluster, enforce=options.enforce_rbac, clock=cluster.clock)
         # Encoded discovery documents by form and URL path, valid for one catalogue at one revision.
         self._documents: dict[tuple[bool, tuple[str, ...]], bytes] = {}
         self._documents_of: tuple[Catalogue, int] | None = None
@@ -179,6 +180,7 @@ class ApiServer:
         warnings: list[str] = []
         token = _request_warnings.set(warnings)
         user_token = REQUESTING_USER.set(None)  # set by _resource once the user is known; not beyond this request
+        decide_token = cel_authorizer.DECIDE.set(self._decide)  # CEL's `authorizer` in admission, by our RBAC
         try:
             try:
                 outcome = await self._dispatch(request)
@@ -202,46 +204,82 @@ class ApiServer:
                 response.headers.add("Warning", _warning_header(warning))
             return response
         finally:
+            cel_authorizer.DECIDE.reset(decide_token)
             REQUESTING_USER.reset(user_token)
             _request_warnings.reset(token)
 
     async def _dispatch(self, request: ApiRequest) -> web.Response | WatchStream:
-        parts = [p for p in request.path.split("/") if p]
-        head = parts[0] if parts else ""
-        is_resource = head in ("api", "apis") and len(parts) > (2 if head == "api" else 3)
-        is_readonly = head in _READONLY_HEADS or (head in ("api", "apis") and not is_resource)
-        if is_readonly and request.method not in ("GET", "HEAD"):  # discovery, health, version, openapi
-            raise errors.method_not_allowed()
-        if not parts:
-            return json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]})
-        if head in ("healthz", "livez", "readyz") and len(parts) == 1:
-            return web.Response(text="ok", content_type="text/plain")
-        if head == "version" and len(parts) == 1:
-            return json_response(discovery.version_info(self.cluster.version))
-        if head == "openapi" and parts[1:] == ["v2"]:
-            return self._swagger(request.headers.get("Accept", ""))
-        if head == "openapi":
-            return self._openapi(parts)
-        if (
-            head in ("api", "apis")
-            and len(parts) == 1
-            and self.options.aggregated_discovery
-            and discovery.wants_aggregated(request.headers.get("Accept", ""))
-        ):
-            return self._discovery(parts, aggregated_form=True)
-        if head == "api":
-            if len(parts) == 1:  # not cached: it names the server's address as the client reached it
-                return json_response(discovery.core_versions(request.host))
-            if parts[1] != "v1":
-                raise errors.page_not_found()
-            if len(parts) == 2:
-                return self._discovery(parts)
-            return await self._resource(request, "", "v1", parts[2:])
-        if head == "apis":
-            if len(parts) <= 3:
-                return self._discovery(parts)
-            return await self._resource(request, parts[1], parts[2], parts[3:])
+        """Find the request's route in the tables (:data:`PAGES`, :data:`RESOURCES`) and call its handler."""
+        parts = path_segments(request.path)
+        page = PAGES.resolve(parts)
+        if page is not None:
+            page_route, params = page
+            return await page_route.handler(request.method)(self, request, params)
+        resource = RESOURCES.resolve(parts)
+        if resource is None:
+            raise errors.page_not_found()
+        resource_route, params = resource
+        target = self._target(params)
+        identity = self._authorize(request, target)  # before the method's check, as the apiserver's filters
+        if target.rtype.verbs == ("create",):
+            return await self._review(request, target, identity)
+        return await resource_route.handler(request.method)(self, request, target)
+
+    # -- Pages: discovery, OpenAPI, health, version ----------------------------------------------
+
+    async def _root(self, request: ApiRequest, params: Mapping[str, str]) -> web.Response:
+        return json_response({"paths": ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]})
+
+    async def _probe(self, request: ApiRequest, params: Mapping[str, str]) -> web.Response:
+        return web.Response(text="ok", content_type="text/plain")
+
+    async def _version(self, request: ApiRequest, params: Mapping[str, str]) -> web.Response:
+        return json_response(discovery.version_info(self.cluster.version))
+
+    async def _not_found(self, request: ApiRequest, params: Mapping[str, str]) -> web.Response:
         raise errors.page_not_found()
+
+    async def _api_root(self, request: ApiRequest, params: Mapping[str, str]) -> web.Response:
+        """``/api`` or ``/apis``: aggregated discovery if the client asks for it and the server serves it."""
+        parts = path_segments(request.path)
+        if self.options.aggregated_discovery and discovery.wants_aggregated(request.headers.get("Accept", "")):
+            return self._discovery(parts, aggregated_form=True)
+        if parts == ["api"]:  # not cached: it names the server's address as the client reached it
+            return json_response(discovery.core_versions(request.host))
+        return self._discovery(parts)
+
+    async def _api_discovery(self, request: ApiRequest, params: Mapping[str, str]) -> web.Response:
+        return self._discovery(path_segments(request.path))
+
+    async def _openapi_index(self, request: ApiRequest, params: Mapping[str, str]) -> web.Response:
+        return json_response(openapi.openapi_index(self._openapi_kinds()))
+
+    async def _openapi_group_version(self, request: ApiRequest, params: Mapping[str, str]) -> web.Response:
+        doc = openapi.openapi_group_version(self._openapi_kinds(), params.get("group", ""), params["version"])
+        if doc is None:
+            raise errors.page_not_found()
+        return json_response(doc)
+
+    def _openapi_kinds(self) -> list[openapi.ServedKind]:
+        return [openapi_kind(rtype) for rtype in self.cluster.catalogue]
+
+    async def _swagger(self, request: ApiRequest, params: Mapping[str, str]) -> web.Response:
+        """``/openapi/v2``: JSON, or protobuf for kubectl; encoded once per change of the served resources."""
+        from kopf_sim.http import swagger, swagger_proto
+
+        catalogue = self.cluster.catalogue
+        if self._swagger_of != (catalogue, catalogue.revision):
+            self._swagger_doc = swagger.swagger_document((openapi_kind(t) for t in catalogue), self.cluster.version)
+            self._swagger_bodies.clear()
+            self._swagger_of = (catalogue, catalogue.revision)
+        as_protobuf = swagger_proto.ACCEPTED in request.headers.get("Accept", "")
+        body = self._swagger_bodies.get(as_protobuf)
+        if body is None:
+            encode = swagger_proto.encode_document if as_protobuf else dumps
+            body = self._swagger_bodies[as_protobuf] = encode(self._swagger_doc)
+        if as_protobuf:
+            return encoded_response(body, content_type=swagger_proto.CONTENT_TYPE)
+        return encoded_response(body)
 
     def _discovery(self, parts: list[str], *, aggregated_form: bool = False) -> web.Response:
         """A discovery document, encoded once per change of the catalogue (clients ask for them often)."""
@@ -259,109 +297,55 @@ class ApiServer:
         content_type = discovery.AGGREGATED_CONTENT_TYPE if aggregated_form else JSON
         return encoded_response(body, content_type=content_type)
 
-    def _swagger(self, accept: str) -> web.Response:
-        """``/openapi/v2``: JSON, or protobuf for kubectl; encoded once per change of the served resources."""
-        from kopf_sim.http import swagger, swagger_proto
-
-        catalogue = self.cluster.catalogue
-        if self._swagger_of != (catalogue, catalogue.revision):
-            self._swagger_doc = swagger.swagger_document((openapi_kind(t) for t in catalogue), self.cluster.version)
-            self._swagger_bodies.clear()
-            self._swagger_of = (catalogue, catalogue.revision)
-        as_protobuf = swagger_proto.ACCEPTED in accept
-        body = self._swagger_bodies.get(as_protobuf)
-        if body is None:
-            encode = swagger_proto.encode_document if as_protobuf else dumps
-            body = self._swagger_bodies[as_protobuf] = encode(self._swagger_doc)
-        if as_protobuf:
-            return encoded_response(body, content_type=swagger_proto.CONTENT_TYPE)
-        return encoded_response(body)
-
-    def _openapi(self, parts: list[str]) -> web.Response:
-        kinds = [openapi_kind(rtype) for rtype in self.cluster.catalogue]
-        if parts[1:] == ["v3"]:
-            return json_response(openapi.openapi_index(kinds))
-        if len(parts) >= 4 and parts[1] == "v3":
-            if parts[2] == "api" and len(parts) == 4:
-                doc = openapi.openapi_group_version(kinds, "", parts[3])
-            elif parts[2] == "apis" and len(parts) == 5:
-                doc = openapi.openapi_group_version(kinds, parts[3], parts[4])
-            else:
-                doc = None
-            if doc is not None:
-                return json_response(doc)
-        raise errors.page_not_found()
-
     # -- Resources -------------------------------------------------------------------------------
 
-    def _target(self, group: str, version: str, rest: list[str]) -> Target:
-        legacy_watch = bool(rest) and rest[0] == "watch"
-        if legacy_watch:
-            rest = rest[1:]
-        namespace: str | None = None
-        if len(rest) >= 3 and rest[0] == "namespaces" and not (group == "" and rest[2] in _NAMESPACE_SUBRESOURCES):
-            namespace, rest = rest[1], rest[2:]
-        if not rest or len(rest) > 3:
-            raise errors.page_not_found()
-        rtype = self.cluster.catalogue.lookup(group, version, rest[0])
+    def _target(self, params: Mapping[str, str]) -> Target:
+        """The resource type and object that a resource route's variables name (a 404 if none is served)."""
+        rtype = self.cluster.catalogue.lookup(params.get("group", ""), params["version"], params["resource"])
+        namespace = params.get("namespace")
         if rtype is None or (namespace is not None and not rtype.namespaced):
             raise errors.page_not_found()
-        name = rest[1] if len(rest) > 1 else None
-        subresource = rest[2] if len(rest) > 2 else None
+        subresource = params.get("subresource")
         if subresource is not None and subresource not in rtype.subresources:
             raise errors.page_not_found()
-        return Target(rtype, namespace, name, subresource, legacy_watch)
+        return Target(rtype, namespace, params.get("name"), subresource, legacy_watch="watch" in params)
 
-    async def _resource(
-        self, request: ApiRequest, group: str, version: str, rest: list[str]
-    ) -> web.Response | WatchStream:
-        target = self._target(group, version, rest)
+    def _authorize(self, request: ApiRequest, target: Target) -> Identity:
+        """The requesting user, if RBAC allows the request (a 403 if not); for reads and watches too."""
         if target.rtype.deprecation_warning:
             _warnings().append(target.rtype.deprecation_warning)
-        query = request.query
-        method = request.method
         identity = self.access.identify(request.headers)
-        watching = target.legacy_watch or _flag(query.get("watch"))
-        verb = verb_of(method, named=target.name is not None, watch=watching)
+        watching = target.legacy_watch or _flag(request.query.get("watch"))
+        verb = verb_of(request.method, named=target.name is not None, watch=watching)
         rtype = target.rtype
         attrs = Attributes(
             verb, rtype.group, rtype.plural, target.subresource or "", target.namespace or "", target.name or ""
         )
-        self.access.authorize(identity, attrs)  # before admission, for reads and watches too
+        self.access.authorize(identity, attrs)  # before admission
         user = identity.user
         REQUESTING_USER.set({"username": user.name, "groups": list(user.groups)})  # for admission's userInfo
-        if target.rtype.verbs == ("create",):
-            return await self._review(request, target, identity)
-        if target.name is None:
-            if method == "GET":
-                if target.legacy_watch or _flag(query.get("watch")):
-                    return self._watch(request, target)
-                return self._list(request, target)
-            if method == "POST":
-                return await self._create(request, target)
-            if method == "DELETE":
-                return await self._delete_collection(request, target)
-            raise errors.method_not_allowed()
-        if target.legacy_watch:
-            if method != "GET":
-                raise errors.method_not_allowed()
-            return self._watch(request, target)
-        if method == "GET":
-            return self._get(request, target)
-        if method == "PUT":
-            return await self._update(request, target)
-        if method == "PATCH":
-            return await self._patch(request, target)
-        if method == "DELETE":
-            return await self._delete(request, target)
-        raise errors.method_not_allowed()
+        return identity
+
+    def _decide(self, check: cel_authorizer.Check) -> tuple[bool, str]:
+        """An admission expression's ``authorizer.….check(verb)``: RBAC's decision (non-resource paths: open)."""
+        user = User(check.user, check.groups)
+        if check.path:
+            return "system:authenticated" in user.groups, ""
+        attrs = Attributes(check.verb, check.group, check.resource, check.subresource, check.namespace, check.name)
+        decision = self.access.decide(user, attrs)
+        return decision.allowed, decision.reason
+
+    async def _list_or_watch(self, request: ApiRequest, target: Target) -> web.Response | WatchStream:
+        if _flag(request.query.get("watch")):
+            return await self._watch(request, target)
+        return self._list(request, target)
 
     def _namespace_for_write(self, target: Target) -> str | None:
         if target.rtype.namespaced and target.namespace is None:
             raise errors.page_not_found()
         return target.namespace
 
-    def _get(self, request: ApiRequest, target: Target) -> web.Response:
+    async def _get(self, request: ApiRequest, target: Target) -> web.Response:
         assert target.name is not None
         if target.rtype.namespaced and target.namespace is None:
             raise errors.page_not_found()
@@ -444,14 +428,17 @@ class ApiServer:
         """A create-only resource (the authorization reviews): answered, never stored."""
         if request.method != "POST" or target.name is not None or target.legacy_watch:
             raise errors.method_not_allowed()
-        writeoptions.check_write_options(
-            "CreateOptions",
-            dry_run=request.query.getall("dryRun", []),
-            manager=request.query.get("fieldManager"),
-            field_validation=request.query.get("fieldValidation", ""),
-        )
+        _check_create_options(request)
         body = await _read_object(request, target.rtype)
         return json_response(reviews.review(target.rtype, target.namespace, body, self.access, identity), 201)
+
+    async def _token_request(self, request: ApiRequest, target: Target) -> web.Response:
+        """``kubectl create token``: a token of the service account, for its identity (see :mod:`.tokenrequests`)."""
+        assert target.namespace is not None and target.name is not None
+        _check_create_options(request)
+        body = await _read_object(request, target.rtype)
+        issued = tokenrequests.issue_token(self.cluster, self.access, target.namespace, target.name, body)
+        return json_response(issued, 201)
 
     async def _update(self, request: ApiRequest, target: Target) -> web.Response:
         assert target.name is not None
@@ -518,7 +505,7 @@ class ApiServer:
 
     # -- Watching --------------------------------------------------------------------------------
 
-    def _watch(self, request: ApiRequest, target: Target) -> WatchStream:
+    async def _watch(self, request: ApiRequest, target: Target) -> WatchStream:
         query = request.query
         labels, fields = self._selectors(request, target)
         if target.name is not None:
@@ -670,6 +657,70 @@ class WatchStream:
 
 API_KEY = web.AppKey("kopf_sim.api", ApiServer)
 
+PageHandler = Callable[[ApiServer, ApiRequest, Mapping[str, str]], Awaitable[web.Response]]
+ResourceHandler = Callable[[ApiServer, ApiRequest, Target], Awaitable[web.Response | WatchStream]]
+
+
+def _read_only(handler: PageHandler) -> Mapping[str, PageHandler]:
+    return {"GET": handler, "HEAD": handler}
+
+
+#: What the server serves besides resources: read-only documents (other methods get a 405).
+PAGES: Router[PageHandler] = Router(
+    [
+        ("/", _read_only(ApiServer._root)),
+        ("/{probe:healthz|livez|readyz}", _read_only(ApiServer._probe)),
+        ("/version", _read_only(ApiServer._version)),
+        ("/openapi/v2", _read_only(ApiServer._swagger)),
+        ("/openapi/v3", _read_only(ApiServer._openapi_index)),
+        ("/openapi/v3/api/{version}", _read_only(ApiServer._openapi_group_version)),
+        ("/openapi/v3/apis/{group}/{version}", _read_only(ApiServer._openapi_group_version)),
+        ("/{head:api|apis}", _read_only(ApiServer._api_root)),
+        ("/api/{version}", _read_only(ApiServer._api_discovery)),
+        ("/apis/{group}", _read_only(ApiServer._api_discovery)),
+        ("/apis/{group}/{version}", _read_only(ApiServer._api_discovery)),
+        ("/{head:healthz|livez|readyz|version|openapi}/{tail*}", _read_only(ApiServer._not_found)),
+    ]
+)
+
+_COLLECTION: Mapping[str, ResourceHandler] = {
+    "GET": ApiServer._list_or_watch,
+    "POST": ApiServer._create,
+    "DELETE": ApiServer._delete_collection,
+}
+_OBJECT: Mapping[str, ResourceHandler] = {
+    "GET": ApiServer._get,
+    "PUT": ApiServer._update,
+    "PATCH": ApiServer._patch,
+    "DELETE": ApiServer._delete,
+}
+_LEGACY_WATCH: Mapping[str, ResourceHandler] = {"GET": ApiServer._watch}
+_TOKEN: Mapping[str, ResourceHandler] = {"POST": ApiServer._token_request}
+
+
+def _resource_rows() -> list[tuple[str, Mapping[str, ResourceHandler]]]:
+    """The resource URLs of the core group and of the named groups, with the legacy ``/watch/`` prefix or not.
+
+    The core group's ``namespaces/NAME/status|finalize`` are a namespace's subresources, not a namespace's
+    resources (as in the apiserver); ``/watch/`` comes first, so that it is never taken for a resource.
+    """
+    rows: list[tuple[str, Mapping[str, ResourceHandler]]] = [
+        ("/api/{version:v1}/namespaces/{namespace}/{resource:serviceaccounts}/{name}/{subresource:token}", _TOKEN),
+    ]
+    for prefix in ("/api/{version:v1}", "/apis/{group}/{version}"):
+        for watch, collection, one in (("/{watch:watch}", _LEGACY_WATCH, _LEGACY_WATCH), ("", _COLLECTION, _OBJECT)):
+            if prefix.startswith("/api/"):
+                rows.append((f"{prefix}{watch}/{{resource:namespaces}}/{{name}}/{{subresource:status|finalize}}", one))
+            for scope in ("/namespaces/{namespace}", ""):
+                rows.append((f"{prefix}{watch}{scope}/{{resource}}", collection))
+                rows.append((f"{prefix}{watch}{scope}/{{resource}}/{{name}}", one))
+                rows.append((f"{prefix}{watch}{scope}/{{resource}}/{{name}}/{{subresource}}", one))
+    return rows
+
+
+#: The resources' URLs: resolved to a :class:`Target`, authorized, then handled by method.
+RESOURCES: Router[ResourceHandler] = Router(_resource_rows())
+
 
 def _encoded_discovery(
     catalogue: Catalogue, types: tuple[ResourceType, ...] | None, path: tuple[str, ...], *, aggregated_form: bool
@@ -755,6 +806,16 @@ def _write_options(
     if field_validation:
         written["field_validation"] = validation
     return written
+
+
+def _check_create_options(request: ApiRequest) -> None:
+    """The create options of a request whose result is not stored (reviews, token requests): a 422 if bad."""
+    writeoptions.check_write_options(
+        "CreateOptions",
+        dry_run=request.query.getall("dryRun", []),
+        manager=request.query.get("fieldManager"),
+        field_validation=request.query.get("fieldValidation", ""),
+    )
 
 
 async def _read_body(request: ApiRequest) -> bytes:

@@ -97,10 +97,21 @@ def resource_list(catalogue: Catalogue, group_name: str, version: str) -> JsonDi
                     "verbs": ["get", "patch", "update"],
                 }
             )
+        if "token" in rtype.subresources:
+            resources.append(
+                {
+                    "name": f"{rtype.plural}/token",
+                    "singularName": "",
+                    "namespaced": rtype.namespaced,
+                    **_TOKEN_REQUEST,
+                    "verbs": ["create"],
+                }
+            )
     group_version = f"{group_name}/{version}" if group_name else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
 
+_TOKEN_REQUEST: JsonDict = {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}
 AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 
@@ -139,6 +150,8 @@ def _aggregated_resource(rtype: ResourceType) -> JsonDict:
                 "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
             }
         )
+    if "token" in rtype.subresources:
+        subresources.append({"subresource": "token", "verbs": ["create"], "responseKind": _TOKEN_REQUEST})
     if subresources:
         entry["subresources"] = subresources
     return entry

@@ -433,6 +433,15 @@ SCHEMAS: dict[str, dict[int, Field]] = {
     "NonResourceAttributes": {1: _s("path"), 2: _s("verb")},
     "SelfSubjectRulesReview": {1: _META, 2: _m("spec", "RulesReviewSpec", always=True), 3: _m("status", "Empty")},
     "RulesReviewSpec": {1: _s("namespace")},
+    # -- authentication.k8s.io/v1 (kubectl create token, kubectl auth whoami) -----------------------
+    "TokenRequest": {1: _META, 2: _m("spec", "TokenRequestSpec", always=True), 3: _m("status", "Empty")},
+    "TokenRequestSpec": {
+        1: _ls("audiences"),
+        3: _m("boundObjectRef", "BoundObjectReference"),
+        4: _i("expirationSeconds", ptr=True),
+    },
+    "BoundObjectReference": {1: _s("kind"), 2: _s("apiVersion"), 3: _s("name"), 4: _s("uid")},
+    "SelfSubjectReview": {1: _META, 2: _m("status", "Empty")},
 }
 
 # (apiVersion, kind) of the top-level objects -> their message.
@@ -454,6 +463,8 @@ KINDS: dict[tuple[str, str], str] = {
     ("authorization.k8s.io/v1", "SubjectAccessReview"): "SubjectAccessReview",
     ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "SubjectAccessReview",
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
 }
 
 # The runtime.Unknown envelope and its TypeMeta.

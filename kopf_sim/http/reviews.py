@@ -1,9 +1,10 @@
-"""The ``authorization.k8s.io`` reviews: "may this user do that?", answered as the simulator's RBAC decides.
+"""The reviews: "may this user do that?", answered as the simulator's RBAC decides, and "who am I?".
 
 ``kubectl auth can-i`` (a SelfSubjectAccessReview, for the requester or whom it impersonates), ``kubectl auth
 can-i --list`` (a SelfSubjectRulesReview), and SubjectAccessReviews about any user get the answer of
 :mod:`kopf_sim.rbac`: "yes" to everything while RBAC is not enforced, as for a cluster-admin. The reviews are
-created and returned, never stored, as by the apiserver.
+created and returned, never stored, as by the apiserver. ``kubectl auth whoami`` (a SelfSubjectReview of
+``authentication.k8s.io``) gets the requester's user name and groups.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from kopf_sim.kube.objects import JsonDict
 from kopf_sim.kube.resources import ResourceType
 from kopf_sim.rbac.access import Access, Identity
 from kopf_sim.rbac.attributes import Attributes
-from kopf_sim.rbac.users import User, user_named
+from kopf_sim.rbac.users import ADMIN, User, user_named
 
 __all__ = ["review"]
 
@@ -32,6 +33,8 @@ def review(
     """The created review with its status: the decision about the asked request (or the rules, for a rules review)."""
     if not isinstance(body, dict):
         raise errors.bad_request(f"the object provided is unrecognized (must be of type {rtype.kind})")
+    if rtype.kind == "SelfSubjectReview":
+        return _self_subject_review(rtype, asker)
     spec = body.get("spec")
     spec = dict(spec) if isinstance(spec, dict) else {}
     causes = list(_causes(rtype, namespace, spec))
@@ -45,6 +48,17 @@ def review(
         "metadata": dict(metadata),
         "spec": spec,
         "status": status,
+    }
+
+
+def _self_subject_review(rtype: ResourceType, asker: Identity | None) -> JsonDict:
+    """``kubectl auth whoami``: the requester's user name and groups, as authenticated (or impersonated)."""
+    user = asker.user if asker is not None else ADMIN
+    return {
+        "kind": rtype.kind,
+        "apiVersion": rtype.api_version,
+        "metadata": {"creationTimestamp": None},
+        "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}},
     }
 
 

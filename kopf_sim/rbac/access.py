@@ -1,25 +1,47 @@
 """Who makes each request, and whether RBAC lets them: the simulator's authentication and authorization.
 
-Requests are made with a bearer token (each known token is one user) or without one (the kubeconfig's
-admin, in-process); an allowed user may act as another with the impersonation headers (``kubectl --as``).
+Requests are made with a client certificate signed by the served simulator's CA (its CN is the user, its Os
+the groups), a bearer token (each known token is one user), or neither (the kubeconfig's admin, in-process);
+an allowed user may act as another with the impersonation headers (``kubectl --as``).
 With ``enforce`` off (the default), every request is allowed and still observed, so that tests can record
 what an operator asked for; with it on, a request that no binding allows is a 403 worded as the apiserver's.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import datetime
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from kopf_sim.kube import errors
 from kopf_sim.rbac.attributes import Attributes
 from kopf_sim.rbac.policy import Decision, ObjectsView, Policy
 from kopf_sim.rbac.users import ADMIN, User, user_named
 
-__all__ = ["Access", "Identity", "forbidden"]
+__all__ = ["CERTIFICATE_USER", "Access", "Identity", "certificate_user", "forbidden"]
 
 Observer = Callable[["Identity", Attributes, Decision], None]
+
+#: The user of the request's client certificate, verified by the HTTPS server against its CA (None: no certificate).
+CERTIFICATE_USER: contextvars.ContextVar[User | None] = contextvars.ContextVar("kopf_sim_cert_user", default=None)
+
+
+def certificate_user(common_name: str, organizations: Sequence[str]) -> User:
+    """A client certificate's user, as the apiserver's x509 authenticator reads it: CN is the name, O the groups."""
+    return User(common_name, tuple(dict.fromkeys([*organizations, "system:authenticated"])))
+
+
+Clock = Callable[[], datetime.datetime]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Token:
+    user: User
+    label: str
+    expires: datetime.datetime | None = None  # None: never (the tokens given on the command line)
+    alive: Callable[[], bool] | None = None  # False once the object it is bound to is gone
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,25 +55,47 @@ class Identity:
 class Access:
     """The identities the simulator knows, its RBAC policy, and whether it enforces it."""
 
-    def __init__(self, store: ObjectsView, *, enforce: bool = False) -> None:
+    def __init__(self, store: ObjectsView, *, enforce: bool = False, clock: Clock | None = None) -> None:
         self.policy = Policy(store)
         self.enforce = enforce
-        self._tokens: dict[str, tuple[User, str]] = {}
+        self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._tokens: dict[str, _Token] = {}
         self._observers: list[Observer] = []
 
-    def add_token(self, user: User, *, label: str = "", token: str | None = None) -> str:
-        """Accept a bearer token as this user (a new random one unless given); returns the token."""
+    def add_token(
+        self,
+        user: User,
+        *,
+        label: str = "",
+        token: str | None = None,
+        expires: datetime.datetime | None = None,
+        alive: Callable[[], bool] | None = None,
+    ) -> str:
+        """Accept a bearer token as this user (a new random one unless given), until it expires; returns it."""
         token = token or secrets.token_urlsafe(24)
-        self._tokens[token] = (user, label)
+        self._tokens[token] = _Token(user, label, expires, alive)
         return token
 
     def set_token_user(self, token: str, user: User) -> None:
         """Make an issued token act as another user from now on."""
-        _, label = self._tokens[token]
-        self._tokens[token] = (user, label)
+        self._tokens[token] = dataclasses.replace(self._tokens[token], user=user)
 
     def knows_token(self, token: str) -> bool:
-        return token in self._tokens
+        """Whether the token is one of ours and has not expired."""
+        return self.user_of_token(token) is not None
+
+    def user_of_token(self, token: str) -> User | None:
+        """The user that a valid token authenticates as; None if it is unknown or expired (as TokenReview)."""
+        known = self._tokens.get(token)
+        if known is None or self._expired(known):
+            return None
+        return known.user
+
+    def _expired(self, token: _Token) -> bool:
+        """Whether a token is no longer valid: past its expiry, or its bound object deleted."""
+        if token.alive is not None and not token.alive():
+            return True
+        return token.expires is not None and self.clock() >= token.expires
 
     def observe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer`` for every resource request decided from now on; returns a function to stop it."""
@@ -59,11 +103,19 @@ class Access:
         return lambda: self._observers.remove(observer) if observer in self._observers else None
 
     def identify(self, headers: Mapping[str, str]) -> Identity:
-        """The identity of a request from its headers: the token's user, maybe impersonating another."""
+        """The identity of a request: its client certificate's user, or its token's, maybe impersonating another.
+
+        A verified client certificate comes first, as the apiserver's x509 authenticator comes before tokens.
+        """
         authorization = headers.get("Authorization", "")
-        if authorization.startswith("Bearer "):
+        certified = CERTIFICATE_USER.get()
+        if certified is not None:
+            identity = Identity(certified)
+        elif authorization.startswith("Bearer "):
             known = self._tokens.get(authorization[len("Bearer ") :].split(" ", 1)[0])
-            identity = Identity(known[0], known[1]) if known is not None else Identity(ADMIN)
+            if known is not None and self._expired(known):  # never the admin's, even where tokens are not checked
+                raise errors.unauthorized()
+            identity = Identity(known.user, known.label) if known is not None else Identity(ADMIN)
         else:
             identity = Identity(ADMIN)
         wanted = headers.get("Impersonate-User")

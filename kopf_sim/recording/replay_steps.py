@@ -130,6 +130,17 @@ class ReplayStep:
     def where(self) -> str:
         return str(self.event.where)
 
+    @property
+    def changes_nothing(self) -> bool:
+        """Whether writing the step would change nothing (the log's change was in fields the replay leaves alone)."""
+        return (
+            self.patch is None
+            and self.status_patch is None
+            and not self.finalizers_added
+            and not self.finalizers_removed
+            and not self.delete
+        )
+
     def describe(self) -> str:
         place = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.action} {self.resource.qualified} {place}"
@@ -211,12 +222,29 @@ class _Planner:
             previous = None
             self._forget(key)
         if previous is None:
-            if event.type == "DELETED":
-                self.skipped.append((event, "the deletion of an object that the replay did not create"))
-                return
-            self.steps.append(step("create", status_patch=view.status, delete=view.deleting))
-            self._remember(key, view)
+            self._appeared(event, key, view, step)
+        else:
+            self._changed(event, key, previous, view, step)
+
+    def _appeared(
+        self, event: LogEvent, key: tuple[str, str, str, str], view: ObjectView, step: Callable[..., ReplayStep]
+    ) -> None:
+        """An object not alive in the replay so far: created (in its logged state), unless it is a deletion."""
+        if event.type == "DELETED":
+            self.skipped.append((event, "the deletion of an object that the replay did not create"))
             return
+        self.steps.append(step("create", status_patch=view.status, delete=view.deleting))
+        self._remember(key, view)
+
+    def _changed(
+        self,
+        event: LogEvent,
+        key: tuple[str, str, str, str],
+        previous: ObjectView,
+        view: ObjectView,
+        step: Callable[..., ReplayStep],
+    ) -> None:
+        """An object alive in the replay: updated (or its deletion started) by the difference of its two states."""
         deleted = event.type == "DELETED"
         start_deletion = (deleted or view.deleting) and key not in self.deleting
         update = step(
@@ -231,16 +259,10 @@ class _Planner:
             self._forget(key)
         else:
             self._remember(key, view)
-        if (
-            update.patch is None
-            and update.status_patch is None
-            and not update.finalizers_added
-            and not update.finalizers_removed
-            and not update.delete
-        ):
+        if update.changes_nothing:
             self.skipped.append((event, "no change but in the server's and the operator's own fields"))
-            return
-        self.steps.append(update)
+        else:
+            self.steps.append(update)
 
     def _remember(self, key: tuple[str, str, str, str], view: ObjectView) -> None:
         self.alive[key] = view

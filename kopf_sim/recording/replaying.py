@@ -138,83 +138,98 @@ def parse_log(lines: Iterable[str], *, source: str = "<log>") -> WatchLog:
     """Parse and validate the lines of a log (a file object, a list, or a text with ``splitlines()``)."""
     if isinstance(lines, str):
         lines = lines.splitlines()
-    problems: list[LogProblem] = []
-    headers: list[JsonDict] = []
-    events: list[LogEvent] = []
-    first_start: datetime.datetime | None = None
-    offset = 0.0
-    header_known = False  # a header line was seen (good or bad), or its absence reported
-    previous: LogEvent | None = None  # the last good event, and its own 't' in its segment
-    previous_t = 0.0
-    disordered = False  # the time went back in this segment (said once)
+    parser = _LogParser(source)
     for number, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
+        if text.strip():
+            parser.line(number, text)
+    return parser.result()
+
+
+class _LogParser:
+    """The state of a log's parsing, line by line: its headers, its events, and what is wrong with it."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.problems: list[LogProblem] = []
+        self.headers: list[JsonDict] = []
+        self.events: list[LogEvent] = []
+        self.first_start: datetime.datetime | None = None
+        self.offset = 0.0
+        self.header_known = False  # a header line was seen (good or bad), or its absence reported
+        self.previous: LogEvent | None = None  # the last good event, and its own 't' in its segment
+        self.previous_t = 0.0
+        self.disordered = False  # the time went back in this segment (said once)
+
+    def problem(self, number: int, text: str) -> None:
+        self.problems.append(LogProblem(self.source, number, text))
+
+    def line(self, number: int, text: str) -> None:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            problems.append(LogProblem(source, number, f"not JSON ({exc})"))
-            continue
+            self.problem(number, f"not JSON ({exc})")
+            return
         if not isinstance(data, dict):
-            problems.append(LogProblem(source, number, f"expected a JSON object, got {type(data).__name__}"))
-            continue
-        if "format" in data or "version" in data:
-            header_known = True
-            problem, started = _check_header(data)
-            if problem:
-                problems.append(LogProblem(source, number, problem))
-                continue
-            if first_start is not None and started is not None:
-                since_first = (started - first_start).total_seconds()
-                if since_first > MAX_LOG_SECONDS:
-                    problems.append(
-                        LogProblem(
-                            source,
-                            number,
-                            f"the header's start time {data['started']!r} is {since_first:.0f} s after the first "
-                            f"header's: more than {MAX_LOG_SECONDS:.0f} s (about 31 years)",
-                        )
-                    )
-                else:
-                    offset = max(offset, since_first)
-            headers.append(data)
-            if first_start is None:
-                first_start = started
-            # A segment never goes back before the events above it (its recorder's clock may have been behind).
-            offset = max(offset, previous.t if previous is not None else 0.0)
-            previous_t, disordered = 0.0, False
-            continue
-        if not headers and not header_known:
-            header_known = True
-            problems.append(
-                LogProblem(
-                    source,
+            self.problem(number, f"expected a JSON object, got {type(data).__name__}")
+        elif "format" in data or "version" in data:
+            self.header(number, data)
+        else:
+            self.event(number, data)
+
+    def header(self, number: int, data: JsonDict) -> None:
+        self.header_known = True
+        problem, started = _check_header(data)
+        if problem:
+            self.problem(number, problem)
+            return
+        if self.first_start is not None and started is not None:
+            since_first = (started - self.first_start).total_seconds()
+            if since_first > MAX_LOG_SECONDS:
+                self.problem(
                     number,
-                    f"no header: a log starts with a line like "
-                    f'{{"format": "{FORMAT}", "version": {VERSION}, …}} '
-                    f"(logs of older kopf-sim versions cannot be replayed)",
+                    f"the header's start time {data['started']!r} is {since_first:.0f} s after the first "
+                    f"header's: more than {MAX_LOG_SECONDS:.0f} s (about 31 years)",
                 )
+            else:
+                self.offset = max(self.offset, since_first)
+        self.headers.append(data)
+        if self.first_start is None:
+            self.first_start = started
+        # A segment never goes back before the events above it (its recorder's clock may have been behind).
+        self.offset = max(self.offset, self.previous.t if self.previous is not None else 0.0)
+        self.previous_t, self.disordered = 0.0, False
+
+    def event(self, number: int, data: JsonDict) -> None:
+        if not self.headers and not self.header_known:
+            self.header_known = True
+            self.problem(
+                number,
+                f"no header: a log starts with a line like "
+                f'{{"format": "{FORMAT}", "version": {VERSION}, …}} '
+                f"(logs of older kopf-sim versions cannot be replayed)",
             )
-        event, problem = _parse_event(data, source, number, offset)
-        if problem is None and event is not None and previous is not None and data["t"] < previous_t:
+        event, problem = _parse_event(data, self.source, number, self.offset)
+        if problem is None and event is not None and self.previous is not None and data["t"] < self.previous_t:
             # previous_t is 0 at a segment's start: its times count from its own header. One such line per segment
             # is named: a log out of order (e.g. reversed) would name each of its lines.
-            if not disordered:
+            if not self.disordered:
                 problem = (
-                    f"the time goes back: 't' is {_short(data['t'])}, before the {_short(previous_t)} of line "
-                    f"{previous.line} (the events are in the order they happened: 't' never decreases)"
+                    f"the time goes back: 't' is {_short(data['t'])}, before the {_short(self.previous_t)} of line "
+                    f"{self.previous.line} (the events are in the order they happened: 't' never decreases)"
                 )
-            disordered = True
+            self.disordered = True
         if problem:
-            problems.append(LogProblem(source, number, problem))
-        elif event is not None and not disordered:
-            events.append(event)
-            previous, previous_t = event, data["t"]
-    if not headers and not problems:
-        problems.append(LogProblem(source, 0, "the log is empty (not even a header)"))
-    if problems:
-        raise LogError(problems)
-    return WatchLog(source=source, headers=tuple(headers), events=tuple(events))
+            self.problem(number, problem)
+        elif event is not None and not self.disordered:
+            self.events.append(event)
+            self.previous, self.previous_t = event, data["t"]
+
+    def result(self) -> WatchLog:
+        if not self.headers and not self.problems:
+            self.problem(0, "the log is empty (not even a header)")
+        if self.problems:
+            raise LogError(self.problems)
+        return WatchLog(source=self.source, headers=tuple(self.headers), events=tuple(self.events))
 
 
 def _check_header(data: JsonDict) -> tuple[str | None, datetime.datetime | None]:

@@ -2,7 +2,8 @@
 
 Keys stay sorted as objects come and go, so a page of a list is a read from a key (no sort of the
 whole resource per request), a namespace is a range, and the count of what follows a key is two
-bisections. Labels are indexed by key and value, so a list selected by a label reads its matches only:
+bisections. New keys are sorted in when the order is next needed: a load of many objects sorts them in
+once, not one by one. Labels are indexed by key and value, so a list selected by a label reads its matches only:
 the index of a resource is made when it grows large (while its objects are still decoded), or by its first
 selected list, then kept up to date; a test's small resources, which are seldom selected, never pay for one.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from sortedcontainers import SortedDict
+from sortedcontainers import SortedList
 
 from kopf_sim.kube.selectors import LabelSelector, Requirement
 from kopf_sim.store.stored import Stored
@@ -35,7 +36,9 @@ class Bucket:
     """The current objects of one resource (one storage key), sorted by key, with a label index."""
 
     def __init__(self) -> None:
-        self._items: SortedDict[ObjectKey, Stored] = SortedDict()
+        self._items: dict[ObjectKey, Stored] = {}
+        self._order: SortedList[ObjectKey] = SortedList()  # the keys in order, but for the new ones:
+        self._unsorted: list[ObjectKey] = []  # the keys added since the order was last read
         self._labels: dict[str, dict[str, set[ObjectKey]]] | None = None  # label key -> value -> object keys
 
     def __len__(self) -> int:
@@ -49,21 +52,37 @@ class Bucket:
 
     def put(self, key: ObjectKey, stored: Stored, previous: Stored | None) -> None:
         """Store a new state of the object (``previous``: its current one, if any)."""
-        self._items[key] = stored
-        if self._labels is None and len(self._items) >= INDEXED_SIZE:
-            self._make_index()
-        elif self._labels is not None:
-            old_labels = _labels_of(previous) if previous is not None else {}
-            new_labels = _labels_of(stored)
-            if old_labels != new_labels:
-                self._unindex(key, old_labels)
-                self._index(key, new_labels)
+        items = self._items
+        if key not in items:
+            self._unsorted.append(key)
+        items[key] = stored
+        if self._labels is None:
+            if len(items) >= INDEXED_SIZE:
+                self._make_index()
+            return
+        old_labels = _labels_of(previous) if previous is not None else {}
+        new_labels = _labels_of(stored)
+        if old_labels != new_labels:
+            self._unindex(key, old_labels)
+            self._index(key, new_labels)
 
     def pop(self, key: ObjectKey) -> Stored:
         stored = self._items.pop(key)
+        self._sorted().remove(key)
         if self._labels is not None:
             self._unindex(key, _labels_of(stored))
         return stored
+
+    def sort_in(self) -> None:
+        """Sort the new keys in now (e.g. after a load: not at the first list that reads them)."""
+        self._sorted()
+
+    def _sorted(self) -> SortedList[ObjectKey]:
+        """The keys in order, the new ones sorted in (all at once: cheaper than one at a time)."""
+        if self._unsorted:
+            self._order.update(self._unsorted)
+            self._unsorted = []
+        return self._order
 
     def items(
         self, namespace: str | None = None, *, after: ObjectKey | None = None
@@ -77,17 +96,17 @@ class Bucket:
         """The keys in order: of a namespace (or all), after a key (or from the first)."""
         low, high = namespace_range(namespace)
         if after is not None and (low is None or after >= low):
-            return self._items.irange(after, high, inclusive=(False, False))
-        return self._items.irange(low, high, inclusive=(True, False))
+            return self._sorted().irange(after, high, inclusive=(False, False))
+        return self._sorted().irange(low, high, inclusive=(True, False))
 
     def count(self, namespace: str | None = None, *, after: ObjectKey | None = None) -> int:
         """How many keys there are of a namespace (or all), after a key (or from the first)."""
         low, high = namespace_range(namespace)
-        items = self._items
-        start = 0 if low is None else items.bisect_left(low)
+        keys = self._sorted()
+        start = 0 if low is None else keys.bisect_left(low)
         if after is not None:
-            start = max(start, items.bisect_right(after))
-        end = len(items) if high is None else items.bisect_left(high)
+            start = max(start, keys.bisect_right(after))
+        end = len(keys) if high is None else keys.bisect_left(high)
         return max(0, end - start)
 
     def labelled(self, selector: LabelSelector) -> tuple[set[ObjectKey], bool] | None:

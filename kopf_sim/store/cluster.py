@@ -8,6 +8,7 @@ Deletion, garbage collection and terminations live in :mod:`kopf_sim.store.lifec
 from __future__ import annotations
 
 import collections
+import datetime
 import functools
 import itertools
 import sys
@@ -15,8 +16,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Unpack
 
 from kopf_sim.admission.control import AdmissionControl
-from kopf_sim.kube import builtin_types, errors
-from kopf_sim.kube.objects import JsonDict, meta
+from kopf_sim.kube import builtin_resources, errors
+from kopf_sim.kube.objects import JsonDict, compact_json, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store import lifecycle, paging, pipeline
@@ -38,6 +39,7 @@ INITIAL_EVENTS_BATCH = 500
 #: How many changes the history keeps for watches and continue tokens (etcd's compaction, by count):
 #: older versions are 410 Expired. It bounds the memory of long runs (a version kept per change).
 HISTORY_WINDOW = 10_000
+_SECOND = datetime.timedelta(seconds=1)
 
 
 class Cluster:
@@ -56,7 +58,7 @@ class Cluster:
         self.uids = uids
         self.history_window = history_window
         self.version = version
-        self.catalogue = Catalogue(builtin_types.builtin_types())
+        self.catalogue = Catalogue(builtin_resources.builtin_resources())
         self.rv = 0
         self.compacted_rv = 0
         self.history: collections.deque[Change] = collections.deque()
@@ -65,6 +67,7 @@ class Cluster:
         self.deliveries: list[DeliveryObserver] = []
         #: Asked at every change whether its watchers get its event held back (e.g. by an injected fault).
         self.holding: list[Callable[[Change], Holding | None]] = []
+        self._second: tuple[datetime.datetime, datetime.datetime, str] | None = None  # the last second: bounds, text
         self._hot = HotObjects(hot_objects)
         self._objects: dict[StorageKey, Bucket] = {}
         self._snapshots = Snapshots()
@@ -75,7 +78,7 @@ class Cluster:
         self.admission = AdmissionControl(self)
         #: The writes, awaited (each prepared, admitted and committed); the methods below run them synchronously.
         self.writes = pipeline.WritePipeline(self, self.admission)
-        for name in builtin_types.INITIAL_NAMESPACES:
+        for name in builtin_resources.INITIAL_NAMESPACES:
             self.create(
                 self.resource("", "v1", "namespaces"),
                 None,
@@ -85,7 +88,13 @@ class Cluster:
     # -- Lookups ---------------------------------------------------------------------------------
 
     def now(self) -> str:
-        return format_timestamp(self.clock().replace(microsecond=0))  # to the second: formatted once a second
+        """The time as the apiserver writes it (to the second): formatted once a second."""
+        moment = self.clock()
+        second = self._second
+        if second is None or not second[0] <= moment < second[1]:
+            start = moment.replace(microsecond=0)
+            second = self._second = (start, start + _SECOND, format_timestamp(start))
+        return second[2]
 
     def resource(self, group: str, version: str, plural: str) -> ResourceType:
         rtype = self.catalogue.lookup(group, version, plural)
@@ -315,7 +324,8 @@ class Cluster:
 
     # -- Commits: the only places where the stored state changes -----------------------------------
 
-    def commit_new(self, rtype: ResourceType, new: JsonDict) -> JsonDict:
+    def commit_new(self, rtype: ResourceType, new: JsonDict, *, limit_size: bool = False) -> JsonDict:
+        """Store a new object (a 409 if its name is taken); ``limit_size``: a 413 if it is too large to store."""
         metadata = new["metadata"]
         bucket = self._objects.get(rtype.storage_key)
         if bucket is None:
@@ -323,17 +333,22 @@ class Cluster:
         key = (sys.intern(metadata.get("namespace", "")), metadata["name"])  # a namespace is shared by many keys
         if key in bucket:
             raise errors.already_exists(rtype.plural, rtype.group, metadata["name"])
+        raw = self._encoded(new, limit_size=limit_size)
         self.rv += 1
-        metadata["resourceVersion"] = str(self.rv)
-        stored = Stored(new, self._hot)
+        stored = Stored(new, self._hot, raw=raw)
         bucket.put(key, stored, None)
         self._index(rtype.storage_key, key, None, new)
         self._record(Change(self.rv, rtype.storage_key, "ADDED", stored, None, key))
         lifecycle.after_create(self, rtype, new)
         return new
 
-    def replace(self, rtype: ResourceType, old: JsonDict, new: JsonDict, *, dry_run: bool = False) -> JsonDict:
-        """Store ``new`` in place of ``old``: a no-op when nothing changed; deletes emptied finalizers."""
+    def replace(
+        self, rtype: ResourceType, old: JsonDict, new: JsonDict, *, dry_run: bool = False, limit_size: bool = False
+    ) -> JsonDict:
+        """Store ``new`` in place of ``old``: a no-op when nothing changed; deletes emptied finalizers.
+
+        ``limit_size``: a 413 if the new state is too large to store (a request's write; the store's own are not).
+        """
         if preparing.same_content(old, new):
             return old
         metadata = new["metadata"]
@@ -342,13 +357,15 @@ class Cluster:
                 return new
             return self.remove(rtype.storage_key, old, final=new)
         if dry_run:
+            if limit_size:
+                preparing.check_size(new)
             return new
+        raw = self._encoded(new, limit_size=limit_size)
         self.rv += 1
-        metadata["resourceVersion"] = str(self.rv)
         key = (metadata.get("namespace", ""), metadata["name"])
         bucket = self._objects[rtype.storage_key]
         previous = bucket.get(key)
-        stored = Stored(new, self._hot)
+        stored = Stored(new, self._hot, raw=raw)
         bucket.put(key, stored, previous)
         self._index(rtype.storage_key, key, old, new)
         self._record(Change(self.rv, rtype.storage_key, "MODIFIED", stored, previous, key))
@@ -367,6 +384,19 @@ class Cluster:
         self._record(Change(self.rv, key, "DELETED", Stored(last, self._hot), previous, object_key))
         lifecycle.after_removal(self, key, last)
         return last
+
+    def _encoded(self, new: JsonDict, *, limit_size: bool) -> bytes | None:
+        """Give ``new`` the next resourceVersion; with ``limit_size``, its bytes, checked against etcd's limit.
+
+        A request's write is encoded here once for the check and for all its readers; the store's own writes
+        (e.g. a fresh cluster's objects) are encoded when first served, if ever.
+        """
+        new["metadata"]["resourceVersion"] = str(self.rv + 1)
+        if not limit_size:
+            return None
+        raw = compact_json(new).encode()
+        preparing.check_stored_size(raw, new["metadata"])
+        return raw
 
     def _index(self, key: StorageKey, object_key: ObjectKey, old: JsonDict | None, new: JsonDict | None) -> None:
         old_uid = meta(old).get("uid") if old else None
@@ -485,13 +515,20 @@ class Cluster:
 
     def apply_manifests(self, documents: Iterable[Any]) -> JsonList:
         """Create every object of the documents (``List`` kinds unfolded), CRDs served at once."""
-        return list(self._create_each(documents))
+        return list(self._create_each(documents, copied=False))
 
     def load(self, documents: Iterable[Any]) -> int:
-        """Create every object of the documents, as :meth:`apply_manifests`; how many (none is kept here)."""
-        return sum(1 for _ in self._create_each(documents))
+        """Create every object of the documents, as :meth:`apply_manifests`; how many (none is kept here).
 
-    def _create_each(self, documents: Iterable[Any]) -> Iterator[JsonDict]:
+        The documents become the store's (e.g. freshly read from a manifest): they are changed and stored as
+        they are, not copied first. Each is created as a create request would be, admission included.
+        """
+        count = sum(1 for _ in self._create_each(documents, copied=True))
+        for bucket in self._objects.values():
+            bucket.sort_in()
+        return count
+
+    def _create_each(self, documents: Iterable[Any], *, copied: bool) -> Iterator[JsonDict]:
         rtypes: dict[tuple[str, str, int], ResourceType] = {}  # by apiVersion, kind, catalogue revision
         for doc in documents:
             if not doc:
@@ -502,14 +539,14 @@ class Cluster:
                 doc = dict(doc)
             api_version, kind = doc.get("apiVersion", ""), doc.get("kind", "")
             if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
-                yield from self._create_each(doc["items"])
+                yield from self._create_each(doc["items"], copied=copied)
                 continue
             cache_key = (str(api_version), str(kind), self.catalogue.revision)
             rtype = rtypes.get(cache_key)
             if rtype is None:
                 rtype = rtypes[cache_key] = self.resource_for(cache_key[0], cache_key[1])
             namespace = meta(doc).get("namespace", "default") if rtype.namespaced else None
-            yield self.create(rtype, namespace, doc)  # the create decodes a private copy of it
+            yield pipeline.run_now(self.writes.create(rtype, namespace, doc, copied=copied))
 
 
 def _sort_key(obj: JsonDict) -> tuple[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from kopf_sim.kube import builtin_types, crds, errors
+from kopf_sim.kube import builtin_resources, crds, errors
 from kopf_sim.kube.objects import JsonDict, clone, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.store import graceful
@@ -48,7 +48,9 @@ class Store(StoreView, Protocol):
 
     def dependents_of(self, uid: str) -> list[JsonDict]: ...
 
-    def replace(self, rtype: ResourceType, old: JsonDict, new: JsonDict, *, dry_run: bool = False) -> JsonDict: ...
+    def replace(
+        self, rtype: ResourceType, old: JsonDict, new: JsonDict, *, dry_run: bool = False, limit_size: bool = False
+    ) -> JsonDict: ...
 
     def remove(self, key: StorageKey, old: JsonDict, *, final: JsonDict | None = None) -> JsonDict: ...
 
@@ -106,7 +108,7 @@ def delete(
     _check_preconditions(rtype, obj, options)
     policy = _propagation(options)
     metadata = meta(obj)
-    if rtype.storage_key == NAMESPACES and metadata["name"] in builtin_types.UNDELETABLE_NAMESPACES:
+    if rtype.storage_key == NAMESPACES and metadata["name"] in builtin_resources.UNDELETABLE_NAMESPACES:
         raise errors.forbidden("namespaces", "", metadata["name"], "this namespace may not be deleted")
     grace = graceful.grace_period(rtype, obj, options)
     if metadata.get("deletionTimestamp"):

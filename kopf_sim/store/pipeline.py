@@ -89,7 +89,7 @@ class Store(lifecycle.Store, Protocol):
     @property
     def rv(self) -> int: ...
 
-    def commit_new(self, rtype: ResourceType, new: JsonDict) -> JsonDict: ...
+    def commit_new(self, rtype: ResourceType, new: JsonDict, *, limit_size: bool = False) -> JsonDict: ...
 
     def list(
         self,
@@ -212,7 +212,14 @@ class Write(abc.ABC):
 
     def commit(self, current: JsonDict | None, new: JsonDict | None) -> JsonDict:
         assert current is not None and new is not None
-        return self.store.replace(self.rtype, current, new, dry_run=self.dry_run)
+        return self.store.replace(self.rtype, current, new, dry_run=self.dry_run, limit_size=True)
+
+    def store_new(self, new: JsonDict) -> JsonDict:
+        """Store a new object (a dry run only checks that it could be stored)."""
+        if self.dry_run:
+            preparing.check_size(new)
+            return new
+        return self.store.commit_new(self.rtype, new, limit_size=True)
 
     def result(self, stored: JsonDict) -> JsonDict:
         """What the client gets back: the object as served at the requested version."""
@@ -240,10 +247,20 @@ class Create(Write):
 
     verb = "create"
 
-    def __init__(self, store: Store, rtype: ResourceType, namespace: str | None, body: Any, **options: Any) -> None:
+    def __init__(
+        self,
+        store: Store,
+        rtype: ResourceType,
+        namespace: str | None,
+        body: Any,
+        *,
+        copied: bool = False,
+        **options: Any,
+    ) -> None:
         named = isinstance(body, dict) and isinstance(body.get("metadata"), dict) and body["metadata"].get("name")
         super().__init__(store, rtype, namespace, str(named or ""), **options)
         self.body = body
+        self.copied = copied  # the body is the write's own (e.g. a manifest's document): changed, not copied
 
     def current(self) -> JsonDict | None:
         return None
@@ -252,7 +269,9 @@ class Create(Write):
         return True  # nothing to compare: the commit refuses a name that is taken meanwhile
 
     def prepare(self, current: JsonDict | None) -> JsonDict:
-        return preparing.prepare_create(self.store, self.rtype, self.namespace, self.body, **self.rules)
+        return preparing.prepare_create(
+            self.store, self.rtype, self.namespace, self.body, copied=self.copied, **self.rules
+        )
 
     def operation(self, current: JsonDict | None) -> str:
         return "CREATE"
@@ -265,7 +284,7 @@ class Create(Write):
 
     def commit(self, current: JsonDict | None, new: JsonDict | None) -> JsonDict:
         assert new is not None
-        return new if self.dry_run else self.store.commit_new(self.rtype, new)
+        return self.store_new(new)
 
 
 class Patch(Write):
@@ -319,7 +338,7 @@ class Patch(Write):
     def commit(self, current: JsonDict | None, new: JsonDict | None) -> JsonDict:
         if current is None:
             assert new is not None
-            return new if self.dry_run else self.store.commit_new(self.rtype, new)
+            return self.store_new(new)
         return super().commit(current, new)
 
 
@@ -421,9 +440,16 @@ class WritePipeline:
         self.admission = admission
 
     async def create(
-        self, rtype: ResourceType, namespace: str | None, body: Any, **options: Unpack[WriteOptions]
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        body: Any,
+        *,
+        copied: bool = False,
+        **options: Unpack[WriteOptions],
     ) -> JsonDict:
-        return await self.run(Create(self.store, rtype, namespace, body, **options))
+        """Create an object; ``copied``: the body is the caller's to give away (it is changed and stored)."""
+        return await self.run(Create(self.store, rtype, namespace, body, copied=copied, **options))
 
     async def update(
         self,

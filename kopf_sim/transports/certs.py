@@ -1,6 +1,6 @@
 """Throw-away TLS certificates for serving the simulator over HTTPS on loopback.
 
-A tiny CA signs one server certificate. The CA is what clients trust (it goes into
+A tiny CA signs one server certificate (and client certificates, for users). The CA is what clients trust (it goes into
 the kubeconfig's ``certificate-authority-data``). A separate CA is used rather than
 a single self-signed certificate because Go's TLS (kubectl, client-go) and OpenSSL
 (Python's ssl) are both strict about the shapes they accept: a CA must have
@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["CertificateBundle", "generate_self_signed"]
+__all__ = ["CertificateBundle", "generate_self_signed", "sign_client_certificate"]
 
 # Tolerate clocks that are slightly off, e.g. in containers or virtual-time tests.
 CLOCK_SKEW = datetime.timedelta(hours=1)
@@ -34,11 +34,12 @@ CLOCK_SKEW = datetime.timedelta(hours=1)
 
 @dataclass(frozen=True)
 class CertificateBundle:
-    """PEM-encoded: the CA to trust, the server certificate, and the server's private key."""
+    """PEM-encoded: the CA to trust, the server certificate, and the server's private key (and the CA's)."""
 
     ca_pem: bytes
     cert_pem: bytes
     key_pem: bytes
+    ca_key_pem: bytes = b""  # to sign client certificates with (see :func:`sign_client_certificate`)
 
 
 def generate_self_signed(
@@ -94,11 +95,48 @@ def generate_self_signed(
     return CertificateBundle(
         ca_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
         cert_pem=cert.public_bytes(serialization.Encoding.PEM),
-        key_pem=key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
+        key_pem=_private_pem(key),
+        ca_key_pem=_private_pem(ca_key),
+    )
+
+
+def sign_client_certificate(
+    bundle: CertificateBundle, user: str, groups: Sequence[str] = (), *, days: int = 365
+) -> tuple[bytes, bytes]:
+    """A client certificate (and its key, PEM) for a user: ``CN=user``, one ``O=group`` per group.
+
+    As the apiserver reads a client certificate signed by its client CA: the common name is the user's
+    name, the organizations are the user's groups (``O=system:masters`` makes a cluster-admin).
+    """
+    if not user:
+        raise ValueError("A client certificate needs a user name (its common name).")
+    ca_key = serialization.load_pem_private_key(bundle.ca_key_pem, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError("The bundle has no CA key to sign client certificates with.")
+    ca_cert = x509.load_pem_x509_certificate(bundle.ca_pem)
+    now = datetime.datetime.now(datetime.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups]
+    subject.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(subject))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _private_pem(key)
+
+
+def _private_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
 
 

@@ -1,8 +1,8 @@
 """Serving an aiohttp application on a real socket, for kubectl & out-of-process clients.
 
 It adds what real Kubernetes clients expect of an API server: HTTPS with a CA they can
-trust (from the kubeconfig) and bearer-token authentication answered with a Kubernetes
-``Status`` on failure. Usage::
+trust (from the kubeconfig), client certificates signed by that CA as users' identities, and
+bearer-token authentication answered with a Kubernetes ``Status`` on failure. Usage::
 
     async with ServedApp(app, tls=True, token="s3cr3t") as served:
         served.write_kubeconfig("/tmp/kubeconfig")   # for `kubectl --kubeconfig ...`
@@ -29,10 +29,18 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler, Middleware
 
 from kopf_sim.http.app import ACCESS_KEY
-from kopf_sim.transports.certs import generate_self_signed
+from kopf_sim.rbac.access import CERTIFICATE_USER, certificate_user
+from kopf_sim.transports.certs import CertificateBundle, generate_self_signed, sign_client_certificate
 from kopf_sim.transports.kubeconfig import write_kubeconfig
 
-__all__ = ["PUBLIC_PATHS", "UNAUTHORIZED_STATUS", "ServedApp", "bearer_token_middleware", "serve_forever"]
+__all__ = [
+    "PUBLIC_PATHS",
+    "UNAUTHORIZED_STATUS",
+    "ServedApp",
+    "bearer_token_middleware",
+    "client_certificate_middleware",
+    "serve_forever",
+]
 
 UNAUTHORIZED_STATUS = {
     "kind": "Status",
@@ -64,7 +72,9 @@ def bearer_token_middleware(token: str, also: Callable[[str], bool] | None = Non
     @web.middleware
     async def check_bearer_token(request: web.Request, handler: Handler) -> web.StreamResponse:
         given = _bearer_token(request.headers.get(hdrs.AUTHORIZATION, ""))
-        if given is None:
+        if CERTIFICATE_USER.get() is not None:  # authenticated by its client certificate already
+            allowed = True
+        elif given is None:
             allowed = False
         elif given:
             allowed = hmac.compare_digest(given, expected) or (also is not None and also(given.decode("utf-8")))
@@ -75,6 +85,30 @@ def bearer_token_middleware(token: str, also: Callable[[str], bool] | None = Non
         return await handler(request)
 
     return check_bearer_token
+
+
+def client_certificate_middleware() -> Middleware:
+    """Take a verified client certificate's subject as the request's user (see :data:`CERTIFICATE_USER`).
+
+    The TLS layer has verified the certificate against the served CA (a certificate of another CA fails the
+    handshake); a request without one goes on to the tokens, or is the admin's where tokens are not required.
+    """
+
+    @web.middleware
+    async def identify_by_certificate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        peer = request.transport.get_extra_info("peercert") if request.transport is not None else None
+        subject = [pair for rdn in (peer or {}).get("subject", ()) for pair in rdn]
+        names = [value for key, value in subject if key == "commonName"]
+        if not names:
+            return await handler(request)
+        groups = [value for key, value in subject if key == "organizationName"]
+        reset = CERTIFICATE_USER.set(certificate_user(names[-1], groups))
+        try:
+            return await handler(request)
+        finally:
+            CERTIFICATE_USER.reset(reset)
+
+    return identify_by_certificate
 
 
 def _bearer_token(header: str) -> bytes | None:
@@ -119,6 +153,7 @@ class ServedApp:
         self.tls = tls
         self.extra_hostnames = tuple(extra_hostnames)
         self.ca_pem: bytes | None = None
+        self._bundle: CertificateBundle | None = None
         self._url: str | None = None
         self._runner = web.AppRunner(
             app,
@@ -150,6 +185,8 @@ class ServedApp:
             access = self.app.get(ACCESS_KEY)
             also = access.knows_token if access is not None else None
             self.app.middlewares.insert(0, bearer_token_middleware(self.token, also))
+        if self.tls:  # before the tokens: a request with a client certificate needs none
+            self.app.middlewares.insert(0, client_certificate_middleware())
         ssl_context = self._make_ssl_context() if self.tls else None
         await self._runner.setup()
         try:
@@ -177,8 +214,28 @@ class ServedApp:
     ) -> None:
         await self.stop()
 
-    def write_kubeconfig(self, path: str | os.PathLike[str]) -> None:
-        write_kubeconfig(path, server=self.url, token=self.token, ca_pem=self.ca_pem)
+    def write_kubeconfig(
+        self, path: str | os.PathLike[str], *, user: str | None = None, groups: Sequence[str] = ()
+    ) -> None:
+        """A kubeconfig of the admin (with the token, if one is required), or of a user by a client certificate.
+
+        ``user``: a fresh client certificate signed by the served CA, ``CN=user`` and ``O=group`` per group
+        (HTTPS only), which the server takes as that user's identity, as the apiserver does.
+        """
+        if user is None:
+            write_kubeconfig(path, server=self.url, token=self.token, ca_pem=self.ca_pem)
+            return
+        if self._bundle is None:
+            raise RuntimeError("Client certificates need HTTPS: serve with tls=True (kopf-sim serve --tls).")
+        cert_pem, key_pem = sign_client_certificate(self._bundle, user, groups)
+        write_kubeconfig(
+            path,
+            server=self.url,
+            ca_pem=self.ca_pem,
+            client_certificate_pem=cert_pem,
+            client_key_pem=key_pem,
+            user_name=user,
+        )
 
     def _make_ssl_context(self) -> ssl.SSLContext:
         hostnames, ips = ["localhost", *self.extra_hostnames], ["127.0.0.1", "::1"]
@@ -189,10 +246,12 @@ class ServedApp:
         else:
             if not address.is_unspecified:
                 ips.append(str(address))
-        bundle = generate_self_signed(_unique(hostnames), _unique(ips))
+        bundle = self._bundle = generate_self_signed(_unique(hostnames), _unique(ips))
         self.ca_pem = bundle.ca_pem
 
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.verify_mode = ssl.CERT_OPTIONAL  # client certificates of the same CA are users' identities
+        context.load_verify_locations(cadata=bundle.ca_pem.decode("ascii"))
         # The ssl module loads keys only from files: keep them on disk for a moment only.
         with tempfile.TemporaryDirectory(prefix="kopf-sim-tls-") as tmpdir:
             cert_path, key_path = Path(tmpdir) / "tls.crt", Path(tmpdir) / "tls.key"

@@ -267,8 +267,12 @@ def _compile_collection(kind: ListOf | MapOf, fill_nulls: bool) -> _Checker:
             return _Fault(Failure(json_kind(given), kind.go_name))
         value: Any = given
         items: Any = value if is_list else value.values()
-        if only_strings and all(type(item) is str for item in items):
-            return None
+        if only_strings:
+            for item in items:
+                if type(item) is not str:
+                    break
+            else:
+                return None  # the usual map or list of strings: nothing to look into
         if fill_nulls and None in items:
             if is_list:
                 value[:] = [(zero.copy() if mutable_zero else zero) if item is None else item for item in value]

@@ -181,6 +181,7 @@ _KINDS: dict[str, dict[Path, ListStrategy]] = {
     "authorization.k8s.io/v1/SelfSubjectAccessReview": {**_METADATA},
     "authorization.k8s.io/v1/SelfSubjectRulesReview": {**_METADATA},
     "authorization.k8s.io/v1/SubjectAccessReview": {**_METADATA},
+    "authentication.k8s.io/v1/SelfSubjectReview": {**_METADATA},
 }
 
 _FROZEN: dict[str, Mapping[Path, ListStrategy]] = {

@@ -2,7 +2,7 @@
 
 Objects sent whole (create, update) fail as ``ConfigMap in version "v1" cannot be handled as a ConfigMap:
 json: cannot unmarshal ...``; the results of patches fail with Go's bare message, as the apiserver
-decodes them in another place. See :mod:`kopf_sim.writes.kinds` for the types.
+decodes them in another place. See :mod:`kopf_sim.writes.builtin_gotypes` for the types.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from kopf_sim.kube import errors
 from kopf_sim.kube.resources import ResourceType
-from kopf_sim.writes import gotypes, kinds
+from kopf_sim.writes import builtin_gotypes, gotypes
 
 
 def check_object(rtype: ResourceType, body: Any, *, patched: bool = False) -> None:
@@ -27,7 +27,9 @@ def check_object(rtype: ResourceType, body: Any, *, patched: bool = False) -> No
                 f"json parse error: json: cannot unmarshal {gotypes.json_kind(value)} into Go struct field "
                 f".{field} of type string"
             )
-    message = gotypes.first_error(body, kinds.struct_of(rtype.group, rtype.kind, custom=rtype.custom), fill_nulls=True)
+    message = gotypes.first_error(
+        body, builtin_gotypes.struct_of(rtype.group, rtype.kind, custom=rtype.custom), fill_nulls=True
+    )
     if message is not None:
         if patched:
             raise errors.bad_request(message)
@@ -40,13 +42,13 @@ def check_scale(body: Any) -> None:
     """A ``Scale`` body (``/scale`` subresource) must decode as ``autoscaling/v1 Scale``."""
     if not isinstance(body, dict):
         raise errors.bad_request(f"json: cannot unmarshal {gotypes.json_kind(body)} into Go value of type v1.Scale")
-    message = gotypes.first_error(body, kinds.SCALE)
+    message = gotypes.first_error(body, builtin_gotypes.SCALE)
     if message is not None:
         raise errors.bad_request(f'Scale in version "v1" cannot be handled as a Scale: {message}')
 
 
 def check_delete_options(body: Any) -> None:
     """``DeleteOptions`` must decode (e.g. ``preconditions`` must be an object)."""
-    message = gotypes.first_error(body, kinds.DELETE_OPTIONS)
+    message = gotypes.first_error(body, builtin_gotypes.DELETE_OPTIONS)
     if message is not None:
         raise errors.bad_request(message)

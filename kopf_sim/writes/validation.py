@@ -95,7 +95,12 @@ def not_supported(field: str, value: Any, supported: tuple[str, ...]) -> Cause:
 def causes(rtype: ResourceType, obj: JsonDict) -> list[Cause]:
     """All the reasons to refuse the object as it is (whatever it was before); empty if it is valid."""
     found = metadata_causes(rtype, obj.get("metadata") or {})
-    if not rtype.custom:
+    if rtype.custom:
+        return found
+    key = (rtype.group, rtype.kind)
+    if key in _CONFIGS:
+        found.extend(_config_key_causes(obj, _CONFIGS[key]))
+    elif key in _RULED:
         found.extend(_kind_causes(rtype, obj))
     return found
 
@@ -104,9 +109,22 @@ def causes(rtype: ResourceType, obj: JsonDict) -> list[Cause]:
 
 
 def metadata_causes(rtype: ResourceType, metadata: JsonDict) -> list[Cause]:
+    labels = metadata.get("labels")
+    found: list[Cause] = label_causes(labels, "metadata.labels") if labels else []
+    annotations = metadata.get("annotations")
+    if annotations:
+        found.extend(_annotation_causes(annotations))
+    finalizers = metadata.get("finalizers")
+    if finalizers:
+        found.extend(_finalizer_causes(rtype, finalizers))
+    references = metadata.get("ownerReferences")
+    if references:
+        found.extend(_owner_causes(references))
+    return found
+
+
+def _annotation_causes(annotations: Mapping[str, Any]) -> list[Cause]:
     found: list[Cause] = []
-    found.extend(label_causes(metadata.get("labels") or {}, "metadata.labels"))
-    annotations = metadata.get("annotations") or {}
     for key, value in annotations.items():
         for problem in qualified_name_problems(key.lower()):
             found.append(invalid("metadata.annotations", key, problem))
@@ -121,7 +139,11 @@ def metadata_causes(rtype: ResourceType, metadata: JsonDict) -> list[Cause]:
                 "message": f"Too long: may not be more than {ANNOTATIONS_SIZE_LIMIT} bytes",
             }
         )
-    finalizers = metadata.get("finalizers") or ()
+    return found
+
+
+def _finalizer_causes(rtype: ResourceType, finalizers: list[str]) -> list[Cause]:
+    found: list[Cause] = []
     for finalizer in finalizers:
         for problem in qualified_name_problems(str(finalizer)):
             found.append(invalid("metadata.finalizers", finalizer, problem))
@@ -135,13 +157,14 @@ def metadata_causes(rtype: ResourceType, metadata: JsonDict) -> list[Cause]:
                         "name is neither a standard finalizer name nor is it fully qualified",
                     )
                 )
-    found.extend(_owner_causes(metadata.get("ownerReferences") or ()))
     return found
 
 
 def label_causes(labels: Mapping[str, Any], field: str) -> list[Cause]:
     found: list[Cause] = []
     for key, value in labels.items():
+        if type(value) is str and value in _VALID_LABEL_VALUES and key in _VALID_LABEL_KEYS:
+            continue  # the usual labels: seen and found valid before
         for problem in qualified_name_problems(key):
             found.append(invalid(field, key, problem))
         if not isinstance(value, str):
@@ -149,7 +172,22 @@ def label_causes(labels: Mapping[str, Any], field: str) -> list[Cause]:
         else:
             for problem in label_value_problems(value):
                 found.append(invalid(field, value, problem))
+        if not found:
+            _remember_valid(key, value)
     return found
+
+
+#: Label keys and values found valid (a bounded memory: checking them again would tell the same).
+_VALID_LABEL_KEYS: set[str] = set()
+_VALID_LABEL_VALUES: set[str] = set()
+_REMEMBERED = 4096
+
+
+def _remember_valid(key: str, value: str) -> None:
+    for known, item in ((_VALID_LABEL_KEYS, key), (_VALID_LABEL_VALUES, value)):
+        if len(known) >= _REMEMBERED:
+            known.clear()
+        known.add(item)
 
 
 def _owner_causes(references: Any) -> list[Cause]:
@@ -182,14 +220,20 @@ def _owner_causes(references: Any) -> list[Cause]:
 # --- the built-in kinds -----------------------------------------------------------------------------------
 
 
+#: The kinds of config data: the fields of their keys.
+_CONFIGS = {("", "ConfigMap"): ("data", "binaryData"), ("", "Secret"): ("data",)}
+#: The other kinds with rules of their own (in :func:`_kind_causes`).
+_RULED = frozenset(
+    {("", "Pod"), ("", "Service"), ("coordination.k8s.io", "Lease"), ("", "Event"), ("batch", "Job")}
+    | _WORKLOADS
+    | _TEMPLATED
+)
+
+
 def _kind_causes(rtype: ResourceType, obj: JsonDict) -> Iterator[Cause]:
     key = (rtype.group, rtype.kind)
     spec = obj.get("spec") or {}
-    if key == ("", "ConfigMap"):
-        yield from _config_key_causes(obj, ("data", "binaryData"))
-    elif key == ("", "Secret"):
-        yield from _config_key_causes(obj, ("data",))
-    elif key == ("", "Pod"):
+    if key == ("", "Pod"):
         yield from pod_spec_causes(spec, "spec")
     elif key == ("", "Service"):
         yield from _service_causes(spec)
@@ -219,12 +263,26 @@ def replicas_causes(replicas: Any, field: str) -> list[Cause]:
     return []
 
 
-def _config_key_causes(obj: JsonDict, fields: tuple[str, ...]) -> Iterator[Cause]:
+def _config_key_causes(obj: JsonDict, fields: tuple[str, ...]) -> list[Cause]:
+    present = [data for data in (obj.get(field) for field in fields) if data]
+    if len(present) == 1 and all(key in _VALID_CONFIG_KEYS for key in present[0]):
+        return []  # the usual keys, found valid before (nothing to say, and no path to spell out)
+    return list(_config_key_problems(obj, fields))
+
+
+#: Config keys found valid (a bounded memory, as for labels).
+_VALID_CONFIG_KEYS: set[str] = set()
+
+
+def _config_key_problems(obj: JsonDict, fields: tuple[str, ...]) -> Iterator[Cause]:
     seen: set[str] = set()
     for field in fields:
         for key in obj.get(field) or {}:
             if len(key) <= 253 and _CONFIG_KEY.fullmatch(key) and not key.startswith(".") and key not in seen:
                 seen.add(key)  # the usual key: nothing to say (and no path to spell out)
+                if len(_VALID_CONFIG_KEYS) >= _REMEMBERED:
+                    _VALID_CONFIG_KEYS.clear()
+                _VALID_CONFIG_KEYS.add(key)
                 continue
             path = f"{field}[{key}]"
             if len(key) > 253:

@@ -14,6 +14,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kopf_sim.cel import checks
 from kopf_sim.kube.objects import JsonDict, name_problems
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.writes.validation import (
@@ -101,6 +102,7 @@ def _webhook_causes(hook: JsonDict, path: str, *, mutating: bool) -> Iterator[Ca
     if isinstance(timeout, int) and not 1 <= timeout <= 30:
         yield invalid(f"{path}.timeoutSeconds", timeout, "the timeout value must be between 1 and 30 seconds")
     yield from _client_config_causes(hook.get("clientConfig") or {}, f"{path}.clientConfig")
+    yield from checks.match_condition_problems(hook.get("matchConditions"), f"{path}.matchConditions")
 
 
 def _fully_qualified_name_causes(name: Any, path: str) -> Iterator[Cause]:

@@ -1,7 +1,7 @@
 """Faults placed on one request or one event of the operator: the steps of the systematic fault plans.
 
 Each arms one fault for the ``skip + 1``-th matching request (or change) from the moment it is done: the plans
-(:mod:`pytest_kopf.plans`) count, in a fault-free reference run of the same user actions, how many matching ones
+(:mod:`pytest_kopf._plans`) count, in a fault-free reference run of the same user actions, how many matching ones
 come between that moment and the one to hit. As steps, they are written into reproductions like any other.
 """
 

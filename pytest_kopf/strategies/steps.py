@@ -21,11 +21,11 @@ from typing import Any, ClassVar, Protocol
 
 from hypothesis import strategies as st
 
-from ..catalogue import CATALOGUE, deleting, perturbation_kinds, validate_checks
+from .._catalogue import CATALOGUE, deleting, perturbation_kinds, validate_checks
+from .._oracles import attempt_patch_and_revert
 from ..cluster import KopfCluster
 from ..driving import Refusal, attempt, crash_after
 from ..operator import KopfOperator
-from ..oracles import attempt_patch_and_revert
 from .schemas import CustomResource, object_patches, objects
 
 __all__ = [

@@ -45,7 +45,7 @@ def checked_report(failure: OperatorCheckFailed, *, named: list[str | os.PathLik
 
 
 def scrubbed(text: str, named: list[str | os.PathLike[str]]) -> str:
-    from pytest_kopf.report.location import PathScrubber
+    from pytest_kopf._report.location import PathScrubber
 
     return PathScrubber(named)(text)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kopf.catalogue import (
+from pytest_kopf._catalogue import (
     BASELINE,
     CATALOGUE,
     CHECKS,

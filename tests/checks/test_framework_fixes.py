@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import kopf
+from pytest_kopf._tracing import Change, Entry, Fault, Log, Request, Response
 from pytest_kopf.cluster import KopfCluster
 from pytest_kopf.driving import crash_after, settle
 from pytest_kopf.operator import KopfOperator
-from pytest_kopf.tracing import Change, Entry, Fault, Log, Request, Response
 
 CRD = Path(__file__).parent.parent.parent / "examples" / "crd.yaml"
 
@@ -134,7 +134,7 @@ async def test_events_of_a_ticking_timer_do_not_keep_the_operator_from_being_qui
 
 def test_a_handler_called_before_its_retry_delay_is_reported() -> None:
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
-    from pytest_kopf.judges import early_retries
+    from pytest_kopf._judges import early_retries
 
     entries = [*delay_patch(0.1), handler_log(30.0, "Handler 'create_fn' failed temporarily: too early")]
     assert early_retries(entries, DEFAULT_EPOCH) == [
@@ -148,7 +148,7 @@ def test_a_handler_called_before_its_retry_delay_is_reported() -> None:
 def test_a_retry_delay_whose_write_has_failed_is_not_held_against_the_handler() -> None:
     """Found by the long run: a 409 on kopf's patch of the delay; kopf processes the object again after throttling."""
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
-    from pytest_kopf.judges import early_retries
+    from pytest_kopf._judges import early_retries
 
     entries = [*delay_patch(0.1, status=409), handler_log(1.1, "Handler 'create_fn' failed temporarily: again")]
     assert early_retries(entries, DEFAULT_EPOCH) == []
@@ -228,7 +228,7 @@ async def test_a_timer_is_called_again_after_the_events_withheld_from_it_have_co
 def test_a_delay_unseen_by_a_fresh_operator_with_a_stale_view_is_not_held_against_the_handler() -> None:
     """Found by the long run: the delay stored, a crash, and the fresh operator's list served from an older revision."""
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
-    from pytest_kopf.judges import early_retries
+    from pytest_kopf._judges import early_retries
 
     patch, accepted = delay_patch(0.1)
     crash = Fault(0.1, "crash after write #3: PATCH /apis/x.example/v1/namespaces/default/things/t1")
@@ -296,7 +296,7 @@ def test_the_handling_of_a_deleted_object_never_marks_its_same_named_successor_h
 def test_a_retry_delay_of_a_deleted_object_is_not_held_against_its_successor() -> None:
     """Found by the long run: an object deleted and re-created under the same name is handled at once."""
     from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
-    from pytest_kopf.judges import early_retries
+    from pytest_kopf._judges import early_retries
 
     deleted = Change(2.0, "DELETED", "x.example", "things", "default", "t1", 20)
     early = handler_log(2.1, "Handler 'create_fn' failed temporarily: again")
@@ -306,7 +306,7 @@ def test_a_retry_delay_of_a_deleted_object_is_not_held_against_its_successor() -
 
 def test_creates_answered_already_exists_are_not_hammering() -> None:
     """Found by the long run: create-or-patch of children by several objects and restarts in one second."""
-    from pytest_kopf.judges import hammered
+    from pytest_kopf._judges import hammered
 
     def answered(status: int) -> list[Entry]:
         requests = [Request(35 + i / 10, "POST", "/api/v1/namespaces/default/configmaps") for i in range(5)]

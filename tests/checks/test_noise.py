@@ -20,11 +20,8 @@ import pytest
 
 import kopf
 from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
-from pytest_kopf.checks import check_operator
-from pytest_kopf.driving import end_state
-from pytest_kopf.errors import OperatorCheckFailed
-from pytest_kopf.history import handler_ids, history_masked
-from pytest_kopf.noise import (
+from pytest_kopf._history import handler_ids, history_masked
+from pytest_kopf._noise import (
     MASKED,
     NoiseField,
     difference,
@@ -34,6 +31,9 @@ from pytest_kopf.noise import (
     normalized,
     only_timestamps_changed,
 )
+from pytest_kopf.checks import check_operator
+from pytest_kopf.driving import end_state
+from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf.stateful import OperatorSpec, World
 
 from .test_gallery import INNER_PYTEST

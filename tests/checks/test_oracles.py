@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_kopf.driving import end_state, settle
-from pytest_kopf.history import TIME, handler_ids, history_masked
-from pytest_kopf.oracles import (
+from pytest_kopf._history import TIME, handler_ids, history_masked
+from pytest_kopf._observations import HistoryRecords, across_histories, history_records
+from pytest_kopf._oracles import (
     Correspondence,
     correspondences,
     final_bodies,
@@ -20,6 +20,8 @@ from pytest_kopf.oracles import (
     reversals,
     unreverted,
 )
+from pytest_kopf._tracing import record_trace
+from pytest_kopf.driving import end_state, settle
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
@@ -73,6 +75,89 @@ def test_history_is_set_aside_and_the_state_kept() -> None:
         {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "g"}, "status": {"error": "bad"}},
         {**state[2], "data": {"at": TIME, "size": "3"}},
     ]
+
+
+def test_the_labels_that_children_copied_from_their_owner_are_set_aside() -> None:
+    # kopf.adopt labels a child with its owner's labels as they are at the child's write: an operator that reacts
+    # to its objects' spec only has children with the labels of the last spec change (or of none), a snapshot.
+    owner = {**gadget("g"), "metadata": {"name": "g", "namespace": "ns", "labels": {"app": "a", "tier": "b"}}}
+
+    def child(**labels: str) -> dict[str, Any]:
+        refs = [{"apiVersion": "checks.example/v1", "kind": "Gadget", "name": "g", "controller": True}]
+        metadata = {"name": "c", "namespace": "ns", "labels": labels, "ownerReferences": refs}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+
+    copied = history_masked([owner, child(app="a", tier="b", own="x")], driven=DRIVEN, handlers=[])
+    stale = history_masked([owner, child(app="z", own="x")], driven=DRIVEN, handlers=[])  # copied before a change
+    assert copied == stale and copied[1]["metadata"]["labels"] == {"own": "x"}  # the operator's own label is kept
+    # A label the owner has had (the run's trace tells it), copied before it was removed from the owner:
+    removed = [owner, child(gone="y", own="x")]
+    assert history_masked(removed, driven=DRIVEN, handlers=[])[1]["metadata"]["labels"] == {"gone": "y", "own": "x"}
+    assert history_masked(removed, driven=DRIVEN, handlers=[], label_keys=["gone"]) == copied
+
+
+def test_the_records_of_a_history_are_set_aside_across_histories() -> None:
+    # A probing Job per Pod (owned by the Pod, derived from a ReplicaSet): made when that pod was ready, as the
+    # spec was then; the driven object's status.lastProbe written by the pods' handler: what it saw happen.
+    def obj(kind: str, name: str, owner: tuple[str, str] | None = None, **fields: Any) -> dict[str, Any]:
+        refs = [{"kind": owner[0], "name": owner[1], "controller": True, "apiVersion": "apps/v1"}] if owner else []
+        meta = {"name": name, "namespace": "ns", **({"ownerReferences": refs} if refs else {})}
+        return {"apiVersion": fields.pop("apiVersion", "v1"), "kind": kind, "metadata": meta, **fields}
+
+    state = [
+        {**gadget("g"), "status": {"lastProbe": "Succeeded", "phase": "Ready"}},
+        obj("Pod", "web-1", ("ReplicaSet", "web")),
+        obj("Job", "probe-web-1", ("Pod", "web-1"), apiVersion="batch/v1"),
+        obj("Pod", "probe-web-1-x", ("Job", "probe-web-1")),
+        obj("ConfigMap", "c", ("Gadget", "g")),
+    ]
+    kept = across_histories(state, driven=DRIVEN, records=HistoryRecords(status_keys=frozenset({"lastProbe"})))
+    assert [(o["kind"], o["metadata"]["name"]) for o in kept] == [("Gadget", "g"), ("Pod", "web-1"), ("ConfigMap", "c")]
+    assert kept[0]["status"] == {"phase": "Ready"}
+    assert state[0]["status"]["lastProbe"] == "Succeeded"  # not changed in place
+
+
+OBSERVING = """
+import kopf
+import kubernetes
+
+@kopf.on.startup()
+def configure(**_):
+    kubernetes.config.load_kube_config()
+
+@kopf.on.create("gadgets")
+def create_fn(patch, **_):
+    patch.status["phase"] = "Ready"
+
+@kopf.on.event("configmaps")
+def seen(name, **_):  # in a thread, with the official client: its requests are told as this handler's too
+    if name == "probe":
+        body = {"status": {"lastSeen": name, "phase": "Ready"}}
+        api = kubernetes.client.CustomObjectsApi()
+        api.patch_namespaced_custom_object_status("checks.example", "v1", "default", "gadgets", "g", body)
+"""
+
+
+async def test_the_status_fields_only_other_resources_handlers_write_are_observations(
+    kopf_cluster: Any, kopf_operator: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "operator.py"
+    path.write_text(OBSERVING)
+    await kopf_cluster.apply(CRD)
+    trace = record_trace(kopf_cluster)
+    await kopf_operator.start(paths=[path])
+    await kopf_cluster.create({**gadget("g"), "metadata": {"name": "g", "namespace": "default"}})
+    await settle(kopf_cluster, kopf_operator)
+    await kopf_cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"}})
+    await kopf_cluster.patch(RESOURCE, "g", {"metadata": {"labels": {"tier": "a"}}})
+    await kopf_cluster.patch(RESOURCE, "g", {"metadata": {"labels": {"tier": None}}})
+    await settle(kopf_cluster, kopf_operator)
+    resources = [await kopf_cluster.resolve(RESOURCE)]
+    assert (await kopf_cluster.get(RESOURCE, "g"))["status"]["lastSeen"] == "probe"
+    # phase: written by the gadgets' own handler too (the object's state); lastSeen: by the config maps' only.
+    records = history_records(trace.entries, kopf_operator, resources)
+    assert records.status_keys == {"lastSeen"}
+    assert records.label_keys == {"tier"}  # had, though removed since
 
 
 def test_what_the_controllers_derive_with_no_owner_is_not_compared() -> None:

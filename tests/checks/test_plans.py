@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from pytest_kopf.catalogue import plan_kinds
+from pytest_kopf._catalogue import plan_kinds
 from pytest_kopf.checks import CHECKS, check_operator
 from pytest_kopf.errors import OperatorCheckFailed
-from pytest_kopf.judges import HAMMERING
-from pytest_kopf.plans import Plan, PlanFigures, Pruning, derive
+from pytest_kopf._judges import HAMMERING
+from pytest_kopf._plans import Plan, PlanFigures, Pruning, derive
 from pytest_kopf.stateful import OperatorMachine
 from pytest_kopf.strategies import Action, Advance, Create, PatchSpec
 from pytest_kopf.strategies.placed import CrashAfterWrite, FailedRequest, HeldEvent, StaleAnswer

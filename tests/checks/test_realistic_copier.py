@@ -19,7 +19,7 @@ HERE = Path(__file__).parent
 REALISTIC = HERE / "realistic"
 MANIFESTS = [HERE / "gallery" / "crd.yaml", REALISTIC / "namespace.yaml"]
 RESOURCE = "gadgets.checks.example"
-pytestmark = pytest.mark.filterwarnings("ignore::pytest_kopf.blocking.SyncClientInLoopWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::pytest_kopf.errors.SyncClientInLoopWarning")
 
 
 def test_the_copier_passes() -> None:

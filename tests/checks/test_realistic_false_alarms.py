@@ -116,3 +116,53 @@ def test_an_unshrunk_failure_is_reported_as_found(tmp_path: Path) -> None:
         )
     assert info.value.check == "convergence"
     assert len(calls.read_text()) <= 4 * len(info.value.steps)  # the found example and its replay, not a search
+
+
+#: The official client: the ConfigMap goes to a namespace that is made later (a 404 until then, retried by kopf).
+LATE_NAMESPACE = """
+import kubernetes
+import kopf
+
+@kopf.on.startup()
+def configure(**_):
+    kubernetes.config.load_kube_config()
+
+@kopf.on.create("gadgets")
+def reconcile(name, **_):
+    body = {"metadata": {"name": name}, "data": {"made": "yes"}}
+    kubernetes.client.CoreV1Api().create_namespaced_config_map("later", body)
+"""
+
+#: A bug of the handler's own: it fails once (not the API's answer), then succeeds when retried.
+FLAKY_HANDLER = """
+import kopf
+
+attempts = []
+
+@kopf.on.create("gadgets")
+def reconcile(spec, **_):
+    attempts.append(1)
+    if len(attempts) == 1:
+        return spec["missing"]
+"""
+
+
+@pytest.mark.parametrize(("source", "unexpected"), [(LATE_NAMESPACE, False), (FLAKY_HANDLER, True)])
+async def test_an_api_error_that_kopf_retries_is_the_clusters_answer_not_an_unexpected_exception(
+    kopf_cluster: Any, kopf_operator: Any, tmp_path: Path, source: str, unexpected: bool
+) -> None:
+    # E.g. a namespace being terminated refuses new content (403) until it is gone: kopf retries the handler.
+    path = tmp_path / "operator.py"
+    path.write_text(source)
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(paths=[path])
+    await kopf_cluster.create(gadget("g", size=1))
+    await kopf_cluster.sim.advance(10)
+    await kopf_cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "later"}})
+    await settle(kopf_cluster, kopf_operator)
+    if not unexpected:
+        await verify(kopf_cluster, kopf_operator, checks=["convergence"], resources=[RESOURCE])
+        assert await kopf_cluster.get("configmaps", "g", namespace="later") is not None
+    else:
+        with pytest.raises(OperatorCheckFailed, match="KeyError"):
+            await verify(kopf_cluster, kopf_operator, checks=["convergence"], resources=[RESOURCE])

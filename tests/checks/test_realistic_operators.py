@@ -17,7 +17,7 @@ import pytest
 from pytest_kopf.checks import check_operator
 
 REALISTIC = Path(__file__).parent / "realistic"
-pytestmark = pytest.mark.filterwarnings("ignore::pytest_kopf.blocking.SyncClientInLoopWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::pytest_kopf.errors.SyncClientInLoopWarning")
 
 
 def test_the_typesense_operator_passes() -> None:

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import strategies as st
 
 import kopf
+from pytest_kopf._vacuity import Reach
 from pytest_kopf.checks import check_operator
 from pytest_kopf.driving import Refusal, tolerate
 from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf.stateful import OperatorSpec, World
 from pytest_kopf.strategies.steps import Create, PatchSpec
-from pytest_kopf.vacuity import Reach
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"

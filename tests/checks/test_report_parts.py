@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import kopf
+from pytest_kopf._report.location import PathScrubber, ReportTarget
+from pytest_kopf._report.states import state_differences
 from pytest_kopf.driving import mask_object
-from pytest_kopf.report.location import PathScrubber, ReportTarget
-from pytest_kopf.report.states import state_differences
 
 
 def test_reports_are_named_after_the_test_and_the_check(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from pytest_kopf._report.failures import reported
 from pytest_kopf.checks import check_operator
 from pytest_kopf.errors import OperatorCheckFailed
-from pytest_kopf.report.failures import reported
 from pytest_kopf.stateful import OperatorMachine
 from pytest_kopf.strategies.steps import Action, Advance, CrashAfterWrites, Create, PatchSpec
 from tests.pages import Element, details, external_references, items, label, parse_page

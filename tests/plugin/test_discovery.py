@@ -12,7 +12,7 @@ import pytest
 from kopf_sim.http.app import ServerOptions, build_app
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.transports.inmemory import InMemoryServer
-from pytest_kopf.discovery import Discovery, ResourceInfo
+from pytest_kopf._discovery import Discovery, ResourceInfo
 
 from ..kopf.crds import KOPFEXAMPLES_CRD
 

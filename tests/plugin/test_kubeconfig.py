@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kopf_sim.transports.certs import generate_self_signed
-from pytest_kopf import kubeconfig
+from pytest_kopf import _kubeconfig as kubeconfig
 from pytest_kopf.errors import KopfConfigError
 
 BUNDLE = generate_self_signed(["localhost"], ["127.0.0.1"])

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_kopf.operator import _OperatorFileLoader
+from pytest_kopf._loading import OperatorFileLoader
 
 
 def load(path: Path, name: str) -> types.ModuleType:
-    loader = _OperatorFileLoader(name, str(path))
+    loader = OperatorFileLoader(name, str(path))
     spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
@@ -27,9 +27,9 @@ def test_compiled_once_per_content_and_executed_every_time(tmp_path: Path, monke
     path.write_text("import itertools\nCALLS = []\nCALLS.append(1)\nVALUE = 'first'\n")
     first, second = load(path, "op_1"), load(path, "op_2")
     assert first is not second and first.CALLS is not second.CALLS and second.CALLS == [1]
-    code = _OperatorFileLoader("op_3", str(path)).get_code("op_3")
-    assert code is _OperatorFileLoader("op_4", str(path)).get_code("op_4")  # compiled once
+    code = OperatorFileLoader("op_3", str(path)).get_code("op_3")
+    assert code is OperatorFileLoader("op_4", str(path)).get_code("op_4")  # compiled once
 
     path.write_text("VALUE = 'edited'\n")
     assert load(path, "op_5").VALUE == "edited"  # a new content is compiled anew
-    assert _OperatorFileLoader("op_6", str(path)).get_code("op_6") is not code
+    assert OperatorFileLoader("op_6", str(path)).get_code("op_6") is not code

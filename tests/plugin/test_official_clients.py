@@ -15,8 +15,8 @@ import pykube
 import pytest
 
 import kopf
-from pytest_kopf.blocking import SyncClientInLoopWarning
 from pytest_kopf.cluster import KopfCluster
+from pytest_kopf.errors import SyncClientInLoopWarning
 from pytest_kopf.operator import KopfOperator
 
 CRD = str(Path(__file__).parent.parent.parent / "examples" / "crd.yaml")

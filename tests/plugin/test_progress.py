@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from pytest_kopf import progress
+from pytest_kopf import _progress as progress
+from pytest_kopf._progress import CheckProgress, TerminalProgress
 from pytest_kopf.checks import check_operator
 from pytest_kopf.errors import OperatorCheckFailed
-from pytest_kopf.progress import CheckProgress, TerminalProgress
 
 from .conftest import BASE, NO_ASYNCIO
 

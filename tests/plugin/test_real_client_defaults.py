@@ -8,7 +8,7 @@ import pathlib
 import kubernetes
 
 from kopf_sim.transports.kubeconfig import kubeconfig_dict
-from pytest_kopf.clientconfig import RealClientDefaults, refresh_active
+from pytest_kopf._clientconfig import RealClientDefaults, refresh_active
 
 
 def test_the_default_is_the_contexts_while_active_and_restored_after(tmp_path: pathlib.Path) -> None:

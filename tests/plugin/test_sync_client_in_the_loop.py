@@ -17,10 +17,10 @@ import kubernetes
 import pytest
 
 import kopf
-from pytest_kopf.blocking import SyncClientInLoopWarning
 from pytest_kopf.checks import check_operator
 from pytest_kopf.cluster import KopfCluster
 from pytest_kopf.driving import crash_after
+from pytest_kopf.errors import SyncClientInLoopWarning
 from pytest_kopf.operator import KopfOperator
 
 CRD = str(Path(__file__).parent.parent.parent / "examples" / "crd.yaml")

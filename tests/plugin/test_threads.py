@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import kopf
-from pytest_kopf.threads import LentThreadsExecutor, shared_pool, shared_threads
+from pytest_kopf._threads import LentThreadsExecutor, shared_pool, shared_threads
 
 from .conftest import BASE, NO_ASYNCIO
 from .test_operator import ROOT, run_one
@@ -103,7 +103,7 @@ def test_a_stuck_job_names_its_thread_which_is_lent_no_more() -> None:
 FILES = """
 import threading
 import kopf
-from pytest_kopf.threads import shared_threads
+from pytest_kopf._threads import shared_threads
 
 THREADS = []
 

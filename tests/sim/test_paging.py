@@ -23,6 +23,7 @@ from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store import buckets
 from kopf_sim.store import cluster as cluster_module
 from kopf_sim.store.cluster import Cluster
+from kopf_sim.store.stored import HotObjects, Stored
 from kopf_sim.timing.clock import ManualClock, SeededUids
 
 MERGE = "application/merge-patch+json"
@@ -245,3 +246,26 @@ async def test_a_served_walk_under_writes_is_the_snapshot_and_an_expired_token_g
     assert [o["metadata"]["name"] for o in first["items"] + rest["items"]] == [
         o["metadata"]["name"] for o in now["items"]
     ]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["put", "pop", "read"]), st.sampled_from(["a", "b"]), st.integers(0, 20))))
+def test_a_bucket_keeps_its_keys_in_order_as_they_come_and_go(operations: list[tuple[str, str, int]]) -> None:
+    """New keys are sorted in when the order is next read: reads, counts and removals see them in order."""
+    bucket = buckets.Bucket()
+    hot = HotObjects()
+    model: set[tuple[str, str]] = set()
+    for operation, namespace, number in operations:
+        key = (namespace, f"o-{number:02d}")
+        if operation == "put":
+            bucket.put(key, Stored({"metadata": {"name": key[1]}}, hot), bucket.get(key))
+            model.add(key)
+        elif operation == "pop" and key in model:
+            bucket.pop(key)
+            model.discard(key)
+        else:
+            assert list(bucket.keys()) == sorted(model)
+            assert list(bucket.keys("b", after=key)) == sorted(k for k in model if k[0] == "b" and k > key)
+            assert bucket.count("a") == len([k for k in model if k[0] == "a"])
+    bucket.sort_in()
+    assert [key for key, _ in bucket.items()] == sorted(model) and len(bucket) == len(model)

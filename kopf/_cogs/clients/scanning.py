@@ -26,7 +26,7 @@ import asyncio
 import dataclasses
 import functools
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -77,37 +77,58 @@ async def discover(
         core: DiscoveryDocument = await api.get(
             "/api", settings=settings, logger=logger, vault=vault, headers=AGGREGATED_ACCEPT, decode=decode_discovery
         )
-        aggregated.extend(resource for resource in core.resources if groups is None or resource.group in groups)
-        for version in core.doc.get("versions") or []:
-            group_versions.append(("", version, True))  # the core API has one version, which is preferred.
+        aggregated.extend(_in_groups(core.resources, groups))
+        # the core API has one version, which is preferred.
+        group_versions.extend(("", version, True) for version in core.doc.get("versions") or [])
 
     if groups is None or any(group for group in groups):
         rsp: DiscoveryDocument = await api.get(
             "/apis", settings=settings, logger=logger, vault=vault, headers=AGGREGATED_ACCEPT, decode=decode_discovery
         )
-        aggregated.extend(resource for resource in rsp.resources if groups is None or resource.group in groups)
-        for group_info in rsp.doc.get("groups") or []:
-            group = group_info.get("name", "")
-            if groups is not None and group not in groups:
-                continue
-            preferred = (group_info.get("preferredVersion") or {}).get("version")
-            versions = [v.get("version") for v in group_info.get("versions") or [] if v.get("version")]
-            if preferred is None and versions:
-                preferred = versions[0]
-            for version in versions:
-                group_versions.append((group, version, version == preferred))
+        aggregated.extend(_in_groups(rsp.resources, groups))
+        group_versions.extend(_listed_group_versions(rsp.doc, groups))
 
-    async def fetch(group: str, version: str, preferred: bool) -> list[Resource]:
-        url = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        try:
-            rsp = await api.get(url, settings=settings, logger=logger, vault=vault) or {}
-        except SKIPPABLE_ERRORS as e:
-            logger.warning(f"Skipping the API {group or 'core'}/{version} in the discovery: {e!r}")
-            return []
-        return parse_resource_list(group, version, preferred, rsp)
-
-    results = await asyncio.gather(*(fetch(g, v, p) for g, v, p in group_versions))
+    results = await asyncio.gather(
+        *(_fetch_resource_list(g, v, p, settings=settings, logger=logger, vault=vault) for g, v, p in group_versions)
+    )
     return aggregated + [resource for resources in results for resource in resources]
+
+
+def _in_groups(resources: Iterable[Resource], groups: Collection[str] | None) -> list[Resource]:
+    return [resource for resource in resources if groups is None or resource.group in groups]
+
+
+async def _fetch_resource_list(
+    group: str,
+    version: str,
+    preferred: bool,
+    *,
+    settings: OperatorSettings,
+    logger: api.Logger,
+    vault: Vault | None,
+) -> list[Resource]:
+    """The resources of one group's version (the legacy discovery); none if the API is unavailable."""
+    url = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    try:
+        rsp = await api.get(url, settings=settings, logger=logger, vault=vault) or {}
+    except SKIPPABLE_ERRORS as e:
+        logger.warning(f"Skipping the API {group or 'core'}/{version} in the discovery: {e!r}")
+        return []
+    return parse_resource_list(group, version, preferred, rsp)
+
+
+def _listed_group_versions(doc: Mapping[str, Any], groups: Collection[str] | None) -> Iterator[tuple[str, str, bool]]:
+    """The groups' versions of a legacy ``/apis`` list (APIGroupList), and whether each is the preferred one."""
+    for group_info in doc.get("groups") or []:
+        group = group_info.get("name", "")
+        if groups is not None and group not in groups:
+            continue
+        preferred = (group_info.get("preferredVersion") or {}).get("version")
+        versions = [v.get("version") for v in group_info.get("versions") or [] if v.get("version")]
+        if preferred is None and versions:
+            preferred = versions[0]
+        for version in versions:
+            yield group, version, version == preferred
 
 
 #: Aggregated discovery (one response for all groups) first; servers without it answer the legacy lists.

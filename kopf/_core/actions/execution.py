@@ -460,12 +460,24 @@ class _Invocation:
 
 
 _invocation_var: contextvars.ContextVar[_Invocation] = contextvars.ContextVar("_invocation_var")
+#: The handler being called outside of an execution (the event-watching ones: no retries, no sub-handlers).
+_watching_handler_var: contextvars.ContextVar[HandlerId] = contextvars.ContextVar("_watching_handler_var")
 
 
 def current_handler_id() -> HandlerId | None:
     """The id of the handler whose code runs in this context (None outside of any): e.g. for tracing its requests."""
     context = _invocation_var.get(None)
-    return context.handler.id if context is not None else None
+    return context.handler.id if context is not None else _watching_handler_var.get(None)
+
+
+@contextlib.contextmanager
+def watching_handler(handler_id: HandlerId) -> Iterator[None]:
+    """Tell :func:`current_handler_id` which event-watching handler runs in this context."""
+    token = _watching_handler_var.set(handler_id)
+    try:
+        yield
+    finally:
+        _watching_handler_var.reset(token)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -289,12 +289,13 @@ async def _process_watching(context: _Context, *, raw_event: bodies.RawEvent) ->
         # Not posted as k8s-events (too many); worded as in the published framework.
         context.local_logger.debug(f"Handler {handler.id!r} is invoked.")
         try:  # the per-handler kwargs as of the other handlers (as in the published framework): no retries here
-            await invocation.invoke(
-                handler.fn,
-                cause=cause,
-                settings=context.settings,
-                kwargs=dict(param=handler.param, retry=0, started=clock.utcnow(), runtime=datetime.timedelta(0)),
-            )
+            with execution.watching_handler(handler.id):
+                await invocation.invoke(
+                    handler.fn,
+                    cause=cause,
+                    settings=context.settings,
+                    kwargs=dict(param=handler.param, retry=0, started=clock.utcnow(), runtime=datetime.timedelta(0)),
+                )
         except Exception as e:
             context.local_logger.exception(
                 f"Handler {handler.id!r} failed with an exception and will ignore it: {execution.describe_error(e)}"

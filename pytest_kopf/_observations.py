@@ -1,0 +1,137 @@
+"""What two different histories of a correct operator legitimately differ in: the records of what happened.
+
+The ``transition`` and ``rollback`` oracles compare end states reached by different histories (a change and
+its reversal; a change and a direct creation). Besides how a state was reached (:mod:`pytest_kopf._history`),
+two records of those histories differ between them, and are set aside there (:func:`across_histories`):
+
+* the objects made per derived object (a probing Job per Pod, owned by the Pod): they follow the pods, which
+  come and go with the history (a pod that was probed before a change keeps the probe made then);
+* the driven objects' status fields that only the handlers of other resources write: what the operator saw
+  happen to those (``status.lastProbe``, the outcome of the last probe that ran), not what it made of the
+  driven object's spec.
+
+The trace of the run tells those fields (:func:`history_records`), and the labels that the driven objects have
+had, which every comparison sets aside on their children (:func:`pytest_kopf._history.history_masked`).
+
+The comparisons of one history with itself (a faulted run and a fault-free run of the same actions) keep them.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ._discovery import ResourceInfo
+from ._history import is_derived
+from ._tracing import Change, Entry, Request
+from .operator import KopfOperator
+
+__all__ = ["HistoryRecords", "across_histories", "history_records"]
+
+JsonDict = dict[str, Any]
+_WRITES = frozenset({"PATCH", "PUT", "POST"})
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryRecords:
+    """What records a run's history in its end state: ``status_keys``, the top-level fields of the driven objects'
+    ``status`` that only handlers of other resources write; ``label_keys``, the labels the driven objects have had."""
+
+    status_keys: frozenset[str] = frozenset()
+    label_keys: frozenset[str] = frozenset()
+
+
+def history_records(
+    trace: Sequence[Entry] | None, kopf_operator: KopfOperator, resources: Sequence[ResourceInfo]
+) -> HistoryRecords:
+    """The records of the history in a run's trace: the status fields that only the handlers of other resources
+    have written to the driven objects (those that a driven resource's own handler writes too are the object's
+    state; kopf's own writes, with no handler's name, are of the driven objects' handlers), and the labels that
+    the driven objects have had."""
+    if not trace:
+        return HistoryRecords()
+    own = _own_handlers(kopf_operator, resources)
+    kinds = {(resource.api_version, resource.kind) for resource in resources}
+    others: set[str] = set()
+    owned: set[str] = set()
+    labels: set[str] = set()
+    for entry in trace:
+        obj = entry.obj if isinstance(entry, Change) else None
+        if obj is not None and (str(obj.get("apiVersion")), str(obj.get("kind"))) in kinds:
+            labels.update((obj.get("metadata") or {}).get("labels") or {})
+        if not isinstance(entry, Request) or entry.method not in _WRITES:
+            continue
+        if not any(_writes_to(entry.path, resource) for resource in resources):
+            continue
+        payload = entry.payload
+        status = payload.get("status") if isinstance(payload, dict) else None
+        if isinstance(status, dict):
+            (owned if entry.handler is None or entry.handler in own else others).update(status)
+    return HistoryRecords(frozenset(others - owned), frozenset(labels))
+
+
+def across_histories(
+    state: Iterable[Mapping[str, Any]], *, driven: Iterable[tuple[str, str]], records: HistoryRecords
+) -> list[JsonDict]:
+    """The state without the records of its history (``records``): the objects owned by derived objects
+    (transitively), and the observed status fields of the driven objects (api version & kind in ``driven``)."""
+    objects = [dict(obj) for obj in state]
+    kinds, keys = set(driven), records.status_keys
+    derived = {_identity(obj) for obj in objects if is_derived(obj)}
+    grown = True
+    while grown:  # owned by a derived object: derived by proxy (a Job of a Pod, and the Job's own pods)
+        more = {_identity(obj) for obj in objects if _owners(obj) & derived} - derived
+        derived |= more
+        grown = bool(more)
+    kept: list[JsonDict] = []
+    for obj in objects:
+        if _owners(obj) & derived:
+            continue
+        status = obj.get("status")
+        if keys and (obj.get("apiVersion"), obj.get("kind")) in kinds and isinstance(status, dict):
+            obj = copy.deepcopy(obj)
+            for key in keys & obj["status"].keys():
+                del obj["status"][key]
+            if not obj["status"]:
+                del obj["status"]
+        kept.append(obj)
+    return kept
+
+
+def _own_handlers(kopf_operator: KopfOperator, resources: Sequence[ResourceInfo]) -> frozenset[str]:
+    """The ids of the handlers of the driven resources (changing, spawning, watching)."""
+    from kopf import Resource
+
+    registry = kopf_operator.registry
+    if registry is None:
+        return frozenset()
+    found: set[str] = set()
+    for info in resources:
+        resource = Resource(
+            group=info.group, version=info.version, plural=info.plural, kind=info.kind, namespaced=info.namespaced
+        )
+        for handlers in (registry.changing, registry.spawning, registry.watching):
+            found.update(str(handler.id) for handler in handlers.get_resource_handlers(resource))
+    return frozenset(found)
+
+
+def _writes_to(path: str, resource: ResourceInfo) -> bool:
+    """Whether a request's path is of an object of the resource (or its status)."""
+    prefix = f"/apis/{resource.group}/{resource.version}/" if resource.group else f"/api/{resource.version}/"
+    parts = path.removeprefix(prefix).split("/") if path.startswith(prefix) else []
+    if len(parts) >= 2 and parts[0] == "namespaces":
+        parts = parts[2:]
+    return len(parts) >= 2 and parts[0] == resource.plural
+
+
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    metadata = obj.get("metadata") or {}
+    return str(obj.get("kind")), str(metadata.get("namespace") or ""), str(metadata.get("name"))
+
+
+def _owners(obj: Mapping[str, Any]) -> set[tuple[str, str, str]]:
+    metadata = obj.get("metadata") or {}
+    namespace = str(metadata.get("namespace") or "")
+    return {(str(ref.get("kind")), namespace, str(ref.get("name"))) for ref in metadata.get("ownerReferences") or ()}

@@ -1,0 +1,1 @@
+"""kopf.on.* and kopf.subhandler: what each decorator registers, with which options."""
