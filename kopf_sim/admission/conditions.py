@@ -14,10 +14,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kopf_sim.admission.attributes import Attributes, GroupVersionKind
+from kopf_sim.cel.authorizer import authorizer_value
 from kopf_sim.cel.expressions import CompileError, EvaluationError, expression
 from kopf_sim.kube.resources import ResourceType
 
-__all__ = ["WEBHOOK_VARIABLES", "ConditionsResult", "admission_request", "evaluate_conditions"]
+__all__ = ["WEBHOOK_VARIABLES", "ConditionsResult", "admission_request", "authorizer_of", "evaluate_conditions"]
 
 #: What a webhook's match conditions may read (a policy's have ``params``, ``namespaceObject``, ``variables`` too).
 WEBHOOK_VARIABLES = frozenset({"object", "oldObject", "request", "authorizer"})
@@ -68,6 +69,13 @@ def admission_request(attrs: Attributes, kind: GroupVersionKind, resource: Resou
         "dryRun": attrs.dry_run,
         "options": dict(attrs.options),
     }
+
+
+def authorizer_of(attrs: Attributes) -> dict[str, str]:
+    """CEL's ``authorizer`` for the request's user, with ``requestResource`` the request's own resource."""
+    rtype = attrs.rtype
+    request = (rtype.group, rtype.plural, attrs.subresource or "", attrs.namespace or "", attrs.name)
+    return authorizer_value(attrs.user_info, request)
 
 
 def _aggregated(messages: list[str]) -> str:

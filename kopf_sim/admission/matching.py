@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kopf_sim.admission.attributes import Attributes, GroupVersionKind, StoreView
-from kopf_sim.admission.conditions import WEBHOOK_VARIABLES, admission_request, evaluate_conditions
+from kopf_sim.admission.conditions import WEBHOOK_VARIABLES, admission_request, authorizer_of, evaluate_conditions
 from kopf_sim.admission.configurations import Webhook
 from kopf_sim.kube import errors
 from kopf_sim.kube.objects import JsonDict, meta
@@ -55,6 +55,7 @@ def invocation(
         "object": call.converted(obj, attrs),
         "oldObject": call.converted(old, attrs),
         "request": admission_request(attrs, call.kind, call.resource),
+        "authorizer": authorizer_of(attrs),
     }
     fail_closed = webhook.failure_policy != "Ignore"
     verdict = evaluate_conditions(webhook.match_conditions, values, WEBHOOK_VARIABLES, fail_closed=fail_closed)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kopf_sim.admission.attributes import Attributes, StoreView
-from kopf_sim.admission.conditions import admission_request, evaluate_conditions
+from kopf_sim.admission.conditions import admission_request, authorizer_of, evaluate_conditions
 from kopf_sim.admission.matching import rule_matches
 from kopf_sim.cel.expressions import CompileError, EvaluationError, expression
 from kopf_sim.kube import errors
@@ -172,6 +172,7 @@ class ValidatingPolicies:
             "params": params,
             "namespaceObject": namespace,
             "variables": {},
+            "authorizer": authorizer_of(attrs),
         }
 
     def _conditions_hold(self, spec: Mapping[str, Any], values: dict[str, Any], *, fail_closed: bool) -> bool:

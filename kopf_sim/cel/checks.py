@@ -139,14 +139,19 @@ def policy_problems(policy: Mapping[str, Any]) -> list[dict[str, str]]:
     for section, field in _POLICY_EXPRESSIONS:
         for index, entry in enumerate(spec.get(section) or ()):
             source = entry.get(field) if isinstance(entry, Mapping) else None
-            if not isinstance(source, str) or not source:
-                continue
-            try:
-                compile_expression(source, POLICY_VARIABLES)
-            except CompileError as exc:
-                message = f"Invalid value: {json.dumps(source)}: compilation failed: {exc}"
-                problems.append(_cause(f"spec.{section}[{index}].{field}", "FieldValueInvalid", message))
+            if isinstance(source, str) and source:
+                problems += _compilation_problems(source, POLICY_VARIABLES, f"spec.{section}[{index}].{field}")
     return problems
+
+
+def _compilation_problems(source: str, variables: frozenset[str], field: str) -> list[dict[str, str]]:
+    """The cause of an expression that does not compile, as the apiserver words it (none if it compiles)."""
+    try:
+        compile_expression(source, variables)
+    except CompileError as exc:
+        message = f"Invalid value: {json.dumps(source)}: compilation failed: {exc}"
+        return [_cause(field, "FieldValueInvalid", message)]
+    return []
 
 
 WEBHOOK_CONDITION_VARIABLES = frozenset({"object", "oldObject", "request", "authorizer"})
@@ -177,10 +182,6 @@ def match_condition_problems(conditions: Any, path: str) -> list[dict[str, str]]
                 problems.append(_cause(f"{where}.name", "FieldValueInvalid", message))
         if not isinstance(source, str) or not source:
             problems.append(_cause(f"{where}.expression", "FieldValueRequired", "Required value"))
-            continue
-        try:
-            compile_expression(source, WEBHOOK_CONDITION_VARIABLES)
-        except CompileError as exc:
-            message = f"Invalid value: {json.dumps(source)}: compilation failed: {exc}"
-            problems.append(_cause(f"{where}.expression", "FieldValueInvalid", message))
+        else:
+            problems += _compilation_problems(source, WEBHOOK_CONDITION_VARIABLES, f"{where}.expression")
     return problems

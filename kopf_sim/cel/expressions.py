@@ -10,6 +10,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+from kopf_sim.cel.authorizer import AUTHORIZER_FUNCTIONS
 from kopf_sim.cel.library import FUNCTIONS
 from kopf_sim.cel.programs import CompileError, compile_expression, evaluation_error, for_evaluation, load_bindings
 
@@ -27,9 +28,10 @@ class Expression:
         compile_expression(source, variables)
         self.source = source
         self._program = load_bindings().compile(for_evaluation(source))
+        self._functions = {**FUNCTIONS, **AUTHORIZER_FUNCTIONS} if "authorizer" in variables else FUNCTIONS
 
     def evaluate(self, values: Mapping[str, Any]) -> Any:
-        context = load_bindings().Context(variables=dict(values), functions=FUNCTIONS)
+        context = load_bindings().Context(variables=dict(values), functions=self._functions)
         try:
             return self._program.execute(context)
         except Exception as exc:  # the bindings raise assorted built-in errors

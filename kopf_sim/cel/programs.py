@@ -12,6 +12,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
+from kopf_sim.cel.authorizer import AUTHORIZER_FUNCTIONS
 from kopf_sim.cel.library import BUILTINS, FUNCTIONS
 
 __all__ = ["CompileError", "compile_expression", "evaluation_error", "fields_read", "for_evaluation", "load_bindings"]
@@ -52,8 +53,9 @@ def compile_expression(source: str, variables: Collection[str]) -> Any:
     for name in program.variables():
         if name not in variables and name not in bound and name not in _TYPE_NAMES | _NAMESPACES:
             raise CompileError(_undeclared(source, name))
+    extra = AUTHORIZER_FUNCTIONS if "authorizer" in variables else {}  # admission expressions only
     for name in program.functions():
-        if name[:1].isalpha() and name not in FUNCTIONS and name not in BUILTINS:
+        if name[:1].isalpha() and name not in FUNCTIONS and name not in BUILTINS and name not in extra:
             raise CompileError(_undeclared(source, name))
     return program
 

@@ -1,13 +1,14 @@
 """CRD validation rules (``x-kubernetes-validations``): compiled once per schema, evaluated on every write.
 
 Each rule sits on a node of the schema and sees that node's value as ``self`` (and, in a transition rule, the
-stored value as ``oldSelf``). Converting values into the bindings costs more than most rules do, so the rules
-are grouped by their anchor: the deepest node on their path that exists once per object (``spec``,
-``spec.replicas``; a rule on list items is anchored at the list). Each anchor's value is converted once, and
-one call of one program lists the verdicts of all its rules: true when every instance of the rule's node
-passes (the usual answer). Only a rule that does not pass is evaluated again, instance by instance, to name
-the failing field and word its message as the apiserver's CEL validator does: ``field.Invalid(<path>,
-<schema type>, <message>)``, printed as ``spec.replicas: Invalid value: "integer": <message>``.
+stored value as ``oldSelf``). Most writes are valid: each rule is first tried in Python (:mod:`.native`), which
+converts nothing and can only confirm that a rule passes. Where it cannot, the bindings decide: converting
+values into them costs more than most rules do, so the rules are grouped by their anchor: the deepest node on
+their path that exists once per object (``spec``, ``spec.replicas``; a rule on list items is anchored at the
+list). Each anchor's value is converted once, and one call of one program lists the verdicts of all its rules:
+true when every instance of the rule's node passes. Only a rule that does not pass is evaluated again,
+instance by instance, to name the failing field and word its message as the apiserver's CEL validator does:
+``field.Invalid(<path>, <schema type>, <message>)``, printed as ``spec.replicas: Invalid value: "integer": <message>``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from kopf_sim.cel.checks import MESSAGE_VARIABLES, RULE_VARIABLES
 from kopf_sim.cel.library import FUNCTIONS
+from kopf_sim.cel.native import NativeRule, Undecided, compile_native
 from kopf_sim.cel.programs import (
     CompileError,
     compile_expression,
@@ -57,6 +59,32 @@ class Rule:
     transition: bool
     anchored_source: str | None  # the rule over its anchor's value; None if only the slow path can correlate
     fields: frozenset[str] | None  # the only fields of its anchor's value that it reads, if known
+    native: NativeRule | None  # the rule in Python, to confirm passes without the bindings (see .native)
+    names: tuple[str, ...]  # the fields down to its node, if there are only fields on the way (else empty)
+
+    def passes_natively(self, root: Any, old_root: Any) -> bool:
+        """Whether the rule surely passes on every instance of its node; Undecided if Python cannot tell."""
+        native = self.native
+        if native is None:
+            raise Undecided
+        if self.names or not self.steps:  # one instance at most: no walking
+            value = value_at(root, self.names)
+            if not self.transition:
+                return value is MISSING or native({"self": value})
+            old_value = MISSING if old_root is None else value_at(old_root, self.names)
+            return value is MISSING or old_value is MISSING or native({"self": value, "oldSelf": old_value})
+        for _, value, old_value in instances(self.steps, root, old_root, required=self.transition):
+            if not native({"self": value, "oldSelf": old_value} if self.transition else {"self": value}):
+                return False
+        return True
+
+
+def _all_pass_natively(rules: list[Rule], root: Any, old_root: Any) -> bool:
+    """Whether all these rules surely pass, told in Python (False: the bindings must tell)."""
+    try:
+        return all(rule.passes_natively(root, old_root) for rule in rules)
+    except Undecided:
+        return False
 
 
 class Anchor:
@@ -119,17 +147,23 @@ class RuleSet:
         for rule in self.rules:
             by_anchor.setdefault(anchor_of(rule.steps), []).append(rule)
         self.anchors = [Anchor(names, rules, functions) for names, rules in by_anchor.items()]
+        self.creating = [rule for anchor in self.anchors for rule in anchor.on_create]  # transitions need old
         self._numbers = any(node.get("type") == "number" for _, _, node in nodes(schema))
         self._lock = threading.Lock()
 
     def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[RuleFailure]:
         """The failures of the object's rules; ``old`` is the stored object on updates, for transition rules."""
         root, old_root = self._cel_value(visible_root(obj)), None if old is None else self._cel_value(visible_root(old))
+        if _all_pass_natively(self.rules if old_root is not None else self.creating, root, old_root):
+            return []  # the usual answer, without converting anything into the bindings
         failing: list[Rule] = []
         with self._lock:
             for anchor in self.anchors:
                 value = value_at(root, anchor.names)
-                if value is MISSING:
+                creating = old_root is None
+                if value is MISSING or _all_pass_natively(
+                    anchor.on_create if creating else anchor.rules, root, old_root
+                ):
                     continue
                 old_value = MISSING
                 if anchor.transitions and old_root is not None:
@@ -243,6 +277,8 @@ def _compile_rule(steps: tuple[Step, ...], node: Schema, entry: Mapping[str, Any
         transition=transition,
         anchored_source=None if transition and inner else _over(inner, for_evaluation(source), depth=0),
         fields=None if inner else fields_read(source),
+        native=compile_native(source),
+        names=anchor_of(steps) if not inner else (),
     )
 
 

@@ -25,6 +25,7 @@ from multidict import MultiMapping
 
 from kopf_sim.admission.attributes import REQUESTING_USER
 from kopf_sim.admission.control import AdmissionControl
+from kopf_sim.cel import authorizer as cel_authorizer
 from kopf_sim.http import bodies, discovery, openapi, queries, reviews, tokenrequests
 from kopf_sim.http.routes import Router, path_segments
 from kopf_sim.http.yamlbodies import parse_yaml
@@ -34,6 +35,7 @@ from kopf_sim.kube.resources import Catalogue, ResourceType
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.rbac.access import Access, Identity
 from kopf_sim.rbac.attributes import Attributes, verb_of
+from kopf_sim.rbac.users import User
 from kopf_sim.store import lagging
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.store.pipeline import RequestOptions
@@ -178,6 +180,7 @@ class ApiServer:
         warnings: list[str] = []
         token = _request_warnings.set(warnings)
         user_token = REQUESTING_USER.set(None)  # set by _resource once the user is known; not beyond this request
+        decide_token = cel_authorizer.DECIDE.set(self._decide)  # CEL's `authorizer` in admission, by our RBAC
         try:
             try:
                 outcome = await self._dispatch(request)
@@ -201,6 +204,7 @@ class ApiServer:
                 response.headers.add("Warning", _warning_header(warning))
             return response
         finally:
+            cel_authorizer.DECIDE.reset(decide_token)
             REQUESTING_USER.reset(user_token)
             _request_warnings.reset(token)
 
@@ -321,6 +325,15 @@ class ApiServer:
         user = identity.user
         REQUESTING_USER.set({"username": user.name, "groups": list(user.groups)})  # for admission's userInfo
         return identity
+
+    def _decide(self, check: cel_authorizer.Check) -> tuple[bool, str]:
+        """An admission expression's ``authorizer.….check(verb)``: RBAC's decision (non-resource paths: open)."""
+        user = User(check.user, check.groups)
+        if check.path:
+            return "system:authenticated" in user.groups, ""
+        attrs = Attributes(check.verb, check.group, check.resource, check.subresource, check.namespace, check.name)
+        decision = self.access.decide(user, attrs)
+        return decision.allowed, decision.reason
 
     async def _list_or_watch(self, request: ApiRequest, target: Target) -> web.Response | WatchStream:
         if _flag(request.query.get("watch")):

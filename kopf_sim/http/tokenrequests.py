@@ -76,18 +76,18 @@ def _checked_spec(name: str, spec: JsonDict) -> tuple[int, tuple[str, ...], Json
     bound = spec.get("boundObjectRef") or {}
     if not isinstance(bound, dict):
         raise errors.bad_request(f"the object provided is unrecognized (must be of type {KIND}): bad boundObjectRef")
-    if bound and bound.get("kind") not in _BINDABLE:
-        kinds = ", ".join(f'"{kind}"' for kind in _BINDABLE)
-        causes.append(
-            {
-                "reason": "FieldValueNotSupported",
-                "message": f'Unsupported value: "{bound.get("kind")}": supported values: {kinds}',
-                "field": "spec.boundObjectRef.kind",
-            }
-        )
+    causes += _bound_kind_causes(bound)
     if causes:
         raise errors.invalid(KIND, GROUP, name, causes)
     return expiration, tuple(audiences), dict(bound)
+
+
+def _bound_kind_causes(bound: JsonDict) -> list[dict[str, str]]:
+    if not bound or bound.get("kind") in _BINDABLE:
+        return []
+    kinds = ", ".join(f'"{kind}"' for kind in _BINDABLE)
+    message = f'Unsupported value: "{bound.get("kind")}": supported values: {kinds}'
+    return [{"reason": "FieldValueNotSupported", "message": message, "field": "spec.boundObjectRef.kind"}]
 
 
 def _cause(expiration: int, message: str) -> dict[str, str]:

@@ -352,12 +352,17 @@ class Cluster:
         lifecycle.after_removal(self, key, last)
         return last
 
-    def _encoded(self, new: JsonDict, *, limit_size: bool) -> bytes:
-        """The bytes of ``new`` at the next resourceVersion (set in it), encoded once for all its readers."""
+    def _encoded(self, new: JsonDict, *, limit_size: bool) -> bytes | None:
+        """Give ``new`` the next resourceVersion; with ``limit_size``, its bytes, checked against etcd's limit.
+
+        A request's write is encoded here once for the check and for all its readers; the store's own writes
+        (e.g. a fresh cluster's objects) are encoded when first served, if ever.
+        """
         new["metadata"]["resourceVersion"] = str(self.rv + 1)
+        if not limit_size:
+            return None
         raw = compact_json(new).encode()
-        if limit_size:
-            preparing.check_stored_size(raw, new["metadata"])
+        preparing.check_stored_size(raw, new["metadata"])
         return raw
 
     def _index(self, key: StorageKey, object_key: ObjectKey, old: JsonDict | None, new: JsonDict | None) -> None:

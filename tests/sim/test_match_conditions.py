@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kopf_sim.http.app import build_app
+from kopf_sim.http.app import ServerOptions, build_app
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.transports.inmemory import InMemoryServer
 from tests.helpers import widget
@@ -242,3 +242,67 @@ def test_kubectl_sees_the_conditions_decide(served: Served) -> None:
         'Error from server (Forbidden): error when creating "STDIN": kopfexamples.kopf.dev "checked-2" is '
         "forbidden: expression 'object.spec.size > 0' resulted in error: no such key: size"
     )
+
+
+# -- CEL's `authorizer`: RBAC's decisions in admission expressions ------------------------------------------
+
+
+@pytest.fixture
+async def enforced(crd_cluster: Cluster) -> AsyncIterator[Api]:
+    """As ``api``, with RBAC enforced: alice may create widgets in default, and nothing else."""
+    app = build_app(crd_cluster, ServerOptions(enforce_rbac=True))
+    async with InMemoryServer(app) as server, server.session() as session:
+        api = Api(session, crd_cluster.admission, crd_cluster)
+        rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+        rule = {"apiGroups": ["acme.example"], "resources": ["widgets"], "verbs": ["create"]}
+        role = {"metadata": {"name": "widgets"}, "rules": [rule]}
+        subject = {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}
+        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "widgets"}
+        binding = {"metadata": {"name": "widgets"}, "roleRef": ref, "subjects": [subject]}
+        assert (await api.call("POST", f"{rbac}/roles", role))[0] == 201
+        assert (await api.call("POST", f"{rbac}/rolebindings", binding))[0] == 201
+        yield api
+
+
+async def test_a_webhook_condition_asks_the_authorizer(enforced: Api) -> None:
+    seen: list[Review] = []
+    enforced.serve(recorder(seen))
+    breakglass = "!authorizer.group('acme.example').resource('widgets').check('breakglass').allowed()"
+    hook = conditional(breakglass, "authorizer.requestResource.check('create').allowed()")
+    await enforced.install(configuration("Validating", "conditional", hook))
+    assert (await _create(enforced, "w1"))[0] == 201  # the admin may break glass: not called
+    assert seen == []
+    status, _ = await enforced.call("POST", WIDGETS, widget("w2", size=1), **{"Impersonate-User": "alice"})
+    assert status == 201
+    assert [review["request"]["name"] for review in seen] == ["w2"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "alice_allowed"),  # the admin is allowed all, except as a service account without a binding
+    [
+        ("authorizer.group('acme.example').resource('widgets').namespace('default').check('create').allowed()", True),
+        ("authorizer.group('acme.example').resource('widgets').namespace('other').check('create').allowed()", False),
+        ("authorizer.requestResource.check('delete').allowed()", False),
+        ("authorizer.serviceAccount('default', 'op').resource('widgets').check('create').allowed()", False),
+        ("authorizer.path('/healthz').check('get').allowed()", True),
+        ("!authorizer.requestResource.check('create').errored()", True),
+    ],
+)
+async def test_a_policy_asks_the_authorizer(enforced: Api, expression: str, alice_allowed: bool) -> None:
+    policy, binding = _policy("true")
+    policy["spec"]["validations"] = [{"expression": expression, "message": "not authorized"}]
+    for plural, obj in [("validatingadmissionpolicies", policy), ("validatingadmissionpolicybindings", binding)]:
+        created, body = await enforced.call("POST", f"/apis/admissionregistration.k8s.io/v1/{plural}", obj)
+        assert created == 201, body
+    status, body = await enforced.call("POST", WIDGETS, widget("w1", size=1), **{"Impersonate-User": "alice"})
+    assert status == (201 if alice_allowed else 422), body
+    admin_allowed = "serviceAccount" not in expression
+    assert (await _create(enforced, "w2"))[0] == (201 if admin_allowed else 422)
+
+
+def test_the_authorizer_functions_are_for_admission_expressions_only() -> None:
+    from kopf_sim.cel.programs import CompileError, compile_expression
+
+    with pytest.raises(CompileError, match="undeclared reference to 'check'"):
+        compile_expression("self.check('x')", frozenset({"self", "oldSelf"}))
+    compile_expression("authorizer.path('/x').check('get').allowed()", frozenset({"authorizer"}))

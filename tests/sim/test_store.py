@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kopf_sim.kube import errors
@@ -340,3 +342,24 @@ def test_generated_names_that_are_taken_are_generated_again() -> None:
     with pytest.raises(errors.ApiError) as info:
         cluster.create(cms, "default", body)
     assert info.value.code == 409 and info.value.reason == "AlreadyExists"
+
+
+def test_an_object_too_large_to_store_is_refused_by_every_write(cluster: Cluster) -> None:
+    """etcd's limit is checked on the bytes that the store keeps (creates, updates, dry runs); nothing is stored."""
+    rtype = configmaps(cluster)
+    large = "x" * 1_572_800  # with the rest of the object, just over the limit
+    body = {"metadata": {"name": "big"}, "data": {"k": large}}
+    for dry_run in (True, False):
+        with pytest.raises(errors.ApiError) as exc:
+            cluster.create(rtype, "default", body, dry_run=dry_run)
+        assert exc.value.code == 413 and exc.value.message == "etcdserver: request is too large"
+    rv = cluster.rv
+    cluster.create(rtype, "default", {"metadata": {"name": "big"}, "data": {"k": large[:-500]}})
+    assert cluster.rv == rv + 1
+    for dry_run in (True, False):
+        with pytest.raises(errors.ApiError) as exc:
+            cluster.patch(rtype, "default", "big", {"data": {"k": large}}, MERGE, dry_run=dry_run)
+        assert exc.value.code == 413
+    assert cluster.rv == rv + 1 and cluster.get(rtype, "default", "big")["data"]["k"] == large[:-500]
+    stored = cluster.stored(rtype.storage_key, "default", "big")
+    assert stored is not None and json.loads(stored.raw) == cluster.get(rtype, "default", "big")

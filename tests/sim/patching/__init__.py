@@ -1,0 +1,1 @@
+"""Patches of all three kinds, as the apiserver applies them."""
