@@ -24,12 +24,12 @@ from ._discovery import ResourceInfo
 from ._history import handler_ids, history_masked
 from ._noise import NoiseField
 from ._observations import HistoryRecords, history_records
+from ._storms import RetryStorm
 from ._tracing import Change, Entry, Fault, Log, Request, Response, Step
 from .cluster import KopfCluster
 from .driving import end_state, settle, tolerate
 from .errors import KopfLeakError, OperatorCheckFailed
 from .operator import KopfOperator
-from ._storms import RetryStorm
 
 __all__ = [
     "HAMMERING",

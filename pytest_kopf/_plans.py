@@ -32,9 +32,9 @@ from collections.abc import Iterable, Sequence
 from kopf_sim.http.faults import RequestInfo, classify
 
 from ._judges import HAMMERING
+from ._tracing import Change, Delivery, Entry, Request, Response, Step, digest
 from .strategies.placed import CrashAfterWrite, FailedRequest, HeldEvent, StaleAnswer
 from .strategies.steps import Action
-from ._tracing import Change, Delivery, Entry, Request, Response, Step, digest
 
 __all__ = ["PLAN_KINDS", "Plan", "PlanFigures", "Pruning", "derive"]
 

@@ -27,6 +27,7 @@ from kopf_sim.timelines.rendering import write
 
 from ._catalogue import CHECKS, validate_checks
 from ._oracles import correspondences
+from ._plans import PlanFigures
 from ._progress import CheckProgress, ProgressDisplay, current_display
 from ._report.coverage import Coverage, coverage_page
 from ._report.failures import reported
@@ -34,8 +35,6 @@ from ._verdicts import verify
 from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
-from ._oracles import correspondences
-from ._plans import PlanFigures
 from .plugin import GC_YOUNG_THRESHOLD
 from .stateful import OperatorMachine, Statistics
 from .strategies.steps import ReplayLog

@@ -62,6 +62,20 @@ from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, LivelockError
 from ._catalogue import DIRECT, comparing, deleting, perturbation_kinds, perturbed_first, plan_kinds, referenced
 from ._clientconfig import routed_clients
 from ._clocks import is_operator_code, virtual_clocks, virtualize_module
+from ._history import handler_ids, history_aside, history_masked
+from ._judges import livelocked
+from ._noise import EPOCH_OFFSET, NoiseField, described, learn
+from ._oracles import final_bodies, record_creations, refused, reversals
+from ._plans import Plan, PlanFigures, Pruning, derive
+from ._randomness import seeded
+from ._report.coverage import Coverage
+from ._report.failures import FailureEvidence
+from ._report.states import comparison_masking
+from ._running import TestLoop
+from ._storms import watch_storms
+from ._tracing import Log, Trace
+from ._vacuity import Reach
+from ._verdicts import verify
 from .cluster import Manifests, SimKopfCluster, _documents
 from .driving import (
     DEFAULT_QUIET,
@@ -74,20 +88,9 @@ from .driving import (
 )
 from .errors import OperatorCheckFailed
 from .operator import KopfOperator
-from ._oracles import final_bodies, record_creations, refused, reversals
-from ._plans import Plan, PlanFigures, Pruning, derive
 from .plugin import running_test_controllers
-from ._randomness import seeded
-from ._report.coverage import Coverage
-from ._report.failures import FailureEvidence
-from ._report.states import comparison_masking
-from ._running import TestLoop
-from ._storms import watch_storms
 from .strategies.schemas import CustomResource, resources_in
 from .strategies.steps import Action, Create, Driver, Outcome, ReplayLog, canonical, mixed, perturbations, user_actions
-from ._tracing import Log, Trace
-from ._vacuity import Reach
-from ._verdicts import verify
 
 if TYPE_CHECKING:
     import kopf

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from pytest_kopf._catalogue import plan_kinds
-from pytest_kopf.checks import CHECKS, check_operator
-from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf._judges import HAMMERING
 from pytest_kopf._plans import Plan, PlanFigures, Pruning, derive
+from pytest_kopf.checks import CHECKS, check_operator
+from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf.stateful import OperatorMachine
 from pytest_kopf.strategies import Action, Advance, Create, PatchSpec
 from pytest_kopf.strategies.placed import CrashAfterWrite, FailedRequest, HeldEvent, StaleAnswer
