@@ -154,9 +154,15 @@ class ExpireWatch:
 
 @dataclasses.dataclass(frozen=True)
 class Conflict:
-    """Answer a write with ``409 Conflict``, as if the object had been modified meanwhile."""
+    """Answer a write with ``409 Conflict``, as if the object had been modified meanwhile.
+
+    With ``preconditioned_only``, only the writes that an apiserver could answer so fire (and count): a PUT,
+    or a PATCH whose body names the ``metadata.resourceVersion`` it expects. A merge patch without one (as
+    kopf's status and progress patches) is applied to the latest version and never conflicts.
+    """
 
     message: str | None = None
+    preconditioned_only: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -391,8 +397,8 @@ class FaultInjector:
     def expire_watch(self, *, in_stream: bool = True, **criteria: Any) -> Rule:
         return self.add(ExpireWatch(in_stream), **criteria)
 
-    def conflict(self, *, message: str | None = None, **criteria: Any) -> Rule:
-        return self.add(Conflict(message), **criteria)
+    def conflict(self, *, message: str | None = None, preconditioned_only: bool = False, **criteria: Any) -> Rule:
+        return self.add(Conflict(message, preconditioned_only), **criteria)
 
     def stale_read(self, lag: int = 1, *, per_object: bool = False, **criteria: Any) -> Rule:
         if lag < 1:
@@ -459,6 +465,10 @@ class FaultInjector:
                 return rule
         return None
 
+    def needs_preconditions(self) -> bool:
+        """Whether a rule fires only on the writes that name their expected version (their bodies are read)."""
+        return any(isinstance(rule.effect, Conflict) and rule.effect.preconditioned_only for rule in self.rules)
+
     def remove(self, rule: Rule) -> None:
         self.rules.remove(rule)
 
@@ -466,12 +476,17 @@ class FaultInjector:
         """Remove all rules (the record of past injections is kept)."""
         self.rules.clear()
 
-    def firing(self, info: RequestInfo) -> list[Rule]:
-        """The rules that fire for this request, in order; their counters are updated."""
+    def firing(self, info: RequestInfo, *, preconditioned: bool = True) -> list[Rule]:
+        """The rules that fire for this request, in order; their counters are updated.
+
+        ``preconditioned``: whether the request names the version it expects (see :class:`Conflict`).
+        """
         fired: list[Rule] = []
         for rule in list(self.rules):
             if isinstance(rule.effect, CrashAfterWrites | HoldEvent):
                 continue  # counted on the writes' responses (see written()), or on the changes (_holding())
+            if isinstance(rule.effect, Conflict) and rule.effect.preconditioned_only and not preconditioned:
+                continue  # no apiserver answers it with a conflict: it does not count either
             if rule.exhausted or not rule.matches(info) or not rule.counted():
                 continue
             if rule.probability < 1.0 and self._random.random() >= rule.probability:
@@ -568,7 +583,8 @@ async def _inject(
     lag = 0
     per_object = False
     held: lagging.Withholding | None = None
-    for rule in injector.firing(info):
+    preconditioned = await _preconditioned(request) if injector.needs_preconditions() else True
+    for rule in injector.firing(info, preconditioned=preconditioned):
         effect = rule.effect
         if isinstance(effect, StaleRead) and effect.per_object:
             lag, per_object = max(lag, injector.lag(rule)), True
@@ -608,6 +624,20 @@ async def _inject(
         crashing.effect.crash()
         await _abort(request)  # the client is dead: the response never reaches it
     return response
+
+
+async def _preconditioned(request: web.Request) -> bool:
+    """Whether a write names the version it expects (so that an apiserver could answer it with a 409)."""
+    if request.method == "PUT":
+        return True
+    if request.method != "PATCH" or not request.can_read_body:
+        return False
+    try:
+        body = json.loads(await request.read())  # the body is kept: the handler reads it again
+    except ValueError:
+        return False
+    metadata = body.get("metadata") if isinstance(body, dict) else None
+    return isinstance(metadata, dict) and metadata.get("resourceVersion") is not None
 
 
 def _dumps(data: Any) -> bytes:

@@ -160,6 +160,21 @@ async def test_conflict_on_writes_only(env: Session) -> None:
     assert rule.hits == 1
 
 
+async def test_a_preconditioned_only_conflict_spares_the_patches_that_name_no_version(env: Session) -> None:
+    """A merge patch without a resourceVersion is applied to the latest version: no apiserver answers it with 409."""
+    session, injector, cluster = env
+    rule = injector.conflict(resource="widgets", count=1, preconditioned_only=True)
+    merge = {"Content-Type": "application/merge-patch+json"}
+    assert await status_of(session, "PATCH", f"{WIDGETS}/w1", json={"spec": {"size": 2}}, headers=merge) == 200
+    assert rule.hits == 0 and rule.matched == 0  # not counted either
+    live = cluster.get(cluster.resource("acme.example", "v1", "widgets"), "default", "w1")
+    version = live["metadata"]["resourceVersion"]
+    expecting = {"metadata": {"resourceVersion": version}, "spec": {"size": 3}}
+    assert await status_of(session, "PATCH", f"{WIDGETS}/w1", json=expecting, headers=merge) == 409
+    assert rule.hits == 1
+    assert cluster.get(cluster.resource("acme.example", "v1", "widgets"), "default", "w1")["spec"]["size"] == 2
+
+
 def test_probability_is_seeded() -> None:
     async def outcomes(session: aiohttp.ClientSession, injector: FaultInjector, _: Cluster) -> list[int]:
         injector.error(500, probability=0.5)
