@@ -15,7 +15,11 @@ async def create_fn(name, namespace, spec, body, **_):
     try:
         await api.post(url, payload=child, settings=SETTINGS)
     except errors.APIConflictError:  # made by an earlier run of this handler, whose success was not stored
-        await api.patch(f"{url}/{name}-data", payload={"data": child["data"]}, settings=SETTINGS)
+        await api.patch(
+            f"{url}/{name}-data",
+            payload={"metadata": {"ownerReferences": child["metadata"]["ownerReferences"]}, "data": child["data"]},
+            settings=SETTINGS,
+        )
     return "created"
 
 
