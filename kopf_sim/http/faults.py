@@ -122,12 +122,18 @@ _REASONS: Mapping[int, tuple[str, str]] = {
 
 @dataclasses.dataclass(frozen=True)
 class Error:
-    """Answer with an HTTP error: ``code``, the Status ``reason`` & ``message`` (defaults by code)."""
+    """Answer with an HTTP error: ``code``, the Status ``reason`` & ``message`` (defaults by code).
+
+    ``applied``: the write is done, but its answer is lost to the error (an apiserver's ``504 Timeout`` when
+    the storage was slow: "may still be processing the request"); a write that fails by itself answers as
+    it does. A client that retries it meets its own result: e.g. a create's 409 "already exists".
+    """
 
     code: int = 500
     reason: str | None = None
     message: str | None = None
     retry_after: int | None = None  # seconds, also as ``details.retryAfterSeconds``
+    applied: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -370,7 +376,7 @@ class FaultInjector:
             watch = True
         if isinstance(effect, StaleRead):
             methods, watch = frozenset({"GET"}), False
-        if methods is None and isinstance(effect, CrashAfterWrites):
+        if methods is None and (isinstance(effect, CrashAfterWrites) or (isinstance(effect, Error) and effect.applied)):
             methods = _ALL_WRITE_METHODS
         pattern = re.compile(path) if isinstance(path, str) else path
         rule = Rule(effect, methods, pattern, resource, namespace, name, watch, count, probability, skip)
@@ -384,9 +390,10 @@ class FaultInjector:
         reason: str | None = None,
         message: str | None = None,
         retry_after: int | None = None,
+        applied: bool = False,
         **criteria: Any,
     ) -> Rule:
-        return self.add(Error(code, reason, message, retry_after), **criteria)
+        return self.add(Error(code, reason, message, retry_after, applied), **criteria)
 
     def latency(self, seconds: float, **criteria: Any) -> Rule:
         return self.add(Latency(seconds), **criteria)
@@ -520,7 +527,8 @@ class FaultInjector:
 
 def _describe_effect(effect: Effect) -> str:
     if isinstance(effect, Error):
-        return f"error {effect.code}" + (f" retry-after={effect.retry_after}" if effect.retry_after is not None else "")
+        retry = f" retry-after={effect.retry_after}" if effect.retry_after is not None else ""
+        return f"error {effect.code}{retry}" + (" after the write" if effect.applied else "")
     if isinstance(effect, Latency):
         return f"latency {effect.seconds}s"
     if isinstance(effect, DropWatch):
@@ -583,6 +591,7 @@ async def _inject(
     lag = 0
     per_object = False
     held: lagging.Withholding | None = None
+    lost_answer: Error | None = None  # the write is done, its answer replaced by this error
     preconditioned = await _preconditioned(request) if injector.needs_preconditions() else True
     for rule in injector.firing(info, preconditioned=preconditioned):
         effect = rule.effect
@@ -600,6 +609,8 @@ async def _inject(
             if effect.after <= 0:
                 return await _dropped_stream(request, effect)
             request[_DROP_KEY] = effect
+        elif isinstance(effect, Error) and effect.applied:
+            lost_answer = effect
         elif isinstance(effect, Error):
             return _error_response(effect, info)
         elif isinstance(effect, Conflict):
@@ -618,6 +629,8 @@ async def _inject(
             lagging.read_lag_per_object.reset(per_object_token)
         if held_token is not None:
             lagging.withholding.reset(held_token)
+    if lost_answer is not None and response.status < 400:
+        return _error_response(lost_answer, info)
     crashing = injector.written(info, response.status)
     if crashing is not None:
         assert isinstance(crashing.effect, CrashAfterWrites)

@@ -285,3 +285,24 @@ def test_rule_validation() -> None:
     rule = injector.latency(1)
     injector.remove(rule)
     assert injector.rules == []
+
+
+async def test_an_error_after_the_write_loses_only_the_answer(env: Session) -> None:
+    """A 504 after a create: the object is there; the client's retry meets it ("already exists")."""
+    session, injector, cluster = env
+    injector.error(504, applied=True, count=1)  # writes only
+    async with session.get(f"{WIDGETS}/w1") as response:
+        assert response.status == 200  # a read is not a write: untouched, not counted
+    async with session.post(WIDGETS, json=widget("w3", size=3)) as response:
+        assert response.status == 504
+        assert (await response.json())["reason"] == "Timeout"
+    resource = cluster.resource("acme.example", "v1", "widgets")
+    assert cluster.get(resource, "default", "w3")["spec"]["size"] == 3
+    assert await status_of(session, "POST", WIDGETS, json=widget("w3", size=3)) == 409
+    assert injector.log[-1].endswith(f"error 504 after the write: POST {WIDGETS}")
+
+
+async def test_an_error_after_a_refused_write_is_the_refusal(env: Session) -> None:
+    session, injector, _ = env
+    injector.error(504, applied=True, count=1)
+    assert await status_of(session, "POST", WIDGETS, json=widget("w1", size=3)) == 409  # there already: as it is
