@@ -431,13 +431,15 @@ def tagging_handlers(factory: Callable[[], aiohttp.BaseConnector]) -> Callable[[
 
 #: Metadata that differs between two equal states of an object (or is kopf's bookkeeping), left out of its essence.
 _VOLATILE = frozenset({"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"})
+#: An object's top-level fields that are not its essence: the metadata (kept in part, below) and the status.
+_ASIDE = frozenset({"metadata", "status"})
 
 
 def essence(obj: Mapping[str, Any]) -> dict[str, Any]:
     """What an object's state is about, for telling two states apart: no status, no volatile or kopf's metadata."""
-    plain: dict[str, Any] = _plain(obj)
-    metadata = dict(plain.pop("metadata", None) or {})
-    plain.pop("status", None)
+    # The status aside before copying (often the bulk of an object: kopf's progress, the handlers' results).
+    plain: dict[str, Any] = {str(key): _plain(value) for key, value in obj.items() if key not in _ASIDE}
+    metadata: dict[str, Any] = _plain(obj.get("metadata") or {})
     for field in _VOLATILE:
         metadata.pop(field, None)
     if metadata.get("generateName"):
