@@ -114,7 +114,7 @@ class Request(Entry):
         if self.addressed is None:
             return "absent"
         if isinstance(self.addressed, tuple):
-            return digest(sorted(json.dumps(essence(obj), sort_keys=True) for obj in self.addressed))
+            return digest(sorted(_essence_text(obj) for obj in self.addressed))
         return digest(essence(self.addressed))
 
     def text(self) -> str:
@@ -454,6 +454,24 @@ def essence(obj: Mapping[str, Any]) -> dict[str, Any]:
         metadata["deletionTimestamp"] = True
     plain["metadata"] = metadata
     return plain
+
+
+#: The essences of the stored objects that lists address, as JSON, by the object's identity (with the object, so
+#: that its id is not taken by another meanwhile): a list addresses the same snapshots again and again.
+_essence_texts: dict[int, tuple[Mapping[str, Any], str]] = {}
+_ESSENCE_TEXTS_KEPT = 4096
+
+
+def _essence_text(obj: Mapping[str, Any]) -> str:
+    """``json.dumps(essence(obj), sort_keys=True)`` of a stored object (a snapshot: never changed once stored)."""
+    known = _essence_texts.get(id(obj))
+    if known is not None and known[0] is obj:
+        return known[1]
+    text = json.dumps(essence(obj), sort_keys=True)
+    if len(_essence_texts) >= _ESSENCE_TEXTS_KEPT:
+        _essence_texts.clear()
+    _essence_texts[id(obj)] = (obj, text)
+    return text
 
 
 def digest(value: Any) -> str:
