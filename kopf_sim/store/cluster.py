@@ -279,7 +279,7 @@ class Cluster:
     def create(
         self, rtype: ResourceType, namespace: str | None, body: Any, **options: Unpack[pipeline.WriteOptions]
     ) -> JsonDict:
-        return pipeline.run_now(self.writes.create(rtype, namespace, body, **options))
+        return self.writes.create_now(rtype, namespace, body, **options)
 
     def update(
         self,
@@ -423,11 +423,16 @@ class Cluster:
                 self.compacted_rv = self.history.popleft().rv
             self._snapshots.forget_before(self.compacted_rv)
         self._snapshots.note(change)
-        holding = next((how for decide in list(self.holding) if (how := decide(change)) is not None), None)
-        for subscription in list(self._subscriptions):
-            subscription.offer(change, holding)
-        for observer in list(self.observers):
-            observer(change)
+        # (most changes, e.g. a load's, have no fault to hold them, no watcher and no observer: no copies made)
+        holding = None
+        if self.holding:
+            holding = next((how for decide in list(self.holding) if (how := decide(change)) is not None), None)
+        if self._subscriptions:
+            for subscription in list(self._subscriptions):
+                subscription.offer(change, holding)
+        if self.observers:
+            for observer in list(self.observers):
+                observer(change)
 
     def compact(self, upto: int | None = None) -> None:
         """Forget the history up to ``upto`` (default: all of it): older versions then get 410 Expired."""
@@ -546,7 +551,7 @@ class Cluster:
             if rtype is None:
                 rtype = rtypes[cache_key] = self.resource_for(cache_key[0], cache_key[1])
             namespace = meta(doc).get("namespace", "default") if rtype.namespaced else None
-            yield pipeline.run_now(self.writes.create(rtype, namespace, doc, copied=copied))
+            yield self.writes.create_now(rtype, namespace, doc, copied=copied)
 
 
 def _sort_key(obj: JsonDict) -> tuple[str, str]:
