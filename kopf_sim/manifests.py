@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import yaml
@@ -57,7 +57,7 @@ _BLOCK = 1 << 20
 _MARKER = re.compile(r"^---[^\S\n]*\n", re.MULTILINE)
 #: The JSON decoder's C scanner, called directly: a document's value and where it ends (``raw_decode`` without
 #: its Python wrapper, which costs a third of a small object's parse).
-_scan_json = json.JSONDecoder().scan_once
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _documents(stream: IO[str], source: str) -> Iterator[Any]:
