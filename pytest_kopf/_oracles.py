@@ -459,6 +459,7 @@ async def rollback(evidence: Evidence) -> str | None:
         driven=_driven_kinds(evidence),
         handlers=handler_ids(evidence.operator),
         mask=evidence.mask,
+        noise=evidence.noise,
         records=evidence.history_records,
     )
 
