@@ -92,6 +92,7 @@ from .driving import (
     DEFAULT_QUIET,
     DEFAULT_RESTART_DELAY,
     DEFAULT_SETTLE_TIMEOUT,
+    Refusal,
     caught_up,
     end_state,
     revived,
@@ -101,7 +102,21 @@ from .errors import OperatorCheckFailed
 from .operator import KopfOperator
 from .plugin import running_test_controllers
 from .strategies.schemas import CustomResource, resources_in
-from .strategies.steps import Action, Create, Driver, Outcome, ReplayLog, canonical, mixed, perturbations, user_actions
+from .strategies.steps import (
+    Action,
+    Advance,
+    Create,
+    Delete,
+    Driver,
+    MergePatch,
+    Outcome,
+    ReplayLog,
+    Settle,
+    canonical,
+    mixed,
+    perturbations,
+    user_actions,
+)
 
 if TYPE_CHECKING:
     import kopf
@@ -485,6 +500,8 @@ class OperatorMachine(RuleBasedStateMachine):
     #: Steps done at the start of every example, in every world (e.g. a recorded incident replayed as the
     #: starting state: ``[ReplayLog("incident.jsonl", until=30)]``); reproductions begin with them.
     initial_steps: ClassVar[Sequence[Action]] = ()
+    #: The objects present, as the users' actions so far tell (see present()); None: to be read from the world.
+    _presence: set[tuple[str, str]] | None = None
     #: What the operator may leave after its objects are deleted, on purpose (``cleanup``): ``resource/name`` globs.
     retained: ClassVar[Sequence[str]] = ()
     #: Where the driven objects' fields must be found after settling, e.g.
@@ -617,14 +634,49 @@ class OperatorMachine(RuleBasedStateMachine):
         return cls._step_strategies[present]
 
     def present(self) -> frozenset[tuple[str, str]]:
-        """The driven objects that exist now in the checked world (as ``(plural.group, name)``)."""
-        store = self.world.cluster.sim.store
-        return frozenset(
-            (custom.qualified, name)
-            for custom in self.custom_resources()
-            for name in self.names
-            if store.peek((custom.group, custom.plural), self.namespace if custom.namespaced else None, name)
-        )
+        """The driven objects there now (as ``(plural.group, name)``), as the users' actions so far have left them.
+
+        Told from the steps drawn (a create makes its object present, a delete absent), not from the checked
+        world: the steps that hypothesis draws next depend on it, so it must be the same whenever the same steps
+        are drawn again, also for an operator whose runs differ in what virtual time does not order (sync
+        handlers in threads); else hypothesis stops with ``FlakyStrategyDefinition``. Only after a step whose
+        effect on the objects is not known (a recorded log, a user's rule) is the checked world read.
+        """
+        if self._presence is None:
+            store = self.world.cluster.sim.store
+            presence: set[tuple[str, str]] = {
+                (custom.qualified, name)
+                for custom in self.custom_resources()
+                for name in self.names
+                if store.peek((custom.group, custom.plural), self.namespace if custom.namespaced else None, name)
+            }
+            self._presence = presence
+        return frozenset(self._presence)
+
+    def _presence_after(self, action: Action, outcome: Outcome) -> None:
+        """Follow a user's action in the model of the objects present (see :meth:`present`). A create refused as
+        invalid (400, 422: the same in every run) has made nothing; other refusals depend on timing: not heeded."""
+        if self._presence is None or not action.user:
+            return
+        if isinstance(action, Create) and isinstance(outcome, Refusal) and outcome.code in (400, 422):
+            return
+        if isinstance(action, Create):
+            metadata = action.body.get("metadata") or {}
+            kind, api_version = action.body.get("kind"), action.body.get("apiVersion")
+            resource = next(
+                (
+                    custom.qualified
+                    for custom in self.custom_resources()
+                    if (custom.kind, custom.api_version) == (kind, api_version)
+                ),
+                None,
+            )
+            if resource is not None and metadata.get("name") in self.names:
+                self._presence.add((resource, metadata["name"]))
+        elif isinstance(action, Delete):
+            self._presence.discard((action.resource, action.name))
+        elif not isinstance(action, MergePatch | Advance | Settle):
+            self._presence = None  # not known: read from the checked world when asked next
 
     # -- one example ------------------------------------------------------------------------------
 
@@ -698,7 +750,7 @@ class OperatorMachine(RuleBasedStateMachine):
             self._progressed()
         self.failed = True  # until the step is done in every world
         try:
-            self._apply(action)
+            self._presence_after(action, self._apply(action))
         except LivelockError as exc:  # an endless update loop: the loop's clock stood still in the step
             raise livelocked(exc).with_context(
                 steps=self.steps,
@@ -708,7 +760,8 @@ class OperatorMachine(RuleBasedStateMachine):
             ) from None
         self.failed = False
 
-    def _apply(self, action: Action) -> None:
+    def _apply(self, action: Action) -> Outcome:
+        """The action in every world it is done in; its outcome in the checked world."""
         self.world.trace.step(action.code(), restarts=action.restarts, user=action.user)
         outcome = expected = self._apply_in(self.world, action)
         if action.user and self.statistics is not None:  # a user's rule is taken as reaching the operator
@@ -724,6 +777,7 @@ class OperatorMachine(RuleBasedStateMachine):
             self._users_done.append((action, outcome, expected))
         if action.user and self.reference is not None:
             self._apply_in_reference(action, outcome, expected)
+        return outcome
 
     def _apply_in_reference(self, action: Action, outcome: Outcome, expected: Outcome) -> None:
         """A user's action in the reference; its outcome there compared with those in the checked run & the baseline."""
