@@ -4,6 +4,9 @@ import kopf
 from kopf._cogs.clients import api, errors
 
 SETTINGS = kopf.OperatorSettings()
+# A failed write fails the handler, retried by kopf with the object read again (and not at all once it is gone):
+# a write retried within the request could land on the child of a namesake made meanwhile.
+SETTINGS.networking.error_backoffs = []
 
 
 def child_data(spec):
