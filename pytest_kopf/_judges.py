@@ -23,7 +23,7 @@ from . import _noise as noise
 from ._discovery import ResourceInfo
 from ._history import handler_ids, history_masked
 from ._noise import NoiseField
-from ._observations import HistoryRecords, history_records
+from ._observations import HistoryRecords, history_records, unseen_records_aside
 from ._storms import RetryStorm
 from ._tracing import Change, Entry, Fault, Log, Request, Response, Step
 from .cluster import KopfCluster
@@ -190,6 +190,8 @@ def difference(evidence: Evidence) -> str | None:
     labels = ("expected (no faults, no crashes)", "actual")
     resumed = _resume_results(evidence)  # a restart (a crash, a re-delivery) runs them again
     expected, actual = (evidence.history_aside(resumed(state)) for state in (evidence.expected, evidence.state))
+    kinds = [(resource.api_version, resource.kind) for resource in evidence.resources]
+    actual = unseen_records_aside(actual, expected, driven=kinds, records=evidence.history_records)
     differs = noise.difference(expected, actual, evidence.noise, labels=labels)
     if differs is None:
         return None
