@@ -9,8 +9,9 @@ seconds, examples, steps, runs of the shrinker:
 * ``passing``: ``convergence``, ``crash-restart`` and ``idempotence`` on the correct copier;
 * ``unshrunk``: ``crash-restart`` on the buggy one, up to the first failure (``shrink=False``);
 * ``shrunk``: the same, shrunk;
-* ``typesense``, ``smoketest``: every check at the docs' budget (100 examples of up to 20 steps per check) on the
-  correct ``realistic/typesense`` and ``realistic/smoketest`` operators (long: not in the default parts).
+* ``typesense``, ``smoketest``, ``wazuh``: every check at the docs' budget (100 examples of up to 20 steps per
+  check) on the correct ``realistic/typesense``, ``realistic/smoketest`` and ``realistic/wazuh`` operators (long:
+  not in the default parts).
 
 ``--profile N`` prints the N functions with the most CPU time of their own (cProfile), per part.
 ``--parts`` picks some. The machine is shared and noisy: compare CPU seconds, or two runs side by side.
@@ -85,6 +86,15 @@ PARTS: dict[str, Callable[[int, int], str]] = {
         shrink=True,
         manifests=[REALISTIC / "smoketest" / "crd.yaml"],
         resource="smoketests.qa.example",
+    ),
+    "wazuh": lambda examples, steps: run(
+        "wazuh/operator.py",
+        None,
+        100,
+        20,
+        shrink=True,
+        manifests=[REALISTIC / "wazuh" / "crd.yaml"],
+        resource="wazuhagents.security.example",
     ),
 }
 
