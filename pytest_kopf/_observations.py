@@ -114,13 +114,16 @@ def unseen_records_aside(
     """The actual state without the observed status fields (``records``) of the driven objects that the expected
     state's same objects lack: what a delayed operator has seen happen in addition (see the module's docs)."""
     kinds, keys = set(driven), records.status_keys
-    seen = {_identity(obj): obj.get("status") for obj in expected if (obj.get("apiVersion"), obj.get("kind")) in kinds}
+    seen: dict[tuple[str, str, str], frozenset[str]] = {
+        _identity(obj): frozenset(status if isinstance(status := obj.get("status"), dict) else ())
+        for obj in expected
+        if (obj.get("apiVersion"), obj.get("kind")) in kinds
+    }
     kept: list[JsonDict] = []
     for obj in actual:
         status, identity = obj.get("status"), _identity(obj)
         if keys and identity in seen and (obj.get("apiVersion"), obj.get("kind")) in kinds and isinstance(status, dict):
-            other = seen[identity] if isinstance(seen[identity], dict) else {}
-            unseen = (keys & status.keys()) - other.keys()
+            unseen = (keys & status.keys()) - seen[identity]
             if unseen:
                 rest = {key: value for key, value in status.items() if key not in unseen}
                 obj = {**obj, "status": rest} if rest else {k: v for k, v in obj.items() if k != "status"}
