@@ -17,16 +17,25 @@ representative one), all the checks with ``--gallery-examples`` (20) examples ea
 wall and of CPU time), the plans derived, pruned and run per example; for each planted bug, all the checks
 with the default budget under 10 seeds: the median time (wall and CPU) and examples to find it (before its
 shrinking), and the steps it is shrunk to. The machine is shared: the CPU seconds are the figures to compare.
+The target: 20 examples per second of CPU on the gallery's operators.
+
+``--gallery --against CHECKOUT``: the speed part side by side with another checkout of the project (e.g. a
+``git worktree`` of main): each operator in a fresh process of each tree in turn (this script, with the tree's
+packages first on ``PYTHONPATH``), the same examples; the CPU seconds of both and their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import pathlib
 import statistics
+import subprocess
 import sys
 import time
 import traceback
+from typing import Any
 
 import hypothesis
 
@@ -38,6 +47,8 @@ GALLERY = ROOT / "tests" / "checks" / "gallery"
 #: Where the gadgets' fields must be found, for the operators that declare it (as the gallery's tests do).
 CONSISTENCY = {"consistency": {"spec.size": "configmaps/{name}-data.data.size"}}
 TARGET_SECONDS = 60.0
+#: Examples per second of CPU that the checks aim at on the gallery's operators.
+TARGET_RATE = 20.0
 
 
 def calibration() -> float:
@@ -107,39 +118,83 @@ def _settings() -> hypothesis.settings:
     return hypothesis.settings(deadline=None, derandomize=True, database=None)
 
 
-def gallery_speed(examples: int) -> None:
-    """Examples per second and plans per example, all the checks, on the gallery's correct operators."""
+def _gallery_operators(only: str | None = None) -> list[pathlib.Path]:
     operators = [GALLERY / "representative.py", *sorted(GALLERY.glob("*_ok.py"))]
+    return [path for path in operators if only is None or path.stem == only]
+
+
+def speed_of(path: pathlib.Path, examples: int) -> dict[str, Any]:
+    """All the checks on one operator of the gallery (a fixed seed): the examples run, the seconds, the plans."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    report = check_operator(
+        paths=[path],
+        manifests=[GALLERY / "crd.yaml"],
+        resources=["gadgets.checks.example"],
+        max_examples=examples,
+        names=["obj-0"],
+        settle_timeout=300,
+        consistency=CONSISTENCY.get(path.stem.rsplit("_", 1)[0]),
+        seed=0,
+        settings=_settings(),
+    )
+    return dict(
+        examples=report.examples,
+        wall=time.perf_counter() - wall,
+        cpu=time.process_time() - cpu,
+        derived=sum(figures.derived for figures in report.plans.values()),
+        pruned=sum(figures.pruned for figures in report.plans.values()),
+        run=sum(figures.run for figures in report.plans.values()),
+    )
+
+
+def gallery_speed(examples: int, only: str | None = None) -> None:
+    """Examples per second and plans per example, all the checks, on the gallery's correct operators."""
     total_examples, total_wall, total_cpu = 0, 0.0, 0.0
-    for path in operators:
-        wall, cpu = time.perf_counter(), time.process_time()
-        report = check_operator(
-            paths=[path],
-            manifests=[GALLERY / "crd.yaml"],
-            resources=["gadgets.checks.example"],
-            max_examples=examples,
-            names=["obj-0"],
-            settle_timeout=300,
-            consistency=CONSISTENCY.get(path.stem.rsplit("_", 1)[0]),
-            seed=0,
-            settings=_settings(),
-        )
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        total_examples, total_wall, total_cpu = total_examples + report.examples, total_wall + wall, total_cpu + cpu
-        derived = sum(figures.derived for figures in report.plans.values())
-        pruned = sum(figures.pruned for figures in report.plans.values())
-        run = sum(figures.run for figures in report.plans.values())
+    for path in _gallery_operators(only):
+        figures = speed_of(path, examples)
+        count, wall, cpu = figures["examples"], figures["wall"], figures["cpu"]
+        total_examples, total_wall, total_cpu = total_examples + count, total_wall + wall, total_cpu + cpu
         print(
-            f"{path.stem:20} {report.examples:4d} examples, {report.examples / wall:5.2f}/s wall, "
-            f"{report.examples / cpu:5.2f}/s CPU; per example: {derived / report.examples:5.1f} plans derived, "
-            f"{pruned / report.examples:5.1f} pruned, {run / report.examples:4.1f} run",
+            f"{path.stem:20} {count:4d} examples, {count / wall:5.2f}/s wall, {count / cpu:5.2f}/s CPU; "
+            f"per example: {figures['derived'] / count:5.1f} plans derived, {figures['pruned'] / count:5.1f} "
+            f"pruned, {figures['run'] / count:4.1f} run",
             flush=True,
         )
     print(
         f"all: {total_examples} examples in {total_wall:.1f} s wall ({total_examples / total_wall:.2f}/s), "
-        f"{total_cpu:.1f} s CPU ({total_examples / total_cpu:.2f}/s)",
+        f"{total_cpu:.1f} s CPU ({total_examples / total_cpu:.2f}/s; the target: {TARGET_RATE:.0f}/s)",
         flush=True,
     )
+
+
+def _speed_in(tree: pathlib.Path, path: pathlib.Path, examples: int) -> dict[str, Any]:
+    """:func:`speed_of` in a fresh process with the packages of another checkout (``tree``) first on the path."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    command = [sys.executable, __file__, "--one", str(path), "--gallery-examples", str(examples)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{path.stem} in {tree} has failed:\n{done.stdout}{done.stderr}")
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def gallery_against(other: pathlib.Path, examples: int, only: str | None = None) -> None:
+    """The gallery's speed here and in another checkout, side by side (each operator in both, one after the other)."""
+    totals = {"here": 0.0, "there": 0.0}
+    for path in _gallery_operators(only):
+        there = _speed_in(other, path, examples)
+        here = _speed_in(ROOT, path, examples)
+        totals["here"] += here["cpu"]
+        totals["there"] += there["cpu"]
+        print(
+            f"{path.stem:20} {here['examples']:4d}/{there['examples']:4d} examples; CPU {here['cpu']:6.1f} s here, "
+            f"{there['cpu']:6.1f} s there: {here['examples'] / here['cpu']:5.2f}/s vs "
+            f"{there['examples'] / there['cpu']:5.2f}/s, ratio {there['cpu'] / here['cpu']:4.2f}; plans run "
+            f"{here['run']}/{there['run']}",
+            flush=True,
+        )
+    ratio = totals["there"] / totals["here"]
+    print(f"all: CPU {totals['here']:.1f} s here, {totals['there']:.1f} s there: {ratio:.2f}x as fast here")
 
 
 def gallery_bugs(seeds: int, only: str | None = None) -> int:
@@ -192,12 +247,21 @@ def main() -> int:
     parser.add_argument("--gallery", action="store_true", help="the fault plans on the gallery: speed, bugs found")
     parser.add_argument("--gallery-examples", type=int, default=20)
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--against", type=pathlib.Path, default=None, help="--gallery's speed beside this checkout")
+    parser.add_argument("--speed-only", action="store_true", help="--gallery without the planted bugs")
+    parser.add_argument("--one", type=pathlib.Path, default=None, help=argparse.SUPPRESS)  # --against's processes
     args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(speed_of(args.one, args.gallery_examples)))
+        return 0
+    if args.gallery and args.against is not None:
+        gallery_against(args.against.resolve(), args.gallery_examples, args.only)
+        return 0
     if args.gallery:
         print(f"calibration before: {calibration() * 1000:.1f} ms", flush=True)
-        if args.only is None:
-            gallery_speed(args.gallery_examples)
-        missed = gallery_bugs(args.seeds, args.only)
+        if args.only is None or not args.only.endswith("_bug"):
+            gallery_speed(args.gallery_examples, args.only)
+        missed = 0 if args.speed_only else gallery_bugs(args.seeds, args.only)
         print(f"calibration after:  {calibration() * 1000:.1f} ms")
         return 1 if missed else 0
     if args.long:

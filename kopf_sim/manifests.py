@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import yaml
@@ -55,7 +55,9 @@ def parse_manifests(text: str, *, source: str = "<text>") -> list[Any]:
 _BLOCK = 1 << 20
 #: A document marker: a line of ``---`` (and whitespace) alone.
 _MARKER = re.compile(r"^---[^\S\n]*\n", re.MULTILINE)
-_JSON = json.JSONDecoder()
+#: The JSON decoder's C scanner, called directly: a document's value and where it ends (``raw_decode`` without
+#: its Python wrapper, which costs a third of a small object's parse).
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _documents(stream: IO[str], source: str) -> Iterator[Any]:
@@ -66,17 +68,19 @@ def _documents(stream: IO[str], source: str) -> Iterator[Any]:
         text = pending + block
         if not block and text and not text.endswith("\n"):
             text += "\n"  # the last line ends, so that a last marker is one
-        start = 0
-        scanned = pending.rfind("\n") + 1  # no marker before the pending text's last line (a long document's)
-        for marker in _MARKER.finditer(text, scanned):
-            parsed = _as_json(text[start : marker.start()])
+        # No marker before the pending text's last line (a long document's): the split starts there.
+        scanned = pending.rfind("\n") + 1
+        parts = _MARKER.split(text[scanned:])
+        parts[0] = text[:scanned] + parts[0]
+        pending = parts.pop()  # the text after the last marker: the start of a document, maybe all of it
+        for index, part in enumerate(parts):
+            parsed = _as_json(part)
             if parsed is _NOT_JSON:
-                yield from _yaml_documents(text[start:] + stream.read(), source)
+                rest = "".join(f"{later}---\n" for later in parts[index:])  # (the markers as one form of them)
+                yield from _yaml_documents(rest + pending + stream.read(), source)
                 return
             if parsed is not _BLANK:
                 yield parsed
-            start = marker.end()
-        pending = text[start:]
         if not block:
             break
     parsed = _as_json(pending)
@@ -98,8 +102,8 @@ def _as_json(text: str) -> Any:
     if stripped[0] != "{":
         return _NOT_JSON
     try:
-        parsed, end = _JSON.raw_decode(stripped)
-    except (ValueError, RecursionError):
+        parsed, end = _scan_json(stripped, 0)
+    except (StopIteration, ValueError, RecursionError):
         return _NOT_JSON
     return parsed if end == len(stripped) else _NOT_JSON
 

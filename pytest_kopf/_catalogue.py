@@ -28,6 +28,7 @@ __all__ = [
     "Phase",
     "comparing",
     "deleting",
+    "noise_judged",
     "perturbation_kinds",
     "perturbed_first",
     "plan_kinds",
@@ -84,6 +85,9 @@ class Check:
     #: Whether it needs the reference: the users' actions once more with no faults, seeded and clocked otherwise
     #: (what differs between the two correct runs is noise). Those comparing with :data:`BASELINE` all do.
     reference: bool = False
+    #: Whether its judge masks the noise too (not only its comparison): the reference then runs beside the checked
+    #: run, its noise known before the verdict. Otherwise it runs only once a comparison has found a difference.
+    judges_noise: bool = False
 
 
 #: All the checks, in the order the verdict runs them (within a phase).
@@ -93,7 +97,14 @@ CATALOGUE: Mapping[str, Check] = {
         Check("convergence", judge=judges.convergence, phase=Phase.SETTLED),
         # The oracles that see bugs a run with no faults has too: cheap (no faults), so they come first.
         Check("consistency", judge=oracles.consistency, phase=Phase.SETTLED),
-        Check("rollback", perturbations=("reverts",), judge=oracles.rollback, phase=Phase.SETTLED, reference=True),
+        Check(
+            "rollback",
+            perturbations=("reverts",),
+            judge=oracles.rollback,
+            phase=Phase.SETTLED,
+            reference=True,
+            judges_noise=True,
+        ),
         Check("transition", compares=DIRECT, deletes=False),
         Check("cleanup", judge=oracles.cleanup, phase=Phase.DELETED),
         Check(
@@ -102,6 +113,7 @@ CATALOGUE: Mapping[str, Check] = {
             compares=BASELINE,
             judge=judges.redelivered_unchanged,
             phase=Phase.REDELIVERED,
+            judges_noise=True,
         ),
         Check(
             "retries",
@@ -162,6 +174,11 @@ def comparing(checks: Sequence[str], what: Comparison = BASELINE) -> bool:
 def referenced(checks: Sequence[str]) -> bool:
     """Whether a run of these checks needs the reference (a second correct run, to learn the noise from)."""
     return any(CATALOGUE[check].reference or CATALOGUE[check].compares == BASELINE for check in checks)
+
+
+def noise_judged(checks: Sequence[str]) -> bool:
+    """Whether any of these checks' judges masks the noise: the reference must then run beside the checked run."""
+    return any(CATALOGUE[check].judges_noise for check in checks)
 
 
 def deleting(checks: Sequence[str]) -> bool:

@@ -114,7 +114,7 @@ class Request(Entry):
         if self.addressed is None:
             return "absent"
         if isinstance(self.addressed, tuple):
-            return digest(sorted(json.dumps(essence(obj), sort_keys=True) for obj in self.addressed))
+            return digest(sorted(_essence_text(obj) for obj in self.addressed))
         return digest(essence(self.addressed))
 
     def text(self) -> str:
@@ -431,13 +431,15 @@ def tagging_handlers(factory: Callable[[], aiohttp.BaseConnector]) -> Callable[[
 
 #: Metadata that differs between two equal states of an object (or is kopf's bookkeeping), left out of its essence.
 _VOLATILE = frozenset({"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"})
+#: An object's top-level fields that are not its essence: the metadata (kept in part, below) and the status.
+_ASIDE = frozenset({"metadata", "status"})
 
 
 def essence(obj: Mapping[str, Any]) -> dict[str, Any]:
     """What an object's state is about, for telling two states apart: no status, no volatile or kopf's metadata."""
-    plain: dict[str, Any] = _plain(obj)
-    metadata = dict(plain.pop("metadata", None) or {})
-    plain.pop("status", None)
+    # The status aside before copying (often the bulk of an object: kopf's progress, the handlers' results).
+    plain: dict[str, Any] = {str(key): _plain(value) for key, value in obj.items() if key not in _ASIDE}
+    metadata: dict[str, Any] = _plain(obj.get("metadata") or {})
     for field in _VOLATILE:
         metadata.pop(field, None)
     if metadata.get("generateName"):
@@ -452,6 +454,24 @@ def essence(obj: Mapping[str, Any]) -> dict[str, Any]:
         metadata["deletionTimestamp"] = True
     plain["metadata"] = metadata
     return plain
+
+
+#: The essences of the stored objects that lists address, as JSON, by the object's identity (with the object, so
+#: that its id is not taken by another meanwhile): a list addresses the same snapshots again and again.
+_essence_texts: dict[int, tuple[Mapping[str, Any], str]] = {}
+_ESSENCE_TEXTS_KEPT = 4096
+
+
+def _essence_text(obj: Mapping[str, Any]) -> str:
+    """``json.dumps(essence(obj), sort_keys=True)`` of a stored object (a snapshot: never changed once stored)."""
+    known = _essence_texts.get(id(obj))
+    if known is not None and known[0] is obj:
+        return known[1]
+    text = json.dumps(essence(obj), sort_keys=True)
+    if len(_essence_texts) >= _ESSENCE_TEXTS_KEPT:
+        _essence_texts.clear()
+    _essence_texts[id(obj)] = (obj, text)
+    return text
 
 
 def digest(value: Any) -> str:

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._catalogue import CATALOGUE, Phase, validate_checks
+from ._catalogue import CATALOGUE, Check, Phase, validate_checks
 from ._judges import Evidence
 from ._noise import NoiseField
 from ._oracles import correspondences
@@ -21,7 +21,7 @@ from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
 from .operator import KopfOperator
 
-__all__ = ["verify"]
+__all__ = ["compared", "gathered", "judged", "verify"]
 
 
 async def verify(
@@ -63,6 +63,50 @@ async def verify(
     "deployments/{name}.spec.replicas"}``, see :class:`~pytest_kopf._oracles.Correspondence`).
     """
     chosen = [CATALOGUE[name] for name in validate_checks(checks)]
+    evidence = await gathered(
+        kopf_cluster,
+        kopf_operator,
+        resources=resources,
+        expected=expected,
+        namespace=namespace,
+        mask=mask,
+        quiet=quiet,
+        settle_timeout=settle_timeout,
+        records=records,
+        trace=trace,
+        direct=direct,
+        created=created,
+        retained=retained,
+        consistency=consistency,
+        noise=noise,
+    )
+    await judged(evidence, chosen, before=Phase.COMPARED)
+    failure = compared(evidence, chosen)
+    if failure is not None:
+        raise failure
+    await judged(evidence, chosen, after=Phase.COMPARED)
+    return evidence.state
+
+
+async def gathered(
+    kopf_cluster: KopfCluster,
+    kopf_operator: KopfOperator,
+    *,
+    resources: Sequence[str],
+    expected: Sequence[Mapping[str, Any]] | None = None,
+    namespace: str = "default",
+    mask: Sequence[str] = (),
+    quiet: float = DEFAULT_QUIET,
+    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
+    records: Sequence[logging.LogRecord] | None = None,
+    trace: Trace | Sequence[Entry] | None = None,
+    direct: Sequence[Mapping[str, Any]] | None = None,
+    created: Iterable[str] | None = None,
+    retained: Sequence[str] = (),
+    consistency: Mapping[str, str] | None = None,
+    noise: Iterable[NoiseField] = (),
+) -> Evidence:
+    """What the checks judge a run by (as :func:`verify` takes it), once the run has settled."""
     entries, logs_traced = (trace.entries, trace.logs_recorded) if isinstance(trace, Trace) else (trace, False)
     if records is None:
         records = (
@@ -87,14 +131,36 @@ async def verify(
         noise=list(noise),
     )
     evidence.settled = await evidence.settle()
+    return evidence
+
+
+async def judged(
+    evidence: Evidence, chosen: Sequence[Check], *, before: Phase | None = None, after: Phase | None = None
+) -> None:
+    """The judges of these checks, phase by phase (only those before or after a phase, if given): the first failure.
+
+    The comparisons are not among them (:func:`compared`): they look at the end state only, so the machines can
+    compare again once they know more noise (:meth:`pytest_kopf.stateful.OperatorMachine._verdict`).
+    """
     for phase in Phase:
+        if (
+            phase is Phase.COMPARED
+            or (before is not None and phase >= before)
+            or (after is not None and phase <= after)
+        ):
+            continue
         for check in chosen:
-            if phase is Phase.COMPARED and check.compares is not None:
-                details = check.compares.differs(evidence)
-                if details is not None:
-                    raise OperatorCheckFailed(check.name, details, compared=str(check.compares))
-            elif phase is not Phase.COMPARED and check.phase is phase and check.judge is not None:
+            if check.phase is phase and check.judge is not None:
                 details = await check.judge(evidence)
                 if details is not None:
                     raise OperatorCheckFailed(check.name, details)
-    return evidence.state
+
+
+def compared(evidence: Evidence, chosen: Sequence[Check]) -> OperatorCheckFailed | None:
+    """The first difference of the end state from what these checks compare it with (with the noise masked), if any."""
+    for check in chosen:
+        if check.compares is not None:
+            details = check.compares.differs(evidence)
+            if details is not None:
+                return OperatorCheckFailed(check.name, details, compared=str(check.compares))
+    return None

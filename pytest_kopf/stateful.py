@@ -59,7 +59,18 @@ from kopf_sim.controllers import ControllerSettings, parse_selection
 from kopf_sim.recording.replaying import read_log
 from kopf_sim.timing.virtualtime import DEFAULT_EPOCH, LivelockError
 
-from ._catalogue import DIRECT, comparing, deleting, perturbation_kinds, perturbed_first, plan_kinds, referenced
+from ._catalogue import (
+    CATALOGUE,
+    DIRECT,
+    Phase,
+    comparing,
+    deleting,
+    noise_judged,
+    perturbation_kinds,
+    perturbed_first,
+    plan_kinds,
+    referenced,
+)
 from ._clientconfig import routed_clients
 from ._clocks import is_operator_code, virtual_clocks, virtualize_module
 from ._history import handler_ids, history_aside, history_masked
@@ -75,7 +86,7 @@ from ._running import TestLoop
 from ._storms import watch_storms
 from ._tracing import Log, Trace
 from ._vacuity import Reach
-from ._verdicts import verify
+from ._verdicts import compared, gathered, judged, verify
 from .cluster import Manifests, SimKopfCluster, _documents
 from .driving import (
     DEFAULT_QUIET,
@@ -639,11 +650,19 @@ class OperatorMachine(RuleBasedStateMachine):
         self.reference: World | None = None
         #: The noise learned from the baseline & the reference (once their end states are known).
         self.noise: frozenset[NoiseField] = frozenset()
+        #: The users' actions done so far, with their outcomes here and in the baseline (for a reference made later).
+        self._users_done: list[tuple[Action, Outcome, Outcome]] = []
+        #: What would learn more noise, run once a comparison has found a difference (the noise only matters then):
+        #: the reference when no judge masks the noise (:meth:`_later_reference`), the second direct world.
+        self._noise_later: list[Callable[[], None]] = []
+        self._direct_refused = False  # in the second direct world (see :meth:`direct`)
         try:
             if comparing(self.checks):
                 self.baseline = World(spec, modules=modules)
-            if referenced(self.checks):
+            if referenced(self.checks) and noise_judged(self.checks):
                 self.reference = World(spec, modules=modules, seed=REFERENCE_SEED, epoch=DEFAULT_EPOCH + EPOCH_OFFSET)
+            elif referenced(self.checks):
+                self._noise_later.append(self._later_reference)
         except BaseException:
             if self.baseline is not None:
                 self.baseline.close()
@@ -699,12 +718,82 @@ class OperatorMachine(RuleBasedStateMachine):
             if outcome != expected:  # e.g. a create of a name still being deleted in one run only
                 self.diverged = f"{action.code()} was {outcome} here, {expected} in the run with no faults"
                 self.world.trace.note("diverged", self.diverged)
+        if action.user:
+            self._users_done.append((action, outcome, expected))
         if action.user and self.reference is not None:
-            self.reference.trace.step(action.code(), restarts=action.restarts)
-            again = self._apply_in(self.reference, action)
-            if outcome == expected != again and self.diverged is None:  # the fault-free runs disagree by themselves
-                self.diverged = f"{action.code()} was {expected} in a run with no faults, {again} in another one"
-                self.world.trace.note("diverged", self.diverged)
+            self._apply_in_reference(action, outcome, expected)
+
+    def _apply_in_reference(self, action: Action, outcome: Outcome, expected: Outcome) -> None:
+        """A user's action in the reference; its outcome there compared with those in the checked run & the baseline."""
+        assert self.reference is not None
+        self.reference.trace.step(action.code(), restarts=action.restarts)
+        again = self._apply_in(self.reference, action)
+        if outcome == expected != again and self.diverged is None:  # the fault-free runs disagree by themselves
+            self.diverged = f"{action.code()} was {expected} in a run with no faults, {again} in another one"
+            self.world.trace.note("diverged", self.diverged)
+
+    def _later_reference(self) -> None:
+        """The reference made now (no judge masks the noise: only a comparison that differs needs it): the users'
+        actions done in it as they were done beside the checked run; its noise learned as :meth:`expected` does."""
+        self.reference = World(
+            self.spec(), modules=self._modules, seed=REFERENCE_SEED, epoch=DEFAULT_EPOCH + EPOCH_OFFSET
+        )
+        try:
+            for action, outcome, expected in self._users_done:
+                self._apply_in_reference(action, outcome, expected)
+        except LivelockError as exc:  # an endless update loop with no faults: as the same in a step
+            self.failed = True
+            raise livelocked(exc).with_context(
+                steps=self.steps,
+                trace_tail=self.reference.trace.tail(),
+                reproduction=self.reproduction("convergence"),
+                evidence=self.evidence(),
+            ) from None
+        if self._expected_known and self._expected is not None:
+            other = self._fault_free_end_state(self.reference, ", seeded and clocked otherwise")
+            self._learn(self._learned(self._expected, other))
+
+    def _learn_more_noise(self) -> bool:
+        """Run what learns more noise (once per example): whether anything has run."""
+        later, self._noise_later = self._noise_later, []
+        for learning in later:
+            learning()
+        return bool(later)
+
+    def _verdict(
+        self, world: World, checks: Sequence[str], *, planned: bool = False, **options: Any
+    ) -> OperatorCheckFailed | None:
+        """The checks' verdict on a world, as :func:`~pytest_kopf._verdicts.verify` gives it: the first failure, if any.
+
+        When a comparison finds a difference, the noise not learned yet is learned (:meth:`_learn_more_noise`) and
+        the end state compared again with it masked: the same verdict as with all the noise learned beforehand.
+        In a ``planned`` run's world, :class:`_NoiseFirst` is raised instead: the worlds are closed in the reverse
+        order of their making (the official clients' configuration is restored as it was), so the reference is made
+        once that world is closed, and the planned run is done again.
+        """
+        chosen = [CATALOGUE[check] for check in checks]
+        try:
+            evidence = world.run(gathered(world.cluster, world.operator, noise=self.noise, **options))
+            world.run(judged(evidence, chosen, before=Phase.COMPARED))
+        except OperatorCheckFailed as exc:
+            return exc
+        failure = compared(evidence, chosen)
+        if failure is not None and planned and self._noise_later:
+            raise _NoiseFirst()
+        if failure is not None and self._learn_more_noise():  # (a failure of those runs is raised as it is)
+            evidence.noise = list(self.noise)
+            if world is self.world and self.diverged is not None:
+                evidence.expected = None  # the fault-free runs disagree: not comparable (as in :meth:`expected`)
+            if self._direct_refused:
+                evidence.direct = None  # (as in :meth:`direct`)
+            failure = compared(evidence, chosen)
+        if failure is not None:
+            return failure
+        try:
+            world.run(judged(evidence, chosen, after=Phase.COMPARED))
+        except OperatorCheckFailed as exc:
+            return exc
+        return None
 
     def _apply_in(self, world: World, action: Action) -> Outcome:
         """Do a step in one world; it ends when the operator has caught up with it (as in a reproduction)."""
@@ -885,21 +974,36 @@ class OperatorMachine(RuleBasedStateMachine):
         if any(refused(subject.cluster, obj) for obj in driven):
             return None
         creates = [Create(body) for body in final_bodies(driven)]
-        states: list[list[dict[str, Any]]] = []
-        for seed, epoch in ((0, DEFAULT_EPOCH), (REFERENCE_SEED, DEFAULT_EPOCH + EPOCH_OFFSET)):
-            world = World(self.spec(), modules=self._modules, seed=seed, epoch=epoch)
-            try:
-                for step in creates:
-                    world.trace.step(step.code())
-                    world.run(_step(step, world))
-                how = ", with the driven objects created directly in their final state"
-                states.append(self._fault_free_end_state(world, how, creates))
-                if any(refused(world.cluster, obj) for obj in self._driven(world)):
-                    return None
-            finally:
-                world.close()
-        self._learn(self._learned(*states))
-        return states[0]
+        state = self._direct_end_state(creates, 0, DEFAULT_EPOCH)
+        if state is None:
+            return None
+
+        def again() -> None:  # seeded and clocked otherwise: once a comparison has found a difference
+            other = self._direct_end_state(creates, REFERENCE_SEED, DEFAULT_EPOCH + EPOCH_OFFSET)
+            if other is None:
+                self._direct_refused = True
+            else:
+                self._learn(self._learned(state, other))
+
+        self._noise_later.append(again)
+        return state
+
+    def _direct_end_state(
+        self, creates: Sequence[Create], seed: int, epoch: datetime.datetime
+    ) -> list[dict[str, Any]] | None:
+        """The end state of a fresh world where ``creates`` are done (None: the operator has refused an object)."""
+        world = World(self.spec(), modules=self._modules, seed=seed, epoch=epoch)
+        try:
+            for step in creates:
+                world.trace.step(step.code())
+                world.run(_step(step, world))
+            how = ", with the driven objects created directly in their final state"
+            state = self._fault_free_end_state(world, how, creates)
+            if any(refused(world.cluster, obj) for obj in self._driven(world)):
+                return None
+            return state
+        finally:
+            world.close()
 
     def _driven(self, world: World) -> list[dict[str, Any]]:
         store = world.cluster.sim.store
@@ -952,27 +1056,24 @@ class OperatorMachine(RuleBasedStateMachine):
                 self._learn(self._learned(one.before, other.before) | self._learned(one.after, other.after))
         kinds = {step.kind for step in self.steps if step.kind is not None}
         checks = perturbed_first([*self.checks, *self._consistency()], kinds)
-        try:
-            self.world.run(
-                verify(
-                    self.world.cluster,
-                    self.world.operator,
-                    checks=checks,
-                    expected=expected,
-                    direct=direct,
-                    created=self.world.created,
-                    trace=self.world.trace,
-                    noise=self.noise,
-                    **options,
-                )
-            )
-        except OperatorCheckFailed as exc:
-            raise exc.with_context(
+        failure = self._verdict(
+            self.world,
+            checks,
+            expected=expected,
+            direct=direct,
+            created=self.world.created,
+            trace=self.world.trace,
+            **options,
+        )
+        if failure is not None:
+            expected = self.expected()  # (None, if the reference has been made since, and its actions went otherwise)
+            direct = None if self._direct_refused else direct
+            raise failure.with_context(
                 steps=self.steps,
                 trace_tail=self.world.trace.tail(),
-                reproduction=self.reproduction(exc.check, expected, direct=direct),
+                reproduction=self.reproduction(failure.check, expected, direct=direct),
                 evidence=self.evidence(),
-            ) from None
+            )
 
     # -- the fault plans ------------------------------------------------------------------------------
 
@@ -1004,31 +1105,47 @@ class OperatorMachine(RuleBasedStateMachine):
         steps = plan.steps(users)
         started = time.perf_counter()
         world = World(self.spec(), modules=self._modules)
+        decided = True
         try:
-            outcomes = [self._planned_step(world, step) for step in [*self.initial_steps, *steps]]
-            comparable = [outcome for outcome in outcomes if outcome != "fault"] == self.outcomes
-            checks = [check for check in self.checks if check in ("convergence", plan.check)]
-            world.run(
-                verify(
-                    world.cluster,
-                    world.operator,
-                    checks=perturbed_first(checks, [plan.kind]),
-                    expected=expected if comparable else None,
-                    trace=world.trace,
-                    noise=self.noise,
-                    **self._options(),
-                )
-            )
-        except LivelockError as exc:
-            raise self._planned_failure(livelocked(exc), world, steps, expected) from None
-        except OperatorCheckFailed as exc:
-            raise self._planned_failure(exc, world, steps, expected) from None
+            failure = self._planned_verdict(world, plan, steps, expected)
+            if failure is not None:
+                raise self._planned_failure(failure, world, steps, expected) from None
+        except _NoiseFirst:
+            decided = False
         finally:
-            figures.run += 1
-            figures.faults += len(world.cluster.sim.faults.injections)
-            figures.virtual_seconds += world.loop.time()
+            if decided:
+                figures.run += 1
+                figures.faults += len(world.cluster.sim.faults.injections)
+                figures.virtual_seconds += world.loop.time()
             world.close()
             figures.wall_seconds += time.perf_counter() - started
+        if not decided:  # its end state differs, and more noise is to be learned: then, the same run again
+            self._learn_more_noise()
+            self.run_plan(plan, users, expected, figures)
+
+    def _planned_verdict(
+        self, world: World, plan: Plan, steps: Sequence[Action], expected: list[dict[str, Any]] | None
+    ) -> OperatorCheckFailed | None:
+        """The steps of a planned run done in its world, and the verdict of the plan's check on it (its failure)."""
+        try:
+            outcomes = [self._planned_step(world, step) for step in [*self.initial_steps, *steps]]
+        except LivelockError as exc:
+            return livelocked(exc)
+        except OperatorCheckFailed as exc:
+            return exc
+        comparable = [outcome for outcome in outcomes if outcome != "fault"] == self.outcomes
+        checks = [check for check in self.checks if check in ("convergence", plan.check)]
+        try:  # (a failure of the reference, if it is made now, is raised as it is: it is not this run's)
+            return self._verdict(
+                world,
+                perturbed_first(checks, [plan.kind]),
+                planned=True,
+                expected=expected if comparable else None,
+                trace=world.trace,
+                **self._options(),
+            )
+        except LivelockError as exc:
+            return livelocked(exc)
 
     def _planned_step(self, world: World, step: Action) -> Outcome:
         world.trace.step(step.code(), restarts=step.restarts)
@@ -1098,6 +1215,10 @@ class OperatorMachine(RuleBasedStateMachine):
             seed=seed,
             epoch=epoch,
         )
+
+
+class _NoiseFirst(Exception):
+    """A planned run's end state differs, and not all the noise is learned yet (:meth:`OperatorMachine._verdict`)."""
 
 
 def _controllers(selection: ControllerSettings | str | Sequence[str] | bool | None) -> ControllerSettings | None:

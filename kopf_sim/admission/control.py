@@ -72,9 +72,11 @@ class AdmissionControl:
 
     def active(self) -> bool:
         """Whether any plugin may act (else the pipeline skips admission: no views of the objects are made)."""
-        return any(mutator.active() for mutator in self.mutators) or any(
-            validator.active() for validator in self.validators
-        )
+        for plugins in (self.mutators, self.validators):  # (loops, not any(): a load asks 100,000 times)
+            for plugin in plugins:
+                if plugin.active():
+                    return True
+        return False
 
     def authorize(self, verb: str, attrs: Attributes) -> None:
         for authorizer in self.authorizers:

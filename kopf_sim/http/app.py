@@ -405,14 +405,14 @@ class ApiServer:
             at_rv=at_rv,
         )
         if tables.wants_table(request.headers.get("Accept", "")):
-            table = tables.table(
+            table = tables.table_json(
                 target.rtype,
-                listing.objects(),
+                listing.raws(),
                 self.cluster.clock(),
                 list_meta=listing.metadata,
                 include=request.query.get("includeObject", "Metadata"),
             )
-            return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
+            return encoded_response(table + b"\n", content_type=tables.TABLE_CONTENT_TYPE)
         return encoded_response(listing.to_json() + b"\n")
 
     async def _create(self, request: ApiRequest, target: Target) -> web.Response:

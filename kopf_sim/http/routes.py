@@ -91,13 +91,33 @@ class Route(Generic[_H]):
         return handler
 
 
+#: How many paths a router remembers the resolution of (then it starts afresh): a run's paths repeat (the same
+#: objects and collections, again and again), and resolving one tries every route until one matches.
+_REMEMBERED = 4096
+
+
 class Router(Generic[_H]):
     """An ordered table of routes: a path resolves to the first route that matches it, and its variables."""
 
     def __init__(self, rows: Iterable[tuple[str, Mapping[str, _H]]]) -> None:
         self.routes = [Route(Pattern(pattern), methods) for pattern, methods in rows]
+        self._resolved: dict[tuple[str, ...], tuple[Route[_H], dict[str, str]] | None] = {}
 
     def resolve(self, parts: Sequence[str]) -> tuple[Route[_H], dict[str, str]] | None:
+        key = tuple(parts)
+        try:
+            resolved = self._resolved[key]
+        except KeyError:
+            resolved = self._first_match(key)
+            if len(self._resolved) >= _REMEMBERED:
+                self._resolved.clear()
+            self._resolved[key] = resolved
+        if resolved is None:
+            return None
+        route, found = resolved
+        return route, dict(found)  # the caller's own: the remembered one stays as it was
+
+    def _first_match(self, parts: Sequence[str]) -> tuple[Route[_H], dict[str, str]] | None:
         for route in self.routes:
             found = route.pattern.match(parts)
             if found is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import json.encoder
 import re
@@ -127,17 +128,22 @@ def label_value_problems(value: str) -> list[str]:
 def resolve_path(obj: Any, path: str) -> Any:
     """The value at a simple JSON path like ``.spec.replicas`` or ``.status.conditions[0].type``."""
     value = obj
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
-        if part.startswith("["):
-            index = int(part[1:-1])
-            if not isinstance(value, list) or index >= len(value):
+    for part in _path_parts(path):
+        if isinstance(part, int):
+            if not isinstance(value, list) or part >= len(value):
                 return None
-            value = value[index]
-        elif isinstance(value, Mapping):
+            value = value[part]
+        elif isinstance(value, dict):
             value = value.get(part)
         else:
             return None
     return value
+
+
+@functools.lru_cache(maxsize=256)
+def _path_parts(path: str) -> tuple[str | int, ...]:
+    """A path's field names and list indices, split once (a table resolves the same paths for every row)."""
+    return tuple(int(part[1:-1]) if part.startswith("[") else part for part in re.findall(r"[^.\[\]]+|\[\d+\]", path))
 
 
 def assign_path(obj: JsonDict, path: str, value: Any) -> None:

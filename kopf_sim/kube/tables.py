@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+import functools
+import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from kopf_sim.kube.objects import JsonDict, meta, resolve_path
+from kopf_sim.kube.objects import JsonDict, compact_json, meta, resolve_path
 from kopf_sim.kube.resources import PrinterColumn, ResourceType
 from kopf_sim.timing.clock import parse_timestamp
 
@@ -85,7 +87,7 @@ def _cell(column: PrinterColumn, obj: JsonDict, now: datetime.datetime) -> Any:
         return column.default
     if column.type == "date" and isinstance(value, str):
         try:
-            return human_duration((now - parse_timestamp(value)).total_seconds())
+            return human_duration((now - _moment(value)).total_seconds())
         except ValueError:
             return value
     if value is None:
@@ -97,6 +99,12 @@ def _cell(column: PrinterColumn, obj: JsonDict, now: datetime.datetime) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=1024)
+def _moment(timestamp: str) -> datetime.datetime:
+    """A timestamp parsed once: a page's objects were often made in the same few seconds."""
+    return parse_timestamp(timestamp)
+
+
 def row(rtype: ResourceType, obj: JsonDict, now: datetime.datetime, include: str = "Metadata") -> JsonDict:
     cells = [meta(obj).get("name")] + [_cell(c, obj, now) for c in rtype.printer_columns]
     result: JsonDict = {"cells": cells}
@@ -105,6 +113,60 @@ def row(rtype: ResourceType, obj: JsonDict, now: datetime.datetime, include: str
     elif include != "None":
         result["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta(obj)}
     return result
+
+
+def table_json(
+    rtype: ResourceType,
+    raws: Iterable[bytes],
+    now: datetime.datetime,
+    *,
+    list_meta: JsonDict,
+    include: str = "Metadata",
+) -> bytes:
+    """:func:`table` of stored objects (their compact JSON), encoded as compact JSON.
+
+    A row of the usual kind (the objects' metadata, and columns that read only the metadata, as a ConfigMap's
+    or a custom resource's age) decodes no more of its object than its metadata, and splices that metadata's
+    bytes into the row as they are: a page of 500 costs a few milliseconds, not the decoding and encoding of
+    500 objects. Other rows are made of the decoded objects, as :func:`table` makes them.
+    """
+    metadata_only = include == "Metadata" and all(_reads_metadata_only(column) for column in rtype.printer_columns)
+    rows: list[str] = []
+    for raw in raws:
+        text = raw.decode()
+        found = _metadata_in(text) if metadata_only else None
+        if found is None:
+            rows.append(compact_json(row(rtype, _scan_json(text, 0)[0], now, include)))
+            continue
+        metadata, start, end = found
+        partial = {"metadata": metadata}
+        cells = [metadata.get("name")] + [_cell(column, partial, now) for column in rtype.printer_columns]
+        rows.append(f'{{"cells":{compact_json(cells)},"object":{_PARTIAL_METADATA}{text[start:end]}}}}}')
+    envelope = compact_json(table(rtype, (), now, list_meta=list_meta, include=include))
+    assert envelope.endswith(',"rows":[]}')
+    return f"{envelope[:-3]}[{','.join(rows)}]}}".encode()
+
+
+#: A row's object, up to its metadata's JSON (as :func:`row` makes it, encoded compactly).
+_PARTIAL_METADATA = '{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":'
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_scan_string: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+def _reads_metadata_only(column: PrinterColumn) -> bool:
+    return column.render is None and column.json_path.startswith(".metadata.") and not column.total_path
+
+
+def _metadata_in(text: str) -> tuple[JsonDict, int, int] | None:
+    """An object's metadata, and where its JSON is in the object's compact JSON (the fields before it decoded too)."""
+    position = 1  # after the object's "{": a key, or the "}" of an empty object
+    while position < len(text) and text[position] == '"':
+        key, colon = _scan_string(text, position + 1)
+        value, end = _scan_json(text, colon + 1)
+        if key == "metadata":
+            return (value, colon + 1, end) if isinstance(value, dict) else None
+        position = end + 1  # past the "," (or the object's last "}")
+    return None
 
 
 def table(

@@ -60,8 +60,11 @@ class Bucket:
             if len(items) >= INDEXED_SIZE:
                 self._make_index()
             return
-        old_labels = _labels_of(previous) if previous is not None else {}
         new_labels = _labels_of(stored)
+        if previous is None:
+            self._index(key, new_labels)
+            return
+        old_labels = _labels_of(previous)
         if old_labels != new_labels:
             self._unindex(key, old_labels)
             self._index(key, new_labels)

@@ -21,6 +21,7 @@ from kopf_sim.kube.objects import JsonDict, compact_json, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store import lifecycle, paging, pipeline
+from kopf_sim.store.allocations import ServiceAllocations
 from kopf_sim.store.buckets import Bucket, ObjectKey
 from kopf_sim.store.lagging import Holding
 from kopf_sim.store.paging import LATEST, Listing, Selection
@@ -40,6 +41,7 @@ INITIAL_EVENTS_BATCH = 500
 #: older versions are 410 Expired. It bounds the memory of long runs (a version kept per change).
 HISTORY_WINDOW = 10_000
 _SECOND = datetime.timedelta(seconds=1)
+_SERVICES = ("", "services")
 
 
 class Cluster:
@@ -73,6 +75,7 @@ class Cluster:
         self._snapshots = Snapshots()
         self._by_uid: dict[str, tuple[StorageKey, ObjectKey]] = {}
         self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
+        self._allocations = ServiceAllocations()  # the services' cluster IPs and node ports
         self._subscriptions: list[Subscription] = []
         #: The dynamic admission of this cluster's writes (webhooks, served in-process or over HTTPS).
         self.admission = AdmissionControl(self)
@@ -124,6 +127,14 @@ class Cluster:
         """The stored state of an object (its bytes, e.g. to send it) or None."""
         bucket = self._objects.get(key)
         return None if bucket is None else bucket.get((namespace or "", name))
+
+    def cluster_ip_taken(self, address: str) -> bool:
+        """Whether a stored service holds this cluster IP (the allocator's question)."""
+        return self._allocations.cluster_ip_taken(address)
+
+    def node_port_taken(self, port: int) -> bool:
+        """Whether a stored service holds this node port."""
+        return self._allocations.node_port_taken(port)
 
     def by_uid(self, uid: str) -> JsonDict | None:
         where = self._by_uid.get(uid)
@@ -279,7 +290,7 @@ class Cluster:
     def create(
         self, rtype: ResourceType, namespace: str | None, body: Any, **options: Unpack[pipeline.WriteOptions]
     ) -> JsonDict:
-        return pipeline.run_now(self.writes.create(rtype, namespace, body, **options))
+        return self.writes.create_now(rtype, namespace, body, **options)
 
     def update(
         self,
@@ -399,6 +410,8 @@ class Cluster:
         return raw
 
     def _index(self, key: StorageKey, object_key: ObjectKey, old: JsonDict | None, new: JsonDict | None) -> None:
+        if key == _SERVICES:
+            self._allocations.update(old, new)
         old_uid = meta(old).get("uid") if old else None
         if old is not None and old_uid:
             for ref in meta(old).get("ownerReferences") or ():
@@ -423,11 +436,16 @@ class Cluster:
                 self.compacted_rv = self.history.popleft().rv
             self._snapshots.forget_before(self.compacted_rv)
         self._snapshots.note(change)
-        holding = next((how for decide in list(self.holding) if (how := decide(change)) is not None), None)
-        for subscription in list(self._subscriptions):
-            subscription.offer(change, holding)
-        for observer in list(self.observers):
-            observer(change)
+        # (most changes, e.g. a load's, have no fault to hold them, no watcher and no observer: no copies made)
+        holding = None
+        if self.holding:
+            holding = next((how for decide in list(self.holding) if (how := decide(change)) is not None), None)
+        if self._subscriptions:
+            for subscription in list(self._subscriptions):
+                subscription.offer(change, holding)
+        if self.observers:
+            for observer in list(self.observers):
+                observer(change)
 
     def compact(self, upto: int | None = None) -> None:
         """Forget the history up to ``upto`` (default: all of it): older versions then get 410 Expired."""
@@ -546,7 +564,7 @@ class Cluster:
             if rtype is None:
                 rtype = rtypes[cache_key] = self.resource_for(cache_key[0], cache_key[1])
             namespace = meta(doc).get("namespace", "default") if rtype.namespaced else None
-            yield pipeline.run_now(self.writes.create(rtype, namespace, doc, copied=copied))
+            yield self.writes.create_now(rtype, namespace, doc, copied=copied)
 
 
 def _sort_key(obj: JsonDict) -> tuple[str, str]:

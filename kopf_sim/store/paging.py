@@ -182,6 +182,16 @@ class Listing:
             for stored in self.items
         ]
 
+    def raws(self) -> list[bytes]:
+        """The objects as served at the list's version, as compact JSON (:meth:`objects`, encoded)."""
+        api_version = self.rtype.api_version
+        return [
+            stored.raw
+            if stored.api_version == api_version
+            else compact_json({**stored.obj, "apiVersion": api_version}).encode()
+            for stored in self.items
+        ]
+
     def to_dict(self) -> JsonDict:
         rtype = self.rtype
         return {
@@ -196,12 +206,7 @@ class Listing:
         rtype = self.rtype
         api_version = rtype.api_version
         envelope = compact_json({"kind": rtype.list_kind, "apiVersion": api_version, "metadata": self.metadata})
-        items = b",".join(
-            stored.raw
-            if stored.api_version == api_version
-            else compact_json({**stored.obj, "apiVersion": api_version}).encode()
-            for stored in self.items
-        )
+        items = b",".join(self.raws())
         return b"".join((envelope[:-1].encode(), b',"items":[', items, b"]}"))
 
 

@@ -68,6 +68,10 @@ class StoreView(Protocol):
 
     def present(self, obj: JsonDict, rtype: ResourceType) -> JsonDict: ...
 
+    def cluster_ip_taken(self, address: str) -> bool: ...
+
+    def node_port_taken(self, port: int) -> bool: ...
+
 
 def same_content(old: JsonDict, new: JsonDict) -> bool:
     """Whether a write changes nothing but bookkeeping: then the apiserver stores nothing."""
@@ -740,12 +744,7 @@ def _node_ports(cluster: StoreView, spec: JsonDict, old: JsonDict) -> None:
         for port in old.get("ports") or ()
         if isinstance(port, dict) and port.get("nodePort")
     }
-    taken = {
-        port.get("nodePort")
-        for service in cluster.objects(("", "services"))
-        for port in (service.get("spec") or {}).get("ports") or ()
-        if isinstance(port, dict)
-    } | {port.get("nodePort") for port in ports}
+    taken = {port.get("nodePort") for port in ports}  # besides those of the stored services
     for port in ports:
         if port.get("nodePort"):
             continue
@@ -755,7 +754,7 @@ def _node_ports(cluster: StoreView, spec: JsonDict, old: JsonDict) -> None:
             continue
         start = int(cluster.uids().replace("-", ""), 16) % len(NODE_PORTS)
         free = (NODE_PORTS[(start + step) % len(NODE_PORTS)] for step in range(len(NODE_PORTS)))
-        chosen = next((candidate for candidate in free if candidate not in taken), None)
+        chosen = next((port for port in free if port not in taken and not cluster.node_port_taken(port)), None)
         if chosen is None:
             raise errors.ApiError(500, "InternalError", "failed to allocate a nodePort: range is full")
         port["nodePort"] = chosen
@@ -798,13 +797,15 @@ _SERVICE_ADDRESSES = 65_000
 
 def _cluster_ip(cluster: StoreView) -> str:
     """A free address of the services' range, from a place drawn from the uid generator (as the apiserver
-    allocates at random: the same for the same seed, another one for another seed)."""
-    taken = {(obj.get("spec") or {}).get("clusterIP") for obj in cluster.objects(("", "services"))}
+    allocates at random: the same for the same seed, another one for another seed).
+
+    The store knows the addresses taken: a few lookups from the start while the range is far from full.
+    """
     start = int(cluster.uids().replace("-", ""), 16) % _SERVICE_ADDRESSES
     for step in range(_SERVICE_ADDRESSES):
         index = (start + step) % _SERVICE_ADDRESSES + 1
         candidate = f"10.96.{index // 250}.{index % 250 + 1}"
-        if candidate not in taken:
+        if not cluster.cluster_ip_taken(candidate):
             return candidate
     raise errors.ApiError(500, "InternalError", "failed to allocate a serviceIP: range is full")
 

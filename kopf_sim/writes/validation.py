@@ -264,9 +264,9 @@ def replicas_causes(replicas: Any, field: str) -> list[Cause]:
 
 
 def _config_key_causes(obj: JsonDict, fields: tuple[str, ...]) -> list[Cause]:
-    present = [data for data in (obj.get(field) for field in fields) if data]
-    if len(present) == 1 and all(key in _VALID_CONFIG_KEYS for key in present[0]):
-        return []  # the usual keys, found valid before (nothing to say, and no path to spell out)
+    present = [data for field in fields if (data := obj.get(field))]
+    if not present or (len(present) == 1 and _VALID_CONFIG_KEYS.issuperset(present[0])):
+        return []  # no keys, or the usual keys found valid before (nothing to say, and no path to spell out)
     return list(_config_key_problems(obj, fields))
 
 

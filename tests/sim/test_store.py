@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from kopf_sim.kube import errors
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing.clock import ManualClock, SeededUids
+from kopf_sim.writes import preparing
 from tests.helpers import widget
 
 MERGE = "application/merge-patch+json"
@@ -308,6 +310,34 @@ def test_addresses_and_node_ports_are_allocated_at_random_by_the_seed() -> None:
     assert all(30000 <= port <= 32767 for port in ports) and len(set(ports)) == 2
     assert first["spec"]["clusterIP"] != other["spec"]["clusterIP"]
     assert ports != [port["nodePort"] for port in other["spec"]["ports"]]
+
+
+def test_addresses_and_node_ports_are_unique_and_released_on_deletion(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small range fills up with distinct addresses and ports; a deleted service's are handed out again."""
+    monkeypatch.setattr(preparing, "_SERVICE_ADDRESSES", 6)
+    monkeypatch.setattr(preparing, "NODE_PORTS", range(30000, 30006))
+    cluster = Cluster(clock=ManualClock(), uids=SeededUids(3))
+    rtype = cluster.resource("", "v1", "services")
+
+    def create(name: str) -> dict[str, Any]:
+        body = {"metadata": {"name": name}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}
+        return cluster.create(rtype, "default", body)
+
+    services = [create(f"s{index}") for index in range(6)]
+    addresses = {svc["spec"]["clusterIP"] for svc in services}
+    ports = {svc["spec"]["ports"][0]["nodePort"] for svc in services}
+    assert len(addresses) == len(ports) == 6
+    with pytest.raises(errors.ApiError, match="failed to allocate a serviceIP: range is full"):
+        create("full")
+    cluster.delete(rtype, "default", "s2")
+    again = create("again")
+    assert again["spec"]["clusterIP"] == services[2]["spec"]["clusterIP"]
+    assert again["spec"]["ports"][0]["nodePort"] == services[2]["spec"]["ports"][0]["nodePort"]
+    given = {"metadata": {"name": "given"}, "spec": {"clusterIP": "10.96.9.9", "ports": [{"port": 80}]}}
+    cluster.create(rtype, "default", given)  # an address given by the user is taken too: never handed out twice
+    assert cluster.cluster_ip_taken("10.96.9.9")
+    cluster.delete(rtype, "default", "given")
+    assert not cluster.cluster_ip_taken("10.96.9.9")
 
 
 def test_a_services_node_ports_are_kept_by_an_update_that_leaves_them_out(cluster: Cluster) -> None:
