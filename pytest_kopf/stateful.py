@@ -656,6 +656,8 @@ class OperatorMachine(RuleBasedStateMachine):
         #: the reference when no judge masks the noise (:meth:`_later_reference`), the second direct world.
         self._noise_later: list[Callable[[], None]] = []
         self._direct_refused = False  # in the second direct world (see :meth:`direct`)
+        #: The planned runs' worlds open when the reference was made (in their verdicts): closed after it.
+        self._closed_later: list[World] = []
         try:
             if comparing(self.checks):
                 self.baseline = World(spec, modules=modules)
@@ -760,16 +762,11 @@ class OperatorMachine(RuleBasedStateMachine):
             learning()
         return bool(later)
 
-    def _verdict(
-        self, world: World, checks: Sequence[str], *, planned: bool = False, **options: Any
-    ) -> OperatorCheckFailed | None:
+    def _verdict(self, world: World, checks: Sequence[str], **options: Any) -> OperatorCheckFailed | None:
         """The checks' verdict on a world, as :func:`~pytest_kopf._verdicts.verify` gives it: the first failure, if any.
 
         When a comparison finds a difference, the noise not learned yet is learned (:meth:`_learn_more_noise`) and
         the end state compared again with it masked: the same verdict as with all the noise learned beforehand.
-        In a ``planned`` run's world, :class:`_NoiseFirst` is raised instead: the worlds are closed in the reverse
-        order of their making (the official clients' configuration is restored as it was), so the reference is made
-        once that world is closed, and the planned run is done again.
         """
         chosen = [CATALOGUE[check] for check in checks]
         try:
@@ -778,8 +775,6 @@ class OperatorMachine(RuleBasedStateMachine):
         except OperatorCheckFailed as exc:
             return exc
         failure = compared(evidence, chosen)
-        if failure is not None and planned and self._noise_later:
-            raise _NoiseFirst()
         if failure is not None and self._learn_more_noise():  # (a failure of those runs is raised as it is)
             evidence.noise = list(self.noise)
             if world is self.world and self.diverged is not None:
@@ -844,15 +839,12 @@ class OperatorMachine(RuleBasedStateMachine):
             self._count()
         finally:
             try:
-                try:  # in the reverse order of their making: the clients' configuration is restored as it was
-                    try:
-                        if self.reference is not None:
-                            self.reference.close()
-                    finally:
-                        if self.baseline is not None:
-                            self.baseline.close()
-                finally:
-                    self.world.close()
+                with contextlib.ExitStack() as worlds:  # closed in the reverse order of their making: the official
+                    # clients' configuration is restored as it was (see _clientconfig.routed_clients)
+                    made = [self.world, self.baseline, *self._closed_later, self.reference]
+                    for world in made:
+                        if world is not None:
+                            worlds.callback(world.close)
             finally:
                 logging.getLogger("kopf").setLevel(self._kopf_level)
 
@@ -1104,24 +1096,21 @@ class OperatorMachine(RuleBasedStateMachine):
         """One planned run: the users' actions with the plan's fault, in a fresh world, judged by the plan's check."""
         steps = plan.steps(users)
         started = time.perf_counter()
+        reference = self.reference
         world = World(self.spec(), modules=self._modules)
-        decided = True
         try:
             failure = self._planned_verdict(world, plan, steps, expected)
             if failure is not None:
                 raise self._planned_failure(failure, world, steps, expected) from None
-        except _NoiseFirst:
-            decided = False
         finally:
-            if decided:
-                figures.run += 1
-                figures.faults += len(world.cluster.sim.faults.injections)
-                figures.virtual_seconds += world.loop.time()
-            world.close()
+            figures.run += 1
+            figures.faults += len(world.cluster.sim.faults.injections)
+            figures.virtual_seconds += world.loop.time()
+            if self.reference is reference:
+                world.close()
+            else:  # the reference made meanwhile (for a difference) is closed first: made last (see :meth:`close`)
+                self._closed_later.append(world)
             figures.wall_seconds += time.perf_counter() - started
-        if not decided:  # its end state differs, and more noise is to be learned: then, the same run again
-            self._learn_more_noise()
-            self.run_plan(plan, users, expected, figures)
 
     def _planned_verdict(
         self, world: World, plan: Plan, steps: Sequence[Action], expected: list[dict[str, Any]] | None
@@ -1139,7 +1128,6 @@ class OperatorMachine(RuleBasedStateMachine):
             return self._verdict(
                 world,
                 perturbed_first(checks, [plan.kind]),
-                planned=True,
                 expected=expected if comparable else None,
                 trace=world.trace,
                 **self._options(),
@@ -1215,10 +1203,6 @@ class OperatorMachine(RuleBasedStateMachine):
             seed=seed,
             epoch=epoch,
         )
-
-
-class _NoiseFirst(Exception):
-    """A planned run's end state differs, and not all the noise is learned yet (:meth:`OperatorMachine._verdict`)."""
 
 
 def _controllers(selection: ControllerSettings | str | Sequence[str] | bool | None) -> ControllerSettings | None:

@@ -135,9 +135,10 @@ class _Webhooks:
 
     def __init__(self, caller: WebhookCaller) -> None:
         self.caller = caller
+        self._configurations = configurations.MUTATING if self.mutating else configurations.VALIDATING
 
     def active(self) -> bool:
-        return self.caller.store.count(configurations.MUTATING if self.mutating else configurations.VALIDATING) > 0
+        return self.caller.store.count(self._configurations) > 0
 
 
 class MutatingWebhooks(_Webhooks):

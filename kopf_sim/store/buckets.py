@@ -151,9 +151,16 @@ class Bucket:
         return sum(len(values.get(value, ())) for value in req.values)
 
     def _index(self, key: ObjectKey, labels: Mapping[str, str]) -> None:
-        assert self._labels is not None
-        for name, value in labels.items():
-            self._labels.setdefault(name, {}).setdefault(value, set()).add(key)
+        index = self._labels
+        assert index is not None
+        for name, value in labels.items():  # (no empty dict and set made per label only to be dropped)
+            values = index.get(name)
+            if values is None:
+                values = index[name] = {}
+            keys = values.get(value)
+            if keys is None:
+                keys = values[value] = set()
+            keys.add(key)
 
     def _unindex(self, key: ObjectKey, labels: Mapping[str, str]) -> None:
         assert self._labels is not None

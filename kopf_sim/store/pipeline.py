@@ -270,7 +270,14 @@ class Create(Write):
 
     def prepare(self, current: JsonDict | None) -> JsonDict:
         return preparing.prepare_create(
-            self.store, self.rtype, self.namespace, self.body, copied=self.copied, **self.rules
+            self.store,
+            self.rtype,
+            self.namespace,
+            self.body,
+            copied=self.copied,
+            manager=self.manager,  # (the rules' options without a dict made for them: a load makes many creates)
+            field_validation=self.field_validation,
+            warnings=self.warnings,
         )
 
     def operation(self, current: JsonDict | None) -> str:

@@ -24,6 +24,7 @@ from pytest_kopf._history import handler_ids, history_masked
 from pytest_kopf._noise import (
     MASKED,
     NoiseField,
+    described,
     difference,
     format_path,
     is_timestamp,
@@ -416,3 +417,53 @@ def test_how_a_state_was_reached_is_set_aside_when_comparing() -> None:
     )
     assert difference(twice_aside, once_aside) is None
     assert {obj["kind"] for obj in once_aside}.isdisjoint({"ReplicaSet", "Pod"})  # compared through their owner
+
+
+def restamping_registry() -> kopf.OperatorRegistry:
+    """An operator that stamps a fresh random id on each object at its creation and at each start of its own."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("gadgets", registry=registry)
+    @kopf.on.resume("gadgets", registry=registry)
+    def stamp(patch: Any, **_: Any) -> None:
+        patch.status["instanceId"] = str(uuid.uuid4())
+
+    return registry
+
+
+def _example_of_crash_restart(**operator: Any) -> tuple[bool, frozenset[NoiseField]]:
+    """One example of ``crash-restart`` (a create, a crash, a settle; no plans): whether the verdict has made the
+    reference (the second fault-free run), and the noise learned."""
+    from pytest_kopf.stateful import OperatorMachine
+    from pytest_kopf.strategies import CrashRestart, Create, Settle
+
+    machine_class = OperatorMachine.configured(
+        "CrashRestartOnce",
+        manifests=[CRD],
+        resources=[RESOURCE],
+        checks=["crash-restart"],
+        names=["obj-0"],
+        max_plans=0,
+        **operator,
+    )
+    body = {"apiVersion": "checks.example/v1", "kind": "Gadget", "metadata": {"name": "obj-0", "namespace": "default"}}
+    machine = machine_class()
+    try:
+        assert machine.reference is None  # not beside the checked run: no judge of crash-restart masks the noise
+        for step in [Create({**body, "spec": {"size": 2}}), CrashRestart(), Settle()]:
+            machine.perform(step)
+        machine.verify()  # passes: no difference, or only in the noise
+        return machine.reference is not None, machine.noise
+    finally:
+        machine.close()
+
+
+def test_the_second_fault_free_run_is_made_only_when_a_comparison_differs() -> None:
+    made, noise = _example_of_crash_restart(paths=[GALLERY / "crash_child_ok.py"])
+    assert not made and not noise  # the same end state with and without the crash: no noise needed
+
+
+def test_a_difference_that_is_noise_makes_the_second_run_and_passes() -> None:
+    made, noise = _example_of_crash_restart(registry=restamping_registry)  # a new id after the crash
+    assert made
+    assert described(noise) == "Gadget obj-0 status.instanceId"

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from kopf_sim import cli, manifests
 from kopf_sim.kube.errors import ApiError
 from kopf_sim.manifests import ManifestError, iter_manifests, parse_manifests, read_manifest
+from kopf_sim.store import pipeline
 from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing.clock import ManualClock, SeededUids
 
@@ -175,13 +176,17 @@ spec: {}
 
 
 def _created_one_by_one(documents: list[Any]) -> Cluster:
-    """What creating each object of the documents (as kubectl create would, one request each) stores."""
+    """What creating each object of the documents (as kubectl create would, one request each) stores.
+
+    Each goes the way of a ``POST``: the awaited pipeline, admission included (a load commits what nothing
+    admits at once, without awaiting: the same objects must come of it).
+    """
     cluster = Cluster(clock=ManualClock(), uids=SeededUids(11))
     for doc in documents:
         for item in doc["items"] if doc["kind"] == "List" else [doc]:
             rtype = cluster.resource_for(item["apiVersion"], item["kind"])
             namespace = item["metadata"].get("namespace", "default") if rtype.namespaced else None
-            cluster.create(rtype, namespace, item)
+            pipeline.run_now(cluster.writes.create(rtype, namespace, item))
     return cluster
 
 
@@ -211,6 +216,24 @@ def test_a_loaded_object_is_stored_as_a_created_one(tmp_path: pathlib.Path) -> N
         created.create(created.resource("", "v1", "configmaps"), "default", denied)
     assert loading.value.to_status() == creating.value.to_status()
     assert loading.value.code == 422 and "no-forbidden-names" in loading.value.message
+
+
+def test_objects_that_nothing_admits_are_loaded_as_the_awaited_pipeline_creates_them(tmp_path: pathlib.Path) -> None:
+    """Without an admission policy, a load commits each object at once: byte for byte what a POST would store."""
+    documents = [doc for doc in parse_manifests(_KINDS_MANIFEST) if "AdmissionPolicy" not in doc["kind"]]
+    path = tmp_path / "objects.yaml"
+    path.write_text("".join(f"---\n{json.dumps(doc)}\n" for doc in documents))
+    created = _created_one_by_one(documents)
+    loaded = Cluster(clock=ManualClock(), uids=SeededUids(11))
+    assert loaded.load(iter_manifests([path])) == 9
+    assert not loaded.admission.active()
+    stored = list(loaded.everything())
+    assert stored == list(created.everything())
+    for key, obj in stored:
+        metadata = obj["metadata"]
+        mine = loaded.stored(key, metadata.get("namespace"), metadata["name"])
+        theirs = created.stored(key, metadata.get("namespace"), metadata["name"])
+        assert mine is not None and theirs is not None and mine.raw == theirs.raw
 
 
 def test_a_load_that_would_call_a_webhook_is_a_clear_error(tmp_path: pathlib.Path) -> None:
