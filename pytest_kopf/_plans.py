@@ -10,7 +10,8 @@ a fault could matter becomes a plan:
   coalesced (the operator never sees the first state) or delivered late (it handles the older state while
   the cluster has the newer one);
 * ``write-errors``: a 409 (updates), a burst of 500s (as many in a row as the ``retries`` check takes for
-  hammering: an operator that retries at once is seen doing it) and a 429 on each of its writes.
+  hammering: an operator that retries at once is seen doing it), a 429, and a 504 after the write is done (its
+  answer lost: a retry meets its own result, e.g. a create's "already exists") on each of its writes.
 
 A plan is the fault as a step (:mod:`pytest_kopf.strategies.placed`), armed right before the user action in
 whose course its target came (counting the matching requests or changes in between). Since the same actions
@@ -43,11 +44,14 @@ PLAN_KINDS = {
     "crash-after-writes": "a crash right after each of the operator's writes",
     "stale-answers": "a stale answer (before the latest change) to each of its reads",
     "event-pairs": "each pair of consecutive watch events of an object coalesced, or the first one late",
-    "write-errors": f"a 409 (updates), {HAMMERING} 500s in a row and a 429 on each of its writes",
+    "write-errors": (
+        f"a 409 (updates), {HAMMERING} 500s in a row, a 429, and a 504 after the write is done, on each of its writes"
+    ),
 }
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-#: The failures planned on each write (status, how many in a row); the first (a conflict) for updates only.
-WRITE_ERRORS = ((409, 1), (500, HAMMERING), (429, 1))
+#: The failures planned on each write (status, how many in a row, whether the write is done before it); the
+#: first (a conflict) for updates only.
+WRITE_ERRORS = ((409, 1, False), (500, HAMMERING, False), (429, 1, False), (504, 1, True))
 #: Seconds that a held event waits for its object's next one, beyond when that came in the reference run.
 HOLD_MARGIN = 5.0
 #: At most this long (virtual seconds) is an event held.
@@ -146,7 +150,7 @@ class Pruning:
 
 #: The variants of a kind in the order they are tried: a conflict (kopf throttles and handles the object again)
 #: before the errors that kopf's client retries by itself; the coalescing of a pair before its late delivery.
-VARIANTS = {"409": 0, f"500x{HAMMERING}": 1, "429": 2, "coalesced": 0, "late": 1}
+VARIANTS = {"409": 0, "504-after-write": 1, f"500x{HAMMERING}": 1, "429": 2, "coalesced": 0, "late": 1}
 
 
 def _prioritized(plans: Sequence[Plan]) -> list[Plan]:
@@ -225,9 +229,9 @@ def _request_plans(request: Request, window: _Window, wanted: dict[str, str], af
     shape = _shape(request)
     if request.method in WRITES and "write-errors" in wanted:
         for variant in WRITE_ERRORS if _may_conflict(request) else WRITE_ERRORS[1:]:
-            status, count = variant
-            failed = FailedRequest(status, request.method, request.path, skip, count)
-            label = f"{status}x{count}" if count > 1 else str(status)
+            status, count, applied = variant
+            failed = FailedRequest(status, request.method, request.path, skip, count, applied)
+            label = f"{status}-after-write" if applied else f"{status}x{count}" if count > 1 else str(status)
             point = ("write-errors", label, request.handler, shape, _cause(request), request.state, after)
             plans.append(
                 Plan(wanted["write-errors"], "write-errors", window.position, failed, point, after is not None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,17 +31,29 @@ class Scheduled:
     """A call that the operator has scheduled: when (loop time), and what.
 
     ``periodic``: a timer's regular call (not a delayed one: an initial delay, a retry, the idling);
-    ``called``: when (loop time) the previous call of that timer or daemon has ended, if it has.
+    ``called``: when (loop time) the previous call of that timer or daemon has ended, if it has; ``started``:
+    when that call began (it has seen the object as it was then); ``written``: the resource versions that the
+    patch of that call's results has made (its own changes).
     """
 
     due: float
     what: str
     periodic: bool = False
     called: float | None = None
+    started: float | None = None
+    written: frozenset[str] = frozenset()
 
-    def awaited(self, last_change: float) -> bool:
-        """Whether settling waits for this call: a delayed one, or a timer not called since the last change."""
-        return not self.periodic or self.called is None or self.called <= last_change
+    def awaited(self, changes: Sequence[tuple[float, str]]) -> bool:
+        """Whether settling waits for this call: a delayed one, or a timer that has not seen the latest changes.
+
+        ``changes``: the cluster's content changes (loop time, resource version), oldest first. A change since
+        its previous call began, other than the one that call's own patch has made, is news to the timer (e.g.
+        a spec changed while its call was patching its results, slowly, retried after a 5xx).
+        """
+        if not self.periodic or self.called is None:
+            return True
+        since = self.started if self.started is not None else self.called
+        return any(time >= since and version not in self.written for time, version in reversed(changes))
 
     def __str__(self) -> str:
         kind = "" if self.periodic else " (delayed)"
@@ -72,7 +85,8 @@ def scheduled_calls(kopf_operator: KopfOperator) -> list[Scheduled]:
             if daemon.done:
                 continue
             if daemon.due is not None:
-                found.append(Scheduled(daemon.due, what, periodic=not daemon.delayed, called=daemon.called))
+                periodic, written = not daemon.delayed, frozenset(daemon.written)
+                found.append(Scheduled(daemon.due, what, periodic, daemon.called, daemon.started, written))
             elif timer:  # its call is under way (e.g. woken at this very moment)
                 found.append(Scheduled(now, f"{what}, running"))
     return sorted(found)

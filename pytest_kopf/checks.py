@@ -26,11 +26,14 @@ from kopf_sim.controllers import ControllerSettings
 from kopf_sim.timelines.rendering import write
 
 from ._catalogue import CHECKS, validate_checks
-from ._oracles import correspondences
+from ._noise import NoiseField
+from ._oracles import correspondences, patch_and_revert, record_creations
 from ._plans import PlanFigures
 from ._progress import CheckProgress, ProgressDisplay, current_display
 from ._report.coverage import Coverage, coverage_page
 from ._report.failures import reported
+from ._storms import watch_storms
+from ._tracing import Trace, record_trace
 from ._verdicts import verify
 from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
@@ -45,12 +48,21 @@ if TYPE_CHECKING:
 
     import kopf
 
+#: What a reproduction imports (see :func:`~pytest_kopf.stateful.reproduction`) is public, here, besides the
+#: checker: the trace and the storm watcher recorded before the steps, the creations recorded for ``cleanup``,
+#: the revert of ``rollback``'s steps, the learned noise given to :func:`verify`.
 __all__ = [
     "CHECKS",
     "CheckReport",
+    "NoiseField",
     "OperatorCheckFailed",
+    "Trace",
     "check_operator",
+    "patch_and_revert",
+    "record_creations",
+    "record_trace",
     "verify",
+    "watch_storms",
 ]
 
 # -- check_operator ----------------------------------------------------------------------------------

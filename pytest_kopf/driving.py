@@ -223,18 +223,22 @@ async def settle(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last_change = loop.time()  # of the cluster's content, or of something as good as one (a restart, events held)
-    last_content = loop.time()  # of the cluster's content only: the timers' calls must come after it
+    # The cluster's content changes (loop time, resource version; "" for as good as one: the start, events held
+    # back): the timers' calls must have seen them (begun after them, or made them by their own patch).
+    contents: list[tuple[float, str]] = [(loop.time(), "")]
     refreshed: set[int] = set()  # the revisions that only refreshed timestamps (also when held back from watchers)
     was_held = False  # whether changes were held back from a watcher when settling looked last
 
     def observe(change: Change) -> None:
-        nonlocal last_change, last_content
+        nonlocal last_change
         if change.key in EVENT_KEYS:
             return
         if _refreshed(change):
             refreshed.add(change.rv)
         else:
-            last_change = last_content = loop.time()
+            last_change = loop.time()
+            contents.append((last_change, str(change.rv)))
+            del contents[:-CONTENTS_KEPT]
 
     guard = kopf_cluster.sim.guard
     observers = kopf_cluster.sim.store.observers
@@ -250,11 +254,12 @@ async def settle(
             # a timer's call meanwhile has handled what it had seen before, so its next call is waited for.
             held = bool(kopf_cluster.sim.store.withheld_revisions() - refreshed)
             if held or was_held:
-                last_change = last_content = now
+                last_change = now
+                contents.append((now, ""))
             was_held = held
             # A retry, a delayed handler, a timer's first call (or its first since the last change) to wait for:
             waiting = kopf_operator is not None and any(
-                call.due <= deadline and call.awaited(last_content) for call in scheduled_calls(kopf_operator)
+                call.due <= deadline and call.awaited(contents) for call in scheduled_calls(kopf_operator)
             )
             if now - last_change >= quiet and not waiting:
                 condition = until() if until is not None else True
@@ -268,6 +273,10 @@ async def settle(
             await (guard.pause(step) if guard is not None else asyncio.sleep(step))
     finally:
         observers.remove(observe)
+
+
+#: How many of the latest content changes settling keeps for the timers (their calls are checked against them).
+CONTENTS_KEPT = 64
 
 
 def _refreshed(change: Change) -> bool:

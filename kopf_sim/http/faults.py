@@ -122,12 +122,18 @@ _REASONS: Mapping[int, tuple[str, str]] = {
 
 @dataclasses.dataclass(frozen=True)
 class Error:
-    """Answer with an HTTP error: ``code``, the Status ``reason`` & ``message`` (defaults by code)."""
+    """Answer with an HTTP error: ``code``, the Status ``reason`` & ``message`` (defaults by code).
+
+    ``applied``: the write is done, but its answer is lost to the error (an apiserver's ``504 Timeout`` when
+    the storage was slow: "may still be processing the request"); a write that fails by itself answers as
+    it does. A client that retries it meets its own result: e.g. a create's 409 "already exists".
+    """
 
     code: int = 500
     reason: str | None = None
     message: str | None = None
     retry_after: int | None = None  # seconds, also as ``details.retryAfterSeconds``
+    applied: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,9 +160,15 @@ class ExpireWatch:
 
 @dataclasses.dataclass(frozen=True)
 class Conflict:
-    """Answer a write with ``409 Conflict``, as if the object had been modified meanwhile."""
+    """Answer a write with ``409 Conflict``, as if the object had been modified meanwhile.
+
+    With ``preconditioned_only``, only the writes that an apiserver could answer so fire (and count): a PUT,
+    or a PATCH whose body names the ``metadata.resourceVersion`` it expects. A merge patch without one (as
+    kopf's status and progress patches) is applied to the latest version and never conflicts.
+    """
 
     message: str | None = None
+    preconditioned_only: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,7 +376,7 @@ class FaultInjector:
             watch = True
         if isinstance(effect, StaleRead):
             methods, watch = frozenset({"GET"}), False
-        if methods is None and isinstance(effect, CrashAfterWrites):
+        if methods is None and (isinstance(effect, CrashAfterWrites) or (isinstance(effect, Error) and effect.applied)):
             methods = _ALL_WRITE_METHODS
         pattern = re.compile(path) if isinstance(path, str) else path
         rule = Rule(effect, methods, pattern, resource, namespace, name, watch, count, probability, skip)
@@ -378,9 +390,10 @@ class FaultInjector:
         reason: str | None = None,
         message: str | None = None,
         retry_after: int | None = None,
+        applied: bool = False,
         **criteria: Any,
     ) -> Rule:
-        return self.add(Error(code, reason, message, retry_after), **criteria)
+        return self.add(Error(code, reason, message, retry_after, applied), **criteria)
 
     def latency(self, seconds: float, **criteria: Any) -> Rule:
         return self.add(Latency(seconds), **criteria)
@@ -391,8 +404,8 @@ class FaultInjector:
     def expire_watch(self, *, in_stream: bool = True, **criteria: Any) -> Rule:
         return self.add(ExpireWatch(in_stream), **criteria)
 
-    def conflict(self, *, message: str | None = None, **criteria: Any) -> Rule:
-        return self.add(Conflict(message), **criteria)
+    def conflict(self, *, message: str | None = None, preconditioned_only: bool = False, **criteria: Any) -> Rule:
+        return self.add(Conflict(message, preconditioned_only), **criteria)
 
     def stale_read(self, lag: int = 1, *, per_object: bool = False, **criteria: Any) -> Rule:
         if lag < 1:
@@ -459,6 +472,10 @@ class FaultInjector:
                 return rule
         return None
 
+    def needs_preconditions(self) -> bool:
+        """Whether a rule fires only on the writes that name their expected version (their bodies are read)."""
+        return any(isinstance(rule.effect, Conflict) and rule.effect.preconditioned_only for rule in self.rules)
+
     def remove(self, rule: Rule) -> None:
         self.rules.remove(rule)
 
@@ -466,12 +483,17 @@ class FaultInjector:
         """Remove all rules (the record of past injections is kept)."""
         self.rules.clear()
 
-    def firing(self, info: RequestInfo) -> list[Rule]:
-        """The rules that fire for this request, in order; their counters are updated."""
+    def firing(self, info: RequestInfo, *, preconditioned: bool = True) -> list[Rule]:
+        """The rules that fire for this request, in order; their counters are updated.
+
+        ``preconditioned``: whether the request names the version it expects (see :class:`Conflict`).
+        """
         fired: list[Rule] = []
         for rule in list(self.rules):
             if isinstance(rule.effect, CrashAfterWrites | HoldEvent):
                 continue  # counted on the writes' responses (see written()), or on the changes (_holding())
+            if isinstance(rule.effect, Conflict) and rule.effect.preconditioned_only and not preconditioned:
+                continue  # no apiserver answers it with a conflict: it does not count either
             if rule.exhausted or not rule.matches(info) or not rule.counted():
                 continue
             if rule.probability < 1.0 and self._random.random() >= rule.probability:
@@ -505,7 +527,8 @@ class FaultInjector:
 
 def _describe_effect(effect: Effect) -> str:
     if isinstance(effect, Error):
-        return f"error {effect.code}" + (f" retry-after={effect.retry_after}" if effect.retry_after is not None else "")
+        retry = f" retry-after={effect.retry_after}" if effect.retry_after is not None else ""
+        return f"error {effect.code}{retry}" + (" after the write" if effect.applied else "")
     if isinstance(effect, Latency):
         return f"latency {effect.seconds}s"
     if isinstance(effect, DropWatch):
@@ -568,7 +591,9 @@ async def _inject(
     lag = 0
     per_object = False
     held: lagging.Withholding | None = None
-    for rule in injector.firing(info):
+    lost_answer: Error | None = None  # the write is done, its answer replaced by this error
+    preconditioned = await _preconditioned(request) if injector.needs_preconditions() else True
+    for rule in injector.firing(info, preconditioned=preconditioned):
         effect = rule.effect
         if isinstance(effect, StaleRead) and effect.per_object:
             lag, per_object = max(lag, injector.lag(rule)), True
@@ -584,6 +609,8 @@ async def _inject(
             if effect.after <= 0:
                 return await _dropped_stream(request, effect)
             request[_DROP_KEY] = effect
+        elif isinstance(effect, Error) and effect.applied:
+            lost_answer = effect
         elif isinstance(effect, Error):
             return _error_response(effect, info)
         elif isinstance(effect, Conflict):
@@ -602,12 +629,28 @@ async def _inject(
             lagging.read_lag_per_object.reset(per_object_token)
         if held_token is not None:
             lagging.withholding.reset(held_token)
+    if lost_answer is not None and response.status < 400:
+        return _error_response(lost_answer, info)
     crashing = injector.written(info, response.status)
     if crashing is not None:
         assert isinstance(crashing.effect, CrashAfterWrites)
         crashing.effect.crash()
         await _abort(request)  # the client is dead: the response never reaches it
     return response
+
+
+async def _preconditioned(request: web.Request) -> bool:
+    """Whether a write names the version it expects (so that an apiserver could answer it with a 409)."""
+    if request.method == "PUT":
+        return True
+    if request.method != "PATCH" or not request.can_read_body:
+        return False
+    try:
+        body = json.loads(await request.read())  # the body is kept: the handler reads it again
+    except ValueError:
+        return False
+    metadata = body.get("metadata") if isinstance(body, dict) else None
+    return isinstance(metadata, dict) and metadata.get("resourceVersion") is not None
 
 
 def _dumps(data: Any) -> bytes:

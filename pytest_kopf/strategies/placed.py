@@ -46,7 +46,7 @@ class CrashAfterWrite(Action):
 @dataclasses.dataclass(frozen=True)
 class FailedRequest(Action):
     """Requests of this method & path fail, from the ``skip + 1``-th on, ``count`` of them in a row: 409 Conflict,
-    429 (Retry-After: 1), 5xx."""
+    429 (Retry-After: 1), 5xx; ``applied``: each is done before its answer is lost to the error."""
 
     user: ClassVar[bool] = False
     kind: ClassVar[str | None] = "write-errors"
@@ -55,6 +55,7 @@ class FailedRequest(Action):
     path: str
     skip: int = 0
     count: int = 1
+    applied: bool = False
 
     async def apply(self, driver: Driver) -> str | None:
         faults = driver.cluster.sim.faults
@@ -62,7 +63,8 @@ class FailedRequest(Action):
         if self.status == 409:
             faults.conflict(**criteria)
         else:
-            faults.error(self.status, retry_after=1 if self.status == 429 else None, **criteria)
+            retry_after = 1 if self.status == 429 else None
+            faults.error(self.status, retry_after=retry_after, applied=self.applied, **criteria)
         return None
 
     def code(self) -> str:
@@ -70,7 +72,8 @@ class FailedRequest(Action):
         if self.status == 409:
             return f"kopf_cluster.sim.faults.conflict({criteria})"
         retry = ", retry_after=1" if self.status == 429 else ""
-        return f"kopf_cluster.sim.faults.error({self.status}{retry}, {criteria})"
+        applied = ", applied=True" if self.applied else ""
+        return f"kopf_cluster.sim.faults.error({self.status}{retry}{applied}, {criteria})"
 
     def simpler(self) -> list[Action]:
         return [dataclasses.replace(self, count=1)] if self.count > 1 else []

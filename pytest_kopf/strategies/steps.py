@@ -330,7 +330,7 @@ class ApiErrors(Action):
         faults = driver.cluster.sim.faults
         criteria: dict[str, Any] = {"method": self.method, "resource": self.resource, "count": self.count}
         if self.code_ == 409:
-            faults.conflict(**{**criteria, "method": self._conflicting_methods()})
+            faults.conflict(preconditioned_only=True, **{**criteria, "method": self._conflicting_methods()})
         else:
             faults.error(self.code_, retry_after=1 if self.code_ == 429 else None, **criteria)
         return None
@@ -339,7 +339,10 @@ class ApiErrors(Action):
         if self.code_ == 409:
             method = self._conflicting_methods()
             resource = f", resource={self.resource!r}" if self.resource is not None else ""
-            return f"kopf_cluster.sim.faults.conflict(method={method!r}{resource}, count={self.count})"
+            return (
+                f"kopf_cluster.sim.faults.conflict(preconditioned_only=True, method={method!r}{resource}, "
+                f"count={self.count})"
+            )
         return f"kopf_cluster.sim.faults.error({self._kwargs()})"
 
     def simpler(self) -> list[Action]:

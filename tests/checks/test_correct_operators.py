@@ -5,7 +5,8 @@ credentials in a Secret, a UUID in the status, ``lastReconciled`` stamped by a t
 conditions with ``lastTransitionTime``/``observedGeneration``, a Deployment (its ReplicaSets and Pods stamped by
 the simulator's controllers; written once or twice as the operator sees two changes as one or not), its Pods'
 generated names in the status, a NodePort Service (its cluster IP and node port allocated), a sync delete handler
-that takes 30 s (while a graceful restart happens), and a timer retried after kopf's default 60 s.
+that takes 30 s (while a graceful restart happens), a timer retried after kopf's default 60 s, and a child
+replaced with the version read (a PUT that a 409 refuses).
 
 The suite runs them with every check in one machine and a few examples each; ``KOPF_CHECKS_DEFAULT_BUDGET=1``
 runs them with the docs' default budget instead: every check in a machine of its own, 100 examples of up to
@@ -36,6 +37,7 @@ CORRECT = [
     "service_owner_ok",
     "slow_delete_ok",
     "timer_retry_ok",
+    "replace_ok",
 ]
 
 #: The docs' default budget (check_operator's defaults), or a bounded one for CI.

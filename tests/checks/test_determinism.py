@@ -29,7 +29,10 @@ from pytest_kopf.strategies import (
 )
 
 GALLERY = Path(__file__).parent / "gallery"
-SPEC = OperatorSpec(paths=(str(GALLERY / "missed_state_ok.py"),), manifests=(str(GALLERY / "crd.yaml"),))
+#: Two operators: one that patches its child, one that replaces its own (a PUT naming the version read: 409-able).
+SPEC = OperatorSpec(
+    paths=(str(GALLERY / "missed_state_ok.py"), str(GALLERY / "replace_ok.py")), manifests=(str(GALLERY / "crd.yaml"),)
+)
 #: Operators that draw random passwords (secrets.token_urlsafe) and ids (uuid.uuid4): seeded per world.
 RANDOM_SPEC = OperatorSpec(
     paths=(str(GALLERY / "random_credentials_ok.py"), str(GALLERY / "uuid_status_ok.py")),

@@ -88,6 +88,8 @@ def test_a_planted_bug_is_caught_shrunk_and_reproduced(bug: str, meant_for: str,
     assert failure.trace_tail
     checked_report(failure, named=[GALLERY / f"{bug}_bug.py", CRD])  # the failure's HTML report, named in it
 
+    imported = [line for line in failure.reproduction.splitlines() if line.startswith(("from ", "import "))]
+    assert not [line for line in imported if "pytest_kopf._" in line], imported  # public modules only
     pytester.makepyfile(test_reproduction=failure.reproduction)
     result = pytester.runpytest_inprocess(*INNER_PYTEST)
     assert result.ret == 1, result.stdout.str()

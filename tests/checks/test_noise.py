@@ -33,7 +33,7 @@ from pytest_kopf._noise import (
     only_timestamps_changed,
 )
 from pytest_kopf.checks import check_operator
-from pytest_kopf.driving import end_state
+from pytest_kopf.driving import caught_up, end_state
 from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf.stateful import OperatorSpec, World
 
@@ -290,6 +290,23 @@ def test_settling_waits_for_a_timers_retry_beyond_the_quiet_period() -> None:
         obj = world.run(world.cluster.get(RESOURCE, "obj-0"))
         assert obj.get("status", {}).get("size") == 3
         assert calls[1] - calls[0] == pytest.approx(60, abs=0.1)
+    finally:
+        world.close()
+
+
+def test_settling_waits_for_a_timer_whose_call_was_under_way_when_the_spec_changed() -> None:
+    """The timer's results are patched slowly (done, but the answer lost: a 504, retried 1 s later); the spec
+    changes meanwhile. That call has seen the old spec: its next one (60 s later) is waited for."""
+    world = World(OperatorSpec(paths=(str(GALLERY / "last_reconciled_ok.py"),), manifests=(CRD,)))
+    try:
+        status_path = "^/apis/checks\\.example/v1/namespaces/default/gadgets/obj-0/status$"
+        world.cluster.sim.faults.error(504, applied=True, method="PATCH", path=status_path, count=1)
+        world.run(world.cluster.create(gadget("obj-0", size=9)))
+        world.run(caught_up())  # the timer's call has patched its results: done, answered 504; retried in 1 s
+        world.run(world.cluster.patch(RESOURCE, "obj-0", {"spec": {"size": 2}}))
+        assert world.run(world.settle())
+        obj = world.run(world.cluster.get(RESOURCE, "obj-0"))
+        assert obj["status"]["size"] == 2
     finally:
         world.close()
 

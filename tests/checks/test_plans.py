@@ -59,6 +59,7 @@ def test_a_plan_per_write_read_and_pair_of_events() -> None:
     # it with a 409 (its 409s are planned only for replacements and patches that name the version they expect).
     assert not [fault for fault in faults if isinstance(fault, FailedRequest) and fault.status == 409]
     assert FailedRequest(500, "POST", child, 0, count=HAMMERING) in faults  # an outage: retried at once, seen
+    assert FailedRequest(504, "POST", child, 0, applied=True) in faults  # done, its answer lost: retried, "exists"
     assert not any(isinstance(fault, StaleAnswer) for fault in faults)  # it reads nothing: nothing to make stale
     holds = [fault for fault in faults if isinstance(fault, HeldEvent)]
     assert {(hold.coalesce, hold.skip) for hold in holds} >= {(True, 0), (False, 0), (True, 1)}

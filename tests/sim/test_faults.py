@@ -160,6 +160,21 @@ async def test_conflict_on_writes_only(env: Session) -> None:
     assert rule.hits == 1
 
 
+async def test_a_preconditioned_only_conflict_spares_the_patches_that_name_no_version(env: Session) -> None:
+    """A merge patch without a resourceVersion is applied to the latest version: no apiserver answers it with 409."""
+    session, injector, cluster = env
+    rule = injector.conflict(resource="widgets", count=1, preconditioned_only=True)
+    merge = {"Content-Type": "application/merge-patch+json"}
+    assert await status_of(session, "PATCH", f"{WIDGETS}/w1", json={"spec": {"size": 2}}, headers=merge) == 200
+    assert rule.hits == 0 and rule.matched == 0  # not counted either
+    live = cluster.get(cluster.resource("acme.example", "v1", "widgets"), "default", "w1")
+    version = live["metadata"]["resourceVersion"]
+    expecting = {"metadata": {"resourceVersion": version}, "spec": {"size": 3}}
+    assert await status_of(session, "PATCH", f"{WIDGETS}/w1", json=expecting, headers=merge) == 409
+    assert rule.hits == 1
+    assert cluster.get(cluster.resource("acme.example", "v1", "widgets"), "default", "w1")["spec"]["size"] == 2
+
+
 def test_probability_is_seeded() -> None:
     async def outcomes(session: aiohttp.ClientSession, injector: FaultInjector, _: Cluster) -> list[int]:
         injector.error(500, probability=0.5)
@@ -270,3 +285,24 @@ def test_rule_validation() -> None:
     rule = injector.latency(1)
     injector.remove(rule)
     assert injector.rules == []
+
+
+async def test_an_error_after_the_write_loses_only_the_answer(env: Session) -> None:
+    """A 504 after a create: the object is there; the client's retry meets it ("already exists")."""
+    session, injector, cluster = env
+    injector.error(504, applied=True, count=1)  # writes only
+    async with session.get(f"{WIDGETS}/w1") as response:
+        assert response.status == 200  # a read is not a write: untouched, not counted
+    async with session.post(WIDGETS, json=widget("w3", size=3)) as response:
+        assert response.status == 504
+        assert (await response.json())["reason"] == "Timeout"
+    resource = cluster.resource("acme.example", "v1", "widgets")
+    assert cluster.get(resource, "default", "w3")["spec"]["size"] == 3
+    assert await status_of(session, "POST", WIDGETS, json=widget("w3", size=3)) == 409
+    assert injector.log[-1].endswith(f"error 504 after the write: POST {WIDGETS}")
+
+
+async def test_an_error_after_a_refused_write_is_the_refusal(env: Session) -> None:
+    session, injector, _ = env
+    injector.error(504, applied=True, count=1)
+    assert await status_of(session, "POST", WIDGETS, json=widget("w1", size=3)) == 409  # there already: as it is

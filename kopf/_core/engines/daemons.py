@@ -287,10 +287,14 @@ class Daemon:
     abandoned: bool = False
     #: When (loop time) the next call is due, if one is scheduled; ``delayed``: it waits for a delay (the initial
     #: delay, a retry's backoff, the idling), not for a timer's regular interval; ``called``: when (loop time) the
-    #: last call has ended. Nothing reads them but observers (e.g. test harnesses waiting for the operator).
+    #: last call has ended; ``started``: when it began (the object as it was then is what it has seen);
+    #: ``written``: the resource versions that the patch of its results has made (its own changes, not news).
+    #: Nothing reads them but observers (e.g. test harnesses waiting for the operator).
     due: float | None = None
     delayed: bool = False
     called: float | None = None
+    started: float | None = None
+    written: tuple[str, ...] = ()
 
     @property
     def done(self) -> bool:
@@ -725,6 +729,7 @@ async def _run_daemon(
 
         while not stopper.is_set():
             daemon.schedule(None)
+            daemon.started = loop.time()
             patch = patches.Patch(body=body)
             cause = DaemonCause(
                 logger=daemon.logger,
@@ -739,7 +744,7 @@ async def _run_daemon(
             daemon.called = loop.time()
             state = state.with_outcome(outcome)
             execution.deliver_results(outcomes={handler.id: outcome}, patch=patch)
-            await _sink(patch, patch_sink=patch_sink, logger=daemon.logger)
+            daemon.written = await _sink(patch, patch_sink=patch_sink, logger=daemon.logger)
             if outcome.final:
                 if not stopper.is_set():
                     daemon.logger.debug(
@@ -798,7 +803,7 @@ async def _run_timer(
                     break
 
             daemon.schedule(None)
-            started = loop.time()
+            started = daemon.started = loop.time()
             phase = started if phase is None else phase
             changes = memory.changes
             patch = patches.Patch(body=body)
@@ -813,7 +818,7 @@ async def _run_timer(
             )  # timers get `stopped` too, as published
             outcome = await execution.execute_handler_once(handler=handler, state=state, cause=cause, settings=settings)
             execution.deliver_results(outcomes={handler.id: outcome}, patch=patch)
-            await _sink(patch, patch_sink=patch_sink, logger=daemon.logger)
+            daemon.written = await _sink(patch, patch_sink=patch_sink, logger=daemon.logger)
             daemon.called = loop.time()
 
             if not outcome.final:  # an error to retry: its delay overrides the schedule.
@@ -878,16 +883,25 @@ async def _touch(
         await _sink(patch, patch_sink=patch_sink, logger=logger)
 
 
-async def _sink(patch: patches.Patch, *, patch_sink: PatchSink | None, logger: invocation.LoggerLike) -> None:
-    """Apply a non-empty patch; the errors are logged (a daemon or a timer must not die of them)."""
+async def _sink(
+    patch: patches.Patch, *, patch_sink: PatchSink | None, logger: invocation.LoggerLike
+) -> tuple[str, ...]:
+    """Apply a non-empty patch; the errors are logged (a daemon or a timer must not die of them).
+
+    Returns the resource version that the patch has made (if the sink tells it), for the observers.
+    """
     if not patch or patch_sink is None:
-        return
+        return ()
     try:
-        await patch_sink(patch)
+        patched = await patch_sink(patch)
     except asyncio.CancelledError:
         raise
     except Exception:
         logger.exception("Failed to apply the patch of a daemon or a timer.")
+        return ()
+    metadata = patched.get("metadata") if isinstance(patched, Mapping) else None
+    version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+    return (str(version),) if version is not None else ()
 
 
 def _title(handler: SpawningHandler) -> str:

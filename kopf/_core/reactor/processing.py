@@ -782,8 +782,8 @@ def _make_patch_sink(context: _Context) -> daemons_.PatchSink:
     resource, settings, vault, logger = context.resource, context.settings, context.vault, context.local_logger
     namespace, name, uid = context.body.metadata.namespace, context.body.metadata.name, context.body.metadata.uid
 
-    async def patch_sink(patch: patches.Patch) -> None:
-        await patching.patch_obj(
+    async def patch_sink(patch: patches.Patch) -> bodies.RawBody | None:
+        return await patching.patch_obj(
             resource=resource,
             namespace=namespace,
             name=name,

@@ -1,14 +1,17 @@
-"""BUG (retries): a 409 is retried at once, for ever: one conflict on kopf's patch starts a storm of retries.
+"""BUG (retries): a 409 is retried at once, for ever: one lost answer to a create starts a storm of retries.
 
-When kopf cannot store the handler's success (a 409 on its patch), it runs the handler again; the child is
-there already, so the create answers 409 "already exists", which the handler retries with no delay
-(``TemporaryError(delay=0)``), again and again: the object is never done.
+When the child's create is done but its answer lost (a 504 after the write, or a crash right after it), the
+handler runs again; the child is there already, so the create answers 409 "already exists", which the handler
+retries with no delay (``TemporaryError(delay=0)``), again and again: the object is never done.
 """
 
 import kopf
 from kopf._cogs.clients import api, errors
 
 SETTINGS = kopf.OperatorSettings()
+# A failed write fails the handler, retried by kopf with the object read again (and not at all once it is gone):
+# a write retried within the request could land on the child of a namesake made meanwhile.
+SETTINGS.networking.error_backoffs = []
 
 
 @kopf.on.create("gadgets")

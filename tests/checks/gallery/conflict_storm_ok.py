@@ -4,6 +4,9 @@ import kopf
 from kopf._cogs.clients import api, errors
 
 SETTINGS = kopf.OperatorSettings()
+# A failed write fails the handler, retried by kopf with the object read again (and not at all once it is gone):
+# a write retried within the request could land on the child of a namesake made meanwhile.
+SETTINGS.networking.error_backoffs = []
 
 
 @kopf.on.create("gadgets")
@@ -15,7 +18,11 @@ async def create_fn(name, namespace, spec, body, **_):
     try:
         await api.post(url, payload=child, settings=SETTINGS)
     except errors.APIConflictError:  # made by an earlier run of this handler, whose success was not stored
-        await api.patch(f"{url}/{name}-data", payload={"data": child["data"]}, settings=SETTINGS)
+        await api.patch(
+            f"{url}/{name}-data",
+            payload={"metadata": {"ownerReferences": child["metadata"]["ownerReferences"]}, "data": child["data"]},
+            settings=SETTINGS,
+        )
     return "created"
 
 

@@ -33,4 +33,8 @@ async def deployment(name, namespace, spec, body, **_):
     try:
         await api.post(path, payload=wanted, settings=SETTINGS)
     except errors.APIConflictError:  # there already: brought to the spec
-        await api.patch(f"{path}/{name}", payload={"spec": wanted["spec"]}, settings=SETTINGS)
+        await api.patch(
+            f"{path}/{name}",
+            payload={"metadata": {"ownerReferences": wanted["metadata"]["ownerReferences"]}, "spec": wanted["spec"]},
+            settings=SETTINGS,
+        )

@@ -11,10 +11,13 @@ NO_RETRIES.networking.error_backoffs = []
 async def create_fn(name, namespace, body, **_):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"}, "data": {"a": "b"}}
     kopf.append_owner_reference(child, owner=body)  # owned, without the owner's labels
+    url = f"/api/v1/namespaces/{namespace}/configmaps"
     try:
-        await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=NO_RETRIES)
-    except errors.APIConflictError:
-        pass
+        try:
+            await api.post(url, payload=child, settings=NO_RETRIES)
+        except errors.APIConflictError:  # there already (perhaps a deleted namesake's, going away): made ours
+            adopted = {"metadata": {"ownerReferences": child["metadata"]["ownerReferences"]}}
+            await api.patch(f"{url}/{name}-data", payload=adopted, settings=NO_RETRIES)
     except errors.APIError as exc:
         raise kopf.TemporaryError(f"cannot create the child yet: {exc}", delay=10) from exc
     return "created"

@@ -14,7 +14,9 @@ async def ensure_child(name, namespace, spec, body):
         await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
     except errors.APIConflictError:
         await api.patch(
-            f"/api/v1/namespaces/{namespace}/configmaps/{name}-data", payload={"data": child["data"]}, settings=SETTINGS
+            f"/api/v1/namespaces/{namespace}/configmaps/{name}-data",
+            payload={"metadata": {"ownerReferences": child["metadata"]["ownerReferences"]}, "data": child["data"]},
+            settings=SETTINGS,
         )
 
 

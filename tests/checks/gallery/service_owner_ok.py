@@ -27,4 +27,11 @@ async def service(name, namespace, spec, body, **_):
     try:
         await api.post(path, payload=wanted, settings=SETTINGS)
     except errors.APIConflictError:  # there already: its ports brought to the spec (the allocated IP is kept)
-        await api.patch(f"{path}/{name}", payload={"spec": {"ports": wanted["spec"]["ports"]}}, settings=SETTINGS)
+        await api.patch(
+            f"{path}/{name}",
+            payload={
+                "metadata": {"ownerReferences": wanted["metadata"]["ownerReferences"]},
+                "spec": {"ports": wanted["spec"]["ports"]},
+            },
+            settings=SETTINGS,
+        )

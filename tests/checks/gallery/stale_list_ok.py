@@ -16,5 +16,6 @@ async def reconcile(name, namespace, spec, body, **_):
     kopf.label(child, {"gadget": name})
     try:
         await api.post(url, payload=child, settings=SETTINGS)
-    except errors.APIConflictError:  # there already: the same child, updated
-        await api.patch(f"{url}/{name}-data", payload={"data": data}, settings=SETTINGS)
+    except errors.APIConflictError:  # there already (perhaps a deleted namesake's): owned by this one, updated
+        adopted = {"metadata": {"ownerReferences": child["metadata"]["ownerReferences"]}, "data": data}
+        await api.patch(f"{url}/{name}-data", payload=adopted, settings=SETTINGS)

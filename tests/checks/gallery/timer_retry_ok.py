@@ -4,8 +4,6 @@ there yet (or the API fails), the timer is retried after kopf's default delay of
 Settling waits for that retry: a quiet period of 30 s is not the end of the operator's work.
 """
 
-import contextlib
-
 import kopf
 from kopf._cogs.clients import api, errors
 
@@ -16,8 +14,12 @@ SETTINGS = kopf.OperatorSettings()
 async def create_fn(name, namespace, spec, body, **_):
     child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-data"}, "data": {"ready": "yes"}}
     kopf.append_owner_reference(child, owner=body)
-    with contextlib.suppress(errors.APIConflictError):  # made by an earlier run of this handler
-        await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=SETTINGS)
+    url = f"/api/v1/namespaces/{namespace}/configmaps"
+    try:
+        await api.post(url, payload=child, settings=SETTINGS)
+    except errors.APIConflictError:  # made by an earlier run (or by a deleted namesake, going away): made ours
+        adopted = {"metadata": {"ownerReferences": child["metadata"]["ownerReferences"]}}
+        await api.patch(f"{url}/{name}-data", payload=adopted, settings=SETTINGS)
 
 
 @kopf.timer("gadgets", interval=600)
