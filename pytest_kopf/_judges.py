@@ -414,10 +414,15 @@ def _api_error(error: BaseException | None) -> bool:
     return error is not None and type(error).__module__.partition(".")[0] in CLIENT_PACKAGES
 
 
+#: The failed requests that are answers, not failures: a create of what exists, a read of what does not.
+_ANSWERS = frozenset({("POST", 409), ("GET", 404)})
+
+
 def hammered(entries: Iterable[Entry]) -> list[str]:
     """Failed requests sent again :data:`~pytest_kopf._judges.HAMMERING` times in one virtual second (watches aside).
 
-    A create answered "already exists" (409) is not a failure: operators create-or-patch their children.
+    A create answered "already exists" (409) is not a failure: operators create-or-patch their children; nor is a
+    read answered "not found" (404): operators look their children up before making them (pykube's ``exists()``).
     A request counts in the second of its response (cut off: failed too).
     """
     counts: collections.Counter[tuple[int, str]] = collections.Counter()
@@ -426,7 +431,7 @@ def hammered(entries: Iterable[Entry]) -> list[str]:
             continue
         if entry.status is not None and 0 < entry.status < 400:
             continue
-        if entry.method == "POST" and entry.status == 409:  # "already exists": an answer, not a failure
+        if (entry.method, entry.status) in _ANSWERS:  # "already exists", "not found": answers, not failures
             continue
         counts[int(entry.time), f"{entry.method} {entry.path}"] += 1
     return [
