@@ -9,8 +9,9 @@ seconds, examples, steps, runs of the shrinker:
 * ``passing``: ``convergence``, ``crash-restart`` and ``idempotence`` on the correct copier;
 * ``unshrunk``: ``crash-restart`` on the buggy one, up to the first failure (``shrink=False``);
 * ``shrunk``: the same, shrunk;
-* ``typesense``, ``smoketest``: every check at the docs' budget (100 examples of up to 20 steps per check) on the
-  correct ``realistic/typesense`` and ``realistic/smoketest`` operators (long: not in the default parts).
+* ``typesense``, ``smoketest``, ``wazuh``: every check at the docs' budget (100 examples of up to 20 steps per
+  check) on the correct ``realistic/typesense``, ``realistic/smoketest`` and ``realistic/wazuh`` operators (long:
+  not in the default parts).
 
 ``--profile N`` prints the N functions with the most CPU time of their own (cProfile), per part.
 ``--parts`` picks some. The machine is shared and noisy: compare CPU seconds, or two runs side by side.
@@ -61,31 +62,24 @@ def run(
     return f"passed: {report}"
 
 
+def every_check(directory: str, resource: str) -> Callable[[int, int], str]:
+    """Every check at the docs' budget (100 examples of up to 20 steps per check), whatever --examples/--steps say,
+    on ``realistic/<directory>/operator.py`` with the CRD next to it."""
+    manifests = [REALISTIC / directory / "crd.yaml"]
+    return lambda examples, steps: run(
+        f"{directory}/operator.py", None, 100, 20, shrink=True, manifests=manifests, resource=resource
+    )
+
+
 PARTS: dict[str, Callable[[int, int], str]] = {
     "passing": lambda examples, steps: run(
         "copier.py", ["convergence", "crash-restart", "idempotence"], examples, steps, shrink=True
     ),
     "unshrunk": lambda examples, steps: run("copier_bug.py", ["crash-restart"], 100, steps, shrink=False),
     "shrunk": lambda examples, steps: run("copier_bug.py", ["crash-restart"], 100, steps, shrink=True),
-    # Every check at the docs' budget (100 examples of up to 20 steps per check), whatever --examples/--steps say.
-    "typesense": lambda examples, steps: run(
-        "typesense/operator.py",
-        None,
-        100,
-        20,
-        shrink=True,
-        manifests=[REALISTIC / "typesense" / "crd.yaml"],
-        resource="typesenseclusters.search.example",
-    ),
-    "smoketest": lambda examples, steps: run(
-        "smoketest/operator.py",
-        None,
-        100,
-        20,
-        shrink=True,
-        manifests=[REALISTIC / "smoketest" / "crd.yaml"],
-        resource="smoketests.qa.example",
-    ),
+    "typesense": every_check("typesense", "typesenseclusters.search.example"),
+    "smoketest": every_check("smoketest", "smoketests.qa.example"),
+    "wazuh": every_check("wazuh", "wazuhagents.security.example"),
 }
 
 

@@ -23,7 +23,7 @@ from . import _noise as noise
 from ._discovery import ResourceInfo
 from ._history import handler_ids, history_masked
 from ._noise import NoiseField
-from ._observations import HistoryRecords, history_records
+from ._observations import HistoryRecords, history_records, unseen_records_aside
 from ._storms import RetryStorm
 from ._tracing import Change, Entry, Fault, Log, Request, Response, Step
 from .cluster import KopfCluster
@@ -190,6 +190,8 @@ def difference(evidence: Evidence) -> str | None:
     labels = ("expected (no faults, no crashes)", "actual")
     resumed = _resume_results(evidence)  # a restart (a crash, a re-delivery) runs them again
     expected, actual = (evidence.history_aside(resumed(state)) for state in (evidence.expected, evidence.state))
+    kinds = [(resource.api_version, resource.kind) for resource in evidence.resources]
+    actual = unseen_records_aside(actual, expected, driven=kinds, records=evidence.history_records)
     differs = noise.difference(expected, actual, evidence.noise, labels=labels)
     if differs is None:
         return None
@@ -412,10 +414,15 @@ def _api_error(error: BaseException | None) -> bool:
     return error is not None and type(error).__module__.partition(".")[0] in CLIENT_PACKAGES
 
 
+#: The failed requests that are answers, not failures: a create of what exists, a read of what does not.
+_ANSWERS = frozenset({("POST", 409), ("GET", 404)})
+
+
 def hammered(entries: Iterable[Entry]) -> list[str]:
     """Failed requests sent again :data:`~pytest_kopf._judges.HAMMERING` times in one virtual second (watches aside).
 
-    A create answered "already exists" (409) is not a failure: operators create-or-patch their children.
+    A create answered "already exists" (409) is not a failure: operators create-or-patch their children; nor is a
+    read answered "not found" (404): operators look their children up before making them (pykube's ``exists()``).
     A request counts in the second of its response (cut off: failed too).
     """
     counts: collections.Counter[tuple[int, str]] = collections.Counter()
@@ -424,7 +431,7 @@ def hammered(entries: Iterable[Entry]) -> list[str]:
             continue
         if entry.status is not None and 0 < entry.status < 400:
             continue
-        if entry.method == "POST" and entry.status == 409:  # "already exists": an answer, not a failure
+        if (entry.method, entry.status) in _ANSWERS:  # "already exists", "not found": answers, not failures
             continue
         counts[int(entry.time), f"{entry.method} {entry.path}"] += 1
     return [

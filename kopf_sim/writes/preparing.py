@@ -22,6 +22,7 @@ from kopf_sim.writes import (
     patching,
     podspecs,
     schemas,
+    template_rules,
     typecheck,
     validation,
     validation_rules,
@@ -183,6 +184,7 @@ def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old
         if field in metadata and not metadata[field]:
             del metadata[field]
     causes = validation.causes(rtype, obj)
+    causes.extend(template_rules.causes(rtype, obj))
     if old is not None:
         causes.extend(immutability.update_causes(rtype, obj, old))
     if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):

@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from pytest_kopf._judges import hammered
+from pytest_kopf._observations import HistoryRecords, unseen_records_aside
+from pytest_kopf._tracing import Entry, Request, Response
 from pytest_kopf.checks import check_operator, verify
 from pytest_kopf.driving import end_state, settle
 from pytest_kopf.errors import OperatorCheckFailed
@@ -166,3 +169,31 @@ async def test_an_api_error_that_kopf_retries_is_the_clusters_answer_not_an_unex
     else:
         with pytest.raises(OperatorCheckFailed, match="KeyError"):
             await verify(kopf_cluster, kopf_operator, checks=["convergence"], resources=[RESOURCE])
+
+
+def test_an_observation_only_a_delayed_run_has_made_is_not_a_difference() -> None:
+    # The smoke-test operator (realistic/smoketest) under `retries`: 500s on its status patches delay a scale-down
+    # to 0 by seconds, so a pod lives long enough to be probed: status.lastProbe, written by the pods' handler,
+    # is in the faulted run only. An observation lost (or changed) by a fault is still a difference.
+    driven, records = [("checks.example/v1", "Gadget")], HistoryRecords(status_keys=frozenset({"lastProbe"}))
+    probed = {**gadget("g"), "status": {"lastProbe": "Succeeded", "phase": "Ready"}}
+    unprobed = {**gadget("g"), "status": {"phase": "Ready"}}
+    assert unseen_records_aside([probed], [unprobed], driven=driven, records=records) == [unprobed]
+    assert unseen_records_aside([unprobed], [probed], driven=driven, records=records) == [unprobed]
+    failed = {**gadget("g"), "status": {"lastProbe": "Failed", "phase": "Ready"}}
+    assert unseen_records_aside([failed], [probed], driven=driven, records=records) == [failed]
+    ready = {**gadget("g"), "status": {"phase": "Creating"}}  # not a record: the object's own state
+    assert unseen_records_aside([unprobed], [ready], driven=driven, records=records) == [unprobed]
+
+
+def test_reads_answered_not_found_are_not_hammering() -> None:
+    # The Wazuh-like operator (realistic/wazuh) under `retries`: created, deleted and created again in one second,
+    # its handler and timer look the DaemonSet up with pykube (`exists()`, `get_or_none()`): 404s are answers.
+    def answered(method: str, status: int) -> list[Entry]:
+        path = "/apis/apps/v1/namespaces/default/daemonsets/obj-0-agent"
+        requests = [Request(i / 10, method, path) for i in range(4)]
+        return [Response(r.time, r.method, r.path, status=status, request=r) for r in requests]
+
+    assert hammered(answered("GET", 404)) == []
+    assert hammered(answered("GET", 500)) != []
+    assert hammered(answered("PATCH", 404)) != []  # a write of what is not there is a failure, retried

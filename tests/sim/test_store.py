@@ -300,7 +300,10 @@ def service_of(seed: int, body: dict[str, object]) -> dict[str, object]:
 
 
 def test_addresses_and_node_ports_are_allocated_at_random_by_the_seed() -> None:
-    body = {"metadata": {"name": "s"}, "spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 81}]}}
+    body = {
+        "metadata": {"name": "s"},
+        "spec": {"type": "NodePort", "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}]},
+    }
     first, again, other = service_of(0, body), service_of(0, body), service_of(1, body)
     assert first == again
     ports = [port["nodePort"] for port in first["spec"]["ports"]]
