@@ -12,7 +12,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from kopf_sim.kube import crds, errors
-from kopf_sim.kube.objects import JsonDict, clone, compact_json, meta, name_problems
+from kopf_sim.kube.jsoncodec import compact_bytes
+from kopf_sim.kube.objects import JsonDict, clone, meta, name_problems
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.timing.clock import UidFactory
 from kopf_sim.writes import (
@@ -218,7 +219,7 @@ def check_stored_size(raw: bytes, metadata: JsonDict) -> None:
 
 def check_size(obj: JsonDict) -> None:
     """:func:`check_stored_size` of an object that is not stored (a dry run's)."""
-    check_stored_size(compact_json(obj).encode(), meta(obj))
+    check_stored_size(compact_bytes(obj), meta(obj))
 
 
 def _generate_name(cluster: StoreView, prefix: str) -> str:
