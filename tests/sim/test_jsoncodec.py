@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -53,3 +54,15 @@ def test_small_floats_are_written_as_python_writes_them_without_orjson(monkeypat
 def test_what_is_not_json_is_refused(codec: str, value: Any) -> None:
     with pytest.raises(TypeError):
         jsoncodec.compact_bytes({"value": value})
+
+
+def test_the_bytes_hold_no_more_memory_than_their_size(codec: str) -> None:
+    """orjson's own bytes keep its buffer's room (4 KiB): a store of a million objects would hold gigabytes."""
+    data = SAMPLES[0]
+    tracemalloc.start()
+    try:
+        kept = [jsoncodec.compact_bytes(data) for _ in range(100)]
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 100 * (len(kept[0]) + 200)
