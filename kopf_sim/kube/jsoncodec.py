@@ -1,12 +1,13 @@
 """Compact JSON as the store keeps and serves it: fast where orjson is installed.
 
 The simulator encodes every object that it stores (a load of 100,000 objects encodes 100,000). With orjson
-(the ``speed`` extra) an object of ~300 bytes takes 1 µs to encode instead of 5 (copied to bytes of its size:
-orjson's own bytes keep the room of its buffer, 4 KiB at least, for as long as a store keeps them); without
-it, the standard library does it. The bytes are the same either way but for small floats: orjson writes ``1e-7`` and ``0.00001``
-where Python writes ``1e-07`` and ``1e-05`` (Go's apiserver writes them as orjson does). What orjson would
-write otherwise goes to the standard library: integers beyond 64 bits, keys that are not strings, and data
-with a null (which may be a ``NaN``: orjson writes it as ``null``, Python as ``NaN``).
+(the ``speed`` extra) an object of ~300 bytes takes 1 µs to encode instead of 5 (copied to bytes of its
+size: orjson's own bytes keep the room of its buffer, 4 KiB at least, for as long as a store keeps them);
+without it, the standard library does it. The bytes are the same either way but for small floats: orjson
+writes ``1e-7`` and ``0.00001`` where Python writes ``1e-07`` and ``1e-05`` (Go's apiserver writes them as
+orjson does). What orjson would write otherwise goes to the standard library: integers beyond 64 bits, keys
+that are not strings, and data with a null (which may be a ``NaN``: orjson writes it as ``null``, Python as
+``NaN``).
 """
 
 from __future__ import annotations
