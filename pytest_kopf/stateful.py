@@ -141,6 +141,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 #: The seed of the second fault-free run (the reference); the checked run and the baseline have 0.
 REFERENCE_SEED = 1
+#: The pseudo-module of the machines made by :meth:`OperatorMachine.configured` (no module defines them).
+CONFIGURED = "<configured>"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -553,6 +555,11 @@ class OperatorMachine(RuleBasedStateMachine):
         }
         if "registry" in values:
             values["registry"] = staticmethod(values["registry"])
+        # Made here, it is in no module's source. Hypothesis digests a machine by its source (inspect.getsource):
+        # for a class of a module, that parses the whole module (stateful.py: ~50-130 ms per check run) only to
+        # find no such class and fall back to the class's name. A module name that is no module gets the same
+        # fallback (the same digest) at once.
+        values["__module__"] = f"{cls.__module__}.{CONFIGURED}"
         return type(name, (cls,), values)
 
     # -- the configuration, resolved once per class ----------------------------------------------
