@@ -86,7 +86,7 @@ from ._running import TestLoop
 from ._storms import watch_storms
 from ._tracing import Log, Trace
 from ._vacuity import Reach
-from ._verdicts import compared, gathered, judged, verify
+from ._verdicts import RunOptions, compared, gathered, judged, verify
 from .cluster import Manifests, SimKopfCluster, _documents
 from .driving import (
     DEFAULT_QUIET,
@@ -958,9 +958,9 @@ class OperatorMachine(RuleBasedStateMachine):
         if progressed is not None:
             progressed()
 
-    def _options(self) -> dict[str, Any]:
+    def _options(self) -> RunOptions:
         resources = [custom.qualified for custom in self.custom_resources()]
-        return dict(
+        return RunOptions(
             resources=resources,
             namespace=self.namespace,
             mask=self.mask,
@@ -1069,14 +1069,10 @@ class OperatorMachine(RuleBasedStateMachine):
     def _fault_free_end_state(
         self, world: World, how: str, steps: Sequence[Action] | None = None
     ) -> list[dict[str, Any]]:
+        options = self._options()
+        options["records"] = world.trace.records
         try:
-            checking = verify(
-                world.cluster,
-                world.operator,
-                checks=self._judged_in_every_world(),
-                records=world.trace.records,
-                **self._options(),
-            )
+            checking = verify(world.cluster, world.operator, checks=self._judged_in_every_world(), **options)
             return world.run(checking)
         except OperatorCheckFailed as exc:
             # The operator fails by itself, with no faults and no crashes: that is the failure to report (it is
