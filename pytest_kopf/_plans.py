@@ -30,7 +30,7 @@ import itertools
 import json
 from collections.abc import Iterable, Sequence
 
-from kopf_sim.http.faults import RequestInfo, classify
+from kopf_sim.http.faults import RequestInfo, classify, may_conflict
 
 from ._judges import HAMMERING
 from ._tracing import Change, Delivery, Entry, Request, Response, Step, digest
@@ -228,7 +228,7 @@ def _request_plans(request: Request, window: _Window, wanted: dict[str, str], af
     skip = window.count(("request", request.method, request.path))
     shape = _shape(request)
     if request.method in WRITES and "write-errors" in wanted:
-        for variant in WRITE_ERRORS if _may_conflict(request) else WRITE_ERRORS[1:]:
+        for variant in WRITE_ERRORS if may_conflict(request.method, request.payload) else WRITE_ERRORS[1:]:
             status, count, applied = variant
             failed = FailedRequest(status, request.method, request.path, skip, count, applied)
             label = f"{status}-after-write" if applied else f"{status}x{count}" if count > 1 else str(status)
@@ -317,17 +317,6 @@ def _by_operator(change: Change, open_writes: collections.Counter[tuple[str | No
 def _cause(request: Request) -> str | None:
     """The state of the object that the handler handles (its name aside: the same state of another is the same)."""
     return request.cause.rsplit("@", 1)[-1] if request.cause else None
-
-
-def _may_conflict(request: Request) -> bool:
-    """Whether an apiserver could answer the write with a 409: a replacement, or a patch that names the
-    resourceVersion it expects (a merge patch without one, e.g. kopf's status and progress patches that carry
-    only the uid, is applied to the latest version: no conflict unless the object was re-created)."""
-    if request.method == "PUT":
-        return True
-    payload = request.payload
-    metadata = payload.get("metadata") if request.method == "PATCH" and isinstance(payload, dict) else None
-    return isinstance(metadata, dict) and metadata.get("resourceVersion") is not None
 
 
 def _shape(request: Request) -> str:

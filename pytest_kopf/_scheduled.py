@@ -32,8 +32,8 @@ class Scheduled:
 
     ``periodic``: a timer's regular call (not a delayed one: an initial delay, a retry, the idling);
     ``called``: when (loop time) the previous call of that timer or daemon has ended, if it has; ``started``:
-    when that call began (it has seen the object as it was then); ``written``: the resource versions that the
-    patch of that call's results has made (its own changes).
+    when that call began (it has seen the object as it was then); ``written``: the resource version that the
+    patch of that call's results has made (its own change), if any.
     """
 
     due: float
@@ -41,7 +41,7 @@ class Scheduled:
     periodic: bool = False
     called: float | None = None
     started: float | None = None
-    written: frozenset[str] = frozenset()
+    written: str | None = None
 
     def awaited(self, changes: Sequence[tuple[float, str]]) -> bool:
         """Whether settling waits for this call: a delayed one, or a timer that has not seen the latest changes.
@@ -53,7 +53,7 @@ class Scheduled:
         if not self.periodic or self.called is None:
             return True
         since = self.started if self.started is not None else self.called
-        return any(time >= since and version not in self.written for time, version in reversed(changes))
+        return any(time >= since and version != self.written for time, version in reversed(changes))
 
     def __str__(self) -> str:
         kind = "" if self.periodic else " (delayed)"
@@ -85,8 +85,8 @@ def scheduled_calls(kopf_operator: KopfOperator) -> list[Scheduled]:
             if daemon.done:
                 continue
             if daemon.due is not None:
-                periodic, written = not daemon.delayed, frozenset(daemon.written)
-                found.append(Scheduled(daemon.due, what, periodic, daemon.called, daemon.started, written))
+                periodic = not daemon.delayed
+                found.append(Scheduled(daemon.due, what, periodic, daemon.called, daemon.started, daemon.written))
             elif timer:  # its call is under way (e.g. woken at this very moment)
                 found.append(Scheduled(now, f"{what}, running"))
     return sorted(found)

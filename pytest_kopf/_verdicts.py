@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from ._catalogue import CATALOGUE, Check, Phase, validate_checks
 from ._judges import Evidence
@@ -21,7 +21,25 @@ from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
 from .operator import KopfOperator
 
-__all__ = ["compared", "gathered", "judged", "verify"]
+__all__ = ["RunOptions", "compared", "gathered", "judged", "verify"]
+
+
+class RunOptions(TypedDict, total=False):
+    """What :func:`verify` (and :func:`gathered`) take besides the checks: see :func:`verify` for each."""
+
+    resources: Required[Sequence[str]]
+    expected: Sequence[Mapping[str, Any]] | None
+    namespace: str
+    mask: Sequence[str]
+    quiet: float
+    settle_timeout: float
+    records: Sequence[logging.LogRecord] | None
+    trace: Trace | Sequence[Entry] | None
+    direct: Sequence[Mapping[str, Any]] | None
+    created: Iterable[str] | None
+    retained: Sequence[str]
+    consistency: Mapping[str, str] | None
+    noise: Iterable[NoiseField]
 
 
 async def verify(
@@ -29,21 +47,12 @@ async def verify(
     kopf_operator: KopfOperator,
     *,
     checks: Sequence[str],
-    resources: Sequence[str],
-    expected: Sequence[Mapping[str, Any]] | None = None,
-    namespace: str = "default",
-    mask: Sequence[str] = (),
-    quiet: float = DEFAULT_QUIET,
-    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
-    records: Sequence[logging.LogRecord] | None = None,
-    trace: Trace | Sequence[Entry] | None = None,
-    direct: Sequence[Mapping[str, Any]] | None = None,
-    created: Iterable[str] | None = None,
-    retained: Sequence[str] = (),
-    consistency: Mapping[str, str] | None = None,
-    noise: Iterable[NoiseField] = (),
+    **options: Unpack[RunOptions],
 ) -> list[dict[str, Any]]:
     """The checks' verdict on a run whose actions are over: its end state, or :class:`~.errors.OperatorCheckFailed`.
+
+    ``resources`` (required): the driven resources, as ``plural.group``; the other options have the defaults of
+    :func:`gathered`.
 
     The operator is let to settle (the faults still armed fire meanwhile: the generated ones are all
     limited in count, so they are transient); then each check compares and judges, in the catalogue's
@@ -63,23 +72,7 @@ async def verify(
     "deployments/{name}.spec.replicas"}``, see :class:`~pytest_kopf._oracles.Correspondence`).
     """
     chosen = [CATALOGUE[name] for name in validate_checks(checks)]
-    evidence = await gathered(
-        kopf_cluster,
-        kopf_operator,
-        resources=resources,
-        expected=expected,
-        namespace=namespace,
-        mask=mask,
-        quiet=quiet,
-        settle_timeout=settle_timeout,
-        records=records,
-        trace=trace,
-        direct=direct,
-        created=created,
-        retained=retained,
-        consistency=consistency,
-        noise=noise,
-    )
+    evidence = await gathered(kopf_cluster, kopf_operator, **options)
     await judged(evidence, chosen, before=Phase.COMPARED)
     failure = compared(evidence, chosen)
     if failure is not None:

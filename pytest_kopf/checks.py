@@ -34,7 +34,7 @@ from ._report.coverage import Coverage, coverage_page
 from ._report.failures import reported
 from ._storms import watch_storms
 from ._tracing import Trace, record_trace
-from ._verdicts import verify
+from ._verdicts import RunOptions, verify
 from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
@@ -56,6 +56,7 @@ __all__ = [
     "CheckReport",
     "NoiseField",
     "OperatorCheckFailed",
+    "RunOptions",
     "Trace",
     "check_operator",
     "patch_and_revert",

@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from kopf_sim.http.faults import FaultInjector, RequestInfo, StaleRead
+from kopf_sim.http.faults import RequestInfo
 from kopf_sim.kube.objects import clone
 from kopf_sim.recording.apiclient import ApiFailure
 from kopf_sim.recording.replaying import ReplayError
@@ -229,7 +229,7 @@ async def settle(
     refreshed: set[int] = set()  # the revisions that only refreshed timestamps (also when held back from watchers)
     was_held = False  # whether changes were held back from a watcher when settling looked last
     faults = kopf_cluster.sim.faults
-    stale_seen = _stale_answers(faults)  # how many stale answers the operator has had so far
+    stale_seen = faults.stale_answers  # how many stale answers the operator has had so far
 
     def observe(change: Change) -> None:
         nonlocal last_change
@@ -260,7 +260,7 @@ async def settle(
                 contents.append((now, ""))
             # A stale answer (a fault) has shown the operator an older state: its timers' calls since then have not
             # seen the latest one, so the next call of each is waited for (a level-triggered timer heals it).
-            stale_now = _stale_answers(faults)
+            stale_now = faults.stale_answers
             if stale_now != stale_seen:
                 stale_seen = stale_now
                 contents.append((now, ""))
@@ -285,11 +285,6 @@ async def settle(
 
 #: How many of the latest content changes settling keeps for the timers (their calls are checked against them).
 CONTENTS_KEPT = 64
-
-
-def _stale_answers(faults: FaultInjector) -> int:
-    """How many reads the fault injector has answered with an older state so far."""
-    return sum(1 for injection in faults.injections if isinstance(injection.rule.effect, StaleRead))
 
 
 def _refreshed(change: Change) -> bool:

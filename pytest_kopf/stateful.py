@@ -86,7 +86,7 @@ from ._running import TestLoop
 from ._storms import watch_storms
 from ._tracing import Log, Trace
 from ._vacuity import Reach
-from ._verdicts import compared, gathered, judged, verify
+from ._verdicts import RunOptions, compared, gathered, judged, verify
 from .cluster import Manifests, SimKopfCluster, _documents
 from .driving import (
     DEFAULT_QUIET,
@@ -141,6 +141,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 #: The seed of the second fault-free run (the reference); the checked run and the baseline have 0.
 REFERENCE_SEED = 1
+#: The pseudo-module of the machines made by :meth:`OperatorMachine.configured` (no module defines them).
+CONFIGURED = "<configured>"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -553,6 +555,11 @@ class OperatorMachine(RuleBasedStateMachine):
         }
         if "registry" in values:
             values["registry"] = staticmethod(values["registry"])
+        # Made here, it is in no module's source. Hypothesis digests a machine by its source (inspect.getsource):
+        # for a class of a module, that parses the whole module (stateful.py: ~50-130 ms per check run) only to
+        # find no such class and fall back to the class's name. A module name that is no module gets the same
+        # fallback (the same digest) at once.
+        values["__module__"] = f"{cls.__module__}.{CONFIGURED}"
         return type(name, (cls,), values)
 
     # -- the configuration, resolved once per class ----------------------------------------------
@@ -951,9 +958,9 @@ class OperatorMachine(RuleBasedStateMachine):
         if progressed is not None:
             progressed()
 
-    def _options(self) -> dict[str, Any]:
+    def _options(self) -> RunOptions:
         resources = [custom.qualified for custom in self.custom_resources()]
-        return dict(
+        return RunOptions(
             resources=resources,
             namespace=self.namespace,
             mask=self.mask,
@@ -1062,14 +1069,10 @@ class OperatorMachine(RuleBasedStateMachine):
     def _fault_free_end_state(
         self, world: World, how: str, steps: Sequence[Action] | None = None
     ) -> list[dict[str, Any]]:
+        options = self._options()
+        options["records"] = world.trace.records
         try:
-            checking = verify(
-                world.cluster,
-                world.operator,
-                checks=self._judged_in_every_world(),
-                records=world.trace.records,
-                **self._options(),
-            )
+            checking = verify(world.cluster, world.operator, checks=self._judged_in_every_world(), **options)
             return world.run(checking)
         except OperatorCheckFailed as exc:
             # The operator fails by itself, with no faults and no crashes: that is the failure to report (it is

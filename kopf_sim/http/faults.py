@@ -333,6 +333,8 @@ class FaultInjector:
         if store is not None:
             store.holding.append(self._holding)
         self.injections: list[Injection] = []
+        #: How many reads have been answered with an older state so far (settling asks at every step).
+        self.stale_answers = 0
         self.log: list[str] = []
         #: Told of every request that comes through, with its response's status (0: no response), faulted or not.
         self.observers: list[Callable[[RequestInfo, int], None]] = []
@@ -467,10 +469,15 @@ class FaultInjector:
             count = self._writes[id(rule)] = self._writes.get(id(rule), 0) + 1
             if count >= rule.effect.writes:
                 rule.hits += 1
-                self.injections.append(Injection(rule, info))
+                self._inject(rule, info)
                 self.note(f"crash after write #{count}: {info.method} {info.path}")
                 return rule
         return None
+
+    def _inject(self, rule: Rule, info: RequestInfo) -> None:
+        self.injections.append(Injection(rule, info))
+        if isinstance(rule.effect, StaleRead):
+            self.stale_answers += 1
 
     def needs_preconditions(self) -> bool:
         """Whether a rule fires only on the writes that name their expected version (their bodies are read)."""
@@ -499,7 +506,7 @@ class FaultInjector:
             if rule.probability < 1.0 and self._random.random() >= rule.probability:
                 continue
             rule.hits += 1
-            self.injections.append(Injection(rule, info))
+            self._inject(rule, info)
             if not isinstance(rule.effect, StaleRead):  # noted with the lag drawn
                 watch = " (watch)" if info.watch else ""
                 self.note(f"{_describe_effect(rule.effect)}: {info.method} {info.path}{watch}")
@@ -517,7 +524,7 @@ class FaultInjector:
             if not isinstance(effect, HoldEvent) or rule.exhausted or not rule.matches(info) or not rule.counted():
                 continue
             rule.hits += 1
-            self.injections.append(Injection(rule, info))
+            self._inject(rule, info)
             how = "until the next one, coalesced" if effect.coalesce else "until the next one, delivered late"
             where = f"{info.namespace + '/' if info.namespace else ''}{info.name}"
             self.note(f"hold event ({how}): {change.type} {info.qualified_resource} {where} rv={change.rv}")
@@ -640,16 +647,23 @@ async def _inject(
 
 
 async def _preconditioned(request: web.Request) -> bool:
-    """Whether a write names the version it expects (so that an apiserver could answer it with a 409)."""
-    if request.method == "PUT":
-        return True
+    """Whether a write names the version it expects (see :func:`may_conflict`)."""
     if request.method != "PATCH" or not request.can_read_body:
-        return False
+        return may_conflict(request.method, None)
     try:
         body = json.loads(await request.read())  # the body is kept: the handler reads it again
     except ValueError:
         return False
-    metadata = body.get("metadata") if isinstance(body, dict) else None
+    return may_conflict(request.method, body)
+
+
+def may_conflict(method: str, body: Any) -> bool:
+    """Whether an apiserver could answer a write with a 409: a replacement (PUT), or a patch whose body names
+    the resourceVersion it expects. A merge patch without one (e.g. kopf's status and progress patches, which
+    carry only the uid) is applied to the latest version: no conflict, unless the object was re-created."""
+    if method == "PUT":
+        return True
+    metadata = body.get("metadata") if method == "PATCH" and isinstance(body, dict) else None
     return isinstance(metadata, dict) and metadata.get("resourceVersion") is not None
 
 

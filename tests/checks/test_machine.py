@@ -167,3 +167,17 @@ def test_the_steps_of_a_rule_of_a_class_made_in_a_function_say_what_to_do() -> N
     step = stateful.RuleStep(make(), "resize", Resized.resize, {"size": 2})
     assert step.code().startswith("# here, the rule test_the_steps_of_a_rule_of_a_class_made_in_a_function")
     assert "resize(size=2)" in step.code() and "not importable" in step.code()
+
+
+def test_a_configured_machine_is_digested_by_its_name_without_a_search_of_its_source() -> None:
+    """Hypothesis digests a machine by its source: a configured one is in no source, so by its name (at once)."""
+    import inspect
+
+    from hypothesis.internal.reflection import function_digest
+
+    one = OptionalField.configured("Check_convergence", checks=("convergence",))
+    other = OperatorMachine.configured("Check_convergence", checks=("finalizers",), max_plans=1)
+    with pytest.raises(TypeError):  # no module file to parse (stateful.py's: ~50-130 ms, to find no such class)
+        inspect.getfile(one)
+    assert function_digest(one) == function_digest(other)  # the name decides, as before
+    assert one.spec() == OptionalField.spec()  # the configuration is still the one inherited

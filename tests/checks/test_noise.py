@@ -311,6 +311,42 @@ def test_settling_waits_for_a_timer_whose_call_was_under_way_when_the_spec_chang
         world.close()
 
 
+MIRRORING_TIMER = """
+import kopf
+from kopf._cogs.clients import api
+
+SETTINGS = kopf.OperatorSettings()
+
+
+@kopf.timer("gadgets", interval=60)
+async def mirror(namespace, patch, **_):
+    source = await api.get(f"/api/v1/namespaces/{namespace}/configmaps/source", settings=SETTINGS)
+    patch.status["size"] = source["data"]["size"]
+"""
+
+
+def test_settling_waits_for_a_timer_that_has_read_an_older_state(tmp_path: Path) -> None:
+    """The timer's call after a change reads the ConfigMap it mirrors as it was before (a stale answer): the
+    cluster is quiet, but the timer has not seen the latest state; its next call (60 s later) is waited for."""
+    operator = tmp_path / "mirror.py"
+    operator.write_text(MIRRORING_TIMER)
+    world = World(OperatorSpec(paths=(str(operator),), manifests=(CRD,)))
+    try:
+        source = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "source"}, "data": {"size": "1"}}
+        world.run(world.cluster.create(source))
+        world.run(world.cluster.create(gadget("obj-0")))
+        assert world.run(world.settle())
+        assert world.run(world.cluster.get(RESOURCE, "obj-0"))["status"]["size"] == "1"
+        path = "^/api/v1/namespaces/default/configmaps/source$"
+        world.cluster.sim.faults.stale_read(method="GET", path=path, count=1)
+        world.run(world.cluster.patch("configmaps", "source", {"data": {"size": "2"}}))
+        assert world.run(world.settle())
+        assert world.cluster.sim.faults.stale_answers == 1
+        assert world.run(world.cluster.get(RESOURCE, "obj-0"))["status"]["size"] == "2"
+    finally:
+        world.close()
+
+
 # -- stopping while a sync handler runs ----------------------------------------------------------------
 
 

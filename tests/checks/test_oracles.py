@@ -21,7 +21,9 @@ from pytest_kopf._oracles import (
     unreverted,
 )
 from pytest_kopf._tracing import record_trace
+from pytest_kopf.checks import NoiseField, verify
 from pytest_kopf.driving import end_state, settle
+from pytest_kopf.errors import OperatorCheckFailed
 
 GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
@@ -245,6 +247,37 @@ async def test_a_reverted_change_that_returns_is_not_told(kopf_cluster: Any, kop
     await kopf_cluster.create(gadget("g", size=3))
     await patch_and_revert(kopf_cluster, kopf_operator, RESOURCE, "g", {"spec": {"size": 0}})
     assert unreverted(reversals(kopf_cluster), driven=DRIVEN, handlers=handler_ids(kopf_operator)) is None
+
+
+RANDOM_STAMPER = """
+import uuid
+
+import kopf
+
+
+@kopf.on.create("gadgets")
+@kopf.on.update("gadgets")
+def stamp(spec, patch, **_):
+    patch.status["size"] = spec.get("size", 0)
+    patch.status["token"] = str(uuid.uuid4())  # a new one at each change: noise to the rollback oracle
+"""
+
+
+async def test_a_reverted_change_is_judged_with_the_learned_noise_masked(
+    kopf_cluster: Any, kopf_operator: Any, tmp_path: Path
+) -> None:
+    operator = tmp_path / "stamper.py"
+    operator.write_text(RANDOM_STAMPER)
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(paths=[operator])
+    await kopf_cluster.create(gadget("g", size=3))
+    await settle(kopf_cluster, kopf_operator)
+    await patch_and_revert(kopf_cluster, kopf_operator, RESOURCE, "g", {"spec": {"size": 5}})
+    options: dict[str, Any] = dict(checks=["rollback"], resources=[RESOURCE])
+    with pytest.raises(OperatorCheckFailed, match="token"):  # unmasked, a new token is a difference
+        await verify(kopf_cluster, kopf_operator, **options)
+    noise = [NoiseField("checks.example/v1", "Gadget", "default", "g", ("status", "token"))]
+    await verify(kopf_cluster, kopf_operator, noise=noise, **options)  # the token is noise: no failure
 
 
 async def test_the_operators_creations_are_told_from_the_tests_and_the_clusters(

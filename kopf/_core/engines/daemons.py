@@ -288,13 +288,13 @@ class Daemon:
     #: When (loop time) the next call is due, if one is scheduled; ``delayed``: it waits for a delay (the initial
     #: delay, a retry's backoff, the idling), not for a timer's regular interval; ``called``: when (loop time) the
     #: last call has ended; ``started``: when it began (the object as it was then is what it has seen);
-    #: ``written``: the resource versions that the patch of its results has made (its own changes, not news).
+    #: ``written``: the resource version that the patch of its results has made (its own change, not news).
     #: Nothing reads them but observers (e.g. test harnesses waiting for the operator).
     due: float | None = None
     delayed: bool = False
     called: float | None = None
     started: float | None = None
-    written: tuple[str, ...] = ()
+    written: str | None = None
 
     @property
     def done(self) -> bool:
@@ -883,25 +883,23 @@ async def _touch(
         await _sink(patch, patch_sink=patch_sink, logger=logger)
 
 
-async def _sink(
-    patch: patches.Patch, *, patch_sink: PatchSink | None, logger: invocation.LoggerLike
-) -> tuple[str, ...]:
+async def _sink(patch: patches.Patch, *, patch_sink: PatchSink | None, logger: invocation.LoggerLike) -> str | None:
     """Apply a non-empty patch; the errors are logged (a daemon or a timer must not die of them).
 
     Returns the resource version that the patch has made (if the sink tells it), for the observers.
     """
     if not patch or patch_sink is None:
-        return ()
+        return None
     try:
         patched = await patch_sink(patch)
     except asyncio.CancelledError:
         raise
     except Exception:
         logger.exception("Failed to apply the patch of a daemon or a timer.")
-        return ()
+        return None
     metadata = patched.get("metadata") if isinstance(patched, Mapping) else None
     version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
-    return (str(version),) if version is not None else ()
+    return str(version) if version is not None else None
 
 
 def _title(handler: SpawningHandler) -> str:
