@@ -423,9 +423,11 @@ def hammered(entries: Iterable[Entry]) -> list[str]:
 
     A create answered "already exists" (409) is not a failure: operators create-or-patch their children; nor is a
     read answered "not found" (404): operators look their children up before making them (pykube's ``exists()``).
-    A request counts in the second of its response (cut off: failed too).
+    A request counts in the second of its response (cut off: failed too), as the same request again only if the
+    same handler of the same object sent it (when known) with the same object to create: several objects' or
+    handlers' first tries at one collection (a 500 on all Services' creates) are not one request retried.
     """
-    counts: collections.Counter[tuple[int, str]] = collections.Counter()
+    counts: collections.Counter[tuple[int, str, tuple[str | None, ...]]] = collections.Counter()
     for entry in entries:
         if not isinstance(entry, Response) or entry.request is None or entry.request.watch:
             continue
@@ -433,12 +435,25 @@ def hammered(entries: Iterable[Entry]) -> list[str]:
             continue
         if (entry.method, entry.status) in _ANSWERS:  # "already exists", "not found": answers, not failures
             continue
-        counts[int(entry.time), f"{entry.method} {entry.path}"] += 1
+        counts[int(entry.time), f"{entry.method} {entry.path}", _sender(entry.request)] += 1
     return [
         f"{method_path}: failed {count} times within the second {second}, retried with no back-off"
-        for (second, method_path), count in sorted(counts.items())
+        for (second, method_path, _), count in sorted(counts.items(), key=lambda item: item[0][:2])
         if count >= HAMMERING
     ]
+
+
+def _sender(request: Request) -> tuple[str | None, ...]:
+    """Who sent a request and what it creates: its handler, the object handled (not its state), the name posted."""
+    handled = request.cause.rpartition("@")[0] or request.cause if request.cause else None
+    posted: str | None = None
+    if request.method == "POST" and request.body:
+        try:
+            metadata = json.loads(request.body).get("metadata") or {}
+        except (ValueError, AttributeError):
+            metadata = {}
+        posted = str(metadata.get("name") or metadata.get("generateName") or "") or None
+    return request.handler, handled, posted
 
 
 def early_retries(entries: Iterable[Entry], epoch: datetime.datetime | None) -> list[str]:
