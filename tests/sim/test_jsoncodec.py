@@ -66,3 +66,36 @@ def test_the_bytes_hold_no_more_memory_than_their_size(codec: str) -> None:
     finally:
         tracemalloc.stop()
     assert held < 100 * (len(kept[0]) + 200)
+
+
+TEXTS = [
+    '{"kind": "ConfigMap", "data": {"a": "1"}, "n": [1, -2, 3.5, 1e-7, 1E5, -0.0, true, null]}',
+    '\n  {"a": {"b": [{}]}}  \n',
+    '{"big": 12345678901234567890123, "negative": -9223372036854775809, "u64": 18446744073709551615}',
+    '{"nan": NaN, "inf": [Infinity, -Infinity]}',  # (not JSON, but Python's json reads them)
+    '{"lone": "\\ud800", "pair": "\\ud83d\\ude42", "escapes": "\\n\\t\\u0000\\"\\\\"}',
+    '{"same": 1, "same": 2}',
+    "\x0c{}\x0b",  # (whitespace to Python's strip, not to JSON)
+    '["a list"]',
+    '"a string"',
+    "{} trailing",
+    "{broken",
+    "",
+    "   \n",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_objects_parse_as_the_standard_library_parses_them(codec: str, text: str) -> None:
+    try:
+        expected = json.loads(text.strip())
+    except ValueError:
+        expected = None
+    parsed = jsoncodec.parse_object(text, exactly=jsoncodec.reads_exactly(text))
+    assert repr(parsed) == repr(expected if isinstance(expected, dict) else None)  # (repr: NaN, -0.0, int or float)
+
+
+def test_numbers_of_19_digits_or_more_are_not_left_to_orjson() -> None:
+    pytest.importorskip("orjson")
+    assert jsoncodec.reads_exactly('{"a": 123456789012345678, "b": "1234567890123456789 as text, too"}') is False
+    assert jsoncodec.reads_exactly('{"a": 123456789012345678, "b": "12345 67890"}') is True
