@@ -463,7 +463,7 @@ def early_retries(entries: Iterable[Entry], epoch: datetime.datetime | None) -> 
     due: dict[tuple[str, str], float] = {}  # (namespace/name, handler id) -> the loop time of the delay's end
     # The delays being written, by the patch's path: they count once the cluster has accepted the patch (a delay
     # whose write has failed is not stored anywhere; kopf then processes the object again after throttling).
-    writing: dict[str, dict[tuple[str, str], float]] = {}
+    writing: dict[str, dict[tuple[str, str], float | None]] = {}
     stale = False  # whether the cluster has shown an older state (a stale read, events withheld) in this run
     found: list[str] = []
     for entry in entries:
@@ -484,7 +484,9 @@ def early_retries(entries: Iterable[Entry], epoch: datetime.datetime | None) -> 
         elif isinstance(entry, Response) and entry.method == "PATCH":
             delays = writing.pop(entry.path, {})
             if entry.status is not None and 200 <= entry.status < 300:
-                due.update(delays)
+                due.update((key, deadline) for key, deadline in delays.items() if deadline is not None)
+                for purged in (key for key, deadline in delays.items() if deadline is None):
+                    due.pop(purged, None)
         elif isinstance(entry, Log) and entry.where is not None and entry.message.startswith("Handler '"):
             handler = entry.message.split("'", 2)[1]
             deadline = due.pop((entry.where, handler), None)
@@ -507,16 +509,20 @@ def _restarting(entry: Entry) -> bool:
     return isinstance(entry, Step) and entry.restarts
 
 
-def _delays(request: Request, epoch: datetime.datetime) -> dict[tuple[str, str], float]:
-    """The retry delays that a kopf patch of an object's progress stores: by (namespace/name, handler id)."""
+def _delays(request: Request, epoch: datetime.datetime) -> dict[tuple[str, str], float | None]:
+    """The retry delays that a kopf patch of an object's progress stores: by (namespace/name, handler id); None for
+    a progress record that it removes (kopf purges it when the change it was for is gone, e.g. reverted by the
+    user: the next change starts a new cycle, whose handlers run at once)."""
     parts = request.path.split("/")
     if parts[-1] == "status":
         parts = parts[:-1]
     where = f"{parts[parts.index('namespaces') + 1]}/{parts[-1]}" if "namespaces" in parts else parts[-1]
-    delays: dict[tuple[str, str], float] = {}
+    delays: dict[tuple[str, str], float | None] = {}
     for key, value in request.annotations().items():
         record = _json(value) if key.startswith("kopf.zalando.org/") else None
-        if (
+        if value is None and key.startswith("kopf.zalando.org/"):
+            delays[where, key.split("/", 1)[1]] = None
+        elif (
             isinstance(record, dict)
             and record.get("delayed")
             and not record.get("success")
