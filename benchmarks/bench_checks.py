@@ -19,6 +19,10 @@ with the default budget under 10 seeds: the median time (wall and CPU) and examp
 shrinking), and the steps it is shrunk to. The machine is shared: the CPU seconds are the figures to compare.
 The target: 20 examples per second of CPU on the gallery's operators.
 
+``--phases [--only OPERATOR]``: where one gallery operator's check spends its CPU (building the worlds, the
+steps, the planned runs, the verdicts; see ``check_phases.py``), and the CPU of one request of the operator (over
+the in-memory HTTP transport) beside the same request as a direct call.
+
 ``--gallery --against CHECKOUT``: the speed part side by side with another checkout of the project (e.g. a
 ``git worktree`` of main): each operator in a fresh process of each tree in turn (this script, with the tree's
 packages first on ``PYTHONPATH``), the same examples; the CPU seconds of both and their ratio.
@@ -41,6 +45,9 @@ import hypothesis
 
 from pytest_kopf.checks import check_operator
 from pytest_kopf.errors import OperatorCheckFailed
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import check_phases
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GALLERY = ROOT / "tests" / "checks" / "gallery"
@@ -249,10 +256,16 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--against", type=pathlib.Path, default=None, help="--gallery's speed beside this checkout")
     parser.add_argument("--speed-only", action="store_true", help="--gallery without the planted bugs")
+    parser.add_argument("--phases", action="store_true", help="a gallery check's CPU by phase; a request's cost")
     parser.add_argument("--one", type=pathlib.Path, default=None, help=argparse.SUPPRESS)  # --against's processes
     args = parser.parse_args()
     if args.one is not None:
         print(json.dumps(speed_of(args.one, args.gallery_examples)))
+        return 0
+    if args.phases:
+        operator = GALLERY / f"{args.only or 'stale_read_ok'}.py"
+        check_phases.print_phases(lambda: speed_of(operator, args.gallery_examples))
+        check_phases.print_request_costs(operator, GALLERY / "crd.yaml", "/apis/checks.example/v1/gadgets")
         return 0
     if args.gallery and args.against is not None:
         gallery_against(args.against.resolve(), args.gallery_examples, args.only)

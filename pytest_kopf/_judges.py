@@ -423,9 +423,11 @@ def hammered(entries: Iterable[Entry]) -> list[str]:
 
     A create answered "already exists" (409) is not a failure: operators create-or-patch their children; nor is a
     read answered "not found" (404): operators look their children up before making them (pykube's ``exists()``).
-    A request counts in the second of its response (cut off: failed too).
+    A request counts in the second of its response (cut off: failed too), as the same request again only if the
+    same handler of the same object sent it (when known) with the same object to create: several objects' or
+    handlers' first tries at one collection (a 500 on all Services' creates) are not one request retried.
     """
-    counts: collections.Counter[tuple[int, str]] = collections.Counter()
+    counts: collections.Counter[tuple[int, str, tuple[str | None, ...]]] = collections.Counter()
     for entry in entries:
         if not isinstance(entry, Response) or entry.request is None or entry.request.watch:
             continue
@@ -433,12 +435,25 @@ def hammered(entries: Iterable[Entry]) -> list[str]:
             continue
         if (entry.method, entry.status) in _ANSWERS:  # "already exists", "not found": answers, not failures
             continue
-        counts[int(entry.time), f"{entry.method} {entry.path}"] += 1
+        counts[int(entry.time), f"{entry.method} {entry.path}", _sender(entry.request)] += 1
     return [
         f"{method_path}: failed {count} times within the second {second}, retried with no back-off"
-        for (second, method_path), count in sorted(counts.items())
+        for (second, method_path, _), count in sorted(counts.items(), key=lambda item: item[0][:2])
         if count >= HAMMERING
     ]
+
+
+def _sender(request: Request) -> tuple[str | None, ...]:
+    """Who sent a request and what it creates: its handler, the object handled (not its state), the name posted."""
+    handled = request.cause.rpartition("@")[0] or request.cause if request.cause else None
+    posted: str | None = None
+    if request.method == "POST" and request.body:
+        try:
+            metadata = json.loads(request.body).get("metadata") or {}
+        except (ValueError, AttributeError):
+            metadata = {}
+        posted = str(metadata.get("name") or metadata.get("generateName") or "") or None
+    return request.handler, handled, posted
 
 
 def early_retries(entries: Iterable[Entry], epoch: datetime.datetime | None) -> list[str]:
@@ -448,7 +463,7 @@ def early_retries(entries: Iterable[Entry], epoch: datetime.datetime | None) -> 
     due: dict[tuple[str, str], float] = {}  # (namespace/name, handler id) -> the loop time of the delay's end
     # The delays being written, by the patch's path: they count once the cluster has accepted the patch (a delay
     # whose write has failed is not stored anywhere; kopf then processes the object again after throttling).
-    writing: dict[str, dict[tuple[str, str], float]] = {}
+    writing: dict[str, dict[tuple[str, str], float | None]] = {}
     stale = False  # whether the cluster has shown an older state (a stale read, events withheld) in this run
     found: list[str] = []
     for entry in entries:
@@ -469,7 +484,9 @@ def early_retries(entries: Iterable[Entry], epoch: datetime.datetime | None) -> 
         elif isinstance(entry, Response) and entry.method == "PATCH":
             delays = writing.pop(entry.path, {})
             if entry.status is not None and 200 <= entry.status < 300:
-                due.update(delays)
+                due.update((key, deadline) for key, deadline in delays.items() if deadline is not None)
+                for purged in (key for key, deadline in delays.items() if deadline is None):
+                    due.pop(purged, None)
         elif isinstance(entry, Log) and entry.where is not None and entry.message.startswith("Handler '"):
             handler = entry.message.split("'", 2)[1]
             deadline = due.pop((entry.where, handler), None)
@@ -492,16 +509,20 @@ def _restarting(entry: Entry) -> bool:
     return isinstance(entry, Step) and entry.restarts
 
 
-def _delays(request: Request, epoch: datetime.datetime) -> dict[tuple[str, str], float]:
-    """The retry delays that a kopf patch of an object's progress stores: by (namespace/name, handler id)."""
+def _delays(request: Request, epoch: datetime.datetime) -> dict[tuple[str, str], float | None]:
+    """The retry delays that a kopf patch of an object's progress stores: by (namespace/name, handler id); None for
+    a progress record that it removes (kopf purges it when the change it was for is gone, e.g. reverted by the
+    user: the next change starts a new cycle, whose handlers run at once)."""
     parts = request.path.split("/")
     if parts[-1] == "status":
         parts = parts[:-1]
     where = f"{parts[parts.index('namespaces') + 1]}/{parts[-1]}" if "namespaces" in parts else parts[-1]
-    delays: dict[tuple[str, str], float] = {}
+    delays: dict[tuple[str, str], float | None] = {}
     for key, value in request.annotations().items():
         record = _json(value) if key.startswith("kopf.zalando.org/") else None
-        if (
+        if value is None and key.startswith("kopf.zalando.org/"):
+            delays[where, key.split("/", 1)[1]] = None
+        elif (
             isinstance(record, dict)
             and record.get("delayed")
             and not record.get("success")

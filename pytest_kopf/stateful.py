@@ -559,7 +559,8 @@ class OperatorMachine(RuleBasedStateMachine):
         # for a class of a module, that parses the whole module (stateful.py: ~50-130 ms per check run) only to
         # find no such class and fall back to the class's name. A module name that is no module gets the same
         # fallback (the same digest) at once.
-        values["__module__"] = f"{cls.__module__}.{CONFIGURED}"
+        suffix = f".{CONFIGURED}"
+        values["__module__"] = cls.__module__ if cls.__module__.endswith(suffix) else cls.__module__ + suffix
         return type(name, (cls,), values)
 
     # -- the configuration, resolved once per class ----------------------------------------------

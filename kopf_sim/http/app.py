@@ -30,7 +30,8 @@ from kopf_sim.http import bodies, discovery, openapi, queries, reviews, tokenreq
 from kopf_sim.http.routes import Router, path_segments
 from kopf_sim.http.yamlbodies import parse_yaml
 from kopf_sim.kube import errors, tables
-from kopf_sim.kube.objects import JsonDict, compact_json, meta
+from kopf_sim.kube.jsoncodec import compact_bytes
+from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.rbac.access import Access, Identity
@@ -104,7 +105,7 @@ class ServerOptions:
 
 
 def dumps(data: Any) -> bytes:
-    return compact_json(data).encode() + b"\n"
+    return compact_bytes(data) + b"\n"
 
 
 def encoded_response(body: bytes, status: int = 200, *, content_type: str = JSON) -> web.Response:

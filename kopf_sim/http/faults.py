@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import functools
 import json
 import random
 import re
@@ -251,9 +252,14 @@ class RequestInfo:
 
 def classify(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
     """Parse a request's REST path into its group, version, resource, namespace, name & subresource."""
+    return _classified(method, path, query.get("watch", "").lower() in ("true", "1"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _classified(method: str, path: str, watch: bool) -> RequestInfo:
+    """:func:`classify`, once per path (every request is classified, by the faults and the checks' traces: the
+    same few paths again and again; the infos are frozen)."""
     parts = [p for p in path.split("/") if p]
-    flag = query.get("watch", "")
-    watch = flag.lower() in ("true", "1")
     if parts[:2] == ["api", "v1"]:
         group, version, rest = "", "v1", parts[2:]
     elif len(parts) >= 3 and parts[0] == "apis":

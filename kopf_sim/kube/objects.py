@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import json
-import json.encoder
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
+
+from kopf_sim.kube import jsoncodec
 
 JsonDict = dict[str, Any]
 
@@ -29,23 +29,9 @@ LABEL_MESSAGE = (
 )
 
 
-#: Compact JSON as the apiserver writes it. JSON data has no cycles to look for: without the check,
-#: the encoding of an object takes a half less time (the simulator encodes every object it sends).
-_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
-#: The C encoder that ``_compact.encode`` makes on each call, made once (a store encodes each object it stores).
-_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # (not in every Python: then the usual way)
-_compact_chunks: Callable[[Any, int], Sequence[str]] | None = (
-    None
-    if _make_encoder is None
-    else _make_encoder(None, _compact.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
-)
-
-
 def compact_json(data: Any) -> str:
     """``json.dumps(data, separators=(",", ":"), ensure_ascii=False)``, for JSON data (acyclic)."""
-    if _compact_chunks is None:
-        return _compact.encode(data)
-    return "".join(_compact_chunks(data, 0))
+    return jsoncodec.compact_text(data)
 
 
 def clone(value: Any) -> Any:

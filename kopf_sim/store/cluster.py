@@ -17,7 +17,8 @@ from typing import Any, Unpack
 
 from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.kube import builtin_resources, errors
-from kopf_sim.kube.objects import JsonDict, compact_json, meta
+from kopf_sim.kube.jsoncodec import compact_bytes
+from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.kube.resources import Catalogue, ResourceType, StorageKey
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store import lifecycle, paging, pipeline
@@ -405,7 +406,7 @@ class Cluster:
         new["metadata"]["resourceVersion"] = str(self.rv + 1)
         if not limit_size:
             return None
-        raw = compact_json(new).encode()
+        raw = compact_bytes(new)
         preparing.check_stored_size(raw, new["metadata"])
         return raw
 

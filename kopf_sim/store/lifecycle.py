@@ -226,7 +226,10 @@ def _collect_dependents(cluster: Store, owner_uid: str) -> None:
 
 def _collect_if_orphaned(cluster: Store, obj: JsonDict) -> None:
     """A dependent whose owners are all gone (already when it was made, or made to point to them) is deleted."""
-    refs = [ref for ref in meta(obj).get("ownerReferences") or () if ref.get("uid")]
+    references = meta(obj).get("ownerReferences")
+    if not references:  # (most objects: a load's hundred thousand are asked this)
+        return
+    refs = [ref for ref in references if ref.get("uid")]
     if not refs or meta(obj).get("deletionTimestamp"):
         return
     if not any(_owner_present(cluster, obj, ref) for ref in refs):

@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable, Iterator
 
 from kopf_sim.kube import errors
+from kopf_sim.kube.jsoncodec import compact_bytes
 from kopf_sim.kube.objects import JsonDict, compact_json, meta
 from kopf_sim.kube.resources import ResourceType
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
@@ -188,7 +189,7 @@ class Listing:
         return [
             stored.raw
             if stored.api_version == api_version
-            else compact_json({**stored.obj, "apiVersion": api_version}).encode()
+            else compact_bytes({**stored.obj, "apiVersion": api_version})
             for stored in self.items
         ]
 

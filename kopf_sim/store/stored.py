@@ -15,7 +15,8 @@ import json
 import sys
 from collections.abc import Callable
 
-from kopf_sim.kube.objects import JsonDict, compact_json
+from kopf_sim.kube.jsoncodec import compact_bytes
+from kopf_sim.kube.objects import JsonDict
 
 #: The JSON decoder's C scanner, called directly on our own compact JSON (``json.loads`` of bytes guesses their
 #: encoding and checks for trailing text first, in Python: a third of the time of a small object's decoding).
@@ -74,7 +75,7 @@ class Stored:
         """The object as compact JSON, as served (encoded once)."""
         raw = self._raw
         if raw is None:
-            raw = self._raw = compact_json(self._obj).encode()
+            raw = self._raw = compact_bytes(self._obj)
         return raw
 
     def cool(self) -> bool:
@@ -89,6 +90,6 @@ class Stored:
         if sys.getrefcount(obj) > _OWN_REFERENCES:
             return False
         if self._raw is None:
-            self._raw = compact_json(obj).encode()
+            self._raw = compact_bytes(obj)
         self._obj = None
         return True

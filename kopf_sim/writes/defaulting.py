@@ -178,8 +178,7 @@ def apply_defaults(rtype: ResourceType, obj: JsonDict) -> None:
         webhookconfigs.apply_defaults(rtype, obj)
     fill_status(rtype, obj)
     defaulter = _DEFAULTERS.get(rtype.storage_key)
-    spec = _spec(obj)
-    if defaulter is not None and spec is not None:
+    if defaulter is not None and (spec := _spec(obj)) is not None:
         defaulter(spec)
     path = _POD_SPECS.get(rtype.storage_key)
     if path is not None:

@@ -12,7 +12,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from kopf_sim.kube import crds, errors
-from kopf_sim.kube.objects import JsonDict, clone, compact_json, meta, name_problems
+from kopf_sim.kube.jsoncodec import compact_bytes
+from kopf_sim.kube.objects import JsonDict, clone, meta, name_problems
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.timing.clock import UidFactory
 from kopf_sim.writes import (
@@ -175,27 +176,34 @@ def _apply_schema(
     return obj
 
 
-_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
+_OMITTED_WHEN_EMPTY = frozenset({"labels", "annotations", "finalizers", "ownerReferences", "managedFields"})
 
 
 def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> None:
     metadata = obj["metadata"]
-    for field in _OMITTED_WHEN_EMPTY:  # ObjectMeta omits empty collections on the wire
-        if field in metadata and not metadata[field]:
+    for field in _OMITTED_WHEN_EMPTY & metadata.keys():  # ObjectMeta omits empty collections on the wire
+        if not metadata[field]:
             del metadata[field]
     causes = validation.causes(rtype, obj)
     causes.extend(template_rules.causes(rtype, obj))
     if old is not None:
         causes.extend(immutability.update_causes(rtype, obj, old))
-    if rtype.storage_key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-        causes.extend(crds.crd_problems(obj, old))
-        causes.extend(validation_rules.crd_problems(obj))
-    if rtype.storage_key == validation_rules.POLICIES:
-        causes.extend(validation_rules.policy_problems(obj))
-    if rtype.storage_key in webhookconfigs.CONFIGURATIONS:
-        causes.extend(webhookconfigs.causes(rtype, obj))
+    if rtype.storage_key in _SPECIALLY_VALIDATED:
+        causes.extend(_special_causes(rtype, obj, old))
     if causes:
         raise errors.invalid(rtype.kind, rtype.group, metadata.get("name", ""), causes)
+
+
+#: The kinds with rules of their own beyond :mod:`validation`'s (most writes are of other kinds: one lookup).
+_SPECIALLY_VALIDATED = frozenset({_CRDS, validation_rules.POLICIES, *webhookconfigs.CONFIGURATIONS})
+
+
+def _special_causes(rtype: ResourceType, obj: JsonDict, old: JsonDict | None) -> list[validation.Cause]:
+    if rtype.storage_key == _CRDS:
+        return [*crds.crd_problems(obj, old), *validation_rules.crd_problems(obj)]
+    if rtype.storage_key == validation_rules.POLICIES:
+        return list(validation_rules.policy_problems(obj))
+    return list(webhookconfigs.causes(rtype, obj))
 
 
 #: The bytes of ``,"resourceVersion":""`` around a version's digits in an object's compact JSON.
@@ -218,7 +226,7 @@ def check_stored_size(raw: bytes, metadata: JsonDict) -> None:
 
 def check_size(obj: JsonDict) -> None:
     """:func:`check_stored_size` of an object that is not stored (a dry run's)."""
-    check_stored_size(compact_json(obj).encode(), meta(obj))
+    check_stored_size(compact_bytes(obj), meta(obj))
 
 
 def _generate_name(cluster: StoreView, prefix: str) -> str:

@@ -304,6 +304,24 @@ def test_a_retry_delay_of_a_deleted_object_is_not_held_against_its_successor() -
     assert early_retries([*delay_patch(0.1), early], DEFAULT_EPOCH) != []
 
 
+def test_a_delay_purged_with_its_cycle_is_not_waited_for() -> None:
+    # The copier (realistic/copier.py) under `retries` at the docs' budget: a 500 delays its update handler by 60 s;
+    # the user reverts the change (kopf purges the handler's progress: no change left to handle) and makes it
+    # again: a new cycle, whose handler runs at once. Not a retry before its delay.
+    from kopf_sim.timing.virtualtime import DEFAULT_EPOCH
+    from pytest_kopf._judges import early_retries
+
+    path = "/apis/x.example/v1/namespaces/default/things/t1"
+    purge = Request(
+        0.2, "PATCH", path, body=json.dumps({"metadata": {"annotations": {"kopf.zalando.org/create_fn": None}}})
+    )
+    again = handler_log(0.3, "Handler 'create_fn' succeeded.")
+    purged = [*delay_patch(0.1), purge, Response(0.2, "PATCH", path, status=200, request=purge)]
+    assert early_retries([*purged, again], DEFAULT_EPOCH) == []
+    refused = [*delay_patch(0.1), purge, Response(0.2, "PATCH", path, status=500, request=purge)]
+    assert early_retries([*refused, again], DEFAULT_EPOCH) != []  # the purge not stored: the delay holds
+
+
 def test_creates_answered_already_exists_are_not_hammering() -> None:
     """Found by the long run: create-or-patch of children by several objects and restarts in one second."""
     from pytest_kopf._judges import hammered

@@ -181,3 +181,4 @@ def test_a_configured_machine_is_digested_by_its_name_without_a_search_of_its_so
         inspect.getfile(one)
     assert function_digest(one) == function_digest(other)  # the name decides, as before
     assert one.spec() == OptionalField.spec()  # the configuration is still the one inherited
+    assert one.configured("Again").__module__ == one.__module__  # configured again: still no module

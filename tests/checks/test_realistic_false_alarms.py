@@ -5,6 +5,7 @@ Found by the realistic operators (``realistic/``), each shown here on its smalle
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,28 @@ def test_an_observation_only_a_delayed_run_has_made_is_not_a_difference() -> Non
     assert unseen_records_aside([failed], [probed], driven=driven, records=records) == [failed]
     ready = {**gadget("g"), "status": {"phase": "Creating"}}  # not a record: the object's own state
     assert unseen_records_aside([unprobed], [ready], driven=driven, records=records) == [unprobed]
+
+
+def test_first_tries_of_several_handlers_and_objects_are_not_one_request_hammered() -> None:
+    # A sites operator (realistic/sites/renamed_ok) under `retries`: four 500s on the Services' creates; two
+    # sites, each with two handlers that make its Service, tried once each in the second 0 (kopf backs off).
+    path = "/api/v1/namespaces/default/services"
+
+    def posted(*senders: tuple[str, str, str]) -> list[Entry]:
+        requests = [
+            Request(i / 10, "POST", path, body=json.dumps({"metadata": {"name": child}}), handler=by, cause=cause)
+            for i, (by, cause, child) in enumerate(senders)
+        ]
+        return [Response(r.time, r.method, r.path, status=500, request=r) for r in requests]
+
+    first_tries = [
+        (handler, f"default/{site}@{i}", f"{site}-www")
+        for i, site in enumerate(["obj-0", "obj-1"])
+        for handler in ["reconcile", "reconcile/spec.hostname"]
+    ]
+    assert hammered(posted(*first_tries)) == []
+    again = [("reconcile", f"default/obj-0@{i % 2}", "obj-0-www") for i in range(4)]  # one handler, no back-off
+    assert hammered(posted(*again)) == [f"POST {path}: failed 4 times within the second 0, retried with no back-off"]
 
 
 def test_reads_answered_not_found_are_not_hammering() -> None:

@@ -91,6 +91,17 @@ def test_classify_paths() -> None:
     assert faults.classify("GET", "/version", {}).resource is None
 
 
+def test_a_path_is_classified_once_and_its_watch_flag_still_counts() -> None:
+    """Every request is classified (by the faults and the checks' traces): the same few paths, parsed once each."""
+    path = "/apis/acme.example/v1/namespaces/ns1/widgets"
+    listed = faults.classify("GET", path, {"limit": "500"})
+    assert faults.classify("GET", path, {}) is listed
+    watched = faults.classify("GET", path, {"watch": "true"})
+    assert watched.watch and not listed.watch
+    assert faults.classify("GET", path, {"watch": "1"}) is watched
+    assert faults.classify("GET", path, {"watch": "false"}) is listed
+
+
 async def test_error_with_count_status_body_and_retry_after(env: Session) -> None:
     session, injector, _ = env
     rule = injector.error(503, retry_after=7, resource="widgets", method="GET", count=2)

@@ -39,6 +39,22 @@ def test_documents_split_across_the_blocks_read(tmp_path: pathlib.Path, monkeypa
         assert read_manifest(path) == parse_manifests(text) == expected
 
 
+def test_only_a_line_of_dashes_alone_is_a_marker(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dashes that end a line (or more than three of them) cut nothing; a marker with spaces after it does."""
+    path = tmp_path / "objects.yaml"
+    a, b, c = ({**configmap(n), "data": {"k": f"{n}---"}} for n in "abc")
+    text = f"{json.dumps(a, indent=1)}\n--- \t\n{json.dumps(b)} \n---\n{json.dumps(c)}\n"
+    yaml = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\ndata:\n  k: d---\n"
+    path.write_text(text.replace('"c---"', '"c---\\n----"') + yaml)
+    expected = [a, b, {**c, "data": {"k": "c---\n----"}}, {**configmap("d"), "data": {"k": "d---"}}]
+    for block in (1, 3, 7, 1 << 20):
+        monkeypatch.setattr(manifests, "_BLOCK", block)
+        assert read_manifest(path) == parse_manifests(path.read_text()) == expected
+    path.write_text(f"{json.dumps(a)}---\n{json.dumps(b)}\n")  # dashes after a document: not a marker, not YAML
+    with pytest.raises(ManifestError, match="is not valid YAML"):
+        read_manifest(path)
+
+
 def test_yaml_after_json_documents_is_read_as_yaml(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "objects.yaml"
     block = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata:\n  k: |\n    ---\n    v\n"
