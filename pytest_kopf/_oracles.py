@@ -60,6 +60,7 @@ __all__ = [
     "patch_and_revert",
     "record_creations",
     "refused",
+    "reports_error",
     "reversals",
     "rollback",
     "transition",
@@ -105,9 +106,45 @@ _PROCESSED = re.compile(r" is processed: \d+ succeeded; (\d+) failed")
 
 
 def refused(kopf_cluster: KopfCluster, obj: Mapping[str, Any]) -> bool:
-    """Whether the operator's latest handling of the object has failed (a handler raised :class:`kopf.PermanentError`,
-    or failed for good otherwise): as kopf tells it in the Events about the object (``... is processed: 1 succeeded;
-    1 failed``). A spec that the operator refuses is not a final state to compare: it may keep the last good one."""
+    """Whether the operator has refused the object's spec: its latest handling has failed (a handler raised
+    :class:`kopf.PermanentError`, or failed for good otherwise; as kopf tells it in the Events about the object:
+    ``... is processed: 1 succeeded; 1 failed``), or its status reports an error (:func:`reports_error`). A spec
+    that the operator refuses is not a final state to compare: it may keep the last good one."""
+    return reports_error(obj) or _handling_failed(kopf_cluster, obj)
+
+
+#: The status fields that report an error when set, the phases that do, and the conditions (type, status) that do.
+_ERROR_FIELDS = frozenset({"error", "errors", "errormessage", "lasterror", "failure", "failuremessage"})
+_ERROR_PHASES = frozenset({"error", "errored", "failed", "failure", "invalid", "degraded"})
+_ERROR_CONDITIONS = frozenset({("failed", "true"), ("error", "true"), ("degraded", "true"), ("invalid", "true")})
+_ERROR_REASON = re.compile(r"invalid|error|fail", re.IGNORECASE)
+
+
+def reports_error(obj: Mapping[str, Any]) -> bool:
+    """Whether the object's status reports an error, as operators commonly do for a spec they refuse: a field such
+    as ``error`` or ``errorMessage`` set, a ``phase``/``state`` such as ``Failed`` or ``Invalid``, a condition
+    ``Failed``/``Degraded`` true, or ``Ready`` false for a reason such as ``InvalidSpec`` or ``ReconcileError``."""
+    status = obj.get("status")
+    if not isinstance(status, Mapping):
+        return False
+    for key, value in status.items():
+        if key.lower() in _ERROR_FIELDS and value not in (None, "", [], {}):
+            return True
+        if key.lower() in ("phase", "state") and isinstance(value, str) and value.lower() in _ERROR_PHASES:
+            return True
+    conditions = status.get("conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
+        if not isinstance(condition, Mapping):
+            continue
+        kind, state = str(condition.get("type", "")).lower(), str(condition.get("status", "")).lower()
+        if (kind, state) in _ERROR_CONDITIONS:
+            return True
+        if kind == "ready" and state == "false" and _ERROR_REASON.search(str(condition.get("reason", ""))):
+            return True
+    return False
+
+
+def _handling_failed(kopf_cluster: KopfCluster, obj: Mapping[str, Any]) -> bool:
     metadata = obj.get("metadata") or {}
     latest: tuple[int, int] | None = None
     for event in kopf_cluster.sim.store.objects(("", "events"), metadata.get("namespace")):

@@ -858,7 +858,7 @@ class OperatorMachine(RuleBasedStateMachine):
             result = action.call(self, world)
             if world is self.world:
                 object.__setattr__(action, "result", result)  # what hypothesis gets (e.g. for a bundle)
-            world.run(caught_up())
+            world.run(caught_up(world.operator))
             return None
         return world.run(_step(action, world))
 
@@ -1275,7 +1275,7 @@ def _controllers(selection: ControllerSettings | str | Sequence[str] | bool | No
 async def _step(action: Action, world: World) -> Outcome:
     """One step of a machine: the action, then the operator catches up with it (as in a reproduction)."""
     outcome = await action.apply(world)
-    await caught_up()
+    await caught_up(world.operator)
     return outcome
 
 
@@ -1335,7 +1335,7 @@ def reproduction(
         lines.append("    created = record_creations(kopf_cluster)")
     for step in steps:  # as in the machine: each step ends when the operator has caught up with it
         lines.append(f"    {step.code()}")
-        lines.append("    await caught_up()")
+        lines.append("    await caught_up(kopf_operator)")
     options = [
         f"checks=[{check!r}]",
         f"resources={list(resources)!r}",

@@ -163,9 +163,10 @@ class ExpireWatch:
 class Conflict:
     """Answer a write with ``409 Conflict``, as if the object had been modified meanwhile.
 
-    With ``preconditioned_only``, only the writes that an apiserver could answer so fire (and count): a PUT,
-    or a PATCH whose body names the ``metadata.resourceVersion`` it expects. A merge patch without one (as
-    kopf's status and progress patches) is applied to the latest version and never conflicts.
+    With ``preconditioned_only``, only the writes that an apiserver could answer so fire (and count): a PUT or
+    a PATCH whose body names the ``metadata.resourceVersion`` it expects (see :func:`may_conflict`). A merge
+    patch without one (as kopf's status and progress patches) is applied to the latest version and never
+    conflicts; a PUT without one replaces a built-in object unconditionally.
     """
 
     message: str | None = None
@@ -654,8 +655,8 @@ async def _inject(
 
 async def _preconditioned(request: web.Request) -> bool:
     """Whether a write names the version it expects (see :func:`may_conflict`)."""
-    if request.method != "PATCH" or not request.can_read_body:
-        return may_conflict(request.method, None)
+    if request.method not in ("PUT", "PATCH") or not request.body_exists:  # (read already by a tracer, perhaps)
+        return False
     try:
         body = json.loads(await request.read())  # the body is kept: the handler reads it again
     except ValueError:
@@ -664,12 +665,11 @@ async def _preconditioned(request: web.Request) -> bool:
 
 
 def may_conflict(method: str, body: Any) -> bool:
-    """Whether an apiserver could answer a write with a 409: a replacement (PUT), or a patch whose body names
-    the resourceVersion it expects. A merge patch without one (e.g. kopf's status and progress patches, which
-    carry only the uid) is applied to the latest version: no conflict, unless the object was re-created."""
-    if method == "PUT":
-        return True
-    metadata = body.get("metadata") if method == "PATCH" and isinstance(body, dict) else None
+    """Whether an apiserver could answer a write with a 409: a replacement (PUT) or a patch whose body names the
+    resourceVersion it expects. Without one, a replacement of a built-in kind is unconditional (and one of a custom
+    resource is invalid: 422), and a merge patch (e.g. kopf's status and progress patches, which carry only the
+    uid) is applied to the latest version: no conflict, unless the object was re-created."""
+    metadata = body.get("metadata") if method in ("PUT", "PATCH") and isinstance(body, dict) else None
     return isinstance(metadata, dict) and metadata.get("resourceVersion") is not None
 
 

@@ -17,6 +17,7 @@ from pytest_kopf._oracles import (
     leftovers,
     patch_and_revert,
     record_creations,
+    reports_error,
     reversals,
     unreverted,
 )
@@ -345,3 +346,33 @@ async def test_inconsistencies_are_named_with_both_values(kopf_cluster: Any, kop
         "gadget two: spec.size=2, but secrets/two does not exist",
         "gadget zero: spec.size=0, but secrets/zero does not exist",
     ]
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"error": "replicas must be positive"},
+        {"errorMessage": "bad image", "replicas": 2},
+        {"phase": "Failed"},
+        {"state": "invalid"},
+        {"conditions": [{"type": "Degraded", "status": "True"}]},
+        {"conditions": [{"type": "Ready", "status": "False", "reason": "InvalidSpec"}]},
+    ],
+)
+def test_a_status_that_reports_an_error_is_a_refusal(status: dict[str, Any]) -> None:
+    assert reports_error({**gadget("g"), "status": status})
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        None,
+        {"error": None, "replicas": 2},
+        {"errors": []},
+        {"phase": "Running"},
+        {"conditions": [{"type": "Ready", "status": "False", "reason": "Progressing"}]},
+        {"conditions": [{"type": "Degraded", "status": "False"}]},
+    ],
+)
+def test_a_status_that_reports_no_error_is_no_refusal(status: dict[str, Any] | None) -> None:
+    assert not reports_error({**gadget("g"), "status": status})

@@ -186,6 +186,25 @@ async def test_a_preconditioned_only_conflict_spares_the_patches_that_name_no_ve
     assert cluster.get(cluster.resource("acme.example", "v1", "widgets"), "default", "w1")["spec"]["size"] == 2
 
 
+def test_a_preconditioned_only_conflict_spares_the_replacements_that_name_no_version() -> None:
+    """A PUT of a ConfigMap without a resourceVersion is an unconditional update: no apiserver answers it with 409."""
+
+    async def statuses(session: aiohttp.ClientSession, injector: FaultInjector, _: Cluster) -> list[int]:
+        configmaps = "/api/v1/namespaces/default/configmaps"
+        made = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+        assert await status_of(session, "POST", configmaps, json=made) == 201
+        rule = injector.conflict(resource="configmaps", count=1, preconditioned_only=True)
+        found = [await status_of(session, "PUT", f"{configmaps}/c", json={**made, "data": {"a": "2"}})]
+        assert rule.hits == 0
+        async with session.get(f"{configmaps}/c") as response:
+            version = (await response.json())["metadata"]["resourceVersion"]
+        expecting = {**made, "metadata": {"name": "c", "resourceVersion": version}, "data": {"a": "3"}}
+        found.append(await status_of(session, "PUT", f"{configmaps}/c", json=expecting))
+        return found
+
+    assert virtualtime.run(with_faults(statuses)) == [200, 409]
+
+
 def test_probability_is_seeded() -> None:
     async def outcomes(session: aiohttp.ClientSession, injector: FaultInjector, _: Cluster) -> list[int]:
         injector.error(500, probability=0.5)
