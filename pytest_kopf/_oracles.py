@@ -33,6 +33,7 @@ from ._history import HISTORY_ANNOTATIONS, derived_without_owners, handler_ids, 
 from ._judges import Evidence
 from ._noise import NoiseField, difference
 from ._observations import HistoryRecords, across_histories
+from ._refusals import reports_error
 from .cluster import KopfCluster
 from .driving import (
     BOOKKEEPING_PREFIXES,
@@ -111,37 +112,6 @@ def refused(kopf_cluster: KopfCluster, obj: Mapping[str, Any]) -> bool:
     ``... is processed: 1 succeeded; 1 failed``), or its status reports an error (:func:`reports_error`). A spec
     that the operator refuses is not a final state to compare: it may keep the last good one."""
     return reports_error(obj) or _handling_failed(kopf_cluster, obj)
-
-
-#: The status fields that report an error when set, the phases that do, and the conditions (type, status) that do.
-_ERROR_FIELDS = frozenset({"error", "errors", "errormessage", "lasterror", "failure", "failuremessage"})
-_ERROR_PHASES = frozenset({"error", "errored", "failed", "failure", "invalid", "degraded"})
-_ERROR_CONDITIONS = frozenset({("failed", "true"), ("error", "true"), ("degraded", "true"), ("invalid", "true")})
-_ERROR_REASON = re.compile(r"invalid|error|fail", re.IGNORECASE)
-
-
-def reports_error(obj: Mapping[str, Any]) -> bool:
-    """Whether the object's status reports an error, as operators commonly do for a spec they refuse: a field such
-    as ``error`` or ``errorMessage`` set, a ``phase``/``state`` such as ``Failed`` or ``Invalid``, a condition
-    ``Failed``/``Degraded`` true, or ``Ready`` false for a reason such as ``InvalidSpec`` or ``ReconcileError``."""
-    status = obj.get("status")
-    if not isinstance(status, Mapping):
-        return False
-    for key, value in status.items():
-        if key.lower() in _ERROR_FIELDS and value not in (None, "", [], {}):
-            return True
-        if key.lower() in ("phase", "state") and isinstance(value, str) and value.lower() in _ERROR_PHASES:
-            return True
-    conditions = status.get("conditions")
-    for condition in conditions if isinstance(conditions, list) else ():
-        if not isinstance(condition, Mapping):
-            continue
-        kind, state = str(condition.get("type", "")).lower(), str(condition.get("status", "")).lower()
-        if (kind, state) in _ERROR_CONDITIONS:
-            return True
-        if kind == "ready" and state == "false" and _ERROR_REASON.search(str(condition.get("reason", ""))):
-            return True
-    return False
 
 
 def _handling_failed(kopf_cluster: KopfCluster, obj: Mapping[str, Any]) -> bool:
