@@ -66,6 +66,9 @@ class Route:
     host: str
     loop: asyncio.AbstractEventLoop
     server: InMemoryServer
+    #: The sync clients' connections to it: closed with the route (a client kept by a module of the operator's,
+    #: e.g. built at its import, never closes its pooled connections; a check makes thousands of worlds).
+    sockets: weakref.WeakSet[LoopSocket] = dataclasses.field(default_factory=weakref.WeakSet, compare=False)
 
 
 _routes: dict[str, Route] = {}
@@ -87,6 +90,8 @@ def remove_route(host: str) -> None:
     with _lock:
         route = _routes.pop(host.lower(), None)
     if route is not None:
+        for sock in list(route.sockets):
+            sock.abandon()
         blocking.close_server_for(route.loop)
 
 
@@ -245,6 +250,7 @@ class LoopSocket:
         # served with that loop blocked, by another in the same thread (:mod:`pytest_kopf._blocking`).
         self._blocked: BlockedLoopServer | None = None
         self._waker: Callable[[], None] | None = None  # called on every change (while served that way)
+        route.sockets.add(self)
 
     def __repr__(self) -> str:
         return f"<LoopSocket to {self._route.host}:{self._port}{' closed' if self._closed else ''}>"
@@ -477,7 +483,14 @@ class LoopSocket:
         if self._io_refs <= 0:
             self._release()
 
+    def abandon(self) -> None:
+        """Close it with its route, its files open or not: the server is gone, and every connection with it."""
+        self._closed = True
+        self._release()
+
     def _release(self) -> None:
+        if self._released:
+            return
         self._end_from_thread()
         with self._changed:
             self._released = True

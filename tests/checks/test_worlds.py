@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import threading
 import time
 from pathlib import Path
@@ -188,3 +189,42 @@ def test_a_failing_baselines_reproduction_has_the_users_actions_alone() -> None:
     assert [type(step).__name__ for step in failure.steps] == ["CrashAfterWrites", "Create", "PatchSpec"]
     assert "crash_after(kopf_cluster, kopf_operator" not in failure.reproduction
     assert "kopf_cluster.patch(" in failure.reproduction and "checks=['convergence']" in failure.reproduction
+
+
+IMPORT_TIME_CLIENT = """
+import kubernetes
+
+kubernetes.config.load_kube_config()
+core = kubernetes.client.CoreV1Api()  # built once per load of the module: once per world
+"""
+
+CHILD_MAKER = """
+import kopf
+from kube import core
+
+
+@kopf.on.create("gadgets")
+def make(name, namespace, **_):
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": f"{name}-data"}})
+"""
+
+
+def test_a_closed_world_closes_the_connections_of_its_sync_clients(tmp_path: Path) -> None:
+    """A client that the operator's module builds at its import keeps its pooled connections for as long as it lives;
+    a check makes thousands of worlds: their connections must not outlive them (a default-budget check of such an
+    operator ended with "Too many open files")."""
+    (tmp_path / "kube.py").write_text(IMPORT_TIME_CLIENT)
+    (tmp_path / "operator.py").write_text(CHILD_MAKER)
+
+    def one_world() -> int:
+        world = World(OperatorSpec(paths=(str(tmp_path / "operator.py"),), manifests=(str(CRD),)))
+        try:
+            world.run(world.cluster.create({**gadget("g"), "spec": {"size": 1}}))
+            assert world.run(world.settle())
+            assert world.run(world.cluster.get("configmaps", "g-data")) is not None
+        finally:
+            world.close()
+        return len(os.listdir("/proc/self/fd"))
+
+    first = one_world()
+    assert [one_world() for _ in range(3)] == [first] * 3
