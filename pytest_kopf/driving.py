@@ -240,6 +240,7 @@ async def settle(
     was_held = False  # whether changes were held back from a watcher when settling looked last
     faults = kopf_cluster.sim.faults
     stale_seen = faults.stale_answers  # how many stale answers the operator has had so far
+    faulted_seen = len(faults.injections)  # how many faults have been injected so far
 
     def observe(change: Change) -> None:
         nonlocal last_change
@@ -274,6 +275,12 @@ async def settle(
             if stale_now != stale_seen:
                 stale_seen = stale_now
                 contents.append((now, ""))
+            # A fault has just answered the operator (an error instead of its write, a lost answer): it retries in
+            # its own time (a daemon's next poll, a client's back-off), so the quiet period starts again; else a
+            # daemon whose writes failed a few times would be judged settled by how its thread was scheduled.
+            if len(faults.injections) != faulted_seen:
+                faulted_seen = len(faults.injections)
+                last_change = now
             was_held = held
             # A retry, a delayed handler, a timer's first call (or its first since the last change) to wait for:
             waiting = kopf_operator is not None and any(
