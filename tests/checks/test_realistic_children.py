@@ -18,18 +18,17 @@ bug's check for the twins); ``KOPF_CHECKS_DEFAULT_BUDGET=1`` runs every check at
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_kopf.checks import CHECKS, CheckReport, check_operator
-from pytest_kopf.errors import OperatorCheckFailed
+from pytest_kopf.checks import CheckReport, check_operator
+
+from .twins import DEFAULT_BUDGET, assert_found_and_passing_on_twin, assert_passes_every_check
 
 WEBAPP = Path(__file__).parent / "realistic" / "webapp"
 RESOURCE = "webapps.shop.example"
-DEFAULT_BUDGET = bool(os.environ.get("KOPF_CHECKS_DEFAULT_BUDGET"))
 
 CORRECT = ["stack_ok", "teardown_ok", "heartbeat_ok", "rollout_ok"]
 #: The planted bugs (``<name>_bug.py``, fixed in ``<name>_fixed.py``) and the check that finds each.
@@ -48,19 +47,9 @@ def check(operator: str, **options: Any) -> CheckReport:
 
 @pytest.mark.parametrize("operator", [*CORRECT, *(f"{name}_fixed" for name in TWINS)])
 def test_a_correct_operator_with_children_passes_every_check(operator: str) -> None:
-    report = check(operator, **BUDGET)
-    print(f"{operator}: {report}")  # what was run and learned, for -rP
-    assert sorted(report.checks) == sorted(set(CHECKS) - {"consistency"})  # consistency: none declared
-    assert all(figures["reach"]["succeeded"] for figures in report.per_check.values())
+    assert_passes_every_check(check(operator, **BUDGET), operator)
 
 
 @pytest.mark.parametrize(("name", "finder"), TWINS.items())
 def test_a_planted_bug_is_found_and_its_steps_pass_on_the_fixed_twin(name: str, finder: str) -> None:
-    options: dict[str, Any] = {} if DEFAULT_BUDGET else {"checks": [finder], "max_examples": 20, "max_steps": 8}
-    with pytest.raises(OperatorCheckFailed) as info:
-        check(f"{name}_bug", seed=1, **options)
-    found = info.value
-    print(f"{name}_bug: {found.check} in {len(found.steps)} step(s)")
-    assert found.check == finder or DEFAULT_BUDGET  # at the default budget, any check may find it first
-    assert 1 <= len(found.steps) <= 6
-    check(f"{name}_fixed", checks=[found.check], initial_steps=found.steps, max_examples=1, max_steps=1, seed=1)
+    assert_found_and_passing_on_twin(check, f"{name}_bug", f"{name}_fixed", finder, max_examples=20, max_steps=8)

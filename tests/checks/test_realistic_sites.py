@@ -16,18 +16,17 @@ the docs' default budget (100 examples of up to 20 steps each: minutes per opera
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_kopf.checks import CHECKS, CheckReport, check_operator
-from pytest_kopf.errors import OperatorCheckFailed
+from pytest_kopf.checks import CheckReport, check_operator
+
+from .twins import DEFAULT_BUDGET, assert_found_and_passing_on_twin, assert_passes_every_check
 
 SITES = Path(__file__).parent / "realistic" / "sites"
 RESOURCE = "sites.hosting.example"
-DEFAULT_BUDGET = bool(os.environ.get("KOPF_CHECKS_DEFAULT_BUDGET"))
 
 #: The correct operators and the check that finds each one's buggy twin (``<name>_bug.py``).
 TWINS = {"hashed": "transition", "renamed": "transition", "watched": "transition"}
@@ -45,19 +44,9 @@ def check(operator: str, **options: Any) -> CheckReport:
 
 @pytest.mark.parametrize("name", TWINS)
 def test_a_correct_sites_operator_passes_every_check(name: str) -> None:
-    report = check(f"{name}_ok", **BUDGET)
-    print(f"{name}_ok: {report}")  # what was run and learned, for -rP
-    assert sorted(report.checks) == sorted(set(CHECKS) - {"consistency"})  # consistency: none declared
-    assert all(figures["reach"]["succeeded"] for figures in report.per_check.values())
+    assert_passes_every_check(check(f"{name}_ok", **BUDGET), f"{name}_ok")
 
 
 @pytest.mark.parametrize(("name", "finder"), TWINS.items())
 def test_a_sites_bug_is_found_and_its_steps_pass_on_the_correct_twin(name: str, finder: str) -> None:
-    options: dict[str, Any] = {} if DEFAULT_BUDGET else {"checks": [finder], "max_examples": 40, "max_steps": 6}
-    with pytest.raises(OperatorCheckFailed) as info:
-        check(f"{name}_bug", seed=1, **options)
-    found = info.value
-    print(f"{name}_bug: {found.check} in {len(found.steps)} step(s)")
-    assert found.check == finder or DEFAULT_BUDGET  # at the default budget, any check may find it first
-    assert 1 <= len(found.steps) <= 6
-    check(f"{name}_ok", checks=[found.check], initial_steps=found.steps, max_examples=1, max_steps=1, seed=1)
+    assert_found_and_passing_on_twin(check, f"{name}_bug", f"{name}_ok", finder, max_examples=40, max_steps=6)
