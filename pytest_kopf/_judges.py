@@ -23,7 +23,7 @@ from . import _noise as noise
 from ._discovery import ResourceInfo
 from ._history import handler_ids, history_masked
 from ._noise import NoiseField
-from ._observations import HistoryRecords, history_records, unseen_records_aside
+from ._observations import HistoryRecords, history_records, late_snapshots_aside, unseen_records_aside
 from ._refusals import reports_error
 from ._storms import RetryStorm
 from ._tracing import Change, Entry, Fault, Log, Request, Response, Step
@@ -194,6 +194,9 @@ def difference(evidence: Evidence) -> str | None:
     kinds = [(resource.api_version, resource.kind) for resource in evidence.resources]
     actual = unseen_records_aside(actual, expected, driven=kinds, records=evidence.history_records)
     differs = noise.difference(expected, actual, evidence.noise, labels=labels)
+    if differs is not None:  # (only then: it reads the whole trace) what a delayed snapshot holds, compared aside
+        actual, expected = late_snapshots_aside(actual, expected, trace=evidence.trace, driven=kinds)
+        differs = noise.difference(expected, actual, evidence.noise, labels=labels)
     if differs is None:
         return None
     unsettled = "" if evidence.settled else f" (and it has not settled in {evidence.settle_timeout} s)"
