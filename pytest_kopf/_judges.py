@@ -457,16 +457,21 @@ def hammered(entries: Iterable[Entry]) -> list[str]:
 
 
 def _sender(request: Request) -> tuple[str | None, ...]:
-    """Who sent a request and what it creates: its handler, the object handled (not its state), the name posted."""
+    """Who sent a request and what it is about: its handler, the object handled (not its state), the name posted,
+    and the object addressed (by uid: a namesake made anew is another object, e.g. kopf's first patch of each)."""
     handled = request.cause.rpartition("@")[0] or request.cause if request.cause else None
+    payload = request.payload
+    found = payload.get("metadata") if isinstance(payload, dict) else None
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
     posted: str | None = None
-    if request.method == "POST" and request.body:
-        try:
-            metadata = json.loads(request.body).get("metadata") or {}
-        except (ValueError, AttributeError):
-            metadata = {}
+    if request.method == "POST":
         posted = str(metadata.get("name") or metadata.get("generateName") or "") or None
-    return request.handler, handled, posted
+    addressed = request.addressed
+    if isinstance(addressed, Mapping):  # the object there when the request came (None: absent; a tuple: a list)
+        uid = (addressed.get("metadata") or {}).get("uid")
+    else:  # not known: the object its body names (kopf's patches name it as a precondition)
+        uid = metadata.get("uid")
+    return request.handler, handled, posted, str(uid) if uid else None
 
 
 def early_retries(entries: Iterable[Entry], epoch: datetime.datetime | None) -> list[str]:

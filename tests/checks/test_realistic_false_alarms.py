@@ -260,3 +260,28 @@ def test_a_snapshot_made_per_pod_after_a_change_is_compared_by_its_presence_only
     assert late_snapshots_aside([new], [old], trace=early, driven=driven) == ([new], [old])  # made before it
     unchanged = late[:3] + late[4:]
     assert late_snapshots_aside([new], [old], trace=unchanged, driven=driven) == ([new], [old])
+
+
+def test_first_patches_of_namesakes_made_anew_are_not_one_request_hammered() -> None:
+    # timer_retry_ok and deployment_owner_ok+pod_names_ok under `retries` at the docs' budget: four 500s on the
+    # gadget's PATCH; the gadget created, deleted and created again four times in a second: kopf's first patch of
+    # each (its finalizer) failed once, and was retried a second later (a 409: that object is gone).
+    path = "/apis/checks.example/v1/namespaces/default/gadgets/obj-0"
+
+    def patched(*uids: str, known: bool = True) -> list[Entry]:
+        requests = [
+            Request(
+                i / 10,
+                "PATCH",
+                path,
+                body=json.dumps({"metadata": {"finalizers": ["kopf.zalando.org/KopfFinalizerMarker"], "uid": uid}}),
+                addressed={"metadata": {"name": "obj-0", "uid": uid}} if known else NotImplemented,
+            )
+            for i, uid in enumerate(uids)
+        ]
+        return [Response(r.time, r.method, r.path, status=500, request=r) for r in requests]
+
+    hammering = [f"PATCH {path}: failed 4 times within the second 0, retried with no back-off"]
+    assert hammered(patched("a", "b", "c", "d")) == []
+    assert hammered(patched("a", "b", "c", "d", known=False)) == []  # the uid that the patch names
+    assert hammered(patched("a", "a", "a", "a")) == hammering
