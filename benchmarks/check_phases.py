@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import gc
 import pathlib
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from typing import Any
 import transport_costs
 from aiohttp import web
 
+from pytest_kopf._tracing import Trace
 from pytest_kopf.stateful import OperatorMachine, OperatorSpec, World
 
 #: The phases measured: (class, method, label). Each is counted once where it nests in itself.
@@ -71,19 +73,26 @@ def phases_timed() -> Iterator[collections.Counter[str]]:
 
 @contextmanager
 def requests_counted() -> Iterator[collections.Counter[str]]:
-    """The requests that reach a simulator's aiohttp app meanwhile (over the in-memory HTTP transport)."""
+    """The requests that reach a simulator's aiohttp app meanwhile (over the in-memory HTTP transport), and the watch
+    events delivered in the worlds (to the operator's watches, mostly)."""
     counted: collections.Counter[str] = collections.Counter()
-    original = web.Application._handle
+    original, delivered = web.Application._handle, Trace._delivery
 
     async def handle(self: web.Application, request: web.Request) -> web.StreamResponse:
         counted["requests"] += 1
         return await original(self, request)
 
+    def delivery(self: Trace, rtype: Any, event: Any) -> None:
+        counted["events"] += 1
+        delivered(self, rtype, event)
+
     web.Application._handle = handle  # type: ignore[method-assign]
+    Trace._delivery = delivery  # type: ignore[method-assign]
     try:
         yield counted
     finally:
         web.Application._handle = original  # type: ignore[method-assign]
+        Trace._delivery = delivered  # type: ignore[method-assign]
 
 
 def print_phases(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -95,11 +104,12 @@ def print_phases(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     examples = figures["examples"]
     print(
         f"{examples} examples, {total:.2f} s CPU ({examples / total:.2f}/s); "
-        f"{counted['requests'] / examples:.0f} HTTP requests per example"
+        f"{counted['requests'] / examples:.0f} HTTP requests and {counted['events'] / examples:.0f} watch events "
+        "per example"
     )
     for label, seconds in spent.most_common():
         print(f"  {label:36} {seconds:7.2f} s CPU {100 * seconds / total:5.1f}%")
-    return {**figures, "requests": counted["requests"]}
+    return {**figures, "requests": counted["requests"], "events": counted["events"]}
 
 
 def print_request_costs(
@@ -108,12 +118,20 @@ def print_request_costs(
     """The CPU per request over the operator's transport and the ceilings of an in-process one (see
     :mod:`transport_costs`); with ``figures`` (of :func:`print_phases`), the share of the check's CPU each saves."""
     world = World(OperatorSpec(paths=(str(operator),), manifests=(crd,)))
+    gc.collect()
+    gc.disable()  # a collection of the heap that the check has left would land in one way's turn
     try:
         costs = transport_costs.request_costs(world, resource_path, count)
+        events = transport_costs.event_costs(world, 2 * count)
     finally:
+        gc.enable()
         world.close()
-    http = costs["over HTTP"]
-    print(f"GET {resource_path}, ms of CPU per request (share of the check's CPU saved, at its request count):")
-    for label, seconds in costs.items():
-        saved = (http - seconds) * figures["requests"] / figures["cpu"]
-        print(f"  {label:12} {seconds * 1000:6.3f} ms" + (f"  (-{100 * saved:4.1f}%)" if seconds != http else ""))
+    for what, per_example, measured in (
+        (f"GET {resource_path}, per request", figures["requests"], costs),
+        ("a watch event delivered live", figures["events"], events),
+    ):
+        http = measured["over HTTP"]
+        print(f"{what}, ms of CPU (and the share of the check's CPU saved, at its count):")
+        for label, seconds in measured.items():
+            saved = (http - seconds) * per_example / figures["cpu"]
+            print(f"  {label:12} {seconds * 1000:6.3f} ms" + (f"  (-{100 * saved:4.1f}%)" if seconds != http else ""))

@@ -13,12 +13,17 @@ handling. Here the same GET, in one world, made three more ways, each keeping le
 - ``direct``: the simulator's API called as the test's own client does (:mod:`kopf_sim.transports.direct`): no
   middlewares, so no faults and no trace; the floor.
 
-These answer GETs only (no watch streams, no request bodies, no disconnects): measurements, not a transport.
+And a watch event as it happens (a ConfigMap created, its event read by the watcher before the next one), read
+``over HTTP`` (a chunk written, piped and parsed) and ``direct`` (the simulator's stream as the test's client reads
+it); the cost of the creations alone is taken off both.
+
+These answer GETs and read watch events only (no request bodies, no disconnects): measurements, not a transport.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -37,8 +42,9 @@ from yarl import URL
 from kopf_sim.transports.direct import DirectClient
 from pytest_kopf.stateful import World
 
-__all__ = ["request_costs"]
+__all__ = ["event_costs", "request_costs"]
 
+JSON_BODY = {"Content-Type": "application/json"}
 _PEER = ("127.0.0.1", 49152)
 _HOST = ("127.0.0.1", 80)
 
@@ -153,8 +159,9 @@ def _answering_from(app: web.Application) -> Callable[[ClientRequest, ClientHand
     return answer
 
 
-def request_costs(world: World, path: str, count: int) -> dict[str, float]:
-    """The CPU seconds per GET of ``path`` in the world, each way (see the module's docs)."""
+def request_costs(world: World, path: str, count: int, rounds: int = 5) -> dict[str, float]:
+    """The CPU seconds per GET of ``path`` in the world, each way (see the module's docs), ``count`` times each in
+    every one of the ``rounds``."""
     connection = world.cluster.connection
     app = world.cluster.sim.app
     token = world.cluster.sim.operator_token
@@ -202,9 +209,68 @@ def request_costs(world: World, path: str, count: int) -> dict[str, float]:
 
         return await timed([get] * count)
 
-    return {
-        "over HTTP": world.run(over_http()),
-        "client kept": world.run(client_kept()),
-        "app only": world.run(app_only()),
-        "direct": world.run(direct()),
-    }
+    ways = {"over HTTP": over_http, "client kept": client_kept, "app only": app_only, "direct": direct}
+    for way in ways.values():  # warmed up (the caches of the paths and of the first answers filled)
+        world.run(way())
+    spent = dict.fromkeys(ways, 0.0)
+    for _ in range(rounds):  # in turns: each way meets the machine's speed of the moment as often
+        for label, way in ways.items():
+            spent[label] += world.run(way())
+    return {label: seconds / rounds for label, seconds in spent.items()}
+
+
+_CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+
+def event_costs(world: World, count: int, rounds: int = 10) -> dict[str, float]:
+    """The CPU seconds per watch event delivered live (see the module's docs), over HTTP and direct.
+
+    The ways take turns in rounds (the store grows as it goes: each way gets its share of every size).
+    """
+    connection = world.cluster.connection
+    client = DirectClient(world.cluster.sim.app)
+    names = iter(range(1 << 30))
+    headers = {"Authorization": f"Bearer {world.cluster.sim.operator_token}"}
+    batch = max(1, count // rounds)
+
+    async def change() -> None:
+        body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{next(names)}"}})
+        created = await client.request("POST", _CONFIGMAPS, body=body.encode(), headers=JSON_BODY)
+        await created.close()
+
+    async def changes_alone() -> float:
+        started = time.process_time()
+        for _ in range(batch):
+            await change()
+        return time.process_time() - started
+
+    async def over_http() -> float:
+        async with aiohttp.ClientSession(connector=connection.connector_factory(), headers=headers) as session:
+            url = f"{connection.base_url}{_CONFIGMAPS}?watch=true&resourceVersion={world.cluster.sim.store.rv}"
+            async with session.get(url) as response:
+                started = time.process_time()
+                for _ in range(batch):
+                    await change()
+                    await response.content.readline()
+                return time.process_time() - started
+
+    async def direct() -> float:
+        since = str(world.cluster.sim.store.rv)
+        stream = await client.request("GET", _CONFIGMAPS, params={"watch": "true", "resourceVersion": since})
+        chunks = aiter(stream.chunks())
+        started = time.process_time()
+        try:
+            for _ in range(batch):
+                await change()
+                await anext(chunks)
+            return time.process_time() - started
+        finally:
+            await stream.close()
+
+    world.run(changes_alone())  # warmed up (the first creations of a kind cost more)
+    spent = {"alone": 0.0, "over HTTP": 0.0, "direct": 0.0}
+    for _ in range(rounds):
+        for label, way in (("alone", changes_alone), ("over HTTP", over_http), ("direct", direct)):
+            spent[label] += world.run(way())
+    total = batch * rounds
+    return {label: (spent[label] - spent["alone"]) / total for label in ("over HTTP", "direct")}
