@@ -7,6 +7,10 @@ import kopf
 from kopf._cogs.clients import api, errors
 
 SETTINGS = kopf.OperatorSettings()
+# A failed request fails the handler, which kopf retries with the gadget as it is then. Not the request retried by
+# the client: a read retried after its gadget is deleted (and made anew) finds the new one's child, and the write
+# after it would hand that child to the deleted gadget (the garbage collector then removes it).
+SETTINGS.networking.error_backoffs = []
 
 
 @kopf.on.create("gadgets")
