@@ -534,7 +534,7 @@ class Cluster:
 
     def apply_manifests(self, documents: Iterable[Any]) -> JsonList:
         """Create every object of the documents (``List`` kinds unfolded), CRDs served at once."""
-        return list(self._create_each(documents, copied=False))
+        return list(self.writes.create_each_now(self._creates(documents)))
 
     def load(self, documents: Iterable[Any]) -> int:
         """Create every object of the documents, as :meth:`apply_manifests`; how many (none is kept here).
@@ -542,12 +542,15 @@ class Cluster:
         The documents become the store's (e.g. freshly read from a manifest): they are changed and stored as
         they are, not copied first. Each is created as a create request would be, admission included.
         """
-        count = sum(1 for _ in self._create_each(documents, copied=True))
+        count = 0
+        for _ in self.writes.create_each_now(self._creates(documents), copied=True):
+            count += 1
         for bucket in self._objects.values():
             bucket.sort_in()
         return count
 
-    def _create_each(self, documents: Iterable[Any], *, copied: bool) -> Iterator[JsonDict]:
+    def _creates(self, documents: Iterable[Any]) -> Iterator[tuple[ResourceType, str | None, JsonDict]]:
+        """What to create of the documents, one at a time (each looked up after the previous one is created)."""
         rtypes: dict[tuple[str, str, int], ResourceType] = {}  # by apiVersion, kind, catalogue revision
         for doc in documents:
             if not doc:
@@ -558,14 +561,13 @@ class Cluster:
                 doc = dict(doc)
             api_version, kind = doc.get("apiVersion", ""), doc.get("kind", "")
             if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
-                yield from self._create_each(doc["items"], copied=copied)
+                yield from self._creates(doc["items"])
                 continue
             cache_key = (str(api_version), str(kind), self.catalogue.revision)
             rtype = rtypes.get(cache_key)
             if rtype is None:
                 rtype = rtypes[cache_key] = self.resource_for(cache_key[0], cache_key[1])
-            namespace = meta(doc).get("namespace", "default") if rtype.namespaced else None
-            yield self.writes.create_now(rtype, namespace, doc, copied=copied)
+            yield rtype, meta(doc).get("namespace", "default") if rtype.namespaced else None, doc
 
 
 def _sort_key(obj: JsonDict) -> tuple[str, str]:
