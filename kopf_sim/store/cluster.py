@@ -411,11 +411,11 @@ class Cluster:
         return raw
 
     def _index(self, key: StorageKey, object_key: ObjectKey, old: JsonDict | None, new: JsonDict | None) -> None:
+        """Keep the lookups by uid and by owner up to date (stored objects always have their metadata)."""
         if key == _SERVICES:
             self._allocations.update(old, new)
-        old_uid = meta(old).get("uid") if old else None
-        if old is not None and old_uid:
-            for ref in meta(old).get("ownerReferences") or ():
+        if old is not None and (old_uid := old["metadata"].get("uid")):
+            for ref in old["metadata"].get("ownerReferences") or ():
                 deps = self._dependents.get(ref.get("uid", ""))
                 if deps is not None:
                     deps.discard(old_uid)
@@ -424,11 +424,14 @@ class Cluster:
             if new is None:
                 self._by_uid.pop(old_uid, None)
         if new is not None:
-            uid = meta(new)["uid"]
+            metadata = new["metadata"]
+            uid = metadata["uid"]
             self._by_uid[uid] = (key, object_key)
-            for ref in meta(new).get("ownerReferences") or ():
-                if ref.get("uid"):
-                    self._dependents.setdefault(ref["uid"], set()).add(uid)
+            references = metadata.get("ownerReferences")
+            if references:  # (most objects have none: a load's hundred thousand come here)
+                for ref in references:
+                    if ref.get("uid"):
+                        self._dependents.setdefault(ref["uid"], set()).add(uid)
 
     def _record(self, change: Change) -> None:
         self.history.append(change)
@@ -551,11 +554,12 @@ class Cluster:
 
     def _creates(self, documents: Iterable[Any]) -> Iterator[tuple[ResourceType, str | None, JsonDict]]:
         """What to create of the documents, one at a time (each looked up after the previous one is created)."""
-        rtypes: dict[tuple[str, str, int], ResourceType] = {}  # by apiVersion, kind, catalogue revision
+        rtypes: dict[tuple[str, str], ResourceType] = {}  # by apiVersion and kind, at the catalogue's revision:
+        revision = self.catalogue.revision
         for doc in documents:
             if not doc:
                 continue
-            if not isinstance(doc, dict):
+            if type(doc) is not dict:
                 if not isinstance(doc, Mapping):
                     raise errors.bad_request(f"a manifest must be a mapping, got {type(doc).__name__}")
                 doc = dict(doc)
@@ -563,10 +567,13 @@ class Cluster:
             if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
                 yield from self._creates(doc["items"])
                 continue
-            cache_key = (str(api_version), str(kind), self.catalogue.revision)
+            if revision != self.catalogue.revision:  # (e.g. a CRD was loaded: its kinds are served now)
+                revision = self.catalogue.revision
+                rtypes.clear()
+            cache_key = (str(api_version), str(kind))
             rtype = rtypes.get(cache_key)
             if rtype is None:
-                rtype = rtypes[cache_key] = self.resource_for(cache_key[0], cache_key[1])
+                rtype = rtypes[cache_key] = self.resource_for(*cache_key)
             yield rtype, meta(doc).get("namespace", "default") if rtype.namespaced else None, doc
 
 
