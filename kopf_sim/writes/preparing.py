@@ -182,8 +182,8 @@ _OMITTED_WHEN_EMPTY = frozenset({"labels", "annotations", "finalizers", "ownerRe
 
 def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> None:
     metadata = obj["metadata"]
-    for field in _OMITTED_WHEN_EMPTY & metadata.keys():  # ObjectMeta omits empty collections on the wire
-        if not metadata[field]:
+    for field in _OMITTED_WHEN_EMPTY:  # ObjectMeta omits empty collections on the wire
+        if field in metadata and not metadata[field]:  # (no set made of the keys: every write comes here)
             del metadata[field]
     causes = validation.causes(rtype, obj)
     causes.extend(template_rules.causes(rtype, obj))
