@@ -264,8 +264,8 @@ def main() -> int:
         return 0
     if args.phases:
         operator = GALLERY / f"{args.only or 'stale_read_ok'}.py"
-        check_phases.print_phases(lambda: speed_of(operator, args.gallery_examples))
-        check_phases.print_request_costs(operator, GALLERY / "crd.yaml", "/apis/checks.example/v1/gadgets")
+        figures = check_phases.print_phases(lambda: speed_of(operator, args.gallery_examples))
+        check_phases.print_request_costs(operator, GALLERY / "crd.yaml", "/apis/checks.example/v1/gadgets", figures)
         return 0
     if args.gallery and args.against is not None:
         gallery_against(args.against.resolve(), args.gallery_examples, args.only)

@@ -23,7 +23,7 @@ from . import _noise as noise
 from ._discovery import ResourceInfo
 from ._history import handler_ids, history_masked
 from ._noise import NoiseField
-from ._observations import HistoryRecords, history_records, unseen_records_aside
+from ._observations import HistoryRecords, history_records, late_snapshots_aside, unseen_records_aside
 from ._refusals import reports_error
 from ._storms import RetryStorm
 from ._tracing import Change, Entry, Fault, Log, Request, Response, Step
@@ -194,6 +194,9 @@ def difference(evidence: Evidence) -> str | None:
     kinds = [(resource.api_version, resource.kind) for resource in evidence.resources]
     actual = unseen_records_aside(actual, expected, driven=kinds, records=evidence.history_records)
     differs = noise.difference(expected, actual, evidence.noise, labels=labels)
+    if differs is not None:  # (only then: it reads the whole trace) what a delayed snapshot holds, compared aside
+        actual, expected = late_snapshots_aside(actual, expected, trace=evidence.trace, driven=kinds)
+        differs = noise.difference(expected, actual, evidence.noise, labels=labels)
     if differs is None:
         return None
     unsettled = "" if evidence.settled else f" (and it has not settled in {evidence.settle_timeout} s)"
@@ -454,16 +457,21 @@ def hammered(entries: Iterable[Entry]) -> list[str]:
 
 
 def _sender(request: Request) -> tuple[str | None, ...]:
-    """Who sent a request and what it creates: its handler, the object handled (not its state), the name posted."""
+    """Who sent a request and what it is about: its handler, the object handled (not its state), the name posted,
+    and the object addressed (by uid: a namesake made anew is another object, e.g. kopf's first patch of each)."""
     handled = request.cause.rpartition("@")[0] or request.cause if request.cause else None
+    payload = request.payload
+    found = payload.get("metadata") if isinstance(payload, dict) else None
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
     posted: str | None = None
-    if request.method == "POST" and request.body:
-        try:
-            metadata = json.loads(request.body).get("metadata") or {}
-        except (ValueError, AttributeError):
-            metadata = {}
+    if request.method == "POST":
         posted = str(metadata.get("name") or metadata.get("generateName") or "") or None
-    return request.handler, handled, posted
+    addressed = request.addressed
+    if isinstance(addressed, Mapping):  # the object there when the request came (None: absent; a tuple: a list)
+        uid = (addressed.get("metadata") or {}).get("uid")
+    else:  # not known: the object its body names (kopf's patches name it as a precondition)
+        uid = metadata.get("uid")
+    return request.handler, handled, posted, str(uid) if uid else None
 
 
 def early_retries(entries: Iterable[Entry], epoch: datetime.datetime | None) -> list[str]:

@@ -17,7 +17,12 @@ The comparisons of one history with itself (a faulted run and a fault-free run o
 but for a record that the faulted run has and the fault-free one lacks (:func:`unseen_records_aside`): a fault
 delays the operator, so the states it was about to change last longer and more of what happens is seen (a pod
 that lives until a delayed scale-down gets probed). A record that the faulted run lacks, or holds otherwise, is
-still compared: an observation lost.
+still compared: an observation lost. But for what a record made per derived object holds, when the faulted run
+made it after a user's change of a driven object (:func:`late_snapshots_aside`): such a record is a snapshot of
+the driven objects at the moment its derived object got there (a probe of a pod made with the probe's path as the
+SmokeTest says when the pod is ready), and a fault delays that moment (a Deployment created a retry later has its
+pods ready later), so the fault-free run may have made it before the change, from the state before it. Its
+presence is still compared: a record lost.
 """
 
 from __future__ import annotations
@@ -28,11 +33,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._discovery import ResourceInfo
-from ._history import is_derived
+from ._history import HISTORY_ANNOTATIONS, is_derived
 from ._tracing import Change, Entry, Request
 from .operator import KopfOperator
 
-__all__ = ["HistoryRecords", "across_histories", "history_records", "unseen_records_aside"]
+__all__ = [
+    "HistoryRecords",
+    "across_histories",
+    "history_records",
+    "late_snapshots_aside",
+    "unseen_records_aside",
+]
 
 JsonDict = dict[str, Any]
 _WRITES = frozenset({"PATCH", "PUT", "POST"})
@@ -83,15 +94,10 @@ def across_histories(
     (transitively), and the observed status fields of the driven objects (api version & kind in ``driven``)."""
     objects = [dict(obj) for obj in state]
     kinds, keys = set(driven), records.status_keys
-    derived = {_identity(obj) for obj in objects if is_derived(obj)}
-    grown = True
-    while grown:  # owned by a derived object: derived by proxy (a Job of a Pod, and the Job's own pods)
-        more = {_identity(obj) for obj in objects if _owners(obj) & derived} - derived
-        derived |= more
-        grown = bool(more)
+    made = _made_per_derived(objects)
     kept: list[JsonDict] = []
     for obj in objects:
-        if _owners(obj) & derived:
+        if _identity(obj) in made:
             continue
         status = obj.get("status")
         if keys and (obj.get("apiVersion"), obj.get("kind")) in kinds and isinstance(status, dict):
@@ -129,6 +135,104 @@ def unseen_records_aside(
                 obj = {**obj, "status": rest} if rest else {k: v for k, v in obj.items() if k != "status"}
         kept.append(dict(obj))
     return kept
+
+
+def late_snapshots_aside(
+    actual: Iterable[Mapping[str, Any]],
+    expected: Iterable[Mapping[str, Any]],
+    *,
+    trace: Sequence[Entry] | None,
+    driven: Iterable[tuple[str, str]],
+) -> tuple[list[JsonDict], list[JsonDict]]:
+    """Both states with the objects made per derived object reduced to their identity (kind, namespace, name), for
+    those that the faulted run (``trace``) made after a user's change of a driven object (api version & kind in
+    ``driven``): what they hold is a snapshot of a moment that a fault delays (see the module's docs)."""
+    ours, theirs = [dict(obj) for obj in actual], [dict(obj) for obj in expected]
+    late = _made_after_a_change(trace or (), set(driven))
+    if not late:
+        return ours, theirs
+
+    def reduced(obj: JsonDict) -> JsonDict:
+        if _identity(obj) not in late:
+            return obj
+        metadata = obj.get("metadata") or {}
+        where = {key: metadata[key] for key in ("name", "namespace") if key in metadata}
+        return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": where}
+
+    return [reduced(obj) for obj in ours], [reduced(obj) for obj in theirs]
+
+
+def _made_after_a_change(trace: Sequence[Entry], driven: set[tuple[str, str]]) -> set[tuple[str, str, str]]:
+    """The objects made per derived object, alive at the end of the run, that it made after the first change of a
+    driven object's fields (a re-creation with other fields too), by their masked identity as the end state has it."""
+    from .driving import _mask_generated_names, mask_object
+
+    fields: dict[tuple[str, str], JsonDict] = {}  # the driven objects' fields, by namespace & name
+    changed_at: int | None = None
+    added: dict[tuple[str, str, str, str], int] = {}  # when each object was last made, by resource & name
+    live: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+    for index, entry in enumerate(trace):
+        if not isinstance(entry, Change) or entry.obj is None:
+            continue
+        key = (entry.group, entry.plural, entry.namespace or "", entry.name)
+        if entry.type == "DELETED":
+            live.pop(key, None)
+            continue
+        live[key] = entry.obj
+        if entry.type == "ADDED":
+            added[key] = index
+        if changed_at is None and (str(entry.obj.get("apiVersion")), str(entry.obj.get("kind"))) in driven:
+            now = _users_fields(entry.obj)
+            before = fields.setdefault((entry.namespace or "", entry.name), now)
+            changed_at = index if before != now else None
+    if changed_at is None:
+        return set()
+    objects = list(live.values())
+    made = _made_per_derived(objects)
+    late = [
+        obj
+        for key, obj in live.items()
+        if _identity(obj) in made and not is_derived(obj) and added.get(key, -1) > changed_at
+    ]
+    if not late:
+        return set()
+    generated = {
+        str(obj["metadata"]["name"]): f"{obj['metadata']['generateName']}*"
+        for obj in objects
+        if (obj.get("metadata") or {}).get("generateName")
+    }
+    generated |= {
+        ip: "<pod IP>" for obj in objects if obj.get("kind") == "Pod" and (ip := (obj.get("status") or {}).get("podIP"))
+    }
+    masked = [mask_object(dict(obj)) for obj in late]
+    if generated:
+        _mask_generated_names(masked, generated)
+    return {_identity(obj) for obj in masked}
+
+
+def _made_per_derived(objects: Sequence[Mapping[str, Any]]) -> set[tuple[str, str, str]]:
+    """The objects owned by a derived object, transitively: derived by proxy (a Job of a Pod, and the Job's own
+    pods; and the derived objects' own, a ReplicaSet's Pods)."""
+    derived = {_identity(obj) for obj in objects if is_derived(obj)}
+    grown = True
+    while grown:
+        more = {_identity(obj) for obj in objects if _owners(obj) & derived} - derived
+        derived |= more
+        grown = bool(more)
+    return {_identity(obj) for obj in objects if _owners(obj) & derived}
+
+
+def _users_fields(obj: Mapping[str, Any]) -> JsonDict:
+    """What the users write of an object: its top-level fields (``spec``...), labels and annotations (kopf's and
+    kubectl's bookkeeping aside)."""
+    metadata = obj.get("metadata") or {}
+    annotations = {
+        key: value
+        for key, value in (metadata.get("annotations") or {}).items()
+        if not key.startswith("kopf.zalando.org/") and key not in HISTORY_ANNOTATIONS
+    }
+    fields = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind", "metadata", "status")}
+    return {**fields, "labels": metadata.get("labels") or {}, "annotations": annotations}
 
 
 def _own_handlers(kopf_operator: KopfOperator, resources: Sequence[ResourceInfo]) -> frozenset[str]:

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from pytest_kopf._judges import hammered
-from pytest_kopf._observations import HistoryRecords, unseen_records_aside
-from pytest_kopf._tracing import Entry, Request, Response
+from pytest_kopf._observations import HistoryRecords, late_snapshots_aside, unseen_records_aside
+from pytest_kopf._tracing import Change, Entry, Request, Response
 from pytest_kopf.checks import check_operator, verify
 from pytest_kopf.driving import end_state, settle
 from pytest_kopf.errors import OperatorCheckFailed
@@ -220,3 +220,68 @@ def test_reads_answered_not_found_are_not_hammering() -> None:
     assert hammered(answered("GET", 404)) == []
     assert hammered(answered("GET", 500)) != []
     assert hammered(answered("PATCH", 404)) != []  # a write of what is not there is a failure, retried
+
+
+def test_a_snapshot_made_per_pod_after_a_change_is_compared_by_its_presence_only() -> None:
+    # The smoke-test operator (realistic/smoketest) under `retries`: a 500 on the Deployment's create delays its
+    # pod's readiness by kopf's 60 s backoff, past the user's change of spec.probe; the pod's probe Job, made at its
+    # readiness with the probe's path of that moment, has the new path in the faulted run, the old one in the
+    # fault-free run. Both are right; a probe lost, or one made before the change and holding otherwise, is not.
+    def change(i: int, kind: str, name: str, kind_type: str = "ADDED", **fields: Any) -> Change:
+        api_version = {"Gadget": "checks.example/v1", "ReplicaSet": "apps/v1"}.get(kind, "v1")
+        obj = {"apiVersion": api_version, "kind": kind, **fields}
+        obj["metadata"] = {"name": name, "namespace": "default", **obj.get("metadata", {})}
+        plural = f"{kind.lower()}s"
+        return Change(float(i), kind_type, "", plural, "default", name, i, obj=obj)
+
+    owner = {
+        "metadata": {
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "controller": True}]
+        }
+    }
+    pod = {"metadata": {"generateName": "web-", **owner["metadata"]}, "status": {"podIP": "10.0.0.7"}}
+    by_pod = {
+        "metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "web-x7k2p", "controller": True}]}
+    }
+    probe = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe-web-*", "namespace": "default"}}
+    old = {**probe, "data": {"url": "http://<pod IP>/healthz"}}
+    new = {**probe, "data": {"url": "http://<pod IP>/ready"}}
+    created, changed = (
+        change(0, "Gadget", "g", spec={"size": 1}),
+        change(3, "Gadget", "g", "MODIFIED", spec={"size": 2}),
+    )
+    late = [created, change(1, "ReplicaSet", "web"), change(2, "Pod", "web-x7k2p", **pod), changed]
+    late.append(change(4, "ConfigMap", "probe-web-x7k2p", **by_pod, data={"url": "http://10.0.0.7/ready"}))
+    driven = [("checks.example/v1", "Gadget")]
+    identity = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe-web-*", "namespace": "default"}}
+    assert late_snapshots_aside([new], [old], trace=late, driven=driven) == ([identity], [identity])
+    assert late_snapshots_aside([], [old], trace=late, driven=driven) == ([], [identity])  # lost: still missing
+    early = [*late[:3], change(3, "ConfigMap", "probe-web-x7k2p", **by_pod), change(4, "Gadget", "g", "MODIFIED")]
+    assert late_snapshots_aside([new], [old], trace=early, driven=driven) == ([new], [old])  # made before it
+    unchanged = late[:3] + late[4:]
+    assert late_snapshots_aside([new], [old], trace=unchanged, driven=driven) == ([new], [old])
+
+
+def test_first_patches_of_namesakes_made_anew_are_not_one_request_hammered() -> None:
+    # timer_retry_ok and deployment_owner_ok+pod_names_ok under `retries` at the docs' budget: four 500s on the
+    # gadget's PATCH; the gadget created, deleted and created again four times in a second: kopf's first patch of
+    # each (its finalizer) failed once, and was retried a second later (a 409: that object is gone).
+    path = "/apis/checks.example/v1/namespaces/default/gadgets/obj-0"
+
+    def patched(*uids: str, known: bool = True) -> list[Entry]:
+        requests = [
+            Request(
+                i / 10,
+                "PATCH",
+                path,
+                body=json.dumps({"metadata": {"finalizers": ["kopf.zalando.org/KopfFinalizerMarker"], "uid": uid}}),
+                addressed={"metadata": {"name": "obj-0", "uid": uid}} if known else NotImplemented,
+            )
+            for i, uid in enumerate(uids)
+        ]
+        return [Response(r.time, r.method, r.path, status=500, request=r) for r in requests]
+
+    hammering = [f"PATCH {path}: failed 4 times within the second 0, retried with no back-off"]
+    assert hammered(patched("a", "b", "c", "d")) == []
+    assert hammered(patched("a", "b", "c", "d", known=False)) == []  # the uid that the patch names
+    assert hammered(patched("a", "a", "a", "a")) == hammering

@@ -4,6 +4,9 @@ import kopf
 from kopf._cogs.clients import api, errors
 
 SETTINGS = kopf.OperatorSettings()
+# A failed request fails the handler, which kopf retries with the gadget as it is then. Not the request retried by
+# the client: a write retried after its gadget is deleted (and made anew) would take over the new one's child.
+SETTINGS.networking.error_backoffs = []
 
 
 @kopf.on.create("gadgets")
