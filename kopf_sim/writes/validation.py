@@ -98,8 +98,9 @@ def causes(rtype: ResourceType, obj: JsonDict) -> list[Cause]:
     if rtype.custom:
         return found
     key = (rtype.group, rtype.kind)
-    if key in _CONFIGS:
-        found.extend(_config_key_causes(obj, _CONFIGS[key]))
+    config_fields = _CONFIGS.get(key)
+    if config_fields is not None:
+        found.extend(_config_key_causes(obj, config_fields))
     elif key in _RULED:
         found.extend(_kind_causes(rtype, obj))
     return found
@@ -264,8 +265,14 @@ def replicas_causes(replicas: Any, field: str) -> list[Cause]:
 
 
 def _config_key_causes(obj: JsonDict, fields: tuple[str, ...]) -> list[Cause]:
-    present = [data for field in fields if (data := obj.get(field))]
-    if not present or (len(present) == 1 and _VALID_CONFIG_KEYS.issuperset(present[0])):
+    present = None
+    for field in fields:  # (a loop, not a comprehension: no frame of its own for each object)
+        data = obj.get(field)
+        if data:
+            if present is not None:  # keys in two fields: each is looked at (one may repeat the other's)
+                return list(_config_key_problems(obj, fields))
+            present = data
+    if present is None or _VALID_CONFIG_KEYS.issuperset(present):
         return []  # no keys, or the usual keys found valid before (nothing to say, and no path to spell out)
     return list(_config_key_problems(obj, fields))
 
