@@ -1,6 +1,7 @@
 """The served simulator at scale: loading, memory, paginated lists and watches over N ConfigMaps.
 
-Run: ``python benchmarks/bench_scale.py [--objects 100000] [--repeats 3] [--starts N] [--kubectl] [--pages-only]``
+Run: ``python benchmarks/bench_scale.py [--objects 100000] [--repeats 3] [--starts N] [--kubectl] [--pages-only]
+[--baseline DIR]``
 (a million objects: ``--objects 1000000 --starts 1 --pages-only``; Services' address allocation: ``--services 20000``,
 which loads N/4 and then N Services in this process: the CPU per object stays the same when allocation is O(1)).
 
@@ -17,7 +18,10 @@ measures, each R times, the seconds until it has the answer, and the server's CP
   orjson where it is installed, as by the simulator itself);
 * a full list without ``limit`` (its bytes, not parsed); a label-selected list (``group=g7``: 1% of the objects);
 * a watch from ``resourceVersion=0``: until its first event arrives, and until all N have;
-* with ``--kubectl``: ``kubectl get configmaps`` (its pages of 500, as Tables), once.
+* with ``--kubectl``: ``kubectl get configmaps`` (its pages of 500, as Tables), once;
+* with ``--baseline DIR`` (a source tree of another version, e.g. ``git archive main kopf kopf_sim | tar -x -C DIR``):
+  that version's server is loaded as many times, each start just before one of this version's, and its ready
+  figures are printed side by side with these.
 
 With ``--pages-only``, the reads of the whole resource (the parsed walk, the full list, the watch to its end)
 are left out: the walk only collects its continue tokens (pages read as bytes), once, and the watch from
@@ -104,20 +108,27 @@ def services_load(objects: int) -> None:
 INSTALLED_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
 
 
-def cache_bytecode() -> None:
-    subprocess.run([sys.executable, "-c", "import kopf_sim.cli"], env=INSTALLED_ENV, check=True)
+def source_env(source: str | None) -> dict[str, str]:
+    """The environment of a server run from this version, or from the source tree of another (``--baseline``)."""
+    return INSTALLED_ENV if source is None else {**INSTALLED_ENV, "PYTHONPATH": os.path.abspath(source)}
+
+
+def cache_bytecode(source: str | None = None) -> None:
+    subprocess.run([sys.executable, "-c", "import kopf_sim.cli"], env=source_env(source), check=True, cwd="/")
 
 
 class Server:
     """``kopf-sim serve`` in a subprocess: started, timed until it serves, stopped."""
 
-    def __init__(self, tmp: str, manifest: str | None) -> None:
+    def __init__(self, tmp: str, manifest: str | None, source: str | None = None) -> None:
         self.kubeconfig = os.path.join(tmp, "kubeconfig")
         command = [sys.executable, "-m", "kopf_sim", "serve", "--controllers", "none", "--kubeconfig", self.kubeconfig]
         if manifest:
             command += ["--load", manifest]
         started = time.perf_counter()
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=INSTALLED_ENV)
+        self.process = subprocess.Popen(  # (not from this directory, which would come first on the module path)
+            command, stdout=subprocess.PIPE, text=True, env=source_env(source), cwd=tmp
+        )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         self.ready = time.perf_counter() - started
@@ -299,6 +310,7 @@ def main() -> None:
     parser.add_argument("--kubectl", action="store_true", help="also time `kubectl get configmaps` (once)")
     parser.add_argument("--pages-only", action="store_true", help="no reads of the whole resource (see above)")
     parser.add_argument("--services", type=int, default=0, help="only load N Services (and N/4) in this process")
+    parser.add_argument("--baseline", help="a source tree of another version: its loads side by side (see above)")
     args = parser.parse_args()
     if args.services:
         services_load(args.services)
@@ -310,6 +322,8 @@ def main() -> None:
         print(f"{args.objects} ConfigMaps, {size / args.objects:.0f} bytes of JSON each; medians of {args.repeats}")
         print(f"calibration: {calibrate():.0f} ms (75 on a quiet machine; more: the machine is busy)")
         cache_bytecode()
+        if args.baseline:
+            cache_bytecode(args.baseline)
         empty_rss: list[float] = []
         empty_readies: list[float] = []
         empty_cpus: list[float] = []
@@ -328,7 +342,14 @@ def main() -> None:
         ready_cpus: list[float] = []
         loaded_rss: list[float] = []
         starts = args.starts or args.repeats
+        baseline_readies: list[float] = []
+        baseline_cpus: list[float] = []
         for attempt in range(starts):
+            if args.baseline:
+                baseline = Server(tmp, manifest, args.baseline)
+                baseline_readies.append(baseline.ready)
+                baseline_cpus.append(baseline.ready_cpu)
+                baseline.stop()
             server = Server(tmp, manifest)
             readies.append(server.ready)
             ready_cpus.append(server.ready_cpu)
@@ -336,6 +357,12 @@ def main() -> None:
             if attempt < starts - 1:
                 server.stop()
         empty, loaded = median(empty_rss), median(loaded_rss)
+        if args.baseline:
+            print(
+                f"the baseline ({args.baseline}) ready after --load: {median(baseline_readies):.2f} s, "
+                f"CPU {median(baseline_cpus):.2f} s  (runs: {', '.join(f'{t:.2f} s' for t in baseline_readies)}; "
+                f"CPU {', '.join(f'{t:.2f} s' for t in baseline_cpus)})"
+            )
         loading_cpu = (median(ready_cpus) - median(empty_cpus)) / args.objects
         print(
             f"ready after --load: {median(readies):.2f} s, CPU {median(ready_cpus):.2f} s  "

@@ -34,6 +34,15 @@ hypothesis.settings.register_profile("kopf-tests", deadline=None, derandomize=Tr
 hypothesis.settings.load_profile("kopf-tests")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests first (in their order), then the rest as collected.
+
+    pytest-xdist hands the tests out in this order: a test of a minute handed out last keeps one worker busy
+    while the other has nothing left to do (the docs' build, collected near the end, did that).
+    """
+    items.sort(key=lambda item: item.get_closest_marker("long_running") is None)
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     """The cluster's wall clock: it moves only when a test advances it."""

@@ -114,6 +114,7 @@ def public_modules(package: str) -> list[str]:
     return names
 
 
+@pytest.mark.long_running
 def test_the_site_builds_without_warnings_with_every_page_and_every_public_name(tmp_path: pathlib.Path) -> None:
     result = subprocess.run(
         [

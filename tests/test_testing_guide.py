@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterator
 from xml.etree import ElementTree
 
+import pytest
+
 ROOT = pathlib.Path(__file__).parent.parent
 GUIDE = [ROOT / "docs" / "plugin.md", ROOT / "docs" / "migrating.md"]
 TEST_FUNCTION = re.compile(r"^(?:async )?def (test_\w+)", re.MULTILINE)
@@ -33,6 +35,7 @@ def guide_tests() -> dict[str, str]:
     return blocks
 
 
+@pytest.mark.long_running
 def test_the_guides_examples_pass_under_kopf_sim(tmp_path: pathlib.Path) -> None:
     blocks = guide_tests()
     assert len(blocks) >= 10  # the modes, each fixture, time, faults, crashes, checks, replay, migration
@@ -103,6 +106,7 @@ def served_cluster(directory: pathlib.Path, *manifests: str) -> Iterator[pathlib
             proc.wait()
 
 
+@pytest.mark.long_running
 def test_the_migrations_before_passes_against_a_served_cluster(tmp_path: pathlib.Path) -> None:
     page = ROOT / "docs" / "migrating.md"
     [before] = re.findall(
@@ -135,6 +139,7 @@ def test_the_migrations_before_passes_against_a_served_cluster(tmp_path: pathlib
     assert "1 passed" in result.stdout
 
 
+@pytest.mark.long_running
 def test_the_k3d_steps_pass_against_a_served_cluster(tmp_path: pathlib.Path) -> None:
     text = section(ROOT / "docs" / "plugin.md", "Running on k3d with `--kopf-real`")
     k3d, served = re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL)

@@ -61,6 +61,7 @@ def test_the_page_has_steps_with_files_and_tests() -> None:
     assert {"countdown-crd.yaml", "countdown.yaml", "countdown.py", "test_countdown.py"} <= set(final)
 
 
+@pytest.mark.long_running
 def test_the_tests_of_every_step_pass(tmp_path: pathlib.Path) -> None:
     """Every step's files in a directory of its own; one pytest run over all of them (one start-up)."""
     expected: dict[str, int] = {}

@@ -10,6 +10,10 @@ Cross-references in the API reference: short names resolve, private types stay p
   references stay plain text. A reference to anything else that resolves nowhere is reported.
 * Autodoc gives a variable the docstring of its type (a ``dict`` constant gets the docstring of ``dict``):
   such borrowed docstrings are dropped.
+* The annotations name ``str``, ``None``, ``collections.abc.Mapping`` ... tens of thousands of times. Sphinx looks
+  each of them up by comparing it with the end of every documented name before it gives up and lets the
+  nitpick-ignore list keep it as plain text: half of the build's time. A name that ends no documented name and
+  that the list ignores is made plain text at once, before that search: the same page, without the search.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 from typing import Any
 
 from docutils import nodes
 from sphinx.addnodes import pending_xref
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.nodes import make_refnode
 
 PACKAGES = ("kopf", "kopf_sim", "pytest_kopf")
@@ -107,7 +113,42 @@ def drop_borrowed_docstrings(app: Sphinx, what: str, name: str, obj: Any, option
         lines.clear()
 
 
+class PlainIgnoredNames(SphinxPostTransform):
+    """Ignored names that no documented name ends with become their plain text before Sphinx searches for them."""
+
+    default_priority = 5  # before the references are resolved (10)
+
+    def run(self, **kwargs: Any) -> None:
+        ignored = [(re.compile(kind), re.compile(target)) for kind, target in self.config.nitpick_ignore_regex]
+        endings = documented_endings(self.env)
+        for node in list(self.document.findall(pending_xref)):
+            if node.get("refdomain") != "py" or not node.children:
+                continue
+            target: str = node["reftarget"]
+            bare = target.lstrip(".~")
+            if bare in endings or bare.rsplit(".", 1)[-1] in endings:
+                continue  # it may resolve (or resolve by its short name): Sphinx decides
+            kind = f"py:{node['reftype']}"
+            if any(k.fullmatch(kind) and t.fullmatch(target) for k, t in ignored):
+                node.replace_self(node[0].deepcopy())
+
+
+def documented_endings(env: BuildEnvironment) -> frozenset[str]:
+    """Every dotted ending of every documented name (``a.b.c``: ``c``, ``b.c``, ``a.b.c``), once per build."""
+    objects = env.get_domain("py").objects  # type: ignore[attr-defined]
+    cache: tuple[int, frozenset[str]] | None = env.__dict__.get("_kopf_documented_endings")
+    if cache is None or cache[0] != len(objects):
+        endings = set()
+        for name in objects:
+            parts = name.split(".")
+            endings.update(".".join(parts[i:]) for i in range(len(parts)))
+        cache = (len(objects), frozenset(endings))
+        env.__dict__["_kopf_documented_endings"] = cache
+    return cache[1]
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_post_transform(PlainIgnoredNames)
     app.connect("missing-reference", resolve_short_name)
     app.connect("warn-missing-reference", silence_private_types)
     app.connect("autodoc-process-docstring", drop_borrowed_docstrings)

@@ -20,6 +20,7 @@ from kopf_sim.admission.calling import InProcessHandler
 from kopf_sim.admission.dispatching import MutatingWebhooks, ValidatingWebhooks, WebhookCaller
 from kopf_sim.admission.policies import ValidatingPolicies
 from kopf_sim.kube.objects import JsonDict
+from kopf_sim.kube.resources import StorageKey
 
 __all__ = ["AdmissionControl", "Authorizer", "MutatingPlugin", "ValidatingPlugin"]
 
@@ -31,6 +32,9 @@ class Authorizer(Protocol):
 
 
 class MutatingPlugin(Protocol):
+    #: The kinds whose objects make it active or not (a load asks :meth:`active` again after creating one).
+    configured_by: frozenset[StorageKey]
+
     def active(self) -> bool:
         """Whether it may act on any write at all (the pipeline skips admission when no plugin may)."""
 
@@ -41,6 +45,8 @@ class MutatingPlugin(Protocol):
 
 
 class ValidatingPlugin(Protocol):
+    configured_by: frozenset[StorageKey]
+
     def active(self) -> bool: ...
 
     async def validate(
@@ -77,6 +83,14 @@ class AdmissionControl:
                 if plugin.active():
                     return True
         return False
+
+    def configured_by(self) -> frozenset[StorageKey]:
+        """The kinds whose objects make a plugin active or not: while none is written, :meth:`active` stays."""
+        kinds: set[StorageKey] = set()
+        for plugins in (self.mutators, self.validators):
+            for plugin in plugins:
+                kinds |= plugin.configured_by
+        return frozenset(kinds)
 
     def authorize(self, verb: str, attrs: Attributes) -> None:
         for authorizer in self.authorizers:

@@ -136,6 +136,7 @@ class _Webhooks:
     def __init__(self, caller: WebhookCaller) -> None:
         self.caller = caller
         self._configurations = configurations.MUTATING if self.mutating else configurations.VALIDATING
+        self.configured_by = frozenset({self._configurations})
 
     def active(self) -> bool:
         return self.caller.store.count(self._configurations) > 0

@@ -53,6 +53,8 @@ class _Failure(Exception):
 class ValidatingPolicies:
     """The validating plugin of the admission chain for ValidatingAdmissionPolicies (see the module)."""
 
+    configured_by = frozenset({BINDINGS})  # (active while a binding is stored)
+
     def __init__(self, store: StoreView) -> None:
         self.store = store
         #: The audit records of the ``Audit`` actions and audit annotations, in the order of the requests.

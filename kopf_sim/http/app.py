@@ -352,11 +352,8 @@ class ApiServer:
             raise errors.page_not_found()
         lag = lagging.read_lag.get()
         as_table = tables.wants_table(request.headers.get("Accept", ""))
-        if lag > 0 and lagging.read_lag_per_object.get():  # the object before its latest change(s)
-            rv = self.cluster.revision_before(target.rtype.storage_key, target.namespace, target.name, changes=lag)
-            obj = self.cluster.get_at(target.rtype, target.namespace, target.name, rv)
-        elif lag > 0:  # a stale read (an injected fault): as a lagging cache would serve it
-            obj = self.cluster.get_at(target.rtype, target.namespace, target.name, self.cluster.rv - lag)
+        if lag > 0:  # a stale read (an injected fault)
+            obj = self._stale_object(target, lag)
         else:
             stored = self.cluster.stored(target.rtype.storage_key, target.namespace, target.name)
             if stored is None:
@@ -377,6 +374,27 @@ class ApiServer:
             )
             return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
         return json_response(obj)
+
+    def _stale_object(self, target: Target, lag: int) -> JsonDict:
+        """
+        An older version of the object that is there now: ``lag`` revisions ago, or before its latest changes.
+
+        Only the content lags, not whether the object exists nor which one it is: a GET by name is a quorum read
+        on a real apiserver, and operators rightly rely on it to know if a child is there (get-or-create). A
+        stale GET that showed a deleted namesake's child (before the garbage collector's delete) made correct
+        operators look broken. Lists stay as a lagging cache serves them, objects just made missing from them.
+        """
+        assert target.name is not None
+        current = self.cluster.get(target.rtype, target.namespace, target.name)  # gone: 404, as it is
+        if lagging.read_lag_per_object.get():  # before its latest change(s)
+            rv = self.cluster.revision_before(target.rtype.storage_key, target.namespace, target.name, changes=lag)
+        else:  # as a cache lagging ``lag`` revisions of the whole cluster would serve it
+            rv = self.cluster.rv - lag
+        try:
+            older = self.cluster.get_at(target.rtype, target.namespace, target.name, rv)
+        except errors.ApiError:  # not made yet at that revision
+            return current
+        return older if meta(older).get("uid") == meta(current).get("uid") else current
 
     def _selectors(self, request: ApiRequest, target: Target) -> tuple[LabelSelector, FieldSelector]:
         labels = LabelSelector.parse(request.query.get("labelSelector"))

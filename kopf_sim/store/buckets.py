@@ -177,8 +177,11 @@ class Bucket:
 
 
 def _labels_of(stored: Stored) -> Mapping[str, str]:
-    labels = stored.obj.get("metadata", {}).get("labels")
-    return labels if isinstance(labels, dict) else {}
+    labels = stored.obj["metadata"].get("labels")  # (a stored object has its metadata)
+    return labels if isinstance(labels, dict) else _NO_LABELS
+
+
+_NO_LABELS: Mapping[str, str] = {}  # (never changed)
 
 
 def sorted_keys(keys: Iterable[ObjectKey], namespace: str | None, after: ObjectKey | None) -> list[ObjectKey]:

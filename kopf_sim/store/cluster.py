@@ -411,11 +411,11 @@ class Cluster:
         return raw
 
     def _index(self, key: StorageKey, object_key: ObjectKey, old: JsonDict | None, new: JsonDict | None) -> None:
+        """Keep the lookups by uid and by owner up to date (stored objects always have their metadata)."""
         if key == _SERVICES:
             self._allocations.update(old, new)
-        old_uid = meta(old).get("uid") if old else None
-        if old is not None and old_uid:
-            for ref in meta(old).get("ownerReferences") or ():
+        if old is not None and (old_uid := old["metadata"].get("uid")):
+            for ref in old["metadata"].get("ownerReferences") or ():
                 deps = self._dependents.get(ref.get("uid", ""))
                 if deps is not None:
                     deps.discard(old_uid)
@@ -424,11 +424,14 @@ class Cluster:
             if new is None:
                 self._by_uid.pop(old_uid, None)
         if new is not None:
-            uid = meta(new)["uid"]
+            metadata = new["metadata"]
+            uid = metadata["uid"]
             self._by_uid[uid] = (key, object_key)
-            for ref in meta(new).get("ownerReferences") or ():
-                if ref.get("uid"):
-                    self._dependents.setdefault(ref["uid"], set()).add(uid)
+            references = metadata.get("ownerReferences")
+            if references:  # (most objects have none: a load's hundred thousand come here)
+                for ref in references:
+                    if ref.get("uid"):
+                        self._dependents.setdefault(ref["uid"], set()).add(uid)
 
     def _record(self, change: Change) -> None:
         self.history.append(change)
@@ -534,7 +537,7 @@ class Cluster:
 
     def apply_manifests(self, documents: Iterable[Any]) -> JsonList:
         """Create every object of the documents (``List`` kinds unfolded), CRDs served at once."""
-        return list(self._create_each(documents, copied=False))
+        return list(self.writes.create_each_now(self._creates(documents)))
 
     def load(self, documents: Iterable[Any]) -> int:
         """Create every object of the documents, as :meth:`apply_manifests`; how many (none is kept here).
@@ -542,30 +545,36 @@ class Cluster:
         The documents become the store's (e.g. freshly read from a manifest): they are changed and stored as
         they are, not copied first. Each is created as a create request would be, admission included.
         """
-        count = sum(1 for _ in self._create_each(documents, copied=True))
+        count = 0
+        for _ in self.writes.create_each_now(self._creates(documents), copied=True):
+            count += 1
         for bucket in self._objects.values():
             bucket.sort_in()
         return count
 
-    def _create_each(self, documents: Iterable[Any], *, copied: bool) -> Iterator[JsonDict]:
-        rtypes: dict[tuple[str, str, int], ResourceType] = {}  # by apiVersion, kind, catalogue revision
+    def _creates(self, documents: Iterable[Any]) -> Iterator[tuple[ResourceType, str | None, JsonDict]]:
+        """What to create of the documents, one at a time (each looked up after the previous one is created)."""
+        rtypes: dict[tuple[str, str], ResourceType] = {}  # by apiVersion and kind, at the catalogue's revision:
+        revision = self.catalogue.revision
         for doc in documents:
             if not doc:
                 continue
-            if not isinstance(doc, dict):
+            if type(doc) is not dict:
                 if not isinstance(doc, Mapping):
                     raise errors.bad_request(f"a manifest must be a mapping, got {type(doc).__name__}")
                 doc = dict(doc)
             api_version, kind = doc.get("apiVersion", ""), doc.get("kind", "")
             if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
-                yield from self._create_each(doc["items"], copied=copied)
+                yield from self._creates(doc["items"])
                 continue
-            cache_key = (str(api_version), str(kind), self.catalogue.revision)
+            if revision != self.catalogue.revision:  # (e.g. a CRD was loaded: its kinds are served now)
+                revision = self.catalogue.revision
+                rtypes.clear()
+            cache_key = (str(api_version), str(kind))
             rtype = rtypes.get(cache_key)
             if rtype is None:
-                rtype = rtypes[cache_key] = self.resource_for(cache_key[0], cache_key[1])
-            namespace = meta(doc).get("namespace", "default") if rtype.namespaced else None
-            yield self.writes.create_now(rtype, namespace, doc, copied=copied)
+                rtype = rtypes[cache_key] = self.resource_for(*cache_key)
+            yield rtype, meta(doc).get("namespace", "default") if rtype.namespaced else None, doc
 
 
 def _sort_key(obj: JsonDict) -> tuple[str, str]:

@@ -162,7 +162,8 @@ def _shorten_grace(
 def after_create(cluster: Store, rtype: ResourceType, new: JsonDict) -> None:
     if rtype.storage_key == CRDS and "status" in new:
         _serve_crd(cluster, new)
-    _collect_if_orphaned(cluster, new)
+    if new["metadata"].get("ownerReferences"):  # (most objects have none: a load's hundred thousand come here)
+        _collect_if_orphaned(cluster, new)
 
 
 def after_update(cluster: Store, rtype: ResourceType, old: JsonDict, new: JsonDict) -> None:

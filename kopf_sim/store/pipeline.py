@@ -19,7 +19,7 @@ The HTTP layer and the built-in controllers await these writes; loaders and test
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
 from kopf_sim.admission.attributes import Attributes
@@ -469,6 +469,29 @@ class WritePipeline:
     ) -> JsonDict:
         """:meth:`create`, synchronously (loaders, tests): possible while it calls no webhook."""
         return self.run_now(Create(self.store, rtype, namespace, body, copied=copied, **options))
+
+    def create_each_now(
+        self, creates: Iterable[tuple[ResourceType, str | None, Any]], *, copied: bool = False
+    ) -> Iterator[JsonDict]:
+        """:meth:`create_now` of each (a load's objects), one at a time; what the creates return.
+
+        Whether anything authorizes or admits them is asked once, and again only after an object of a kind that
+        configures admission (a webhook configuration, a policy binding): the rest are prepared and committed at
+        once, as :meth:`run_now` commits a write that nothing admits (a load makes a hundred thousand of them).
+        """
+        configuring = self.admission.configured_by()
+        admitted: bool | None = None
+        store = self.store
+        for rtype, namespace, body in creates:
+            if admitted is None:
+                admitted = bool(self.admission.authorizers) or self.admission.active()
+            if admitted:
+                yield self.run_now(Create(store, rtype, namespace, body, copied=copied))
+            else:  # (as Create's prepare and commit, without its options: a load has none)
+                new = preparing.prepare_create(store, rtype, namespace, body, copied=copied)
+                yield store.present(store.commit_new(rtype, new, limit_size=True), rtype)
+            if rtype.storage_key in configuring:
+                admitted = None
 
     async def update(
         self,

@@ -40,11 +40,19 @@ os.register_at_fork(after_in_child=_random_uids.clear)  # a forked process makes
 
 
 def _make_random_uids(count: int) -> list[str]:
-    block = os.urandom(16 * count).hex()
+    block = bytearray(os.urandom(16 * count))
+    block[6::16] = block[6::16].translate(_VERSION_4)  # each uid's version and variant bits, all at once
+    block[8::16] = block[8::16].translate(_RFC_4122)
+    digits = block.hex()
     return [
-        f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-{'89ab'[int(digits[16], 16) & 3]}{digits[17:20]}-{digits[20:]}"
-        for digits in (block[start : start + 32] for start in range(0, len(block), 32))
+        f"{digits[at : at + 8]}-{digits[at + 8 : at + 12]}-{digits[at + 12 : at + 16]}-{digits[at + 16 : at + 20]}-"
+        f"{digits[at + 20 : at + 32]}"
+        for at in range(0, len(digits), 32)
     ]
+
+
+_VERSION_4 = bytes(byte & 0x0F | 0x40 for byte in range(256))
+_RFC_4122 = bytes(byte & 0x3F | 0x80 for byte in range(256))
 
 
 class SeededUids:

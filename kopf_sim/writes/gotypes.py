@@ -208,10 +208,16 @@ def _compile(kind: GoType, fill_nulls: bool) -> _Checker:
     return check_scalar
 
 
+#: How a struct's checker takes a field of strings only (a map of strings, a list of strings: labels, data,
+#: finalizers): their items are looked at in the struct's own loop, a call saved for each of the usual ones.
+_STRINGS_MAP, _STRINGS_LIST = object(), object()
+
+
 def _compile_struct(kind: Struct, fill_nulls: bool) -> _Checker:
-    strings = frozenset(name for name, field in kind.fields.items() if field is STRING)
-    others = {name: field for name, field in kind.fields.items() if field is not STRING}
-    rewritten = {name: write_back for name, field in others.items() if (write_back := _write_back(field, fill_nulls))}
+    plan: dict[str, object] = {name: _plan_of(field) for name, field in kind.fields.items()}
+    rewritten = {
+        name: write_back for name, field in kind.fields.items() if (write_back := _write_back(field, fill_nulls))
+    }
     checkers: dict[str, _Checker] = {}
 
     def check_struct(value: Any) -> _Fault | None:
@@ -222,17 +228,30 @@ def _compile_struct(kind: Struct, fill_nulls: bool) -> _Checker:
             if item is None:
                 nulls = True
                 continue
-            if name in strings and type(item) is str:
+            how = plan.get(name)
+            if how is None:
                 continue
-            if name in strings:
+            if how is STRING:
+                if type(item) is str:
+                    continue
                 fault: _Fault | None = _Fault(Failure(json_kind(item), "string"))
-            elif name in others:
+            else:
+                if how is _STRINGS_MAP and type(item) is dict:
+                    for each in item.values():
+                        if type(each) is not str:
+                            break
+                    else:
+                        continue
+                elif how is _STRINGS_LIST and type(item) is list:
+                    for each in item:
+                        if type(each) is not str:
+                            break
+                    else:
+                        continue
                 checker = checkers.get(name)
                 if checker is None:
-                    checker = checkers[name] = _checker(others[name], fill_nulls)
+                    checker = checkers[name] = _checker(kind.fields[name], fill_nulls)
                 fault = checker(item)
-            else:
-                continue
             if fault is not None:
                 fault.path.append(name)
                 if fault.struct is None:
@@ -247,6 +266,13 @@ def _compile_struct(kind: Struct, fill_nulls: bool) -> _Checker:
         return None
 
     return check_struct
+
+
+def _plan_of(field: GoType) -> object:
+    """How :func:`_compile_struct`'s checker takes a field: a string, strings, or by the field's own checker."""
+    if isinstance(field, MapOf | ListOf) and field.item is STRING:
+        return _STRINGS_MAP if isinstance(field, MapOf) else _STRINGS_LIST
+    return field
 
 
 def _write_back(kind: GoType, fill_nulls: bool) -> Callable[[Any], Any] | None:

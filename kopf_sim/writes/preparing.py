@@ -49,6 +49,7 @@ _SERVER_FIELDS = (
 _SERVER_FIELD_NAMES = frozenset(_SERVER_FIELDS)
 _LABEL_NAMED = frozenset({("", "namespaces"), ("", "services")})
 _CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+_NAMESPACES = ("", "namespaces")
 
 
 class StoreView(Protocol):
@@ -181,8 +182,8 @@ _OMITTED_WHEN_EMPTY = frozenset({"labels", "annotations", "finalizers", "ownerRe
 
 def _validate_common(cluster: StoreView, rtype: ResourceType, obj: JsonDict, old: JsonDict | None = None) -> None:
     metadata = obj["metadata"]
-    for field in _OMITTED_WHEN_EMPTY & metadata.keys():  # ObjectMeta omits empty collections on the wire
-        if not metadata[field]:
+    for field in _OMITTED_WHEN_EMPTY:  # ObjectMeta omits empty collections on the wire
+        if field in metadata and not metadata[field]:  # (no set made of the keys: every write comes here)
             del metadata[field]
     causes = validation.causes(rtype, obj)
     causes.extend(template_rules.causes(rtype, obj))
@@ -268,7 +269,7 @@ def prepare_create(
 
     The body is copied before it is changed, unless the caller says it is a private copy already.
     """
-    given = _require_mapping(body)
+    given = body if type(body) is dict else _require_mapping(body)
     obj = _decoded(rtype, given if copied else clone(given))
     _check_identity(rtype, obj)
     _check_namespace(rtype, obj, namespace)
@@ -298,7 +299,8 @@ def prepare_create(
         )
     if rtype.namespaced:
         _check_namespace_writable(cluster, rtype, namespace or "", name)
-    lifecycle_check_creatable(cluster, rtype)
+    if rtype.custom:
+        lifecycle_check_creatable(cluster, rtype)
     if not _SERVER_FIELD_NAMES.isdisjoint(metadata):
         for field in _SERVER_FIELDS:
             metadata.pop(field, None)
@@ -306,10 +308,11 @@ def prepare_create(
     metadata["creationTimestamp"] = cluster.now()
     if rtype.has_generation:
         metadata["generation"] = 1
-    if rtype.has_status and rtype.custom:
+    if rtype.custom and rtype.has_status:
         obj.pop("status", None)
     _initial_state(cluster, rtype, obj)
-    obj = _apply_schema(cluster, rtype, obj, field_validation=field_validation, warnings=warnings)
+    if rtype.schema is not None:
+        obj = _apply_schema(cluster, rtype, obj, field_validation=field_validation, warnings=warnings)
     _validate_common(cluster, rtype, obj)
     if manager:
         obj = applying.track_update(
@@ -616,10 +619,10 @@ def _check_finalizers(rtype: ResourceType, old_meta: JsonDict, new_meta: JsonDic
 
 
 def _check_namespace_writable(cluster: StoreView, rtype: ResourceType, namespace: str, name: str) -> None:
-    ns = cluster.peek(("", "namespaces"), None, namespace)
+    ns = cluster.peek(_NAMESPACES, None, namespace)
     if ns is None:
         raise errors.not_found("namespaces", "", namespace)
-    if meta(ns).get("deletionTimestamp"):
+    if ns["metadata"].get("deletionTimestamp"):  # (a stored object has its metadata)
         raise errors.forbidden(
             rtype.plural,
             rtype.group,
@@ -642,42 +645,63 @@ def lifecycle_check_creatable(cluster: StoreView, rtype: ResourceType) -> None:
 def _initial_state(cluster: StoreView, rtype: ResourceType, obj: JsonDict) -> None:
     """What a built-in's creation strategy fills in (phases, namespace finalizers, CRD conditions)."""
     defaulting.apply_defaults(rtype, obj)
-    key = rtype.storage_key
-    if key == ("", "secrets"):
-        _fold_string_data(obj)
-    if key == ("", "namespaces"):
-        obj["spec"] = {"finalizers": ["kubernetes"], **(obj.get("spec") or {})}
-        obj["status"] = {"phase": "Active"}
-        _label_namespace_name(obj)
-    elif key == ("", "pods"):
-        podspecs.admit_pod(obj.get("spec"))
-        obj["status"] = {"phase": "Pending", "qosClass": podspecs.qos_class(obj.get("spec"))}
-    elif key in {
-        ("apps", "deployments"),
-        ("apps", "replicasets"),
-        ("apps", "statefulsets"),
-        ("apps", "daemonsets"),
-        ("batch", "jobs"),
-        ("batch", "cronjobs"),
-    }:
-        obj["status"] = {}
-    elif key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-        finalizers = obj["metadata"].setdefault("finalizers", [])
-        if crds.CLEANUP_FINALIZER not in finalizers:
-            finalizers.append(crds.CLEANUP_FINALIZER)
-        if not crds.crd_problems(obj):
-            conflict = crds.name_conflict(obj, cluster.objects(_CRDS))
-            obj["status"] = crds.established_status(obj, cluster.now(), conflict)
-    elif key == ("", "secrets"):
-        obj.setdefault("type", "Opaque")
-    elif key == ("", "services"):
-        spec = obj.setdefault("spec", {})
-        if spec.get("type", "ClusterIP") != "ExternalName":
-            spec["clusterIP"] = spec.get("clusterIP") or _cluster_ip(cluster)
-            spec["clusterIPs"] = spec.get("clusterIPs") or [spec["clusterIP"]]
-            _single_stack(spec)
-        _node_ports(cluster, spec, {})
-    defaulting.fill_status(rtype, obj)  # the statuses reset above have their zero fields again
+    initial = _INITIAL_STATES.get(rtype.storage_key)  # (one lookup: most kinds have none)
+    if initial is not None:
+        initial(cluster, obj)
+        defaulting.fill_status(rtype, obj)  # the statuses reset here have their zero fields again
+
+
+def _initial_namespace(cluster: StoreView, obj: JsonDict) -> None:
+    obj["spec"] = {"finalizers": ["kubernetes"], **(obj.get("spec") or {})}
+    obj["status"] = {"phase": "Active"}
+    _label_namespace_name(obj)
+
+
+def _initial_pod(cluster: StoreView, obj: JsonDict) -> None:
+    podspecs.admit_pod(obj.get("spec"))
+    obj["status"] = {"phase": "Pending", "qosClass": podspecs.qos_class(obj.get("spec"))}
+
+
+def _initial_workload(cluster: StoreView, obj: JsonDict) -> None:
+    obj["status"] = {}
+
+
+def _initial_crd(cluster: StoreView, obj: JsonDict) -> None:
+    finalizers = obj["metadata"].setdefault("finalizers", [])
+    if crds.CLEANUP_FINALIZER not in finalizers:
+        finalizers.append(crds.CLEANUP_FINALIZER)
+    if not crds.crd_problems(obj):
+        conflict = crds.name_conflict(obj, cluster.objects(_CRDS))
+        obj["status"] = crds.established_status(obj, cluster.now(), conflict)
+
+
+def _initial_secret(cluster: StoreView, obj: JsonDict) -> None:
+    _fold_string_data(obj)
+    obj.setdefault("type", "Opaque")
+
+
+def _initial_service(cluster: StoreView, obj: JsonDict) -> None:
+    spec = obj.setdefault("spec", {})
+    if spec.get("type", "ClusterIP") != "ExternalName":
+        spec["clusterIP"] = spec.get("clusterIP") or _cluster_ip(cluster)
+        spec["clusterIPs"] = spec.get("clusterIPs") or [spec["clusterIP"]]
+        _single_stack(spec)
+    _node_ports(cluster, spec, {})
+
+
+_INITIAL_STATES = {
+    _NAMESPACES: _initial_namespace,
+    ("", "pods"): _initial_pod,
+    ("apps", "deployments"): _initial_workload,
+    ("apps", "replicasets"): _initial_workload,
+    ("apps", "statefulsets"): _initial_workload,
+    ("apps", "daemonsets"): _initial_workload,
+    ("batch", "jobs"): _initial_workload,
+    ("batch", "cronjobs"): _initial_workload,
+    _CRDS: _initial_crd,
+    ("", "secrets"): _initial_secret,
+    ("", "services"): _initial_service,
+}
 
 
 def _label_namespace_name(obj: JsonDict) -> None:

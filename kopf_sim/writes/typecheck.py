@@ -19,14 +19,8 @@ def check_object(rtype: ResourceType, body: Any, *, patched: bool = False) -> No
 
     The nulls among the items of typed lists and maps become zero values, as Go decodes them.
     """
-    for field in ("apiVersion", "kind"):
-        value = body.get(field)
-        if value is not None and not isinstance(value, str):
-            raise errors.bad_request(
-                f"the object provided is unrecognized (must be of type {rtype.kind}): couldn't get version/kind; "
-                f"json parse error: json: cannot unmarshal {gotypes.json_kind(value)} into Go struct field "
-                f".{field} of type string"
-            )
+    if type(body.get("apiVersion")) is not str or type(body.get("kind")) is not str:  # (else: the usual object)
+        _check_type_meta(rtype, body)
     message = gotypes.first_error(
         body, builtin_gotypes.struct_of(rtype.group, rtype.kind, custom=rtype.custom), fill_nulls=True
     )
@@ -36,6 +30,17 @@ def check_object(rtype: ResourceType, body: Any, *, patched: bool = False) -> No
         raise errors.bad_request(
             f'{rtype.kind} in version "{rtype.version}" cannot be handled as a {rtype.kind}: {message}'
         )
+
+
+def _check_type_meta(rtype: ResourceType, body: Any) -> None:
+    for field in ("apiVersion", "kind"):
+        value = body.get(field)
+        if value is not None and not isinstance(value, str):
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {rtype.kind}): couldn't get version/kind; "
+                f"json parse error: json: cannot unmarshal {gotypes.json_kind(value)} into Go struct field "
+                f".{field} of type string"
+            )
 
 
 def check_scale(body: Any) -> None:

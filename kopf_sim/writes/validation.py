@@ -18,6 +18,7 @@ from typing import Any
 from kopf_sim.kube import objects
 from kopf_sim.kube.objects import JsonDict
 from kopf_sim.kube.resources import ResourceType
+from kopf_sim.kube.selectors import LabelSelector
 
 Cause = dict[str, str]
 
@@ -98,8 +99,9 @@ def causes(rtype: ResourceType, obj: JsonDict) -> list[Cause]:
     if rtype.custom:
         return found
     key = (rtype.group, rtype.kind)
-    if key in _CONFIGS:
-        found.extend(_config_key_causes(obj, _CONFIGS[key]))
+    config_fields = _CONFIGS.get(key)
+    if config_fields is not None:
+        found.extend(_config_key_causes(obj, config_fields))
     elif key in _RULED:
         found.extend(_kind_causes(rtype, obj))
     return found
@@ -264,8 +266,14 @@ def replicas_causes(replicas: Any, field: str) -> list[Cause]:
 
 
 def _config_key_causes(obj: JsonDict, fields: tuple[str, ...]) -> list[Cause]:
-    present = [data for field in fields if (data := obj.get(field))]
-    if not present or (len(present) == 1 and _VALID_CONFIG_KEYS.issuperset(present[0])):
+    present = None
+    for field in fields:  # (a loop, not a comprehension: no frame of its own for each object)
+        data = obj.get(field)
+        if data:
+            if present is not None:  # keys in two fields: each is looked at (one may repeat the other's)
+                return list(_config_key_problems(obj, fields))
+            present = data
+    if present is None or _VALID_CONFIG_KEYS.issuperset(present):
         return []  # no keys, or the usual keys found valid before (nothing to say, and no path to spell out)
     return list(_config_key_problems(obj, fields))
 
@@ -376,9 +384,38 @@ def _event_causes(event: JsonDict) -> Iterator[Cause]:
 
 
 def _selector_causes(selector: Any, template: JsonDict) -> Iterator[Cause]:
+    """A workload's selector must be valid and select its own template's labels (expressions included)."""
     if not isinstance(selector, dict):
         return
+    problems = list(label_selector_causes(selector, "spec.selector"))
+    yield from problems
+    if problems:
+        return  # an invalid selector selects nothing: the apiserver reports only its problems
     labels = (template.get("metadata") or {}).get("labels") or {}
-    match_labels = selector.get("matchLabels") or {}
-    if any(labels.get(k) != v for k, v in match_labels.items()):
+    if not LabelSelector.from_spec(selector).matches({str(k): str(v) for k, v in labels.items()}):
         yield invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`")
+
+
+def label_selector_causes(selector: Mapping[str, Any], path: str) -> Iterator[Cause]:
+    """The problems of a structured label selector: its labels, and each expression's operator, key and values."""
+    yield from label_causes(selector.get("matchLabels") or {}, f"{path}.matchLabels")
+    for index, requirement in enumerate(selector.get("matchExpressions") or ()):
+        if not isinstance(requirement, dict):
+            continue
+        where = f"{path}.matchExpressions[{index}]"
+        listed = requirement.get("values")
+        operator = requirement.get("operator")
+        values = [str(item) for item in listed] if isinstance(listed, list) else []
+        if operator in ("In", "NotIn"):
+            if not values:
+                yield required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'")
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                yield forbidden(f"{where}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+        else:
+            yield invalid(f"{where}.operator", operator or "", "not a valid selector operator")
+        for problem in qualified_name_problems(str(requirement.get("key") or "")):
+            yield invalid(f"{where}.key", requirement.get("key") or "", problem)
+        for value_index, value in enumerate(values):
+            for problem in label_value_problems(value):
+                yield invalid(f"{where}.values[{value_index}]", value, problem)

@@ -19,12 +19,9 @@ from kopf_sim.kube.objects import JsonDict, name_problems
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.writes.validation import (
     Cause,
-    forbidden,
     invalid,
-    label_causes,
-    label_value_problems,
+    label_selector_causes,
     not_supported,
-    qualified_name_problems,
     required,
 )
 
@@ -92,7 +89,7 @@ def _webhook_causes(hook: JsonDict, path: str, *, mutating: bool) -> Iterator[Ca
         yield from _one_of(hook, "reinvocationPolicy", _REINVOCATION_POLICIES, path)
     for field in ("namespaceSelector", "objectSelector"):
         if isinstance(hook.get(field), dict):
-            yield from _selector_causes(hook[field], f"{path}.{field}")
+            yield from label_selector_causes(hook[field], f"{path}.{field}")
     side_effects = hook.get("sideEffects")
     if side_effects is None:
         yield required(f"{path}.sideEffects", f"must specify one of {', '.join(_SIDE_EFFECTS)}")
@@ -172,28 +169,6 @@ def _resources_causes(resources: list[str], path: str) -> Iterator[Cause]:
         yield invalid(path, resources, "if '*/*' is present, must not specify other resources")
     if "*" in resources and any("/" not in entry and entry != "*" for entry in resources):
         yield invalid(path, resources, "if '*' is present, must not specify other resources without subresources")
-
-
-def _selector_causes(selector: Mapping[str, Any], path: str) -> Iterator[Cause]:
-    yield from label_causes(selector.get("matchLabels") or {}, f"{path}.matchLabels")
-    for index, requirement in enumerate(selector.get("matchExpressions") or ()):
-        if not isinstance(requirement, dict):
-            continue
-        where = f"{path}.matchExpressions[{index}]"
-        operator, values = requirement.get("operator"), _strings(requirement.get("values"))
-        if operator in ("In", "NotIn"):
-            if not values:
-                yield required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'")
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                yield forbidden(f"{where}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
-        else:
-            yield invalid(f"{where}.operator", operator or "", "not a valid selector operator")
-        for problem in qualified_name_problems(str(requirement.get("key") or "")):
-            yield invalid(f"{where}.key", requirement.get("key") or "", problem)
-        for value_index, value in enumerate(values):
-            for problem in label_value_problems(value):
-                yield invalid(f"{where}.values[{value_index}]", value, problem)
 
 
 def _review_version_causes(versions: Any, path: str) -> Iterator[Cause]:

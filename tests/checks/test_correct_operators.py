@@ -46,6 +46,7 @@ BUDGET: dict[str, Any] = (
 )
 
 
+@pytest.mark.long_running
 @pytest.mark.parametrize("name", CORRECT)
 def test_a_correct_operator_passes_every_check_unmasked(name: str) -> None:
     paths = [GALLERY / f"{part}.py" for part in name.split("+")]

@@ -114,11 +114,13 @@ def test_a_planted_bug_is_caught_shrunk_and_reproduced(bug: str, meant_for: str,
     assert result.ret == 0, result.stdout.str()
 
 
+@pytest.mark.long_running
 @pytest.mark.parametrize("twin", sorted(BUGS))
 def test_the_correct_twin_passes_every_check(twin: str) -> None:
     check(f"{twin}_ok", None, max_examples=TWIN_EXAMPLES)  # all the checks (consistency where declared)
 
 
+@pytest.mark.long_running
 def test_a_representative_operator_passes_every_check() -> None:
     """Create/update/delete handlers, a daemon, a timer, an index; sync & async handlers (a bounded profile)."""
     check("representative", None, max_examples=TWIN_EXAMPLES)
@@ -129,6 +131,7 @@ def test_a_representative_operator_passes_every_check() -> None:
 SEEDS = range(1, 1 + int(os.environ.get("KOPF_GALLERY_SEEDS", "1")))
 
 
+@pytest.mark.long_running
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("bug", sorted(BUGS))
 def test_every_planted_bug_is_found_with_every_check_and_the_default_budget_by_every_seed(bug: str, seed: int) -> None:

@@ -77,6 +77,7 @@ def unrelated_work(tmp_path: Path) -> None:
     report_of("crash_child_ok", "crash-restart")
 
 
+@pytest.mark.long_running
 def test_a_failure_is_the_same_after_unrelated_work_in_the_process(tmp_path: Path) -> None:
     thresholds = gc.get_threshold()
     try:
@@ -94,6 +95,7 @@ def test_a_failure_is_the_same_after_unrelated_work_in_the_process(tmp_path: Pat
     assert Path(after.report).read_bytes() == Path(before.report).read_bytes()  # the same report, byte for byte
 
 
+@pytest.mark.long_running
 def test_a_passing_report_is_the_same_after_unrelated_work_in_the_process(tmp_path: Path) -> None:
     thresholds = gc.get_threshold()
     try:
@@ -107,6 +109,7 @@ def test_a_passing_report_is_the_same_after_unrelated_work_in_the_process(tmp_pa
     assert before.faults > 0  # the examples did inject faults (the same ones)
 
 
+@pytest.mark.long_running
 def test_a_planted_bug_is_found_with_other_test_modules_collected_first() -> None:
     """The session that missed the bug, in small: the protobuf and swagger tests collected before the gallery."""
     root = Path(__file__).parents[2]

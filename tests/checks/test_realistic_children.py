@@ -25,7 +25,7 @@ import pytest
 
 from pytest_kopf.checks import CheckReport, check_operator
 
-from .twins import DEFAULT_BUDGET, assert_found_and_passing_on_twin, assert_passes_every_check
+from .twins import DEFAULT_BUDGET, MARKS, assert_found_and_passing_on_twin, assert_passes_every_check
 
 WEBAPP = Path(__file__).parent / "realistic" / "webapp"
 RESOURCE = "webapps.shop.example"
@@ -36,7 +36,7 @@ TWINS = {"scale": "transition", "ports": "transition", "config": "crash-restart"
 
 #: The docs' default budget (check_operator's defaults), or a bounded one for CI.
 BUDGET: dict[str, Any] = {} if DEFAULT_BUDGET else {"combined": True, "max_examples": 3, "max_steps": 8, "seed": 3}
-pytestmark = pytest.mark.filterwarnings("ignore::pytest_kopf.errors.SyncClientInLoopWarning")
+pytestmark = MARKS
 
 
 def check(operator: str, **options: Any) -> CheckReport:

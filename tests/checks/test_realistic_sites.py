@@ -23,7 +23,7 @@ import pytest
 
 from pytest_kopf.checks import CheckReport, check_operator
 
-from .twins import DEFAULT_BUDGET, assert_found_and_passing_on_twin, assert_passes_every_check
+from .twins import DEFAULT_BUDGET, MARKS, assert_found_and_passing_on_twin, assert_passes_every_check
 
 SITES = Path(__file__).parent / "realistic" / "sites"
 RESOURCE = "sites.hosting.example"
@@ -33,7 +33,7 @@ TWINS = {"hashed": "transition", "renamed": "transition", "watched": "transition
 
 #: The docs' default budget (check_operator's defaults), or a bounded one for CI.
 BUDGET: dict[str, Any] = {} if DEFAULT_BUDGET else {"combined": True, "max_examples": 3, "max_steps": 8, "seed": 3}
-pytestmark = pytest.mark.filterwarnings("ignore::pytest_kopf.errors.SyncClientInLoopWarning")
+pytestmark = MARKS
 
 
 def check(operator: str, **options: Any) -> CheckReport:

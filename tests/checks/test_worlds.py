@@ -119,10 +119,11 @@ def stamping_registry() -> kopf.OperatorRegistry:
     return helpers.stamping_registry("gadgets")
 
 
+@pytest.mark.long_running
 @pytest.mark.parametrize("checks", [["convergence"], ["withheld-events"]])
 def test_an_endless_update_loop_fails_as_the_operator_not_settling(checks: list[str]) -> None:
     """No virtual time passes, so no deadline would ever come: the changes at one instant are counted instead."""
-    started = time.perf_counter()
+    started = time.process_time()  # CPU, not wall time: an endless loop burns it; a loaded machine does not
     with pytest.raises(OperatorCheckFailed) as failure:
         check_operator(
             registry=stamping_registry,
@@ -134,7 +135,7 @@ def test_an_endless_update_loop_fails_as_the_operator_not_settling(checks: list[
             names=["obj-0"],
             settle_timeout=60,
         )
-    assert time.perf_counter() - started < 60
+    assert time.process_time() - started < 60
     assert failure.value.check == "convergence"  # the operator's own failure, whichever check was running
     message = str(failure.value)
     assert "the operator does not settle: gadgets.checks.example default/obj-0 has changed 500 times" in message

@@ -93,6 +93,7 @@ async def test_wait_for(kopf_cluster, kopf_operator):
 """
 
 
+@pytest.mark.long_running
 def test_sleeps_and_waits_under_the_fixtures_fail_with_the_livelock(pytester: pytest.Pytester) -> None:
     """What waits for a timer (a sleep, wait_for's timeout) would wait forever: the loop's run fails instead."""
     started = time.perf_counter()

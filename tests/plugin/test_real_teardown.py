@@ -64,6 +64,7 @@ def kopf_sim_serve(tmp_path: Path) -> Iterator[Path]:
         yield kubeconfig
 
 
+@pytest.mark.long_running
 def test_twenty_real_tests_leaving_finalizers_pass_in_a_shuffled_order(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kopf_sim_serve: Path
 ) -> None:

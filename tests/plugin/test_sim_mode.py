@@ -277,6 +277,7 @@ def test_recording_watch_events(pytester: pytest.Pytester, tmp_path: Path) -> No
     assert {line["resource"]["plural"] for line in lines} == {"configmaps"}
 
 
+@pytest.mark.long_running
 def test_xdist_workers_have_their_own_clusters(pytester: pytest.Pytester, tmp_path: Path) -> None:
     pytester.makepyfile(
         test_many=textwrap.dedent("""

@@ -138,6 +138,7 @@ async def test_a_kept_connection_is_not_used_across_the_loop_and_the_threads(
     assert "Traceback" not in kopf_operator.logs, kopf_operator.logs
 
 
+@pytest.mark.long_running
 def test_under_check_operator(tmp_path: Path) -> None:
     path = tmp_path / "operator.py"
     path.write_text(

@@ -129,7 +129,7 @@ def deployment(**spec: Any) -> dict[str, Any]:
 async def test_a_workloads_selector_is_immutable(client: aiohttp.ClientSession, cluster: Cluster) -> None:
     await create(client, DEPLOYMENTS, deployment())
     selector = {"matchLabels": {"app": "x", "tier": "y"}, "matchExpressions": [{"key": "k", "operator": "Exists"}]}
-    labels = {"app": "x", "tier": "y"}
+    labels = {"app": "x", "tier": "y", "k": "z"}  # selected by the new selector: only its change is refused
     status = await refused(
         client,
         cluster,

@@ -230,3 +230,48 @@ def test_an_owner_in_another_namespace_is_absent_for_the_collector() -> None:
         configmaps, "default", {"metadata": {"name": "of-a-namespace", "ownerReferences": [cluster_scoped_ref]}}
     )
     assert cluster.peek(configmaps.storage_key, "default", "of-a-namespace") is not None
+
+
+def test_a_stale_get_lags_in_content_only_never_in_whether_or_which_object_is_there() -> None:
+    """A deleted object stays gone, one just made is there, a namesake made anew is itself (not its predecessor).
+
+    A GET by name is a quorum read on a real apiserver: get-or-create operators rely on it. Lists lag as a cache.
+    """
+
+    async def status_and_uid(session: aiohttp.ClientSession, name: str) -> tuple[int, str | None]:
+        async with session.get(f"{WIDGETS}/{name}") as response:
+            body = await response.json()
+            return response.status, body.get("metadata", {}).get("uid")
+
+    async def main(per_object: bool) -> None:
+        cluster = make_cluster()
+        injector = FaultInjector()
+        app = build_app(cluster)
+        faults.install(app, injector)
+        async with InMemoryServer(app) as server, server.session() as session:
+            async with session.delete(f"{WIDGETS}/w1") as response:
+                assert response.status == 200
+            async with session.post(WIDGETS, json=widget("w2", size=2)) as response:
+                assert response.status == 201
+            async with session.post(WIDGETS, json=widget("w1", size=3)) as response:  # a namesake, made anew
+                assert response.status == 201
+                new_uid = (await response.json())["metadata"]["uid"]
+            async with session.delete(f"{WIDGETS}/w2") as response:
+                assert response.status == 200
+            async with session.post(WIDGETS, json=widget("w3", size=4)) as response:
+                assert response.status == 201
+            injector.stale_read(5, per_object=per_object, resource="widgets", count=3)
+            assert await status_and_uid(session, "w2") == (404, None)  # deleted: gone, at any lag
+            assert (await status_and_uid(session, "w3"))[0] == 200  # just made: there
+            assert await status_and_uid(session, "w1") == (200, new_uid)  # the namesake, not the one deleted
+            assert len(injector.injections) == 3
+            await resize(session, 5, name="w3")
+            injector.stale_read(1, per_object=per_object, resource="widgets", count=1)
+            assert await size_of(session, "w3") == 4  # its content lags, as before
+            injector.stale_read(3, resource="widgets", count=1)
+            async with session.get(WIDGETS) as response:  # a list lags as a cache: w2 listed again
+                names = [item["metadata"]["name"] for item in (await response.json())["items"]]
+            assert "w2" in names
+
+    virtualtime.run(main(False))
+    virtualtime.run(main(True))

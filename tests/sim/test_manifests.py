@@ -234,6 +234,19 @@ def test_a_loaded_object_is_stored_as_a_created_one(tmp_path: pathlib.Path) -> N
     assert loading.value.code == 422 and "no-forbidden-names" in loading.value.message
 
 
+def test_a_policy_loaded_before_an_object_admits_it(tmp_path: pathlib.Path) -> None:
+    """A load asks again whether anything admits its objects once it has loaded a policy's binding."""
+    policy = [doc for doc in parse_manifests(_KINDS_MANIFEST) if "AdmissionPolicy" in doc["kind"]]
+    denied = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "forbidden-x"}}
+    path = tmp_path / "objects.yaml"
+    path.write_text("".join(f"---\n{json.dumps(doc)}\n" for doc in [*policy, configmap("fine"), denied]))
+    cluster = Cluster()
+    with pytest.raises(ApiError) as loading:
+        cluster.load(iter_manifests([path]))
+    assert loading.value.code == 422 and "no-forbidden-names" in loading.value.message
+    assert [obj["metadata"]["name"] for obj in cluster.objects(("", "configmaps"))] == ["fine"]
+
+
 def test_objects_that_nothing_admits_are_loaded_as_the_awaited_pipeline_creates_them(tmp_path: pathlib.Path) -> None:
     """Without an admission policy, a load commits each object at once: byte for byte what a POST would store."""
     documents = [doc for doc in parse_manifests(_KINDS_MANIFEST) if "AdmissionPolicy" not in doc["kind"]]

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import random
+import re
+import uuid
 from typing import Any
 
 import pytest
 
-from kopf_sim.kube import errors
+from kopf_sim.kube import errors, objects
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
 from kopf_sim.store.cluster import Cluster
-from kopf_sim.timing.clock import ManualClock, SeededUids
+from kopf_sim.timing.clock import ManualClock, SeededUids, random_uids
 from kopf_sim.writes import preparing
 from tests.helpers import widget
 
@@ -396,3 +399,24 @@ def test_an_object_too_large_to_store_is_refused_by_every_write(cluster: Cluster
     assert cluster.rv == rv + 1 and cluster.get(rtype, "default", "big")["data"]["k"] == large[:-500]
     stored = cluster.stored(rtype.storage_key, "default", "big")
     assert stored is not None and json.loads(stored.raw) == cluster.get(rtype, "default", "big")
+
+
+def test_random_uids_are_version_4_uuids_as_text() -> None:
+    """The served simulator's uids (made a few hundred at a time) are what ``str(uuid.uuid4())`` gives."""
+    uids = [random_uids() for _ in range(600)]
+    assert len(set(uids)) == 600
+    for uid in uids:
+        parsed = uuid.UUID(uid)
+        assert str(parsed) == uid and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+
+
+def test_names_are_judged_as_the_apiservers_expressions_judge_them() -> None:
+    """Plain names are found valid without the regular expressions: the same verdicts as with them."""
+    label = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+    subdomain = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+    rnd = random.Random(7)
+    for _ in range(20_000):
+        name = "".join(rnd.choice("az09-.A_é \n") for _ in range(rnd.randint(1, 7)))
+        assert (not objects.name_problems(name, label=True)) == bool(label.fullmatch(name)), name
+        assert (not objects.name_problems(name, label=False)) == bool(subdomain.fullmatch(name)), name
+    assert objects.name_problems("a" * 64, label=True) and not objects.name_problems("a" * 64, label=False)

@@ -188,6 +188,47 @@ del REFUSED[9][1]["spec"]["selector"]
 REFUSED[10][1]["spec"]["selector"] = {"matchLabels": {}}
 
 
+def selected_by(kind: str, name: str, *expressions: dict[str, Any]) -> dict[str, Any]:
+    """A workload whose selector is the template's labels and these expressions."""
+    body = workload(kind, name, pod_spec(container()))
+    body["spec"]["selector"]["matchExpressions"] = list(expressions)
+    return body
+
+
+# Set-based selectors: the expressions must select the template's labels too, and be valid.
+REFUSED += [
+    (
+        create_workload,
+        selected_by("Deployment", "tier-not-selected", {"key": "tier", "operator": "In", "values": ["web"]}),
+        [
+            'spec.template.metadata.labels: Invalid value: map[string]string{"app":"x"}: '
+            "`selector` does not match template `labels`"
+        ],
+    ),
+    (
+        create_workload,
+        selected_by("StatefulSet", "app-excluded", {"key": "app", "operator": "NotIn", "values": ["x"]}),
+        [
+            'spec.template.metadata.labels: Invalid value: map[string]string{"app":"x"}: '
+            "`selector` does not match template `labels`"
+        ],
+    ),
+    (
+        create_workload,
+        selected_by("DaemonSet", "bad-operator", {"key": "app", "operator": "Equals", "values": ["x"]}),
+        ['spec.selector.matchExpressions[0].operator: Invalid value: "Equals": not a valid selector operator'],
+    ),
+    (
+        create_workload,
+        selected_by("ReplicaSet", "in-without-values", {"key": "app", "operator": "In"}),
+        [
+            "spec.selector.matchExpressions[0].values: Required value: "
+            "must be specified when `operator` is 'In' or 'NotIn'"
+        ],
+    ),
+]
+
+
 @pytest.mark.parametrize(("create", "body", "causes"), REFUSED, ids=[row[1]["metadata"]["name"] for row in REFUSED])
 def test_a_template_the_apiserver_refuses_is_refused_with_its_field_errors(
     api_client: kubernetes.client.ApiClient, create: Create, body: dict[str, Any], causes: list[str]
@@ -227,6 +268,8 @@ ACCEPTED: list[tuple[Create, dict[str, Any]]] = [
         },
     ),
     (create_workload, workload("Job", "completing", pod_spec(container(), restartPolicy="OnFailure"))),
+    (create_workload, selected_by("Deployment", "app-in", {"key": "app", "operator": "In", "values": ["x", "y"]})),
+    (create_workload, selected_by("StatefulSet", "no-tier", {"key": "tier", "operator": "DoesNotExist"})),
 ]
 
 
