@@ -183,7 +183,7 @@ def end_connections(loop: asyncio.AbstractEventLoop, made_in: Callable[[contextv
     clients see them gone and connect anew when used again.
     """
     for sock in list(_sockets):
-        if sock._route.loop is loop and made_in(sock.context):
+        if sock._loop is loop and made_in(sock.context):
             sock._end_in_loop()
 
 
@@ -231,7 +231,9 @@ class LoopSocket:
     proto = socket.IPPROTO_TCP
 
     def __init__(self, route: Route, port: int) -> None:
-        self._route = route
+        self._route: Route | None = route  # None once abandoned: the world's cluster is not kept alive by it
+        self._host = route.host
+        self._loop = route.loop
         self._port = port
         self._timeout: float | None = None
         self._changed = threading.Condition()
@@ -253,12 +255,14 @@ class LoopSocket:
         route.sockets.add(self)
 
     def __repr__(self) -> str:
-        return f"<LoopSocket to {self._route.host}:{self._port}{' closed' if self._closed else ''}>"
+        return f"<LoopSocket to {self._host}:{self._port}{' closed' if self._closed else ''}>"
 
     # -- the loop's side ------------------------------------------------------------------------------
 
     def _connect_in_loop(self) -> None:
         try:
+            if self._route is None:
+                raise ConnectionRefusedError(f"The simulated cluster at {self._host} is gone.")
             self._route.server.connect(_Bridge(self), server_port=self._port)
         except OSError as exc:
             self._ended_in_loop(exc)
@@ -312,9 +316,9 @@ class LoopSocket:
     # -- the thread's side ----------------------------------------------------------------------------
 
     def _call_in_loop(self, callback: Callable[..., Any], *args: Any) -> None:
-        loop = self._route.loop
+        loop = self._loop
         if loop.is_closed():
-            raise ConnectionResetError(f"The simulated cluster at {self._route.host} is gone (its loop is closed).")
+            raise ConnectionResetError(f"The simulated cluster at {self._host} is gone (its loop is closed).")
         if self._blocked is not None:
             self._blocked.call_soon(callback, *args)
         else:
@@ -322,23 +326,23 @@ class LoopSocket:
 
     def _in_serving_loop(self) -> bool:
         """Whether the caller is the loop that serves the cluster, in its own thread (it would block it)."""
-        return asyncio.events._get_running_loop() is self._route.loop
+        return asyncio.events._get_running_loop() is self._loop
 
     def _check_thread(self) -> None:
         """A sync client must not wait in the thread of the loop that answers it: that would block the loop."""
-        loop = self._route.loop
+        loop = self._loop
         if self._blocked is not None:
             return
         if asyncio.events._get_running_loop() is loop or getattr(loop, "_thread_id", None) == threading.get_ident():
             raise SyncClientInLoopError(
                 f"A sync HTTP client (e.g. the official kubernetes client) was called for the simulated cluster at "
-                f"{self._route.host} in the thread of the event loop that serves it (in an async handler, an async "
+                f"{self._host} in the thread of the event loop that serves it (in an async handler, an async "
                 f"test or fixture): the loop cannot answer while it is blocked. Call the sync client in a sync "
                 f"handler, or as `await asyncio.to_thread(...)`, or use an async client (e.g. kubernetes_asyncio)."
             )
         if job_loop() is not loop and not loop.is_running() and threading.current_thread() is threading.main_thread():
             raise SyncClientInLoopError(
-                f"A sync HTTP client was called for the simulated cluster at {self._route.host} while its loop "
+                f"A sync HTTP client was called for the simulated cluster at {self._host} while its loop "
                 f"is not running (in a sync test or fixture); call it from the test's loop, e.g. as "
                 f"`await asyncio.to_thread(...)` in an async test."
             )
@@ -348,7 +352,7 @@ class LoopSocket:
         if until():
             return
         self._check_thread()
-        loop = self._route.loop
+        loop = self._loop
         if self._blocked is not None:
             done = self._blocked.run_until(until, self._set_waker, self._timeout)
         elif job_loop() is loop and isinstance(loop, VirtualTimeLoop):
@@ -361,14 +365,14 @@ class LoopSocket:
 
     def connect(self, address: Any = None) -> None:
         if self._in_serving_loop():  # e.g. in an async handler: served with the loop blocked, as in production
-            blocking.warn_once(self._route.host)
-            self._blocked = blocking.server_for(self._route.loop)
+            blocking.warn_once(self._host)
+            self._blocked = blocking.server_for(self._loop)
         self._check_thread()  # before connecting: a connection made in vain would be left open
         self._call_in_loop(self._connect_in_loop)
         self._wait(lambda: self._transport is not None or self._ended, "connecting")
         if self._transport is None:
             raise ConnectionRefusedError(
-                f"The simulated cluster at {self._route.host} refused the connection: "
+                f"The simulated cluster at {self._host} refused the connection: "
                 f"{self._ended_by or 'its server is not running'}"
             )
         _sockets.add(self)
@@ -450,7 +454,7 @@ class LoopSocket:
         return 0
 
     def getpeername(self) -> tuple[str, int]:
-        return (self._route.host, self._port)
+        return (self._host, self._port)
 
     def getsockname(self) -> tuple[str, int]:
         return ("127.0.0.1", 0)
@@ -464,12 +468,12 @@ class LoopSocket:
                 self._ended, self._ended_by = True, None
             self._changed.notify_all()
         transport = self._transport
-        if transport is not None and not self._route.loop.is_closed():
+        if transport is not None and not self._loop.is_closed():
             if self._blocked is not None:
                 if not self._blocked.loop.is_closed():
                     self._blocked.loop.call_soon_threadsafe(transport.close)
             else:
-                self._route.loop.call_soon_threadsafe(transport.close)
+                self._loop.call_soon_threadsafe(transport.close)
 
     def _decref(self) -> None:
         self._io_refs -= 1
@@ -484,9 +488,20 @@ class LoopSocket:
             self._release()
 
     def abandon(self) -> None:
-        """Close it with its route, its files open or not: the server is gone, and every connection with it."""
+        """
+        Close it with its route, its files open or not: the server is gone, and every connection with it.
+
+        A client kept alive (one built at the import of an operator's module: urllib3 keeps its pools' queues in
+        a process-wide registry until the pools go) keeps its sockets: they let go of the world (its cluster,
+        its operator in the context), or every world of a check would stay in memory (~7 MB an example).
+        """
         self._closed = True
         self._release()
+        self._route = None
+        self._transport = None
+        self._blocked = None
+        self._waker = None
+        self.context = contextvars.Context()
 
     def _release(self) -> None:
         if self._released:
