@@ -16,12 +16,28 @@ from typing import Any
 
 from kopf_sim.transports.inmemory import SERVING
 
-__all__ = ["NotOurs", "OperatorTasks", "coro_name", "owner_var"]
+__all__ = ["NotOurs", "OperatorTasks", "coro_name", "escaped", "owner_var"]
 
 #: Which operator (if any) the current code runs for: inherited by every task that the operator spawns.
 owner_var: contextvars.ContextVar[object | None] = contextvars.ContextVar("pytest_kopf_operator", default=None)
 
 TaskFactory = Callable[..., "asyncio.Future[Any]"]
+
+#: What ended an operator's task that is no error of the operator's: pytest-timeout's ``Failed`` (raised by its
+#: signal handler in whatever code runs), a ``KeyboardInterrupt``... asyncio keeps such an exception in the task
+#: and goes on, so the operator would go on without that task and the checks would judge what is left of it. The
+#: loop is stopped instead, and the test's loop raises it (``pytest_kopf._running.TestLoop.run``).
+escaped: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BaseException] = weakref.WeakKeyDictionary()
+
+
+def _escalate(task: asyncio.Future[Any]) -> None:
+    exception = getattr(task, "_exception", None)  # read without marking it retrieved: asyncio logs the others
+    if exception is None or isinstance(exception, (Exception, asyncio.CancelledError, GeneratorExit)):
+        return
+    loop = task.get_loop()
+    escaped.setdefault(loop, exception)
+    loop.stop()
+
 
 _serials = itertools.count(1)
 
@@ -64,6 +80,7 @@ class OperatorTasks(Collection["asyncio.Task[Any]"]):
             task = asyncio.Task(coro, loop=loop, context=context)
         owner = owner_var.get() if context is None else context.get(owner_var)
         if owner is self.owner and isinstance(task, asyncio.Task):
+            task.add_done_callback(_escalate)
             self.tasks.add(task)
             self.serials[task] = next(_serials)
             if SERVING.get() if context is None else context.get(SERVING, False):

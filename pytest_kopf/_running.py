@@ -17,6 +17,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from kopf_sim.timing import virtualtime
+from pytest_kopf import _operator_tasks as operator_tasks
 
 __all__ = ["TestLoop", "is_virtual", "new_loop"]
 
@@ -71,13 +72,22 @@ class TestLoop:
             raise RuntimeError("The test's event loop is already closed.")
         task = self.loop.create_task(coro, context=self.context)
         try:
-            return self.loop.run_until_complete(task)
+            result = self.loop.run_until_complete(task)
         except BaseException:
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     self.loop.run_until_complete(task)
+            self._raise_escaped()
             raise
+        self._raise_escaped()
+        return result
+
+    def _raise_escaped(self) -> None:
+        """Raise what ended an operator's task that is no error of its own (a test's timeout, an interrupt)."""
+        exception = operator_tasks.escaped.pop(self.loop, None)
+        if exception is not None:
+            raise exception
 
     def close(self) -> None:
         """Cancel what is left, shut down async generators and the executor, close the loop."""

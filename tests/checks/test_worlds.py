@@ -253,3 +253,32 @@ def test_a_closed_world_is_not_kept_in_memory_by_its_sync_clients(tmp_path: Path
     clusters = [one_world() for _ in range(3)]
     gc.collect()
     assert [cluster() is None for cluster in clusters] == [True, True, True]
+
+
+class Interruption(BaseException):
+    """What pytest-timeout's signal handler raises (``Failed``) in whatever code runs: no error of the operator's."""
+
+
+def interrupted_registry() -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create("gadgets", registry=registry)
+    def interrupted(**_: Any) -> None:
+        raise Interruption("the test's time is up")
+
+    return registry
+
+
+def test_an_interruption_in_an_operators_task_ends_the_check_and_is_not_judged() -> None:
+    """asyncio keeps such an exception in the task and goes on: the operator went on without its worker, and a check
+    at the default budget under pytest-timeout reported a difference of the end states instead of the timeout."""
+    with pytest.raises(Interruption):
+        check_operator(
+            registry=interrupted_registry,
+            manifests=[CRD],
+            resources=[RESOURCE],
+            checks=["idempotence"],
+            max_examples=2,
+            max_steps=2,
+            names=["obj-0"],
+        )
