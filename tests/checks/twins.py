@@ -14,7 +14,7 @@ from pytest_kopf.errors import OperatorCheckFailed
 #: ``KOPF_CHECKS_DEFAULT_BUDGET=1``: the docs' default budget (minutes per operator), instead of a bounded one.
 DEFAULT_BUDGET = bool(os.environ.get("KOPF_CHECKS_DEFAULT_BUDGET"))
 #: The marks of a realistic suite's tests: at the default budget, each runs for more than the suite's timeout
-#: (300 s): pytest-timeout's error, raised inside the operator's worker, would be judged as the operator's doing.
+#: (300 s), which would end it.
 MARKS = [pytest.mark.filterwarnings("ignore::pytest_kopf.errors.SyncClientInLoopWarning")]
 MARKS += [pytest.mark.timeout(0)] if DEFAULT_BUDGET else []
 
