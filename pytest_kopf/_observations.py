@@ -165,7 +165,7 @@ def late_snapshots_aside(
 def _made_after_a_change(trace: Sequence[Entry], driven: set[tuple[str, str]]) -> set[tuple[str, str, str]]:
     """The objects made per derived object, alive at the end of the run, that it made after the first change of a
     driven object's fields (a re-creation with other fields too), by their masked identity as the end state has it."""
-    from .driving import _mask_generated_names, mask_object
+    from .driving import drawn_values, mask_drawn_values, mask_object
 
     fields: dict[tuple[str, str], JsonDict] = {}  # the driven objects' fields, by namespace & name
     changed_at: int | None = None
@@ -196,17 +196,10 @@ def _made_after_a_change(trace: Sequence[Entry], driven: set[tuple[str, str]]) -
     ]
     if not late:
         return set()
-    generated = {
-        str(obj["metadata"]["name"]): f"{obj['metadata']['generateName']}*"
-        for obj in objects
-        if (obj.get("metadata") or {}).get("generateName")
-    }
-    generated |= {
-        ip: "<pod IP>" for obj in objects if obj.get("kind") == "Pod" and (ip := (obj.get("status") or {}).get("podIP"))
-    }
+    generated = {drawn: masked for obj in objects for drawn, masked in drawn_values(obj).items()}
     masked = [mask_object(dict(obj)) for obj in late]
     if generated:
-        _mask_generated_names(masked, generated)
+        mask_drawn_values(masked, generated)
     return {_identity(obj) for obj in masked}
 
 

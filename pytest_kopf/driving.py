@@ -20,7 +20,7 @@ import dataclasses
 import fnmatch
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kopf_sim.http.faults import RequestInfo
@@ -339,11 +339,7 @@ def end_state(
             if rtype.storage_key == REVISIONS_KEY and metadata.get("ownerReferences"):
                 continue  # a StatefulSet's or DaemonSet's history: one per template it has had, however reached
             masked = mask_object(store.present(obj, rtype), mask)
-            if metadata.get("generateName"):
-                generated[metadata["name"]] = masked["metadata"]["name"]
-            pod_ip = (obj.get("status") or {}).get("podIP") if rtype.storage_key == PODS_KEY else None
-            if isinstance(pod_ip, str) and pod_ip:
-                generated[pod_ip] = "<pod IP>"  # drawn by the cluster: where the operator copies it, as noise
+            generated |= drawn_values(obj)
             if rtype.storage_key == CRD_KEY:
                 masked.pop("status", None)  # the apiserver's own (accepted names, conditions stamped at creation)
             objects.append(masked)
@@ -355,15 +351,27 @@ def end_state(
             {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": metadata, "deleted": True}
         )
     if generated:
-        _mask_generated_names(objects, generated)
+        mask_drawn_values(objects, generated)
     return sorted(objects, key=_sort_key)
 
 
 REVISIONS_KEY = ("apps", "controllerrevisions")
-PODS_KEY = ("", "pods")
 
 
-def _mask_generated_names(objects: list[dict[str, Any]], generated: dict[str, str]) -> None:
+def drawn_values(obj: Mapping[str, Any]) -> dict[str, str]:
+    """What the cluster drew for an object, and its masked form: a generated name (as :func:`mask_object` masks it),
+    a pod's IP (where the operator copies it, it is noise)."""
+    metadata = obj.get("metadata") or {}
+    drawn: dict[str, str] = {}
+    if metadata.get("generateName"):
+        drawn[str(metadata["name"])] = f"{metadata['generateName']}*"
+    pod_ip = (obj.get("status") or {}).get("podIP") if obj.get("kind") == "Pod" else None
+    if isinstance(pod_ip, str) and pod_ip:
+        drawn[pod_ip] = "<pod IP>"
+    return drawn
+
+
+def mask_drawn_values(objects: list[dict[str, Any]], generated: dict[str, str]) -> None:
     """Mask the names drawn by the cluster wherever the objects name them, as the generated objects' names are.
 
     An operator names its objects after the cluster's (e.g. a Job ``probe-<pod>`` for each pod of a Deployment,
