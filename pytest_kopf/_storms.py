@@ -19,17 +19,27 @@ from kopf_sim.timing.virtualtime import LivelockError
 from .cluster import KopfCluster, SimKopfCluster
 from .simcontrols import InstantGuard
 
-__all__ = ["STORM_RETRIES", "STORM_SECONDS", "RetryStorm", "RetryStorms", "watch_storms"]
+__all__ = ["STORM_FAILURE", "STORM_RETRIES", "STORM_SECONDS", "RetryStorm", "RetryStorms", "watch_storms"]
 
 #: Retries of one handler of one object within :data:`STORM_SECONDS` that make a storm.
 STORM_RETRIES = 20
 #: The virtual seconds within which :data:`STORM_RETRIES` retries make a storm.
 STORM_SECONDS = 5.0
 _RETRIED = (" failed temporarily: ", "Will retry.")
+#: What the ``retries`` check says of a storm of retries.
+STORM_FAILURE = "a handler is retried with no back-off"
 
 
 class RetryStorm(LivelockError):
-    """A handler retried again and again with (almost) no delay (the ``retries`` check reports it)."""
+    """A handler retried again and again with (almost) no delay (the ``retries`` check reports it).
+
+    Its message is the check's failure: a reproduction may meet the storm in a step (one that waits for the retry of
+    a handler that a fault has failed, :func:`pytest_kopf.driving.caught_up`), not only in its verdict.
+    """
+
+    def __init__(self, details: str, *, loop_time: float) -> None:
+        super().__init__(f"The check 'retries' has failed: {STORM_FAILURE}: {details}", loop_time=loop_time)
+        self.details = details
 
 
 class RetryStorms(logging.Handler):
