@@ -21,6 +21,7 @@ from .cluster import KopfCluster, SimKopfCluster
 from .simcontrols import InstantGuard
 
 __all__ = [
+    "STORM_FAILURE",
     "STORM_REQUESTS",
     "STORM_RETRIES",
     "STORM_SECONDS",
@@ -37,10 +38,20 @@ STORM_SECONDS = 5.0
 #: Failures of one request (method and path) at one virtual instant that make a storm.
 STORM_REQUESTS = 100
 _RETRIED = (" failed temporarily: ", "Will retry.")
+#: What the ``retries`` check says of a storm of retries.
+STORM_FAILURE = "a handler is retried with no back-off"
 
 
 class RetryStorm(LivelockError):
-    """A handler retried again and again with (almost) no delay (the ``retries`` check reports it)."""
+    """A handler retried again and again with (almost) no delay (the ``retries`` check reports it).
+
+    Its message is the check's failure: a reproduction may meet the storm in a step (one that waits for the retry of
+    a handler that a fault has failed, :func:`pytest_kopf.driving.caught_up`), not only in its verdict.
+    """
+
+    def __init__(self, details: str, *, loop_time: float) -> None:
+        super().__init__(f"The check 'retries' has failed: {STORM_FAILURE}: {details}", loop_time=loop_time)
+        self.details = details
 
 
 class RetryStorms(logging.Handler):
