@@ -25,7 +25,7 @@ from ._history import handler_ids, history_masked
 from ._noise import NoiseField
 from ._observations import HistoryRecords, history_records, late_snapshots_aside, unseen_records_aside
 from ._refusals import reports_error
-from ._storms import RetryStorm
+from ._storms import STORM_FAILURE, RetryStorm
 from ._tracing import Change, Entry, Fault, Log, Request, Response, Step
 from .cluster import KopfCluster
 from .driving import end_state, settle, tolerate
@@ -167,7 +167,7 @@ def livelocked(error: LivelockError) -> OperatorCheckFailed:
     A storm of retries (:class:`~pytest_kopf._storms.RetryStorm`) is the ``retries`` check's: no back-off.
     """
     if isinstance(error, RetryStorm):
-        return OperatorCheckFailed("retries", f"a handler is retried with no back-off: {error}")
+        return OperatorCheckFailed("retries", f"{STORM_FAILURE}: {error.details}")
     return OperatorCheckFailed("convergence", f"the operator does not settle: {error}")
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import kopf
-from kopf_sim.timing.virtualtime import VirtualTimeLoop
+from kopf_sim.timing.virtualtime import VirtualTimeLoop, default_executor_threads
 
 from ._threads import LentThreadsExecutor, shared_threads
 
@@ -52,7 +52,8 @@ def leaked_threads(settings: kopf.OperatorSettings, threads_before: set[threadin
         max_workers = settings.execution.max_workers
         settings.execution.executor = concurrent.futures.ThreadPoolExecutor(max_workers)
     loop_executor = getattr(asyncio.get_running_loop(), "_default_executor", None)
-    kept = set(getattr(loop_executor, "_threads", ())) | shared_threads() | threads_before
+    loops_threads = set(getattr(loop_executor, "_threads", ())) | default_executor_threads()
+    kept = loops_threads | shared_threads() | threads_before
     deadline = time.perf_counter() + THREADS_GRACE
     leaked = list(busy)
     for thread in threading.enumerate():

@@ -31,7 +31,7 @@ from kopf_sim.store.watching import Change
 
 from ._noise import only_timestamps_changed
 from ._scheduled import scheduled_calls
-from .cluster import KopfCluster
+from .cluster import KopfCluster, SimKopfCluster
 from .errors import KopfApiError
 from .operator import KopfOperator
 
@@ -195,11 +195,53 @@ async def caught_up(kopf_operator: KopfOperator | None = None) -> None:
     crash between a handler's writes and kopf's record of the change as handled, is no change to the fresh
     operator. That is kopf's own hazard (the handler's results are written first, then the change is marked
     handled), not a bug of the operator's code; the crash-right-after-a-write plans are about the latter.
+    Likewise, a handler that a fault injected during the step has failed is retried before the step ends.
     """
     await asyncio.sleep(STEP_PAUSE)
     if kopf_operator is not None and kopf_operator in _revivals:
         await revived(kopf_operator)
         await asyncio.sleep(STEP_PAUSE)
+    if kopf_operator is not None:
+        await _retried(kopf_operator)
+
+
+#: The virtual seconds that a step waits at most for the retries of the handlers that a fault has failed.
+RETRY_WAIT_LIMIT = 300.0
+
+#: How many faults each operator's cluster had injected when its latest step ended.
+_faults_seen: weakref.WeakKeyDictionary[KopfOperator, int] = weakref.WeakKeyDictionary()
+
+
+async def _retried(kopf_operator: KopfOperator) -> None:
+    """If a fault was injected during the step, wait for the retries of the handlers that it has failed.
+
+    A fault (an error answer, a write applied but answered 504, a crash) fails a handler, which kopf retries after
+    its backoff (60 s by default). The users' next action comes after that retry, not while it is pending: kopf is
+    edge-triggered, and a spec changed and changed back before the retry is no change to kopf (the object is as
+    last handled: the pending retry is dropped), while the failed handler's write may have landed. That is kopf's
+    own hazard, as with a crash, not a bug of the operator's code. After a step with no fault injected, nothing is
+    waited for (e.g. the operator's own ``kopf.TemporaryError`` delays): the runs with no faults are as they were.
+    """
+    cluster = kopf_operator.cluster
+    if not isinstance(cluster, SimKopfCluster):
+        return
+    injections = cluster.sim.faults.injections
+    seen = _faults_seen.get(kopf_operator, 0)
+    loop = asyncio.get_running_loop()
+    limit = loop.time() + RETRY_WAIT_LIMIT
+    while len(injections) != seen:  # a fault since the latest look: its failures are retried first
+        seen = len(injections)
+        memories = kopf_operator.memories if kopf_operator.running else None
+        pending = [m.delayed_until for m in memories.iter_all_memories()] if memories is not None else []
+        due = min((moment for moment in pending if moment is not None), default=None)
+        if due is None or due > limit:
+            break
+        await asyncio.sleep(max(due - loop.time(), 0) + STEP_PAUSE)
+        await asyncio.sleep(STEP_PAUSE)
+        if kopf_operator in _revivals:  # the retry's write has crashed it
+            await revived(kopf_operator)
+            await asyncio.sleep(STEP_PAUSE)
+    _faults_seen[kopf_operator] = len(injections)
 
 
 async def revived(kopf_operator: KopfOperator) -> None:

@@ -759,11 +759,12 @@ class OperatorMachine(RuleBasedStateMachine):
         self.failed = True  # until the step is done in every world
         try:
             self._presence_after(action, self._apply(action))
-        except LivelockError as exc:  # an endless update loop: the loop's clock stood still in the step
-            raise livelocked(exc).with_context(
+        except LivelockError as exc:  # an endless update loop: the loop's clock stood still in the step (or a storm)
+            failure = livelocked(exc)
+            raise failure.with_context(
                 steps=self.steps,
                 trace_tail=self.world.trace.tail(),
-                reproduction=self.reproduction("convergence"),
+                reproduction=self.reproduction(failure.check),
                 evidence=self.evidence(),
             ) from None
         self.failed = False

@@ -74,6 +74,7 @@ import selectors
 import threading
 import time
 import types
+import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar, TypeVarTuple
 
@@ -101,6 +102,7 @@ __all__ = [
     "VirtualTimeError",
     "VirtualTimeLoop",
     "VirtualTimePolicy",
+    "default_executor_threads",
     "describe_tasks",
     "describe_threads",
     "isolated",
@@ -615,6 +617,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def set_default_executor(self, executor: concurrent.futures.ThreadPoolExecutor) -> None:  # type: ignore[override]
         super().set_default_executor(executor)
         self._vt_default_executor = executor
+        _default_executors.add(executor)
 
     def _get_default_executor(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._vt_default_executor is None:
@@ -629,6 +632,19 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             await super().shutdown_default_executor(*args)
         finally:
             self._vt_holds -= 1
+
+
+#: The default executors of the virtual loops (``asyncio.to_thread()``'s), as long as they are alive.
+_default_executors: weakref.WeakSet[concurrent.futures.ThreadPoolExecutor] = weakref.WeakSet()
+
+
+def default_executor_threads() -> set[threading.Thread]:
+    """The threads of every virtual loop's default executor: the loops' own, kept idle between their jobs.
+
+    Several loops live in one process (a test's, the worlds of a check): the idle threads that one loop's
+    ``asyncio.to_thread()`` has started are no leak of an operator running in another loop.
+    """
+    return {thread for executor in list(_default_executors) for thread in getattr(executor, "_threads", ())}
 
 
 # -- diagnostics ------------------------------------------------------------------------------

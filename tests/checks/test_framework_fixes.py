@@ -9,7 +9,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import kubernetes
+import pytest
+
 import kopf
+from pytest_kopf._storms import RetryStorm, watch_storms
 from pytest_kopf._tracing import Change, Entry, Fault, Log, Request, Response
 from pytest_kopf.cluster import KopfCluster
 from pytest_kopf.driving import crash_after, settle
@@ -388,3 +392,30 @@ def test_an_older_version_seen_late_is_compared_with_the_diffbase_stored_last() 
             Redeliver(),
         ]
     )  # OperatorCheckFailed if the status keeps the size 2
+
+
+@pytest.mark.timeout(30)  # without the watch, the settling never ends: virtual time stands still
+async def test_a_failed_request_repeated_at_once_fails_the_run_as_a_storm(
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
+    """A sync daemon that repeats a failing request with no wait (``except ApiException: continue``) keeps the loop
+    busy at one virtual instant: the checks' runs of such an operator never ended, their traces growing by the GB."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.daemon("kopfexamples", registry=registry)
+    def poll(stopped: kopf.DaemonStopped, namespace: str, **_: Any) -> None:
+        kubernetes.config.load_kube_config()
+        api = kubernetes.client.CoreV1Api()
+        for _ in range(150):  # a hot loop, bounded here so that the test ends without the watch too
+            try:
+                api.read_namespaced_config_map("missing", namespace)
+            except kubernetes.client.ApiException:
+                continue
+        stopped.wait(3600)
+
+    await kopf_cluster.apply(CRD)
+    watch_storms(kopf_cluster)
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create(example("ex1"))
+    with pytest.raises(RetryStorm, match="GET /api/v1/namespaces/default/configmaps/missing has failed 100 times"):
+        await settle(kopf_cluster, kopf_operator)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
 
 import kopf
+from kopf_sim.timing import virtualtime
+from pytest_kopf._leaks import leaked_threads
 from pytest_kopf._threads import LentThreadsExecutor, shared_pool, shared_threads
 
 from .conftest import BASE, NO_ASYNCIO
@@ -146,6 +149,25 @@ def test_the_shared_threads_are_daemons_not_joined_at_the_exit() -> None:
     assert executor.finish(grace=1.0) == []
     assert thread.daemon
     assert thread not in concurrent.futures.thread._threads_queues  # not joined by concurrent.futures at exit
+
+
+def test_the_idle_threads_of_another_loops_to_thread_are_no_leak_of_an_operator() -> None:
+    """A check's worlds are loops of one process: an operator stopped in one loop has not started the threads
+    that ``asyncio.to_thread()`` in another loop keeps idle (its default executor's)."""
+    this, other = virtualtime.new_virtual_loop(), virtualtime.new_virtual_loop()
+    settings = kopf.OperatorSettings()
+    threads_at_start = set(threading.enumerate())
+
+    async def operator_stopped() -> list[threading.Thread]:
+        return leaked_threads(settings, threads_at_start)
+
+    try:
+        other.run_until_complete(asyncio.to_thread(int))
+        assert this.run_until_complete(operator_stopped()) == []
+    finally:
+        for loop in (this, other):
+            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.close()
 
 
 NEVER_ENDING = """
