@@ -140,15 +140,64 @@ def learn(first: Iterable[Mapping[str, Any]], second: Iterable[Mapping[str, Any]
     """The fields (and objects) whose values differ between two end states of correct runs of the same actions."""
     left, right = _grouped(first), _grouped(second)
     found: set[NoiseField] = set()
+    for mine, theirs, name in _drawn_names(left, right):  # compared as one object, its name masked
+        masked: ObjectKey = (*mine[:3], name)
+        found.add(NoiseField(*masked, path=_NAME))
+        left[masked], right[masked] = left.pop(mine), right.pop(theirs)
     for key in sorted(set(left) | set(right), key=str):
         these, those = left.get(key, []), right.get(key, [])
         if len(these) != len(those):
             found.add(NoiseField(*key, path=(), presence=True))
             continue
         for one, other in zip(these, those, strict=True):
-            for path, presence in _differing(one, other, ()):
+            for path, presence in _differing(_named(one, key), _named(other, key), ()):
                 found.add(NoiseField(*key, path=path, presence=presence))
     return frozenset(found)
+
+
+#: The path of a name drawn at random (``NoiseField.name`` is the masked name then: ``web-setup-<noise>``).
+_NAME: tuple[Segment, ...] = ("metadata", "name")
+#: A run of letters and digits that two references drew differently within names of the same shape.
+_DRAWN = re.compile(r"[a-z0-9]{4,}")
+
+
+def _masked_name(one: str, other: str) -> str | None:
+    """The name with its drawn part masked (``obj-0-setup-<noise>``), if the two names differ only there: the same
+    length, one differing run of at least 4 letters and digits (a uuid's or a token's, not a word's)."""
+    if len(one) != len(other) or one == other:
+        return None
+    start = next(i for i, (a, b) in enumerate(zip(one, other, strict=True)) if a != b)
+    end = len(one) - next(i for i, (a, b) in enumerate(zip(one[::-1], other[::-1], strict=True)) if a != b)
+    while start > 0 and one[start - 1].isalnum() and other[start - 1].isalnum():
+        start -= 1
+    while end < len(one) and one[end].isalnum() and other[end].isalnum():
+        end += 1
+    if not (_DRAWN.fullmatch(one[start:end]) and _DRAWN.fullmatch(other[start:end])):
+        return None
+    return f"{one[:start]}{MASKED}{one[end:]}"
+
+
+def _drawn_names(
+    left: Mapping[ObjectKey, list[dict[str, Any]]], right: Mapping[ObjectKey, list[dict[str, Any]]]
+) -> Iterator[tuple[ObjectKey, ObjectKey, str]]:
+    """The pairs of objects, one in each reference only, of one kind and namespace, whose names differ only in a
+    part drawn at random (a child named ``web-setup-<uuid>``): one object of a correct operator, not two."""
+    only_right = [key for key in right if key not in left and len(right[key]) == 1]
+    for key in [key for key in left if key not in right and len(left[key]) == 1]:
+        for other in only_right:
+            name = _masked_name(key[3], other[3]) if other[:3] == key[:3] else None
+            if name is not None:
+                only_right.remove(other)
+                yield key, other, name
+                break
+
+
+def _named(obj: dict[str, Any], key: ObjectKey) -> dict[str, Any]:
+    """The object with the name of its key (a drawn name masked) where its own name is."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("name") != key[3]:
+        return {**obj, "metadata": {**metadata, "name": key[3]}}
+    return obj
 
 
 def _differing(one: Any, other: Any, path: tuple[Segment, ...]) -> Iterator[tuple[tuple[Segment, ...], bool]]:
@@ -195,12 +244,22 @@ def _list_key(items: list[Any]) -> str | None:
 def mask_state(state: Iterable[Mapping[str, Any]], noise: Iterable[NoiseField]) -> list[dict[str, Any]]:
     """The objects (normalized) with the noisy fields masked and the noisy objects left out."""
     by_object: dict[ObjectKey, list[NoiseField]] = {}
+    drawn: list[tuple[ObjectKey, re.Pattern[str]]] = []  # the masked names, and what names they stand for
     for field in noise:
         by_object.setdefault(field.key, []).append(field)
+        if field.path == _NAME and MASKED in field.name:
+            prefix, _, suffix = field.name.partition(MASKED)
+            drawn.append((field.key, re.compile(f"{re.escape(prefix)}[a-z0-9]{{4,}}{re.escape(suffix)}")))
     masked: list[dict[str, Any]] = []
     for obj in state:
         copied = normalized(obj)
-        fields = by_object.get(_object_key(copied), [])
+        key = _object_key(copied)
+        for masked_key, pattern in drawn:
+            if key[:3] == masked_key[:3] and key not in by_object and pattern.fullmatch(key[3]):
+                copied["metadata"]["name"] = masked_key[3]
+                key = masked_key
+                break
+        fields = [field for field in by_object.get(key, []) if field.path != _NAME]
         if any(not field.path for field in fields):
             continue
         for field in sorted(fields):

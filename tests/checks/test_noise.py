@@ -122,6 +122,25 @@ def test_a_noisy_value_still_counts_by_its_presence() -> None:
     assert difference([status("obj-0", token="a")], [status("obj-0")], noise) is not None
 
 
+def test_a_child_named_with_a_random_draw_is_one_object_whatever_its_name() -> None:
+    """A correct operator names a child after a random id (recorded first, made once): the two references, and a
+    faulted run that drew once more, each have one child with another name; a second child is still a difference."""
+
+    def job(name: str) -> dict[str, Any]:
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"}}
+
+    def run(*names: str) -> list[dict[str, Any]]:
+        return [*(job(name) for name in names), status("obj-0", setupJob=names[0])]
+
+    noise = learn(run("obj-0-setup-9c0a05de"), run("obj-0-setup-57b9d0ab"))
+    assert described(noise) == "Gadget obj-0 status.setupJob, Job obj-0-setup-<noise> metadata.name"
+    assert difference(run("obj-0-setup-9c0a05de"), run("obj-0-setup-1234abcd"), noise) is None
+    assert difference(run("obj-0-setup-9c0a05de"), run("obj-0-setup-1234abcd", "obj-0-setup-99999999"), noise)
+    assert learn(run("obj-0-a"), run("obj-0-b")) == {  # not a drawn part: two objects, each in one run only
+        NoiseField("batch/v1", "Job", "default", name, (), presence=True) for name in ("obj-0-a", "obj-0-b")
+    } | {NoiseField("checks.example/v1", "Gadget", "default", "obj-0", ("status", "setupJob"))}
+
+
 def test_paths_read_as_the_fields_they_name() -> None:
     assert format_path(("status", "conditions", ("type", "Ready"), "lastTransitionTime")) == (
         "status.conditions[type=Ready].lastTransitionTime"
