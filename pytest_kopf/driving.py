@@ -21,8 +21,9 @@ import fnmatch
 import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+import kopf
 from kopf_sim.http.faults import RequestInfo
 from kopf_sim.kube.objects import clone
 from kopf_sim.recording.apiclient import ApiFailure
@@ -50,6 +51,7 @@ __all__ = [
     "record_requests",
     "settle",
     "tolerate",
+    "without_bookkeeping",
 ]
 
 _T = TypeVar("_T")
@@ -379,7 +381,7 @@ def end_state(
                 continue  # as it was at the cluster's start (objects are stored anew on every change)
             if rtype.storage_key == REVISIONS_KEY and metadata.get("ownerReferences"):
                 continue  # a StatefulSet's or DaemonSet's history: one per template it has had, however reached
-            masked = mask_object(store.present(obj, rtype), mask)
+            masked = mask_object(without_bookkeeping(store.present(obj, rtype), sim.operator_settings), mask)
             generated |= drawn_values(obj)
             if rtype.storage_key == CRD_KEY:
                 masked.pop("status", None)  # the apiserver's own (accepted names, conditions stamped at creation)
@@ -397,6 +399,19 @@ def end_state(
 
 
 REVISIONS_KEY = ("apps", "controllerrevisions")
+
+
+def without_bookkeeping(obj: dict[str, Any], settings: kopf.OperatorSettings | None) -> dict[str, Any]:
+    """The object without the state that the operator's kopf keeps in it, wherever its settings keep it.
+
+    kopf's own (``kopf.zalando.org/`` annotations, ``status.kopf``) is masked anyway; an operator may choose other
+    prefixes and keys (``settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=...)``):
+    its storages say what is theirs (their ``clear()``, as kopf uses it for the diff-base's essence).
+    """
+    if settings is None:
+        return obj
+    cleared = settings.persistence.progress_storage.clear(essence=cast(kopf.BodyEssence, obj))
+    return dict(settings.persistence.diffbase_storage.clear(essence=cleared))
 
 
 def drawn_values(obj: Mapping[str, Any]) -> dict[str, str]:

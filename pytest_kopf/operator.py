@@ -295,6 +295,8 @@ class KopfOperator:
         if check_resources:
             await self._check_resources(insights, timeout)
         await self._wait_until_ready(insights, observer, timeout)
+        if isinstance(self.cluster, SimKopfCluster):  # as its startup handlers have set it
+            self.cluster.sim.operator_settings = self.settings
 
     async def _operator(self, **kwargs: Any) -> None:
         """``kopf.operator()``, except that the tasks of the test & the fixtures are not the operator's."""

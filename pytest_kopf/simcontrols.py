@@ -22,6 +22,7 @@ import aiohttp
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+import kopf
 from kopf._kits.testing import iter_object_diff
 from kopf_sim.admission.control import AdmissionControl
 from kopf_sim.controllers import ControllerManager, ControllerSettings
@@ -72,6 +73,9 @@ class SimControls:
         self.store = Cluster(clock=loop_clock(loop) if self._virtual else system_clock, uids=SeededUids(seed))
         #: The fault injection rules of the simulated apiserver (errors, latency, dropped watches, conflicts).
         self.faults = sim_faults.FaultInjector(seed, store=self.store)
+        #: Where the operator last started on this cluster keeps its state in the objects (its settings' persistence:
+        #: progress, diff-base, with their own prefixes and keys): its bookkeeping, not its outcome.
+        self.operator_settings: kopf.OperatorSettings | None = None
         #: The simulated apiserver's application (the test's own requests go straight into it).
         self.app = build_app(self.store)
         #: Middlewares that see the operator's requests before anything else (e.g. a trace's), added at any time.

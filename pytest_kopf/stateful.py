@@ -97,6 +97,7 @@ from .driving import (
     end_state,
     revived,
     settle,
+    without_bookkeeping,
 )
 from .errors import OperatorCheckFailed
 from .operator import KopfOperator
@@ -1028,7 +1029,8 @@ class OperatorMachine(RuleBasedStateMachine):
         driven = self._driven(subject)
         if any(refused(subject.cluster, obj) for obj in driven):
             return None
-        creates = [Create(body) for body in final_bodies(driven)]
+        settings = subject.cluster.sim.operator_settings  # the operator's bookkeeping is not the user's to write
+        creates = [Create(body) for body in final_bodies(without_bookkeeping(obj, settings) for obj in driven)]
         state = self._direct_end_state(creates, 0, DEFAULT_EPOCH)
         if state is None:
             return None

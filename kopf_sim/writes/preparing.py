@@ -676,8 +676,7 @@ def _initial_crd(cluster: StoreView, obj: JsonDict) -> None:
 
 
 def _initial_secret(cluster: StoreView, obj: JsonDict) -> None:
-    _fold_string_data(obj)
-    obj.setdefault("type", "Opaque")
+    _decoded_secret(obj)
 
 
 def _initial_service(cluster: StoreView, obj: JsonDict) -> None:
@@ -710,6 +709,14 @@ def _label_namespace_name(obj: JsonDict) -> None:
     metadata["labels"] = {**(metadata.get("labels") or {}), "kubernetes.io/metadata.name": metadata["name"]}
 
 
+def _decoded_secret(obj: JsonDict) -> None:
+    """A secret as the apiserver decodes it on every write (a create, an update): its ``stringData`` folded into
+    ``data``, and its type defaulted (Go's defaulter: an empty type is ``Opaque``, in a PUT's body too)."""
+    _fold_string_data(obj)
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
+
+
 def _fold_string_data(obj: JsonDict) -> None:
     """A secret's write-only ``stringData`` is merged into ``data`` (base64, overriding it), never stored."""
     string_data = obj.pop("stringData", None)
@@ -722,7 +729,7 @@ def _keep_initial_state(cluster: StoreView, rtype: ResourceType, old: JsonDict, 
     """Fields that a built-in's update strategy keeps from the old object (and the defaults of the new one)."""
     defaulting.apply_defaults(rtype, new)
     if rtype.storage_key == ("", "secrets"):
-        _fold_string_data(new)
+        _decoded_secret(new)
     if rtype.storage_key == ("", "namespaces"):
         new["spec"] = clone(old.get("spec") or {})
         if "status" not in new:

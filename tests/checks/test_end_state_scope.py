@@ -14,8 +14,9 @@ import pytest
 
 import kopf
 from kopf._cogs.clients import api
+from pytest_kopf._oracles import final_bodies
 from pytest_kopf.checks import check_operator
-from pytest_kopf.driving import end_state
+from pytest_kopf.driving import end_state, settle, without_bookkeeping
 from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf.stateful import OperatorSpec, World
 from pytest_kopf.strategies.steps import CrashAfterWrites
@@ -241,3 +242,47 @@ async def test_a_statefulsets_revisions_are_its_history_not_its_state(kopf_clust
     await kopf_cluster.sim.advance(1)
     assert await kopf_cluster.list("controllerrevisions")  # made by the cluster
     assert "ControllerRevision" not in {obj["kind"] for obj in end_state(kopf_cluster)}
+
+
+GADGET = {
+    "apiVersion": "checks.example/v1",
+    "kind": "Gadget",
+    "metadata": {"name": "obj-0", "namespace": "default"},
+    "spec": {},
+}
+
+
+def own_storages_registry() -> kopf.OperatorRegistry:
+    """An operator that keeps its state under its own prefix and keys, and makes a child per gadget."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.startup(registry=registry)
+    def storages(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="gadgets.example")
+        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="gadgets.example", key="spec")
+
+    @kopf.on.create("gadgets", registry=registry)
+    async def create_fn(name: str, namespace: str, body: kopf.Body, **_: Any) -> None:
+        child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-child"}, "data": {}}
+        kopf.adopt(child, owner=body)
+        await api.post(f"/api/v1/namespaces/{namespace}/configmaps", payload=child, settings=kopf.OperatorSettings())
+
+    return registry
+
+
+async def test_the_operators_own_bookkeeping_is_no_users_field_nor_its_outcome(
+    kopf_cluster: Any, kopf_operator: Any
+) -> None:
+    """What an operator's storages keep under their own prefix and keys is masked as kopf's own is; and it is no field
+    of the user's for an object created directly in its final state (``transition``): copied there, the fresh operator
+    took the object as handled already and made nothing (a false alarm on a correct operator)."""
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=own_storages_registry())
+    await kopf_cluster.create({**GADGET, "metadata": {**GADGET["metadata"], "annotations": {"team": "a"}}})
+    await settle(kopf_cluster, kopf_operator)
+    gadget = await kopf_cluster.get(RESOURCE, "obj-0", "default")
+    assert set(gadget["metadata"]["annotations"]) == {"team", "gadgets.example/kopf-managed", "gadgets.example/spec"}
+    [masked] = [obj for obj in end_state(kopf_cluster) if obj["kind"] == "Gadget"]
+    assert masked["metadata"]["annotations"] == {"team": "a"}
+    [final] = final_bodies([without_bookkeeping(gadget, kopf_cluster.sim.operator_settings)])
+    assert final["metadata"]["annotations"] == {"team": "a"}

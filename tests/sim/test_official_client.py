@@ -251,6 +251,14 @@ def test_secret_string_data_is_write_only(core: kubernetes.client.CoreV1Api) -> 
     assert "stringData" not in raw
 
 
+def test_a_secret_replaced_without_a_type_is_opaque_as_when_created_so(core: kubernetes.client.CoreV1Api) -> None:
+    """The apiserver defaults an empty type on every write: a PUT of a body without one leaves the secret Opaque
+    (the simulator dropped the type, so a child replaced by an operator differed from one created)."""
+    core.create_namespaced_secret("default", {"metadata": {"name": "creds"}, "data": {"user": "b2xk"}})
+    replaced = core.replace_namespaced_secret("creds", "default", {"metadata": {"name": "creds"}, "data": {}})
+    assert replaced.type == core.read_namespaced_secret("creds", "default").type == "Opaque"
+
+
 def test_list_with_label_selectors(core: kubernetes.client.CoreV1Api) -> None:
     for name, labels in [
         ("a", {"tier": "web", "env": "prod"}),
