@@ -4,7 +4,9 @@ kopf keeps each handler's progress and the last handled state of an object in it
 ``kopf.zalando.org/`` unless the operator's settings name another (e.g. ``settings.persistence.progress_storage =
 kopf.AnnotationsProgressStorage(prefix="my-op.example.com")``, as many operators do, and the same for the diff-base
 storage). Under any prefix they are told by what they are: the last handled state and the touch by their keys, a
-handler's progress by its record's fields. A user's own annotation is none of these.
+handler's progress by its record's fields. A user's own annotation is none of these. (Where the operator's
+settings are at hand, :func:`pytest_kopf.driving.without_bookkeeping` clears exactly what its storages keep, under
+any key; this serves where they are not: a trace's essences, the judges' reading of progress records, snapshots.)
 """
 
 from __future__ import annotations
