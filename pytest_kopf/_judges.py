@@ -20,6 +20,7 @@ from typing import Any
 from kopf_sim.timing.virtualtime import LivelockError
 
 from . import _noise as noise
+from ._bookkeeping import progress_record
 from ._discovery import ResourceInfo
 from ._history import handler_ids, history_masked
 from ._noise import NoiseField
@@ -356,9 +357,7 @@ def _unhandled_objects(
             yield f"{name}: deleted, but still there, held by {holders}{mine}"
             continue
         pending = sorted(
-            key
-            for key in metadata.get("annotations") or {}
-            if key.startswith("kopf.zalando.org/") and not key.endswith("last-handled-configuration")
+            key for key, value in (metadata.get("annotations") or {}).items() if progress_record(value) is not None
         )
         body = Body(obj)
         if pending:
@@ -537,9 +536,9 @@ def _delays(request: Request, epoch: datetime.datetime) -> dict[tuple[str, str],
     where = f"{parts[parts.index('namespaces') + 1]}/{parts[-1]}" if "namespaces" in parts else parts[-1]
     delays: dict[tuple[str, str], float | None] = {}
     for key, value in request.annotations().items():
-        record = _json(value) if key.startswith("kopf.zalando.org/") else None
-        if value is None and key.startswith("kopf.zalando.org/"):
-            delays[where, key.split("/", 1)[1]] = None
+        record = progress_record(value)
+        if value is None and "/" in key:  # a purge, if it is a record's (only the delays known are ended by it)
+            delays[where, key.rsplit("/", 1)[1]] = None
         elif (
             isinstance(record, dict)
             and record.get("delayed")

@@ -32,6 +32,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._bookkeeping import users_annotations
 from ._discovery import ResourceInfo
 from ._history import HISTORY_ANNOTATIONS, is_derived
 from ._tracing import Change, Entry, Request
@@ -219,11 +220,8 @@ def _users_fields(obj: Mapping[str, Any]) -> JsonDict:
     """What the users write of an object: its top-level fields (``spec``...), labels and annotations (kopf's and
     kubectl's bookkeeping aside)."""
     metadata = obj.get("metadata") or {}
-    annotations = {
-        key: value
-        for key, value in (metadata.get("annotations") or {}).items()
-        if not key.startswith("kopf.zalando.org/") and key not in HISTORY_ANNOTATIONS
-    }
+    annotations = users_annotations(metadata.get("annotations"))
+    annotations = {key: value for key, value in annotations.items() if key not in HISTORY_ANNOTATIONS}
     fields = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind", "metadata", "status")}
     return {**fields, "labels": metadata.get("labels") or {}, "annotations": annotations}
 

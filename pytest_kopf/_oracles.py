@@ -29,6 +29,7 @@ from typing import Any
 from kopf_sim.http.faults import serving
 from kopf_sim.store.watching import Change
 
+from ._bookkeeping import users_annotations
 from ._history import HISTORY_ANNOTATIONS, derived_without_owners, handler_ids, history_masked
 from ._judges import Evidence
 from ._noise import NoiseField, difference
@@ -36,7 +37,6 @@ from ._observations import HistoryRecords, across_histories
 from ._refusals import reports_error
 from .cluster import KopfCluster
 from .driving import (
-    BOOKKEEPING_PREFIXES,
     DEFAULT_QUIET,
     DEFAULT_SETTLE_TIMEOUT,
     EVENT_KEYS,
@@ -92,8 +92,8 @@ def final_bodies(objects: Iterable[Mapping[str, Any]]) -> list[JsonDict]:
             new_metadata["labels"] = dict(metadata["labels"])
         annotations = {
             key: value
-            for key, value in (metadata.get("annotations") or {}).items()
-            if not key.startswith(BOOKKEEPING_PREFIXES) and key not in HISTORY_ANNOTATIONS
+            for key, value in users_annotations(metadata.get("annotations")).items()
+            if key not in HISTORY_ANNOTATIONS
         }
         if annotations:
             new_metadata["annotations"] = annotations

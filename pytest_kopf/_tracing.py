@@ -32,6 +32,7 @@ from kopf_sim.store import watching
 from kopf_sim.store.cluster import Cluster
 
 from . import _routing as routing
+from ._bookkeeping import users_annotations
 from .cluster import KopfCluster, SimKopfCluster
 
 __all__ = [
@@ -446,10 +447,7 @@ def essence(obj: Mapping[str, Any]) -> dict[str, Any]:
         metadata["name"] = f"{metadata['generateName']}*"  # a drawn suffix: the same state under another name
     for ref in metadata.get("ownerReferences") or ():
         ref.pop("uid", None)
-    annotations = {
-        k: v for k, v in (metadata.get("annotations") or {}).items() if not k.startswith("kopf.zalando.org/")
-    }
-    metadata["annotations"] = annotations
+    metadata["annotations"] = users_annotations(metadata.get("annotations"))
     if "deletionTimestamp" in metadata:
         metadata["deletionTimestamp"] = True
     plain["metadata"] = metadata

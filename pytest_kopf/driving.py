@@ -30,6 +30,7 @@ from kopf_sim.recording.apiclient import ApiFailure
 from kopf_sim.recording.replaying import ReplayError
 from kopf_sim.store.watching import Change
 
+from ._bookkeeping import users_annotations
 from ._noise import only_timestamps_changed
 from ._scheduled import scheduled_calls
 from .cluster import KopfCluster, SimKopfCluster
@@ -72,8 +73,6 @@ EVENT_KEYS = frozenset({("", "events"), ("events.k8s.io", "events")})
 
 #: The CustomResourceDefinitions: their status is the apiserver's own, not an operator's outcome.
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
-#: Annotations that are the framework's bookkeeping, not the operator's outcome.
-BOOKKEEPING_PREFIXES = ("kopf.zalando.org/",)
 VOLATILE_METADATA = (
     "uid",
     "resourceVersion",
@@ -491,11 +490,7 @@ def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]
         metadata["deletionTimestamp"] = "<set>"
     for ref in metadata.get("ownerReferences") or ():
         ref.pop("uid", None)
-    annotations = {
-        key: value
-        for key, value in (metadata.get("annotations") or {}).items()
-        if not key.startswith(BOOKKEEPING_PREFIXES)
-    }
+    annotations = users_annotations(metadata.get("annotations"))
     if annotations:
         metadata["annotations"] = annotations
     else:
