@@ -58,6 +58,9 @@ class SimOptions(TypedDict, total=False):
     seed: int
     #: The built-in controllers and their timings (the ``kopf_controllers`` marker).
     controllers: ControllerSettings | None
+    #: How many revisions the cluster goes on before the test's objects (0: none): their resourceVersions differ
+    #: from those of a cluster with another offset, as two real clusters' do (wherever an operator copies them).
+    revision_offset: int
 
 
 class SimControls:
@@ -101,6 +104,7 @@ class SimControls:
         #: every cluster of the same controllers), for the end states of the checks (:func:`~.driving.end_state`).
         self.bootstrap: dict[tuple[tuple[str, str], str | None, str], dict[str, Any]] = {}
         self._record_path = options.get("record_path")
+        self._revision_offset = options.get("revision_offset", 0)
         self._record_stream: IO[str] | None = None
         self._served: ServedApp | None = None
         self._kubeconfig: pathlib.Path | None = None
@@ -147,6 +151,8 @@ class SimControls:
             (key, obj["metadata"].get("namespace"), obj["metadata"]["name"]): obj
             for key, obj in self.store.everything()
         }
+        if self._revision_offset:
+            self.store.skip_revisions(self._revision_offset)
         if self._record_path is not None:
             self._record_path.parent.mkdir(parents=True, exist_ok=True)
             self._record_stream = self._record_path.open("w", encoding="utf-8")

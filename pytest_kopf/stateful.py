@@ -142,6 +142,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 #: The seed of the second fault-free run (the reference); the checked run and the baseline have 0.
 REFERENCE_SEED = 1
+#: How far on the resourceVersions of a world with another seed than 0 begin: a resourceVersion that an operator
+#: copies (``status.observedVersion`` of its child) differs between the two references, so is learned as noise.
+REVISION_OFFSET = 1000
 #: The pseudo-module of the machines made by :meth:`OperatorMachine.configured` (no module defines them).
 CONFIGURED = "<configured>"
 
@@ -176,7 +179,8 @@ class World:
     Its randomness is seeded (:mod:`pytest_kopf._randomness`): ``random``, ``secrets``, ``uuid`` and
     ``os.urandom`` in its operator's code draw the same values for the same ``seed`` in every run; the
     simulated cluster's uids (and what derives from them: generated names, allocated addresses) follow
-    ``seed`` too. ``epoch``: the wall-clock moment of its loop's time 0 (the timestamps it writes).
+    ``seed`` too, and so do its resourceVersions (:data:`REVISION_OFFSET` further on for every seed but 0).
+    ``epoch``: the wall-clock moment of its loop's time 0 (the timestamps it writes).
     """
 
     def __init__(
@@ -192,7 +196,11 @@ class World:
         self.epoch = epoch
         self.test_loop = TestLoop(virtual=True, epoch=epoch)
         self.cluster = SimKopfCluster(
-            loop=self.test_loop.loop, tmp_dir=_tmp_dir, seed=seed, controllers=spec.controllers
+            loop=self.test_loop.loop,
+            tmp_dir=_tmp_dir,
+            seed=seed,
+            controllers=spec.controllers,
+            revision_offset=REVISION_OFFSET if seed else 0,
         )
         self.clients = contextlib.ExitStack()  # the official clients routed to this world's cluster
         self.operator = KopfOperator(self.cluster)
