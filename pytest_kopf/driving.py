@@ -21,16 +21,15 @@ import fnmatch
 import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-import kopf
 from kopf_sim.http.faults import RequestInfo
 from kopf_sim.kube.objects import clone
 from kopf_sim.recording.apiclient import ApiFailure
 from kopf_sim.recording.replaying import ReplayError
 from kopf_sim.store.watching import Change
 
-from ._bookkeeping import users_annotations
+from ._bookkeeping import without_bookkeeping
 from ._noise import only_timestamps_changed
 from ._scheduled import scheduled_calls
 from .cluster import KopfCluster, SimKopfCluster
@@ -401,19 +400,6 @@ def end_state(
 REVISIONS_KEY = ("apps", "controllerrevisions")
 
 
-def without_bookkeeping(obj: dict[str, Any], settings: kopf.OperatorSettings | None) -> dict[str, Any]:
-    """The object without the state that the operator's kopf keeps in it, wherever its settings keep it.
-
-    kopf's own (``kopf.zalando.org/`` annotations, ``status.kopf``) is masked anyway; an operator may choose other
-    prefixes and keys (``settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=...)``):
-    its storages say what is theirs (their ``clear()``, as kopf uses it for the diff-base's essence).
-    """
-    if settings is None:
-        return obj
-    cleared = settings.persistence.progress_storage.clear(essence=cast(kopf.BodyEssence, obj))
-    return dict(settings.persistence.diffbase_storage.clear(essence=cleared))
-
-
 def drawn_values(obj: Mapping[str, Any]) -> dict[str, str]:
     """What the cluster drew for an object, and its masked form: a generated name (as :func:`mask_object` masks it),
     a pod's IP (where the operator copies it, it is noise)."""
@@ -490,14 +476,9 @@ def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]
         metadata["deletionTimestamp"] = "<set>"
     for ref in metadata.get("ownerReferences") or ():
         ref.pop("uid", None)
-    annotations = users_annotations(metadata.get("annotations"))
-    if annotations:
-        metadata["annotations"] = annotations
-    else:
-        metadata.pop("annotations", None)
+    masked = without_bookkeeping(masked)
     status = masked.get("status")
     if isinstance(status, dict):
-        status.pop("kopf", None)
         # The generation that a controller has seen counts the spec's changes (as metadata.generation, masked
         # above), not what the spec is: the same spec reached by another path has another count.
         status.pop("observedGeneration", None)
