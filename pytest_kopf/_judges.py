@@ -334,7 +334,7 @@ def _unhandled_objects(
     kopf_cluster: KopfCluster, registry: Any, settings: Any, resource: ResourceInfo, namespace: str
 ) -> Iterable[str]:
     from kopf import Body
-    from kopf._kits.testing import diff_objects
+    from kopf._kits.testing import diff_objects, in_changing_scope
 
     kopf_resource = _kopf_resource(resource)
     handlers = registry.changing.get_resource_handlers(kopf_resource)
@@ -376,7 +376,7 @@ def _unhandled_objects(
         old = progress.clear(essence=stored)
         new = progress.clear(essence=diffbase.build(body=body, extra_fields=extra_fields))
         changed = diff_objects(old, new)
-        if changed:
+        if changed and in_changing_scope(registry, kopf_resource, body):  # kopf leaves the others alone
             fields = ", ".join(".".join(item[1]) or "(root)" for item in changed)
             yield f"{name}: its latest state is not handled (differs from the last handled one in {fields})"
 

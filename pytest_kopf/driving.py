@@ -30,6 +30,7 @@ from kopf_sim.recording.replaying import ReplayError
 from kopf_sim.store.watching import Change
 
 from ._bookkeeping import without_bookkeeping
+from ._history import left_by_statefulsets
 from ._noise import only_timestamps_changed
 from ._scheduled import scheduled_calls
 from .cluster import KopfCluster, SimKopfCluster
@@ -359,7 +360,10 @@ def end_state(
     All namespaces and the cluster-scoped objects; with ``namespace``, only the namespaced objects of that
     namespace. The simulator's own objects as they were at the cluster's start (nodes, the default namespaces,
     their service accounts...: the same in every run) are left out while untouched; once changed, they are in,
-    and once deleted, they are in as ``{..., "deleted": True}``. CRDs are in without their status (the apiserver's).
+    and once deleted, they are in as ``{..., "deleted": True}``. What the cluster keeps as the history of its
+    controllers is left out too: a StatefulSet's revisions, and the claims that a deleted StatefulSet has left
+    (made and written by the cluster only, kept by the default retention policy). CRDs are in without their
+    status (the apiserver's).
     ``mask``: more fields to mask, as dotted paths with ``*`` for any key (``status.*.updated``).
     """
     sim = kopf_cluster.sim
@@ -368,6 +372,7 @@ def end_state(
     objects: list[dict[str, Any]] = []
     generated: dict[str, str] = {}  # the names drawn by the cluster (generateName) and their masked forms
     bootstrap = dict(sim.bootstrap)
+    left_claims = left_by_statefulsets(store.objects(CLAIMS_KEY), store.objects(STATEFULSETS_KEY))
     for rtype in sorted(store.catalogue, key=lambda t: (t.group, t.plural, not t.preferred)):
         if rtype.storage_key in seen or rtype.storage_key in EVENT_KEYS:
             continue
@@ -380,6 +385,8 @@ def end_state(
                 continue  # as it was at the cluster's start (objects are stored anew on every change)
             if rtype.storage_key == REVISIONS_KEY and metadata.get("ownerReferences"):
                 continue  # a StatefulSet's or DaemonSet's history: one per template it has had, however reached
+            if rtype.storage_key == CLAIMS_KEY and (metadata.get("namespace") or "", metadata["name"]) in left_claims:
+                continue  # a deleted StatefulSet's claims, kept by its retention policy: the cluster's, derived
             masked = mask_object(without_bookkeeping(store.present(obj, rtype), sim.operator_settings), mask)
             generated |= drawn_values(obj)
             if rtype.storage_key == CRD_KEY:
@@ -398,6 +405,8 @@ def end_state(
 
 
 REVISIONS_KEY = ("apps", "controllerrevisions")
+CLAIMS_KEY = ("", "persistentvolumeclaims")
+STATEFULSETS_KEY = ("apps", "statefulsets")
 
 
 def drawn_values(obj: Mapping[str, Any]) -> dict[str, str]:

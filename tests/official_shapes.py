@@ -121,6 +121,55 @@ KINDS: dict[str, Kind] = {
             }
         },
     ),
+    # The kinds that operators make beside their workloads (served and stored; no controller acts on them).
+    "ingresses": Kind(
+        "NetworkingV1Api",
+        "ingress",
+        "V1Ingress",
+        lambda name: {
+            "spec": {
+                "rules": [
+                    {
+                        "host": f"{name}.example",
+                        "http": {
+                            "paths": [
+                                {
+                                    "path": "/",
+                                    "pathType": "Prefix",
+                                    "backend": {"service": {"name": name, "port": {"number": 80}}},
+                                }
+                            ]
+                        },
+                    }
+                ]
+            }
+        },
+    ),
+    "networkpolicies": Kind(
+        "NetworkingV1Api",
+        "network_policy",
+        "V1NetworkPolicy",
+        lambda name: {"spec": {"podSelector": {"matchLabels": {"app": name}}, "policyTypes": ["Ingress"]}},
+        status=False,
+    ),
+    "poddisruptionbudgets": Kind(
+        "PolicyV1Api",
+        "pod_disruption_budget",
+        "V1PodDisruptionBudget",
+        lambda name: {"spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": name}}}},
+    ),
+    "horizontalpodautoscalers": Kind(
+        "AutoscalingV2Api",
+        "horizontal_pod_autoscaler",
+        "V2HorizontalPodAutoscaler",
+        lambda name: {
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                "minReplicas": 1,
+                "maxReplicas": 3,
+            }
+        },
+    ),
 }
 
 #: What the built-in controllers make, read back by the audit with the typed lists (kind: list method).
@@ -264,7 +313,9 @@ class ShapeAudit:
 
     @staticmethod
     def _api_version(kind: Kind) -> str:
-        return {"CoreV1Api": "v1", "AppsV1Api": "apps/v1", "BatchV1Api": "batch/v1"}[kind.api]
+        versions = {"CoreV1Api": "v1", "AppsV1Api": "apps/v1", "BatchV1Api": "batch/v1"}
+        versions |= {"NetworkingV1Api": "networking.k8s.io/v1", "PolicyV1Api": "policy/v1"}
+        return {**versions, "AutoscalingV2Api": "autoscaling/v2"}[kind.api]
 
     def delete_all(self, suffix: str) -> list[JsonDict]:
         """Delete one object per propagation policy, and see that the answer is the apiserver's.

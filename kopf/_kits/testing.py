@@ -29,7 +29,8 @@ What is here, by what the plugin does with it:
 * the scheduled daemons & timers of a running operator: :class:`DaemonsMemory`, :class:`TimerHandler`;
 * the current handler and object, to trace requests and reads to the handlers that make them:
   :func:`current_handler_id`, :func:`get_current_body`;
-* the diffs of objects as the handlers see them: :func:`diff_objects`, :func:`iter_object_diff`;
+* the diffs of objects as the handlers see them: :func:`diff_objects`, :func:`iter_object_diff`; whether an object
+  is in scope of the change-detecting handlers at all (:func:`in_changing_scope`: kopf leaves the others alone);
 * real clusters: :class:`KubeconfigLogin`, :func:`login_with_kubeconfig_context`,
   :func:`kubeconfig_paths` (the kubeconfig contexts), :func:`make_api_session` (the test's own API
   session with the operator's credentials), :class:`APIError`, and the discovery
@@ -60,6 +61,7 @@ from kopf._core.intents.logins.kubeconfigs import kubeconfig_paths
 from kopf._core.reactor.memories import ResourceMemories
 from kopf._core.reactor.observation import Insights
 from kopf._core.reactor.orchestration import watcher_dimensions
+from kopf._core.reactor.processing import in_changing_scope
 from kopf._core.reactor.running import os_signals_var as handles_os_signals
 
 __all__ = [
@@ -83,6 +85,7 @@ __all__ = [
     "diff_objects",
     "get_current_body",
     "handles_os_signals",
+    "in_changing_scope",
     "inject_handler_id",
     "iter_object_diff",
     "kubeconfig_paths",

@@ -156,6 +156,11 @@ _KINDS: dict[str, dict[Path, ListStrategy]] = {
     },
     "coordination.k8s.io/v1/Lease": {**_METADATA},
     "events.k8s.io/v1/Event": {**_METADATA},
+    "networking.k8s.io/v1/Ingress": {**_METADATA},  # rules, paths and TLS are atomic
+    "networking.k8s.io/v1/IngressClass": {**_METADATA},
+    "networking.k8s.io/v1/NetworkPolicy": {**_METADATA},  # ingress/egress rules are atomic
+    "policy/v1/PodDisruptionBudget": {**_METADATA, **_CONDITIONS},
+    "autoscaling/v2/HorizontalPodAutoscaler": {**_METADATA, **_CONDITIONS},
     "apiextensions.k8s.io/v1/CustomResourceDefinition": {**_METADATA},
     "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": {
         **_METADATA,

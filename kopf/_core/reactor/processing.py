@@ -603,6 +603,35 @@ async def _release_unneeded_finalizer(context: _Context, change: _Change) -> flo
     return stopping_delay
 
 
+def in_changing_scope(
+    registry: registries.OperatorRegistry,
+    resource: Resource,
+    body: bodies.Body,
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+) -> bool:
+    """
+    Whether the object is in scope of any change-detecting handler (their labels, annotations, field values, ``when=``).
+
+    The objects out of scope are left alone ("stealth mode"): no handler runs, no diff-base is stored, so their
+    latest state is never "handled" by design. ``kwargs`` are those of the change (the object's own by default,
+    with no memo: for those who look at an object from outside the operator, e.g. the testing plugin's judges).
+    """
+    if kwargs is None:
+        cause = invocation.ChangingCause(
+            logger=logging.getLogger("kopf.objects"),
+            resource=resource,
+            patch=patches.Patch(),
+            body=body,
+            reason=Reason.NOOP,
+        )
+        kwargs = invocation.LazyKwargs(cause)
+    return any(
+        matching.prematch(handler, body=body, kwargs=kwargs)
+        for handler in registry.changing.get_resource_handlers(resource)
+    )
+
+
 async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, execution.Execution | None]:
     """
     Run one handling cycle of the change-detecting handlers relevant to the cause (if any).
@@ -611,10 +640,7 @@ async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, e
     the objects out of scope are not touched), and the outcome of the cycle (``None`` if nothing ran).
     """
     registry, resource, body = context.registry, context.resource, context.body
-    in_scope = any(
-        matching.prematch(handler, body=body, kwargs=change.kwargs)
-        for handler in registry.changing.get_resource_handlers(resource)
-    )
+    in_scope = in_changing_scope(registry, resource, body, kwargs=change.kwargs)
 
     handlers: list[ChangingHandler] = []
     if change.reason in TITLES and (in_scope or change.reason == Reason.DELETE):
