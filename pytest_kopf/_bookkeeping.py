@@ -3,19 +3,22 @@
 kopf keeps each handler's progress and the last handled state of an object in its annotations, under the prefix
 ``kopf.zalando.org/`` unless the operator's settings name another (e.g. ``settings.persistence.progress_storage =
 kopf.AnnotationsProgressStorage(prefix="my-op.example.com")``, as many operators do, and the same for the diff-base
-storage). Under any prefix they are told by what they are: the last handled state and the touch by their keys, a
-handler's progress by its record's fields. A user's own annotation is none of these. (Where the operator's
-settings are at hand, :func:`pytest_kopf.driving.without_bookkeeping` clears exactly what its storages keep, under
-any key; this serves where they are not: a trace's essences, the judges' reading of progress records, snapshots.)
+storage; or keeps them in the status). :func:`without_bookkeeping` is the one place that takes them out: with the
+operator's settings, exactly what its storages keep, under any key or field; then, and where no settings are at
+hand (a trace's essences, the judges' reading of progress records, late snapshots), by what they are: the last
+handled state and the touch by their keys, a handler's progress by its record's fields, kopf's ``status.kopf``.
+A user's own annotation is none of these.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-__all__ = ["KOPF_PREFIX", "is_kopf_annotation", "progress_record", "users_annotations"]
+import kopf
+
+__all__ = ["KOPF_PREFIX", "is_kopf_annotation", "progress_record", "users_annotations", "without_bookkeeping"]
 
 #: The prefix of kopf's annotations when the operator's settings do not name another.
 KOPF_PREFIX = "kopf.zalando.org/"
@@ -53,3 +56,31 @@ def is_kopf_annotation(key: str, value: Any) -> bool:
 def users_annotations(annotations: Mapping[str, Any] | None) -> dict[str, Any]:
     """The annotations without kopf's bookkeeping."""
     return {key: value for key, value in (annotations or {}).items() if not is_kopf_annotation(key, value)}
+
+
+def without_bookkeeping(obj: Mapping[str, Any], settings: kopf.OperatorSettings | None = None) -> dict[str, Any]:
+    """The object without the state that kopf keeps in it: a new top level and metadata, the rest shared.
+
+    With the operator's settings, their storages' ``clear()`` (as kopf uses it for the diff-base's essence) takes out
+    what they keep, wherever they keep it; then kopf's annotations under any prefix and ``status.kopf`` go, for
+    operators whose settings are not at hand or that changed storages while running.
+    """
+    cleared: Mapping[str, Any] = obj
+    if settings is not None:
+        cleared = settings.persistence.progress_storage.clear(essence=cast(kopf.BodyEssence, dict(obj)))
+        cleared = settings.persistence.diffbase_storage.clear(essence=cleared)
+    result = dict(cleared)
+    metadata = dict(result.get("metadata") or {})
+    annotations = users_annotations(metadata.get("annotations"))
+    if annotations:
+        metadata["annotations"] = annotations
+    else:
+        metadata.pop("annotations", None)
+    if "metadata" in result:
+        result["metadata"] = metadata
+    status = result.get("status")
+    if isinstance(status, Mapping) and "kopf" in status:
+        result["status"] = {key: value for key, value in status.items() if key != "kopf"}
+        if not result["status"]:
+            result.pop("status")
+    return result

@@ -125,7 +125,12 @@ CATALOGUE: Mapping[str, Check] = {
         ),
         Check("crash-restart", perturbations=("crashes",), plans=("crash-after-writes",), compares=BASELINE),
         Check("stale-reads", perturbations=("stale-reads",), plans=("stale-answers",), compares=BASELINE),
-        Check("withheld-events", perturbations=("withheld-events",), plans=("event-pairs",), compares=BASELINE),
+        Check(
+            "withheld-events",
+            perturbations=("withheld-events",),
+            plans=("event-pairs", "relists"),
+            compares=BASELINE,
+        ),
         Check("daemons", judge=judges.abandoned_daemons, phase=Phase.STOPPED),
         Check("finalizers", judge=judges.stuck_finalizers, phase=Phase.DELETED),
     ]

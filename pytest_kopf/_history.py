@@ -29,6 +29,7 @@ from ._noise import is_timestamp
 from .operator import KopfOperator
 
 __all__ = [
+    "CONTROLLER_MANAGER",
     "DERIVING_KINDS",
     "HISTORY_ANNOTATIONS",
     "HISTORY_KEYS",
@@ -38,6 +39,7 @@ __all__ = [
     "history_aside",
     "history_masked",
     "is_derived",
+    "left_by_statefulsets",
     "owners_labels",
 ]
 
@@ -64,6 +66,9 @@ DERIVING_KINDS = frozenset(
         ("v1", "Service"),
     }
 )
+#: The field manager of the cluster's controllers (a StatefulSet's, the volumes' binder...), as in Kubernetes: what
+#: only it has written, no client of the API (the operator, a user) has made or changed.
+CONTROLLER_MANAGER = "kube-controller-manager"
 #: What stands for a time (RFC 3339) in the compared states: when a field was written differs between two ways
 #: of reaching the same state, not the state.
 TIME = "<time>"
@@ -143,33 +148,66 @@ def history_aside(
 def derived_without_owners(state: Iterable[Mapping[str, Any]]) -> dict[str, set[tuple[str, str]]]:
     """The objects (by kind: namespace & name) that the cluster's controllers derive with no owner's reference:
     the Endpoints of a Service with a selector; the claims of a StatefulSet's ``volumeClaimTemplates`` (kept when
-    it scales down, as its history); the volumes provisioned for claims."""
+    it scales down, as its history; those of a StatefulSet that is gone are not in the end states at all:
+    :func:`left_by_statefulsets`); the volumes provisioned for claims."""
     state = list(state)
     found: dict[str, set[tuple[str, str]]] = {
         "Endpoints": set(),
         "PersistentVolumeClaim": set(),
         "PersistentVolume": set(),
     }
-    claims: set[tuple[str, str]] = set()  # (namespace, name prefix) of a StatefulSet's claims
+    claims = _claim_prefixes(state)
     for obj in state:
-        kind, spec = obj.get("kind"), obj.get("spec") or {}
-        if kind == "Service" and spec.get("selector"):
-            found["Endpoints"].add(_where(obj))
-        elif kind == "StatefulSet":
-            namespace, name = _where(obj)
-            for template in spec.get("volumeClaimTemplates") or ():
-                claims.add((namespace, f"{(template.get('metadata') or {}).get('name')}-{name}-"))
-    for obj in state:
-        kind, (namespace, name) = obj.get("kind"), _where(obj)
-        if kind == "PersistentVolumeClaim" and any(
-            namespace == where and name.startswith(prefix) and name[len(prefix) :].isdigit() for where, prefix in claims
-        ):
-            found["PersistentVolumeClaim"].add((namespace, name))
+        kind, where = obj.get("kind"), _where(obj)
+        if kind == "Service" and (obj.get("spec") or {}).get("selector"):
+            found["Endpoints"].add(where)
+        elif kind == "PersistentVolumeClaim" and _made_from(where, claims):
+            found["PersistentVolumeClaim"].add(where)
         elif kind == "PersistentVolume" and "pv.kubernetes.io/provisioned-by" in (
             (obj.get("metadata") or {}).get("annotations") or {}
         ):
-            found["PersistentVolume"].add((namespace, name))
+            found["PersistentVolume"].add(where)
     return found
+
+
+def left_by_statefulsets(
+    claims: Iterable[Mapping[str, Any]], statefulsets: Iterable[Mapping[str, Any]]
+) -> set[tuple[str, str]]:
+    """The claims (namespace & name) that a StatefulSet has left behind: made and written by the cluster's
+    controllers only (``managedFields``: :data:`CONTROLLER_MANAGER`; the claims of ``volumeClaimTemplates`` are the
+    only ones the cluster makes), owned by nothing, and made from the templates of no StatefulSet that is there.
+
+    Kubernetes keeps a StatefulSet's claims when it is deleted (``whenDeleted: Retain``, the default): derived state,
+    as the claims of a live StatefulSet (:func:`derived_without_owners`), which a run that never made that
+    StatefulSet (its owner deleted before the operator came to make it) has not got. The raw objects are needed
+    (with their ``managedFields``): :func:`pytest_kopf.driving.end_state` leaves those claims out.
+    """
+    prefixes = _claim_prefixes(statefulsets)
+    found: set[tuple[str, str]] = set()
+    for claim in claims:
+        metadata = claim.get("metadata") or {}
+        managers = {entry.get("manager") for entry in metadata.get("managedFields") or ()}
+        where = _where(claim)
+        if managers == {CONTROLLER_MANAGER} and not metadata.get("ownerReferences") and not _made_from(where, prefixes):
+            found.add(where)
+    return found
+
+
+def _claim_prefixes(state: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """Where the StatefulSets among the objects make their claims, and the prefix of those claims' names
+    (``<template>-<statefulset>-``, then the ordinal)."""
+    prefixes: set[tuple[str, str]] = set()
+    for obj in state:
+        if obj.get("kind") == "StatefulSet":
+            namespace, name = _where(obj)
+            for template in (obj.get("spec") or {}).get("volumeClaimTemplates") or ():
+                prefixes.add((namespace, f"{(template.get('metadata') or {}).get('name')}-{name}-"))
+    return prefixes
+
+
+def _made_from(where: tuple[str, str], prefixes: Iterable[tuple[str, str]]) -> bool:
+    namespace, name = where
+    return any(namespace == at and name.startswith(prefix) and name[len(prefix) :].isdigit() for at, prefix in prefixes)
 
 
 def owners_labels(

@@ -9,6 +9,9 @@ a fault could matter becomes a plan:
 * ``event-pairs``: each pair of consecutive watch events of an object, the first held until the second comes:
   coalesced (the operator never sees the first state) or delivered late (it handles the older state while
   the cluster has the newer one);
+* ``relists``: the operator's watch ending with a 410 instead of each watch event of an object (a broken
+  stream whose version has expired): kopf lists again and gets the object as listed, with the type ``None``
+  (an event handler that acts on ``ADDED``/``MODIFIED`` only misses it);
 * ``write-errors``: a 409 (updates), a burst of 500s (as many in a row as the ``retries`` check takes for
   hammering: an operator that retries at once is seen doing it), a 429, and a 504 after the write is done (its
   answer lost: a retry meets its own result, e.g. a create's "already exists") on each of its writes.
@@ -34,7 +37,7 @@ from kopf_sim.http.faults import RequestInfo, classify, may_conflict
 
 from ._judges import HAMMERING
 from ._tracing import Change, Delivery, Entry, Request, Response, Step, digest
-from .strategies.placed import CrashAfterWrite, FailedRequest, HeldEvent, StaleAnswer
+from .strategies.placed import CrashAfterWrite, ExpiredAtEvent, FailedRequest, HeldEvent, StaleAnswer
 from .strategies.steps import Action
 
 __all__ = ["PLAN_KINDS", "Plan", "PlanFigures", "Pruning", "derive"]
@@ -44,6 +47,7 @@ PLAN_KINDS = {
     "crash-after-writes": "a crash right after each of the operator's writes",
     "stale-answers": "a stale answer (before the latest change) to each of its reads",
     "event-pairs": "each pair of consecutive watch events of an object coalesced, or the first one late",
+    "relists": "the watch expiring (410) at each watch event of an object: kopf lists again, the object as listed",
     "write-errors": (
         f"a 409 (updates), {HAMMERING} 500s in a row, a 429, and a 504 after the write is done, on each of its writes"
     ),
@@ -151,6 +155,8 @@ class Pruning:
 #: The variants of a kind in the order they are tried: a conflict (kopf throttles and handles the object again)
 #: before the errors that kopf's client retries by itself; the coalescing of a pair before its late delivery.
 VARIANTS = {"409": 0, "504-after-write": 1, f"500x{HAMMERING}": 1, "429": 2, "coalesced": 0, "late": 1}
+#: The kinds of plans placed on watch events (the others on requests).
+EVENT_KINDS = frozenset({"event-pairs", "relists"})
 
 
 def _prioritized(plans: Sequence[Plan]) -> list[Plan]:
@@ -159,7 +165,7 @@ def _prioritized(plans: Sequence[Plan]) -> list[Plan]:
     place before the others, in the run's order."""
 
     def priority(plan: Plan) -> tuple[bool, bool, int, int]:
-        events = "/events" in str(plan.point[3]) if plan.kind != "event-pairs" else False
+        events = "/events" in str(plan.point[3]) if plan.kind not in EVENT_KINDS else False
         return events, not plan.interacting, VARIANTS.get(str(plan.point[1]), 0), plan.position
 
     return sorted(plans, key=priority)
@@ -214,6 +220,8 @@ def derive(entries: Sequence[Entry], kinds: dict[str, Sequence[str]], *, skipped
             plans.extend(_response_plans(entry, window, wanted, _aftermath(actions, entry.time)))
     if "event-pairs" in wanted:
         plans.extend(_event_plans(entries, wanted["event-pairs"], changes, made_by_operator))
+    if "relists" in wanted:
+        plans.extend(_relist_plans(entries, wanted["relists"], changes, made_by_operator))
     return sorted(plans, key=lambda plan: plan.position)
 
 
@@ -282,6 +290,21 @@ def _event_plans(
                 variant = "coalesced" if coalesce else "late"
                 point = ("event-pairs", variant, resource, f"{first.type}@{first.state}", following)
                 plans.append(Plan(check, "event-pairs", position, fault, point, by_users))
+    return plans
+
+
+def _relist_plans(
+    entries: Sequence[Entry], check: str, changes: dict[int, tuple[int, int]], made_by_operator: set[int]
+) -> list[Plan]:
+    """A plan per watch event delivered to the operator: its watch expires there (410), kopf lists again."""
+    plans: list[Plan] = []
+    for entry in entries:
+        if not isinstance(entry, Delivery) or entry.rv not in changes:
+            continue
+        position, skip = changes[entry.rv]
+        fault = ExpiredAtEvent(entry.resource, entry.namespace, entry.name, skip)
+        point = ("relists", None, entry.resource, f"{entry.type}@{entry.state}")
+        plans.append(Plan(check, "relists", position, fault, point, entry.rv not in made_by_operator))
     return plans
 
 

@@ -21,16 +21,16 @@ import fnmatch
 import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-import kopf
 from kopf_sim.http.faults import RequestInfo
 from kopf_sim.kube.objects import clone
 from kopf_sim.recording.apiclient import ApiFailure
 from kopf_sim.recording.replaying import ReplayError
 from kopf_sim.store.watching import Change
 
-from ._bookkeeping import users_annotations
+from ._bookkeeping import without_bookkeeping
+from ._history import left_by_statefulsets
 from ._noise import only_timestamps_changed
 from ._scheduled import scheduled_calls
 from .cluster import KopfCluster, SimKopfCluster
@@ -360,7 +360,10 @@ def end_state(
     All namespaces and the cluster-scoped objects; with ``namespace``, only the namespaced objects of that
     namespace. The simulator's own objects as they were at the cluster's start (nodes, the default namespaces,
     their service accounts...: the same in every run) are left out while untouched; once changed, they are in,
-    and once deleted, they are in as ``{..., "deleted": True}``. CRDs are in without their status (the apiserver's).
+    and once deleted, they are in as ``{..., "deleted": True}``. What the cluster keeps as the history of its
+    controllers is left out too: a StatefulSet's revisions, and the claims that a deleted StatefulSet has left
+    (made and written by the cluster only, kept by the default retention policy). CRDs are in without their
+    status (the apiserver's).
     ``mask``: more fields to mask, as dotted paths with ``*`` for any key (``status.*.updated``).
     """
     sim = kopf_cluster.sim
@@ -369,6 +372,7 @@ def end_state(
     objects: list[dict[str, Any]] = []
     generated: dict[str, str] = {}  # the names drawn by the cluster (generateName) and their masked forms
     bootstrap = dict(sim.bootstrap)
+    left_claims = left_by_statefulsets(store.objects(CLAIMS_KEY), store.objects(STATEFULSETS_KEY))
     for rtype in sorted(store.catalogue, key=lambda t: (t.group, t.plural, not t.preferred)):
         if rtype.storage_key in seen or rtype.storage_key in EVENT_KEYS:
             continue
@@ -381,6 +385,8 @@ def end_state(
                 continue  # as it was at the cluster's start (objects are stored anew on every change)
             if rtype.storage_key == REVISIONS_KEY and metadata.get("ownerReferences"):
                 continue  # a StatefulSet's or DaemonSet's history: one per template it has had, however reached
+            if rtype.storage_key == CLAIMS_KEY and (metadata.get("namespace") or "", metadata["name"]) in left_claims:
+                continue  # a deleted StatefulSet's claims, kept by its retention policy: the cluster's, derived
             masked = mask_object(without_bookkeeping(store.present(obj, rtype), sim.operator_settings), mask)
             generated |= drawn_values(obj)
             if rtype.storage_key == CRD_KEY:
@@ -399,19 +405,8 @@ def end_state(
 
 
 REVISIONS_KEY = ("apps", "controllerrevisions")
-
-
-def without_bookkeeping(obj: dict[str, Any], settings: kopf.OperatorSettings | None) -> dict[str, Any]:
-    """The object without the state that the operator's kopf keeps in it, wherever its settings keep it.
-
-    kopf's own (``kopf.zalando.org/`` annotations, ``status.kopf``) is masked anyway; an operator may choose other
-    prefixes and keys (``settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=...)``):
-    its storages say what is theirs (their ``clear()``, as kopf uses it for the diff-base's essence).
-    """
-    if settings is None:
-        return obj
-    cleared = settings.persistence.progress_storage.clear(essence=cast(kopf.BodyEssence, obj))
-    return dict(settings.persistence.diffbase_storage.clear(essence=cleared))
+CLAIMS_KEY = ("", "persistentvolumeclaims")
+STATEFULSETS_KEY = ("apps", "statefulsets")
 
 
 def drawn_values(obj: Mapping[str, Any]) -> dict[str, str]:
@@ -490,14 +485,9 @@ def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]
         metadata["deletionTimestamp"] = "<set>"
     for ref in metadata.get("ownerReferences") or ():
         ref.pop("uid", None)
-    annotations = users_annotations(metadata.get("annotations"))
-    if annotations:
-        metadata["annotations"] = annotations
-    else:
-        metadata.pop("annotations", None)
+    masked = without_bookkeeping(masked)
     status = masked.get("status")
     if isinstance(status, dict):
-        status.pop("kopf", None)
         # The generation that a controller has seen counts the spec's changes (as metadata.generation, masked
         # above), not what the spec is: the same spec reached by another path has another count.
         status.pop("observedGeneration", None)

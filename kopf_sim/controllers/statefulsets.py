@@ -3,7 +3,10 @@
 With ``podManagementPolicy: OrderedReady`` (the default), pod N+1 is created only when pod N is
 Running and Ready, and scaling down removes the highest ordinal first, one at a time; ``Parallel``
 does all at once. Every pod gets the PersistentVolumeClaims of ``volumeClaimTemplates``
-(``<template>-<name>-<ordinal>``, kept after the pod is gone unless the retention policy says Delete).
+(``<template>-<name>-<ordinal>``). The claims' owners follow ``persistentVolumeClaimRetentionPolicy``, as in
+Kubernetes: the StatefulSet controls them with ``whenDeleted: Delete`` (they go with it), the pod of a claim beyond
+the replicas owns it with ``whenScaled: Delete`` (it goes with the pod that the scale-down deletes), nothing with
+``Retain`` (the default: the claims stay, their data kept for the next pod of that ordinal).
 A RollingUpdate replaces the pods from the highest ordinal down to the ``partition``, one by one,
 each only when the others are ready; OnDelete waits for the pods to be deleted. Revisions are
 ControllerRevisions; the status reports the current and the update revisions.
@@ -56,6 +59,12 @@ class _Plan:
         )
 
 
+def _retention(sts: JsonDict) -> tuple[str, str]:
+    """The StatefulSet's claim retention policy: ``whenDeleted`` and ``whenScaled`` (each Retain by default)."""
+    policy = (sts.get("spec") or {}).get("persistentVolumeClaimRetentionPolicy") or {}
+    return str(policy.get("whenDeleted") or "Retain"), str(policy.get("whenScaled") or "Retain")
+
+
 def _healthy(pod: JsonDict) -> bool:
     return is_active(pod) and (pod.get("status") or {}).get("phase") == "Running" and ready_since(pod) is not None
 
@@ -81,6 +90,7 @@ class StatefulSetController(Controller):
         pods = {o: p for p in owned_pods(self, sts) if (o := _ordinal(sts, p)) is not None}
         wanted = range(start, start + replicas)
         plan = _Plan.of(spec, update_revision=update_revision, current_revision=current_revision)
+        await self._claims_owned_by_policy(sts, pods, wanted)  # before a scale-down deletes a pod
         blocked = await self._scale_up(sts, pods, wanted, plan) or await self._scale_down(pods, wanted, plan)
         if not blocked and plan.rolling and all(o in pods and _healthy(pods[o]) for o in wanted):
             await self._roll(pods, wanted, plan)
@@ -155,7 +165,6 @@ class StatefulSetController(Controller):
         """Create the pod's volume claims that do not exist yet; their names by template name."""
         spec = sts.get("spec") or {}
         selector = (spec.get("selector") or {}).get("matchLabels") or {}
-        retention = (spec.get("persistentVolumeClaimRetentionPolicy") or {}).get("whenDeleted", "Retain")
         claims: dict[str, str] = {}
         for template in spec.get("volumeClaimTemplates") or []:
             template_meta = template.get("metadata") or {}
@@ -170,7 +179,7 @@ class StatefulSetController(Controller):
             }
             if template_meta.get("annotations"):
                 metadata["annotations"] = dict(template_meta["annotations"])
-            if retention == "Delete":
+            if _retention(sts)[0] == "Delete":
                 metadata["ownerReferences"] = [new_owner_ref(sts)]
             body = {
                 "apiVersion": "v1",
@@ -180,6 +189,41 @@ class StatefulSetController(Controller):
             }
             await self.create(PVCS, meta(sts).get("namespace"), body)
         return claims
+
+    async def _claims_owned_by_policy(self, sts: JsonDict, pods: dict[int, JsonDict], wanted: range) -> None:
+        """Give the pods' claims the owners that the retention policy asks for, on every pass (a changed policy
+        applies to the claims made before, as in Kubernetes): the StatefulSet as their controller (``whenDeleted:
+        Delete``), or, for the claims of a pod beyond the replicas (``whenScaled: Delete``), that pod instead; the
+        references of a ``Retain`` are removed. A claim that another object controls is left alone."""
+        when_deleted, when_scaled = _retention(sts)
+        templates = [
+            str((t.get("metadata") or {}).get("name"))
+            for t in (sts.get("spec") or {}).get("volumeClaimTemplates") or ()
+        ]
+        namespace, sts_uid = meta(sts).get("namespace"), meta(sts)["uid"]
+        for ordinal, pod in pods.items():
+            condemned = ordinal not in wanted
+            if when_scaled == "Delete" and condemned:
+                owners = [
+                    {k: v for k, v in new_owner_ref(pod).items() if k not in ("controller", "blockOwnerDeletion")}
+                ]
+            else:
+                owners = [new_owner_ref(sts)] if when_deleted == "Delete" else []
+            ours = {sts_uid, meta(pod)["uid"]}
+            for template in templates:
+                claim = self.cluster.peek(PVCS, namespace, f"{template}-{meta(sts)['name']}-{ordinal}")
+                if claim is None or meta(claim).get("deletionTimestamp"):
+                    continue
+                refs = list(meta(claim).get("ownerReferences") or ())
+                if any(ref.get("controller") and ref.get("uid") not in ours for ref in refs):
+                    continue  # another controller's: not the StatefulSet's to delete
+                kept = [ref for ref in refs if ref.get("uid") not in ours or ref in owners]
+                wanted_refs = kept + [owner for owner in owners if owner not in kept]
+                if wanted_refs != refs:
+                    metadata = {k: v for k, v in meta(claim).items() if k != "ownerReferences"}
+                    await self.update(
+                        {**claim, "metadata": {**metadata, **({"ownerReferences": wanted_refs} if wanted_refs else {})}}
+                    )
 
     async def _sync_status(self, sts: JsonDict, key: Key, update_revision: str, current_revision: str) -> None:
         sts = self.get(STATEFULSETS, key) or sts

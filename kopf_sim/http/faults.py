@@ -18,7 +18,9 @@ get the same faults). A firing rule applies its effect:
 - :class:`CrashAfterWrites`: after the k-th successful write among the matching requests, a callback
   (e.g. one that kills the client) runs, and that write's response never reaches the client;
 - :class:`HoldEvent`: a watch event of one object (a change of it, not a request) is held back until that
-  object's next event: then coalesced away (the watchers never see that state), or delivered late, alone.
+  object's next event: then coalesced away (the watchers never see that state), or delivered late, alone;
+- :class:`ExpireAtEvent`: the watch streams end with a ``410 Expired`` instead of one object's event (as when a
+  broken stream's version is compacted before the watcher resumes): the watchers list again.
 
 A rule's ``skip`` lets the first so many matching requests (or changes) pass: the fault hits the next ones.
 
@@ -65,6 +67,7 @@ __all__ = [
     "DropWatch",
     "Effect",
     "Error",
+    "ExpireAtEvent",
     "ExpireWatch",
     "FaultInjector",
     "HoldEvent",
@@ -220,8 +223,27 @@ class HoldEvent:
     spacing: float = 1.0
 
 
+@dataclasses.dataclass(frozen=True)
+class ExpireAtEvent:
+    """End the watch streams of the matching object's change with a ``410 Expired`` instead of its event.
+
+    The apiserver does so to a watcher whose stream broke and whose version was compacted before it resumed (a
+    routine on a busy cluster): the watcher lists again and finds the object as it is by then. Kopf gives the
+    objects of that listing to its handlers as listed (the type ``None``), not as ``ADDED`` or ``MODIFIED``.
+    """
+
+
 Effect = (
-    Error | Latency | DropWatch | ExpireWatch | Conflict | StaleRead | WithholdEvents | CrashAfterWrites | HoldEvent
+    Error
+    | Latency
+    | DropWatch
+    | ExpireWatch
+    | Conflict
+    | StaleRead
+    | WithholdEvents
+    | CrashAfterWrites
+    | HoldEvent
+    | ExpireAtEvent
 )
 _DROP_KEY = web.RequestKey("kopf_sim.http.faults.drop", DropWatch)
 
@@ -440,6 +462,14 @@ class FaultInjector:
         effect = HoldEvent(coalesce, window, spacing)
         return self.add(effect, resource=resource, namespace=namespace, name=name, watch=True, count=1, skip=skip)
 
+    def expire_at_event(self, resource: str, namespace: str | None, name: str, *, skip: int = 0) -> Rule:
+        """The watch streams end with a 410 at the object's next change (after ``skip``): :class:`ExpireAtEvent`."""
+        if self.store is None:
+            raise RuntimeError("Expiring watches at an event needs the injector's store (FaultInjector(store=...)).")
+        return self.add(
+            ExpireAtEvent(), resource=resource, namespace=namespace, name=name, watch=True, count=1, skip=skip
+        )
+
     def withhold_events(self, delay: float = 1.0, *, coalesce: bool = False, **criteria: Any) -> Rule:
         if delay <= 0:
             raise ValueError(f"delay must be positive, got {delay!r}")
@@ -504,7 +534,7 @@ class FaultInjector:
         """
         fired: list[Rule] = []
         for rule in list(self.rules):
-            if isinstance(rule.effect, CrashAfterWrites | HoldEvent):
+            if isinstance(rule.effect, CrashAfterWrites | HoldEvent | ExpireAtEvent):
                 continue  # counted on the writes' responses (see written()), or on the changes (_holding())
             if isinstance(rule.effect, Conflict) and rule.effect.preconditioned_only and not preconditioned:
                 continue  # no apiserver answers it with a conflict: it does not count either
@@ -528,12 +558,19 @@ class FaultInjector:
         info = RequestInfo("WATCH", "", group, None, plural, namespace, name, subresource=None, watch=True)
         for rule in list(self.rules):
             effect = rule.effect
-            if not isinstance(effect, HoldEvent) or rule.exhausted or not rule.matches(info) or not rule.counted():
+            if not isinstance(effect, HoldEvent | ExpireAtEvent):
+                continue
+            if rule.exhausted or not rule.matches(info) or not rule.counted():
                 continue
             rule.hits += 1
             self._inject(rule, info)
-            how = "until the next one, coalesced" if effect.coalesce else "until the next one, delivered late"
             where = f"{info.namespace + '/' if info.namespace else ''}{info.name}"
+            if isinstance(effect, ExpireAtEvent):
+                self.note(
+                    f"expire the watches at the event: {change.type} {info.qualified_resource} {where} rv={change.rv}"
+                )
+                return lagging.Holding(coalesce=True, window=0.0, note=self.note, expire=True)
+            how = "until the next one, coalesced" if effect.coalesce else "until the next one, delivered late"
             self.note(f"hold event ({how}): {change.type} {info.qualified_resource} {where} rv={change.rv}")
             return lagging.Holding(effect.coalesce, effect.window, effect.spacing, note=self.note)
         return None

@@ -37,12 +37,17 @@ class Holding:
     Then, with ``coalesce``, the held event is dropped and the next one goes out instead (the watcher never
     sees the held state); else the held one goes out at once and the next one (with what follows it)
     ``spacing`` seconds later. Events after the held one wait with it (a stream keeps its order).
+
+    With ``expire``, nothing is held: the event is never sent, the stream ends there with a ``410 Expired``
+    (as when a broken stream's version is compacted before the watcher resumes): the watcher lists again,
+    and finds the object as it is then.
     """
 
     coalesce: bool
     window: float
     spacing: float = 1.0
     note: Callable[[str], None] | None = None
+    expire: bool = False
 
 
 #: How many revisions behind the latest one the current request's reads are served (0: the latest).

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import NamedTuple, Protocol
 
+from kopf_sim.kube import errors
 from kopf_sim.kube.objects import JsonDict, meta
 from kopf_sim.kube.resources import ResourceType, StorageKey
 from kopf_sim.kube.selectors import FieldSelector, LabelSelector
@@ -144,7 +145,9 @@ class Subscription:
             return
         queued = len(self.pending)
         self._queue(change)
-        if holding is not None and len(self.pending) > queued and self._hold is None:
+        if holding is not None and holding.expire and len(self.pending) > queued:
+            self._expire(holding)
+        elif holding is not None and len(self.pending) > queued and self._hold is None:
             event = self.pending[-1]
             self._hold = _Hold(event, _object_key(event), holding, _loop_time() + holding.window)
 
@@ -184,6 +187,18 @@ class Subscription:
             self._on_close(self)
             if self._wakeup is not None:
                 self._wakeup.set()
+
+    def _expire(self, how: Holding) -> None:
+        """The stream ends before its latest event, with a 410 Expired: the watcher must list again."""
+        event = self.pending.pop()
+        if self._held is not None and self._arrivals:
+            self._arrivals.pop()
+        if how.note is not None:
+            namespace, name = _object_key(event)
+            how.note(f"watch expired (410) instead of: {event.type} {namespace}/{name} rv={event.rv}")
+        status = errors.expired(f"too old resource version: {event.rv - 1} ({event.rv})").to_status()
+        self.push(WatchEvent("ERROR", status, event.rv))
+        self.close()
 
     def _let_go(self, hold: _Hold, following: WatchEvent) -> WatchEvent:
         """The held object's next event has come: drop the held one (coalesced), or let it out and stall the rest."""

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from ..driving import crash_after
 from .steps import Action, Driver
 
-__all__ = ["CrashAfterWrite", "FailedRequest", "HeldEvent", "StaleAnswer"]
+__all__ = ["CrashAfterWrite", "ExpiredAtEvent", "FailedRequest", "HeldEvent", "StaleAnswer"]
 
 
 def _exactly(path: str) -> str:
@@ -122,4 +122,27 @@ class HeldEvent(Action):
         return (
             f"kopf_cluster.sim.faults.hold_event({self.resource!r}, {self.namespace!r}, {self.name!r}, "
             f"coalesce={self.coalesce!r}, window={self.window!r}, skip={self.skip})"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpiredAtEvent(Action):
+    """The operator's watch ends with a 410 at one object's event (of its ``skip + 1``-th change), never sent: kopf
+    lists again and gets the object as listed (the type ``None``), as after a broken watch whose version expired."""
+
+    user: ClassVar[bool] = False
+    kind: ClassVar[str | None] = "relists"
+    resource: str
+    namespace: str | None
+    name: str
+    skip: int = 0
+
+    async def apply(self, driver: Driver) -> str | None:
+        driver.cluster.sim.faults.expire_at_event(self.resource, self.namespace, self.name, skip=self.skip)
+        return None
+
+    def code(self) -> str:
+        return (
+            f"kopf_cluster.sim.faults.expire_at_event({self.resource!r}, {self.namespace!r}, {self.name!r}, "
+            f"skip={self.skip})"
         )

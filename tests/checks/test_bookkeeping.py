@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import kopf
-from pytest_kopf._bookkeeping import is_kopf_annotation, users_annotations
+from pytest_kopf._bookkeeping import is_kopf_annotation, users_annotations, without_bookkeeping
 from pytest_kopf.checks import check_operator
 
 GALLERY = Path(__file__).parent / "gallery"
@@ -69,3 +69,37 @@ def test_the_transition_check_passes_an_operator_with_its_own_prefix() -> None:
 def test_kopfs_annotations_are_told_by_their_prefix_key_or_record(key: str, value: str, kopfs: bool) -> None:
     assert is_kopf_annotation(key, value) is kopfs
     assert (key in users_annotations({key: value})) is not kopfs
+
+
+def a_handled_gadget() -> dict[str, Any]:
+    """A gadget as an operator keeping its progress in the status (a field of its choice) leaves it."""
+    return {
+        "apiVersion": "checks.example/v1",
+        "kind": "Gadget",
+        "metadata": {
+            "name": "obj-0",
+            "annotations": {
+                "example.com/owner": "team-a",
+                f"{PREFIX}/last-handled-configuration": '{"spec": {"size": 1}}',
+            },
+        },
+        "spec": {"size": 1},
+        "status": {"progress": {"mirror": {"started": "2026-01-01T00:00:00"}}, "kopf": {}, "size": 1},
+    }
+
+
+def test_without_settings_kopfs_annotations_and_status_go_by_what_they_are() -> None:
+    gadget = a_handled_gadget()
+    cleared = without_bookkeeping(gadget)
+    assert cleared["metadata"]["annotations"] == {"example.com/owner": "team-a"}
+    assert cleared["status"] == {"progress": {"mirror": {"started": "2026-01-01T00:00:00"}}, "size": 1}
+    assert gadget == a_handled_gadget()  # the object itself untouched
+
+
+def test_with_settings_the_operators_storages_clear_what_they_keep_wherever() -> None:
+    settings = kopf.OperatorSettings()
+    settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.progress")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=PREFIX)
+    cleared = without_bookkeeping(a_handled_gadget(), settings)
+    assert cleared["metadata"]["annotations"] == {"example.com/owner": "team-a"}
+    assert cleared["status"] == {"size": 1}

@@ -244,6 +244,31 @@ async def test_a_statefulsets_revisions_are_its_history_not_its_state(kopf_clust
     assert "ControllerRevision" not in {obj["kind"] for obj in end_state(kopf_cluster)}
 
 
+async def test_the_claims_a_deleted_statefulset_has_left_are_the_clusters_not_the_state(kopf_cluster: Any) -> None:
+    from tests.sim.controllers.workloads import pod_template
+
+    labels = {"app": "db"}
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    spec = {"serviceName": "db", "replicas": 1, "selector": {"matchLabels": labels}, "template": pod_template(labels)}
+    body = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}}
+    await kopf_cluster.create({**body, "spec": {**spec, "volumeClaimTemplates": [claim]}})
+    made_by_hand = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-gone-0"}}
+    await kopf_cluster.create({**made_by_hand, "spec": claim["spec"]})  # named as a StatefulSet's, made by a client
+    await kopf_cluster.sim.advance(10)
+
+    def claims() -> list[str]:
+        return [obj["metadata"]["name"] for obj in end_state(kopf_cluster) if obj["kind"] == "PersistentVolumeClaim"]
+
+    assert claims() == ["data-db-0", "data-gone-0"]  # while the StatefulSet is there: its claim is in (as it was)
+    await kopf_cluster.delete("statefulsets", "db")
+    await kopf_cluster.sim.advance(10)
+    assert {c["metadata"]["name"] for c in await kopf_cluster.list("persistentvolumeclaims")} == {
+        "data-db-0",  # kept: Kubernetes' default retention policy
+        "data-gone-0",
+    }
+    assert claims() == ["data-gone-0"]
+
+
 GADGET = {
     "apiVersion": "checks.example/v1",
     "kind": "Gadget",

@@ -14,7 +14,7 @@ from pytest_kopf.checks import CHECKS, check_operator
 from pytest_kopf.errors import OperatorCheckFailed
 from pytest_kopf.stateful import OperatorMachine
 from pytest_kopf.strategies import Action, Advance, Create, Delete, PatchSpec
-from pytest_kopf.strategies.placed import CrashAfterWrite, FailedRequest, HeldEvent, StaleAnswer
+from pytest_kopf.strategies.placed import CrashAfterWrite, ExpiredAtEvent, FailedRequest, HeldEvent, StaleAnswer
 
 GALLERY = Path(__file__).parent / "gallery"
 RESOURCE = "gadgets.checks.example"
@@ -63,6 +63,11 @@ def test_a_plan_per_write_read_and_pair_of_events() -> None:
     assert not any(isinstance(fault, StaleAnswer) for fault in faults)  # it reads nothing: nothing to make stale
     holds = [fault for fault in faults if isinstance(fault, HeldEvent)]
     assert {(hold.coalesce, hold.skip) for hold in holds} >= {(True, 0), (False, 0), (True, 1)}
+    # The watch expired (410) at each event of the object instead: kopf lists again; first the users' creation's.
+    relists = [(plan.position, plan.fault, plan.interacting) for plan in plans if plan.kind == "relists"]
+    assert relists[0] == (0, ExpiredAtEvent(RESOURCE, "default", "obj-0", 0), True)
+    assert (2, ExpiredAtEvent(RESOURCE, "default", "obj-0", 0), True) in relists  # the users' patch
+    assert any(not interacting for _, _, interacting in relists)  # the echoes of the operator's own patches
     assert {plan.check for plan in plans} == {"retries", "crash-restart", "withheld-events"}
     # Armed before the user action in whose course it comes: the update's PATCH of the child before the patch.
     patching = next(plan for plan in plans if plan.fault == CrashAfterWrite("PATCH", f"{child}/obj-0-data", 0))
@@ -134,3 +139,24 @@ def test_the_objects_present_are_told_by_the_steps_not_by_the_world() -> None:
         assert example.present() == frozenset()
     finally:
         example.close()
+
+
+def test_a_watch_expired_at_an_event_shows_an_event_handler_that_ignores_the_listed_objects() -> None:
+    """kopf lists again after a 410 and gives what changed meanwhile as listed (type None): a raw-event handler
+    acting on ADDED/MODIFIED only never mirrors it. Found by the 'relists' plans; the twin passes the same steps."""
+    with pytest.raises(OperatorCheckFailed) as info:
+        check_operator(
+            paths=[GALLERY / "relisted_event_bug.py"],
+            manifests=[GALLERY / "crd.yaml"],
+            resources=[RESOURCE],
+            checks=["withheld-events"],
+            max_examples=3,
+            max_steps=3,
+            names=["obj-0"],
+            seed=1,
+        )
+    failure = info.value
+    assert failure.check == "withheld-events"
+    assert [step for step in failure.steps if isinstance(step, ExpiredAtEvent)]
+    assert "-  kind: ConfigMap" in failure.details  # the child never made
+    machine("relisted_event_ok").replay(failure.steps)

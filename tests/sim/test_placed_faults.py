@@ -1,9 +1,11 @@
 """Faults placed on one request or one event: skipping the first matches, stale answers of what is read
-(before its latest change, whatever else changed), and one object's event held until its next one."""
+(before its latest change, whatever else changed), one object's event held until its next one, and a watch
+expired (410) at one object's event."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import aiohttp
 import pytest
@@ -119,8 +121,35 @@ def test_an_event_held_with_no_next_one_goes_out_after_its_window() -> None:
     assert virtualtime.run(main()) == [(0.0, "MODIFIED", 2), (6.0, "MODIFIED", 3)]
 
 
+def test_a_watch_expires_at_the_objects_event_instead_of_sending_it() -> None:
+    async def main() -> tuple[list[tuple[str, object]], list[str], int]:
+        cluster = make_cluster()
+        injector, app = served(cluster)
+        async with InMemoryServer(app) as server, server.session() as session:
+            injector.expire_at_event("widgets", "default", "w1", skip=1)
+            seen: list[tuple[str, object]] = []
+            params = {"watch": "true", "resourceVersion": str(cluster.rv), "timeoutSeconds": "60"}
+            async with session.get(WIDGETS, params=params) as response:
+                await resize(session, 2)  # skipped: sent
+                await resize(session, 3)  # never sent: the stream ends with a 410 there
+                await resize(session, 4)  # nor anything after it
+                async for line in response.content:
+                    event = json.loads(line)
+                    obj = event["object"]
+                    seen.append((event["type"], obj["spec"]["size"] if event["type"] != "ERROR" else obj["code"]))
+            return seen, injector.log, len(injector.injections)
+
+    seen, log, injected = virtualtime.run(main())
+    assert seen == [("MODIFIED", 2), ("ERROR", 410)]
+    assert injected == 1
+    assert "expire the watches at the event: MODIFIED widgets.acme.example default/w1" in log[0]
+    assert "watch expired (410) instead of: MODIFIED default/w1" in log[1]
+
+
 def test_holding_events_needs_the_store() -> None:
     with pytest.raises(RuntimeError, match="needs the injector's store"):
         FaultInjector().hold_event("widgets", "default", "w1")
+    with pytest.raises(RuntimeError, match="needs the injector's store"):
+        FaultInjector().expire_at_event("widgets", "default", "w1")
     with pytest.raises(ValueError, match="skip must be non-negative"):
         FaultInjector().error(500, skip=-1)

@@ -12,9 +12,11 @@ Three levels, each built on the previous one:
 * :func:`continuous_watch` — list, then watch, then watch again from the last seen
   ``resourceVersion`` (incl. the bookmarks' ones) after every end of a stream, with
   ``settings.watching.reconnect_backoff`` in between. On 410 ("the version is too old"),
-  it lists again and yields the differences from what was seen before: ``ADDED``,
-  ``MODIFIED``, ``DELETED`` (with the last seen body) — so nothing is lost or duplicated.
-  The objects of the very first listing are yielded with the type ``None``.
+  it lists again and yields the differences from what was seen before: the objects new or
+  changed since with the type ``None`` (listed, as the published Kopf yields every object of its
+  listings: an event handler that acts on ``ADDED``/``MODIFIED`` only misses the changes made
+  while the stream was broken), the gone ones as ``DELETED`` (with the last seen body) — so
+  nothing is lost or duplicated. The objects of the very first listing have the type ``None`` too.
 
 * :func:`infinite_watch` — the same, but stops streaming while the operator is paused
   (e.g. by a peer with a higher priority) and lists everything anew on resume (every object
@@ -475,7 +477,12 @@ async def continuous_watch(
 
 
 def _differences(state: WatchState, items: list[RawBody]) -> list[RawEvent]:
-    """The events of a re-listing: what has changed since the objects were seen (all found before any goes)."""
+    """The events of a re-listing: what has changed since the objects were seen (all found before any goes).
+
+    The new and changed objects come as listed (the type ``None``), as the published Kopf yields the objects of
+    every listing, a re-listing after a 410 included (measured: in-stream 410, then every object with ``None``);
+    the unchanged ones not at all (no duplicates); the gone ones as ``DELETED``.
+    """
     events: list[RawEvent] = []
     present: set[str] = set()
     for item in items:
@@ -483,12 +490,9 @@ def _differences(state: WatchState, items: list[RawBody]) -> list[RawEvent]:
         if uid is not None:
             present.add(uid)
         previous = state.known.get(uid) if uid is not None else None
-        if previous is None:
-            state.remember("ADDED", item)
-            events.append(RawEvent(type="ADDED", object=item))
-        elif previous[0] != _rv(item):
-            state.remember("MODIFIED", item)
-            events.append(RawEvent(type="MODIFIED", object=item))
+        if previous is None or previous[0] != _rv(item):
+            state.remember(None, item)
+            events.append(RawEvent(type=None, object=item))
     events.extend(_gone(state, present))
     return events
 

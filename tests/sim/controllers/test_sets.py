@@ -111,6 +111,31 @@ async def test_scaling_down_goes_from_the_highest_ordinal_and_keeps_the_claims(k
     assert len(await kopf_cluster.list("persistentvolumeclaims")) == 4  # retained (the default policy)
 
 
+async def claim_names(kopf_cluster: KopfCluster) -> list[str]:
+    return sorted(c["metadata"]["name"] for c in await kopf_cluster.list("persistentvolumeclaims"))
+
+
+async def test_the_claims_retention_policy_deletes_the_claims_of_a_scale_down_and_of_a_deletion(
+    kopf_cluster: KopfCluster,
+) -> None:
+    policy = {"whenScaled": "Delete", "whenDeleted": "Retain"}
+    await kopf_cluster.create(statefulset("db", replicas=3, persistentVolumeClaimRetentionPolicy=policy))
+    await kopf_cluster.wait_for("statefulsets", "db", condition=rolled_out)
+    assert "ownerReferences" not in (await kopf_cluster.get("persistentvolumeclaims", "data-db-0") or {})["metadata"]
+    await kopf_cluster.patch("statefulsets", "db", {"spec": {"replicas": 1}})
+    await kopf_cluster.wait_for("statefulsets", "db", condition=lambda s: s["status"].get("replicas") == 1)
+    await asyncio.sleep(10)
+    assert await claim_names(kopf_cluster) == ["data-db-0"]  # the scaled-down pods' claims went with them
+    policy = {"whenScaled": "Retain", "whenDeleted": "Delete"}  # applies to the claims made before, too
+    await kopf_cluster.patch("statefulsets", "db", {"spec": {"persistentVolumeClaimRetentionPolicy": policy}})
+    await asyncio.sleep(1)
+    [ref] = (await kopf_cluster.get("persistentvolumeclaims", "data-db-0") or {})["metadata"]["ownerReferences"]
+    assert (ref["kind"], ref["name"], ref["controller"]) == ("StatefulSet", "db", True)
+    await kopf_cluster.delete("statefulsets", "db")
+    await asyncio.sleep(10)
+    assert await claim_names(kopf_cluster) == []
+
+
 async def test_a_rolling_update_goes_backwards_and_respects_the_partition(kopf_cluster: KopfCluster) -> None:
     await kopf_cluster.create(
         statefulset("db", updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"partition": 1}})
