@@ -42,7 +42,7 @@ from kopf_sim.timing.virtualtime import job_loop, job_serial
 
 from ._clocks import is_operator_frame
 
-__all__ = ["WorldRandomness", "current_random", "seeded"]
+__all__ = ["ANTITHETIC_SEED", "Antithetic", "WorldRandomness", "current_random", "seeded"]
 
 #: The functions of ``random`` that draw from its hidden shared generator (the world's generator instead).
 _RANDOM_FUNCTIONS = tuple(name for name in random.__all__ if name not in ("Random", "SystemRandom"))
@@ -50,12 +50,41 @@ _RANDOM_FUNCTIONS = tuple(name for name in random.__all__ if name not in ("Rando
 _UUID_EPOCH_OFFSET = 0x01B21DD213814000
 
 
-class WorldRandomness:
-    """The seeded generators of one world: one for its loop's thread, one per executor job."""
+class Antithetic(random.Random):
+    """A generator whose every draw differs from that of a plain one of the same seed at the same point.
 
-    def __init__(self, seed: int) -> None:
+    The same state underneath, each value turned to another: the bits complemented (so bytes, tokens and uuids),
+    floats moved by half their range (``random()``, and so ``choices()``, ``uniform()``), and a pick among ``n``
+    moved to the next one (``choice()``, ``randint()``, ``sample()``, ``shuffle()``). Two worlds of the same seed,
+    one plain and one antithetic, draw differently wherever they draw alike: even a choice between two values
+    differs, so whatever an operator draws is learned as noise, however few the values (:mod:`pytest_kopf._noise`).
+    """
+
+    def random(self) -> float:
+        return (super().random() + 0.5) % 1.0
+
+    def getrandbits(self, k: int, /) -> int:
+        return super().getrandbits(k) ^ ((1 << k) - 1)
+
+    def _randbelow(self, n: int) -> int:  # (CPython's own way: a plain generator's pick, then the next)
+        k = n.bit_length()
+        r = random.Random.getrandbits(self, k)
+        while r >= n:
+            r = random.Random.getrandbits(self, k)
+        return (r + 1) % n
+
+
+class WorldRandomness:
+    """The seeded generators of one world: one for its loop's thread, one per executor job.
+
+    ``antithetic``: its generators draw unlike those of a plain world of the same seed, every time
+    (:class:`Antithetic`).
+    """
+
+    def __init__(self, seed: int, *, antithetic: bool = False) -> None:
         self.seed = seed
-        self.loop_random = random.Random(f"kopf-world:{seed}:loop")
+        self._kind: type[random.Random] = Antithetic if antithetic else random.Random
+        self.loop_random = self._kind(f"kopf-world:{seed}:loop")
         self._jobs: dict[int, random.Random] = {}
         self._places: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -67,7 +96,7 @@ class WorldRandomness:
         with self._lock:
             generator = self._jobs.get(serial)
             if generator is None:
-                generator = self._jobs[serial] = random.Random(f"kopf-world:{self.seed}:job:{serial}")
+                generator = self._jobs[serial] = self._kind(f"kopf-world:{self.seed}:job:{serial}")
             return generator
 
     def place_seed(self, place: str) -> str:
@@ -204,11 +233,16 @@ _installed = 0
 _lock = threading.Lock()
 
 
+#: The seed whose worlds draw the antithetic of seed 0's (the checks' reference: unlike the baseline in every draw).
+ANTITHETIC_SEED = 1
+
+
 @contextlib.contextmanager
 def seeded(loop: asyncio.AbstractEventLoop, seed: int) -> Iterator[WorldRandomness]:
-    """Meanwhile, the code of this loop (and of its executor jobs) draws from generators seeded with ``seed``."""
+    """Meanwhile, the code of this loop (and of its executor jobs) draws from generators seeded with ``seed``
+    (:data:`ANTITHETIC_SEED`: those of seed 0, antithetic, so unlike seed 0's in every draw)."""
     global _installed
-    world = WorldRandomness(seed)
+    world = WorldRandomness(0, antithetic=True) if seed == ANTITHETIC_SEED else WorldRandomness(seed)
     with _lock:
         _worlds[loop] = world
         _installed += 1
