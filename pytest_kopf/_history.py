@@ -66,6 +66,11 @@ DERIVING_KINDS = frozenset(
         ("v1", "Service"),
     }
 )
+#: The status fields that the cluster's controllers write on a schedule: when a CronJob last ran and which of its
+#: Jobs run now tell how long it has been there (a CronJob made a minute later has run once less), not its state.
+SCHEDULE_STATUS: Mapping[tuple[str, str], tuple[str, ...]] = {
+    ("batch/v1", "CronJob"): ("lastScheduleTime", "lastSuccessfulTime", "active")
+}
 #: The field manager of the cluster's controllers (a StatefulSet's, the volumes' binder...), as in Kubernetes: what
 #: only it has written, no client of the API (the operator, a user) has made or changed.
 CONTROLLER_MANAGER = "kube-controller-manager"
@@ -132,6 +137,12 @@ def history_aside(
                 del status[key]
             if not status:
                 del masked["status"]
+        scheduled = SCHEDULE_STATUS.get((str(masked.get("apiVersion")), str(masked.get("kind"))), ())
+        if scheduled and isinstance(status, dict):
+            for key in scheduled:
+                status.pop(key, None)
+            if not status:
+                masked.pop("status", None)
         _without_copied_labels(masked, owners_labels)
         annotations = (masked.get("metadata") or {}).get("annotations")
         if isinstance(annotations, dict):

@@ -81,6 +81,20 @@ def test_history_is_set_aside_and_the_state_kept() -> None:
     ]
 
 
+def test_when_a_cronjob_has_run_is_set_aside() -> None:
+    # outsider8's cron_ok (a CronJob per object) failed 'transition': the object reached its spec after a minute had
+    # passed, so its CronJob had run once, while the one created directly in that state had not run yet.
+    cronjob = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "c"},
+        "spec": {"schedule": "* * * * *"},
+    }
+    ran = {**cronjob, "status": {"lastScheduleTime": "2026-01-01T00:01:00Z", "active": [{"name": "c-1"}]}}
+    assert history_masked([ran], driven=DRIVEN, handlers=[]) == history_masked([cronjob], driven=DRIVEN, handlers=[])
+    assert history_masked([cronjob], driven=DRIVEN, handlers=[]) == [cronjob]
+
+
 def test_the_labels_that_children_copied_from_their_owner_are_set_aside() -> None:
     # kopf.adopt labels a child with its owner's labels as they are at the child's write: an operator that reacts
     # to its objects' spec only has children with the labels of the last spec change (or of none), a snapshot.
