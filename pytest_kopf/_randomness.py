@@ -78,7 +78,7 @@ class WorldRandomness:
     """The seeded generators of one world: one for its loop's thread, one per executor job.
 
     ``antithetic``: its generators draw unlike those of a plain world of the same seed, every time
-    (:class:`Antithetic`).
+    (``Antithetic``).
     """
 
     def __init__(self, seed: int, *, antithetic: bool = False) -> None:
@@ -240,7 +240,7 @@ ANTITHETIC_SEED = 1
 @contextlib.contextmanager
 def seeded(loop: asyncio.AbstractEventLoop, seed: int) -> Iterator[WorldRandomness]:
     """Meanwhile, the code of this loop (and of its executor jobs) draws from generators seeded with ``seed``
-    (:data:`ANTITHETIC_SEED`: those of seed 0, antithetic, so unlike seed 0's in every draw)."""
+    (``ANTITHETIC_SEED``: those of seed 0, antithetic, so unlike seed 0's in every draw)."""
     global _installed
     world = WorldRandomness(0, antithetic=True) if seed == ANTITHETIC_SEED else WorldRandomness(seed)
     with _lock:

@@ -178,10 +178,10 @@ class World:
 
     Its randomness is seeded (:mod:`pytest_kopf._randomness`): ``random``, ``secrets``, ``uuid`` and
     ``os.urandom`` in its operator's code draw the same values for the same ``seed`` in every run (the
-    reference, :data:`REFERENCE_SEED`, draws the antithetic of seed 0: unlike the baseline in every draw, even a
+    reference, ``REFERENCE_SEED``, draws the antithetic of seed 0: unlike the baseline in every draw, even a
     choice of two); the simulated cluster's uids (and what derives from them: generated names, allocated
-    addresses) follow ``seed`` too, and so do its resourceVersions (:data:`REVISION_OFFSET` further on for
-    every seed but 0).
+    addresses) follow ``seed`` too, and so do its resourceVersions (``REVISION_OFFSET`` further on for every
+    seed but 0).
     ``epoch``: the wall-clock moment of its loop's time 0 (the timestamps it writes).
     """
 

@@ -5,8 +5,8 @@ object (no progress, no diff-base, no results) and is not retried: a failure is 
 That suits watching objects that belong to someone else. Here:
 
 - ``audit`` logs every event of KopfExamples: its type (``None`` for the objects listed when the watch
-  starts, then ``ADDED``, ``MODIFIED``, ``DELETED``) and the object's resource version; a per-object
-  ``memo`` counts them;
+  starts, and for those created or changed meanwhile when it lists again after the watch expired; else
+  ``ADDED``, ``MODIFIED``, ``DELETED``) and the object's resource version; a per-object ``memo`` counts them;
 - ``stamp_first_seen`` puts an annotation on the objects that do not have it yet (the filter makes it
   run once per object: a patch from an event handler causes one more event, which must not loop);
 - ``watch_settings`` follows the ConfigMaps labelled ``example.kopf.dev/watched``.
