@@ -199,11 +199,17 @@ async def caught_up(kopf_operator: KopfOperator | None = None) -> None:
     Likewise, a handler that a fault injected during the step has failed is retried before the step ends.
     """
     await asyncio.sleep(STEP_PAUSE)
-    if kopf_operator is not None and kopf_operator in _revivals:
+    if kopf_operator is not None:
+        await _back(kopf_operator)
+        await _retried(kopf_operator)
+
+
+async def _back(kopf_operator: KopfOperator) -> None:
+    """Wait until the operator is back after its crashes: a restarted one that crashes again while catching up
+    (another crash planned after its first write) is waited for again."""
+    while kopf_operator in _revivals:
         await revived(kopf_operator)
         await asyncio.sleep(STEP_PAUSE)
-    if kopf_operator is not None:
-        await _retried(kopf_operator)
 
 
 #: The virtual seconds that a step waits at most for the retries of the handlers that a fault has failed.
@@ -231,6 +237,7 @@ async def _retried(kopf_operator: KopfOperator) -> None:
     loop = asyncio.get_running_loop()
     limit = loop.time() + RETRY_WAIT_LIMIT
     while len(injections) != seen:  # a fault since the latest look: its failures are retried first
+        await _back(kopf_operator)  # (a crash is a fault too)
         seen = len(injections)
         memories = kopf_operator.memories if kopf_operator.running else None
         pending = [m.delayed_until for m in memories.iter_all_memories()] if memories is not None else []
@@ -239,9 +246,7 @@ async def _retried(kopf_operator: KopfOperator) -> None:
             break
         await asyncio.sleep(max(due - loop.time(), 0) + STEP_PAUSE)
         await asyncio.sleep(STEP_PAUSE)
-        if kopf_operator in _revivals:  # the retry's write has crashed it
-            await revived(kopf_operator)
-            await asyncio.sleep(STEP_PAUSE)
+    await _back(kopf_operator)  # the retry's write may have crashed it
     _faults_seen[kopf_operator] = len(injections)
 
 

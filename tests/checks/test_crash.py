@@ -145,6 +145,21 @@ async def test_a_step_with_a_crash_ends_once_the_operator_is_back_and_caught_up(
     assert obj is not None and obj["status"]["field"] == "x"
 
 
+async def test_a_step_with_two_crashes_ends_once_the_operator_is_back_after_both(
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
+    """The restarted operator crashes again while catching up (a second crash planned after its first write): the
+    step waits for the second restart too (outsider8's storm_ok saw the users' next change while it was down)."""
+    await kopf_cluster.apply(CRD)
+    await kopf_operator.start(registry=mirroring_registry())
+    path = "^/apis/kopf.dev/v1/namespaces/default/kopfexamples/ex1/status$"
+    crash_after(kopf_cluster, kopf_operator, writes=1, method="PATCH", path=path)
+    crash_after(kopf_cluster, kopf_operator, writes=1, method="PATCH", path=path)
+    await kopf_cluster.create(example("ex1"))
+    await caught_up(kopf_operator)
+    assert kopf_operator.crashes == 2 and kopf_operator.running
+
+
 def child_registry() -> kopf.OperatorRegistry:
     """Edge-triggered: each change of the field is written into a child ConfigMap (made by the creation)."""
     from kopf._cogs.clients import api
