@@ -26,7 +26,7 @@ GALLERY = Path(__file__).parent / "gallery"
 CRD = GALLERY / "crd.yaml"
 RESOURCE = "gadgets.checks.example"
 #: Examples per check for the correct twins: a bounded profile for CI (raise it for a longer search).
-TWIN_EXAMPLES = int(os.environ.get("KOPF_CHECKS_TWIN_EXAMPLES", "3"))
+TWIN_EXAMPLES = int(os.environ.get("KOPF_CHECKS_TWIN_EXAMPLES", "2"))
 
 BUGS = {
     "crash_child": "crash-restart",
