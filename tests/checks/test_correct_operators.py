@@ -42,7 +42,7 @@ CORRECT = [
 
 DEFAULT_BUDGET = bool(os.environ.get("KOPF_CHECKS_DEFAULT_BUDGET"))
 #: The docs' default budget (check_operator's defaults), or a bounded one for CI.
-BUDGET: dict[str, Any] = {} if DEFAULT_BUDGET else {"combined": True, "max_examples": 4, "max_steps": 10}
+BUDGET: dict[str, Any] = {} if DEFAULT_BUDGET else {"combined": True, "max_examples": 3, "max_steps": 8}
 #: In the bounded profile, deployment_owner_ok is checked loaded with pod_names_ok only (the same Deployment code,
 #: a handler more): alone, it costs as much again (16 s of CPU) for little that the pair does not run.
 CHECKED = CORRECT if DEFAULT_BUDGET else [name for name in CORRECT if name != "deployment_owner_ok"]
