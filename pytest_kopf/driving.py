@@ -23,6 +23,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+import kopf
 from kopf_sim.http.faults import RequestInfo
 from kopf_sim.kube.objects import clone
 from kopf_sim.recording.apiclient import ApiFailure
@@ -392,7 +393,7 @@ def end_state(
                 continue  # a StatefulSet's or DaemonSet's history: one per template it has had, however reached
             if rtype.storage_key == CLAIMS_KEY and (metadata.get("namespace") or "", metadata["name"]) in left_claims:
                 continue  # a deleted StatefulSet's claims, kept by its retention policy: the cluster's, derived
-            masked = mask_object(without_bookkeeping(store.present(obj, rtype), sim.operator_settings), mask)
+            masked = mask_object(store.present(obj, rtype), mask, settings=sim.operator_settings)
             generated |= drawn_values(obj)
             if rtype.storage_key == CRD_KEY:
                 masked.pop("status", None)  # the apiserver's own (accepted names, conditions stamped at creation)
@@ -469,9 +470,16 @@ def _sort_key(obj: dict[str, Any]) -> tuple[str, str, str, str, str]:
     )
 
 
-def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]:
-    """A copy of an object without what differs between two equal runs (see :func:`end_state`)."""
-    masked: dict[str, Any] = clone(obj)  # JSON data: a plain recursive copy (deepcopy's memo costs several times more)
+def mask_object(
+    obj: dict[str, Any], mask: Iterable[str] = (), *, settings: kopf.OperatorSettings | None = None
+) -> dict[str, Any]:
+    """A copy of an object without what differs between two equal runs (see :func:`end_state`).
+
+    The operator's ``settings``, where known, say where its storages keep their state (see
+    :func:`without_bookkeeping`).
+    """
+    # JSON data: a plain recursive copy (deepcopy's memo costs several times more).
+    masked: dict[str, Any] = clone(without_bookkeeping(obj, settings))
     metadata = masked.setdefault("metadata", {})
     for field in VOLATILE_METADATA:
         metadata.pop(field, None)
@@ -490,7 +498,6 @@ def mask_object(obj: dict[str, Any], mask: Iterable[str] = ()) -> dict[str, Any]
         metadata["deletionTimestamp"] = "<set>"
     for ref in metadata.get("ownerReferences") or ():
         ref.pop("uid", None)
-    masked = without_bookkeeping(masked)
     status = masked.get("status")
     if isinstance(status, dict):
         # The generation that a controller has seen counts the spec's changes (as metadata.generation, masked
