@@ -13,7 +13,8 @@ process's own randomness anywhere else (pytest, hypothesis, other tests):
 - the functions of ``random`` (``random.random()``, ``randint()``, ``choice()``, ...; ``random.seed()``
   reseeds the world's generator), and ``random.Random()`` made without a seed;
 - ``os.urandom()`` and ``os.getrandom()``, and so ``uuid.uuid4()``, ``secrets`` (``token_bytes()``,
-  ``token_hex()``, ``token_urlsafe()``, ``choice()``, ``randbelow()``) and ``random.SystemRandom``;
+  ``token_hex()``, ``token_urlsafe()``, ``choice()``, ``randbelow()``) and ``random.SystemRandom`` (whose picks
+  among n are the world's generator's, so that an antithetic world picks otherwise);
 - ``uuid.uuid1()``: the world's virtual time, a random node id of the world, a seeded clock sequence.
 
 The loop's thread has one generator; each executor job has its own, seeded by the world's seed and the
@@ -176,6 +177,21 @@ def _getrandom(size: int, flags: int = 0) -> bytes:
     return generator.randbytes(size)
 
 
+_real_system_randbelow: Callable[[random.SystemRandom, int], int] = random.SystemRandom._randbelow  # type: ignore[attr-defined]
+
+
+def _system_randbelow(self: random.SystemRandom, n: int) -> int:
+    """A pick among ``n`` of the system's generator (``secrets.choice()``, ``secrets.randbelow()``): the world's.
+
+    The system's own way rejects draws out of range, so a pick from complemented bytes is not the antithetic one.
+    """
+    generator = current_random()
+    if generator is None:
+        return _real_system_randbelow(self, n)
+    pick: int = generator._randbelow(n)  # type: ignore[attr-defined]
+    return pick
+
+
 def _random_function(name: str) -> Callable[..., Any]:
     real = getattr(random, name)
 
@@ -223,6 +239,7 @@ def _uuid1(node: int | None = None, clock_seq: int | None = None) -> uuid.UUID:
 _PATCHES: list[tuple[Any, str, Any]] = [
     (os, "urandom", _urandom),
     (random, "_urandom", _urandom),  # random.SystemRandom's source (and so that of secrets)
+    (random.SystemRandom, "_randbelow", _system_randbelow),
     (random.Random, "seed", _seed),
     (uuid, "uuid1", _uuid1),
     *((random, name, _random_function(name)) for name in _RANDOM_FUNCTIONS),

@@ -241,6 +241,9 @@ def choosing_registry() -> kopf.OperatorRegistry:
     @kopf.on.create("gadgets", registry=registry)
     async def in_the_loop(name: str, **_: Any) -> None:
         draws.append(("loop", name, *(random.choice("ab") for _ in range(5)), random.randint(1, 2)))
+        # The system's generator (secrets: passwords from an alphabet, a pick among a few) is the world's too.
+        draws.append(("secrets", name, *(secrets.choice("ab") for _ in range(5)), secrets.randbelow(2)))
+        draws.append(("system", name, random.SystemRandom().choice("ab"), *random.SystemRandom().sample("ab", 2)))
 
     @kopf.on.create("gadgets", registry=registry, id="threaded")
     def in_a_thread(name: str, **_: Any) -> None:
@@ -254,7 +257,7 @@ def test_the_reference_draws_unlike_the_baseline_every_time_even_a_choice_of_two
     # so the next object drew another zone than in the baseline, where the reference had drawn the same by chance.
     baseline = {row[:2]: row[2:] for row in draws_of(0, choosing_registry)}
     reference = {row[:2]: row[2:] for row in draws_of(REFERENCE_SEED, choosing_registry)}
-    assert len(baseline) == 4 and baseline.keys() == reference.keys()
+    assert len(baseline) == 8 and baseline.keys() == reference.keys()
     for where, ours in baseline.items():
         assert all(a != b for a, b in zip(ours, reference[where], strict=True)), where
 
