@@ -446,3 +446,34 @@ async def test_an_object_filtered_out_by_when_is_not_unhandled(
     assert await settle(kopf_cluster, kopf_operator)
     resource = await kopf_cluster.resolve("kopfexamples")
     assert _unhandled(kopf_cluster, kopf_operator, [resource], "default") == []
+
+
+async def test_a_handler_done_in_an_earlier_cycle_of_an_update_runs_again_for_the_change_that_came_meanwhile(
+    kopf_cluster: KopfCluster, kopf_operator: KopfOperator
+) -> None:
+    """Found by sieve9's random faults (a correct twin, 'retries'): an update took two cycles (the status patch of
+    its first handler failed once, and kopf's client retried it a second later); meanwhile, the mode was removed.
+    The second cycle handled the rest of the update and stored the state it began with as handled; the next cycle
+    then handled the mode's removal, but took the mode's handler as done by the record of its earlier run, never
+    purged: the status kept the removed mode."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.field("gadgets", field="spec.mode", registry=registry)
+    async def mode_fn(new: Any, patch: kopf.Patch, **_: Any) -> None:
+        patch.status["mode"] = new
+
+    @kopf.on.update("gadgets", field="spec.size", registry=registry)
+    async def size_fn(new: Any, patch: kopf.Patch, **_: Any) -> None:
+        patch.status["size"] = new
+
+    await kopf_cluster.apply(Path(__file__).parent / "gallery" / "crd.yaml")
+    await kopf_operator.start(registry=registry)
+    await kopf_cluster.create({**GADGET, "spec": {}})
+    await settle(kopf_cluster, kopf_operator)
+    kopf_cluster.sim.faults.error(500, method="PATCH", path="/status$", resource="gadgets", count=1)
+    await kopf_cluster.patch("gadgets.checks.example", "obj-0", {"spec": {"mode": "slow", "size": 0}})
+    await asyncio.sleep(0.001)  # the mode's handler has run; its status patch waits for the client's retry
+    await kopf_cluster.patch("gadgets.checks.example", "obj-0", {"spec": {"mode": None}})
+    await settle(kopf_cluster, kopf_operator)
+    obj = await kopf_cluster.get("gadgets.checks.example", "obj-0")
+    assert obj is not None and obj["status"] == {"size": 0}

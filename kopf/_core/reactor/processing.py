@@ -36,7 +36,7 @@ import asyncio
 import dataclasses
 import datetime
 import logging
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, Protocol, cast
 
 from kopf._cogs.aiokits import clock
@@ -669,7 +669,31 @@ async def _process_handlers(context: _Context, change: _Change) -> tuple[bool, e
     if outcome.done:
         succeeded, failed = len(outcome.state.succeeded), len(outcome.state.failed)
         context.logger.info(f"{title.capitalize()} is processed: {succeeded} succeeded; {failed} failed.")
+        _purge_earlier_cycles(context, handlers)
     return in_scope, outcome
+
+
+def _purge_earlier_cycles(context: _Context, handlers: Sequence[ChangingHandler]) -> None:
+    """
+    Remove the records of the handlers that ran in an earlier cycle of this handling, but not in its last one.
+
+    When the object changes between the cycles of a handling (e.g. a patch was retried meanwhile), each cycle
+    selects its handlers by the latest diff: a handler done in an earlier cycle for a change that is gone by
+    now is not among them, and its record would be left. The next handling (of the change between the state
+    the handling began with and the latest one) would then take that handler as done, though it has not seen
+    the latest state of its field.
+    """
+    storage = context.settings.persistence.progress_storage
+    ids = {handler.id for handler in handlers}
+    earlier: dict[str, ChangingHandler] = {}
+    for handler in context.registry.changing.get_resource_handlers(context.resource):
+        known = handler.id in ids or handler.id in earlier
+        if not known and storage.fetch(key=handler.id, body=context.body) is not None:
+            earlier[handler.id] = handler
+    if earlier:
+        stale = list(earlier.values())
+        state = execution.State.from_storage(body=context.body, storage=storage, handlers=stale)
+        state.purge(body=context.body, patch=context.patch, storage=storage, handlers=stale)
 
 
 def _supersede_other_causes(context: _Context, change: _Change) -> None:
