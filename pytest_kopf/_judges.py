@@ -24,7 +24,7 @@ from ._bookkeeping import progress_record
 from ._discovery import ResourceInfo
 from ._history import handler_ids, history_masked
 from ._noise import NoiseField
-from ._observations import HistoryRecords, history_records, late_snapshots_aside, unseen_records_aside
+from ._observations import HistoryRecords, history_records, late_snapshots_aside, unseen_lifetimes, unseen_records_aside
 from ._refusals import reports_error
 from ._storms import STORM_FAILURE, RetryStorm
 from ._tracing import Change, Entry, Fault, Log, Request, Response, Step
@@ -198,8 +198,10 @@ def difference(evidence: Evidence) -> str | None:
     if differs is not None:  # (only then: it reads the whole trace) what a delayed snapshot holds, compared aside
         actual, expected = late_snapshots_aside(actual, expected, trace=evidence.trace, driven=kinds)
         differs = noise.difference(expected, actual, evidence.noise, labels=labels)
-    if differs is None:
-        return None
+    if differs is None or unseen_lifetimes(
+        evidence.trace or (), {(kind.group, kind.plural) for kind in evidence.resources}
+    ):
+        return None  # the operator never saw an object that the fault-free run saw: not comparable
     unsettled = "" if evidence.settled else f" (and it has not settled in {evidence.settle_timeout} s)"
     return (
         f"the end state differs from that of a run with no faults and no crashes{unsettled}:\n"

@@ -23,6 +23,11 @@ the driven objects at the moment its derived object got there (a probe of a pod 
 SmokeTest says when the pod is ready), and a fault delays that moment (a Deployment created a retry later has its
 pods ready later), so the fault-free run may have made it before the change, from the state before it. Its
 presence is still compared: a record lost.
+
+A faulted run in which the operator never got one event of a driven object's whole life (made and deleted while
+its events were held and coalesced, as a relist after a broken watch gives them on a real cluster) is not
+compared at all (:func:`unseen_lifetimes`): the operator could not have done anything for that object, where the
+fault-free run did what it does for every object it sees.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import Any
 from ._bookkeeping import users_annotations
 from ._discovery import ResourceInfo
 from ._history import HISTORY_ANNOTATIONS, is_derived
-from ._tracing import Change, Entry, Request
+from ._tracing import Change, Delivery, Entry, Request
 from .operator import KopfOperator
 
 __all__ = [
@@ -261,3 +266,27 @@ def _owners(obj: Mapping[str, Any]) -> set[tuple[str, str, str]]:
     metadata = obj.get("metadata") or {}
     namespace = str(metadata.get("namespace") or "")
     return {(str(ref.get("kind")), namespace, str(ref.get("name"))) for ref in metadata.get("ownerReferences") or ()}
+
+
+def unseen_lifetimes(trace: Iterable[Entry], driven: set[tuple[str, str]]) -> list[str]:
+    """The driven objects (group & plural in ``driven``) made and deleted in the run without the operator getting
+    one watch event of them alive (``plural.group namespace/name``, once per such life): at most the ``DELETED``.
+    """
+    born: dict[tuple[str, str], int] = {}
+    lives: list[tuple[tuple[str, str], int, int]] = []
+    delivered: dict[tuple[str, str], list[int]] = {}
+    for entry in trace:
+        if not isinstance(entry, (Change, Delivery)) or (entry.group, entry.plural) not in driven:
+            continue
+        key = (entry.resource, entry.where)
+        if isinstance(entry, Delivery):
+            delivered.setdefault(key, []).append(entry.rv)
+        elif entry.type == "ADDED":
+            born[key] = entry.rv
+        elif entry.type == "DELETED" and key in born:
+            lives.append((key, born.pop(key), entry.rv))
+    return [
+        f"{resource} {where}"
+        for (resource, where), added, deleted in lives
+        if not any(added <= rv < deleted for rv in delivered.get((resource, where), []))
+    ]

@@ -14,7 +14,7 @@ import pytest
 
 import kopf
 from pytest_kopf._storms import RetryStorm, watch_storms
-from pytest_kopf._tracing import Change, Entry, Fault, Log, Request, Response
+from pytest_kopf._tracing import Change, Delivery, Entry, Fault, Log, Request, Response
 from pytest_kopf.cluster import KopfCluster
 from pytest_kopf.driving import crash_after, settle
 from pytest_kopf.operator import KopfOperator
@@ -477,3 +477,66 @@ async def test_a_handler_done_in_an_earlier_cycle_of_an_update_runs_again_for_th
     await settle(kopf_cluster, kopf_operator)
     obj = await kopf_cluster.get("gadgets.checks.example", "obj-0")
     assert obj is not None and obj["status"] == {"size": 0}
+
+
+TALLY = """
+import kopf
+from kopf._cogs.clients import api, errors
+
+SETTINGS = kopf.OperatorSettings()
+URL = "/api/v1/namespaces/default/configmaps"
+
+
+@kopf.on.create("gadgets")
+async def count_fn(name, **_):
+    try:  # a tally of every gadget ever made, made at the first one (nobody's child: it outlives them)
+        await api.post(URL, payload={"metadata": {"name": "tally"}, "data": {}}, settings=SETTINGS)
+    except errors.APIConflictError:
+        pass
+    await api.patch(f"{URL}/tally", payload={"data": {name: "seen"}}, settings=SETTINGS)
+"""
+
+
+def test_an_object_whose_whole_life_the_operator_never_saw_is_no_difference(tmp_path: Path) -> None:
+    """Found by sieve9's event-pair plans (a correct twin, 'withheld-events'): the event of a creation held until the
+    next change of the object, its deletion, and coalesced with it: the operator never got an event of the object
+    (no finalizer was put on it, so the deletion was done at once), and did nothing for it, where the fault-free
+    run made what the operator makes once per object seen and keeps after it. A run in which the operator never
+    saw an object at all is not comparable with one in which it did (a relist after a broken watch does the same on
+    a real cluster: an object made and gone meanwhile is never seen)."""
+    from pytest_kopf._observations import unseen_lifetimes
+    from pytest_kopf.stateful import OperatorMachine
+    from pytest_kopf.strategies import Create, Delete
+    from pytest_kopf.strategies.placed import HeldEvent
+
+    operator = tmp_path / "tally.py"
+    operator.write_text(TALLY)
+    machine = OperatorMachine.configured(
+        "Fixes_tally",
+        paths=[operator],
+        manifests=[Path(__file__).parent / "gallery" / "crd.yaml"],
+        resources=["gadgets.checks.example"],
+        checks=["withheld-events"],
+        names=["obj-0"],
+        settle_timeout=300,
+    )
+    machine.replay(
+        [
+            HeldEvent("gadgets.checks.example", "default", "obj-0", coalesce=True, window=5.0, skip=0),
+            Create({**GADGET, "spec": {}}),
+            Delete("gadgets.checks.example", "obj-0"),
+        ]
+    )  # OperatorCheckFailed if the tally that only the fault-free run has made is a difference
+
+    # The objects whose life no event told the operator of: by their changes and the events delivered to it.
+    made, gone = (
+        Change(0.0, kind, "checks.example", "gadgets", "default", "obj-0", rv)
+        for kind, rv in [("ADDED", 5), ("DELETED", 9)]
+    )
+    seen = Delivery(0.0, "ADDED", "checks.example", "gadgets", "default", "obj-0", 5)
+    driven = {("checks.example", "gadgets")}
+    assert unseen_lifetimes([made, gone], driven) == ["gadgets.checks.example default/obj-0"]
+    only_gone = Delivery(0.0, "DELETED", "checks.example", "gadgets", "default", "obj-0", 9)
+    assert unseen_lifetimes([made, gone, only_gone], driven) == ["gadgets.checks.example default/obj-0"]
+    assert unseen_lifetimes([made, seen, gone], driven) == []
+    assert unseen_lifetimes([made], driven) == []  # alive at the end: its absence of events is another matter
