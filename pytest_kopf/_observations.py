@@ -8,7 +8,11 @@ two records of those histories differ between them, and are set aside there (:fu
   come and go with the history (a pod that was probed before a change keeps the probe made then);
 * the driven objects' status fields that only the handlers of other resources write: what the operator saw
   happen to those (``status.lastProbe``, the outcome of the last probe that ran), not what it made of the
-  driven object's spec.
+  driven object's spec;
+* the driven objects' status fields that only the handling of their updates writes (``on.update`` handlers'
+  ``patch.status``, never a creation's or a resumption's, nor a timer's): a record of the changes made
+  (``status.lastChange``, the old and new values of the last one), which an object created directly in its
+  final state has never had, and a reverted change has left.
 
 The trace of the run tells those fields (:func:`history_records`), and the labels that the driven objects have
 had, which every comparison sets aside on their children (:func:`pytest_kopf._history.history_masked`).
@@ -53,15 +57,20 @@ __all__ = [
 
 JsonDict = dict[str, Any]
 _WRITES = frozenset({"PATCH", "PUT", "POST"})
+#: The reason of the requests made for the handling of an update (see :data:`pytest_kopf._tracing.REASON_HEADER`).
+_UPDATE = "update"
 
 
 @dataclasses.dataclass(frozen=True)
 class HistoryRecords:
     """What records a run's history in its end state: ``status_keys``, the top-level fields of the driven objects'
-    ``status`` that only handlers of other resources write; ``label_keys``, the labels the driven objects have had."""
+    ``status`` that only handlers of other resources write; ``label_keys``, the labels the driven objects have had;
+    ``change_keys``, the top-level status fields that only the handling of the driven objects' updates writes (set
+    aside across histories only: two runs of the same changes must record them alike)."""
 
     status_keys: frozenset[str] = frozenset()
     label_keys: frozenset[str] = frozenset()
+    change_keys: frozenset[str] = frozenset()
 
 
 def history_records(
@@ -69,14 +78,17 @@ def history_records(
 ) -> HistoryRecords:
     """The records of the history in a run's trace: the status fields that only the handlers of other resources
     have written to the driven objects (those that a driven resource's own handler writes too are the object's
-    state; kopf's own writes, with no handler's name, are of the driven objects' handlers), and the labels that
-    the driven objects have had."""
+    state; kopf's own writes, with no handler's name, are of the driven objects' handlers), those that only the
+    handling of the driven objects' updates has written (by its handlers or by kopf for them: the requests' reason;
+    not those that a creation, a resumption, a deletion or a daemon or timer writes too), and the labels that the
+    driven objects have had."""
     if not trace:
         return HistoryRecords()
     own = _own_handlers(kopf_operator, resources)
     kinds = {(resource.api_version, resource.kind) for resource in resources}
     others: set[str] = set()
     owned: set[str] = set()
+    on_update: set[str] = set()
     labels: set[str] = set()
     for entry in trace:
         obj = entry.obj if isinstance(entry, Change) else None
@@ -88,18 +100,21 @@ def history_records(
             continue
         payload = entry.payload
         status = payload.get("status") if isinstance(payload, dict) else None
-        if isinstance(status, dict):
-            (owned if entry.handler is None or entry.handler in own else others).update(status)
-    return HistoryRecords(frozenset(others - owned), frozenset(labels))
+        if isinstance(status, dict) and (entry.handler is None or entry.handler in own):
+            (on_update if entry.reason == _UPDATE else owned).update(status)
+        elif isinstance(status, dict):
+            others.update(status)
+    return HistoryRecords(frozenset(others - owned - on_update), frozenset(labels), frozenset(on_update - owned))
 
 
 def across_histories(
     state: Iterable[Mapping[str, Any]], *, driven: Iterable[tuple[str, str]], records: HistoryRecords
 ) -> list[JsonDict]:
     """The state without the records of its history (``records``): the objects owned by derived objects
-    (transitively), and the observed status fields of the driven objects (api version & kind in ``driven``)."""
+    (transitively), and the observed status fields and the records of changes of the driven objects (api version &
+    kind in ``driven``)."""
     objects = [dict(obj) for obj in state]
-    kinds, keys = set(driven), records.status_keys
+    kinds, keys = set(driven), records.status_keys | records.change_keys
     made = _made_per_derived(objects)
     kept: list[JsonDict] = []
     for obj in objects:

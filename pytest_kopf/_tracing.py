@@ -58,6 +58,9 @@ __all__ = [
 HANDLER_HEADER = "X-Kopf-Sim-Handler"
 #: The request header that tells which object that handler handles, in which state (``ns/name@digest``).
 CAUSE_HEADER = "X-Kopf-Sim-Cause"
+#: The request header that tells the reason of the change being handled (``create``, ``update``...) when the request
+#: was made: by its handlers, or by kopf for them (the patch of their outcome).
+REASON_HEADER = "X-Kopf-Sim-Reason"
 
 _E = TypeVar("_E", bound="Entry")
 _active: Trace | None = None
@@ -104,6 +107,8 @@ class Request(Entry):
     handler: str | None = None
     #: The object that the handler handles, and its state (``ns/name@digest``), if a handler made the request.
     cause: str | None = None
+    #: The reason of the change being handled (``create``, ``update``...), if the request was made for one.
+    reason: str | None = None
     #: What the request addresses as it was when it came: the object (None: absent), or a collection's objects.
     addressed: Any = dataclasses.field(default=NotImplemented, compare=False, repr=False)
 
@@ -350,8 +355,11 @@ class Trace:
         body = (await request.read()).decode("utf-8", "replace") if request.can_read_body else ""
         by = request.headers.get(HANDLER_HEADER) or None
         cause = request.headers.get(CAUSE_HEADER) or None
+        reason = request.headers.get(REASON_HEADER) or None
         addressed = self._addressed(request) if self._store is not None else NotImplemented
-        asked = Request(self.now(), request.method, request.path, request.query_string, body, by, cause, addressed)
+        asked = Request(
+            self.now(), request.method, request.path, request.query_string, body, by, cause, reason, addressed
+        )
         self.append(asked)
         try:
             response = await handler(request)
@@ -391,14 +399,17 @@ def _identity(key: tuple[str, str], obj: dict[str, Any], rv: int) -> tuple[str, 
 
 
 def handler_header() -> dict[str, str]:
-    """The headers that name the kopf handler whose code runs in this context (none outside of handlers), and the
-    state of the object that it handles (:data:`CAUSE_HEADER`)."""
-    from kopf._kits.testing import current_handler_id, get_current_body
+    """The headers that name the kopf handler whose code runs in this context (none outside of handlers), the
+    state of the object that it handles (:data:`CAUSE_HEADER`), and the reason of the change being handled
+    (:data:`REASON_HEADER`: also on kopf's own patch of the handlers' outcome)."""
+    from kopf._kits.testing import current_changing_reason, current_handler_id, get_current_body
 
+    reason = current_changing_reason()
+    headers = {REASON_HEADER: reason} if reason is not None else {}
     handler = current_handler_id()
     if handler is None:
-        return {}
-    headers = {HANDLER_HEADER: str(handler)}
+        return headers
+    headers[HANDLER_HEADER] = str(handler)
     body = get_current_body()
     if body is not None:
         where = f"{body.metadata.namespace or ''}/{body.metadata.name}"

@@ -2,7 +2,8 @@
 
 The handler configures the client from the kubeconfig (``KUBECONFIG`` or ``~/.kube/config``), as when the
 operator runs on a developer's machine, and adopts the children (owner references, namespace, labels), so that
-they are garbage-collected with their parent.
+they are garbage-collected with their parent. A retry finds the children that an earlier attempt has made (its
+response lost, or the operator restarted before the result was stored): a 409 Conflict is no failure.
 """
 
 from typing import Any
@@ -43,6 +44,11 @@ def create_children(name: str, namespace: str, spec: kopf.Spec, **_: Any) -> dic
     kubernetes.config.load_kube_config()
     deployment, service = children(name, spec.get("image", "nginx:1.27"))
     kopf.adopt([deployment, service])
-    made = kubernetes.client.AppsV1Api().create_namespaced_deployment(namespace, deployment)
-    kubernetes.client.CoreV1Api().create_namespaced_service(namespace, service)
-    return {"deployment": made.metadata.name, "service": service["metadata"]["name"]}
+    apps, core = kubernetes.client.AppsV1Api(), kubernetes.client.CoreV1Api()
+    for create, child in ((apps.create_namespaced_deployment, deployment), (core.create_namespaced_service, service)):
+        try:
+            create(namespace, child)
+        except kubernetes.client.ApiException as exc:
+            if exc.status != 409:  # 409: made by an earlier attempt whose response was lost, or before a crash
+                raise
+    return {"deployment": deployment["metadata"]["name"], "service": service["metadata"]["name"]}

@@ -34,6 +34,14 @@ async def create_children(name: str, namespace: str, spec: kopf.Spec, **_: Any) 
     deployment, service = yaml.safe_load_all(TEMPLATES.format(name=name, image=spec.get("image", "nginx:1.27")))
     kopf.adopt([deployment, service])
     async with kubernetes_asyncio.client.ApiClient() as api:
-        made = await kubernetes_asyncio.client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment)
-        await kubernetes_asyncio.client.CoreV1Api(api).create_namespaced_service(namespace, service)
-    return {"deployment": made.metadata.name, "service": service["metadata"]["name"]}
+        apps, core = kubernetes_asyncio.client.AppsV1Api(api), kubernetes_asyncio.client.CoreV1Api(api)
+        for create, child in (
+            (apps.create_namespaced_deployment, deployment),
+            (core.create_namespaced_service, service),
+        ):
+            try:
+                await create(namespace, child)
+            except kubernetes_asyncio.client.ApiException as exc:
+                if exc.status != 409:  # 409: made by an earlier attempt whose response was lost, or before a crash
+                    raise
+    return {"deployment": deployment["metadata"]["name"], "service": service["metadata"]["name"]}

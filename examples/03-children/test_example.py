@@ -40,3 +40,18 @@ async def test_children_are_made_adopted_and_collected(kopf_cluster, kopf_operat
     await kopf_cluster.wait_gone("services", "web", timeout=60)
     await kopf_operator.stop()
     assert kopf_operator.exception is None
+
+
+@pytest.mark.kopf_sim_only  # the simulated cluster's faults: a response lost after the Deployment was made
+@pytest.mark.parametrize("operator", ["example.py", "example_asyncio.py"])
+async def test_a_retry_keeps_the_children_an_earlier_attempt_has_made(kopf_cluster, kopf_operator, operator):
+    await kopf_cluster.apply(CRD)
+    kopf_cluster.sim.faults.error(504, applied=True, method="POST", path="/deployments$", count=1)
+    await kopf_operator.start(paths=[HERE / operator])
+    await kopf_cluster.create({"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "web"}})
+    obj = await kopf_cluster.wait_for(
+        "kopfexamples", "web", timeout=300, condition=lambda o: "create_children" in o.get("status", {})
+    )
+    assert obj["status"]["create_children"] == {"deployment": "web", "service": "web"}
+    assert await kopf_cluster.get("services", "web") is not None
+    assert any("504" in record.getMessage() for record in kopf_operator.records)  # the first attempt failed

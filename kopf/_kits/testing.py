@@ -27,8 +27,9 @@ What is here, by what the plugin does with it:
   :class:`AdmissionSettings`, :class:`WebhookServerLike`, :class:`AdmissionReviewRequest`,
   :func:`inject_handler_id`;
 * the scheduled daemons & timers of a running operator: :class:`DaemonsMemory`, :class:`TimerHandler`;
-* the current handler and object, to trace requests and reads to the handlers that make them:
-  :func:`current_handler_id`, :func:`get_current_body`;
+* the current handler, object and change, to trace requests and reads to the handlers that make them and to
+  the change they are made for: :func:`current_handler_id`, :func:`get_current_body`,
+  :func:`current_changing_reason`;
 * the diffs of objects as the handlers see them: :func:`diff_objects`, :func:`iter_object_diff`; whether an object
   is in scope of the change-detecting handlers at all (:func:`in_changing_scope`: kopf leaves the others alone);
 * real clusters: :class:`KubeconfigLogin`, :func:`login_with_kubeconfig_context`,
@@ -50,7 +51,7 @@ from kopf._cogs.structs.current import get_current_body
 from kopf._cogs.structs.diffs import diff as diff_objects
 from kopf._cogs.structs.diffs import diff_iter as iter_object_diff
 from kopf._cogs.structs.reviews import Request as AdmissionReviewRequest
-from kopf._core.actions.execution import current_handler_id
+from kopf._core.actions.execution import current_changing_reason, current_handler_id
 from kopf._core.engines.admission import CONFIGURATION_RESOURCES as WEBHOOK_CONFIGURATION_RESOURCES
 from kopf._core.engines.admission import build_webhooks, inject_handler_id
 from kopf._core.engines.daemons import DaemonsMemory
@@ -80,6 +81,7 @@ __all__ = [
     "Vault",
     "WebhookServerLike",
     "build_webhooks",
+    "current_changing_reason",
     "current_handler_id",
     "decode_discovery",
     "diff_objects",

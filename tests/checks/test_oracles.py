@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_kopf._history import TIME, handler_ids, history_masked
-from pytest_kopf._observations import HistoryRecords, across_histories, history_records
+from pytest_kopf._observations import HistoryRecords, across_histories, history_records, unseen_records_aside
 from pytest_kopf._oracles import (
     Correspondence,
     correspondences,
@@ -439,3 +439,43 @@ def test_a_final_spec_refused_in_the_status_is_not_compared(tmp_path: Path) -> N
         faulted.run(verify(faulted.cluster, faulted.operator, **options))  # no failure: not comparable
     finally:
         faulted.close()
+
+
+RECORDING_CHANGES = """
+import kopf
+
+@kopf.on.create("gadgets")
+def create_fn(spec, patch, **_):
+    patch.status["size"] = spec.get("size")
+
+@kopf.on.update("gadgets", field="spec.size")
+def size_fn(old, new, patch, **_):
+    patch.status["size"] = new
+    patch.status["lastChange"] = {"old": old, "new": new}  # a record of the change: never made at a creation
+"""
+
+
+async def test_the_status_fields_only_the_handling_of_updates_writes_are_records_of_changes(
+    kopf_cluster: Any, kopf_operator: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "operator.py"
+    path.write_text(RECORDING_CHANGES)
+    await kopf_cluster.apply(CRD)
+    trace = record_trace(kopf_cluster)
+    await kopf_operator.start(paths=[path])
+    await kopf_cluster.create(gadget("g", size=3))
+    await settle(kopf_cluster, kopf_operator)
+    await patch_and_revert(kopf_cluster, kopf_operator, RESOURCE, "g", {"spec": {"size": 5}})
+    resources = [await kopf_cluster.resolve(RESOURCE)]
+    records = history_records(trace.entries, kopf_operator, resources)
+    # size: written at the creation too (the object's state); lastChange: by the handling of the updates only.
+    assert records.change_keys == {"lastChange"} and not records.status_keys
+    ids = handler_ids(kopf_operator)
+    found = unreverted(reversals(kopf_cluster), driven=DRIVEN, handlers=ids)
+    assert found is not None and "lastChange" in found  # a difference unless told as a record
+    assert unreverted(reversals(kopf_cluster), driven=DRIVEN, handlers=ids, records=records) is None
+    # Across histories it is set aside; two runs of the same changes still compare it (an observation lost).
+    [state] = [obj for obj in end_state(kopf_cluster) if obj["kind"] == "Gadget"]
+    assert across_histories([state], driven=DRIVEN, records=records)[0]["status"] == {"size": 3}
+    lost = {**state, "status": {"size": 3, "lastChange": {"old": 3, "new": 3}}}
+    assert unseen_records_aside([lost], [state], driven=DRIVEN, records=records) == [lost]

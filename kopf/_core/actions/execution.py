@@ -470,6 +470,26 @@ def current_handler_id() -> HandlerId | None:
     return context.handler.id if context is not None else _watching_handler_var.get(None)
 
 
+#: The reason of the change being handled (``create``, ``update``...): its handlers run, and its outcome is patched.
+_changing_reason_var: contextvars.ContextVar[str] = contextvars.ContextVar("_changing_reason_var")
+
+
+def current_changing_reason() -> str | None:
+    """The reason of the change whose handling runs in this context (None outside of any): e.g. to tell that a
+    request (a handler's, or the framework's patch of the handlers' outcome) was made for an update."""
+    return _changing_reason_var.get(None)
+
+
+@contextlib.contextmanager
+def changing_reason(reason: str) -> Iterator[None]:
+    """Tell :func:`current_changing_reason` which change is being handled in this context."""
+    token = _changing_reason_var.set(reason)
+    try:
+        yield
+    finally:
+        _changing_reason_var.reset(token)
+
+
 @contextlib.contextmanager
 def watching_handler(handler_id: HandlerId) -> Iterator[None]:
     """Tell :func:`current_handler_id` which event-watching handler runs in this context."""

@@ -490,16 +490,17 @@ async def _process_changing(context: _Context) -> None:
         return
 
     stopping_delay = await _release_unneeded_finalizer(context, change)
-    in_scope, outcome = await _process_handlers(context, change)
-    if outcome is not None and (
-        context.memory.handling_began is None or context.memory.handling_began[0] != change.reason
-    ):
-        context.memory.handling_began = (change.reason, change.new)  # the first cycle of this cause's handling
-    caught_up = True
-    if outcome is None or outcome.done:
-        caught_up = _finish_handling(context, change, in_scope=in_scope)
+    with execution.changing_reason(change.reason.value):  # the handlers' requests and their outcome's patch
+        in_scope, outcome = await _process_handlers(context, change)
+        if outcome is not None and (
+            context.memory.handling_began is None or context.memory.handling_began[0] != change.reason
+        ):
+            context.memory.handling_began = (change.reason, change.new)  # the first cycle of this cause's handling
+        caught_up = True
+        if outcome is None or outcome.done:
+            caught_up = _finish_handling(context, change, in_scope=in_scope)
 
-    patched = await _apply_patch(context, context.patch)
+        patched = await _apply_patch(context, context.patch)
     context.settings.persistence.progress_storage.flush()
     if stopping_delay is not None:
         await _recheck_after_daemons(context, stopping_delay)
