@@ -12,7 +12,9 @@ two records of those histories differ between them, and are set aside there (:fu
 * the driven objects' status fields that only the handling of their updates writes (``on.update`` handlers'
   ``patch.status``, never a creation's or a resumption's, nor a timer's): a record of the changes made
   (``status.lastChange``, the old and new values of the last one), which an object created directly in its
-  final state has never had, and a reverted change has left.
+  final state has never had, and a reverted change has left; but not a field that may report an error (an
+  ``error``, a ``phase``, ``conditions``, a ``message``...): an error that a change has set must clear when the
+  change is reverted.
 
 The trace of the run tells those fields (:func:`history_records`), and the labels that the driven objects have
 had, which every comparison sets aside on their children (:func:`pytest_kopf._history.history_masked`).
@@ -44,6 +46,7 @@ from typing import Any
 from ._bookkeeping import users_annotations
 from ._discovery import ResourceInfo
 from ._history import HISTORY_ANNOTATIONS, is_derived
+from ._refusals import may_report_error
 from ._tracing import Change, Delivery, Entry, Request
 from .operator import KopfOperator
 
@@ -80,8 +83,9 @@ def history_records(
     have written to the driven objects (those that a driven resource's own handler writes too are the object's
     state; kopf's own writes, with no handler's name, are of the driven objects' handlers), those that only the
     handling of the driven objects' updates has written (by its handlers or by kopf for them: the requests' reason;
-    not those that a creation, a resumption, a deletion or a daemon or timer writes too), and the labels that the
-    driven objects have had."""
+    not those that a creation, a resumption, a deletion or a daemon or timer writes too, nor those that may report
+    an error: an error left by a change must clear when it is reverted), and the labels that the driven objects
+    have had."""
     if not trace:
         return HistoryRecords()
     own = _own_handlers(kopf_operator, resources)
@@ -104,7 +108,8 @@ def history_records(
             (on_update if entry.reason == _UPDATE else owned).update(status)
         elif isinstance(status, dict):
             others.update(status)
-    return HistoryRecords(frozenset(others - owned - on_update), frozenset(labels), frozenset(on_update - owned))
+    changes = {key for key in on_update - owned if not may_report_error(key)}
+    return HistoryRecords(frozenset(others - owned - on_update), frozenset(labels), frozenset(changes))
 
 
 def across_histories(

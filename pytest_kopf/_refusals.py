@@ -10,13 +10,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["reports_error"]
+__all__ = ["may_report_error", "reports_error"]
 
 #: The status fields that report an error when set, the phases that do, and the conditions (type, status) that do.
 _ERROR_FIELDS = frozenset({"error", "errors", "errormessage", "lasterror", "failure", "failuremessage"})
 _ERROR_PHASES = frozenset({"error", "errored", "failed", "failure", "invalid", "degraded"})
 _ERROR_CONDITIONS = frozenset({("failed", "true"), ("error", "true"), ("degraded", "true"), ("invalid", "true")})
 _ERROR_REASON = re.compile(r"invalid|error|fail", re.IGNORECASE)
+#: The names of the status fields that may tell how the object is doing (an error, a phase, conditions, a message):
+#: its state, whoever writes them, never a mere record of what happened to it.
+_HEALTH_WORDS = re.compile(r"error|fail|invalid|valid|phase|state|condition|message|reason|ready|health", re.I)
 
 
 def reports_error(obj: Mapping[str, Any]) -> bool:
@@ -41,3 +44,9 @@ def reports_error(obj: Mapping[str, Any]) -> bool:
         if kind == "ready" and state == "false" and _ERROR_REASON.search(str(condition.get("reason", ""))):
             return True
     return False
+
+
+def may_report_error(key: str) -> bool:
+    """Whether a status field, by its name, may tell how the object is doing (``error``, ``phase``, ``conditions``,
+    ``message``, ``ready``...): an error it reports must clear when the spec is fixed, so it is state to compare."""
+    return bool(_HEALTH_WORDS.search(key))

@@ -452,6 +452,7 @@ def create_fn(spec, patch, **_):
 def size_fn(old, new, patch, **_):
     patch.status["size"] = new
     patch.status["lastChange"] = {"old": old, "new": new}  # a record of the change: never made at a creation
+    patch.status["errorMessage"] = None if new else "a size of 0"  # how it is doing: state, though set on updates only
 """
 
 
