@@ -8,7 +8,8 @@ a fault could matter becomes a plan:
 * ``stale-answers``: a stale answer (the object or the list before its latest change) to each of its reads;
 * ``event-pairs``: each pair of consecutive watch events of an object, the first held until the second comes:
   coalesced (the operator never sees the first state) or delivered late (it handles the older state while
-  the cluster has the newer one);
+  the cluster has the newer one); and the last event of each object (no next one ends its hold) delivered
+  late, :data:`LATE_ALONE` seconds (an index of the operator's children that lags behind its own writes);
 * ``relists``: the operator's watch ending with a 410 instead of each watch event of an object (a broken
   stream whose version has expired): kopf lists again and gets the object as listed, with the type ``None``
   (an event handler that acts on ``ADDED``/``MODIFIED`` only misses it);
@@ -46,7 +47,9 @@ __all__ = ["PLAN_KINDS", "Plan", "PlanFigures", "Pruning", "derive"]
 PLAN_KINDS = {
     "crash-after-writes": "a crash right after each of the operator's writes",
     "stale-answers": "a stale answer (before the latest change) to each of its reads",
-    "event-pairs": "each pair of consecutive watch events of an object coalesced, or the first one late",
+    "event-pairs": (
+        "each pair of consecutive watch events of an object coalesced, or the first one late; the last one late"
+    ),
     "relists": "the watch expiring (410) at each watch event of an object: kopf lists again, the object as listed",
     "write-errors": (
         f"a 409 (updates), {HAMMERING} 500s in a row, a 429, and a 504 after the write is done, on each of its writes"
@@ -60,6 +63,9 @@ WRITE_ERRORS = ((409, 1, False), (500, HAMMERING, False), (429, 1, False), (504,
 HOLD_MARGIN = 5.0
 #: At most this long (virtual seconds) is an event held.
 HOLD_LIMIT = 300.0
+#: How long (virtual seconds) the last event of an object is held (no next one ends its hold): longer than the
+#: usual timers' intervals, so that a timer acting on a cache fed by the events (an index) acts on a stale one.
+LATE_ALONE = 30.0
 #: How long (virtual seconds) a failed write or a crash lasts in its effects (throttling, retries, the restart):
 #: the users' actions within it are part of its point (the same fault before other actions is another point).
 AFTERMATH = 10.0
@@ -154,7 +160,15 @@ class Pruning:
 
 #: The variants of a kind in the order they are tried: a conflict (kopf throttles and handles the object again)
 #: before the errors that kopf's client retries by itself; the coalescing of a pair before its late delivery.
-VARIANTS = {"409": 0, "504-after-write": 1, f"500x{HAMMERING}": 1, "429": 2, "coalesced": 0, "late": 1}
+VARIANTS = {
+    "409": 0,
+    "504-after-write": 1,
+    f"500x{HAMMERING}": 1,
+    "429": 2,
+    "coalesced": 0,
+    "late": 1,
+    "late-alone": 1,
+}
 #: The kinds of plans placed on watch events (the others on requests).
 EVENT_KINDS = frozenset({"event-pairs", "relists"})
 
@@ -277,19 +291,26 @@ def _event_plans(
         for key in deliveries
     }
     plans: list[Plan] = []
-    for (resource, _), events in deliveries.items():
+    for (resource, where), events in deliveries.items():
+        # The operator's own objects (its children): a watch of them that lags is a cache of the operator's that
+        # does not show its own writes yet (an index, a memo kept by events): tried first, as the users' changes.
+        made = any(change.type == "ADDED" and change.rv in made_by_operator for change in by_object[resource, where])
         for first, second in itertools.pairwise(events):
             if first.rv not in changes:
                 continue
             position, skip = changes[first.rv]
-            window, following, by_users = _hold_window(
-                first, second, by_object[resource, first.where], made_by_operator
-            )
+            window, following, by_users = _hold_window(first, second, by_object[resource, where], made_by_operator)
             for coalesce in (True, False):
                 fault = HeldEvent(resource, first.namespace, first.name, coalesce, window, skip)
                 variant = "coalesced" if coalesce else "late"
                 point = ("event-pairs", variant, resource, f"{first.type}@{first.state}", following)
-                plans.append(Plan(check, "event-pairs", position, fault, point, by_users))
+                plans.append(Plan(check, "event-pairs", position, fault, point, by_users or made))
+        last = events[-1]
+        if last.rv in changes and last.type != "DELETED":  # no next event ends its hold: late by a while
+            position, skip = changes[last.rv]
+            fault = HeldEvent(resource, last.namespace, last.name, False, LATE_ALONE, skip)
+            point = ("event-pairs", "late-alone", resource, f"{last.type}@{last.state}", None)
+            plans.append(Plan(check, "event-pairs", position, fault, point, made))
     return plans
 
 
