@@ -19,7 +19,7 @@ import logging
 import os
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kopf_sim.controllers import ControllerSettings
@@ -39,7 +39,7 @@ from .cluster import Manifests
 from .driving import DEFAULT_QUIET, DEFAULT_SETTLE_TIMEOUT
 from .errors import OperatorCheckFailed
 from .plugin import GC_YOUNG_THRESHOLD
-from .stateful import OperatorMachine, Statistics
+from .stateful import Compared, OperatorMachine, Statistics, operator_digest
 from .strategies.steps import ReplayLog
 
 if TYPE_CHECKING:
@@ -50,15 +50,18 @@ if TYPE_CHECKING:
 
 #: What a reproduction imports (see :func:`~pytest_kopf.stateful.reproduction`) is public, here, besides the
 #: checker: the trace and the storm watcher recorded before the steps, the creations recorded for ``cleanup``,
-#: the revert of ``rollback``'s steps, the learned noise given to :func:`verify`.
+#: the revert of ``rollback``'s steps, the learned noise given to :func:`verify`, and what the run is compared with,
+#: made anew by an operator that is not the one that failed (:func:`compared_with`).
 __all__ = [
     "CHECKS",
     "CheckReport",
+    "Compared",
     "NoiseField",
     "OperatorCheckFailed",
     "RunOptions",
     "Trace",
     "check_operator",
+    "compared_with",
     "patch_and_revert",
     "record_creations",
     "record_trace",
@@ -67,6 +70,54 @@ __all__ = [
 ]
 
 # -- check_operator ----------------------------------------------------------------------------------
+
+
+def compared_with(
+    users_actions: Callable[[Any, Any], Coroutine[Any, Any, None]],
+    check: str,
+    *,
+    made_of: str,
+    paths: Sequence[str | os.PathLike[str]],
+    resources: Sequence[str],
+    expected: Sequence[Mapping[str, Any]] | None = None,
+    direct: Sequence[Mapping[str, Any]] | None = None,
+    noise: Sequence[NoiseField] = (),
+    manifests: Sequence[Manifests] = (),
+    namespace: str = "default",
+    mask: Sequence[str] = (),
+    quiet: float = DEFAULT_QUIET,
+    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
+    retained: Sequence[str] = (),
+    consistency: Mapping[str, str] | None = None,
+) -> Compared:
+    """What a reproduction's run is compared with (a fixture of the reproduction, before its loop runs).
+
+    ``expected``, ``direct`` and ``noise`` as written in the reproduction when the operator's files and the manifests
+    are those it was made of (``made_of``: their digest); else (the operator fixed, or its correct twin named instead)
+    made anew by this operator: ``users_actions`` run with no faults, once more seeded and clocked otherwise for the
+    noise, and for ``transition`` the driven objects created directly in their final state. So a reproduction passes
+    for an operator that gets its steps right, not only for one whose fault-free run is the same as the failed one's.
+    """
+    if operator_digest(paths, manifests) == made_of:
+        return Compared(
+            expected=None if expected is None else [dict(obj) for obj in expected],
+            direct=None if direct is None else [dict(obj) for obj in direct],
+            noise=list(noise),
+        )
+    machine = OperatorMachine.configured(
+        "Reproduced",
+        paths=list(paths),
+        manifests=list(manifests),
+        resources=list(resources),
+        checks=[check],
+        namespace=namespace,
+        mask=list(mask),
+        quiet=quiet,
+        settle_timeout=settle_timeout,
+        retained=list(retained),
+        consistency=dict(consistency or {}),
+    )
+    return machine.fault_free(users_actions, check)
 
 
 @dataclasses.dataclass

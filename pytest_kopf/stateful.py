@@ -39,6 +39,7 @@ import contextlib
 import dataclasses
 import datetime
 import functools
+import hashlib
 import inspect
 import logging
 import os
@@ -123,6 +124,7 @@ if TYPE_CHECKING:
     import kopf
 
 __all__ = [
+    "Compared",
     "OperatorMachine",
     "OperatorSpec",
     "ReplayedData",
@@ -163,6 +165,47 @@ class OperatorSpec:
     restart_delay: float = DEFAULT_RESTART_DELAY
     #: The simulated clusters' built-in controllers (None: all of them, with the default timings).
     controllers: ControllerSettings | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class UsersActions(Action):
+    """A reproduction's users' actions as one step: its ``users_actions(kopf_cluster, kopf_operator)``, which does
+    the steps of the users (no faults, no crashes), each followed by ``caught_up``."""
+
+    actions: Callable[[Any, Any], Coroutine[Any, Any, None]]
+
+    async def apply(self, driver: Driver) -> Outcome:
+        await self.actions(driver.cluster, driver.operator)
+        return "ok"
+
+    def code(self) -> str:
+        return f"await {self.actions.__name__}(kopf_cluster, kopf_operator)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Compared:
+    """What a reproduction's run is compared with: the end state of the same users' actions with no faults
+    (``expected``), of the driven objects created directly in their final state (``direct``), and the noise."""
+
+    expected: list[dict[str, Any]] | None = None
+    direct: list[dict[str, Any]] | None = None
+    noise: list[NoiseField] = dataclasses.field(default_factory=list)
+
+
+def operator_digest(paths: Sequence[str | os.PathLike[str]], manifests: Sequence[Manifests]) -> str:
+    """A digest of the operator's files and the manifests (their contents, not where they are): what a reproduction's
+    expected end state was made with. Another digest (the operator fixed, or another one named) makes it anew. The
+    modules that the files import are not in it."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(pathlib.Path(path).read_bytes() if os.path.exists(path) else b"")
+        digest.update(b"\0")
+    for manifest in manifests:
+        if isinstance(manifest, str | os.PathLike) and _is_file_name(manifest) and os.path.exists(manifest):
+            digest.update(pathlib.Path(manifest).read_bytes())
+        else:
+            digest.update(repr(manifest).encode())
+    return digest.hexdigest()[:16]
 
 
 class World:
@@ -955,6 +998,23 @@ class OperatorMachine(RuleBasedStateMachine):
         finally:
             machine.close()
 
+    @classmethod
+    def fault_free(cls, users_actions: Callable[[Any, Any], Coroutine[Any, Any, None]], check: str) -> Compared:
+        """What a reproduction of this check compares with, made by this machine's operator: the users' actions
+        (a reproduction's ``users_actions``) run with no faults (and once more, seeded and clocked otherwise, for
+        the noise), and for ``transition`` the driven objects created directly in their final state."""
+        machine = cls()
+        try:
+            machine.perform(UsersActions(users_actions))
+            expected = machine.expected() if comparing([check]) else None
+            direct = machine.direct() if comparing([check], DIRECT) else None
+            machine._learn_more_noise()  # all of the noise: a comparison with another operator's run may need it
+            if machine._direct_refused:
+                direct = None
+            return Compared(expected=expected, direct=direct, noise=sorted(machine.noise))
+        finally:
+            machine.close()
+
     def _count(self) -> None:
         if self.statistics is not None:
             self.statistics.faults += len(self.world.cluster.sim.faults.injections)
@@ -1308,7 +1368,12 @@ def reproduction(
     seed: int = 0,
     epoch: datetime.datetime = DEFAULT_EPOCH,
 ) -> str:
-    """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`)."""
+    """The text of a runnable pytest test: the steps as code, then the check's verdict (see :func:`verify`).
+
+    What a comparing check compares with (``expected``, ``direct``, ``noise``) is written out as made by the operator
+    that failed; the operator's files changed since (e.g. fixed), a fixture makes it anew, by the operator's own run
+    of the users' actions with no faults (:func:`~pytest_kopf.checks.compared_with`).
+    """
     imports = dict.fromkeys(line for step in steps if isinstance(step, RuleStep) for line in step.imports())
     markers = [
         *_controllers_marker(spec.controllers),
@@ -1318,23 +1383,77 @@ def reproduction(
             else []
         ),
     ]
+    compares = expected is not None or direct is not None or bool(noise)
+    anew = compares and bool(spec.paths) and not spec.modules and spec.registry is None  # files to tell changes by
+    paths = [os.path.abspath(path) for path in spec.paths]
     lines = [
         f'"""A reproduction of the check {check!r} of pytest_kopf, shrunk to {len(steps)} step(s)."""',
-        *(["import pytest", ""] if markers else []),
+        *(["import pytest", ""] if markers or anew else []),
         "from pytest_kopf.checks import NoiseField, patch_and_revert, record_creations  # noqa: F401",
         "from pytest_kopf.checks import record_trace, verify, watch_storms",
+        *(["from pytest_kopf.checks import compared_with"] if anew else []),
         "from pytest_kopf.driving import caught_up, crash_after, settle, tolerate  # noqa: F401",
         *imports,
         "",
         "",
-        *markers,
-        "async def test_reproduction(kopf_cluster, kopf_operator):",
     ]
+    options = [
+        f"checks=[{check!r}]",
+        f"resources={list(resources)!r}",
+        "trace=trace",
+        f"quiet={spec.quiet!r}",
+        f"settle_timeout={spec.settle_timeout!r}",
+    ]
+    if namespace != "default":
+        options.append(f"namespace={namespace!r}")
+    if mask:
+        options.append(f"mask={list(mask)!r}")
+    if anew:
+        made = [
+            f"made_of={operator_digest(spec.paths, spec.manifests)!r}",
+            f"expected={'EXPECTED' if expected is not None else 'None'}",
+            f"direct={'DIRECT' if direct is not None else 'None'}",
+            f"noise={'NOISE' if noise else '[]'}",
+            f"paths={paths!r}",
+            f"manifests=[{', '.join(_manifest_literal(manifest) for manifest in spec.manifests)}]",
+            *options[1:2],
+            *options[3:],
+            *([f"retained={list(retained)!r}"] if retained else []),
+            *([f"consistency={dict(consistency)!r}"] if consistency else []),
+        ]
+        lines.extend(
+            [
+                "@pytest.fixture",
+                "def compared():",
+                '    """What the run is compared with: EXPECTED, DIRECT and NOISE below, as the operator that failed',
+                "    made them; once the operator's files are other (e.g. fixed), made anew by its own run of the",
+                '    users\' actions with no faults and no crashes (users_actions below)."""',
+                f"    return compared_with(users_actions, {check!r}, {', '.join(made)})",
+                "",
+                "",
+                "async def users_actions(kopf_cluster, kopf_operator):",
+                '    """The users\' actions of the steps below, without the faults and crashes."""',
+                *[
+                    line
+                    for step in steps
+                    if step.user
+                    for line in (f"    {step.code()}", "    await caught_up(kopf_operator)")
+                ],
+                "",
+                "",
+            ]
+        )
+    lines.extend(
+        [
+            *markers,
+            f"async def test_reproduction({'compared, ' if anew else ''}kopf_cluster, kopf_operator):",
+        ]
+    )
     for manifest in spec.manifests:
         lines.append(f"    await kopf_cluster.apply({_manifest_literal(manifest)})")
     start = []
     if spec.paths:
-        start.append(f"paths={[os.path.abspath(path) for path in spec.paths]!r}")
+        start.append(f"paths={paths!r}")
     if spec.modules:
         start.append(f"modules={list(spec.modules)!r}")
     if spec.registry is not None:
@@ -1349,28 +1468,17 @@ def reproduction(
     for step in steps:  # as in the machine: each step ends when the operator has caught up with it
         lines.append(f"    {step.code()}")
         lines.append("    await caught_up(kopf_operator)")
-    options = [
-        f"checks=[{check!r}]",
-        f"resources={list(resources)!r}",
-        "trace=trace",
-        f"quiet={spec.quiet!r}",
-        f"settle_timeout={spec.settle_timeout!r}",
-    ]
-    if namespace != "default":
-        options.append(f"namespace={namespace!r}")
-    if mask:
-        options.append(f"mask={list(mask)!r}")
     if expected is not None:
-        options.append("expected=EXPECTED")
+        options.append("expected=compared.expected" if anew else "expected=EXPECTED")
     if direct is not None:
-        options.append("direct=DIRECT")
+        options.append("direct=compared.direct" if anew else "direct=DIRECT")
     if check == "cleanup":
         options.append("created=created")
         options.extend([f"retained={list(retained)!r}"] if retained else [])
     if check == "consistency" and consistency:
         options.append(f"consistency={dict(consistency)!r}")
     if noise:
-        options.append("noise=NOISE")
+        options.append("noise=compared.noise" if anew else "noise=NOISE")
     lines.append(f"    await verify(kopf_cluster, kopf_operator, {', '.join(options)})")
     if expected is not None:
         lines.extend(

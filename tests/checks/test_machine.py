@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pytest_kopf import stateful
 from pytest_kopf.driving import tolerate
 from pytest_kopf.stateful import OperatorMachine, invariant, precondition, rule
-from pytest_kopf.strategies.steps import Create
+from pytest_kopf.strategies.steps import CrashAfterWrites, Create
 
 from .test_gallery import INNER_PYTEST
 
@@ -182,3 +182,29 @@ def test_a_configured_machine_is_digested_by_its_name_without_a_search_of_its_so
     assert function_digest(one) == function_digest(other)  # the name decides, as before
     assert one.spec() == OptionalField.spec()  # the configuration is still the one inherited
     assert one.configured("Again").__module__ == one.__module__  # configured again: still no module
+
+
+def test_a_reproduction_passes_for_the_fixed_operator_that_makes_another_end_state(pytester: pytest.Pytester) -> None:
+    """The docs' example: the crash-restart reproduction of a child with a generated name, made twice after a crash.
+    Its operator fixed (a fixed name: crash_child_ok.py in place of crash_child_bug.py), the end state with no faults
+    is another one (``obj-0-data``, not ``obj-0-*``): the reproduction compares with the fixed operator's own, made
+    anew (its files are other than those it was made of), and passes; the unchanged one still fails."""
+    bug = OperatorMachine.configured(
+        "CrashChild",
+        paths=[GALLERY / "crash_child_bug.py"],
+        manifests=[GALLERY / "crd.yaml"],
+        resources=["gadgets.checks.example"],
+        checks=["crash-restart"],
+        names=["obj-0"],
+    )
+    reproduction = bug.reproduce([CrashAfterWrites(writes=1), Create(GADGET)], "crash-restart")
+    assert "EXPECTED = " in reproduction and "generateName" in reproduction  # the bug's end state, written out
+    pytester.makepyfile(
+        test_as_it_failed=reproduction,
+        test_fixed=reproduction.replace("crash_child_bug.py", "crash_child_ok.py"),
+    )
+    result = pytester.runpytest_inprocess(*INNER_PYTEST, "-rf")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*The check 'crash-restart' has failed*", "FAILED test_as_it_failed.py::test_reproduction*"]
+    )
