@@ -32,7 +32,7 @@ import collections
 import dataclasses
 import itertools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 
 from kopf_sim.http.faults import RequestInfo, classify, may_conflict
 
@@ -107,6 +107,9 @@ class Pruning:
 
     def __init__(self) -> None:
         self.tried: set[tuple[str | None, ...]] = set()
+        #: The places tried so far (the points without the states and the users' actions around them, see
+        #: :func:`_place`): a plan at a place not tried yet comes before one at a place tried in other states.
+        self.places: set[tuple[str | None, ...]] = set()
         #: The plans chosen for each example (by its user actions): the same ones when it runs again.
         self.chosen: dict[str, list[Plan]] = {}
 
@@ -123,6 +126,7 @@ class Pruning:
 
     def tried_now(self, plan: Plan) -> None:
         self.tried.add((plan.check, *plan.point))
+        self.places.add(_place(plan))
 
     def choose(
         self,
@@ -150,7 +154,7 @@ class Pruning:
             counts.derived += len(mine)
             counts.pruned += len(mine) - len(fresh)
             left = per_example if budget is None else max(0, min(per_example, budget - counts.run))
-            taken = _prioritized(fresh)[:left]
+            taken = _prioritized(fresh, tried=self.places)[:left]
             counts.skipped += len(fresh) - len(taken)
             for plan in taken:
                 self.tried_now(plan)
@@ -173,16 +177,29 @@ VARIANTS = {
 EVENT_KINDS = frozenset({"event-pairs", "relists"})
 
 
-def _prioritized(plans: Sequence[Plan]) -> list[Plan]:
+def _prioritized(plans: Sequence[Plan], *, tried: Set[tuple[str | None, ...]] = frozenset()) -> list[Plan]:
     """The plans in the order to try them: the operator's own objects before k8s Events (posted by kopf for
-    its users, their failures ignored), those where the users act meanwhile first, the first variants of every
-    place before the others, in the run's order."""
+    its users, their failures ignored), those where the users act meanwhile first, the places not ``tried`` yet
+    (in any state) before those tried in other states, the first variants of every place before the others, in
+    the run's order."""
 
-    def priority(plan: Plan) -> tuple[bool, bool, int, int]:
+    def priority(plan: Plan) -> tuple[bool, bool, bool, int, int]:
         events = "/events" in str(plan.point[3]) if plan.kind not in EVENT_KINDS else False
-        return events, not plan.interacting, VARIANTS.get(str(plan.point[1]), 0), plan.position
+        known = _place(plan) in tried
+        return events, not plan.interacting, known, VARIANTS.get(str(plan.point[1]), 0), plan.position
 
     return sorted(plans, key=priority)
+
+
+def _place(plan: Plan) -> tuple[str | None, ...]:
+    """Where a plan's fault goes, whatever the states: its kind & variant, the handler and the request's shape (or
+    the resource and the event's type). The points of one place differ in the states of the objects, which makes
+    many of them: a place not tried yet says more than one more state of a place tried (e.g. a 504 after a write
+    where only 409s have been tried)."""
+    point = plan.point
+    if plan.kind in EVENT_KINDS:
+        return plan.check, point[0], point[1], point[2], str(point[3]).split("@", 1)[0]
+    return plan.check, *point[:4]
 
 
 @dataclasses.dataclass

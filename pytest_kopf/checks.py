@@ -515,6 +515,8 @@ def shrunk(
     best = failure
     steps = list(failure.steps)
     runs = 0
+    if failure.check not in machine.checks:  # e.g. 'convergence' of a planned run of another check: judged so too
+        machine = machine.configured(machine.__name__, checks=[failure.check, *machine.checks])
 
     def fails(candidate: list[Any]) -> OperatorCheckFailed | None:
         nonlocal runs

@@ -1254,7 +1254,9 @@ class OperatorMachine(RuleBasedStateMachine):
         except OperatorCheckFailed as exc:
             return exc
         comparable = [outcome for outcome in outcomes if outcome != "fault"] == self.outcomes
-        checks = [check for check in self.checks if check in ("convergence", plan.check)]
+        # Its check, and convergence whatever the machine's checks (as the docs say): a fault that leaves a handler
+        # retried for ever (e.g. a write that keeps failing, retried each second) changes no end state.
+        checks = ["convergence", *(check for check in self.checks if check == plan.check != "convergence")]
         try:  # (a failure of the reference, if it is made now, is raised as it is: it is not this run's)
             return self._verdict(
                 world,
