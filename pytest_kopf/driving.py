@@ -271,7 +271,9 @@ async def settle(
     Returns whether that happened within ``timeout`` virtual seconds. A restart pending after a crash
     is waited for first. The calls that the operator has scheduled within the timeout (a timer's or a daemon's
     retry after its backoff, an initial delay, the delayed handlers of an object: :mod:`pytest_kopf._scheduled`)
-    are waited for too. Changes that only refresh timestamps do not count (an object whose only changes are
+    are waited for too, and so is what the cluster's built-in controllers have scheduled within it (a finished Job's
+    deletion after its ``ttlSecondsAfterFinished``, a pod's start; CronJobs' schedules aside). Changes that only
+    refresh timestamps do not count (an object whose only changes are
     timestamps has settled, see :func:`pytest_kopf._noise.only_timestamps_changed`); nor do changes of k8s
     Events: kopf posts them as handlers run. Events withheld from a watcher (by a fault) count as changes until
     they are delivered (and a timer is called once more after that). An object that keeps changing with no
@@ -335,6 +337,9 @@ async def settle(
             waiting = kopf_operator is not None and any(
                 call.due <= deadline and call.awaited(contents) for call in scheduled_calls(kopf_operator)
             )
+            # And what the cluster's controllers have scheduled (a finished Job deleted after its TTL, a pod started
+            # or ready after its delay): the run is not over until it is done (CronJobs' schedules aside: endless).
+            waiting = waiting or any(due <= deadline for due in kopf_cluster.sim.controllers.pending())
             if now - last_change >= quiet and not waiting:
                 condition = until() if until is not None else True
                 if isinstance(condition, Awaitable):

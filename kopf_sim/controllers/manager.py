@@ -223,6 +223,13 @@ class ControllerManager:
             existing.cancel()
         self._timers[item] = loop.call_at(when, self._fire, item)
 
+    def pending(self, *, besides: frozenset[str] = frozenset({"cronjobs"})) -> list[float]:
+        """The loop times when the controllers' scheduled work is due (a finished Job's deletion after its TTL, a
+        pod's start or readiness, a retry...), but for those ``besides`` (a CronJob's schedule: it never ends).
+
+        What is due will change the cluster, or may: a run is not over while it is pending."""
+        return sorted(handle.when() for (name, _), handle in self._timers.items() if name not in besides)
+
     def _fire(self, item: QueueItem) -> None:
         self._timers.pop(item, None)
         self.enqueue(*item)

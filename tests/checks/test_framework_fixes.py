@@ -205,6 +205,25 @@ async def test_settling_waits_for_the_events_withheld_from_a_watcher(
     assert handled(await kopf_cluster.get("kopfexamples", "ex1"))
 
 
+async def test_settling_waits_for_what_the_clusters_controllers_have_scheduled(kopf_cluster: KopfCluster) -> None:
+    """Found by an outsider's operator (outsider9, a migration Job per image, ttlSecondsAfterFinished: 60): a world
+    that settled 30 s after the Job had finished still had it, one that settled later had not (the cluster deletes it
+    60 s after it finished): 'transition' reported the Job as a difference. The run is over once that is done."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "once", "namespace": "default"},
+        "spec": {
+            "ttlSecondsAfterFinished": 60,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}},
+        },
+    }
+    await kopf_cluster.create(job)
+    assert await settle(kopf_cluster, quiet=30)
+    assert [obj["metadata"]["name"] for obj in await kopf_cluster.list("jobs")] == []
+    assert kopf_cluster.sim.controllers.pending() == []
+
+
 async def test_a_timer_is_called_again_after_the_events_withheld_from_it_have_come(
     kopf_cluster: KopfCluster, kopf_operator: KopfOperator
 ) -> None:
