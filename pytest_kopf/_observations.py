@@ -290,23 +290,20 @@ def _owners(obj: Mapping[str, Any]) -> set[tuple[str, str, str]]:
 
 def unseen_lifetimes(trace: Iterable[Entry], driven: set[tuple[str, str]]) -> list[str]:
     """The driven objects (group & plural in ``driven``) made and deleted in the run without the operator getting
-    one watch event of them alive (``plural.group namespace/name``, once per such life): at most the ``DELETED``.
+    one watch event of them while they were there (``plural.group namespace/name``, once per such life): at most
+    events that came after the deletion (held until then, late), and the ``DELETED``.
     """
-    born: dict[tuple[str, str], int] = {}
-    lives: list[tuple[tuple[str, str], int, int]] = []
-    delivered: dict[tuple[str, str], list[int]] = {}
+    alive: dict[tuple[str, str], bool] = {}  # the objects there now: whether the operator has had an event of them
+    unseen: list[str] = []
     for entry in trace:
         if not isinstance(entry, (Change, Delivery)) or (entry.group, entry.plural) not in driven:
             continue
         key = (entry.resource, entry.where)
         if isinstance(entry, Delivery):
-            delivered.setdefault(key, []).append(entry.rv)
+            if key in alive and entry.type != "DELETED":
+                alive[key] = True
         elif entry.type == "ADDED":
-            born[key] = entry.rv
-        elif entry.type == "DELETED" and key in born:
-            lives.append((key, born.pop(key), entry.rv))
-    return [
-        f"{resource} {where}"
-        for (resource, where), added, deleted in lives
-        if not any(added <= rv < deleted for rv in delivered.get((resource, where), []))
-    ]
+            alive[key] = False
+        elif entry.type == "DELETED" and key in alive and not alive.pop(key):
+            unseen.append(f"{entry.resource} {entry.where}")
+    return unseen

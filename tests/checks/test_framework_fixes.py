@@ -513,6 +513,11 @@ async def count_fn(name, **_):
     except errors.APIConflictError:
         pass
     await api.patch(f"{URL}/tally", payload={"data": {name: "seen"}}, settings=SETTINGS)
+
+
+@kopf.on.delete("gadgets")  # so, a finalizer first: an object seen only once gone gets none, nor handling
+async def forget_fn(**_):
+    pass
 """
 
 
@@ -546,6 +551,13 @@ def test_an_object_whose_whole_life_the_operator_never_saw_is_no_difference(tmp_
             Delete("gadgets.checks.example", "obj-0"),
         ]
     )  # OperatorCheckFailed if the tally that only the fault-free run has made is a difference
+    machine.replay(
+        [
+            HeldEvent("gadgets.checks.example", "default", "obj-0", coalesce=False, window=5.0, skip=0),
+            Create({**GADGET, "spec": {}}),
+            Delete("gadgets.checks.example", "obj-0"),
+        ]
+    )  # the same with the creation's event sent late, once the object is gone: nothing to do for it either
 
     # The objects whose life no event told the operator of: by their changes and the events delivered to it.
     made, gone = (
@@ -557,5 +569,6 @@ def test_an_object_whose_whole_life_the_operator_never_saw_is_no_difference(tmp_
     assert unseen_lifetimes([made, gone], driven) == ["gadgets.checks.example default/obj-0"]
     only_gone = Delivery(0.0, "DELETED", "checks.example", "gadgets", "default", "obj-0", 9)
     assert unseen_lifetimes([made, gone, only_gone], driven) == ["gadgets.checks.example default/obj-0"]
+    assert unseen_lifetimes([made, gone, seen, only_gone], driven) == ["gadgets.checks.example default/obj-0"]  # late
     assert unseen_lifetimes([made, seen, gone], driven) == []
     assert unseen_lifetimes([made], driven) == []  # alive at the end: its absence of events is another matter
