@@ -194,7 +194,7 @@ class Subscription:
         if self._held is not None and self._arrivals:
             self._arrivals.pop()
         if how.note is not None:
-            namespace, name = _object_key(event)
+            namespace, name, _ = _object_key(event)
             how.note(f"watch expired (410) instead of: {event.type} {namespace}/{name} rv={event.rv}")
         status = errors.expired(f"too old resource version: {event.rv - 1} ({event.rv})").to_status()
         self.push(WatchEvent("ERROR", status, event.rv))
@@ -211,7 +211,7 @@ class Subscription:
                 if self._held is not None and len(self._arrivals) > index:
                     del self._arrivals[index]
                 if note is not None:
-                    namespace, name = hold.key
+                    namespace, name, _ = hold.key
                     note(f"coalesced away: {hold.event.type} {namespace}/{name} rv={hold.event.rv}")
                 if hold.event.type == "ADDED" and following.type == "MODIFIED":
                     following = WatchEvent("ADDED", following.payload, following.rv)  # the watcher never saw it added
@@ -285,7 +285,7 @@ class Subscription:
 
     def _coalesce(self) -> None:
         """Release the latest pending event of each object (as a relist shows it), in resource-version order."""
-        latest: dict[tuple[str, str], WatchEvent] = {}
+        latest: dict[tuple[str, str, str], WatchEvent] = {}
         others: list[WatchEvent] = []
         dropped: list[WatchEvent] = []
         while self.pending:
@@ -294,8 +294,7 @@ class Subscription:
             if event.type not in ("ADDED", "MODIFIED", "DELETED"):
                 others.append(event)
                 continue
-            metadata = meta(event.obj)
-            key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+            key = _object_key(event)
             previous = latest.get(key)
             if previous is not None:
                 dropped.append(previous)
@@ -318,15 +317,18 @@ class _Hold:
     """One object's event held back in a stream (and the stream's later events with it), until its next one."""
 
     event: WatchEvent
-    key: tuple[str, str]
+    key: tuple[str, str, str]
     how: Holding
     until: float  # when it goes out anyway (or, once the next event has come, when the rest goes out)
     stall_from: int | None = None  # delivered late: the next event's version, from which the stream waits
 
 
-def _object_key(event: WatchEvent) -> tuple[str, str]:
+def _object_key(event: WatchEvent) -> tuple[str, str, str]:
+    """Which object an event is of: its namespace, name and uid. An object deleted and made anew under its name is
+    another object: a relist shows the new one, and a watcher that tracks objects by uid (kopf does) learns that
+    the old one is gone, so the old one's events are never coalesced into the new one's."""
     metadata = meta(event.obj)
-    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+    return str(metadata.get("namespace") or ""), str(metadata.get("name") or ""), str(metadata.get("uid") or "")
 
 
 def _loop_time() -> float:

@@ -17,7 +17,7 @@ from kopf_sim.store.cluster import Cluster
 from kopf_sim.timing import virtualtime
 from kopf_sim.transports.inmemory import InMemoryServer
 
-from .test_lagging import WIDGETS, make_cluster, resize, size_of, watch_lines
+from .test_lagging import WIDGETS, make_cluster, resize, size_of, watch_lines, widget
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 
@@ -103,6 +103,30 @@ def test_an_event_held_until_the_objects_next_one(coalesce: bool, expected: list
     assert seen == expected
     assert log[0].startswith("1.000000 hold event (until the next one, ")
     assert ("coalesced away: MODIFIED default/w1" in log[-1]) == coalesce
+
+
+@pytest.mark.parametrize("how", ["hold", "withhold"])
+def test_an_object_deleted_and_made_anew_is_another_object_whose_events_never_coalesce_with_its(how: str) -> None:
+    # A relist shows the new object only, but a watcher that tracks objects by uid (kopf) learns that the old one is
+    # gone: its DELETED is seen, never coalesced away into the new one's ADDED (kopf then handled a deletion of the
+    # old object late, after its consistency timeout, against the new one's children).
+    async def main() -> list[tuple[float, str, int]]:
+        cluster = make_cluster()
+        injector, app = served(cluster)
+        async with InMemoryServer(app) as server, server.session() as session:
+            if how == "hold":
+                injector.hold_event("widgets", "default", "w1", coalesce=True, window=5)
+            else:
+                injector.withhold_events(5, coalesce=True, resource="widgets")
+            watcher = asyncio.create_task(watch_lines(session, str(cluster.rv), until=20))
+            await asyncio.sleep(1)
+            async with session.delete(f"{WIDGETS}/w1") as response:
+                assert response.status == 200
+            async with session.post(WIDGETS, json=widget("w1", size=7)) as response:
+                assert response.status == 201
+            return await watcher
+
+    assert virtualtime.run(main()) == [(6.0, "DELETED", 1), (6.0, "ADDED", 7)]
 
 
 def test_an_event_held_with_no_next_one_goes_out_after_its_window() -> None:
