@@ -30,10 +30,10 @@ SmokeTest says when the pod is ready), and a fault delays that moment (a Deploym
 pods ready later), so the fault-free run may have made it before the change, from the state before it. Its
 presence is still compared: a record lost.
 
-A faulted run in which the operator never got one event of a driven object's whole life (made and deleted while
-its events were held and coalesced, as a relist after a broken watch gives them on a real cluster) is not
-compared at all (:func:`unseen_lifetimes`): the operator could not have done anything for that object, where the
-fault-free run did what it does for every object it sees.
+A faulted run in which the operator never got to act on a driven object in its whole life (made and deleted while
+its events were held, as a relist after a broken watch gives them on a real cluster; or while its writes to it
+failed) is not compared at all (:func:`unseen_lifetimes`): the operator could not have done anything for that
+object, where the fault-free run did what it does for every object it sees.
 """
 
 from __future__ import annotations
@@ -43,11 +43,13 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kopf_sim.http.faults import classify
+
 from ._bookkeeping import users_annotations
 from ._discovery import ResourceInfo
 from ._history import HISTORY_ANNOTATIONS, is_derived
 from ._refusals import may_report_error
-from ._tracing import Change, Delivery, Entry, Request
+from ._tracing import Change, Delivery, Entry, Request, Response
 from .operator import KopfOperator
 
 __all__ = [
@@ -290,20 +292,42 @@ def _owners(obj: Mapping[str, Any]) -> set[tuple[str, str, str]]:
 
 def unseen_lifetimes(trace: Iterable[Entry], driven: set[tuple[str, str]]) -> list[str]:
     """The driven objects (group & plural in ``driven``) made and deleted in the run without the operator getting
-    one watch event of them while they were there (``plural.group namespace/name``, once per such life): at most
-    events that came after the deletion (held until then, late), and the ``DELETED``.
+    to act on them while they were there (``plural.group namespace/name``, once per such life): no watch event of
+    them came before the deletion (at most events held until after it, late, and the ``DELETED``); or its writes to
+    them all failed until then (e.g. kopf's first patch, its finalizer, answered 500 and retried a second later,
+    when the object was gone).
     """
-    alive: dict[tuple[str, str], bool] = {}  # the objects there now: whether the operator has had an event of them
+    alive: dict[tuple[str, str], list[bool]] = {}  # the objects there now: [an event came, a write tried, landed]
     unseen: list[str] = []
     for entry in trace:
+        if isinstance(entry, Response) and entry.method in _WRITES and entry.status is not None:
+            key = _addressed(entry.method, entry.path)
+            if key in alive:
+                alive[key][1] = True
+                alive[key][2] = alive[key][2] or entry.status < 400
+            continue
         if not isinstance(entry, (Change, Delivery)) or (entry.group, entry.plural) not in driven:
             continue
         key = (entry.resource, entry.where)
         if isinstance(entry, Delivery):
             if key in alive and entry.type != "DELETED":
-                alive[key] = True
+                alive[key][0] = True
         elif entry.type == "ADDED":
-            alive[key] = False
-        elif entry.type == "DELETED" and key in alive and not alive.pop(key):
-            unseen.append(f"{entry.resource} {entry.where}")
+            alive[key] = [False, False, False]
+        elif entry.type == "DELETED" and key in alive:
+            delivered, tried, landed = alive.pop(key)
+            if not delivered or (tried and not landed):
+                unseen.append(f"{entry.resource} {entry.where}")
     return unseen
+
+
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _addressed(method: str, path: str) -> tuple[str, str] | None:
+    """The object that a write addresses, as the trace's changes name it (None: a collection)."""
+    info = classify(method, path, {})
+    if info.resource is None or info.name is None:
+        return None
+    resource = f"{info.resource}.{info.group}" if info.group else info.resource
+    return resource, f"{info.namespace}/{info.name}" if info.namespace else info.name

@@ -531,7 +531,7 @@ def test_an_object_whose_whole_life_the_operator_never_saw_is_no_difference(tmp_
     from pytest_kopf._observations import unseen_lifetimes
     from pytest_kopf.stateful import OperatorMachine
     from pytest_kopf.strategies import Create, Delete
-    from pytest_kopf.strategies.placed import HeldEvent
+    from pytest_kopf.strategies.placed import FailedRequest, HeldEvent
 
     operator = tmp_path / "tally.py"
     operator.write_text(TALLY)
@@ -558,6 +558,14 @@ def test_an_object_whose_whole_life_the_operator_never_saw_is_no_difference(tmp_
             Delete("gadgets.checks.example", "obj-0"),
         ]
     )  # the same with the creation's event sent late, once the object is gone: nothing to do for it either
+    gadget = "/apis/checks.example/v1/namespaces/default/gadgets/obj-0"
+    machine.replay(
+        [
+            FailedRequest(500, "PATCH", gadget, 0, 1, False),
+            Create({**GADGET, "spec": {}}),
+            Delete("gadgets.checks.example", "obj-0"),
+        ]
+    )  # its finalizer's patch answered 500, retried a second later: the object was gone by then
 
     # The objects whose life no event told the operator of: by their changes and the events delivered to it.
     made, gone = (
@@ -571,4 +579,7 @@ def test_an_object_whose_whole_life_the_operator_never_saw_is_no_difference(tmp_
     assert unseen_lifetimes([made, gone, only_gone], driven) == ["gadgets.checks.example default/obj-0"]
     assert unseen_lifetimes([made, gone, seen, only_gone], driven) == ["gadgets.checks.example default/obj-0"]  # late
     assert unseen_lifetimes([made, seen, gone], driven) == []
+    failed, landed = (Response(0.0, "PATCH", gadget, status=status) for status in (500, 200))
+    assert unseen_lifetimes([made, seen, failed, gone], driven) == ["gadgets.checks.example default/obj-0"]
+    assert unseen_lifetimes([made, seen, failed, landed, gone], driven) == []
     assert unseen_lifetimes([made], driven) == []  # alive at the end: its absence of events is another matter
