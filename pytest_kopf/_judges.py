@@ -459,7 +459,8 @@ def hammered(entries: Iterable[Entry]) -> list[str]:
 
 def _sender(request: Request) -> tuple[str | None, ...]:
     """Who sent a request and what it is about: its handler, the object handled (not its state), the name posted,
-    and the object addressed (by uid: a namesake made anew is another object, e.g. kopf's first patch of each)."""
+    and the object meant (by uid: a namesake made anew is another object, e.g. kopf's first patch of each): the one
+    that the body names as a precondition, else the one addressed."""
     handled = request.cause.rpartition("@")[0] or request.cause if request.cause else None
     payload = request.payload
     found = payload.get("metadata") if isinstance(payload, dict) else None
@@ -468,10 +469,12 @@ def _sender(request: Request) -> tuple[str | None, ...]:
     if request.method == "POST":
         posted = str(metadata.get("name") or metadata.get("generateName") or "") or None
     addressed = request.addressed
-    if isinstance(addressed, Mapping):  # the object there when the request came (None: absent; a tuple: a list)
+    # The object its body names first (kopf's patches name it as a precondition: the handling of a deleted object
+    # patches its successor in vain, answered 409, and so does the next one's; each its own object), else the
+    # object there when the request came (None: absent; a tuple: a list).
+    uid = metadata.get("uid")
+    if not uid and isinstance(addressed, Mapping):
         uid = (addressed.get("metadata") or {}).get("uid")
-    else:  # not known: the object its body names (kopf's patches name it as a precondition)
-        uid = metadata.get("uid")
     return request.handler, handled, posted, str(uid) if uid else None
 
 

@@ -209,6 +209,27 @@ def test_first_tries_of_several_handlers_and_objects_are_not_one_request_hammere
     assert hammered(posted(*again)) == [f"POST {path}: failed 4 times within the second 0, retried with no back-off"]
 
 
+def test_patches_of_namesakes_deleted_meanwhile_are_not_one_request_hammered() -> None:
+    # An outsider's operator (outsider9's c4_field_ok) under `retries`: a WebApp created, deleted and created again
+    # twice while four 500s delay its Service's creation by a second; then the handlings of the two deleted ones
+    # end, each patching its progress and its touch-dummy with its own uid as a precondition: 409 x 4 in the second
+    # 1 on the path of the third (the object there then), two per deleted object, each once (kopf backs off).
+    path = "/apis/o9.example/v1/namespaces/default/webapps/obj-0"
+    there = {"metadata": {"name": "obj-0", "uid": "uid-c"}}
+
+    def patched(*uids: str) -> list[Entry]:
+        requests = [
+            Request(1 + i / 10, "PATCH", path, body=json.dumps({"metadata": {"uid": uid}}), addressed=there)
+            for i, uid in enumerate(uids)
+        ]
+        return [Response(r.time, r.method, r.path, status=409, request=r) for r in requests]
+
+    assert hammered(patched("uid-a", "uid-a", "uid-b", "uid-b")) == []
+    assert hammered(patched(*["uid-a"] * 4)) == [
+        f"PATCH {path}: failed 4 times within the second 1, retried with no back-off"
+    ]
+
+
 def test_reads_answered_not_found_are_not_hammering() -> None:
     # The Wazuh-like operator (realistic/wazuh) under `retries`: created, deleted and created again in one second,
     # its handler and timer look the DaemonSet up with pykube (`exists()`, `get_or_none()`): 404s are answers.
