@@ -428,15 +428,16 @@ def _api_error(error: BaseException | None) -> bool:
     return error is not None and type(error).__module__.partition(".")[0] in CLIENT_PACKAGES
 
 
-#: The failed requests that are answers, not failures: a create of what exists, a read of what does not.
-_ANSWERS = frozenset({("POST", 409), ("GET", 404)})
+#: The failed requests that are answers, not failures: a create of what exists, a read or a delete of what does not.
+_ANSWERS = frozenset({("POST", 409), ("GET", 404), ("DELETE", 404)})
 
 
 def hammered(entries: Iterable[Entry]) -> list[str]:
     """Failed requests sent again :data:`~pytest_kopf._judges.HAMMERING` times in one virtual second (watches aside).
 
     A create answered "already exists" (409) is not a failure: operators create-or-patch their children; nor is a
-    read answered "not found" (404): operators look their children up before making them (pykube's ``exists()``).
+    read answered "not found" (404): operators look their children up before making them (pykube's ``exists()``);
+    nor a delete answered "not found": operators delete what should not be there, whether it is or not.
     A request counts in the second of its response (cut off: failed too), as the same request again only if the
     same handler of the same object sent it (when known) with the same object to create: several objects' or
     handlers' first tries at one collection (a 500 on all Services' creates) are not one request retried.
