@@ -32,6 +32,7 @@ HELPERS = """
 
 OPERATOR = """
     import kopf
+    import kubernetes
     from helpers import api
 
 
@@ -39,7 +40,11 @@ OPERATOR = """
     def create_fn(name, namespace, body, **_):
         child = {"metadata": {"name": f"{name}-data"}, "data": {}}
         kopf.append_owner_reference(child, owner=body)
-        api.create_namespaced_config_map(namespace, child)
+        try:
+            api.create_namespaced_config_map(namespace, child)
+        except kubernetes.client.ApiException as exc:
+            if exc.status != 409:  # made before a crash: the retry after the restart finds it
+                raise
 """
 
 
