@@ -32,7 +32,7 @@ import contextvars
 import dataclasses
 import datetime
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kopf._cogs.aiokits.clock import utcnow
 from kopf._cogs.configs.configuration import OperatorSettings
@@ -472,6 +472,7 @@ def current_handler_id() -> HandlerId | None:
 
 #: The reason of the change being handled (``create``, ``update``...): its handlers run, and its outcome is patched.
 _changing_reason_var: contextvars.ContextVar[str] = contextvars.ContextVar("_changing_reason_var")
+_T = TypeVar("_T")
 
 
 def current_changing_reason() -> str | None:
@@ -480,24 +481,24 @@ def current_changing_reason() -> str | None:
     return _changing_reason_var.get(None)
 
 
-@contextlib.contextmanager
-def changing_reason(reason: str) -> Iterator[None]:
+def changing_reason(reason: str) -> contextlib.AbstractContextManager[None]:
     """Tell :func:`current_changing_reason` which change is being handled in this context."""
-    token = _changing_reason_var.set(reason)
-    try:
-        yield
-    finally:
-        _changing_reason_var.reset(token)
+    return _bound(_changing_reason_var, reason)
+
+
+def watching_handler(handler_id: HandlerId) -> contextlib.AbstractContextManager[None]:
+    """Tell :func:`current_handler_id` which event-watching handler runs in this context."""
+    return _bound(_watching_handler_var, handler_id)
 
 
 @contextlib.contextmanager
-def watching_handler(handler_id: HandlerId) -> Iterator[None]:
-    """Tell :func:`current_handler_id` which event-watching handler runs in this context."""
-    token = _watching_handler_var.set(handler_id)
+def _bound(var: contextvars.ContextVar[_T], value: _T) -> Iterator[None]:
+    """The context variable set to the value meanwhile, then back to what it was."""
+    token = var.set(value)
     try:
         yield
     finally:
-        _watching_handler_var.reset(token)
+        var.reset(token)
 
 
 @dataclasses.dataclass(frozen=True)
