@@ -61,7 +61,8 @@ __all__ = [
 ]
 
 JsonDict = dict[str, Any]
-_WRITES = frozenset({"PATCH", "PUT", "POST"})
+#: The requests that write an object (a delete's body carries no status: none is read from it).
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: The reason of the requests made for the handling of an update (see :data:`pytest_kopf._tracing.REASON_HEADER`).
 _UPDATE = "update"
 
@@ -319,9 +320,6 @@ def unseen_lifetimes(trace: Iterable[Entry], driven: set[tuple[str, str]]) -> li
             if not delivered or (tried and not landed):
                 unseen.append(f"{entry.resource} {entry.where}")
     return unseen
-
-
-_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 def _addressed(method: str, path: str) -> tuple[str, str] | None:
